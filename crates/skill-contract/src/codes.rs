@@ -1,0 +1,249 @@
+//! The registry of error codes the platform emits: each with its fixed protocol `error_type`,
+//! its retryability and where it comes from.
+//!
+//! `docs/errors.md` is rendered from this table ([`render_markdown`]); a test keeps the two equal.
+//! A component that starts emitting a new code adds it here first.
+
+use crate::protocol::SkillErrorType;
+
+/// Whether a failure with this code may succeed when tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    Yes,
+    No,
+    /// Decided by whoever raises the error.
+    Varies,
+}
+
+impl Retry {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Yes => "yes",
+            Self::No => "no",
+            Self::Varies => "as raised",
+        }
+    }
+}
+
+/// One registered code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodeInfo {
+    pub code: &'static str,
+    pub error_type: SkillErrorType,
+    pub retryable: Retry,
+    /// The part of the platform that emits it.
+    pub source: &'static str,
+    pub meaning: &'static str,
+}
+
+use Retry::{No, Varies, Yes};
+use SkillErrorType::{
+    CycleDetected, PermissionDenied, ResolutionFailure, SkillNotFound, ToolActivationFailure, ToolExecutionFailure,
+    ValidationError,
+};
+
+const fn code(
+    code: &'static str,
+    error_type: SkillErrorType,
+    retryable: Retry,
+    source: &'static str,
+    meaning: &'static str,
+) -> CodeInfo {
+    CodeInfo { code, error_type, retryable, source, meaning }
+}
+
+/// Every code, grouped by source.
+pub const CODES: &[CodeInfo] = &[
+    code("skill_not_found", SkillNotFound, No, "protocol", "the requested skill does not exist"),
+    code(
+        "resolution_failure",
+        ResolutionFailure,
+        No,
+        "protocol",
+        "a composite skill could not be resolved (missing include, conflicting tools)",
+    ),
+    code("cycle_detected", CycleDetected, No, "protocol", "composite skills include each other in a cycle"),
+    code("tool_activation_failure", ToolActivationFailure, No, "protocol", "a tool could not be activated"),
+    code("tool_execution_failure", ToolExecutionFailure, Varies, "protocol", "a tool failed while running"),
+    code("validation_error", ValidationError, No, "protocol", "input or output schema validation failed"),
+    code(
+        "permission_denied",
+        PermissionDenied,
+        No,
+        "protocol",
+        "the operation is not permitted (e.g. a write through a read-only skill)",
+    ),
+    code(
+        "invalid_skill_contract",
+        ValidationError,
+        No,
+        "contract",
+        "the contract or the policy columns break a rule (`details.field`)",
+    ),
+    code(
+        "unsupported_skill_condition",
+        ValidationError,
+        No,
+        "contract",
+        "pre- or postconditions are given before the expression language exists",
+    ),
+    code(
+        "secret_material_rejected",
+        ValidationError,
+        No,
+        "contract",
+        "something that looks like a credential is in the contract",
+    ),
+    code(
+        "invalid_json_schema",
+        ValidationError,
+        No,
+        "contract",
+        "`inputs` or `outputs` is not a self-contained JSON Schema 2020-12 document",
+    ),
+    code(
+        "invalid_skill_document",
+        ValidationError,
+        No,
+        "contract",
+        "a skill document's wrapper, name, version or composition is malformed",
+    ),
+    code(
+        "invalid_error_code",
+        ToolExecutionFailure,
+        No,
+        "contract",
+        "a skill raised an error whose code breaks the code rule (`details.givenCode`)",
+    ),
+    code(
+        "input_contract_violation",
+        ValidationError,
+        No,
+        "sdk",
+        "the inputs do not match the skill's input schema (`details.errors`)",
+    ),
+    code(
+        "output_contract_violation",
+        ValidationError,
+        No,
+        "sdk",
+        "the outputs do not match the skill's output schema (`details.errors`)",
+    ),
+    code("skill_error", ToolExecutionFailure, Varies, "sdk", "a skill failed with an error that carries no valid code"),
+    code("timeout", ToolExecutionFailure, Yes, "sdk", "the call ran past its contract timeout"),
+    code(
+        "config_missing",
+        ToolActivationFailure,
+        Yes,
+        "sdk",
+        "a parameter, secret or core address the skill needs is not set",
+    ),
+    code(
+        "secret_name_invalid",
+        ToolActivationFailure,
+        No,
+        "sdk",
+        "a secret name is empty, a path, reserved, or breaks the file-name rule",
+    ),
+    code(
+        "secret_file_rejected",
+        ToolActivationFailure,
+        No,
+        "sdk",
+        "a secret file exists but is unusable (`details.reason`)",
+    ),
+    code("secret_unreadable", ToolActivationFailure, Yes, "sdk", "the process user may not read the secret file"),
+    code(
+        "llm_not_configured",
+        ToolActivationFailure,
+        Yes,
+        "sdk",
+        "the LLM provider is unknown or its settings are incomplete",
+    ),
+    code("llm_unavailable", ToolExecutionFailure, Yes, "sdk", "the LLM provider cannot be reached or started"),
+    code("llm_invalid_response", ToolExecutionFailure, Yes, "sdk", "the model gave no valid JSON after every attempt"),
+    code("llm_rate_limited", ToolExecutionFailure, Yes, "sdk", "the model provider refused for a rate or usage limit"),
+    code("llm_timeout", ToolExecutionFailure, Yes, "sdk", "the model did not answer in time"),
+    code("llm_failed", ToolExecutionFailure, Yes, "sdk", "the model call failed otherwise"),
+    code(
+        "snapshot_stale",
+        ToolExecutionFailure,
+        No,
+        "sdk",
+        "a knowledge snapshot was applied over a state that changed (`details.stateToken`)",
+    ),
+    code(
+        "knowledge_query_too_large",
+        ToolExecutionFailure,
+        No,
+        "sdk",
+        "a knowledge query matched more than `max_items` entities",
+    ),
+    code("core_unavailable", ToolExecutionFailure, Yes, "sdk", "the core cannot be reached"),
+    code("artifact_not_found", ToolExecutionFailure, No, "sdk", "an artifact id is unknown"),
+    code("skill_not_hosted", SkillNotFound, No, "host", "no skill with this reference is hosted here"),
+    code("bad_request", ValidationError, No, "host", "the request body is not JSON or not `{…, inputs: {…}}`"),
+];
+
+/// The registry entry of a code, if the platform emits it.
+pub fn code_info(code: &str) -> Option<&'static CodeInfo> {
+    CODES.iter().find(|info| info.code == code)
+}
+
+/// The table of every code, as Markdown.
+pub fn render_markdown() -> String {
+    let mut out = String::from("| code | error_type | retryable | emitted by | meaning |\n|---|---|---|---|---|\n");
+    for info in CODES {
+        out.push_str(&format!(
+            "| `{}` | `{}` | {} | {} | {} |\n",
+            info.code,
+            info.error_type.as_str(),
+            info.retryable.as_str(),
+            info.source,
+            info.meaning
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn codes_are_valid_and_unique() {
+        let mut seen = HashSet::new();
+        for info in CODES {
+            assert!(crate::error::is_valid_code(info.code), "{}", info.code);
+            assert!(seen.insert(info.code), "duplicate {}", info.code);
+        }
+    }
+
+    #[test]
+    fn every_error_type_is_its_own_code() {
+        for error_type in SkillErrorType::ALL {
+            let info = code_info(error_type.as_str()).expect("registered");
+            assert_eq!(info.error_type, *error_type);
+        }
+    }
+
+    #[test]
+    fn docs_table_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/errors.md");
+        let text = std::fs::read_to_string(&path).expect("docs/errors.md exists");
+        let (start, end) = ("<!-- codes:start -->\n", "<!-- codes:end -->");
+        let begin = text.find(start).expect("start marker") + start.len();
+        let finish = text.find(end).expect("end marker");
+        let table = render_markdown();
+        if text[begin..finish] != table {
+            if std::env::var_os("SKILL_UPDATE_DOCS").is_some() {
+                let updated = format!("{}{}{}", &text[..begin], table, &text[finish..]);
+                std::fs::write(&path, updated).expect("docs/errors.md is writable");
+            } else {
+                panic!("docs/errors.md is out of date: run `SKILL_UPDATE_DOCS=1 cargo test -p skill-contract codes`");
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Contract v1: the promise a skill version makes — its schemas, idempotency, timeout, retry
+//! policy, permissions, conditions, cost model and implementation.
+//!
+//! A [`Contract`] only exists normalized: every default filled, every rule checked (see
+//! [`normalize`]). It renders two ways: [`Contract::to_export_json`] is the document the SDK
+//! writes into `skills/<name>.yaml` (empty optional fields left out, the reference's key order),
+//! and [`Contract::to_normalized_json`] is what the core stores (every field present).
+
+mod implementation;
+mod normalize;
+
+use serde_json::{Map, Number, Value, json};
+
+pub(crate) use implementation::is_tool_name;
+pub use implementation::{Auth, Implementation, Protocol};
+pub use implementation::{MAX_ADDRESS, MAX_SCOPES};
+pub(crate) use normalize::unsafe_retry;
+pub use normalize::{MAX_PERMISSIONS, NormalizeOptions, normalize};
+
+use crate::policy::Idempotency;
+
+/// Timeout bounds and default, in seconds.
+pub const TIMEOUT_SECONDS: (u64, u64, u64) = (1, 3600, 60);
+/// `retryPolicy.maxAttempts` bounds and default.
+pub const MAX_ATTEMPTS: (u64, u64, u64) = (1, 10, 1);
+/// `retryPolicy.backoffSeconds` bounds and default.
+pub const BACKOFF_SECONDS: (u64, u64, u64) = (0, 3600, 0);
+/// The largest contract document accepted, as compact JSON.
+pub const MAX_CONTRACT_BYTES: usize = 512 * 1024;
+
+/// How often and how far apart a failed call is tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    max_attempts: u32,
+    backoff_seconds: u32,
+}
+
+impl RetryPolicy {
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    pub fn backoff_seconds(&self) -> u32 {
+        self.backoff_seconds
+    }
+
+    fn to_json(self) -> Value {
+        json!({"maxAttempts": self.max_attempts, "backoffSeconds": self.backoff_seconds})
+    }
+}
+
+/// The declared cost of one call: a unit and an optional estimate (declarative; not enforced).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostModel {
+    unit: String,
+    /// Kept as written (`1` stays an integer, `1.5` a float) so the export round-trips exactly.
+    estimate: Option<Number>,
+}
+
+impl CostModel {
+    pub fn unit(&self) -> &str {
+        &self.unit
+    }
+
+    pub fn estimate(&self) -> Option<f64> {
+        self.estimate.as_ref().and_then(Number::as_f64)
+    }
+
+    fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("unit".into(), json!(self.unit));
+        if let Some(estimate) = &self.estimate {
+            map.insert("estimate".into(), Value::Number(estimate.clone()));
+        }
+        Value::Object(map)
+    }
+}
+
+/// A normalized contract v1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contract {
+    inputs: Value,
+    outputs: Value,
+    idempotency: Idempotency,
+    timeout_seconds: u32,
+    retry_policy: RetryPolicy,
+    required_permissions: Vec<String>,
+    preconditions: Vec<Value>,
+    postconditions: Vec<Value>,
+    cost_model: Option<CostModel>,
+    implementation: Implementation,
+}
+
+impl Contract {
+    /// The JSON Schema of the inputs.
+    pub fn inputs(&self) -> &Value {
+        &self.inputs
+    }
+
+    /// The JSON Schema of the outputs.
+    pub fn outputs(&self) -> &Value {
+        &self.outputs
+    }
+
+    pub fn idempotency(&self) -> Idempotency {
+        self.idempotency
+    }
+
+    pub fn timeout_seconds(&self) -> u32 {
+        self.timeout_seconds
+    }
+
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry_policy
+    }
+
+    /// Sorted, without duplicates.
+    pub fn required_permissions(&self) -> &[String] {
+        &self.required_permissions
+    }
+
+    pub fn preconditions(&self) -> &[Value] {
+        &self.preconditions
+    }
+
+    pub fn postconditions(&self) -> &[Value] {
+        &self.postconditions
+    }
+
+    pub fn cost_model(&self) -> Option<&CostModel> {
+        self.cost_model.as_ref()
+    }
+
+    pub fn implementation(&self) -> &Implementation {
+        &self.implementation
+    }
+
+    /// The same contract with another implementation (the export's `--protocol` choice).
+    pub fn with_implementation(&self, implementation: Implementation) -> Self {
+        Self { implementation, ..self.clone() }
+    }
+
+    /// The contract as the SDK exports it: the reference's key order, empty optional fields
+    /// (`requiredPermissions`, conditions, `costModel`) left out.
+    pub fn to_export_json(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("inputs".into(), self.inputs.clone());
+        map.insert("outputs".into(), self.outputs.clone());
+        map.insert("idempotency".into(), json!(self.idempotency.as_str()));
+        map.insert("timeoutSeconds".into(), json!(self.timeout_seconds));
+        map.insert("retryPolicy".into(), self.retry_policy.to_json());
+        if !self.required_permissions.is_empty() {
+            map.insert("requiredPermissions".into(), json!(self.required_permissions));
+        }
+        if !self.preconditions.is_empty() {
+            map.insert("preconditions".into(), Value::Array(self.preconditions.clone()));
+        }
+        if !self.postconditions.is_empty() {
+            map.insert("postconditions".into(), Value::Array(self.postconditions.clone()));
+        }
+        if let Some(cost_model) = &self.cost_model {
+            map.insert("costModel".into(), cost_model.to_json());
+        }
+        map.insert("implementation".into(), self.implementation.to_export_json());
+        Value::Object(map)
+    }
+
+    /// The contract as the core stores it: every field present, `implementation` with all four
+    /// keys (`null` where absent).
+    pub fn to_normalized_json(&self) -> Value {
+        json!({
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+            "idempotency": self.idempotency.as_str(),
+            "timeoutSeconds": self.timeout_seconds,
+            "retryPolicy": self.retry_policy.to_json(),
+            "requiredPermissions": self.required_permissions,
+            "preconditions": self.preconditions,
+            "postconditions": self.postconditions,
+            "costModel": self.cost_model.as_ref().map(CostModel::to_json),
+            "implementation": self.implementation.to_normalized_json(),
+        })
+    }
+}

@@ -1,0 +1,269 @@
+//! The one error a failed skill call carries, on every transport.
+//!
+//! It is the SDK's `{code, message, retryable, details}` extended with the protocol's
+//! `error_type`, `skill_name` and optional `tool_name`. Every code the platform emits has a fixed
+//! `error_type` (see [`crate::codes`]); a skill's own codes are `tool_execution_failure`.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::codes::{Retry, code_info};
+use crate::protocol::SkillErrorType;
+
+/// The longest error code.
+pub const MAX_CODE: usize = 100;
+
+/// A code that does not match `^[a-z0-9][a-z0-9_.-]{0,99}$`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "error code `{0}` is not valid: use 1 to 100 lowercase letters, digits, `_`, `.`, `-`, starting with a letter or digit"
+)]
+pub struct InvalidErrorCode(pub String);
+
+/// Whether `code` matches `^[a-z0-9][a-z0-9_.-]{0,99}$`.
+pub fn is_valid_code(code: &str) -> bool {
+    let mut chars = code.chars();
+    code.len() <= MAX_CODE
+        && chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '-'))
+}
+
+/// A failed call: a code, a message for people, whether trying again may help, and details.
+///
+/// Immutable: built with [`SkillError::new`] (or [`SkillError::try_new`]) and the consuming
+/// `with_*` methods.
+///
+/// ```
+/// use skill_contract::{SkillError, SkillErrorType};
+///
+/// let error = SkillError::new("upstream_busy").with_message("the CRM is busy").with_retryable(true);
+/// assert_eq!(error.error_type(), SkillErrorType::ToolExecutionFailure);
+///
+/// let timeout = SkillError::new("timeout");
+/// assert!(timeout.retryable()); // fixed by the code table
+/// assert_eq!(timeout.message(), "timeout"); // the message defaults to the code
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillError {
+    code: String,
+    message: String,
+    retryable: bool,
+    details: Option<Map<String, Value>>,
+    error_type: SkillErrorType,
+    skill_name: String,
+    tool_name: Option<String>,
+}
+
+impl SkillError {
+    /// An error with a valid code. The message defaults to the code; `retryable` and
+    /// `error_type` come from the code table when the code is the platform's.
+    pub fn try_new(code: &str) -> Result<Self, InvalidErrorCode> {
+        if !is_valid_code(code) {
+            return Err(InvalidErrorCode(code.to_owned()));
+        }
+        let (error_type, retryable) = match code_info(code) {
+            Some(info) => (info.error_type, info.retryable == Retry::Yes),
+            None => (SkillErrorType::ToolExecutionFailure, false),
+        };
+        Ok(Self {
+            code: code.to_owned(),
+            message: code.to_owned(),
+            retryable,
+            details: None,
+            error_type,
+            skill_name: String::new(),
+            tool_name: None,
+        })
+    }
+
+    /// Like [`SkillError::try_new`], but an invalid code does not get lost: the error becomes
+    /// `invalid_error_code` with the given code in `details.givenCode`.
+    pub fn new(code: &str) -> Self {
+        match Self::try_new(code) {
+            Ok(error) => error,
+            Err(InvalidErrorCode(given)) => Self::try_new("invalid_error_code")
+                .expect("invariant: table codes are valid")
+                .with_detail("givenCode", Value::String(given)),
+        }
+    }
+
+    /// An error of one of the protocol's types; the code is the type's own word.
+    pub fn of_type(error_type: SkillErrorType, message: impl Into<String>) -> Self {
+        Self::try_new(error_type.as_str()).expect("invariant: error types are valid codes").with_message(message)
+    }
+
+    pub fn with_message(self, message: impl Into<String>) -> Self {
+        Self { message: message.into(), ..self }
+    }
+
+    pub fn with_retryable(self, retryable: bool) -> Self {
+        Self { retryable, ..self }
+    }
+
+    pub fn with_details(self, details: Map<String, Value>) -> Self {
+        Self { details: Some(details), ..self }
+    }
+
+    pub fn with_detail(self, key: &str, value: Value) -> Self {
+        let mut details = self.details.clone().unwrap_or_default();
+        details.insert(key.to_owned(), value);
+        Self { details: Some(details), ..self }
+    }
+
+    pub fn with_error_type(self, error_type: SkillErrorType) -> Self {
+        Self { error_type, ..self }
+    }
+
+    /// Names the skill the error comes from.
+    pub fn for_skill(self, skill_name: impl Into<String>) -> Self {
+        Self { skill_name: skill_name.into(), ..self }
+    }
+
+    /// Names the tool the error comes from.
+    pub fn for_tool(self, tool_name: impl Into<String>) -> Self {
+        Self { tool_name: Some(tool_name.into()), ..self }
+    }
+
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub fn retryable(&self) -> bool {
+        self.retryable
+    }
+
+    pub fn details(&self) -> Option<&Map<String, Value>> {
+        self.details.as_ref()
+    }
+
+    pub fn error_type(&self) -> SkillErrorType {
+        self.error_type
+    }
+
+    /// Empty until the runtime names the skill.
+    pub fn skill_name(&self) -> &str {
+        &self.skill_name
+    }
+
+    pub fn tool_name(&self) -> Option<&str> {
+        self.tool_name.as_deref()
+    }
+
+    /// `{"error": {...}}`, the envelope of HTTP and MCP failures.
+    pub fn to_envelope(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("error".into(), serde_json::to_value(self).expect("invariant: the error serializes"));
+        Value::Object(map)
+    }
+}
+
+impl fmt::Display for SkillError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SkillError {}
+
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    code: String,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    retryable: bool,
+    #[serde(default)]
+    details: Option<Map<String, Value>>,
+    #[serde(default)]
+    error_type: Option<SkillErrorType>,
+    #[serde(default)]
+    skill_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_name: Option<String>,
+}
+
+impl Serialize for SkillError {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            code: self.code.clone(),
+            message: Some(self.message.clone()),
+            retryable: self.retryable,
+            details: self.details.clone(),
+            error_type: Some(self.error_type),
+            skill_name: Some(self.skill_name.clone()),
+            tool_name: self.tool_name.clone(),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// Reads the platform's envelope and the reference's shorter one (`error_type`, `skill_name`
+/// absent): missing fields take the code table's values.
+impl<'de> Deserialize<'de> for SkillError {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = Wire::deserialize(deserializer)?;
+        let base = Self::try_new(&wire.code).map_err(serde::de::Error::custom)?;
+        Ok(Self {
+            message: wire.message.unwrap_or(base.message),
+            retryable: wire.retryable,
+            details: wire.details,
+            error_type: wire.error_type.unwrap_or(base.error_type),
+            skill_name: wire.skill_name.unwrap_or_default(),
+            tool_name: wire.tool_name,
+            code: base.code,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn code_rule() {
+        for code in ["a", "0", "upstream_busy", "a.b-c_d", &"a".repeat(100)] {
+            assert!(is_valid_code(code), "{code}");
+        }
+        for code in ["", "_a", "-a", "A", "a b", "ä", &"a".repeat(101)] {
+            assert!(!is_valid_code(code), "{code}");
+        }
+    }
+
+    #[test]
+    fn an_invalid_code_is_kept_visible() {
+        let error = SkillError::new("Bad Code");
+        assert_eq!(error.code(), "invalid_error_code");
+        assert_eq!(error.details().and_then(|d| d.get("givenCode")), Some(&json!("Bad Code")));
+    }
+
+    #[test]
+    fn wire_shape_and_key_order() {
+        let error = SkillError::new("input_contract_violation").for_skill("math.add").with_detail("errors", json!([]));
+        let text = serde_json::to_string(&error).expect("serializes");
+        assert_eq!(
+            text,
+            r#"{"code":"input_contract_violation","message":"input_contract_violation","retryable":false,"details":{"errors":[]},"error_type":"validation_error","skill_name":"math.add"}"#
+        );
+        let back: SkillError = serde_json::from_str(&text).expect("reads back");
+        assert_eq!(back, error);
+    }
+
+    #[test]
+    fn reads_the_reference_envelope() {
+        let error: SkillError = serde_json::from_value(
+            json!({"code": "timeout", "message": "time is up", "retryable": true, "details": null}),
+        )
+        .expect("reads");
+        assert_eq!(error.error_type(), SkillErrorType::ToolExecutionFailure);
+        assert!(error.retryable());
+        assert!(serde_json::from_value::<SkillError>(json!({"code": "Nope"})).is_err());
+    }
+}

@@ -1,0 +1,141 @@
+//! Recognises text that looks like a credential, so a contract never carries one.
+//!
+//! A contract is published, exported to YAML and shown to anyone who may read the catalog: it
+//! may name an audience or a scope, never hold a token. The checks are deliberately broad
+//! (a false alarm costs an author one rename; a leaked key costs much more).
+
+/// Key names that announce a credential, compared without case, `_` and `-`.
+const SECRET_KEY_WORDS: &[&str] = &[
+    "secret",
+    "password",
+    "passwd",
+    "token",
+    "apikey",
+    "privatekey",
+    "credential",
+    "authorization",
+    "bearer",
+    "cookie",
+    "session",
+];
+
+/// Prefixes of well-known key and token formats.
+const TOKEN_PREFIXES: &[&str] = &[
+    "sk-",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "ya29.",
+    "hvs.",
+    "s.",
+];
+
+/// Whether a key name says its value is a credential (`clientSecret`, `api_key`, `token`).
+pub(crate) fn is_secret_key(key: &str) -> bool {
+    let folded: String = key.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect();
+    SECRET_KEY_WORDS.iter().any(|word| folded.contains(word))
+}
+
+fn shannon_bits_per_char(text: &str) -> f64 {
+    let mut counts = std::collections::HashMap::new();
+    for c in text.chars() {
+        *counts.entry(c).or_insert(0usize) += 1;
+    }
+    let len = text.chars().count() as f64;
+    counts.values().map(|&n| n as f64 / len).map(|p| -p * p.log2()).sum()
+}
+
+fn looks_like_jwt(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('.').collect();
+    parts.len() == 3
+        && text.starts_with("eyJ")
+        && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+}
+
+/// Whether a value looks like a credential: a PEM block, a JWT, an authorization header value,
+/// a well-known key format, `name=secret` pairs, or a long random-looking token.
+pub(crate) fn looks_like_secret(text: &str) -> bool {
+    let trimmed = text.trim();
+    let lower = trimmed.to_ascii_lowercase();
+    if lower.contains("-----begin") || looks_like_jwt(trimmed) {
+        return true;
+    }
+    if lower.starts_with("bearer ") || lower.starts_with("basic ") || lower.starts_with("token ") {
+        return true;
+    }
+    // `s.` alone is a vault token prefix only when followed by a long body.
+    if TOKEN_PREFIXES.iter().any(|p| trimmed.starts_with(p) && trimmed.len() >= p.len() + 16) {
+        return true;
+    }
+    if let Some((key, value)) = trimmed.split_once('=')
+        && is_secret_key(key)
+        && !value.is_empty()
+    {
+        return true;
+    }
+    let token_chars = trimmed.chars().all(|c| c.is_ascii_alphanumeric() || "+/=_-".contains(c));
+    let has_digit = trimmed.chars().any(|c| c.is_ascii_digit());
+    let has_alpha = trimmed.chars().any(|c| c.is_ascii_alphabetic());
+    token_chars && has_digit && has_alpha && trimmed.len() >= 32 && shannon_bits_per_char(trimmed) >= 3.5
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_credentials() {
+        let secrets = [
+            "-----BEGIN PRIVATE KEY-----\nabc",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+            "Bearer abc.def",
+            "sk-proj-0123456789abcdefghij",
+            "ghp_0123456789abcdefghijklmnopqrstuvwxyz",
+            "AKIAIOSFODNN7EXAMPLE1234",
+            "password=hunter2",
+            "9f8e7d6c5b4a39281706f5e4d3c2b1a0Zq8Xw7Vu",
+        ];
+        for text in secrets {
+            assert!(looks_like_secret(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn leaves_names_and_scopes_alone() {
+        let names = [
+            "claims-skills",
+            "https://graph.example.com/.default",
+            "claims:write",
+            "crm.contacts.read",
+            "api://claims-service",
+            "skills",
+            "s.short",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1",
+        ];
+        for text in names {
+            assert!(!looks_like_secret(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn recognises_secret_key_names() {
+        for key in ["token", "clientSecret", "api_key", "API-KEY", "privateKey", "Authorization"] {
+            assert!(is_secret_key(key), "{key}");
+        }
+        for key in ["audience", "scopes", "endpoint"] {
+            assert!(!is_secret_key(key), "{key}");
+        }
+    }
+}
