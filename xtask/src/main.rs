@@ -1,1 +1,133 @@
-fn main() {}
+//! Project automation: `cargo xtask ci` runs on a fresh machine exactly what CI runs.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  ci       set up what the tests need, then check formatting, lints, crate boundaries and run every test
+  setup    only set up what the tests need (a Python virtualenv with the test peers)
+  help     this text";
+
+/// Crates that must not appear in a crate's normal dependency tree.
+const BOUNDARIES: &[(&str, &[&str])] = &[("skill-contract", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"])];
+
+fn main() {
+    if let Err(error) = dispatch() {
+        eprintln!("error: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn dispatch() -> Result<()> {
+    let command = std::env::args().nth(1);
+    match command.as_deref() {
+        Some("ci") => ci(),
+        Some("setup") => setup().map(|_| ()),
+        Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => {
+            eprintln!("unknown command `{other}`\n\n{USAGE}");
+            std::process::exit(2)
+        }
+        None => {
+            eprintln!("{USAGE}");
+            std::process::exit(2)
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
+}
+
+fn run(step: &str, command: &mut Command) -> Result<()> {
+    let started = Instant::now();
+    println!("==> {step}");
+    let status = command.current_dir(workspace_root()).status().with_context(|| format!("cannot start {command:?}"))?;
+    if !status.success() {
+        bail!("{step} failed ({status})");
+    }
+    println!("    {step}: ok in {:.1}s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Creates (or refreshes) the test virtualenv and returns its Python.
+fn setup() -> Result<PathBuf> {
+    let venv = target_dir().join("test-python");
+    let python = venv.join("bin/python");
+    let requirements = workspace_root().join("xtask/python-requirements.txt");
+    let stamp = venv.join("requirements.installed");
+    let wanted = std::fs::read_to_string(&requirements).context("reading xtask/python-requirements.txt")?;
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
+        println!("==> test peers: up to date in {}", venv.display());
+        return Ok(python);
+    }
+    if !python.exists() {
+        run("create the test virtualenv", Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    }
+    run(
+        "install the Python test peers",
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(&requirements),
+    )?;
+    std::fs::write(&stamp, wanted).context("writing the install stamp")?;
+    Ok(python)
+}
+
+fn check_boundaries() -> Result<()> {
+    println!("==> crate boundaries");
+    for (krate, forbidden) in BOUNDARIES {
+        let output = cargo()
+            .args(["tree", "--quiet", "--edges", "normal", "--prefix", "none", "--format", "{p}", "--package", krate])
+            .current_dir(workspace_root())
+            .output()
+            .context("running cargo tree")?;
+        if !output.status.success() {
+            bail!("cargo tree failed: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        let tree = String::from_utf8_lossy(&output.stdout);
+        let found: Vec<&str> = tree
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .filter(|name| forbidden.contains(name))
+            .collect();
+        if !found.is_empty() {
+            bail!(
+                "{krate} must not depend on {} (run `cargo tree -p {krate} -e normal -i <crate>` to see why)",
+                found.join(", ")
+            );
+        }
+        println!("    {krate}: none of {}", forbidden.join(", "));
+    }
+    Ok(())
+}
+
+fn ci() -> Result<()> {
+    let started = Instant::now();
+    let python = setup()?;
+    run("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run("lints", cargo().args(["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"]))?;
+    check_boundaries()?;
+    run("tests", cargo().args(["test", "--workspace", "--quiet"]).env("SKILL_TEST_PYTHON", &python))?;
+    println!("==> all checks passed in {:.0}s", started.elapsed().as_secs_f64());
+    Ok(())
+}

@@ -46,7 +46,11 @@ pub fn is_valid_code(code: &str) -> bool {
 /// assert_eq!(timeout.message(), "timeout"); // the message defaults to the code
 /// ```
 #[derive(Debug, Clone, PartialEq)]
-pub struct SkillError {
+pub struct SkillError(Box<Fields>);
+
+/// Boxed so that `Result<T, SkillError>` stays one pointer wide on the error side.
+#[derive(Debug, Clone, PartialEq)]
+struct Fields {
     code: String,
     message: String,
     retryable: bool,
@@ -67,7 +71,7 @@ impl SkillError {
             Some(info) => (info.error_type, info.retryable == Retry::Yes),
             None => (SkillErrorType::ToolExecutionFailure, false),
         };
-        Ok(Self {
+        Ok(Self(Box::new(Fields {
             code: code.to_owned(),
             message: code.to_owned(),
             retryable,
@@ -75,7 +79,7 @@ impl SkillError {
             error_type,
             skill_name: String::new(),
             tool_name: None,
-        })
+        })))
     }
 
     /// Like [`SkillError::try_new`], but an invalid code does not get lost: the error becomes
@@ -94,65 +98,70 @@ impl SkillError {
         Self::try_new(error_type.as_str()).expect("invariant: error types are valid codes").with_message(message)
     }
 
+    fn map(mut self, change: impl FnOnce(&mut Fields)) -> Self {
+        change(&mut self.0);
+        self
+    }
+
     pub fn with_message(self, message: impl Into<String>) -> Self {
-        Self { message: message.into(), ..self }
+        self.map(|f| f.message = message.into())
     }
 
     pub fn with_retryable(self, retryable: bool) -> Self {
-        Self { retryable, ..self }
+        self.map(|f| f.retryable = retryable)
     }
 
     pub fn with_details(self, details: Map<String, Value>) -> Self {
-        Self { details: Some(details), ..self }
+        self.map(|f| f.details = Some(details))
     }
 
     pub fn with_detail(self, key: &str, value: Value) -> Self {
-        let mut details = self.details.clone().unwrap_or_default();
-        details.insert(key.to_owned(), value);
-        Self { details: Some(details), ..self }
+        self.map(|f| {
+            f.details.get_or_insert_with(Map::new).insert(key.to_owned(), value);
+        })
     }
 
     pub fn with_error_type(self, error_type: SkillErrorType) -> Self {
-        Self { error_type, ..self }
+        self.map(|f| f.error_type = error_type)
     }
 
     /// Names the skill the error comes from.
     pub fn for_skill(self, skill_name: impl Into<String>) -> Self {
-        Self { skill_name: skill_name.into(), ..self }
+        self.map(|f| f.skill_name = skill_name.into())
     }
 
     /// Names the tool the error comes from.
     pub fn for_tool(self, tool_name: impl Into<String>) -> Self {
-        Self { tool_name: Some(tool_name.into()), ..self }
+        self.map(|f| f.tool_name = Some(tool_name.into()))
     }
 
     pub fn code(&self) -> &str {
-        &self.code
+        &self.0.code
     }
 
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     pub fn retryable(&self) -> bool {
-        self.retryable
+        self.0.retryable
     }
 
     pub fn details(&self) -> Option<&Map<String, Value>> {
-        self.details.as_ref()
+        self.0.details.as_ref()
     }
 
     pub fn error_type(&self) -> SkillErrorType {
-        self.error_type
+        self.0.error_type
     }
 
     /// Empty until the runtime names the skill.
     pub fn skill_name(&self) -> &str {
-        &self.skill_name
+        &self.0.skill_name
     }
 
     pub fn tool_name(&self) -> Option<&str> {
-        self.tool_name.as_deref()
+        self.0.tool_name.as_deref()
     }
 
     /// `{"error": {...}}`, the envelope of HTTP and MCP failures.
@@ -165,7 +174,7 @@ impl SkillError {
 
 impl fmt::Display for SkillError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.0.message)
     }
 }
 
@@ -190,14 +199,15 @@ struct Wire {
 
 impl Serialize for SkillError {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let f = &self.0;
         Wire {
-            code: self.code.clone(),
-            message: Some(self.message.clone()),
-            retryable: self.retryable,
-            details: self.details.clone(),
-            error_type: Some(self.error_type),
-            skill_name: Some(self.skill_name.clone()),
-            tool_name: self.tool_name.clone(),
+            code: f.code.clone(),
+            message: Some(f.message.clone()),
+            retryable: f.retryable,
+            details: f.details.clone(),
+            error_type: Some(f.error_type),
+            skill_name: Some(f.skill_name.clone()),
+            tool_name: f.tool_name.clone(),
         }
         .serialize(serializer)
     }
@@ -209,15 +219,18 @@ impl<'de> Deserialize<'de> for SkillError {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let wire = Wire::deserialize(deserializer)?;
         let base = Self::try_new(&wire.code).map_err(serde::de::Error::custom)?;
-        Ok(Self {
-            message: wire.message.unwrap_or(base.message),
-            retryable: wire.retryable,
-            details: wire.details,
-            error_type: wire.error_type.unwrap_or(base.error_type),
-            skill_name: wire.skill_name.unwrap_or_default(),
-            tool_name: wire.tool_name,
-            code: base.code,
-        })
+        Ok(base.map(|f| {
+            if let Some(message) = wire.message {
+                f.message = message;
+            }
+            f.retryable = wire.retryable;
+            f.details = wire.details;
+            if let Some(error_type) = wire.error_type {
+                f.error_type = error_type;
+            }
+            f.skill_name = wire.skill_name.unwrap_or_default();
+            f.tool_name = wire.tool_name;
+        }))
     }
 }
 

@@ -67,6 +67,11 @@ pub use protocol::{
 pub use skill::{API_VERSION, CompositeSkill, KIND, LeafSkill, SKILL_SOURCE, Skill, SkillBody, ToolDeclaration};
 pub use violation::{ContractError, Problem, Violation, ViolationCode};
 
+/// The examples of `docs/contract.md` run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/contract.md")]
+pub struct ContractDocs;
+
 /// The JSON type of a value, as messages name it.
 pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {

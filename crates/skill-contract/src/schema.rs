@@ -119,7 +119,7 @@ pub fn check_schema_document(schema: &Value) -> Result<(), SchemaDocumentError> 
     if let Err(error) = jsonschema::draft202012::meta::validate(schema) {
         let place = error.instance_path().as_str();
         let place = if place.is_empty() { "/" } else { place };
-        return bad(format!("at {place}: {}", cut(&error.to_string())));
+        return bad(explain(format!("at {place}: {}", cut(&error.to_string()))));
     }
     compile(schema).map(|_| ())
 }
@@ -128,9 +128,19 @@ fn compile(schema: &Value) -> Result<jsonschema::Validator, SchemaDocumentError>
     jsonschema::draft202012::options()
         .should_validate_formats(true)
         .should_ignore_unknown_formats(true)
+        // Inputs come from callers: `pattern` runs on a linear-time engine, never a backtracking one.
+        .with_pattern_options(jsonschema::PatternOptions::regex())
         .offline()
         .build(schema)
-        .map_err(|error| SchemaDocumentError(cut(&error.to_string())))
+        .map_err(|error| SchemaDocumentError(explain(cut(&error.to_string()))))
+}
+
+/// Adds what to do to the validator's terser messages.
+fn explain(mut reason: String) -> String {
+    if reason.ends_with("is not a \"regex\"") {
+        reason.push_str(" (patterns run on a linear-time engine: look-around and backreferences are not supported)");
+    }
+    reason
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -203,6 +213,7 @@ mod tests {
             (json!({"minimum": "five"}), "at /minimum"),
             (json!(["type", "object"]), "expected a JSON object, got an array"),
             (json!({"type": "string", "pattern": "("}), "("),
+            (json!({"type": "string", "pattern": "^(?=a)a$"}), "look-around and backreferences are not supported"),
         ];
         for (schema, expected) in cases {
             let error = check_schema_document(&schema).expect_err("refused").to_string();

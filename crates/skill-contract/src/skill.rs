@@ -121,7 +121,7 @@ impl CompositeSkill {
 /// What a skill is: invocable, or a composition.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SkillBody {
-    Leaf(LeafSkill),
+    Leaf(Box<LeafSkill>),
     Composite(CompositeSkill),
 }
 
@@ -152,7 +152,7 @@ impl Skill {
             name,
             version,
             description: description.into(),
-            body: SkillBody::Leaf(LeafSkill { side_effects, risk_level, contract }),
+            body: SkillBody::Leaf(Box::new(LeafSkill { side_effects, risk_level, contract })),
         })
     }
 
@@ -282,6 +282,10 @@ fn read_document(document: &Value, options: &NormalizeOptions, out: &mut Vec<Vio
         );
         return None;
     };
+    if let Some(place) = fields::find_nul(document, "") {
+        out.push(document_violation(place, Problem::NulCharacter));
+        return None;
+    }
     let unknown_before = out.len();
     fields::check_keys(map, DOCUMENT_KEYS, "document", out);
     for violation in &mut out[unknown_before..] {
@@ -342,7 +346,7 @@ fn read_document(document: &Value, options: &NormalizeOptions, out: &mut Vec<Vio
         Some(value) => fields::string(value, "spec.description", out).map(str::to_owned).unwrap_or_default(),
     };
     let body = if present(spec, "contract").is_some() {
-        read_leaf(spec, options, out).map(SkillBody::Leaf)
+        read_leaf(spec, options, out).map(|leaf| SkillBody::Leaf(Box::new(leaf)))
     } else {
         read_composite(spec, out).map(SkillBody::Composite)
     };

@@ -72,12 +72,15 @@ pub struct Violation {
 /// Shortens a value echoed in a message so that a huge input does not flood the error.
 pub(crate) fn echo(text: &str) -> String {
     const MAX: usize = 120;
-    if text.chars().count() <= MAX {
-        text.to_owned()
-    } else {
-        let cut: String = text.chars().take(MAX).collect();
-        format!("{cut}…")
+    let mut out: String = text
+        .chars()
+        .take(MAX)
+        .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+        .collect();
+    if text.chars().count() > MAX {
+        out.push('…');
     }
+    out
 }
 
 impl Violation {

@@ -219,10 +219,11 @@ pub fn normalize(
     let Value::Object(map) = raw else {
         return Err(ContractError::single(fields::wrong_type("contract", "an object", raw)));
     };
-    let mut out = Vec::new();
     if let Some(place) = fields::find_nul(raw, "") {
-        out.push(Violation::new(if place.is_empty() { "contract".to_owned() } else { place }, Problem::NulCharacter));
+        let field = if place.is_empty() { "contract".to_owned() } else { place };
+        return Err(ContractError::single(Violation::new(field, Problem::NulCharacter)));
     }
+    let mut out = Vec::new();
     let bytes = serde_json::to_vec(raw).map_or(0, |b| b.len());
     if bytes > MAX_CONTRACT_BYTES {
         out.push(Violation::new("contract", Problem::TooLarge { bytes, max: MAX_CONTRACT_BYTES }));
