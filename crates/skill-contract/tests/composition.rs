@@ -61,10 +61,10 @@ fn a_leaf_resolves_to_itself() {
     let resolution = resolve(&r("claim.send@1"), &skills).expect("resolves");
     let tool = &resolution.tools()[0];
     assert_eq!(
-        (tool.name(), tool.source_type(), tool.writes(), tool.has_side_effects()),
+        (tool.name(), tool.source_type(), tool.writes(), tool.tool().has_side_effects()),
         ("claim.send", "skill", true, true)
     );
-    assert_eq!(tool.risk_level(), RiskLevel::High);
+    assert_eq!(tool.tool().risk_level(), RiskLevel::High);
 }
 
 #[test]
