@@ -42,3 +42,29 @@ fn the_reader_refuses_what_is_not_yaml() {
     let error = yaml::from_str("a: [1, 2\nb: c").expect_err("unclosed flow sequence");
     assert!(!error.to_string().is_empty());
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn drift_names_exactly_the_changed_spec_key(skill in strategies::leaf_skill(), which in 0usize..5) {
+        let wanted = skill.to_document();
+        let key = ["version", "description", "sideEffects", "riskLevel", "contract"][which];
+        let mut changed = wanted.clone();
+        let spec = &mut changed["spec"];
+        spec[key] = match key {
+            "version" => json!(format!("{}.1", spec["version"].as_str().unwrap_or("1"))),
+            "description" => json!(format!("{} (changed)", spec["description"].as_str().unwrap_or(""))),
+            "sideEffects" => json!(if spec["sideEffects"] == "none" { "external_read" } else { "none" }),
+            "riskLevel" => json!(if spec["riskLevel"] == "low" { "high" } else { "low" }),
+            _ => {
+                let mut contract = spec["contract"].clone();
+                contract["timeoutSeconds"] = json!(contract["timeoutSeconds"].as_u64().unwrap_or(60) % 3600 + 1);
+                contract
+            }
+        };
+        let file = render_skill_file(&changed, None);
+        let read = yaml::from_str(&file).map_err(|e| TestCaseError::fail(format!("{e}\n{file}")))?;
+        prop_assert_eq!(drift(&wanted, &read), Drift::Spec(vec![key]));
+    }
+}
