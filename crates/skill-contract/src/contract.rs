@@ -15,7 +15,7 @@ pub(crate) use implementation::is_tool_name;
 pub use implementation::{Auth, Implementation, Protocol};
 pub use implementation::{MAX_ADDRESS, MAX_SCOPES};
 pub(crate) use normalize::unsafe_retry;
-pub use normalize::{MAX_PERMISSIONS, NormalizeOptions, normalize};
+pub use normalize::{MAX_PERMISSIONS, NormalizeOptions, is_permission, normalize};
 
 use crate::policy::Idempotency;
 

@@ -15,52 +15,7 @@ use proptest::test_runner::TestRunner;
 use serde_json::{Value, json};
 use skill_contract::{export, yaml};
 
-const COMPARE: &str = r#"
-import json, math, pathlib, sys, yaml
-
-def same(a, b, at="$"):
-    if type(a) is not type(b):
-        return f"{at}: {type(a).__name__} {a!r} vs {type(b).__name__} {b!r}"
-    if isinstance(a, dict):
-        if list(a) != list(b):
-            return f"{at}: keys {list(a)} vs {list(b)}"
-        for k in a:
-            problem = same(a[k], b[k], f"{at}.{k}")
-            if problem:
-                return problem
-        return None
-    if isinstance(a, list):
-        if len(a) != len(b):
-            return f"{at}: length {len(a)} vs {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            problem = same(x, y, f"{at}[{i}]")
-            if problem:
-                return problem
-        return None
-    if isinstance(a, float) and (math.copysign(1, a) != math.copysign(1, b) or a != b):
-        return f"{at}: {a!r} vs {b!r}"
-    return None if a == b else f"{at}: {a!r} vs {b!r}"
-
-folder = pathlib.Path(sys.argv[1])
-failures = 0
-count = 0
-for expected_path in sorted(folder.glob("*.json")):
-    count += 1
-    yaml_path = expected_path.with_suffix(".yaml")
-    expected = json.loads(expected_path.read_text(encoding="utf-8"))
-    try:
-        loaded = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        failures += 1
-        print(f"{yaml_path.name}: PyYAML cannot read it: {error}")
-        continue
-    problem = same(loaded, expected)
-    if problem:
-        failures += 1
-        print(f"{yaml_path.name}: {problem}")
-print(f"checked {count}, {failures} differ")
-sys.exit(1 if failures else 0)
-"#;
+const COMPARE: &str = include_str!("support/pyyaml_compare.py");
 
 fn python() -> String {
     std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())

@@ -111,8 +111,13 @@ impl Implementation {
     }
 
     fn from_json(doc: &Value) -> Result<Self, ContractError> {
+        Self::parse(doc, &super::NormalizeOptions::default())
+    }
+
+    /// Reads an implementation document (`{protocol, endpoint?, auth?, entrypoint?}`).
+    pub fn parse(doc: &Value, options: &super::NormalizeOptions) -> Result<Self, ContractError> {
         let mut out = Vec::new();
-        let parsed = parse(Some(doc), &super::NormalizeOptions::default(), &mut out);
+        let parsed = parse(Some(doc), options, &mut out);
         match (parsed, ContractError::from_violations(out)) {
             (Some(implementation), None) => Ok(implementation),
             (_, Some(error)) => Err(error),

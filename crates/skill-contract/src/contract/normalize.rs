@@ -41,7 +41,9 @@ pub struct NormalizeOptions {
     pub allow_conditions: bool,
 }
 
-fn is_permission(text: &str) -> bool {
+/// Whether `text` is a permission: dotted lowercase words such as `claims.write`, at most 100
+/// characters.
+pub fn is_permission(text: &str) -> bool {
     let word = |w: &str| {
         let mut chars = w.chars();
         chars.next().is_some_and(|c| c.is_ascii_lowercase())

@@ -1,0 +1,150 @@
+//! What `#[skill]` expands to: a constant declaration of the skill, the registration, and the
+//! glue that decodes inputs, runs the function and encodes its outputs. Not a public API: the
+//! attribute is; these items live under `skill_sdk::__private`.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Map;
+pub use serde_json::Value;
+use skill_contract::schema::PathError;
+use skill_contract::{Idempotency, RiskLevel, SideEffects};
+
+pub use inventory;
+
+use crate::SkillError;
+use crate::skill::Skill;
+
+/// The future a skill's glue returns: the outputs as JSON, or the failure.
+pub type Run = Pin<Box<dyn Future<Output = Result<Value, SkillError>> + Send + 'static>>;
+
+/// The declared cost estimate, as written in the attribute.
+#[derive(Debug, Clone, Copy)]
+pub enum Estimate {
+    Integer(u64),
+    Float(f64),
+}
+
+/// `cost_model(unit = .., estimate = ..)`.
+#[derive(Debug, Clone, Copy)]
+pub struct DeclaredCost {
+    pub unit: &'static str,
+    pub estimate: Option<Estimate>,
+}
+
+/// `implementation = ...` as written; the local default entrypoint is derived from the module.
+#[derive(Debug, Clone, Copy)]
+pub enum DeclaredImplementation {
+    Local { entrypoint: Option<&'static str> },
+    Http { endpoint: &'static str, audience: Option<&'static str> },
+    Mcp { endpoint: &'static str, tool: Option<&'static str>, audience: Option<&'static str> },
+}
+
+/// Everything `#[skill]` knows at compile time.
+#[derive(Debug)]
+pub struct Declaration {
+    pub name: &'static str,
+    pub version: &'static str,
+    pub description: &'static str,
+    pub side_effects: SideEffects,
+    pub risk_level: RiskLevel,
+    pub idempotency: Idempotency,
+    pub timeout_seconds: u32,
+    pub max_attempts: u32,
+    pub backoff_seconds: u32,
+    pub permissions: &'static [&'static str],
+    pub cost_model: Option<DeclaredCost>,
+    pub implementation: DeclaredImplementation,
+    pub inputs_schema: fn() -> Value,
+    pub outputs_schema: fn() -> Value,
+    pub run: fn(Value, crate::SkillContext) -> Run,
+    pub function: &'static str,
+    /// `module_path!()` inside the generated module, so it ends with `::<function>`.
+    pub module_path: &'static str,
+    pub file: &'static str,
+    pub line: u32,
+    pub is_async: bool,
+}
+
+/// One registered skill, collected with `inventory`.
+#[derive(Debug)]
+pub struct Registration(pub &'static Skill);
+
+inventory::collect!(Registration);
+
+/// Puts `$schema` first, as the reference exports it.
+fn schema_first(schema: schemars::Schema) -> Value {
+    match schema.to_value() {
+        Value::Object(mut map) => {
+            let mut ordered = Map::new();
+            if let Some(meta) = map.remove("$schema") {
+                ordered.insert("$schema".into(), meta);
+            }
+            ordered.extend(map);
+            Value::Object(ordered)
+        }
+        other => other,
+    }
+}
+
+/// The draft 2020-12 schema of the inputs, as they are deserialized.
+pub fn inputs_schema<T: JsonSchema + DeserializeOwned>() -> Value {
+    schema_first(SchemaSettings::draft2020_12().for_deserialize().into_generator().into_root_schema_for::<T>())
+}
+
+/// The draft 2020-12 schema of the outputs, as they are serialized.
+pub fn outputs_schema<T: JsonSchema + Serialize>() -> Value {
+    schema_first(SchemaSettings::draft2020_12().for_serialize().into_generator().into_root_schema_for::<T>())
+}
+
+/// An explicit schema, used verbatim.
+pub fn explicit_schema(schema: impl Into<Value>) -> Value {
+    schema.into()
+}
+
+/// Decodes validated inputs into the function's type; a mismatch names the path.
+pub fn decode_inputs<T: DeserializeOwned>(inputs: Value) -> Result<T, SkillError> {
+    serde_path_to_error::deserialize(inputs).map_err(|error| {
+        let parts: Vec<String> = error
+            .path()
+            .iter()
+            .filter_map(|segment| match segment {
+                serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
+                serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+                serde_path_to_error::Segment::Enum { variant } => Some(variant.clone()),
+                serde_path_to_error::Segment::Unknown => None,
+            })
+            .collect();
+        crate::runtime::input_violation(vec![PathError::new(
+            format!("/{}", parts.join("/")),
+            error.inner().to_string(),
+        )])
+    })
+}
+
+/// Encodes the outputs; `null` fields are kept.
+pub fn encode_outputs<T: Serialize>(outputs: &T) -> Result<Value, SkillError> {
+    serde_json::to_value(outputs).map_err(|error| {
+        crate::runtime::output_violation(vec![PathError::new(
+            "/",
+            format!("outputs cannot be encoded as JSON: {error}"),
+        )])
+    })
+}
+
+/// The function's result with its error turned into a [`SkillError`].
+pub fn into_result<O, E: Into<SkillError>>(result: Result<O, E>) -> Result<O, SkillError> {
+    result.map_err(Into::into)
+}
+
+/// Runs a synchronous skill on the blocking pool, so it never stalls the async workers.
+pub async fn run_blocking<R: Send + 'static>(call: impl FnOnce() -> R + Send + 'static) -> Result<R, SkillError> {
+    tokio::task::spawn_blocking(call).await.map_err(|error| {
+        let message = if error.is_panic() { "the skill panicked" } else { "the skill's thread was cancelled" };
+        SkillError::new("skill_error").with_message(message)
+    })
+}

@@ -1,0 +1,261 @@
+//! The host binary of a package's integration crate: `list`, `contract`, `export [--check]`,
+//! `invoke`. Its `main` is [`crate::host_main!`].
+//!
+//! Exit codes: 0 success; 1 a failure (differences found, the skill failed, the binary's skills
+//! are unusable); 2 a usage error (the message says what to pass).
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use serde_json::Value;
+
+use crate::context::{Invocation, Transport};
+use crate::export::{self, ProtocolChoice};
+use crate::registry::Registry;
+use crate::runtime;
+
+#[derive(Parser)]
+#[command(
+    about = "The skill host of this package: list, describe, export and invoke its skills",
+    long_about = None,
+    disable_help_subcommand = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// One line per skill: name@version, entrypoint, side effects/risk.
+    List,
+    /// Print a skill's contract as JSON (the only skill when the binary has one).
+    Contract {
+        /// The skill, name@version.
+        skill: Option<String>,
+    },
+    /// Write skills/<name>.yaml for every skill into the package, or check the files with --check.
+    Export(ExportArgs),
+    /// Call a skill once and print {"outputs", "cost"}, or {"error"} with exit code 1.
+    Invoke {
+        /// The skill, name@version.
+        skill: String,
+        /// The inputs: a JSON object, or @FILE to read it from a file.
+        #[arg(long, value_name = "JSON|@FILE")]
+        input: String,
+        /// The idempotency key of the call (a retry with the same key makes no second effect).
+        #[arg(long, value_name = "KEY")]
+        idempotency_key: Option<String>,
+        /// The package settings values of the call: a JSON object, or @FILE.
+        #[arg(long, value_name = "JSON|@FILE")]
+        settings: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProtocolArg {
+    Local,
+    Http,
+    Mcp,
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    /// The package folder (the one with package.yaml); files go to its skills/ folder.
+    #[arg(long, value_name = "DIR")]
+    package: PathBuf,
+    /// Compare the files with the code instead of writing them; exit 1 on any difference.
+    #[arg(long)]
+    check: bool,
+    /// Export this implementation instead of the one declared in code.
+    #[arg(long, value_enum)]
+    protocol: Option<ProtocolArg>,
+    /// With --protocol http: the service's base URL (may hold ${VARIABLE}); with mcp: the server
+    /// URL or stdio:<name>.
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// With --protocol http or mcp: the IAM audience of the service.
+    #[arg(long, value_name = "AUDIENCE")]
+    audience: Option<String>,
+}
+
+/// Prints a usage error with the command's usage line and exits with code 2.
+fn usage_error(message: &str) -> ! {
+    let binary = std::env::args_os()
+        .next()
+        .and_then(|arg0| std::path::Path::new(&arg0).file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "skill-host".to_owned());
+    // The process exits right after, so the leaked name costs nothing.
+    let binary: &'static str = Box::leak(binary.into_boxed_str());
+    Cli::command().name(binary).error(clap::error::ErrorKind::ValueValidation, message).exit()
+}
+
+fn choice(args: &ExportArgs) -> Option<ProtocolChoice> {
+    let endpoint = || match &args.endpoint {
+        Some(endpoint) => endpoint.clone(),
+        None => usage_error("--protocol http and --protocol mcp need --endpoint <URL>"),
+    };
+    match args.protocol? {
+        ProtocolArg::Local => Some(ProtocolChoice::Local),
+        ProtocolArg::Http => Some(ProtocolChoice::Http { endpoint: endpoint(), audience: args.audience.clone() }),
+        ProtocolArg::Mcp => Some(ProtocolChoice::Mcp { endpoint: endpoint(), audience: args.audience.clone() }),
+    }
+}
+
+/// Runs the host CLI with the process arguments.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let registry = match Registry::linked() {
+        Ok(registry) if registry.is_empty() => {
+            eprintln!(
+                "error: no skills are registered in this binary: declare them with #[skill] and start the host \
+                 with skill_sdk::host_main!(<your crate>) so the crate is linked"
+            );
+            return ExitCode::FAILURE;
+        }
+        Ok(registry) => registry,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match cli.command {
+        Command::List => {
+            for skill in registry.skills() {
+                println!(
+                    "{}\t{}\t{}/{}",
+                    skill.reference(),
+                    skill.entrypoint(),
+                    skill.side_effects(),
+                    skill.risk_level()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Contract { skill } => contract(&registry, skill.as_deref()),
+        Command::Export(args) => export_command(&registry, &args),
+        Command::Invoke { skill, input, idempotency_key, settings } => {
+            let mut invocation = Invocation::new(Transport::Direct);
+            if let Some(key) = idempotency_key {
+                invocation = invocation.with_idempotency_key(key);
+            }
+            if let Some(settings) = settings {
+                match read_json(&settings, "--settings") {
+                    Ok(Value::Object(values)) => invocation = invocation.with_settings(values),
+                    Ok(_) => usage_error("--settings must be a JSON object of settings values"),
+                    Err(message) => usage_error(&message),
+                }
+            }
+            invoke(&registry, &skill, &input, invocation)
+        }
+    }
+}
+
+fn find(registry: &Registry, reference: &str) -> &'static crate::Skill {
+    registry.find(reference).unwrap_or_else(|| {
+        let known: Vec<String> = registry.skills().iter().map(|s| s.reference()).collect();
+        usage_error(&format!("no skill {reference} in this binary; it has: {}", known.join(", ")))
+    })
+}
+
+fn contract(registry: &Registry, reference: Option<&str>) -> ExitCode {
+    let skill = match reference {
+        Some(reference) => find(registry, reference),
+        None => match registry.skills() {
+            [only] => only,
+            many => {
+                let known: Vec<String> = many.iter().map(|s| s.reference()).collect();
+                usage_error(&format!("this binary has {} skills: name one of: {}", many.len(), known.join(", ")));
+            }
+        },
+    };
+    match skill.contract() {
+        Ok(contract) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&contract.to_export_json()).expect("invariant: JSON serializes")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn export_command(registry: &Registry, args: &ExportArgs) -> ExitCode {
+    if args.protocol.is_none() && (args.endpoint.is_some() || args.audience.is_some()) {
+        usage_error("--endpoint and --audience go with --protocol http or --protocol mcp");
+    }
+    let choice = choice(args);
+    if args.check {
+        match export::check(registry.skills(), &args.package, choice.as_ref()) {
+            Ok(differences) if differences.is_empty() => {
+                println!("ok: {} skills match {}", registry.skills().len(), args.package.join("skills").display());
+                ExitCode::SUCCESS
+            }
+            Ok(differences) => {
+                for difference in &differences {
+                    println!("difference: {difference}");
+                }
+                println!("{} differences: run export and commit the files", differences.len());
+                ExitCode::FAILURE
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::FAILURE
+            }
+        }
+    } else {
+        match export::export(registry.skills(), &args.package, choice.as_ref()) {
+            Ok(written) => {
+                for path in written {
+                    println!("written {}", path.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+/// A JSON argument, or `@FILE` to read it from a file.
+fn read_json(argument: &str, option: &str) -> Result<Value, String> {
+    let text = match argument.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("cannot read {option} file {path}: {e}"))?,
+        None => argument.to_owned(),
+    };
+    serde_json::from_str(&text).map_err(|e| format!("{option} is not valid JSON: {e}"))
+}
+
+fn invoke(registry: &Registry, reference: &str, input: &str, invocation: Invocation) -> ExitCode {
+    let skill = find(registry, reference);
+    let inputs = read_json(input, "--input").unwrap_or_else(|message| usage_error(&message));
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(runtime::execute(skill, inputs, invocation));
+    // A sync skill that ran past its deadline keeps its thread; do not wait for it.
+    runtime.shutdown_background();
+    match result {
+        Ok(outcome) => {
+            println!("{}", serde_json::to_string_pretty(&outcome.to_json()).expect("invariant: JSON serializes"));
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            println!("{}", serde_json::to_string_pretty(&error.to_envelope()).expect("invariant: JSON serializes"));
+            ExitCode::FAILURE
+        }
+    }
+}

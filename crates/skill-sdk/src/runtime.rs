@@ -1,0 +1,105 @@
+//! The one invocation path every transport and the testing kit use: check the inputs, run the
+//! function under its deadline, check the outputs, report the cost.
+
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::{Map, Value, json};
+use skill_contract::schema::PathError;
+
+use crate::SkillError;
+use crate::context::{Invocation, SkillContext};
+use crate::skill::Skill;
+
+/// What a successful call returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub outputs: Map<String, Value>,
+    /// `{"units": {...}}` and, with an LLM, `{"llm": {...}}`; `None` when nothing was reported.
+    pub cost: Option<Value>,
+}
+
+impl Outcome {
+    /// `{"outputs": ..., "cost": ...}`, as the host's `invoke` prints it.
+    pub fn to_json(&self) -> Value {
+        json!({"outputs": self.outputs, "cost": self.cost})
+    }
+}
+
+/// At most this many errors are reported for one value.
+const MAX_ERRORS: usize = skill_contract::schema::MAX_ERRORS;
+
+pub(crate) fn input_violation(mut errors: Vec<PathError>) -> SkillError {
+    errors.truncate(MAX_ERRORS);
+    SkillError::new("input_contract_violation")
+        .with_message("inputs do not match the skill's input schema")
+        .with_detail("errors", json!(errors))
+}
+
+pub(crate) fn output_violation(mut errors: Vec<PathError>) -> SkillError {
+    errors.truncate(MAX_ERRORS);
+    SkillError::new("output_contract_violation")
+        .with_message("outputs do not match the skill's output schema")
+        .with_detail("errors", json!(errors))
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Calls `skill` with `inputs`. Every failure is a [`SkillError`] naming the skill.
+pub async fn execute(skill: &Skill, inputs: Value, invocation: Invocation) -> Result<Outcome, SkillError> {
+    let name = skill.name();
+    run(skill, inputs, invocation)
+        .await
+        .map_err(|error| if error.skill_name().is_empty() { error.for_skill(name) } else { error })
+}
+
+async fn run(skill: &Skill, inputs: Value, invocation: Invocation) -> Result<Outcome, SkillError> {
+    let prepare_failed =
+        |error: crate::skill::PrepareError| SkillError::new("invalid_skill_contract").with_message(error.to_string());
+    let skill_ref = skill.skill_ref().map_err(prepare_failed)?;
+    let (input_schema, output_schema) = skill.validators().map_err(prepare_failed)?;
+    let declared = Duration::from_secs(skill.declaration().timeout_seconds.into());
+    let timeout = invocation.timeout().map_or(declared, |t| t.min(declared));
+    let ctx = SkillContext::new(skill_ref, invocation, timeout);
+
+    if !inputs.is_object() {
+        return Err(input_violation(vec![PathError::new("/", "inputs must be a JSON object")]));
+    }
+    let errors = input_schema.errors(&inputs);
+    if !errors.is_empty() {
+        return Err(input_violation(errors));
+    }
+
+    let call = AssertUnwindSafe((skill.declaration().run)(inputs, ctx.clone())).catch_unwind();
+    let outputs = match tokio::time::timeout(ctx.remaining(), call).await {
+        Err(_) => {
+            return Err(SkillError::new("timeout").with_message(format!(
+                "{}: time is up after {} s",
+                skill.reference(),
+                timeout.as_secs_f64()
+            )));
+        }
+        Ok(Err(_panic)) => return Err(SkillError::new("skill_error").with_message("the skill panicked")),
+        Ok(Ok(result)) => result?,
+    };
+    if !outputs.is_object() {
+        let message = format!("outputs must be a JSON object, got {}", type_name(&outputs));
+        return Err(output_violation(vec![PathError::new("/", message)]));
+    }
+    let errors = output_schema.errors(&outputs);
+    if !errors.is_empty() {
+        return Err(output_violation(errors));
+    }
+    let Value::Object(outputs) = outputs else { unreachable!("invariant: checked to be an object above") };
+    Ok(Outcome { outputs, cost: ctx.cost() })
+}

@@ -1,0 +1,3 @@
+//! The integration code of the claims package: its skills.
+
+pub mod skills;

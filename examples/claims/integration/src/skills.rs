@@ -1,0 +1,139 @@
+//! The claims skills: classify a claim (offline), and send the approved reply (an external
+//! write into the claims outbox, idempotent by key).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use skill_sdk::{SkillContext, SkillError, skill};
+
+/// What a claim is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Refund,
+    Delivery,
+    Quality,
+    Other,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ClassifyIn {
+    /// The claim as the customer wrote it.
+    pub text: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ClassifyOut {
+    pub category: Category,
+    /// The words that decided it, in the order found.
+    pub matched: Vec<String>,
+}
+
+/// Word stems per category, Russian and English, checked in this order.
+const KEYWORDS: &[(Category, &[&str])] = &[
+    (Category::Refund, &["возврат", "вернуть", "верните", "деньги", "refund", "money back", "chargeback"]),
+    (
+        Category::Delivery,
+        &["доставк", "курьер", "не пришл", "не доставил", "delivery", "courier", "not arrived", "shipping"],
+    ),
+    (Category::Quality, &["брак", "сломан", "дефект", "не работает", "broken", "defect", "damaged", "does not work"]),
+];
+
+/// Classify a customer claim by what it is about.
+///
+/// Works offline: the category comes from the words of the claim.
+#[skill("claim.classify", version = "1", side_effects = "none", risk = "low", timeout = 5, idempotency = "natural")]
+pub fn classify(inputs: ClassifyIn) -> Result<ClassifyOut, SkillError> {
+    let text = inputs.text.to_lowercase();
+    for (category, words) in KEYWORDS {
+        let matched: Vec<String> = words.iter().filter(|w| text.contains(*w)).map(|w| (*w).to_owned()).collect();
+        if !matched.is_empty() {
+            return Ok(ClassifyOut { category: *category, matched });
+        }
+    }
+    Ok(ClassifyOut { category: Category::Other, matched: Vec::new() })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SendIn {
+    /// The claim's id in the claims register.
+    pub claim: String,
+    /// The reply the person approved.
+    pub comment: String,
+}
+
+/// What happened to the reply: an outcome, not a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SendStatus {
+    /// Written to the outbox now.
+    Sent,
+    /// This key was sent before with the same reply: nothing was written again.
+    AlreadySent,
+    /// This key was sent before with another reply: nothing was written.
+    Conflict,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SendOut {
+    pub status: SendStatus,
+    /// The outbox message that carries the reply.
+    pub message_id: String,
+}
+
+/// The outbox file of one idempotency key: the key hex-encoded, so any key is a safe file name.
+fn message_id(key: &str) -> String {
+    key.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Send the approved reply to the customer.
+///
+/// Writes the reply into the claims outbox (`CLAIMS_OUTBOX_DIR`), once per idempotency key: a
+/// retry with the same key does not send a second message.
+#[skill(
+    "claim.send_reply",
+    version = "1",
+    side_effects = "external_write",
+    risk = "high",
+    idempotency = "required",
+    timeout = 30,
+    retry = (3, 10),
+    permissions = ["claims.reply"],
+    cost_model(unit = "message", estimate = 1)
+)]
+pub fn send_reply(inputs: SendIn, ctx: SkillContext) -> Result<SendOut, SkillError> {
+    let Some(key) = ctx.idempotency_key() else {
+        return Err(SkillError::new("idempotency_key_required")
+            .with_message("claim.send_reply writes to the outbox only with an idempotency key"));
+    };
+    let Some(outbox) = ctx.config("CLAIMS_OUTBOX_DIR").filter(|dir| !dir.is_empty()) else {
+        return Err(SkillError::new("config_missing")
+            .with_message("CLAIMS_OUTBOX_DIR is not set: the host needs the claims outbox folder")
+            .with_detail("config", json!("CLAIMS_OUTBOX_DIR")));
+    };
+    let message_id = message_id(key);
+    let path = PathBuf::from(outbox).join(format!("{message_id}.json"));
+    let message = json!({"claim": inputs.claim, "reply": inputs.comment});
+    let unavailable = |error: std::io::Error| {
+        SkillError::new("outbox_unavailable")
+            .with_message(format!("the claims outbox cannot be written: {}", error.kind()))
+            .with_retryable(true)
+    };
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+        Ok(mut file) => {
+            file.write_all(message.to_string().as_bytes()).and_then(|()| file.sync_all()).map_err(unavailable)?;
+            ctx.add_cost("message", 1.0);
+            Ok(SendOut { status: SendStatus::Sent, message_id })
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            let sent = std::fs::read_to_string(&path).map_err(unavailable)?;
+            let same = serde_json::from_str::<serde_json::Value>(&sent).is_ok_and(|sent| sent == message);
+            let status = if same { SendStatus::AlreadySent } else { SendStatus::Conflict };
+            Ok(SendOut { status, message_id })
+        }
+        Err(error) => Err(unavailable(error)),
+    }
+}

@@ -1,0 +1,128 @@
+//! The claims skills: their behaviour through the SDK's invocation path, and their committed
+//! package files.
+
+use std::path::{Path, PathBuf};
+
+use claims_integration::skills::{classify, send_reply};
+use serde_json::json;
+use skill_contract::{NormalizeOptions, Skill as Document, yaml};
+use skill_sdk::registry::Registry;
+use skill_sdk::testing;
+
+fn package() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[test]
+fn the_registry_holds_the_package_skills() {
+    let registry = Registry::linked().expect("the skills are valid");
+    let refs: Vec<String> = registry.skills().iter().map(|s| s.reference()).collect();
+    assert_eq!(refs, ["claim.classify@1", "claim.send_reply@1"]);
+    assert_eq!(send_reply::SKILL.entrypoint(), "claims_integration.skills:send_reply");
+}
+
+#[test]
+fn the_committed_files_match_the_code() {
+    let registry = Registry::linked().expect("the skills are valid");
+    let differences = skill_sdk::export::check(registry.skills(), &package(), None).expect("checks");
+    assert!(
+        differences.is_empty(),
+        "run `cargo run -p claims-integration -- export --package examples/claims`: {differences:?}"
+    );
+}
+
+#[test]
+fn the_committed_files_pass_publication_validation() {
+    for skill in [&classify::SKILL, &send_reply::SKILL] {
+        let path = skill_sdk::export::skill_file(&package(), skill);
+        let document = yaml::from_str(&std::fs::read_to_string(&path).expect("committed")).expect("valid YAML");
+        let read = Document::from_document(&document, &NormalizeOptions::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(read.skill_ref().to_string(), skill.reference());
+    }
+}
+
+#[test]
+fn classify_finds_the_category_by_its_words() {
+    let cases = [
+        ("Верните деньги за заказ 1045", "refund", vec!["верните", "деньги"]),
+        ("Курьер так и не пришёл, доставка сорвана", "delivery", vec!["доставк", "курьер"]),
+        ("The kettle arrived broken", "quality", vec!["broken"]),
+        ("Спасибо за быстрый ответ", "other", vec![]),
+    ];
+    for (text, category, matched) in cases {
+        let outcome = testing::invoke(&classify::SKILL, json!({"text": text})).expect("classified");
+        assert_eq!(outcome.outputs["category"], category, "{text}");
+        assert_eq!(outcome.outputs["matched"], json!(matched), "{text}");
+        assert_eq!(outcome.cost, None);
+    }
+}
+
+#[test]
+fn classify_refuses_inputs_that_break_the_schema() {
+    let error = testing::invoke(&classify::SKILL, json!({"text": 5})).expect_err("refused");
+    assert_eq!(error.code(), "input_contract_violation");
+    assert_eq!(error.details().expect("details")["errors"][0]["path"], "/text");
+}
+
+fn outbox() -> tempdir::Folder {
+    tempdir::Folder::new("outbox")
+}
+
+#[test]
+fn send_reply_writes_once_per_key() {
+    let outbox = outbox();
+    let send = |comment: &str| {
+        testing::call(&send_reply::SKILL)
+            .idempotency_key("approval-outcome:A-7:0")
+            .env("CLAIMS_OUTBOX_DIR", outbox.path().to_str().expect("utf-8 path"))
+            .invoke(json!({"claim": "C-1045", "comment": comment}))
+            .expect("sent")
+    };
+    let first = send("Здравствуйте! Деньги вернём в течение трёх дней.");
+    assert_eq!(first.outputs["status"], "sent");
+    assert_eq!(first.cost, Some(json!({"units": {"message": 1.0}})));
+    let again = send("Здравствуйте! Деньги вернём в течение трёх дней.");
+    assert_eq!(again.outputs["status"], "already_sent");
+    assert_eq!(again.cost, None, "nothing was sent the second time");
+    let other = send("Another reply");
+    assert_eq!(other.outputs["status"], "conflict");
+    let files: Vec<_> = std::fs::read_dir(outbox.path()).expect("outbox").collect();
+    assert_eq!(files.len(), 1, "one message for one key");
+}
+
+#[test]
+fn send_reply_needs_a_key_and_an_outbox() {
+    let error = testing::call(&send_reply::SKILL).no_env().invoke(json!({"claim": "C-1", "comment": "x"}));
+    assert_eq!(error.expect_err("no key").code(), "idempotency_key_required");
+    let error =
+        testing::call(&send_reply::SKILL).idempotency_key("k").no_env().invoke(json!({"claim": "C-1", "comment": "x"}));
+    let error = error.expect_err("no outbox");
+    assert_eq!((error.code(), error.retryable()), ("config_missing", true));
+}
+
+/// A temporary folder removed on drop.
+mod tempdir {
+    use std::path::{Path, PathBuf};
+
+    pub(crate) struct Folder(PathBuf);
+
+    impl Folder {
+        pub(crate) fn new(label: &str) -> Self {
+            let unique = format!("claims-{label}-{}-{:?}", std::process::id(), std::thread::current().id());
+            let path = std::env::temp_dir().join(unique.replace(['(', ')'], ""));
+            std::fs::create_dir_all(&path).expect("temp folder");
+            Self(path)
+        }
+
+        pub(crate) fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Folder {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
