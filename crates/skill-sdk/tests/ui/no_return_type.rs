@@ -1,0 +1,20 @@
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use skill_sdk::skill;
+
+#[derive(Deserialize, JsonSchema)]
+pub struct In {
+    pub text: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Out {
+    pub text: String,
+}
+
+#[skill("a.b", version = "1", side_effects = "none", risk = "low")]
+pub fn f(inputs: In) {
+    let _ = inputs;
+}
+
+fn main() {}

@@ -1,0 +1,21 @@
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use skill_sdk::{SkillContext, SkillError, skill};
+
+#[derive(Deserialize, JsonSchema)]
+pub struct In {
+    pub text: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Out {
+    pub text: String,
+}
+
+#[skill("a.b", version = "1", side_effects = "none", risk = "low")]
+pub fn f(inputs: In, ctx: SkillContext, extra: u8) -> Result<Out, SkillError> {
+    let _ = (ctx, extra);
+    Ok(Out { text: inputs.text })
+}
+
+fn main() {}
