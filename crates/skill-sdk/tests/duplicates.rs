@@ -1,0 +1,43 @@
+//! Two different skills with one `name@version` in a binary: the registry refuses to start and
+//! names both.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use skill_sdk::registry::{Registry, RegistryError};
+use skill_sdk::{SkillError, skill};
+
+#[derive(Deserialize, JsonSchema)]
+pub struct In {}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Out {}
+
+#[skill("dup.skill", version = "1", side_effects = "none", risk = "low")]
+pub fn first(_inputs: In) -> Result<Out, SkillError> {
+    Ok(Out {})
+}
+
+pub mod other {
+    use super::*;
+
+    #[skill("dup.skill", version = "1", side_effects = "none", risk = "low")]
+    pub fn second(_inputs: In) -> Result<Out, SkillError> {
+        Ok(Out {})
+    }
+}
+
+#[test]
+fn the_registry_names_both_entrypoints() {
+    let error = Registry::linked().expect_err("duplicate");
+    assert!(matches!(error, RegistryError::Duplicate { .. }));
+    let message = error.to_string();
+    assert!(message.contains("two different skills are declared as dup.skill@1"), "{message}");
+    assert!(message.contains("duplicates:first") && message.contains("duplicates.other:second"), "{message}");
+    assert!(message.contains("tests/duplicates.rs:"), "the places are named: {message}");
+}
+
+#[test]
+fn the_same_skill_twice_is_fine() {
+    let registry = Registry::from_skills([&first::SKILL, &first::SKILL]).expect("one skill");
+    assert_eq!(registry.skills().len(), 1);
+}
