@@ -8,7 +8,7 @@ use skill_sdk::contract::export::drift;
 use skill_sdk::export::ProtocolChoice;
 use skill_sdk::{SkillContext, SkillError, skill, testing};
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct EchoIn {
     pub text: String,
     /// How many times to repeat.
@@ -20,7 +20,7 @@ fn one() -> u32 {
     1
 }
 
-#[derive(Serialize, JsonSchema)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct EchoOut {
     pub text: String,
     pub note: Option<String>,

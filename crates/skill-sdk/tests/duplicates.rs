@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 use skill_sdk::registry::{Registry, RegistryError};
 use skill_sdk::{SkillError, skill};
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct In {}
 
-#[derive(Serialize, JsonSchema)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Out {}
 
 #[skill("dup.skill", version = "1", side_effects = "none", risk = "low")]
