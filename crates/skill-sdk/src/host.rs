@@ -6,6 +6,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,53 +34,112 @@ enum Command {
     /// One line per skill: name@version, entrypoint, side effects/risk.
     List,
     /// Print a skill's contract as JSON (the only skill when the binary has one).
-    Contract {
-        /// The skill, name@version.
-        skill: Option<String>,
-    },
+    Contract(ContractArgs),
     /// Write skills/<name>.yaml for every skill into the package, or check the files with --check.
     Export(ExportArgs),
     /// Call a skill once and print {"outputs", "cost"}, or {"error"} with exit code 1.
-    Invoke {
-        /// The skill, name@version.
-        skill: String,
-        /// The inputs: a JSON object, or @FILE to read it from a file.
-        #[arg(long, value_name = "JSON|@FILE")]
-        input: String,
-        /// The idempotency key of the call (a retry with the same key makes no second effect).
-        #[arg(long, value_name = "KEY")]
-        idempotency_key: Option<String>,
-        /// The package settings values of the call: a JSON object, or @FILE.
-        #[arg(long, value_name = "JSON|@FILE")]
-        settings: Option<String>,
-    },
+    Invoke(InvokeArgs),
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ProtocolArg {
+/// The arguments of `contract`.
+#[derive(Debug, Clone, Args)]
+pub struct ContractArgs {
+    /// The skill, name@version.
+    pub skill: Option<String>,
+}
+
+/// The arguments of `invoke`.
+#[derive(Debug, Clone, Args)]
+pub struct InvokeArgs {
+    /// The skill, name@version.
+    pub skill: String,
+    /// The inputs: a JSON object, or @FILE to read it from a file.
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub input: String,
+    /// The idempotency key of the call (a retry with the same key makes no second effect).
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
+    /// The package settings values of the call: a JSON object, or @FILE.
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub settings: Option<String>,
+}
+
+/// `--protocol` of `export`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ProtocolArg {
     Local,
     Http,
     Mcp,
 }
 
-#[derive(Args)]
-struct ExportArgs {
+/// The arguments of `export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
     /// The package folder (the one with package.yaml); files go to its skills/ folder.
     #[arg(long, value_name = "DIR")]
-    package: PathBuf,
+    pub package: PathBuf,
     /// Compare the files with the code instead of writing them; exit 1 on any difference.
     #[arg(long)]
-    check: bool,
+    pub check: bool,
     /// Export this implementation instead of the one declared in code.
     #[arg(long, value_enum)]
-    protocol: Option<ProtocolArg>,
+    pub protocol: Option<ProtocolArg>,
     /// With --protocol http: the service's base URL (may hold ${VARIABLE}); with mcp: the server
     /// URL or stdio:<name>.
     #[arg(long, value_name = "URL")]
-    endpoint: Option<String>,
+    pub endpoint: Option<String>,
     /// With --protocol http or mcp: the IAM audience of the service.
     #[arg(long, value_name = "AUDIENCE")]
-    audience: Option<String>,
+    pub audience: Option<String>,
+}
+
+impl ContractArgs {
+    /// The command line that gives these arguments to a host binary.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec!["contract".into()];
+        args.extend(self.skill.iter().map(OsString::from));
+        args
+    }
+}
+
+impl InvokeArgs {
+    /// The command line that gives these arguments to a host binary.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> =
+            vec!["invoke".into(), self.skill.clone().into(), "--input".into(), self.input.clone().into()];
+        if let Some(key) = &self.idempotency_key {
+            args.extend(["--idempotency-key".into(), key.into()]);
+        }
+        if let Some(settings) = &self.settings {
+            args.extend(["--settings".into(), settings.into()]);
+        }
+        args
+    }
+}
+
+impl ExportArgs {
+    /// The command line that gives these arguments to a host binary.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec!["export".into(), "--package".into(), self.package.clone().into()];
+        if self.check {
+            args.push("--check".into());
+        }
+        if let Some(protocol) = self.protocol {
+            let word = match protocol {
+                ProtocolArg::Local => "local",
+                ProtocolArg::Http => "http",
+                ProtocolArg::Mcp => "mcp",
+            };
+            args.extend(["--protocol".into(), word.into()]);
+        }
+        if let Some(endpoint) = &self.endpoint {
+            args.extend(["--endpoint".into(), endpoint.into()]);
+        }
+        if let Some(audience) = &self.audience {
+            args.extend(["--audience".into(), audience.into()]);
+        }
+        args
+    }
 }
 
 /// Prints a usage error with the command's usage line and exits with code 2.
@@ -135,9 +195,9 @@ pub fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Contract { skill } => contract(&registry, skill.as_deref()),
+        Command::Contract(args) => contract(&registry, args.skill.as_deref()),
         Command::Export(args) => export_command(&registry, &args),
-        Command::Invoke { skill, input, idempotency_key, settings } => {
+        Command::Invoke(InvokeArgs { skill, input, idempotency_key, settings }) => {
             let mut invocation = Invocation::new(Transport::Direct);
             if let Some(key) = idempotency_key {
                 invocation = invocation.with_idempotency_key(key);

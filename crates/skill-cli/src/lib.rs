@@ -1,0 +1,5 @@
+//! The `skill-sdk` command: from a package root, find the integration crate, build its skill
+//! host with cargo and run the host's command — so `skill-sdk export --package . claims-integration`
+//! works as the package documentation writes it.
+
+pub mod host_crate;

@@ -1,0 +1,101 @@
+//! `skill-sdk`: run a package's skill host commands from the package root.
+//!
+//! Exit codes: the host's (0 success, 1 failure, 2 usage error); 2 when the crate is not found;
+//! 1 when it does not build.
+
+#![allow(clippy::print_stderr)]
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use clap::{Args, Parser, Subcommand};
+use skill_cli::host_crate;
+use skill_sdk::host::{ContractArgs, ExportArgs, InvokeArgs};
+
+#[derive(Parser)]
+#[command(
+    name = "skill-sdk",
+    version,
+    about = "Build a package's skill host and run its commands",
+    long_about = "Build a package's skill host and run its commands.\n\n\
+                  CRATE is the package's integration crate (in <package>/integration); skill-sdk builds its \
+                  binary with cargo and runs the command there, e.g.\n\n  \
+                  skill-sdk export --package . claims-integration\n  \
+                  skill-sdk export --package . --check claims-integration"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Subcommands,
+}
+
+#[derive(Args)]
+struct Locate {
+    /// The package folder; the crate is looked for in its integration/ folder.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    package: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Subcommands {
+    /// One line per skill: name@version, entrypoint, side effects/risk.
+    List {
+        /// The integration crate.
+        #[arg(value_name = "CRATE")]
+        krate: String,
+        #[command(flatten)]
+        locate: Locate,
+    },
+    /// Print a skill's contract as JSON.
+    Contract {
+        /// The integration crate.
+        #[arg(value_name = "CRATE")]
+        krate: String,
+        #[command(flatten)]
+        args: ContractArgs,
+        #[command(flatten)]
+        locate: Locate,
+    },
+    /// Write skills/<name>.yaml for every skill of the crate, or check the files with --check.
+    Export {
+        #[command(flatten)]
+        args: ExportArgs,
+        /// The integration crate.
+        #[arg(value_name = "CRATE")]
+        krate: String,
+    },
+    /// Call a skill once and print {"outputs", "cost"}, or {"error"} with exit code 1.
+    Invoke {
+        /// The integration crate.
+        #[arg(value_name = "CRATE")]
+        krate: String,
+        #[command(flatten)]
+        args: InvokeArgs,
+        #[command(flatten)]
+        locate: Locate,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (package, krate, host_args): (PathBuf, String, Vec<OsString>) = match cli.command {
+        Subcommands::List { krate, locate } => (locate.package, krate, vec!["list".into()]),
+        Subcommands::Contract { krate, args, locate } => (locate.package, krate, args.to_args()),
+        Subcommands::Export { args, krate } => (args.package.clone(), krate, args.to_args()),
+        Subcommands::Invoke { krate, args, locate } => (locate.package, krate, args.to_args()),
+    };
+    let executable = match host_crate::locate(&package, &krate).and_then(|host| host_crate::build(&host)) {
+        Ok(executable) => executable,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(error.exit_code());
+        }
+    };
+    match Command::new(&executable).args(&host_args).status() {
+        Ok(status) => ExitCode::from(status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1)),
+        Err(error) => {
+            eprintln!("error: cannot run {}: {error}", executable.display());
+            ExitCode::FAILURE
+        }
+    }
+}
