@@ -2,6 +2,8 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod bench_export;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -14,10 +16,15 @@ usage: cargo xtask <command>
 commands:
   ci       set up what the tests need, then check formatting, lints, crate boundaries and run every test
   setup    only set up what the tests need (a Python virtualenv with the test peers)
+  bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills)
   help     this text";
 
 /// Crates that must not appear in a crate's normal dependency tree.
-const BOUNDARIES: &[(&str, &[&str])] = &[("skill-contract", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"])];
+const BOUNDARIES: &[(&str, &[&str])] = &[
+    ("skill-contract", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
+    ("skill-sdk-macros", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
+    ("skill-sdk", &["axum", "rmcp", "sqlx", "hyper"]),
+];
 
 fn main() {
     if let Err(error) = dispatch() {
@@ -31,6 +38,13 @@ fn dispatch() -> Result<()> {
     match command.as_deref() {
         Some("ci") => ci(),
         Some("setup") => setup().map(|_| ()),
+        Some("bench") => match std::env::args().nth(2).as_deref() {
+            Some("export") => bench_export::bench(),
+            _ => {
+                eprintln!("usage: cargo xtask bench export");
+                std::process::exit(2)
+            }
+        },
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(())
@@ -46,15 +60,15 @@ fn dispatch() -> Result<()> {
     }
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
 }
 
-fn run(step: &str, command: &mut Command) -> Result<()> {
+pub(crate) fn run(step: &str, command: &mut Command) -> Result<()> {
     let started = Instant::now();
     println!("==> {step}");
     let status = command.current_dir(workspace_root()).status().with_context(|| format!("cannot start {command:?}"))?;

@@ -101,6 +101,12 @@ fn find_external_ref(value: &Value, at: &mut Vec<String>) -> Option<(String, Str
 
 /// Checks that `schema` is a JSON object that is a valid, self-contained draft 2020-12 document.
 pub fn check_schema_document(schema: &Value) -> Result<(), SchemaDocumentError> {
+    SchemaValidator::new(schema).map(drop)
+}
+
+/// The checks that come before compiling: an object, the draft, no external reference, the
+/// meta-schema.
+fn check_before_compiling(schema: &Value) -> Result<(), SchemaDocumentError> {
     let bad = |reason: String| Err(SchemaDocumentError(reason));
     let Value::Object(map) = schema else {
         return bad(format!("expected a JSON object, got {}", crate::json_type(schema)));
@@ -121,7 +127,7 @@ pub fn check_schema_document(schema: &Value) -> Result<(), SchemaDocumentError> 
         let place = if place.is_empty() { "/" } else { place };
         return bad(explain(format!("at {place}: {}", cut(&error.to_string()))));
     }
-    compile(schema).map(|_| ())
+    Ok(())
 }
 
 fn compile(schema: &Value) -> Result<jsonschema::Validator, SchemaDocumentError> {
@@ -150,9 +156,9 @@ enum Segment {
 }
 
 impl SchemaValidator {
-    /// Compiles a schema after [`check_schema_document`].
+    /// Checks that `schema` is a valid, self-contained draft 2020-12 document and compiles it.
     pub fn new(schema: &Value) -> Result<Self, SchemaDocumentError> {
-        check_schema_document(schema)?;
+        check_before_compiling(schema)?;
         Ok(Self { inner: compile(schema)? })
     }
 

@@ -2,7 +2,6 @@
 //! files still say what the code says.
 
 use std::fmt;
-use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -132,34 +131,58 @@ fn documents(
     Ok(out)
 }
 
-/// Writes a file whole or not at all: a crash never leaves half a document behind.
+/// Writes a file whole or not at all: the text goes to a temporary file that is renamed over the
+/// target, so an interrupted export never leaves half a document. There is no fsync: the files
+/// are derived from the code and an export can always be run again, while a thousand fsyncs would
+/// cost most of a second.
 fn write_atomically(path: &Path, text: &str) -> Result<(), ExportError> {
     let fail = |error| ExportError::Write { path: path.to_path_buf(), error };
     let folder = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(folder).map_err(fail)?;
-    let temporary =
-        folder.join(format!(".{}.tmp-{}", path.file_name().unwrap_or_default().to_string_lossy(), std::process::id()));
-    let result = std::fs::File::create(&temporary)
-        .and_then(|mut file| file.write_all(text.as_bytes()).and_then(|()| file.sync_all()))
-        .and_then(|()| std::fs::rename(&temporary, path));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temporary = folder.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&temporary);
     }
     result.map_err(fail)
 }
 
-/// Writes `skills/<name>.yaml` for every skill; returns the files written, in skill order.
+/// What export did with one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// The file was created or its text changed.
+    Written(PathBuf),
+    /// The file already held exactly this text and was left alone.
+    Unchanged(PathBuf),
+}
+
+impl fmt::Display for Written {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Written(path) => write!(f, "written {}", path.display()),
+            Self::Unchanged(path) => write!(f, "unchanged {}", path.display()),
+        }
+    }
+}
+
+/// Writes `skills/<name>.yaml` for every skill, leaving files that already hold the right text
+/// untouched; returns what happened to each file, in skill order.
 pub fn export(
     skills: &[&'static Skill],
     package: &Path,
     choice: Option<&ProtocolChoice>,
-) -> Result<Vec<PathBuf>, ExportError> {
+) -> Result<Vec<Written>, ExportError> {
     let documents = documents(skills, package, choice)?;
     let mut written = Vec::with_capacity(documents.len());
     for (_, path, document) in documents {
         let text = render_skill_file(&document, schema_hint(&path).as_deref());
-        write_atomically(&path, &text)?;
-        written.push(path);
+        if std::fs::read(&path).is_ok_and(|existing| existing == text.as_bytes()) {
+            written.push(Written::Unchanged(path));
+        } else {
+            write_atomically(&path, &text)?;
+            written.push(Written::Written(path));
+        }
     }
     Ok(written)
 }

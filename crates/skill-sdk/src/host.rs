@@ -273,8 +273,8 @@ fn export_command(registry: &Registry, args: &ExportArgs) -> ExitCode {
     } else {
         match export::export(registry.skills(), &args.package, choice.as_ref()) {
             Ok(written) => {
-                for path in written {
-                    println!("written {}", path.display());
+                for file in written {
+                    println!("{file}");
                 }
                 ExitCode::SUCCESS
             }

@@ -213,7 +213,10 @@ fn export_choices_build_the_documented_implementations() {
     let skills = [&sync_plain::SKILL];
     let http = ProtocolChoice::Http { endpoint: "https://svc.example/".into(), audience: Some("svc".into()) };
     let written = skill_sdk::export::export(&skills, &folder, Some(&http)).expect("exports");
-    let text = std::fs::read_to_string(&written[0]).expect("written");
+    let skill_sdk::export::Written::Written(path) = &written[0] else { panic!("a new file is written") };
+    let text = std::fs::read_to_string(path).expect("written");
+    let again = skill_sdk::export::export(&skills, &folder, Some(&http)).expect("exports");
+    assert_eq!(again, [skill_sdk::export::Written::Unchanged(path.clone())], "the same text is not written again");
     assert!(text.contains("      endpoint: https://svc.example/skills/test.sync_plain@1\n"), "{text}");
     let mcp = ProtocolChoice::Mcp { endpoint: "stdio:echo".into(), audience: None };
     let differences = skill_sdk::export::check(&skills, &folder, Some(&mcp)).expect("checks");

@@ -153,6 +153,12 @@ fn export_writes_every_file_and_then_checks_clean() {
         let committed = std::fs::read(package().join("skills").join(name)).expect("committed");
         assert_eq!(written, committed, "{name} is byte for byte what is committed");
     }
+    let again = host(&["export", "--package", &scratch.package_arg()]);
+    assert_eq!(
+        stdout(&again),
+        expected.replace("written ", "unchanged "),
+        "files that hold the right text are left alone"
+    );
 }
 
 #[test]

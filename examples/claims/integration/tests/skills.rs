@@ -126,3 +126,28 @@ mod tempdir {
         }
     }
 }
+
+/// PyYAML (a YAML 1.1 reader) reads the committed files to the same values and types as we do.
+#[test]
+fn pyyaml_reads_the_committed_files_as_we_do() {
+    let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let script = package().join("../../crates/skill-contract/tests/support/pyyaml_compare.py");
+    let folder = tempdir::Folder::new("pyyaml");
+    let mut count = 0;
+    for entry in std::fs::read_dir(package().join("skills")).expect("skills") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("read");
+        let ours = yaml::from_str(&text).expect("valid YAML");
+        let stem = path.file_stem().expect("name").to_string_lossy().into_owned();
+        std::fs::write(folder.path().join(format!("{stem}.yaml")), &text).expect("write");
+        std::fs::write(folder.path().join(format!("{stem}.json")), serde_json::to_string(&ours).expect("json"))
+            .expect("write");
+        count += 1;
+    }
+    let output = std::process::Command::new(&python).arg(&script).arg(folder.path()).output().unwrap_or_else(|error| {
+        panic!("this test needs `{python}` with PyYAML (the test command sets SKILL_TEST_PYTHON): {error}")
+    });
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{report}{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(report.trim(), format!("checked {count}, 0 differ"));
+}
