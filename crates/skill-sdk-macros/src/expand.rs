@@ -158,7 +158,6 @@ fn expand(function: &ItemFn, args: &Args, signature: &Signature) -> TokenStream 
     let cost_model = cost_model(&args.cost_model);
     let implementation = implementation(&args.implementation);
     let function_name = name.to_string();
-    let is_async = signature.is_async;
     let module_doc =
         format!("The skill `{skill_name}@{version}`, declared by [`{function_name}`](fn@{function_name}).");
 
@@ -208,7 +207,6 @@ fn expand(function: &ItemFn, args: &Args, signature: &Signature) -> TokenStream 
                 module_path: ::core::module_path!(),
                 file: ::core::file!(),
                 line: ::core::line!(),
-                is_async: #is_async,
             });
         }
 

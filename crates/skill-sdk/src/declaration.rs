@@ -67,7 +67,6 @@ pub struct Declaration {
     pub module_path: &'static str,
     pub file: &'static str,
     pub line: u32,
-    pub is_async: bool,
 }
 
 /// One registered skill, collected with `inventory`.
