@@ -5,6 +5,7 @@
 //! `error_type` (see [`crate::codes`]); a skill's own codes are `tool_execution_failure`.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -35,6 +36,12 @@ pub fn is_valid_code(code: &str) -> bool {
 /// Immutable: built with [`SkillError::new`] (or [`SkillError::try_new`]) and the consuming
 /// `with_*` methods.
 ///
+/// Any other error converts into it (so `?` works in a skill on I/O, JSON or HTTP errors): the
+/// result is `skill_error` whose message is only the error's type name — a crash never leaks its
+/// text to the caller — and which keeps the original as [`SkillError::cause`] for the host's log.
+/// For the same reason `SkillError` does not implement `std::error::Error` itself (as with
+/// `anyhow::Error`, the blanket conversion would otherwise collide with `From<T> for T`).
+///
 /// ```
 /// use skill_contract::{SkillError, SkillErrorType};
 ///
@@ -49,7 +56,7 @@ pub fn is_valid_code(code: &str) -> bool {
 pub struct SkillError(Box<Fields>);
 
 /// Boxed so that `Result<T, SkillError>` stays one pointer wide on the error side.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 struct Fields {
     code: String,
     message: String,
@@ -58,6 +65,21 @@ struct Fields {
     error_type: SkillErrorType,
     skill_name: String,
     tool_name: Option<String>,
+    /// The error this one was converted from; never serialized.
+    cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+/// Equal when everything that goes on the wire is equal; the cause is not compared.
+impl PartialEq for Fields {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code
+            && self.message == other.message
+            && self.retryable == other.retryable
+            && self.details == other.details
+            && self.error_type == other.error_type
+            && self.skill_name == other.skill_name
+            && self.tool_name == other.tool_name
+    }
 }
 
 impl SkillError {
@@ -79,6 +101,7 @@ impl SkillError {
             error_type,
             skill_name: String::new(),
             tool_name: None,
+            cause: None,
         })))
     }
 
@@ -91,6 +114,21 @@ impl SkillError {
                 .expect("invariant: table codes are valid")
                 .with_detail("givenCode", Value::String(given)),
         }
+    }
+
+    /// `skill_error` for any other error: the message is the error's type name only, the error
+    /// itself is kept as the cause.
+    pub fn from_error<E: std::error::Error + Send + Sync + 'static>(error: E) -> Self {
+        let type_name = std::any::type_name::<E>();
+        let type_name = type_name.split('<').next().unwrap_or(type_name);
+        let mut converted = Self::new("skill_error").with_message(type_name);
+        converted.0.cause = Some(Arc::new(error));
+        converted
+    }
+
+    /// The error this one was converted from, for logs; never sent to a caller.
+    pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.0.cause.as_deref()
     }
 
     /// An error of one of the protocol's types; the code is the type's own word.
@@ -178,7 +216,11 @@ impl fmt::Display for SkillError {
     }
 }
 
-impl std::error::Error for SkillError {}
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for SkillError {
+    fn from(error: E) -> Self {
+        Self::from_error(error)
+    }
+}
 
 #[derive(Serialize, Deserialize)]
 struct Wire {
@@ -267,6 +309,18 @@ mod tests {
         );
         let back: SkillError = serde_json::from_str(&text).expect("reads back");
         assert_eq!(back, error);
+    }
+
+    #[test]
+    fn any_error_converts_without_leaking_its_text() {
+        fn read() -> Result<Vec<u8>, SkillError> {
+            Ok(std::fs::read("/nonexistent/secret-path")?)
+        }
+        let error = read().expect_err("missing file");
+        assert_eq!((error.code(), error.message()), ("skill_error", "std::io::error::Error"));
+        assert!(!error.retryable());
+        assert!(!serde_json::to_string(&error).expect("serializes").contains("secret-path"));
+        assert!(error.cause().expect("kept").to_string().contains("No such file"));
     }
 
     #[test]

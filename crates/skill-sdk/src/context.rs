@@ -1,15 +1,52 @@
-//! What a skill can reach during one call: which call this is, the time left, its settings,
-//! hosting parameters, and the cost it reports.
+//! What a skill can reach during one call: which call this is, the caller, the time left, the
+//! package settings, hosting parameters and secrets, the cost it reports, and narrow access to
+//! the core (artifacts and knowledge).
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use skill_contract::SkillRef;
 
 use crate::SkillError;
+use crate::core::{Artifacts, CoreAccess, Knowledge, core_from_env};
+use crate::cost::CostMeter;
+use crate::secrets;
+
+/// The environment a skill reads its configuration and secrets from: the process's, or a map
+/// given for one call (tests). `Debug` shows names only, never values.
+#[derive(Clone, Default)]
+pub enum Env {
+    #[default]
+    Process,
+    Map(Arc<BTreeMap<String, String>>),
+}
+
+impl Env {
+    pub fn from_map(map: BTreeMap<String, String>) -> Self {
+        Self::Map(Arc::new(map))
+    }
+
+    /// The variable `name`, as it is (an empty value is returned as empty).
+    pub fn get(&self, name: &str) -> Option<String> {
+        match self {
+            Self::Process => std::env::var(name).ok(),
+            Self::Map(map) => map.get(name).cloned(),
+        }
+    }
+}
+
+impl fmt::Debug for Env {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Process => f.write_str("Env::Process"),
+            Self::Map(map) => f.debug_tuple("Env::Map").field(&map.keys().collect::<Vec<_>>()).finish(),
+        }
+    }
+}
 
 /// How a call reached the skill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,6 +74,16 @@ impl Transport {
     }
 }
 
+/// The package settings values of a call from the settings document the core sends
+/// (`{package, version, schemaRevision, values}`): `values` when it is a non-empty object,
+/// otherwise nothing.
+pub fn package_settings(document: &Value) -> Map<String, Value> {
+    match document.get("values") {
+        Some(Value::Object(values)) if !values.is_empty() => values.clone(),
+        _ => Map::new(),
+    }
+}
+
 /// The call as the transport delivered it.
 #[derive(Debug, Clone, Default)]
 pub struct Invocation {
@@ -46,7 +93,9 @@ pub struct Invocation {
     timeout: Option<Duration>,
     caller: Option<Value>,
     settings: Map<String, Value>,
-    env: Option<Arc<BTreeMap<String, String>>>,
+    env: Env,
+    secrets_dir: Option<PathBuf>,
+    core: Option<Arc<dyn CoreAccess>>,
 }
 
 impl Invocation {
@@ -72,15 +121,29 @@ impl Invocation {
         Self { caller: Some(caller), ..self }
     }
 
-    /// The package settings values.
+    /// The package settings values (as the testing kit takes them).
     pub fn with_settings(self, settings: Map<String, Value>) -> Self {
         Self { settings, ..self }
     }
 
-    /// The environment the skill sees instead of the process's (tests use it; an empty map means
-    /// no variables at all).
-    pub fn with_env(self, env: BTreeMap<String, String>) -> Self {
-        Self { env: Some(Arc::new(env)), ..self }
+    /// The settings document a transport delivers, read by [`package_settings`].
+    pub fn with_settings_document(self, document: &Value) -> Self {
+        Self { settings: package_settings(document), ..self }
+    }
+
+    /// The environment the skill sees instead of the process's.
+    pub fn with_env(self, env: Env) -> Self {
+        Self { env, ..self }
+    }
+
+    /// The secrets folder instead of `$SKILL_SDK_SECRETS_DIR` or `/run/secrets`.
+    pub fn with_secrets_dir(self, folder: PathBuf) -> Self {
+        Self { secrets_dir: Some(folder), ..self }
+    }
+
+    /// The core the skill's `artifacts()` and `knowledge()` reach (tests install a fake).
+    pub fn with_core(self, core: Arc<dyn CoreAccess>) -> Self {
+        Self { core: Some(core), ..self }
     }
 
     pub fn transport(&self) -> Transport {
@@ -103,7 +166,9 @@ struct Inner {
     invocation: Invocation,
     started: Instant,
     timeout: Duration,
-    units: Mutex<Vec<(String, f64)>>,
+    span: tracing::Span,
+    cost: Mutex<CostMeter>,
+    core: OnceLock<Result<Arc<dyn CoreAccess>, SkillError>>,
 }
 
 impl fmt::Debug for SkillContext {
@@ -119,13 +184,21 @@ impl fmt::Debug for SkillContext {
 impl SkillContext {
     /// The clock starts here, before the inputs are checked, as `remaining()` counts.
     pub(crate) fn new(skill: SkillRef, invocation: Invocation, timeout: Duration) -> Self {
+        let span = tracing::info_span!(
+            "skill",
+            skill = %skill,
+            invocation_id = invocation.invocation_id.as_deref().unwrap_or(""),
+            transport = invocation.transport.as_str(),
+        );
         Self {
             inner: Arc::new(Inner {
                 skill,
                 invocation,
                 started: Instant::now(),
                 timeout,
-                units: Mutex::new(Vec::new()),
+                span,
+                cost: Mutex::new(CostMeter::default()),
+                core: OnceLock::new(),
             }),
         }
     }
@@ -154,9 +227,16 @@ impl SkillContext {
         self.inner.invocation.caller.as_ref()
     }
 
-    /// A copy of the package settings values of this call.
+    /// A fresh copy of the package settings values of this call: changing it changes nothing
+    /// for the caller or for other calls.
     pub fn settings(&self) -> Map<String, Value> {
         self.inner.invocation.settings.clone()
+    }
+
+    /// The span of this call (fields `skill`, `invocation_id`, `transport`); the runtime runs
+    /// the skill inside it, so the skill's `tracing` events carry them.
+    pub fn span(&self) -> &tracing::Span {
+        &self.inner.span
     }
 
     /// The call's whole time budget.
@@ -178,30 +258,49 @@ impl SkillContext {
     }
 
     /// A hosting parameter: the environment variable `name` of the process that runs the skill
-    /// (or of the environment a test gave the call).
-    pub fn config(&self, name: &str) -> Option<String> {
-        match &self.inner.invocation.env {
-            Some(env) => env.get(name).cloned(),
-            None => std::env::var(name).ok(),
-        }
+    /// (an empty value is returned as it is), else `default`.
+    pub fn config(&self, name: &str, default: Option<&str>) -> Option<String> {
+        self.inner.invocation.env.get(name).or_else(|| default.map(str::to_owned))
+    }
+
+    /// A hosting secret: the environment variable `name` (when not empty), then the node's file
+    /// `/run/secrets/<name>`. Neither is `config_missing` (retryable). See [`crate::secrets`].
+    pub fn secret(&self, name: &str) -> Result<String, SkillError> {
+        let invocation = &self.inner.invocation;
+        secrets::read_secret(name, &invocation.env, invocation.secrets_dir.as_deref())
     }
 
     /// Reports consumption of your own: API requests, pages.
     pub fn add_cost(&self, unit: &str, amount: f64) {
-        let mut units = self.inner.units.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        match units.iter_mut().find(|(u, _)| u == unit) {
-            Some((_, total)) => *total += amount,
-            None => units.push((unit.to_owned(), amount)),
-        }
+        self.meter().add_units(unit, amount);
     }
 
-    /// The cost document `{"units": {unit: amount}}`, or `None` when nothing was reported.
+    pub(crate) fn meter(&self) -> std::sync::MutexGuard<'_, CostMeter> {
+        self.inner.cost.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The cost document `{"llm": {...}, "units": {...}}`, or `None` when nothing was reported.
     pub fn cost(&self) -> Option<Value> {
-        let units = self.inner.units.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if units.is_empty() {
-            return None;
-        }
-        let units: Map<String, Value> = units.iter().map(|(u, n)| (u.clone(), json!(n))).collect();
-        Some(json!({ "units": units }))
+        self.meter().document()
+    }
+
+    fn core(&self) -> Result<Arc<dyn CoreAccess>, SkillError> {
+        self.inner
+            .core
+            .get_or_init(|| match &self.inner.invocation.core {
+                Some(core) => Ok(Arc::clone(core)),
+                None => core_from_env(&self.inner.invocation.env),
+            })
+            .clone()
+    }
+
+    /// Artifact content through the core. Without a core address, `config_missing`.
+    pub fn artifacts(&self) -> Result<Artifacts, SkillError> {
+        Ok(Artifacts::new(self.core()?, self.clone()))
+    }
+
+    /// The knowledge base through the core. Without a core address, `config_missing`.
+    pub fn knowledge(&self) -> Result<Knowledge, SkillError> {
+        Ok(Knowledge::new(self.core()?, self.clone()))
     }
 }

@@ -140,9 +140,11 @@ pub fn into_result<O, E: Into<SkillError>>(result: Result<O, E>) -> Result<O, Sk
     result.map_err(Into::into)
 }
 
-/// Runs a synchronous skill on the blocking pool, so it never stalls the async workers.
+/// Runs a synchronous skill on the blocking pool, so it never stalls the async workers, inside
+/// the call's span. At the deadline the caller gets `timeout`; the thread is left to finish.
 pub async fn run_blocking<R: Send + 'static>(call: impl FnOnce() -> R + Send + 'static) -> Result<R, SkillError> {
-    tokio::task::spawn_blocking(call).await.map_err(|error| {
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(call)).await.map_err(|error| {
         let message = if error.is_panic() { "the skill panicked" } else { "the skill's thread was cancelled" };
         SkillError::new("skill_error").with_message(message)
     })

@@ -35,23 +35,28 @@
 //! | what | where |
 //! |---|---|
 //! | declaring a skill | [`skill`] (the attribute), [`Skill`] (`<function>::SKILL`) |
-//! | the call context | [`SkillContext`], [`Invocation`] |
+//! | the call context | [`SkillContext`], [`Invocation`], [`package_settings`] |
+//! | secrets | [`secrets`] (`ctx.secret(name)`) |
+//! | artifacts and knowledge through the core | [`core`] (`ctx.artifacts()`, `ctx.knowledge()`) |
 //! | calling a skill | [`runtime::execute`], [`testing`] |
 //! | the skills of a binary | [`registry::Registry`] |
 //! | export and `--check` | [`export`] |
 //! | the host binary | [`host_main!`], [`host`] |
 
 mod context;
+pub mod core;
+mod cost;
 #[doc(hidden)]
 pub mod declaration;
 pub mod export;
 pub mod host;
 pub mod registry;
 pub mod runtime;
+pub mod secrets;
 mod skill;
 pub mod testing;
 
-pub use context::{Invocation, SkillContext, Transport};
+pub use context::{Env, Invocation, SkillContext, Transport, package_settings};
 pub use runtime::Outcome;
 pub use skill::{PrepareError, Skill};
 pub use skill_contract as contract;

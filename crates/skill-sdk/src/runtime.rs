@@ -5,6 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures::FutureExt;
+use tracing::Instrument;
 use serde_json::{Map, Value, json};
 use skill_contract::schema::PathError;
 
@@ -55,23 +56,31 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// Calls `skill` with `inputs`. Every failure is a [`SkillError`] naming the skill.
+/// Calls `skill` with `inputs`. Every failure is a [`SkillError`] naming the skill; a failure
+/// converted from another error is logged with that error in full (the caller sees only its type).
 pub async fn execute(skill: &Skill, inputs: Value, invocation: Invocation) -> Result<Outcome, SkillError> {
-    let name = skill.name();
-    run(skill, inputs, invocation)
-        .await
-        .map_err(|error| if error.skill_name().is_empty() { error.for_skill(name) } else { error })
-}
-
-async fn run(skill: &Skill, inputs: Value, invocation: Invocation) -> Result<Outcome, SkillError> {
-    let prepare_failed =
-        |error: crate::skill::PrepareError| SkillError::new("invalid_skill_contract").with_message(error.to_string());
-    let skill_ref = skill.skill_ref().map_err(prepare_failed)?;
-    let (input_schema, output_schema) = skill.validators().map_err(prepare_failed)?;
+    let skill_ref = skill.skill_ref().map_err(|error| prepare_failed(error).for_skill(skill.name()))?;
     let declared = Duration::from_secs(skill.declaration().timeout_seconds.into());
     let timeout = invocation.timeout().map_or(declared, |t| t.min(declared));
     let ctx = SkillContext::new(skill_ref, invocation, timeout);
+    let span = ctx.span().clone();
+    let result = run(skill, inputs, &ctx).instrument(span.clone()).await;
+    result.map_err(|error| {
+        match error.cause() {
+            Some(cause) => tracing::error!(parent: &span, code = error.code(), error = %cause, "the skill failed"),
+            None => tracing::debug!(parent: &span, code = error.code(), "the skill failed"),
+        }
+        if error.skill_name().is_empty() { error.for_skill(skill.name()) } else { error }
+    })
+}
 
+fn prepare_failed(error: crate::skill::PrepareError) -> SkillError {
+    SkillError::new("invalid_skill_contract").with_message(error.to_string())
+}
+
+async fn run(skill: &Skill, inputs: Value, ctx: &SkillContext) -> Result<Outcome, SkillError> {
+    let (input_schema, output_schema) = skill.validators().map_err(prepare_failed)?;
+    let timeout = ctx.timeout();
     if !inputs.is_object() {
         return Err(input_violation(vec![PathError::new("/", "inputs must be a JSON object")]));
     }

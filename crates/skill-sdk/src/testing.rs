@@ -1,16 +1,28 @@
-//! Calling skills from tests: the same invocation path the hosts use, on a private runtime.
+//! Testing skills: the same invocation path the hosts use, on a private runtime, with the call's
+//! environment, secrets folder, settings and core under the test's control.
 //!
 //! ```ignore
-//! let outcome = skill_sdk::testing::invoke(&classify::SKILL, json!({"text": "…"}))?;
+//! let outcome = skill_sdk::testing::call(&classify::SKILL)
+//!     .env("CRM_URL", "http://127.0.0.1:9000")
+//!     .core(&fake)
+//!     .invoke(json!({"text": "…"}))?;
 //! assert_eq!(outcome.outputs["category"], "refund");
 //! ```
 
+mod fake_core;
+
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use skill_contract::{ContractError, NormalizeOptions};
 
-use crate::context::{Invocation, Transport};
+pub use fake_core::{FakeCore, state_token};
+
+use crate::context::{Env, Invocation, Transport};
 use crate::runtime::{self, Outcome};
+use crate::skill::PrepareError;
 use crate::{Skill, SkillError};
 
 /// A test call being set up; [`call`] starts one.
@@ -21,12 +33,12 @@ pub struct Call {
     env: Option<BTreeMap<String, String>>,
 }
 
-/// Starts setting up a test call of `skill`.
+/// Starts setting up a test call of `skill` (transport `test`, invocation id `test`).
 pub fn call(skill: &'static Skill) -> Call {
     Call { skill, invocation: Invocation::new(Transport::Test).with_invocation_id("test"), env: None }
 }
 
-/// Calls `skill` with `inputs` and nothing else set.
+/// Calls `skill` with `inputs` and nothing else set (the process environment is visible).
 pub fn invoke(skill: &'static Skill, inputs: Value) -> Result<Outcome, SkillError> {
     call(skill).invoke(inputs)
 }
@@ -54,10 +66,20 @@ impl Call {
         self
     }
 
+    /// The folder `ctx.secret` reads files from.
+    pub fn secrets_dir(self, folder: impl Into<PathBuf>) -> Self {
+        Self { invocation: self.invocation.with_secrets_dir(folder.into()), ..self }
+    }
+
+    /// The core the skill's `artifacts()` and `knowledge()` reach.
+    pub fn core(self, core: &FakeCore) -> Self {
+        Self { invocation: self.invocation.with_core(Arc::new(core.clone())), ..self }
+    }
+
     /// Runs the call to its end on a runtime of its own.
     pub fn invoke(self, inputs: Value) -> Result<Outcome, SkillError> {
         let invocation = match self.env {
-            Some(env) => self.invocation.with_env(env),
+            Some(env) => self.invocation.with_env(Env::from_map(env)),
             None => self.invocation,
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -66,7 +88,26 @@ impl Call {
             .build()
             .expect("invariant: a test can start a runtime");
         let outcome = runtime.block_on(runtime::execute(self.skill, inputs, invocation));
+        // A sync skill that ran past its deadline keeps its thread; do not wait for it.
         runtime.shutdown_background();
         outcome
     }
+}
+
+/// Why [`check_contract`] refused a skill.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0}")]
+    Prepare(#[from] PrepareError),
+    #[error("{0}")]
+    Contract(#[from] ContractError),
+}
+
+/// Runs the publication checks of the core on the skill's exported document: contract
+/// normalization, policy columns, the safe-retry rule, both schemas valid JSON Schema 2020-12.
+/// Endpoint placeholders (`${VAR}`) are accepted, as the installation substitutes them.
+pub fn check_contract(skill: &Skill) -> Result<skill_contract::Skill, CheckError> {
+    let document = skill.document(None)?;
+    let options = NormalizeOptions { allow_placeholders: true, allow_conditions: false };
+    Ok(skill_contract::Skill::from_document(&document, &options)?)
 }

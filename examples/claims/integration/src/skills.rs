@@ -109,7 +109,7 @@ pub fn send_reply(inputs: SendIn, ctx: SkillContext) -> Result<SendOut, SkillErr
         return Err(SkillError::new("idempotency_key_required")
             .with_message("claim.send_reply writes to the outbox only with an idempotency key"));
     };
-    let Some(outbox) = ctx.config("CLAIMS_OUTBOX_DIR").filter(|dir| !dir.is_empty()) else {
+    let Some(outbox) = ctx.config("CLAIMS_OUTBOX_DIR", None).filter(|dir| !dir.is_empty()) else {
         return Err(SkillError::new("config_missing")
             .with_message("CLAIMS_OUTBOX_DIR is not set: the host needs the claims outbox folder")
             .with_detail("config", json!("CLAIMS_OUTBOX_DIR")));
