@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::context::{Env, SkillContext};
 use crate::SkillError;
+use crate::context::{Env, SkillContext};
 
 /// A boxed future of a core call.
 pub type CoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, SkillError>> + Send + 'a>>;
@@ -80,7 +80,12 @@ impl KnowledgeRoute {
 /// A backend of the core's skill-facing routes.
 pub trait CoreAccess: Send + Sync + fmt::Debug {
     /// `GET /artifacts/{id}/content`.
-    fn read_artifact<'a>(&'a self, id: &'a str, for_task: Option<&'a str>, timeout: Duration) -> CoreFuture<'a, ArtifactContent>;
+    fn read_artifact<'a>(
+        &'a self,
+        id: &'a str,
+        for_task: Option<&'a str>,
+        timeout: Duration,
+    ) -> CoreFuture<'a, ArtifactContent>;
     /// One knowledge call with its JSON body.
     fn knowledge<'a>(&'a self, route: KnowledgeRoute, body: Value, timeout: Duration) -> CoreFuture<'a, Value>;
 }
@@ -94,7 +99,9 @@ pub(crate) fn core_from_env(env: &Env) -> Result<Arc<dyn CoreAccess>, SkillError
         .find_map(|name| env.get(name).filter(|v| !v.trim().is_empty()));
     let Some(address) = address else {
         return Err(SkillError::new("config_missing")
-            .with_message("no core address: set CONTROL_PLANE_URL (or CONTROL_PLANE_SERVER) for artifacts and knowledge")
+            .with_message(
+                "no core address: set CONTROL_PLANE_URL (or CONTROL_PLANE_SERVER) for artifacts and knowledge",
+            )
             .with_detail("config", json!("CONTROL_PLANE_URL")));
     };
     let token = env.get("CONTROL_PLANE_TOKEN").filter(|t| !t.is_empty());
@@ -227,7 +234,12 @@ impl Knowledge {
 
     /// Applies `snapshot`; with `expected_state`, only if the state is still that one, else
     /// `snapshot_stale` (not retryable) carrying the current token ([`stale_state_token`]).
-    pub async fn apply(&self, snapshot: Value, workspace_id: &str, expected_state: Option<&str>) -> Result<Value, SkillError> {
+    pub async fn apply(
+        &self,
+        snapshot: Value,
+        workspace_id: &str,
+        expected_state: Option<&str>,
+    ) -> Result<Value, SkillError> {
         let mut extra = vec![("workspaceId", json!(workspace_id))];
         if let Some(state) = expected_state {
             extra.push(("expectedState", json!(state)));

@@ -99,7 +99,9 @@ mod tests {
         meter.record_llm("m1", 10, 5, 15, None);
         assert_eq!(
             meter.document(),
-            Some(json!({"llm": {"calls": 1, "promptTokens": 10, "completionTokens": 5, "totalTokens": 15, "models": ["m1"]}}))
+            Some(
+                json!({"llm": {"calls": 1, "promptTokens": 10, "completionTokens": 5, "totalTokens": 15, "models": ["m1"]}})
+            )
         );
         meter.record_llm("m2", 1, 1, 2, Some(0.000_000_4));
         meter.record_llm("m1", 1, 1, 2, Some(0.000_001_2));

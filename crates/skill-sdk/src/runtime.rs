@@ -5,9 +5,9 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures::FutureExt;
-use tracing::Instrument;
 use serde_json::{Map, Value, json};
 use skill_contract::schema::PathError;
+use tracing::Instrument;
 
 use crate::SkillError;
 use crate::context::{Invocation, SkillContext};

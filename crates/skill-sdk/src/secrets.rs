@@ -65,7 +65,9 @@ pub fn check_secret_name(name: &str) -> Result<(), SkillError> {
 /// else `/run/secrets`.
 pub fn secrets_dir(env: &Env, given: Option<&Path>) -> PathBuf {
     given.map(Path::to_path_buf).unwrap_or_else(|| {
-        env.get(SECRETS_DIR_VAR).filter(|dir| !dir.is_empty()).map_or_else(|| PathBuf::from(DEFAULT_SECRETS_DIR), PathBuf::from)
+        env.get(SECRETS_DIR_VAR)
+            .filter(|dir| !dir.is_empty())
+            .map_or_else(|| PathBuf::from(DEFAULT_SECRETS_DIR), PathBuf::from)
     })
 }
 

@@ -30,7 +30,10 @@ pub struct HttpCore {
 
 impl fmt::Debug for HttpCore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpCore").field("base", &self.base.as_str()).field("token", &self.token.as_ref().map(|_| "***")).finish()
+        f.debug_struct("HttpCore")
+            .field("base", &self.base.as_str())
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .finish()
     }
 }
 
@@ -51,9 +54,8 @@ fn unavailable(message: String) -> SkillError {
 
 /// A failure after which one more try is worth it (idempotent calls only).
 fn worth_retrying(error: &SkillError) -> bool {
-    error.code() == "core_unavailable" && error.details().and_then(|d| d.get("status")).is_none_or(|status| {
-        matches!(status.as_u64(), Some(502..=504))
-    })
+    error.code() == "core_unavailable"
+        && error.details().and_then(|d| d.get("status")).is_none_or(|status| matches!(status.as_u64(), Some(502..=504)))
 }
 
 impl HttpCore {
@@ -106,7 +108,9 @@ impl HttpCore {
             return Ok(response);
         }
         if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
-            return Err(unavailable(format!("the core answered {status}")).with_detail("status", json!(status.as_u16())));
+            return Err(
+                unavailable(format!("the core answered {status}")).with_detail("status", json!(status.as_u16()))
+            );
         }
         Err(error_from_answer(status, response.bytes().await.unwrap_or_default().as_ref()))
     }
@@ -122,7 +126,9 @@ impl HttpCore {
         retry: bool,
     ) -> Result<reqwest::Response, SkillError> {
         match self.send(method.clone(), url.clone(), body, idempotency_key, timeout).await {
-            Err(error) if retry && worth_retrying(&error) => self.send(method, url, body, idempotency_key, timeout).await,
+            Err(error) if retry && worth_retrying(&error) => {
+                self.send(method, url, body, idempotency_key, timeout).await
+            }
             other => other,
         }
     }
@@ -144,7 +150,9 @@ fn error_from_answer(status: StatusCode, body: &[u8]) -> SkillError {
             }
         }
         Some(code) => {
-            let converted = SkillError::new(code).with_message(if message.is_empty() { code } else { message }).with_retryable(false);
+            let converted = SkillError::new(code)
+                .with_message(if message.is_empty() { code } else { message })
+                .with_retryable(false);
             match details {
                 Some(details) => converted.with_details(details.clone()),
                 None => converted,
@@ -160,7 +168,12 @@ fn error_from_answer(status: StatusCode, body: &[u8]) -> SkillError {
 }
 
 impl CoreAccess for HttpCore {
-    fn read_artifact<'a>(&'a self, id: &'a str, for_task: Option<&'a str>, timeout: Duration) -> CoreFuture<'a, ArtifactContent> {
+    fn read_artifact<'a>(
+        &'a self,
+        id: &'a str,
+        for_task: Option<&'a str>,
+        timeout: Duration,
+    ) -> CoreFuture<'a, ArtifactContent> {
         Box::pin(async move {
             let mut url = self.url(&["artifacts", id, "content"]);
             if let Some(task) = for_task {
@@ -187,7 +200,9 @@ impl CoreAccess for HttpCore {
             let path: Vec<&str> = route.path().trim_start_matches('/').split('/').collect();
             let key = route.idempotent().then(|| uuid::Uuid::new_v4().to_string());
             let retry = route.idempotent() || route == KnowledgeRoute::Query;
-            let response = self.send_with_retry(Method::POST, self.url(&path), Some(&body), key.as_deref(), timeout, retry).await?;
+            let response = self
+                .send_with_retry(Method::POST, self.url(&path), Some(&body), key.as_deref(), timeout, retry)
+                .await?;
             response.json::<Value>().await.map_err(|_| {
                 SkillError::new("core_error").with_message(format!("the core's answer to {} is not JSON", route.path()))
             })

@@ -72,11 +72,13 @@ fn failed(errno: Errno) -> Walk {
 /// `target` below `root`, as the components after it.
 fn below(target: &Path, root: &Path) -> Option<Vec<String>> {
     target.strip_prefix(root).ok().map(|rest| {
-        rest.components().filter_map(|c| match c {
-            Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
-            Component::ParentDir => Some("..".to_owned()),
-            _ => None,
-        }).collect()
+        rest.components()
+            .filter_map(|c| match c {
+                Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
+                Component::ParentDir => Some("..".to_owned()),
+                _ => None,
+            })
+            .collect()
     })
 }
 
@@ -141,8 +143,7 @@ pub(crate) fn attempt(folder: &Path, name: &str, hook: &mut dyn FnMut(Point<'_>)
                         remaining.push_front(component);
                     }
                 } else {
-                    let parts: Vec<String> =
-                        target.to_string_lossy().split('/').map(str::to_owned).collect();
+                    let parts: Vec<String> = target.to_string_lossy().split('/').map(str::to_owned).collect();
                     for component in parts.into_iter().rev() {
                         remaining.push_front(component);
                     }

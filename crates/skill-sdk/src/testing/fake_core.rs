@@ -71,7 +71,8 @@ fn listed(ids: &[&String]) -> (Vec<Value>, bool) {
 /// The plan of replacing `current` by `wanted`.
 fn plan(current: &State, wanted: &State, token: String) -> Value {
     let new: Vec<&String> = wanted.keys().filter(|id| !current.contains_key(*id)).collect();
-    let changed: Vec<&String> = wanted.keys().filter(|id| current.get(*id).is_some_and(|old| old != &wanted[*id])).collect();
+    let changed: Vec<&String> =
+        wanted.keys().filter(|id| current.get(*id).is_some_and(|old| old != &wanted[*id])).collect();
     let removed: Vec<&String> = current.keys().filter(|id| !wanted.contains_key(*id)).collect();
     let (opened, opened_cut) = listed(&new);
     let (changed_list, changed_cut) = listed(&changed);
@@ -92,7 +93,8 @@ fn plan(current: &State, wanted: &State, token: String) -> Value {
 
 /// The slot and the wanted state of a snapshot body.
 fn read_snapshot(body: &Value) -> (Slot, State) {
-    let slot = (text(body.get("workspaceId")), text(body.get("pack")), text(body.get("source")), text(body.get("scope")));
+    let slot =
+        (text(body.get("workspaceId")), text(body.get("pack")), text(body.get("source")), text(body.get("scope")));
     let mut wanted = State::new();
     for entity in body.get("entities").and_then(Value::as_array).into_iter().flatten() {
         let (kind, key) = kind_and_key(entity);
@@ -160,7 +162,8 @@ impl FakeCore {
         match route {
             KnowledgeRoute::Preview | KnowledgeRoute::Apply => {
                 let (slot, wanted) = read_snapshot(&body);
-                let current = store.slots.iter().find(|(s, _)| *s == slot).map(|(_, state)| state.clone()).unwrap_or_default();
+                let current =
+                    store.slots.iter().find(|(s, _)| *s == slot).map(|(_, state)| state.clone()).unwrap_or_default();
                 let token = state_token(&current);
                 if route == KnowledgeRoute::Preview {
                     return Ok(plan(&current, &wanted, token));
@@ -207,7 +210,9 @@ impl FakeCore {
                     for (id, stored) in state {
                         let (kind, key) = split_id(id);
                         let attributes = stored.get("attributes").cloned().unwrap_or_else(|| Value::Object(Map::new()));
-                        if kinds.iter().any(|k| k == kind) && conditions.iter().all(|c| conditions::holds(c, &attributes)) {
+                        if kinds.iter().any(|k| k == kind)
+                            && conditions.iter().all(|c| conditions::holds(c, &attributes))
+                        {
                             let item = json!({
                                 "kind": kind, "key": key, "title": text(stored.get("title")),
                                 "attributes": attributes, "source": source, "scope": scope,
@@ -223,12 +228,19 @@ impl FakeCore {
 }
 
 impl CoreAccess for FakeCore {
-    fn read_artifact<'a>(&'a self, id: &'a str, _for_task: Option<&'a str>, _timeout: Duration) -> CoreFuture<'a, ArtifactContent> {
+    fn read_artifact<'a>(
+        &'a self,
+        id: &'a str,
+        _for_task: Option<&'a str>,
+        _timeout: Duration,
+    ) -> CoreFuture<'a, ArtifactContent> {
         Box::pin(async move {
             let mut store = self.store();
             store.reads.push(id.to_owned());
             match store.artifacts.get(id) {
-                Some((data, media_type)) => Ok(ArtifactContent { data: data.clone(), media_type: media_type.clone(), sha256: None }),
+                Some((data, media_type)) => {
+                    Ok(ArtifactContent { data: data.clone(), media_type: media_type.clone(), sha256: None })
+                }
                 None => Err(SkillError::new("artifact_not_found").with_message(format!("no artifact {id}"))),
             }
         })

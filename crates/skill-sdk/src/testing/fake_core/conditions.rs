@@ -61,7 +61,13 @@ fn ordered(attribute: &Value, value: &Value, at_most: bool) -> bool {
         };
     }
     match (moment(attribute), moment(value)) {
-        (Some(a), Some(b)) => if at_most { a <= b } else { a >= b },
+        (Some(a), Some(b)) => {
+            if at_most {
+                a <= b
+            } else {
+                a >= b
+            }
+        }
         _ => false,
     }
 }
@@ -109,7 +115,10 @@ mod tests {
     #[test]
     fn eq_and_in() {
         assert!(check(json!({"n": 5}), json!({"attribute": "n", "op": "eq", "value": 5.0})));
-        assert!(!check(json!({"n": true}), json!({"attribute": "n", "op": "eq", "value": 1})), "booleans are not numbers");
+        assert!(
+            !check(json!({"n": true}), json!({"attribute": "n", "op": "eq", "value": 1})),
+            "booleans are not numbers"
+        );
         assert!(check(json!({"n": true}), json!({"attribute": "n", "op": "eq", "value": true})));
         assert!(check(json!({"s": "5"}), json!({"attribute": "s", "op": "eq", "value": 5})), "else as text");
         assert!(check(json!({"s": ["a", "b"]}), json!({"attribute": "s", "op": "eq", "value": "b"})), "any element");
@@ -119,22 +128,28 @@ mod tests {
 
     #[test]
     fn prefix_stops_at_dots() {
-        let under = |code: &str| check(json!({"okved": code}), json!({"attribute": "okved", "op": "prefix", "value": "62.01"}));
+        let under =
+            |code: &str| check(json!({"okved": code}), json!({"attribute": "okved", "op": "prefix", "value": "62.01"}));
         assert!(under("62.01") && under("62.01.1"));
         assert!(!under("62.011") && !under("62.0"));
     }
 
     #[test]
     fn ordering_on_numbers_and_dates() {
-        let gte = |v: Value, bound: Value| check(json!({"x": v}), json!({"attribute": "x", "op": "gte", "value": bound}));
+        let gte =
+            |v: Value, bound: Value| check(json!({"x": v}), json!({"attribute": "x", "op": "gte", "value": bound}));
         assert!(gte(json!(10), json!(9.5)));
         assert!(!gte(json!("10"), json!(9)), "a numeric bound needs a number");
         assert!(gte(json!("2024-05-01"), json!("2024-04-30T23:59:59Z")));
         assert!(gte(json!("2024-05-01T03:00:00+03:00"), json!("2024-05-01T00:00:00")), "naive is UTC");
         assert!(!gte(json!("not a date"), json!("2024-01-01")));
-        let lte = |v: Value, bound: Value| check(json!({"x": v}), json!({"attribute": "x", "op": "lte", "value": bound}));
+        let lte =
+            |v: Value, bound: Value| check(json!({"x": v}), json!({"attribute": "x", "op": "lte", "value": bound}));
         assert!(lte(json!(3), json!(3)) && !lte(json!(4), json!(3)));
-        assert!(check(json!({"x": 4}), json!({"attribute": "x", "op": "bogus", "value": 3})), "unknown ops behave like gte");
+        assert!(
+            check(json!({"x": 4}), json!({"attribute": "x", "op": "bogus", "value": 3})),
+            "unknown ops behave like gte"
+        );
     }
 
     #[test]
