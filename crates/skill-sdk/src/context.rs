@@ -187,8 +187,8 @@ impl SkillContext {
         let span = tracing::info_span!(
             "skill",
             skill = %skill,
-            invocation_id = invocation.invocation_id.as_deref().unwrap_or(""),
-            transport = invocation.transport.as_str(),
+            invocation_id = %invocation.invocation_id.as_deref().unwrap_or(""),
+            transport = %invocation.transport.as_str(),
         );
         Self {
             inner: Arc::new(Inner {

@@ -144,7 +144,9 @@ pub fn into_result<O, E: Into<SkillError>>(result: Result<O, E>) -> Result<O, Sk
 /// the call's span. At the deadline the caller gets `timeout`; the thread is left to finish.
 pub async fn run_blocking<R: Send + 'static>(call: impl FnOnce() -> R + Send + 'static) -> Result<R, SkillError> {
     let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || span.in_scope(call)).await.map_err(|error| {
+    let dispatch = tracing::dispatcher::get_default(Clone::clone);
+    let traced = move || tracing::dispatcher::with_default(&dispatch, || span.in_scope(call));
+    tokio::task::spawn_blocking(traced).await.map_err(|error| {
         let message = if error.is_panic() { "the skill panicked" } else { "the skill's thread was cancelled" };
         SkillError::new("skill_error").with_message(message)
     })

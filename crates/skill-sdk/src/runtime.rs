@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use serde_json::{Map, Value, json};
 use skill_contract::schema::PathError;
-use tracing::Instrument;
+use tracing::instrument::{Instrument, WithSubscriber};
 
 use crate::SkillError;
 use crate::context::{Invocation, SkillContext};
@@ -64,7 +64,7 @@ pub async fn execute(skill: &Skill, inputs: Value, invocation: Invocation) -> Re
     let timeout = invocation.timeout().map_or(declared, |t| t.min(declared));
     let ctx = SkillContext::new(skill_ref, invocation, timeout);
     let span = ctx.span().clone();
-    let result = run(skill, inputs, &ctx).instrument(span.clone()).await;
+    let result = run(skill, inputs, &ctx).instrument(span.clone()).with_current_subscriber().await;
     result.map_err(|error| {
         match error.cause() {
             Some(cause) => tracing::error!(parent: &span, code = error.code(), error = %cause, "the skill failed"),
