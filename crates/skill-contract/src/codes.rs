@@ -181,6 +181,15 @@ pub const CODES: &[CodeInfo] = &[
     ),
     code("core_unavailable", ToolExecutionFailure, Yes, "sdk", "the core cannot be reached"),
     code("artifact_not_found", ToolExecutionFailure, No, "sdk", "an artifact id is unknown"),
+    code(
+        "core_error",
+        ToolExecutionFailure,
+        No,
+        "sdk",
+        "the core answered in a way the client does not understand (`details.status`)",
+    ),
+    code("not_found", SkillNotFound, No, "sdk", "the core has no such object"),
+    code("invalid_knowledge_snapshot", ValidationError, No, "sdk", "a knowledge snapshot is not a JSON object"),
     code("skill_not_hosted", SkillNotFound, No, "host", "no skill with this reference is hosted here"),
     code("bad_request", ValidationError, No, "host", "the request body is not JSON or not `{…, inputs: {…}}`"),
 ];

@@ -49,7 +49,9 @@ async fn answer(server: Arc<Server>, method: Method, uri: Uri, headers: HeaderMa
         requests.iter().filter(|r| r.path == path).count()
     };
     match path.as_str() {
-        "/api/v1/knowledge/snapshots:preview" => json_response(StatusCode::OK, json!({"stateToken": "st:current", "opened": 1})),
+        "/api/v1/knowledge/snapshots:preview" => {
+            json_response(StatusCode::OK, json!({"stateToken": "st:current", "opened": 1}))
+        }
         "/api/v1/knowledge/snapshots" if body["expectedState"] == "st:old" => json_response(
             StatusCode::CONFLICT,
             json!({"error": {"code": "snapshot_stale", "message": "stale", "details": {"stateToken": "st:current"}}}),
@@ -57,8 +59,12 @@ async fn answer(server: Arc<Server>, method: Method, uri: Uri, headers: HeaderMa
         "/api/v1/knowledge/snapshots" => json_response(StatusCode::OK, json!({"stateToken": "st:next"})),
         // The first document call meets a restart: the client tries once more with the same key.
         "/api/v1/knowledge/documents" if count == 1 => json_response(StatusCode::SERVICE_UNAVAILABLE, json!({})),
-        "/api/v1/knowledge/documents" => json_response(StatusCode::OK, json!({"naturalKey": body["naturalKey"], "status": "stored"})),
-        "/api/v1/context/recall" if body["anchor"] == "broken" => json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({})),
+        "/api/v1/knowledge/documents" => {
+            json_response(StatusCode::OK, json!({"naturalKey": body["naturalKey"], "status": "stored"}))
+        }
+        "/api/v1/context/recall" if body["anchor"] == "broken" => {
+            json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({}))
+        }
         "/api/v1/context/recall" if body["anchor"] == "forbidden" => json_response(
             StatusCode::FORBIDDEN,
             json!({"error": {"code": "permission_denied", "message": "no access to the workspace"}}),
@@ -92,7 +98,8 @@ fn start() -> (String, Arc<Server>) {
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
             sender.send(listener.local_addr().expect("address")).expect("send");
-            let app = axum::Router::new().fallback(move |method, uri, headers, body| answer(Arc::clone(&shared), method, uri, headers, body));
+            let app = axum::Router::new()
+                .fallback(move |method, uri, headers, body| answer(Arc::clone(&shared), method, uri, headers, body));
             axum::serve(listener, app).await.expect("serve");
         });
     });
@@ -119,7 +126,9 @@ pub async fn client(inputs: Op, ctx: SkillContext) -> Result<Answer, SkillError>
         "preview" => ctx.knowledge()?.preview(snapshot, "W-1").await?,
         "apply" => ctx.knowledge()?.apply(snapshot, "W-1", inputs.arg.as_str()).await?,
         "stale" => match ctx.knowledge()?.apply(snapshot, "W-1", Some("st:old")).await {
-            Err(error) => json!({"code": error.code(), "retryable": error.retryable(), "token": stale_state_token(&error)}),
+            Err(error) => {
+                json!({"code": error.code(), "retryable": error.retryable(), "token": stale_state_token(&error)})
+            }
             Ok(_) => json!("not stale"),
         },
         "document" => {
@@ -164,7 +173,10 @@ fn knowledge_calls_use_the_routes_bodies_and_keys_of_the_core() {
     let seen = requests(&server);
     let preview = &seen[0];
     assert_eq!((preview.method.as_str(), preview.path.as_str()), ("POST", "/api/v1/knowledge/snapshots:preview"));
-    assert_eq!(preview.body, json!({"pack": "p", "source": "s", "scope": "c", "entities": [{"kind": "company", "key": "7701"}], "workspaceId": "W-1"}));
+    assert_eq!(
+        preview.body,
+        json!({"pack": "p", "source": "s", "scope": "c", "entities": [{"kind": "company", "key": "7701"}], "workspaceId": "W-1"})
+    );
     assert_eq!(preview.authorization.as_deref(), Some("Bearer pat-secret"));
     assert_eq!(preview.idempotency_key, None, "preview is not idempotent");
     let apply = &seen[1];
@@ -187,13 +199,19 @@ fn apply_without_an_expected_state_sends_none() {
 #[test]
 fn a_stale_snapshot_is_snapshot_stale_with_the_current_token() {
     let (url, _server) = start();
-    assert_eq!(run(&url, "stale", Value::Null).expect("runs"), json!({"code": "snapshot_stale", "retryable": false, "token": "st:current"}));
+    assert_eq!(
+        run(&url, "stale", Value::Null).expect("runs"),
+        json!({"code": "snapshot_stale", "retryable": false, "token": "st:current"})
+    );
 }
 
 #[test]
 fn a_document_is_retried_once_with_the_same_key() {
     let (url, server) = start();
-    assert_eq!(run(&url, "document", Value::Null).expect("stored"), json!({"naturalKey": "contract-7", "status": "stored"}));
+    assert_eq!(
+        run(&url, "document", Value::Null).expect("stored"),
+        json!({"naturalKey": "contract-7", "status": "stored"})
+    );
     let seen = requests(&server);
     assert_eq!(seen.len(), 2, "one retry after the 503");
     assert_eq!(seen[0].idempotency_key, seen[1].idempotency_key, "the retry reuses the key");
@@ -211,7 +229,10 @@ fn a_query_pages_through_every_result() {
     assert_eq!(items, json!([{"key": "e1"}, {"key": "e2"}, {"key": "e3"}]));
     let bodies: Vec<Value> = requests(&server).into_iter().map(|r| r.body).collect();
     assert_eq!(bodies.len(), 3, "an empty page does not end the paging");
-    assert_eq!(bodies[0], json!({"workspaceId": "W-1", "kinds": ["company"], "limit": 2, "where": [{"attribute": "okved", "op": "prefix", "value": "62.01"}]}));
+    assert_eq!(
+        bodies[0],
+        json!({"workspaceId": "W-1", "kinds": ["company"], "limit": 2, "where": [{"attribute": "okved", "op": "prefix", "value": "62.01"}]})
+    );
     assert_eq!(bodies[1]["cursor"], "c1");
     assert_eq!(bodies[2]["cursor"], "c2");
 }
@@ -229,7 +250,10 @@ fn artifacts_are_read_with_their_media_type() {
     let read = run(&url, "artifact", json!("A-1")).expect("read");
     assert_eq!(read, json!({"text": "Договор № 7", "mediaType": "text/plain; charset=utf-8", "sha256": "abc123"}));
     let seen = requests(&server);
-    assert_eq!((seen[0].method.as_str(), seen[0].path.as_str(), seen[0].query.as_deref()), ("GET", "/api/v1/artifacts/A-1/content", Some("forTask=T-9")));
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str(), seen[0].query.as_deref()),
+        ("GET", "/api/v1/artifacts/A-1/content", Some("forTask=T-9"))
+    );
     let error = run(&url, "artifact", json!("A-404")).expect_err("unknown");
     assert_eq!((error.code(), error.retryable()), ("artifact_not_found", false));
 }
@@ -241,7 +265,10 @@ fn core_failures_map_to_errors() {
     assert_eq!((error.code(), error.retryable()), ("core_unavailable", true));
     assert_eq!(requests(&server).len(), 1, "recall is not idempotent: no retry");
     let error = run(&url, "recall", json!("forbidden")).expect_err("403");
-    assert_eq!((error.code(), error.message(), error.retryable()), ("permission_denied", "no access to the workspace", false));
+    assert_eq!(
+        (error.code(), error.message(), error.retryable()),
+        ("permission_denied", "no access to the workspace", false)
+    );
     let error = run("http://127.0.0.1:9", "preview", Value::Null).expect_err("no server");
     assert_eq!((error.code(), error.retryable()), ("core_unavailable", true));
 }

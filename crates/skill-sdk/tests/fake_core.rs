@@ -34,7 +34,9 @@ pub async fn knowledge(inputs: Step, ctx: SkillContext) -> Result<Answer, SkillE
     let result = match inputs.op.as_str() {
         "preview" => knowledge.preview(inputs.snapshot, "W-1").await?,
         "apply" => knowledge.apply(inputs.snapshot, "W-1", inputs.expected.as_deref()).await?,
-        "document" => knowledge.document(KnowledgeDocument::new("W-1", "doc-1", "Doc", vec![json!({"text": "x"})])).await?,
+        "document" => {
+            knowledge.document(KnowledgeDocument::new("W-1", "doc-1", "Doc", vec![json!({"text": "x"})])).await?
+        }
         "recall" => knowledge.recall(json!({"anchor": "company:1"})).await?,
         "query" => {
             let mut query = EntityQuery::new("W-1", &["company", "person"]);
@@ -62,24 +64,33 @@ fn snapshot(scope: &str, entities: Value) -> Value {
 #[test]
 fn the_plan_counts_new_changed_removed_and_unchanged() {
     let core = FakeCore::new();
-    let first = snapshot("all", json!([
-        {"kind": "company", "key": "1", "title": "A", "attributes": {"okved": "62.01"}},
-        {"kind": "company", "key": "2", "title": "B"},
-        {"kind": "company", "key": "3", "title": "C"}
-    ]));
+    let first = snapshot(
+        "all",
+        json!([
+            {"kind": "company", "key": "1", "title": "A", "attributes": {"okved": "62.01"}},
+            {"kind": "company", "key": "2", "title": "B"},
+            {"kind": "company", "key": "3", "title": "C"}
+        ]),
+    );
     let plan = step(&core, json!({"op": "preview", "snapshot": first})).expect("preview");
-    assert_eq!((plan["opened"].as_u64(), plan["closed"].as_u64(), plan["unchanged"].as_u64()), (Some(3), Some(0), Some(0)));
+    assert_eq!(
+        (plan["opened"].as_u64(), plan["closed"].as_u64(), plan["unchanged"].as_u64()),
+        (Some(3), Some(0), Some(0))
+    );
     assert_eq!(plan["stateToken"], "st:44136fa355b3678a", "the empty slot's token");
     let applied = step(&core, json!({"op": "apply", "snapshot": first})).expect("apply");
     let after_first = applied["stateToken"].as_str().expect("token").to_owned();
     assert_eq!(after_first, core.slot_token("W-1", "registry", "egrul", "all"));
     assert_ne!(after_first, "st:44136fa355b3678a");
 
-    let second = snapshot("all", json!([
-        {"kind": "company", "key": "1", "title": "A", "attributes": {"okved": "62.01"}},
-        {"kind": "company", "key": "2", "title": "B renamed"},
-        {"kind": "company", "key": "4", "title": "D"}
-    ]));
+    let second = snapshot(
+        "all",
+        json!([
+            {"kind": "company", "key": "1", "title": "A", "attributes": {"okved": "62.01"}},
+            {"kind": "company", "key": "2", "title": "B renamed"},
+            {"kind": "company", "key": "4", "title": "D"}
+        ]),
+    );
     let plan = step(&core, json!({"op": "preview", "snapshot": second})).expect("preview");
     assert_eq!(plan["opened"], 2, "new 4 and changed 2");
     assert_eq!(plan["closed"], 2, "removed 3 and changed 2");
@@ -99,7 +110,8 @@ fn apply_with_a_stale_expected_state_changes_nothing() {
     let first = snapshot("all", json!([{"kind": "company", "key": "1"}]));
     let token = step(&core, json!({"op": "apply", "snapshot": first})).expect("apply")["stateToken"].clone();
     let second = snapshot("all", json!([{"kind": "company", "key": "2"}]));
-    let error = step(&core, json!({"op": "apply", "snapshot": second, "expected": "st:0000000000000000"})).expect_err("stale");
+    let error =
+        step(&core, json!({"op": "apply", "snapshot": second, "expected": "st:0000000000000000"})).expect_err("stale");
     assert_eq!((error.code(), error.retryable()), ("snapshot_stale", false));
     assert_eq!(error.details().expect("details")["stateToken"], token);
     assert_eq!(core.applied().len(), 1, "nothing applied");
@@ -111,7 +123,10 @@ fn apply_with_a_stale_expected_state_changes_nothing() {
 #[test]
 fn documents_recalls_and_artifacts_are_recorded() {
     let core = FakeCore::new();
-    assert_eq!(step(&core, json!({"op": "document"})).expect("stored"), json!({"naturalKey": "doc-1", "status": "stored"}));
+    assert_eq!(
+        step(&core, json!({"op": "document"})).expect("stored"),
+        json!({"naturalKey": "doc-1", "status": "stored"})
+    );
     assert_eq!(core.documents()[0]["title"], "Doc");
     assert_eq!(step(&core, json!({"op": "recall"})).expect("recall"), json!({"sections": []}));
     core.set_recall_answer(json!({"sections": [{"title": "x"}]}));
@@ -120,26 +135,40 @@ fn documents_recalls_and_artifacts_are_recorded() {
     let error = step(&core, json!({"op": "artifact"})).expect_err("unknown");
     assert_eq!(error.code(), "artifact_not_found");
     core.put_artifact("A-1", "текст", Some("text/plain"));
-    assert_eq!(step(&core, json!({"op": "artifact"})).expect("read"), json!({"text": "текст", "mediaType": "text/plain"}));
+    assert_eq!(
+        step(&core, json!({"op": "artifact"})).expect("read"),
+        json!({"text": "текст", "mediaType": "text/plain"})
+    );
     assert_eq!(core.artifact_reads(), ["A-1", "A-1"]);
 }
 
 fn query(core: &FakeCore, conditions: Value) -> Vec<String> {
     let items = step(core, json!({"op": "query", "conditions": conditions})).expect("query");
-    items.as_array().expect("list").iter().map(|i| format!("{}/{}", i["kind"].as_str().unwrap_or(""), i["key"].as_str().unwrap_or(""))).collect()
+    items
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|i| format!("{}/{}", i["kind"].as_str().unwrap_or(""), i["key"].as_str().unwrap_or("")))
+        .collect()
 }
 
 fn populated() -> FakeCore {
     let core = FakeCore::new();
-    let registry = snapshot("all", json!([
-        {"kind": "company", "key": "1", "title": "Alpha", "attributes": {"okved": "62.01", "staff": 40, "since": "2019-03-01", "tags": ["it", "msk"]}},
-        {"kind": "company", "key": "2", "title": "Beta", "attributes": {"okved": "62.011", "staff": 12.5, "since": "2023-01-15T10:00:00+03:00"}},
-        {"kind": "company", "key": "3", "attributes": {"okved": "47.11", "staff": 300, "tags": []}},
-        {"kind": "person", "key": "p1", "attributes": {"role": "ceo"}},
-        {"kind": "contract", "key": "c1", "attributes": {}}
-    ]));
+    let registry = snapshot(
+        "all",
+        json!([
+            {"kind": "company", "key": "1", "title": "Alpha", "attributes": {"okved": "62.01", "staff": 40, "since": "2019-03-01", "tags": ["it", "msk"]}},
+            {"kind": "company", "key": "2", "title": "Beta", "attributes": {"okved": "62.011", "staff": 12.5, "since": "2023-01-15T10:00:00+03:00"}},
+            {"kind": "company", "key": "3", "attributes": {"okved": "47.11", "staff": 300, "tags": []}},
+            {"kind": "person", "key": "p1", "attributes": {"role": "ceo"}},
+            {"kind": "contract", "key": "c1", "attributes": {}}
+        ]),
+    );
     step(&core, json!({"op": "apply", "snapshot": registry})).expect("apply");
-    let overlay = snapshot("overlay", json!([{"kind": "company", "key": "3", "title": "Gamma", "attributes": {"okved": "62.01.2", "staff": 301}}]));
+    let overlay = snapshot(
+        "overlay",
+        json!([{"kind": "company", "key": "3", "title": "Gamma", "attributes": {"okved": "62.01.2", "staff": 301}}]),
+    );
     step(&core, json!({"op": "apply", "snapshot": overlay})).expect("apply");
     core
 }
@@ -150,19 +179,33 @@ fn query_items_are_sorted_and_later_slots_win() {
     assert_eq!(query(&core, json!([])), ["company/1", "company/2", "company/3", "person/p1"], "kinds filter; sorted");
     let items = step(&core, json!({"op": "query"})).expect("query");
     let gamma = items.as_array().expect("list").iter().find(|i| i["key"] == "3").expect("company 3").clone();
-    assert_eq!(gamma, json!({"kind": "company", "key": "3", "title": "Gamma", "attributes": {"okved": "62.01.2", "staff": 301}, "source": "egrul", "scope": "overlay"}));
-    assert_eq!(core.queries()[0], json!({"workspaceId": "W-1", "kinds": ["company", "person"], "where": [], "asOf": null}));
+    assert_eq!(
+        gamma,
+        json!({"kind": "company", "key": "3", "title": "Gamma", "attributes": {"okved": "62.01.2", "staff": 301}, "source": "egrul", "scope": "overlay"})
+    );
+    assert_eq!(
+        core.queries()[0],
+        json!({"workspaceId": "W-1", "kinds": ["company", "person"], "where": [], "asOf": null})
+    );
 }
 
 #[test]
 fn query_conditions_follow_the_platform_semantics() {
     let core = populated();
     let cond = |attribute: &str, op: &str, value: Value| json!([{"attribute": attribute, "op": op, "value": value}]);
-    assert_eq!(query(&core, cond("okved", "prefix", json!("62.01"))), ["company/1", "company/3"], "62.011 is not under 62.01");
+    assert_eq!(
+        query(&core, cond("okved", "prefix", json!("62.01"))),
+        ["company/1", "company/3"],
+        "62.011 is not under 62.01"
+    );
     assert_eq!(query(&core, cond("staff", "gte", json!(40))), ["company/1", "company/3"]);
     assert_eq!(query(&core, cond("staff", "lte", json!(40))), ["company/1", "company/2"]);
     assert_eq!(query(&core, cond("since", "gte", json!("2020-01-01"))), ["company/2"]);
-    assert_eq!(query(&core, cond("since", "lte", json!("2023-01-15T07:00:00Z"))), ["company/1", "company/2"], "offsets count");
+    assert_eq!(
+        query(&core, cond("since", "lte", json!("2023-01-15T07:00:00Z"))),
+        ["company/1", "company/2"],
+        "offsets count"
+    );
     assert_eq!(query(&core, cond("tags", "eq", json!("msk"))), ["company/1"], "any element of a list");
     assert_eq!(query(&core, cond("role", "in", json!(["ceo", "cfo"]))), ["person/p1"]);
     assert_eq!(query(&core, cond("tags", "exists", json!(true))), ["company/1"], "an empty list does not exist");
@@ -176,7 +219,10 @@ fn query_over_max_items_is_an_error() {
     let core = populated();
     let error = step(&core, json!({"op": "query", "max_items": 3})).expect_err("four match");
     assert_eq!(error.code(), "knowledge_query_too_large");
-    assert_eq!(step(&core, json!({"op": "query", "max_items": 4})).expect("four fit").as_array().map(Vec::len), Some(4));
+    assert_eq!(
+        step(&core, json!({"op": "query", "max_items": 4})).expect("four fit").as_array().map(Vec::len),
+        Some(4)
+    );
 }
 
 /// The state token agrees with Python's `json.dumps(state, sort_keys=True, ensure_ascii=False)`.
@@ -189,7 +235,8 @@ fn state_tokens_agree_with_python() {
     ];
     let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     for state in states {
-        let map: std::collections::BTreeMap<String, Value> = state.as_object().expect("object").iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let map: std::collections::BTreeMap<String, Value> =
+            state.as_object().expect("object").iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let ours = testing::state_token(&map);
         let script = "import hashlib, json, sys; s = json.loads(sys.stdin.read()); \
                       print('st:' + hashlib.sha256(json.dumps(s, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16])";

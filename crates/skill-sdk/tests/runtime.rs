@@ -27,13 +27,23 @@ pub struct Report {
 #[skill("rt.sleep_async", version = "1", side_effects = "none", risk = "low", timeout = 1)]
 pub async fn sleep_async(inputs: Wait, ctx: SkillContext) -> Result<Report, SkillError> {
     tokio::time::sleep(Duration::from_millis(inputs.ms)).await;
-    Ok(Report { remaining_ms: ctx.remaining().as_millis() as u64, late: ctx.check_deadline().is_err(), settings: Map::new(), config: None })
+    Ok(Report {
+        remaining_ms: ctx.remaining().as_millis() as u64,
+        late: ctx.check_deadline().is_err(),
+        settings: Map::new(),
+        config: None,
+    })
 }
 
 #[skill("rt.sleep_sync", version = "1", side_effects = "none", risk = "low", timeout = 1)]
 pub fn sleep_sync(inputs: Wait, ctx: SkillContext) -> Result<Report, SkillError> {
     std::thread::sleep(Duration::from_millis(inputs.ms));
-    Ok(Report { remaining_ms: ctx.remaining().as_millis() as u64, late: ctx.check_deadline().is_err(), settings: Map::new(), config: None })
+    Ok(Report {
+        remaining_ms: ctx.remaining().as_millis() as u64,
+        late: ctx.check_deadline().is_err(),
+        settings: Map::new(),
+        config: None,
+    })
 }
 
 #[skill("rt.context", version = "1", side_effects = "none", risk = "low")]
@@ -94,7 +104,16 @@ fn settings_are_a_private_copy_per_call() {
 fn package_settings_take_only_non_empty_values() {
     let document = json!({"package": "claims", "version": "1", "schemaRevision": 3, "values": {"a": 1}});
     assert_eq!(package_settings(&document), json!({"a": 1}).as_object().expect("object").clone());
-    for raw in [json!(null), json!({}), json!("x"), json!([1]), json!({"values": null}), json!({"values": []}), json!({"values": "x"}), json!({"values": {}})] {
+    for raw in [
+        json!(null),
+        json!({}),
+        json!("x"),
+        json!([1]),
+        json!({"values": null}),
+        json!({"values": []}),
+        json!({"values": "x"}),
+        json!({"values": {}}),
+    ] {
         assert!(package_settings(&raw).is_empty(), "{raw}");
     }
 }
@@ -130,7 +149,11 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Lines {
 
 fn with_logs(run: impl FnOnce()) -> String {
     let lines = Lines::default();
-    let subscriber = tracing_subscriber::fmt().with_writer(lines.clone()).with_ansi(false).with_max_level(tracing::Level::DEBUG).finish();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(lines.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
     tracing::subscriber::with_default(subscriber, run);
     String::from_utf8(lines.0.lock().expect("lock").clone()).expect("utf-8")
 }
@@ -141,7 +164,10 @@ fn the_skill_runs_inside_a_span_naming_the_call() {
         testing::call(&context::SKILL).idempotency_key("k").invoke(json!({"ms": 0})).expect("runs");
     });
     let line = logs.lines().find(|l| l.contains("inside the skill")).unwrap_or_else(|| panic!("logged: {logs}"));
-    assert!(line.contains("skill=rt.context@1") && line.contains("invocation_id=test") && line.contains("answer=42"), "{line}");
+    assert!(
+        line.contains("skill=rt.context@1") && line.contains("invocation_id=test") && line.contains("answer=42"),
+        "{line}"
+    );
 }
 
 #[test]
