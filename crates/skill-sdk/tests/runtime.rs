@@ -186,3 +186,49 @@ fn check_contract_runs_the_publication_checks() {
     let checked = testing::check_contract(&context::SKILL).expect("publishable");
     assert_eq!(checked.skill_ref().to_string(), "rt.context@1");
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Typed {
+    pub text: String,
+    pub items: Vec<u32>,
+}
+
+/// The explicit schema is looser than the type: what passes it can still fail decoding.
+#[skill(
+    "rt.loose",
+    version = "1",
+    side_effects = "none",
+    risk = "low",
+    inputs_schema = json!({"type": "object"})
+)]
+pub fn loose(inputs: Typed) -> Result<Report, SkillError> {
+    Ok(Report {
+        remaining_ms: inputs.items.len() as u64,
+        late: inputs.text.is_empty(),
+        settings: Map::new(),
+        config: None,
+    })
+}
+
+#[skill("rt.broken", version = "1", side_effects = "none", risk = "low", outputs_schema = json!({"type": "objekt"}))]
+pub fn broken(_inputs: Wait) -> Result<Report, SkillError> {
+    Ok(Report { remaining_ms: 0, late: false, settings: Map::new(), config: None })
+}
+
+#[test]
+fn decoding_errors_name_the_path() {
+    let error = testing::invoke(&loose::SKILL, json!({"text": "x", "items": [1, "two"]})).expect_err("decoding fails");
+    assert_eq!(error.code(), "input_contract_violation");
+    let first = &error.details().expect("details")["errors"][0];
+    assert_eq!(first["path"], "/items/1");
+    assert!(first["message"].as_str().is_some_and(|m| m.contains("invalid type")), "{first}");
+}
+
+#[test]
+fn check_contract_refuses_an_invalid_explicit_schema() {
+    let error = testing::check_contract(&broken::SKILL).expect_err("invalid schema");
+    let message = error.to_string();
+    assert!(message.contains("rt.broken@1") && message.contains("outputs") && message.contains("/type"), "{message}");
+    let call = testing::invoke(&broken::SKILL, json!({"ms": 0})).expect_err("cannot run either");
+    assert_eq!(call.code(), "invalid_skill_contract");
+}
