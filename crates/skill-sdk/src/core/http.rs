@@ -81,22 +81,15 @@ impl HttpCore {
         url
     }
 
-    async fn send(
-        &self,
-        method: Method,
-        url: reqwest::Url,
-        body: Option<&Value>,
-        idempotency_key: Option<&str>,
-        timeout: Duration,
-    ) -> Result<reqwest::Response, SkillError> {
-        let mut request = client().request(method, url).timeout(timeout);
+    async fn send(&self, call: &Request<'_>) -> Result<reqwest::Response, SkillError> {
+        let mut request = client().request(call.method.clone(), call.url.clone()).timeout(call.timeout);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
-        if let Some(key) = idempotency_key {
+        if let Some(key) = call.idempotency_key {
             request = request.header("Idempotency-Key", key);
         }
-        if let Some(body) = body {
+        if let Some(body) = call.body {
             request = request.json(body);
         }
         let response = request.send().await.map_err(|error| {
@@ -115,23 +108,24 @@ impl HttpCore {
         Err(error_from_answer(status, response.bytes().await.unwrap_or_default().as_ref()))
     }
 
-    /// Sends once, and once more after a failure worth retrying when `retry` is set.
-    async fn send_with_retry(
-        &self,
-        method: Method,
-        url: reqwest::Url,
-        body: Option<&Value>,
-        idempotency_key: Option<&str>,
-        timeout: Duration,
-        retry: bool,
-    ) -> Result<reqwest::Response, SkillError> {
-        match self.send(method.clone(), url.clone(), body, idempotency_key, timeout).await {
-            Err(error) if retry && worth_retrying(&error) => {
-                self.send(method, url, body, idempotency_key, timeout).await
-            }
+    /// Sends once, and once more after a failure worth retrying when the call may be retried.
+    async fn send_with_retry(&self, call: &Request<'_>) -> Result<reqwest::Response, SkillError> {
+        match self.send(call).await {
+            Err(error) if call.retry && worth_retrying(&error) => self.send(call).await,
             other => other,
         }
     }
+}
+
+/// One request to the core.
+struct Request<'a> {
+    method: Method,
+    url: reqwest::Url,
+    body: Option<&'a Value>,
+    idempotency_key: Option<&'a str>,
+    timeout: Duration,
+    /// Whether a second try is safe (idempotent calls and reads).
+    retry: bool,
 }
 
 /// A 4xx answer: the core's own error code when its envelope carries a valid one.
@@ -179,7 +173,8 @@ impl CoreAccess for HttpCore {
             if let Some(task) = for_task {
                 url.query_pairs_mut().append_pair("forTask", task);
             }
-            let response = match self.send_with_retry(Method::GET, url, None, None, timeout, true).await {
+            let request = Request { method: Method::GET, url, body: None, idempotency_key: None, timeout, retry: true };
+            let response = match self.send_with_retry(&request).await {
                 Err(error) if error.code() == "not_found" => {
                     return Err(SkillError::new("artifact_not_found")
                         .with_message(format!("no artifact {id}"))
@@ -200,9 +195,15 @@ impl CoreAccess for HttpCore {
             let path: Vec<&str> = route.path().trim_start_matches('/').split('/').collect();
             let key = route.idempotent().then(|| uuid::Uuid::new_v4().to_string());
             let retry = route.idempotent() || route == KnowledgeRoute::Query;
-            let response = self
-                .send_with_retry(Method::POST, self.url(&path), Some(&body), key.as_deref(), timeout, retry)
-                .await?;
+            let request = Request {
+                method: Method::POST,
+                url: self.url(&path),
+                body: Some(&body),
+                idempotency_key: key.as_deref(),
+                timeout,
+                retry,
+            };
+            let response = self.send_with_retry(&request).await?;
             response.json::<Value>().await.map_err(|_| {
                 SkillError::new("core_error").with_message(format!("the core's answer to {} is not JSON", route.path()))
             })
