@@ -137,7 +137,7 @@ fn generated(count: usize) -> Vec<String> {
     (0..count)
         .map(|_| {
             let parts = 1 + (random.next() % 12) as usize;
-            (0..parts).map(|_| random.pick(FRAGMENTS)).collect::<Vec<_>>().join(if random.next() % 3 == 0 {
+            (0..parts).map(|_| random.pick(FRAGMENTS)).collect::<Vec<_>>().join(if random.next().is_multiple_of(3) {
                 ""
             } else {
                 " "
