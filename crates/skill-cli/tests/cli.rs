@@ -31,7 +31,7 @@ fn text(bytes: &[u8]) -> String {
 fn the_seed_commands_work_from_the_package_root() {
     let output = run(&example(), &["export", "--package", ".", "--check", "claims-integration"]);
     assert!(output.status.success(), "{}{}", text(&output.stdout), text(&output.stderr));
-    assert_eq!(text(&output.stdout), "ok: 2 skills match ./skills\n");
+    assert_eq!(text(&output.stdout), "ok: 3 skills match ./skills\n");
     assert_eq!(text(&output.stderr), "", "quiet when the build succeeds");
 
     let output = run(&example(), &["list", "claims-integration"]);

@@ -190,6 +190,13 @@ pub const CODES: &[CodeInfo] = &[
     ),
     code("not_found", SkillNotFound, No, "sdk", "the core has no such object"),
     code("invalid_knowledge_snapshot", ValidationError, No, "sdk", "a knowledge snapshot is not a JSON object"),
+    code(
+        "fake_llm_exhausted",
+        ToolExecutionFailure,
+        No,
+        "testing",
+        "a FakeLlm sequence got more calls than it has answers",
+    ),
     code("skill_not_hosted", SkillNotFound, No, "host", "no skill with this reference is hosted here"),
     code("bad_request", ValidationError, No, "host", "the request body is not JSON or not `{…, inputs: {…}}`"),
 ];

@@ -14,6 +14,7 @@ use skill_contract::SkillRef;
 use crate::SkillError;
 use crate::core::{Artifacts, CoreAccess, Knowledge, core_from_env};
 use crate::cost::CostMeter;
+use crate::llm::{Llm, LlmProvider, provider_from_env};
 use crate::secrets;
 
 /// The environment a skill reads its configuration and secrets from: the process's, or a map
@@ -96,6 +97,7 @@ pub struct Invocation {
     env: Env,
     secrets_dir: Option<PathBuf>,
     core: Option<Arc<dyn CoreAccess>>,
+    llm: Option<Arc<dyn LlmProvider>>,
 }
 
 impl Invocation {
@@ -146,6 +148,11 @@ impl Invocation {
         Self { core: Some(core), ..self }
     }
 
+    /// The model the skill's `llm()` reaches (tests install a fake).
+    pub fn with_llm(self, llm: Arc<dyn LlmProvider>) -> Self {
+        Self { llm: Some(llm), ..self }
+    }
+
     pub fn transport(&self) -> Transport {
         self.transport
     }
@@ -169,6 +176,7 @@ struct Inner {
     span: tracing::Span,
     cost: Mutex<CostMeter>,
     core: OnceLock<Result<Arc<dyn CoreAccess>, SkillError>>,
+    llm: OnceLock<Result<Arc<dyn LlmProvider>, SkillError>>,
 }
 
 impl fmt::Debug for SkillContext {
@@ -199,6 +207,7 @@ impl SkillContext {
                 span,
                 cost: Mutex::new(CostMeter::default()),
                 core: OnceLock::new(),
+                llm: OnceLock::new(),
             }),
         }
     }
@@ -297,6 +306,21 @@ impl SkillContext {
     /// Artifact content through the core. Without a core address, `config_missing`.
     pub fn artifacts(&self) -> Result<Artifacts, SkillError> {
         Ok(Artifacts::new(self.core()?, self.clone()))
+    }
+
+    /// The model, as the installation configures it (`SKILL_LLM_PROVIDER`, …) or as the test
+    /// installed it. An incomplete configuration is `llm_not_configured` (naming what is
+    /// missing); a provider that cannot start is `llm_unavailable`; both retryable.
+    pub fn llm(&self) -> Result<Llm, SkillError> {
+        let provider = self
+            .inner
+            .llm
+            .get_or_init(|| match &self.inner.invocation.llm {
+                Some(llm) => Ok(Arc::clone(llm)),
+                None => provider_from_env(&self.inner.invocation.env),
+            })
+            .clone()?;
+        Ok(Llm::new(provider, self.clone()))
     }
 
     /// The knowledge base through the core. Without a core address, `config_missing`.

@@ -31,7 +31,6 @@ impl CostMeter {
     }
 
     /// One successful LLM call.
-    #[allow(dead_code)] // FIXME(#5): the LLM client records its calls here.
     pub(crate) fn record_llm(&mut self, model: &str, prompt: u64, completion: u64, total: u64, cost_usd: Option<f64>) {
         let llm = &mut self.llm;
         llm.calls += 1;

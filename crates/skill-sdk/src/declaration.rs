@@ -108,21 +108,22 @@ pub fn explicit_schema(schema: impl Into<Value>) -> Value {
 /// Decodes validated inputs into the function's type; a mismatch names the path.
 pub fn decode_inputs<T: DeserializeOwned>(inputs: Value) -> Result<T, SkillError> {
     serde_path_to_error::deserialize(inputs).map_err(|error| {
-        let parts: Vec<String> = error
-            .path()
-            .iter()
-            .filter_map(|segment| match segment {
-                serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
-                serde_path_to_error::Segment::Map { key } => Some(key.clone()),
-                serde_path_to_error::Segment::Enum { variant } => Some(variant.clone()),
-                serde_path_to_error::Segment::Unknown => None,
-            })
-            .collect();
-        crate::runtime::input_violation(vec![PathError::new(
-            format!("/{}", parts.join("/")),
-            error.inner().to_string(),
-        )])
+        crate::runtime::input_violation(vec![PathError::new(json_path(error.path()), error.inner().to_string())])
     })
+}
+
+/// A decoding error's place as a path `/a/0/b` (the root is `/`).
+pub(crate) fn json_path(path: &serde_path_to_error::Path) -> String {
+    let parts: Vec<String> = path
+        .iter()
+        .filter_map(|segment| match segment {
+            serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
+            serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+            serde_path_to_error::Segment::Enum { variant } => Some(variant.clone()),
+            serde_path_to_error::Segment::Unknown => None,
+        })
+        .collect();
+    format!("/{}", parts.join("/"))
 }
 
 /// Encodes the outputs; `null` fields are kept.

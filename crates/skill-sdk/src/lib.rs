@@ -50,6 +50,7 @@ mod cost;
 pub mod declaration;
 pub mod export;
 pub mod host;
+pub mod llm;
 pub mod pii;
 pub mod registry;
 pub mod runtime;

@@ -10,6 +10,7 @@
 //! ```
 
 mod fake_core;
+mod fake_llm;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use serde_json::{Map, Value};
 use skill_contract::{ContractError, NormalizeOptions};
 
 pub use fake_core::{FakeCore, state_token};
+pub use fake_llm::{FakeAnswer, FakeLlm, LlmCall};
 
 use crate::context::{Env, Invocation, Transport};
 use crate::runtime::{self, Outcome};
@@ -74,6 +76,11 @@ impl Call {
     /// The core the skill's `artifacts()` and `knowledge()` reach.
     pub fn core(self, core: &FakeCore) -> Self {
         Self { invocation: self.invocation.with_core(Arc::new(core.clone())), ..self }
+    }
+
+    /// The model the skill's `llm()` reaches.
+    pub fn llm(self, llm: &FakeLlm) -> Self {
+        Self { invocation: self.invocation.with_llm(Arc::new(llm.clone())), ..self }
     }
 
     /// Runs the call to its end on a runtime of its own.

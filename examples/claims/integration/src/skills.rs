@@ -1,5 +1,6 @@
-//! The claims skills: classify a claim (offline), and send the approved reply (an external
-//! write into the claims outbox, idempotent by key).
+//! The claims skills: classify a claim (offline), draft a reply with the installation's model
+//! for a person to review, and send the approved reply (an external write into the claims
+//! outbox, idempotent by key).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -55,6 +56,32 @@ pub fn classify(inputs: ClassifyIn) -> Result<ClassifyOut, SkillError> {
         }
     }
     Ok(ClassifyOut { category: Category::Other, matched: Vec::new() })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DraftIn {
+    /// The claim as the customer wrote it.
+    pub claim: String,
+    /// Earlier messages of the conversation, oldest first.
+    #[serde(default)]
+    pub history: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct DraftOut {
+    /// The reply for a person to review.
+    pub draft: String,
+}
+
+/// Draft a reply to a customer claim for a person to review.
+#[skill("claim.draft_reply", version = "1", side_effects = "none", risk = "low", timeout = 120)]
+pub async fn draft_reply(inputs: DraftIn, ctx: SkillContext) -> Result<DraftOut, SkillError> {
+    let mut messages: Vec<serde_json::Value> =
+        inputs.history.iter().map(|earlier| skill_sdk::llm::assistant(earlier)).collect();
+    messages.push(skill_sdk::llm::user(&inputs.claim));
+    let answer =
+        ctx.llm()?.chat_json::<DraftOut>("You draft polite replies to customer claims.", &messages, "draft").await?;
+    Ok(answer.data)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use claims_integration::skills::{classify, send_reply};
+use claims_integration::skills::{classify, draft_reply, send_reply};
 use serde_json::json;
 use skill_contract::{NormalizeOptions, Skill as Document, yaml};
 use skill_sdk::registry::Registry;
-use skill_sdk::testing;
+use skill_sdk::testing::{self, FakeLlm};
 
 fn package() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -17,7 +17,7 @@ fn package() -> PathBuf {
 fn the_registry_holds_the_package_skills() {
     let registry = Registry::linked().expect("the skills are valid");
     let refs: Vec<String> = registry.skills().iter().map(|s| s.reference()).collect();
-    assert_eq!(refs, ["claim.classify@1", "claim.send_reply@1"]);
+    assert_eq!(refs, ["claim.classify@1", "claim.draft_reply@1", "claim.send_reply@1"]);
     assert_eq!(send_reply::SKILL.entrypoint(), "claims_integration.skills:send_reply");
 }
 
@@ -33,7 +33,7 @@ fn the_committed_files_match_the_code() {
 
 #[test]
 fn the_committed_files_pass_publication_validation() {
-    for skill in [&classify::SKILL, &send_reply::SKILL] {
+    for skill in [&classify::SKILL, &draft_reply::SKILL, &send_reply::SKILL] {
         let path = skill_sdk::export::skill_file(&package(), skill);
         let document = yaml::from_str(&std::fs::read_to_string(&path).expect("committed")).expect("valid YAML");
         let read = Document::from_document(&document, &NormalizeOptions::default())
@@ -63,6 +63,42 @@ fn classify_refuses_inputs_that_break_the_schema() {
     let error = testing::invoke(&classify::SKILL, json!({"text": 5})).expect_err("refused");
     assert_eq!(error.code(), "input_contract_violation");
     assert_eq!(error.details().expect("details")["errors"][0]["path"], "/text");
+}
+
+#[test]
+fn draft_reply_asks_the_model_with_the_claim() {
+    let llm = FakeLlm::answer(json!({"draft": "Здравствуйте! Деньги вернём в течение трёх дней."}));
+    let outcome = testing::call(&draft_reply::SKILL).llm(&llm).invoke(json!({"claim": "C-1"})).expect("drafted");
+    assert!(outcome.outputs["draft"].as_str().is_some_and(|d| d.starts_with("Здравствуйте")));
+    let calls = llm.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].prompt(), "C-1");
+    assert_eq!(calls[0].system_prompt, "You draft polite replies to customer claims.");
+    assert_eq!(calls[0].schema_name.as_deref(), Some("draft"));
+    assert_eq!(
+        outcome.cost,
+        Some(
+            json!({"llm": {"calls": 1, "promptTokens": 10, "completionTokens": 5, "totalTokens": 15, "models": ["fake-model"]}})
+        )
+    );
+}
+
+#[test]
+fn draft_reply_never_shows_the_model_personal_data() {
+    let llm = FakeLlm::answer(json!({"draft": "Здравствуйте!"}));
+    let claim = "Верните деньги. Иванов Иван Иванович, тел. +7 912 345-67-89";
+    let history = ["Ответ отправлен на ivan@mail.ru"];
+    testing::call(&draft_reply::SKILL).llm(&llm).invoke(json!({"claim": claim, "history": history})).expect("drafted");
+    let call = &llm.calls()[0];
+    assert_eq!(call.prompt(), "Верните деньги. [ПДн:фио], тел. [ПДн:телефон]");
+    assert_eq!(call.messages[0], json!({"role": "assistant", "content": "Ответ отправлен на [ПДн:email]"}));
+}
+
+#[test]
+fn draft_reply_without_a_configured_model_says_what_is_missing() {
+    let error = testing::call(&draft_reply::SKILL).no_env().invoke(json!({"claim": "C-1"})).expect_err("no model");
+    assert_eq!((error.code(), error.retryable()), ("llm_not_configured", true));
+    assert!(error.message().contains("SKILL_LLM_BASE_URL, SKILL_LLM_API_KEY, SKILL_LLM_MODELS"), "{}", error.message());
 }
 
 fn outbox() -> tempdir::Folder {
