@@ -64,6 +64,11 @@ enum Subcommands {
         #[arg(value_name = "CRATE")]
         krate: String,
     },
+    /// Preview the personal-data guard: what a model would see of a text.
+    Pii {
+        #[command(subcommand)]
+        command: PiiCommand,
+    },
     /// Call a skill once and print {"outputs", "cost"}, or {"error"} with exit code 1.
     Invoke {
         /// The integration crate.
@@ -76,9 +81,39 @@ enum Subcommands {
     },
 }
 
+#[derive(Subcommand)]
+enum PiiCommand {
+    /// Print {"text", "found"}: the text with personal data replaced, and how many of each kind.
+    Redact {
+        /// The text, or @FILE to read it from a file.
+        #[arg(value_name = "TEXT|@FILE")]
+        text: String,
+    },
+}
+
+#[allow(clippy::print_stdout)]
+fn pii(command: PiiCommand) -> ExitCode {
+    let PiiCommand::Redact { text } = command;
+    let text = match text.strip_prefix('@') {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) => {
+                eprintln!("error: cannot read {path}: {error}");
+                return ExitCode::from(2);
+            }
+        },
+        None => text,
+    };
+    let (redacted, found) = skill_sdk::pii::redact(&text);
+    let preview = serde_json::json!({"text": redacted, "found": found.as_log()});
+    println!("{}", serde_json::to_string_pretty(&preview).expect("invariant: JSON serializes"));
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let (package, krate, host_args): (PathBuf, String, Vec<OsString>) = match cli.command {
+        Subcommands::Pii { command } => return pii(command),
         Subcommands::List { krate, locate } => (locate.package, krate, vec!["list".into()]),
         Subcommands::Contract { krate, args, locate } => (locate.package, krate, args.to_args()),
         Subcommands::Export { args, krate } => (args.package.clone(), krate, args.to_args()),

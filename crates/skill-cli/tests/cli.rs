@@ -166,3 +166,25 @@ fn a_build_failure_shows_cargos_output() {
     assert!(printed.contains("building `claims-copy-broken` failed"), "{printed}");
     assert!(printed.contains("risk: `severe` is not allowed, use one of: low, medium, high"), "{printed}");
 }
+
+#[test]
+fn pii_redact_previews_what_a_model_would_see() {
+    let output = run(
+        &std::env::temp_dir(),
+        &["pii", "redact", "Директор Иванов Иван Иванович, тел. +7 912 345-67-89, ИНН 7701234567"],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(
+        printed,
+        serde_json::json!({"text": "Директор [ПДн:фио], тел. [ПДн:телефон], ИНН 7701234567", "found": {"телефон": 1, "фио": 1}})
+    );
+    let file = std::env::temp_dir().join(format!("skill-cli-pii-{}.txt", std::process::id()));
+    std::fs::write(&file, "пишите anna@mail.ru").expect("write");
+    let output = run(&std::env::temp_dir(), &["pii", "redact", &format!("@{}", file.display())]);
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(printed["text"], "пишите [ПДн:email]");
+    let _ = std::fs::remove_file(&file);
+    let output = run(&std::env::temp_dir(), &["pii", "redact", "@/nonexistent/file"]);
+    assert_eq!(output.status.code(), Some(2));
+}

@@ -5,9 +5,11 @@
 //!
 //! The patterns and their order are the platform's (every SDK redacts the same way). They run on
 //! the linear-time `regex` engine, never a backtracking one, because prompts carry untrusted
-//! text: the look-behinds become a check of the character before a match (a rejected start is
-//! retried one character later), and the look-aheads become a consumed boundary character
-//! (`(?:[^\d]|\z)`) that the replacement leaves in place.
+//! text: the look-behinds and a leading `\b` become a check of the characters around a match's
+//! start (a rejected start is retried one character later), and the look-aheads and a trailing
+//! `\b` become a consumed boundary character (`(?:[^\d]|\z)`, `(?:\W|\z)`) that the replacement
+//! leaves in place. (Unicode `\b` as an assertion would also force the regex crate off its DFA on
+//! Cyrillic text.)
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -77,25 +79,37 @@ impl Redaction {
     }
 }
 
-/// Where a match may not start: after this character (a look-behind).
+/// What must hold at a match's start: a look-behind, or a word boundary.
 #[derive(Clone, Copy)]
-enum NotAfter {
-    Nothing,
-    Digit,
-    DigitOrDot,
-    CyrillicLetter,
+enum Start {
+    Anywhere,
+    NotAfterDigit,
+    NotAfterDigitOrDot,
+    NotAfterCyrillicLetter,
+    /// `\b`: a word character on exactly one side.
+    WordBoundary,
 }
 
-impl NotAfter {
-    fn refuses(self, before: Option<char>) -> bool {
-        let Some(c) = before else { return false };
-        match self {
-            Self::Nothing => false,
-            Self::Digit => is_decimal_digit(c),
-            Self::DigitOrDot => is_decimal_digit(c) || c == '.',
-            Self::CyrillicLetter => matches!(c, 'А'..='Я' | 'а'..='я' | 'Ё' | 'ё'),
+impl Start {
+    fn refuses(self, before: Option<char>, first: Option<char>) -> bool {
+        match (self, before) {
+            (Self::WordBoundary, _) => before.is_some_and(is_word_char) == first.is_some_and(is_word_char),
+            (_, None) | (Self::Anywhere, _) => false,
+            (Self::NotAfterDigit, Some(c)) => is_decimal_digit(c),
+            (Self::NotAfterDigitOrDot, Some(c)) => is_decimal_digit(c) || c == '.',
+            (Self::NotAfterCyrillicLetter, Some(c)) => matches!(c, 'А'..='Я' | 'а'..='я' | 'Ё' | 'ё'),
         }
     }
+}
+
+/// A word character, as `\w` means it.
+fn is_word_char(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric() || c == '_';
+    }
+    static WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\w$").expect("invariant: a valid pattern"));
+    let mut buffer = [0u8; 4];
+    WORD.is_match(c.encode_utf8(&mut buffer))
 }
 
 /// A Unicode decimal digit (category Nd), as `\d` means it.
@@ -109,11 +123,11 @@ fn is_decimal_digit(c: char) -> bool {
 }
 
 /// One pattern: the regex (its group 1 is what is replaced; anything after it is a boundary
-/// character kept in place) and the look-behind.
+/// character kept in place) and what must hold at its start.
 struct Pattern {
     kind: PiiKind,
     regex: Regex,
-    not_after: NotAfter,
+    start: Start,
 }
 
 /// Python's `\s` also counts the separators U+001C–U+001F.
@@ -124,64 +138,79 @@ fn patronymic() -> String {
     format!(r"(?:[А-ЯЁ][а-яё]+(?:ович|евич|ич|овна|евна|ична|инична)|[А-ЯЁ][а-яё]+{S}(?:оглы|кызы))")
 }
 
-fn pattern(kind: PiiKind, core: &str, end: &str, not_after: NotAfter) -> Pattern {
+fn pattern(kind: PiiKind, core: &str, end: &str, start: Start) -> Pattern {
     let source = format!("({core}){end}");
-    Pattern { kind, regex: Regex::new(&source).expect("invariant: the guard's patterns are valid"), not_after }
+    Pattern { kind, regex: Regex::new(&source).expect("invariant: the guard's patterns are valid"), start }
 }
 
 static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
-    let not_digit_end = r"(?:[^\d]|\z)";
-    let not_digit_or_dot_end = r"(?:[^\d.]|\z)";
+    let not_digit = r"(?:[^\d]|\z)";
+    let not_digit_or_dot = r"(?:[^\d.]|\z)";
+    let word_end = r"(?:\W|\z)";
     let p = patronymic();
     vec![
-        pattern(PiiKind::Snils, r"\d{3}-\d{3}-\d{3}[ -]\d{2}", not_digit_end, NotAfter::Digit),
+        pattern(PiiKind::Snils, r"\d{3}-\d{3}-\d{3}[ -]\d{2}", not_digit, Start::NotAfterDigit),
         pattern(
             PiiKind::Passport,
             &format!(r"(?i:(?:паспорт\w*|серия)[^\n\d]{{0,20}}\d{{2}}{S}?\d{{2}}[^\n\d]{{0,12}}\d{{6}})"),
-            not_digit_end,
-            NotAfter::Nothing,
+            not_digit,
+            Start::Anywhere,
         ),
         pattern(
             PiiKind::Phone,
             // `[{S}(-]` nests the whitespace class inside another: their union.
             &format!(r"(?:\+7|8)[{S}(-]*\d{{3}}[{S})-]*\d{{3}}[{S}-]*\d{{2}}[{S}-]*\d{{2}}"),
-            not_digit_or_dot_end,
-            NotAfter::DigitOrDot,
+            not_digit_or_dot,
+            Start::NotAfterDigitOrDot,
         ),
-        pattern(PiiKind::Email, r"(?i:\b[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}\b)", "", NotAfter::Nothing),
-        pattern(PiiKind::FullName, &format!(r"\b{NAME}{S}{NAME}{S}{p}\b"), "", NotAfter::Nothing),
-        pattern(PiiKind::FullName, &format!(r"\b(?:{NAME}{S})?{p}{S}{NAME}\b"), "", NotAfter::Nothing),
-        pattern(PiiKind::FullName, &format!(r"\b{NAME}{S}{p}\b"), "", NotAfter::Nothing),
-        pattern(PiiKind::FullName, &format!(r"\b{NAME}{S}[А-ЯЁ]\.{S}?[А-ЯЁ]\."), "", NotAfter::Nothing),
-        pattern(PiiKind::FullName, &format!(r"[А-ЯЁ]\.{S}?[А-ЯЁ]\.{S}?{NAME}\b"), "", NotAfter::CyrillicLetter),
+        // The address ends with letters, so its trailing `\b` is a non-word character after it.
+        pattern(PiiKind::Email, r"(?i:[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,})", word_end, Start::WordBoundary),
+        pattern(PiiKind::FullName, &format!(r"{NAME}{S}{NAME}{S}{p}"), word_end, Start::WordBoundary),
+        pattern(PiiKind::FullName, &format!(r"(?:{NAME}{S})?{p}{S}{NAME}"), word_end, Start::WordBoundary),
+        pattern(PiiKind::FullName, &format!(r"{NAME}{S}{p}"), word_end, Start::WordBoundary),
+        pattern(PiiKind::FullName, &format!(r"{NAME}{S}[А-ЯЁ]\.{S}?[А-ЯЁ]\."), "", Start::WordBoundary),
+        pattern(
+            PiiKind::FullName,
+            &format!(r"[А-ЯЁ]\.{S}?[А-ЯЁ]\.{S}?{NAME}"),
+            word_end,
+            Start::NotAfterCyrillicLetter,
+        ),
     ]
 });
 
-/// Replaces every match of one pattern, scanning left to right as a backtracking engine would:
-/// non-overlapping, leftmost first.
-fn apply(pattern: &Pattern, text: &str, redaction: &mut Redaction) -> String {
-    let mut out = String::with_capacity(text.len());
+/// Writes `text` with every match of one pattern replaced into `out`, scanning left to right as a
+/// backtracking engine would: non-overlapping, leftmost first.
+fn apply(
+    pattern: &Pattern,
+    text: &str,
+    out: &mut String,
+    locations: &mut regex::CaptureLocations,
+    redaction: &mut Redaction,
+) {
+    out.clear();
     let mut copied = 0;
     let mut from = 0;
     let mut count = 0;
     while from <= text.len() {
-        let Some(captures) = pattern.regex.captures_at(text, from) else { break };
-        let core = captures.get(1).expect("invariant: every pattern has its group");
-        let before = text[..core.start()].chars().next_back();
-        if pattern.not_after.refuses(before) {
+        if pattern.regex.captures_read_at(locations, text, from).is_none() {
+            break;
+        }
+        let (start, end) = locations.get(1).expect("invariant: every pattern has its group");
+        let before = text[..start].chars().next_back();
+        let first = text[start..].chars().next();
+        if pattern.start.refuses(before, first) {
             // No match may start here; try from the next character.
-            from = core.start() + text[core.start()..].chars().next().map_or(1, char::len_utf8);
+            from = start + first.map_or(1, char::len_utf8);
             continue;
         }
-        out.push_str(&text[copied..core.start()]);
+        out.push_str(&text[copied..start]);
         out.push_str(&pattern.kind.marker());
         count += 1;
-        copied = core.end();
-        from = core.end();
+        copied = end;
+        from = end;
     }
     out.push_str(&text[copied..]);
     redaction.add(pattern.kind, count);
-    out
 }
 
 /// The text with personal data replaced, and what was found.
@@ -193,9 +222,15 @@ fn apply(pattern: &Pattern, text: &str, redaction: &mut Redaction) -> String {
 /// ```
 pub fn redact(text: &str) -> (String, Redaction) {
     let mut redaction = Redaction::default();
-    let mut current = text.to_owned();
+    // Two buffers used in turn: each pattern reads one and writes the other.
+    let capacity = text.len() + text.len() / 4 + 64;
+    let mut current = String::with_capacity(capacity);
+    current.push_str(text);
+    let mut next = String::with_capacity(capacity);
     for pattern in PATTERNS.iter() {
-        current = apply(pattern, &current, &mut redaction);
+        let mut locations = pattern.regex.capture_locations();
+        apply(pattern, &current, &mut next, &mut locations, &mut redaction);
+        std::mem::swap(&mut current, &mut next);
     }
     (current, redaction)
 }
