@@ -25,8 +25,8 @@ fn corpus() -> String {
     let mut i = 0usize;
     while text.len() < SIZE {
         text.push_str(&sentences[i % sentences.len()]);
-        text.push_str(if i % 3 == 0 { "\n" } else { " " });
-        if i % 2 == 0 {
+        text.push_str(if i.is_multiple_of(3) { "\n" } else { " " });
+        if i.is_multiple_of(2) {
             text.push_str(filler);
         }
         i += 1;
