@@ -88,6 +88,7 @@ impl Copy {
         for file in [
             "package.yaml",
             "skills/claim.classify.yaml",
+            "skills/claim.draft_reply.yaml",
             "skills/claim.send_reply.yaml",
             "integration/src/lib.rs",
             "integration/src/main.rs",
