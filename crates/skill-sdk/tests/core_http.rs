@@ -2,6 +2,9 @@
 //! every request: routes, bodies, the bearer token, which calls carry an `Idempotency-Key`,
 //! paging, retries, and the mapping of the core's answers.
 
+#[path = "support/serve.rs"]
+mod serve;
+
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -88,23 +91,13 @@ async fn answer(server: Arc<Server>, method: Method, uri: Uri, headers: HeaderMa
     }
 }
 
-/// Starts the recording server on its own runtime; returns its URL.
+/// Starts the recording server; returns its URL.
 fn start() -> (String, Arc<Server>) {
     let server = Arc::new(Server::default());
     let shared = Arc::clone(&server);
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            sender.send(listener.local_addr().expect("address")).expect("send");
-            let app = axum::Router::new()
-                .fallback(move |method, uri, headers, body| answer(Arc::clone(&shared), method, uri, headers, body));
-            axum::serve(listener, app).await.expect("serve");
-        });
-    });
-    let address = receiver.recv().expect("the server starts");
-    (format!("http://{address}"), server)
+    let app = axum::Router::new()
+        .fallback(move |method, uri, headers, body| answer(Arc::clone(&shared), method, uri, headers, body));
+    (serve::serve(app), server)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

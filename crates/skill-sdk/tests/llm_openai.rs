@@ -2,6 +2,9 @@
 //! success, invalid JSON then valid, 429, a 500 then the next model, an answer slower than the
 //! timeout, a wrong schema, a refused key — and the API key never in an error.
 
+#[path = "support/serve.rs"]
+mod serve;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,18 +61,9 @@ async fn answer(server: Arc<Server>, headers: HeaderMap, body: Value) -> Respons
 fn start() -> (String, Arc<Server>) {
     let server = Arc::new(Server::default());
     let shared = Arc::clone(&server);
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            sender.send(listener.local_addr().expect("address")).expect("send");
-            let route =
-                axum::routing::post(move |headers, Json(body): Json<Value>| answer(Arc::clone(&shared), headers, body));
-            axum::serve(listener, axum::Router::new().route("/v1/chat/completions", route)).await.expect("serve");
-        });
-    });
-    (format!("http://{}/v1", receiver.recv().expect("started")), server)
+    let route = axum::routing::post(move |headers, Json(body): Json<Value>| answer(Arc::clone(&shared), headers, body));
+    let base = serve::serve(axum::Router::new().route("/v1/chat/completions", route));
+    (format!("{base}/v1"), server)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
