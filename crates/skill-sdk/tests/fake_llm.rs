@@ -2,6 +2,9 @@
 //! before the answer is checked; a wrong answer failing like a real client's; per-call
 //! installation; metering.
 
+#[path = "support/logs.rs"]
+mod logs;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -155,5 +158,21 @@ fn concurrent_calls_each_see_their_own_fake() {
         let (i, drafts, calls) = handle.join().expect("thread");
         assert_eq!(drafts, json!(vec![format!("answer {i}"); 5]));
         assert_eq!(calls, 5);
+    }
+}
+
+#[test]
+fn the_guard_logs_kinds_and_counts_never_values() {
+    let llm = FakeLlm::answer(json!({"draft": "ok"}));
+    let logs = logs::with_logs(|| {
+        run(&llm, json!({"claim": "Иванов Иван Иванович, тел. +7 912 345-67-89, почта a.ivanov@mail.ru"}))
+            .expect("answered");
+    });
+    let line =
+        logs.lines().find(|l| l.contains("personal data was replaced")).unwrap_or_else(|| panic!("no warning: {logs}"));
+    assert!(line.contains("WARN") && line.contains(r#"found={"email":1,"телефон":1,"фио":1}"#), "{line}");
+    assert!(line.contains("skill=fake.ask@1"), "inside the call's span: {line}");
+    for value in ["Иванов", "912", "a.ivanov"] {
+        assert!(!logs.contains(value), "{value} in the logs: {logs}");
     }
 }

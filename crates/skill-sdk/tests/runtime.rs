@@ -2,8 +2,12 @@
 //! configuration per call, the call's span, conversion of foreign errors, and the publication
 //! check of the testing kit.
 
-use std::sync::{Arc, Mutex};
+#[path = "support/logs.rs"]
+mod logs;
+
 use std::time::{Duration, Instant};
+
+use logs::with_logs;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -124,38 +128,6 @@ fn config_reads_the_calls_environment_or_the_default() {
     assert_eq!(set.outputs["config"], "", "an empty value is returned as it is");
     let unset = testing::call(&context::SKILL).no_env().invoke(json!({"ms": 0})).expect("runs");
     assert_eq!(unset.outputs["config"], "the default");
-}
-
-/// Collects formatted log lines.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Lines {
-    type Writer = Lines;
-    fn make_writer(&'a self) -> Lines {
-        self.clone()
-    }
-}
-
-fn with_logs(run: impl FnOnce()) -> String {
-    let lines = Lines::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(lines.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    tracing::subscriber::with_default(subscriber, run);
-    String::from_utf8(lines.0.lock().expect("lock").clone()).expect("utf-8")
 }
 
 #[test]
