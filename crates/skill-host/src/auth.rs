@@ -1,0 +1,172 @@
+//! Verifying the bearer token of a call: issuer, audience, lifetime and signature against the
+//! IAM's JWKS.
+//!
+//! `SKILL_SDK_IAM_ISSUER`, `SKILL_SDK_AUDIENCE`, `SKILL_SDK_JWKS_URL` configure it. Each key of the
+//! JWKS pins its algorithm (from `alg`, else from its type: RSA → RS256, EC P-256 → ES256,
+//! Ed25519 → EdDSA), so a token cannot choose a weaker one (`alg: none`, or HMAC keyed with the
+//! public key). Every refusal is 401 with a `WWW-Authenticate` header; a JWKS that cannot be
+//! fetched when it is needed is 503.
+
+mod jwks;
+
+use std::time::Duration;
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, Validation};
+use serde_json::Value;
+
+pub use jwks::{Jwks, MIN_REFRESH_INTERVAL};
+
+/// The largest token accepted.
+pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
+/// Clock skew tolerated on `exp` and `nbf`.
+pub const LEEWAY: Duration = Duration::from_secs(30);
+
+const ISSUER: &str = "SKILL_SDK_IAM_ISSUER";
+const AUDIENCE: &str = "SKILL_SDK_AUDIENCE";
+const JWKS_URL: &str = "SKILL_SDK_JWKS_URL";
+
+/// A refused or unverifiable call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct AuthError {
+    /// `missing_authorization`, `invalid_token`, `token_expired`, …, `verification_unavailable`.
+    pub code: &'static str,
+    pub message: String,
+    /// 401 or 503.
+    pub status: u16,
+}
+
+impl AuthError {
+    fn refused(code: &'static str, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), status: 401 }
+    }
+
+    pub(crate) fn unavailable(message: impl Into<String>) -> Self {
+        Self { code: "verification_unavailable", message: message.into(), status: 503 }
+    }
+
+    /// The `WWW-Authenticate` header of a 401.
+    pub fn www_authenticate(&self) -> String {
+        let description = self.message.replace('"', "'");
+        format!(r#"Bearer realm="skills", error="invalid_token", error_description="{description}""#)
+    }
+
+    /// The wire error: `message` is the code, `retryable` only for 503, `details` null.
+    pub fn to_skill_error(&self) -> skill_sdk::SkillError {
+        skill_sdk::SkillError::new(self.code).with_message(self.code).with_retryable(self.status >= 500)
+    }
+}
+
+/// Why hosting may not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "refusing to serve without token verification: set {ISSUER}, {AUDIENCE} and {JWKS_URL} (missing: {missing}), \
+         or pass --allow-anonymous to serve without checking tokens"
+    )]
+    NoVerifier { missing: String },
+    #[error("{JWKS_URL} is not an http(s) URL: {0}")]
+    BadJwksUrl(String),
+}
+
+/// Checks tokens for one issuer and audience.
+#[derive(Debug)]
+pub struct Verifier {
+    issuer: String,
+    audience: String,
+    jwks: Jwks,
+}
+
+/// The verifier configured by the environment; `None` with `allow_anonymous` when nothing is
+/// configured; an error naming what is missing otherwise.
+pub fn verifier_from_env(
+    get: impl Fn(&str) -> Option<String>,
+    allow_anonymous: bool,
+) -> Result<Option<Verifier>, ConfigError> {
+    let values: Vec<(&str, Option<String>)> =
+        [ISSUER, AUDIENCE, JWKS_URL].iter().map(|name| (*name, get(name).filter(|v| !v.trim().is_empty()))).collect();
+    let missing: Vec<&str> = values.iter().filter(|(_, v)| v.is_none()).map(|(name, _)| *name).collect();
+    if missing.is_empty() {
+        let value = |i: usize| values[i].1.clone().unwrap_or_default();
+        return Verifier::new(&value(0), &value(1), &value(2)).map(Some);
+    }
+    if allow_anonymous {
+        return Ok(None);
+    }
+    Err(ConfigError::NoVerifier { missing: missing.join(", ") })
+}
+
+/// The claims of a verified token.
+pub type Claims = serde_json::Map<String, Value>;
+
+fn map_error(kind: &ErrorKind) -> AuthError {
+    match kind {
+        ErrorKind::ExpiredSignature => AuthError::refused("token_expired", "the token has expired"),
+        ErrorKind::ImmatureSignature => AuthError::refused("token_not_yet_valid", "the token is not valid yet"),
+        ErrorKind::InvalidIssuer => AuthError::refused("invalid_issuer", "the token is from another issuer"),
+        ErrorKind::InvalidAudience => AuthError::refused("invalid_audience", "the token is for another audience"),
+        ErrorKind::InvalidSignature => AuthError::refused("invalid_signature", "the token's signature does not verify"),
+        ErrorKind::InvalidAlgorithm => AuthError::refused("invalid_token", "the token's algorithm is not its key's"),
+        ErrorKind::MissingRequiredClaim(claim) => {
+            AuthError::refused("invalid_token", format!("the token has no `{claim}` claim"))
+        }
+        _ => AuthError::refused("invalid_token", "the token is malformed"),
+    }
+}
+
+impl Verifier {
+    pub fn new(issuer: &str, audience: &str, jwks_url: &str) -> Result<Self, ConfigError> {
+        let jwks = Jwks::new(jwks_url).ok_or_else(|| ConfigError::BadJwksUrl(jwks_url.to_owned()))?;
+        Ok(Self { issuer: issuer.to_owned(), audience: audience.to_owned(), jwks })
+    }
+
+    /// The least time between two key fetches caused by unknown `kid`s (ten seconds).
+    pub fn with_min_refresh_interval(mut self, interval: Duration) -> Self {
+        self.jwks.set_min_refresh_interval(interval);
+        self
+    }
+
+    /// How many times the key set was fetched.
+    pub async fn key_fetches(&self) -> u64 {
+        self.jwks.fetches().await
+    }
+
+    /// Verifies the `Authorization` header's bearer token; returns its claims.
+    pub async fn verify(&self, authorization: Option<&str>) -> Result<Claims, AuthError> {
+        let Some(header) = authorization else {
+            return Err(AuthError::refused("missing_authorization", "send Authorization: Bearer <token>"));
+        };
+        let token = header
+            .strip_prefix("Bearer ")
+            .or_else(|| header.strip_prefix("bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| AuthError::refused("invalid_token", "the Authorization header is not Bearer <token>"))?;
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(AuthError::refused(
+                "invalid_token",
+                format!("the token is larger than {MAX_TOKEN_BYTES} bytes"),
+            ));
+        }
+        let header = jsonwebtoken::decode_header(token).map_err(|e| map_error(e.kind()))?;
+        let key = self.jwks.key(header.kid.as_deref()).await?;
+        if header.alg != key.algorithm {
+            return Err(AuthError::refused("invalid_token", "the token's algorithm is not its key's"));
+        }
+        let mut validation = Validation::new(key.algorithm);
+        validation.leeway = LEEWAY.as_secs();
+        validation.validate_nbf = true;
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        let data =
+            jsonwebtoken::decode::<Claims>(token, &key.decoding, &validation).map_err(|e| map_error(e.kind()))?;
+        Ok(data.claims)
+    }
+}
+
+/// The algorithms a key may pin.
+pub(crate) fn is_asymmetric(algorithm: Algorithm) -> bool {
+    !matches!(algorithm, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512)
+}
