@@ -199,6 +199,46 @@ pub const CODES: &[CodeInfo] = &[
     ),
     code("skill_not_hosted", SkillNotFound, No, "host", "no skill with this reference is hosted here"),
     code("bad_request", ValidationError, No, "host", "the request body is not JSON or not `{…, inputs: {…}}`"),
+    code(
+        "payload_too_large",
+        ValidationError,
+        No,
+        "host",
+        "the request body is larger than the host accepts (`details.limitBytes`)",
+    ),
+    code(
+        "missing_authorization",
+        PermissionDenied,
+        No,
+        "host",
+        "the request has no `Authorization: Bearer` token (401)",
+    ),
+    code(
+        "invalid_token",
+        PermissionDenied,
+        No,
+        "host",
+        "the token is malformed, oversized, or signed with an algorithm its key does not pin (401)",
+    ),
+    code("token_expired", PermissionDenied, No, "host", "the token's `exp` is past, beyond the leeway (401)"),
+    code("token_not_yet_valid", PermissionDenied, No, "host", "the token's `nbf` is ahead, beyond the leeway (401)"),
+    code("invalid_issuer", PermissionDenied, No, "host", "the token's `iss` is not the configured issuer (401)"),
+    code("invalid_audience", PermissionDenied, No, "host", "the token's `aud` is not the configured audience (401)"),
+    code("invalid_signature", PermissionDenied, No, "host", "the token's signature does not verify (401)"),
+    code(
+        "unknown_key",
+        PermissionDenied,
+        No,
+        "host",
+        "the token's `kid` is not in the key set, even after a refresh (401)",
+    ),
+    code(
+        "verification_unavailable",
+        PermissionDenied,
+        Yes,
+        "host",
+        "the key set cannot be fetched, so no token can be checked (503)",
+    ),
 ];
 
 /// The registry entry of a code, if the platform emits it.

@@ -44,7 +44,7 @@ impl RetryPolicy {
         self.backoff_seconds
     }
 
-    fn to_json(self) -> Value {
+    pub fn to_json(self) -> Value {
         json!({"maxAttempts": self.max_attempts, "backoffSeconds": self.backoff_seconds})
     }
 }
@@ -66,7 +66,7 @@ impl CostModel {
         self.estimate.as_ref().and_then(Number::as_f64)
     }
 
-    fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> Value {
         let mut map = Map::new();
         map.insert("unit".into(), json!(self.unit));
         if let Some(estimate) = &self.estimate {

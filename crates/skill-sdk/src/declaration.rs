@@ -147,8 +147,8 @@ pub async fn run_blocking<R: Send + 'static>(call: impl FnOnce() -> R + Send + '
     let span = tracing::Span::current();
     let dispatch = tracing::dispatcher::get_default(Clone::clone);
     let traced = move || tracing::dispatcher::with_default(&dispatch, || span.in_scope(call));
-    tokio::task::spawn_blocking(traced).await.map_err(|error| {
-        let message = if error.is_panic() { "the skill panicked" } else { "the skill's thread was cancelled" };
-        SkillError::new("skill_error").with_message(message)
+    tokio::task::spawn_blocking(traced).await.map_err(|error| match error.try_into_panic() {
+        Ok(panic) => crate::runtime::panicked(panic.as_ref()),
+        Err(error) => SkillError::from_error(error).with_message("the skill's thread was cancelled"),
     })
 }

@@ -1,5 +1,6 @@
 //! The host binary of a package's integration crate: `list`, `contract`, `export [--check]`,
-//! `invoke`. Its `main` is [`crate::host_main!`].
+//! `invoke`, and `serve http|mcp-http|mcp-stdio` when the binary is built with the `skill-host`
+//! crate (`skill_host::host_main!`). Its `main` is [`crate::host_main!`] or that macro.
 //!
 //! Exit codes: 0 success; 1 a failure (differences found, the skill failed, the binary's skills
 //! are unusable); 2 a usage error (the message says what to pass).
@@ -20,7 +21,7 @@ use crate::runtime;
 
 #[derive(Parser)]
 #[command(
-    about = "The skill host of this package: list, describe, export and invoke its skills",
+    about = "The skill host of this package: list, describe, export, invoke and serve its skills",
     long_about = None,
     disable_help_subcommand = true
 )]
@@ -39,7 +40,85 @@ enum Command {
     Export(ExportArgs),
     /// Call a skill once and print {"outputs", "cost"}, or {"error"} with exit code 1.
     Invoke(InvokeArgs),
+    /// Serve the skills over HTTP (POST /skills/{name}@{version}) or MCP (stdio, or HTTP at /mcp).
+    Serve(ServeArgs),
 }
+
+/// The transport of `serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServeTransport {
+    /// HTTP: POST /skills/{name}@{version}, GET /skills, GET /healthz (default port 8080).
+    Http,
+    /// MCP over streamable HTTP at /mcp, stateless (default port 8081).
+    McpHttp,
+    /// MCP over standard input and output (no token check: the parent process is the caller).
+    McpStdio,
+}
+
+/// The arguments of `serve`.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Tokens: http and mcp-http verify the bearer token of every request against \
+    SKILL_SDK_IAM_ISSUER, SKILL_SDK_AUDIENCE and SKILL_SDK_JWKS_URL; without them the host refuses to \
+    start unless --allow-anonymous is given. SIGTERM or SIGINT stops accepting connections and waits \
+    for the calls in flight.")]
+pub struct ServeArgs {
+    /// http, mcp-http or mcp-stdio.
+    #[arg(value_enum)]
+    pub transport: ServeTransport,
+    /// The address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub host: String,
+    /// The port to listen on [default: 8080 for http, 8081 for mcp-http; 0 picks a free one].
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Serve without verifying tokens when the three SKILL_SDK_* variables are not set.
+    #[arg(long)]
+    pub allow_anonymous: bool,
+    /// mcp-http: a Host header value to accept (repeatable; "*" accepts any). Default: localhost,
+    /// 127.0.0.1, ::1 and --host.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// The largest request body accepted (bytes).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+}
+
+/// The default of `--max-body-bytes`: 4 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+impl ServeArgs {
+    /// `--port`, or the transport's default.
+    pub fn port(&self) -> u16 {
+        self.port.unwrap_or(match self.transport {
+            ServeTransport::McpHttp => 8081,
+            _ => 8080,
+        })
+    }
+
+    /// The command line that gives these arguments to a host binary.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let transport = match self.transport {
+            ServeTransport::Http => "http",
+            ServeTransport::McpHttp => "mcp-http",
+            ServeTransport::McpStdio => "mcp-stdio",
+        };
+        let mut args: Vec<OsString> = vec!["serve".into(), transport.into(), "--host".into(), self.host.clone().into()];
+        if let Some(port) = self.port {
+            args.extend(["--port".into(), port.to_string().into()]);
+        }
+        if self.allow_anonymous {
+            args.push("--allow-anonymous".into());
+        }
+        for host in &self.allowed_hosts {
+            args.extend(["--allowed-host".into(), host.into()]);
+        }
+        args.extend(["--max-body-bytes".into(), self.max_body_bytes.to_string().into()]);
+        args
+    }
+}
+
+/// Serves a registry's skills: `skill_host::serve`, given to [`main_with`] by `skill_host::host_main!`.
+pub type ServeFn = fn(&Registry, ServeArgs) -> ExitCode;
 
 /// The arguments of `contract`.
 #[derive(Debug, Clone, Args)]
@@ -165,8 +244,13 @@ fn choice(args: &ExportArgs) -> Option<ProtocolChoice> {
     }
 }
 
-/// Runs the host CLI with the process arguments.
+/// Runs the host CLI with the process arguments; `serve` explains that it needs `skill-host`.
 pub fn main() -> ExitCode {
+    main_with(None)
+}
+
+/// Runs the host CLI with the process arguments; `serve` calls `serve`.
+pub fn main_with(serve: Option<ServeFn>) -> ExitCode {
     let cli = Cli::parse();
     let registry = match Registry::linked() {
         Ok(registry) if registry.is_empty() => {
@@ -211,6 +295,16 @@ pub fn main() -> ExitCode {
             }
             invoke(&registry, &skill, &input, invocation)
         }
+        Command::Serve(args) => match serve {
+            Some(serve) => serve(&registry, args),
+            None => {
+                eprintln!(
+                    "error: this host binary cannot serve: add the skill-host crate to the integration crate and \
+                     start it with skill_host::host_main!(<your crate>) instead of skill_sdk::host_main!"
+                );
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 

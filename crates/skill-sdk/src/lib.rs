@@ -71,7 +71,7 @@ pub use declaration as __private;
 /// The `main` of a package's skill host: links the crates that declare skills and runs the host
 /// CLI (`list`, `contract`, `export`, `invoke`).
 ///
-/// ```ignore
+/// ```text
 /// // src/main.rs of the integration crate `claims-integration`
 /// skill_sdk::host_main!(claims_integration);
 /// ```

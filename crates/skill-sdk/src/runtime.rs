@@ -74,6 +74,27 @@ pub async fn execute(skill: &Skill, inputs: Value, invocation: Invocation) -> Re
     })
 }
 
+/// A panic in a skill, kept as the cause of its `skill_error` so the log shows the panic message.
+#[derive(Debug, thiserror::Error)]
+#[error("the skill panicked: {0}")]
+struct Panicked(String);
+
+/// The `skill_error` of a panic whose payload is `payload`.
+pub(crate) fn panicked(payload: &(dyn std::any::Any + Send)) -> SkillError {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|m| (*m).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-text panic payload".to_owned());
+    SkillError::from_error(Panicked(message)).with_message("the skill panicked")
+}
+
+/// Whether `error` is a crash (a panic, or another error converted with `?`) rather than a
+/// refusal the skill chose: hosts answer crashes with 500 instead of 422.
+pub fn is_crash(error: &SkillError) -> bool {
+    error.cause().is_some()
+}
+
 fn prepare_failed(error: crate::skill::PrepareError) -> SkillError {
     SkillError::new("invalid_skill_contract").with_message(error.to_string())
 }
@@ -98,7 +119,7 @@ async fn run(skill: &Skill, inputs: Value, ctx: &SkillContext) -> Result<Outcome
                 timeout.as_secs_f64()
             )));
         }
-        Ok(Err(_panic)) => return Err(SkillError::new("skill_error").with_message("the skill panicked")),
+        Ok(Err(panic)) => return Err(panicked(panic.as_ref())),
         Ok(Ok(result)) => result?,
     };
     if !outputs.is_object() {

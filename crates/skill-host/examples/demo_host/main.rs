@@ -1,0 +1,12 @@
+//! A skill host with one skill per behaviour a host must carry over its transports: an echo that
+//! reports a cost, the call's own context, a slow call, a refusal, a retryable failure, crashes,
+//! and a namespaced external write. The host tests, the Python interop tests and the P2/P3
+//! benchmarks run it.
+//!
+//! ```text
+//! cargo run -p skill-host --example demo_host -- serve http --port 8080 --allow-anonymous
+//! ```
+
+mod skills;
+
+skill_host::host_main!();

@@ -1,0 +1,308 @@
+//! The HTTP host: `POST /skills/{name}@{version}`, `GET /skills`, `GET /healthz`.
+//!
+//! A call is processed in a fixed order, so a caller learns nothing it is not entitled to:
+//! the token (401/503), then the skill (404 `skill_not_hosted`), then the body (413 when larger
+//! than the limit, 400 `bad_request` when it is not JSON or not `{"inputs": {...}}`), then the
+//! call. Success is 200 with the outputs object itself and, when the skill reported a cost, an
+//! `X-Skill-Cost` header; a failure is the error envelope with 422 (the skill refused), 503
+//! (retryable) or 500 (the skill crashed).
+//!
+//! Calls run on tasks of their own: a caller that hangs up does not cut a call short, and
+//! [`Calls::drain`] waits for every call still running when the host stops.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{Map, Value, json};
+use skill_sdk::registry::Registry;
+use skill_sdk::{Invocation, Skill, SkillError, Transport, runtime};
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use crate::auth::{AuthError, Claims, Verifier};
+use crate::requests;
+
+/// The calls a host has started; [`Calls::drain`] waits for them.
+#[derive(Debug, Clone, Default)]
+pub struct Calls(TaskTracker);
+
+impl Calls {
+    /// Runs `skill` on a task of its own, tracked until it ends.
+    pub(crate) async fn run(
+        &self,
+        skill: &'static Skill,
+        inputs: Value,
+        invocation: Invocation,
+    ) -> Result<runtime::Outcome, SkillError> {
+        let task = self.0.spawn(runtime::execute(skill, inputs, invocation).in_current_span());
+        match task.await {
+            Ok(result) => result,
+            Err(join) => Err(SkillError::from_error(join).with_message("the call's task was lost")),
+        }
+    }
+
+    /// Refuses new calls and waits for the running ones.
+    pub async fn drain(&self) {
+        self.0.close();
+        self.0.wait().await;
+    }
+
+    /// How many calls are running.
+    pub fn running(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// The claims of a request's verified token, kept in the request's extensions for the MCP layer.
+#[derive(Debug, Clone)]
+pub(crate) struct VerifiedCaller(pub(crate) Claims);
+
+/// What the HTTP host needs.
+#[derive(Debug)]
+pub struct HttpHost {
+    skills: BTreeMap<String, &'static Skill>,
+    verifier: Option<Arc<Verifier>>,
+    max_body_bytes: usize,
+    calls: Calls,
+}
+
+impl HttpHost {
+    /// Hosts every skill of `registry`; without a verifier, every call is anonymous.
+    pub fn new(registry: &Registry, verifier: Option<Arc<Verifier>>, max_body_bytes: usize) -> Self {
+        let skills = registry.skills().iter().map(|skill| (skill.reference(), *skill)).collect();
+        Self { skills, verifier, max_body_bytes, calls: Calls::default() }
+    }
+
+    /// The calls this host runs, for draining at shutdown.
+    pub fn calls(&self) -> Calls {
+        self.calls.clone()
+    }
+
+    /// The routes, with request logging.
+    pub fn router(self) -> Router {
+        Router::new()
+            .route("/skills", get(list))
+            .route("/skills/{*reference}", post(call))
+            .route("/healthz", get(health))
+            .layer(axum::middleware::from_fn(requests::log))
+            .with_state(Arc::new(self))
+    }
+}
+
+/// The error envelope with `status`.
+pub(crate) fn error_response(status: StatusCode, error: &SkillError) -> Response {
+    (status, axum::Json(error.to_envelope())).into_response()
+}
+
+/// 401 (with `WWW-Authenticate`) or 503, the envelope's `message` being the code.
+pub(crate) fn auth_response(error: &AuthError) -> Response {
+    let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::UNAUTHORIZED);
+    let mut response = error_response(status, &error.to_skill_error());
+    if status == StatusCode::UNAUTHORIZED
+        && let Ok(value) = HeaderValue::from_str(&error.www_authenticate())
+    {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// The caller's verified claims; `None` when the host has no verifier.
+pub(crate) async fn authenticate(
+    verifier: Option<&Verifier>,
+    headers: &HeaderMap,
+) -> Result<Option<Claims>, AuthError> {
+    let Some(verifier) = verifier else { return Ok(None) };
+    let authorization = headers.get(header::AUTHORIZATION).map(|value| value.to_str().unwrap_or(""));
+    verifier.verify(authorization).await.map(Some)
+}
+
+fn bad_request(message: impl Into<String>) -> Response {
+    error_response(StatusCode::BAD_REQUEST, &SkillError::new("bad_request").with_message(message))
+}
+
+async fn list(State(host): State<Arc<HttpHost>>) -> Response {
+    let skills: Vec<Value> = host
+        .skills
+        .iter()
+        .map(|(reference, skill)| {
+            json!({"ref": reference, "name": skill.name(), "version": skill.version(), "path": format!("/skills/{reference}")})
+        })
+        .collect();
+    axum::Json(json!({ "skills": skills })).into_response()
+}
+
+async fn health() -> Response {
+    axum::Json(json!({"status": "ok"})).into_response()
+}
+
+/// The body of a call, checked field by field.
+struct CallBody {
+    invocation_id: Option<String>,
+    idempotency_key: Option<String>,
+    settings: Option<Value>,
+    inputs: Value,
+}
+
+fn optional_string(body: &Map<String, Value>, field: &str) -> Result<Option<String>, Response> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.clone())),
+        Some(_) => Err(bad_request(format!("`{field}` must be a string"))),
+    }
+}
+
+fn parse_body(bytes: &[u8]) -> Result<CallBody, Response> {
+    let body: Value = serde_json::from_slice(bytes)
+        .map_err(|error| bad_request(format!("the body is not JSON: {error}; send {{\"inputs\": {{...}}}}")))?;
+    let Value::Object(mut body) = body else {
+        return Err(bad_request("the body must be a JSON object: {\"inputs\": {...}}"));
+    };
+    let invocation_id = optional_string(&body, "invocationId")?;
+    let idempotency_key = optional_string(&body, "idempotencyKey")?;
+    let settings = match body.remove("settings") {
+        None | Some(Value::Null) => None,
+        Some(document @ Value::Object(_)) => Some(document),
+        Some(_) => {
+            return Err(bad_request("`settings` must be the package settings document: {\"values\": {...}, ...}"));
+        }
+    };
+    let inputs = match body.remove("inputs") {
+        Some(inputs @ Value::Object(_)) => inputs,
+        Some(_) => return Err(bad_request("`inputs` must be a JSON object")),
+        None => return Err(bad_request("the body has no `inputs`: send {\"inputs\": {...}}")),
+    };
+    Ok(CallBody { invocation_id, idempotency_key, settings, inputs })
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, Response> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => Err(error_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &SkillError::new("payload_too_large")
+                .with_message(format!("the body is larger than {limit} bytes"))
+                .with_detail("limitBytes", json!(limit)),
+        )),
+        Err(error) => Err(bad_request(format!("the body could not be read: {error}"))),
+    }
+}
+
+/// The status of a failed call: 503 when retrying may help, 500 when the skill crashed, 422 when
+/// it refused.
+pub(crate) fn failure_status(error: &SkillError) -> StatusCode {
+    if error.retryable() {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else if runtime::is_crash(error) {
+        StatusCode::INTERNAL_SERVER_ERROR
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    }
+}
+
+async fn call(
+    State(host): State<Arc<HttpHost>>,
+    Path(reference): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let caller = match authenticate(host.verifier.as_deref(), &headers).await {
+        Ok(caller) => caller,
+        Err(error) => return auth_response(&error),
+    };
+    let Some(skill) = host.skills.get(&reference).copied() else {
+        let error = SkillError::new("skill_not_hosted")
+            .with_message(format!("no skill {reference} on this host; GET /skills lists them"));
+        return error_response(StatusCode::NOT_FOUND, &error);
+    };
+    let bytes = match read_body(body, host.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    let CallBody { invocation_id, idempotency_key, settings, inputs } = match parse_body(&bytes) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let mut invocation = Invocation::new(Transport::Http);
+    if let Some(id) = invocation_id {
+        invocation = invocation.with_invocation_id(id);
+    }
+    if let Some(key) = idempotency_key {
+        invocation = invocation.with_idempotency_key(key);
+    }
+    if let Some(claims) = caller {
+        invocation = invocation.with_caller(Value::Object(claims));
+    }
+    if let Some(document) = settings {
+        invocation = invocation.with_settings_document(&document);
+    }
+    match host.calls.run(skill, inputs, invocation).await {
+        Ok(outcome) => {
+            let mut response = axum::Json(Value::Object(outcome.outputs)).into_response();
+            if let Some(cost) = outcome.cost
+                && let Ok(value) = HeaderValue::from_str(&ascii_json(&cost))
+            {
+                response.headers_mut().insert("x-skill-cost", value);
+            }
+            response
+        }
+        Err(error) => error_response(failure_status(&error), &error),
+    }
+}
+
+/// Compact JSON with every non-ASCII character escaped as `\uXXXX`, fit for a header.
+pub fn ascii_json(value: &Value) -> String {
+    let text = value.to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_json_escapes_like_python() {
+        let value = json!({"units": {"ops": 1.0}, "note": "čaj ☕ 𝄞"});
+        assert_eq!(ascii_json(&value), r#"{"units":{"ops":1.0},"note":"\u010daj \u2615 \ud834\udd1e"}"#);
+        let back: Value = serde_json::from_str(&ascii_json(&value)).expect("JSON");
+        assert_eq!(back, value);
+    }
+
+    #[test]
+    fn bodies_are_checked_field_by_field() {
+        let message = |bytes: &[u8]| match parse_body(bytes) {
+            Ok(_) => "ok".to_owned(),
+            Err(response) => response.status().to_string(),
+        };
+        assert_eq!(message(br#"{"inputs": {}}"#), "ok");
+        assert_eq!(message(br#"{"inputs": {}, "settings": null, "invocationId": null}"#), "ok");
+        for bad in [
+            &br#"[1]"#[..],
+            br#"{"inputs": []}"#,
+            br#"{}"#,
+            br#"{"inputs": {}, "invocationId": 7}"#,
+            br#"{"inputs": {}, "idempotencyKey": false}"#,
+            br#"{"inputs": {}, "settings": "x"}"#,
+            b"{",
+        ] {
+            assert_eq!(message(bad), "400 Bad Request", "{}", String::from_utf8_lossy(bad));
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Request logs: every HTTP request gets an id (the caller's `X-Request-Id` when it is a sane
+//! token, else a new UUID), runs inside a span carrying it, is logged once with its status and
+//! duration, and answers with the id in `X-Request-Id`.
+
+use std::time::Instant;
+
+use axum::extract::Request;
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument;
+
+/// The header that carries the request id both ways.
+pub const REQUEST_ID: &str = "x-request-id";
+
+fn sane(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+}
+
+/// The middleware.
+pub async fn log(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = request
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|value| value.to_str().ok())
+        .filter(|id| sane(id))
+        .map_or_else(|| uuid::Uuid::now_v7().to_string(), str::to_owned);
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let span = tracing::info_span!("request", request_id = %id, %method, %path);
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let status = response.status().as_u16();
+    let elapsed_ms = format_args!("{:.3}", started.elapsed().as_secs_f64() * 1000.0);
+    if status >= 500 {
+        tracing::warn!(parent: &span, status, %elapsed_ms, "request");
+    } else {
+        tracing::info!(parent: &span, status, %elapsed_ms, "request");
+    }
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_plain_ids_are_taken_from_callers() {
+        assert!(super::sane("4f1c-22:ab_c.d"));
+        assert!(!super::sane(""));
+        assert!(!super::sane("a b"));
+        assert!(!super::sane("x\u{7f}"));
+        assert!(!super::sane(&"a".repeat(129)));
+    }
+}

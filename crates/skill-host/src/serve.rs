@@ -1,0 +1,171 @@
+//! `serve http|mcp-http|mcp-stdio`: configure, listen, and stop gracefully.
+//!
+//! On SIGTERM or SIGINT the host stops accepting connections, lets the requests in flight finish,
+//! waits for every call still running (a caller that hung up included), then exits 0.
+
+#![allow(clippy::print_stderr)]
+
+use std::future::Future;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+use skill_sdk::host::{ServeArgs, ServeTransport};
+use skill_sdk::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{self, ConfigError, Verifier};
+use crate::http::HttpHost;
+use crate::mcp::{McpHost, ToolClash};
+use crate::mcp_http::{self, AllowedHosts};
+
+/// Why serving failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Tools(#[from] ToolClash),
+    #[error("cannot listen on {address}: {source}")]
+    Listen { address: String, source: std::io::Error },
+    #[error("the server failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the MCP session over stdio failed: {0}")]
+    Stdio(String),
+}
+
+/// Log lines go to stderr (stdout is the MCP channel of `mcp-stdio`): `SKILL_LOG` filters them
+/// (default `info`), `SKILL_LOG_FORMAT=json` makes them JSON lines.
+pub fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SKILL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    let _already_set = if std::env::var("SKILL_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn stop_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(terminate) => terminate,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}
+
+fn server_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|arg0| std::path::Path::new(&arg0).file_stem().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "skills".to_owned())
+}
+
+/// The host's `serve` command: runs until a stop signal, then exits 0; prints why it could not.
+pub fn serve(registry: &Registry, args: ServeArgs) -> ExitCode {
+    init_logs();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(registry, &args, |name| std::env::var(name).ok(), stop_signal()));
+    // A sync skill past its deadline keeps its thread; do not wait for it.
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn verifier(args: &ServeArgs, env: impl Fn(&str) -> Option<String>) -> Result<Option<Arc<Verifier>>, ConfigError> {
+    let verifier = auth::verifier_from_env(env, args.allow_anonymous)?;
+    if verifier.is_none() {
+        tracing::warn!("serving without token verification (--allow-anonymous): every caller is anonymous");
+    }
+    Ok(verifier.map(Arc::new))
+}
+
+async fn listen(args: &ServeArgs) -> Result<tokio::net::TcpListener, ServeError> {
+    let address = format!("{}:{}", args.host, args.port());
+    tokio::net::TcpListener::bind(&address).await.map_err(|source| ServeError::Listen { address, source })
+}
+
+/// Serves until `stop` resolves; `env` gives the token settings.
+pub async fn run(
+    registry: &Registry,
+    args: &ServeArgs,
+    env: impl Fn(&str) -> Option<String>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let count = registry.skills().len();
+    match args.transport {
+        ServeTransport::Http => {
+            let verifier = verifier(args, env)?;
+            let checked = if verifier.is_some() { "tokens verified" } else { "anonymous" };
+            let host = HttpHost::new(registry, verifier, args.max_body_bytes);
+            let calls = host.calls();
+            let listener = listen(args).await?;
+            let address = listener.local_addr()?;
+            eprintln!(
+                "serving {count} skills over http on http://{address} ({checked}); POST /skills/<name>@<version>"
+            );
+            axum::serve(listener, host.router()).with_graceful_shutdown(stop).await?;
+            tracing::info!(running = calls.running(), "stopping: waiting for the calls in flight");
+            calls.drain().await;
+        }
+        ServeTransport::McpHttp => {
+            let verifier = verifier(args, env)?;
+            let checked = if verifier.is_some() { "tokens verified" } else { "anonymous" };
+            let host = McpHost::new(registry, &server_name())?;
+            let calls = host.calls();
+            let allowed = if args.allowed_hosts.is_empty() {
+                AllowedHosts::defaults_for(&args.host)
+            } else {
+                AllowedHosts(args.allowed_hosts.clone())
+            };
+            let cancel = CancellationToken::new();
+            let router = mcp_http::router(host, verifier, &allowed, args.max_body_bytes, cancel.clone());
+            let listener = listen(args).await?;
+            let address = listener.local_addr()?;
+            eprintln!(
+                "serving {count} skills over mcp-http on http://{address}/mcp ({checked}; Host: {})",
+                allowed.0.join(", ")
+            );
+            axum::serve(listener, router).with_graceful_shutdown(stop).await?;
+            tracing::info!(running = calls.running(), "stopping: waiting for the calls in flight");
+            calls.drain().await;
+            cancel.cancel();
+        }
+        ServeTransport::McpStdio => {
+            let host = McpHost::new(registry, &server_name())?;
+            let calls = host.calls();
+            eprintln!("serving {count} skills over mcp-stdio");
+            let service =
+                host.serve(rmcp::transport::io::stdio()).await.map_err(|e| ServeError::Stdio(e.to_string()))?;
+            tokio::select! {
+                ended = service.waiting() => { ended.map_err(|e| ServeError::Stdio(e.to_string()))?; }
+                () = stop => {}
+            }
+            calls.drain().await;
+        }
+    }
+    Ok(())
+}
