@@ -1,12 +1,33 @@
 //! Testing skills: the same invocation path the hosts use, on a private runtime, with the call's
 //! environment, secrets folder, settings and core under the test's control.
 //!
-//! ```ignore
-//! let outcome = skill_sdk::testing::call(&classify::SKILL)
-//!     .env("CRM_URL", "http://127.0.0.1:9000")
-//!     .core(&fake)
-//!     .invoke(json!({"text": "…"}))?;
-//! assert_eq!(outcome.outputs["category"], "refund");
+//! ```
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//! use serde_json::json;
+//! use skill_sdk::{SkillContext, SkillError, skill};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! pub struct Message { text: String }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! pub struct Sorted { category: String, crm: Option<String> }
+//!
+//! /// Sort a customer message.
+//! #[skill("demo.classify", version = "1", side_effects = "none", risk = "low")]
+//! pub fn classify(inputs: Message, ctx: SkillContext) -> Result<Sorted, SkillError> {
+//!     let category = if inputs.text.contains("refund") { "refund" } else { "other" };
+//!     Ok(Sorted { category: category.into(), crm: ctx.config("CRM_URL", None) })
+//! }
+//!
+//! fn main() -> Result<(), SkillError> {
+//!     let outcome = skill_sdk::testing::call(&classify::SKILL)
+//!         .env("CRM_URL", "http://127.0.0.1:9000")
+//!         .invoke(json!({"text": "a refund, please"}))?;
+//!     assert_eq!(outcome.outputs["category"], "refund");
+//!     assert_eq!(outcome.outputs["crm"], "http://127.0.0.1:9000");
+//!     Ok(())
+//! }
 //! ```
 
 mod fake_core;

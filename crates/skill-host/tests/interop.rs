@@ -1,0 +1,116 @@
+//! The Python `mcp` client (`tests/support/mcp_interop.py`) drives the demo host over stdio and
+//! over streamable HTTP; the script reports what it saw and these tests judge it.
+//!
+//! Needs a Python with `mcp` 2.3.0: `SKILL_TEST_PYTHON` (the test command sets it to its
+//! virtualenv), else `python3`.
+
+#[path = "support/demo.rs"]
+mod demo_binary;
+#[path = "support/serve.rs"]
+mod serve;
+#[path = "support/tokens.rs"]
+mod tokens;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use tokens::{AUDIENCE, ISSUER, JwksServer, good_claims, sign};
+
+fn python() -> String {
+    std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+fn observe(args: &[&str]) -> Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_interop.py");
+    let output = Command::new(python()).arg(script).args(args).output().expect("python runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python client failed (it needs the mcp package: cargo xtask setup, or set SKILL_TEST_PYTHON): {stderr}"
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("a JSON report: {e}; stderr: {stderr}"))
+}
+
+fn error_of(result: &Value) -> Value {
+    assert_eq!(result["isError"], true, "{result}");
+    let blocks = result["content"].as_array().expect("content");
+    assert_eq!(blocks.len(), 1, "one text block: {result}");
+    assert_eq!(blocks[0]["type"], "text");
+    let envelope: Value = serde_json::from_str(blocks[0]["text"].as_str().expect("text")).expect("JSON");
+    envelope["error"].clone()
+}
+
+/// What both transports must show the Python client.
+fn judge(seen: &Value) {
+    let tools = seen["tools"].as_array().expect("tools");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["crash", "echo", "flaky", "orders.cancel", "refuse", "slow", "whoami"]);
+    let echo = &tools[1];
+    assert_eq!(echo["inputSchema"]["required"], json!(["text"]));
+    assert_eq!(echo["outputSchema"]["properties"]["text"]["type"], "string");
+    assert_eq!(echo["annotations"]["readOnlyHint"], true);
+    assert_eq!(echo["_meta"]["skill/version"], "1");
+    let cancel = &tools[3];
+    assert_eq!(cancel["annotations"]["destructiveHint"], true);
+    assert_eq!(cancel["_meta"]["skill/policy"]["sideEffects"], "external_write");
+
+    assert_eq!(seen["echo"]["structuredContent"], json!({"text": "héllo ☕"}));
+    assert_eq!(seen["echo"]["content"][0]["text"], r#"{"text":"héllo ☕"}"#);
+    assert_eq!(seen["echo"]["_meta"]["skill/cost"], json!({"units": {"ops": 1.0}}));
+    assert_eq!(seen["echo"]["isError"], false);
+
+    let whoami = &seen["whoami"]["structuredContent"];
+    assert_eq!(whoami["invocation_id"], "py-2");
+    assert_eq!(whoami["idempotency_key"], "key-py-2");
+    assert_eq!(whoami["settings"], json!({"tier": "gold"}));
+    let ignored = &seen["whoami_empty_meta"]["structuredContent"];
+    assert_eq!((&ignored["invocation_id"], &ignored["idempotency_key"]), (&Value::Null, &Value::Null));
+
+    assert_eq!(error_of(&seen["refuse"])["code"], "order_unknown");
+    assert_eq!(error_of(&seen["refuse"])["details"], json!({"order": "A-1"}));
+    assert_eq!(error_of(&seen["bad_inputs"])["code"], "input_contract_violation");
+    assert_eq!(error_of(&seen["unknown"])["code"], "skill_not_hosted");
+    assert_eq!(seen["cancel"]["structuredContent"], json!({"order": "A-2", "cancelled": true}));
+}
+
+#[test]
+fn the_python_client_drives_the_host_over_stdio() {
+    let host = demo_binary::demo_host();
+    let seen = observe(&["stdio", host.to_str().expect("a UTF-8 path")]);
+    judge(&seen);
+    assert_eq!(seen["whoami"]["structuredContent"]["caller"], Value::Null);
+}
+
+#[test]
+fn the_python_client_drives_the_host_over_streamable_http_with_a_token() {
+    let jwks = JwksServer::start(&["ec-1"]);
+    let mut child = Command::new(demo_binary::demo_host())
+        .args(["serve", "mcp-http", "--host", "127.0.0.1", "--port", "0"])
+        .env("SKILL_SDK_IAM_ISSUER", ISSUER)
+        .env("SKILL_SDK_AUDIENCE", AUDIENCE)
+        .env("SKILL_SDK_JWKS_URL", &jwks.url)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the host starts");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let address = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).expect("reads") > 0, "the host says where it listens");
+        if let Some(rest) = line.split(" on http://").nth(1) {
+            break rest.split('/').next().expect("an address").to_owned();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+
+    let token = sign("ec-1", &good_claims());
+    let seen = observe(&["http", &format!("http://{address}/mcp"), &token]);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    judge(&seen);
+    assert_eq!(seen["whoami"]["structuredContent"]["caller"]["sub"], "agent-7");
+    assert_eq!(seen["no_token"]["status"], 401);
+    assert_eq!(seen["no_token"]["body"]["error"]["code"], "missing_authorization");
+    assert!(seen["no_token"]["www_authenticate"].as_str().is_some_and(|h| h.starts_with("Bearer ")));
+}

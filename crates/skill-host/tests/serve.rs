@@ -1,0 +1,177 @@
+//! `serve` as an operator runs it: the demo host as a process, configured by its environment,
+//! refusing to start without token settings, and stopping gracefully on SIGTERM.
+
+#[path = "support/demo.rs"]
+mod demo_binary;
+#[path = "support/serve.rs"]
+mod serve;
+#[path = "support/tokens.rs"]
+mod tokens;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokens::{AUDIENCE, ISSUER, JwksServer, good_claims, sign};
+
+/// A running host and the lines of its stderr.
+struct Running {
+    child: Child,
+    lines: Receiver<String>,
+    address: String,
+}
+
+fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(demo_binary::demo_host());
+    command.args(args).env_remove("SKILL_SDK_IAM_ISSUER").env_remove("SKILL_SDK_AUDIENCE").env_remove("SKILL_SDK_JWKS_URL");
+    command
+}
+
+/// Starts `serve` and waits for its "serving … on http://ADDRESS" line.
+fn start(mut command: Command) -> Running {
+    let mut child = command.stdin(Stdio::null()).stderr(Stdio::piped()).spawn().expect("the host starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (sender, lines) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        let line = lines.recv_timeout(Duration::from_secs(20)).expect("the host says where it listens");
+        if let Some(rest) = line.split(" on http://").nth(1) {
+            let address = rest.split(['/', ' ']).next().expect("an address").to_owned();
+            return Running { child, lines, address };
+        }
+    }
+}
+
+impl Running {
+    fn terminate(&self) {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).expect("a pid")).expect("non-zero");
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("signalled");
+    }
+
+    fn wait(mut self) -> (i32, Vec<String>) {
+        let status = self.child.wait().expect("the host exits");
+        let lines: Vec<String> = self.lines.try_iter().collect();
+        (status.code().expect("an exit code"), lines)
+    }
+}
+
+#[test]
+fn hosting_refuses_to_start_without_token_settings() {
+    for transport in ["http", "mcp-http"] {
+        let output = command(&["serve", transport, "--port", "0"]).output().expect("runs");
+        assert_eq!(output.status.code(), Some(1), "{transport}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        for expected in [
+            "refusing to serve without token verification",
+            "SKILL_SDK_IAM_ISSUER",
+            "SKILL_SDK_AUDIENCE",
+            "SKILL_SDK_JWKS_URL",
+            "--allow-anonymous",
+        ] {
+            assert!(stderr.contains(expected), "{transport}: {expected} in {stderr}");
+        }
+    }
+}
+
+#[test]
+fn a_port_in_use_is_named() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("address").port().to_string();
+    let output =
+        command(&["serve", "http", "--host", "127.0.0.1", "--port", &port, "--allow-anonymous"]).output().expect("runs");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("cannot listen on 127.0.0.1:{port}")), "{stderr}");
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_calls_in_flight_finish_then_exits_0() {
+    let host = start(command(&["serve", "http", "--host", "127.0.0.1", "--port", "0", "--allow-anonymous"]));
+    let url = format!("http://{}/skills/slow@1", host.address);
+    let call = tokio::spawn(async move {
+        let response = reqwest::Client::new().post(url).body(r#"{"inputs": {"ms": 700}}"#).send().await?;
+        Ok::<_, reqwest::Error>((response.status(), response.json::<Value>().await?))
+    });
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    host.terminate();
+    let (status, outputs) = call.await.expect("joined").expect("the call in flight is answered");
+    assert_eq!(status, reqwest::StatusCode::OK);
+    assert_eq!(outputs, json!({"slept_ms": 700}));
+
+    let address = host.address.clone();
+    let (code, lines) = tokio::task::spawn_blocking(move || host.wait()).await.expect("joined");
+    assert_eq!(code, 0, "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("stopping: waiting for the calls in flight")), "{lines:?}");
+    assert!(std::net::TcpStream::connect(address).is_err(), "nothing listens any more");
+}
+
+#[tokio::test]
+async fn the_token_settings_come_from_the_environment() {
+    let jwks = JwksServer::start(&["rsa-1"]);
+    let mut command = command(&["serve", "mcp-http", "--host", "127.0.0.1", "--port", "0"]);
+    command.env("SKILL_SDK_IAM_ISSUER", ISSUER).env("SKILL_SDK_AUDIENCE", AUDIENCE).env("SKILL_SDK_JWKS_URL", &jwks.url);
+    let host = start(command);
+    let url = format!("http://{}/mcp", host.address);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
+    let post = |token: Option<String>| {
+        let mut request = reqwest::Client::new()
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(list.clone());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    assert_eq!(post(None).await.expect("answers").status(), reqwest::StatusCode::UNAUTHORIZED);
+    let response = post(Some(sign("rsa-1", &good_claims()))).await.expect("answers");
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    let health = reqwest::get(format!("http://{}/healthz", host.address)).await.expect("up");
+    assert_eq!(health.status(), reqwest::StatusCode::OK, "health needs no token");
+    host.terminate();
+    let (code, _) = tokio::task::spawn_blocking(move || host.wait()).await.expect("joined");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn mcp_over_stdio_ends_with_its_input_and_keeps_stdout_for_the_protocol() {
+    let mut child = command(&["serve", "mcp-stdio"])
+        .env("SKILL_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}),
+    ];
+    for message in messages {
+        writeln!(stdin, "{message}").expect("written");
+    }
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut answers = Vec::new();
+    while answers.len() < 2 {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).expect("reads") > 0, "the host answers before closing");
+        let answer: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout holds only JSON-RPC: {line}: {e}"));
+        answers.push(answer);
+    }
+    assert_eq!(answers[1]["result"]["structuredContent"], json!({"text": "hi"}));
+    drop(stdin);
+    let output = child.wait_with_output().expect("exits");
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("serving 7 skills over mcp-stdio"));
+}
