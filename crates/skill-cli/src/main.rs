@@ -11,7 +11,7 @@ use std::process::{Command, ExitCode};
 
 use clap::{Args, Parser, Subcommand};
 use skill_cli::host_crate;
-use skill_sdk::host::{ContractArgs, ExportArgs, InvokeArgs};
+use skill_sdk::host::{ContractArgs, ExportArgs, InvokeArgs, ServeArgs};
 
 #[derive(Parser)]
 #[command(
@@ -22,7 +22,8 @@ use skill_sdk::host::{ContractArgs, ExportArgs, InvokeArgs};
                   CRATE is the package's integration crate (in <package>/integration); skill-sdk builds its \
                   binary with cargo and runs the command there, e.g.\n\n  \
                   skill-sdk export --package . claims-integration\n  \
-                  skill-sdk export --package . --check claims-integration"
+                  skill-sdk export --package . --check claims-integration\n  \
+                  skill-sdk serve http --package . claims-integration --port 8080"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -79,6 +80,20 @@ enum Subcommands {
         #[command(flatten)]
         locate: Locate,
     },
+    /// Serve the crate's skills over HTTP or MCP (the host binary needs skill_host::host_main!).
+    #[command(after_help = "Tokens: http and mcp-http verify the bearer token of every request against \
+        SKILL_SDK_IAM_ISSUER, SKILL_SDK_AUDIENCE and SKILL_SDK_JWKS_URL; without them the host refuses to \
+        start unless --allow-anonymous is given. SIGTERM or SIGINT stops accepting connections and waits \
+        for the calls in flight.")]
+    Serve {
+        #[command(flatten)]
+        args: ServeArgs,
+        /// The integration crate.
+        #[arg(value_name = "CRATE")]
+        krate: String,
+        #[command(flatten)]
+        locate: Locate,
+    },
 }
 
 #[derive(Subcommand)]
@@ -118,6 +133,7 @@ fn main() -> ExitCode {
         Subcommands::Contract { krate, args, locate } => (locate.package, krate, args.to_args()),
         Subcommands::Export { args, krate } => (args.package.clone(), krate, args.to_args()),
         Subcommands::Invoke { krate, args, locate } => (locate.package, krate, args.to_args()),
+        Subcommands::Serve { args, krate, locate } => (locate.package, krate, args.to_args()),
     };
     let executable = match host_crate::locate(&package, &krate).and_then(|host| host_crate::build(&host)) {
         Ok(executable) => executable,
@@ -126,6 +142,14 @@ fn main() -> ExitCode {
             return ExitCode::from(error.exit_code());
         }
     };
+    // The host takes this process's place, so signals (SIGTERM from a supervisor) reach it.
+    #[cfg(unix)]
+    {
+        let error = std::os::unix::process::CommandExt::exec(Command::new(&executable).args(&host_args));
+        eprintln!("error: cannot run {}: {error}", executable.display());
+        ExitCode::FAILURE
+    }
+    #[cfg(not(unix))]
     match Command::new(&executable).args(&host_args).status() {
         Ok(status) => ExitCode::from(status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1)),
         Err(error) => {

@@ -50,6 +50,27 @@ fn the_seed_commands_work_from_the_package_root() {
 }
 
 #[test]
+fn serve_runs_the_host_in_this_process_place() {
+    use std::io::Write;
+
+    let mut child = Command::new(CLI)
+        .args(["serve", "mcp-stdio", "claims-integration"])
+        .current_dir(example())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("skill-sdk runs");
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    writeln!(child.stdin.take().expect("stdin"), "{initialize}").expect("sent");
+    let output = child.wait_with_output().expect("exits when its input ends");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON-RPC answer");
+    assert_eq!(answer["result"]["serverInfo"]["name"], "claims-integration");
+    assert!(text(&output.stderr).contains("serving 3 skills over mcp-stdio"), "{}", text(&output.stderr));
+}
+
+#[test]
 fn exit_codes_pass_through_and_unknown_crates_are_named() {
     let output = run(&example(), &["invoke", "claims-integration", "claim.classify@1", "--input", "{}"]);
     assert_eq!(output.status.code(), Some(1), "the skill's failure");

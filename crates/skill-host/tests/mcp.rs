@@ -248,7 +248,10 @@ async fn streamable_http_refuses_hosts_it_was_not_told_about() {
 fn two_versions_of_one_skill_or_one_tool_name_are_refused_at_start() {
     let two_versions = Registry::from_skills([&demo::echo::SKILL, &echo_two::SKILL]).expect("distinct refs");
     let error = McpHost::new(&two_versions, "demo").expect_err("refused").to_string();
-    assert!(error.contains("two versions of one skill") && error.contains("echo@1") && error.contains("echo@2"), "{error}");
+    assert!(
+        error.contains("two versions of one skill") && error.contains("echo@1") && error.contains("echo@2"),
+        "{error}"
+    );
 
     let same_tool = Registry::from_skills([&demo::cancel::SKILL, &dotted::SKILL]).expect("distinct refs");
     let error = McpHost::new(&same_tool, "demo").expect_err("refused").to_string();

@@ -25,7 +25,11 @@ struct Running {
 
 fn command(args: &[&str]) -> Command {
     let mut command = Command::new(demo_binary::demo_host());
-    command.args(args).env_remove("SKILL_SDK_IAM_ISSUER").env_remove("SKILL_SDK_AUDIENCE").env_remove("SKILL_SDK_JWKS_URL");
+    command
+        .args(args)
+        .env_remove("SKILL_SDK_IAM_ISSUER")
+        .env_remove("SKILL_SDK_AUDIENCE")
+        .env_remove("SKILL_SDK_JWKS_URL");
     command
 }
 
@@ -85,8 +89,9 @@ fn hosting_refuses_to_start_without_token_settings() {
 fn a_port_in_use_is_named() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = taken.local_addr().expect("address").port().to_string();
-    let output =
-        command(&["serve", "http", "--host", "127.0.0.1", "--port", &port, "--allow-anonymous"]).output().expect("runs");
+    let output = command(&["serve", "http", "--host", "127.0.0.1", "--port", &port, "--allow-anonymous"])
+        .output()
+        .expect("runs");
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(&format!("cannot listen on 127.0.0.1:{port}")), "{stderr}");
@@ -117,7 +122,10 @@ async fn sigterm_lets_the_calls_in_flight_finish_then_exits_0() {
 async fn the_token_settings_come_from_the_environment() {
     let jwks = JwksServer::start(&["rsa-1"]);
     let mut command = command(&["serve", "mcp-http", "--host", "127.0.0.1", "--port", "0"]);
-    command.env("SKILL_SDK_IAM_ISSUER", ISSUER).env("SKILL_SDK_AUDIENCE", AUDIENCE).env("SKILL_SDK_JWKS_URL", &jwks.url);
+    command
+        .env("SKILL_SDK_IAM_ISSUER", ISSUER)
+        .env("SKILL_SDK_AUDIENCE", AUDIENCE)
+        .env("SKILL_SDK_JWKS_URL", &jwks.url);
     let host = start(command);
     let url = format!("http://{}/mcp", host.address);
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
@@ -166,7 +174,8 @@ fn mcp_over_stdio_ends_with_its_input_and_keeps_stdout_for_the_protocol() {
     while answers.len() < 2 {
         let mut line = String::new();
         assert!(stdout.read_line(&mut line).expect("reads") > 0, "the host answers before closing");
-        let answer: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout holds only JSON-RPC: {line}: {e}"));
+        let answer: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout holds only JSON-RPC: {line}: {e}"));
         answers.push(answer);
     }
     assert_eq!(answers[1]["result"]["structuredContent"], json!({"text": "hi"}));

@@ -1,3 +1,4 @@
-//! The skill host of the claims package: `list`, `contract`, `export`, `invoke`.
+//! The skill host of the claims package: `list`, `contract`, `export`, `invoke`, and
+//! `serve http|mcp-http|mcp-stdio`.
 
-skill_sdk::host_main!(claims_integration);
+skill_host::host_main!(claims_integration);

@@ -258,3 +258,39 @@ fn invoke_prints_outputs_and_cost_or_the_error() {
     assert_eq!(printed["outputs"]["status"], "sent");
     assert_eq!(printed["cost"], serde_json::json!({"units": {"message": 1.0}}));
 }
+
+#[test]
+fn serve_http_answers_calls_and_stops_on_sigterm() {
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    let mut child = Command::new(HOST)
+        .args(["serve", "http", "--host", "127.0.0.1", "--port", "0", "--allow-anonymous"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the host starts");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let address = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).expect("reads") > 0, "the host says where it listens");
+        if let Some(rest) = line.split(" on http://").nth(1) {
+            break rest.split(' ').next().expect("an address").to_owned();
+        }
+    };
+    let body = r#"{"inputs": {"text": "верните деньги"}}"#;
+    let mut stream = std::net::TcpStream::connect(&address).expect("connects");
+    write!(
+        stream,
+        "POST /skills/claim.classify@1 HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("sent");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("answered");
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    assert!(answer.ends_with(r#"{"category":"refund","matched":["верните","деньги"]}"#), "{answer}");
+
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
+    assert!(status.success());
+    assert_eq!(child.wait().expect("exits").code(), Some(0));
+}
