@@ -3,6 +3,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench_export;
+mod bench_host;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +17,9 @@ usage: cargo xtask <command>
 commands:
   ci       set up what the tests need, then check formatting, lints, crate boundaries and run every test
   setup    only set up what the tests need (a Python virtualenv with the test peers)
-  bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills)
+  bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills),
+           `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
+           against bare rmcp and FastMCP); results in target/bench/
   help     this text";
 
 /// Crates that must not appear in a crate's normal dependency tree.
@@ -41,8 +44,10 @@ fn dispatch() -> Result<()> {
         Some("setup") => setup().map(|_| ()),
         Some("bench") => match std::env::args().nth(2).as_deref() {
             Some("export") => bench_export::bench(),
+            Some("http") => bench_host::bench_http(),
+            Some("mcp") => bench_host::bench_mcp(),
             _ => {
-                eprintln!("usage: cargo xtask bench export");
+                eprintln!("usage: cargo xtask bench export|http|mcp");
                 std::process::exit(2)
             }
         },

@@ -168,6 +168,10 @@ impl SchemaValidator {
 
     /// Every mismatch of `instance`, sorted by path, at most [`MAX_ERRORS`].
     pub fn errors(&self, instance: &Value) -> Vec<PathError> {
+        // The common case, without building any error.
+        if self.inner.is_valid(instance) {
+            return Vec::new();
+        }
         let mut found: Vec<(Vec<Segment>, PathError)> = self
             .inner
             .iter_errors(instance)

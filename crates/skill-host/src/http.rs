@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -24,10 +25,9 @@ use serde_json::{Map, Value, json};
 use skill_sdk::registry::Registry;
 use skill_sdk::{Invocation, Skill, SkillError, Transport, runtime};
 use tokio_util::task::TaskTracker;
-use tracing::Instrument;
 
 use crate::auth::{AuthError, Claims, Verifier};
-use crate::requests;
+use crate::requests::{self, RequestId};
 
 /// The calls a host has started; [`Calls::drain`] waits for them.
 #[derive(Debug, Clone, Default)]
@@ -41,7 +41,7 @@ impl Calls {
         inputs: Value,
         invocation: Invocation,
     ) -> Result<runtime::Outcome, SkillError> {
-        let task = self.0.spawn(runtime::execute(skill, inputs, invocation).in_current_span());
+        let task = self.0.spawn(runtime::execute(skill, inputs, invocation));
         match task.await {
             Ok(result) => result,
             Err(join) => Err(SkillError::from_error(join).with_message("the call's task was lost")),
@@ -209,6 +209,7 @@ pub(crate) fn failure_status(error: &SkillError) -> StatusCode {
 async fn call(
     State(host): State<Arc<HttpHost>>,
     Path(reference): Path<String>,
+    request_id: Option<Extension<RequestId>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -230,6 +231,9 @@ async fn call(
         Err(response) => return response,
     };
     let mut invocation = Invocation::new(Transport::Http);
+    if let Some(Extension(RequestId(id))) = request_id {
+        invocation = invocation.with_request_id(id);
+    }
     if let Some(id) = invocation_id {
         invocation = invocation.with_invocation_id(id);
     }

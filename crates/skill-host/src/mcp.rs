@@ -25,6 +25,14 @@ use skill_sdk::{Invocation, Skill, SkillError, Transport};
 pub use tools::{annotations, tool, tool_name};
 
 use crate::http::{Calls, VerifiedCaller};
+use crate::requests::RequestId;
+
+/// What streamable HTTP adds to a `tools/call`: the verified claims and the request's id.
+#[derive(Debug, Clone, Default)]
+pub struct HttpRequest {
+    pub caller: Option<Value>,
+    pub request_id: Option<String>,
+}
 
 /// Two skills that would be one tool.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,14 +83,14 @@ impl McpHost {
         self.0.calls.clone()
     }
 
-    /// Runs one `tools/call` of the tool `name` with the request's `_meta`; `caller` is the
-    /// verified token's claims (streamable HTTP).
+    /// Runs one `tools/call` of the tool `name` with the request's `_meta`; over streamable HTTP,
+    /// `via` has the verified token's claims and the HTTP request's id.
     pub async fn call(
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
         meta: &Map<String, Value>,
-        caller: Option<Value>,
+        via: HttpRequest,
     ) -> CallToolResult {
         let Some(skill) = self.0.skills.get(name).copied() else {
             let error = SkillError::new("skill_not_hosted")
@@ -90,8 +98,11 @@ impl McpHost {
             return failure(&error);
         };
         let mut invocation = Invocation::new(Transport::Mcp);
-        if let Some(caller) = caller {
+        if let Some(caller) = via.caller {
             invocation = invocation.with_caller(caller);
+        }
+        if let Some(id) = via.request_id {
+            invocation = invocation.with_request_id(id);
         }
         let text = |key: &str| meta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
         if let Some(id) = text("skill/invocationId") {
@@ -149,13 +160,15 @@ impl ServerHandler for McpHost {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let caller = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<VerifiedCaller>())
-            .map(|verified| Value::Object(verified.0.clone()));
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let via = HttpRequest {
+            caller: parts
+                .and_then(|parts| parts.extensions.get::<VerifiedCaller>())
+                .map(|verified| Value::Object(verified.0.clone())),
+            request_id: parts.and_then(|parts| parts.extensions.get::<RequestId>()).map(|id| id.0.clone()),
+        };
         // rmcp moves the request's `_meta` into the context.
         let meta = request.meta.as_ref().map_or(&context.meta.0.0, |meta| &meta.0.0);
-        Ok(self.call(&request.name, request.arguments, meta, caller).await.into())
+        Ok(self.call(&request.name, request.arguments, meta, via).await.into())
     }
 }

@@ -81,8 +81,18 @@ async fn the_skill_sees_the_verified_caller_the_ids_and_the_settings() {
         "settings": {"package": "demo", "version": "1", "values": {"tier": "gold"}},
         "inputs": {},
     });
-    let (status, outputs) = envelope(host.call("/skills/whoami@1", body).await).await;
+    let response = host
+        .client
+        .post(format!("{}/skills/whoami@1", host.base))
+        .bearer_auth(&host.token)
+        .header("x-request-id", "trace-7")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("answers");
+    let (status, outputs) = envelope(response).await;
     assert_eq!(status, StatusCode::OK);
+    assert_eq!(outputs["request_id"], "trace-7", "the request id reaches the skill (and its log span)");
     assert_eq!(outputs["caller"]["sub"], "agent-7");
     assert_eq!(outputs["caller"]["iss"], ISSUER);
     assert_eq!(outputs["invocation_id"], "inv-1");
@@ -195,9 +205,12 @@ async fn listing_and_health_need_no_token() {
         client.get(format!("{}/skills", host.base)).send().await.expect("up").json().await.expect("JSON");
     let refs: Vec<&str> =
         listing["skills"].as_array().expect("skills").iter().filter_map(|s| s["ref"].as_str()).collect();
-    assert_eq!(refs, ["crash@1", "echo@1", "flaky@1", "orders/cancel@2", "refuse@1", "slow@1", "whoami@1"]);
     assert_eq!(
-        listing["skills"][3],
+        refs,
+        ["crash@1", "echo-sync@1", "echo@1", "flaky@1", "orders/cancel@2", "refuse@1", "slow@1", "whoami@1"]
+    );
+    assert_eq!(
+        listing["skills"][4],
         json!({"ref": "orders/cancel@2", "name": "orders/cancel", "version": "2", "path": "/skills/orders/cancel@2"})
     );
 

@@ -45,13 +45,13 @@ fn error_of(result: &Value) -> Value {
 fn judge(seen: &Value) {
     let tools = seen["tools"].as_array().expect("tools");
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["crash", "echo", "flaky", "orders.cancel", "refuse", "slow", "whoami"]);
+    assert_eq!(names, ["crash", "echo", "echo-sync", "flaky", "orders.cancel", "refuse", "slow", "whoami"]);
     let echo = &tools[1];
     assert_eq!(echo["inputSchema"]["required"], json!(["text"]));
     assert_eq!(echo["outputSchema"]["properties"]["text"]["type"], "string");
     assert_eq!(echo["annotations"]["readOnlyHint"], true);
     assert_eq!(echo["_meta"]["skill/version"], "1");
-    let cancel = &tools[3];
+    let cancel = &tools[4];
     assert_eq!(cancel["annotations"]["destructiveHint"], true);
     assert_eq!(cancel["_meta"]["skill/policy"]["sideEffects"], "external_write");
 

@@ -96,7 +96,7 @@ async fn tools_carry_the_contract_schemas_annotations_and_policy() {
     let client = stdio_client().await;
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["crash", "echo", "flaky", "orders.cancel", "refuse", "slow", "whoami"]);
+    assert_eq!(names, ["crash", "echo", "echo-sync", "flaky", "orders.cancel", "refuse", "slow", "whoami"]);
 
     let echo = tools.iter().find(|t| t.name == "echo").expect("echo");
     let contract = demo::echo::SKILL.contract().expect("contract");
@@ -146,6 +146,7 @@ async fn calls_over_stdio_carry_meta_and_report_outputs_cost_and_errors() {
     assert_eq!(seen["settings"], json!({"tier": "gold"}));
     assert_eq!(seen["transport"], "mcp");
     assert_eq!(seen["caller"], Value::Null, "stdio has no token");
+    assert_eq!(seen["request_id"], Value::Null, "stdio has no HTTP request");
     assert!(result.meta.is_none(), "no cost reported, no _meta");
 
     // Empty or non-string ids are not used.
@@ -196,6 +197,7 @@ async fn streamable_http_serves_rmcp_clients_with_a_token() {
     let seen = result.structured_content.expect("outputs");
     assert_eq!(seen["invocation_id"], "h-1");
     assert_eq!(seen["caller"]["sub"], "agent-7", "the verified claims reach the skill");
+    assert_eq!(seen["request_id"].as_str().map(str::len), Some(36), "the HTTP request's id: {seen}");
     let result = client.call_tool(call("echo", json!({"text": "x"}), json!({}))).await.expect("call");
     assert_eq!(result.meta.expect("_meta").0["skill/cost"], json!({"units": {"ops": 1.0}}));
     client.cancel().await.expect("closes");

@@ -62,7 +62,7 @@ impl Running {
 
     fn wait(mut self) -> (i32, Vec<String>) {
         let status = self.child.wait().expect("the host exits");
-        let lines: Vec<String> = self.lines.try_iter().collect();
+        let lines: Vec<String> = self.lines.iter().collect();
         (status.code().expect("an exit code"), lines)
     }
 }
@@ -115,6 +115,11 @@ async fn sigterm_lets_the_calls_in_flight_finish_then_exits_0() {
     let (code, lines) = tokio::task::spawn_blocking(move || host.wait()).await.expect("joined");
     assert_eq!(code, 0, "{lines:?}");
     assert!(lines.iter().any(|l| l.contains("stopping: waiting for the calls in flight")), "{lines:?}");
+    let access = lines.iter().find(|l| l.contains("path=/skills/slow@1")).expect("an access log line");
+    assert!(
+        access.contains("request_id=") && access.contains("status=200") && access.contains("elapsed_ms="),
+        "{access}"
+    );
     assert!(std::net::TcpStream::connect(address).is_err(), "nothing listens any more");
 }
 
@@ -182,5 +187,5 @@ fn mcp_over_stdio_ends_with_its_input_and_keeps_stdout_for_the_protocol() {
     drop(stdin);
     let output = child.wait_with_output().expect("exits");
     assert_eq!(output.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("serving 7 skills over mcp-stdio"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("serving 8 skills over mcp-stdio"));
 }

@@ -91,6 +91,7 @@ pub struct Invocation {
     transport: Transport,
     invocation_id: Option<String>,
     idempotency_key: Option<String>,
+    request_id: Option<String>,
     timeout: Option<Duration>,
     caller: Option<Value>,
     settings: Map<String, Value>,
@@ -111,6 +112,11 @@ impl Invocation {
 
     pub fn with_idempotency_key(self, key: impl Into<String>) -> Self {
         Self { idempotency_key: Some(key.into()), ..self }
+    }
+
+    /// The id of the transport request that carries the call (a host's `X-Request-Id`), for logs.
+    pub fn with_request_id(self, id: impl Into<String>) -> Self {
+        Self { request_id: Some(id.into()), ..self }
     }
 
     /// A shorter deadline than the contract's (a local executor passes what is left of its lease).
@@ -197,6 +203,7 @@ impl SkillContext {
             skill = %skill,
             invocation_id = %invocation.invocation_id.as_deref().unwrap_or(""),
             transport = %invocation.transport.as_str(),
+            request_id = %invocation.request_id.as_deref().unwrap_or(""),
         );
         Self {
             inner: Arc::new(Inner {
@@ -242,7 +249,12 @@ impl SkillContext {
         self.inner.invocation.settings.clone()
     }
 
-    /// The span of this call (fields `skill`, `invocation_id`, `transport`); the runtime runs
+    /// The id of the transport request that carried the call, when a host gave one.
+    pub fn request_id(&self) -> Option<&str> {
+        self.inner.invocation.request_id.as_deref()
+    }
+
+    /// The span of this call (fields `skill`, `invocation_id`, `transport`, `request_id`); the runtime runs
     /// the skill inside it, so the skill's `tracing` events carry them.
     pub fn span(&self) -> &tracing::Span {
         &self.inner.span

@@ -25,7 +25,14 @@ pub(crate) struct Echoed {
 
 /// Return the text unchanged; costs one op.
 #[skill("echo", version = "1", side_effects = "none", risk = "low", idempotency = "natural", timeout = 5)]
-pub(crate) fn echo(inputs: Text, ctx: SkillContext) -> Result<Echoed, SkillError> {
+pub(crate) async fn echo(inputs: Text, ctx: SkillContext) -> Result<Echoed, SkillError> {
+    ctx.add_cost("ops", 1.0);
+    Ok(Echoed { text: inputs.text })
+}
+
+/// The same echo as a synchronous function (run on the blocking pool); costs one op.
+#[skill("echo-sync", version = "1", side_effects = "none", risk = "low", idempotency = "natural", timeout = 5)]
+pub(crate) fn echo_sync(inputs: Text, ctx: SkillContext) -> Result<Echoed, SkillError> {
     ctx.add_cost("ops", 1.0);
     Ok(Echoed { text: inputs.text })
 }
@@ -39,6 +46,8 @@ pub(crate) struct Call {
     caller: Option<Map<String, Value>>,
     invocation_id: Option<String>,
     idempotency_key: Option<String>,
+    /// The id of the HTTP request that carried the call (its X-Request-Id).
+    request_id: Option<String>,
     /// The package settings values of the call.
     settings: Map<String, Value>,
     transport: String,
@@ -51,6 +60,7 @@ pub(crate) fn whoami(_inputs: Nothing, ctx: SkillContext) -> Result<Call, SkillE
         caller: ctx.caller().and_then(Value::as_object).cloned(),
         invocation_id: ctx.invocation_id().map(str::to_owned),
         idempotency_key: ctx.idempotency_key().map(str::to_owned),
+        request_id: ctx.request_id().map(str::to_owned),
         settings: ctx.settings(),
         transport: ctx.transport().as_str().to_owned(),
     })

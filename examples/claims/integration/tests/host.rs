@@ -294,3 +294,33 @@ fn serve_http_answers_calls_and_stops_on_sigterm() {
     assert!(status.success());
     assert_eq!(child.wait().expect("exits").code(), Some(0));
 }
+
+/// The Python example of docs/hosting.md, run as written against `serve mcp-http`.
+#[test]
+fn the_hosting_guide_python_example_runs() {
+    let guide = std::fs::read_to_string(package().join("../../docs/hosting.md")).expect("docs/hosting.md");
+    let start = guide.find("```python\n").expect("a Python example") + "```python\n".len();
+    let example = &guide[start..start + guide[start..].find("```").expect("its end")];
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port();
+    let example = example.replace("127.0.0.1:8081", &format!("127.0.0.1:{port}"));
+
+    let mut child = Command::new(HOST)
+        .args(["serve", "mcp-http", "--host", "127.0.0.1", "--port", &port.to_string(), "--allow-anonymous"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the host starts");
+    let mut log = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut log, &mut line).expect("the start line");
+    while !line.contains(" on http://") {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut log, &mut line).expect("reads") > 0, "the host listens");
+    }
+    let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let output =
+        Command::new(python).args(["-c", &example]).env("TOKEN", "unused-when-anonymous").output().expect("python");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "{'category': 'refund', 'matched': ['верните', 'деньги']}\n");
+}
