@@ -112,11 +112,13 @@ impl Copy {
             "skills/claim.draft_reply.yaml",
             "skills/claim.send_reply.yaml",
             "integration/src/lib.rs",
-            "integration/src/main.rs",
             "integration/src/skills.rs",
         ] {
             std::fs::copy(source.join(file), package.join(file)).expect("copy");
         }
+        // The SDK's own host `main` (without serving): the copy then builds without the hosting crates.
+        std::fs::write(package.join("integration/src/main.rs"), "skill_sdk::host_main!(claims_integration);\n")
+            .expect("main");
         let crates = workspace().join("crates");
         let name = format!("claims-copy-{label}");
         let manifest = format!(
@@ -170,7 +172,9 @@ fn changing_risk_in_code_fails_the_check_naming_risk_level() {
     assert_eq!(
         text(&output.stdout),
         "difference: claim.send_reply@1: ./skills/claim.send_reply.yaml differs from code (riskLevel)\n\
-         1 differences: run export and commit the files\n"
+         1 differences: run export and commit the files\n",
+        "stderr: {}",
+        text(&output.stderr)
     );
 
     let output = copy.cli(&["export", "--package", "."]);

@@ -194,7 +194,8 @@ async fn stdio(options: Options) {
         tokio::spawn(async move {
             let mut id = 1u64;
             while Instant::now() < deadline {
-                let permit = permits.acquire().await.expect("open");
+                // Closed when the reading side stops at the deadline.
+                let Ok(permit) = permits.acquire().await else { break };
                 permit.forget();
                 let mut request = call.clone();
                 request["id"] = json!(id);
@@ -221,6 +222,7 @@ async fn stdio(options: Options) {
         permits.add_permits(1);
     }
     let elapsed = started.elapsed();
+    permits.close();
     drop(writer.await);
     report(tally, elapsed);
 }

@@ -12,15 +12,17 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Extension;
 use axum::Router;
-use axum::body::Body;
+use axum::body::HttpBody as _;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use serde_json::{Map, Value, json};
 use skill_sdk::registry::Registry;
 use skill_sdk::{Invocation, Skill, SkillError, Transport, runtime};
@@ -142,7 +144,7 @@ async fn health() -> Response {
     axum::Json(json!({"status": "ok"})).into_response()
 }
 
-/// The body of a call, checked field by field.
+/// The body of a call, checked field by field; an error is the message of the 400.
 struct CallBody {
     invocation_id: Option<String>,
     idempotency_key: Option<String>,
@@ -150,19 +152,19 @@ struct CallBody {
     inputs: Value,
 }
 
-fn optional_string(body: &Map<String, Value>, field: &str) -> Result<Option<String>, Response> {
+fn optional_string(body: &Map<String, Value>, field: &str) -> Result<Option<String>, String> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(value)) => Ok(Some(value.clone())),
-        Some(_) => Err(bad_request(format!("`{field}` must be a string"))),
+        Some(_) => Err(format!("`{field}` must be a string")),
     }
 }
 
-fn parse_body(bytes: &[u8]) -> Result<CallBody, Response> {
+fn parse_body(bytes: &[u8]) -> Result<CallBody, String> {
     let body: Value = serde_json::from_slice(bytes)
-        .map_err(|error| bad_request(format!("the body is not JSON: {error}; send {{\"inputs\": {{...}}}}")))?;
+        .map_err(|error| format!("the body is not JSON: {error}; send {{\"inputs\": {{...}}}}"))?;
     let Value::Object(mut body) = body else {
-        return Err(bad_request("the body must be a JSON object: {\"inputs\": {...}}"));
+        return Err("the body must be a JSON object: {\"inputs\": {...}}".to_owned());
     };
     let invocation_id = optional_string(&body, "invocationId")?;
     let idempotency_key = optional_string(&body, "idempotencyKey")?;
@@ -170,28 +172,53 @@ fn parse_body(bytes: &[u8]) -> Result<CallBody, Response> {
         None | Some(Value::Null) => None,
         Some(document @ Value::Object(_)) => Some(document),
         Some(_) => {
-            return Err(bad_request("`settings` must be the package settings document: {\"values\": {...}, ...}"));
+            return Err("`settings` must be the package settings document: {\"values\": {...}, ...}".to_owned());
         }
     };
     let inputs = match body.remove("inputs") {
         Some(inputs @ Value::Object(_)) => inputs,
-        Some(_) => return Err(bad_request("`inputs` must be a JSON object")),
-        None => return Err(bad_request("the body has no `inputs`: send {\"inputs\": {...}}")),
+        Some(_) => return Err("`inputs` must be a JSON object".to_owned()),
+        None => return Err("the body has no `inputs`: send {\"inputs\": {...}}".to_owned()),
     };
     Ok(CallBody { invocation_id, idempotency_key, settings, inputs })
 }
 
-async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, Response> {
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => Err(error_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &SkillError::new("payload_too_large")
+/// How long a refused request's body is read and thrown away before the answer goes out.
+const DISCARD_TIME: Duration = Duration::from_secs(1);
+
+/// Reads the body, refusing it with 413 past `limit` bytes.
+async fn read_body(mut body: Body, limit: usize) -> Result<Bytes, Response> {
+    let hint = usize::try_from(body.size_hint().lower()).unwrap_or(limit);
+    let mut bytes = Vec::with_capacity(hint.min(limit));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| bad_request(format!("the body could not be read: {error}")))?;
+        let Some(data) = frame.data_ref() else { continue };
+        if bytes.len() + data.len() > limit {
+            let error = SkillError::new("payload_too_large")
                 .with_message(format!("the body is larger than {limit} bytes"))
-                .with_detail("limitBytes", json!(limit)),
-        )),
-        Err(error) => Err(bad_request(format!("the body could not be read: {error}"))),
+                .with_detail("limitBytes", json!(limit));
+            return Err(refuse(body, limit, error_response(StatusCode::PAYLOAD_TOO_LARGE, &error)).await);
+        }
+        bytes.extend_from_slice(data);
     }
+    Ok(Bytes::from(bytes))
+}
+
+/// Answers before the body is read, after reading and throwing away up to `budget` more bytes of
+/// it for at most [`DISCARD_TIME`]: a client still sending a body it was refused then reads the
+/// answer instead of a reset connection.
+async fn refuse(mut body: Body, budget: usize, response: Response) -> Response {
+    let discard = async {
+        let mut seen = 0usize;
+        while seen <= budget {
+            match body.frame().await {
+                Some(Ok(frame)) => seen += frame.data_ref().map_or(0, Bytes::len),
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DISCARD_TIME, discard).await;
+    response
 }
 
 /// The status of a failed call: 503 when retrying may help, 500 when the skill crashed, 422 when
@@ -215,12 +242,12 @@ async fn call(
 ) -> Response {
     let caller = match authenticate(host.verifier.as_deref(), &headers).await {
         Ok(caller) => caller,
-        Err(error) => return auth_response(&error),
+        Err(error) => return refuse(body, host.max_body_bytes, auth_response(&error)).await,
     };
     let Some(skill) = host.skills.get(&reference).copied() else {
         let error = SkillError::new("skill_not_hosted")
             .with_message(format!("no skill {reference} on this host; GET /skills lists them"));
-        return error_response(StatusCode::NOT_FOUND, &error);
+        return refuse(body, host.max_body_bytes, error_response(StatusCode::NOT_FOUND, &error)).await;
     };
     let bytes = match read_body(body, host.max_body_bytes).await {
         Ok(bytes) => bytes,
@@ -228,7 +255,7 @@ async fn call(
     };
     let CallBody { invocation_id, idempotency_key, settings, inputs } = match parse_body(&bytes) {
         Ok(body) => body,
-        Err(response) => return response,
+        Err(message) => return bad_request(message),
     };
     let mut invocation = Invocation::new(Transport::Http);
     if let Some(Extension(RequestId(id))) = request_id {
@@ -293,7 +320,7 @@ mod tests {
     fn bodies_are_checked_field_by_field() {
         let message = |bytes: &[u8]| match parse_body(bytes) {
             Ok(_) => "ok".to_owned(),
-            Err(response) => response.status().to_string(),
+            Err(message) => bad_request(message).status().to_string(),
         };
         assert_eq!(message(br#"{"inputs": {}}"#), "ok");
         assert_eq!(message(br#"{"inputs": {}, "settings": null, "invocationId": null}"#), "ok");

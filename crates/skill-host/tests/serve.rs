@@ -45,13 +45,17 @@ fn start(mut command: Command) -> Running {
             }
         }
     });
-    loop {
-        let line = lines.recv_timeout(Duration::from_secs(20)).expect("the host says where it listens");
+    let address = loop {
+        let Ok(line) = lines.recv_timeout(Duration::from_secs(20)) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the host did not say where it listens");
+        };
         if let Some(rest) = line.split(" on http://").nth(1) {
-            let address = rest.split(['/', ' ']).next().expect("an address").to_owned();
-            return Running { child, lines, address };
+            break rest.split(['/', ' ']).next().unwrap_or_default().to_owned();
         }
-    }
+    };
+    Running { child, lines, address }
 }
 
 impl Running {
