@@ -4,6 +4,7 @@
 
 mod bench_export;
 mod bench_host;
+mod postgres;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +18,8 @@ usage: cargo xtask <command>
 commands:
   ci       set up what the tests need, then check formatting, lints, crate boundaries and run every test
   setup    only set up what the tests need (a Python virtualenv with the test peers)
+  test     set up, start a throwaway PostgreSQL, and run `cargo test` with the arguments that
+           follow (`cargo xtask test -p skill-store`); what CI's test step does
   bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills),
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
            against bare rmcp and FastMCP); results in target/bench/
@@ -28,6 +31,8 @@ const BOUNDARIES: &[(&str, &[&str])] = &[
     ("skill-sdk-macros", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
     // The SDK speaks HTTP as a client (the core, LLM providers); serving is skill-host's.
     ("skill-sdk", &["axum", "rmcp", "sqlx"]),
+    // Storage knows SQL and nothing of HTTP or MCP.
+    ("skill-store", &["axum", "rmcp", "hyper", "reqwest"]),
 ];
 
 fn main() {
@@ -42,6 +47,11 @@ fn dispatch() -> Result<()> {
     match command.as_deref() {
         Some("ci") => ci(),
         Some("setup") => setup().map(|_| ()),
+        Some("test") => {
+            let python = setup()?;
+            let arguments: Vec<String> = std::env::args().skip(2).collect();
+            test(&python, &arguments)
+        }
         Some("bench") => match std::env::args().nth(2).as_deref() {
             Some("export") => bench_export::bench(),
             Some("http") => bench_host::bench_http(),
@@ -113,6 +123,20 @@ fn setup() -> Result<PathBuf> {
     Ok(python)
 }
 
+/// Runs `cargo test ARGUMENTS` with the test peers: the Python virtualenv and a PostgreSQL
+/// server (`SKILL_TEST_POSTGRES_URL`), stopped afterwards.
+fn test(python: &Path, arguments: &[String]) -> Result<()> {
+    let postgres = postgres::Postgres::start()?;
+    run(
+        "tests",
+        cargo()
+            .arg("test")
+            .args(arguments)
+            .env("SKILL_TEST_PYTHON", python)
+            .env("SKILL_TEST_POSTGRES_URL", &postgres.url),
+    )
+}
+
 fn check_boundaries() -> Result<()> {
     println!("==> crate boundaries");
     for (krate, forbidden) in BOUNDARIES {
@@ -149,7 +173,7 @@ fn ci() -> Result<()> {
     run("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
     run("lints", cargo().args(["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"]))?;
     check_boundaries()?;
-    run("tests", cargo().args(["test", "--workspace", "--quiet"]).env("SKILL_TEST_PYTHON", &python))?;
+    test(&python, &["--workspace".to_owned(), "--quiet".to_owned()])?;
     println!("==> all checks passed in {:.0}s", started.elapsed().as_secs_f64());
     Ok(())
 }

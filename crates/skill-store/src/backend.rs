@@ -1,0 +1,168 @@
+//! The two backends: opening, migrating, and the write transaction each one needs.
+//!
+//! SQLite keeps one writing connection (SQLite has one writer at a time; queueing in the pool is
+//! cheaper than retrying on `SQLITE_BUSY`) and a pool of readers, in WAL mode so readers never
+//! wait for the writer. PostgreSQL uses one pool for both.
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr, SqlStr, Sqlite, Transaction};
+
+use crate::error::{ErrorKind, Result, StoreError};
+
+/// How long a statement waits for SQLite's write lock held by another process.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a caller waits for a free connection before the store reports `Unavailable`.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Options for opening a store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Connections of the PostgreSQL pool, or SQLite readers.
+    pub max_connections: u32,
+    /// SQLite: `synchronous=FULL` (a commit survives a power cut) when true, `NORMAL` (survives a
+    /// killed process, not a power cut) when false.
+    pub sqlite_full_sync: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { max_connections: 8, sqlite_full_sync: true }
+    }
+}
+
+/// The embedded backend: one SQLite file in WAL mode.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pub(crate) reader: SqlitePool,
+    pub(crate) writer: SqlitePool,
+}
+
+/// The scale-out backend: a PostgreSQL database shared by every core replica.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pub(crate) pool: PgPool,
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its folder when missing) the database file and applies the
+    /// migrations.
+    pub async fn open(path: &Path, options: &StoreOptions) -> Result<Self> {
+        if let Some(folder) = path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder).map_err(|error| {
+                StoreError::new(
+                    ErrorKind::Unavailable,
+                    format!("cannot create the data directory {}: {error}", folder.display()),
+                )
+            })?;
+        }
+        let connect = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(if options.sqlite_full_sync { SqliteSynchronous::Full } else { SqliteSynchronous::Normal })
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(connect.clone())
+            .await
+            .map_err(|error| opening(&path.display().to_string(), error))?;
+        migrator(SQLITE_MIGRATIONS).run(&writer).await.map_err(migrating)?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(connect.read_only(true))
+            .await
+            .map_err(|error| opening(&path.display().to_string(), error))?;
+        Ok(Self { reader, writer })
+    }
+
+    /// A write transaction that takes the write lock at once, so it never fails half-way on a
+    /// lock another process took after it started.
+    pub(crate) async fn write(&self) -> Result<Transaction<'static, Sqlite>> {
+        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    pub(crate) fn read(&self) -> &SqlitePool {
+        &self.reader
+    }
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://…`) and applies the migrations; replicas starting together
+    /// take turns on a lock.
+    pub async fn open(url: &str, options: &StoreOptions) -> Result<Self> {
+        let connect = PgConnectOptions::from_str(url)
+            .map_err(|error| StoreError::new(ErrorKind::Invalid, format!("the database URL is not valid: {error}")))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(connect)
+            .await
+            .map_err(|error| opening(&redact(url), error))?;
+        migrator(POSTGRES_MIGRATIONS).run(&pool).await.map_err(migrating)?;
+        Ok(Self { pool })
+    }
+
+    pub(crate) async fn write(&self) -> Result<Transaction<'static, Postgres>> {
+        Ok(self.pool.begin().await?)
+    }
+
+    pub(crate) fn read(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+/// `(version, description, sql)` of each migration, in order.
+type Migrations = &'static [(i64, &'static str, &'static str)];
+
+const SQLITE_MIGRATIONS: Migrations = &[(1, "catalog", include_str!("../migrations/sqlite/0001_catalog.sql"))];
+const POSTGRES_MIGRATIONS: Migrations = &[(1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql"))];
+
+fn migrator(migrations: Migrations) -> Migrator {
+    Migrator::with_migrations(
+        migrations
+            .iter()
+            .map(|(version, description, sql)| {
+                let sql: SqlStr = AssertSqlSafe(*sql).into_sql_str();
+                Migration::new(*version, Cow::Borrowed(*description), MigrationType::Simple, sql, false)
+            })
+            .collect(),
+    )
+}
+
+fn opening(target: &str, error: sqlx::Error) -> StoreError {
+    let kind = StoreError::from(error);
+    StoreError::new(kind.kind(), format!("cannot open the database {target}: {}", kind.message()))
+}
+
+fn migrating(error: sqlx::migrate::MigrateError) -> StoreError {
+    StoreError::new(ErrorKind::Internal, format!("the database schema could not be brought up to date: {error}"))
+}
+
+/// `url` without its password, for messages.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let Some((credentials, host)) = rest.rsplit_once('@') else { return url.to_owned() };
+    let user = credentials.split(':').next().unwrap_or_default();
+    format!("{scheme}://{user}:***@{host}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(redact("postgres://core:s3cret@db:5432/skills"), "postgres://core:***@db:5432/skills");
+        assert_eq!(redact("postgres://db/skills"), "postgres://db/skills");
+    }
+}

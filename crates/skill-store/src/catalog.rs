@@ -1,0 +1,379 @@
+//! Skill versions, their assignment to principals, and package installs — written once for both
+//! backends.
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use sqlx::Row as _;
+use sqlx::types::Json;
+
+use crate::backend::{PgStore, SqliteStore};
+use crate::error::{ErrorKind, Result, StoreError};
+use crate::records::{
+    Assignment, Event, PackageInstall, PackageObject, SkillChange, SkillEntry, SkillFilter, SkillRecord,
+};
+
+/// The catalog of skill versions.
+pub trait CatalogStore: Send + Sync {
+    /// Publishes a skill version; `Conflict` when `name@version` exists.
+    fn insert_skill<'a>(&'a self, skill: &'a SkillRecord, event: &'a Event) -> BoxFuture<'a, Result<()>>;
+    fn skill<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SkillEntry>>;
+    fn skill_version<'a>(&'a self, name: &'a str, version: &'a str) -> BoxFuture<'a, Result<SkillEntry>>;
+    /// The newest `active` version of `name`, else its newest `deprecated` one.
+    fn newest_skill<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<SkillEntry>>;
+    /// Skill versions in publication order after `filter.after`.
+    fn skills<'a>(&'a self, filter: &'a SkillFilter) -> BoxFuture<'a, Result<Vec<SkillEntry>>>;
+    /// Writes `change` when the row is still at `expected_row_version` (`Stale` otherwise) and
+    /// returns the new row. The database refuses what a published version may not change.
+    fn update_skill<'a>(
+        &'a self,
+        id: &'a str,
+        expected_row_version: i32,
+        change: &'a SkillChange,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<SkillRecord>>;
+
+    /// Assigns a skill version to a principal; `false` (and no event) when it already was.
+    fn assign_skill<'a>(&'a self, assignment: &'a Assignment, event: &'a Event) -> BoxFuture<'a, Result<bool>>;
+    /// Takes an assignment back; `false` (and no event) when there was none.
+    fn unassign_skill<'a>(
+        &'a self,
+        principal_id: &'a str,
+        skill_id: &'a str,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<bool>>;
+    fn assignments<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Assignment>>>;
+
+    /// Records a package install and links its objects to it (an object another package linked
+    /// moves to this one).
+    fn record_install<'a>(
+        &'a self,
+        install: &'a PackageInstall,
+        objects: &'a [PackageObject],
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<()>>;
+    fn package_install<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<PackageInstall>>;
+    fn package_objects<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<PackageObject>>>;
+}
+
+/// The columns of a skill with its package, in the order [`skill_entry!`] reads them.
+const SKILL: &str = "SELECT s.id, s.name, s.version, s.description, s.protocol, s.config, s.input_schema, \
+     s.output_schema, s.side_effects, s.risk_level, s.contract, s.composition, s.status, s.row_version, \
+     s.created_at, s.updated_at, pi.key AS package_key, pi.version AS package_version, pi.install_hash, \
+     pi.installed_at, pi.installed_by \
+     FROM skills s \
+     LEFT JOIN package_objects po ON po.kind = 'Skill' AND po.object_key = s.name \
+     LEFT JOIN package_installs pi ON pi.key = po.package_key";
+
+const RETURNING: &str = "RETURNING id, name, version, description, protocol, config, input_schema, output_schema, \
+     side_effects, risk_level, contract, composition, status, row_version, created_at, updated_at";
+
+macro_rules! skill_record {
+    ($row:expr) => {
+        SkillRecord {
+            id: $row.try_get("id")?,
+            name: $row.try_get("name")?,
+            version: $row.try_get("version")?,
+            description: $row.try_get("description")?,
+            protocol: $row.try_get("protocol")?,
+            config: $row.try_get::<Json<Value>, _>("config")?.0,
+            input_schema: $row.try_get::<Option<Json<Value>>, _>("input_schema")?.map(|json| json.0),
+            output_schema: $row.try_get::<Option<Json<Value>>, _>("output_schema")?.map(|json| json.0),
+            side_effects: $row.try_get("side_effects")?,
+            risk_level: $row.try_get("risk_level")?,
+            contract: $row.try_get::<Option<Json<Value>>, _>("contract")?.map(|json| json.0),
+            composition: $row.try_get::<Option<Json<Value>>, _>("composition")?.map(|json| json.0),
+            status: $row.try_get("status")?,
+            row_version: $row.try_get("row_version")?,
+            created_at: $row.try_get("created_at")?,
+            updated_at: $row.try_get("updated_at")?,
+        }
+    };
+}
+
+macro_rules! skill_entry {
+    ($row:expr) => {{
+        let package = match $row.try_get::<Option<String>, _>("package_key")? {
+            None => None,
+            Some(key) => Some(PackageInstall {
+                key,
+                version: $row.try_get("package_version")?,
+                install_hash: $row.try_get("install_hash")?,
+                installed_at: $row.try_get("installed_at")?,
+                installed_by: $row.try_get("installed_by")?,
+            }),
+        };
+        SkillEntry { skill: skill_record!($row), package }
+    }};
+}
+
+macro_rules! catalog_store {
+    ($store:ty) => {
+        impl CatalogStore for $store {
+            fn insert_skill<'a>(&'a self, s: &'a SkillRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    sqlx::query(
+                        "INSERT INTO skills (id, name, version, description, protocol, config, input_schema, \
+                         output_schema, side_effects, risk_level, contract, composition, status, row_version, \
+                         created_at, updated_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                    )
+                    .bind(&s.id)
+                    .bind(&s.name)
+                    .bind(&s.version)
+                    .bind(&s.description)
+                    .bind(&s.protocol)
+                    .bind(Json(&s.config))
+                    .bind(s.input_schema.as_ref().map(Json))
+                    .bind(s.output_schema.as_ref().map(Json))
+                    .bind(&s.side_effects)
+                    .bind(&s.risk_level)
+                    .bind(s.contract.as_ref().map(Json))
+                    .bind(s.composition.as_ref().map(Json))
+                    .bind(&s.status)
+                    .bind(s.row_version)
+                    .bind(s.created_at)
+                    .bind(s.updated_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(())
+                })
+            }
+
+            fn skill<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
+                Box::pin(async move {
+                    let sql = sqlx::AssertSqlSafe(format!("{SKILL} WHERE s.id = $1"));
+                    let row = sqlx::query(sql).bind(id).fetch_one(self.read()).await?;
+                    Ok(skill_entry!(row))
+                })
+            }
+
+            fn skill_version<'a>(&'a self, name: &'a str, version: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
+                Box::pin(async move {
+                    let sql = sqlx::AssertSqlSafe(format!("{SKILL} WHERE s.name = $1 AND s.version = $2"));
+                    let row = sqlx::query(sql).bind(name).bind(version).fetch_one(self.read()).await?;
+                    Ok(skill_entry!(row))
+                })
+            }
+
+            fn newest_skill<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
+                Box::pin(async move {
+                    // Ids are UUIDv7: their order is the order of publication.
+                    let sql = sqlx::AssertSqlSafe(format!(
+                        "{SKILL} WHERE s.name = $1 AND s.status IN ('active', 'deprecated') \
+                         ORDER BY CASE s.status WHEN 'active' THEN 0 ELSE 1 END, s.created_at DESC, s.id DESC LIMIT 1"
+                    ));
+                    let row = sqlx::query(sql).bind(name).fetch_one(self.read()).await?;
+                    Ok(skill_entry!(row))
+                })
+            }
+
+            fn skills<'a>(&'a self, f: &'a SkillFilter) -> BoxFuture<'a, Result<Vec<SkillEntry>>> {
+                Box::pin(async move {
+                    let sql = sqlx::AssertSqlSafe(format!(
+                        "{SKILL} WHERE ($1 IS NULL OR s.name = $1) AND ($2 IS NULL OR s.status = $2) \
+                         AND ($3 IS NULL OR po.package_key = $3) AND ($4 IS NULL OR s.id > $4) \
+                         ORDER BY s.id LIMIT $5"
+                    ));
+                    let rows = sqlx::query(sql)
+                        .bind(&f.name)
+                        .bind(&f.status)
+                        .bind(&f.package)
+                        .bind(&f.after)
+                        .bind(i64::from(f.limit))
+                        .fetch_all(self.read())
+                        .await?;
+                    rows.iter().map(|row| Ok(skill_entry!(row))).collect()
+                })
+            }
+
+            fn update_skill<'a>(
+                &'a self,
+                id: &'a str,
+                expected_row_version: i32,
+                c: &'a SkillChange,
+                event: &'a Event,
+            ) -> BoxFuture<'a, Result<SkillRecord>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    let sql = sqlx::AssertSqlSafe(format!(
+                        "UPDATE skills SET description = $3, config = $4, input_schema = $5, output_schema = $6, \
+                         status = $7, contract = $8, row_version = row_version + 1, updated_at = $9 \
+                         WHERE id = $1 AND row_version = $2 {RETURNING}"
+                    ));
+                    let row = sqlx::query(sql)
+                        .bind(id)
+                        .bind(expected_row_version)
+                        .bind(&c.description)
+                        .bind(Json(&c.config))
+                        .bind(c.input_schema.as_ref().map(Json))
+                        .bind(c.output_schema.as_ref().map(Json))
+                        .bind(&c.status)
+                        .bind(c.contract.as_ref().map(Json))
+                        .bind(event.created_at)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    let Some(row) = row else {
+                        let exists = sqlx::query("SELECT row_version FROM skills WHERE id = $1")
+                            .bind(id)
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                        return Err(match exists {
+                            None => StoreError::new(ErrorKind::NotFound, format!("no skill {id}")),
+                            Some(row) => StoreError::new(
+                                ErrorKind::Stale,
+                                format!("skill {id} is at row version {}", row.try_get::<i32, _>(0)?),
+                            ),
+                        });
+                    };
+                    let skill = skill_record!(row);
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(skill)
+                })
+            }
+
+            fn assign_skill<'a>(&'a self, a: &'a Assignment, event: &'a Event) -> BoxFuture<'a, Result<bool>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    let done = sqlx::query(
+                        "INSERT INTO skill_assignments (principal_id, skill_id, metadata, created_at) \
+                         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    )
+                    .bind(&a.principal_id)
+                    .bind(&a.skill_id)
+                    .bind(Json(&a.metadata))
+                    .bind(a.created_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    if done.rows_affected() == 0 {
+                        return Ok(false);
+                    }
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(true)
+                })
+            }
+
+            fn unassign_skill<'a>(
+                &'a self,
+                principal_id: &'a str,
+                skill_id: &'a str,
+                event: &'a Event,
+            ) -> BoxFuture<'a, Result<bool>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    let done = sqlx::query("DELETE FROM skill_assignments WHERE principal_id = $1 AND skill_id = $2")
+                        .bind(principal_id)
+                        .bind(skill_id)
+                        .execute(&mut *tx)
+                        .await?;
+                    if done.rows_affected() == 0 {
+                        return Ok(false);
+                    }
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(true)
+                })
+            }
+
+            fn assignments<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Assignment>>> {
+                Box::pin(async move {
+                    let rows = sqlx::query(
+                        "SELECT principal_id, skill_id, metadata, created_at FROM skill_assignments \
+                         WHERE principal_id = $1 ORDER BY skill_id",
+                    )
+                    .bind(principal_id)
+                    .fetch_all(self.read())
+                    .await?;
+                    rows.iter()
+                        .map(|row| {
+                            Ok(Assignment {
+                                principal_id: row.try_get("principal_id")?,
+                                skill_id: row.try_get("skill_id")?,
+                                metadata: row.try_get::<Json<Value>, _>("metadata")?.0,
+                                created_at: row.try_get("created_at")?,
+                            })
+                        })
+                        .collect()
+                })
+            }
+
+            fn record_install<'a>(
+                &'a self,
+                install: &'a PackageInstall,
+                objects: &'a [PackageObject],
+                event: &'a Event,
+            ) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    sqlx::query(
+                        "INSERT INTO package_installs (key, version, install_hash, installed_at, installed_by) \
+                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO UPDATE SET version = excluded.version, \
+                         install_hash = excluded.install_hash, installed_at = excluded.installed_at, \
+                         installed_by = excluded.installed_by",
+                    )
+                    .bind(&install.key)
+                    .bind(&install.version)
+                    .bind(&install.install_hash)
+                    .bind(install.installed_at)
+                    .bind(&install.installed_by)
+                    .execute(&mut *tx)
+                    .await?;
+                    for object in objects {
+                        sqlx::query(
+                            "INSERT INTO package_objects (kind, object_key, package_key) VALUES ($1, $2, $3) \
+                             ON CONFLICT (kind, object_key) DO UPDATE SET package_key = excluded.package_key",
+                        )
+                        .bind(&object.kind)
+                        .bind(&object.key)
+                        .bind(&install.key)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(())
+                })
+            }
+
+            fn package_install<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<PackageInstall>> {
+                Box::pin(async move {
+                    let row = sqlx::query(
+                        "SELECT key, version, install_hash, installed_at, installed_by FROM package_installs \
+                         WHERE key = $1",
+                    )
+                    .bind(key)
+                    .fetch_one(self.read())
+                    .await?;
+                    Ok(PackageInstall {
+                        key: row.try_get("key")?,
+                        version: row.try_get("version")?,
+                        install_hash: row.try_get("install_hash")?,
+                        installed_at: row.try_get("installed_at")?,
+                        installed_by: row.try_get("installed_by")?,
+                    })
+                })
+            }
+
+            fn package_objects<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<PackageObject>>> {
+                Box::pin(async move {
+                    let rows = sqlx::query(
+                        "SELECT kind, object_key FROM package_objects WHERE package_key = $1 ORDER BY kind, object_key",
+                    )
+                    .bind(key)
+                    .fetch_all(self.read())
+                    .await?;
+                    rows.iter()
+                        .map(|row| Ok(PackageObject { kind: row.try_get("kind")?, key: row.try_get("object_key")? }))
+                        .collect()
+                })
+            }
+        }
+    };
+}
+
+catalog_store!(SqliteStore);
+catalog_store!(PgStore);

@@ -1,0 +1,87 @@
+//! Backend errors mapped, in this one place, to a neutral kind the engine can act on.
+
+use std::fmt;
+
+/// What went wrong, whatever the backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The row is not there.
+    NotFound,
+    /// A unique key is taken (`name@version`, a token hash, a principal's name, …).
+    Conflict,
+    /// The row changed since it was read (its `row_version` moved).
+    Stale,
+    /// A database guard refused the change: `code` is the guard's code (`skill_version_immutable`,
+    /// `invalid_status_transition`, `events_append_only`, `row_version_required`).
+    Refused(&'static str),
+    /// A constraint refused the row (a check or a reference): a bug in the caller's validation.
+    Invalid,
+    /// The database cannot be reached or is overloaded; retrying later may help.
+    Unavailable,
+    /// Anything else.
+    Internal,
+}
+
+/// A store failure: its kind and a message for the logs.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct StoreError {
+    kind: ErrorKind,
+    message: String,
+}
+
+/// The codes the database's guards raise, as the first word of their message.
+const GUARD_CODES: &[&str] =
+    &["skill_version_immutable", "invalid_status_transition", "events_append_only", "row_version_required"];
+
+impl StoreError {
+    pub fn new(kind: ErrorKind, message: impl fmt::Display) -> Self {
+        Self { kind, message: message.to_string() }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        let kind = match &error {
+            sqlx::Error::RowNotFound => ErrorKind::NotFound,
+            sqlx::Error::Database(database) => database_kind(database.as_ref()),
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed
+            | sqlx::Error::Protocol(_) => ErrorKind::Unavailable,
+            _ => ErrorKind::Internal,
+        };
+        Self::new(kind, error)
+    }
+}
+
+fn database_kind(error: &dyn sqlx::error::DatabaseError) -> ErrorKind {
+    let message = error.message();
+    if let Some(code) = GUARD_CODES.iter().find(|code| message.starts_with(*code)) {
+        return ErrorKind::Refused(code);
+    }
+    match error.kind() {
+        sqlx::error::ErrorKind::UniqueViolation => ErrorKind::Conflict,
+        sqlx::error::ErrorKind::ForeignKeyViolation
+        | sqlx::error::ErrorKind::NotNullViolation
+        | sqlx::error::ErrorKind::CheckViolation => ErrorKind::Invalid,
+        _ => match error.code().as_deref() {
+            // SQLite: busy / locked; PostgreSQL: serialization failure, deadlock, admin shutdown,
+            // cannot connect now, too many connections.
+            Some("5" | "6" | "517" | "40001" | "40P01" | "57P01" | "57P03" | "53300") => ErrorKind::Unavailable,
+            _ => ErrorKind::Internal,
+        },
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

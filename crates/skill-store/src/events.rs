@@ -1,0 +1,78 @@
+//! The events journal: written inside the transaction of the change it records, read in order.
+
+use futures::future::BoxFuture;
+use sqlx::Row as _;
+use sqlx::types::Json;
+
+use crate::backend::{PgStore, SqliteStore};
+use crate::error::Result;
+use crate::records::Event;
+
+/// Reading the journal.
+pub trait Journal: Send + Sync {
+    /// Events after `after_seq` (0 for the first), oldest first, of one subject when given.
+    fn events<'a>(&'a self, after_seq: i64, subject: Option<&'a str>, limit: u32) -> BoxFuture<'a, Result<Vec<Event>>>;
+}
+
+/// Appends `$event` inside the transaction `$tx`.
+macro_rules! insert {
+    ($tx:ident, $event:expr) => {{
+        let event: &$crate::records::Event = $event;
+        sqlx::query(
+            "INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&event.id)
+        .bind(&event.kind)
+        .bind(&event.subject)
+        .bind(sqlx::types::Json(&event.data))
+        .bind(&event.actor_id)
+        .bind(&event.request_id)
+        .bind(event.created_at)
+        .execute(&mut *$tx)
+        .await?;
+    }};
+}
+pub(crate) use insert;
+
+macro_rules! journal {
+    ($store:ty) => {
+        impl Journal for $store {
+            fn events<'a>(
+                &'a self,
+                after_seq: i64,
+                subject: Option<&'a str>,
+                limit: u32,
+            ) -> BoxFuture<'a, Result<Vec<Event>>> {
+                Box::pin(async move {
+                    let rows = sqlx::query(
+                        "SELECT seq, id, kind, subject, data, actor_id, request_id, created_at FROM events \
+                         WHERE seq > $1 AND ($2 IS NULL OR subject = $2) ORDER BY seq LIMIT $3",
+                    )
+                    .bind(after_seq)
+                    .bind(subject)
+                    .bind(i64::from(limit))
+                    .fetch_all(self.read())
+                    .await?;
+                    rows.iter()
+                        .map(|row| {
+                            Ok(Event {
+                                seq: row.try_get("seq")?,
+                                id: row.try_get("id")?,
+                                kind: row.try_get("kind")?,
+                                subject: row.try_get("subject")?,
+                                data: row.try_get::<Json<serde_json::Value>, _>("data")?.0,
+                                actor_id: row.try_get("actor_id")?,
+                                request_id: row.try_get("request_id")?,
+                                created_at: row.try_get("created_at")?,
+                            })
+                        })
+                        .collect()
+                })
+            }
+        }
+    };
+}
+
+journal!(SqliteStore);
+journal!(PgStore);

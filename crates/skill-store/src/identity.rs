@@ -1,0 +1,308 @@
+//! Principals, their access tokens, workspaces and grants — written once for both backends.
+
+use futures::future::BoxFuture;
+use sqlx::Row as _;
+
+use crate::backend::{PgStore, SqliteStore};
+use crate::error::Result;
+use crate::records::{AccessToken, Event, Grant, Principal, Time, Workspace};
+
+/// Who may act, and with which permissions.
+pub trait IdentityStore: Send + Sync {
+    /// Creates a principal; `Conflict` when the name is taken.
+    fn create_principal<'a>(&'a self, principal: &'a Principal, event: &'a Event) -> BoxFuture<'a, Result<()>>;
+    fn principal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Principal>>;
+    fn principal_by_name<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Principal>>;
+    fn principals(&self) -> BoxFuture<'_, Result<Vec<Principal>>>;
+
+    fn create_token<'a>(&'a self, token: &'a AccessToken, event: &'a Event) -> BoxFuture<'a, Result<()>>;
+    /// The token with this hash and its principal, whatever their state: the caller decides
+    /// whether a revoked or expired token or a disabled principal may act.
+    fn token_by_hash<'a>(&'a self, hash: &'a str) -> BoxFuture<'a, Result<(AccessToken, Principal)>>;
+    /// Revokes a token; `NotFound` when there is none with this id or it was already revoked.
+    fn revoke_token<'a>(&'a self, id: &'a str, at: Time, event: &'a Event) -> BoxFuture<'a, Result<()>>;
+    fn tokens<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<AccessToken>>>;
+
+    fn create_workspace<'a>(&'a self, workspace: &'a Workspace, event: &'a Event) -> BoxFuture<'a, Result<()>>;
+    fn workspace_by_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Workspace>>;
+    fn workspaces(&self) -> BoxFuture<'_, Result<Vec<Workspace>>>;
+
+    /// Adds a grant; `false` (and no event) when the principal already held it there.
+    fn add_grant<'a>(&'a self, grant: &'a Grant, event: &'a Event) -> BoxFuture<'a, Result<bool>>;
+    /// Removes a grant; `false` (and no event) when there was none.
+    fn remove_grant<'a>(
+        &'a self,
+        principal_id: &'a str,
+        workspace_id: Option<&'a str>,
+        permission: &'a str,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<bool>>;
+    fn grants<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Grant>>>;
+}
+
+/// Decodes a row of `principals`.
+macro_rules! principal {
+    ($row:expr) => {
+        Principal {
+            id: $row.try_get("id")?,
+            kind: $row.try_get("kind")?,
+            name: $row.try_get("name")?,
+            display_name: $row.try_get("display_name")?,
+            created_at: $row.try_get("created_at")?,
+            disabled_at: $row.try_get("disabled_at")?,
+        }
+    };
+}
+
+macro_rules! token {
+    ($row:expr) => {
+        AccessToken {
+            id: $row.try_get("token_id")?,
+            principal_id: $row.try_get("principal_id")?,
+            token_hash: $row.try_get("token_hash")?,
+            label: $row.try_get("label")?,
+            created_at: $row.try_get("token_created_at")?,
+            expires_at: $row.try_get("expires_at")?,
+            revoked_at: $row.try_get("revoked_at")?,
+        }
+    };
+}
+
+macro_rules! workspace {
+    ($row:expr) => {
+        Workspace {
+            id: $row.try_get("id")?,
+            key: $row.try_get("key")?,
+            name: $row.try_get("name")?,
+            created_at: $row.try_get("created_at")?,
+        }
+    };
+}
+
+const PRINCIPAL: &str = "SELECT id, kind, name, display_name, created_at, disabled_at FROM principals";
+const TOKEN: &str = "SELECT id AS token_id, principal_id, token_hash, label, created_at AS token_created_at, \
+                     expires_at, revoked_at FROM access_tokens";
+
+macro_rules! identity_store {
+    ($store:ty) => {
+        impl IdentityStore for $store {
+            fn create_principal<'a>(&'a self, p: &'a Principal, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    sqlx::query(
+                        "INSERT INTO principals (id, kind, name, display_name, created_at, disabled_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                    )
+                    .bind(&p.id)
+                    .bind(&p.kind)
+                    .bind(&p.name)
+                    .bind(&p.display_name)
+                    .bind(p.created_at)
+                    .bind(p.disabled_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(())
+                })
+            }
+
+            fn principal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Principal>> {
+                Box::pin(async move {
+                    let sql = sqlx::AssertSqlSafe(format!("{PRINCIPAL} WHERE id = $1"));
+                    let row = sqlx::query(sql).bind(id).fetch_one(self.read()).await?;
+                    Ok(principal!(row))
+                })
+            }
+
+            fn principal_by_name<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Principal>> {
+                Box::pin(async move {
+                    let sql = sqlx::AssertSqlSafe(format!("{PRINCIPAL} WHERE name = $1"));
+                    let row = sqlx::query(sql).bind(name).fetch_one(self.read()).await?;
+                    Ok(principal!(row))
+                })
+            }
+
+            fn principals(&self) -> BoxFuture<'_, Result<Vec<Principal>>> {
+                Box::pin(async move {
+                    let sql = sqlx::AssertSqlSafe(format!("{PRINCIPAL} ORDER BY name"));
+                    let rows = sqlx::query(sql).fetch_all(self.read()).await?;
+                    rows.iter().map(|row| Ok(principal!(row))).collect()
+                })
+            }
+
+            fn create_token<'a>(&'a self, t: &'a AccessToken, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    sqlx::query(
+                        "INSERT INTO access_tokens (id, principal_id, token_hash, label, created_at, expires_at, \
+                         revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    )
+                    .bind(&t.id)
+                    .bind(&t.principal_id)
+                    .bind(&t.token_hash)
+                    .bind(&t.label)
+                    .bind(t.created_at)
+                    .bind(t.expires_at)
+                    .bind(t.revoked_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(())
+                })
+            }
+
+            fn token_by_hash<'a>(&'a self, hash: &'a str) -> BoxFuture<'a, Result<(AccessToken, Principal)>> {
+                Box::pin(async move {
+                    let row = sqlx::query(
+                        "SELECT t.id AS token_id, t.principal_id, t.token_hash, t.label, \
+                         t.created_at AS token_created_at, t.expires_at, t.revoked_at, p.id, p.kind, p.name, \
+                         p.display_name, p.created_at, p.disabled_at \
+                         FROM access_tokens t JOIN principals p ON p.id = t.principal_id WHERE t.token_hash = $1",
+                    )
+                    .bind(hash)
+                    .fetch_one(self.read())
+                    .await?;
+                    Ok((token!(row), principal!(row)))
+                })
+            }
+
+            fn revoke_token<'a>(&'a self, id: &'a str, at: Time, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    let done = sqlx::query("UPDATE access_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL")
+                        .bind(id)
+                        .bind(at)
+                        .execute(&mut *tx)
+                        .await?;
+                    if done.rows_affected() == 0 {
+                        return Err(sqlx::Error::RowNotFound.into());
+                    }
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(())
+                })
+            }
+
+            fn tokens<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<AccessToken>>> {
+                Box::pin(async move {
+                    let sql = sqlx::AssertSqlSafe(format!("{TOKEN} WHERE principal_id = $1 ORDER BY id"));
+                    let rows = sqlx::query(sql).bind(principal_id).fetch_all(self.read()).await?;
+                    rows.iter().map(|row| Ok(token!(row))).collect()
+                })
+            }
+
+            fn create_workspace<'a>(&'a self, w: &'a Workspace, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    sqlx::query("INSERT INTO workspaces (id, key, name, created_at) VALUES ($1, $2, $3, $4)")
+                        .bind(&w.id)
+                        .bind(&w.key)
+                        .bind(&w.name)
+                        .bind(w.created_at)
+                        .execute(&mut *tx)
+                        .await?;
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(())
+                })
+            }
+
+            fn workspace_by_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Workspace>> {
+                Box::pin(async move {
+                    let row = sqlx::query("SELECT id, key, name, created_at FROM workspaces WHERE key = $1")
+                        .bind(key)
+                        .fetch_one(self.read())
+                        .await?;
+                    Ok(workspace!(row))
+                })
+            }
+
+            fn workspaces(&self) -> BoxFuture<'_, Result<Vec<Workspace>>> {
+                Box::pin(async move {
+                    let rows = sqlx::query("SELECT id, key, name, created_at FROM workspaces ORDER BY key")
+                        .fetch_all(self.read())
+                        .await?;
+                    rows.iter().map(|row| Ok(workspace!(row))).collect()
+                })
+            }
+
+            fn add_grant<'a>(&'a self, g: &'a Grant, event: &'a Event) -> BoxFuture<'a, Result<bool>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    let done = sqlx::query(
+                        "INSERT INTO grants (id, principal_id, workspace_id, permission, created_at) \
+                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                    )
+                    .bind(&g.id)
+                    .bind(&g.principal_id)
+                    .bind(&g.workspace_id)
+                    .bind(&g.permission)
+                    .bind(g.created_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    if done.rows_affected() == 0 {
+                        return Ok(false);
+                    }
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(true)
+                })
+            }
+
+            fn remove_grant<'a>(
+                &'a self,
+                principal_id: &'a str,
+                workspace_id: Option<&'a str>,
+                permission: &'a str,
+                event: &'a Event,
+            ) -> BoxFuture<'a, Result<bool>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    let done = sqlx::query(
+                        "DELETE FROM grants WHERE principal_id = $1 AND COALESCE(workspace_id, '') = COALESCE($2, '') \
+                         AND permission = $3",
+                    )
+                    .bind(principal_id)
+                    .bind(workspace_id)
+                    .bind(permission)
+                    .execute(&mut *tx)
+                    .await?;
+                    if done.rows_affected() == 0 {
+                        return Ok(false);
+                    }
+                    crate::events::insert!(tx, event);
+                    tx.commit().await?;
+                    Ok(true)
+                })
+            }
+
+            fn grants<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Grant>>> {
+                Box::pin(async move {
+                    let rows = sqlx::query(
+                        "SELECT id, principal_id, workspace_id, permission, created_at FROM grants \
+                         WHERE principal_id = $1 ORDER BY permission, workspace_id",
+                    )
+                    .bind(principal_id)
+                    .fetch_all(self.read())
+                    .await?;
+                    rows.iter()
+                        .map(|row| {
+                            Ok(Grant {
+                                id: row.try_get("id")?,
+                                principal_id: row.try_get("principal_id")?,
+                                workspace_id: row.try_get("workspace_id")?,
+                                permission: row.try_get("permission")?,
+                                created_at: row.try_get("created_at")?,
+                            })
+                        })
+                        .collect()
+                })
+            }
+        }
+    };
+}
+
+identity_store!(SqliteStore);
+identity_store!(PgStore);

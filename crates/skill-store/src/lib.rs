@@ -1,0 +1,116 @@
+//! The core's storage: one [`Store`] trait with two backends that mirror each other — SQLite in
+//! WAL mode (embedded, the default: a file, nothing to set up) and PostgreSQL (shared by core
+//! replicas). SQL text lives in this crate only.
+//!
+//! | what | where |
+//! |---|---|
+//! | opening a database, migrations | [`open`], [`SqliteStore::open`], [`PgStore::open`] |
+//! | principals, tokens, workspaces, grants | [`IdentityStore`] |
+//! | skill versions, assignments, package installs | [`CatalogStore`] |
+//! | the events journal | [`Journal`] |
+//! | the rows | [`records`] |
+//! | errors, one neutral kind per failure | [`StoreError`], [`ErrorKind`] |
+//!
+//! Every write is one transaction that also appends its event to the journal. The database
+//! itself guards what must never change: a published skill version (triggers on both backends
+//! refuse any other change than the mutable fields, a backward status move, or a delete) and
+//! the journal (append-only).
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use skill_store::{Backend, Store};
+//!
+//! let folder = std::env::temp_dir().join(format!("skill-store-doc-{}", std::process::id()));
+//! let store = skill_store::open(folder.to_str().unwrap(), &Default::default()).await.unwrap();
+//! assert_eq!(store.backend(), Backend::Sqlite);
+//! store.ping().await.unwrap();
+//! # std::fs::remove_dir_all(folder).unwrap();
+//! # });
+//! ```
+
+mod backend;
+mod catalog;
+mod error;
+mod events;
+mod identity;
+pub mod records;
+
+use std::path::{Path, PathBuf};
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+pub use backend::{PgStore, SqliteStore, StoreOptions};
+pub use catalog::CatalogStore;
+pub use error::{ErrorKind, Result, StoreError};
+pub use events::Journal;
+pub use identity::IdentityStore;
+
+/// The file a data directory holds.
+pub const SQLITE_FILE: &str = "core.db";
+
+/// Which database a store speaks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Everything the core stores.
+pub trait Store: IdentityStore + CatalogStore + Journal + std::fmt::Debug {
+    fn backend(&self) -> Backend;
+    /// Answers when the database does (`/readyz`).
+    fn ping(&self) -> BoxFuture<'_, Result<()>>;
+}
+
+impl Store for SqliteStore {
+    fn backend(&self) -> Backend {
+        Backend::Sqlite
+    }
+
+    fn ping(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            sqlx::query("SELECT 1").execute(&self.reader).await?;
+            Ok(())
+        })
+    }
+}
+
+impl Store for PgStore {
+    fn backend(&self) -> Backend {
+        Backend::Postgres
+    }
+
+    fn ping(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            sqlx::query("SELECT 1").execute(&self.pool).await?;
+            Ok(())
+        })
+    }
+}
+
+/// Opens the database `target` names: a `postgres://` or `postgresql://` URL, or else a SQLite
+/// data directory (created when missing; the database is its file [`SQLITE_FILE`]) or a path
+/// ending in `.db`, `.sqlite` or `.sqlite3` (the file itself). Migrations are applied.
+pub async fn open(target: &str, options: &StoreOptions) -> Result<Arc<dyn Store>> {
+    if target.starts_with("postgres://") || target.starts_with("postgresql://") {
+        return Ok(Arc::new(PgStore::open(target, options).await?));
+    }
+    let path = sqlite_path(target)?;
+    Ok(Arc::new(SqliteStore::open(&path, options).await?))
+}
+
+fn sqlite_path(target: &str) -> Result<PathBuf> {
+    let target = target.strip_prefix("sqlite:").unwrap_or(target);
+    if target.is_empty() {
+        return Err(StoreError::new(
+            ErrorKind::Invalid,
+            "no database given: pass a data directory or a postgres:// URL",
+        ));
+    }
+    let path = Path::new(target);
+    let is_file =
+        path.extension().is_some_and(|extension| matches!(extension.to_str(), Some("db" | "sqlite" | "sqlite3")));
+    Ok(if is_file { path.to_path_buf() } else { path.join(SQLITE_FILE) })
+}

@@ -1,0 +1,165 @@
+//! The rows the store reads and writes: plain data, checked by the engine before they get here
+//! and by the database's constraints when they arrive.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+/// A point in time, always UTC.
+pub type Time = DateTime<Utc>;
+
+/// Who acts: a person, an agent or an executor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub id: String,
+    /// `person`, `agent` or `executor`.
+    pub kind: String,
+    /// Unique, 1..200 characters.
+    pub name: String,
+    pub display_name: String,
+    pub created_at: Time,
+    pub disabled_at: Option<Time>,
+}
+
+/// A personal access token. Only its hash is stored; the token itself is shown once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessToken {
+    pub id: String,
+    pub principal_id: String,
+    /// Hex SHA-256 of the token.
+    pub token_hash: String,
+    pub label: String,
+    pub created_at: Time,
+    pub expires_at: Option<Time>,
+    pub revoked_at: Option<Time>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    pub id: String,
+    /// Unique, 1..100 characters.
+    pub key: String,
+    pub name: String,
+    pub created_at: Time,
+}
+
+/// A permission held by a principal in one workspace, or in all of them when `workspace_id` is
+/// `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub id: String,
+    pub principal_id: String,
+    pub workspace_id: Option<String>,
+    pub permission: String,
+    pub created_at: Time,
+}
+
+/// One skill version as stored. Exactly one of three shapes: a leaf (`contract` with its policy
+/// columns and protocol), a composite (`composition`, no protocol), or a catalog row (a protocol,
+/// neither document).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillRecord {
+    pub id: String,
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    pub protocol: Option<String>,
+    pub config: Value,
+    pub input_schema: Option<Value>,
+    pub output_schema: Option<Value>,
+    pub side_effects: Option<String>,
+    pub risk_level: Option<String>,
+    pub contract: Option<Value>,
+    /// `{"includes": [...], "tools": [...]}` of a composite.
+    pub composition: Option<Value>,
+    /// `active`, `deprecated` or `disabled`.
+    pub status: String,
+    pub row_version: i32,
+    pub created_at: Time,
+    pub updated_at: Time,
+}
+
+/// A skill record with the package that installed its name, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillEntry {
+    pub skill: SkillRecord,
+    pub package: Option<PackageInstall>,
+}
+
+/// What a change of a skill version writes: the new values of every field that may change. The
+/// database refuses anything else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillChange {
+    pub description: String,
+    pub config: Value,
+    pub input_schema: Option<Value>,
+    pub output_schema: Option<Value>,
+    pub status: String,
+    pub contract: Option<Value>,
+}
+
+impl SkillChange {
+    /// The change that writes back what `skill` holds now.
+    pub fn from_record(skill: &SkillRecord) -> Self {
+        Self {
+            description: skill.description.clone(),
+            config: skill.config.clone(),
+            input_schema: skill.input_schema.clone(),
+            output_schema: skill.output_schema.clone(),
+            status: skill.status.clone(),
+            contract: skill.contract.clone(),
+        }
+    }
+}
+
+/// Which skill versions a listing returns, oldest first, after the cursor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SkillFilter {
+    pub name: Option<String>,
+    pub status: Option<String>,
+    /// Only skills whose name a package installed.
+    pub package: Option<String>,
+    /// The id of the last row of the previous page.
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assignment {
+    pub principal_id: String,
+    pub skill_id: String,
+    pub metadata: Value,
+    pub created_at: Time,
+}
+
+/// The last install of a package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageInstall {
+    pub key: String,
+    pub version: String,
+    pub install_hash: String,
+    pub installed_at: Time,
+    pub installed_by: Option<String>,
+}
+
+/// An object a package links: `kind` (`Skill`, …) and its key (a skill's name).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PackageObject {
+    pub kind: String,
+    pub key: String,
+}
+
+/// One entry of the events journal, written in the same transaction as the change it records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Assigned by the database; 0 on an event not yet written.
+    pub seq: i64,
+    pub id: String,
+    /// `skill.registered`, `skill.updated`, …
+    pub kind: String,
+    /// What changed: `skill:<id>`, `principal:<id>`, `package:<key>`, …
+    pub subject: String,
+    pub data: Value,
+    pub actor_id: Option<String>,
+    pub request_id: Option<String>,
+    pub created_at: Time,
+}

@@ -1,0 +1,48 @@
+//! The store's conformance suite: every case runs on SQLite and on PostgreSQL.
+//!
+//! PostgreSQL comes from `SKILL_TEST_POSTGRES_URL` (a superuser URL; each case creates its own
+//! database); `cargo xtask test -p skill-store` starts a throwaway server and sets it.
+
+#[path = "conformance/cases.rs"]
+mod cases;
+#[path = "conformance/fixture.rs"]
+mod fixture;
+#[path = "conformance/guards.rs"]
+mod guards;
+
+macro_rules! conformance {
+    ($($module:ident :: $case:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test]
+            async fn $case() {
+                crate::$module::$case(crate::fixture::sqlite().await).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test]
+            async fn $case() {
+                crate::$module::$case(crate::fixture::postgres().await).await;
+            })*
+        }
+    };
+}
+
+conformance!(
+    cases::migrations_apply_once_and_reopen,
+    cases::principals_have_unique_names,
+    cases::tokens_are_found_by_hash_and_revoked_once,
+    cases::grants_are_idempotent_per_workspace,
+    cases::skills_are_published_once_per_version,
+    cases::bare_names_resolve_to_the_newest_active_version,
+    cases::listings_page_in_publication_order_with_filters,
+    cases::changes_need_the_current_row_version,
+    cases::assignments_are_idempotent,
+    cases::package_installs_link_skills_by_name,
+    cases::the_journal_holds_every_change_in_order,
+    guards::a_published_contract_cannot_change_even_by_sql,
+    guards::only_the_endpoint_of_a_contract_moves_and_stays_a_string,
+    guards::status_moves_only_forward,
+    guards::schemas_freeze_with_a_contract_and_stay_mutable_without,
+    guards::published_versions_and_events_are_never_deleted_or_rewritten,
+    guards::row_shapes_are_checked_by_the_database,
+);

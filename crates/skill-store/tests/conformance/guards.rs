@@ -1,0 +1,183 @@
+//! The database's own guards: what no code path — the store's or an operator's SQL — can do.
+
+use serde_json::json;
+use skill_store::ErrorKind;
+use skill_store::records::SkillChange;
+
+use crate::fixture::{Db, Raw, catalog_row, contract, event, leaf, publish};
+
+/// Runs the SQLite or the PostgreSQL spelling of one statement and returns the refusal's text.
+async fn refused(db: &Db, sqlite: &str, postgres: &str) -> String {
+    let sql = match db.raw {
+        Raw::Sqlite(_) => sqlite,
+        Raw::Postgres(_) => postgres,
+    };
+    match db.raw.execute(sql).await {
+        Ok(rows) => panic!("`{sql}` changed {rows} rows"),
+        Err(error) => error.to_string(),
+    }
+}
+
+pub(crate) async fn a_published_contract_cannot_change_even_by_sql(db: Db) {
+    let skill = leaf("claim.send_reply", "1");
+    publish(&db, &skill).await;
+    let id = &skill.id;
+    let error = refused(
+        &db,
+        &format!(
+            "UPDATE skills SET contract = json_set(contract, '$.timeoutSeconds', 5), row_version = row_version + 1 \
+             WHERE id = '{id}'"
+        ),
+        &format!(
+            "UPDATE skills SET contract = jsonb_set(contract, '{{timeoutSeconds}}', '5'), \
+             row_version = row_version + 1 WHERE id = '{id}'"
+        ),
+    )
+    .await;
+    assert!(error.contains("skill_version_immutable"), "{error}");
+    for column in ["risk_level = 'high'", "side_effects = 'none'", "name = 'x'", "version = '9'", "protocol = 'mcp'"] {
+        let sql = format!("UPDATE skills SET {column}, row_version = row_version + 1 WHERE id = '{id}'");
+        let error = refused(&db, &sql, &sql).await;
+        assert!(error.contains("skill_version_immutable"), "{column}: {error}");
+    }
+    let sql = format!("UPDATE skills SET contract = NULL, row_version = row_version + 1 WHERE id = '{id}'");
+    assert!(refused(&db, &sql, &sql).await.contains("skill_version_immutable"), "a contract never disappears");
+    let sql = format!("UPDATE skills SET description = 'quiet' WHERE id = '{id}'");
+    assert!(refused(&db, &sql, &sql).await.contains("row_version_required"), "every change moves the row version");
+
+    // Through the store: the same refusal, as a neutral kind.
+    let mut changed = skill.contract.clone().expect("a contract");
+    changed["timeoutSeconds"] = json!(5);
+    let change = SkillChange { contract: Some(changed), ..SkillChange::from_record(&skill) };
+    let error = db.store.update_skill(id, 1, &change, &event("skill.updated", "s")).await.expect_err("refused");
+    assert_eq!(error.kind(), ErrorKind::Refused("skill_version_immutable"), "{error}");
+    let read = db.store.skill(id).await.expect("read").skill;
+    assert_eq!((read.contract, read.row_version), (skill.contract.clone(), 1), "nothing changed");
+}
+
+pub(crate) async fn only_the_endpoint_of_a_contract_moves_and_stays_a_string(db: Db) {
+    let skill = leaf("claim.send_reply", "1");
+    publish(&db, &skill).await;
+    let moved =
+        SkillChange { contract: Some(contract("https://skills.example/b")), ..SkillChange::from_record(&skill) };
+    let read = db.store.update_skill(&skill.id, 1, &moved, &event("skill.updated", "s")).await.expect("moved");
+    assert_eq!(
+        read.contract.as_ref().map(|c| c["implementation"]["endpoint"].clone()),
+        Some(json!("https://skills.example/b"))
+    );
+    let mut not_a_string = contract("x");
+    not_a_string["implementation"]["endpoint"] = json!(7);
+    let change = SkillChange { contract: Some(not_a_string), ..SkillChange::from_record(&read) };
+    let error = db.store.update_skill(&skill.id, 2, &change, &event("skill.updated", "s")).await.expect_err("refused");
+    assert_eq!(error.kind(), ErrorKind::Refused("skill_version_immutable"), "{error}");
+    let id = &skill.id;
+    let error = refused(
+        &db,
+        &format!(
+            "UPDATE skills SET contract = json_set(contract, '$.implementation.endpoint', NULL), \
+             row_version = row_version + 1 WHERE id = '{id}'"
+        ),
+        &format!(
+            "UPDATE skills SET contract = jsonb_set(contract, '{{implementation,endpoint}}', 'null'), \
+             row_version = row_version + 1 WHERE id = '{id}'"
+        ),
+    )
+    .await;
+    assert!(error.contains("skill_version_immutable"), "{error}");
+}
+
+pub(crate) async fn status_moves_only_forward(db: Db) {
+    let skill = leaf("claim.classify", "1");
+    publish(&db, &skill).await;
+    let to = |status: &str, from: &skill_store::records::SkillRecord| SkillChange {
+        status: status.to_owned(),
+        ..SkillChange::from_record(from)
+    };
+    let deprecated = db
+        .store
+        .update_skill(&skill.id, 1, &to("deprecated", &skill), &event("skill.updated", "s"))
+        .await
+        .expect("forward");
+    let error = db
+        .store
+        .update_skill(&skill.id, 2, &to("active", &deprecated), &event("skill.updated", "s"))
+        .await
+        .expect_err("refused");
+    assert_eq!(error.kind(), ErrorKind::Refused("invalid_status_transition"), "{error}");
+    let disabled = db
+        .store
+        .update_skill(&skill.id, 2, &to("disabled", &deprecated), &event("skill.updated", "s"))
+        .await
+        .expect("on");
+    for back in ["active", "deprecated"] {
+        let error = db
+            .store
+            .update_skill(&skill.id, 3, &to(back, &disabled), &event("skill.updated", "s"))
+            .await
+            .expect_err("refused");
+        assert_eq!(error.kind(), ErrorKind::Refused("invalid_status_transition"), "{back}: {error}");
+    }
+    let sql = format!("UPDATE skills SET status = 'active', row_version = row_version + 1 WHERE id = '{}'", skill.id);
+    assert!(refused(&db, &sql, &sql).await.contains("invalid_status_transition"));
+}
+
+pub(crate) async fn schemas_freeze_with_a_contract_and_stay_mutable_without(db: Db) {
+    let leaf = leaf("claim.classify", "1");
+    let row = catalog_row("legacy.tool", "1");
+    publish(&db, &leaf).await;
+    publish(&db, &row).await;
+    let schema = Some(json!({"type": "object", "required": ["x"]}));
+    let change = SkillChange { input_schema: schema.clone(), ..SkillChange::from_record(&leaf) };
+    let error = db.store.update_skill(&leaf.id, 1, &change, &event("skill.updated", "s")).await.expect_err("refused");
+    assert_eq!(error.kind(), ErrorKind::Refused("skill_version_immutable"), "{error}");
+    let change =
+        SkillChange { input_schema: schema.clone(), config: json!({"a": 1}), ..SkillChange::from_record(&row) };
+    let updated = db.store.update_skill(&row.id, 1, &change, &event("skill.updated", "s")).await.expect("mutable");
+    assert_eq!(updated.input_schema, schema);
+}
+
+pub(crate) async fn published_versions_and_events_are_never_deleted_or_rewritten(db: Db) {
+    let skill = leaf("claim.classify", "1");
+    publish(&db, &skill).await;
+    let sql = format!("DELETE FROM skills WHERE id = '{}'", skill.id);
+    assert!(refused(&db, &sql, &sql).await.contains("skill_version_immutable"));
+    let sql = "UPDATE events SET kind = 'skill.forged'";
+    assert!(refused(&db, sql, sql).await.contains("events_append_only"));
+    let sql = "DELETE FROM events";
+    assert!(refused(&db, sql, sql).await.contains("events_append_only"));
+    assert_eq!(db.store.events(0, None, 10).await.expect("events").len(), 1);
+}
+
+pub(crate) async fn row_shapes_are_checked_by_the_database(db: Db) {
+    // A contract without its policy columns, a composite with a protocol, an unknown status.
+    let no_policy = skill_store::records::SkillRecord { side_effects: None, ..leaf("a.b", "1") };
+    let composite_with_protocol = skill_store::records::SkillRecord {
+        contract: None,
+        composition: Some(json!({"includes": ["a.b@1"], "tools": []})),
+        ..leaf("a.c", "1")
+    };
+    let odd_status = skill_store::records::SkillRecord { status: "paused".to_owned(), ..leaf("a.d", "1") };
+    let wrong_protocol = skill_store::records::SkillRecord { protocol: Some("mcp".to_owned()), ..leaf("a.e", "1") };
+    for (label, skill) in [
+        ("no policy", no_policy),
+        ("composite with protocol", composite_with_protocol),
+        ("odd status", odd_status),
+        ("protocol differs from the contract", wrong_protocol),
+    ] {
+        let error = db.store.insert_skill(&skill, &event("skill.registered", "s")).await.expect_err("refused");
+        assert_eq!(error.kind(), ErrorKind::Invalid, "{label}: {error}");
+    }
+    let composite = skill_store::records::SkillRecord {
+        protocol: None,
+        contract: None,
+        side_effects: None,
+        risk_level: None,
+        input_schema: None,
+        output_schema: None,
+        composition: Some(json!({"includes": ["a.b@1"], "tools": []})),
+        ..leaf("a.f", "1")
+    };
+    publish(&db, &composite).await;
+    let read = db.store.skill(&composite.id).await.expect("composite").skill;
+    assert_eq!(read.composition, composite.composition);
+}

@@ -1,0 +1,115 @@
+//! A throwaway PostgreSQL server for the tests: installed from Debian's packages when missing,
+//! initialised in a temporary folder, listening on a free loopback port, stopped and removed when
+//! dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::run;
+
+/// A running server; its URL reaches the `postgres` superuser's `postgres` database.
+pub(crate) struct Postgres {
+    bin: PathBuf,
+    root: PathBuf,
+    data: PathBuf,
+    pub(crate) url: String,
+}
+
+impl Postgres {
+    /// Installs (if needed), initialises and starts a server.
+    pub(crate) fn start() -> Result<Self> {
+        let bin = match find_bin() {
+            Some(bin) => bin,
+            None => {
+                install()?;
+                find_bin().context("PostgreSQL was installed but its programs are not in /usr/lib/postgresql")?
+            }
+        };
+        // A folder every user can reach, since as root the server runs as `postgres`.
+        let root = std::env::temp_dir().join(format!("skill-postgres-{}", std::process::id()));
+        let data = root.join("data");
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
+        hand_over(&root)?;
+        let port = free_port()?;
+        run(
+            "initialise a PostgreSQL cluster",
+            as_owner(&bin.join("initdb"))
+                .args(["--auth=trust", "--username=postgres", "--encoding=UTF8", "--no-sync", "-D"])
+                .arg(&data)
+                .stdout(std::process::Stdio::null()),
+        )?;
+        let options = format!("-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", root.display());
+        run(
+            "start PostgreSQL",
+            as_owner(&bin.join("pg_ctl"))
+                .args(["-w", "-s", "-l"])
+                .arg(root.join("server.log"))
+                .args(["-D"])
+                .arg(&data)
+                .args(["-o", &options, "start"]),
+        )?;
+        Ok(Self { bin, root, data, url: format!("postgres://postgres@127.0.0.1:{port}/postgres") })
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ =
+            as_owner(&self.bin.join("pg_ctl")).args(["-s", "-m", "fast", "-D"]).arg(&self.data).arg("stop").status();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn find_bin() -> Option<PathBuf> {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path().join("bin")))
+        .filter(|bin| bin.join("initdb").exists())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+fn install() -> Result<()> {
+    run("apt-get update", Command::new("apt-get").args(["update", "-qq"]))?;
+    run(
+        "install PostgreSQL from Debian's packages",
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends", "postgresql"])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// PostgreSQL refuses to run as root: as root, its programs run as the `postgres` user.
+fn as_owner(program: &Path) -> Command {
+    if is_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--"]).arg(program);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+fn hand_over(root: &Path) -> Result<()> {
+    if !is_root() {
+        return Ok(());
+    }
+    let status = Command::new("chown").args(["-R", "postgres:postgres"]).arg(root).status()?;
+    if !status.success() {
+        bail!("cannot give {} to the postgres user", root.display());
+    }
+    Ok(())
+}
+
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
