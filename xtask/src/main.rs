@@ -33,6 +33,8 @@ const BOUNDARIES: &[(&str, &[&str])] = &[
     ("skill-sdk", &["axum", "rmcp", "sqlx"]),
     // Storage knows SQL and nothing of HTTP or MCP.
     ("skill-store", &["axum", "rmcp", "hyper", "reqwest"]),
+    // The domain knows no transport and no SQL dialect.
+    ("skill-engine", &["axum", "rmcp", "hyper", "reqwest"]),
 ];
 
 fn main() {

@@ -98,7 +98,8 @@ impl ToolDeclaration {
         self.risk_level
     }
 
-    fn to_json(&self) -> Value {
+    /// The declaration as a skill document writes it.
+    pub fn to_json(&self) -> Value {
         let mut map = Map::new();
         map.insert("name".into(), json!(self.name));
         map.insert("source".into(), json!(self.source));

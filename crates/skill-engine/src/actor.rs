@@ -1,0 +1,142 @@
+//! Who is acting and what they may do: the principal behind a personal access token and its
+//! grants.
+
+use chrono::Utc;
+use sha2::{Digest, Sha256};
+use skill_store::records::{Grant, Principal};
+
+use crate::error::{Class, EngineError, Result};
+
+/// The prefix of every personal access token, so scanners and people recognise one.
+pub const TOKEN_PREFIX: &str = "skp_";
+
+/// The permissions of the core. Contracts may require others (custom permissions), which are
+/// granted the same way.
+pub const PERMISSIONS: &[&str] = &["org.manage", "org.read", "skills.invoke", "skills.execute", "tasks.write"];
+
+/// A principal with its grants, as one request sees them.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    principal: Principal,
+    grants: Vec<Grant>,
+}
+
+impl Actor {
+    pub fn new(principal: Principal, grants: Vec<Grant>) -> Self {
+        Self { principal, grants }
+    }
+
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    pub fn id(&self) -> &str {
+        &self.principal.id
+    }
+
+    /// Whether the principal holds `permission` organisation-wide. `org.manage` includes
+    /// `org.read`.
+    pub fn can(&self, permission: &str) -> bool {
+        self.grants.iter().any(|grant| grant.workspace_id.is_none() && implies(&grant.permission, permission))
+    }
+
+    /// Whether the principal holds `permission` in `workspace_id` (or organisation-wide).
+    pub fn can_in(&self, permission: &str, workspace_id: &str) -> bool {
+        self.grants.iter().any(|grant| {
+            grant.workspace_id.as_deref().is_none_or(|id| id == workspace_id) && implies(&grant.permission, permission)
+        })
+    }
+
+    /// `permission_denied` unless the principal holds `permission` organisation-wide.
+    pub fn require(&self, permission: &str) -> Result<()> {
+        if self.can(permission) { Ok(()) } else { Err(EngineError::forbidden(permission)) }
+    }
+
+    /// `permission_denied` unless the principal holds one of `permissions`.
+    pub fn require_any(&self, permissions: &[&str]) -> Result<()> {
+        if permissions.iter().any(|permission| self.can(permission)) {
+            Ok(())
+        } else {
+            Err(EngineError::new(
+                Class::Forbidden,
+                "permission_denied",
+                format!("this needs one of the permissions {}", permissions.join(", ")),
+            )
+            .with("permissions", permissions.to_vec()))
+        }
+    }
+}
+
+fn implies(held: &str, wanted: &str) -> bool {
+    held == wanted || (held == "org.manage" && wanted == "org.read")
+}
+
+/// A new token: `skp_` and 64 hex digits from a cryptographically secure generator (two v4
+/// UUIDs, 244 random bits).
+pub fn new_token() -> String {
+    let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    format!("{TOKEN_PREFIX}{}{}", a.simple(), b.simple())
+}
+
+/// What the store keeps of a token: its SHA-256, hex. Tokens carry enough entropy that a fast
+/// hash is safe; a lookup by hash needs no secret comparison.
+pub fn token_hash(token: &str) -> String {
+    let digest = Sha256::digest(token.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Whether the token may act now: not revoked, not expired, and its principal not disabled.
+pub(crate) fn usable(token: &skill_store::records::AccessToken, principal: &Principal) -> bool {
+    let now = Utc::now();
+    token.revoked_at.is_none()
+        && token.expires_at.is_none_or(|expires| expires > now)
+        && principal.disabled_at.is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn actor(grants: &[(Option<&str>, &str)]) -> Actor {
+        let principal = Principal {
+            id: "p".into(),
+            kind: "person".into(),
+            name: "ana".into(),
+            display_name: String::new(),
+            created_at: Utc::now(),
+            disabled_at: None,
+        };
+        let grants = grants
+            .iter()
+            .map(|(workspace, permission)| Grant {
+                id: "g".into(),
+                principal_id: "p".into(),
+                workspace_id: workspace.map(str::to_owned),
+                permission: (*permission).to_owned(),
+                created_at: Utc::now(),
+            })
+            .collect();
+        Actor::new(principal, grants)
+    }
+
+    #[test]
+    fn organisation_grants_hold_everywhere_and_workspace_grants_only_there() {
+        let ana = actor(&[(None, "org.manage"), (Some("w1"), "tasks.write")]);
+        assert!(ana.can("org.manage") && ana.can("org.read"), "manage includes read");
+        assert!(!ana.can("skills.invoke"));
+        assert!(!ana.can("tasks.write"), "a workspace grant is not organisation-wide");
+        assert!(ana.can_in("tasks.write", "w1") && !ana.can_in("tasks.write", "w2"));
+        assert!(ana.can_in("org.read", "w2"));
+        assert_eq!(ana.require("skills.execute").map_err(|e| e.code), Err("permission_denied"));
+        assert!(actor(&[(None, "org.read")]).require("org.manage").is_err(), "read does not include manage");
+    }
+
+    #[test]
+    fn tokens_are_long_random_and_stored_as_their_hash() {
+        let (a, b) = (new_token(), new_token());
+        assert_ne!(a, b);
+        assert!(a.starts_with(TOKEN_PREFIX) && a.len() == TOKEN_PREFIX.len() + 64, "{a}");
+        assert_eq!(token_hash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_ne!(token_hash(&a), token_hash(&b));
+    }
+}

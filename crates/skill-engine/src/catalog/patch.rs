@@ -1,0 +1,216 @@
+//! Changing a published version within what it allows: the description, the config, the schemas
+//! of a version without a contract, the status (forward only) and the contract's endpoint (a
+//! move). Guarded by `If-Match` against lost updates.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use skill_contract::{NormalizeOptions, SideEffects, normalize};
+use skill_store::ErrorKind;
+use skill_store::records::SkillChange;
+
+use super::publish::{checked_schema, contract_error};
+use super::view::{SkillOut, etag};
+use super::{STATUSES, check_status};
+use crate::actor::Actor;
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+/// The longest endpoint a contract may hold.
+const MAX_ENDPOINT: usize = 2000;
+
+/// The body of `PATCH /skills/{id}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PatchRequest {
+    pub description: Option<String>,
+    pub config: Option<Value>,
+    pub input_schema: Option<Value>,
+    pub output_schema: Option<Value>,
+    pub status: Option<String>,
+    /// Moves the contract's `implementation.endpoint`.
+    pub endpoint: Option<String>,
+}
+
+impl Engine {
+    /// Applies `request` to the version `reference` names (`org.manage`) when `if_match` (the
+    /// `If-Match` header) holds its current ETag.
+    pub async fn patch(
+        &self,
+        actor: &Actor,
+        reference: &str,
+        if_match: Option<&str>,
+        request: &PatchRequest,
+        request_id: Option<&str>,
+    ) -> Result<SkillOut> {
+        actor.require("org.manage")?;
+        let expected = parse_if_match(if_match)?;
+        let entry = self.find(reference).await?;
+        let current = &entry.skill;
+        if current.row_version != expected {
+            return Err(version_conflict(expected, current.row_version));
+        }
+        let mut change = SkillChange::from_record(current);
+        let mut changed: Vec<&str> = Vec::new();
+        let mut moved = None;
+        if let Some(description) = request.description.as_ref().filter(|d| **d != current.description) {
+            change.description = description.clone();
+            changed.push("description");
+        }
+        if let Some(config) = &request.config {
+            if !config.is_object() {
+                return Err(EngineError::invalid_request("`config` must be a JSON object").with("field", "config"));
+            }
+            if *config != current.config {
+                change.config = config.clone();
+                changed.push("config");
+            }
+        }
+        let mut frozen = Vec::new();
+        for (field, wanted, stored, slot) in [
+            ("inputSchema", &request.input_schema, &current.input_schema, &mut change.input_schema),
+            ("outputSchema", &request.output_schema, &current.output_schema, &mut change.output_schema),
+        ] {
+            let Some(wanted) = wanted.as_ref().filter(|wanted| Some(*wanted) != stored.as_ref()) else { continue };
+            if current.contract.is_some() {
+                frozen.push(field);
+                continue;
+            }
+            *slot = checked_schema(field, Some(wanted))?;
+            changed.push(field);
+        }
+        if !frozen.is_empty() {
+            return Err(EngineError::new(
+                Class::Conflict,
+                "skill_version_immutable",
+                format!(
+                    "{} of a version with a contract come from the contract, which is immutable: publish a new version",
+                    frozen.join(" and ")
+                ),
+            )
+            .with("skillId", current.id.clone())
+            .with("fields", frozen));
+        }
+        if let Some(status) = request.status.as_deref().filter(|status| *status != current.status) {
+            check_status(status)?;
+            if rank(status) < rank(&current.status) {
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "invalid_status_transition",
+                    format!(
+                        "a status only moves forward (active → deprecated → disabled), not {} → {status}",
+                        current.status
+                    ),
+                )
+                .with("from", current.status.clone())
+                .with("to", status));
+            }
+            change.status = status.to_owned();
+            changed.push("status");
+        }
+        if let Some(endpoint) = &request.endpoint {
+            let (contract, from) = moved_contract(current, endpoint)?;
+            if contract != *current.contract.as_ref().unwrap_or(&Value::Null) {
+                change.contract = Some(contract);
+                moved = Some(json!({"from": from, "to": endpoint}));
+                changed.push("endpoint");
+            }
+        }
+        if changed.is_empty() {
+            return Err(EngineError::new(Class::Invalid, "empty_update", "the request changes nothing"));
+        }
+        let mut data = json!({"changedFields": changed, "rowVersion": current.row_version + 1});
+        if let Some(moved) = moved {
+            data["endpoint"] = moved;
+        }
+        let event = self.event("skill.updated", format!("skill:{}", current.id), data, &Origin::of(actor, request_id));
+        let updated = match self.store.update_skill(&current.id, expected, &change, &event).await {
+            Ok(updated) => updated,
+            Err(error) if error.kind() == ErrorKind::Stale => {
+                let now = self.find(&current.id).await?.skill.row_version;
+                return Err(version_conflict(expected, now));
+            }
+            Err(error) if matches!(error.kind(), ErrorKind::Refused(_)) => {
+                return Err(EngineError::new(Class::Conflict, "skill_version_immutable", error.message().to_owned())
+                    .with("skillId", current.id.clone()));
+            }
+            Err(error) => return Err(error.into()),
+        };
+        Ok(SkillOut::new(skill_store::records::SkillEntry { skill: updated, package: entry.package }, true))
+    }
+}
+
+fn rank(status: &str) -> usize {
+    STATUSES.iter().position(|known| *known == status).unwrap_or(0)
+}
+
+/// The contract with its endpoint moved to `endpoint`, checked by the publication rules, and the
+/// endpoint it had.
+fn moved_contract(current: &skill_store::records::SkillRecord, endpoint: &str) -> Result<(Value, Value)> {
+    let field = "implementation.endpoint";
+    let Some(contract) = &current.contract else {
+        return Err(EngineError::new(
+            Class::Conflict,
+            "skill_not_invocable",
+            "this version has no contract, so it has no endpoint to move",
+        )
+        .with("reason", "no_contract"));
+    };
+    if endpoint.is_empty() || endpoint.chars().count() > MAX_ENDPOINT {
+        return Err(EngineError::new(
+            Class::Invalid,
+            "invalid_skill_contract",
+            format!("an endpoint has 1 to {MAX_ENDPOINT} characters"),
+        )
+        .with("field", field));
+    }
+    if contract["implementation"]["protocol"] == "local" {
+        return Err(EngineError::new(
+            Class::Invalid,
+            "invalid_skill_contract",
+            "a local implementation runs in the executor's process and has no endpoint",
+        )
+        .with("field", field));
+    }
+    let from = contract["implementation"]["endpoint"].clone();
+    let mut moved = contract.clone();
+    moved["implementation"]["endpoint"] = json!(endpoint);
+    let side_effects: SideEffects =
+        current.side_effects.as_deref().unwrap_or("none").parse().unwrap_or(SideEffects::None);
+    let normalized =
+        normalize(&moved, side_effects, &NormalizeOptions::default()).map_err(|error| contract_error(&error))?;
+    Ok((normalized.to_normalized_json(), from))
+}
+
+/// The row version an `If-Match: "skill-<n>"` header names.
+fn parse_if_match(header: Option<&str>) -> Result<i32> {
+    let Some(header) = header else {
+        return Err(EngineError::new(
+            Class::PreconditionRequired,
+            "if_match_required",
+            "send If-Match with the ETag of the version you read (\"skill-<rowVersion>\")",
+        ));
+    };
+    header
+        .trim()
+        .strip_prefix("\"skill-")
+        .and_then(|rest| rest.strip_suffix('"'))
+        .and_then(|number| number.parse::<i32>().ok())
+        .filter(|number| *number >= 1)
+        .ok_or_else(|| {
+            EngineError::new(
+                Class::BadRequest,
+                "invalid_if_match",
+                format!("If-Match must look like {}, not {header}", etag(1)),
+            )
+        })
+}
+
+fn version_conflict(expected: i32, current: i32) -> EngineError {
+    EngineError::new(
+        Class::Conflict,
+        "version_conflict",
+        format!("the version changed since it was read (row version {current}, not {expected}): read it again"),
+    )
+    .with("expectedVersion", expected)
+    .with("currentVersion", current)
+}

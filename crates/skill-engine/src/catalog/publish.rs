@@ -1,0 +1,291 @@
+//! Publishing a skill version: the contract normalized and checked by the contract crate's own
+//! rules, a composite resolved against the catalog, a catalog row's protocol and policy checked.
+
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use skill_contract::{
+    API_VERSION, ContractError, KIND, NormalizeOptions, PolicyWord, RiskLevel, SideEffects, Skill, SkillBody,
+    composite, schema,
+};
+use skill_store::ErrorKind;
+use skill_store::records::SkillRecord;
+
+use super::view::SkillOut;
+use crate::actor::Actor;
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+/// The version a publication gets when it names none.
+pub const DEFAULT_VERSION: &str = "1.0.0";
+
+/// The protocols a catalog row (no contract) may name; only the first three are invocable.
+pub const PROTOCOLS: &[&str] = &["http", "local", "mcp", "opencode", "custom"];
+
+/// The body of `POST /skills`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PublishRequest {
+    pub name: String,
+    pub version: Option<String>,
+    pub description: Option<String>,
+    pub protocol: Option<String>,
+    pub config: Option<Value>,
+    pub input_schema: Option<Value>,
+    pub output_schema: Option<Value>,
+    pub side_effects: Option<String>,
+    pub risk_level: Option<String>,
+    /// A leaf's contract v1.
+    pub contract: Option<Value>,
+    /// A composite's included skills (`name@version`).
+    pub includes: Option<Value>,
+    /// A composite's declared foreign tools.
+    pub tools: Option<Value>,
+}
+
+impl Engine {
+    /// Publishes a version (`org.manage`): `skill_exists` when `name@version` is taken.
+    pub async fn publish(&self, actor: &Actor, request: &PublishRequest, request_id: Option<&str>) -> Result<SkillOut> {
+        actor.require("org.manage")?;
+        let version = request.version.clone().unwrap_or_else(|| DEFAULT_VERSION.to_owned());
+        let config = match &request.config {
+            None | Some(Value::Null) => json!({}),
+            Some(object @ Value::Object(_)) => object.clone(),
+            Some(_) => return Err(invalid_contract("config", "`config` must be a JSON object")),
+        };
+        let now = Utc::now();
+        let mut record = SkillRecord {
+            id: self.new_id(),
+            name: request.name.clone(),
+            version,
+            description: request.description.clone().unwrap_or_default(),
+            protocol: None,
+            config,
+            input_schema: None,
+            output_schema: None,
+            side_effects: None,
+            risk_level: None,
+            contract: None,
+            composition: None,
+            status: "active".to_owned(),
+            row_version: 1,
+            created_at: now,
+            updated_at: now,
+        };
+        if request.contract.is_some() {
+            leaf(request, &mut record)?;
+        } else if request.includes.is_some() || request.tools.is_some() {
+            let skill = composite_skill(request, &mut record)?;
+            self.resolve_for_publication(&skill).await?;
+        } else {
+            catalog_row(request, &mut record)?;
+        }
+        let event = self.event(
+            "skill.registered",
+            format!("skill:{}", record.id),
+            json!({
+                "name": record.name, "version": record.version, "protocol": record.protocol,
+                "invocable": record.contract.is_some(), "sideEffects": record.side_effects,
+                "riskLevel": record.risk_level,
+            }),
+            &Origin::of(actor, request_id),
+        );
+        match self.store.insert_skill(&record, &event).await {
+            Ok(()) => {}
+            Err(error) if error.kind() == ErrorKind::Conflict => {
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "skill_exists",
+                    format!("{}@{} is already published; publish a new version", record.name, record.version),
+                )
+                .with("name", record.name.clone())
+                .with("version", record.version.clone()));
+            }
+            Err(error) => return Err(error.into()),
+        }
+        let entry = skill_store::records::SkillEntry { skill: record, package: None };
+        Ok(SkillOut::new(entry, true))
+    }
+
+    /// A composite must resolve now: every include published (so no cycle can ever form) and no
+    /// two different tools under one name.
+    async fn resolve_for_publication(&self, skill: &Skill) -> Result<()> {
+        let known = self.closure(skill).await?;
+        composite::resolve_skill(skill, &known)
+            .map(drop)
+            .map_err(|error| crate::discovery::resolve_error(skill, &error))
+    }
+}
+
+fn leaf(request: &PublishRequest, record: &mut SkillRecord) -> Result<()> {
+    for (field, given) in [
+        ("inputSchema", request.input_schema.is_some()),
+        ("outputSchema", request.output_schema.is_some()),
+        ("includes", request.includes.is_some()),
+        ("tools", request.tools.is_some()),
+    ] {
+        if given {
+            return Err(invalid_contract(
+                field,
+                &format!("a skill with a contract takes its schemas and tools from the contract: remove `{field}`"),
+            ));
+        }
+    }
+    let mut spec = Map::new();
+    spec.insert("version".into(), json!(record.version));
+    spec.insert("description".into(), json!(record.description));
+    if let Some(side_effects) = &request.side_effects {
+        spec.insert("sideEffects".into(), json!(side_effects));
+    }
+    if let Some(risk_level) = &request.risk_level {
+        spec.insert("riskLevel".into(), json!(risk_level));
+    }
+    spec.insert("contract".into(), request.contract.clone().unwrap_or(Value::Null));
+    let skill = read(&record.name, spec)?;
+    let Some(leaf) = skill.as_leaf() else {
+        return Err(EngineError::new(Class::Internal, "internal_error", "a contract read as a composite"));
+    };
+    let contract = leaf.contract();
+    let protocol = contract.implementation().protocol().as_str();
+    if let Some(given) = request.protocol.as_deref().filter(|given| *given != protocol) {
+        return Err(invalid_contract(
+            "protocol",
+            &format!(
+                "`protocol` is {given:?} but the contract's implementation is {protocol:?}: drop `protocol` or make them equal"
+            ),
+        ));
+    }
+    record.protocol = Some(protocol.to_owned());
+    record.side_effects = Some(leaf.side_effects().as_str().to_owned());
+    record.risk_level = Some(leaf.risk_level().as_str().to_owned());
+    record.input_schema = Some(contract.inputs().clone());
+    record.output_schema = Some(contract.outputs().clone());
+    record.contract = Some(contract.to_normalized_json());
+    Ok(())
+}
+
+fn composite_skill(request: &PublishRequest, record: &mut SkillRecord) -> Result<Skill> {
+    for (field, given) in [
+        ("protocol", request.protocol.is_some()),
+        ("sideEffects", request.side_effects.is_some()),
+        ("riskLevel", request.risk_level.is_some()),
+    ] {
+        if given {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_skill_document",
+                format!("a composite skill takes `{field}` from what it includes: remove `{field}`"),
+            )
+            .with("field", field));
+        }
+    }
+    let mut spec = Map::new();
+    spec.insert("version".into(), json!(record.version));
+    spec.insert("description".into(), json!(record.description));
+    for (key, value) in [("includes", &request.includes), ("tools", &request.tools)] {
+        if let Some(value) = value {
+            spec.insert(key.into(), value.clone());
+        }
+    }
+    let skill = read(&record.name, spec)?;
+    let SkillBody::Composite(composite) = skill.body() else {
+        return Err(EngineError::new(Class::Internal, "internal_error", "a composite read as a leaf"));
+    };
+    let includes: Vec<String> = composite.includes().iter().map(ToString::to_string).collect();
+    let tools: Vec<Value> = composite.tools().iter().map(skill_contract::ToolDeclaration::to_json).collect();
+    record.composition = Some(json!({"includes": includes, "tools": tools}));
+    record.input_schema = checked_schema("inputSchema", request.input_schema.as_ref())?;
+    record.output_schema = checked_schema("outputSchema", request.output_schema.as_ref())?;
+    Ok(skill)
+}
+
+fn catalog_row(request: &PublishRequest, record: &mut SkillRecord) -> Result<()> {
+    let protocol = match request.protocol.as_deref() {
+        Some(protocol) if PROTOCOLS.contains(&protocol) => protocol,
+        other => {
+            let message = match other {
+                None => "a skill without a contract or includes needs `protocol`".to_owned(),
+                Some(found) => format!("`protocol` is one of {}, not {found:?}", PROTOCOLS.join(", ")),
+            };
+            return Err(
+                EngineError::new(Class::Invalid, "invalid_protocol", message).with("allowed", PROTOCOLS.to_vec())
+            );
+        }
+    };
+    if request.side_effects.is_some() || request.risk_level.is_some() {
+        record.side_effects = Some(word::<SideEffects>("sideEffects", request.side_effects.as_deref())?);
+        record.risk_level = Some(word::<RiskLevel>("riskLevel", request.risk_level.as_deref())?);
+    }
+    record.protocol = Some(protocol.to_owned());
+    record.input_schema = checked_schema("inputSchema", request.input_schema.as_ref())?;
+    record.output_schema = checked_schema("outputSchema", request.output_schema.as_ref())?;
+    Ok(())
+}
+
+/// The policy word `value` when it is one of `W`'s words.
+fn word<W: PolicyWord>(field: &str, value: Option<&str>) -> Result<String> {
+    match value {
+        Some(text) if W::WORDS.contains(&text) => Ok(text.to_owned()),
+        _ => Err(invalid_contract(field, &format!("`{field}` is one of {}", W::WORDS.join(", ")))
+            .with("allowed", W::WORDS.to_vec())),
+    }
+}
+
+pub(crate) fn checked_schema(field: &str, schema: Option<&Value>) -> Result<Option<Value>> {
+    match schema {
+        None | Some(Value::Null) => Ok(None),
+        Some(document) => match schema::check_schema_document(document) {
+            Ok(()) => Ok(Some(document.clone())),
+            Err(error) => Err(EngineError::new(Class::Invalid, "invalid_json_schema", format!("`{field}`: {error}"))
+                .with("field", field)),
+        },
+    }
+}
+
+fn invalid_contract(field: &str, message: &str) -> EngineError {
+    EngineError::new(Class::Invalid, "invalid_skill_contract", message).with("field", field)
+}
+
+/// Reads the skill through the contract crate, with every problem's field named as the request
+/// names it (`retryPolicy.maxAttempts`, `sideEffects`, `includes`, `name`).
+fn read(name: &str, spec: Map<String, Value>) -> Result<Skill> {
+    let document = json!({"apiVersion": API_VERSION, "kind": KIND, "key": name, "spec": spec});
+    Skill::from_document(&document, &NormalizeOptions::default()).map_err(|error| contract_error(&error))
+}
+
+pub(crate) fn contract_error(error: &ContractError) -> EngineError {
+    let violations: Vec<skill_contract::Violation> = error
+        .violations()
+        .iter()
+        .map(|violation| {
+            let mut violation = violation.clone();
+            violation.field = request_field(&violation.field);
+            violation
+        })
+        .collect();
+    let message = match violations.as_slice() {
+        [only] => only.to_string(),
+        many => {
+            format!("{} problems: {}", many.len(), many.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))
+        }
+    };
+    let mut details = violations[0].details();
+    if violations.len() > 1 {
+        let problems: Vec<Value> = violations
+            .iter()
+            .map(|v| json!({"code": v.code.as_str(), "field": v.field, "message": v.to_string()}))
+            .collect();
+        details.insert("problems".into(), Value::Array(problems));
+    }
+    EngineError::new(Class::Invalid, violations[0].code.as_str(), message).with_details(details)
+}
+
+fn request_field(field: &str) -> String {
+    if field == "key" {
+        return "name".to_owned();
+    }
+    if field == "spec.contract" {
+        return "contract".to_owned();
+    }
+    field.strip_prefix("spec.contract.").or_else(|| field.strip_prefix("spec.")).unwrap_or(field).to_owned()
+}

@@ -1,0 +1,140 @@
+//! Discovery: what any skill resolves to (`SkillDefinition`: the skill, its resolved tools, its
+//! metadata and schemas) and its summary (`SkillMetadata`: capability summary, `writes`,
+//! `read_only`, source types), for one skill or the whole catalogue.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+use skill_contract::composite::{self, Resolution};
+use skill_contract::{Skill, SkillBody, SkillDefinition, SkillErrorType, SkillMetadata, SkillRef};
+use skill_store::ErrorKind;
+use skill_store::records::{SkillFilter, SkillRecord};
+
+use crate::Engine;
+use crate::actor::Actor;
+use crate::catalog::{DEFAULT_PAGE, MAX_PAGE, Page, to_skill};
+use crate::error::{Class, EngineError, Result};
+
+impl Engine {
+    /// The definition of the version `reference` names (`org.read`, `skills.invoke` or
+    /// `skills.execute`).
+    pub async fn definition(&self, actor: &Actor, reference: &str) -> Result<Value> {
+        actor.require_any(&["org.read", "skills.invoke", "skills.execute"])?;
+        let record = self.find(reference).await?.skill;
+        let (skill, resolution) = self.resolve_record(&record).await?;
+        let metadata = SkillMetadata::from_skill(&skill, resolution.tools());
+        let (input_schema, output_schema) = match skill.body() {
+            SkillBody::Leaf(leaf) => (Some(leaf.contract().inputs().clone()), Some(leaf.contract().outputs().clone())),
+            SkillBody::Composite(_) => (record.input_schema.clone(), record.output_schema.clone()),
+        };
+        let definition = SkillDefinition::new(skill, resolution.into_tools(), metadata, input_schema, output_schema)
+            .map_err(|error| EngineError::new(Class::Invalid, "validation_error", error.to_string()))?;
+        Ok(serde_json::to_value(&definition).unwrap_or(Value::Null))
+    }
+
+    /// The metadata of the version `reference` names.
+    pub async fn metadata(&self, actor: &Actor, reference: &str) -> Result<Value> {
+        actor.require_any(&["org.read", "skills.invoke", "skills.execute"])?;
+        let record = self.find(reference).await?.skill;
+        let (skill, resolution) = self.resolve_record(&record).await?;
+        Ok(metadata_json(&record, &SkillMetadata::from_skill(&skill, resolution.tools())))
+    }
+
+    /// The metadata of every active leaf and composite version, a page at a time (`org.read`).
+    pub async fn catalogue(&self, actor: &Actor, limit: Option<u32>, cursor: Option<String>) -> Result<Page<Value>> {
+        actor.require("org.read")?;
+        let limit = limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+        let filter = SkillFilter {
+            status: Some("active".to_owned()),
+            after: cursor,
+            limit: limit + 1,
+            ..SkillFilter::default()
+        };
+        let mut entries = self.store.skills(&filter).await?;
+        let more = entries.len() > limit as usize;
+        entries.truncate(limit as usize);
+        let next_cursor = more.then(|| entries.last().map(|entry| entry.skill.id.clone())).flatten();
+        let mut items = Vec::new();
+        for entry in entries {
+            if entry.skill.contract.is_none() && entry.skill.composition.is_none() {
+                continue;
+            }
+            let (skill, resolution) = self.resolve_record(&entry.skill).await?;
+            items.push(metadata_json(&entry.skill, &SkillMetadata::from_skill(&skill, resolution.tools())));
+        }
+        Ok(Page { items, next_cursor })
+    }
+
+    /// The record as a `Skill` and its resolved tool set.
+    async fn resolve_record(&self, record: &SkillRecord) -> Result<(Skill, Resolution)> {
+        let skill = match to_skill(record) {
+            None => {
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "skill_not_invocable",
+                    format!("{}@{} is a catalog row without a contract or includes", record.name, record.version),
+                )
+                .with("reason", "no_contract"));
+            }
+            Some(Err(error)) => {
+                tracing::error!(skill = %record.id, %error, "a stored skill does not read back");
+                return Err(EngineError::new(Class::Internal, "internal_error", "a stored skill does not read back"));
+            }
+            Some(Ok(skill)) => skill,
+        };
+        let known = self.closure(&skill).await?;
+        let resolution = composite::resolve_skill(&skill, &known).map_err(|error| resolve_error(&skill, &error))?;
+        Ok((skill, resolution))
+    }
+
+    /// Every skill `skill` includes, directly or not, as far as the catalog has them.
+    pub(crate) async fn closure(&self, skill: &Skill) -> Result<HashMap<SkillRef, Skill>> {
+        let mut known: HashMap<SkillRef, Skill> = HashMap::new();
+        let mut pending: Vec<SkillRef> = includes(skill);
+        while let Some(reference) = pending.pop() {
+            if known.contains_key(&reference) {
+                continue;
+            }
+            let record = match self.store.skill_version(reference.name().as_str(), reference.version().as_str()).await {
+                Ok(entry) => entry.skill,
+                Err(error) if error.kind() == ErrorKind::NotFound => continue,
+                Err(error) => return Err(error.into()),
+            };
+            let Some(Ok(included)) = to_skill(&record) else {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "resolution_failure",
+                    format!("{reference} is a catalog row without a contract and cannot be included"),
+                )
+                .with("include", reference.to_string()));
+            };
+            pending.extend(includes(&included));
+            known.insert(reference, included);
+        }
+        Ok(known)
+    }
+}
+
+fn includes(skill: &Skill) -> Vec<SkillRef> {
+    match skill.body() {
+        SkillBody::Composite(composite) => composite.includes().to_vec(),
+        SkillBody::Leaf(_) => Vec::new(),
+    }
+}
+
+pub(crate) fn resolve_error(skill: &Skill, error: &composite::ResolveError) -> EngineError {
+    let code = match error.error_type() {
+        SkillErrorType::CycleDetected => "cycle_detected",
+        _ => "resolution_failure",
+    };
+    let wire = error.to_skill_error(skill.name().as_str());
+    EngineError::new(Class::Invalid, code, error.to_string()).with_details(wire.details().cloned().unwrap_or_default())
+}
+
+fn metadata_json(record: &SkillRecord, metadata: &SkillMetadata) -> Value {
+    let mut value = serde_json::to_value(metadata).unwrap_or(Value::Null);
+    value["id"] = json!(record.id);
+    value["status"] = json!(record.status);
+    value["kind"] = json!(crate::catalog::kind(record));
+    value
+}

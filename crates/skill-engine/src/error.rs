@@ -1,0 +1,107 @@
+//! The engine's one error: a stable code, a message for people, machine-readable details, and
+//! the class a transport turns into its status.
+
+use serde_json::{Map, Value, json};
+use skill_store::{ErrorKind, StoreError};
+
+/// What kind of failure an error is; the HTTP API maps each to one status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// The request itself is malformed (400).
+    BadRequest,
+    /// No valid credential (401).
+    Unauthenticated,
+    /// The caller may not do this (403).
+    Forbidden,
+    /// The thing is not there, or the caller may not know it is (404).
+    NotFound,
+    /// The request conflicts with the current state (409).
+    Conflict,
+    /// A precondition header is missing (428).
+    PreconditionRequired,
+    /// The request is well-formed but breaks a domain rule (422).
+    Invalid,
+    /// The database cannot be reached; retrying later may help (503).
+    Unavailable,
+    /// A bug or an unexpected state (500).
+    Internal,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineError {
+    pub class: Class,
+    pub code: &'static str,
+    pub message: String,
+    pub details: Map<String, Value>,
+}
+
+impl EngineError {
+    pub fn new(class: Class, code: &'static str, message: impl Into<String>) -> Self {
+        Self { class, code, message: message.into(), details: Map::new() }
+    }
+
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    pub fn with_details(mut self, details: Map<String, Value>) -> Self {
+        self.details.extend(details);
+        self
+    }
+
+    pub fn retryable(&self) -> bool {
+        self.class == Class::Unavailable
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(Class::NotFound, "not_found", format!("{what} not found"))
+    }
+
+    pub fn forbidden(permission: &str) -> Self {
+        Self::new(Class::Forbidden, "permission_denied", format!("this needs the permission {permission}"))
+            .with("permission", permission)
+    }
+
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(Class::BadRequest, "invalid_request", message)
+    }
+
+    /// The envelope body: `{"error": {code, message, retryable, details, requestId}}`.
+    pub fn to_envelope(&self, request_id: Option<&str>) -> Value {
+        json!({"error": {
+            "code": self.code,
+            "message": self.message,
+            "retryable": self.retryable(),
+            "details": if self.details.is_empty() { Value::Null } else { Value::Object(self.details.clone()) },
+            "requestId": request_id,
+        }})
+    }
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// Store failures the engine did not expect: unavailable stays retryable, the rest is internal
+/// (the message goes to the log, not to the caller).
+impl From<StoreError> for EngineError {
+    fn from(error: StoreError) -> Self {
+        match error.kind() {
+            ErrorKind::Unavailable => {
+                Self::new(Class::Unavailable, "unavailable", "the database is unavailable; retry later")
+            }
+            ErrorKind::NotFound => Self::not_found("the record"),
+            _ => {
+                tracing::error!(error = %error, kind = ?error.kind(), "store failure");
+                Self::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
+            }
+        }
+    }
+}
+
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;

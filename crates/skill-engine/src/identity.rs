@@ -1,0 +1,156 @@
+//! Principals, personal access tokens and grants: authenticating a request, and bootstrapping
+//! an operator's first token.
+
+use chrono::Utc;
+use serde_json::json;
+use skill_store::ErrorKind;
+use skill_store::records::{AccessToken, Grant, Principal, Time};
+
+use crate::actor::{Actor, new_token, token_hash, usable};
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+/// The kinds of principal.
+pub const PRINCIPAL_KINDS: &[&str] = &["person", "agent", "executor"];
+
+/// What `token create` asks for.
+#[derive(Debug, Clone)]
+pub struct TokenRequest {
+    /// The principal's name; created when it does not exist.
+    pub principal: String,
+    /// Its kind, when it is created.
+    pub kind: String,
+    /// Organisation-wide permissions to grant (kept when already held).
+    pub grants: Vec<String>,
+    pub label: String,
+    pub expires_at: Option<Time>,
+}
+
+/// A token as issued: the secret itself (shown once, never stored) and its record.
+#[derive(Debug, Clone)]
+pub struct IssuedToken {
+    pub token: String,
+    pub record: AccessToken,
+    pub principal: Principal,
+}
+
+impl Engine {
+    /// The actor behind a bearer token; `invalid_token` when it is unknown, revoked, expired, or
+    /// its principal is disabled (one code for all, so a caller learns nothing about a token).
+    pub async fn authenticate(&self, token: &str) -> Result<Actor> {
+        let invalid = || EngineError::new(Class::Unauthenticated, "invalid_token", "the token is not valid");
+        let (record, principal) = match self.store.token_by_hash(&token_hash(token)).await {
+            Ok(found) => found,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(invalid()),
+            Err(error) => return Err(error.into()),
+        };
+        if !usable(&record, &principal) {
+            return Err(invalid());
+        }
+        let grants = self.store.grants(&principal.id).await?;
+        Ok(Actor::new(principal, grants))
+    }
+
+    /// Issues a token for a principal (created when missing) with organisation-wide grants —
+    /// the operator's way in before anyone holds `org.manage`.
+    pub async fn issue_token(&self, request: &TokenRequest, origin: &Origin) -> Result<IssuedToken> {
+        if !PRINCIPAL_KINDS.contains(&request.kind.as_str()) {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_principal",
+                format!("a principal is one of {}, not {:?}", PRINCIPAL_KINDS.join(", "), request.kind),
+            )
+            .with("allowed", PRINCIPAL_KINDS.to_vec()));
+        }
+        for permission in &request.grants {
+            if !skill_contract::is_permission(permission) {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "invalid_permission",
+                    format!("{permission:?} is not a permission: dotted lowercase words such as org.manage"),
+                ));
+            }
+        }
+        let principal = self.principal_named(&request.principal, &request.kind, origin).await?;
+        for permission in &request.grants {
+            let grant = Grant {
+                id: self.new_id(),
+                principal_id: principal.id.clone(),
+                workspace_id: None,
+                permission: permission.clone(),
+                created_at: Utc::now(),
+            };
+            let event = self.event(
+                "grant.added",
+                format!("principal:{}", principal.id),
+                json!({"permission": permission, "workspaceId": null}),
+                origin,
+            );
+            self.store.add_grant(&grant, &event).await?;
+        }
+        let token = new_token();
+        let record = AccessToken {
+            id: self.new_id(),
+            principal_id: principal.id.clone(),
+            token_hash: token_hash(&token),
+            label: request.label.clone(),
+            created_at: Utc::now(),
+            expires_at: request.expires_at,
+            revoked_at: None,
+        };
+        let event = self.event(
+            "token.created",
+            format!("principal:{}", principal.id),
+            json!({"tokenId": record.id, "label": record.label}),
+            origin,
+        );
+        self.store.create_token(&record, &event).await?;
+        Ok(IssuedToken { token, record, principal })
+    }
+
+    /// Revokes a token by its id; `not_found` when there is no such live token.
+    pub async fn revoke_token(&self, token_id: &str, origin: &Origin) -> Result<()> {
+        let event = self.event("token.revoked", format!("token:{token_id}"), json!({"tokenId": token_id}), origin);
+        match self.store.revoke_token(token_id, Utc::now(), &event).await {
+            Err(error) if error.kind() == ErrorKind::NotFound => {
+                Err(EngineError::not_found("a live token with this id"))
+            }
+            other => Ok(other?),
+        }
+    }
+
+    async fn principal_named(&self, name: &str, kind: &str, origin: &Origin) -> Result<Principal> {
+        match self.store.principal_by_name(name).await {
+            Ok(principal) => return Ok(principal),
+            Err(error) if error.kind() != ErrorKind::NotFound => return Err(error.into()),
+            Err(_) => {}
+        }
+        if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_principal",
+                "a principal's name has 1 to 200 characters and no control characters",
+            ));
+        }
+        let principal = Principal {
+            id: self.new_id(),
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            display_name: String::new(),
+            created_at: Utc::now(),
+            disabled_at: None,
+        };
+        let event = self.event(
+            "principal.created",
+            format!("principal:{}", principal.id),
+            json!({"name": name, "kind": kind}),
+            origin,
+        );
+        match self.store.create_principal(&principal, &event).await {
+            Ok(()) => Ok(principal),
+            // Created by someone else in the meantime.
+            Err(error) if error.kind() == ErrorKind::Conflict => Ok(self.store.principal_by_name(name).await?),
+            Err(error) => Err(error.into()),
+        }
+    }
+}

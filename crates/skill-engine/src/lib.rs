@@ -1,0 +1,76 @@
+//! The core's domain: who may act (principals, tokens, grants), the catalog of skill versions
+//! (publish, read, list, change within what a published version allows, assign), composition and
+//! discovery. It speaks to storage through `skill_store::Store` and knows no HTTP, MCP or SQL.
+//!
+//! | what | where |
+//! |---|---|
+//! | the engine over a store | [`Engine`] |
+//! | authentication, tokens, grants | [`Actor`], [`Engine::authenticate`], [`Engine::issue_token`] |
+//! | the catalog | [`Engine::publish`], [`Engine::skill`], [`Engine::skills`], [`Engine::patch`], [`Engine::assign`] |
+//! | discovery | [`Engine::definition`], [`Engine::metadata`], [`Engine::catalogue`] |
+//! | errors, with the class a transport maps to a status | [`EngineError`], [`Class`] |
+
+mod actor;
+pub mod catalog;
+mod discovery;
+mod error;
+mod identity;
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::Value;
+use skill_store::Store;
+use skill_store::records::Event;
+
+pub use actor::{Actor, PERMISSIONS, TOKEN_PREFIX, new_token, token_hash};
+pub use error::{Class, EngineError, Result};
+pub use identity::{IssuedToken, PRINCIPAL_KINDS, TokenRequest};
+
+/// The domain over one store. Cheap to clone; holds nothing authoritative in memory, so any
+/// number of engines (core replicas) can share a database.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    store: Arc<dyn Store>,
+}
+
+/// Who and which request caused a change, for the events journal.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    pub actor_id: Option<String>,
+    pub request_id: Option<String>,
+}
+
+impl Origin {
+    pub fn of(actor: &Actor, request_id: Option<&str>) -> Self {
+        Self { actor_id: Some(actor.id().to_owned()), request_id: request_id.map(str::to_owned) }
+    }
+}
+
+impl Engine {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { store }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// A time-ordered id (UUIDv7): listings page by it in creation order.
+    pub(crate) fn new_id(&self) -> String {
+        uuid::Uuid::now_v7().to_string()
+    }
+
+    pub(crate) fn event(&self, kind: &str, subject: String, data: Value, origin: &Origin) -> Event {
+        Event {
+            seq: 0,
+            id: self.new_id(),
+            kind: kind.to_owned(),
+            subject,
+            data,
+            actor_id: origin.actor_id.clone(),
+            request_id: origin.request_id.clone(),
+            created_at: Utc::now(),
+        }
+    }
+}
