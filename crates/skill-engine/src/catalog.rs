@@ -19,7 +19,7 @@ use crate::{Engine, Origin};
 pub use patch::PatchRequest;
 pub use publish::{DEFAULT_VERSION, PROTOCOLS, PublishRequest};
 pub use view::{PackageOut, SkillOut, etag};
-pub(crate) use view::{kind, to_skill};
+pub(crate) use view::{kind, time as view_time, to_skill};
 
 /// The largest page of a listing, and the page when none is asked for.
 pub const MAX_PAGE: u32 = 200;
@@ -29,7 +29,7 @@ pub const DEFAULT_PAGE: u32 = 50;
 pub const STATUSES: &[&str] = &["active", "deprecated", "disabled"];
 
 /// A listing's query.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListQuery {
     pub name: Option<String>,
@@ -40,7 +40,7 @@ pub struct ListQuery {
 }
 
 /// One page: the items and the cursor of the next page (`None` on the last).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {
     pub items: Vec<T>,
@@ -163,7 +163,7 @@ impl Engine {
             let skill = self.store.skill(&assignment.skill_id).await?.skill;
             out.push(json!({
                 "skillId": skill.id, "name": skill.name, "version": skill.version, "status": skill.status,
-                "metadata": assignment.metadata, "assignedAt": view::time(&assignment.created_at),
+                "metadata": assignment.metadata, "assignedAt": view_time(&assignment.created_at),
             }));
         }
         Ok(out)

@@ -9,6 +9,8 @@ use skill_store::{ErrorKind, StoreError};
 pub enum Class {
     /// The request itself is malformed (400).
     BadRequest,
+    /// The request is larger than accepted (413).
+    TooLarge,
     /// No valid credential (401).
     Unauthenticated,
     /// The caller may not do this (403).

@@ -7,6 +7,7 @@
 //! | the engine over a store | [`Engine`] |
 //! | authentication, tokens, grants | [`Actor`], [`Engine::authenticate`], [`Engine::issue_token`] |
 //! | the catalog | [`Engine::publish`], [`Engine::skill`], [`Engine::skills`], [`Engine::patch`], [`Engine::assign`] |
+//! | package installs, the journal | [`Engine::record_install`], [`Engine::package`], [`Engine::events`] |
 //! | discovery | [`Engine::definition`], [`Engine::metadata`], [`Engine::catalogue`] |
 //! | errors, with the class a transport maps to a status | [`EngineError`], [`Class`] |
 
@@ -15,6 +16,7 @@ pub mod catalog;
 mod discovery;
 mod error;
 mod identity;
+pub mod packages;
 
 use std::sync::Arc;
 

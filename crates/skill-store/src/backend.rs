@@ -149,7 +149,7 @@ fn migrating(error: sqlx::migrate::MigrateError) -> StoreError {
 }
 
 /// `url` without its password, for messages.
-pub(crate) fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
     let Some((credentials, host)) = rest.rsplit_once('@') else { return url.to_owned() };
     let user = credentials.split(':').next().unwrap_or_default();

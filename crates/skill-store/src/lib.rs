@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-pub use backend::{PgStore, SqliteStore, StoreOptions};
+pub use backend::{PgStore, SqliteStore, StoreOptions, redact};
 pub use catalog::CatalogStore;
 pub use error::{ErrorKind, Result, StoreError};
 pub use events::Journal;

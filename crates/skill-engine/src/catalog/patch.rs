@@ -19,7 +19,7 @@ use crate::{Engine, Origin};
 const MAX_ENDPOINT: usize = 2000;
 
 /// The body of `PATCH /skills/{id}`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PatchRequest {
     pub description: Option<String>,

@@ -23,7 +23,7 @@ pub const DEFAULT_VERSION: &str = "1.0.0";
 pub const PROTOCOLS: &[&str] = &["http", "local", "mcp", "opencode", "custom"];
 
 /// The body of `POST /skills`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PublishRequest {
     pub name: String,

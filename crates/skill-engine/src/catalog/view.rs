@@ -7,7 +7,7 @@ use skill_contract::{API_VERSION, KIND, NormalizeOptions, Skill};
 use skill_store::records::{PackageInstall, SkillEntry, SkillRecord};
 
 /// A skill version as the API returns it (camelCase).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillOut {
     pub id: String,
@@ -35,7 +35,7 @@ pub struct SkillOut {
     pub package: Option<PackageOut>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PackageOut {
     pub key: String,

@@ -1,0 +1,150 @@
+//! The handlers of `/api/v1`: each reads its inputs, calls the engine once, and shapes the
+//! answer. Errors travel as [`Failure`] to the envelope middleware.
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use skill_engine::catalog::{ListQuery, PatchRequest, PublishRequest, etag};
+use skill_engine::packages::RecordRequest;
+use skill_engine::{Actor, EngineError};
+use skill_host::requests::RequestId;
+
+use super::plumbing::{Failure, JsonBody, QueryOf, json_with_etag, request_id};
+use crate::Core;
+
+type Answer = Result<Response, Failure>;
+
+pub(super) async fn openapi() -> Response {
+    axum::Json(super::openapi::document()).into_response()
+}
+
+pub(super) async fn publish(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    JsonBody(request): JsonBody<PublishRequest>,
+) -> Answer {
+    let out = core.engine.publish(&actor, &request, request_id(&id)).await?;
+    let etag = etag(out.row_version);
+    Ok(json_with_etag(StatusCode::CREATED, &out, Some(etag)))
+}
+
+pub(super) async fn list(State(core): State<Core>, actor: Actor, QueryOf(query): QueryOf<ListQuery>) -> Answer {
+    Ok(axum::Json(core.engine.skills(&actor, &query).await?).into_response())
+}
+
+/// `GET /skills/{reference}`, `…:definition`, `…:metadata`.
+pub(super) async fn read(State(core): State<Core>, actor: Actor, Path(reference): Path<String>) -> Answer {
+    if let Some(reference) = reference.strip_suffix(":definition") {
+        return Ok(axum::Json(core.engine.definition(&actor, reference).await?).into_response());
+    }
+    if let Some(reference) = reference.strip_suffix(":metadata") {
+        return Ok(axum::Json(core.engine.metadata(&actor, reference).await?).into_response());
+    }
+    let out = core.engine.skill(&actor, &reference).await?;
+    let etag = etag(out.row_version);
+    Ok(json_with_etag(StatusCode::OK, &out, Some(etag)))
+}
+
+pub(super) async fn change(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    Path(reference): Path<String>,
+    headers: HeaderMap,
+    JsonBody(request): JsonBody<PatchRequest>,
+) -> Answer {
+    let if_match = match headers.get(header::IF_MATCH) {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .map_err(|_| EngineError::invalid_request("If-Match must be ASCII: \"skill-<rowVersion>\""))?,
+        ),
+    };
+    let out = core.engine.patch(&actor, &reference, if_match, &request, request_id(&id)).await?;
+    let etag = etag(out.row_version);
+    Ok(json_with_etag(StatusCode::OK, &out, Some(etag)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PageQuery {
+    limit: Option<u32>,
+    cursor: Option<String>,
+}
+
+pub(super) async fn catalogue(State(core): State<Core>, actor: Actor, QueryOf(query): QueryOf<PageQuery>) -> Answer {
+    Ok(axum::Json(core.engine.catalogue(&actor, query.limit, query.cursor).await?).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct AssignRequest {
+    skill_id: String,
+    metadata: Option<Value>,
+}
+
+pub(super) async fn assign(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    Path(principal): Path<String>,
+    JsonBody(request): JsonBody<AssignRequest>,
+) -> Answer {
+    let created = core.engine.assign(&actor, &principal, &request.skill_id, request.metadata, request_id(&id)).await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, axum::Json(json!({"principalId": principal, "skill": request.skill_id, "created": created})))
+        .into_response())
+}
+
+pub(super) async fn assigned(State(core): State<Core>, actor: Actor, Path(principal): Path<String>) -> Answer {
+    Ok(axum::Json(json!({"items": core.engine.assigned(&actor, &principal).await?})).into_response())
+}
+
+pub(super) async fn unassign(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    Path((principal, rest)): Path<(String, String)>,
+) -> Answer {
+    let Some(skill) = rest.strip_suffix(":revoke") else {
+        return Err(
+            EngineError::not_found(&format!("route …/skills/{rest}; revoke with …/skills/<skill>:revoke")).into()
+        );
+    };
+    let revoked = core.engine.unassign(&actor, &principal, skill, request_id(&id)).await?;
+    Ok(axum::Json(json!({"principalId": principal, "skill": skill, "revoked": revoked})).into_response())
+}
+
+pub(super) async fn record_install(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    JsonBody(request): JsonBody<RecordRequest>,
+) -> Answer {
+    Ok(axum::Json(core.engine.record_install(&actor, &request, request_id(&id)).await?).into_response())
+}
+
+pub(super) async fn package(State(core): State<Core>, actor: Actor, Path(key): Path<String>) -> Answer {
+    Ok(axum::Json(core.engine.package(&actor, &key).await?).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EventsQuery {
+    after: Option<i64>,
+    subject: Option<String>,
+    limit: Option<u32>,
+}
+
+pub(super) async fn events(State(core): State<Core>, actor: Actor, QueryOf(query): QueryOf<EventsQuery>) -> Answer {
+    let items = core
+        .engine
+        .events(&actor, query.after.unwrap_or(0), query.subject.as_deref(), query.limit.unwrap_or(100))
+        .await?;
+    Ok(axum::Json(json!({"items": items})).into_response())
+}

@@ -1,0 +1,203 @@
+//! What every route shares: the caller (a bearer token → [`Actor`]), JSON bodies (size limit,
+//! no NUL characters, unknown fields refused, the failing field named), query strings, and the
+//! one mapping from an engine error to a status and the envelope with the request id.
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use skill_engine::{Actor, Class, EngineError};
+use skill_host::requests::RequestId;
+
+use crate::Core;
+
+/// The largest request body the API reads.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// A failed request: the engine's error, rendered by [`envelope`] with the request id.
+#[derive(Debug)]
+pub struct Failure(pub EngineError);
+
+impl From<EngineError> for Failure {
+    fn from(error: EngineError) -> Self {
+        Self(error)
+    }
+}
+
+/// The one mapping from an error class to an HTTP status.
+pub fn status(class: Class) -> StatusCode {
+    match class {
+        Class::BadRequest => StatusCode::BAD_REQUEST,
+        Class::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        Class::Unauthenticated => StatusCode::UNAUTHORIZED,
+        Class::Forbidden => StatusCode::FORBIDDEN,
+        Class::NotFound => StatusCode::NOT_FOUND,
+        Class::Conflict => StatusCode::CONFLICT,
+        Class::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
+        Class::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+        Class::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Class::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let mut response = status(self.0.class).into_response();
+        if self.0.class == Class::Unauthenticated {
+            let challenge =
+                format!("Bearer realm=\"skill-core\", error=\"invalid_token\", error_description=\"{}\"", self.0.code);
+            if let Ok(value) = HeaderValue::from_str(&challenge) {
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+            }
+        }
+        response.extensions_mut().insert(self.0);
+        response
+    }
+}
+
+/// Renders a failure's envelope with the request's id (the middleware inside the request log).
+pub async fn envelope(request: Request, next: Next) -> Response {
+    let request_id = request.extensions().get::<RequestId>().map(|id| id.0.clone());
+    let mut response = next.run(request).await;
+    if let Some(error) = response.extensions_mut().remove::<EngineError>() {
+        let status = response.status();
+        let mut rendered = (status, axum::Json(error.to_envelope(request_id.as_deref()))).into_response();
+        for (name, value) in response.headers() {
+            if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+                rendered.headers_mut().insert(name.clone(), value.clone());
+            }
+        }
+        return rendered;
+    }
+    response
+}
+
+/// The request id as handlers see it.
+pub fn request_id(id: &Option<Extension<RequestId>>) -> Option<&str> {
+    id.as_ref().map(|Extension(RequestId(id))| id.as_str())
+}
+
+impl FromRequestParts<Core> for Actor {
+    type Rejection = Failure;
+
+    async fn from_request_parts(parts: &mut Parts, core: &Core) -> Result<Self, Self::Rejection> {
+        let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
+            return Err(Failure(EngineError::new(
+                Class::Unauthenticated,
+                "missing_authorization",
+                "send a personal access token: Authorization: Bearer skp_…",
+            )));
+        };
+        let token = value.to_str().ok().and_then(|text| text.strip_prefix("Bearer ")).map(str::trim);
+        let Some(token) = token.filter(|token| !token.is_empty()) else {
+            return Err(Failure(EngineError::new(Class::Unauthenticated, "invalid_token", "the token is not valid")));
+        };
+        Ok(core.engine.authenticate(token).await?)
+    }
+}
+
+/// A JSON body of type `T`: at most [`MAX_BODY_BYTES`], no NUL characters, no unknown fields.
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = Failure;
+
+    async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
+        let bytes = match axum::body::to_bytes(Body::new(request.into_body()), MAX_BODY_BYTES).await {
+            Ok(bytes) => bytes,
+            Err(_) => {
+                return Err(Failure(
+                    EngineError::new(
+                        Class::TooLarge,
+                        "payload_too_large",
+                        format!("the body is larger than {MAX_BODY_BYTES} bytes or could not be read"),
+                    )
+                    .with("limitBytes", MAX_BODY_BYTES),
+                ));
+            }
+        };
+        parse(&bytes).map(JsonBody)
+    }
+}
+
+/// Parses a body, naming the field that failed.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Failure> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|error| Failure(EngineError::invalid_request(format!("the body is not JSON: {error}"))))?;
+    if let Some(place) = nul_at(&value, String::new()) {
+        return Err(Failure(
+            EngineError::invalid_request("the body holds a NUL character, which no field accepts").with("field", place),
+        ));
+    }
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let mut failure = EngineError::invalid_request(format!("the body does not fit: {}", error.inner()));
+        if path != "." {
+            failure = failure.with("field", path);
+        }
+        Failure(failure)
+    })
+}
+
+/// Where a NUL character sits in a key or a string of `value`, if anywhere.
+fn nul_at(value: &serde_json::Value, at: String) -> Option<String> {
+    match value {
+        serde_json::Value::String(text) => text.contains('\0').then_some(at),
+        serde_json::Value::Array(items) => {
+            items.iter().enumerate().find_map(|(index, item)| nul_at(item, format!("{at}[{index}]")))
+        }
+        serde_json::Value::Object(map) => map.iter().find_map(|(key, item)| {
+            let here = if at.is_empty() { key.clone() } else { format!("{at}.{key}") };
+            if key.contains('\0') { Some(here) } else { nul_at(item, here) }
+        }),
+        _ => None,
+    }
+}
+
+/// A query string of type `T`; unknown parameters are refused.
+#[derive(Debug)]
+pub struct QueryOf<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for QueryOf<T> {
+    type Rejection = Failure;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(query)) => Ok(Self(query)),
+            Err(rejection) => Err(Failure(EngineError::invalid_request(rejection.body_text()))),
+        }
+    }
+}
+
+/// A JSON response with a status and, for one skill version, its ETag.
+pub fn json_with_etag(status: StatusCode, body: &impl serde::Serialize, etag: Option<String>) -> Response {
+    let mut response = (status, axum::Json(body)).into_response();
+    if let Some(value) = etag.and_then(|etag| HeaderValue::from_str(&etag).ok()) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_characters_are_refused_raw_or_escaped() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Body {
+            name: String,
+        }
+        assert!(parse::<Body>(br#"{"name": "a"}"#).is_ok());
+        assert!(parse::<Body>(br#"{"name": "a\u0000"}"#).is_err());
+        assert!(parse::<Body>(br#"{"name": "a\\u0000"}"#).is_ok(), "an escaped backslash is not a NUL");
+        let Err(Failure(error)) = parse::<Body>(br#"{"name": 7}"#) else { panic!("a number is not a name") };
+        assert_eq!((error.code, error.details["field"].as_str()), ("invalid_request", Some("name")));
+    }
+}

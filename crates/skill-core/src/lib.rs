@@ -1,0 +1,62 @@
+//! The core service: the HTTP API of the skill catalog over a store (SQLite or PostgreSQL), the
+//! health routes, and what the `skill-core` binary runs.
+//!
+//! | what | where |
+//! |---|---|
+//! | the routes and the OpenAPI document | [`api::ROUTES`], [`api::openapi_document`] |
+//! | the whole application | [`app`] |
+//! | serving with a graceful stop | [`serve`] |
+
+pub mod api;
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::json;
+use skill_engine::Engine;
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub struct Core {
+    pub engine: Engine,
+}
+
+/// The application: `/api/v1/…`, `/healthz` (the process answers) and `/readyz` (the database
+/// answers too), with request ids and the error envelope.
+pub fn app(engine: Engine) -> Router {
+    Router::new()
+        .nest("/api/v1", api::router())
+        .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
+        .route("/readyz", get(ready))
+        .fallback(|| async {
+            api::plumbing::Failure(skill_engine::EngineError::new(
+                skill_engine::Class::NotFound,
+                "not_found",
+                "no such route: the API is under /api/v1 and /api/v1/openapi.json lists it",
+            ))
+        })
+        .layer(axum::middleware::from_fn(api::plumbing::envelope))
+        .layer(axum::middleware::from_fn(skill_host::requests::log))
+        .with_state(Core { engine })
+}
+
+async fn ready(State(core): State<Core>) -> Response {
+    match core.engine.store().ping().await {
+        Ok(()) => axum::Json(json!({"status": "ready"})).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "the database does not answer");
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(json!({"status": "unavailable"}))).into_response()
+        }
+    }
+}
+
+/// Serves `engine` on `listener` until SIGTERM or SIGINT, then finishes the requests in flight.
+pub async fn serve(engine: Engine, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    axum::serve(listener, app(engine).into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(skill_host::serve::stop_signal())
+        .await
+}

@@ -1,0 +1,143 @@
+//! `skill-core`: serve the core, and issue or revoke tokens for bootstrapping.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use skill_engine::{Engine, Origin, TokenRequest};
+use skill_store::StoreOptions;
+
+/// The skills core: a catalog of immutable published skill versions over SQLite or PostgreSQL.
+#[derive(Debug, Parser)]
+#[command(name = "skill-core", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the API (/api/v1, /healthz, /readyz) until SIGTERM or SIGINT.
+    Serve {
+        #[command(flatten)]
+        db: Db,
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8700")]
+        listen: String,
+    },
+    /// Issue or revoke personal access tokens, straight in the database (no running core
+    /// needed): the way in before anyone holds org.manage.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+    /// Print the OpenAPI document of the API.
+    Openapi,
+}
+
+#[derive(Debug, clap::Args)]
+struct Db {
+    /// A SQLite data directory (created when missing; the database is its file core.db), a
+    /// .db/.sqlite file, or a postgres:// URL.
+    #[arg(long, env = "SKILL_CORE_DB", default_value = ".skill-core")]
+    db: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Issue a token (printed once, stored only as its hash) for a principal, creating it when
+    /// missing, with organisation-wide grants.
+    Create {
+        #[command(flatten)]
+        db: Db,
+        /// The principal's name.
+        #[arg(long)]
+        name: String,
+        /// person, agent or executor (when the principal is created).
+        #[arg(long, default_value = "person")]
+        kind: String,
+        /// A permission to grant organisation-wide (repeat): org.manage, org.read, skills.invoke,
+        /// skills.execute, tasks.write, or a custom one.
+        #[arg(long = "grant")]
+        grants: Vec<String>,
+        /// A note on what the token is for.
+        #[arg(long, default_value = "")]
+        label: String,
+        /// Days until the token expires (never when absent).
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+    },
+    /// Revoke a token by its id (the id `token create` printed, not the token).
+    Revoke {
+        #[command(flatten)]
+        db: Db,
+        id: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    skill_host::serve::init_logs();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn engine(db: &Db) -> Result<Engine> {
+    let store = skill_store::open(&db.db, &StoreOptions::default()).await.context("opening the database")?;
+    Ok(Engine::new(store))
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Serve { db, listen } => {
+            let engine = engine(&db).await?;
+            let listener =
+                tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+            let address = listener.local_addr()?;
+            eprintln!(
+                "skill-core serving the API on http://{address}/api/v1 (database: {})",
+                skill_store::redact(&db.db)
+            );
+            skill_core::serve(engine, listener).await.context("serving")?;
+            eprintln!("skill-core stopped");
+            Ok(())
+        }
+        Command::Token { command: TokenCommand::Create { db, name, kind, grants, label, expires_in_days } } => {
+            let engine = engine(&db).await?;
+            let expires_at = expires_in_days.map(|days| chrono::Utc::now() + chrono::Duration::days(i64::from(days)));
+            let request = TokenRequest { principal: name, kind, grants, label, expires_at };
+            let issued =
+                engine.issue_token(&request, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?;
+            eprintln!(
+                "token {} for {} ({}); it is shown once, keep it now:",
+                issued.record.id, issued.principal.name, issued.principal.id
+            );
+            println!("{}", issued.token);
+            Ok(())
+        }
+        Command::Token { command: TokenCommand::Revoke { db, id } } => {
+            let engine = engine(&db).await?;
+            engine.revoke_token(&id, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?;
+            eprintln!("token {id} revoked");
+            Ok(())
+        }
+        Command::Openapi => {
+            println!("{}", serde_json::to_string_pretty(&skill_core::api::openapi_document())?);
+            Ok(())
+        }
+    }
+}

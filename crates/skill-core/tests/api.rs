@@ -1,0 +1,354 @@
+//! The catalog API through a real server on 127.0.0.1: every status and code it answers with.
+
+use std::sync::Arc;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use skill_engine::{Engine, Origin, TokenRequest};
+
+struct Api {
+    base: String,
+    client: reqwest::Client,
+    admin: String,
+    engine: Engine,
+    _folder: Folder,
+}
+
+struct Folder(std::path::PathBuf);
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn api() -> Api {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let folder = std::env::temp_dir().join(format!("skill-core-api-{}-{n}", std::process::id()));
+    let store = skill_store::open(folder.to_str().expect("utf-8"), &Default::default()).await.expect("store");
+    let engine = Engine::new(Arc::clone(&store));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(skill_core::serve(engine.clone(), listener));
+    let admin = token(&engine, "admin", &["org.manage"]).await;
+    Api { base, client: reqwest::Client::new(), admin, engine, _folder: Folder(folder) }
+}
+
+async fn token(engine: &Engine, name: &str, grants: &[&str]) -> String {
+    let request = TokenRequest {
+        principal: name.to_owned(),
+        kind: "person".to_owned(),
+        grants: grants.iter().map(|g| (*g).to_owned()).collect(),
+        label: String::new(),
+        expires_at: None,
+    };
+    engine.issue_token(&request, &Origin::default()).await.expect("token").token
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: reqwest::header::HeaderMap,
+    body: Value,
+}
+
+impl Api {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.header("content-type", "application/json").body(body.to_owned());
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("the core answers");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("a body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Answer { status, headers, body }
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> Answer {
+        self.send(Method::POST, path, Some(&self.admin), Some(&body.to_string()), &[]).await
+    }
+
+    async fn get(&self, path: &str) -> Answer {
+        self.send(Method::GET, path, Some(&self.admin), None, &[]).await
+    }
+
+    async fn patch(&self, path: &str, if_match: Option<&str>, body: &Value) -> Answer {
+        let headers: Vec<(&str, &str)> = if_match.map(|value| ("if-match", value)).into_iter().collect();
+        self.send(Method::PATCH, path, Some(&self.admin), Some(&body.to_string()), &headers).await
+    }
+}
+
+/// Asserts the status and the envelope's code, and that the envelope carries the request id.
+fn refused(answer: &Answer, status: u16, code: &str) {
+    assert_eq!(answer.status.as_u16(), status, "{}", answer.body);
+    assert_eq!(answer.body["error"]["code"], code, "{}", answer.body);
+    let id = answer.headers["x-request-id"].to_str().expect("ASCII");
+    assert_eq!(answer.body["error"]["requestId"], id, "the envelope names the request");
+    assert!(answer.body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+}
+
+fn leaf(name: &str, version: &str) -> Value {
+    json!({
+        "name": name, "version": version, "description": "Sends the reply.",
+        "sideEffects": "external_write", "riskLevel": "high",
+        "contract": {
+            "inputs": {"type": "object"}, "outputs": {"type": "object"}, "idempotency": "required",
+            "retryPolicy": {"maxAttempts": 3, "backoffSeconds": 10},
+            "implementation": {"protocol": "http", "endpoint": "https://skills.example/send"}
+        }
+    })
+}
+
+#[tokio::test]
+async fn publish_read_and_list_answer_with_etags_and_camel_case() {
+    let api = api().await;
+    let created = api.post("/api/v1/skills", &leaf("claim.send_reply", "1")).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    assert_eq!(created.headers["etag"], "\"skill-1\"");
+    assert_eq!(created.body["sideEffects"], "external_write");
+    assert_eq!(created.body["contract"]["retryPolicy"], json!({"maxAttempts": 3, "backoffSeconds": 10}));
+    let id = created.body["id"].as_str().expect("an id").to_owned();
+
+    for path in [
+        format!("/api/v1/skills/{id}"),
+        "/api/v1/skills/claim.send_reply@1".into(),
+        "/api/v1/skills/claim.send_reply".into(),
+    ] {
+        let read = api.get(&path).await;
+        assert_eq!((read.status, read.body["id"].as_str()), (StatusCode::OK, Some(id.as_str())), "{path}");
+        assert_eq!(read.headers["etag"], "\"skill-1\"");
+    }
+    let page = api.get("/api/v1/skills?name=claim.send_reply&limit=10").await;
+    assert_eq!(page.body["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(page.body["nextCursor"], Value::Null);
+    let metadata = api.get("/api/v1/skills/claim.send_reply@1:metadata").await;
+    assert_eq!((metadata.body["writes"].clone(), metadata.body["read_only"].clone()), (json!(true), json!(false)));
+    let definition = api.get("/api/v1/skills/claim.send_reply@1:definition").await;
+    assert_eq!(definition.status, StatusCode::OK, "{}", definition.body);
+    let catalogue = api.get("/api/v1/catalogue").await;
+    assert_eq!(catalogue.body["items"][0]["name"], "claim.send_reply");
+
+    let caller_id =
+        api.send(Method::GET, "/api/v1/skills/nope@1", Some(&api.admin), None, &[("x-request-id", "trace-42")]).await;
+    refused(&caller_id, 404, "not_found");
+    assert_eq!(caller_id.body["error"]["requestId"], "trace-42", "a caller's request id is kept");
+}
+
+#[tokio::test]
+async fn credentials_are_checked_first_and_permissions_per_route() {
+    let api = api().await;
+    let missing = api.send(Method::GET, "/api/v1/skills/nope@1", None, None, &[]).await;
+    refused(&missing, 401, "missing_authorization");
+    assert!(missing.headers["www-authenticate"].to_str().expect("ASCII").starts_with("Bearer "));
+    refused(&api.send(Method::GET, "/api/v1/skills", Some("skp_forged"), None, &[]).await, 401, "invalid_token");
+    refused(
+        &api.send(Method::GET, "/api/v1/skills", None, None, &[("authorization", "Basic YTpi")]).await,
+        401,
+        "invalid_token",
+    );
+
+    let reader = token(&api.engine, "reader", &["org.read"]).await;
+    let body = leaf("a.b", "1").to_string();
+    let denied = api.send(Method::POST, "/api/v1/skills", Some(&reader), Some(&body), &[]).await;
+    refused(&denied, 403, "permission_denied");
+    assert_eq!(denied.body["error"]["details"]["permission"], "org.manage");
+    let invoker = token(&api.engine, "bot", &["skills.invoke"]).await;
+    refused(&api.send(Method::GET, "/api/v1/skills", Some(&invoker), None, &[]).await, 403, "permission_denied");
+    refused(&api.send(Method::GET, "/api/v1/nowhere", Some(&reader), None, &[]).await, 404, "not_found");
+}
+
+#[tokio::test]
+async fn bad_bodies_and_queries_are_400_413_or_422_and_change_nothing() {
+    let api = api().await;
+    let unknown = json!({"name": "a.b", "protocol": "custom", "colour": "red"});
+    let answer = api.post("/api/v1/skills", &unknown).await;
+    refused(&answer, 400, "invalid_request");
+    assert!(answer.body["error"]["message"].as_str().is_some_and(|m| m.contains("colour")), "{}", answer.body);
+    let answer = api.send(Method::POST, "/api/v1/skills", Some(&api.admin), Some("{"), &[]).await;
+    refused(&answer, 400, "invalid_request");
+    let answer =
+        api.post("/api/v1/skills", &json!({"name": "a.b", "protocol": "custom", "description": "x\u{0}y"})).await;
+    refused(&answer, 400, "invalid_request");
+    assert_eq!(answer.body["error"]["details"]["field"], "description");
+    let answer = api.post("/api/v1/skills", &json!({"name": 7})).await;
+    assert_eq!(answer.body["error"]["details"]["field"], "name");
+    refused(&api.get("/api/v1/skills?colour=red").await, 400, "invalid_request");
+    refused(&api.get("/api/v1/skills?limit=0").await, 400, "invalid_request");
+    refused(&api.get("/api/v1/skills?status=paused").await, 422, "invalid_status");
+    let huge = json!({"name": "a.b", "protocol": "custom", "description": "x".repeat(3 * 1024 * 1024)});
+    refused(&api.post("/api/v1/skills", &huge).await, 413, "payload_too_large");
+
+    let mut bad = leaf("a.b", "1");
+    bad["contract"]["timeoutSeconds"] = json!(0);
+    let answer = api.post("/api/v1/skills", &bad).await;
+    refused(&answer, 422, "invalid_skill_contract");
+    assert_eq!(answer.body["error"]["details"]["field"], "timeoutSeconds");
+    assert_eq!(
+        (answer.body["error"]["details"]["min"].clone(), answer.body["error"]["details"]["max"].clone()),
+        (json!(1), json!(3600))
+    );
+    let mut secret = leaf("a.b", "1");
+    secret["contract"]["implementation"]["auth"] = json!({"token": "sk-live-0123456789abcdef0123456789"});
+    refused(&api.post("/api/v1/skills", &secret).await, 422, "secret_material_rejected");
+    let mut conditions = leaf("a.b", "1");
+    conditions["contract"]["preconditions"] = json!(["x"]);
+    refused(&api.post("/api/v1/skills", &conditions).await, 422, "unsupported_skill_condition");
+    let mut schema = leaf("a.b", "1");
+    schema["contract"]["inputs"] =
+        json!({"type": "object", "properties": {"a": {"$ref": "https://evil.example/s.json"}}});
+    refused(&api.post("/api/v1/skills", &schema).await, 422, "invalid_json_schema");
+    refused(&api.post("/api/v1/skills", &json!({"name": "legacy.tool"})).await, 422, "invalid_protocol");
+    refused(
+        &api.post("/api/v1/skills", &json!({"name": "a.c", "version": "1", "includes": ["a.z@1"]})).await,
+        422,
+        "resolution_failure",
+    );
+
+    assert_eq!(api.get("/api/v1/skills").await.body["items"], json!([]), "nothing was published");
+    assert_eq!(api.post("/api/v1/skills", &leaf("a.b", "1")).await.status, StatusCode::CREATED);
+    refused(&api.post("/api/v1/skills", &leaf("a.b", "1")).await, 409, "skill_exists");
+}
+
+#[tokio::test]
+async fn patches_follow_if_match_and_the_immutability_rules() {
+    let api = api().await;
+    let created = api.post("/api/v1/skills", &leaf("claim.send_reply", "1")).await;
+    let path = format!("/api/v1/skills/{}", created.body["id"].as_str().expect("id"));
+    let describe = json!({"description": "Sends the approved reply."});
+    refused(&api.patch(&path, None, &describe).await, 428, "if_match_required");
+    refused(&api.patch(&path, Some("skill-1"), &describe).await, 400, "invalid_if_match");
+    refused(&api.patch(&path, Some("\"skill-9\""), &describe).await, 409, "version_conflict");
+    let patched = api.patch(&path, Some("\"skill-1\""), &describe).await;
+    assert_eq!((patched.status, patched.headers["etag"].to_str().ok()), (StatusCode::OK, Some("\"skill-2\"")));
+    refused(&api.patch(&path, Some("\"skill-2\""), &describe).await, 422, "empty_update");
+    let answer = api.patch(&path, Some("\"skill-2\""), &json!({"outputSchema": {"type": "string"}})).await;
+    refused(&answer, 409, "skill_version_immutable");
+    refused(&api.patch(&path, Some("\"skill-2\""), &json!({"status": "paused"})).await, 422, "invalid_status");
+    refused(
+        &api.patch(&path, Some("\"skill-2\""), &json!({"endpoint": "ftp://x"})).await,
+        422,
+        "invalid_skill_contract",
+    );
+    let moved = api.patch(&path, Some("\"skill-2\""), &json!({"endpoint": "https://skills.example/v2"})).await;
+    assert_eq!(moved.body["contract"]["implementation"]["endpoint"], "https://skills.example/v2");
+    assert_eq!(api.patch(&path, Some("\"skill-3\""), &json!({"status": "disabled"})).await.status, StatusCode::OK);
+    refused(
+        &api.patch(&path, Some("\"skill-4\""), &json!({"status": "active"})).await,
+        409,
+        "invalid_status_transition",
+    );
+    refused(&api.patch("/api/v1/skills/nope@1", Some("\"skill-1\""), &describe).await, 404, "not_found");
+
+    let row = api.post("/api/v1/skills", &json!({"name": "legacy.tool", "protocol": "custom"})).await;
+    let row_path = format!("/api/v1/skills/{}", row.body["id"].as_str().expect("id"));
+    refused(
+        &api.patch(&row_path, Some("\"skill-1\""), &json!({"endpoint": "https://x"})).await,
+        409,
+        "skill_not_invocable",
+    );
+    refused(&api.get("/api/v1/skills/legacy.tool@1.0.0:metadata").await, 409, "skill_not_invocable");
+
+    let events = api.get("/api/v1/events?subject=skill:".to_owned().as_str()).await;
+    assert_eq!(events.status, StatusCode::OK);
+    let all = api.get("/api/v1/events?limit=100").await;
+    let kinds: Vec<&str> =
+        all.body["items"].as_array().expect("items").iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "skill.updated").count(), 3, "{kinds:?}");
+}
+
+#[tokio::test]
+async fn assignments_and_package_installs() {
+    let api = api().await;
+    api.post("/api/v1/skills", &leaf("claim.send_reply", "1")).await;
+    let bot = token(&api.engine, "bot", &["skills.invoke"]).await;
+    let bot_id = api.engine.authenticate(&bot).await.expect("bot").id().to_owned();
+    let path = format!("/api/v1/principals/{bot_id}/skills");
+    let first = api.post(&path, &json!({"skillId": "claim.send_reply@1"})).await;
+    assert_eq!((first.status, first.body["created"].clone()), (StatusCode::CREATED, json!(true)));
+    let again = api.post(&path, &json!({"skillId": "claim.send_reply@1"})).await;
+    assert_eq!((again.status, again.body["created"].clone()), (StatusCode::OK, json!(false)));
+    let own = api.send(Method::GET, &path, Some(&bot), None, &[]).await;
+    assert_eq!(own.body["items"][0]["name"], "claim.send_reply", "a principal reads its own assignments");
+    refused(
+        &api.post("/api/v1/principals/nobody/skills", &json!({"skillId": "claim.send_reply@1"})).await,
+        404,
+        "not_found",
+    );
+    let revoked = api.post(&format!("{path}/claim.send_reply@1:revoke"), &json!({})).await;
+    assert_eq!(revoked.body["revoked"], true, "{}", revoked.body);
+
+    let record = json!({"package": {"key": "claims", "version": "1.0.0"}, "installHash": "abc",
+                        "objects": [{"kind": "Skill", "key": "claim.send_reply"}]});
+    let recorded = api.post("/api/v1/packages:record", &record).await;
+    assert_eq!(recorded.status, StatusCode::OK, "{}", recorded.body);
+    assert_eq!(api.get("/api/v1/packages/claims").await.body["installHash"], "abc");
+    assert_eq!(api.get("/api/v1/skills/claim.send_reply@1").await.body["package"]["key"], "claims");
+    assert_eq!(api.get("/api/v1/skills?package=claims").await.body["items"].as_array().map(Vec::len), Some(1));
+    refused(&api.get("/api/v1/packages/other").await, 404, "not_found");
+}
+
+#[tokio::test]
+async fn health_readiness_and_the_openapi_document() {
+    let api = api().await;
+    assert_eq!(api.send(Method::GET, "/healthz", None, None, &[]).await.body, json!({"status": "ok"}));
+    assert_eq!(api.send(Method::GET, "/readyz", None, None, &[]).await.body, json!({"status": "ready"}));
+    let document = api.send(Method::GET, "/api/v1/openapi.json", None, None, &[]).await.body;
+    assert_eq!(document["openapi"], "3.1.0");
+    for route in skill_core::api::ROUTES {
+        let path = route.path.replace("{*", "{");
+        let operation = &document["paths"][&path][route.method.to_ascii_lowercase()];
+        assert!(operation.is_object(), "{} {path} is documented", route.method);
+        for (status, code) in route.errors {
+            let description = operation["responses"][status.to_string()]["description"].as_str().unwrap_or_default();
+            assert!(description.contains(code), "{} {path} documents {status} {code}", route.method);
+        }
+    }
+    let publish = &document["paths"]["/skills"]["post"];
+    let reference = publish["requestBody"]["content"]["application/json"]["schema"]["$ref"].as_str().expect("a $ref");
+    let name = reference.rsplit('/').next().expect("a name");
+    let schema = &document["components"]["schemas"][name];
+    assert!(
+        schema["properties"]["contract"].is_object() && schema["properties"]["sideEffects"].is_object(),
+        "{schema}"
+    );
+    let dangling: Vec<String> = refs(&document).into_iter().filter(|r| document.pointer(&r[1..]).is_none()).collect();
+    assert!(dangling.is_empty(), "every $ref resolves: {dangling:?}");
+}
+
+fn refs(value: &Value) -> Vec<String> {
+    match value {
+        Value::Object(map) => {
+            map.iter()
+                .flat_map(|(key, item)| {
+                    if key == "$ref" { item.as_str().map(str::to_owned).into_iter().collect() } else { refs(item) }
+                })
+                .collect()
+        }
+        Value::Array(items) => items.iter().flat_map(refs).collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn every_code_the_api_documents_is_registered() {
+    let mut codes: Vec<&str> = vec!["missing_authorization", "invalid_token", "permission_denied", "payload_too_large"];
+    codes.extend(skill_core::api::ROUTES.iter().flat_map(|route| route.errors.iter().map(|(_, code)| *code)));
+    for code in codes {
+        assert!(skill_contract::codes::code_info(code).is_some(), "{code} is in the registry and docs/errors.md");
+    }
+}

@@ -1,0 +1,109 @@
+//! Package installs as the catalog records them: which package (key, version, install hash)
+//! installed which objects (skills by name), and the events journal for readers.
+
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use skill_store::ErrorKind;
+use skill_store::records::{PackageInstall, PackageObject};
+
+use crate::actor::Actor;
+use crate::catalog::view_time;
+use crate::error::{EngineError, Result};
+use crate::{Engine, Origin};
+
+/// The body of `POST /packages:record`.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecordRequest {
+    pub package: PackageRef,
+    pub install_hash: String,
+    pub objects: Vec<ObjectRef>,
+}
+
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PackageRef {
+    pub key: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectRef {
+    pub kind: String,
+    pub key: String,
+}
+
+impl Engine {
+    /// Records an install of a package and links its objects to it (`org.manage`).
+    pub async fn record_install(
+        &self,
+        actor: &Actor,
+        request: &RecordRequest,
+        request_id: Option<&str>,
+    ) -> Result<Value> {
+        actor.require("org.manage")?;
+        for (field, text) in [
+            ("package.key", &request.package.key),
+            ("package.version", &request.package.version),
+            ("installHash", &request.install_hash),
+        ] {
+            if text.is_empty() || text.chars().count() > 200 {
+                return Err(
+                    EngineError::invalid_request(format!("`{field}` has 1 to 200 characters")).with("field", field)
+                );
+            }
+        }
+        let install = PackageInstall {
+            key: request.package.key.clone(),
+            version: request.package.version.clone(),
+            install_hash: request.install_hash.clone(),
+            installed_at: Utc::now(),
+            installed_by: Some(actor.id().to_owned()),
+        };
+        let mut objects: Vec<PackageObject> =
+            request.objects.iter().map(|o| PackageObject { kind: o.kind.clone(), key: o.key.clone() }).collect();
+        objects.sort();
+        objects.dedup();
+        let event = self.event(
+            "package.installed",
+            format!("package:{}", install.key),
+            json!({"version": install.version, "installHash": install.install_hash, "objects": objects.len()}),
+            &Origin::of(actor, request_id),
+        );
+        self.store.record_install(&install, &objects, &event).await?;
+        self.package(actor, &install.key).await
+    }
+
+    /// The last install of a package and its objects (`org.read`).
+    pub async fn package(&self, actor: &Actor, key: &str) -> Result<Value> {
+        actor.require("org.read")?;
+        let install = self.store.package_install(key).await.map_err(|error| match error.kind() {
+            ErrorKind::NotFound => EngineError::not_found(&format!("package {key}")),
+            _ => error.into(),
+        })?;
+        let objects = self.store.package_objects(key).await?;
+        Ok(json!({
+            "key": install.key, "version": install.version, "installHash": install.install_hash,
+            "installedAt": view_time(&install.installed_at), "installedBy": install.installed_by,
+            "objects": objects.iter().map(|o| json!({"kind": o.kind, "key": o.key})).collect::<Vec<_>>(),
+        }))
+    }
+
+    /// Journal entries after `after` (`org.read`).
+    pub async fn events(&self, actor: &Actor, after: i64, subject: Option<&str>, limit: u32) -> Result<Vec<Value>> {
+        actor.require("org.read")?;
+        let events = self.store.events(after, subject, limit.clamp(1, 1000)).await?;
+        Ok(events
+            .into_iter()
+            .map(|event| {
+                json!({
+                    "seq": event.seq, "id": event.id, "kind": event.kind, "subject": event.subject,
+                    "data": event.data, "actorId": event.actor_id, "requestId": event.request_id,
+                    "createdAt": view_time(&event.created_at),
+                })
+            })
+            .collect())
+    }
+}
