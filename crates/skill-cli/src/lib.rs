@@ -3,3 +3,5 @@
 //! works as the package documentation writes it.
 
 pub mod host_crate;
+pub mod package;
+pub mod package_command;

@@ -65,6 +65,11 @@ enum Subcommands {
         #[arg(value_name = "CRATE")]
         krate: String,
     },
+    /// Check a package offline, or plan and apply it against a core.
+    Package {
+        #[command(subcommand)]
+        command: skill_cli::package_command::PackageCommand,
+    },
     /// Preview the personal-data guard: what a model would see of a text.
     Pii {
         #[command(subcommand)]
@@ -129,6 +134,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let (package, krate, host_args): (PathBuf, String, Vec<OsString>) = match cli.command {
         Subcommands::Pii { command } => return pii(command),
+        Subcommands::Package { command } => return skill_cli::package_command::run(command),
         Subcommands::List { krate, locate } => (locate.package, krate, vec!["list".into()]),
         Subcommands::Contract { krate, args, locate } => (locate.package, krate, args.to_args()),
         Subcommands::Export { args, krate } => (args.package.clone(), krate, args.to_args()),

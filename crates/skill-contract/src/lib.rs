@@ -15,6 +15,7 @@
 //! | protocol types | [`SkillErrorType`], [`SkillMetadata`], [`SkillDefinition`], [`SkillResult`], [`map_tool_error`] |
 //! | the wire error and the code registry | [`SkillError`], [`codes`] |
 //! | JSON Schema checks and validation | [`schema`] |
+//! | packages: reading, the offline check, plans against a core | [`package`] |
 //!
 //! ```
 //! use serde_json::json;
@@ -43,6 +44,7 @@ mod error;
 pub mod export;
 mod fields;
 mod names;
+pub mod package;
 mod policy;
 mod protocol;
 pub mod schema;

@@ -1,0 +1,297 @@
+//! `skill-sdk package check|plan|apply` on copies of `examples/claims`, against a core served on
+//! 127.0.0.1 by this test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use skill_engine::{Engine, Origin, TokenRequest};
+
+const SDK: &str = env!("CARGO_BIN_EXE_skill-sdk");
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claims")
+}
+
+/// A copy of the claims package (its YAML files) in a folder named `claims`.
+struct Copy {
+    root: PathBuf,
+}
+
+impl Copy {
+    fn new(label: &str) -> Self {
+        let root = std::env::temp_dir().join(format!("skill-package-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for folder in ["skills", "task-types"] {
+            let target = root.join("claims").join(folder);
+            std::fs::create_dir_all(&target).expect("folder");
+            for entry in std::fs::read_dir(example().join(folder)).expect("example folder") {
+                let entry = entry.expect("entry");
+                std::fs::copy(entry.path(), target.join(entry.file_name())).expect("copy");
+            }
+        }
+        std::fs::copy(example().join("package.yaml"), root.join("claims/package.yaml")).expect("manifest");
+        Self { root }
+    }
+
+    fn package(&self) -> PathBuf {
+        self.root.join("claims")
+    }
+
+    fn edit(&self, file: &str, from: &str, to: &str) {
+        let path = self.package().join(file);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.contains(from), "{file} holds {from}");
+        std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+    }
+
+    fn write(&self, file: &str, document: &Value) {
+        let path = self.package().join(file);
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("folder");
+        std::fs::write(path, skill_contract::yaml::to_string(document)).expect("write");
+    }
+
+    fn sdk(&self, args: &[&str], core: Option<(&str, &str)>) -> Output {
+        let mut command = Command::new(SDK);
+        command.args(["package"]).args(args).arg("--package").arg(self.package()).env_remove("CI");
+        if let Some((url, token)) = core {
+            command.args(["--core", url]).env("SKILL_CORE_TOKEN", token);
+        }
+        command.output().expect("skill-sdk runs")
+    }
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The codes `check --json` reports, with their paths.
+fn problems(copy: &Copy) -> Vec<(String, String, String)> {
+    let output = copy.sdk(&["check", "--json"], None);
+    let report: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let list = report["problems"].as_array().expect("problems").clone();
+    assert_eq!(output.status.code(), Some(if list.is_empty() { 0 } else { 1 }));
+    for problem in &list {
+        assert!(problem["hint"].as_str().is_some_and(|hint| !hint.is_empty()), "every problem has a hint: {problem}");
+    }
+    list.iter()
+        .map(|p| {
+            let field = |key: &str| p[key].as_str().unwrap_or_default().to_owned();
+            (field("file"), field("path"), field("code"))
+        })
+        .collect()
+}
+
+const OUTCOME: &str = "spec.approvalSchema.gates.default.outcomes.approved[0].invokeSkill.skill";
+
+#[test]
+fn the_claims_package_checks_clean() {
+    let copy = Copy::new("clean");
+    let output = copy.sdk(&["check"], None);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "package claims 1.0.0: 4 objects, no problems\n");
+}
+
+#[test]
+fn broken_references_fail_with_their_codes() {
+    let copy = Copy::new("unknown");
+    copy.edit("task-types/claim-reply.yaml", "skill: claim.send_reply@1", "skill: claim.send_reply@2");
+    assert_eq!(problems(&copy), [("task-types/claim-reply.yaml".into(), OUTCOME.into(), "unknown_reference".into())]);
+    let output = copy.sdk(&["check"], None);
+    assert!(text(&output.stderr).contains("hint: the package can see claim.send_reply@1"), "{}", text(&output.stderr));
+
+    let copy = Copy::new("unpinned");
+    copy.edit("task-types/claim-reply.yaml", "skill: claim.send_reply@1", "skill: claim.send_reply");
+    assert_eq!(
+        problems(&copy),
+        [("task-types/claim-reply.yaml".into(), OUTCOME.into(), "unpinned_external_write".into())]
+    );
+
+    let copy = Copy::new("rule");
+    copy.write(
+        "rules/triage.yaml",
+        &json!({"apiVersion": "taimen.ai/v1", "kind": "WorkRule", "key": "claims-triage",
+                "spec": {"interpretation": {"skill": "claim.send_reply@1"}}}),
+    );
+    assert_eq!(
+        problems(&copy),
+        [("rules/triage.yaml".into(), "spec.interpretation.skill".into(), "rule_skill_side_effects".into())]
+    );
+
+    let copy = Copy::new("acceptance");
+    copy.write(
+        "task-types/claim-audit.yaml",
+        &json!({"apiVersion": "taimen.ai/v1", "kind": "TaskType", "key": "claim-audit", "spec": {"version": "1",
+                "acceptance": [{"kind": "deterministic", "spec": {"skill": "claim.send_reply@1"}},
+                               {"kind": "human", "when": "always"}]}}),
+    );
+    assert_eq!(
+        problems(&copy),
+        [(
+            "task-types/claim-audit.yaml".into(),
+            "spec.acceptance[0].spec.skill".into(),
+            "invalid_acceptance_spec".into()
+        )]
+    );
+
+    let copy = Copy::new("process");
+    copy.write(
+        "processes/follow-up.yaml",
+        &json!({"apiVersion": "taimen.ai/v1", "kind": "Process", "key": "follow-up",
+                "spec": {"steps": [{"id": "classify", "call": {"skill": "claim.classify@9", "input": {}}}]}}),
+    );
+    assert_eq!(
+        problems(&copy),
+        [("processes/follow-up.yaml".into(), "spec.steps[0].call.skill".into(), "unknown_reference".into())]
+    );
+
+    let copy = Copy::new("contract");
+    copy.edit("skills/claim.classify.yaml", "timeoutSeconds: 5", "timeoutSeconds: 0");
+    assert_eq!(
+        problems(&copy),
+        [("skills/claim.classify.yaml".into(), "spec.contract.timeoutSeconds".into(), "invalid_skill_contract".into())]
+    );
+}
+
+struct Served {
+    url: String,
+    token: String,
+    engine: Engine,
+    _runtime: tokio::runtime::Runtime,
+    folder: PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}
+
+/// A core on 127.0.0.1 with an embedded database, and an org.manage token.
+fn serve(label: &str) -> Served {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let folder = std::env::temp_dir().join(format!("skill-package-core-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    let (url, token, engine) = runtime.block_on(async {
+        let store = skill_store::open(folder.to_str().expect("utf-8"), &Default::default()).await.expect("store");
+        let engine = Engine::new(Arc::clone(&store));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        tokio::spawn(skill_core::serve(engine.clone(), listener));
+        let request = TokenRequest {
+            principal: "installer".into(),
+            kind: "agent".into(),
+            grants: vec!["org.manage".into()],
+            label: "test".into(),
+            expires_at: None,
+        };
+        let token = engine.issue_token(&request, &Origin::default()).await.expect("token").token;
+        (url, token, engine)
+    });
+    Served { url, token, engine, _runtime: runtime, folder }
+}
+
+impl Served {
+    fn skill(&self, reference: &str) -> Value {
+        let engine = self.engine.clone();
+        let token = self.token.clone();
+        let reference = reference.to_owned();
+        self._runtime.block_on(async move {
+            let actor = engine.authenticate(&token).await.expect("actor");
+            serde_json::to_value(engine.skill(&actor, &reference).await.expect("published")).expect("JSON")
+        })
+    }
+
+    fn event_count(&self) -> usize {
+        self._runtime.block_on(self.engine.store().events(0, None, 1000)).expect("events").len()
+    }
+}
+
+fn lookup(endpoint: &str, description: &str, timeout: u32) -> Value {
+    json!({"apiVersion": "taimen.ai/v1", "kind": "Skill", "key": "claim.lookup", "spec": {
+        "version": "1", "description": description, "sideEffects": "external_read", "riskLevel": "low",
+        "contract": {"inputs": {"type": "object"}, "outputs": {"type": "object"}, "timeoutSeconds": timeout,
+                     "implementation": {"protocol": "http", "endpoint": endpoint}}}})
+}
+
+#[test]
+fn plan_and_apply_publish_then_patch_move_and_refuse() {
+    let core = serve("apply");
+    let copy = Copy::new("apply");
+    copy.write("skills/claim.lookup.yaml", &lookup("https://claims.example/lookup", "Find a claim.", 30));
+    let at = Some((core.url.as_str(), core.token.as_str()));
+
+    let plan = copy.sdk(&["plan"], at);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan.stderr));
+    assert!(
+        text(&plan.stdout).contains("4 to create, 0 to patch, 0 to move, 0 unchanged, 0 refused"),
+        "{}",
+        text(&plan.stdout)
+    );
+    let applied = copy.sdk(&["apply"], at);
+    assert_eq!(applied.status.code(), Some(0), "{}", text(&applied.stderr));
+    assert!(text(&applied.stdout).contains("applied — 4 created"), "{}", text(&applied.stdout));
+    let send = core.skill("claim.send_reply@1");
+    assert_eq!(
+        (send["sideEffects"].clone(), send["package"]["key"].clone()),
+        (json!("external_write"), json!("claims"))
+    );
+
+    let events = core.event_count();
+    let again = copy.sdk(&["apply"], at);
+    assert_eq!(text(&again.stdout), "package claims 1.0.0: already applied, nothing changed\n");
+    assert_eq!(core.event_count(), events, "re-applying wrote nothing");
+
+    copy.write("skills/claim.lookup.yaml", &lookup("https://claims.example/lookup", "Find a claim by id.", 30));
+    let plan: Value = serde_json::from_slice(&copy.sdk(&["plan", "--json"], at).stdout).expect("JSON plan");
+    let change = plan["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .find(|c| c["key"] == "claim.lookup")
+        .expect("lookup")
+        .clone();
+    assert_eq!((change["operation"].clone(), change["fields"].clone()), (json!("patch"), json!(["description"])));
+    assert_eq!(copy.sdk(&["apply"], at).status.code(), Some(0));
+    assert_eq!(core.skill("claim.lookup@1")["description"], "Find a claim by id.");
+
+    copy.write("skills/claim.lookup.yaml", &lookup("https://claims-v2.example/lookup", "Find a claim by id.", 30));
+    let plan = copy.sdk(&["plan"], at);
+    assert!(
+        text(&plan.stdout).contains("~ move       claim.lookup@1 (endpoint): endpoint https://claims.example/lookup → https://claims-v2.example/lookup"),
+        "{}",
+        text(&plan.stdout)
+    );
+    assert_eq!(copy.sdk(&["apply"], at).status.code(), Some(0));
+    let moved = core.skill("claim.lookup@1");
+    assert_eq!(moved["contract"]["implementation"]["endpoint"], "https://claims-v2.example/lookup");
+    assert_eq!(moved["rowVersion"], 3);
+
+    copy.write("skills/claim.lookup.yaml", &lookup("https://claims-v2.example/lookup", "Find a claim by id.", 45));
+    let plan = copy.sdk(&["plan"], at);
+    assert_eq!(plan.status.code(), Some(1));
+    assert!(
+        text(&plan.stdout).contains(
+            "! refused    claim.lookup@1: the contract of a published version is immutable: raise spec.version (changed: contract.timeoutSeconds)"
+        ),
+        "{}",
+        text(&plan.stdout)
+    );
+    let events = core.event_count();
+    let refused = copy.sdk(&["apply"], at);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stderr).contains("nothing was applied"), "{}", text(&refused.stderr));
+    assert_eq!(core.event_count(), events, "a refused apply writes nothing");
+    assert_eq!(core.skill("claim.lookup@1")["contract"]["timeoutSeconds"], 30);
+
+    let no_token = copy.sdk(&["plan"], Some((core.url.as_str(), "")));
+    assert_eq!(no_token.status.code(), Some(2));
+    assert!(text(&no_token.stderr).contains("SKILL_CORE_TOKEN"));
+}

@@ -1,0 +1,322 @@
+//! Packages: the manifest (`package.yaml`) and the catalog objects beside it, read from documents
+//! already parsed (the caller reads the files), checked offline ([`check`]) and compared with
+//! what a core has published ([`plan_skill`]).
+//!
+//! Every problem names its file, the path inside the file, a stable code and a hint.
+
+mod check;
+mod plan;
+
+use serde_json::Value;
+
+pub use check::check;
+pub use plan::{SkillPlan, plan_skill, subset};
+
+/// The kinds of catalog object a package may hold.
+pub const KINDS: &[&str] = &[
+    "KnowledgePack",
+    "WorkspaceType",
+    "Capability",
+    "Role",
+    "Skill",
+    "ArtifactType",
+    "TaskType",
+    "Agent",
+    "ProjectTemplate",
+    "Calendar",
+    "Process",
+    "WorkRule",
+    "NotificationRule",
+];
+
+/// The file of a package's manifest.
+pub const MANIFEST: &str = "package.yaml";
+
+/// One YAML file of a package: its path relative to the package folder and what it held.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackageFile {
+    pub path: String,
+    /// The document, or why it could not be read.
+    pub document: Result<Value, String>,
+}
+
+/// A package read from its files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Package {
+    pub key: String,
+    pub version: String,
+    /// The keys of the packages it requires.
+    pub requires: Vec<String>,
+    pub objects: Vec<PackageObject>,
+}
+
+/// One catalog object of a package.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackageObject {
+    pub file: String,
+    pub kind: String,
+    pub key: String,
+    pub document: Value,
+}
+
+impl PackageObject {
+    /// `spec.version` when it is a string.
+    pub fn version(&self) -> Option<&str> {
+        self.document.pointer("/spec/version").and_then(Value::as_str)
+    }
+
+    /// How the object is identified: `Skill/name@version`, `Kind/key` otherwise.
+    pub fn identity(&self) -> String {
+        match (self.kind.as_str(), self.version()) {
+            ("Skill", Some(version)) => format!("Skill/{}@{version}", self.key),
+            _ => format!("{}/{}", self.kind, self.key),
+        }
+    }
+}
+
+/// One thing wrong with a package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageProblem {
+    pub file: String,
+    /// Where in the file: `spec.execution.skill`; empty for the whole file.
+    pub path: String,
+    pub code: &'static str,
+    pub message: String,
+    /// What to do about it.
+    pub hint: String,
+}
+
+impl PackageProblem {
+    pub(crate) fn new(file: &str, path: &str, code: &'static str, message: String, hint: &str) -> Self {
+        Self { file: file.to_owned(), path: path.to_owned(), code, message, hint: hint.to_owned() }
+    }
+}
+
+impl std::fmt::Display for PackageProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.path.is_empty() { String::new() } else { format!(" at {}", self.path) };
+        write!(f, "{}{at}: {} [{}]\n  hint: {}", self.file, self.message, self.code, self.hint)
+    }
+}
+
+/// Reads a package from its files (`package.yaml` and every object file). `folder` is the
+/// package folder's name, which must equal the manifest's key.
+pub fn read(folder: &str, files: &[PackageFile]) -> (Option<Package>, Vec<PackageProblem>) {
+    let mut problems = Vec::new();
+    let Some(manifest) = files.iter().find(|file| file.path == MANIFEST) else {
+        problems.push(PackageProblem::new(
+            MANIFEST,
+            "",
+            "invalid_package",
+            "the folder has no package.yaml".to_owned(),
+            "create package.yaml: {apiVersion: taimen.ai/v1, kind: Package, key: <folder name>, spec: {version: '1.0.0'}}",
+        ));
+        return (None, problems);
+    };
+    let package = match &manifest.document {
+        Err(reason) => {
+            problems.push(unreadable(MANIFEST, reason));
+            None
+        }
+        Ok(document) => read_manifest(folder, document, &mut problems),
+    };
+    let mut objects = Vec::new();
+    for file in files.iter().filter(|file| file.path != MANIFEST) {
+        match &file.document {
+            Err(reason) => problems.push(unreadable(&file.path, reason)),
+            Ok(document) => {
+                if let Some(object) = read_object(&file.path, document, &mut problems) {
+                    objects.push(object);
+                }
+            }
+        }
+    }
+    (package.map(|(key, version, requires)| Package { key, version, requires, objects }), problems)
+}
+
+fn unreadable(file: &str, reason: &str) -> PackageProblem {
+    PackageProblem::new(
+        file,
+        "",
+        "invalid_yaml",
+        format!("the file is not readable YAML: {reason}"),
+        "fix the YAML syntax",
+    )
+}
+
+fn read_manifest(
+    folder: &str,
+    document: &Value,
+    problems: &mut Vec<PackageProblem>,
+) -> Option<(String, String, Vec<String>)> {
+    let mut bad = |path: &str, message: String, hint: &str| {
+        problems.push(PackageProblem::new(MANIFEST, path, "invalid_package", message, hint));
+    };
+    if document.get("apiVersion").and_then(Value::as_str) != Some(crate::API_VERSION)
+        || document.get("kind").and_then(Value::as_str) != Some("Package")
+    {
+        bad(
+            "",
+            "package.yaml is not a package manifest".to_owned(),
+            "start it with apiVersion: taimen.ai/v1 and kind: Package",
+        );
+        return None;
+    }
+    let Some(key) = document.get("key").and_then(Value::as_str) else {
+        bad("key", "the manifest has no key".to_owned(), "add key: <the folder's name>");
+        return None;
+    };
+    if key != folder {
+        bad(
+            "key",
+            format!("the package key {key:?} differs from its folder's name {folder:?}"),
+            "rename the folder or the key so they are equal",
+        );
+    }
+    let Some(version) = document.pointer("/spec/version").and_then(Value::as_str) else {
+        bad(
+            "spec.version",
+            "the manifest has no version".to_owned(),
+            "add spec.version as a quoted string, e.g. '1.0.0'",
+        );
+        return None;
+    };
+    let mut requires = Vec::new();
+    if let Some(list) = document.pointer("/spec/requires") {
+        let Some(items) = list.as_array() else {
+            bad("spec.requires", "requires is not a list".to_owned(), "write requires: [other-package, ...]");
+            return None;
+        };
+        for (index, item) in items.iter().enumerate() {
+            match item.as_str().or_else(|| item.get("package").and_then(Value::as_str)) {
+                Some(required) => requires.push(required.to_owned()),
+                None => bad(
+                    &format!("spec.requires[{index}]"),
+                    "a requirement is a package key or {package, version}".to_owned(),
+                    "write the key of the required package",
+                ),
+            }
+        }
+    }
+    Some((key.to_owned(), version.to_owned(), requires))
+}
+
+fn read_object(file: &str, document: &Value, problems: &mut Vec<PackageProblem>) -> Option<PackageObject> {
+    let kind = document.get("kind").and_then(Value::as_str);
+    let key = document.get("key").and_then(Value::as_str);
+    let (Some(kind), Some(key)) = (kind, key) else {
+        problems.push(PackageProblem::new(
+            file,
+            "",
+            "invalid_object",
+            "a catalog object needs apiVersion, kind, key and spec".to_owned(),
+            "start the file with apiVersion: taimen.ai/v1, kind: <Kind>, key: <key>",
+        ));
+        return None;
+    };
+    if !KINDS.contains(&kind) {
+        problems.push(PackageProblem::new(
+            file,
+            "kind",
+            "unknown_kind",
+            format!("{kind:?} is not a kind of catalog object"),
+            &format!("use one of {}", KINDS.join(", ")),
+        ));
+        return None;
+    }
+    if !document.get("spec").is_some_and(Value::is_object) {
+        problems.push(PackageProblem::new(
+            file,
+            "spec",
+            "invalid_object",
+            "the object has no spec mapping".to_owned(),
+            "add spec: {...}",
+        ));
+        return None;
+    }
+    Some(PackageObject {
+        file: file.to_owned(),
+        kind: kind.to_owned(),
+        key: key.to_owned(),
+        document: document.clone(),
+    })
+}
+
+/// Replaces every `${NAME}` in the strings of `value` with `lookup(NAME)`; the names it could not
+/// find come back, and their placeholders stay.
+pub fn substitute(value: &Value, lookup: &dyn Fn(&str) -> Option<String>) -> (Value, Vec<String>) {
+    let mut missing = Vec::new();
+    let out = substitute_in(value, lookup, &mut missing);
+    missing.sort();
+    missing.dedup();
+    (out, missing)
+}
+
+fn substitute_in(value: &Value, lookup: &dyn Fn(&str) -> Option<String>, missing: &mut Vec<String>) -> Value {
+    match value {
+        Value::String(text) => Value::String(substitute_text(text, lookup, missing)),
+        Value::Array(items) => Value::Array(items.iter().map(|item| substitute_in(item, lookup, missing)).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(key, item)| (key.clone(), substitute_in(item, lookup, missing))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+fn substitute_text(text: &str, lookup: &dyn Fn(&str) -> Option<String>, missing: &mut Vec<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let name = &after[..end];
+        match lookup(name) {
+            Some(value) => out.push_str(&value),
+            None => {
+                missing.push(name.to_owned());
+                out.push_str(&rest[start..start + 3 + end]);
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn placeholders_are_replaced_and_the_missing_ones_named() {
+        let value = json!({"a": "${HOST}/x/${PATH}", "b": ["${NOPE}", 1], "c": "${unclosed"});
+        let lookup = |name: &str| match name {
+            "HOST" => Some("https://h".to_owned()),
+            "PATH" => Some("p".to_owned()),
+            _ => None,
+        };
+        let (out, missing) = substitute(&value, &lookup);
+        assert_eq!(out, json!({"a": "https://h/x/p", "b": ["${NOPE}", 1], "c": "${unclosed"}));
+        assert_eq!(missing, ["NOPE"]);
+    }
+
+    #[test]
+    fn manifests_name_their_problems() {
+        let files = [PackageFile {
+            path: MANIFEST.into(),
+            document: Ok(json!({"apiVersion": "taimen.ai/v1", "kind": "Package", "key": "claims", "spec": {}})),
+        }];
+        let (package, problems) = read("other", &files);
+        assert!(package.is_none());
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["key", "spec.version"]);
+        let (_, problems) = read("x", &[]);
+        assert_eq!(problems[0].code, "invalid_package");
+    }
+}

@@ -1,0 +1,262 @@
+//! The offline check of a package: its skill documents by the contract rules, unique object
+//! identities, and closed references — every skill a task type, an approval or completion
+//! outcome, a work rule or a process step names is declared in the package or in one it
+//! requires, pinned to a version where a write is involved.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use super::{Package, PackageObject, PackageProblem};
+use crate::{NormalizeOptions, SideEffects, Skill, SkillBody};
+
+/// The problems of `package`, whose required packages (all of them, transitively) are
+/// `required`.
+pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
+    let mut problems = Vec::new();
+    let mut seen: HashMap<String, &str> = HashMap::new();
+    for object in &package.objects {
+        if let Some(first) = seen.insert(object.identity(), &object.file) {
+            problems.push(PackageProblem::new(
+                &object.file,
+                "key",
+                "duplicate_object",
+                format!("{} is also declared in {first}", object.identity()),
+                "keep one declaration per kind and key (per version for skills)",
+            ));
+        }
+    }
+    let mut visible: BTreeMap<String, SideEffects> = BTreeMap::new();
+    for (index, owner) in std::iter::once(package).chain(required).enumerate() {
+        for object in owner.objects.iter().filter(|object| object.kind == "Skill") {
+            let options = NormalizeOptions { allow_placeholders: true, allow_conditions: false };
+            match Skill::from_document(&object.document, &options) {
+                Ok(skill) => {
+                    visible.insert(skill.skill_ref().to_string(), writes(&skill));
+                }
+                // The problems of a required package are that package's to fix.
+                Err(error) if index == 0 => {
+                    for violation in error.violations() {
+                        problems.push(PackageProblem::new(
+                            &object.file,
+                            &violation.field,
+                            violation.code.as_str(),
+                            violation.to_string(),
+                            "fix the field, or when the skill is written in code: change the code and run `skill-sdk export`",
+                        ));
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    let references = References { visible: &visible };
+    for object in &package.objects {
+        match object.kind.as_str() {
+            "TaskType" => references.task_type(object, &mut problems),
+            "WorkRule" => references.work_rule(object, &mut problems),
+            "Process" => references.calls(object, &object.document["spec"], "spec", &mut problems),
+            _ => {}
+        }
+    }
+    problems
+}
+
+/// The side effects a skill's calls have: a composite writes when any of its tools may.
+fn writes(skill: &Skill) -> SideEffects {
+    match skill.body() {
+        SkillBody::Leaf(leaf) => leaf.side_effects(),
+        SkillBody::Composite(composite) if composite.tools().iter().any(|tool| tool.writes()) => {
+            SideEffects::ExternalWrite
+        }
+        SkillBody::Composite(_) => SideEffects::None,
+    }
+}
+
+struct References<'a> {
+    /// `name@version` → side effects, for every skill the package may name.
+    visible: &'a BTreeMap<String, SideEffects>,
+}
+
+impl References<'_> {
+    /// The side effects of `reference` when it is visible, else a problem.
+    fn resolve(
+        &self,
+        object: &PackageObject,
+        path: &str,
+        reference: &str,
+        problems: &mut Vec<PackageProblem>,
+    ) -> Option<SideEffects> {
+        if let Some(side_effects) = self.visible.get(reference) {
+            return Some(*side_effects);
+        }
+        let versions: Vec<&str> = self
+            .visible
+            .keys()
+            .filter(|known| {
+                known.split_once('@').is_some_and(|(name, _)| name == reference.split('@').next().unwrap_or_default())
+            })
+            .map(String::as_str)
+            .collect();
+        let hint = if versions.is_empty() {
+            "declare the skill in skills/ of this package, or require the package that declares it".to_owned()
+        } else {
+            format!("the package can see {}", versions.join(", "))
+        };
+        problems.push(PackageProblem::new(
+            &object.file,
+            path,
+            "unknown_reference",
+            format!("{reference} is not declared in this package or in a package it requires"),
+            &hint,
+        ));
+        None
+    }
+
+    fn task_type(&self, object: &PackageObject, problems: &mut Vec<PackageProblem>) {
+        let spec = &object.document["spec"];
+        if let Some(execution) = spec.get("execution").filter(|value| value.is_object()) {
+            let skill = execution.get("skill").and_then(Value::as_str).unwrap_or_default();
+            let version = execution.get("version").and_then(Value::as_str).unwrap_or_default();
+            if skill.is_empty() || version.is_empty() {
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    "spec.execution",
+                    "invalid_task_execution",
+                    "execution needs skill (a name) and version".to_owned(),
+                    "write execution: {skill: <name>, version: '<version>', inputs: ...}",
+                ));
+            } else {
+                self.resolve(object, "spec.execution.skill", &format!("{skill}@{version}"), problems);
+            }
+        }
+        for part in ["approvalSchema", "completionSchema"] {
+            if let Some(schema) = spec.get(part) {
+                self.invoke_skills(object, schema, &format!("spec.{part}"), problems);
+            }
+        }
+        self.acceptance(object, spec, problems);
+    }
+
+    /// Every `invokeSkill: {skill: <literal>}` under `value`.
+    fn invoke_skills(&self, object: &PackageObject, value: &Value, path: &str, problems: &mut Vec<PackageProblem>) {
+        match value {
+            Value::Object(map) => {
+                for (key, item) in map {
+                    let here = format!("{path}.{key}");
+                    if key == "invokeSkill"
+                        && let Some(skill) =
+                            item.get("skill").and_then(Value::as_str).filter(|skill| !skill.contains('$'))
+                    {
+                        self.invoke_skill(object, skill, &format!("{here}.skill"), problems);
+                    }
+                    self.invoke_skills(object, item, &here, problems);
+                }
+            }
+            Value::Array(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    self.invoke_skills(object, item, &format!("{path}[{index}]"), problems);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn invoke_skill(&self, object: &PackageObject, skill: &str, path: &str, problems: &mut Vec<PackageProblem>) {
+        if !skill.contains('@') {
+            let write = self
+                .visible
+                .iter()
+                .find(|(known, side_effects)| {
+                    known.split('@').next() == Some(skill) && **side_effects == SideEffects::ExternalWrite
+                })
+                .map(|(known, _)| known.clone());
+            if let Some(pinned) = write {
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    path,
+                    "unpinned_external_write",
+                    format!(
+                        "{skill} writes to the outside world, so an outcome must name the version it was approved for"
+                    ),
+                    &format!("pin the version: skill: {pinned}"),
+                ));
+                return;
+            }
+        }
+        self.resolve(object, path, skill, problems);
+    }
+
+    fn acceptance(&self, object: &PackageObject, spec: &Value, problems: &mut Vec<PackageProblem>) {
+        let Some(criteria) = spec.get("acceptance").and_then(Value::as_array) else { return };
+        for (index, criterion) in criteria.iter().enumerate() {
+            let Some(skill) = criterion.pointer("/spec/skill").and_then(Value::as_str) else { continue };
+            let path = format!("spec.acceptance[{index}].spec.skill");
+            if self.resolve(object, &path, skill, problems) != Some(SideEffects::ExternalWrite) {
+                continue;
+            }
+            let when = criterion.get("when");
+            let decided = criteria[..index].iter().any(|earlier| {
+                matches!(earlier.get("kind").and_then(Value::as_str), Some("human" | "llm_judge"))
+                    && (earlier.get("when").is_none() || earlier.get("when") == when)
+            });
+            if !decided {
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    &path,
+                    "invalid_acceptance_spec",
+                    format!("{skill} writes to the outside world, and no human or llm_judge check with the same when comes before it (external_write_without_decision)"),
+                    "put a human or llm_judge criterion with the same when before this one",
+                ));
+            }
+        }
+    }
+
+    fn work_rule(&self, object: &PackageObject, problems: &mut Vec<PackageProblem>) {
+        let Some(skill) = object.document.pointer("/spec/interpretation/skill").and_then(Value::as_str) else { return };
+        let path = "spec.interpretation.skill";
+        if !skill.contains('@') {
+            problems.push(PackageProblem::new(
+                &object.file,
+                path,
+                "invalid_rule_interpretation",
+                format!("{skill} names no version; a rule interprets with one pinned version"),
+                "write name@version",
+            ));
+            return;
+        }
+        if self.resolve(object, path, skill, problems) == Some(SideEffects::ExternalWrite) {
+            problems.push(PackageProblem::new(
+                &object.file,
+                path,
+                "rule_skill_side_effects",
+                format!("{skill} writes to the outside world, and a rule has no human decision to refer to"),
+                "interpret with a none or external_read skill; write through an approval outcome or a process step",
+            ));
+        }
+    }
+
+    /// Every `call: {skill: <literal>}` under `value` (process steps).
+    fn calls(&self, object: &PackageObject, value: &Value, path: &str, problems: &mut Vec<PackageProblem>) {
+        match value {
+            Value::Object(map) => {
+                for (key, item) in map {
+                    let here = format!("{path}.{key}");
+                    if key == "call"
+                        && let Some(skill) =
+                            item.get("skill").and_then(Value::as_str).filter(|skill| !skill.contains('$'))
+                    {
+                        self.resolve(object, &format!("{here}.skill"), skill, problems);
+                    }
+                    self.calls(object, item, &here, problems);
+                }
+            }
+            Value::Array(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    self.calls(object, item, &format!("{path}[{index}]"), problems);
+                }
+            }
+            _ => {}
+        }
+    }
+}
