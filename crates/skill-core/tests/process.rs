@@ -1,0 +1,128 @@
+//! `skill-core` as an operator runs it: a token issued from the command line, the API served on
+//! PostgreSQL and on an embedded SQLite directory, stopped with SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const CORE: &str = env!("CARGO_BIN_EXE_skill-core");
+
+fn token(db: &str) -> String {
+    let output = Command::new(CORE)
+        .args(["token", "create", "--db", db, "--name", "ops", "--grant", "org.manage", "--label", "bootstrap"])
+        .output()
+        .expect("skill-core runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("it is shown once"), "{stderr}");
+    let token = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    assert!(token.starts_with("skp_") && !stderr.contains(&token), "the token goes to stdout only");
+    token
+}
+
+struct Served {
+    child: Child,
+    lines: Receiver<String>,
+    base: String,
+    /// The line that says where it listens.
+    start: String,
+}
+
+fn serve(db: &str) -> Served {
+    let mut child = Command::new(CORE)
+        .args(["serve", "--db", db, "--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("skill-core serve starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (sender, lines) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let base = loop {
+        let Ok(line) = lines.recv_timeout(Duration::from_secs(30)) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("skill-core did not say where it listens");
+        };
+        if let Some(rest) = line.split("on http://").nth(1) {
+            break (format!("http://{}", rest.split('/').next().unwrap_or_default()), line.clone());
+        }
+    };
+    let (base, start) = base;
+    Served { child, lines, base, start }
+}
+
+impl Served {
+    fn stop(mut self) -> Vec<String> {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).expect("a pid")).expect("non-zero");
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("signalled");
+        let status = self.child.wait().expect("exits");
+        assert_eq!(status.code(), Some(0), "SIGTERM is a clean stop");
+        self.lines.iter().collect()
+    }
+}
+
+fn publish_and_read(base: &str, token: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let body = json!({"name": "claim.classify", "version": "1", "sideEffects": "none", "riskLevel": "low",
+                          "contract": {"inputs": {"type": "object"}, "outputs": {"type": "object"},
+                                       "implementation": {"protocol": "local", "entrypoint": "claims.skills:classify"}}});
+        let created = client.post(format!("{base}/api/v1/skills")).bearer_auth(token).json(&body).send().await.expect("answers");
+        assert_eq!(created.status().as_u16(), 201);
+        let read = client.get(format!("{base}/api/v1/skills/claim.classify")).bearer_auth(token).send().await.expect("answers");
+        let read: Value = read.json().await.expect("JSON");
+        assert_eq!(read["contract"]["timeoutSeconds"], 60);
+        let ready = client.get(format!("{base}/readyz")).send().await.expect("answers");
+        assert_eq!(ready.status().as_u16(), 200);
+    });
+}
+
+#[test]
+fn an_operator_bootstraps_and_serves_on_sqlite() {
+    let folder = std::env::temp_dir().join(format!("skill-core-process-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    let db = folder.to_str().expect("utf-8").to_owned();
+    let token = token(&db);
+    let served = serve(&db);
+    publish_and_read(&served.base, &token);
+    let lines = served.stop();
+    assert!(lines.iter().any(|line| line.contains("skill-core stopped")), "{lines:?}");
+    assert!(folder.join("core.db").exists(), "a data directory holds core.db");
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+#[test]
+fn an_operator_bootstraps_and_serves_on_postgres() {
+    let admin = std::env::var("SKILL_TEST_POSTGRES_URL").expect(
+        "SKILL_TEST_POSTGRES_URL names a PostgreSQL superuser URL; `cargo xtask test -p skill-core` starts a server and sets it",
+    );
+    let name = format!("skill_core_process_{}", std::process::id());
+    let created = Command::new("psql")
+        .args([admin.as_str(), "-q", "-c", &format!("CREATE DATABASE {name}")])
+        .output()
+        .expect("psql runs");
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
+    let db = format!("{base}/{name}");
+    let token = token(&db);
+    let served = serve(&db);
+    assert!(served.start.contains("(database: postgres://"), "{}", served.start);
+    publish_and_read(&served.base, &token);
+    let lines = served.stop();
+    assert!(lines.iter().any(|line| line.contains("skill-core stopped")), "{lines:?}");
+
+    let refused =
+        Command::new(CORE).args(["token", "revoke", "--db", &db, "no-such-token"]).output().expect("skill-core runs");
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not_found"));
+}
