@@ -96,7 +96,8 @@ pub fn run(command: PackageCommand) -> ExitCode {
             for problem in &problems {
                 eprintln!("{problem}");
             }
-            eprintln!("{} problems in package {}", problems.len(), loaded.package.key);
+            let noun = if problems.len() == 1 { "problem" } else { "problems" };
+            eprintln!("{} {noun} in package {}", problems.len(), loaded.package.key);
         }
         return ExitCode::FAILURE;
     }
