@@ -289,6 +289,14 @@ pub const CODES: &[CodeInfo] = &[
     ),
     code("invalid_principal", ValidationError, No, "core", "a principal's kind or name is not allowed (422)"),
     code("invalid_permission", ValidationError, No, "core", "a permission is not dotted lowercase words (422)"),
+    code(
+        "invalid_workspace",
+        ValidationError,
+        No,
+        "core",
+        "a workspace key is not lowercase letters, digits, - or _ (422)",
+    ),
+    code("workspace_exists", ValidationError, No, "core", "a workspace with this key exists (409)"),
     code("unavailable", ToolExecutionFailure, Yes, "core", "the database does not answer; retry later (503)"),
     code("internal_error", ToolExecutionFailure, No, "core", "an unexpected failure; the log has its details (500)"),
 ];

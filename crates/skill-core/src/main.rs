@@ -33,6 +33,11 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Create a workspace, so that permissions can be granted in it (--grant tasks.write@KEY).
+    Workspace {
+        #[command(subcommand)]
+        command: WorkspaceCommand,
+    },
     /// Print the OpenAPI document of the API.
     Openapi,
 }
@@ -43,6 +48,21 @@ struct Db {
     /// .db/.sqlite file, or a postgres:// URL.
     #[arg(long, env = "SKILL_CORE_DB", default_value = ".skill-core")]
     db: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum WorkspaceCommand {
+    /// Create a workspace.
+    Create {
+        #[command(flatten)]
+        db: Db,
+        /// Its key: lowercase letters, digits, - and _.
+        #[arg(long)]
+        key: String,
+        /// A name for people.
+        #[arg(long, default_value = "")]
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -58,8 +78,9 @@ enum TokenCommand {
         /// person, agent or executor (when the principal is created).
         #[arg(long, default_value = "person")]
         kind: String,
-        /// A permission to grant organisation-wide (repeat): org.manage, org.read, skills.invoke,
-        /// skills.execute, tasks.write, or a custom one.
+        /// A permission to grant (repeat): org.manage, org.read, skills.invoke, skills.execute,
+        /// tasks.write, or a custom one; organisation-wide, or PERMISSION@WORKSPACE in one
+        /// workspace (tasks.write@claims).
         #[arg(long = "grant")]
         grants: Vec<String>,
         /// A note on what the token is for.
@@ -133,6 +154,15 @@ async fn run(cli: Cli) -> Result<()> {
             let engine = engine(&db).await?;
             engine.revoke_token(&id, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?;
             eprintln!("token {id} revoked");
+            Ok(())
+        }
+        Command::Workspace { command: WorkspaceCommand::Create { db, key, name } } => {
+            let engine = engine(&db).await?;
+            let workspace = engine
+                .create_workspace(&key, &name, &Origin::default())
+                .await
+                .map_err(|error| anyhow::anyhow!("{error}"))?;
+            eprintln!("workspace {} created ({})", workspace.key, workspace.id);
             Ok(())
         }
         Command::Openapi => {

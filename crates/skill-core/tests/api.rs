@@ -291,6 +291,10 @@ async fn assignments_and_package_installs() {
     );
     let revoked = api.post(&format!("{path}/claim.send_reply@1:revoke"), &json!({})).await;
     assert_eq!(revoked.body["revoked"], true, "{}", revoked.body);
+    let send = api.get("/api/v1/skills/claim.send_reply@1").await;
+    let send_path = format!("/api/v1/skills/{}", send.body["id"].as_str().expect("id"));
+    assert_eq!(api.patch(&send_path, Some("\"skill-1\""), &json!({"status": "disabled"})).await.status, StatusCode::OK);
+    refused(&api.post(&path, &json!({"skillId": "claim.send_reply@1"})).await, 422, "skill_disabled");
 
     let record = json!({"package": {"key": "claims", "version": "1.0.0"}, "installHash": "abc",
                         "objects": [{"kind": "Skill", "key": "claim.send_reply"}]});

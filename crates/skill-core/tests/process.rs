@@ -92,6 +92,22 @@ fn an_operator_bootstraps_and_serves_on_sqlite() {
     let folder = std::env::temp_dir().join(format!("skill-core-process-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&folder);
     let db = folder.to_str().expect("utf-8").to_owned();
+    let created = Command::new(CORE)
+        .args(["workspace", "create", "--db", &db, "--key", "claims", "--name", "Claims desk"])
+        .output()
+        .expect("skill-core runs");
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let clerk = Command::new(CORE)
+        .args(["token", "create", "--db", &db, "--name", "clerk", "--grant", "tasks.write@claims"])
+        .output()
+        .expect("skill-core runs");
+    assert!(clerk.status.success(), "{}", String::from_utf8_lossy(&clerk.stderr));
+    let missing = Command::new(CORE)
+        .args(["token", "create", "--db", &db, "--name", "clerk", "--grant", "tasks.write@nowhere"])
+        .output()
+        .expect("skill-core runs");
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("workspace nowhere not found"));
     let token = token(&db);
     let served = serve(&db);
     publish_and_read(&served.base, &token);

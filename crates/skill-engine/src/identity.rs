@@ -4,7 +4,7 @@
 use chrono::Utc;
 use serde_json::json;
 use skill_store::ErrorKind;
-use skill_store::records::{AccessToken, Grant, Principal, Time};
+use skill_store::records::{AccessToken, Grant, Principal, Time, Workspace};
 
 use crate::actor::{Actor, new_token, token_hash, usable};
 use crate::error::{Class, EngineError, Result};
@@ -20,7 +20,8 @@ pub struct TokenRequest {
     pub principal: String,
     /// Its kind, when it is created.
     pub kind: String,
-    /// Organisation-wide permissions to grant (kept when already held).
+    /// Permissions to grant (kept when already held): `org.manage` organisation-wide, or
+    /// `tasks.write@claims` in the workspace `claims`.
     pub grants: Vec<String>,
     pub label: String,
     pub expires_at: Option<Time>,
@@ -62,7 +63,12 @@ impl Engine {
             )
             .with("allowed", PRINCIPAL_KINDS.to_vec()));
         }
-        for permission in &request.grants {
+        let mut grants = Vec::new();
+        for written in &request.grants {
+            let (permission, workspace) = match written.split_once('@') {
+                Some((permission, key)) => (permission, Some(key)),
+                None => (written.as_str(), None),
+            };
             if !skill_contract::is_permission(permission) {
                 return Err(EngineError::new(
                     Class::Invalid,
@@ -70,20 +76,35 @@ impl Engine {
                     format!("{permission:?} is not a permission: dotted lowercase words such as org.manage"),
                 ));
             }
+            let workspace_id = match workspace {
+                None => None,
+                Some(key) => Some(
+                    self.store
+                        .workspace_by_key(key)
+                        .await
+                        .map_err(|error| match error.kind() {
+                            ErrorKind::NotFound => EngineError::not_found(&format!("workspace {key}"))
+                                .with("hint", "create it first: skill-core workspace create --key <key>"),
+                            _ => error.into(),
+                        })?
+                        .id,
+                ),
+            };
+            grants.push((permission.to_owned(), workspace_id));
         }
         let principal = self.principal_named(&request.principal, &request.kind, origin).await?;
-        for permission in &request.grants {
+        for (permission, workspace_id) in grants {
             let grant = Grant {
                 id: self.new_id(),
                 principal_id: principal.id.clone(),
-                workspace_id: None,
+                workspace_id: workspace_id.clone(),
                 permission: permission.clone(),
                 created_at: Utc::now(),
             };
             let event = self.event(
                 "grant.added",
                 format!("principal:{}", principal.id),
-                json!({"permission": permission, "workspaceId": null}),
+                json!({"permission": permission, "workspaceId": workspace_id}),
                 origin,
             );
             self.store.add_grant(&grant, &event).await?;
@@ -116,6 +137,35 @@ impl Engine {
                 Err(EngineError::not_found("a live token with this id"))
             }
             other => Ok(other?),
+        }
+    }
+
+    /// Creates a workspace; `workspace_exists` when the key is taken.
+    pub async fn create_workspace(&self, key: &str, name: &str, origin: &Origin) -> Result<Workspace> {
+        let valid = !key.is_empty()
+            && key.len() <= 100
+            && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !valid {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_workspace",
+                format!("a workspace key is 1 to 100 lowercase letters, digits, - or _, not {key:?}"),
+            ));
+        }
+        let workspace =
+            Workspace { id: self.new_id(), key: key.to_owned(), name: name.to_owned(), created_at: Utc::now() };
+        let event = self.event(
+            "workspace.created",
+            format!("workspace:{}", workspace.id),
+            json!({"key": key, "name": name}),
+            origin,
+        );
+        match self.store.create_workspace(&workspace, &event).await {
+            Ok(()) => Ok(workspace),
+            Err(error) if error.kind() == ErrorKind::Conflict => {
+                Err(EngineError::new(Class::Conflict, "workspace_exists", format!("a workspace {key} exists")))
+            }
+            Err(error) => Err(error.into()),
         }
     }
 

@@ -347,3 +347,30 @@ async fn assignments_refuse_disabled_versions_and_tokens_stop_when_revoked() {
     assert_eq!(refused(w.engine.authenticate(&issued.token).await).code, "invalid_token");
     assert_eq!(refused(w.engine.authenticate("skp_unknown").await).code, "invalid_token");
 }
+
+#[tokio::test]
+async fn grants_hold_in_one_workspace_when_named() {
+    let w = world().await;
+    let claims = w.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+    assert_eq!(refused(w.engine.create_workspace("claims", "", &Origin::default()).await).code, "workspace_exists");
+    assert_eq!(
+        refused(w.engine.create_workspace("Claims Desk", "", &Origin::default()).await).code,
+        "invalid_workspace"
+    );
+    let clerk = actor(&w.engine, "clerk", &["tasks.write@claims", "skills.invoke"]).await;
+    assert!(clerk.can_in("tasks.write", &claims.id));
+    assert!(!clerk.can("tasks.write"), "a workspace grant is not organisation-wide");
+    assert!(clerk.can("skills.invoke"));
+    let request = TokenRequest {
+        principal: "other".into(),
+        kind: "person".into(),
+        grants: vec!["tasks.write@nowhere".into()],
+        label: String::new(),
+        expires_at: None,
+    };
+    let error = refused(w.engine.issue_token(&request, &Origin::default()).await);
+    assert_eq!((error.class, error.code), (Class::NotFound, "not_found"));
+    assert!(w.engine.store().principal_by_name("other").await.is_err(), "a refused request creates no principal");
+    let bad = TokenRequest { grants: vec!["Org Manage".into()], ..request };
+    assert_eq!(refused(w.engine.issue_token(&bad, &Origin::default()).await).code, "invalid_permission");
+}
