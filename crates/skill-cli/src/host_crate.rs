@@ -61,8 +61,8 @@ fn start_manifest(package: &Path) -> Result<PathBuf, HostError> {
         .ok_or_else(|| HostError::NoManifest(package.display().to_string()))
 }
 
-/// Finds the crate `name` in the workspace of the package's integration folder.
-pub fn locate(package: &Path, name: &str) -> Result<HostCrate, HostError> {
+/// The start manifest and every crate of its workspace, from `cargo metadata`.
+fn workspace_crates(package: &Path) -> Result<(PathBuf, Vec<Value>), HostError> {
     let manifest = start_manifest(package)?;
     let output = cargo()
         .args(["metadata", "--format-version", "1", "--no-deps", "--manifest-path"])
@@ -75,7 +75,12 @@ pub fn locate(package: &Path, name: &str) -> Result<HostCrate, HostError> {
     }
     let metadata: Value = serde_json::from_slice(&output.stdout)
         .map_err(|error| HostError::Metadata(format!("unreadable output: {error}")))?;
-    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    Ok((manifest, metadata["packages"].as_array().cloned().unwrap_or_default()))
+}
+
+/// Finds the crate `name` in the workspace of the package's integration folder.
+pub fn locate(package: &Path, name: &str) -> Result<HostCrate, HostError> {
+    let (manifest, packages) = workspace_crates(package)?;
     let Some(found) = packages.iter().find(|p| p["name"] == name) else {
         let mut known: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
         known.sort_unstable();
@@ -85,6 +90,25 @@ pub fn locate(package: &Path, name: &str) -> Result<HostCrate, HostError> {
             known: known.join(", "),
         });
     };
+    host_of(found, name, manifest)
+}
+
+/// The crate whose manifest is the package's own (`<package>/integration/Cargo.toml`), whatever
+/// its name.
+pub fn locate_own(package: &Path) -> Result<HostCrate, HostError> {
+    let (manifest, packages) = workspace_crates(package)?;
+    let own = manifest.canonicalize().unwrap_or_else(|_| manifest.clone());
+    let found = packages.iter().find(|p| {
+        p["manifest_path"].as_str().and_then(|path| Path::new(path).canonicalize().ok()).is_some_and(|path| path == own)
+    });
+    let Some(found) = found else {
+        return Err(HostError::Metadata(format!("cargo does not list the crate of {}", manifest.display())));
+    };
+    let name = found["name"].as_str().unwrap_or_default().to_owned();
+    host_of(found, &name, manifest)
+}
+
+fn host_of(found: &Value, name: &str, manifest: PathBuf) -> Result<HostCrate, HostError> {
     let binaries: Vec<&str> = found["targets"]
         .as_array()
         .into_iter()

@@ -199,3 +199,57 @@ pub async fn plan(loaded: &Loaded, core: &Core) -> Result<Vec<Change>, String> {
     }
     Ok(changes)
 }
+
+/// What an apply did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The changes were written and the install recorded.
+    Done,
+    /// Nothing to write: every version as wanted and the same install recorded.
+    Already,
+}
+
+/// Carries out `changes` (which must hold no refusal) and records the install; `done` is told
+/// of each change written.
+pub async fn apply(
+    loaded: &Loaded,
+    core: &Core,
+    changes: &[Change],
+    mut done: impl FnMut(&Change),
+) -> Result<Applied, String> {
+    if let Some(change) = changes.iter().find(|change| matches!(change.plan, SkillPlan::Refuse { .. })) {
+        return Err(format!("{}@{} is refused: {}", change.key, change.version, change.describe()));
+    }
+    let writes: Vec<&Change> = changes.iter().filter(|change| change.operation() != "unchanged").collect();
+    let installed = core.install(&loaded.package.key).await?;
+    let same_install = installed.as_ref().is_some_and(|install| {
+        install["installHash"] == loaded.install_hash.as_str() && install["version"] == loaded.package.version.as_str()
+    });
+    if writes.is_empty() && same_install {
+        return Ok(Applied::Already);
+    }
+    for change in writes {
+        let reference = format!("{}@{}", change.key, change.version);
+        match &change.plan {
+            SkillPlan::Create { body } => core.create(&reference, body).await?,
+            SkillPlan::Patch { id, row_version, body, .. } => core.patch(&reference, id, *row_version, body).await?,
+            SkillPlan::Unchanged | SkillPlan::Refuse { .. } => {}
+        }
+        done(change);
+    }
+    let mut objects: Vec<Value> = loaded
+        .package
+        .objects
+        .iter()
+        .filter(|object| object.kind == "Skill")
+        .map(|object| json!({"kind": "Skill", "key": object.key}))
+        .collect();
+    objects.dedup();
+    let record = json!({
+        "package": {"key": loaded.package.key, "version": loaded.package.version},
+        "installHash": loaded.install_hash,
+        "objects": objects,
+    });
+    core.record(&record).await?;
+    Ok(Applied::Done)
+}

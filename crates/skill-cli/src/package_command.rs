@@ -177,50 +177,28 @@ async fn apply(loaded: &Loaded, core: &Core, changes: &[Change], summary: &str) 
         eprintln!("nothing was applied: publish the changed contracts as new versions");
         return Ok(true);
     }
-    let writes: Vec<&Change> = changes.iter().filter(|change| change.operation() != "unchanged").collect();
-    let installed = core.install(&loaded.package.key).await?;
-    let same_install = installed.as_ref().is_some_and(|install| {
-        install["installHash"] == loaded.install_hash.as_str() && install["version"] == loaded.package.version.as_str()
-    });
-    if writes.is_empty() && same_install {
-        println!("{summary}: already applied, nothing changed");
-        return Ok(false);
-    }
-    let progress = progress_bar(writes.len());
-    for change in &writes {
-        let reference = format!("{}@{}", change.key, change.version);
-        progress.set_message(reference.clone());
-        match &change.plan {
-            SkillPlan::Create { body } => core.create(&reference, body).await?,
-            SkillPlan::Patch { id, row_version, body, .. } => core.patch(&reference, id, *row_version, body).await?,
-            SkillPlan::Unchanged | SkillPlan::Refuse { .. } => {}
-        }
+    let writes = changes.iter().filter(|change| change.operation() != "unchanged").count();
+    let progress = progress_bar(writes);
+    let outcome = package::apply(loaded, core, changes, |change| {
+        progress.set_message(format!("{}@{}", change.key, change.version));
         progress.inc(1);
         progress.suspend(|| println!("{}", change.describe()));
-    }
+    })
+    .await;
     progress.finish_and_clear();
-    let mut objects: Vec<_> = loaded
-        .package
-        .objects
-        .iter()
-        .filter(|object| object.kind == "Skill")
-        .map(|object| json!({"kind": "Skill", "key": object.key}))
-        .collect();
-    objects.dedup();
-    let record = json!({
-        "package": {"key": loaded.package.key, "version": loaded.package.version},
-        "installHash": loaded.install_hash,
-        "objects": objects,
-    });
-    core.record(&record).await?;
-    let count = |operation: &str| changes.iter().filter(|change| change.operation() == operation).count();
-    println!(
-        "{summary}: applied — {} created, {} patched, {} moved, {} unchanged",
-        count("create"),
-        count("patch"),
-        count("move"),
-        count("unchanged")
-    );
+    match outcome? {
+        package::Applied::Already => println!("{summary}: already applied, nothing changed"),
+        package::Applied::Done => {
+            let count = |operation: &str| changes.iter().filter(|change| change.operation() == operation).count();
+            println!(
+                "{summary}: applied — {} created, {} patched, {} moved, {} unchanged",
+                count("create"),
+                count("patch"),
+                count("move"),
+                count("unchanged")
+            );
+        }
+    }
     Ok(false)
 }
 

@@ -2,6 +2,8 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod dev;
+
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -19,6 +21,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run everything on one machine: the core on an embedded database, the package applied,
+    /// its skill host serving over HTTP on loopback; prints how to call them. Ctrl-C stops all.
+    Dev(dev::DevArgs),
     /// Serve the API (/api/v1, /healthz, /readyz) until SIGTERM or SIGINT.
     Serve {
         #[command(flatten)]
@@ -124,6 +129,7 @@ async fn engine(db: &Db) -> Result<Engine> {
 
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Dev(args) => dev::run(args).await,
         Command::Serve { db, listen } => {
             let engine = engine(&db).await?;
             let listener =

@@ -1,0 +1,195 @@
+//! `skill-core dev`: everything on one machine — the core on an embedded SQLite directory, a
+//! token for the developer, the package checked, planned and applied through the API, and the
+//! package's skill host built and serving over HTTP — until Ctrl-C.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use skill_cli::package::{self, Applied};
+use skill_engine::{Engine, Origin, TokenRequest};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// What `dev` runs on.
+#[derive(Debug, clap::Args)]
+pub(crate) struct DevArgs {
+    /// The package folder.
+    #[arg(long, value_name = "DIR")]
+    package: PathBuf,
+    /// Where the embedded database lives (default: <package>/.skill-core).
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// The core's address.
+    #[arg(long, default_value = "127.0.0.1:8700")]
+    listen: String,
+    /// The port of the package's skill host on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 8080)]
+    host_port: u16,
+    /// The integration crate, when the package's integration/ folder is not a crate of its own.
+    #[arg(long = "crate", value_name = "CRATE")]
+    krate: Option<String>,
+}
+
+#[allow(clippy::print_stdout, clippy::print_stderr)]
+pub(crate) async fn run(args: DevArgs) -> Result<()> {
+    let folder =
+        args.package.canonicalize().with_context(|| format!("no package folder {}", args.package.display()))?;
+    let data = args.data.clone().unwrap_or_else(|| folder.join(".skill-core"));
+    let store =
+        skill_store::open(&data.display().to_string(), &Default::default()).await.context("opening the database")?;
+    let engine = Engine::new(store);
+    let request = TokenRequest {
+        principal: "dev".into(),
+        kind: "person".into(),
+        grants: vec!["org.manage".into(), "skills.invoke".into()],
+        label: "skill-core dev".into(),
+        expires_at: Some(chrono::Utc::now() + chrono::Duration::days(1)),
+    };
+    let token =
+        engine.issue_token(&request, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?.token;
+
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let core_url = format!("http://{}", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, skill_core::app(engine)).with_graceful_shutdown(async { drop(stopped.await) }).await
+    });
+
+    let loaded = package::load(&folder).map_err(|error| anyhow::anyhow!(error))?;
+    let problems = package::problems(&loaded);
+    if !problems.is_empty() {
+        for problem in &problems {
+            eprintln!("{problem}");
+        }
+        bail!("the package has {} problems: fix them, then run dev again", problems.len());
+    }
+    let client = package::Core::new(&core_url, token.clone());
+    let changes = package::plan(&loaded, &client).await.map_err(|error| anyhow::anyhow!(error))?;
+    if let Some(refused) = changes.iter().find(|change| change.operation() == "refuse") {
+        bail!(
+            "{}\n(the database in {} holds an older contract: raise spec.version, or remove that folder)",
+            refused.describe(),
+            data.display()
+        );
+    }
+    let applied = package::apply(&loaded, &client, &changes, |change| eprintln!("{}", change.describe()))
+        .await
+        .map_err(|error| anyhow::anyhow!(error))?;
+
+    let host = match &args.krate {
+        Some(name) => skill_cli::host_crate::locate(&folder, name),
+        None => skill_cli::host_crate::locate_own(&folder),
+    }
+    .map_err(|error| anyhow::anyhow!("{error}"))?;
+    eprintln!("building {} …", host.name);
+    let build = host.clone();
+    let executable = tokio::task::spawn_blocking(move || skill_cli::host_crate::build(&build))
+        .await?
+        .map_err(|error| anyhow::anyhow!("{error}"))?;
+    let mut child = tokio::process::Command::new(&executable)
+        .args(["serve", "http", "--allow-anonymous", "--host", "127.0.0.1", "--port", &args.host_port.to_string()])
+        .env_remove("SKILL_SDK_IAM_ISSUER")
+        .env_remove("SKILL_SDK_AUDIENCE")
+        .env_remove("SKILL_SDK_JWKS_URL")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start {}", executable.display()))?;
+    let mut lines = BufReader::new(child.stderr.take().context("the host's stderr")?).lines();
+    let host_url = loop {
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await;
+        match line {
+            Ok(Ok(Some(line))) => {
+                eprintln!("{line}");
+                if let Some(rest) = line.split("on http://").nth(1) {
+                    break format!("http://{}", rest.split(['/', ' ']).next().unwrap_or_default());
+                }
+            }
+            _ => bail!("the skill host did not start; its output is above"),
+        }
+    };
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("{line}");
+        }
+    });
+
+    let done = match applied {
+        Applied::Done => "applied",
+        Applied::Already => "already applied",
+    };
+    println!("skill-core dev: package {} {} {done}", loaded.package.key, loaded.package.version);
+    println!("  core    {core_url}/api/v1    (data: {})", shown(&data));
+    println!("  token   {token}    (org.manage, skills.invoke; a day)");
+    println!("  skills  {host_url}/skills    ({}, anonymous, loopback only)", host.name);
+    println!();
+    println!("Try:");
+    println!("  export SKILL_CORE_TOKEN={token}");
+    println!("  curl -s -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" {core_url}/api/v1/catalogue");
+    if let Some((reference, inputs)) = example_call(&loaded) {
+        println!("  curl -s -X POST {host_url}/skills/{reference} -d '{}'", json!({"inputs": inputs}));
+    }
+    println!("Stop with Ctrl-C.");
+
+    tokio::select! {
+        () = skill_host::serve::stop_signal() => {}
+        status = child.wait() => bail!("the skill host stopped on its own ({})", status.map(|s| s.to_string()).unwrap_or_default()),
+    }
+    if let Some(id) = child.id().and_then(|id| i32::try_from(id).ok()).and_then(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process(id, rustix::process::Signal::TERM);
+    }
+    if tokio::time::timeout(Duration::from_secs(10), child.wait()).await.is_err() {
+        let _ = child.kill().await;
+    }
+    let _ = stop.send(());
+    server.await?.context("serving")?;
+    eprintln!("skill-core dev stopped");
+    Ok(())
+}
+
+fn shown(path: &Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|here| path.strip_prefix(here).ok().map(|relative| relative.display().to_string()))
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// A skill without side effects and inputs that fit its schema, for the printed example.
+fn example_call(loaded: &package::Loaded) -> Option<(String, Value)> {
+    let skill = loaded.package.objects.iter().find(|object| {
+        object.kind == "Skill" && object.document.pointer("/spec/sideEffects").and_then(Value::as_str) == Some("none")
+    })?;
+    let version = skill.version()?;
+    let schema = skill.document.pointer("/spec/contract/inputs")?;
+    Some((format!("{}@{version}", skill.key), example(schema)))
+}
+
+/// The smallest value of `schema`'s shape: required properties only.
+fn example(schema: &Value) -> Value {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let properties = schema.get("properties");
+            let map = required
+                .into_iter()
+                .map(|name| (name.to_owned(), properties.and_then(|p| p.get(name)).map_or(json!("example"), example)))
+                .collect();
+            Value::Object(map)
+        }
+        Some("integer" | "number") => json!(1),
+        Some("boolean") => json!(false),
+        Some("array") => json!([]),
+        _ => json!("example"),
+    }
+}
