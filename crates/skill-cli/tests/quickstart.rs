@@ -24,7 +24,10 @@ fn the_readme_quick_start_runs_as_written() {
     let target = binary.ancestors().nth(2).expect("<target>/<profile>/skill-sdk").to_path_buf();
     let tmp = std::env::temp_dir().join(format!("skill-cli-quickstart-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).expect("temp folder");
+    // The workspace's lock pins the quick start's dependencies to the versions CI built and tested,
+    // so the test neither drifts with new releases nor rebuilds them.
+    std::fs::create_dir_all(tmp.join("hello/integration")).expect("temp folder");
+    std::fs::copy(workspace().join("Cargo.lock"), tmp.join("hello/integration/Cargo.lock")).expect("lock");
     let output = Command::new("bash")
         .args(["-euo", "pipefail", "-c", &quickstart()])
         .current_dir(workspace())
