@@ -12,7 +12,7 @@ use std::time::Duration;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr, SqlStr, Sqlite, Transaction};
+use sqlx::{Postgres, SqlSafeStr, SqlStr, Sqlite, Transaction};
 
 use crate::error::{ErrorKind, Result, StoreError};
 
@@ -132,7 +132,7 @@ fn migrator(migrations: Migrations) -> Migrator {
         migrations
             .iter()
             .map(|(version, description, sql)| {
-                let sql: SqlStr = AssertSqlSafe(*sql).into_sql_str();
+                let sql: SqlStr = (*sql).into_sql_str();
                 Migration::new(*version, Cow::Borrowed(*description), MigrationType::Simple, sql, false)
             })
             .collect(),

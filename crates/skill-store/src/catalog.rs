@@ -55,17 +55,26 @@ pub trait CatalogStore: Send + Sync {
     fn package_objects<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<PackageObject>>>;
 }
 
-/// The columns of a skill with its package, in the order [`skill_entry!`] reads them.
-const SKILL: &str = "SELECT s.id, s.name, s.version, s.description, s.protocol, s.config, s.input_schema, \
+/// The columns of a skill with its package, as a literal so statements are `concat!`-ed at
+/// compile time.
+macro_rules! select_skill {
+    () => {
+        "SELECT s.id, s.name, s.version, s.description, s.protocol, s.config, s.input_schema, \
      s.output_schema, s.side_effects, s.risk_level, s.contract, s.composition, s.status, s.row_version, \
      s.created_at, s.updated_at, pi.key AS package_key, pi.version AS package_version, pi.install_hash, \
      pi.installed_at, pi.installed_by \
      FROM skills s \
      LEFT JOIN package_objects po ON po.kind = 'Skill' AND po.object_key = s.name \
-     LEFT JOIN package_installs pi ON pi.key = po.package_key";
+     LEFT JOIN package_installs pi ON pi.key = po.package_key"
+    };
+}
 
-const RETURNING: &str = "RETURNING id, name, version, description, protocol, config, input_schema, output_schema, \
-     side_effects, risk_level, contract, composition, status, row_version, created_at, updated_at";
+macro_rules! returning_skill {
+    () => {
+        "RETURNING id, name, version, description, protocol, config, input_schema, output_schema, \
+     side_effects, risk_level, contract, composition, status, row_version, created_at, updated_at"
+    };
+}
 
 macro_rules! skill_record {
     ($row:expr) => {
@@ -136,15 +145,14 @@ macro_rules! catalog_store {
                     .bind(s.updated_at)
                     .execute(&mut *tx)
                     .await?;
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(())
                 })
             }
 
             fn skill<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
                 Box::pin(async move {
-                    let sql = sqlx::AssertSqlSafe(format!("{SKILL} WHERE s.id = $1"));
+                    let sql = concat!(select_skill!(), " WHERE s.id = $1");
                     let row = sqlx::query(sql).bind(id).fetch_one(self.read()).await?;
                     Ok(skill_entry!(row))
                 })
@@ -152,7 +160,7 @@ macro_rules! catalog_store {
 
             fn skill_version<'a>(&'a self, name: &'a str, version: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
                 Box::pin(async move {
-                    let sql = sqlx::AssertSqlSafe(format!("{SKILL} WHERE s.name = $1 AND s.version = $2"));
+                    let sql = concat!(select_skill!(), " WHERE s.name = $1 AND s.version = $2");
                     let row = sqlx::query(sql).bind(name).bind(version).fetch_one(self.read()).await?;
                     Ok(skill_entry!(row))
                 })
@@ -161,10 +169,11 @@ macro_rules! catalog_store {
             fn newest_skill<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
                 Box::pin(async move {
                     // Ids are UUIDv7: their order is the order of publication.
-                    let sql = sqlx::AssertSqlSafe(format!(
-                        "{SKILL} WHERE s.name = $1 AND s.status IN ('active', 'deprecated') \
+                    let sql = concat!(
+                        select_skill!(),
+                        " WHERE s.name = $1 AND s.status IN ('active', 'deprecated') \
                          ORDER BY CASE s.status WHEN 'active' THEN 0 ELSE 1 END, s.created_at DESC, s.id DESC LIMIT 1"
-                    ));
+                    );
                     let row = sqlx::query(sql).bind(name).fetch_one(self.read()).await?;
                     Ok(skill_entry!(row))
                 })
@@ -172,11 +181,12 @@ macro_rules! catalog_store {
 
             fn skills<'a>(&'a self, f: &'a SkillFilter) -> BoxFuture<'a, Result<Vec<SkillEntry>>> {
                 Box::pin(async move {
-                    let sql = sqlx::AssertSqlSafe(format!(
-                        "{SKILL} WHERE ($1 IS NULL OR s.name = $1) AND ($2 IS NULL OR s.status = $2) \
+                    let sql = concat!(
+                        select_skill!(),
+                        " WHERE ($1 IS NULL OR s.name = $1) AND ($2 IS NULL OR s.status = $2) \
                          AND ($3 IS NULL OR po.package_key = $3) AND ($4 IS NULL OR s.id > $4) \
                          ORDER BY s.id LIMIT $5"
-                    ));
+                    );
                     let rows = sqlx::query(sql)
                         .bind(&f.name)
                         .bind(&f.status)
@@ -198,11 +208,12 @@ macro_rules! catalog_store {
             ) -> BoxFuture<'a, Result<SkillRecord>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
-                    let sql = sqlx::AssertSqlSafe(format!(
+                    let sql = concat!(
                         "UPDATE skills SET description = $3, config = $4, input_schema = $5, output_schema = $6, \
                          status = $7, contract = $8, row_version = row_version + 1, updated_at = $9 \
-                         WHERE id = $1 AND row_version = $2 {RETURNING}"
-                    ));
+                         WHERE id = $1 AND row_version = $2 ",
+                        returning_skill!()
+                    );
                     let row = sqlx::query(sql)
                         .bind(id)
                         .bind(expected_row_version)
@@ -229,8 +240,7 @@ macro_rules! catalog_store {
                         });
                     };
                     let skill = skill_record!(row);
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(skill)
                 })
             }
@@ -251,8 +261,7 @@ macro_rules! catalog_store {
                     if done.rows_affected() == 0 {
                         return Ok(false);
                     }
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(true)
                 })
             }
@@ -273,8 +282,7 @@ macro_rules! catalog_store {
                     if done.rows_affected() == 0 {
                         return Ok(false);
                     }
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(true)
                 })
             }
@@ -333,8 +341,7 @@ macro_rules! catalog_store {
                         .execute(&mut *tx)
                         .await?;
                     }
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(())
                 })
             }

@@ -35,6 +35,15 @@ macro_rules! insert {
 }
 pub(crate) use insert;
 
+/// Appends `$event` and commits `$tx`: how every write of the store ends.
+macro_rules! commit {
+    ($tx:ident, $event:expr) => {{
+        $crate::events::insert!($tx, $event);
+        $tx.commit().await?;
+    }};
+}
+pub(crate) use commit;
+
 macro_rules! journal {
     ($store:ty) => {
         impl Journal for $store {

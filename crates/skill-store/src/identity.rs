@@ -79,9 +79,18 @@ macro_rules! workspace {
     };
 }
 
-const PRINCIPAL: &str = "SELECT id, kind, name, display_name, created_at, disabled_at FROM principals";
-const TOKEN: &str = "SELECT id AS token_id, principal_id, token_hash, label, created_at AS token_created_at, \
-                     expires_at, revoked_at FROM access_tokens";
+macro_rules! select_principal {
+    () => {
+        "SELECT id, kind, name, display_name, created_at, disabled_at FROM principals"
+    };
+}
+
+macro_rules! select_token {
+    () => {
+        "SELECT id AS token_id, principal_id, token_hash, label, created_at AS token_created_at, \
+         expires_at, revoked_at FROM access_tokens"
+    };
+}
 
 macro_rules! identity_store {
     ($store:ty) => {
@@ -101,15 +110,14 @@ macro_rules! identity_store {
                     .bind(p.disabled_at)
                     .execute(&mut *tx)
                     .await?;
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(())
                 })
             }
 
             fn principal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Principal>> {
                 Box::pin(async move {
-                    let sql = sqlx::AssertSqlSafe(format!("{PRINCIPAL} WHERE id = $1"));
+                    let sql = concat!(select_principal!(), " WHERE id = $1");
                     let row = sqlx::query(sql).bind(id).fetch_one(self.read()).await?;
                     Ok(principal!(row))
                 })
@@ -117,7 +125,7 @@ macro_rules! identity_store {
 
             fn principal_by_name<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Principal>> {
                 Box::pin(async move {
-                    let sql = sqlx::AssertSqlSafe(format!("{PRINCIPAL} WHERE name = $1"));
+                    let sql = concat!(select_principal!(), " WHERE name = $1");
                     let row = sqlx::query(sql).bind(name).fetch_one(self.read()).await?;
                     Ok(principal!(row))
                 })
@@ -125,7 +133,7 @@ macro_rules! identity_store {
 
             fn principals(&self) -> BoxFuture<'_, Result<Vec<Principal>>> {
                 Box::pin(async move {
-                    let sql = sqlx::AssertSqlSafe(format!("{PRINCIPAL} ORDER BY name"));
+                    let sql = concat!(select_principal!(), " ORDER BY name");
                     let rows = sqlx::query(sql).fetch_all(self.read()).await?;
                     rows.iter().map(|row| Ok(principal!(row))).collect()
                 })
@@ -147,8 +155,7 @@ macro_rules! identity_store {
                     .bind(t.revoked_at)
                     .execute(&mut *tx)
                     .await?;
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(())
                 })
             }
@@ -179,15 +186,14 @@ macro_rules! identity_store {
                     if done.rows_affected() == 0 {
                         return Err(sqlx::Error::RowNotFound.into());
                     }
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(())
                 })
             }
 
             fn tokens<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<AccessToken>>> {
                 Box::pin(async move {
-                    let sql = sqlx::AssertSqlSafe(format!("{TOKEN} WHERE principal_id = $1 ORDER BY id"));
+                    let sql = concat!(select_token!(), " WHERE principal_id = $1 ORDER BY id");
                     let rows = sqlx::query(sql).bind(principal_id).fetch_all(self.read()).await?;
                     rows.iter().map(|row| Ok(token!(row))).collect()
                 })
@@ -203,8 +209,7 @@ macro_rules! identity_store {
                         .bind(w.created_at)
                         .execute(&mut *tx)
                         .await?;
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(())
                 })
             }
@@ -245,8 +250,7 @@ macro_rules! identity_store {
                     if done.rows_affected() == 0 {
                         return Ok(false);
                     }
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(true)
                 })
             }
@@ -272,8 +276,7 @@ macro_rules! identity_store {
                     if done.rows_affected() == 0 {
                         return Ok(false);
                     }
-                    crate::events::insert!(tx, event);
-                    tx.commit().await?;
+                    crate::events::commit!(tx, event);
                     Ok(true)
                 })
             }
