@@ -73,7 +73,6 @@ impl Engine {
     /// Lists versions in publication order (`org.read`).
     pub async fn skills(&self, actor: &Actor, query: &ListQuery) -> Result<Page<SkillOut>> {
         actor.require("org.read")?;
-        let limit = page_size(query.limit)?;
         if let Some(status) = &query.status {
             check_status(status)?;
         }
@@ -81,14 +80,27 @@ impl Engine {
             name: query.name.clone(),
             status: query.status.clone(),
             package: query.package.clone(),
-            after: query.cursor.clone(),
-            limit: limit + 1,
+            ..SkillFilter::default()
         };
+        let (entries, next_cursor) = self.page(filter, query.limit, query.cursor.clone()).await?;
+        Ok(Page { items: entries.into_iter().map(|entry| SkillOut::new(entry, true)).collect(), next_cursor })
+    }
+
+    /// One page of versions matching `filter`, in publication order after `cursor`, and the
+    /// cursor of the next page.
+    pub(crate) async fn page(
+        &self,
+        filter: SkillFilter,
+        limit: Option<u32>,
+        cursor: Option<String>,
+    ) -> Result<(Vec<SkillEntry>, Option<String>)> {
+        let limit = checked_limit(limit, DEFAULT_PAGE, MAX_PAGE)?;
+        let filter = SkillFilter { after: cursor, limit: limit + 1, ..filter };
         let mut entries = self.store.skills(&filter).await?;
         let more = entries.len() > limit as usize;
         entries.truncate(limit as usize);
         let next_cursor = more.then(|| entries.last().map(|entry| entry.skill.id.clone())).flatten();
-        Ok(Page { items: entries.into_iter().map(|entry| SkillOut::new(entry, true)).collect(), next_cursor })
+        Ok((entries, next_cursor))
     }
 
     /// Assigns a version to a principal (`org.manage`); `true` when it was not assigned yet.
@@ -177,13 +189,14 @@ impl Engine {
     }
 }
 
-fn page_size(limit: Option<u32>) -> Result<u32> {
+/// `limit` when it is 1 to `max`, `default` when absent; `invalid_request` otherwise.
+pub(crate) fn checked_limit(limit: Option<u32>, default: u32, max: u32) -> Result<u32> {
     match limit {
-        None => Ok(DEFAULT_PAGE),
-        Some(limit @ 1..=MAX_PAGE) => Ok(limit),
-        Some(other) => Err(EngineError::invalid_request(format!("`limit` is 1 to {MAX_PAGE}, not {other}"))
+        None => Ok(default),
+        Some(limit) if (1..=max).contains(&limit) => Ok(limit),
+        Some(other) => Err(EngineError::invalid_request(format!("`limit` is 1 to {max}, not {other}"))
             .with("field", "limit")
-            .with("max", MAX_PAGE)),
+            .with("max", max)),
     }
 }
 

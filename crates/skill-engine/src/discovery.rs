@@ -12,7 +12,7 @@ use skill_store::records::{SkillFilter, SkillRecord};
 
 use crate::Engine;
 use crate::actor::Actor;
-use crate::catalog::{DEFAULT_PAGE, MAX_PAGE, Page, to_skill};
+use crate::catalog::{Page, to_skill};
 use crate::error::{Class, EngineError, Result};
 
 impl Engine {
@@ -43,17 +43,8 @@ impl Engine {
     /// The metadata of every active leaf and composite version, a page at a time (`org.read`).
     pub async fn catalogue(&self, actor: &Actor, limit: Option<u32>, cursor: Option<String>) -> Result<Page<Value>> {
         actor.require("org.read")?;
-        let limit = limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
-        let filter = SkillFilter {
-            status: Some("active".to_owned()),
-            after: cursor,
-            limit: limit + 1,
-            ..SkillFilter::default()
-        };
-        let mut entries = self.store.skills(&filter).await?;
-        let more = entries.len() > limit as usize;
-        entries.truncate(limit as usize);
-        let next_cursor = more.then(|| entries.last().map(|entry| entry.skill.id.clone())).flatten();
+        let filter = SkillFilter { status: Some("active".to_owned()), ..SkillFilter::default() };
+        let (entries, next_cursor) = self.page(filter, limit, cursor).await?;
         let mut items = Vec::new();
         for entry in entries {
             if entry.skill.contract.is_none() && entry.skill.composition.is_none() {

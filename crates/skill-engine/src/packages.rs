@@ -8,7 +8,7 @@ use skill_store::ErrorKind;
 use skill_store::records::{PackageInstall, PackageObject};
 
 use crate::actor::Actor;
-use crate::catalog::view_time;
+use crate::catalog::{checked_limit, view_time};
 use crate::error::{EngineError, Result};
 use crate::{Engine, Origin};
 
@@ -91,10 +91,17 @@ impl Engine {
         }))
     }
 
-    /// Journal entries after `after` (`org.read`).
-    pub async fn events(&self, actor: &Actor, after: i64, subject: Option<&str>, limit: u32) -> Result<Vec<Value>> {
+    /// Journal entries after `after` (`org.read`), at most `limit` (1 to 1000, default 100).
+    pub async fn events(
+        &self,
+        actor: &Actor,
+        after: i64,
+        subject: Option<&str>,
+        limit: Option<u32>,
+    ) -> Result<Vec<Value>> {
         actor.require("org.read")?;
-        let events = self.store.events(after, subject, limit.clamp(1, 1000)).await?;
+        let limit = checked_limit(limit, 100, 1000)?;
+        let events = self.store.events(after, subject, limit).await?;
         Ok(events
             .into_iter()
             .map(|event| {

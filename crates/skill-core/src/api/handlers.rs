@@ -142,9 +142,6 @@ pub(super) struct EventsQuery {
 }
 
 pub(super) async fn events(State(core): State<Core>, actor: Actor, QueryOf(query): QueryOf<EventsQuery>) -> Answer {
-    let items = core
-        .engine
-        .events(&actor, query.after.unwrap_or(0), query.subject.as_deref(), query.limit.unwrap_or(100))
-        .await?;
+    let items = core.engine.events(&actor, query.after.unwrap_or(0), query.subject.as_deref(), query.limit).await?;
     Ok(axum::Json(json!({"items": items})).into_response())
 }
