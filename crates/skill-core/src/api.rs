@@ -7,6 +7,8 @@ pub mod plumbing;
 
 use axum::Router;
 use axum::routing::{MethodRouter, get, patch, post};
+use skill_engine::catalog::{PatchRequest, PublishRequest, SkillOut};
+use skill_engine::packages::RecordRequest;
 
 use crate::Core;
 
@@ -39,9 +41,6 @@ impl std::fmt::Debug for Route {
 fn schema<T: schemars::JsonSchema>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     generator.subschema_for::<T>()
 }
-
-use skill_engine::catalog::{PatchRequest, PublishRequest, SkillOut};
-use skill_engine::packages::RecordRequest;
 
 /// Every route of `/api/v1`.
 pub const ROUTES: &[Route] = &[

@@ -17,8 +17,10 @@ use crate::Core;
 
 type Answer = Result<Response, Failure>;
 
+/// The document is built once: it depends on nothing but the code.
 pub(super) async fn openapi() -> Response {
-    axum::Json(super::openapi::document()).into_response()
+    static DOCUMENT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    axum::Json(DOCUMENT.get_or_init(super::openapi::document)).into_response()
 }
 
 pub(super) async fn publish(
