@@ -1,14 +1,13 @@
 //! `skill-core dev --package examples/claims`: the README's main command, as a process.
 
-use std::io::{BufRead, BufReader};
+#[path = "support/running.rs"]
+mod running;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc::channel;
 use std::time::Duration;
 
+use running::Running;
 use serde_json::Value;
-
-const CORE: &str = env!("CARGO_BIN_EXE_skill-core");
 
 /// The value after `label` on the line that starts with it (`  core    http://…`).
 fn field<'a>(lines: &'a [String], label: &str) -> &'a str {
@@ -24,34 +23,13 @@ fn dev_applies_the_package_and_serves_its_skills_until_stopped() {
     let data = std::env::temp_dir().join(format!("skill-core-dev-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data);
     let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claims");
-    let mut child = Command::new(CORE)
-        .args(["dev", "--package"])
-        .arg(&package)
-        .arg("--data")
-        .arg(&data)
-        .args(["--listen", "127.0.0.1:0", "--host-port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("skill-core dev starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let (sender, receiver) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut lines = Vec::new();
-    while !lines.iter().any(|line: &String| line.starts_with("Stop with")) {
-        let Ok(line) = receiver.recv_timeout(Duration::from_secs(300)) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("dev did not get ready: {lines:?}");
-        };
-        lines.push(line);
-    }
+    let data_arg = data.display().to_string();
+    let package_arg = package.display().to_string();
+    let mut running = Running::start(
+        &["dev", "--package", &package_arg, "--data", &data_arg, "--listen", "127.0.0.1:0", "--host-port", "0"],
+        true,
+    );
+    let lines = running.until(300, |line| line.starts_with("Stop with"));
     assert_eq!(lines[0], "skill-core dev: package claims 1.0.0 applied");
     let core = field(&lines, "core").to_owned();
     let token = field(&lines, "token").to_owned();
@@ -81,10 +59,7 @@ fn dev_applies_the_package_and_serves_its_skills_until_stopped() {
         assert_eq!(answer.status().as_u16(), 200, "{}", answer.text().await.unwrap_or_default());
     });
 
-    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).expect("a pid")).expect("non-zero");
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("signalled");
-    let status = child.wait().expect("exits");
-    assert_eq!(status.code(), Some(0));
+    running.stop(rustix::process::Signal::INT);
     let host_gone = runtime
         .block_on(async { reqwest::Client::new().get(&skills).timeout(Duration::from_secs(2)).send().await.is_err() });
     assert!(host_gone, "stopping dev stops the skill host");

@@ -1,14 +1,13 @@
 //! `skill-core` as an operator runs it: a token issued from the command line, the API served on
 //! PostgreSQL and on an embedded SQLite directory, stopped with SIGTERM.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::time::Duration;
+#[path = "support/running.rs"]
+mod running;
 
+use std::process::Command;
+
+use running::{CORE, Running};
 use serde_json::{Value, json};
-
-const CORE: &str = env!("CARGO_BIN_EXE_skill-core");
 
 fn token(db: &str) -> String {
     let output = Command::new(CORE)
@@ -23,51 +22,13 @@ fn token(db: &str) -> String {
     token
 }
 
-struct Served {
-    child: Child,
-    lines: Receiver<String>,
-    base: String,
-    /// The line that says where it listens.
-    start: String,
-}
-
-fn serve(db: &str) -> Served {
-    let mut child = Command::new(CORE)
-        .args(["serve", "--db", db, "--listen", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("skill-core serve starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let (sender, lines) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let base = loop {
-        let Ok(line) = lines.recv_timeout(Duration::from_secs(30)) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("skill-core did not say where it listens");
-        };
-        if let Some(rest) = line.split("on http://").nth(1) {
-            break (format!("http://{}", rest.split('/').next().unwrap_or_default()), line.clone());
-        }
-    };
-    let (base, start) = base;
-    Served { child, lines, base, start }
-}
-
-impl Served {
-    fn stop(mut self) -> Vec<String> {
-        let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).expect("a pid")).expect("non-zero");
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("signalled");
-        let status = self.child.wait().expect("exits");
-        assert_eq!(status.code(), Some(0), "SIGTERM is a clean stop");
-        self.lines.iter().collect()
-    }
+/// `skill-core serve` on `db`: the process, its base URL, and the line that says where it listens.
+fn serve(db: &str) -> (Running, String, String) {
+    let mut running = Running::start(&["serve", "--db", db, "--listen", "127.0.0.1:0"], false);
+    let start = running.until(30, |line| line.contains("on http://")).pop().expect("a line");
+    let rest = start.split("on http://").nth(1).expect("an address");
+    let base = format!("http://{}", rest.split('/').next().unwrap_or_default());
+    (running, base, start)
 }
 
 fn publish_and_read(base: &str, token: &str) {
@@ -109,9 +70,9 @@ fn an_operator_bootstraps_and_serves_on_sqlite() {
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("workspace nowhere not found"));
     let token = token(&db);
-    let served = serve(&db);
-    publish_and_read(&served.base, &token);
-    let lines = served.stop();
+    let (served, base, _) = serve(&db);
+    publish_and_read(&base, &token);
+    let lines = served.stop(rustix::process::Signal::TERM);
     assert!(lines.iter().any(|line| line.contains("skill-core stopped")), "{lines:?}");
     assert!(folder.join("core.db").exists(), "a data directory holds core.db");
     let _ = std::fs::remove_dir_all(&folder);
@@ -131,10 +92,10 @@ fn an_operator_bootstraps_and_serves_on_postgres() {
     let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
     let db = format!("{base}/{name}");
     let token = token(&db);
-    let served = serve(&db);
-    assert!(served.start.contains("(database: postgres://"), "{}", served.start);
-    publish_and_read(&served.base, &token);
-    let lines = served.stop();
+    let (served, base, start) = serve(&db);
+    assert!(start.contains("(database: postgres://"), "{start}");
+    publish_and_read(&base, &token);
+    let lines = served.stop(rustix::process::Signal::TERM);
     assert!(lines.iter().any(|line| line.contains("skill-core stopped")), "{lines:?}");
 
     let refused =
