@@ -40,16 +40,15 @@ impl Engine {
     /// its principal is disabled (one code for all, so a caller learns nothing about a token).
     pub async fn authenticate(&self, token: &str) -> Result<Actor> {
         let invalid = || EngineError::new(Class::Unauthenticated, "invalid_token", "the token is not valid");
-        let (record, principal) = match self.store.token_by_hash(&token_hash(token)).await {
+        let credential = match self.store.credential(&token_hash(token)).await {
             Ok(found) => found,
             Err(error) if error.kind() == ErrorKind::NotFound => return Err(invalid()),
             Err(error) => return Err(error.into()),
         };
-        if !usable(&record, &principal) {
+        if !usable(&credential.token, &credential.principal) {
             return Err(invalid());
         }
-        let grants = self.store.grants(&principal.id).await?;
-        Ok(Actor::new(principal, grants))
+        Ok(Actor::new(credential.principal, credential.grants))
     }
 
     /// Issues a token for a principal (created when missing) with organisation-wide grants —

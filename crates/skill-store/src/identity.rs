@@ -5,7 +5,7 @@ use sqlx::Row as _;
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::Result;
-use crate::records::{AccessToken, Event, Grant, Principal, Time, Workspace};
+use crate::records::{AccessToken, Credential, Event, Grant, Principal, Time, Workspace};
 
 /// Who may act, and with which permissions.
 pub trait IdentityStore: Send + Sync {
@@ -16,9 +16,10 @@ pub trait IdentityStore: Send + Sync {
     fn principals(&self) -> BoxFuture<'_, Result<Vec<Principal>>>;
 
     fn create_token<'a>(&'a self, token: &'a AccessToken, event: &'a Event) -> BoxFuture<'a, Result<()>>;
-    /// The token with this hash and its principal, whatever their state: the caller decides
-    /// whether a revoked or expired token or a disabled principal may act.
-    fn token_by_hash<'a>(&'a self, hash: &'a str) -> BoxFuture<'a, Result<(AccessToken, Principal)>>;
+    /// The token with this hash, its principal and the principal's grants, in one query (every
+    /// API request asks), whatever their state: the caller decides whether a revoked or expired
+    /// token or a disabled principal may act.
+    fn credential<'a>(&'a self, hash: &'a str) -> BoxFuture<'a, Result<Credential>>;
     /// Revokes a token; `NotFound` when there is none with this id or it was already revoked.
     fn revoke_token<'a>(&'a self, id: &'a str, at: Time, event: &'a Event) -> BoxFuture<'a, Result<()>>;
     fn tokens<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<AccessToken>>>;
@@ -64,6 +65,18 @@ macro_rules! token {
             created_at: $row.try_get("token_created_at")?,
             expires_at: $row.try_get("expires_at")?,
             revoked_at: $row.try_get("revoked_at")?,
+        }
+    };
+}
+
+macro_rules! grant {
+    ($row:expr) => {
+        Grant {
+            id: $row.try_get("grant_id")?,
+            principal_id: $row.try_get("principal_id")?,
+            workspace_id: $row.try_get("workspace_id")?,
+            permission: $row.try_get("permission")?,
+            created_at: $row.try_get("grant_created_at")?,
         }
     };
 }
@@ -160,29 +173,40 @@ macro_rules! identity_store {
                 })
             }
 
-            fn token_by_hash<'a>(&'a self, hash: &'a str) -> BoxFuture<'a, Result<(AccessToken, Principal)>> {
+            fn credential<'a>(&'a self, hash: &'a str) -> BoxFuture<'a, Result<Credential>> {
                 Box::pin(async move {
-                    let row = sqlx::query(
+                    let rows = sqlx::query(
                         "SELECT t.id AS token_id, t.principal_id, t.token_hash, t.label, \
                          t.created_at AS token_created_at, t.expires_at, t.revoked_at, p.id, p.kind, p.name, \
-                         p.display_name, p.created_at, p.disabled_at \
-                         FROM access_tokens t JOIN principals p ON p.id = t.principal_id WHERE t.token_hash = $1",
+                         p.display_name, p.created_at, p.disabled_at, g.id AS grant_id, g.workspace_id, \
+                         g.permission, g.created_at AS grant_created_at \
+                         FROM access_tokens t JOIN principals p ON p.id = t.principal_id \
+                         LEFT JOIN grants g ON g.principal_id = p.id \
+                         WHERE t.token_hash = $1 ORDER BY g.permission, g.workspace_id",
                     )
                     .bind(hash)
-                    .fetch_one(self.read())
+                    .fetch_all(self.read())
                     .await?;
-                    Ok((token!(row), principal!(row)))
+                    let Some(first) = rows.first() else { return Err(sqlx::Error::RowNotFound.into()) };
+                    let mut grants = Vec::new();
+                    for row in &rows {
+                        if row.try_get::<Option<String>, _>("grant_id")?.is_some() {
+                            grants.push(grant!(row));
+                        }
+                    }
+                    Ok(Credential { token: token!(first), principal: principal!(first), grants })
                 })
             }
 
             fn revoke_token<'a>(&'a self, id: &'a str, at: Time, event: &'a Event) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
-                    let done = sqlx::query("UPDATE access_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL")
-                        .bind(id)
-                        .bind(at)
-                        .execute(&mut *tx)
-                        .await?;
+                    let done =
+                        sqlx::query("UPDATE access_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL")
+                            .bind(id)
+                            .bind(at)
+                            .execute(&mut *tx)
+                            .await?;
                     if done.rows_affected() == 0 {
                         return Err(sqlx::Error::RowNotFound.into());
                     }
@@ -284,23 +308,13 @@ macro_rules! identity_store {
             fn grants<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Grant>>> {
                 Box::pin(async move {
                     let rows = sqlx::query(
-                        "SELECT id, principal_id, workspace_id, permission, created_at FROM grants \
-                         WHERE principal_id = $1 ORDER BY permission, workspace_id",
+                        "SELECT id AS grant_id, principal_id, workspace_id, permission, created_at AS grant_created_at \
+                         FROM grants WHERE principal_id = $1 ORDER BY permission, workspace_id",
                     )
                     .bind(principal_id)
                     .fetch_all(self.read())
                     .await?;
-                    rows.iter()
-                        .map(|row| {
-                            Ok(Grant {
-                                id: row.try_get("id")?,
-                                principal_id: row.try_get("principal_id")?,
-                                workspace_id: row.try_get("workspace_id")?,
-                                permission: row.try_get("permission")?,
-                                created_at: row.try_get("created_at")?,
-                            })
-                        })
-                        .collect()
+                    rows.iter().map(|row| Ok(grant!(row))).collect()
                 })
             }
         }

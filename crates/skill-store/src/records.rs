@@ -33,6 +33,14 @@ pub struct AccessToken {
     pub revoked_at: Option<Time>,
 }
 
+/// What a bearer token stands for: the token, its principal and the principal's grants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub token: AccessToken,
+    pub principal: Principal,
+    pub grants: Vec<Grant>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
     pub id: String,

@@ -61,9 +61,26 @@ pub(crate) async fn tokens_are_found_by_hash_and_revoked_once(db: Db) {
         revoked_at: None,
     };
     db.store.create_token(&token, &event("token.created", "t")).await.expect("token");
-    let (found, owner) = db.store.token_by_hash(&"ab".repeat(32)).await.expect("found");
-    assert_eq!((found.id.as_str(), found.label.as_str(), owner.name.as_str()), (token.id.as_str(), "laptop", "ana"));
-    assert_eq!(db.store.token_by_hash(&"cd".repeat(32)).await.expect_err("refused").kind(), ErrorKind::NotFound);
+    let found = db.store.credential(&"ab".repeat(32)).await.expect("found");
+    assert_eq!(
+        (found.token.id.as_str(), found.token.label.as_str(), found.principal.name.as_str()),
+        (token.id.as_str(), "laptop", "ana")
+    );
+    assert!(found.grants.is_empty(), "a principal without grants still authenticates");
+    assert_eq!(db.store.credential(&"cd".repeat(32)).await.expect_err("refused").kind(), ErrorKind::NotFound);
+    for permission in ["org.read", "skills.invoke"] {
+        let grant = Grant {
+            id: id(),
+            principal_id: ana.id.clone(),
+            workspace_id: None,
+            permission: permission.to_owned(),
+            created_at: Utc::now(),
+        };
+        db.store.add_grant(&grant, &event("grant.added", "g")).await.expect("grant");
+    }
+    let permissions: Vec<String> =
+        db.store.credential(&"ab".repeat(32)).await.expect("found").grants.into_iter().map(|g| g.permission).collect();
+    assert_eq!(permissions, ["org.read", "skills.invoke"], "the grants come with the token");
     let duplicate = AccessToken { id: id(), ..token.clone() };
     assert_eq!(
         db.store.create_token(&duplicate, &event("token.created", "t")).await.expect_err("refused").kind(),
@@ -71,8 +88,8 @@ pub(crate) async fn tokens_are_found_by_hash_and_revoked_once(db: Db) {
     );
 
     db.store.revoke_token(&token.id, Utc::now(), &event("token.revoked", "t")).await.expect("revoked");
-    let (found, _) = db.store.token_by_hash(&"ab".repeat(32)).await.expect("still found");
-    assert!(found.revoked_at.is_some());
+    let found = db.store.credential(&"ab".repeat(32)).await.expect("still found");
+    assert!(found.token.revoked_at.is_some());
     let again = db.store.revoke_token(&token.id, Utc::now(), &event("token.revoked", "t")).await.expect_err("refused");
     assert_eq!(again.kind(), ErrorKind::NotFound, "a token is revoked once");
     assert_eq!(db.store.tokens(&ana.id).await.expect("tokens").len(), 1);
