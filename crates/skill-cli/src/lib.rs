@@ -2,6 +2,4 @@
 //! host with cargo and run the host's command — so `skill-sdk export --package . claims-integration`
 //! works as the package documentation writes it.
 
-pub mod host_crate;
-pub mod package;
 pub mod package_command;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use clap::{Args, Parser, Subcommand};
-use skill_cli::host_crate;
+use skill_package::host_crate;
 use skill_sdk::host::{ContractArgs, ExportArgs, InvokeArgs, ServeArgs};
 
 #[derive(Parser)]

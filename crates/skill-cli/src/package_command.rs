@@ -9,9 +9,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use serde_json::json;
-use skill_contract::package::SkillPlan;
-
-use crate::package::{self, Change, Core, Loaded};
+use skill_client::Client;
+use skill_package::{self as package, Change, Loaded};
 
 #[derive(Debug, Subcommand)]
 pub enum PackageCommand {
@@ -117,7 +116,13 @@ pub fn run(command: PackageCommand) -> ExitCode {
         eprintln!("error: set SKILL_CORE_TOKEN to a token of the core (skill-core token create --grant org.manage)");
         return ExitCode::from(2);
     };
-    let core = Core::new(&core, token);
+    let core = match Client::new(&core, token) {
+        Ok(core) => core,
+        Err(error) => {
+            eprintln!("error: --core: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let result = runtime.block_on(async {
         let changes = package::plan(&loaded, &core).await?;
         match command {
@@ -152,7 +157,7 @@ pub fn run(command: PackageCommand) -> ExitCode {
 }
 
 fn refused(changes: &[Change]) -> bool {
-    changes.iter().any(|change| matches!(change.plan, SkillPlan::Refuse { .. }))
+    changes.iter().any(Change::is_refused)
 }
 
 fn totals(changes: &[Change]) -> String {
@@ -169,9 +174,9 @@ fn totals(changes: &[Change]) -> String {
 
 /// Carries out the plan; `Ok(true)` when it was refused (nothing written).
 #[allow(clippy::print_stdout, clippy::print_stderr)]
-async fn apply(loaded: &Loaded, core: &Core, changes: &[Change], summary: &str) -> Result<bool, String> {
+async fn apply(loaded: &Loaded, core: &Client, changes: &[Change], summary: &str) -> Result<bool, String> {
     if refused(changes) {
-        for change in changes.iter().filter(|change| matches!(change.plan, SkillPlan::Refuse { .. })) {
+        for change in changes.iter().filter(|change| change.is_refused()) {
             eprintln!("{}", change.describe());
         }
         eprintln!("nothing was applied: publish the changed contracts as new versions");

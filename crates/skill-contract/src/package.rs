@@ -1,16 +1,14 @@
 //! Packages: the manifest (`package.yaml`) and the catalog objects beside it, read from documents
-//! already parsed (the caller reads the files), checked offline ([`check`]) and compared with
-//! what a core has published ([`plan_skill`]).
+//! already parsed (the caller reads the files) and checked offline ([`check`]). Planning them
+//! against a core is the `skill-package` crate's.
 //!
 //! Every problem names its file, the path inside the file, a stable code and a hint.
 
 mod check;
-mod plan;
 
 use serde_json::Value;
 
 pub use check::check;
-pub use plan::{SkillPlan, plan_skill, subset};
 
 /// The kinds of catalog object a package may hold.
 pub const KINDS: &[&str] = &[

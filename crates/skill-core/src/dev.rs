@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use skill_cli::package::{self, Applied};
+use skill_client::Client;
 use skill_engine::{Engine, Origin, TokenRequest};
+use skill_package::{self as package, Applied, host_crate};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// What `dev` runs on.
@@ -67,9 +68,9 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         }
         bail!("the package has {} problems: fix them, then run dev again", problems.len());
     }
-    let client = package::Core::new(&core_url, token.clone());
+    let client = Client::new(&core_url, token.clone())?;
     let changes = package::plan(&loaded, &client).await.map_err(|error| anyhow::anyhow!(error))?;
-    if let Some(refused) = changes.iter().find(|change| change.operation() == "refuse") {
+    if let Some(refused) = changes.iter().find(|change| change.is_refused()) {
         bail!(
             "{}\n(the database in {} holds an older contract: raise spec.version, or remove that folder)",
             refused.describe(),
@@ -81,13 +82,13 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         .map_err(|error| anyhow::anyhow!(error))?;
 
     let host = match &args.krate {
-        Some(name) => skill_cli::host_crate::locate(&folder, name),
-        None => skill_cli::host_crate::locate_own(&folder),
+        Some(name) => host_crate::locate(&folder, name),
+        None => host_crate::locate_own(&folder),
     }
     .map_err(|error| anyhow::anyhow!("{error}"))?;
     eprintln!("building {} …", host.name);
     let build = host.clone();
-    let executable = tokio::task::spawn_blocking(move || skill_cli::host_crate::build(&build))
+    let executable = tokio::task::spawn_blocking(move || host_crate::build(&build))
         .await?
         .map_err(|error| anyhow::anyhow!("{error}"))?;
     let mut child = tokio::process::Command::new(&executable)
@@ -137,7 +138,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     println!("Stop with Ctrl-C.");
 
     tokio::select! {
-        () = skill_host::serve::stop_signal() => {}
+        () = skill_http::stop_signal() => {}
         status = child.wait() => bail!("the skill host stopped on its own ({})", status.map(|s| s.to_string()).unwrap_or_default()),
     }
     if let Some(id) = child.id().and_then(|id| i32::try_from(id).ok()).and_then(rustix::process::Pid::from_raw) {

@@ -3,7 +3,7 @@
 //!
 //! | what | where |
 //! |---|---|
-//! | the routes and the OpenAPI document | [`api::ROUTES`], [`api::openapi_document`] |
+//! | the router, built from `skill_api::operations::OPERATIONS` | [`api::router`] |
 //! | the whole application | [`app`] |
 //! | serving with a graceful stop | [`serve`] |
 
@@ -16,7 +16,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde_json::json;
+use skill_api::Health;
 use skill_engine::Engine;
 
 /// What every handler shares.
@@ -30,26 +30,29 @@ pub struct Core {
 pub fn app(engine: Engine) -> Router {
     Router::new()
         .nest("/api/v1", api::router())
-        .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
+        .route("/healthz", get(|| async { axum::Json(Health { status: "ok".to_owned() }) }))
         .route("/readyz", get(ready))
-        .fallback(|| async {
-            api::plumbing::Failure(skill_engine::EngineError::new(
-                skill_engine::Class::NotFound,
-                "not_found",
-                "no such route: the API is under /api/v1 and /api/v1/openapi.json lists it",
-            ))
+        .fallback(|uri: axum::http::Uri| async move {
+            api::plumbing::Failure(
+                skill_engine::EngineError::new(
+                    skill_engine::Class::NotFound,
+                    "not_found",
+                    "no such route: the API is under /api/v1 and /api/v1/openapi.json lists it",
+                )
+                .with("route", uri.path()),
+            )
         })
         .layer(axum::middleware::from_fn(api::plumbing::envelope))
-        .layer(axum::middleware::from_fn(skill_host::requests::log))
+        .layer(axum::middleware::from_fn(skill_http::requests::log))
         .with_state(Core { engine })
 }
 
 async fn ready(State(core): State<Core>) -> Response {
     match core.engine.store().ping().await {
-        Ok(()) => axum::Json(json!({"status": "ready"})).into_response(),
+        Ok(()) => axum::Json(Health { status: "ready".to_owned() }).into_response(),
         Err(error) => {
             tracing::warn!(%error, "the database does not answer");
-            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(json!({"status": "unavailable"}))).into_response()
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(Health { status: "unavailable".to_owned() })).into_response()
         }
     }
 }
@@ -57,6 +60,6 @@ async fn ready(State(core): State<Core>) -> Response {
 /// Serves `engine` on `listener` until SIGTERM or SIGINT, then finishes the requests in flight.
 pub async fn serve(engine: Engine, listener: tokio::net::TcpListener) -> std::io::Result<()> {
     axum::serve(listener, app(engine).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(skill_host::serve::stop_signal())
+        .with_graceful_shutdown(skill_http::stop_signal())
         .await
 }

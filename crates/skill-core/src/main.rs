@@ -105,7 +105,7 @@ enum TokenCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    skill_host::serve::init_logs();
+    skill_http::init_logs("info");
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -172,7 +172,7 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Openapi => {
-            println!("{}", serde_json::to_string_pretty(&skill_core::api::openapi_document())?);
+            println!("{}", serde_json::to_string_pretty(&skill_api::openapi::document())?);
             Ok(())
         }
     }

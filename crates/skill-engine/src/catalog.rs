@@ -7,8 +7,8 @@ mod publish;
 mod view;
 
 use chrono::Utc;
-use serde::Deserialize;
 use serde_json::{Value, json};
+use skill_api::{AssignedSkill, DEFAULT_PAGE, ListQuery, MAX_PAGE, Page, SkillOut, SkillStatus};
 use skill_store::ErrorKind;
 use skill_store::records::{Assignment, SkillEntry, SkillFilter};
 
@@ -16,36 +16,8 @@ use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
-pub use patch::PatchRequest;
-pub use publish::{DEFAULT_VERSION, PROTOCOLS, PublishRequest};
-pub use view::{PackageOut, SkillOut, etag};
-pub(crate) use view::{kind, time as view_time, to_skill};
-
-/// The largest page of a listing, and the page when none is asked for.
-pub const MAX_PAGE: u32 = 200;
-pub const DEFAULT_PAGE: u32 = 50;
-
-/// The statuses of a skill version, in the only order they move.
-pub const STATUSES: &[&str] = &["active", "deprecated", "disabled"];
-
-/// A listing's query.
-#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListQuery {
-    pub name: Option<String>,
-    pub status: Option<String>,
-    pub package: Option<String>,
-    pub limit: Option<u32>,
-    pub cursor: Option<String>,
-}
-
-/// One page: the items and the cursor of the next page (`None` on the last).
-#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next_cursor: Option<String>,
-}
+pub use publish::PROTOCOLS;
+pub(crate) use view::{kind, skill_out, status, time as view_time, to_skill};
 
 impl Engine {
     /// The version `reference` names: an id, `name@version` (whatever its status), or a bare
@@ -67,7 +39,7 @@ impl Engine {
     /// Reads one version (`org.read`, `skills.invoke` or `skills.execute`).
     pub async fn skill(&self, actor: &Actor, reference: &str) -> Result<SkillOut> {
         actor.require_any(&["org.read", "skills.invoke", "skills.execute"])?;
-        Ok(SkillOut::new(self.find(reference).await?, actor.can("org.read")))
+        Ok(skill_out(self.find(reference).await?, actor.can("org.read")))
     }
 
     /// Lists versions in publication order (`org.read`).
@@ -83,7 +55,7 @@ impl Engine {
             ..SkillFilter::default()
         };
         let (entries, next_cursor) = self.page(filter, query.limit, query.cursor.clone()).await?;
-        Ok(Page { items: entries.into_iter().map(|entry| SkillOut::new(entry, true)).collect(), next_cursor })
+        Ok(Page { items: entries.into_iter().map(|entry| skill_out(entry, true)).collect(), next_cursor })
     }
 
     /// One page of versions matching `filter`, in publication order after `cursor`, and the
@@ -116,7 +88,7 @@ impl Engine {
         actor.require("org.manage")?;
         let principal = self.principal(principal_id).await?;
         let entry = self.find(reference).await?;
-        if entry.skill.status == "disabled" {
+        if status(&entry.skill) == SkillStatus::Disabled {
             return Err(EngineError::new(
                 Class::Invalid,
                 "skill_disabled",
@@ -165,7 +137,7 @@ impl Engine {
     }
 
     /// The versions assigned to a principal (`org.read`, or the principal itself).
-    pub async fn assigned(&self, actor: &Actor, principal_id: &str) -> Result<Vec<Value>> {
+    pub async fn assigned(&self, actor: &Actor, principal_id: &str) -> Result<Vec<AssignedSkill>> {
         if actor.id() != principal_id {
             actor.require("org.read")?;
         }
@@ -173,10 +145,14 @@ impl Engine {
         let mut out = Vec::new();
         for assignment in self.store.assignments(&principal.id).await? {
             let skill = self.store.skill(&assignment.skill_id).await?.skill;
-            out.push(json!({
-                "skillId": skill.id, "name": skill.name, "version": skill.version, "status": skill.status,
-                "metadata": assignment.metadata, "assignedAt": view_time(&assignment.created_at),
-            }));
+            out.push(AssignedSkill {
+                status: status(&skill),
+                skill_id: skill.id,
+                name: skill.name,
+                version: skill.version,
+                metadata: assignment.metadata,
+                assigned_at: view_time(&assignment.created_at),
+            });
         }
         Ok(out)
     }
@@ -200,15 +176,14 @@ pub(crate) fn checked_limit(limit: Option<u32>, default: u32, max: u32) -> Resul
     }
 }
 
-pub(crate) fn check_status(status: &str) -> Result<()> {
-    if STATUSES.contains(&status) {
-        Ok(())
-    } else {
-        Err(EngineError::new(
+/// The status `word` names; `invalid_status` listing the allowed words otherwise.
+pub(crate) fn check_status(word: &str) -> Result<SkillStatus> {
+    SkillStatus::from_word(word).ok_or_else(|| {
+        EngineError::new(
             Class::Invalid,
             "invalid_status",
-            format!("a status is one of {}, not {status:?}", STATUSES.join(", ")),
+            format!("a status is one of {}, not {word:?}", SkillStatus::words().join(", ")),
         )
-        .with("allowed", STATUSES.to_vec()))
-    }
+        .with("allowed", SkillStatus::words())
+    })
 }

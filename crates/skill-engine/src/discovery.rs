@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
+use skill_api::{MetadataOut, Page};
 use skill_contract::composite::{self, Resolution};
 use skill_contract::{Skill, SkillBody, SkillDefinition, SkillErrorType, SkillMetadata, SkillRef};
 use skill_store::ErrorKind;
@@ -12,13 +12,13 @@ use skill_store::records::{SkillFilter, SkillRecord};
 
 use crate::Engine;
 use crate::actor::Actor;
-use crate::catalog::{Page, to_skill};
+use crate::catalog::{kind, status, to_skill};
 use crate::error::{Class, EngineError, Result};
 
 impl Engine {
     /// The definition of the version `reference` names (`org.read`, `skills.invoke` or
     /// `skills.execute`).
-    pub async fn definition(&self, actor: &Actor, reference: &str) -> Result<Value> {
+    pub async fn definition(&self, actor: &Actor, reference: &str) -> Result<SkillDefinition> {
         actor.require_any(&["org.read", "skills.invoke", "skills.execute"])?;
         let record = self.find(reference).await?.skill;
         let (skill, resolution) = self.resolve_record(&record).await?;
@@ -27,21 +27,25 @@ impl Engine {
             SkillBody::Leaf(leaf) => (Some(leaf.contract().inputs().clone()), Some(leaf.contract().outputs().clone())),
             SkillBody::Composite(_) => (record.input_schema.clone(), record.output_schema.clone()),
         };
-        let definition = SkillDefinition::new(skill, resolution.into_tools(), metadata, input_schema, output_schema)
-            .map_err(|error| EngineError::new(Class::Invalid, "validation_error", error.to_string()))?;
-        Ok(serde_json::to_value(&definition).unwrap_or(Value::Null))
+        SkillDefinition::new(skill, resolution.into_tools(), metadata, input_schema, output_schema)
+            .map_err(|error| EngineError::new(Class::Invalid, "validation_error", error.to_string()))
     }
 
     /// The metadata of the version `reference` names.
-    pub async fn metadata(&self, actor: &Actor, reference: &str) -> Result<Value> {
+    pub async fn metadata(&self, actor: &Actor, reference: &str) -> Result<MetadataOut> {
         actor.require_any(&["org.read", "skills.invoke", "skills.execute"])?;
         let record = self.find(reference).await?.skill;
         let (skill, resolution) = self.resolve_record(&record).await?;
-        Ok(metadata_json(&record, &SkillMetadata::from_skill(&skill, resolution.tools())))
+        Ok(metadata_out(&record, SkillMetadata::from_skill(&skill, resolution.tools())))
     }
 
     /// The metadata of every active leaf and composite version, a page at a time (`org.read`).
-    pub async fn catalogue(&self, actor: &Actor, limit: Option<u32>, cursor: Option<String>) -> Result<Page<Value>> {
+    pub async fn catalogue(
+        &self,
+        actor: &Actor,
+        limit: Option<u32>,
+        cursor: Option<String>,
+    ) -> Result<Page<MetadataOut>> {
         actor.require("org.read")?;
         let filter = SkillFilter { status: Some("active".to_owned()), ..SkillFilter::default() };
         let (entries, next_cursor) = self.page(filter, limit, cursor).await?;
@@ -51,7 +55,7 @@ impl Engine {
                 continue;
             }
             let (skill, resolution) = self.resolve_record(&entry.skill).await?;
-            items.push(metadata_json(&entry.skill, &SkillMetadata::from_skill(&skill, resolution.tools())));
+            items.push(metadata_out(&entry.skill, SkillMetadata::from_skill(&skill, resolution.tools())));
         }
         Ok(Page { items, next_cursor })
     }
@@ -122,10 +126,6 @@ pub(crate) fn resolve_error(skill: &Skill, error: &composite::ResolveError) -> E
     EngineError::new(Class::Invalid, code, error.to_string()).with_details(wire.details().cloned().unwrap_or_default())
 }
 
-fn metadata_json(record: &SkillRecord, metadata: &SkillMetadata) -> Value {
-    let mut value = serde_json::to_value(metadata).unwrap_or(Value::Null);
-    value["id"] = json!(record.id);
-    value["status"] = json!(record.status);
-    value["kind"] = json!(crate::catalog::kind(record));
-    value
+fn metadata_out(record: &SkillRecord, metadata: SkillMetadata) -> MetadataOut {
+    MetadataOut { metadata, id: record.id.clone(), status: status(record), kind: kind(record) }
 }

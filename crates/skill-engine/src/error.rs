@@ -1,7 +1,7 @@
 //! The engine's one error: a stable code, a message for people, machine-readable details, and
 //! the class a transport turns into its status.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use skill_store::{ErrorKind, StoreError};
 
 /// What kind of failure an error is; the HTTP API maps each to one status.
@@ -70,14 +70,16 @@ impl EngineError {
     }
 
     /// The envelope body: `{"error": {code, message, retryable, details, requestId}}`.
-    pub fn to_envelope(&self, request_id: Option<&str>) -> Value {
-        json!({"error": {
-            "code": self.code,
-            "message": self.message,
-            "retryable": self.retryable(),
-            "details": if self.details.is_empty() { Value::Null } else { Value::Object(self.details.clone()) },
-            "requestId": request_id,
-        }})
+    pub fn to_envelope(&self, request_id: Option<&str>) -> skill_api::ErrorEnvelope {
+        skill_api::ErrorEnvelope {
+            error: skill_api::ErrorBody {
+                code: self.code.to_owned(),
+                message: self.message.clone(),
+                retryable: self.retryable(),
+                details: self.details.clone(),
+                request_id: request_id.map(str::to_owned),
+            },
+        }
     }
 }
 

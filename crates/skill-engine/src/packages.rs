@@ -2,8 +2,8 @@
 //! installed which objects (skills by name), and the events journal for readers.
 
 use chrono::Utc;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
+use skill_api::{EventOut, InstallOut, ObjectRef, RecordRequest};
 use skill_store::ErrorKind;
 use skill_store::records::{PackageInstall, PackageObject};
 
@@ -12,29 +12,6 @@ use crate::catalog::{checked_limit, view_time};
 use crate::error::{EngineError, Result};
 use crate::{Engine, Origin};
 
-/// The body of `POST /packages:record`.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RecordRequest {
-    pub package: PackageRef,
-    pub install_hash: String,
-    pub objects: Vec<ObjectRef>,
-}
-
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PackageRef {
-    pub key: String,
-    pub version: String,
-}
-
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ObjectRef {
-    pub kind: String,
-    pub key: String,
-}
-
 impl Engine {
     /// Records an install of a package and links its objects to it (`org.manage`).
     pub async fn record_install(
@@ -42,7 +19,7 @@ impl Engine {
         actor: &Actor,
         request: &RecordRequest,
         request_id: Option<&str>,
-    ) -> Result<Value> {
+    ) -> Result<InstallOut> {
         actor.require("org.manage")?;
         for (field, text) in [
             ("package.key", &request.package.key),
@@ -77,18 +54,21 @@ impl Engine {
     }
 
     /// The last install of a package and its objects (`org.read`).
-    pub async fn package(&self, actor: &Actor, key: &str) -> Result<Value> {
+    pub async fn package(&self, actor: &Actor, key: &str) -> Result<InstallOut> {
         actor.require("org.read")?;
         let install = self.store.package_install(key).await.map_err(|error| match error.kind() {
             ErrorKind::NotFound => EngineError::not_found(&format!("package {key}")),
             _ => error.into(),
         })?;
         let objects = self.store.package_objects(key).await?;
-        Ok(json!({
-            "key": install.key, "version": install.version, "installHash": install.install_hash,
-            "installedAt": view_time(&install.installed_at), "installedBy": install.installed_by,
-            "objects": objects.iter().map(|o| json!({"kind": o.kind, "key": o.key})).collect::<Vec<_>>(),
-        }))
+        Ok(InstallOut {
+            installed_at: view_time(&install.installed_at),
+            key: install.key,
+            version: install.version,
+            install_hash: install.install_hash,
+            installed_by: install.installed_by,
+            objects: objects.into_iter().map(|o| ObjectRef { kind: o.kind, key: o.key }).collect(),
+        })
     }
 
     /// Journal entries after `after` (`org.read`), at most `limit` (1 to 1000, default 100).
@@ -98,18 +78,21 @@ impl Engine {
         after: i64,
         subject: Option<&str>,
         limit: Option<u32>,
-    ) -> Result<Vec<Value>> {
+    ) -> Result<Vec<EventOut>> {
         actor.require("org.read")?;
         let limit = checked_limit(limit, 100, 1000)?;
         let events = self.store.events(after, subject, limit).await?;
         Ok(events
             .into_iter()
-            .map(|event| {
-                json!({
-                    "seq": event.seq, "id": event.id, "kind": event.kind, "subject": event.subject,
-                    "data": event.data, "actorId": event.actor_id, "requestId": event.request_id,
-                    "createdAt": view_time(&event.created_at),
-                })
+            .map(|event| EventOut {
+                created_at: view_time(&event.created_at),
+                seq: event.seq,
+                id: event.id,
+                kind: event.kind,
+                subject: event.subject,
+                data: event.data,
+                actor_id: event.actor_id,
+                request_id: event.request_id,
             })
             .collect())
     }

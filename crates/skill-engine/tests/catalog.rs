@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use skill_engine::catalog::{ListQuery, PatchRequest, PublishRequest};
+use skill_api::{ListQuery, PatchRequest, PublishRequest, SkillKind};
 use skill_engine::{Actor, Class, Engine, EngineError, Origin, TokenRequest};
 
 struct World {
@@ -71,7 +71,7 @@ fn refused<T: std::fmt::Debug>(result: Result<T, EngineError>) -> EngineError {
 async fn publishing_normalizes_the_contract_and_takes_policy_and_schemas_from_it() {
     let w = world().await;
     let out = w.engine.publish(&w.admin, &leaf("claim.classify", "1", "none"), Some("req-9")).await.expect("published");
-    assert_eq!((out.kind, out.status.as_str(), out.row_version), ("leaf", "active", 1));
+    assert_eq!((out.kind, out.status.as_str(), out.row_version), (SkillKind::Leaf, "active", 1));
     assert_eq!(out.protocol.as_deref(), Some("http"));
     let contract = out.contract.expect("contract");
     assert_eq!(contract["timeoutSeconds"], 60, "defaults filled");
@@ -202,7 +202,7 @@ async fn patches_need_the_current_etag_and_change_only_what_may_change() {
     let w = world().await;
     let out = w.engine.publish(&w.admin, &leaf("claim.send", "1", "external_write"), None).await.expect("published");
     let describe = PatchRequest { description: Some("Sends the reply.".into()), ..PatchRequest::default() };
-    let code = |result: Result<skill_engine::catalog::SkillOut, EngineError>| refused(result).code;
+    let code = |result: Result<skill_api::SkillOut, EngineError>| refused(result).code;
     assert_eq!(code(w.engine.patch(&w.admin, &out.id, None, &describe, None).await), "if_match_required");
     assert_eq!(code(w.engine.patch(&w.admin, &out.id, Some("7"), &describe, None).await), "invalid_if_match");
     assert_eq!(code(w.engine.patch(&w.admin, &out.id, Some("\"skill-2\""), &describe, None).await), "version_conflict");
@@ -261,7 +261,7 @@ async fn endpoints_move_only_on_contracts_that_have_one() {
     let row =
         PublishRequest { name: "legacy.tool".into(), protocol: Some("custom".into()), ..PublishRequest::default() };
     let row = w.engine.publish(&w.admin, &row, None).await.expect("catalog row");
-    assert_eq!((row.kind, row.version.as_str()), ("catalog", "1.0.0"));
+    assert_eq!((row.kind, row.version.as_str()), (SkillKind::Catalog, "1.0.0"));
     let moved = PatchRequest { endpoint: Some("https://x".into()), ..PatchRequest::default() };
     let error = refused(w.engine.patch(&w.admin, &local.id, Some("\"skill-1\""), &moved, None).await);
     assert_eq!((error.class, error.code), (Class::Invalid, "invalid_skill_contract"));
@@ -291,14 +291,13 @@ async fn composites_resolve_at_publication_and_describe_themselves() {
     let desk =
         w.engine.publish(&w.admin, &composite("claims.desk", json!(["claim.classify@1", "claim.send@1"])), None).await;
     let desk = desk.expect("composite");
-    assert_eq!((desk.kind, desk.protocol.clone()), ("composite", None));
+    assert_eq!((desk.kind, desk.protocol.clone()), (SkillKind::Composite, None));
     let metadata = w.engine.metadata(&w.admin, "claims.desk@1").await.expect("metadata");
-    assert_eq!((metadata["writes"].clone(), metadata["read_only"].clone()), (json!(true), json!(false)));
-    assert_eq!(metadata["tool_count"], 2);
+    assert_eq!((metadata.metadata.writes(), metadata.metadata.read_only()), (true, false));
+    assert_eq!((metadata.metadata.tool_count(), metadata.kind), (2, SkillKind::Composite));
     let definition = w.engine.definition(&w.admin, "claims.desk@1").await.expect("definition");
-    let tools: Vec<&str> =
-        definition["resolved_tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(tools.len(), 2, "{definition}");
+    let tools: Vec<&str> = definition.resolved_tools().iter().map(|t| t.tool().name()).collect();
+    assert_eq!(tools.len(), 2, "{definition:?}");
 
     let error =
         refused(w.engine.publish(&w.admin, &composite("claims.broken", json!(["claim.missing@1"])), None).await);
@@ -307,9 +306,9 @@ async fn composites_resolve_at_publication_and_describe_themselves() {
     assert_eq!(error.code, "invalid_skill_document");
 
     let leaf_metadata = w.engine.metadata(&w.admin, "claim.classify@1").await.expect("leaf metadata");
-    assert_eq!(leaf_metadata["read_only"], true);
+    assert!(leaf_metadata.metadata.read_only());
     let page = w.engine.catalogue(&w.admin, None, None).await.expect("catalogue");
-    let names: Vec<&str> = page.items.iter().filter_map(|m| m["name"].as_str()).collect();
+    let names: Vec<&str> = page.items.iter().map(|m| m.metadata.name().as_str()).collect();
     assert_eq!(names, ["claim.classify", "claim.send", "claims.desk"]);
 }
 
@@ -321,7 +320,7 @@ async fn assignments_refuse_disabled_versions_and_tokens_stop_when_revoked() {
     assert!(w.engine.assign(&w.admin, bot.id(), "claim.classify@1", None, None).await.expect("assigned"));
     assert!(!w.engine.assign(&w.admin, bot.id(), "claim.classify@1", None, None).await.expect("again"));
     let held = w.engine.assigned(&bot, bot.id()).await.expect("own assignments");
-    assert_eq!(held[0]["name"], "claim.classify");
+    assert_eq!(held[0].name, "claim.classify");
     let disable = PatchRequest { status: Some("disabled".into()), ..PatchRequest::default() };
     w.engine.patch(&w.admin, &out.id, Some("\"skill-1\""), &disable, None).await.expect("disabled");
     let other = actor(&w.engine, "other", &[]).await;

@@ -29,7 +29,7 @@ use skill_sdk::{Invocation, Skill, SkillError, Transport, runtime};
 use tokio_util::task::TaskTracker;
 
 use crate::auth::{AuthError, Claims, Verifier};
-use crate::requests::{self, RequestId};
+use skill_http::requests::{self, RequestId};
 
 /// The calls a host has started; [`Calls::drain`] waits for them.
 #[derive(Debug, Clone, Default)]

@@ -25,7 +25,7 @@ use skill_sdk::{Invocation, Skill, SkillError, Transport};
 pub use tools::{annotations, tool, tool_name};
 
 use crate::http::{Calls, VerifiedCaller};
-use crate::requests::RequestId;
+use skill_http::requests::RequestId;
 
 /// What streamable HTTP adds to a `tools/call`: the verified claims and the request's id.
 #[derive(Debug, Clone, Default)]

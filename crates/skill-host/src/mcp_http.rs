@@ -17,7 +17,6 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::Verifier;
 use crate::http::{VerifiedCaller, auth_response, authenticate};
 use crate::mcp::McpHost;
-use crate::requests;
 
 /// The `Host` header values accepted; `["*"]` accepts any.
 #[derive(Debug, Clone)]
@@ -60,7 +59,7 @@ pub fn router(
     Router::new()
         .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
         .merge(mcp)
-        .layer(axum::middleware::from_fn(requests::log))
+        .layer(axum::middleware::from_fn(skill_http::requests::log))
 }
 
 async fn check_token(State(verifier): State<Option<Arc<Verifier>>>, mut request: Request, next: Next) -> Response {

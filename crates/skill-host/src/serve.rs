@@ -34,38 +34,6 @@ pub enum ServeError {
     Stdio(String),
 }
 
-/// Log lines go to stderr (stdout is the MCP channel of `mcp-stdio`): `SKILL_LOG` filters them
-/// (default `info`), `SKILL_LOG_FORMAT=json` makes them JSON lines.
-pub fn init_logs() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SKILL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    let _already_set = if std::env::var("SKILL_LOG_FORMAT").is_ok_and(|f| f == "json") {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
-}
-
-/// Resolves on SIGTERM or SIGINT.
-pub async fn stop_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(terminate) => terminate,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
-}
-
 fn server_name() -> String {
     std::env::args_os()
         .next()
@@ -75,7 +43,7 @@ fn server_name() -> String {
 
 /// The host's `serve` command: runs until a stop signal, then exits 0; prints why it could not.
 pub fn serve(registry: &Registry, args: ServeArgs) -> ExitCode {
-    init_logs();
+    skill_http::init_logs("info,rmcp=warn");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -83,7 +51,7 @@ pub fn serve(registry: &Registry, args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(run(registry, &args, |name| std::env::var(name).ok(), stop_signal()));
+    let result = runtime.block_on(run(registry, &args, |name| std::env::var(name).ok(), skill_http::stop_signal()));
     // A sync skill past its deadline keeps its thread; do not wait for it.
     runtime.shutdown_background();
     match result {

@@ -1,16 +1,18 @@
-//! The handlers of `/api/v1`: each reads its inputs, calls the engine once, and shapes the
-//! answer. Errors travel as [`Failure`] to the envelope middleware.
+//! The handlers of `/api/v1`: each reads its inputs, calls the engine once, and answers with
+//! the operation's type from `skill_api`. Errors travel as [`Failure`] to the envelope
+//! middleware.
 
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::{Value, json};
-use skill_engine::catalog::{ListQuery, PatchRequest, PublishRequest, etag};
-use skill_engine::packages::RecordRequest;
+use serde_json::Value;
+use skill_api::{
+    AssignRequest, Assigned, EventsQuery, Items, ListQuery, PageQuery, PatchRequest, PublishRequest, RecordRequest,
+    Revoked, etag,
+};
 use skill_engine::{Actor, EngineError};
-use skill_host::requests::RequestId;
+use skill_http::requests::RequestId;
 
 use super::plumbing::{Failure, JsonBody, QueryOf, json_with_etag, request_id};
 use crate::Core;
@@ -20,7 +22,7 @@ type Answer = Result<Response, Failure>;
 /// The document is built once: it depends on nothing but the code.
 pub(super) async fn openapi() -> Response {
     static DOCUMENT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    axum::Json(DOCUMENT.get_or_init(super::openapi::document)).into_response()
+    axum::Json(DOCUMENT.get_or_init(skill_api::openapi::document)).into_response()
 }
 
 pub(super) async fn publish(
@@ -72,22 +74,8 @@ pub(super) async fn change(
     Ok(json_with_etag(StatusCode::OK, &out, Some(etag)))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct PageQuery {
-    limit: Option<u32>,
-    cursor: Option<String>,
-}
-
 pub(super) async fn catalogue(State(core): State<Core>, actor: Actor, QueryOf(query): QueryOf<PageQuery>) -> Answer {
     Ok(axum::Json(core.engine.catalogue(&actor, query.limit, query.cursor).await?).into_response())
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(super) struct AssignRequest {
-    skill_id: String,
-    metadata: Option<Value>,
 }
 
 pub(super) async fn assign(
@@ -99,15 +87,14 @@ pub(super) async fn assign(
 ) -> Answer {
     let created = core.engine.assign(&actor, &principal, &request.skill_id, request.metadata, request_id(&id)).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, axum::Json(json!({"principalId": principal, "skill": request.skill_id, "created": created})))
-        .into_response())
+    Ok((status, axum::Json(Assigned { principal_id: principal, skill: request.skill_id, created })).into_response())
 }
 
 pub(super) async fn assigned(State(core): State<Core>, actor: Actor, Path(principal): Path<String>) -> Answer {
-    Ok(axum::Json(json!({"items": core.engine.assigned(&actor, &principal).await?})).into_response())
+    Ok(axum::Json(Items { items: core.engine.assigned(&actor, &principal).await? }).into_response())
 }
 
-pub(super) async fn unassign(
+pub(super) async fn revoke(
     State(core): State<Core>,
     actor: Actor,
     id: Option<Extension<RequestId>>,
@@ -119,7 +106,7 @@ pub(super) async fn unassign(
         );
     };
     let revoked = core.engine.unassign(&actor, &principal, skill, request_id(&id)).await?;
-    Ok(axum::Json(json!({"principalId": principal, "skill": skill, "revoked": revoked})).into_response())
+    Ok(axum::Json(Revoked { principal_id: principal, skill: skill.to_owned(), revoked }).into_response())
 }
 
 pub(super) async fn record_install(
@@ -135,15 +122,7 @@ pub(super) async fn package(State(core): State<Core>, actor: Actor, Path(key): P
     Ok(axum::Json(core.engine.package(&actor, &key).await?).into_response())
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct EventsQuery {
-    after: Option<i64>,
-    subject: Option<String>,
-    limit: Option<u32>,
-}
-
 pub(super) async fn events(State(core): State<Core>, actor: Actor, QueryOf(query): QueryOf<EventsQuery>) -> Answer {
     let items = core.engine.events(&actor, query.after.unwrap_or(0), query.subject.as_deref(), query.limit).await?;
-    Ok(axum::Json(json!({"items": items})).into_response())
+    Ok(axum::Json(Items { items }).into_response())
 }

@@ -11,7 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use skill_engine::{Actor, Class, EngineError};
-use skill_host::requests::RequestId;
+use skill_http::requests::RequestId;
 
 use crate::Core;
 

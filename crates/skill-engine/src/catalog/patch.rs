@@ -2,34 +2,21 @@
 //! of a version without a contract, the status (forward only) and the contract's endpoint (a
 //! move). Guarded by `If-Match` against lost updates.
 
-use serde::Deserialize;
 use serde_json::{Value, json};
+use skill_api::{PatchRequest, SkillOut, etag, parse_etag};
 use skill_contract::{NormalizeOptions, SideEffects, normalize};
 use skill_store::ErrorKind;
 use skill_store::records::SkillChange;
 
+use super::check_status;
 use super::publish::{checked_schema, contract_error};
-use super::view::{SkillOut, etag};
-use super::{STATUSES, check_status};
+use super::view::{skill_out, status as stored_status};
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
 /// The longest endpoint a contract may hold.
 const MAX_ENDPOINT: usize = 2000;
-
-/// The body of `PATCH /skills/{id}`.
-#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PatchRequest {
-    pub description: Option<String>,
-    pub config: Option<Value>,
-    pub input_schema: Option<Value>,
-    pub output_schema: Option<Value>,
-    pub status: Option<String>,
-    /// Moves the contract's `implementation.endpoint`.
-    pub endpoint: Option<String>,
-}
 
 impl Engine {
     /// Applies `request` to the version `reference` names (`org.manage`) when `if_match` (the
@@ -90,21 +77,21 @@ impl Engine {
             .with("skillId", current.id.clone())
             .with("fields", frozen));
         }
-        if let Some(status) = request.status.as_deref().filter(|status| *status != current.status) {
-            check_status(status)?;
-            if rank(status) < rank(&current.status) {
+        if let Some(word) = request.status.as_deref().filter(|status| *status != current.status) {
+            let status = check_status(word)?;
+            if status < stored_status(current) {
                 return Err(EngineError::new(
                     Class::Conflict,
                     "invalid_status_transition",
                     format!(
-                        "a status only moves forward (active → deprecated → disabled), not {} → {status}",
+                        "a status only moves forward (active → deprecated → disabled), not {} → {word}",
                         current.status
                     ),
                 )
                 .with("from", current.status.clone())
-                .with("to", status));
+                .with("to", word));
             }
-            change.status = status.to_owned();
+            change.status = status.as_str().to_owned();
             changed.push("status");
         }
         if let Some(endpoint) = &request.endpoint {
@@ -135,12 +122,8 @@ impl Engine {
             }
             Err(error) => return Err(error.into()),
         };
-        Ok(SkillOut::new(skill_store::records::SkillEntry { skill: updated, package: entry.package }, true))
+        Ok(skill_out(skill_store::records::SkillEntry { skill: updated, package: entry.package }, true))
     }
-}
-
-fn rank(status: &str) -> usize {
-    STATUSES.iter().position(|known| *known == status).unwrap_or(0)
 }
 
 /// The contract with its endpoint moved to `endpoint`, checked by the publication rules, and the
@@ -190,19 +173,13 @@ fn parse_if_match(header: Option<&str>) -> Result<i32> {
             "send If-Match with the ETag of the version you read (\"skill-<rowVersion>\")",
         ));
     };
-    header
-        .trim()
-        .strip_prefix("\"skill-")
-        .and_then(|rest| rest.strip_suffix('"'))
-        .and_then(|number| number.parse::<i32>().ok())
-        .filter(|number| *number >= 1)
-        .ok_or_else(|| {
-            EngineError::new(
-                Class::BadRequest,
-                "invalid_if_match",
-                format!("If-Match must look like {}, not {header}", etag(1)),
-            )
-        })
+    parse_etag(header).ok_or_else(|| {
+        EngineError::new(
+            Class::BadRequest,
+            "invalid_if_match",
+            format!("If-Match must look like {}, not {header}", etag(1)),
+        )
+    })
 }
 
 fn version_conflict(expected: i32, current: i32) -> EngineError {

@@ -2,46 +2,21 @@
 //! rules, a composite resolved against the catalog, a catalog row's protocol and policy checked.
 
 use chrono::Utc;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use skill_api::{DEFAULT_VERSION, PublishRequest, SkillOut};
 use skill_contract::{
-    API_VERSION, ContractError, KIND, NormalizeOptions, PolicyWord, RiskLevel, SideEffects, Skill, SkillBody,
-    composite, schema,
+    ContractError, NormalizeOptions, PolicyWord, RiskLevel, SideEffects, Skill, SkillBody, composite, schema,
 };
 use skill_store::ErrorKind;
 use skill_store::records::SkillRecord;
 
-use super::view::SkillOut;
+use super::view::skill_out;
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
-/// The version a publication gets when it names none.
-pub const DEFAULT_VERSION: &str = "1.0.0";
-
 /// The protocols a catalog row (no contract) may name; only the first three are invocable.
 pub const PROTOCOLS: &[&str] = &["http", "local", "mcp", "opencode", "custom"];
-
-/// The body of `POST /skills`.
-#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PublishRequest {
-    pub name: String,
-    pub version: Option<String>,
-    pub description: Option<String>,
-    pub protocol: Option<String>,
-    pub config: Option<Value>,
-    pub input_schema: Option<Value>,
-    pub output_schema: Option<Value>,
-    pub side_effects: Option<String>,
-    pub risk_level: Option<String>,
-    /// A leaf's contract v1.
-    pub contract: Option<Value>,
-    /// A composite's included skills (`name@version`).
-    pub includes: Option<Value>,
-    /// A composite's declared foreign tools.
-    pub tools: Option<Value>,
-}
 
 impl Engine {
     /// Publishes a version (`org.manage`): `skill_exists` when `name@version` is taken.
@@ -104,7 +79,7 @@ impl Engine {
             Err(error) => return Err(error.into()),
         }
         let entry = skill_store::records::SkillEntry { skill: record, package: None };
-        Ok(SkillOut::new(entry, true))
+        Ok(skill_out(entry, true))
     }
 
     /// A composite must resolve now: every include published (so no cycle can ever form) and no
@@ -131,17 +106,7 @@ fn leaf(request: &PublishRequest, record: &mut SkillRecord) -> Result<()> {
             ));
         }
     }
-    let mut spec = Map::new();
-    spec.insert("version".into(), json!(record.version));
-    spec.insert("description".into(), json!(record.description));
-    if let Some(side_effects) = &request.side_effects {
-        spec.insert("sideEffects".into(), json!(side_effects));
-    }
-    if let Some(risk_level) = &request.risk_level {
-        spec.insert("riskLevel".into(), json!(risk_level));
-    }
-    spec.insert("contract".into(), request.contract.clone().unwrap_or(Value::Null));
-    let skill = read(&record.name, spec)?;
+    let skill = read(request)?;
     let Some(leaf) = skill.as_leaf() else {
         return Err(EngineError::new(Class::Internal, "internal_error", "a contract read as a composite"));
     };
@@ -179,15 +144,7 @@ fn composite_skill(request: &PublishRequest, record: &mut SkillRecord) -> Result
             .with("field", field));
         }
     }
-    let mut spec = Map::new();
-    spec.insert("version".into(), json!(record.version));
-    spec.insert("description".into(), json!(record.description));
-    for (key, value) in [("includes", &request.includes), ("tools", &request.tools)] {
-        if let Some(value) = value {
-            spec.insert(key.into(), value.clone());
-        }
-    }
-    let skill = read(&record.name, spec)?;
+    let skill = read(request)?;
     let SkillBody::Composite(composite) = skill.body() else {
         return Err(EngineError::new(Class::Internal, "internal_error", "a composite read as a leaf"));
     };
@@ -248,9 +205,8 @@ fn invalid_contract(field: &str, message: &str) -> EngineError {
 
 /// Reads the skill through the contract crate, with every problem's field named as the request
 /// names it (`retryPolicy.maxAttempts`, `sideEffects`, `includes`, `name`).
-fn read(name: &str, spec: Map<String, Value>) -> Result<Skill> {
-    let document = json!({"apiVersion": API_VERSION, "kind": KIND, "key": name, "spec": spec});
-    Skill::from_document(&document, &NormalizeOptions::default()).map_err(|error| contract_error(&error))
+fn read(request: &PublishRequest) -> Result<Skill> {
+    Skill::from_document(&request.to_document(), &NormalizeOptions::default()).map_err(|error| contract_error(&error))
 }
 
 pub(crate) fn contract_error(error: &ContractError) -> EngineError {

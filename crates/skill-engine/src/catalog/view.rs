@@ -1,99 +1,66 @@
-//! How a skill version reads from outside (`SkillOut`), and the bridge from a stored record to
-//! the contract crate's `Skill`.
+//! How a skill version reads from outside (`skill_api::SkillOut`), and the bridge from a
+//! stored record to the contract crate's `Skill` through the one document assembly of
+//! `skill_api::PublishRequest`.
 
-use serde::Serialize;
-use serde_json::{Map, Value, json};
-use skill_contract::{API_VERSION, KIND, NormalizeOptions, Skill};
+use serde_json::{Map, Value};
+use skill_api::{PackageOut, PublishRequest, SkillKind, SkillOut, SkillStatus};
+use skill_contract::{NormalizeOptions, Skill};
 use skill_store::records::{PackageInstall, SkillEntry, SkillRecord};
 
-/// A skill version as the API returns it (camelCase).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SkillOut {
-    pub id: String,
-    pub name: String,
-    pub version: String,
-    /// `leaf` (a contract: invocable), `composite` (includes and tools) or `catalog` (neither).
-    pub kind: &'static str,
-    pub description: String,
-    pub protocol: Option<String>,
-    /// `{}` unless the caller holds `org.read`.
-    pub config: Value,
-    pub input_schema: Option<Value>,
-    pub output_schema: Option<Value>,
-    pub side_effects: Option<String>,
-    pub risk_level: Option<String>,
-    pub contract: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub includes: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Value>,
-    pub status: String,
-    pub row_version: i32,
-    pub created_at: String,
-    pub updated_at: String,
-    pub package: Option<PackageOut>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PackageOut {
-    pub key: String,
-    pub version: String,
-    pub install_hash: String,
-    pub installed_at: String,
-}
-
-/// The ETag of a row version: `"skill-<rowVersion>"`.
-pub fn etag(row_version: i32) -> String {
-    format!("\"skill-{row_version}\"")
-}
-
-pub(crate) fn kind(record: &SkillRecord) -> &'static str {
+pub(crate) fn kind(record: &SkillRecord) -> SkillKind {
     match (&record.contract, &record.composition) {
-        (Some(_), _) => "leaf",
-        (None, Some(_)) => "composite",
-        (None, None) => "catalog",
+        (Some(_), _) => SkillKind::Leaf,
+        (None, Some(_)) => SkillKind::Composite,
+        (None, None) => SkillKind::Catalog,
     }
+}
+
+/// A stored status; the database's CHECK keeps it one of the three, and anything else reads as
+/// `disabled` so that a damaged row is never offered for use.
+pub(crate) fn status(record: &SkillRecord) -> SkillStatus {
+    SkillStatus::from_word(&record.status).unwrap_or(SkillStatus::Disabled)
 }
 
 pub(crate) fn time(at: &skill_store::records::Time) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-impl SkillOut {
-    pub(crate) fn new(entry: SkillEntry, show_config: bool) -> Self {
-        let SkillEntry { skill, package } = entry;
-        let kind = kind(&skill);
-        let (includes, tools) = match &skill.composition {
-            Some(composition) => (
-                Some(composition.get("includes").cloned().unwrap_or_else(|| json!([]))),
-                Some(composition.get("tools").cloned().unwrap_or_else(|| json!([]))),
-            ),
-            None => (None, None),
-        };
-        Self {
-            kind,
-            created_at: time(&skill.created_at),
-            updated_at: time(&skill.updated_at),
-            config: if show_config { skill.config } else { Value::Object(Map::new()) },
-            package: package.map(package_out),
-            id: skill.id,
-            name: skill.name,
-            version: skill.version,
-            description: skill.description,
-            protocol: skill.protocol,
-            input_schema: skill.input_schema,
-            output_schema: skill.output_schema,
-            side_effects: skill.side_effects,
-            risk_level: skill.risk_level,
-            contract: skill.contract,
-            includes,
-            tools,
-            status: skill.status,
-            row_version: skill.row_version,
-        }
+/// The version as the API answers it; `config` only for callers who hold `org.read`.
+pub(crate) fn skill_out(entry: SkillEntry, show_config: bool) -> SkillOut {
+    let SkillEntry { skill, package } = entry;
+    let (includes, tools) = match &skill.composition {
+        Some(composition) => (Some(strings(composition.get("includes"))), Some(list(composition.get("tools")))),
+        None => (None, None),
+    };
+    SkillOut {
+        kind: kind(&skill),
+        status: status(&skill),
+        created_at: time(&skill.created_at),
+        updated_at: time(&skill.updated_at),
+        config: if show_config { skill.config } else { Value::Object(Map::new()) },
+        package: package.map(package_out),
+        id: skill.id,
+        name: skill.name,
+        version: skill.version,
+        description: skill.description,
+        protocol: skill.protocol,
+        input_schema: skill.input_schema,
+        output_schema: skill.output_schema,
+        side_effects: skill.side_effects,
+        risk_level: skill.risk_level,
+        contract: skill.contract,
+        includes,
+        tools,
+        row_version: skill.row_version,
     }
+}
+
+fn list(value: Option<&Value>) -> Vec<Value> {
+    value.and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    list(value).into_iter().filter_map(|item| item.as_str().map(str::to_owned)).collect()
 }
 
 fn package_out(install: PackageInstall) -> PackageOut {
@@ -108,23 +75,37 @@ fn package_out(install: PackageInstall) -> PackageOut {
 /// The stored version as a contract-crate `Skill` (leaf or composite); `None` for a catalog row.
 /// Stored rows were checked at publication, so reading them back only fails on a corrupted row.
 pub(crate) fn to_skill(record: &SkillRecord) -> Option<Result<Skill, skill_contract::ContractError>> {
-    let mut spec = Map::new();
-    spec.insert("version".into(), json!(record.version));
-    spec.insert("description".into(), json!(record.description));
+    let mut request = PublishRequest {
+        name: record.name.clone(),
+        version: Some(record.version.clone()),
+        description: Some(record.description.clone()),
+        ..PublishRequest::default()
+    };
     if let Some(contract) = &record.contract {
-        spec.insert("sideEffects".into(), json!(record.side_effects));
-        spec.insert("riskLevel".into(), json!(record.risk_level));
-        spec.insert("contract".into(), contract.clone());
+        request.side_effects = record.side_effects.clone();
+        request.risk_level = record.risk_level.clone();
+        request.contract = Some(contract.clone());
     } else if let Some(Value::Object(composition)) = &record.composition {
-        for key in ["includes", "tools"] {
-            if let Some(value) = composition.get(key).filter(|value| value.as_array().is_some_and(|a| !a.is_empty())) {
-                spec.insert(key.into(), value.clone());
-            }
-        }
+        let non_empty =
+            |key: &str| composition.get(key).filter(|value| value.as_array().is_some_and(|a| !a.is_empty()));
+        request.includes = non_empty("includes").cloned();
+        request.tools = non_empty("tools").cloned();
     } else {
         return None;
     }
-    let document = json!({"apiVersion": API_VERSION, "kind": KIND, "key": record.name, "spec": spec});
     let options = NormalizeOptions { allow_placeholders: true, allow_conditions: true };
-    Some(Skill::from_document(&document, &options))
+    Some(Skill::from_document(&request.to_document(), &options))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_composite_reads_its_includes_and_tools() {
+        assert_eq!(strings(Some(&json!(["a@1", 7, "b@2"]))), ["a@1", "b@2"]);
+        assert!(list(None).is_empty());
+    }
 }

@@ -6,11 +6,11 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use skill_engine::{Engine, Origin, TokenRequest};
 
-struct Api {
-    base: String,
+pub(crate) struct Api {
+    pub(crate) base: String,
     client: reqwest::Client,
-    admin: String,
-    engine: Engine,
+    pub(crate) admin: String,
+    pub(crate) engine: Engine,
     _folder: Folder,
 }
 
@@ -22,7 +22,7 @@ impl Drop for Folder {
     }
 }
 
-async fn api() -> Api {
+pub(crate) async fn api() -> Api {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let folder = std::env::temp_dir().join(format!("skill-core-api-{}-{n}", std::process::id()));
@@ -35,7 +35,7 @@ async fn api() -> Api {
     Api { base, client: reqwest::Client::new(), admin, engine, _folder: Folder(folder) }
 }
 
-async fn token(engine: &Engine, name: &str, grants: &[&str]) -> String {
+pub(crate) async fn token(engine: &Engine, name: &str, grants: &[&str]) -> String {
     let request = TokenRequest {
         principal: name.to_owned(),
         kind: "person".to_owned(),
@@ -102,7 +102,7 @@ fn refused(answer: &Answer, status: u16, code: &str) {
     assert!(answer.body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
 }
 
-fn leaf(name: &str, version: &str) -> Value {
+pub(crate) fn leaf(name: &str, version: &str) -> Value {
     json!({
         "name": name, "version": version, "description": "Sends the reply.",
         "sideEffects": "external_write", "riskLevel": "high",
@@ -319,13 +319,13 @@ async fn health_readiness_and_the_openapi_document() {
     assert_eq!(api.send(Method::GET, "/readyz", None, None, &[]).await.body, json!({"status": "ready"}));
     let document = api.send(Method::GET, "/api/v1/openapi.json", None, None, &[]).await.body;
     assert_eq!(document["openapi"], "3.1.0");
-    for route in skill_core::api::ROUTES {
-        let path = route.path.replace("{*", "{");
-        let operation = &document["paths"][&path][route.method.to_ascii_lowercase()];
-        assert!(operation.is_object(), "{} {path} is documented", route.method);
+    for route in skill_api::operations::OPERATIONS {
+        let method = route.method.as_str();
+        let operation = &document["paths"][route.path][method.to_ascii_lowercase()];
+        assert!(operation.is_object(), "{method} {} is documented", route.path);
         for (status, code) in route.errors {
             let description = operation["responses"][status.to_string()]["description"].as_str().unwrap_or_default();
-            assert!(description.contains(code), "{} {path} documents {status} {code}", route.method);
+            assert!(description.contains(code), "{method} {} documents {status} {code}", route.path);
         }
     }
     let publish = &document["paths"]["/skills"]["post"];
@@ -357,7 +357,7 @@ fn refs(value: &Value) -> Vec<String> {
 #[test]
 fn every_code_the_api_documents_is_registered() {
     let mut codes: Vec<&str> = vec!["missing_authorization", "invalid_token", "permission_denied", "payload_too_large"];
-    codes.extend(skill_core::api::ROUTES.iter().flat_map(|route| route.errors.iter().map(|(_, code)| *code)));
+    codes.extend(skill_api::operations::OPERATIONS.iter().flat_map(|route| route.errors.iter().map(|(_, code)| *code)));
     for code in codes {
         assert!(skill_contract::codes::code_info(code).is_some(), "{code} is in the registry and docs/errors.md");
     }

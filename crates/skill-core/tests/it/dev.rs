@@ -1,12 +1,9 @@
 //! `skill-core dev --package examples/claims`: the README's main command, as a process.
 
-#[path = "support/running.rs"]
-mod running;
-
 use std::path::Path;
 use std::time::Duration;
 
-use running::Running;
+use crate::running::Running;
 use serde_json::Value;
 
 /// The value after `label` on the line that starts with it (`  core    http://…`).

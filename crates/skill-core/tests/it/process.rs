@@ -1,12 +1,9 @@
 //! `skill-core` as an operator runs it: a token issued from the command line, the API served on
 //! PostgreSQL and on an embedded SQLite directory, stopped with SIGTERM.
 
-#[path = "support/running.rs"]
-mod running;
-
 use std::process::Command;
 
-use running::{CORE, Running};
+use crate::running::{CORE, Running};
 use serde_json::{Value, json};
 
 fn token(db: &str) -> String {

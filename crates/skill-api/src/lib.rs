@@ -1,0 +1,51 @@
+//! The wire types of the core's API under `/api/v1`, written once and used by the server
+//! (`skill-core`), the typed client (`skill-client`), the package installer and the SDK's core
+//! access. No IO: serde and schemars only.
+//!
+//! | what | where |
+//! |---|---|
+//! | the error envelope | [`ErrorEnvelope`], [`ErrorBody`] |
+//! | pages and item lists | [`Page`], [`Items`], [`PageQuery`] |
+//! | skill versions | [`PublishRequest`], [`PatchRequest`], [`SkillOut`], [`ListQuery`], [`MetadataOut`] |
+//! | assignments | [`AssignRequest`], [`Assigned`], [`Revoked`], [`AssignedSkill`] |
+//! | package installs | [`RecordRequest`], [`InstallOut`] |
+//! | the events journal | [`EventOut`], [`EventsQuery`] |
+//! | every operation (method, path, permission, bodies, error codes) | [`operations::OPERATIONS`] |
+//! | the OpenAPI 3.1 document built from them | [`openapi::document`] |
+//! | the skill-facing routes the SDK calls | [`sdk_routes`] |
+
+mod envelope;
+mod events;
+pub mod openapi;
+pub mod operations;
+mod packages;
+mod page;
+mod principals;
+pub mod sdk_routes;
+mod skills;
+
+pub use envelope::{ErrorBody, ErrorEnvelope};
+pub use events::{EventOut, EventsQuery};
+pub use packages::{InstallOut, ObjectRef, PackageRef, RecordRequest};
+pub use page::{Items, Page, PageQuery};
+pub use principals::{AssignRequest, Assigned, AssignedSkill, Revoked};
+pub use skills::{
+    DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest, PublishRequest,
+    SkillKind, SkillOut, SkillStatus, etag, parse_etag,
+};
+
+/// The path every route of this crate is relative to.
+pub const BASE_PATH: &str = "/api/v1";
+
+/// The header that carries a request's id both ways.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The header that makes a write safe to repeat.
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+
+/// The answer of `/healthz` and `/readyz`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Health {
+    /// `ok` (`/healthz`), `ready` or `unavailable` (`/readyz`).
+    pub status: String,
+}

@@ -1,0 +1,314 @@
+//! Every operation of `/api/v1` as data: method, path, who may call it, the request, query and
+//! answer types, the error codes beyond authentication, and whether it takes an
+//! `Idempotency-Key`. The server routes from this table, the client builds its requests from
+//! it, and the OpenAPI document is made of it.
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+
+use crate::{
+    AssignRequest, Assigned, AssignedSkill, EventOut, EventsQuery, InstallOut, Items, ListQuery, MetadataOut, Page,
+    PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SkillOut,
+};
+
+/// Makes the schema of a type.
+pub type SchemaOf = fn(&mut SchemaGenerator) -> Schema;
+
+fn schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+/// An HTTP method of the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+    Patch,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+            Self::Patch => "PATCH",
+        }
+    }
+}
+
+/// Which operation: the server matches on it exhaustively, so an operation without a handler
+/// does not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    PublishSkill,
+    ListSkills,
+    ReadSkill,
+    SkillDefinition,
+    SkillMetadata,
+    PatchSkill,
+    Catalogue,
+    AssignSkill,
+    AssignedSkills,
+    RevokeSkill,
+    RecordInstall,
+    ReadInstall,
+    Events,
+}
+
+/// One operation of the API.
+#[derive(Clone, Copy)]
+pub struct Operation {
+    pub op: Op,
+    pub method: Method,
+    /// The path under `/api/v1`, with `{parameter}`s; a `{reference}` may hold `/` (a
+    /// namespaced name).
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// Who may call it.
+    pub permission: &'static str,
+    /// The request body's type.
+    pub request: Option<SchemaOf>,
+    /// The query string's type.
+    pub query: Option<SchemaOf>,
+    /// The success status and its body's type.
+    pub success: (u16, Option<SchemaOf>),
+    /// The error codes it answers with, beyond authentication and malformed requests.
+    pub errors: &'static [(u16, &'static str)],
+    /// Whether a repeat with the same `Idempotency-Key` answers the first answer instead of
+    /// acting again.
+    pub idempotency_key: bool,
+}
+
+impl std::fmt::Debug for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.method.as_str(), self.path)
+    }
+}
+
+impl Operation {
+    /// The operation `op`.
+    pub fn of(op: Op) -> &'static Operation {
+        OPERATIONS.iter().find(|operation| operation.op == op).expect("invariant: every Op is in OPERATIONS")
+    }
+
+    /// The names of the path's parameters, in order.
+    pub fn parameters(&self) -> impl Iterator<Item = &'static str> {
+        let path: &'static str = self.path;
+        path.split('{').skip(1).filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+    }
+
+    /// Whether a request without a body is an error (a write) rather than a read; a read may be
+    /// repeated freely.
+    pub fn is_read(&self) -> bool {
+        self.method == Method::Get
+    }
+}
+
+/// The error codes of a request body that does not fit.
+const PUBLISH_ERRORS: &[(u16, &str)] = &[
+    (409, "skill_exists"),
+    (422, "invalid_skill_contract"),
+    (422, "unsupported_skill_condition"),
+    (422, "secret_material_rejected"),
+    (422, "invalid_json_schema"),
+    (422, "invalid_skill_document"),
+    (422, "invalid_protocol"),
+    (422, "resolution_failure"),
+    (422, "cycle_detected"),
+];
+
+/// Every operation of `/api/v1`.
+pub const OPERATIONS: &[Operation] = &[
+    Operation {
+        op: Op::PublishSkill,
+        method: Method::Post,
+        path: "/skills",
+        summary: "Publish a skill version: a leaf (contract), a composite (includes, tools) or a catalog row",
+        permission: "org.manage",
+        request: Some(schema::<PublishRequest>),
+        query: None,
+        success: (201, Some(schema::<SkillOut>)),
+        errors: PUBLISH_ERRORS,
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::ListSkills,
+        method: Method::Get,
+        path: "/skills",
+        summary: "List skill versions in publication order",
+        permission: "org.read",
+        request: None,
+        query: Some(schema::<ListQuery>),
+        success: (200, Some(schema::<Page<SkillOut>>)),
+        errors: &[(422, "invalid_status")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::ReadSkill,
+        method: Method::Get,
+        path: "/skills/{reference}",
+        summary: "Read a version by id, name@version or name (newest active, else newest deprecated)",
+        permission: "org.read | skills.invoke | skills.execute",
+        request: None,
+        query: None,
+        success: (200, Some(schema::<SkillOut>)),
+        errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::SkillDefinition,
+        method: Method::Get,
+        path: "/skills/{reference}:definition",
+        summary: "What a version resolves to: the skill, its resolved tools, metadata and schemas (SkillDefinition)",
+        permission: "org.read | skills.invoke | skills.execute",
+        request: None,
+        query: None,
+        success: (200, Some(crate::openapi::protocol_schema::definition)),
+        errors: &[(404, "not_found"), (409, "skill_not_invocable"), (422, "resolution_failure")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::SkillMetadata,
+        method: Method::Get,
+        path: "/skills/{reference}:metadata",
+        summary: "A version's SkillMetadata (capability summary, writes, read_only) with its id, status and kind",
+        permission: "org.read | skills.invoke | skills.execute",
+        request: None,
+        query: None,
+        success: (200, Some(schema::<MetadataOut>)),
+        errors: &[(404, "not_found"), (409, "skill_not_invocable"), (422, "resolution_failure")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::PatchSkill,
+        method: Method::Patch,
+        path: "/skills/{reference}",
+        summary: "Change a version's description, config, schemas (without a contract), status (forward) or endpoint; \
+                  needs If-Match: \"skill-<rowVersion>\"",
+        permission: "org.manage",
+        request: Some(schema::<PatchRequest>),
+        query: None,
+        success: (200, Some(schema::<SkillOut>)),
+        errors: &[
+            (400, "invalid_if_match"),
+            (404, "not_found"),
+            (409, "version_conflict"),
+            (409, "skill_version_immutable"),
+            (409, "invalid_status_transition"),
+            (409, "skill_not_invocable"),
+            (422, "invalid_status"),
+            (422, "invalid_skill_contract"),
+            (422, "empty_update"),
+            (428, "if_match_required"),
+        ],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::Catalogue,
+        method: Method::Get,
+        path: "/catalogue",
+        summary: "The metadata of every active leaf and composite version",
+        permission: "org.read",
+        request: None,
+        query: Some(schema::<PageQuery>),
+        success: (200, Some(schema::<Page<MetadataOut>>)),
+        errors: &[],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::AssignSkill,
+        method: Method::Post,
+        path: "/principals/{principal}/skills",
+        summary: "Assign a skill version to a principal (201 when new, 200 when it was assigned already)",
+        permission: "org.manage",
+        request: Some(schema::<AssignRequest>),
+        query: None,
+        success: (200, Some(schema::<Assigned>)),
+        errors: &[(404, "not_found"), (422, "skill_disabled")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::AssignedSkills,
+        method: Method::Get,
+        path: "/principals/{principal}/skills",
+        summary: "The versions assigned to a principal",
+        permission: "org.read, or the principal itself",
+        request: None,
+        query: None,
+        success: (200, Some(schema::<Items<AssignedSkill>>)),
+        errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::RevokeSkill,
+        method: Method::Post,
+        path: "/principals/{principal}/skills/{skill}:revoke",
+        summary: "Take an assignment back (idempotent)",
+        permission: "org.manage",
+        request: None,
+        query: None,
+        success: (200, Some(schema::<Revoked>)),
+        errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::RecordInstall,
+        method: Method::Post,
+        path: "/packages:record",
+        summary: "Record a package install and link its objects (skills by name)",
+        permission: "org.manage",
+        request: Some(schema::<RecordRequest>),
+        query: None,
+        success: (200, Some(schema::<InstallOut>)),
+        errors: &[],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::ReadInstall,
+        method: Method::Get,
+        path: "/packages/{key}",
+        summary: "The last install of a package and its objects",
+        permission: "org.read",
+        request: None,
+        query: None,
+        success: (200, Some(schema::<InstallOut>)),
+        errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::Events,
+        method: Method::Get,
+        path: "/events",
+        summary: "The events journal after a sequence number",
+        permission: "org.read",
+        request: None,
+        query: Some(schema::<EventsQuery>),
+        success: (200, Some(schema::<Items<EventOut>>)),
+        errors: &[],
+        idempotency_key: false,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_op_has_one_operation() {
+        for operation in OPERATIONS {
+            let same = OPERATIONS.iter().filter(|other| other.op == operation.op).count();
+            assert_eq!(same, 1, "{operation:?}");
+            let twin = OPERATIONS
+                .iter()
+                .filter(|other| other.method == operation.method && other.path == operation.path)
+                .count();
+            assert_eq!(twin, 1, "{operation:?} is listed twice");
+        }
+    }
+
+    #[test]
+    fn parameters_are_read_in_order() {
+        let names: Vec<&str> = Operation::of(Op::RevokeSkill).parameters().collect();
+        assert_eq!(names, ["principal", "skill"]);
+        assert_eq!(Operation::of(Op::ListSkills).parameters().count(), 0);
+    }
+}

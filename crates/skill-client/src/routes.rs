@@ -1,0 +1,123 @@
+//! One method per operation of `/api/v1`, each a [`Call`] of its operation with the
+//! operation's request and answer types.
+
+use serde_json::Value;
+use skill_api::operations::{Op, Operation};
+use skill_api::{
+    AssignRequest, Assigned, AssignedSkill, EventOut, EventsQuery, Health, InstallOut, Items, ListQuery, MetadataOut,
+    Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SkillOut,
+};
+use skill_contract::SkillDefinition;
+
+use crate::call::{Call, Client};
+use crate::error::ClientError;
+
+fn call(op: Op) -> Call<'static> {
+    Call::new(Operation::of(op))
+}
+
+/// `Ok(None)` for a `404 not_found`.
+fn absent<T>(result: Result<T, ClientError>) -> Result<Option<T>, ClientError> {
+    match result {
+        Err(error) if error.code() == Some("not_found") => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+impl Client {
+    /// `POST /skills`: publishes a version.
+    pub async fn publish(&self, request: &PublishRequest) -> Result<SkillOut, ClientError> {
+        Ok(self.send(call(Op::PublishSkill).body(request)).await?.body)
+    }
+
+    /// `GET /skills`: one page of versions.
+    pub async fn skills(&self, query: &ListQuery) -> Result<Page<SkillOut>, ClientError> {
+        Ok(self.send(call(Op::ListSkills).query(query)).await?.body)
+    }
+
+    /// `GET /skills/{reference}`: a version by id, `name@version` or name.
+    pub async fn skill(&self, reference: &str) -> Result<SkillOut, ClientError> {
+        Ok(self.send(call(Op::ReadSkill).parameters(&[reference])).await?.body)
+    }
+
+    /// [`Client::skill`], with `None` when there is no such version.
+    pub async fn find_skill(&self, reference: &str) -> Result<Option<SkillOut>, ClientError> {
+        absent(self.skill(reference).await)
+    }
+
+    /// `GET /skills/{reference}:definition`.
+    pub async fn definition(&self, reference: &str) -> Result<SkillDefinition, ClientError> {
+        Ok(self.send(call(Op::SkillDefinition).parameters(&[reference])).await?.body)
+    }
+
+    /// `GET /skills/{reference}:metadata`.
+    pub async fn metadata(&self, reference: &str) -> Result<MetadataOut, ClientError> {
+        Ok(self.send(call(Op::SkillMetadata).parameters(&[reference])).await?.body)
+    }
+
+    /// `PATCH /skills/{reference}` with `If-Match` of `row_version`.
+    pub async fn patch_skill(
+        &self,
+        reference: &str,
+        row_version: i32,
+        request: &PatchRequest,
+    ) -> Result<SkillOut, ClientError> {
+        let call = call(Op::PatchSkill)
+            .parameters(&[reference])
+            .header("if-match", skill_api::etag(row_version))
+            .body(request);
+        Ok(self.send(call).await?.body)
+    }
+
+    /// `GET /catalogue`: one page of metadata.
+    pub async fn catalogue(&self, query: &PageQuery) -> Result<Page<MetadataOut>, ClientError> {
+        Ok(self.send(call(Op::Catalogue).query(query)).await?.body)
+    }
+
+    /// `POST /principals/{principal}/skills`.
+    pub async fn assign(&self, principal: &str, request: &AssignRequest) -> Result<Assigned, ClientError> {
+        Ok(self.send(call(Op::AssignSkill).parameters(&[principal]).body(request)).await?.body)
+    }
+
+    /// `GET /principals/{principal}/skills`.
+    pub async fn assigned(&self, principal: &str) -> Result<Vec<AssignedSkill>, ClientError> {
+        let answer: Items<AssignedSkill> = self.send(call(Op::AssignedSkills).parameters(&[principal])).await?.body;
+        Ok(answer.items)
+    }
+
+    /// `POST /principals/{principal}/skills/{skill}:revoke`.
+    pub async fn revoke(&self, principal: &str, skill: &str) -> Result<Revoked, ClientError> {
+        Ok(self.send(call(Op::RevokeSkill).parameters(&[principal, skill])).await?.body)
+    }
+
+    /// `POST /packages:record`.
+    pub async fn record_install(&self, request: &RecordRequest) -> Result<InstallOut, ClientError> {
+        Ok(self.send(call(Op::RecordInstall).body(request)).await?.body)
+    }
+
+    /// `GET /packages/{key}`, with `None` when the package was never installed.
+    pub async fn install(&self, key: &str) -> Result<Option<InstallOut>, ClientError> {
+        absent(self.send(call(Op::ReadInstall).parameters(&[key])).await.map(|answer| answer.body))
+    }
+
+    /// `GET /events`.
+    pub async fn events(&self, query: &EventsQuery) -> Result<Vec<EventOut>, ClientError> {
+        let answer: Items<EventOut> = self.send(call(Op::Events).query(query)).await?.body;
+        Ok(answer.items)
+    }
+
+    /// `GET /api/v1/openapi.json`: the document the core serves.
+    pub async fn openapi(&self) -> Result<Value, ClientError> {
+        self.get_outside_table("/openapi.json", true).await
+    }
+
+    /// `GET /healthz`: the process answers.
+    pub async fn health(&self) -> Result<Health, ClientError> {
+        self.get_outside_table("/healthz", false).await
+    }
+
+    /// `GET /readyz`: the process and its database answer (`503` with `unavailable` otherwise).
+    pub async fn ready(&self) -> Result<Health, ClientError> {
+        self.get_outside_table("/readyz", false).await
+    }
+}

@@ -1,0 +1,111 @@
+//! The typed client (`skill-client`) against a real core: every operation of the table, the
+//! envelope as a typed error, and no route of the table left unserved.
+
+use serde_json::json;
+use skill_api::operations::OPERATIONS;
+use skill_api::{
+    AssignRequest, EventsQuery, ListQuery, ObjectRef, PackageRef, PageQuery, PatchRequest, PublishRequest,
+    RecordRequest, SkillKind, SkillStatus,
+};
+use skill_client::{Call, Client, ClientError};
+
+use crate::api::{api, leaf, token};
+
+#[tokio::test]
+async fn every_operation_through_the_typed_client() {
+    let api = api().await;
+    let core = Client::new(&api.base, api.admin.clone()).expect("a client");
+    let request: PublishRequest = serde_json::from_value(leaf("claim.send_reply", "1")).expect("a request");
+    let published = core.publish(&request).await.expect("published");
+    assert_eq!((published.kind, published.status, published.row_version), (SkillKind::Leaf, SkillStatus::Active, 1));
+    let composite = PublishRequest {
+        name: "claims.desk".into(),
+        version: Some("1".into()),
+        includes: Some(json!(["claim.send_reply@1"])),
+        ..PublishRequest::default()
+    };
+    core.publish(&composite).await.expect("a composite");
+
+    let page = core.skills(&ListQuery { name: Some("claim.send_reply".into()), ..ListQuery::default() }).await;
+    assert_eq!(page.expect("a page").items.len(), 1);
+    assert_eq!(core.skill("claim.send_reply@1").await.expect("read").id, published.id);
+    assert!(core.find_skill("claim.send_reply@9").await.expect("an answer").is_none());
+    let definition = core.definition("claims.desk@1").await.expect("a definition");
+    assert_eq!(definition.resolved_tools().len(), 1);
+    let metadata = core.metadata("claims.desk@1").await.expect("metadata");
+    assert!(metadata.metadata.writes() && metadata.kind == SkillKind::Composite);
+    let patch = PatchRequest { description: Some("Sends it.".into()), ..PatchRequest::default() };
+    let patched = core.patch_skill(&published.id, 1, &patch).await.expect("patched");
+    assert_eq!((patched.row_version, patched.description.as_str()), (2, "Sends it."));
+    let catalogue = core.catalogue(&PageQuery { limit: Some(1), cursor: None }).await.expect("a catalogue");
+    assert_eq!(catalogue.items.len(), 1);
+    let next = core.catalogue(&PageQuery { limit: Some(1), cursor: catalogue.next_cursor }).await.expect("page 2");
+    assert_eq!(next.items[0].metadata.name().as_str(), "claims.desk");
+
+    let bot_token = token(&api.engine, "bot", &["skills.invoke"]).await;
+    let bot = api.engine.authenticate(&bot_token).await.expect("the bot").id().to_owned();
+    let assign = AssignRequest { skill_id: "claim.send_reply@1".into(), metadata: None };
+    assert!(core.assign(&bot, &assign).await.expect("assigned").created);
+    assert!(!core.assign(&bot, &assign).await.expect("again").created, "a repeat assigns nothing new");
+    let mine = Client::new(&api.base, bot_token).expect("the bot's client");
+    assert_eq!(mine.assigned(&bot).await.expect("its own")[0].name, "claim.send_reply");
+    assert!(core.revoke(&bot, "claim.send_reply@1").await.expect("revoked").revoked);
+    assert!(mine.assigned(&bot).await.expect("none").is_empty());
+
+    assert!(core.install("claims").await.expect("an answer").is_none());
+    let record = RecordRequest {
+        package: PackageRef { key: "claims".into(), version: "1.0.0".into() },
+        install_hash: "abc".into(),
+        objects: vec![ObjectRef { kind: "Skill".into(), key: "claim.send_reply".into() }],
+    };
+    assert_eq!(core.record_install(&record).await.expect("recorded").objects, record.objects);
+    assert_eq!(core.install("claims").await.expect("read").expect("installed").install_hash, "abc");
+    let subject = format!("skill:{}", published.id);
+    let events = core.events(&EventsQuery { subject: Some(subject), ..EventsQuery::default() }).await;
+    let kinds: Vec<String> = events.expect("events").into_iter().map(|event| event.kind).collect();
+    assert_eq!(kinds, ["skill.registered", "skill.updated"]);
+
+    assert_eq!(core.openapi().await.expect("the document"), skill_api::openapi::document());
+    assert_eq!(core.health().await.expect("health").status, "ok");
+    assert_eq!(core.ready().await.expect("ready").status, "ready");
+}
+
+#[tokio::test]
+async fn refusals_arrive_as_typed_errors_with_the_request_id() {
+    let api = api().await;
+    let core = Client::new(&api.base, api.admin.clone()).expect("a client");
+    let request: PublishRequest = serde_json::from_value(leaf("claim.send_reply", "1")).expect("a request");
+    core.publish(&request).await.expect("published");
+    let Err(ClientError::Api(error)) = core.publish(&request).await else { panic!("a second publish is refused") };
+    assert_eq!((error.status, error.code(), error.retryable()), (409, "skill_exists", false));
+    assert!(error.request_id().is_some_and(|id| !id.is_empty()), "{error}");
+    assert_eq!(error.body.detail_str("name"), Some("claim.send_reply"));
+
+    let stranger = Client::new(&api.base, "skp_0").expect("a client");
+    let refused = stranger.skill("claim.send_reply@1").await.expect_err("an unknown token");
+    assert_eq!((refused.code(), refused.retryable()), (Some("invalid_token"), false));
+    let nobody = Client::new("http://127.0.0.1:9", "t").expect("a client").with_retries(0);
+    assert!(matches!(nobody.health().await, Err(ClientError::Unreachable { .. })));
+}
+
+/// A request of every operation reaches a handler: whatever the handler answers, it is not the
+/// router's fallback (`details.route`) and not a method the path does not serve (405).
+#[tokio::test]
+async fn every_operation_of_the_table_is_served() {
+    let api = api().await;
+    let core = Client::new(&api.base, api.admin.clone()).expect("a client").with_retries(0);
+    for operation in OPERATIONS {
+        let parameters: Vec<&str> = operation.parameters().map(|_| "x@1").collect();
+        let mut call = Call::new(operation).parameters(&parameters);
+        if operation.request.is_some() {
+            call = call.body(&json!({}));
+        }
+        match core.send::<serde_json::Value>(call).await {
+            Ok(_) => {}
+            Err(ClientError::Api(error)) => {
+                assert!(error.body.details.get("route").is_none(), "{operation:?} is not routed: {error}");
+            }
+            Err(other) => panic!("{operation:?}: {other}"),
+        }
+    }
+}

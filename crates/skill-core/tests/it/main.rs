@@ -1,0 +1,9 @@
+//! The core's behaviour tests, one binary: the API through a real server, the typed client
+//! against it, the committed OpenAPI document, and `skill-core` as a process.
+
+mod api;
+mod client;
+mod dev;
+mod openapi_file;
+mod process;
+mod running;

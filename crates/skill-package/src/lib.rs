@@ -1,0 +1,20 @@
+//! The package tooling that `skill-sdk package check|plan|apply` and `skill-core dev` share: a
+//! package folder read from disk with the packages it requires, checked offline (the contract
+//! crate's rules), planned against a core and applied through the typed client; and the
+//! package's integration crate found and built.
+//!
+//! | what | where |
+//! |---|---|
+//! | reading a package folder, the install hash, every problem | [`load`], [`problems`], [`Loaded`] |
+//! | one skill version against what the core published | [`plan_skill`], [`SkillPlan`] |
+//! | the plan of a whole package, and carrying it out | [`plan`], [`apply`], [`Change`], [`Applied`] |
+//! | the integration crate and its host binary | [`host_crate`] |
+
+mod apply;
+pub mod host_crate;
+mod load;
+mod plan;
+
+pub use apply::{Applied, apply};
+pub use load::{Loaded, load, problems};
+pub use plan::{Change, SkillPlan, plan, plan_skill, refusal, subset};

@@ -1,0 +1,105 @@
+//! A package folder read from disk: its YAML files (in path order, hashed into the install
+//! hash), the packages it requires from folders beside it, and every problem the offline check
+//! finds.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use skill_contract::package::{self, MANIFEST, Package, PackageFile, PackageProblem};
+
+/// Folders that hold no catalog objects.
+const SKIPPED: &[&str] = &["schemas", ".layout", "integration", "target", "tests", "node_modules"];
+
+/// A package as read from disk, with the packages it requires (transitively).
+#[derive(Debug)]
+pub struct Loaded {
+    pub package: Package,
+    pub required: Vec<Package>,
+    pub problems: Vec<PackageProblem>,
+    /// SHA-256 over every file read, in path order: equal for equal packages.
+    pub install_hash: String,
+}
+
+/// Reads the package in `folder` and the packages it requires, from folders beside it.
+pub fn load(folder: &Path) -> Result<Loaded, String> {
+    let folder = folder
+        .canonicalize()
+        .map_err(|error| format!("cannot open the package folder {}: {error}", folder.display()))?;
+    let (package, mut problems, install_hash) = read_one(&folder)?;
+    let Some(package) = package else {
+        return Err(problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
+    };
+    let mut required = Vec::new();
+    let mut seen: BTreeSet<String> = BTreeSet::from([package.key.clone()]);
+    let mut pending: Vec<(String, String)> =
+        package.requires.iter().map(|key| (key.clone(), package.key.clone())).collect();
+    while let Some((key, by)) = pending.pop() {
+        if !seen.insert(key.clone()) {
+            continue;
+        }
+        let beside = folder.parent().map(|parent| parent.join(&key)).unwrap_or_else(|| PathBuf::from(&key));
+        match read_one(&beside) {
+            Ok((Some(found), _, _)) => {
+                pending.extend(found.requires.iter().map(|next| (next.clone(), found.key.clone())));
+                required.push(found);
+            }
+            _ => problems.push(PackageProblem {
+                file: MANIFEST.to_owned(),
+                path: "spec.requires".to_owned(),
+                code: "missing_required_package",
+                message: format!("{by} requires {key}, which is not a readable package at {}", beside.display()),
+                hint: "put the required package's folder beside this one".to_owned(),
+            }),
+        }
+    }
+    Ok(Loaded { package, required, problems, install_hash })
+}
+
+type ReadOne = (Option<Package>, Vec<PackageProblem>, String);
+
+fn read_one(folder: &Path) -> Result<ReadOne, String> {
+    let mut paths = Vec::new();
+    collect(folder, folder, &mut paths).map_err(|error| format!("cannot read {}: {error}", folder.display()))?;
+    paths.sort();
+    let mut files = Vec::new();
+    let mut hash = Sha256::new();
+    for relative in paths {
+        let text = std::fs::read_to_string(folder.join(&relative))
+            .map_err(|error| format!("cannot read {relative}: {error}"))?;
+        hash.update(relative.as_bytes());
+        hash.update([0]);
+        hash.update(text.as_bytes());
+        hash.update([0]);
+        let document = skill_contract::yaml::from_str(&text).map_err(|error| error.to_string());
+        files.push(PackageFile { path: relative, document });
+    }
+    let name = folder.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+    let (package, problems) = package::read(name, &files);
+    let digest: String = hash.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
+    Ok((package, problems, digest))
+}
+
+fn collect(root: &Path, folder: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(folder)? {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type()?.is_dir() {
+            if !name.starts_with('.') && !SKIPPED.contains(&name.as_str()) {
+                collect(root, &path, out)?;
+            }
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+            let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            out.push(relative);
+        }
+    }
+    Ok(())
+}
+
+/// Every problem of the package: reading, requirements, and the offline check.
+pub fn problems(loaded: &Loaded) -> Vec<PackageProblem> {
+    let mut all = loaded.problems.clone();
+    all.extend(package::check(&loaded.package, &loaded.required));
+    all
+}
