@@ -4,6 +4,8 @@
 
 mod bench_export;
 mod bench_host;
+mod edges;
+mod module_loops;
 mod postgres;
 
 use std::path::{Path, PathBuf};
@@ -17,6 +19,8 @@ usage: cargo xtask <command>
 
 commands:
   ci       set up what the tests need, then check formatting, lints, crate boundaries and run every test
+  tidy     only the structure checks: crate boundaries (external crates, and the workspace crates
+           each crate may use) and no import loop between the modules of a crate
   setup    only set up what the tests need (a Python virtualenv with the test peers)
   test     set up, start a throwaway PostgreSQL, and run `cargo test` with the arguments that
            follow (`cargo xtask test -p skill-store`); what CI's test step does
@@ -24,18 +28,6 @@ commands:
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
            against bare rmcp and FastMCP); results in target/bench/
   help     this text";
-
-/// Crates that must not appear in a crate's normal dependency tree.
-const BOUNDARIES: &[(&str, &[&str])] = &[
-    ("skill-contract", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
-    ("skill-sdk-macros", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
-    // The SDK speaks HTTP as a client (the core, LLM providers); serving is skill-host's.
-    ("skill-sdk", &["axum", "rmcp", "sqlx"]),
-    // Storage knows SQL and nothing of HTTP or MCP.
-    ("skill-store", &["axum", "rmcp", "hyper", "reqwest"]),
-    // The domain knows no transport and no SQL dialect.
-    ("skill-engine", &["axum", "rmcp", "hyper", "reqwest"]),
-];
 
 fn main() {
     if let Err(error) = dispatch() {
@@ -48,6 +40,7 @@ fn dispatch() -> Result<()> {
     let command = std::env::args().nth(1);
     match command.as_deref() {
         Some("ci") => ci(),
+        Some("tidy") => edges::check().and_then(|()| module_loops::check()),
         Some("setup") => setup().map(|_| ()),
         Some("test") => {
             let python = setup()?;
@@ -97,7 +90,7 @@ pub(crate) fn run(step: &str, command: &mut Command) -> Result<()> {
     Ok(())
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
@@ -139,42 +132,13 @@ fn test(python: &Path, arguments: &[String]) -> Result<()> {
     )
 }
 
-fn check_boundaries() -> Result<()> {
-    println!("==> crate boundaries");
-    for (krate, forbidden) in BOUNDARIES {
-        let output = cargo()
-            .args(["tree", "--quiet", "--edges", "normal", "--prefix", "none", "--format", "{p}", "--package", krate])
-            .current_dir(workspace_root())
-            .output()
-            .context("running cargo tree")?;
-        if !output.status.success() {
-            bail!("cargo tree failed: {}", String::from_utf8_lossy(&output.stderr));
-        }
-        let tree = String::from_utf8_lossy(&output.stdout);
-        let mut found: Vec<&str> = tree
-            .lines()
-            .filter_map(|line| line.split_whitespace().next())
-            .filter(|name| forbidden.contains(name))
-            .collect();
-        found.sort_unstable();
-        found.dedup();
-        if !found.is_empty() {
-            bail!(
-                "{krate} must not depend on {} (run `cargo tree -p {krate} -e normal -i <crate>` to see why)",
-                found.join(", ")
-            );
-        }
-        println!("    {krate}: none of {}", forbidden.join(", "));
-    }
-    Ok(())
-}
-
 fn ci() -> Result<()> {
     let started = Instant::now();
     let python = setup()?;
     run("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
     run("lints", cargo().args(["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"]))?;
-    check_boundaries()?;
+    edges::check()?;
+    module_loops::check()?;
     test(&python, &["--workspace".to_owned(), "--quiet".to_owned()])?;
     println!("==> all checks passed in {:.0}s", started.elapsed().as_secs_f64());
     Ok(())

@@ -21,6 +21,7 @@ pub mod operations;
 mod packages;
 mod page;
 mod principals;
+mod protocol_schema;
 pub mod sdk_routes;
 mod skills;
 

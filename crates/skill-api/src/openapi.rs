@@ -2,8 +2,6 @@
 //! schemas. `skill-core openapi` prints it, the core serves it at `/api/v1/openapi.json`, and
 //! `docs/openapi.json` is kept equal to it by a test.
 
-pub mod protocol_schema;
-
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 

@@ -162,7 +162,7 @@ pub const OPERATIONS: &[Operation] = &[
         permission: "org.read | skills.invoke | skills.execute",
         request: None,
         query: None,
-        success: (200, Some(crate::openapi::protocol_schema::definition)),
+        success: (200, Some(crate::protocol_schema::definition)),
         errors: &[(404, "not_found"), (409, "skill_not_invocable"), (422, "resolution_failure")],
         idempotency_key: false,
     },

@@ -252,7 +252,7 @@ pub struct ListQuery {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MetadataOut {
     #[serde(flatten)]
-    #[schemars(schema_with = "crate::openapi::protocol_schema::metadata")]
+    #[schemars(schema_with = "crate::protocol_schema::metadata")]
     pub metadata: SkillMetadata,
     pub id: String,
     pub status: SkillStatus,

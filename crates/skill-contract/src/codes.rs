@@ -4,7 +4,7 @@
 //! `docs/errors.md` is rendered from this table ([`render_markdown`]); a test keeps the two equal.
 //! A component that starts emitting a new code adds it here first.
 
-use crate::protocol::SkillErrorType;
+use crate::error_type::SkillErrorType;
 
 /// Whether a failure with this code may succeed when tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ pub(crate) use implementation::is_tool_name;
 pub use implementation::{Auth, Implementation, Protocol};
 pub use implementation::{MAX_ADDRESS, MAX_SCOPES};
 pub(crate) use normalize::unsafe_retry;
-pub use normalize::{MAX_PERMISSIONS, NormalizeOptions, is_permission, normalize};
+pub use normalize::{MAX_PERMISSIONS, is_permission, normalize};
 
 use crate::policy::Idempotency;
 
@@ -27,6 +27,17 @@ pub const MAX_ATTEMPTS: (u64, u64, u64) = (1, 10, 1);
 pub const BACKOFF_SECONDS: (u64, u64, u64) = (0, 3600, 0);
 /// The largest contract document accepted, as compact JSON.
 pub const MAX_CONTRACT_BYTES: usize = 512 * 1024;
+
+/// Choices that differ between the places a contract is checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NormalizeOptions {
+    /// Accept an endpoint that starts with an installation variable (`${CLAIMS_URL}/skills/x@1`),
+    /// as package files and SDK exports hold them before the installation substitutes values.
+    pub allow_placeholders: bool,
+    /// Keep non-empty pre/postconditions instead of refusing them (`unsupported_skill_condition`)
+    /// — for reading documents, never for publication.
+    pub allow_conditions: bool,
+}
 
 /// How often and how far apart a failed call is tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

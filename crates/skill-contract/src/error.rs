@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::codes::{Retry, code_info};
-use crate::protocol::SkillErrorType;
+use crate::error_type::SkillErrorType;
 
 /// The longest error code.
 pub const MAX_CODE: usize = 100;

@@ -6,14 +6,14 @@ use std::collections::HashMap;
 
 use skill_api::{MetadataOut, Page};
 use skill_contract::composite::{self, Resolution};
-use skill_contract::{Skill, SkillBody, SkillDefinition, SkillErrorType, SkillMetadata, SkillRef};
+use skill_contract::{Skill, SkillBody, SkillDefinition, SkillMetadata, SkillRef};
 use skill_store::ErrorKind;
 use skill_store::records::{SkillFilter, SkillRecord};
 
 use crate::Engine;
 use crate::actor::Actor;
 use crate::catalog::{kind, status, to_skill};
-use crate::error::{Class, EngineError, Result};
+use crate::error::{Class, EngineError, Result, resolve_error};
 
 impl Engine {
     /// The definition of the version `reference` names (`org.read`, `skills.invoke` or
@@ -115,15 +115,6 @@ fn includes(skill: &Skill) -> Vec<SkillRef> {
         SkillBody::Composite(composite) => composite.includes().to_vec(),
         SkillBody::Leaf(_) => Vec::new(),
     }
-}
-
-pub(crate) fn resolve_error(skill: &Skill, error: &composite::ResolveError) -> EngineError {
-    let code = match error.error_type() {
-        SkillErrorType::CycleDetected => "cycle_detected",
-        _ => "resolution_failure",
-    };
-    let wire = error.to_skill_error(skill.name().as_str());
-    EngineError::new(Class::Invalid, code, error.to_string()).with_details(wire.details().cloned().unwrap_or_default())
 }
 
 fn metadata_out(record: &SkillRecord, metadata: SkillMetadata) -> MetadataOut {

@@ -2,6 +2,8 @@
 //! the class a transport turns into its status.
 
 use serde_json::{Map, Value};
+use skill_contract::composite::ResolveError;
+use skill_contract::{Skill, SkillErrorType};
 use skill_store::{ErrorKind, StoreError};
 
 /// What kind of failure an error is; the HTTP API maps each to one status.
@@ -106,6 +108,17 @@ impl From<StoreError> for EngineError {
             }
         }
     }
+}
+
+/// A composite that does not resolve: `cycle_detected` or `resolution_failure`, with the skills
+/// involved in the details.
+pub(crate) fn resolve_error(skill: &Skill, error: &ResolveError) -> EngineError {
+    let code = match error.error_type() {
+        SkillErrorType::CycleDetected => "cycle_detected",
+        _ => "resolution_failure",
+    };
+    let wire = error.to_skill_error(skill.name().as_str());
+    EngineError::new(Class::Invalid, code, error.to_string()).with_details(wire.details().cloned().unwrap_or_default())
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;

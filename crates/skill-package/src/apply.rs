@@ -2,8 +2,9 @@
 //! then the install recorded; an unchanged package already installed writes nothing.
 
 use skill_api::{ObjectRef, PackageRef, RecordRequest};
-use skill_client::{Client, ClientError};
+use skill_client::Client;
 
+use crate::failure::failure;
 use crate::load::Loaded;
 use crate::plan::{Change, SkillPlan};
 
@@ -66,28 +67,4 @@ pub async fn apply(
     };
     core.record_install(&record).await.map_err(|error| failure("recording the install of", key, &error))?;
     Ok(Applied::Done)
-}
-
-/// A failed call as the installer reports it: what it was doing, the core's answer, and what
-/// to do about it.
-pub(crate) fn failure(doing: &str, what: &str, error: &ClientError) -> String {
-    match error {
-        ClientError::Api(api) => {
-            let hint = match (api.status, api.code()) {
-                (409, "skill_exists") => {
-                    return format!(
-                        "{what} was published by someone else since the plan (plan_stale): run the plan again"
-                    );
-                }
-                (409, "version_conflict") => {
-                    return format!("{what} changed in the core since the plan (plan_stale): run the plan again");
-                }
-                (401, _) => " (set SKILL_CORE_TOKEN to a valid token: skill-core token create)",
-                (403, _) => " (the token's principal needs org.manage)",
-                _ => "",
-            };
-            format!("{doing} {what}: the core answered {api}{hint}")
-        }
-        other => format!("{doing} {what}: {other}"),
-    }
 }

@@ -11,6 +11,7 @@
 //! | the integration crate and its host binary | [`host_crate`] |
 
 mod apply;
+mod failure;
 pub mod host_crate;
 mod load;
 mod plan;

@@ -196,8 +196,10 @@ pub async fn plan(loaded: &Loaded, core: &Client) -> Result<Vec<Change>, String>
         let skill = Skill::from_document(&document, &NormalizeOptions::default())
             .map_err(|error| format!("{}: {error}", object.file))?;
         let reference = skill.skill_ref().to_string();
-        let published =
-            core.find_skill(&reference).await.map_err(|error| crate::apply::failure("reading", &reference, &error))?;
+        let published = core
+            .find_skill(&reference)
+            .await
+            .map_err(|error| crate::failure::failure("reading", &reference, &error))?;
         changes.push(Change {
             key: skill.name().as_str().to_owned(),
             version: skill.version().as_str().to_owned(),

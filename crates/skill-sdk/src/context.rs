@@ -2,52 +2,20 @@
 //! package settings, hosting parameters and secrets, the cost it reports, and narrow access to
 //! the core (artifacts and knowledge).
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 use skill_contract::SkillRef;
 
 use crate::SkillError;
 use crate::core::{Artifacts, CoreAccess, Knowledge, core_from_env};
-use crate::cost::CostMeter;
+pub use crate::env::Env;
 use crate::llm::{Llm, LlmProvider, provider_from_env};
+use crate::scope::CallScope;
 use crate::secrets;
-
-/// The environment a skill reads its configuration and secrets from: the process's, or a map
-/// given for one call (tests). `Debug` shows names only, never values.
-#[derive(Clone, Default)]
-pub enum Env {
-    #[default]
-    Process,
-    Map(Arc<BTreeMap<String, String>>),
-}
-
-impl Env {
-    pub fn from_map(map: BTreeMap<String, String>) -> Self {
-        Self::Map(Arc::new(map))
-    }
-
-    /// The variable `name`, as it is (an empty value is returned as empty).
-    pub fn get(&self, name: &str) -> Option<String> {
-        match self {
-            Self::Process => std::env::var(name).ok(),
-            Self::Map(map) => map.get(name).cloned(),
-        }
-    }
-}
-
-impl fmt::Debug for Env {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Process => f.write_str("Env::Process"),
-            Self::Map(map) => f.debug_tuple("Env::Map").field(&map.keys().collect::<Vec<_>>()).finish(),
-        }
-    }
-}
 
 /// How a call reached the skill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -177,10 +145,7 @@ pub struct SkillContext {
 struct Inner {
     skill: SkillRef,
     invocation: Invocation,
-    started: Instant,
-    timeout: Duration,
-    span: tracing::Span,
-    cost: Mutex<CostMeter>,
+    scope: CallScope,
     core: OnceLock<Result<Arc<dyn CoreAccess>, SkillError>>,
     llm: OnceLock<Result<Arc<dyn LlmProvider>, SkillError>>,
 }
@@ -209,10 +174,7 @@ impl SkillContext {
             inner: Arc::new(Inner {
                 skill,
                 invocation,
-                started: Instant::now(),
-                timeout,
-                span,
-                cost: Mutex::new(CostMeter::default()),
+                scope: CallScope::new(span, timeout),
                 core: OnceLock::new(),
                 llm: OnceLock::new(),
             }),
@@ -257,22 +219,22 @@ impl SkillContext {
     /// The span of this call (fields `skill`, `invocation_id`, `transport`, `request_id`); the runtime runs
     /// the skill inside it, so the skill's `tracing` events carry them.
     pub fn span(&self) -> &tracing::Span {
-        &self.inner.span
+        self.inner.scope.span()
     }
 
     /// The call's whole time budget.
     pub fn timeout(&self) -> Duration {
-        self.inner.timeout
+        self.inner.scope.timeout()
     }
 
     /// Time left until the deadline (zero when it has passed).
     pub fn remaining(&self) -> Duration {
-        self.inner.timeout.saturating_sub(self.inner.started.elapsed())
+        self.inner.scope.remaining()
     }
 
     /// `timeout` (retryable) once the deadline has passed.
     pub fn check_deadline(&self) -> Result<(), SkillError> {
-        if self.inner.started.elapsed() >= self.inner.timeout {
+        if self.inner.scope.remaining().is_zero() {
             return Err(SkillError::new("timeout").with_message(format!("{}: time is up", self.inner.skill)));
         }
         Ok(())
@@ -293,16 +255,12 @@ impl SkillContext {
 
     /// Reports consumption of your own: API requests, pages.
     pub fn add_cost(&self, unit: &str, amount: f64) {
-        self.meter().add_units(unit, amount);
-    }
-
-    pub(crate) fn meter(&self) -> std::sync::MutexGuard<'_, CostMeter> {
-        self.inner.cost.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner.scope.meter().add_units(unit, amount);
     }
 
     /// The cost document `{"llm": {...}, "units": {...}}`, or `None` when nothing was reported.
     pub fn cost(&self) -> Option<Value> {
-        self.meter().document()
+        self.inner.scope.meter().document()
     }
 
     fn core(&self) -> Result<Arc<dyn CoreAccess>, SkillError> {
@@ -317,7 +275,7 @@ impl SkillContext {
 
     /// Artifact content through the core. Without a core address, `config_missing`.
     pub fn artifacts(&self) -> Result<Artifacts, SkillError> {
-        Ok(Artifacts::new(self.core()?, self.clone()))
+        Ok(Artifacts::new(self.core()?, self.inner.scope.clone()))
     }
 
     /// The model, as the installation configures it (`SKILL_LLM_PROVIDER`, …) or as the test
@@ -332,11 +290,11 @@ impl SkillContext {
                 None => provider_from_env(&self.inner.invocation.env),
             })
             .clone()?;
-        Ok(Llm::new(provider, self.clone()))
+        Ok(Llm::new(provider, self.inner.scope.clone()))
     }
 
     /// The knowledge base through the core. Without a core address, `config_missing`.
     pub fn knowledge(&self) -> Result<Knowledge, SkillError> {
-        Ok(Knowledge::new(self.core()?, self.clone()))
+        Ok(Knowledge::new(self.core()?, self.inner.scope.clone()))
     }
 }

@@ -15,7 +15,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::SkillError;
-use crate::context::{Env, SkillContext};
+use crate::env::Env;
+use crate::scope::CallScope;
 
 /// A boxed future of a core call.
 pub type CoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, SkillError>> + Send + 'a>>;
@@ -62,12 +63,15 @@ pub enum KnowledgeRoute {
 
 impl KnowledgeRoute {
     pub fn path(self) -> &'static str {
+        use skill_api::sdk_routes::{
+            CONTEXT_RECALL, KNOWLEDGE_APPLY, KNOWLEDGE_DOCUMENT, KNOWLEDGE_PREVIEW, KNOWLEDGE_QUERY,
+        };
         match self {
-            Self::Preview => "/knowledge/snapshots:preview",
-            Self::Apply => "/knowledge/snapshots",
-            Self::Document => "/knowledge/documents",
-            Self::Recall => "/context/recall",
-            Self::Query => "/knowledge/entities:query",
+            Self::Preview => KNOWLEDGE_PREVIEW,
+            Self::Apply => KNOWLEDGE_APPLY,
+            Self::Document => KNOWLEDGE_DOCUMENT,
+            Self::Recall => CONTEXT_RECALL,
+            Self::Query => KNOWLEDGE_QUERY,
         }
     }
 
@@ -109,30 +113,30 @@ pub(crate) fn core_from_env(env: &Env) -> Result<Arc<dyn CoreAccess>, SkillError
 }
 
 /// A call's time for one core request: what is left of the deadline, at most 30 seconds.
-fn request_timeout(ctx: &SkillContext) -> Duration {
-    ctx.remaining().min(Duration::from_secs(30)).max(Duration::from_millis(1))
+fn request_timeout(scope: &CallScope) -> Duration {
+    scope.remaining().min(Duration::from_secs(30)).max(Duration::from_millis(1))
 }
 
 /// Artifact content through the core: `ctx.artifacts()?.read(id).await?`.
 #[derive(Debug, Clone)]
 pub struct Artifacts {
     core: Arc<dyn CoreAccess>,
-    ctx: SkillContext,
+    scope: CallScope,
 }
 
 impl Artifacts {
-    pub(crate) fn new(core: Arc<dyn CoreAccess>, ctx: SkillContext) -> Self {
-        Self { core, ctx }
+    pub(crate) fn new(core: Arc<dyn CoreAccess>, scope: CallScope) -> Self {
+        Self { core, scope }
     }
 
     /// The content of artifact `id`; an unknown id is `artifact_not_found`.
     pub async fn read(&self, id: &str) -> Result<ArtifactContent, SkillError> {
-        self.core.read_artifact(id, None, request_timeout(&self.ctx)).await
+        self.core.read_artifact(id, None, request_timeout(&self.scope)).await
     }
 
     /// The content of artifact `id`, read on behalf of task `task`.
     pub async fn read_for_task(&self, id: &str, task: &str) -> Result<ArtifactContent, SkillError> {
-        self.core.read_artifact(id, Some(task), request_timeout(&self.ctx)).await
+        self.core.read_artifact(id, Some(task), request_timeout(&self.scope)).await
     }
 }
 
@@ -199,7 +203,7 @@ impl EntityQuery {
 #[derive(Debug, Clone)]
 pub struct Knowledge {
     core: Arc<dyn CoreAccess>,
-    ctx: SkillContext,
+    scope: CallScope,
 }
 
 /// `{...snapshot, extra...}`: the snapshot's fields followed by the call's.
@@ -219,12 +223,12 @@ pub fn stale_state_token(error: &SkillError) -> Option<&str> {
 }
 
 impl Knowledge {
-    pub(crate) fn new(core: Arc<dyn CoreAccess>, ctx: SkillContext) -> Self {
-        Self { core, ctx }
+    pub(crate) fn new(core: Arc<dyn CoreAccess>, scope: CallScope) -> Self {
+        Self { core, scope }
     }
 
     async fn call(&self, route: KnowledgeRoute, body: Value) -> Result<Value, SkillError> {
-        self.core.knowledge(route, body, request_timeout(&self.ctx)).await
+        self.core.knowledge(route, body, request_timeout(&self.scope)).await
     }
 
     /// What applying `snapshot` would change, with the current `stateToken`.

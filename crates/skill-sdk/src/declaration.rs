@@ -17,7 +17,6 @@ use skill_contract::{Idempotency, RiskLevel, SideEffects};
 pub use inventory;
 
 use crate::SkillError;
-use crate::skill::Skill;
 
 /// The future a skill's glue returns: the outputs as JSON, or the failure.
 pub type Run = Pin<Box<dyn Future<Output = Result<Value, SkillError>> + Send + 'static>>;
@@ -69,12 +68,6 @@ pub struct Declaration {
     pub line: u32,
 }
 
-/// One registered skill, collected with `inventory`.
-#[derive(Debug)]
-pub struct Registration(pub &'static Skill);
-
-inventory::collect!(Registration);
-
 /// Puts `$schema` first, as the reference exports it.
 fn schema_first(schema: schemars::Schema) -> Value {
     match schema.to_value() {
@@ -108,28 +101,17 @@ pub fn explicit_schema(schema: impl Into<Value>) -> Value {
 /// Decodes validated inputs into the function's type; a mismatch names the path.
 pub fn decode_inputs<T: DeserializeOwned>(inputs: Value) -> Result<T, SkillError> {
     serde_path_to_error::deserialize(inputs).map_err(|error| {
-        crate::runtime::input_violation(vec![PathError::new(json_path(error.path()), error.inner().to_string())])
+        crate::failure::input_violation(vec![PathError::new(
+            crate::failure::json_path(error.path()),
+            error.inner().to_string(),
+        )])
     })
-}
-
-/// A decoding error's place as a path `/a/0/b` (the root is `/`).
-pub(crate) fn json_path(path: &serde_path_to_error::Path) -> String {
-    let parts: Vec<String> = path
-        .iter()
-        .filter_map(|segment| match segment {
-            serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
-            serde_path_to_error::Segment::Map { key } => Some(key.clone()),
-            serde_path_to_error::Segment::Enum { variant } => Some(variant.clone()),
-            serde_path_to_error::Segment::Unknown => None,
-        })
-        .collect();
-    format!("/{}", parts.join("/"))
 }
 
 /// Encodes the outputs; `null` fields are kept.
 pub fn encode_outputs<T: Serialize>(outputs: &T) -> Result<Value, SkillError> {
     serde_json::to_value(outputs).map_err(|error| {
-        crate::runtime::output_violation(vec![PathError::new(
+        crate::failure::output_violation(vec![PathError::new(
             "/",
             format!("outputs cannot be encoded as JSON: {error}"),
         )])
@@ -148,7 +130,7 @@ pub async fn run_blocking<R: Send + 'static>(call: impl FnOnce() -> R + Send + '
     let dispatch = tracing::dispatcher::get_default(Clone::clone);
     let traced = move || tracing::dispatcher::with_default(&dispatch, || span.in_scope(call));
     tokio::task::spawn_blocking(traced).await.map_err(|error| match error.try_into_panic() {
-        Ok(panic) => crate::runtime::panicked(panic.as_ref()),
+        Ok(panic) => crate::failure::panicked(panic.as_ref()),
         Err(error) => SkillError::from_error(error).with_message("the skill's thread was cancelled"),
     })
 }

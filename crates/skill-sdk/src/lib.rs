@@ -46,14 +46,16 @@
 mod context;
 pub mod core;
 mod cost;
-#[doc(hidden)]
-pub mod declaration;
+mod declaration;
+mod env;
 pub mod export;
+mod failure;
 pub mod host;
 pub mod llm;
 pub mod pii;
 pub mod registry;
 pub mod runtime;
+mod scope;
 pub mod secrets;
 mod skill;
 pub mod testing;
@@ -65,8 +67,12 @@ pub use skill_contract as contract;
 pub use skill_contract::SkillError;
 pub use skill_sdk_macros::skill;
 
+/// What the `#[skill]` attribute expands to; not for hand-written code.
 #[doc(hidden)]
-pub use declaration as __private;
+pub mod __private {
+    pub use crate::declaration::*;
+    pub use crate::skill::Registration;
+}
 
 /// The `main` of a package's skill host: links the crates that declare skills and runs the host
 /// CLI (`list`, `contract`, `export`, `invoke`).

@@ -19,7 +19,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use skill_contract::schema::{PathError, SchemaValidator};
 
-use crate::context::{Env, SkillContext};
+use crate::env::Env;
+use crate::scope::CallScope;
 use crate::{SkillError, pii};
 
 /// Tokens of one or more calls.
@@ -171,7 +172,7 @@ pub(crate) fn provider_from_env(env: &Env) -> Result<Arc<dyn LlmProvider>, Skill
 #[derive(Debug, Clone)]
 pub struct Llm {
     provider: Arc<dyn LlmProvider>,
-    ctx: SkillContext,
+    scope: CallScope,
 }
 
 /// The JSON Schema of the answer type, without `$schema` (some servers refuse unknown keys).
@@ -188,8 +189,8 @@ fn answer_schema<T: JsonSchema>() -> Value {
 }
 
 impl Llm {
-    pub(crate) fn new(provider: Arc<dyn LlmProvider>, ctx: SkillContext) -> Self {
-        Self { provider, ctx }
+    pub(crate) fn new(provider: Arc<dyn LlmProvider>, scope: CallScope) -> Self {
+        Self { provider, scope }
     }
 
     /// Calls the model through the guard; meters a successful answer.
@@ -203,10 +204,10 @@ impl Llm {
         let (system, messages, found) = pii::redact_messages(Some(system_prompt), messages);
         if !found.is_empty() {
             let kinds = Value::Object(found.as_log());
-            tracing::warn!(parent: self.ctx.span(), found = %kinds, "personal data was replaced before the model call");
+            tracing::warn!(parent: self.scope.span(), found = %kinds, "personal data was replaced before the model call");
         }
         let request = ChatRequest { system_prompt: system.unwrap_or_default(), messages, mode, options };
-        let reply = self.provider.chat(&request, self.ctx.remaining()).await?;
+        let reply = self.provider.chat(&request, self.scope.remaining()).await?;
         if let Err(errors) = check_answer(&reply.data, &request.mode) {
             return Err(invalid_response(
                 format!("the answer of {} does not match the expected JSON", reply.model),
@@ -214,7 +215,7 @@ impl Llm {
             ));
         }
         let usage = reply.usage;
-        self.ctx.meter().record_llm(
+        self.scope.meter().record_llm(
             &reply.model,
             usage.prompt_tokens,
             usage.completion_tokens,
@@ -246,7 +247,7 @@ impl Llm {
         let mode = ChatMode::Json { schema_name: schema_name.to_owned(), schema: answer_schema::<T>() };
         let reply = self.call(system_prompt, messages, mode, options).await?;
         let data = serde_path_to_error::deserialize::<_, T>(reply.data).map_err(|error| {
-            let reason = PathError::new(crate::declaration::json_path(error.path()), error.inner().to_string());
+            let reason = PathError::new(crate::failure::json_path(error.path()), error.inner().to_string());
             invalid_response("the answer does not decode into the expected type".into(), vec![reason])
         })?;
         Ok(ChatResult { data, model: reply.model, usage: reply.usage, cost_usd: reply.cost_usd })

@@ -2,8 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::declaration::Registration;
-use crate::skill::{PrepareError, Skill};
+use crate::skill::{PrepareError, Registration, Skill};
 
 /// Why the skills of this binary cannot be served.
 #[derive(Debug, thiserror::Error)]

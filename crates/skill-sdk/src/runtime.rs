@@ -11,6 +11,7 @@ use tracing::instrument::{Instrument, WithSubscriber};
 
 use crate::SkillError;
 use crate::context::{Invocation, SkillContext};
+use crate::failure::{input_violation, output_violation, panicked};
 use crate::skill::Skill;
 
 /// What a successful call returns.
@@ -26,23 +27,6 @@ impl Outcome {
     pub fn to_json(&self) -> Value {
         json!({"outputs": self.outputs, "cost": self.cost})
     }
-}
-
-/// At most this many errors are reported for one value.
-const MAX_ERRORS: usize = skill_contract::schema::MAX_ERRORS;
-
-pub(crate) fn input_violation(mut errors: Vec<PathError>) -> SkillError {
-    errors.truncate(MAX_ERRORS);
-    SkillError::new("input_contract_violation")
-        .with_message("inputs do not match the skill's input schema")
-        .with_detail("errors", json!(errors))
-}
-
-pub(crate) fn output_violation(mut errors: Vec<PathError>) -> SkillError {
-    errors.truncate(MAX_ERRORS);
-    SkillError::new("output_contract_violation")
-        .with_message("outputs do not match the skill's output schema")
-        .with_detail("errors", json!(errors))
 }
 
 fn type_name(value: &Value) -> &'static str {
@@ -72,21 +56,6 @@ pub async fn execute(skill: &Skill, inputs: Value, invocation: Invocation) -> Re
         }
         if error.skill_name().is_empty() { error.for_skill(skill.name()) } else { error }
     })
-}
-
-/// A panic in a skill, kept as the cause of its `skill_error` so the log shows the panic message.
-#[derive(Debug, thiserror::Error)]
-#[error("the skill panicked: {0}")]
-struct Panicked(String);
-
-/// The `skill_error` of a panic whose payload is `payload`.
-pub(crate) fn panicked(payload: &(dyn std::any::Any + Send)) -> SkillError {
-    let message = payload
-        .downcast_ref::<&str>()
-        .map(|m| (*m).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-text panic payload".to_owned());
-    SkillError::from_error(Panicked(message)).with_message("the skill panicked")
 }
 
 /// Whether `error` is a crash (a panic, or another error converted with `?`) rather than a

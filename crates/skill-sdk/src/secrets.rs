@@ -16,7 +16,7 @@ use serde_json::json;
 pub use walk::{MAX_SECRET_BYTES, MAX_SYMLINKS};
 
 use crate::SkillError;
-use crate::context::Env;
+use crate::env::Env;
 
 /// The variable that moves the secrets folder.
 pub const SECRETS_DIR_VAR: &str = "SKILL_SDK_SECRETS_DIR";

@@ -13,6 +13,12 @@ use skill_contract::{
 
 use crate::declaration::{Declaration, DeclaredImplementation, Estimate};
 
+/// One registered skill, collected with `inventory` (the macro registers every `SKILL`).
+#[derive(Debug)]
+pub struct Registration(pub &'static Skill);
+
+inventory::collect!(Registration);
+
 /// A skill declared with `#[skill]`: reach it as `<function>::SKILL`.
 ///
 /// Its contract is built on first use from the declaration and the schemas of the input and

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    BACKOFF_SECONDS, Contract, CostModel, MAX_ATTEMPTS, MAX_CONTRACT_BYTES, RetryPolicy, TIMEOUT_SECONDS,
-    implementation,
+    BACKOFF_SECONDS, Contract, CostModel, MAX_ATTEMPTS, MAX_CONTRACT_BYTES, NormalizeOptions, RetryPolicy,
+    TIMEOUT_SECONDS, implementation,
 };
 use crate::fields::{self, present};
 use crate::policy::{Idempotency, SideEffects};
@@ -29,17 +29,6 @@ const COST_KEYS: &[&str] = &["unit", "estimate"];
 const PERMISSION_RULE: &str = "a permission of dotted lowercase words, e.g. claims.write (at most 100 characters)";
 /// Most entries in `requiredPermissions`.
 pub const MAX_PERMISSIONS: usize = 50;
-
-/// Choices that differ between the places a contract is checked.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NormalizeOptions {
-    /// Accept an endpoint that starts with an installation variable (`${CLAIMS_URL}/skills/x@1`),
-    /// as package files and SDK exports hold them before the installation substitutes values.
-    pub allow_placeholders: bool,
-    /// Keep non-empty pre/postconditions instead of refusing them (`unsupported_skill_condition`)
-    /// — for reading documents, never for publication.
-    pub allow_conditions: bool,
-}
 
 /// Whether `text` is a permission: dotted lowercase words such as `claims.write`, at most 100
 /// characters.

@@ -165,7 +165,7 @@ impl ErrorClass {
         {
             return Self::Validation;
         }
-        if error.is::<crate::RefError>() || error.is::<crate::composite::ResolveError>() {
+        if error.is::<crate::RefError>() || error.is::<crate::resolve_error::ResolveError>() {
             return Self::Value;
         }
         Self::Other

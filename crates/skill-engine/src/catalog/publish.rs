@@ -86,9 +86,7 @@ impl Engine {
     /// two different tools under one name.
     async fn resolve_for_publication(&self, skill: &Skill) -> Result<()> {
         let known = self.closure(skill).await?;
-        composite::resolve_skill(skill, &known)
-            .map(drop)
-            .map_err(|error| crate::discovery::resolve_error(skill, &error))
+        composite::resolve_skill(skill, &known).map(drop).map_err(|error| crate::error::resolve_error(skill, &error))
     }
 }
 

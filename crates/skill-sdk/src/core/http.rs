@@ -87,7 +87,7 @@ impl HttpCore {
             request = request.bearer_auth(token);
         }
         if let Some(key) = call.idempotency_key {
-            request = request.header("Idempotency-Key", key);
+            request = request.header(skill_api::IDEMPOTENCY_KEY_HEADER, key);
         }
         if let Some(body) = call.body {
             request = request.json(body);
@@ -130,27 +130,20 @@ struct Request<'a> {
 
 /// A 4xx answer: the core's own error code when its envelope carries a valid one.
 fn error_from_answer(status: StatusCode, body: &[u8]) -> SkillError {
-    let envelope: Option<Value> = serde_json::from_slice(body).ok();
-    let error = envelope.as_ref().and_then(|e| e.get("error"));
-    let code = error.and_then(|e| e.get("code")).and_then(Value::as_str).filter(|c| skill_contract::is_valid_code(c));
-    let message = error.and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or("");
-    let details = error.and_then(|e| e.get("details")).and_then(Value::as_object);
-    match code {
-        Some("snapshot_stale") => {
+    let envelope = serde_json::from_slice::<skill_api::ErrorEnvelope>(body).ok();
+    let error = envelope.as_ref().map(|envelope| &envelope.error).filter(|e| skill_contract::is_valid_code(&e.code));
+    match error {
+        Some(error) if error.code == "snapshot_stale" => {
             let stale = SkillError::new("snapshot_stale").with_message("the knowledge state changed since it was read");
-            match details.and_then(|d| d.get("stateToken")).and_then(Value::as_str) {
+            match error.detail_str("stateToken") {
                 Some(token) => stale.with_detail("stateToken", json!(token)),
                 None => stale,
             }
         }
-        Some(code) => {
-            let converted = SkillError::new(code)
-                .with_message(if message.is_empty() { code } else { message })
-                .with_retryable(false);
-            match details {
-                Some(details) => converted.with_details(details.clone()),
-                None => converted,
-            }
+        Some(error) => {
+            let message = if error.message.is_empty() { error.code.as_str() } else { error.message.as_str() };
+            let converted = SkillError::new(&error.code).with_message(message).with_retryable(false);
+            if error.details.is_empty() { converted } else { converted.with_details(error.details.clone()) }
         }
         None if status == StatusCode::NOT_FOUND => {
             SkillError::new("not_found").with_message("the core has no such object").with_detail("status", json!(404))
@@ -169,7 +162,8 @@ impl CoreAccess for HttpCore {
         timeout: Duration,
     ) -> CoreFuture<'a, ArtifactContent> {
         Box::pin(async move {
-            let mut url = self.url(&["artifacts", id, "content"]);
+            let path = skill_api::sdk_routes::ARTIFACT_CONTENT.replace("{id}", id);
+            let mut url = self.url(&path.trim_start_matches('/').split('/').collect::<Vec<_>>());
             if let Some(task) = for_task {
                 url.query_pairs_mut().append_pair("forTask", task);
             }
@@ -184,7 +178,7 @@ impl CoreAccess for HttpCore {
             };
             let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
             let media_type = header("content-type");
-            let sha256 = header("x-content-sha256");
+            let sha256 = header(skill_api::sdk_routes::CONTENT_SHA256_HEADER);
             let data = response.bytes().await.map_err(|_| unavailable("the core's answer was cut short".into()))?;
             Ok(ArtifactContent { data: data.to_vec(), media_type, sha256 })
         })

@@ -22,7 +22,7 @@ use super::{
     ChatFuture, ChatMode, ChatReply, ChatRequest, LlmProvider, Usage, check_answer, extract_json, invalid_response,
 };
 use crate::SkillError;
-use crate::context::Env;
+use crate::env::Env;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// The CLI's own system prompt: the skill's prompt travels on stdin.

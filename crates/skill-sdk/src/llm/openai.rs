@@ -19,7 +19,7 @@ use super::{
     ChatFuture, ChatMode, ChatReply, ChatRequest, LlmProvider, Usage, check_answer, extract_json, invalid_response,
 };
 use crate::SkillError;
-use crate::context::Env;
+use crate::env::Env;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 

@@ -4,7 +4,7 @@
 use schemars::{Schema, SchemaGenerator, json_schema};
 
 /// `SkillMetadata`: the discovery summary of a skill.
-pub fn metadata(_: &mut SchemaGenerator) -> Schema {
+pub(crate) fn metadata(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",
         "description": "SkillMetadata: the resolved tool count, the capability summary and writes/read_only derived from it",
@@ -31,7 +31,7 @@ pub fn metadata(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// `SkillDefinition`: a skill with its resolved tools, metadata and schemas.
-pub fn definition(generator: &mut SchemaGenerator) -> Schema {
+pub(crate) fn definition(generator: &mut SchemaGenerator) -> Schema {
     let metadata = metadata(generator);
     json_schema!({
         "type": "object",

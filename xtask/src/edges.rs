@@ -1,0 +1,172 @@
+//! The crate graph, checked in two ways: no external crate where it does not belong (`cargo
+//! tree`), and no workspace crate depending on one it may not (`cargo metadata`), so a wrong-way
+//! edge — the core linking the authoring SDK, say — fails CI.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::{cargo, workspace_root};
+
+/// Crates that must not appear in a crate's normal dependency tree.
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    ("skill-contract", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
+    ("skill-api", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
+    ("skill-sdk-macros", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
+    // The SDK speaks HTTP as a client (the core, LLM providers); serving is skill-host's.
+    ("skill-sdk", &["axum", "rmcp", "sqlx"]),
+    // Storage knows SQL and nothing of HTTP or MCP.
+    ("skill-store", &["axum", "rmcp", "hyper", "reqwest"]),
+    // The domain knows no transport and no SQL dialect.
+    ("skill-engine", &["axum", "rmcp", "hyper", "reqwest"]),
+    ("skill-client", &["axum", "rmcp", "sqlx"]),
+    // The core's server links no authoring crate and no MCP.
+    ("skill-core", &["rmcp", "skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros"]),
+];
+
+/// The workspace crates each crate may depend on (normal and build dependencies; tests may use
+/// any). A crate missing here fails the check until it is added.
+pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
+    ("skill-contract", &[]),
+    ("skill-api", &["skill-contract"]),
+    ("skill-client", &["skill-api", "skill-contract"]),
+    ("skill-package", &["skill-api", "skill-client", "skill-contract"]),
+    ("skill-sdk-macros", &["skill-contract"]),
+    ("skill-sdk", &["skill-api", "skill-contract", "skill-sdk-macros"]),
+    ("skill-http", &[]),
+    ("skill-host", &["skill-http", "skill-sdk"]),
+    ("skill-store", &[]),
+    ("skill-engine", &["skill-api", "skill-contract", "skill-store"]),
+    ("skill-core", &["skill-api", "skill-client", "skill-engine", "skill-http", "skill-package", "skill-store"]),
+    ("skill-cli", &["skill-client", "skill-package", "skill-sdk"]),
+    ("claims-integration", &["skill-host", "skill-sdk"]),
+    ("xtask", &[]),
+];
+
+/// Every workspace edge of `metadata` (`cargo metadata --no-deps`) that `allowed` does not list,
+/// and every workspace crate `allowed` does not know, as messages.
+pub(crate) fn wrong_edges(metadata: &Value, allowed: &[(&str, &[&str])]) -> Vec<String> {
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let members: BTreeSet<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    let mut wrong = Vec::new();
+    for package in &packages {
+        let name = package["name"].as_str().unwrap_or_default();
+        let Some((_, may)) = allowed.iter().find(|(krate, _)| *krate == name) else {
+            wrong.push(format!("{name} is not in xtask's list of allowed edges: add it with the crates it may use"));
+            continue;
+        };
+        for dependency in package["dependencies"].as_array().into_iter().flatten() {
+            let target = dependency["name"].as_str().unwrap_or_default();
+            if dependency["kind"] == "dev" || !members.contains(target) {
+                continue;
+            }
+            if !may.contains(&target) {
+                wrong.push(format!(
+                    "{name} must not depend on {target} (it may use: {})",
+                    if may.is_empty() { "no workspace crate".to_owned() } else { may.join(", ") }
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+/// Both checks on the workspace.
+pub(crate) fn check() -> Result<()> {
+    println!("==> crate boundaries");
+    let output = cargo()
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(workspace_root())
+        .output()
+        .context("running cargo metadata")?;
+    if !output.status.success() {
+        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let metadata: Value = serde_json::from_slice(&output.stdout).context("reading cargo metadata")?;
+    let wrong = wrong_edges(&metadata, ALLOWED);
+    if !wrong.is_empty() {
+        bail!("wrong-way dependencies between workspace crates:\n  {}", wrong.join("\n  "));
+    }
+    println!("    workspace edges: as allowed for {} crates", ALLOWED.len());
+    for (krate, forbidden) in FORBIDDEN {
+        let output = cargo()
+            .args(["tree", "--quiet", "--edges", "normal", "--prefix", "none", "--format", "{p}", "--package", krate])
+            .current_dir(workspace_root())
+            .output()
+            .context("running cargo tree")?;
+        if !output.status.success() {
+            bail!("cargo tree failed: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        let tree = String::from_utf8_lossy(&output.stdout);
+        let mut found: Vec<&str> = tree
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .filter(|name| forbidden.contains(name))
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        if !found.is_empty() {
+            bail!(
+                "{krate} must not depend on {} (run `cargo tree -p {krate} -e normal -i <crate>` to see why)",
+                found.join(", ")
+            );
+        }
+        println!("    {krate}: none of {}", forbidden.join(", "));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn metadata(edges: &[(&str, &str, Option<&str>)]) -> Value {
+        let names: BTreeSet<&str> = edges.iter().flat_map(|(from, to, _)| [*from, *to]).collect();
+        let packages: Vec<Value> = names
+            .iter()
+            .map(|name| {
+                let dependencies: Vec<Value> = edges
+                    .iter()
+                    .filter(|(from, _, _)| from == name)
+                    .map(|(_, to, kind)| json!({"name": to, "kind": kind}))
+                    .chain([json!({"name": "serde", "kind": null})])
+                    .collect();
+                json!({"name": name, "dependencies": dependencies})
+            })
+            .collect();
+        json!({"packages": packages})
+    }
+
+    #[test]
+    fn a_wrong_way_edge_is_named() {
+        let allowed: &[(&str, &[&str])] = &[("core", &["engine"]), ("engine", &[]), ("host", &[])];
+        assert!(wrong_edges(&metadata(&[("core", "engine", None)]), allowed).is_empty());
+        let wrong = wrong_edges(&metadata(&[("core", "engine", None), ("core", "host", None)]), allowed);
+        assert_eq!(wrong, ["core must not depend on host (it may use: engine)"]);
+        let wrong = wrong_edges(&metadata(&[("engine", "core", Some("build"))]), allowed);
+        assert_eq!(wrong, ["engine must not depend on core (it may use: no workspace crate)"]);
+    }
+
+    #[test]
+    fn test_edges_are_free_and_unknown_crates_are_named() {
+        let allowed: &[(&str, &[&str])] = &[("core", &[]), ("host", &[])];
+        assert!(wrong_edges(&metadata(&[("host", "core", Some("dev"))]), allowed).is_empty());
+        let wrong = wrong_edges(&metadata(&[("core", "new", Some("dev"))]), allowed);
+        assert_eq!(wrong.len(), 1);
+        assert!(wrong[0].starts_with("new is not in xtask's list"), "{wrong:?}");
+    }
+
+    #[test]
+    fn the_workspace_keeps_its_edges() {
+        let output = cargo()
+            .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+            .current_dir(workspace_root())
+            .output()
+            .expect("cargo metadata runs");
+        let metadata: Value = serde_json::from_slice(&output.stdout).expect("metadata");
+        assert_eq!(wrong_edges(&metadata, ALLOWED), Vec::<String>::new());
+    }
+}

@@ -1,0 +1,440 @@
+//! No import loops between the modules of a crate: for every module with children, the
+//! references among its children (through `crate::…`, `super::…` and the re-exports that
+//! `pub use` makes) must form no cycle. A child using its ancestors, or a parent using its
+//! children, is the ordinary shape of a module tree and is not an edge. Test-only code
+//! (`#[cfg(test)]`) is left out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use syn::visit::Visit;
+
+use crate::workspace_root;
+
+/// A module's path from its crate root (`["protocol", "definition"]`); the root is `[]`.
+type ModPath = Vec<String>;
+
+/// One module tree (a library or a binary): its modules, what each re-exports, and the
+/// references each makes.
+#[derive(Debug, Default)]
+struct Tree {
+    modules: BTreeSet<ModPath>,
+    /// `(module, name) → path written after pub use`, relative to that module.
+    exports: BTreeMap<(ModPath, String), Vec<String>>,
+    /// `(module, written path, file)` for every `crate::`/`super::` path outside tests.
+    uses: Vec<(ModPath, Vec<String>, PathBuf)>,
+}
+
+/// The module files of the tree rooted at `root` (`src/lib.rs`), read with their paths.
+fn read_tree(root: &Path) -> Result<Tree> {
+    let mut tree = Tree::default();
+    let mut pending = vec![(root.to_path_buf(), ModPath::new())];
+    while let Some((file, path)) = pending.pop() {
+        let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        let syntax = syn::parse_file(&text).with_context(|| format!("parsing {}", file.display()))?;
+        tree.modules.insert(path.clone());
+        let folder = match file.file_stem().and_then(|s| s.to_str()) {
+            Some("lib" | "main" | "mod") if path.is_empty() || file.ends_with("mod.rs") => {
+                file.parent().map(Path::to_path_buf).unwrap_or_default()
+            }
+            _ => file.with_extension(""),
+        };
+        let mut collector =
+            Collector { module: path.clone(), file: file.clone(), tree: &mut tree, children: Vec::new() };
+        collector.visit_file(&syntax);
+        for child in std::mem::take(&mut collector.children) {
+            let candidates = [folder.join(format!("{child}.rs")), folder.join(&child).join("mod.rs")];
+            if let Some(found) = candidates.into_iter().find(|candidate| candidate.is_file()) {
+                let mut child_path = path.clone();
+                child_path.push(child);
+                pending.push((found, child_path));
+            }
+        }
+    }
+    Ok(tree)
+}
+
+struct Collector<'a> {
+    module: ModPath,
+    file: PathBuf,
+    tree: &'a mut Tree,
+    /// `mod name;` declarations of this file (inline modules are part of the file's module).
+    children: Vec<String>,
+}
+
+fn is_test(attributes: &[syn::Attribute]) -> bool {
+    attributes.iter().any(|attribute| {
+        attribute.path().is_ident("cfg")
+            && attribute.parse_args::<syn::Meta>().is_ok_and(|meta| meta.path().is_ident("test"))
+    })
+}
+
+/// Every path a use tree names, as segments (`use crate::{a::B, c}` → `[crate,a,B]`, `[crate,c]`).
+fn use_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match tree {
+        syn::UseTree::Path(path) => {
+            prefix.push(path.ident.to_string());
+            use_paths(&path.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Name(name) => {
+            let mut full = prefix.clone();
+            full.push(name.ident.to_string());
+            out.push(full);
+        }
+        syn::UseTree::Rename(rename) => {
+            let mut full = prefix.clone();
+            full.push(rename.ident.to_string());
+            out.push(full);
+        }
+        syn::UseTree::Glob(_) => out.push(prefix.clone()),
+        syn::UseTree::Group(group) => group.items.iter().for_each(|item| use_paths(item, prefix, out)),
+    }
+}
+
+/// The name a use tree's leaf is known by in the module (`use a::B as C` → `C`).
+fn leaf_names(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
+    match tree {
+        syn::UseTree::Path(path) => {
+            prefix.push(path.ident.to_string());
+            leaf_names(&path.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Name(name) => {
+            let mut full = prefix.clone();
+            full.push(name.ident.to_string());
+            out.push((name.ident.to_string(), full));
+        }
+        syn::UseTree::Rename(rename) => {
+            let mut full = prefix.clone();
+            full.push(rename.ident.to_string());
+            out.push((rename.rename.to_string(), full));
+        }
+        syn::UseTree::Glob(_) => {}
+        syn::UseTree::Group(group) => group.items.iter().for_each(|item| leaf_names(item, prefix, out)),
+    }
+}
+
+impl<'ast> Visit<'ast> for Collector<'_> {
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if is_test(&item.attrs) {
+            return;
+        }
+        match &item.content {
+            None => self.children.push(item.ident.to_string()),
+            Some(_) => syn::visit::visit_item_mod(self, item),
+        }
+    }
+
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        if !is_test(&item.attrs) {
+            syn::visit::visit_item_fn(self, item);
+        }
+    }
+
+    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
+        if !is_test(&item.attrs) {
+            syn::visit::visit_item_impl(self, item);
+        }
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        if is_test(&item.attrs) {
+            return;
+        }
+        let mut paths = Vec::new();
+        use_paths(&item.tree, &mut Vec::new(), &mut paths);
+        for path in paths {
+            self.record(path);
+        }
+        if !matches!(item.vis, syn::Visibility::Inherited) {
+            let mut names = Vec::new();
+            leaf_names(&item.tree, &mut Vec::new(), &mut names);
+            for (name, path) in names {
+                self.tree.exports.insert((self.module.clone(), name), path);
+            }
+        }
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        self.record(path.segments.iter().map(|segment| segment.ident.to_string()).collect());
+        syn::visit::visit_path(self, path);
+    }
+}
+
+impl Collector<'_> {
+    fn record(&mut self, path: Vec<String>) {
+        if matches!(path.first().map(String::as_str), Some("crate" | "super")) {
+            self.tree.uses.push((self.module.clone(), path, self.file.clone()));
+        }
+    }
+}
+
+impl Tree {
+    /// The module a path written in `from` lands in, following re-exports (at most 8 hops).
+    fn resolve(&self, from: &ModPath, written: &[String]) -> ModPath {
+        let mut base: ModPath = from.clone();
+        let mut rest = written;
+        match rest.first().map(String::as_str) {
+            Some("crate") => {
+                base.clear();
+                rest = &rest[1..];
+            }
+            Some("self") => rest = &rest[1..],
+            _ => {}
+        }
+        while rest.first().map(String::as_str) == Some("super") {
+            base.pop();
+            rest = &rest[1..];
+        }
+        self.descend(base, rest, 8)
+    }
+
+    fn descend(&self, mut at: ModPath, rest: &[String], hops: u32) -> ModPath {
+        for segment in rest {
+            let mut child = at.clone();
+            child.push(segment.clone());
+            if self.modules.contains(&child) {
+                at = child;
+                continue;
+            }
+            if hops > 0
+                && let Some(target) = self.exports.get(&(at.clone(), segment.clone()))
+            {
+                return self.resolve(&at, target);
+            }
+            return at;
+        }
+        at
+    }
+
+    /// Edges between siblings: `(parent, from child, to child) → an example file`.
+    fn sibling_edges(&self) -> BTreeMap<(ModPath, String, String), PathBuf> {
+        let mut edges = BTreeMap::new();
+        for (from, written, file) in &self.uses {
+            let to = self.resolve(from, written);
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            if common == from.len() || common == to.len() {
+                continue;
+            }
+            let parent = from[..common].to_vec();
+            edges.entry((parent, from[common].clone(), to[common].clone())).or_insert_with(|| file.clone());
+        }
+        edges
+    }
+
+    /// Every loop among the children of one module, as `parent: a → b → a (files)`.
+    fn loops(&self) -> Vec<String> {
+        let edges = self.sibling_edges();
+        let mut found = Vec::new();
+        let parents: BTreeSet<&ModPath> = edges.keys().map(|(parent, _, _)| parent).collect();
+        for parent in parents {
+            let graph: BTreeMap<&str, Vec<&str>> =
+                edges.keys().filter(|(p, _, _)| p == parent).fold(BTreeMap::new(), |mut graph, (_, a, b)| {
+                    graph.entry(a.as_str()).or_default().push(b.as_str());
+                    graph
+                });
+            for component in strongly_connected(&graph) {
+                let cycle = cycle_in(&graph, &component);
+                let steps: Vec<String> = cycle
+                    .windows(2)
+                    .map(|pair| {
+                        let file = &edges[&(parent.clone(), pair[0].to_owned(), pair[1].to_owned())];
+                        let shown = file.strip_prefix(workspace_root()).unwrap_or(file);
+                        format!("{} → {} ({})", pair[0], pair[1], shown.display())
+                    })
+                    .collect();
+                let place = if parent.is_empty() { "crate root".to_owned() } else { parent.join("::") };
+                found.push(format!("in {place}, {} import each other: {}", component.join(", "), steps.join(", ")));
+            }
+        }
+        found
+    }
+}
+
+/// The components of more than one node (Tarjan's algorithm, recursive: module graphs are small).
+fn strongly_connected<'a>(graph: &BTreeMap<&'a str, Vec<&'a str>>) -> Vec<Vec<&'a str>> {
+    struct State<'a> {
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        out: Vec<Vec<&'a str>>,
+    }
+    fn visit<'a>(node: &'a str, graph: &BTreeMap<&'a str, Vec<&'a str>>, state: &mut State<'a>) {
+        let next = state.index.len();
+        state.index.insert(node, next);
+        state.low.insert(node, next);
+        state.stack.push(node);
+        state.on_stack.insert(node);
+        for &target in graph.get(node).into_iter().flatten() {
+            if !state.index.contains_key(target) {
+                visit(target, graph, state);
+                let low = state.low[node].min(state.low[target]);
+                state.low.insert(node, low);
+            } else if state.on_stack.contains(target) {
+                let low = state.low[node].min(state.index[target]);
+                state.low.insert(node, low);
+            }
+        }
+        if state.low[node] == state.index[node] {
+            let mut component = Vec::new();
+            while let Some(top) = state.stack.pop() {
+                state.on_stack.remove(top);
+                component.push(top);
+                if top == node {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort_unstable();
+                state.out.push(component);
+            }
+        }
+    }
+    let mut state = State {
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for &node in graph.keys() {
+        if !state.index.contains_key(node) {
+            visit(node, graph, &mut state);
+        }
+    }
+    state.out
+}
+
+/// One cycle through the first node of `component`, returning to it.
+fn cycle_in<'a>(graph: &BTreeMap<&'a str, Vec<&'a str>>, component: &[&'a str]) -> Vec<&'a str> {
+    let start = component[0];
+    let mut path = vec![start];
+    let mut seen = BTreeSet::from([start]);
+    fn walk<'a>(
+        graph: &BTreeMap<&'a str, Vec<&'a str>>,
+        component: &[&'a str],
+        path: &mut Vec<&'a str>,
+        seen: &mut BTreeSet<&'a str>,
+    ) -> bool {
+        let here = *path.last().expect("invariant: the path starts with a node");
+        for &next in graph.get(here).into_iter().flatten() {
+            if next == path[0] {
+                path.push(next);
+                return true;
+            }
+            if component.contains(&next) && seen.insert(next) {
+                path.push(next);
+                if walk(graph, component, path, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    walk(graph, component, &mut path, &mut seen);
+    path
+}
+
+/// The loops of every module tree under `crate_folder/src` (the library and the binary).
+pub(crate) fn loops_in(crate_folder: &Path) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    for root in ["src/lib.rs", "src/main.rs"] {
+        let root = crate_folder.join(root);
+        if root.is_file() {
+            found.extend(read_tree(&root)?.loops());
+        }
+    }
+    Ok(found)
+}
+
+/// Every crate of the workspace.
+fn crate_folders() -> Vec<PathBuf> {
+    let root = workspace_root();
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.join("Cargo.toml").is_file())
+        .collect();
+    folders.extend([root.join("examples/claims/integration"), root.join("xtask")]);
+    folders.sort();
+    folders
+}
+
+/// The check `cargo xtask ci` runs.
+pub(crate) fn check() -> Result<()> {
+    println!("==> module loops");
+    let mut all = Vec::new();
+    for folder in crate_folders() {
+        let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        all.extend(loops_in(&folder)?.into_iter().map(|found| format!("{name}: {found}")));
+    }
+    if !all.is_empty() {
+        bail!(
+            "modules import each other in a loop (move what both need into a module of its own):\n  {}",
+            all.join("\n  ")
+        );
+    }
+    println!("    no module imports itself through another, in {} crates", crate_folders().len());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(files: &[(&str, &str)]) -> PathBuf {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let folder = std::env::temp_dir().join(format!("xtask-loops-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
+        for (path, text) in files {
+            let file = folder.join(path);
+            std::fs::create_dir_all(file.parent().expect("a folder")).expect("folders");
+            std::fs::write(file, text).expect("a file");
+        }
+        folder
+    }
+
+    #[test]
+    fn a_loop_through_a_re_export_is_found_with_its_files() {
+        let folder = fake(&[
+            ("src/lib.rs", "mod codes;\nmod error;\npub use error::Wire;\npub use codes::CODES;\n"),
+            ("src/codes.rs", "pub const CODES: &[&str] = &[];\nfn f(_: crate::Wire) {}\n"),
+            ("src/error.rs", "use crate::CODES;\npub struct Wire;\n"),
+        ]);
+        let found = loops_in(&folder).expect("readable");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("in crate root, codes, error import each other: codes → error"), "{found:?}");
+        assert!(found[0].contains("error → codes") && found[0].contains("error.rs"), "{found:?}");
+    }
+
+    #[test]
+    fn parents_children_tests_and_one_way_edges_are_not_loops() {
+        let folder = fake(&[
+            ("src/lib.rs", "mod a;\nmod b;\npub struct Root;\n"),
+            ("src/a.rs", "mod inner;\nuse crate::b::B;\npub struct A;\nfn f(_: inner::I) {}\n"),
+            ("src/a/inner.rs", "use super::A;\nuse crate::Root;\npub struct I;\n"),
+            ("src/b.rs", "pub struct B;\n#[cfg(test)]\nmod tests { use crate::a::A; }\n"),
+        ]);
+        assert_eq!(loops_in(&folder).expect("readable"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn loops_between_grandchildren_are_found_too() {
+        let folder = fake(&[
+            ("src/lib.rs", "mod p;\n"),
+            ("src/p.rs", "mod x;\nmod y;\n"),
+            ("src/p/x.rs", "use super::y::Y;\npub struct X;\n"),
+            ("src/p/y.rs", "pub struct Y(crate::p::x::X);\n"),
+        ]);
+        let found = loops_in(&folder).expect("readable");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("in p, x, y import each other: x → y"), "{found:?}");
+    }
+}
