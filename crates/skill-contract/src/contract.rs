@@ -14,8 +14,8 @@ use serde_json::{Map, Number, Value, json};
 pub(crate) use implementation::is_tool_name;
 pub use implementation::{Auth, Implementation, Protocol};
 pub use implementation::{MAX_ADDRESS, MAX_SCOPES};
-pub(crate) use normalize::unsafe_retry;
-pub use normalize::{MAX_PERMISSIONS, is_permission, normalize};
+pub(crate) use normalize::unsafe_retry_of;
+pub use normalize::{MAX_PERMISSIONS, is_permission, normalize, unsafe_retry};
 
 use crate::policy::Idempotency;
 

@@ -8,7 +8,7 @@ mod read;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
-use crate::contract::{Contract, NormalizeOptions, unsafe_retry};
+use crate::contract::{Contract, NormalizeOptions, unsafe_retry_of};
 use crate::names::{SkillName, SkillRef, SkillVersion};
 use crate::policy::{RiskLevel, SideEffects};
 use crate::violation::ContractError;
@@ -160,7 +160,7 @@ impl Skill {
         risk_level: RiskLevel,
         contract: Contract,
     ) -> Result<Self, ContractError> {
-        if let Some(violation) = unsafe_retry(side_effects, &contract) {
+        if let Some(violation) = unsafe_retry_of(side_effects, &contract) {
             return Err(ContractError::single(violation));
         }
         Ok(Self {

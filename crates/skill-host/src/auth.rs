@@ -9,6 +9,7 @@
 
 mod jwks;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use jsonwebtoken::errors::ErrorKind;
@@ -78,21 +79,43 @@ pub struct Verifier {
     jwks: Jwks,
 }
 
-/// The verifier configured by the environment; `None` with `allow_anonymous` when nothing is
-/// configured; an error naming what is missing otherwise.
-pub fn verifier_from_env(
-    get: impl Fn(&str) -> Option<String>,
-    allow_anonymous: bool,
-) -> Result<Option<Verifier>, ConfigError> {
+/// Who may call a host: a caller whose bearer token the verifier accepts, or — a named choice
+/// that nothing falls into by default — anyone.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// Every request needs a token the verifier accepts.
+    Verified(Arc<Verifier>),
+    /// Every caller is anonymous: for loopback development and tests only.
+    Anonymous,
+}
+
+impl Access {
+    pub fn verified(verifier: Verifier) -> Self {
+        Self::Verified(Arc::new(verifier))
+    }
+
+    /// How a start line says it: `tokens verified` or `anonymous`.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Self::Verified(_) => "tokens verified",
+            Self::Anonymous => "anonymous",
+        }
+    }
+}
+
+/// The access configured by the environment: a verifier when the three variables are set;
+/// [`Access::Anonymous`] only when none is configured and `allow_anonymous` says so; an error
+/// naming what is missing otherwise.
+pub fn access_from_env(get: impl Fn(&str) -> Option<String>, allow_anonymous: bool) -> Result<Access, ConfigError> {
     let values: Vec<(&str, Option<String>)> =
         [ISSUER, AUDIENCE, JWKS_URL].iter().map(|name| (*name, get(name).filter(|v| !v.trim().is_empty()))).collect();
     let missing: Vec<&str> = values.iter().filter(|(_, v)| v.is_none()).map(|(name, _)| *name).collect();
     if missing.is_empty() {
         let value = |i: usize| values[i].1.clone().unwrap_or_default();
-        return Verifier::new(&value(0), &value(1), &value(2)).map(Some);
+        return Verifier::new(&value(0), &value(1), &value(2)).map(Access::verified);
     }
     if allow_anonymous {
-        return Ok(None);
+        return Ok(Access::Anonymous);
     }
     Err(ConfigError::NoVerifier { missing: missing.join(", ") })
 }

@@ -28,7 +28,7 @@ use skill_sdk::registry::Registry;
 use skill_sdk::{Invocation, Skill, SkillError, Transport, runtime};
 use tokio_util::task::TaskTracker;
 
-use crate::auth::{AuthError, Claims, Verifier};
+use crate::auth::{Access, AuthError, Claims};
 use skill_http::requests::{self, RequestId};
 
 /// The calls a host has started; [`Calls::drain`] waits for them.
@@ -70,16 +70,17 @@ pub(crate) struct VerifiedCaller(pub(crate) Claims);
 #[derive(Debug)]
 pub struct HttpHost {
     skills: BTreeMap<String, &'static Skill>,
-    verifier: Option<Arc<Verifier>>,
+    access: Access,
     max_body_bytes: usize,
     calls: Calls,
 }
 
 impl HttpHost {
-    /// Hosts every skill of `registry`; without a verifier, every call is anonymous.
-    pub fn new(registry: &Registry, verifier: Option<Arc<Verifier>>, max_body_bytes: usize) -> Self {
+    /// Hosts every skill of `registry` for the callers `access` lets in ([`Access::Anonymous`]
+    /// has to be chosen by name).
+    pub fn new(registry: &Registry, access: Access, max_body_bytes: usize) -> Self {
         let skills = registry.skills().iter().map(|skill| (skill.reference(), *skill)).collect();
-        Self { skills, verifier, max_body_bytes, calls: Calls::default() }
+        Self { skills, access, max_body_bytes, calls: Calls::default() }
     }
 
     /// The calls this host runs, for draining at shutdown.
@@ -115,12 +116,9 @@ pub(crate) fn auth_response(error: &AuthError) -> Response {
     response
 }
 
-/// The caller's verified claims; `None` when the host has no verifier.
-pub(crate) async fn authenticate(
-    verifier: Option<&Verifier>,
-    headers: &HeaderMap,
-) -> Result<Option<Claims>, AuthError> {
-    let Some(verifier) = verifier else { return Ok(None) };
+/// The caller's verified claims; `None` when the host was started anonymous.
+pub(crate) async fn authenticate(access: &Access, headers: &HeaderMap) -> Result<Option<Claims>, AuthError> {
+    let Access::Verified(verifier) = access else { return Ok(None) };
     let authorization = headers.get(header::AUTHORIZATION).map(|value| value.to_str().unwrap_or(""));
     verifier.verify(authorization).await.map(Some)
 }
@@ -144,20 +142,11 @@ async fn health() -> Response {
     axum::Json(json!({"status": "ok"})).into_response()
 }
 
-/// The body of a call, checked field by field; an error is the message of the 400.
+/// The body of a call: the inputs, checked here (an object), and what else it carries, read by
+/// the SDK's one rule for every transport ([`Invocation::with_transport_meta`]).
 struct CallBody {
-    invocation_id: Option<String>,
-    idempotency_key: Option<String>,
-    settings: Option<Value>,
+    body: Map<String, Value>,
     inputs: Value,
-}
-
-fn optional_string(body: &Map<String, Value>, field: &str) -> Result<Option<String>, String> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(value)) => Ok(Some(value.clone())),
-        Some(_) => Err(format!("`{field}` must be a string")),
-    }
 }
 
 fn parse_body(bytes: &[u8]) -> Result<CallBody, String> {
@@ -166,21 +155,12 @@ fn parse_body(bytes: &[u8]) -> Result<CallBody, String> {
     let Value::Object(mut body) = body else {
         return Err("the body must be a JSON object: {\"inputs\": {...}}".to_owned());
     };
-    let invocation_id = optional_string(&body, "invocationId")?;
-    let idempotency_key = optional_string(&body, "idempotencyKey")?;
-    let settings = match body.remove("settings") {
-        None | Some(Value::Null) => None,
-        Some(document @ Value::Object(_)) => Some(document),
-        Some(_) => {
-            return Err("`settings` must be the package settings document: {\"values\": {...}, ...}".to_owned());
-        }
-    };
     let inputs = match body.remove("inputs") {
         Some(inputs @ Value::Object(_)) => inputs,
         Some(_) => return Err("`inputs` must be a JSON object".to_owned()),
         None => return Err("the body has no `inputs`: send {\"inputs\": {...}}".to_owned()),
     };
-    Ok(CallBody { invocation_id, idempotency_key, settings, inputs })
+    Ok(CallBody { body, inputs })
 }
 
 /// How long a refused request's body is read and thrown away before the answer goes out.
@@ -240,7 +220,7 @@ async fn call(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let caller = match authenticate(host.verifier.as_deref(), &headers).await {
+    let caller = match authenticate(&host.access, &headers).await {
         Ok(caller) => caller,
         Err(error) => return refuse(body, host.max_body_bytes, auth_response(&error)).await,
     };
@@ -253,25 +233,20 @@ async fn call(
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
-    let CallBody { invocation_id, idempotency_key, settings, inputs } = match parse_body(&bytes) {
+    let CallBody { body, inputs } = match parse_body(&bytes) {
         Ok(body) => body,
         Err(message) => return bad_request(message),
     };
-    let mut invocation = Invocation::new(Transport::Http);
+    let mut invocation = Invocation::new(Transport::Http).with_transport_meta(
+        body.get("invocationId"),
+        body.get("idempotencyKey"),
+        body.get("settings"),
+    );
     if let Some(Extension(RequestId(id))) = request_id {
         invocation = invocation.with_request_id(id);
     }
-    if let Some(id) = invocation_id {
-        invocation = invocation.with_invocation_id(id);
-    }
-    if let Some(key) = idempotency_key {
-        invocation = invocation.with_idempotency_key(key);
-    }
     if let Some(claims) = caller {
         invocation = invocation.with_caller(Value::Object(claims));
-    }
-    if let Some(document) = settings {
-        invocation = invocation.with_settings_document(&document);
     }
     match host.calls.run(skill, inputs, invocation).await {
         Ok(outcome) => {
@@ -324,15 +299,16 @@ mod tests {
         };
         assert_eq!(message(br#"{"inputs": {}}"#), "ok");
         assert_eq!(message(br#"{"inputs": {}, "settings": null, "invocationId": null}"#), "ok");
-        for bad in [
-            &br#"[1]"#[..],
-            br#"{"inputs": []}"#,
-            br#"{}"#,
-            br#"{"inputs": {}, "invocationId": 7}"#,
+        for ignored in [
+            &br#"{"inputs": {}, "invocationId": 7}"#[..],
             br#"{"inputs": {}, "idempotencyKey": false}"#,
             br#"{"inputs": {}, "settings": "x"}"#,
-            b"{",
+            br#"{"inputs": {}, "settings": 42}"#,
+            br#"{"inputs": {}, "settings": [1]}"#,
         ] {
+            assert_eq!(message(ignored), "ok", "{}", String::from_utf8_lossy(ignored));
+        }
+        for bad in [&br#"[1]"#[..], br#"{"inputs": []}"#, br#"{}"#, b"{"] {
             assert_eq!(message(bad), "400 Bad Request", "{}", String::from_utf8_lossy(bad));
         }
     }

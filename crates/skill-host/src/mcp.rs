@@ -97,22 +97,16 @@ impl McpHost {
                 .with_message(format!("no tool {name} on this server; tools/list lists them"));
             return failure(&error);
         };
-        let mut invocation = Invocation::new(Transport::Mcp);
+        let mut invocation = Invocation::new(Transport::Mcp).with_transport_meta(
+            meta.get("skill/invocationId"),
+            meta.get("skill/idempotencyKey"),
+            meta.get("skill/settings"),
+        );
         if let Some(caller) = via.caller {
             invocation = invocation.with_caller(caller);
         }
         if let Some(id) = via.request_id {
             invocation = invocation.with_request_id(id);
-        }
-        let text = |key: &str| meta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
-        if let Some(id) = text("skill/invocationId") {
-            invocation = invocation.with_invocation_id(id);
-        }
-        if let Some(key) = text("skill/idempotencyKey") {
-            invocation = invocation.with_idempotency_key(key);
-        }
-        if let Some(document) = meta.get("skill/settings") {
-            invocation = invocation.with_settings_document(document);
         }
         let inputs = Value::Object(arguments.unwrap_or_default());
         match self.0.calls.run(skill, inputs, invocation).await {

@@ -14,7 +14,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::Verifier;
+use crate::auth::Access;
 use crate::http::{VerifiedCaller, auth_response, authenticate};
 use crate::mcp::McpHost;
 
@@ -37,7 +37,7 @@ impl AllowedHosts {
 /// ends open response streams.
 pub fn router(
     host: McpHost,
-    verifier: Option<Arc<Verifier>>,
+    access: Access,
     allowed_hosts: &AllowedHosts,
     max_body_bytes: usize,
     stop: CancellationToken,
@@ -55,15 +55,15 @@ pub fn router(
     let service =
         StreamableHttpService::new(move || Ok(host.clone()), Arc::new(NeverSessionManager::default()), config);
     let mcp =
-        Router::new().route_service("/mcp", service).layer(axum::middleware::from_fn_with_state(verifier, check_token));
+        Router::new().route_service("/mcp", service).layer(axum::middleware::from_fn_with_state(access, check_token));
     Router::new()
         .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
         .merge(mcp)
         .layer(axum::middleware::from_fn(skill_http::requests::log))
 }
 
-async fn check_token(State(verifier): State<Option<Arc<Verifier>>>, mut request: Request, next: Next) -> Response {
-    match authenticate(verifier.as_deref(), request.headers()).await {
+async fn check_token(State(access): State<Access>, mut request: Request, next: Next) -> Response {
+    match authenticate(&access, request.headers()).await {
         Ok(Some(claims)) => {
             request.extensions_mut().insert(VerifiedCaller(claims));
             next.run(request).await

@@ -7,14 +7,13 @@
 
 use std::future::Future;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use rmcp::ServiceExt;
 use skill_sdk::host::{ServeArgs, ServeTransport};
 use skill_sdk::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{self, ConfigError, Verifier};
+use crate::auth::{self, Access, ConfigError};
 use crate::http::HttpHost;
 use crate::mcp::{McpHost, ToolClash};
 use crate::mcp_http::{self, AllowedHosts};
@@ -63,12 +62,12 @@ pub fn serve(registry: &Registry, args: ServeArgs) -> ExitCode {
     }
 }
 
-fn verifier(args: &ServeArgs, env: impl Fn(&str) -> Option<String>) -> Result<Option<Arc<Verifier>>, ConfigError> {
-    let verifier = auth::verifier_from_env(env, args.allow_anonymous)?;
-    if verifier.is_none() {
+fn access(args: &ServeArgs, env: impl Fn(&str) -> Option<String>) -> Result<Access, ConfigError> {
+    let access = auth::access_from_env(env, args.allow_anonymous)?;
+    if matches!(access, Access::Anonymous) {
         tracing::warn!("serving without token verification (--allow-anonymous): every caller is anonymous");
     }
-    Ok(verifier.map(Arc::new))
+    Ok(access)
 }
 
 async fn listen(args: &ServeArgs) -> Result<tokio::net::TcpListener, ServeError> {
@@ -86,9 +85,9 @@ pub async fn run(
     let count = registry.skills().len();
     match args.transport {
         ServeTransport::Http => {
-            let verifier = verifier(args, env)?;
-            let checked = if verifier.is_some() { "tokens verified" } else { "anonymous" };
-            let host = HttpHost::new(registry, verifier, args.max_body_bytes);
+            let access = access(args, env)?;
+            let checked = access.describe();
+            let host = HttpHost::new(registry, access, args.max_body_bytes);
             let calls = host.calls();
             let listener = listen(args).await?;
             let address = listener.local_addr()?;
@@ -100,8 +99,8 @@ pub async fn run(
             calls.drain().await;
         }
         ServeTransport::McpHttp => {
-            let verifier = verifier(args, env)?;
-            let checked = if verifier.is_some() { "tokens verified" } else { "anonymous" };
+            let access = access(args, env)?;
+            let checked = access.describe();
             let host = McpHost::new(registry, &server_name())?;
             let calls = host.calls();
             let allowed = if args.allowed_hosts.is_empty() {
@@ -110,7 +109,7 @@ pub async fn run(
                 AllowedHosts(args.allowed_hosts.clone())
             };
             let cancel = CancellationToken::new();
-            let router = mcp_http::router(host, verifier, &allowed, args.max_body_bytes, cancel.clone());
+            let router = mcp_http::router(host, access, &allowed, args.max_body_bytes, cancel.clone());
             let listener = listen(args).await?;
             let address = listener.local_addr()?;
             eprintln!(

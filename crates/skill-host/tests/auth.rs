@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use skill_host::auth::{AuthError, Verifier, verifier_from_env};
+use skill_host::auth::{Access, AuthError, Verifier, access_from_env};
 use tokens::{AUDIENCE, ISSUER, JwksServer, forge, good_claims, hmac_with, key, now, sign, with_header};
 
 fn verifier(server: &JwksServer) -> Verifier {
@@ -145,15 +145,15 @@ async fn concurrent_first_calls_share_one_fetch() {
 #[test]
 fn hosting_without_verification_needs_allow_anonymous() {
     let none = |_: &str| None::<String>;
-    let error = verifier_from_env(none, false).expect_err("refused");
+    let error = access_from_env(none, false).expect_err("refused");
     let message = error.to_string();
     assert!(
         message.contains("SKILL_SDK_IAM_ISSUER, SKILL_SDK_AUDIENCE, SKILL_SDK_JWKS_URL")
             && message.contains("--allow-anonymous"),
         "{message}"
     );
-    assert!(verifier_from_env(none, true).expect("anonymous").is_none());
+    assert!(matches!(access_from_env(none, true).expect("anonymous"), Access::Anonymous));
     let partial = |name: &str| (name == "SKILL_SDK_IAM_ISSUER").then(|| ISSUER.to_owned());
-    let message = verifier_from_env(partial, false).expect_err("partial").to_string();
+    let message = access_from_env(partial, false).expect_err("partial").to_string();
     assert!(message.contains("missing: SKILL_SDK_AUDIENCE, SKILL_SDK_JWKS_URL"), "{message}");
 }

@@ -9,13 +9,12 @@ mod serve;
 #[path = "support/tokens.rs"]
 mod tokens;
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use skill_host::auth::Verifier;
+use skill_host::auth::{Access, Verifier};
 use skill_host::http::HttpHost;
 use skill_sdk::registry::Registry;
 use tokens::{AUDIENCE, ISSUER, JwksServer, good_claims, sign};
@@ -33,7 +32,7 @@ fn host() -> Host {
     let jwks = JwksServer::start(&["ec-1"]);
     let verifier = Verifier::new(ISSUER, AUDIENCE, &jwks.url).expect("configured");
     let registry = Registry::linked().expect("the demo skills");
-    let base = serve::serve(HttpHost::new(&registry, Some(Arc::new(verifier)), LIMIT).router());
+    let base = serve::serve(HttpHost::new(&registry, Access::verified(verifier), LIMIT).router());
     Host { base, token: sign("ec-1", &good_claims()), client: reqwest::Client::new(), _jwks: jwks }
 }
 
@@ -126,14 +125,11 @@ async fn refusals_crashes_and_retryable_failures_have_their_statuses() {
 #[tokio::test]
 async fn bad_bodies_are_400_and_name_what_to_send() {
     let host = host();
-    let cases: [(&str, &str); 7] = [
+    let cases: [(&str, &str); 4] = [
         ("{", "not JSON"),
         ("[1, 2]", "must be a JSON object"),
         ("{}", "no `inputs`"),
         (r#"{"inputs": [1]}"#, "`inputs` must be a JSON object"),
-        (r#"{"inputs": {}, "invocationId": 7}"#, "`invocationId` must be a string"),
-        (r#"{"inputs": {}, "idempotencyKey": {}}"#, "`idempotencyKey` must be a string"),
-        (r#"{"inputs": {}, "settings": [1]}"#, "`settings` must be the package settings document"),
     ];
     for (body, expected) in cases {
         let (status, envelope) = envelope(host.post("/skills/echo@1", Some(&host.token), body).await).await;
@@ -141,6 +137,44 @@ async fn bad_bodies_are_400_and_name_what_to_send() {
         assert_eq!(envelope["error"]["code"], "bad_request");
         let message = envelope["error"]["message"].as_str().expect("a message");
         assert!(message.contains(expected), "{body}: {message}");
+    }
+}
+
+/// Serving without tokens is a choice made by name: `Access::Anonymous` lets a caller in with no
+/// token (and the skill sees no caller), where a verified host refuses the same request.
+#[tokio::test]
+async fn anonymous_serving_is_named_and_a_verified_host_refuses_no_token() {
+    let registry = Registry::linked().expect("the demo skills");
+    let open = serve::serve(HttpHost::new(&registry, Access::Anonymous, LIMIT).router());
+    let client = reqwest::Client::new();
+    let response =
+        client.post(format!("{open}/skills/whoami@1")).body(r#"{"inputs": {}}"#).send().await.expect("answers");
+    let (status, outputs) = envelope(response).await;
+    assert_eq!((status, outputs["caller"].clone()), (StatusCode::OK, Value::Null));
+    let host = host();
+    let (status, body) = envelope(host.post("/skills/whoami@1", None, r#"{"inputs": {}}"#).await).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("missing_authorization")));
+}
+
+/// One rule for every transport (the reference's): a malformed `settings` is no settings, and an
+/// id or key that is not a non-empty string is not used — the call goes ahead (MCP: `mcp.rs`).
+#[tokio::test]
+async fn malformed_ids_and_settings_are_ignored_not_refused() {
+    let host = host();
+    for extra in [
+        json!({"settings": 42}),
+        json!({"settings": "x"}),
+        json!({"settings": [1]}),
+        json!({"settings": {"values": [1]}}),
+        json!({"invocationId": 7, "idempotencyKey": false}),
+        json!({"invocationId": "", "idempotencyKey": {}}),
+    ] {
+        let mut body = json!({"inputs": {}});
+        body.as_object_mut().expect("an object").extend(extra.as_object().expect("an object").clone());
+        let (status, outputs) = envelope(host.call("/skills/whoami@1", body.clone()).await).await;
+        assert_eq!(status, StatusCode::OK, "{body}: {outputs}");
+        assert_eq!(outputs["settings"], json!({}), "{body}");
+        assert_eq!((outputs["invocation_id"].clone(), outputs["idempotency_key"].clone()), (Value::Null, Value::Null));
     }
 }
 
@@ -180,7 +214,7 @@ async fn tokens_are_checked_first_then_the_skill_then_the_body() {
 async fn an_unreachable_key_set_is_503_and_retryable() {
     let registry = Registry::linked().expect("the demo skills");
     let verifier = Verifier::new(ISSUER, AUDIENCE, "http://127.0.0.1:9/jwks.json").expect("configured");
-    let base = serve::serve(HttpHost::new(&registry, Some(Arc::new(verifier)), LIMIT).router());
+    let base = serve::serve(HttpHost::new(&registry, Access::verified(verifier), LIMIT).router());
     let response = reqwest::Client::new()
         .post(format!("{base}/skills/echo@1"))
         .bearer_auth(sign("ec-1", &good_claims()))

@@ -10,8 +10,6 @@ mod serve;
 #[path = "support/tokens.rs"]
 mod tokens;
 
-use std::sync::Arc;
-
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, MetaObject, RequestMetaObject};
 use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -20,7 +18,7 @@ use rmcp::{RoleClient, ServiceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use skill_host::auth::Verifier;
+use skill_host::auth::{Access, Verifier};
 use skill_host::mcp::McpHost;
 use skill_host::mcp_http::{self, AllowedHosts};
 use skill_sdk::registry::Registry;
@@ -149,11 +147,14 @@ async fn calls_over_stdio_carry_meta_and_report_outputs_cost_and_errors() {
     assert_eq!(seen["request_id"], Value::Null, "stdio has no HTTP request");
     assert!(result.meta.is_none(), "no cost reported, no _meta");
 
-    // Empty or non-string ids are not used.
-    let meta = json!({"skill/invocationId": "", "skill/idempotencyKey": 9});
-    let seen = client.call_tool(call("whoami", json!({}), meta)).await.expect("tools/call").structured_content;
-    let seen = seen.expect("outputs");
-    assert_eq!((seen["invocation_id"].clone(), seen["idempotency_key"].clone()), (Value::Null, Value::Null));
+    // Empty or non-string ids are not used; malformed settings are no settings (as over HTTP).
+    for settings in [json!(42), json!("x"), json!([1])] {
+        let meta = json!({"skill/invocationId": "", "skill/idempotencyKey": 9, "skill/settings": settings});
+        let seen = client.call_tool(call("whoami", json!({}), meta)).await.expect("tools/call").structured_content;
+        let seen = seen.expect("outputs");
+        assert_eq!((seen["invocation_id"].clone(), seen["idempotency_key"].clone()), (Value::Null, Value::Null));
+        assert_eq!(seen["settings"], json!({}), "{settings}");
+    }
 
     let error = error_of(&client.call_tool(call("refuse", json!({"order": "A-1"}), json!({}))).await.expect("call"));
     assert_eq!(error["code"], "order_unknown");
@@ -182,7 +183,7 @@ fn http_mcp() -> HttpMcp {
     let verifier = Verifier::new(ISSUER, AUDIENCE, &jwks.url).expect("configured");
     let host = McpHost::new(&demo_skills(), "demo").expect("no clashes");
     let allowed = AllowedHosts::defaults_for("127.0.0.1");
-    let router = mcp_http::router(host, Some(Arc::new(verifier)), &allowed, 1 << 20, CancellationToken::new());
+    let router = mcp_http::router(host, Access::verified(verifier), &allowed, 1 << 20, CancellationToken::new());
     let base = serve::serve(router);
     HttpMcp { url: format!("{base}/mcp"), token: sign("ed-1", &good_claims()), _jwks: jwks }
 }

@@ -403,16 +403,16 @@ pub(crate) fn parse(tokens: proc_macro2::TokenStream, span: Span) -> Result<Args
             None
         }
     };
-    if let (Some(SideEffects::ExternalWrite), Some(Idempotency::None), Some((attempts, _))) =
-        (side_effects, idempotency, retry)
-        && attempts > 1
+    if let (Some(side_effects), Some(idempotency), Some((attempts, _))) = (side_effects, idempotency, retry)
+        && let Some(violation) =
+            skill_contract::unsafe_retry(side_effects, idempotency, u32::try_from(attempts).unwrap_or(u32::MAX))
     {
+        // The contract crate's rule and words; only the spelling of the fix is the attribute's.
         errors.at(
             get("retry").expect("invariant: attempts > 1 come from a retry argument"),
             format!(
-                "an external write without idempotency is not retried: retry allows {attempts} attempts with \
-                 idempotency \"none\", and a retried write without a key makes a second effect; use \
-                 retry = (1, ..) or declare idempotency = \"natural\" or \"required\""
+                "{} (in #[skill]: retry = (1, ..), or idempotency = \"natural\" or \"required\")",
+                violation.problem
             ),
         );
     }

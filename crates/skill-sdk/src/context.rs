@@ -107,6 +107,31 @@ impl Invocation {
         Self { settings: package_settings(document), ..self }
     }
 
+    /// What a transport carries beside the inputs — the HTTP body's `invocationId`,
+    /// `idempotencyKey` and `settings`, MCP's `_meta` `skill/invocationId`, `skill/idempotencyKey`
+    /// and `skill/settings`, a claimed call's meta — read by one rule for every transport: an id
+    /// or a key counts when it is a non-empty string and is ignored otherwise; the settings are a
+    /// package settings document, and anything else (a number, a string, a list) reads as no
+    /// settings, as [`package_settings`] says.
+    pub fn with_transport_meta(
+        mut self,
+        invocation_id: Option<&Value>,
+        idempotency_key: Option<&Value>,
+        settings: Option<&Value>,
+    ) -> Self {
+        let text = |value: Option<&Value>| value.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+        if let Some(id) = text(invocation_id) {
+            self.invocation_id = Some(id);
+        }
+        if let Some(key) = text(idempotency_key) {
+            self.idempotency_key = Some(key);
+        }
+        if let Some(document) = settings {
+            self.settings = package_settings(document);
+        }
+        self
+    }
+
     /// The environment the skill sees instead of the process's.
     pub fn with_env(self, env: Env) -> Self {
         Self { env, ..self }

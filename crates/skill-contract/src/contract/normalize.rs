@@ -159,21 +159,20 @@ fn cost_model(map: &Map<String, Value>, out: &mut Vec<Violation>) -> Option<Cost
     (out.len() == before).then(|| CostModel { unit: unit.unwrap_or_default(), estimate })
 }
 
-/// The safe-retry rule: an external write without idempotency is tried once.
-fn unsafe_retry_rule(side_effects: SideEffects, idempotency: Idempotency, retry: RetryPolicy) -> Option<Violation> {
-    (side_effects == SideEffects::ExternalWrite && idempotency == Idempotency::None && retry.max_attempts > 1).then(
-        || {
-            Violation::new(
-                "retryPolicy.maxAttempts",
-                Problem::UnsafeRetry { max_attempts: retry.max_attempts.into(), idempotency },
-            )
-        },
-    )
+/// The safe-retry rule: an external write without idempotency is tried once. The violation
+/// names `retryPolicy.maxAttempts`; `#[skill]` reports the same problem on its `retry` argument.
+pub fn unsafe_retry(side_effects: SideEffects, idempotency: Idempotency, max_attempts: u32) -> Option<Violation> {
+    (side_effects == SideEffects::ExternalWrite && idempotency == Idempotency::None && max_attempts > 1).then(|| {
+        Violation::new(
+            "retryPolicy.maxAttempts",
+            Problem::UnsafeRetry { max_attempts: max_attempts.into(), idempotency },
+        )
+    })
 }
 
 /// The safe-retry rule applied to a normalized contract, for a given side effect.
-pub(crate) fn unsafe_retry(side_effects: SideEffects, contract: &Contract) -> Option<Violation> {
-    unsafe_retry_rule(side_effects, contract.idempotency, contract.retry_policy)
+pub(crate) fn unsafe_retry_of(side_effects: SideEffects, contract: &Contract) -> Option<Violation> {
+    unsafe_retry(side_effects, contract.idempotency, contract.retry_policy.max_attempts)
 }
 
 /// Normalizes a contract document of a skill with the given side effects.
@@ -231,7 +230,7 @@ pub fn normalize(
     let cost_model = cost_model(map, &mut out);
     let implementation = implementation::parse(map.get("implementation"), options, &mut out);
 
-    out.extend(unsafe_retry_rule(side_effects, idempotency, retry_policy));
+    out.extend(unsafe_retry(side_effects, idempotency, retry_policy.max_attempts));
     if let Some(error) = ContractError::from_violations(out) {
         return Err(error);
     }
