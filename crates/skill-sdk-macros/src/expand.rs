@@ -29,6 +29,22 @@ pub(crate) fn skill(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let signature = signature::check(&function, &mut errors);
+    if let (Some(args), Some(signature)) = (&args, &signature) {
+        signature::check_typed(
+            &signature.inputs,
+            "the inputs",
+            "inputs_schema",
+            args.inputs_schema.is_some(),
+            &mut errors,
+        );
+        signature::check_typed(
+            &signature.outputs,
+            "the outputs",
+            "outputs_schema",
+            args.outputs_schema.is_some(),
+            &mut errors,
+        );
+    }
     match (errors.into_result(), args, signature) {
         (Ok(()), Some(args), Some(signature)) => expand(&function, &args, &signature),
         (Err(error), _, _) => {

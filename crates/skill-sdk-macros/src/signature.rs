@@ -33,6 +33,26 @@ fn output_type(ty: &Type) -> Option<Type> {
     })
 }
 
+/// The untyped JSON containers: a skill taking or returning one has no contract to speak of.
+const UNTYPED: &[&str] = &["Value", "Map", "HashMap", "BTreeMap", "IndexMap"];
+
+/// Refuses an untyped map (`serde_json::Value`, `Map`, `HashMap`, …) as the inputs or outputs
+/// unless an explicit schema stands for it, as the reference refuses a plain `dict`.
+pub(crate) fn check_typed(ty: &Type, what: &str, argument: &str, explicit: bool, errors: &mut Errors) {
+    if explicit {
+        return;
+    }
+    if let Some(name) = UNTYPED.iter().find(|name| last_segment_is(ty, name)) {
+        errors.at(
+            ty,
+            format!(
+                "{what} are an untyped map (`{name}`), which would export as \"any object\": use a struct that \
+                 derives the serde and JsonSchema traits, or give `{argument} = serde_json::json!({{...}})`"
+            ),
+        );
+    }
+}
+
 fn check_value_type(ty: &Type, what: &str, errors: &mut Errors) {
     match ty {
         Type::Reference(_) => errors.at(ty, format!("take {what} by value: the runtime owns the decoded value")),

@@ -9,7 +9,6 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Map;
 pub use serde_json::Value;
 use skill_contract::schema::PathError;
 use skill_contract::{Idempotency, RiskLevel, SideEffects};
@@ -68,29 +67,16 @@ pub struct Declaration {
     pub line: u32,
 }
 
-/// Puts `$schema` first, as the reference exports it.
-fn schema_first(schema: schemars::Schema) -> Value {
-    match schema.to_value() {
-        Value::Object(mut map) => {
-            let mut ordered = Map::new();
-            if let Some(meta) = map.remove("$schema") {
-                ordered.insert("$schema".into(), meta);
-            }
-            ordered.extend(map);
-            Value::Object(ordered)
-        }
-        other => other,
-    }
-}
-
-/// The draft 2020-12 schema of the inputs, as they are deserialized.
+/// The draft 2020-12 schema of the inputs, as they are deserialized, in the reference's form.
 pub fn inputs_schema<T: JsonSchema + DeserializeOwned>() -> Value {
-    schema_first(SchemaSettings::draft2020_12().for_deserialize().into_generator().into_root_schema_for::<T>())
+    let schema = SchemaSettings::draft2020_12().for_deserialize().into_generator().into_root_schema_for::<T>();
+    crate::schema_form::reference_form(schema.to_value())
 }
 
-/// The draft 2020-12 schema of the outputs, as they are serialized.
+/// The draft 2020-12 schema of the outputs, as they are serialized, in the reference's form.
 pub fn outputs_schema<T: JsonSchema + Serialize>() -> Value {
-    schema_first(SchemaSettings::draft2020_12().for_serialize().into_generator().into_root_schema_for::<T>())
+    let schema = SchemaSettings::draft2020_12().for_serialize().into_generator().into_root_schema_for::<T>();
+    crate::schema_form::reference_form(schema.to_value())
 }
 
 /// An explicit schema, used verbatim.

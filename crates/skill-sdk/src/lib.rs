@@ -55,6 +55,7 @@ pub mod llm;
 pub mod pii;
 pub mod registry;
 pub mod runtime;
+mod schema_form;
 mod scope;
 pub mod secrets;
 mod skill;

@@ -82,6 +82,18 @@ pub fn explicit(inputs: EchoIn) -> Result<EchoOut, SkillError> {
     Ok(echo_out(&inputs))
 }
 
+/// An untyped map is accepted where an explicit schema describes it.
+#[skill(
+    "test.untyped",
+    version = "1",
+    side_effects = "none",
+    risk = "low",
+    inputs_schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+)]
+pub fn untyped(inputs: serde_json::Map<String, serde_json::Value>) -> Result<EchoOut, SkillError> {
+    Ok(EchoOut { text: inputs.len().to_string(), note: None })
+}
+
 #[skill("test.slow", version = "1", side_effects = "none", risk = "low", timeout = 1)]
 pub async fn slow(_inputs: EchoIn) -> Result<EchoOut, SkillError> {
     tokio::time::sleep(std::time::Duration::from_secs(30)).await;
@@ -119,8 +131,44 @@ fn schemas_come_from_the_types_in_their_serde_direction() {
     assert_eq!(inputs["required"], json!(["text"]), "a defaulted field is optional in the input");
     assert_eq!(inputs["properties"]["times"]["description"], "How many times to repeat.");
     let outputs = contract.outputs();
-    assert_eq!(outputs["required"], json!(["text", "note"]), "serialized fields are always present");
-    assert_eq!(outputs["properties"]["note"]["type"], json!(["string", "null"]));
+    assert_eq!(outputs["required"], json!(["text"]), "an optional field is not required, as the reference has it");
+}
+
+/// The reference (pydantic) writes `note: str | None = None` as `anyOf: [T, null]` with
+/// `default: null`, not required; the exported YAML says the same, and an output that leaves the
+/// field out is valid.
+#[test]
+fn optional_fields_export_in_the_reference_form() {
+    let contract = sync_plain::SKILL.contract().expect("valid");
+    let document = sync_plain::SKILL.document(None).expect("document");
+    let yaml = skill_sdk::contract::yaml::to_string(&document);
+    let expected = "        note:
+          anyOf:
+          - type: string
+          - type: 'null'
+          default: null
+";
+    assert!(yaml.contains(expected), "{yaml}");
+    assert!(
+        yaml.contains(
+            "      required:
+      - text
+"
+        ),
+        "{yaml}"
+    );
+    let validator = skill_sdk::contract::schema::SchemaValidator::new(contract.outputs()).expect("a schema");
+    assert!(validator.errors(&json!({"text": "a"})).is_empty(), "the optional field may be left out");
+    assert!(validator.errors(&json!({"text": "a", "note": null})).is_empty());
+    assert!(!validator.errors(&json!({"text": "a", "note": 7})).is_empty(), "but it is still typed");
+}
+
+#[test]
+fn an_untyped_map_runs_under_its_explicit_schema() {
+    let outcome = testing::invoke(&untyped::SKILL, json!({"text": "a", "more": 1})).expect("runs");
+    assert_eq!(outcome.outputs["text"], "2");
+    let error = testing::invoke(&untyped::SKILL, json!({"more": 1})).expect_err("the schema still holds");
+    assert_eq!(error.code(), "input_contract_violation");
 }
 
 #[test]

@@ -2,9 +2,8 @@
 //! backends.
 
 use futures::future::BoxFuture;
-use serde_json::Value;
-use sqlx::Row as _;
 use sqlx::types::Json;
+use sqlx::{FromRow as _, Row as _};
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::{ErrorKind, Result, StoreError};
@@ -76,45 +75,6 @@ macro_rules! returning_skill {
     };
 }
 
-macro_rules! skill_record {
-    ($row:expr) => {
-        SkillRecord {
-            id: $row.try_get("id")?,
-            name: $row.try_get("name")?,
-            version: $row.try_get("version")?,
-            description: $row.try_get("description")?,
-            protocol: $row.try_get("protocol")?,
-            config: $row.try_get::<Json<Value>, _>("config")?.0,
-            input_schema: $row.try_get::<Option<Json<Value>>, _>("input_schema")?.map(|json| json.0),
-            output_schema: $row.try_get::<Option<Json<Value>>, _>("output_schema")?.map(|json| json.0),
-            side_effects: $row.try_get("side_effects")?,
-            risk_level: $row.try_get("risk_level")?,
-            contract: $row.try_get::<Option<Json<Value>>, _>("contract")?.map(|json| json.0),
-            composition: $row.try_get::<Option<Json<Value>>, _>("composition")?.map(|json| json.0),
-            status: $row.try_get("status")?,
-            row_version: $row.try_get("row_version")?,
-            created_at: $row.try_get("created_at")?,
-            updated_at: $row.try_get("updated_at")?,
-        }
-    };
-}
-
-macro_rules! skill_entry {
-    ($row:expr) => {{
-        let package = match $row.try_get::<Option<String>, _>("package_key")? {
-            None => None,
-            Some(key) => Some(PackageInstall {
-                key,
-                version: $row.try_get("package_version")?,
-                install_hash: $row.try_get("install_hash")?,
-                installed_at: $row.try_get("installed_at")?,
-                installed_by: $row.try_get("installed_by")?,
-            }),
-        };
-        SkillEntry { skill: skill_record!($row), package }
-    }};
-}
-
 macro_rules! catalog_store {
     ($store:ty) => {
         impl CatalogStore for $store {
@@ -153,16 +113,14 @@ macro_rules! catalog_store {
             fn skill<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
                 Box::pin(async move {
                     let sql = concat!(select_skill!(), " WHERE s.id = $1");
-                    let row = sqlx::query(sql).bind(id).fetch_one(self.read()).await?;
-                    Ok(skill_entry!(row))
+                    Ok(sqlx::query_as(sql).bind(id).fetch_one(self.read()).await?)
                 })
             }
 
             fn skill_version<'a>(&'a self, name: &'a str, version: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
                 Box::pin(async move {
                     let sql = concat!(select_skill!(), " WHERE s.name = $1 AND s.version = $2");
-                    let row = sqlx::query(sql).bind(name).bind(version).fetch_one(self.read()).await?;
-                    Ok(skill_entry!(row))
+                    Ok(sqlx::query_as(sql).bind(name).bind(version).fetch_one(self.read()).await?)
                 })
             }
 
@@ -174,8 +132,7 @@ macro_rules! catalog_store {
                         " WHERE s.name = $1 AND s.status IN ('active', 'deprecated') \
                          ORDER BY CASE s.status WHEN 'active' THEN 0 ELSE 1 END, s.created_at DESC, s.id DESC LIMIT 1"
                     );
-                    let row = sqlx::query(sql).bind(name).fetch_one(self.read()).await?;
-                    Ok(skill_entry!(row))
+                    Ok(sqlx::query_as(sql).bind(name).fetch_one(self.read()).await?)
                 })
             }
 
@@ -187,15 +144,14 @@ macro_rules! catalog_store {
                          AND ($3 IS NULL OR po.package_key = $3) AND ($4 IS NULL OR s.id > $4) \
                          ORDER BY s.id LIMIT $5"
                     );
-                    let rows = sqlx::query(sql)
+                    Ok(sqlx::query_as(sql)
                         .bind(&f.name)
                         .bind(&f.status)
                         .bind(&f.package)
                         .bind(&f.after)
                         .bind(i64::from(f.limit))
                         .fetch_all(self.read())
-                        .await?;
-                    rows.iter().map(|row| Ok(skill_entry!(row))).collect()
+                        .await?)
                 })
             }
 
@@ -239,7 +195,7 @@ macro_rules! catalog_store {
                             ),
                         });
                     };
-                    let skill = skill_record!(row);
+                    let skill = SkillRecord::from_row(&row)?;
                     crate::events::commit!(tx, event);
                     Ok(skill)
                 })
@@ -289,23 +245,13 @@ macro_rules! catalog_store {
 
             fn assignments<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Assignment>>> {
                 Box::pin(async move {
-                    let rows = sqlx::query(
+                    Ok(sqlx::query_as(
                         "SELECT principal_id, skill_id, metadata, created_at FROM skill_assignments \
                          WHERE principal_id = $1 ORDER BY skill_id",
                     )
                     .bind(principal_id)
                     .fetch_all(self.read())
-                    .await?;
-                    rows.iter()
-                        .map(|row| {
-                            Ok(Assignment {
-                                principal_id: row.try_get("principal_id")?,
-                                skill_id: row.try_get("skill_id")?,
-                                metadata: row.try_get::<Json<Value>, _>("metadata")?.0,
-                                created_at: row.try_get("created_at")?,
-                            })
-                        })
-                        .collect()
+                    .await?)
                 })
             }
 
@@ -348,34 +294,24 @@ macro_rules! catalog_store {
 
             fn package_install<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<PackageInstall>> {
                 Box::pin(async move {
-                    let row = sqlx::query(
+                    Ok(sqlx::query_as(
                         "SELECT key, version, install_hash, installed_at, installed_by FROM package_installs \
                          WHERE key = $1",
                     )
                     .bind(key)
                     .fetch_one(self.read())
-                    .await?;
-                    Ok(PackageInstall {
-                        key: row.try_get("key")?,
-                        version: row.try_get("version")?,
-                        install_hash: row.try_get("install_hash")?,
-                        installed_at: row.try_get("installed_at")?,
-                        installed_by: row.try_get("installed_by")?,
-                    })
+                    .await?)
                 })
             }
 
             fn package_objects<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<PackageObject>>> {
                 Box::pin(async move {
-                    let rows = sqlx::query(
+                    Ok(sqlx::query_as(
                         "SELECT kind, object_key FROM package_objects WHERE package_key = $1 ORDER BY kind, object_key",
                     )
                     .bind(key)
                     .fetch_all(self.read())
-                    .await?;
-                    rows.iter()
-                        .map(|row| Ok(PackageObject { kind: row.try_get("kind")?, key: row.try_get("object_key")? }))
-                        .collect()
+                    .await?)
                 })
             }
         }

@@ -1,8 +1,6 @@
 //! The events journal: written inside the transaction of the change it records, read in order.
 
 use futures::future::BoxFuture;
-use sqlx::Row as _;
-use sqlx::types::Json;
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::Result;
@@ -54,7 +52,7 @@ macro_rules! journal {
                 limit: u32,
             ) -> BoxFuture<'a, Result<Vec<Event>>> {
                 Box::pin(async move {
-                    let rows = sqlx::query(
+                    Ok(sqlx::query_as(
                         "SELECT seq, id, kind, subject, data, actor_id, request_id, created_at FROM events \
                          WHERE seq > $1 AND ($2 IS NULL OR subject = $2) ORDER BY seq LIMIT $3",
                     )
@@ -62,21 +60,7 @@ macro_rules! journal {
                     .bind(subject)
                     .bind(i64::from(limit))
                     .fetch_all(self.read())
-                    .await?;
-                    rows.iter()
-                        .map(|row| {
-                            Ok(Event {
-                                seq: row.try_get("seq")?,
-                                id: row.try_get("id")?,
-                                kind: row.try_get("kind")?,
-                                subject: row.try_get("subject")?,
-                                data: row.try_get::<Json<serde_json::Value>, _>("data")?.0,
-                                actor_id: row.try_get("actor_id")?,
-                                request_id: row.try_get("request_id")?,
-                                created_at: row.try_get("created_at")?,
-                            })
-                        })
-                        .collect()
+                    .await?)
                 })
             }
         }

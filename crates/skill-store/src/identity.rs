@@ -1,7 +1,7 @@
 //! Principals, their access tokens, workspaces and grants — written once for both backends.
 
 use futures::future::BoxFuture;
-use sqlx::Row as _;
+use sqlx::{FromRow as _, Row as _};
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::Result;
@@ -39,57 +39,6 @@ pub trait IdentityStore: Send + Sync {
         event: &'a Event,
     ) -> BoxFuture<'a, Result<bool>>;
     fn grants<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Grant>>>;
-}
-
-/// Decodes a row of `principals`.
-macro_rules! principal {
-    ($row:expr) => {
-        Principal {
-            id: $row.try_get("id")?,
-            kind: $row.try_get("kind")?,
-            name: $row.try_get("name")?,
-            display_name: $row.try_get("display_name")?,
-            created_at: $row.try_get("created_at")?,
-            disabled_at: $row.try_get("disabled_at")?,
-        }
-    };
-}
-
-macro_rules! token {
-    ($row:expr) => {
-        AccessToken {
-            id: $row.try_get("token_id")?,
-            principal_id: $row.try_get("principal_id")?,
-            token_hash: $row.try_get("token_hash")?,
-            label: $row.try_get("label")?,
-            created_at: $row.try_get("token_created_at")?,
-            expires_at: $row.try_get("expires_at")?,
-            revoked_at: $row.try_get("revoked_at")?,
-        }
-    };
-}
-
-macro_rules! grant {
-    ($row:expr) => {
-        Grant {
-            id: $row.try_get("grant_id")?,
-            principal_id: $row.try_get("principal_id")?,
-            workspace_id: $row.try_get("workspace_id")?,
-            permission: $row.try_get("permission")?,
-            created_at: $row.try_get("grant_created_at")?,
-        }
-    };
-}
-
-macro_rules! workspace {
-    ($row:expr) => {
-        Workspace {
-            id: $row.try_get("id")?,
-            key: $row.try_get("key")?,
-            name: $row.try_get("name")?,
-            created_at: $row.try_get("created_at")?,
-        }
-    };
 }
 
 macro_rules! select_principal {
@@ -131,24 +80,21 @@ macro_rules! identity_store {
             fn principal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Principal>> {
                 Box::pin(async move {
                     let sql = concat!(select_principal!(), " WHERE id = $1");
-                    let row = sqlx::query(sql).bind(id).fetch_one(self.read()).await?;
-                    Ok(principal!(row))
+                    Ok(sqlx::query_as(sql).bind(id).fetch_one(self.read()).await?)
                 })
             }
 
             fn principal_by_name<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Principal>> {
                 Box::pin(async move {
                     let sql = concat!(select_principal!(), " WHERE name = $1");
-                    let row = sqlx::query(sql).bind(name).fetch_one(self.read()).await?;
-                    Ok(principal!(row))
+                    Ok(sqlx::query_as(sql).bind(name).fetch_one(self.read()).await?)
                 })
             }
 
             fn principals(&self) -> BoxFuture<'_, Result<Vec<Principal>>> {
                 Box::pin(async move {
                     let sql = concat!(select_principal!(), " ORDER BY name");
-                    let rows = sqlx::query(sql).fetch_all(self.read()).await?;
-                    rows.iter().map(|row| Ok(principal!(row))).collect()
+                    Ok(sqlx::query_as(sql).fetch_all(self.read()).await?)
                 })
             }
 
@@ -191,10 +137,14 @@ macro_rules! identity_store {
                     let mut grants = Vec::new();
                     for row in &rows {
                         if row.try_get::<Option<String>, _>("grant_id")?.is_some() {
-                            grants.push(grant!(row));
+                            grants.push(Grant::from_row(row)?);
                         }
                     }
-                    Ok(Credential { token: token!(first), principal: principal!(first), grants })
+                    Ok(Credential {
+                        token: AccessToken::from_row(first)?,
+                        principal: Principal::from_row(first)?,
+                        grants,
+                    })
                 })
             }
 
@@ -218,8 +168,7 @@ macro_rules! identity_store {
             fn tokens<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<AccessToken>>> {
                 Box::pin(async move {
                     let sql = concat!(select_token!(), " WHERE principal_id = $1 ORDER BY id");
-                    let rows = sqlx::query(sql).bind(principal_id).fetch_all(self.read()).await?;
-                    rows.iter().map(|row| Ok(token!(row))).collect()
+                    Ok(sqlx::query_as(sql).bind(principal_id).fetch_all(self.read()).await?)
                 })
             }
 
@@ -240,20 +189,18 @@ macro_rules! identity_store {
 
             fn workspace_by_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Workspace>> {
                 Box::pin(async move {
-                    let row = sqlx::query("SELECT id, key, name, created_at FROM workspaces WHERE key = $1")
+                    Ok(sqlx::query_as("SELECT id, key, name, created_at FROM workspaces WHERE key = $1")
                         .bind(key)
                         .fetch_one(self.read())
-                        .await?;
-                    Ok(workspace!(row))
+                        .await?)
                 })
             }
 
             fn workspaces(&self) -> BoxFuture<'_, Result<Vec<Workspace>>> {
                 Box::pin(async move {
-                    let rows = sqlx::query("SELECT id, key, name, created_at FROM workspaces ORDER BY key")
+                    Ok(sqlx::query_as("SELECT id, key, name, created_at FROM workspaces ORDER BY key")
                         .fetch_all(self.read())
-                        .await?;
-                    rows.iter().map(|row| Ok(workspace!(row))).collect()
+                        .await?)
                 })
             }
 
@@ -307,14 +254,13 @@ macro_rules! identity_store {
 
             fn grants<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Grant>>> {
                 Box::pin(async move {
-                    let rows = sqlx::query(
+                    Ok(sqlx::query_as(
                         "SELECT id AS grant_id, principal_id, workspace_id, permission, created_at AS grant_created_at \
                          FROM grants WHERE principal_id = $1 ORDER BY permission, workspace_id",
                     )
                     .bind(principal_id)
                     .fetch_all(self.read())
-                    .await?;
-                    rows.iter().map(|row| Ok(grant!(row))).collect()
+                    .await?)
                 })
             }
         }

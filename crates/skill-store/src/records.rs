@@ -8,7 +8,7 @@ use serde_json::Value;
 pub type Time = DateTime<Utc>;
 
 /// Who acts: a person, an agent or an executor.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     pub id: String,
     /// `person`, `agent` or `executor`.
@@ -21,13 +21,15 @@ pub struct Principal {
 }
 
 /// A personal access token. Only its hash is stored; the token itself is shown once.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq, Eq)]
 pub struct AccessToken {
+    #[sqlx(rename = "token_id")]
     pub id: String,
     pub principal_id: String,
     /// Hex SHA-256 of the token.
     pub token_hash: String,
     pub label: String,
+    #[sqlx(rename = "token_created_at")]
     pub created_at: Time,
     pub expires_at: Option<Time>,
     pub revoked_at: Option<Time>,
@@ -41,7 +43,7 @@ pub struct Credential {
     pub grants: Vec<Grant>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
     pub id: String,
     /// Unique, 1..100 characters.
@@ -52,32 +54,39 @@ pub struct Workspace {
 
 /// A permission held by a principal in one workspace, or in all of them when `workspace_id` is
 /// `None`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
+    #[sqlx(rename = "grant_id")]
     pub id: String,
     pub principal_id: String,
     pub workspace_id: Option<String>,
     pub permission: String,
+    #[sqlx(rename = "grant_created_at")]
     pub created_at: Time,
 }
 
 /// One skill version as stored. Exactly one of three shapes: a leaf (`contract` with its policy
 /// columns and protocol), a composite (`composition`, no protocol), or a catalog row (a protocol,
 /// neither document).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
 pub struct SkillRecord {
     pub id: String,
     pub name: String,
     pub version: String,
     pub description: String,
     pub protocol: Option<String>,
+    #[sqlx(json)]
     pub config: Value,
+    #[sqlx(json(nullable))]
     pub input_schema: Option<Value>,
+    #[sqlx(json(nullable))]
     pub output_schema: Option<Value>,
     pub side_effects: Option<String>,
     pub risk_level: Option<String>,
+    #[sqlx(json(nullable))]
     pub contract: Option<Value>,
     /// `{"includes": [...], "tools": [...]}` of a composite.
+    #[sqlx(json(nullable))]
     pub composition: Option<Value>,
     /// `active`, `deprecated` or `disabled`.
     pub status: String,
@@ -91,6 +100,31 @@ pub struct SkillRecord {
 pub struct SkillEntry {
     pub skill: SkillRecord,
     pub package: Option<PackageInstall>,
+}
+
+/// A listing's row: the skill's columns, and the package columns it joins (`package_key`,
+/// `package_version`, `install_hash`, `installed_at`, `installed_by`), null when no package
+/// installed the skill's name.
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for SkillEntry
+where
+    SkillRecord: sqlx::FromRow<'r, R>,
+    &'r str: sqlx::ColumnIndex<R>,
+    Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    Option<Time>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let package = match row.try_get::<Option<String>, _>("package_key")? {
+            None => None,
+            Some(key) => Some(PackageInstall {
+                key,
+                version: row.try_get::<Option<String>, _>("package_version")?.unwrap_or_default(),
+                install_hash: row.try_get::<Option<String>, _>("install_hash")?.unwrap_or_default(),
+                installed_at: row.try_get::<Option<Time>, _>("installed_at")?.unwrap_or_default(),
+                installed_by: row.try_get("installed_by")?,
+            }),
+        };
+        Ok(Self { skill: SkillRecord::from_row(row)?, package })
+    }
 }
 
 /// What a change of a skill version writes: the new values of every field that may change. The
@@ -131,16 +165,17 @@ pub struct SkillFilter {
     pub limit: u32,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
 pub struct Assignment {
     pub principal_id: String,
     pub skill_id: String,
+    #[sqlx(json)]
     pub metadata: Value,
     pub created_at: Time,
 }
 
 /// The last install of a package.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq, Eq)]
 pub struct PackageInstall {
     pub key: String,
     pub version: String,
@@ -150,14 +185,15 @@ pub struct PackageInstall {
 }
 
 /// An object a package links: `kind` (`Skill`, …) and its key (a skill's name).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PackageObject {
     pub kind: String,
+    #[sqlx(rename = "object_key")]
     pub key: String,
 }
 
 /// One entry of the events journal, written in the same transaction as the change it records.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
 pub struct Event {
     /// Assigned by the database; 0 on an event not yet written.
     pub seq: i64,
@@ -166,6 +202,7 @@ pub struct Event {
     pub kind: String,
     /// What changed: `skill:<id>`, `principal:<id>`, `package:<key>`, …
     pub subject: String,
+    #[sqlx(json)]
     pub data: Value,
     pub actor_id: Option<String>,
     pub request_id: Option<String>,
