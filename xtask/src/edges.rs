@@ -41,6 +41,8 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-core", &["skill-api", "skill-client", "skill-engine", "skill-http", "skill-package", "skill-store"]),
     ("skill-cli", &["skill-client", "skill-package", "skill-sdk"]),
     ("claims-integration", &["skill-host", "skill-sdk"]),
+    // Test fixtures: a dev-dependency of the suites, never a normal dependency.
+    ("skill-fixtures", &[]),
     ("xtask", &[]),
 ];
 

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use skill_fixtures::Scratch;
+
 const CLI: &str = env!("CARGO_BIN_EXE_skill-sdk");
 
 fn workspace() -> PathBuf {
@@ -93,15 +95,14 @@ fn exit_codes_pass_through_and_unknown_crates_are_named() {
 /// workspace's target folder. The copy's package and binary carry the label, so no copy overwrites
 /// another's binary (or the example's); the library keeps its name, so entrypoints stay the same.
 struct Copy {
-    root: PathBuf,
+    scratch: Scratch,
     name: String,
 }
 
 impl Copy {
     fn new(label: &str) -> Self {
-        let root = std::env::temp_dir().join(format!("skill-cli-{label}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let package = root.join("claims");
+        let scratch = Scratch::new(&format!("skill-cli-{label}"));
+        let package = scratch.path().join("claims");
         for folder in ["skills", "integration/src"] {
             std::fs::create_dir_all(package.join(folder)).expect("folder");
         }
@@ -130,18 +131,15 @@ impl Copy {
         );
         std::fs::write(package.join("integration/Cargo.toml"), manifest).expect("manifest");
         std::fs::copy(workspace().join("Cargo.lock"), package.join("integration/Cargo.lock")).expect("lock");
-        Self { root, name }
+        Self { scratch, name }
     }
 
     fn package(&self) -> PathBuf {
-        self.root.join("claims")
+        self.scratch.path().join("claims")
     }
 
     fn edit(&self, file: &str, from: &str, to: &str) {
-        let path = self.package().join(file);
-        let text = std::fs::read_to_string(&path).expect("read");
-        assert!(text.contains(from), "{file} holds {from}");
-        std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+        self.scratch.edit(&format!("claims/{file}"), from, to);
     }
 
     /// Runs `skill-sdk <command> [args...] <this copy's crate>`.
@@ -154,12 +152,6 @@ impl Copy {
             .env_remove("CI")
             .output()
             .expect("skill-sdk runs")
-    }
-}
-
-impl Drop for Copy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 

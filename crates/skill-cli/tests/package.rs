@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use skill_engine::{Engine, Origin, TokenRequest};
+use skill_fixtures::Scratch;
 
 const SDK: &str = env!("CARGO_BIN_EXE_skill-sdk");
 
@@ -16,13 +17,13 @@ fn example() -> PathBuf {
 
 /// A copy of the claims package (its YAML files) in a folder named `claims`.
 struct Copy {
-    root: PathBuf,
+    scratch: Scratch,
 }
 
 impl Copy {
     fn new(label: &str) -> Self {
-        let root = std::env::temp_dir().join(format!("skill-package-{label}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let scratch = Scratch::new(&format!("skill-package-{label}"));
+        let root = scratch.path();
         for folder in ["skills", "task-types"] {
             let target = root.join("claims").join(folder);
             std::fs::create_dir_all(&target).expect("folder");
@@ -32,24 +33,19 @@ impl Copy {
             }
         }
         std::fs::copy(example().join("package.yaml"), root.join("claims/package.yaml")).expect("manifest");
-        Self { root }
+        Self { scratch }
     }
 
     fn package(&self) -> PathBuf {
-        self.root.join("claims")
+        self.scratch.path().join("claims")
     }
 
     fn edit(&self, file: &str, from: &str, to: &str) {
-        let path = self.package().join(file);
-        let text = std::fs::read_to_string(&path).expect("read");
-        assert!(text.contains(from), "{file} holds {from}");
-        std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+        self.scratch.edit(&format!("claims/{file}"), from, to);
     }
 
     fn write(&self, file: &str, document: &Value) {
-        let path = self.package().join(file);
-        std::fs::create_dir_all(path.parent().expect("a folder")).expect("folder");
-        std::fs::write(path, skill_contract::yaml::to_string(document)).expect("write");
+        self.scratch.write(&format!("claims/{file}"), &skill_contract::yaml::to_string(document));
     }
 
     fn sdk(&self, args: &[&str], core: Option<(&str, &str)>) -> Output {
@@ -59,12 +55,6 @@ impl Copy {
             command.args(["--core", url]).env("SKILL_CORE_TOKEN", token);
         }
         command.output().expect("skill-sdk runs")
-    }
-}
-
-impl Drop for Copy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 

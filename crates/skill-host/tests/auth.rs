@@ -2,8 +2,6 @@
 //! refused with its code and status; keys are cached, refreshed on rotation, fetched once for
 //! concurrent callers, and not fetched again and again for unknown `kid`s.
 
-#[path = "support/serve.rs"]
-mod serve;
 #[path = "support/tokens.rs"]
 mod tokens;
 

@@ -4,8 +4,6 @@
 
 #[path = "../examples/demo_host/skills.rs"]
 mod demo;
-#[path = "support/serve.rs"]
-mod serve;
 #[path = "support/tokens.rs"]
 mod tokens;
 
@@ -32,7 +30,7 @@ fn host() -> Host {
     let jwks = JwksServer::start(&["ec-1"]);
     let verifier = Verifier::new(ISSUER, AUDIENCE, &jwks.url).expect("configured");
     let registry = Registry::linked().expect("the demo skills");
-    let base = serve::serve(HttpHost::new(&registry, Access::verified(verifier), LIMIT).router());
+    let base = skill_fixtures::serve(HttpHost::new(&registry, Access::verified(verifier), LIMIT).router());
     Host { base, token: sign("ec-1", &good_claims()), client: reqwest::Client::new(), _jwks: jwks }
 }
 
@@ -145,7 +143,7 @@ async fn bad_bodies_are_400_and_name_what_to_send() {
 #[tokio::test]
 async fn anonymous_serving_is_named_and_a_verified_host_refuses_no_token() {
     let registry = Registry::linked().expect("the demo skills");
-    let open = serve::serve(HttpHost::new(&registry, Access::Anonymous, LIMIT).router());
+    let open = skill_fixtures::serve(HttpHost::new(&registry, Access::Anonymous, LIMIT).router());
     let client = reqwest::Client::new();
     let response =
         client.post(format!("{open}/skills/whoami@1")).body(r#"{"inputs": {}}"#).send().await.expect("answers");
@@ -214,7 +212,7 @@ async fn tokens_are_checked_first_then_the_skill_then_the_body() {
 async fn an_unreachable_key_set_is_503_and_retryable() {
     let registry = Registry::linked().expect("the demo skills");
     let verifier = Verifier::new(ISSUER, AUDIENCE, "http://127.0.0.1:9/jwks.json").expect("configured");
-    let base = serve::serve(HttpHost::new(&registry, Access::verified(verifier), LIMIT).router());
+    let base = skill_fixtures::serve(HttpHost::new(&registry, Access::verified(verifier), LIMIT).router());
     let response = reqwest::Client::new()
         .post(format!("{base}/skills/echo@1"))
         .bearer_auth(sign("ec-1", &good_claims()))

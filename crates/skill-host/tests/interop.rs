@@ -6,15 +6,13 @@
 
 #[path = "support/demo.rs"]
 mod demo_binary;
-#[path = "support/serve.rs"]
-mod serve;
 #[path = "support/tokens.rs"]
 mod tokens;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::{Value, json};
+use skill_fixtures::{Output, Running};
 use tokens::{AUDIENCE, ISSUER, JwksServer, good_claims, sign};
 
 fn python() -> String {
@@ -85,28 +83,18 @@ fn the_python_client_drives_the_host_over_stdio() {
 #[test]
 fn the_python_client_drives_the_host_over_streamable_http_with_a_token() {
     let jwks = JwksServer::start(&["ec-1"]);
-    let mut child = Command::new(demo_binary::demo_host())
+    let mut command = Command::new(demo_binary::demo_host());
+    command
         .args(["serve", "mcp-http", "--host", "127.0.0.1", "--port", "0"])
         .env("SKILL_SDK_IAM_ISSUER", ISSUER)
         .env("SKILL_SDK_AUDIENCE", AUDIENCE)
-        .env("SKILL_SDK_JWKS_URL", &jwks.url)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the host starts");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let address = loop {
-        let mut line = String::new();
-        assert!(stderr.read_line(&mut line).expect("reads") > 0, "the host says where it listens");
-        if let Some(rest) = line.split(" on http://").nth(1) {
-            break rest.split('/').next().expect("an address").to_owned();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        .env("SKILL_SDK_JWKS_URL", &jwks.url);
+    let mut host = Running::start(command, Output::Stderr);
+    let address = host.address(30);
 
     let token = sign("ec-1", &good_claims());
     let seen = observe(&["http", &format!("http://{address}/mcp"), &token]);
-    let _ = child.kill();
-    let _ = child.wait();
+    host.kill();
 
     judge(&seen);
     assert_eq!(seen["whoami"]["structuredContent"]["caller"]["sub"], "agent-7");

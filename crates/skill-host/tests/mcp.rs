@@ -5,8 +5,6 @@
 mod demo;
 #[path = "support/demo.rs"]
 mod demo_binary;
-#[path = "support/serve.rs"]
-mod serve;
 #[path = "support/tokens.rs"]
 mod tokens;
 
@@ -184,7 +182,7 @@ fn http_mcp() -> HttpMcp {
     let host = McpHost::new(&demo_skills(), "demo").expect("no clashes");
     let allowed = AllowedHosts::defaults_for("127.0.0.1");
     let router = mcp_http::router(host, Access::verified(verifier), &allowed, 1 << 20, CancellationToken::new());
-    let base = serve::serve(router);
+    let base = skill_fixtures::serve(router);
     HttpMcp { url: format!("{base}/mcp"), token: sign("ed-1", &good_claims()), _jwks: jwks }
 }
 

@@ -3,8 +3,6 @@
 
 #[path = "support/demo.rs"]
 mod demo_binary;
-#[path = "support/serve.rs"]
-mod serve;
 #[path = "support/tokens.rs"]
 mod tokens;
 

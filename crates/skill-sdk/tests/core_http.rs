@@ -2,9 +2,6 @@
 //! every request: routes, bodies, the bearer token, which calls carry an `Idempotency-Key`,
 //! paging, retries, and the mapping of the core's answers.
 
-#[path = "support/serve.rs"]
-mod serve;
-
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -97,7 +94,7 @@ fn start() -> (String, Arc<Server>) {
     let shared = Arc::clone(&server);
     let app = axum::Router::new()
         .fallback(move |method, uri, headers, body| answer(Arc::clone(&shared), method, uri, headers, body));
-    (serve::serve(app), server)
+    (skill_fixtures::serve(app), server)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

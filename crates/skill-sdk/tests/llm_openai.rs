@@ -2,9 +2,6 @@
 //! success, invalid JSON then valid, 429, a 500 then the next model, an answer slower than the
 //! timeout, a wrong schema, a refused key — and the API key never in an error.
 
-#[path = "support/serve.rs"]
-mod serve;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,7 +59,7 @@ fn start() -> (String, Arc<Server>) {
     let server = Arc::new(Server::default());
     let shared = Arc::clone(&server);
     let route = axum::routing::post(move |headers, Json(body): Json<Value>| answer(Arc::clone(&shared), headers, body));
-    let base = serve::serve(axum::Router::new().route("/v1/chat/completions", route));
+    let base = skill_fixtures::serve(axum::Router::new().route("/v1/chat/completions", route));
     (format!("{base}/v1"), server)
 }
 

@@ -5,34 +5,25 @@ use std::sync::Arc;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use skill_engine::{Engine, Origin, TokenRequest};
+use skill_fixtures::Scratch;
 
 pub(crate) struct Api {
     pub(crate) base: String,
     client: reqwest::Client,
     pub(crate) admin: String,
     pub(crate) engine: Engine,
-    _folder: Folder,
-}
-
-struct Folder(std::path::PathBuf);
-
-impl Drop for Folder {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    _folder: Scratch,
 }
 
 pub(crate) async fn api() -> Api {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let folder = std::env::temp_dir().join(format!("skill-core-api-{}-{n}", std::process::id()));
-    let store = skill_store::open(folder.to_str().expect("utf-8"), &Default::default()).await.expect("store");
+    let folder = Scratch::new("skill-core-api");
+    let store = skill_store::open(folder.path().to_str().expect("utf-8"), &Default::default()).await.expect("store");
     let engine = Engine::new(Arc::clone(&store));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let base = format!("http://{}", listener.local_addr().expect("address"));
     tokio::spawn(skill_core::serve(engine.clone(), listener));
     let admin = token(&engine, "admin", &["org.manage"]).await;
-    Api { base, client: reqwest::Client::new(), admin, engine, _folder: Folder(folder) }
+    Api { base, client: reqwest::Client::new(), admin, engine, _folder: folder }
 }
 
 pub(crate) async fn token(engine: &Engine, name: &str, grants: &[&str]) -> String {

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::running::Running;
+use crate::running;
 use serde_json::Value;
 
 /// The value after `label` on the line that starts with it (`  core    http://…`).
@@ -22,7 +22,7 @@ fn dev_applies_the_package_and_serves_its_skills_until_stopped() {
     let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claims");
     let data_arg = data.display().to_string();
     let package_arg = package.display().to_string();
-    let mut running = Running::start(
+    let mut running = running::start(
         &["dev", "--package", &package_arg, "--data", &data_arg, "--listen", "127.0.0.1:0", "--host-port", "0"],
         true,
     );

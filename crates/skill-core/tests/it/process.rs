@@ -3,7 +3,9 @@
 
 use std::process::Command;
 
-use crate::running::{CORE, Running};
+use skill_fixtures::Running;
+
+use crate::running::{self, CORE};
 use serde_json::{Value, json};
 
 fn token(db: &str) -> String {
@@ -21,7 +23,7 @@ fn token(db: &str) -> String {
 
 /// `skill-core serve` on `db`: the process, its base URL, and the line that says where it listens.
 fn serve(db: &str) -> (Running, String, String) {
-    let mut running = Running::start(&["serve", "--db", db, "--listen", "127.0.0.1:0"], false);
+    let mut running = running::start(&["serve", "--db", db, "--listen", "127.0.0.1:0"], false);
     let start = running.until(30, |line| line.contains("on http://")).pop().expect("a line");
     let rest = start.split("on http://").nth(1).expect("an address");
     let base = format!("http://{}", rest.split('/').next().unwrap_or_default());

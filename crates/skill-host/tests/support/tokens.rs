@@ -86,7 +86,7 @@ impl JwksServer {
                 }
             }),
         );
-        let base = crate::serve::serve(app);
+        let base = skill_fixtures::serve(app);
         Self { url: format!("{base}/jwks.json"), published }
     }
 

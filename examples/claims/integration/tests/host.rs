@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use skill_fixtures::Running;
+
 const HOST: &str = env!("CARGO_BIN_EXE_claims-integration");
 
 fn package() -> PathBuf {
@@ -261,21 +263,12 @@ fn invoke_prints_outputs_and_cost_or_the_error() {
 
 #[test]
 fn serve_http_answers_calls_and_stops_on_sigterm() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
 
-    let mut child = Command::new(HOST)
-        .args(["serve", "http", "--host", "127.0.0.1", "--port", "0", "--allow-anonymous"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the host starts");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let address = loop {
-        let mut line = String::new();
-        assert!(stderr.read_line(&mut line).expect("reads") > 0, "the host says where it listens");
-        if let Some(rest) = line.split(" on http://").nth(1) {
-            break rest.split(' ').next().expect("an address").to_owned();
-        }
-    };
+    let mut command = Command::new(HOST);
+    command.args(["serve", "http", "--host", "127.0.0.1", "--port", "0", "--allow-anonymous"]);
+    let mut host = Running::start(command, skill_fixtures::Output::Stderr);
+    let address = host.address(30);
     let body = r#"{"inputs": {"text": "верните деньги"}}"#;
     let mut stream = std::net::TcpStream::connect(&address).expect("connects");
     write!(
@@ -290,9 +283,7 @@ fn serve_http_answers_calls_and_stops_on_sigterm() {
     assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
     assert!(answer.ends_with(r#"{"category":"refund","matched":["верните","деньги"]}"#), "{answer}");
 
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
-    assert!(status.success());
-    assert_eq!(child.wait().expect("exits").code(), Some(0));
+    host.stop(rustix::process::Signal::TERM);
 }
 
 /// The Python example of docs/hosting.md, run as written against `serve mcp-http`.
@@ -304,23 +295,14 @@ fn the_hosting_guide_python_example_runs() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port();
     let example = example.replace("127.0.0.1:8081", &format!("127.0.0.1:{port}"));
 
-    let mut child = Command::new(HOST)
-        .args(["serve", "mcp-http", "--host", "127.0.0.1", "--port", &port.to_string(), "--allow-anonymous"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the host starts");
-    let mut log = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut log, &mut line).expect("the start line");
-    while !line.contains(" on http://") {
-        line.clear();
-        assert!(std::io::BufRead::read_line(&mut log, &mut line).expect("reads") > 0, "the host listens");
-    }
+    let mut command = Command::new(HOST);
+    command.args(["serve", "mcp-http", "--host", "127.0.0.1", "--port", &port.to_string(), "--allow-anonymous"]);
+    let mut host = Running::start(command, skill_fixtures::Output::Stderr);
+    host.address(30);
     let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let output =
         Command::new(python).args(["-c", &example]).env("TOKEN", "unused-when-anonymous").output().expect("python");
-    let _ = child.kill();
-    let _ = child.wait();
+    host.kill();
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "{'category': 'refund', 'matched': ['верните', 'деньги']}\n");
 }
