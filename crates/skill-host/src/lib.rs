@@ -13,13 +13,14 @@
 //! |---|---|
 //! | token verification | [`auth`] |
 //! | the HTTP host | [`http`] |
-//! | the MCP host and its tools | [`mcp`], [`mcp_http`] |
+//! | the MCP host and its tools | [`mcp`], [`mcp_http`], [`mcp_stdio`] |
 //! | `serve`: listening, logs, graceful stop | [`serve`] |
 
 pub mod auth;
 pub mod http;
 pub mod mcp;
 pub mod mcp_http;
+pub mod mcp_stdio;
 pub mod serve;
 
 /// The `main` of a package's skill host with `serve`: links the crates that declare skills and

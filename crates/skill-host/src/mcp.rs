@@ -7,6 +7,7 @@
 //! `_meta["skill/cost"]`; failure (an unknown tool included) is `isError` with one text block
 //! holding the error envelope.
 
+pub mod screen;
 mod tools;
 
 use std::collections::BTreeMap;

@@ -17,6 +17,7 @@ use crate::auth::{self, Access, ConfigError};
 use crate::http::HttpHost;
 use crate::mcp::{McpHost, ToolClash};
 use crate::mcp_http::{self, AllowedHosts};
+use crate::mcp_stdio;
 
 /// Why serving failed.
 #[derive(Debug, thiserror::Error)]
@@ -125,8 +126,10 @@ pub async fn run(
             let host = McpHost::new(registry, &server_name())?;
             let calls = host.calls();
             eprintln!("serving {count} skills over mcp-stdio");
-            let service =
-                host.serve(rmcp::transport::io::stdio()).await.map_err(|e| ServeError::Stdio(e.to_string()))?;
+            let service = host
+                .serve(mcp_stdio::screened(tokio::io::stdin(), tokio::io::stdout()))
+                .await
+                .map_err(|e| ServeError::Stdio(e.to_string()))?;
             tokio::select! {
                 ended = service.waiting() => { ended.map_err(|e| ServeError::Stdio(e.to_string()))?; }
                 () = stop => {}

@@ -102,14 +102,15 @@ async fn tools_carry_the_contract_schemas_annotations_and_policy() {
     let hints = echo.annotations.as_ref().expect("annotations");
     assert_eq!(
         (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint),
-        (Some(true), Some(false), Some(true), Some(false))
+        (Some(true), Some(false), Some(true), Some(true))
     );
 
     let cancel = tools.iter().find(|t| t.name == "orders.cancel").expect("the namespaced skill");
     let hints = cancel.annotations.as_ref().expect("annotations");
     assert_eq!(
         (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint),
-        (Some(false), Some(true), Some(true), Some(true))
+        (Some(false), Some(true), Some(false), Some(true)),
+        "a write deduplicated by its key is not idempotent in its arguments"
     );
     let meta = Value::Object(cancel.meta.as_ref().expect("_meta").0.clone());
     assert_eq!(meta["skill/ref"], "orders/cancel@2");
@@ -258,4 +259,101 @@ fn two_versions_of_one_skill_or_one_tool_name_are_refused_at_start() {
     let error = McpHost::new(&same_tool, "demo").expect_err("refused").to_string();
     assert!(error.contains("orders/cancel@2") && error.contains("orders.cancel@1"), "{error}");
     assert!(error.contains("`orders.cancel`"), "{error}");
+}
+
+/// What the 2025-11-25 transport and JSON-RPC require where rmcp alone answers otherwise:
+/// a foreign or `null` Origin is 403, a body that is not JSON is 400 with `-32700` and
+/// `"id": null`, and malformed `tools/call` params are `-32602` (not `-32601`) with the id.
+#[tokio::test]
+async fn streamable_http_refuses_foreign_origins_and_names_malformed_messages() {
+    let host = McpHost::new(&demo_skills(), "demo").expect("no clashes");
+    let allowed = AllowedHosts::defaults_for("127.0.0.1");
+    let router = mcp_http::router(host, Access::Anonymous, &allowed, 1 << 20, CancellationToken::new());
+    let url = format!("{}/mcp", skill_fixtures::serve(router));
+    let client = reqwest::Client::new();
+    let post = |body: String, origin: Option<&str>| {
+        let mut request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        async move {
+            let response = request.send().await.expect("answers");
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
+    for foreign in ["http://evil.example", "null", "http://127.0.0.1.evil.example:80", "file://"] {
+        let (status, body) = post(list.clone(), Some(foreign)).await;
+        assert_eq!(status, 403, "Origin: {foreign}");
+        assert_eq!(body["id"], Value::Null, "{body}");
+    }
+    let port = url.split(':').nth(2).and_then(|rest| rest.split('/').next()).expect("a port");
+    for own in [format!("http://127.0.0.1:{port}"), "http://localhost".to_owned(), "https://[::1]:9".to_owned()] {
+        let (status, body) = post(list.clone(), Some(&own)).await;
+        assert_eq!(status, 200, "Origin: {own}: {body}");
+        assert!(body["result"]["tools"].is_array(), "{body}");
+    }
+
+    let (status, body) = post("{\"jsonrpc\": ".to_owned(), None).await;
+    assert_eq!((status, body["error"]["code"].clone(), body["id"].clone()), (400, json!(-32700), Value::Null));
+    for params in [json!({"name": "echo", "arguments": [1]}), json!({"arguments": {}}), json!([1])] {
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+        let (status, body) = post(call.to_string(), None).await;
+        assert_eq!(
+            (status, body["error"]["code"].clone(), body["id"].clone()),
+            (200, json!(-32602), json!(7)),
+            "{params}"
+        );
+    }
+}
+
+/// The same screen over stdio: every malformed line gets an answer with an `id` (`null` when the
+/// message has none), and well-formed traffic still reaches rmcp.
+#[tokio::test]
+async fn stdio_answers_malformed_lines_with_an_id() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let mut child = tokio::process::Command::new(demo_binary::demo_host())
+        .args(["serve", "mcp-stdio"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the host starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut exchange = async |line: String| {
+        stdin.write_all(format!("{line}\n").as_bytes()).await.expect("written");
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line()).await;
+        let answer = answer.expect("an answer in time").expect("readable").expect("a line");
+        serde_json::from_str::<Value>(&answer).expect("JSON")
+    };
+    let cases = [
+        ("{".to_owned(), -32700, Value::Null),
+        (r#"{"id": 3, "method": "ping"}"#.to_owned(), -32600, json!(3)),
+        (r#"{"hello": "world"}"#.to_owned(), -32600, Value::Null),
+        (
+            json!({"jsonrpc": "2.0", "id": "c-1", "method": "tools/call", "params": {"name": "echo", "arguments": [1]}})
+                .to_string(),
+            -32602,
+            json!("c-1"),
+        ),
+    ];
+    for (line, code, id) in cases {
+        let answer = exchange(line.clone()).await;
+        let object = answer.as_object().expect("an object");
+        assert!(object.contains_key("id"), "the error names an id, null if need be: {answer}");
+        assert_eq!((answer["error"]["code"].clone(), answer["id"].clone()), (json!(code), id), "{line}");
+    }
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let answer = exchange(initialize.to_string()).await;
+    assert_eq!(answer["id"], 1);
+    assert!(answer["result"]["serverInfo"].is_object(), "rmcp still answers what is well-formed: {answer}");
 }

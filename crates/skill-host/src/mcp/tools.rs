@@ -16,13 +16,24 @@ fn object(value: &Value) -> Arc<JsonObject> {
     Arc::new(value.as_object().cloned().unwrap_or_default())
 }
 
-/// The hints a client may show or act on, derived from the contract.
+/// The hints a client may show or act on, from what the contract promises and nothing more:
+///
+/// - `readOnlyHint`: the skill does not write to the outside world (`side_effects` is not
+///   `external_write`); `destructiveHint` is its negation, since the contract cannot tell an
+///   additive write from a destructive one.
+/// - `idempotentHint`: a repeat with the same arguments has no further effect. A read-only skill
+///   has none; a writing one only with `idempotency = "natural"` — `"required"` deduplicates by
+///   the idempotency key in `_meta`, so the same arguments with a new key write again.
+/// - `openWorldHint`: always true. `side_effects` says what a skill changes, not what it talks to:
+///   `none` allows calling a model or a public API (`claim.draft_reply` does), so no contract
+///   promises a closed world.
 pub fn annotations(side_effects: SideEffects, idempotency: Idempotency) -> ToolAnnotations {
+    let writes = side_effects == SideEffects::ExternalWrite;
     let mut annotations = ToolAnnotations::default();
-    annotations.read_only_hint = Some(side_effects != SideEffects::ExternalWrite);
-    annotations.destructive_hint = Some(side_effects == SideEffects::ExternalWrite);
-    annotations.idempotent_hint = Some(idempotency != Idempotency::None);
-    annotations.open_world_hint = Some(side_effects != SideEffects::None);
+    annotations.read_only_hint = Some(!writes);
+    annotations.destructive_hint = Some(writes);
+    annotations.idempotent_hint = Some(!writes || idempotency == Idempotency::Natural);
+    annotations.open_world_hint = Some(true);
     annotations
 }
 
@@ -65,18 +76,19 @@ mod tests {
         let read = annotations(SideEffects::None, Idempotency::None);
         assert_eq!(
             (read.read_only_hint, read.destructive_hint, read.idempotent_hint, read.open_world_hint),
-            (Some(true), Some(false), Some(false), Some(false))
+            (Some(true), Some(false), Some(true), Some(true)),
+            "a model call is open world even without side effects"
         );
-        let write = annotations(SideEffects::ExternalWrite, Idempotency::Required);
+        let keyed = annotations(SideEffects::ExternalWrite, Idempotency::Required);
         assert_eq!(
-            (write.read_only_hint, write.destructive_hint, write.idempotent_hint, write.open_world_hint),
-            (Some(false), Some(true), Some(true), Some(true))
+            (keyed.read_only_hint, keyed.destructive_hint, keyed.idempotent_hint, keyed.open_world_hint),
+            (Some(false), Some(true), Some(false), Some(true)),
+            "a keyed write repeats its effect under a new key"
         );
-        let fetch = annotations(SideEffects::ExternalRead, Idempotency::Natural);
-        assert_eq!(
-            (fetch.read_only_hint, fetch.idempotent_hint, fetch.open_world_hint),
-            (Some(true), Some(true), Some(true))
-        );
+        let natural = annotations(SideEffects::ExternalWrite, Idempotency::Natural);
+        assert_eq!(natural.idempotent_hint, Some(true));
+        let bare = annotations(SideEffects::ExternalWrite, Idempotency::None);
+        assert_eq!(bare.idempotent_hint, Some(false));
         assert_eq!(tool_name("local/my-skill"), "local.my-skill");
     }
 }
