@@ -249,7 +249,7 @@ fn free_port() -> Result<String> {
 /// P3.
 pub(crate) fn bench_mcp() -> Result<()> {
     build()?;
-    let python = crate::setup()?;
+    let python = crate::setup()?.python;
     let fastmcp = path_arg(&workspace_root().join("xtask/bench/fastmcp_echo.py"));
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                       "params": {"name": "echo", "arguments": {"text": "hello"}}});

@@ -21,7 +21,8 @@ commands:
   ci       set up what the tests need, then check formatting, lints, crate boundaries and run every test
   tidy     only the structure checks: crate boundaries (external crates, and the workspace crates
            each crate may use) and no import loop between the modules of a crate
-  setup    only set up what the tests need (a Python virtualenv with the test peers)
+  setup    only set up what the tests need: a Python virtualenv and the Node.js packages of the
+           test peers (the MCP SDKs), under target/
   test     set up, start a throwaway PostgreSQL, and run `cargo test` with the arguments that
            follow (`cargo xtask test -p skill-store`); what CI's test step does
   bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills),
@@ -43,9 +44,9 @@ fn dispatch() -> Result<()> {
         Some("tidy") => edges::check().and_then(|()| module_loops::check()),
         Some("setup") => setup().map(|_| ()),
         Some("test") => {
-            let python = setup()?;
+            let peers = setup()?;
             let arguments: Vec<String> = std::env::args().skip(2).collect();
-            test(&python, &arguments)
+            test(&peers, &arguments)
         }
         Some("bench") => match std::env::args().nth(2).as_deref() {
             Some("export") => bench_export::bench(),
@@ -94,15 +95,28 @@ pub(crate) fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
+/// Where the test peers are installed.
+struct Peers {
+    /// The virtualenv's Python (PyYAML, `mcp`, FastMCP).
+    python: PathBuf,
+    /// The folder whose `node_modules` holds the JavaScript peers (the TypeScript MCP SDK).
+    node: PathBuf,
+}
+
+/// Installs (or refreshes) the test peers.
+fn setup() -> Result<Peers> {
+    Ok(Peers { python: python_peers()?, node: node_peers()? })
+}
+
 /// Creates (or refreshes) the test virtualenv and returns its Python.
-fn setup() -> Result<PathBuf> {
+fn python_peers() -> Result<PathBuf> {
     let venv = target_dir().join("test-python");
     let python = venv.join("bin/python");
     let requirements = workspace_root().join("xtask/python-requirements.txt");
     let stamp = venv.join("requirements.installed");
     let wanted = std::fs::read_to_string(&requirements).context("reading xtask/python-requirements.txt")?;
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
-        println!("==> test peers: up to date in {}", venv.display());
+        println!("==> Python test peers: up to date in {}", venv.display());
         return Ok(python);
     }
     if !python.exists() {
@@ -118,28 +132,54 @@ fn setup() -> Result<PathBuf> {
     Ok(python)
 }
 
-/// Runs `cargo test ARGUMENTS` with the test peers: the Python virtualenv and a PostgreSQL
-/// server (`SKILL_TEST_POSTGRES_URL`), stopped afterwards.
-fn test(python: &Path, arguments: &[String]) -> Result<()> {
+/// Installs the JavaScript peers of `xtask/node/package-lock.json` with `npm ci` into
+/// `target/test-node` (again only when the lock changed) and returns that folder.
+fn node_peers() -> Result<PathBuf> {
+    let folder = target_dir().join("test-node");
+    let source = workspace_root().join("xtask/node");
+    let lock =
+        std::fs::read_to_string(source.join("package-lock.json")).context("reading xtask/node/package-lock.json")?;
+    let stamp = folder.join("lock.installed");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(lock.as_str()) && folder.join("node_modules").is_dir() {
+        println!("==> Node.js test peers: up to date in {}", folder.display());
+        return Ok(folder);
+    }
+    std::fs::create_dir_all(&folder).context("creating target/test-node")?;
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(source.join(file), folder.join(file)).with_context(|| format!("copying {file}"))?;
+    }
+    run(
+        "install the Node.js test peers (npm ci)",
+        Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"]).arg(&folder),
+    )?;
+    std::fs::write(&stamp, lock).context("writing the install stamp")?;
+    Ok(folder)
+}
+
+/// Runs `cargo test ARGUMENTS` with the test peers: the Python virtualenv (`SKILL_TEST_PYTHON`),
+/// the Node.js packages (`SKILL_TEST_NODE`) and a PostgreSQL server (`SKILL_TEST_POSTGRES_URL`),
+/// stopped afterwards.
+fn test(peers: &Peers, arguments: &[String]) -> Result<()> {
     let postgres = postgres::Postgres::start()?;
     run(
         "tests",
         cargo()
             .arg("test")
             .args(arguments)
-            .env("SKILL_TEST_PYTHON", python)
+            .env("SKILL_TEST_PYTHON", &peers.python)
+            .env("SKILL_TEST_NODE", &peers.node)
             .env("SKILL_TEST_POSTGRES_URL", &postgres.url),
     )
 }
 
 fn ci() -> Result<()> {
     let started = Instant::now();
-    let python = setup()?;
+    let peers = setup()?;
     run("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
     run("lints", cargo().args(["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"]))?;
     edges::check()?;
     module_loops::check()?;
-    test(&python, &["--workspace".to_owned(), "--quiet".to_owned()])?;
+    test(&peers, &["--workspace".to_owned(), "--quiet".to_owned()])?;
     println!("==> all checks passed in {:.0}s", started.elapsed().as_secs_f64());
     Ok(())
 }

@@ -1,8 +1,11 @@
-//! The Python `mcp` client (`tests/support/mcp_interop.py`) drives the demo host over stdio and
-//! over streamable HTTP; the script reports what it saw and these tests judge it.
+//! Clients from other ecosystems drive the demo host over stdio and over streamable HTTP: the
+//! Python `mcp` client (`tests/support/mcp_interop.py`) and the TypeScript MCP SDK's client
+//! (`tests/support/mcp_interop.cjs`, which also checks every `structuredContent` against the
+//! tool's `outputSchema` itself). Each script reports what it saw; these tests judge it.
 //!
-//! Needs a Python with `mcp` 2.3.0: `SKILL_TEST_PYTHON` (the test command sets it to its
-//! virtualenv), else `python3`.
+//! Needs a Python with `mcp` 2.3.0 (`SKILL_TEST_PYTHON`, else `python3`) and Node.js with
+//! `@modelcontextprotocol/sdk` installed in `SKILL_TEST_NODE`; `cargo xtask setup` provides
+//! both and the test command sets the variables.
 
 #[path = "support/demo.rs"]
 mod demo_binary;
@@ -15,17 +18,40 @@ use serde_json::{Value, json};
 use skill_fixtures::{Output, Running};
 use tokens::{AUDIENCE, ISSUER, JwksServer, good_claims, sign};
 
-fn python() -> String {
-    std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+/// A client from another ecosystem, and the prefix of the invocation ids it sends.
+#[derive(Debug, Clone, Copy)]
+enum Peer {
+    Python,
+    TypeScript,
 }
 
-fn observe(args: &[&str]) -> Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_interop.py");
-    let output = Command::new(python()).arg(script).args(args).output().expect("python runs");
+impl Peer {
+    fn prefix(self) -> &'static str {
+        match self {
+            Self::Python => "py",
+            Self::TypeScript => "ts",
+        }
+    }
+}
+
+fn observe(peer: Peer, args: &[&str]) -> Value {
+    let mut command = match peer {
+        Peer::Python => {
+            let mut command = Command::new(std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned()));
+            command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_interop.py"));
+            command
+        }
+        Peer::TypeScript => {
+            let mut command = Command::new("node");
+            command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_interop.cjs"));
+            command
+        }
+    };
+    let output = command.args(args).output().expect("the client runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "the Python client failed (it needs the mcp package: cargo xtask setup, or set SKILL_TEST_PYTHON): {stderr}"
+        "the {peer:?} client failed (cargo xtask setup installs it; SKILL_TEST_PYTHON, SKILL_TEST_NODE): {stderr}"
     );
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("a JSON report: {e}; stderr: {stderr}"))
 }
@@ -39,8 +65,16 @@ fn error_of(result: &Value) -> Value {
     envelope["error"].clone()
 }
 
-/// What both transports must show the Python client.
-fn judge(seen: &Value) {
+/// What both transports must show every client.
+fn judge(peer: Peer, seen: &Value) {
+    let thrown: Vec<String> = seen
+        .as_object()
+        .expect("a report")
+        .iter()
+        .filter(|(_, result)| result.get("thrown").is_some())
+        .map(|(name, result)| format!("{name}: {}", result["thrown"]))
+        .collect();
+    assert!(thrown.is_empty(), "the client refused answers (its own outputSchema check included): {thrown:?}");
     let tools = seen["tools"].as_array().expect("tools");
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(names, ["crash", "echo", "echo-sync", "flaky", "orders.cancel", "refuse", "slow", "whoami"]);
@@ -55,12 +89,13 @@ fn judge(seen: &Value) {
 
     assert_eq!(seen["echo"]["structuredContent"], json!({"text": "héllo ☕"}));
     assert_eq!(seen["echo"]["content"][0]["text"], r#"{"text":"héllo ☕"}"#);
-    assert_eq!(seen["echo"]["_meta"]["skill/cost"], json!({"units": {"ops": 1.0}}));
+    // JavaScript has one number type: 1.0 arrives as 1.
+    assert_eq!(seen["echo"]["_meta"]["skill/cost"]["units"]["ops"].as_f64(), Some(1.0), "{}", seen["echo"]);
     assert_eq!(seen["echo"]["isError"], false);
 
     let whoami = &seen["whoami"]["structuredContent"];
-    assert_eq!(whoami["invocation_id"], "py-2");
-    assert_eq!(whoami["idempotency_key"], "key-py-2");
+    assert_eq!(whoami["invocation_id"], format!("{}-2", peer.prefix()));
+    assert_eq!(whoami["idempotency_key"], format!("key-{}-2", peer.prefix()));
     assert_eq!(whoami["settings"], json!({"tier": "gold"}));
     let ignored = &seen["whoami_empty_meta"]["structuredContent"];
     assert_eq!((&ignored["invocation_id"], &ignored["idempotency_key"]), (&Value::Null, &Value::Null));
@@ -72,16 +107,14 @@ fn judge(seen: &Value) {
     assert_eq!(seen["cancel"]["structuredContent"], json!({"order": "A-2", "cancelled": true}));
 }
 
-#[test]
-fn the_python_client_drives_the_host_over_stdio() {
+fn over_stdio(peer: Peer) {
     let host = demo_binary::demo_host();
-    let seen = observe(&["stdio", host.to_str().expect("a UTF-8 path")]);
-    judge(&seen);
+    let seen = observe(peer, &["stdio", host.to_str().expect("a UTF-8 path")]);
+    judge(peer, &seen);
     assert_eq!(seen["whoami"]["structuredContent"]["caller"], Value::Null);
 }
 
-#[test]
-fn the_python_client_drives_the_host_over_streamable_http_with_a_token() {
+fn over_streamable_http(peer: Peer) -> Value {
     let jwks = JwksServer::start(&["ec-1"]);
     let mut command = Command::new(demo_binary::demo_host());
     command
@@ -93,12 +126,34 @@ fn the_python_client_drives_the_host_over_streamable_http_with_a_token() {
     let address = host.address(30);
 
     let token = sign("ec-1", &good_claims());
-    let seen = observe(&["http", &format!("http://{address}/mcp"), &token]);
+    let seen = observe(peer, &["http", &format!("http://{address}/mcp"), &token]);
     host.kill();
 
-    judge(&seen);
+    judge(peer, &seen);
     assert_eq!(seen["whoami"]["structuredContent"]["caller"]["sub"], "agent-7");
+    seen
+}
+
+#[test]
+fn the_python_client_drives_the_host_over_stdio() {
+    over_stdio(Peer::Python);
+}
+
+#[test]
+fn the_python_client_drives_the_host_over_streamable_http_with_a_token() {
+    let seen = over_streamable_http(Peer::Python);
     assert_eq!(seen["no_token"]["status"], 401);
     assert_eq!(seen["no_token"]["body"]["error"]["code"], "missing_authorization");
     assert!(seen["no_token"]["www_authenticate"].as_str().is_some_and(|h| h.starts_with("Bearer ")));
+}
+
+#[test]
+fn the_typescript_client_drives_the_host_over_stdio() {
+    over_stdio(Peer::TypeScript);
+}
+
+#[test]
+fn the_typescript_client_drives_the_host_over_streamable_http_with_a_token() {
+    let seen = over_streamable_http(Peer::TypeScript);
+    assert_eq!(seen["protocolVersion"], "2025-11-25", "the newest protocol is negotiated");
 }
