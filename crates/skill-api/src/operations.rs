@@ -96,14 +96,13 @@ impl Operation {
         path.split('{').skip(1).filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
     }
 
-    /// Whether a request without a body is an error (a write) rather than a read; a read may be
-    /// repeated freely.
+    /// Whether it only reads (a `GET`): such a request may be repeated freely.
     pub fn is_read(&self) -> bool {
         self.method == Method::Get
     }
 }
 
-/// The error codes of a request body that does not fit.
+/// The refusals of a publication.
 const PUBLISH_ERRORS: &[(u16, &str)] = &[
     (409, "skill_exists"),
     (422, "invalid_skill_contract"),

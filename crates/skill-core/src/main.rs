@@ -105,7 +105,7 @@ enum TokenCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    skill_http::init_logs("info");
+    let logs = skill_http::init_logs("info");
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -113,7 +113,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let result = runtime.block_on(run(cli));
+    // Every log line of the run is out before the last word.
+    logs.flush();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");

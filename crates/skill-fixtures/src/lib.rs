@@ -97,13 +97,24 @@ impl Running {
         self.child.id()
     }
 
-    /// Sends `signal`, waits, checks a clean exit (0), and returns the lines that followed.
-    pub fn stop(mut self, signal: rustix::process::Signal) -> Vec<String> {
+    /// Sends `signal` and returns at once.
+    pub fn signal(&self, signal: rustix::process::Signal) {
         let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).expect("a pid")).expect("non-zero");
         rustix::process::kill_process(pid, signal).expect("signalled");
+    }
+
+    /// Waits for the exit; returns its code (`-1` for a signal) and the lines not read yet.
+    pub fn wait(mut self) -> (i32, Vec<String>) {
         let status = self.child.wait().expect("exits");
-        assert_eq!(status.code(), Some(0), "{signal:?} is a clean stop");
-        self.lines.iter().collect()
+        (status.code().unwrap_or(-1), self.lines.iter().collect())
+    }
+
+    /// Sends `signal`, waits, checks a clean exit (0), and returns the lines that followed.
+    pub fn stop(self, signal: rustix::process::Signal) -> Vec<String> {
+        self.signal(signal);
+        let (code, lines) = self.wait();
+        assert_eq!(code, 0, "{signal:?} is a clean stop: {lines:?}");
+        lines
     }
 
     /// Kills the process (when a test is done with it without a clean stop to check).

@@ -43,7 +43,7 @@ fn server_name() -> String {
 
 /// The host's `serve` command: runs until a stop signal, then exits 0; prints why it could not.
 pub fn serve(registry: &Registry, args: ServeArgs) -> ExitCode {
-    skill_http::init_logs("info,rmcp=warn");
+    let logs = skill_http::init_logs("info,rmcp=warn");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -54,6 +54,8 @@ pub fn serve(registry: &Registry, args: ServeArgs) -> ExitCode {
     let result = runtime.block_on(run(registry, &args, |name| std::env::var(name).ok(), skill_http::stop_signal()));
     // A sync skill past its deadline keeps its thread; do not wait for it.
     runtime.shutdown_background();
+    // Every log line of the run is out before the last word.
+    logs.flush();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -7,19 +7,13 @@ mod demo_binary;
 mod tokens;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use rustix::process::Signal;
 use serde_json::{Value, json};
+use skill_fixtures::{Output, Running};
 use tokens::{AUDIENCE, ISSUER, JwksServer, good_claims, sign};
-
-/// A running host and the lines of its stderr.
-struct Running {
-    child: Child,
-    lines: Receiver<String>,
-    address: String,
-}
 
 fn command(args: &[&str]) -> Command {
     let mut command = Command::new(demo_binary::demo_host());
@@ -32,41 +26,10 @@ fn command(args: &[&str]) -> Command {
 }
 
 /// Starts `serve` and waits for its "serving … on http://ADDRESS" line.
-fn start(mut command: Command) -> Running {
-    let mut child = command.stdin(Stdio::null()).stderr(Stdio::piped()).spawn().expect("the host starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let (sender, lines) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let address = loop {
-        let Ok(line) = lines.recv_timeout(Duration::from_secs(20)) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the host did not say where it listens");
-        };
-        if let Some(rest) = line.split(" on http://").nth(1) {
-            break rest.split(['/', ' ']).next().unwrap_or_default().to_owned();
-        }
-    };
-    Running { child, lines, address }
-}
-
-impl Running {
-    fn terminate(&self) {
-        let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).expect("a pid")).expect("non-zero");
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("signalled");
-    }
-
-    fn wait(mut self) -> (i32, Vec<String>) {
-        let status = self.child.wait().expect("the host exits");
-        let lines: Vec<String> = self.lines.iter().collect();
-        (status.code().expect("an exit code"), lines)
-    }
+fn start(command: Command) -> (Running, String) {
+    let mut host = Running::start(command, Output::Stderr);
+    let address = host.address(20);
+    (host, address)
 }
 
 #[test]
@@ -101,19 +64,18 @@ fn a_port_in_use_is_named() {
 
 #[tokio::test]
 async fn sigterm_lets_the_calls_in_flight_finish_then_exits_0() {
-    let host = start(command(&["serve", "http", "--host", "127.0.0.1", "--port", "0", "--allow-anonymous"]));
-    let url = format!("http://{}/skills/slow@1", host.address);
+    let (host, address) = start(command(&["serve", "http", "--host", "127.0.0.1", "--port", "0", "--allow-anonymous"]));
+    let url = format!("http://{address}/skills/slow@1");
     let call = tokio::spawn(async move {
         let response = reqwest::Client::new().post(url).body(r#"{"inputs": {"ms": 700}}"#).send().await?;
         Ok::<_, reqwest::Error>((response.status(), response.json::<Value>().await?))
     });
     tokio::time::sleep(Duration::from_millis(250)).await;
-    host.terminate();
+    host.signal(Signal::TERM);
     let (status, outputs) = call.await.expect("joined").expect("the call in flight is answered");
     assert_eq!(status, reqwest::StatusCode::OK);
     assert_eq!(outputs, json!({"slept_ms": 700}));
 
-    let address = host.address.clone();
     let (code, lines) = tokio::task::spawn_blocking(move || host.wait()).await.expect("joined");
     assert_eq!(code, 0, "{lines:?}");
     assert!(lines.iter().any(|l| l.contains("stopping: waiting for the calls in flight")), "{lines:?}");
@@ -125,6 +87,31 @@ async fn sigterm_lets_the_calls_in_flight_finish_then_exits_0() {
     assert!(std::net::TcpStream::connect(address).is_err(), "nothing listens any more");
 }
 
+/// The access log is buffered off the request path; a graceful stop writes every line out.
+#[tokio::test]
+async fn a_graceful_stop_writes_every_access_log_line() {
+    let (host, address) = start(command(&["serve", "http", "--host", "127.0.0.1", "--port", "0", "--allow-anonymous"]));
+    let client = reqwest::Client::new();
+    for n in 0..300 {
+        let response = client
+            .post(format!("http://{address}/skills/echo@1"))
+            .header("x-request-id", format!("line-{n}"))
+            .body(r#"{"inputs": {"text": "a"}}"#)
+            .send()
+            .await
+            .expect("answers");
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+    }
+    let lines = tokio::task::spawn_blocking(move || host.stop(Signal::TERM)).await.expect("joined");
+    let logged: std::collections::BTreeSet<&str> = lines
+        .iter()
+        .filter(|line| line.contains("path=/skills/echo@1"))
+        .filter_map(|line| line.split("request_id=").nth(1)?.split(' ').next())
+        .collect();
+    assert_eq!(logged.len(), 300, "every request's line, once each");
+    assert!(logged.contains("line-0") && logged.contains("line-299"));
+}
+
 #[tokio::test]
 async fn the_token_settings_come_from_the_environment() {
     let jwks = JwksServer::start(&["rsa-1"]);
@@ -133,8 +120,8 @@ async fn the_token_settings_come_from_the_environment() {
         .env("SKILL_SDK_IAM_ISSUER", ISSUER)
         .env("SKILL_SDK_AUDIENCE", AUDIENCE)
         .env("SKILL_SDK_JWKS_URL", &jwks.url);
-    let host = start(command);
-    let url = format!("http://{}/mcp", host.address);
+    let (host, address) = start(command);
+    let url = format!("http://{address}/mcp");
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
     let post = |token: Option<String>| {
         let mut request = reqwest::Client::new()
@@ -150,9 +137,9 @@ async fn the_token_settings_come_from_the_environment() {
     assert_eq!(post(None).await.expect("answers").status(), reqwest::StatusCode::UNAUTHORIZED);
     let response = post(Some(sign("rsa-1", &good_claims()))).await.expect("answers");
     assert_eq!(response.status(), reqwest::StatusCode::OK);
-    let health = reqwest::get(format!("http://{}/healthz", host.address)).await.expect("up");
+    let health = reqwest::get(format!("http://{address}/healthz")).await.expect("up");
     assert_eq!(health.status(), reqwest::StatusCode::OK, "health needs no token");
-    host.terminate();
+    host.signal(Signal::TERM);
     let (code, _) = tokio::task::spawn_blocking(move || host.wait()).await.expect("joined");
     assert_eq!(code, 0);
 }

@@ -4,24 +4,13 @@
 //! | what | where |
 //! |---|---|
 //! | request ids in and out, one access-log event per request | [`requests`] |
-//! | log set-up (`SKILL_LOG`, `SKILL_LOG_FORMAT`) | [`init_logs`] |
+//! | log set-up (`SKILL_LOG`, `SKILL_LOG_FORMAT`), lines buffered off the request path | [`init_logs`], [`LogGuard`] |
 //! | SIGTERM or SIGINT as a future | [`stop_signal`] |
 
+mod logs;
 pub mod requests;
 
-/// Log lines go to stderr (stdout is the MCP channel of `mcp-stdio`): `SKILL_LOG` filters them
-/// (default `default_filter`, e.g. `info`), `SKILL_LOG_FORMAT=json` makes them JSON lines.
-pub fn init_logs(default_filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SKILL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    let _already_set = if std::env::var("SKILL_LOG_FORMAT").is_ok_and(|f| f == "json") {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
-}
+pub use logs::{LogGuard, init_logs};
 
 /// Resolves on SIGTERM or SIGINT.
 pub async fn stop_signal() {
