@@ -38,7 +38,9 @@ pub async fn log(mut request: Request, next: Next) -> Response {
     request.extensions_mut().insert(RequestId(id.clone()));
     let mut response = next.run(request).await;
     let status = response.status().as_u16();
-    let elapsed_ms = format_args!("{:.3}", started.elapsed().as_secs_f64() * 1000.0);
+    // Milliseconds with three decimals, by integer arithmetic (float formatting costs more).
+    let micros = started.elapsed().as_micros();
+    let elapsed_ms = format_args!("{}.{:03}", micros / 1000, micros % 1000);
     if status >= 500 {
         tracing::warn!(request_id = %id, %method, %path, status, %elapsed_ms, "request");
     } else {
