@@ -129,7 +129,7 @@ pub async fn run(
             let calls = host.calls();
             eprintln!("serving {count} skills over mcp-stdio");
             let service = host
-                .serve(mcp_stdio::screened(tokio::io::stdin(), tokio::io::stdout()))
+                .serve(mcp_stdio::screened(tokio::io::stdin()))
                 .await
                 .map_err(|e| ServeError::Stdio(e.to_string()))?;
             tokio::select! {

@@ -9,6 +9,8 @@
 //!
 //! Everything else goes to rmcp unchanged.
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 pub const PARSE_ERROR: i64 = -32700;
@@ -36,55 +38,103 @@ impl Refusal {
     }
 }
 
+/// The members of a message the screen looks at, borrowed as raw JSON: nothing is built
+/// (this runs on every request, before rmcp parses the message for itself).
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    arguments: Option<&'a RawValue>,
+}
+
+/// A member that is there, even when it is `null`.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
+}
+
+/// The first character of a raw value: what kind of JSON value it is.
+fn kind(raw: Option<&RawValue>) -> Option<u8> {
+    raw.and_then(|raw| raw.get().bytes().next())
+}
+
 /// An `id` JSON-RPC allows (a string or a number), else `null`.
-fn id_of(message: &serde_json::Map<String, Value>) -> Value {
-    match message.get("id") {
-        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+fn id_of(raw: Option<&RawValue>) -> Value {
+    match kind(raw) {
+        Some(b'"' | b'-' | b'0'..=b'9') => {
+            raw.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or(Value::Null)
+        }
         _ => Value::Null,
     }
 }
 
 /// `None` when rmcp may have the message; the answer to send instead otherwise.
 pub fn screen(bytes: &[u8]) -> Option<Refusal> {
-    let value: Value = match serde_json::from_slice(bytes) {
-        Ok(value) => value,
-        Err(error) => {
-            return Some(Refusal { id: Value::Null, code: PARSE_ERROR, message: format!("parse error: {error}") });
+    let parse_error = |error: serde_json::Error| Refusal {
+        id: Value::Null,
+        code: PARSE_ERROR,
+        message: format!("parse error: {error}"),
+    };
+    match bytes.iter().find(|byte| !byte.is_ascii_whitespace()) {
+        Some(b'{') => {}
+        // A batch is rmcp's to refuse or answer (batches left JSON-RPC over MCP in 2025-06-18).
+        Some(b'[') => return None,
+        _ => {
+            return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+                Err(error) => Some(parse_error(error)),
+                Ok(_) => Some(Refusal {
+                    id: Value::Null,
+                    code: INVALID_REQUEST,
+                    message: "invalid request: a JSON-RPC message is an object".to_owned(),
+                }),
+            };
         }
+    }
+    let message: Message<'_> = match serde_json::from_slice(bytes) {
+        Ok(message) => message,
+        Err(error) => return Some(parse_error(error)),
     };
-    // A batch is rmcp's to refuse or answer (batches left JSON-RPC over MCP in 2025-06-18).
-    let Value::Object(message) = value else {
-        return match value {
-            Value::Array(_) => None,
-            _ => Some(Refusal {
-                id: Value::Null,
-                code: INVALID_REQUEST,
-                message: "invalid request: a JSON-RPC message is an object".to_owned(),
-            }),
-        };
-    };
-    let id = id_of(&message);
-    let invalid = |message: &str| Some(Refusal { id: id.clone(), code: INVALID_REQUEST, message: message.to_owned() });
-    if message.get("jsonrpc") != Some(&json!("2.0")) {
+    let id = id_of(message.id);
+    let invalid = |text: &str| Some(Refusal { id: id.clone(), code: INVALID_REQUEST, message: text.to_owned() });
+    if message.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
         return invalid("invalid request: `jsonrpc` must be \"2.0\"");
     }
-    let method = match message.get("method") {
-        Some(Value::String(method)) => method.as_str(),
+    let method = match message.method {
+        Some(raw) if kind(Some(raw)) == Some(b'"') => raw.get(),
         Some(_) => return invalid("invalid request: `method` must be a string"),
-        None if message.contains_key("result") || message.contains_key("error") => return None,
+        None if message.result.is_some() || message.error.is_some() => return None,
         None => return invalid("invalid request: a request has a `method`"),
     };
-    if method != "tools/call" {
+    if method != "\"tools/call\"" {
         return None;
     }
-    let params = match message.get("params") {
-        Some(Value::Object(params)) => params,
-        _ => return Some(invalid_params(id, "`params` must be an object: {\"name\": ..., \"arguments\": {...}}")),
+    let params = match message.params {
+        Some(raw) if kind(Some(raw)) == Some(b'{') => serde_json::from_str::<CallParams<'_>>(raw.get()).ok(),
+        _ => None,
     };
-    if !matches!(params.get("name"), Some(Value::String(_))) {
+    let Some(params) = params else {
+        return Some(invalid_params(id, "`params` must be an object: {\"name\": ..., \"arguments\": {...}}"));
+    };
+    if kind(params.name) != Some(b'"') {
         return Some(invalid_params(id, "`params.name` must be the tool's name, a string"));
     }
-    if !matches!(params.get("arguments"), None | Some(Value::Null | Value::Object(_))) {
+    if !matches!(kind(params.arguments), None | Some(b'n' | b'{')) {
         return Some(invalid_params(id, "`params.arguments` must be an object"));
     }
     None
