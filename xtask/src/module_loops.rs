@@ -70,49 +70,24 @@ fn is_test(attributes: &[syn::Attribute]) -> bool {
     })
 }
 
-/// Every path a use tree names, as segments (`use crate::{a::B, c}` → `[crate,a,B]`, `[crate,c]`).
-fn use_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+/// Every path a use tree names, as segments, with the name it is known by in the module
+/// (`use crate::{a::B as C, d::*}` → `(Some(C), [crate,a,B])`, `(None, [crate,d])`).
+fn use_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(Option<String>, Vec<String>)>) {
+    let leaf = |ident: &syn::Ident| {
+        let mut full = prefix.clone();
+        full.push(ident.to_string());
+        full
+    };
     match tree {
         syn::UseTree::Path(path) => {
             prefix.push(path.ident.to_string());
             use_paths(&path.tree, prefix, out);
             prefix.pop();
         }
-        syn::UseTree::Name(name) => {
-            let mut full = prefix.clone();
-            full.push(name.ident.to_string());
-            out.push(full);
-        }
-        syn::UseTree::Rename(rename) => {
-            let mut full = prefix.clone();
-            full.push(rename.ident.to_string());
-            out.push(full);
-        }
-        syn::UseTree::Glob(_) => out.push(prefix.clone()),
+        syn::UseTree::Name(name) => out.push((Some(name.ident.to_string()), leaf(&name.ident))),
+        syn::UseTree::Rename(rename) => out.push((Some(rename.rename.to_string()), leaf(&rename.ident))),
+        syn::UseTree::Glob(_) => out.push((None, prefix.clone())),
         syn::UseTree::Group(group) => group.items.iter().for_each(|item| use_paths(item, prefix, out)),
-    }
-}
-
-/// The name a use tree's leaf is known by in the module (`use a::B as C` → `C`).
-fn leaf_names(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
-    match tree {
-        syn::UseTree::Path(path) => {
-            prefix.push(path.ident.to_string());
-            leaf_names(&path.tree, prefix, out);
-            prefix.pop();
-        }
-        syn::UseTree::Name(name) => {
-            let mut full = prefix.clone();
-            full.push(name.ident.to_string());
-            out.push((name.ident.to_string(), full));
-        }
-        syn::UseTree::Rename(rename) => {
-            let mut full = prefix.clone();
-            full.push(rename.ident.to_string());
-            out.push((rename.rename.to_string(), full));
-        }
-        syn::UseTree::Glob(_) => {}
-        syn::UseTree::Group(group) => group.items.iter().for_each(|item| leaf_names(item, prefix, out)),
     }
 }
 
@@ -145,15 +120,12 @@ impl<'ast> Visit<'ast> for Collector<'_> {
         }
         let mut paths = Vec::new();
         use_paths(&item.tree, &mut Vec::new(), &mut paths);
-        for path in paths {
-            self.record(path);
-        }
-        if !matches!(item.vis, syn::Visibility::Inherited) {
-            let mut names = Vec::new();
-            leaf_names(&item.tree, &mut Vec::new(), &mut names);
-            for (name, path) in names {
-                self.tree.exports.insert((self.module.clone(), name), path);
+        let exported = !matches!(item.vis, syn::Visibility::Inherited);
+        for (name, path) in paths {
+            if let Some(name) = name.filter(|_| exported) {
+                self.tree.exports.insert((self.module.clone(), name), path.clone());
             }
+            self.record(path);
         }
     }
 
