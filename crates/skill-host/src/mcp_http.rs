@@ -94,7 +94,8 @@ impl Guard {
             Some(rest) => rest.split(']').next().unwrap_or_default(),
             None => authority.rsplit_once(':').map_or(authority, |(host, _)| host),
         };
-        self.origins.iter().any(|allowed| allowed.eq_ignore_ascii_case(host))
+        // An allowed host is written with or without its port, as for `Host`.
+        self.origins.iter().any(|allowed| allowed.eq_ignore_ascii_case(host) || allowed.eq_ignore_ascii_case(authority))
     }
 }
 
@@ -142,4 +143,35 @@ async fn guard_mcp(State(guard): State<Guard>, mut request: Request, next: Next)
         return rpc_error(status, &refusal);
     }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_origin_must_name_an_allowed_host_with_or_without_its_port() {
+        let guard = Guard {
+            access: Access::Anonymous,
+            origins: Arc::new(vec!["localhost".into(), "example.com:8443".into(), "::1".into()]),
+            max_body_bytes: 1,
+        };
+        for allowed in ["http://localhost", "http://localhost:5173", "https://example.com:8443", "http://[::1]:9"] {
+            assert!(guard.origin_allowed(allowed), "{allowed}");
+        }
+        for refused in [
+            "null",
+            "https://example.com",
+            "https://example.com:9443",
+            "http://localhost.evil.example",
+            "http://evil.example/localhost",
+            "http://user@localhost",
+            "ftp://localhost",
+            "http://",
+        ] {
+            assert!(!guard.origin_allowed(refused), "{refused}");
+        }
+        let any = Guard { origins: Arc::new(vec!["*".into()]), ..guard };
+        assert!(any.origin_allowed("null"));
+    }
 }
