@@ -45,7 +45,12 @@ fn keeps(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"-._~@:/+".contains(&byte)
 }
 
-fn encode(parameter: &str) -> String {
+/// A path parameter percent-encoded. A segment of dots only (`.`, `..`) is refused: URLs read it
+/// as a step up or in place (even percent-encoded), so it could reach another route.
+fn encode(parameter: &str) -> Result<String, ClientError> {
+    if parameter.split('/').any(|segment| !segment.is_empty() && segment.bytes().all(|byte| byte == b'.')) {
+        return Err(ClientError::Parameter(parameter.chars().take(120).collect()));
+    }
     let mut out = String::with_capacity(parameter.len());
     for byte in parameter.bytes() {
         if keeps(byte) {
@@ -54,7 +59,7 @@ fn encode(parameter: &str) -> String {
             out.push_str(&format!("%{byte:02X}"));
         }
     }
-    out
+    Ok(out)
 }
 
 impl Client {
@@ -109,12 +114,12 @@ impl Client {
     }
 
     /// The URL of `operation` with its path parameters filled in order.
-    pub fn url(&self, operation: &Operation, parameters: &[&str]) -> String {
+    pub fn url(&self, operation: &Operation, parameters: &[&str]) -> Result<String, ClientError> {
         let mut path = String::from(operation.path);
         for (name, value) in operation.parameters().zip(parameters) {
-            path = path.replacen(&format!("{{{name}}}"), &encode(value), 1);
+            path = path.replacen(&format!("{{{name}}}"), &encode(value)?, 1);
         }
-        format!("{}{path}", self.base)
+        Ok(format!("{}{path}", self.base))
     }
 
     /// A read of a route that is not an operation of the table (`/healthz`, `/readyz`,
@@ -177,7 +182,7 @@ impl Client {
             Method::Post => reqwest::Method::POST,
             Method::Patch => reqwest::Method::PATCH,
         };
-        let mut url = self.url(call.operation, &call.parameters);
+        let mut url = self.url(call.operation, &call.parameters)?;
         if let Some(query) = call.query.as_deref().filter(|query| !query.is_empty()) {
             url.push('?');
             url.push_str(query);
@@ -323,10 +328,15 @@ mod tests {
         let client = Client::new("http://127.0.0.1:1/", "t").expect("a client");
         assert_eq!(client.address(), "http://127.0.0.1:1/api/v1");
         assert_eq!(client.origin(), "http://127.0.0.1:1");
-        let url = client.url(Operation::of(Op::RevokeSkill), &["p 1", "ns/a@1"]);
+        let url = client.url(Operation::of(Op::RevokeSkill), &["p 1", "ns/a@1"]).expect("a URL");
         assert_eq!(url, "http://127.0.0.1:1/api/v1/principals/p%201/skills/ns/a@1:revoke");
-        let url = client.url(Operation::of(Op::SkillMetadata), &["a?b#c"]);
+        let url = client.url(Operation::of(Op::SkillMetadata), &["a?b#c"]).expect("a URL");
         assert_eq!(url, "http://127.0.0.1:1/api/v1/skills/a%3Fb%23c:metadata");
+        for climbing in ["../packages/claims", "..", "a/./b", "ns/.."] {
+            let refused = client.url(Operation::of(Op::ReadSkill), &[climbing]);
+            assert!(matches!(refused, Err(ClientError::Parameter(_))), "{climbing} cannot reach another route");
+        }
+        assert!(client.url(Operation::of(Op::ReadSkill), &["a..b@1.0"]).is_ok(), "dots inside a name are fine");
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub enum ClientError {
     /// The address is not an http:// or https:// URL.
     #[error("the core's address {0:?} is not an http:// or https:// URL")]
     Address(String),
+    /// A path parameter that a URL cannot carry as it is (`..` would step to another route).
+    #[error("{0:?} cannot be a path parameter: a segment of dots only would step to another route")]
+    Parameter(String),
 }
 
 impl ClientError {
@@ -71,7 +74,7 @@ impl ClientError {
             Self::Api(error) => error.retryable(),
             Self::Unreachable { .. } => true,
             Self::Unexpected { status, .. } => matches!(status, 502..=504),
-            Self::Address(_) => false,
+            Self::Address(_) | Self::Parameter(_) => false,
         }
     }
 }
