@@ -39,10 +39,23 @@ pub struct Answer<T> {
     pub body: T,
 }
 
-/// Characters a path parameter keeps as they are; everything else is percent-encoded. `/` stays
-/// because a `{reference}` may name a namespaced skill (`ns/name@1`).
-fn keeps(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"-._~@:/+".contains(&byte)
+/// Characters a path parameter keeps as they are. `/` stays because a `{reference}` may name a
+/// namespaced skill (`ns/name@1`).
+const PATH_KEEPS: &[u8] = b"-._~@:/+";
+/// Characters a query value keeps as they are.
+const QUERY_KEEPS: &[u8] = b"-._~@";
+
+/// `text` with every byte but ASCII letters, digits and `keeps` percent-encoded.
+fn percent_encode(text: &str, keeps: &[u8]) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || keeps.contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// A path parameter percent-encoded. A segment of dots only (`.`, `..`) is refused: URLs read it
@@ -51,15 +64,7 @@ fn encode(parameter: &str) -> Result<String, ClientError> {
     if parameter.split('/').any(|segment| !segment.is_empty() && segment.bytes().all(|byte| byte == b'.')) {
         return Err(ClientError::Parameter(parameter.chars().take(120).collect()));
     }
-    let mut out = String::with_capacity(parameter.len());
-    for byte in parameter.bytes() {
-        if keeps(byte) {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    Ok(out)
+    Ok(percent_encode(parameter, PATH_KEEPS))
 }
 
 impl Client {
@@ -299,22 +304,10 @@ fn query_string(query: &impl Serialize) -> String {
         .filter(|(_, value)| !value.is_null())
         .map(|(name, value)| {
             let text = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
-            format!("{}={}", encode_query(name), encode_query(&text))
+            format!("{}={}", percent_encode(name, QUERY_KEEPS), percent_encode(&text, QUERY_KEEPS))
         })
         .collect::<Vec<_>>()
         .join("&")
-}
-
-fn encode_query(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~@".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]
