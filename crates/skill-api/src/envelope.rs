@@ -30,20 +30,6 @@ pub struct ErrorBody {
     pub request_id: Option<String>,
 }
 
-impl ErrorEnvelope {
-    pub fn new(code: impl Into<String>, message: impl Into<String>, retryable: bool) -> Self {
-        Self {
-            error: ErrorBody {
-                code: code.into(),
-                message: message.into(),
-                retryable,
-                details: Map::new(),
-                request_id: None,
-            },
-        }
-    }
-}
-
 impl ErrorBody {
     /// A detail as text, when it is one.
     pub fn detail_str(&self, key: &str) -> Option<&str> {
@@ -79,7 +65,15 @@ mod tests {
         assert_eq!(envelope.error.detail_str("field"), Some("a"));
         assert_eq!(envelope.error.request_id.as_deref(), Some("r"));
         assert!(envelope.error.retryable);
-        let empty = ErrorEnvelope::new("x", "m", false);
+        let empty = ErrorEnvelope {
+            error: ErrorBody {
+                code: "x".into(),
+                message: "m".into(),
+                retryable: false,
+                details: Map::new(),
+                request_id: None,
+            },
+        };
         assert_eq!(
             serde_json::to_value(&empty).expect("writes"),
             json!({"error": {"code": "x", "message": "m", "retryable": false, "details": null, "requestId": null}})

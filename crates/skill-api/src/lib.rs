@@ -38,9 +38,6 @@ pub use skills::{
 /// The path every route of this crate is relative to.
 pub const BASE_PATH: &str = "/api/v1";
 
-/// The header that carries a request's id both ways.
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
-
 /// The header that makes a write safe to repeat.
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 

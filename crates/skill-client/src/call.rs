@@ -135,21 +135,22 @@ impl Client {
         under_api: bool,
     ) -> Result<T, ClientError> {
         let url = if under_api { format!("{}{path}", self.base) } else { format!("{}{path}", self.origin()) };
-        let response = self
-            .http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|error| ClientError::Unreachable { address: self.base.clone(), reason: reason(&error) })?;
-        let status = response.status().as_u16();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|error| ClientError::Unreachable { address: self.base.clone(), reason: reason(&error) })?;
+        let (status, _, bytes) = self.fetch(self.http.get(&url)).await?;
         match serde_json::from_slice(&bytes) {
             Ok(body) if (200..300).contains(&status) => Ok(body),
             _ => Err(ClientError::Unexpected { address: self.base.clone(), status, excerpt: excerpt(&bytes) }),
         }
+    }
+
+    /// Sends `request` and reads the whole answer; no answer is `Unreachable`.
+    async fn fetch(&self, request: reqwest::RequestBuilder) -> Result<(u16, HeaderMap, Vec<u8>), ClientError> {
+        let unreachable =
+            |error: reqwest::Error| ClientError::Unreachable { address: self.base.clone(), reason: reason(&error) };
+        let response = request.send().await.map_err(unreachable)?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.map_err(unreachable)?.to_vec();
+        Ok((status, headers, bytes))
     }
 
     /// Sends `call` and reads its answer as `T`. Retried (at most [`Client::with_retries`]
@@ -205,16 +206,7 @@ impl Client {
         if let Some(body) = &call.body {
             request = request.json(body);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|error| ClientError::Unreachable { address: self.base.clone(), reason: reason(&error) })?;
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|error| ClientError::Unreachable { address: self.base.clone(), reason: reason(&error) })?;
+        let (status, headers, bytes) = self.fetch(request).await?;
         if (200..300).contains(&status) {
             return serde_json::from_slice(&bytes).map(|body| Answer { status, headers, body }).map_err(|error| {
                 ClientError::Unexpected {

@@ -92,11 +92,6 @@ impl Running {
         rest.split(['/', ' ']).next().expect("an address").to_owned()
     }
 
-    /// The process id.
-    pub fn id(&self) -> u32 {
-        self.child.id()
-    }
-
     /// Sends `signal` and returns at once.
     pub fn signal(&self, signal: rustix::process::Signal) {
         let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).expect("a pid")).expect("non-zero");

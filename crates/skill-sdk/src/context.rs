@@ -102,11 +102,6 @@ impl Invocation {
         Self { settings, ..self }
     }
 
-    /// The settings document a transport delivers, read by [`package_settings`].
-    pub fn with_settings_document(self, document: &Value) -> Self {
-        Self { settings: package_settings(document), ..self }
-    }
-
     /// What a transport carries beside the inputs — the HTTP body's `invocationId`,
     /// `idempotencyKey` and `settings`, MCP's `_meta` `skill/invocationId`, `skill/idempotencyKey`
     /// and `skill/settings`, a claimed call's meta — read by one rule for every transport: an id
