@@ -74,9 +74,9 @@ pub enum ConfigError {
 /// Checks tokens for one issuer and audience.
 #[derive(Debug)]
 pub struct Verifier {
-    issuer: String,
-    audience: String,
     jwks: Jwks,
+    /// The checks of a token, one per algorithm a key may pin, built once.
+    validations: Vec<Validation>,
 }
 
 /// Who may call a host: a caller whose bearer token the verifier accepts, or — a named choice
@@ -141,7 +141,19 @@ fn map_error(kind: &ErrorKind) -> AuthError {
 impl Verifier {
     pub fn new(issuer: &str, audience: &str, jwks_url: &str) -> Result<Self, ConfigError> {
         let jwks = Jwks::new(jwks_url).ok_or_else(|| ConfigError::BadJwksUrl(jwks_url.to_owned()))?;
-        Ok(Self { issuer: issuer.to_owned(), audience: audience.to_owned(), jwks })
+        let validations = ASYMMETRIC
+            .iter()
+            .map(|algorithm| {
+                let mut validation = Validation::new(*algorithm);
+                validation.leeway = LEEWAY.as_secs();
+                validation.validate_nbf = true;
+                validation.set_issuer(&[issuer]);
+                validation.set_audience(&[audience]);
+                validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+                validation
+            })
+            .collect();
+        Ok(Self { jwks, validations })
     }
 
     /// The least time between two key fetches caused by unknown `kid`s (ten seconds).
@@ -177,19 +189,30 @@ impl Verifier {
         if header.alg != key.algorithm {
             return Err(AuthError::refused("invalid_token", "the token's algorithm is not its key's"));
         }
-        let mut validation = Validation::new(key.algorithm);
-        validation.leeway = LEEWAY.as_secs();
-        validation.validate_nbf = true;
-        validation.set_issuer(&[&self.issuer]);
-        validation.set_audience(&[&self.audience]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-        let data =
-            jsonwebtoken::decode::<Claims>(token, &key.decoding, &validation).map_err(|e| map_error(e.kind()))?;
+        let validation = self
+            .validations
+            .iter()
+            .find(|validation| validation.algorithms == [key.algorithm])
+            .ok_or_else(|| AuthError::refused("invalid_token", "the token's algorithm is not its key's"))?;
+        let data = jsonwebtoken::decode::<Claims>(token, &key.decoding, validation).map_err(|e| map_error(e.kind()))?;
         Ok(data.claims)
     }
 }
 
-/// The algorithms a key may pin.
+/// The algorithms a key may pin: every one but the shared-secret (HMAC) ones.
+const ASYMMETRIC: [Algorithm; 9] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// Whether a key may pin `algorithm`.
 pub(crate) fn is_asymmetric(algorithm: Algorithm) -> bool {
-    !matches!(algorithm, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512)
+    ASYMMETRIC.contains(&algorithm)
 }

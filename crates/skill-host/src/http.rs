@@ -265,6 +265,9 @@ async fn call(
 /// Compact JSON with every non-ASCII character escaped as `\uXXXX`, fit for a header.
 pub fn ascii_json(value: &Value) -> String {
     let text = value.to_string();
+    if text.is_ascii() {
+        return text;
+    }
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c.is_ascii() {

@@ -4,9 +4,10 @@
 //! | what | where |
 //! |---|---|
 //! | request ids in and out, one access-log event per request | [`requests`] |
-//! | log set-up (`SKILL_LOG`, `SKILL_LOG_FORMAT`), lines buffered off the request path | [`init_logs`], [`LogGuard`] |
+//! | log set-up (`SKILL_LOG`, `SKILL_LOG_FORMAT`), lines buffered off the request path, plain lines formatted cheaply | [`init_logs`], [`LogGuard`] |
 //! | SIGTERM or SIGINT as a future | [`stop_signal`] |
 
+mod line;
 mod logs;
 pub mod requests;
 

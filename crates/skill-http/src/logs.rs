@@ -13,6 +13,8 @@ use std::time::Duration;
 use tracing::{Level, Metadata};
 use tracing_subscriber::fmt::MakeWriter;
 
+use crate::line::PlainLine;
+
 /// How often buffered lines are written out.
 const INTERVAL: Duration = Duration::from_millis(50);
 /// A buffer this large is written out by the line that fills it.
@@ -117,7 +119,8 @@ impl Drop for LogGuard {
 
 /// Log lines go to stderr (stdout is the MCP channel of `mcp-stdio`): `SKILL_LOG` filters them
 /// (default `default_filter`, e.g. `info`), `SKILL_LOG_FORMAT=json` makes them JSON lines. When
-/// a subscriber is already set (a test's), nothing changes and the guard does nothing.
+/// a subscriber is already set (a test's), nothing changes and the guard does nothing. Lines to
+/// a terminal are coloured; elsewhere they are plain and formatted with little machinery (the usual layout).
 pub fn init_logs(default_filter: &str) -> LogGuard {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SKILL_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
@@ -127,8 +130,10 @@ pub fn init_logs(default_filter: &str) -> LogGuard {
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
     let installed = if std::env::var("SKILL_LOG_FORMAT").is_ok_and(|f| f == "json") {
         builder.json().try_init()
-    } else {
+    } else if ansi {
         builder.try_init()
+    } else {
+        builder.event_format(PlainLine).fmt_fields(PlainLine).try_init()
     };
     if installed.is_err() {
         return LogGuard(None);
