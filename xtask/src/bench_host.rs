@@ -8,8 +8,10 @@
 //!   are a bare rmcp server with one hand-written tool (`examples/bare_mcp.rs`) and the Python
 //!   FastMCP server with the same tool (`xtask/bench/fastmcp_echo.py`).
 //!
-//! Each server runs in its own process; servers take turns, three rounds, and the median round
-//! counts. Results go to `target/bench/host-http.json` and `target/bench/host-mcp.json`.
+//! Each server runs in its own process. P2 starts all its servers at once and gives each, in
+//! rotation, three turns of 2 s per round (five rounds); P3 runs one server at a time, five
+//! rounds. The median round counts, and the median of the rounds' ratios is printed beside it.
+//! Results go to `target/bench/host-http.json` and `target/bench/host-mcp.json`.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -25,6 +27,9 @@ use crate::{run, target_dir, workspace_root};
 
 const ROUNDS: usize = 5;
 const SECONDS: &str = "6";
+/// P2: turns per server and round, and the length of a turn.
+const SLICES: usize = 3;
+const SLICE_SECONDS: &str = "2";
 const ISSUER: &str = "https://iam.bench";
 const AUDIENCE: &str = "bench-skills";
 
@@ -90,7 +95,12 @@ impl Server {
     /// Starts the server with its stderr in a file (as a supervisor would keep it), and waits for
     /// the line that says where it listens.
     fn start(command: &mut Command) -> Result<Self> {
-        let log = target_dir().join("bench/server.log");
+        Self::start_logging_to(command, "server.log")
+    }
+
+    /// [`Server::start`] with the server's stderr in `target/bench/<log>`.
+    fn start_logging_to(command: &mut Command, log: &str) -> Result<Self> {
+        let log = target_dir().join("bench").join(log);
         let child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(std::fs::File::create(&log)?).spawn()?;
         let mut server = Self { child, address: String::new() };
         for _ in 0..400 {
@@ -132,6 +142,19 @@ fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Value> {
         bail!("failed requests under load ({args:?}): {result}");
     }
     Ok(result)
+}
+
+/// The load runs of one server in one round as one run: requests and seconds summed, the
+/// median of the turns' latency percentiles.
+fn combine(turns: &[Value]) -> Value {
+    let sum = |field: &str| turns.iter().map(|t| t[field].as_f64().unwrap_or(0.0)).sum::<f64>();
+    let median = |field: &str| {
+        let mut values: Vec<u64> = turns.iter().map(|t| t[field].as_u64().unwrap_or(0)).collect();
+        values.sort_unstable();
+        values[values.len() / 2]
+    };
+    json!({"requests": sum("requests"), "failures": sum("failures"), "seconds": sum("seconds"),
+           "rps": sum("requests") / sum("seconds"), "p50_us": median("p50_us"), "p99_us": median("p99_us")})
 }
 
 fn median_by_rps(mut runs: Vec<Value>) -> Value {
@@ -190,31 +213,57 @@ pub(crate) fn bench_http() -> Result<()> {
         ("skill host, async, no request log", true, "/skills/echo@1", "warn"),
         ("bare axum + the same JWT check", false, "/skills/echo@1", "info"),
     ];
+    // Every server runs from the start; within a round each gets SLICES turns of SLICE_SECONDS
+    // under load, in rotation, so a drift of the machine's speed (this kind of machine drifts by
+    // ±10% within seconds) weighs on all of them alike.
+    let mut started = Vec::new();
+    for (index, (_, is_ours, _, log)) in servers.iter().enumerate() {
+        let mut command = if *is_ours {
+            let mut c = Command::new(release("demo_host"));
+            c.args(["serve", "http", "--host", "127.0.0.1", "--port", "0"]);
+            c
+        } else {
+            Command::new(release("bare_http"))
+        };
+        started.push(Server::start_logging_to(
+            command.envs(env).env("SKILL_LOG", log),
+            &format!("p2-server-{index}.log"),
+        )?);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let idle_rss = started[0].rss_kib();
+    let args = |index: usize| {
+        vec![
+            "http".to_owned(),
+            started[index].address.clone(),
+            servers[index].2.to_owned(),
+            body.clone(),
+            "--header".to_owned(),
+            authorization.clone(),
+            "--connections".to_owned(),
+            "64".to_owned(),
+        ]
+    };
+    for index in 0..servers.len() {
+        let warm = [args(index), vec!["--seconds".to_owned(), "1".to_owned()]].concat();
+        load(&warm.iter().map(String::as_str).collect::<Vec<_>>(), &[])?;
+    }
     let mut runs: Vec<Vec<Value>> = vec![Vec::new(); servers.len()];
-    let mut idle_rss = None;
     for round in 0..ROUNDS {
-        for (index, (label, is_ours, path, log)) in servers.iter().enumerate() {
-            let mut command = if *is_ours {
-                let mut c = Command::new(release("demo_host"));
-                c.args(["serve", "http", "--host", "127.0.0.1", "--port", "0"]);
-                c
-            } else {
-                Command::new(release("bare_http"))
-            };
-            let server = Server::start(command.envs(env).env("SKILL_LOG", log))?;
-            if *is_ours && idle_rss.is_none() {
-                std::thread::sleep(Duration::from_millis(300));
-                idle_rss = server.rss_kib();
-            }
-            let args = ["http", &server.address, path, &body, "--header", &authorization];
-            load(&[&args[..], &["--seconds", "1"]].concat(), &[])?;
-            let result = load(&[&args[..], &["--connections", "64", "--seconds", SECONDS]].concat(), &[])?;
+        let mut slices: Vec<Vec<Value>> = vec![Vec::new(); servers.len()];
+        for turn in 0..SLICES * servers.len() {
+            let index = (turn + round) % servers.len();
+            let run = [args(index), vec!["--seconds".to_owned(), SLICE_SECONDS.to_owned()]].concat();
+            slices[index].push(load(&run.iter().map(String::as_str).collect::<Vec<_>>(), &[])?);
+        }
+        for (index, (label, ..)) in servers.iter().enumerate() {
+            let result = combine(&slices[index]);
             println!("    round {} {label}: {result}", round + 1);
             runs[index].push(result);
         }
     }
-    // The servers take turns within a round, so a round's ratio compares runs seconds apart: it
-    // is steadier than the ratio of the medians when the machine's speed drifts between rounds.
+    // Within a round the servers' turns are seconds apart, so a round's ratio is steadier than
+    // the ratio of the medians when the machine's speed drifts between rounds.
     let paired: Vec<Vec<f64>> = (0..3)
         .map(|index| runs[index].iter().zip(&runs[3]).map(|(ours, bare)| ratio(ours, bare, "rps")).collect())
         .collect();
@@ -222,7 +271,7 @@ pub(crate) fn bench_http() -> Result<()> {
     let reference = &medians[3];
     println!(
         "\nP2: POST /skills/<echo>@1, ES256 token checked, request logs on (to a file), 64 connections, \
-         median of {ROUNDS} rounds of {SECONDS} s"
+         median of {ROUNDS} rounds of {SLICES} turns of {SLICE_SECONDS} s per server"
     );
     println!("{:<34} {:>10} {:>9} {:>9}", "server", "req/s", "p50 µs", "p99 µs");
     for ((label, ..), run) in servers.iter().zip(&medians) {

@@ -5,10 +5,12 @@
 //! Every problem names its file, the path inside the file, a stable code and a hint.
 
 mod check;
+mod variables;
 
 use serde_json::Value;
 
 pub use check::check;
+pub use variables::{Variable, fill, is_reserved_variable, placeholder_problems};
 
 /// The kinds of catalog object a package may hold.
 pub const KINDS: &[&str] = &[
@@ -45,6 +47,8 @@ pub struct Package {
     pub version: String,
     /// The keys of the packages it requires.
     pub requires: Vec<String>,
+    /// The installation variables it declares (`spec.variables`), by name.
+    pub variables: std::collections::BTreeMap<String, Variable>,
     pub objects: Vec<PackageObject>,
 }
 
@@ -129,7 +133,7 @@ pub fn read(folder: &str, files: &[PackageFile]) -> (Option<Package>, Vec<Packag
             }
         }
     }
-    (package.map(|(key, version, requires)| Package { key, version, requires, objects }), problems)
+    (package.map(|package| Package { objects, ..package }), problems)
 }
 
 fn unreadable(file: &str, reason: &str) -> PackageProblem {
@@ -142,11 +146,7 @@ fn unreadable(file: &str, reason: &str) -> PackageProblem {
     )
 }
 
-fn read_manifest(
-    folder: &str,
-    document: &Value,
-    problems: &mut Vec<PackageProblem>,
-) -> Option<(String, String, Vec<String>)> {
+fn read_manifest(folder: &str, document: &Value, problems: &mut Vec<PackageProblem>) -> Option<Package> {
     let mut bad = |path: &str, message: String, hint: &str| {
         problems.push(PackageProblem::new(MANIFEST, path, "invalid_package", message, hint));
     };
@@ -196,7 +196,8 @@ fn read_manifest(
             }
         }
     }
-    Some((key.to_owned(), version.to_owned(), requires))
+    let variables = variables::read(document.pointer("/spec/variables"), problems);
+    Some(Package { key: key.to_owned(), version: version.to_owned(), requires, variables, objects: Vec::new() })
 }
 
 fn read_object(file: &str, document: &Value, problems: &mut Vec<PackageProblem>) -> Option<PackageObject> {
@@ -240,69 +241,11 @@ fn read_object(file: &str, document: &Value, problems: &mut Vec<PackageProblem>)
     })
 }
 
-/// Replaces every `${NAME}` in the strings of `value` with `lookup(NAME)`; the names it could not
-/// find come back, and their placeholders stay.
-pub fn substitute(value: &Value, lookup: &dyn Fn(&str) -> Option<String>) -> (Value, Vec<String>) {
-    let mut missing = Vec::new();
-    let out = substitute_in(value, lookup, &mut missing);
-    missing.sort();
-    missing.dedup();
-    (out, missing)
-}
-
-fn substitute_in(value: &Value, lookup: &dyn Fn(&str) -> Option<String>, missing: &mut Vec<String>) -> Value {
-    match value {
-        Value::String(text) => Value::String(substitute_text(text, lookup, missing)),
-        Value::Array(items) => Value::Array(items.iter().map(|item| substitute_in(item, lookup, missing)).collect()),
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(key, item)| (key.clone(), substitute_in(item, lookup, missing))).collect())
-        }
-        other => other.clone(),
-    }
-}
-
-fn substitute_text(text: &str, lookup: &dyn Fn(&str) -> Option<String>, missing: &mut Vec<String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        let name = &after[..end];
-        match lookup(name) {
-            Some(value) => out.push_str(&value),
-            None => {
-                missing.push(name.to_owned());
-                out.push_str(&rest[start..start + 3 + end]);
-            }
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn placeholders_are_replaced_and_the_missing_ones_named() {
-        let value = json!({"a": "${HOST}/x/${PATH}", "b": ["${NOPE}", 1], "c": "${unclosed"});
-        let lookup = |name: &str| match name {
-            "HOST" => Some("https://h".to_owned()),
-            "PATH" => Some("p".to_owned()),
-            _ => None,
-        };
-        let (out, missing) = substitute(&value, &lookup);
-        assert_eq!(out, json!({"a": "https://h/x/p", "b": ["${NOPE}", 1], "c": "${unclosed"}));
-        assert_eq!(missing, ["NOPE"]);
-    }
 
     #[test]
     fn manifests_name_their_problems() {

@@ -180,19 +180,13 @@ pub fn refusal(fields: &[String]) -> String {
     format!("the contract of a published version is immutable: raise spec.version (changed: {})", fields.join(", "))
 }
 
-/// The plan of every skill of the package against `core`. `${VAR}` placeholders are filled
-/// from the environment first.
+/// The plan of every skill of the package against `core`. An endpoint's `${VAR}` is filled
+/// from the environment (or the variable's declared default) first; nothing else is.
 pub async fn plan(loaded: &Loaded, core: &Client) -> Result<Vec<Change>, String> {
     let mut changes = Vec::new();
     for object in loaded.package.objects.iter().filter(|object| object.kind == "Skill") {
-        let (document, missing) = package::substitute(&object.document, &|name| std::env::var(name).ok());
-        if !missing.is_empty() {
-            return Err(format!(
-                "{}: set the installation variables {} before planning",
-                object.file,
-                missing.join(", ")
-            ));
-        }
+        let document = package::fill(&loaded.package, object, &|name| std::env::var(name).ok())
+            .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))?;
         let skill = Skill::from_document(&document, &NormalizeOptions::default())
             .map_err(|error| format!("{}: {error}", object.file))?;
         let reference = skill.skill_ref().to_string();

@@ -285,3 +285,63 @@ fn plan_and_apply_publish_then_patch_move_and_refuse() {
     assert_eq!(no_token.status.code(), Some(2));
     assert!(text(&no_token.stderr).contains("SKILL_CORE_TOKEN"));
 }
+
+/// A package that tries to publish the installer's token through a placeholder is refused with
+/// the file and path, by `check`, `plan` and `apply`, and writes nothing; a declared variable at
+/// the start of an endpoint is filled.
+#[test]
+fn a_package_cannot_publish_the_installers_token() {
+    let core = serve("secrets");
+    let at = Some((core.url.as_str(), core.token.as_str()));
+    let copy = Copy::new("secrets");
+    copy.write("skills/claim.lookup.yaml", &lookup("https://claims.example/lookup", "token ${SKILL_CORE_TOKEN}", 30));
+    assert_eq!(
+        problems(&copy),
+        [("skills/claim.lookup.yaml".into(), "spec.description".into(), "variable_not_allowed".into())]
+    );
+    let events = core.event_count();
+    for command in ["plan", "apply"] {
+        let refused = copy.sdk(&[command], at);
+        assert_ne!(refused.status.code(), Some(0), "{command}");
+        let stderr = text(&refused.stderr);
+        assert!(
+            stderr.contains("skills/claim.lookup.yaml at spec.description") && stderr.contains("variable_not_allowed"),
+            "{command}: {stderr}"
+        );
+        assert!(!stderr.contains(&core.token), "{command}: the token is not echoed");
+    }
+    assert_eq!(core.event_count(), events, "nothing was published");
+
+    // Undeclared, or the platform's own, even at the start of the endpoint.
+    for (variable, code) in [("HOME", "undeclared_variable"), ("SKILL_CORE_TOKEN", "reserved_variable")] {
+        copy.write("skills/claim.lookup.yaml", &lookup(&format!("${{{variable}}}/lookup"), "Find a claim.", 30));
+        assert_eq!(
+            problems(&copy),
+            [("skills/claim.lookup.yaml".into(), "spec.contract.implementation.endpoint".into(), code.into())]
+        );
+    }
+
+    // Declared: filled from the environment at plan and apply.
+    copy.edit(
+        "package.yaml",
+        "  requires: []",
+        "  requires: []\n  variables:\n    CLAIMS_LOOKUP_URL: {kind: url, description: where the lookup runs}",
+    );
+    copy.write("skills/claim.lookup.yaml", &lookup("${CLAIMS_LOOKUP_URL}/lookup", "Find a claim.", 30));
+    assert_eq!(problems(&copy), []);
+    let unset = copy.sdk(&["apply"], at);
+    assert_ne!(unset.status.code(), Some(0));
+    assert!(text(&unset.stderr).contains("variable_not_set"), "{}", text(&unset.stderr));
+    let mut apply = Command::new(SDK);
+    apply
+        .args(["package", "apply", "--package"])
+        .arg(copy.package())
+        .args(["--core", &core.url])
+        .env("SKILL_CORE_TOKEN", &core.token)
+        .env("CLAIMS_LOOKUP_URL", "https://lookup.example")
+        .env_remove("CI");
+    let applied = apply.output().expect("runs");
+    assert_eq!(applied.status.code(), Some(0), "{}", text(&applied.stderr));
+    let published = core.skill("claim.lookup@1");
+    assert_eq!(published["contract"]["implementation"]["endpoint"], "https://lookup.example/lookup");
+}

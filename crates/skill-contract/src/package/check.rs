@@ -26,6 +26,7 @@ pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
             ));
         }
     }
+    problems.extend(super::placeholder_problems(package));
     let mut visible: BTreeMap<String, SideEffects> = BTreeMap::new();
     for (index, owner) in std::iter::once(package).chain(required).enumerate() {
         for object in owner.objects.iter().filter(|object| object.kind == "Skill") {
