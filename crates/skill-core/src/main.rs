@@ -88,11 +88,11 @@ enum TokenCommand {
         /// workspace (tasks.write@claims).
         #[arg(long = "grant")]
         grants: Vec<String>,
-        /// A note on what the token is for.
+        /// A note on what the token is for (at most 200 characters, no control characters).
         #[arg(long, default_value = "")]
         label: String,
-        /// Days until the token expires (never when absent).
-        #[arg(long)]
+        /// Days until the token expires, 1 to 3650 (never when absent).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(skill_engine::MAX_TOKEN_DAYS)))]
         expires_in_days: Option<u32>,
     },
     /// Revoke a token by its id (the id `token create` printed, not the token).

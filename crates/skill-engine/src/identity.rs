@@ -12,6 +12,10 @@ use crate::{Engine, Origin};
 
 /// The kinds of principal.
 pub const PRINCIPAL_KINDS: &[&str] = &["person", "agent", "executor"];
+/// The longest life a token may be issued with (ten years).
+pub const MAX_TOKEN_DAYS: u32 = 3650;
+/// The longest token label, in characters.
+pub const MAX_LABEL_CHARS: usize = 200;
 
 /// What `token create` asks for.
 #[derive(Debug, Clone)]
@@ -61,6 +65,23 @@ impl Engine {
                 format!("a principal is one of {}, not {:?}", PRINCIPAL_KINDS.join(", "), request.kind),
             )
             .with("allowed", PRINCIPAL_KINDS.to_vec()));
+        }
+        if request.label.chars().count() > MAX_LABEL_CHARS || request.label.chars().any(char::is_control) {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_label",
+                format!("a token's label has at most {MAX_LABEL_CHARS} characters and no control characters"),
+            ));
+        }
+        if let Some(expires_at) = request.expires_at {
+            let now = Utc::now();
+            if expires_at <= now || expires_at > now + chrono::Duration::days(i64::from(MAX_TOKEN_DAYS)) {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "invalid_expiry",
+                    format!("a token expires after now and within {MAX_TOKEN_DAYS} days"),
+                ));
+            }
         }
         let mut grants = Vec::new();
         for written in &request.grants {

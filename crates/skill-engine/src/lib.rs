@@ -27,7 +27,7 @@ use skill_store::records::Event;
 
 pub use actor::{Actor, PERMISSIONS, TOKEN_PREFIX, new_token, token_hash};
 pub use error::{Class, EngineError, Result};
-pub use identity::{IssuedToken, PRINCIPAL_KINDS, TokenRequest};
+pub use identity::{IssuedToken, MAX_LABEL_CHARS, MAX_TOKEN_DAYS, PRINCIPAL_KINDS, TokenRequest};
 
 /// The domain over one store. Cheap to clone; holds nothing authoritative in memory, so any
 /// number of engines (core replicas) can share a database.

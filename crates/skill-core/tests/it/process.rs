@@ -102,3 +102,54 @@ fn an_operator_bootstraps_and_serves_on_postgres() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("not_found"));
 }
+
+/// `token create` refuses a life that would overflow or is already over, and a label with
+/// control characters, and prints no token when it refuses; the engine refuses the same for
+/// any other caller.
+#[test]
+fn token_create_refuses_bad_lives_and_labels() {
+    let folder = std::env::temp_dir().join(format!("skill-core-token-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    let db = folder.to_str().expect("utf-8").to_owned();
+    let create = |extra: &[&str]| {
+        Command::new(CORE)
+            .args(["token", "create", "--db", &db, "--name", "ops", "--grant", "org.read"])
+            .args(extra)
+            .output()
+            .expect("skill-core runs")
+    };
+    for days in ["4294967295", "0", "3651"] {
+        let refused = create(&["--expires-in-days", days]);
+        assert_eq!(refused.status.code(), Some(2), "{days}");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("1..=3650"), "{days}: {:?}", refused.stderr);
+        assert!(refused.stdout.is_empty(), "{days}: no token");
+    }
+    for label in ["red \u{1b}[31m", "line\nbreak", &"x".repeat(201)] {
+        let refused = create(&["--label", label]);
+        assert_eq!(refused.status.code(), Some(1), "{label:?}");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("invalid_label"), "{:?}", refused.stderr);
+        assert!(refused.stdout.is_empty(), "no token");
+    }
+    let issued = create(&["--expires-in-days", "3650", "--label", "ten years, ünïcode"]);
+    assert!(issued.status.success(), "{}", String::from_utf8_lossy(&issued.stderr));
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let store = skill_store::open(&db, &Default::default()).await.expect("store");
+        let engine = skill_engine::Engine::new(store);
+        for expires_at in
+            [chrono::Utc::now() - chrono::Duration::seconds(1), chrono::Utc::now() + chrono::Duration::days(3651)]
+        {
+            let request = skill_engine::TokenRequest {
+                principal: "ops".into(),
+                kind: "person".into(),
+                grants: vec![],
+                label: String::new(),
+                expires_at: Some(expires_at),
+            };
+            let refused = engine.issue_token(&request, &skill_engine::Origin::default()).await.expect_err("refused");
+            assert_eq!(refused.code, "invalid_expiry");
+        }
+    });
+    let _ = std::fs::remove_dir_all(&folder);
+}
