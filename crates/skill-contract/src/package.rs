@@ -32,6 +32,17 @@ pub const KINDS: &[&str] = &[
 /// The file of a package's manifest.
 pub const MANIFEST: &str = "package.yaml";
 
+/// Whether `key` is a package key: 1 to 100 letters, digits, `-`, `_` and `.`, starting with a
+/// letter or digit, never `..` — so a key names a folder beside the package and never a path.
+pub fn is_package_key(key: &str) -> bool {
+    (1..=100).contains(&key.len())
+        && key.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && !key.contains("..")
+}
+
+const KEY_RULE: &str = "1 to 100 letters, digits, `-`, `_` and `.`, starting with a letter or digit, no `..`";
+
 /// One YAML file of a package: its path relative to the package folder and what it held.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PackageFile {
@@ -164,6 +175,10 @@ fn read_manifest(folder: &str, document: &Value, problems: &mut Vec<PackageProbl
         bad("key", "the manifest has no key".to_owned(), "add key: <the folder's name>");
         return None;
     };
+    if !is_package_key(key) {
+        bad("key", format!("{key:?} is not a package key"), &format!("use {KEY_RULE}"));
+        return None;
+    }
     if key != folder {
         bad(
             "key",
@@ -187,6 +202,11 @@ fn read_manifest(folder: &str, document: &Value, problems: &mut Vec<PackageProbl
         };
         for (index, item) in items.iter().enumerate() {
             match item.as_str().or_else(|| item.get("package").and_then(Value::as_str)) {
+                Some(required) if !is_package_key(required) => bad(
+                    &format!("spec.requires[{index}]"),
+                    format!("{required:?} is not a package key: a required package is named by its key, never a path"),
+                    &format!("write the key of a package whose folder is beside this one ({KEY_RULE})"),
+                ),
                 Some(required) => requires.push(required.to_owned()),
                 None => bad(
                     &format!("spec.requires[{index}]"),
@@ -259,5 +279,31 @@ mod tests {
         assert_eq!(paths, ["key", "spec.version"]);
         let (_, problems) = read("x", &[]);
         assert_eq!(problems[0].code, "invalid_package");
+    }
+
+    #[test]
+    fn a_required_package_is_a_key_never_a_path() {
+        for key in ["claims", "crm-core", "a.b_c", "7up"] {
+            assert!(is_package_key(key), "{key}");
+        }
+        for key in ["", "/etc", "../x", "..", "a/b", "a\\b", ".hidden", "a..b", "-x", "ü", &"k".repeat(101)] {
+            assert!(!is_package_key(key), "{key}");
+        }
+        let files = [PackageFile {
+            path: MANIFEST.into(),
+            document: Ok(json!({"apiVersion": "taimen.ai/v1", "kind": "Package", "key": "claims",
+                                "spec": {"version": "1", "requires": ["crm", "/etc", {"package": "../../x"}]}})),
+        }];
+        let (package, problems) = read("claims", &files);
+        assert_eq!(package.expect("read").requires, ["crm"]);
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["spec.requires[1]", "spec.requires[2]"]);
+        let files = [PackageFile {
+            path: MANIFEST.into(),
+            document: Ok(
+                json!({"apiVersion": "taimen.ai/v1", "kind": "Package", "key": "../claims", "spec": {"version": "1"}}),
+            ),
+        }];
+        assert!(read("../claims", &files).0.is_none());
     }
 }

@@ -341,8 +341,12 @@ async fn assignments_refuse_disabled_versions_and_tokens_stop_when_revoked() {
     let error = refused(w.engine.authenticate(&issued.token).await);
     assert_eq!((error.class, error.code), (Class::Unauthenticated, "invalid_token"));
     assert_eq!(refused(w.engine.revoke_token(&issued.record.id, &Origin::default()).await).code, "not_found");
-    let expired = TokenRequest { expires_at: Some(chrono::Utc::now() - chrono::Duration::seconds(1)), ..request };
-    let issued = w.engine.issue_token(&expired, &Origin::default()).await.expect("issued");
+    let dead = TokenRequest { expires_at: Some(chrono::Utc::now() - chrono::Duration::seconds(1)), ..request.clone() };
+    assert_eq!(refused(w.engine.issue_token(&dead, &Origin::default()).await).code, "invalid_expiry");
+    let short = TokenRequest { expires_at: Some(chrono::Utc::now() + chrono::Duration::milliseconds(300)), ..request };
+    let issued = w.engine.issue_token(&short, &Origin::default()).await.expect("issued");
+    assert!(w.engine.authenticate(&issued.token).await.is_ok(), "valid until it expires");
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     assert_eq!(refused(w.engine.authenticate(&issued.token).await).code, "invalid_token");
     assert_eq!(refused(w.engine.authenticate("skp_unknown").await).code, "invalid_token");
 }

@@ -5,17 +5,19 @@
 //!
 //! | what | where |
 //! |---|---|
-//! | reading a package folder, the install hash, every problem | [`load`], [`problems`], [`Loaded`] |
+//! | reading a package folder (regular files inside it only, bounded), the install hash, every problem | [`load`], [`problems`], [`Loaded`], [`MAX_FILE_BYTES`] |
 //! | one skill version against what the core published | [`plan_skill`], [`SkillPlan`] |
 //! | the plan of a whole package, and carrying it out | [`plan`], [`apply`], [`Change`], [`Applied`] |
 //! | the integration crate and its host binary | [`host_crate`] |
 
 mod apply;
 mod failure;
+mod files;
 pub mod host_crate;
 mod load;
 mod plan;
 
 pub use apply::{Applied, apply};
+pub use files::{MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_PACKAGE_BYTES};
 pub use load::{Loaded, load, problems};
 pub use plan::{Change, SkillPlan, plan, plan_skill, refusal, subset};

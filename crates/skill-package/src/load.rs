@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use skill_contract::package::{self, MANIFEST, Package, PackageFile, PackageProblem};
 
-/// Folders that hold no catalog objects.
-const SKIPPED: &[&str] = &["schemas", ".layout", "integration", "target", "tests", "node_modules"];
+use crate::files::{self, FileText};
 
 /// A package as read from disk, with the packages it requires (transitively).
 #[derive(Debug)]
@@ -38,9 +37,11 @@ pub fn load(folder: &Path) -> Result<Loaded, String> {
         if !seen.insert(key.clone()) {
             continue;
         }
+        // The manifest reader keeps only keys (never a path); checked again where it is joined.
         let beside = folder.parent().map(|parent| parent.join(&key)).unwrap_or_else(|| PathBuf::from(&key));
-        match read_one(&beside) {
-            Ok((Some(found), _, _)) => {
+        let readable = package::is_package_key(&key).then(|| beside.canonicalize().ok()).flatten();
+        match readable.map(|beside| read_one(&beside)) {
+            Some(Ok((Some(found), _, _))) => {
                 pending.extend(found.requires.iter().map(|next| (next.clone(), found.key.clone())));
                 required.push(found);
             }
@@ -59,14 +60,11 @@ pub fn load(folder: &Path) -> Result<Loaded, String> {
 type ReadOne = (Option<Package>, Vec<PackageProblem>, String);
 
 fn read_one(folder: &Path) -> Result<ReadOne, String> {
-    let mut paths = Vec::new();
-    collect(folder, folder, &mut paths).map_err(|error| format!("cannot read {}: {error}", folder.display()))?;
-    paths.sort();
+    let (texts, mut problems) =
+        files::read_package(folder).map_err(|error| format!("cannot read {}: {error}", folder.display()))?;
     let mut files = Vec::new();
     let mut hash = Sha256::new();
-    for relative in paths {
-        let text = std::fs::read_to_string(folder.join(&relative))
-            .map_err(|error| format!("cannot read {relative}: {error}"))?;
+    for FileText { relative, text } in texts {
         hash.update(relative.as_bytes());
         hash.update([0]);
         hash.update(text.as_bytes());
@@ -75,26 +73,10 @@ fn read_one(folder: &Path) -> Result<ReadOne, String> {
         files.push(PackageFile { path: relative, document });
     }
     let name = folder.file_name().and_then(|name| name.to_str()).unwrap_or_default();
-    let (package, problems) = package::read(name, &files);
+    let (package, read_problems) = package::read(name, &files);
+    problems.extend(read_problems);
     let digest: String = hash.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
     Ok((package, problems, digest))
-}
-
-fn collect(root: &Path, folder: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(folder)? {
-        let entry = entry?;
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if entry.file_type()?.is_dir() {
-            if !name.starts_with('.') && !SKIPPED.contains(&name.as_str()) {
-                collect(root, &path, out)?;
-            }
-        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
-            let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
-            out.push(relative);
-        }
-    }
-    Ok(())
 }
 
 /// Every problem of the package: reading, requirements, and the offline check.

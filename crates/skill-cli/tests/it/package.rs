@@ -345,3 +345,21 @@ fn a_package_cannot_publish_the_installers_token() {
     let published = core.skill("claim.lookup@1");
     assert_eq!(published["contract"]["implementation"]["endpoint"], "https://lookup.example/lookup");
 }
+
+/// A package that links to `/dev/zero` or a file outside it, or requires a path, is reported,
+/// not read.
+#[test]
+fn the_package_reader_does_not_trust_the_file_system() {
+    let copy = Copy::new("links");
+    std::os::unix::fs::symlink("/dev/zero", copy.package().join("skills/zero.yaml")).expect("link");
+    std::os::unix::fs::symlink("/etc/hostname", copy.package().join("skills/host.yaml")).expect("link");
+    copy.edit("package.yaml", "  requires: []", "  requires: [/etc]");
+    assert_eq!(
+        problems(&copy),
+        [
+            ("skills/host.yaml".into(), String::new(), "link_outside_package".into()),
+            ("skills/zero.yaml".into(), String::new(), "link_outside_package".into()),
+            ("package.yaml".into(), "spec.requires[0]".into(), "invalid_package".into()),
+        ]
+    );
+}
