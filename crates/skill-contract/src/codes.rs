@@ -207,6 +207,13 @@ pub const CODES: &[CodeInfo] = &[
         "the request body is larger than the host accepts (`details.limitBytes`)",
     ),
     code(
+        "request_timeout",
+        ValidationError,
+        No,
+        "host",
+        "the request body did not arrive within the server's body timeout (408; hosts and the core)",
+    ),
+    code(
         "missing_authorization",
         PermissionDenied,
         No,
@@ -297,7 +304,13 @@ pub const CODES: &[CodeInfo] = &[
         "a workspace key is not lowercase letters, digits, - or _ (422)",
     ),
     code("workspace_exists", ValidationError, No, "core", "a workspace with this key exists (409)"),
-    code("unavailable", ToolExecutionFailure, Yes, "core", "the database does not answer; retry later (503)"),
+    code(
+        "unavailable",
+        ToolExecutionFailure,
+        Yes,
+        "core",
+        "the database does not answer, or the server is stopping and the request's body had not arrived; retry (503)",
+    ),
     code("internal_error", ToolExecutionFailure, No, "core", "an unexpected failure; the log has its details (500)"),
 ];
 

@@ -57,7 +57,10 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let core_url = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        axum::serve(listener, skill_core::app(engine)).with_graceful_shutdown(async { drop(stopped.await) }).await
+        skill_http::serve(listener, skill_core::app(engine), skill_http::Limits::default(), async {
+            drop(stopped.await);
+        })
+        .await
     });
 
     let loaded = package::load(&folder).map_err(|error| anyhow::anyhow!(error))?;

@@ -9,8 +9,6 @@
 
 pub mod api;
 
-use std::net::SocketAddr;
-
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -57,9 +55,12 @@ async fn ready(State(core): State<Core>) -> Response {
     }
 }
 
-/// Serves `engine` on `listener` until SIGTERM or SIGINT, then finishes the requests in flight.
-pub async fn serve(engine: Engine, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-    axum::serve(listener, app(engine).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(skill_http::stop_signal())
-        .await
+/// Serves `engine` on `listener` within `limits` until SIGTERM or SIGINT, then finishes the
+/// requests in flight (see [`skill_http::serve`]).
+pub async fn serve(
+    engine: Engine,
+    listener: tokio::net::TcpListener,
+    limits: skill_http::Limits,
+) -> std::io::Result<()> {
+    skill_http::serve(listener, app(engine), limits, skill_http::stop_signal()).await
 }

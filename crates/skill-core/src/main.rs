@@ -31,6 +31,8 @@ enum Command {
         /// The address to listen on.
         #[arg(long, default_value = "127.0.0.1:8700")]
         listen: String,
+        #[command(flatten)]
+        bounds: Bounds,
     },
     /// Issue or revoke personal access tokens, straight in the database (no running core
     /// needed): the way in before anyone holds org.manage.
@@ -45,6 +47,37 @@ enum Command {
     },
     /// Print the OpenAPI document of the API.
     Openapi,
+}
+
+/// The server's bounds against slow and numerous clients (see `skill_http::Limits`).
+#[derive(Debug, clap::Args)]
+struct Bounds {
+    /// The most connections open at once; past it, the connection idle longest (a stalled
+    /// client, an idle keep-alive) is closed to make room.
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// The most connections open from one IP address.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_client: u32,
+    /// Seconds a client has to send a request's header (also how long an idle keep-alive
+    /// connection stays open).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    header_timeout: u64,
+    /// Seconds a client has to send a request's body, once its header is in.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    body_timeout: u64,
+}
+
+impl Bounds {
+    fn limits(&self) -> skill_http::Limits {
+        skill_http::Limits {
+            max_connections: self.max_connections as usize,
+            max_connections_per_client: self.max_connections_per_client as usize,
+            header_timeout: std::time::Duration::from_secs(self.header_timeout),
+            body_timeout: std::time::Duration::from_secs(self.body_timeout),
+            ..skill_http::Limits::default()
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -133,7 +166,7 @@ async fn engine(db: &Db) -> Result<Engine> {
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
-        Command::Serve { db, listen } => {
+        Command::Serve { db, listen, bounds } => {
             let engine = engine(&db).await?;
             let listener =
                 tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
@@ -142,7 +175,7 @@ async fn run(cli: Cli) -> Result<()> {
                 "skill-core serving the API on http://{address}/api/v1 (database: {})",
                 skill_store::redact(&db.db)
             );
-            skill_core::serve(engine, listener).await.context("serving")?;
+            skill_core::serve(engine, listener, bounds.limits()).await.context("serving")?;
             eprintln!("skill-core stopped");
             Ok(())
         }
@@ -178,5 +211,23 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&skill_api::openapi::document())?);
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn the_serve_flags_default_to_the_servers_limits() {
+        let Cli { command: Command::Serve { bounds, .. } } =
+            Cli::try_parse_from(["skill-core", "serve"]).expect("parses")
+        else {
+            panic!("serve")
+        };
+        assert_eq!(bounds.limits(), skill_http::Limits::default());
+        assert!(Cli::try_parse_from(["skill-core", "serve", "--header-timeout", "0"]).is_err());
     }
 }

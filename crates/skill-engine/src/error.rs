@@ -13,6 +13,8 @@ pub enum Class {
     BadRequest,
     /// The request is larger than accepted (413).
     TooLarge,
+    /// The request did not arrive in time (408).
+    Timeout,
     /// No valid credential (401).
     Unauthenticated,
     /// The caller may not do this (403).

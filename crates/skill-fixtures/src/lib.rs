@@ -6,6 +6,9 @@
 //! | an axum router on 127.0.0.1, served from a thread of its own | [`serve`] |
 //! | a child process whose output lines are read as they come, stopped with a signal | [`Running`] |
 //! | a scratch folder under the temporary folder, removed on drop, with file edits | [`Scratch`] |
+//! | raw HTTP/1.1 clients that stall, and a plain request beside them | [`slow`] |
+
+pub mod slow;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -102,6 +105,21 @@ impl Running {
     pub fn wait(mut self) -> (i32, Vec<String>) {
         let status = self.child.wait().expect("exits");
         (status.code().unwrap_or(-1), self.lines.iter().collect())
+    }
+
+    /// [`Running::wait`], failing the test (and killing the process) when it has not exited
+    /// within `seconds`.
+    pub fn wait_within(mut self, seconds: u64) -> (i32, Vec<String>) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(seconds);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return self.wait();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        panic!("the process did not exit within {seconds} s: {:?}", self.lines.try_iter().collect::<Vec<_>>());
     }
 
     /// Sends `signal`, waits, checks a clean exit (0), and returns the lines that followed.

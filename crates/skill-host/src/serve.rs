@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use rmcp::ServiceExt;
 use skill_sdk::host::{ServeArgs, ServeTransport};
@@ -65,6 +66,17 @@ pub fn serve(registry: &Registry, args: ServeArgs) -> ExitCode {
     }
 }
 
+/// The server bounds of `args`.
+fn limits(args: &ServeArgs) -> skill_http::Limits {
+    skill_http::Limits {
+        max_connections: args.max_connections as usize,
+        max_connections_per_client: args.max_connections_per_client as usize,
+        header_timeout: Duration::from_secs(args.header_timeout),
+        body_timeout: Duration::from_secs(args.body_timeout),
+        ..skill_http::Limits::default()
+    }
+}
+
 fn access(args: &ServeArgs, env: impl Fn(&str) -> Option<String>) -> Result<Access, ConfigError> {
     let access = auth::access_from_env(env, args.allow_anonymous)?;
     if matches!(access, Access::Anonymous) {
@@ -97,7 +109,7 @@ pub async fn run(
             eprintln!(
                 "serving {count} skills over http on http://{address} ({checked}); POST /skills/<name>@<version>"
             );
-            axum::serve(listener, host.router()).with_graceful_shutdown(stop).await?;
+            skill_http::serve(listener, host.router(), limits(args), stop).await?;
             tracing::info!(running = calls.running(), "stopping: waiting for the calls in flight");
             calls.drain().await;
         }
@@ -119,7 +131,7 @@ pub async fn run(
                 "serving {count} skills over mcp-http on http://{address}/mcp ({checked}; Host: {})",
                 allowed.0.join(", ")
             );
-            axum::serve(listener, router).with_graceful_shutdown(stop).await?;
+            skill_http::serve(listener, router, limits(args), stop).await?;
             tracing::info!(running = calls.running(), "stopping: waiting for the calls in flight");
             calls.drain().await;
             cancel.cancel();
@@ -140,4 +152,46 @@ pub async fn run(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    #[test]
+    fn the_flags_default_to_the_servers_limits_and_pass_through() {
+        let parsed = Command::try_parse_from(["host", "http"]).expect("parses");
+        assert_eq!(limits(&parsed.args), skill_http::Limits::default());
+        let tight = Command::try_parse_from([
+            "host",
+            "mcp-http",
+            "--max-connections",
+            "8",
+            "--max-connections-per-client",
+            "2",
+            "--header-timeout",
+            "1",
+            "--body-timeout",
+            "3",
+        ])
+        .expect("parses");
+        let again = Command::try_parse_from(
+            std::iter::once(std::ffi::OsString::from("host")).chain(tight.args.to_args().into_iter().skip(1)),
+        )
+        .expect("the command line it gives parses");
+        let limits = limits(&again.args);
+        assert_eq!(
+            (limits.max_connections, limits.max_connections_per_client, limits.header_timeout, limits.body_timeout),
+            (8, 2, Duration::from_secs(1), Duration::from_secs(3))
+        );
+        assert!(Command::try_parse_from(["host", "http", "--max-connections", "0"]).is_err());
+    }
 }

@@ -178,3 +178,36 @@ fn mcp_over_stdio_ends_with_its_input_and_keeps_stdout_for_the_protocol() {
     assert_eq!(output.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&output.stderr).contains("serving 8 skills over mcp-stdio"));
 }
+
+/// Stalled clients past the connection bound leave the host answering; a body that never
+/// arrives is cut at its deadline, and SIGTERM does not wait for it.
+#[test]
+fn stalled_clients_cannot_hold_the_host() {
+    use skill_fixtures::slow;
+    let (host, address) = start(command(&[
+        "serve",
+        "http",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--allow-anonymous",
+        "--max-connections",
+        "16",
+        "--body-timeout",
+        "1",
+    ]));
+    let _half_open = slow::half_headers(&address, 50);
+    let mut late = slow::stalled_body(&address, "/skills/echo@1", &[], 200, 5);
+    assert_eq!(slow::get(&address, "/healthz", 5).map(|(status, _)| status), Some(200));
+    let answer = slow::read_to_close(&mut late, Duration::from_secs(5)).expect("answered and closed");
+    assert!(answer.starts_with("HTTP/1.1 408") && answer.contains("request_timeout"), "{answer}");
+
+    let mut stalled = slow::stalled_body(&address, "/skills/echo@1", &[], 200, 5);
+    std::thread::sleep(Duration::from_millis(200));
+    host.signal(Signal::TERM);
+    let (code, lines) = host.wait_within(5);
+    assert_eq!(code, 0, "{lines:?}");
+    let answer = slow::read_to_close(&mut stalled, Duration::from_secs(2)).expect("closed");
+    assert!(answer.starts_with("HTTP/1.1 503") && answer.contains("\"retryable\":true"), "{answer}");
+}

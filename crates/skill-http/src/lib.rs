@@ -6,12 +6,17 @@
 //! | request ids in and out, one access-log event per request | [`requests`] |
 //! | log set-up (`SKILL_LOG`, `SKILL_LOG_FORMAT`), lines buffered off the request path, plain lines formatted cheaply | [`init_logs`], [`LogGuard`] |
 //! | SIGTERM or SIGINT as a future | [`stop_signal`] |
+//! | serving a router with header and body deadlines, bounded connections and a prompt stop | [`serve`], [`Limits`] |
 
+mod bodies;
 mod line;
 mod logs;
 pub mod requests;
+mod server;
 
+pub use bodies::BodyCut;
 pub use logs::{LogGuard, init_logs};
+pub use server::{Limits, serve};
 
 /// Resolves on SIGTERM or SIGINT.
 pub async fn stop_signal() {

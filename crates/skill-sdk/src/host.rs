@@ -81,6 +81,20 @@ pub struct ServeArgs {
     /// The largest request body accepted (bytes).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// http, mcp-http: the most connections open at once; past it, the connection idle longest
+    /// (a stalled client, an idle keep-alive) is closed to make room.
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// http, mcp-http: the most connections open from one IP address.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_client: u32,
+    /// http, mcp-http: seconds a client has to send a request's header (also how long an idle
+    /// keep-alive connection stays open).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout: u64,
+    /// http, mcp-http: seconds a client has to send a request's body, once its header is in.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub body_timeout: u64,
 }
 
 /// The default of `--max-body-bytes`: 4 MiB.
@@ -113,6 +127,14 @@ impl ServeArgs {
             args.extend(["--allowed-host".into(), host.into()]);
         }
         args.extend(["--max-body-bytes".into(), self.max_body_bytes.to_string().into()]);
+        for (flag, value) in [
+            ("--max-connections", u64::from(self.max_connections)),
+            ("--max-connections-per-client", u64::from(self.max_connections_per_client)),
+            ("--header-timeout", self.header_timeout),
+            ("--body-timeout", self.body_timeout),
+        ] {
+            args.extend([flag.into(), value.to_string().into()]);
+        }
         args
     }
 }

@@ -174,7 +174,7 @@ fn serve(label: &str) -> Served {
         let engine = Engine::new(Arc::clone(&store));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
         let url = format!("http://{}", listener.local_addr().expect("address"));
-        tokio::spawn(skill_core::serve(engine.clone(), listener));
+        tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
         let request = TokenRequest {
             principal: "installer".into(),
             kind: "agent".into(),

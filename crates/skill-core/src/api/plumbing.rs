@@ -33,6 +33,7 @@ pub fn status(class: Class) -> StatusCode {
     match class {
         Class::BadRequest => StatusCode::BAD_REQUEST,
         Class::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        Class::Timeout => StatusCode::REQUEST_TIMEOUT,
         Class::Unauthenticated => StatusCode::UNAUTHORIZED,
         Class::Forbidden => StatusCode::FORBIDDEN,
         Class::NotFound => StatusCode::NOT_FOUND,
@@ -108,21 +109,35 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     type Rejection = Failure;
 
     async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
-        let bytes = match axum::body::to_bytes(Body::new(request.into_body()), MAX_BODY_BYTES).await {
-            Ok(bytes) => bytes,
-            Err(_) => {
-                return Err(Failure(
-                    EngineError::new(
-                        Class::TooLarge,
-                        "payload_too_large",
-                        format!("the body is larger than {MAX_BODY_BYTES} bytes or could not be read"),
-                    )
-                    .with("limitBytes", MAX_BODY_BYTES),
-                ));
-            }
-        };
+        let bytes = axum::body::to_bytes(Body::new(request.into_body()), MAX_BODY_BYTES).await.map_err(unread)?;
         parse(&bytes).map(JsonBody)
     }
+}
+
+/// Why a body could not be read, by its cause: over the limit (413), too slow (408), cut by the
+/// server's stop (503, retryable), or broken off by the client (400).
+fn unread(error: axum::Error) -> Failure {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    while let Some(current) = cause {
+        if current.is::<http_body_util::LengthLimitError>() {
+            return Failure(
+                EngineError::new(
+                    Class::TooLarge,
+                    "payload_too_large",
+                    format!("the body is larger than {MAX_BODY_BYTES} bytes"),
+                )
+                .with("limitBytes", MAX_BODY_BYTES),
+            );
+        }
+        if let Some(cut) = current.downcast_ref::<skill_http::BodyCut>() {
+            return Failure(match cut {
+                skill_http::BodyCut::TooSlow(_) => EngineError::new(Class::Timeout, "request_timeout", cut.to_string()),
+                skill_http::BodyCut::Stopping => EngineError::new(Class::Unavailable, "unavailable", cut.to_string()),
+            });
+        }
+        cause = current.source();
+    }
+    Failure(EngineError::invalid_request(format!("the body could not be read: {error}")))
 }
 
 /// Parses a body, naming the field that failed.

@@ -7,3 +7,4 @@ mod dev;
 mod openapi_file;
 mod process;
 mod running;
+mod slow_clients;

@@ -8,7 +8,7 @@ use skill_fixtures::Running;
 use crate::running::{self, CORE};
 use serde_json::{Value, json};
 
-fn token(db: &str) -> String {
+pub(crate) fn token(db: &str) -> String {
     let output = Command::new(CORE)
         .args(["token", "create", "--db", db, "--name", "ops", "--grant", "org.manage", "--label", "bootstrap"])
         .output()
