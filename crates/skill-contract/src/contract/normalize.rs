@@ -213,11 +213,15 @@ pub fn normalize(
         let field = if place.is_empty() { "contract".to_owned() } else { place };
         return Err(ContractError::single(Violation::new(field, Problem::NulCharacter)));
     }
-    let mut out = Vec::new();
+    // The size first: nothing larger than the limit is compiled.
     let bytes = serde_json::to_vec(raw).map_or(0, |b| b.len());
     if bytes > MAX_CONTRACT_BYTES {
-        out.push(Violation::new("contract", Problem::TooLarge { bytes, max: MAX_CONTRACT_BYTES }));
+        return Err(ContractError::single(Violation::new(
+            "contract",
+            Problem::TooLarge { bytes, max: MAX_CONTRACT_BYTES },
+        )));
     }
+    let mut out = Vec::new();
     fields::check_keys(map, KEYS, "contract", &mut out);
     let inputs = schema(map, "inputs", &mut out);
     let outputs = schema(map, "outputs", &mut out);
