@@ -50,6 +50,7 @@ mod policy;
 mod protocol;
 mod resolve_error;
 pub mod schema;
+mod schema_bounds;
 mod secret_scan;
 mod skill;
 mod violation;

@@ -5,6 +5,7 @@
 //! location with `/` (the root is `/`), messages are cut at 500 characters, at most 20 errors are
 //! kept, sorted by path. Nothing is ever fetched: an external `$ref` is refused up front.
 
+pub use crate::schema_bounds::{MAX_EXPANSION, MAX_REFS};
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -105,7 +106,7 @@ pub fn check_schema_document(schema: &Value) -> Result<(), SchemaDocumentError> 
 }
 
 /// The checks that come before compiling: an object, the draft, no external reference, the
-/// meta-schema.
+/// bounds on its work ([`crate::schema_bounds`]), the meta-schema.
 fn check_before_compiling(schema: &Value) -> Result<(), SchemaDocumentError> {
     let bad = |reason: String| Err(SchemaDocumentError(reason));
     let Value::Object(map) = schema else {
@@ -122,6 +123,7 @@ fn check_before_compiling(schema: &Value) -> Result<(), SchemaDocumentError> {
             "`$ref` at {place} points outside the document ({target}): inline the schema or use a local #/$defs reference"
         ));
     }
+    crate::schema_bounds::check(schema).map_err(SchemaDocumentError)?;
     if let Err(error) = jsonschema::draft202012::meta::validate(schema) {
         let place = error.instance_path().as_str();
         let place = if place.is_empty() { "/" } else { place };

@@ -4,6 +4,7 @@
 mod api;
 mod client;
 mod dev;
+mod heavy_contracts;
 mod openapi_file;
 mod process;
 mod running;

@@ -29,7 +29,7 @@ impl Engine {
             Some(_) => return Err(invalid_contract("config", "`config` must be a JSON object")),
         };
         let now = Utc::now();
-        let mut record = SkillRecord {
+        let record = SkillRecord {
             id: self.new_id(),
             name: request.name.clone(),
             version,
@@ -47,13 +47,25 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        if request.contract.is_some() {
-            leaf(request, &mut record)?;
-        } else if request.includes.is_some() || request.tools.is_some() {
-            let skill = composite_skill(request, &mut record)?;
-            self.resolve_for_publication(&skill).await?;
-        } else {
-            catalog_row(request, &mut record)?;
+        // Checking a contract compiles its schemas: CPU work, kept off the async workers.
+        let owned = request.clone();
+        let (record, composite) = tokio::task::spawn_blocking(move || {
+            let mut record = record;
+            let composite = if owned.contract.is_some() {
+                leaf(&owned, &mut record).map(|()| None)
+            } else if owned.includes.is_some() || owned.tools.is_some() {
+                composite_skill(&owned, &mut record).map(Some)
+            } else {
+                catalog_row(&owned, &mut record).map(|()| None)
+            };
+            composite.map(|composite| (record, composite))
+        })
+        .await
+        .map_err(|error| {
+            EngineError::new(Class::Internal, "internal_error", format!("the check was lost: {error}"))
+        })??;
+        if let Some(skill) = &composite {
+            self.resolve_for_publication(skill).await?;
         }
         let event = self.event(
             "skill.registered",
