@@ -37,6 +37,9 @@ pub struct NormalizeOptions {
     /// Keep non-empty pre/postconditions instead of refusing them (`unsupported_skill_condition`)
     /// — for reading documents, never for publication.
     pub allow_conditions: bool,
+    /// The contract is read back from where it was stored after passing every rule at
+    /// publication: its schemas are not compiled again (the costly part), only read.
+    pub stored: bool,
 }
 
 /// How often and how far apart a failed call is tried again.

@@ -264,7 +264,7 @@ impl Serialize for Skill {
 impl<'de> Deserialize<'de> for Skill {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let document = Value::deserialize(deserializer)?;
-        let options = NormalizeOptions { allow_placeholders: true, allow_conditions: true };
+        let options = NormalizeOptions { allow_placeholders: true, allow_conditions: true, stored: false };
         Self::from_document(&document, &options).map_err(serde::de::Error::custom)
     }
 }

@@ -506,3 +506,18 @@ fn every_violation_is_reported_in_one_pass() {
     assert_eq!(error.details()["problems"].as_array().map(Vec::len), Some(3));
     assert!(error.to_string().starts_with("3 problems: "), "{error}");
 }
+
+/// A stored contract is read back without compiling its schemas: a schema no publication would
+/// accept (here, a `$ref` cycle) reads back, which shows the compiler did not run; every other
+/// rule still holds.
+#[test]
+fn a_stored_contract_reads_back_without_compiling_its_schemas() {
+    let cycle = json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"});
+    let raw = with("/inputs", Some(cycle.clone()));
+    check(raw.clone(), "invalid_json_schema", "inputs", "leads back to");
+    let stored = NormalizeOptions { stored: true, ..Default::default() };
+    let contract = normalize(&raw, SideEffects::None, &stored).expect("read back");
+    assert_eq!(contract.inputs(), &cycle);
+    let still_checked = with("/timeoutSeconds", Some(json!(0)));
+    assert!(normalize(&still_checked, SideEffects::None, &stored).is_err());
+}

@@ -136,6 +136,6 @@ pub enum CheckError {
 /// Endpoint placeholders (`${VAR}`) are accepted, as the installation substitutes them.
 pub fn check_contract(skill: &Skill) -> Result<skill_contract::Skill, CheckError> {
     let document = skill.document(None)?;
-    let options = NormalizeOptions { allow_placeholders: true, allow_conditions: false };
+    let options = NormalizeOptions { allow_placeholders: true, allow_conditions: false, stored: false };
     Ok(skill_contract::Skill::from_document(&document, &options)?)
 }

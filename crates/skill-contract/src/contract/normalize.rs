@@ -41,13 +41,14 @@ pub fn is_permission(text: &str) -> bool {
     text.len() <= 100 && text.contains('.') && text.split('.').all(word)
 }
 
-fn schema(map: &Map<String, Value>, key: &str, out: &mut Vec<Violation>) -> Value {
+fn schema(map: &Map<String, Value>, key: &str, stored: bool, out: &mut Vec<Violation>) -> Value {
     match present(map, key) {
         None => {
             let expected =
                 if key == "inputs" { "the JSON Schema of the inputs" } else { "the JSON Schema of the outputs" };
             out.push(Violation::new(key, Problem::Missing { expected }));
         }
+        Some(Value::Object(_)) if stored => {}
         Some(value @ Value::Object(_)) => {
             if let Err(error) = check_schema_document(value) {
                 out.push(Violation::new(key, Problem::InvalidSchema { reason: error.to_string() }));
@@ -223,8 +224,8 @@ pub fn normalize(
     }
     let mut out = Vec::new();
     fields::check_keys(map, KEYS, "contract", &mut out);
-    let inputs = schema(map, "inputs", &mut out);
-    let outputs = schema(map, "outputs", &mut out);
+    let inputs = schema(map, "inputs", options.stored, &mut out);
+    let outputs = schema(map, "outputs", options.stored, &mut out);
     let idempotency: Idempotency = fields::word(map, "idempotency", "idempotency", &mut out);
     let timeout_seconds = fields::integer_in(map, "timeoutSeconds", "timeoutSeconds", TIMEOUT_SECONDS, &mut out) as u32;
     let retry_policy = retry_policy(map, &mut out);

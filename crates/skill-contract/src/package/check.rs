@@ -30,7 +30,7 @@ pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
     let mut visible: BTreeMap<String, SideEffects> = BTreeMap::new();
     for (index, owner) in std::iter::once(package).chain(required).enumerate() {
         for object in owner.objects.iter().filter(|object| object.kind == "Skill") {
-            let options = NormalizeOptions { allow_placeholders: true, allow_conditions: false };
+            let options = NormalizeOptions { allow_placeholders: true, allow_conditions: false, stored: false };
             match Skill::from_document(&object.document, &options) {
                 Ok(skill) => {
                     visible.insert(skill.skill_ref().to_string(), writes(&skill));

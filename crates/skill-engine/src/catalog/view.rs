@@ -93,7 +93,8 @@ pub(crate) fn to_skill(record: &SkillRecord) -> Option<Result<Skill, skill_contr
     } else {
         return None;
     }
-    let options = NormalizeOptions { allow_placeholders: true, allow_conditions: true };
+    // Checked whole when it was published: read back without compiling its schemas again.
+    let options = NormalizeOptions { allow_placeholders: true, allow_conditions: true, stored: true };
     Some(Skill::from_document(&request.to_document(), &options))
 }
 
