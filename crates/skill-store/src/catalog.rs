@@ -8,7 +8,7 @@ use sqlx::{FromRow as _, Row as _};
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::{ErrorKind, Result, StoreError};
 use crate::records::{
-    Assignment, Event, PackageInstall, PackageObject, SkillChange, SkillEntry, SkillFilter, SkillRecord,
+    Assignment, Event, PackageInstall, PackageObject, PackagePlan, SkillChange, SkillEntry, SkillFilter, SkillRecord,
 };
 
 /// The catalog of skill versions.
@@ -50,6 +50,10 @@ pub trait CatalogStore: Send + Sync {
         objects: &'a [PackageObject],
         event: &'a Event,
     ) -> BoxFuture<'a, Result<()>>;
+    /// Writes a package's plan in one transaction: every version it creates, every version it
+    /// changes (each at its expected row version), then the install with its objects, each with
+    /// its event. Nothing is written when any step is refused.
+    fn apply_package<'a>(&'a self, plan: &'a PackagePlan, event: &'a Event) -> BoxFuture<'a, Result<()>>;
     fn package_install<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<PackageInstall>>;
     fn package_objects<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<PackageObject>>>;
 }
@@ -75,36 +79,113 @@ macro_rules! returning_skill {
     };
 }
 
+/// Inserts the skill record `$s` inside `$tx`.
+macro_rules! insert_skill_in {
+    ($tx:ident, $s:expr) => {{
+        let s: &SkillRecord = $s;
+        sqlx::query(
+            "INSERT INTO skills (id, name, version, description, protocol, config, input_schema, \
+             output_schema, side_effects, risk_level, contract, composition, status, row_version, \
+             created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+        )
+        .bind(&s.id)
+        .bind(&s.name)
+        .bind(&s.version)
+        .bind(&s.description)
+        .bind(&s.protocol)
+        .bind(Json(&s.config))
+        .bind(s.input_schema.as_ref().map(Json))
+        .bind(s.output_schema.as_ref().map(Json))
+        .bind(&s.side_effects)
+        .bind(&s.risk_level)
+        .bind(s.contract.as_ref().map(Json))
+        .bind(s.composition.as_ref().map(Json))
+        .bind(&s.status)
+        .bind(s.row_version)
+        .bind(s.created_at)
+        .bind(s.updated_at)
+        .execute(&mut *$tx)
+        .await?;
+    }};
+}
+
+/// Updates the skill `$id` at row version `$expected` to `$c` inside `$tx`: the new row; the
+/// enclosing function returns `NotFound` or `Stale` when the row is gone or has moved on.
+macro_rules! update_skill_in {
+    ($tx:ident, $id:expr, $expected:expr, $c:expr, $at:expr) => {{
+        let (id, expected_row_version, c): (&str, i32, &SkillChange) = ($id, $expected, $c);
+        let sql = concat!(
+            "UPDATE skills SET description = $3, config = $4, input_schema = $5, output_schema = $6, \
+             status = $7, contract = $8, row_version = row_version + 1, updated_at = $9 \
+             WHERE id = $1 AND row_version = $2 ",
+            returning_skill!()
+        );
+        let row = sqlx::query(sql)
+            .bind(id)
+            .bind(expected_row_version)
+            .bind(&c.description)
+            .bind(Json(&c.config))
+            .bind(c.input_schema.as_ref().map(Json))
+            .bind(c.output_schema.as_ref().map(Json))
+            .bind(&c.status)
+            .bind(c.contract.as_ref().map(Json))
+            .bind($at)
+            .fetch_optional(&mut *$tx)
+            .await?;
+        let Some(row) = row else {
+            let exists =
+                sqlx::query("SELECT row_version FROM skills WHERE id = $1").bind(id).fetch_optional(&mut *$tx).await?;
+            return Err(match exists {
+                None => StoreError::new(ErrorKind::NotFound, format!("no skill {id}")),
+                Some(row) => StoreError::new(
+                    ErrorKind::Stale,
+                    format!("skill {id} is at row version {}", row.try_get::<i32, _>(0)?),
+                ),
+            });
+        };
+        SkillRecord::from_row(&row)?
+    }};
+}
+
+/// Records the install `$install` and links `$objects` to it inside `$tx`.
+macro_rules! record_install_in {
+    ($tx:ident, $install:expr, $objects:expr) => {{
+        let (install, objects): (&PackageInstall, &[PackageObject]) = ($install, $objects);
+        sqlx::query(
+            "INSERT INTO package_installs (key, version, install_hash, installed_at, installed_by) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO UPDATE SET version = excluded.version, \
+             install_hash = excluded.install_hash, installed_at = excluded.installed_at, \
+             installed_by = excluded.installed_by",
+        )
+        .bind(&install.key)
+        .bind(&install.version)
+        .bind(&install.install_hash)
+        .bind(install.installed_at)
+        .bind(&install.installed_by)
+        .execute(&mut *$tx)
+        .await?;
+        for object in objects {
+            sqlx::query(
+                "INSERT INTO package_objects (kind, object_key, package_key) VALUES ($1, $2, $3) \
+                 ON CONFLICT (kind, object_key) DO UPDATE SET package_key = excluded.package_key",
+            )
+            .bind(&object.kind)
+            .bind(&object.key)
+            .bind(&install.key)
+            .execute(&mut *$tx)
+            .await?;
+        }
+    }};
+}
+
 macro_rules! catalog_store {
     ($store:ty) => {
         impl CatalogStore for $store {
             fn insert_skill<'a>(&'a self, s: &'a SkillRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
-                    sqlx::query(
-                        "INSERT INTO skills (id, name, version, description, protocol, config, input_schema, \
-                         output_schema, side_effects, risk_level, contract, composition, status, row_version, \
-                         created_at, updated_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-                    )
-                    .bind(&s.id)
-                    .bind(&s.name)
-                    .bind(&s.version)
-                    .bind(&s.description)
-                    .bind(&s.protocol)
-                    .bind(Json(&s.config))
-                    .bind(s.input_schema.as_ref().map(Json))
-                    .bind(s.output_schema.as_ref().map(Json))
-                    .bind(&s.side_effects)
-                    .bind(&s.risk_level)
-                    .bind(s.contract.as_ref().map(Json))
-                    .bind(s.composition.as_ref().map(Json))
-                    .bind(&s.status)
-                    .bind(s.row_version)
-                    .bind(s.created_at)
-                    .bind(s.updated_at)
-                    .execute(&mut *tx)
-                    .await?;
+                    insert_skill_in!(tx, s);
                     crate::events::commit!(tx, event);
                     Ok(())
                 })
@@ -164,38 +245,7 @@ macro_rules! catalog_store {
             ) -> BoxFuture<'a, Result<SkillRecord>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
-                    let sql = concat!(
-                        "UPDATE skills SET description = $3, config = $4, input_schema = $5, output_schema = $6, \
-                         status = $7, contract = $8, row_version = row_version + 1, updated_at = $9 \
-                         WHERE id = $1 AND row_version = $2 ",
-                        returning_skill!()
-                    );
-                    let row = sqlx::query(sql)
-                        .bind(id)
-                        .bind(expected_row_version)
-                        .bind(&c.description)
-                        .bind(Json(&c.config))
-                        .bind(c.input_schema.as_ref().map(Json))
-                        .bind(c.output_schema.as_ref().map(Json))
-                        .bind(&c.status)
-                        .bind(c.contract.as_ref().map(Json))
-                        .bind(event.created_at)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                    let Some(row) = row else {
-                        let exists = sqlx::query("SELECT row_version FROM skills WHERE id = $1")
-                            .bind(id)
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                        return Err(match exists {
-                            None => StoreError::new(ErrorKind::NotFound, format!("no skill {id}")),
-                            Some(row) => StoreError::new(
-                                ErrorKind::Stale,
-                                format!("skill {id} is at row version {}", row.try_get::<i32, _>(0)?),
-                            ),
-                        });
-                    };
-                    let skill = SkillRecord::from_row(&row)?;
+                    let skill = update_skill_in!(tx, id, expected_row_version, c, event.created_at);
                     crate::events::commit!(tx, event);
                     Ok(skill)
                 })
@@ -263,30 +313,26 @@ macro_rules! catalog_store {
             ) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
-                    sqlx::query(
-                        "INSERT INTO package_installs (key, version, install_hash, installed_at, installed_by) \
-                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO UPDATE SET version = excluded.version, \
-                         install_hash = excluded.install_hash, installed_at = excluded.installed_at, \
-                         installed_by = excluded.installed_by",
-                    )
-                    .bind(&install.key)
-                    .bind(&install.version)
-                    .bind(&install.install_hash)
-                    .bind(install.installed_at)
-                    .bind(&install.installed_by)
-                    .execute(&mut *tx)
-                    .await?;
-                    for object in objects {
-                        sqlx::query(
-                            "INSERT INTO package_objects (kind, object_key, package_key) VALUES ($1, $2, $3) \
-                             ON CONFLICT (kind, object_key) DO UPDATE SET package_key = excluded.package_key",
-                        )
-                        .bind(&object.kind)
-                        .bind(&object.key)
-                        .bind(&install.key)
-                        .execute(&mut *tx)
-                        .await?;
+                    record_install_in!(tx, install, objects);
+                    crate::events::commit!(tx, event);
+                    Ok(())
+                })
+            }
+
+            fn apply_package<'a>(&'a self, plan: &'a PackagePlan, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    for (s, created) in &plan.creates {
+                        insert_skill_in!(tx, s);
+                        crate::events::insert!(tx, created);
                     }
+                    for update in &plan.updates {
+                        let c = &update.change;
+                        update_skill_in!(tx, &update.id, update.expected_row_version, c, update.event.created_at);
+                        crate::events::insert!(tx, &update.event);
+                    }
+                    let (install, objects) = (&plan.install, &plan.objects[..]);
+                    record_install_in!(tx, install, objects);
                     crate::events::commit!(tx, event);
                     Ok(())
                 })

@@ -208,3 +208,22 @@ pub struct Event {
     pub request_id: Option<String>,
     pub created_at: Time,
 }
+
+/// A version a package plan changes: at its expected row version, with its event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillUpdate {
+    pub id: String,
+    pub expected_row_version: i32,
+    pub change: SkillChange,
+    pub event: Event,
+}
+
+/// Everything one `packages:apply` writes, in one transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackagePlan {
+    /// New versions, each with its `skill.registered` event.
+    pub creates: Vec<(SkillRecord, Event)>,
+    pub updates: Vec<SkillUpdate>,
+    pub install: PackageInstall,
+    pub objects: Vec<PackageObject>,
+}

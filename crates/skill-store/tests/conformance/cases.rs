@@ -4,7 +4,8 @@
 use chrono::Utc;
 use serde_json::json;
 use skill_store::records::{
-    AccessToken, Assignment, Grant, PackageInstall, PackageObject, SkillChange, SkillFilter, Workspace,
+    AccessToken, Assignment, Event, Grant, PackageInstall, PackageObject, PackagePlan, SkillChange, SkillFilter,
+    SkillRecord, SkillUpdate, Workspace,
 };
 use skill_store::{ErrorKind, StoreOptions};
 
@@ -304,4 +305,57 @@ pub(crate) async fn the_journal_holds_every_change_in_order(db: Db) {
     assert_eq!(of_skill.len(), 2);
     let rest = db.store.events(all[0].seq, None, 1).await.expect("after the first");
     assert_eq!(rest.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["skill.updated"]);
+}
+
+/// A package plan is written whole or not at all: a conflict in its second version, or a stale
+/// change, leaves no version, no install and no event behind.
+pub(crate) async fn package_plans_apply_whole_or_not_at_all(db: Db) {
+    let existing = leaf("claim.send_reply", "1");
+    publish(&db, &existing).await;
+    let events_before = db.store.events(0, None, 100).await.expect("events").len();
+    let install = PackageInstall {
+        key: "claims".to_owned(),
+        version: "1.0.0".to_owned(),
+        install_hash: "h1".to_owned(),
+        installed_at: Utc::now(),
+        installed_by: None,
+    };
+    let objects = vec![
+        PackageObject { kind: "Skill".to_owned(), key: "claim.classify".to_owned() },
+        PackageObject { kind: "Skill".to_owned(), key: "claim.send_reply".to_owned() },
+    ];
+    let fresh = leaf("claim.classify", "1");
+    let created = |skill: &SkillRecord| (skill.clone(), event("skill.registered", &format!("skill:{}", skill.id)));
+    let change = SkillChange { description: "patched".to_owned(), ..SkillChange::from_record(&existing) };
+    let update = |expected: i32| SkillUpdate {
+        id: existing.id.clone(),
+        expected_row_version: expected,
+        change: change.clone(),
+        event: event("skill.updated", &format!("skill:{}", existing.id)),
+    };
+    let plan = |creates: Vec<(SkillRecord, Event)>, updates: Vec<SkillUpdate>| PackagePlan {
+        creates,
+        updates,
+        install: install.clone(),
+        objects: objects.clone(),
+    };
+    let installed = event("package.installed", "package:claims");
+
+    // The second version clashes with a published one.
+    let clash = leaf("claim.send_reply", "1");
+    let refused = db.store.apply_package(&plan(vec![created(&fresh), created(&clash)], vec![]), &installed).await;
+    assert_eq!(refused.expect_err("a clash").kind(), ErrorKind::Conflict);
+    // The change is stale.
+    let refused = db.store.apply_package(&plan(vec![created(&fresh)], vec![update(7)]), &installed).await;
+    assert_eq!(refused.expect_err("stale").kind(), ErrorKind::Stale);
+    assert_eq!(db.store.skill(&fresh.id).await.expect_err("not written").kind(), ErrorKind::NotFound);
+    assert_eq!(db.store.package_install("claims").await.expect_err("no install").kind(), ErrorKind::NotFound);
+    assert_eq!(db.store.events(0, None, 100).await.expect("events").len(), events_before);
+
+    db.store.apply_package(&plan(vec![created(&fresh)], vec![update(1)]), &installed).await.expect("applied");
+    assert_eq!(db.store.skill(&existing.id).await.expect("patched").skill.description, "patched");
+    assert_eq!(db.store.skill(&fresh.id).await.expect("created").package.map(|p| p.key), Some("claims".to_owned()));
+    let kinds: Vec<String> =
+        db.store.events(0, None, 100).await.expect("events").into_iter().skip(events_before).map(|e| e.kind).collect();
+    assert_eq!(kinds, ["skill.registered", "skill.updated", "package.installed"]);
 }
