@@ -8,7 +8,7 @@
 //! | pages and item lists | [`Page`], [`Items`], [`PageQuery`] |
 //! | skill versions | [`PublishRequest`], [`PatchRequest`], [`SkillOut`], [`ListQuery`], [`MetadataOut`] |
 //! | assignments | [`AssignRequest`], [`Assigned`], [`Revoked`], [`AssignedSkill`] |
-//! | package installs | [`RecordRequest`], [`InstallOut`] |
+//! | package installs, a whole plan applied at once | [`RecordRequest`], [`InstallOut`], [`ApplyRequest`], [`ApplyOut`] |
 //! | the events journal | [`EventOut`], [`EventsQuery`] |
 //! | every operation (method, path, permission, bodies, error codes) | [`operations::OPERATIONS`] |
 //! | the OpenAPI 3.1 document built from them | [`openapi::document`] |
@@ -27,7 +27,9 @@ mod skills;
 
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use events::{EventOut, EventsQuery};
-pub use packages::{InstallOut, ObjectRef, PackageRef, RecordRequest};
+pub use packages::{
+    ApplyOut, ApplyRequest, InstallOut, MAX_APPLY_BYTES, ObjectRef, PackageRef, PlannedPatch, RecordRequest,
+};
 pub use page::{Items, Page, PageQuery};
 pub use principals::{AssignRequest, Assigned, AssignedSkill, Revoked};
 pub use skills::{

@@ -6,8 +6,8 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use crate::{
-    AssignRequest, Assigned, AssignedSkill, EventOut, EventsQuery, InstallOut, Items, ListQuery, MetadataOut, Page,
-    PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SkillOut,
+    ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, EventOut, EventsQuery, InstallOut, Items,
+    ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SkillOut,
 };
 
 /// Makes the schema of a type.
@@ -49,6 +49,7 @@ pub enum Op {
     AssignSkill,
     AssignedSkills,
     RevokeSkill,
+    ApplyPackage,
     RecordInstall,
     ReadInstall,
     Events,
@@ -247,6 +248,28 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<Revoked>)),
         errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::ApplyPackage,
+        method: Method::Post,
+        path: "/packages:apply",
+        summary: "Apply a package's whole plan in one transaction: versions published and changed, the install recorded; nothing when any part is refused",
+        permission: "org.manage",
+        request: Some(schema::<ApplyRequest>),
+        query: None,
+        success: (200, Some(schema::<ApplyOut>)),
+        errors: &[
+            (404, "not_found"),
+            (409, "skill_exists"),
+            (409, "version_conflict"),
+            (409, "skill_version_immutable"),
+            (409, "invalid_status_transition"),
+            (422, "invalid_skill_contract"),
+            (422, "invalid_json_schema"),
+            (422, "resolution_failure"),
+            (422, "empty_update"),
+        ],
         idempotency_key: false,
     },
     Operation {

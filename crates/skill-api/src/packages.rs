@@ -2,6 +2,50 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::{PatchRequest, PublishRequest, SkillOut};
+
+/// The largest body `POST /packages:apply` accepts: a whole package (each contract in it is
+/// still at most 512 KiB).
+pub const MAX_APPLY_BYTES: usize = 32 * 1024 * 1024;
+
+/// The body of `POST /packages:apply`: a package's whole plan, written in one transaction or
+/// not at all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApplyRequest {
+    pub package: PackageRef,
+    /// SHA-256 over the package's files (64 hex digits).
+    pub install_hash: String,
+    /// Versions to publish; a composite may include a version published in the same plan.
+    #[serde(default)]
+    pub create: Vec<PublishRequest>,
+    /// Published versions to change, each at the row version the plan read.
+    #[serde(default)]
+    pub patch: Vec<PlannedPatch>,
+    /// The objects the package installs (skills by name).
+    pub objects: Vec<ObjectRef>,
+}
+
+/// One change of a package plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlannedPatch {
+    /// The version's id.
+    pub id: String,
+    /// The row version the plan read (the change is refused when it moved on).
+    pub row_version: i32,
+    pub change: PatchRequest,
+}
+
+/// What `POST /packages:apply` wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplyOut {
+    pub install: InstallOut,
+    pub created: Vec<SkillOut>,
+    pub patched: Vec<SkillOut>,
+}
+
 /// The body of `POST /packages:record`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

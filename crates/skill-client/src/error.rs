@@ -27,6 +27,12 @@ impl ApiError {
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}: {}", self.status, self.body.code, self.body.message)?;
+        // Where in the request the problem is, when the core says.
+        for key in ["item", "field"] {
+            if let Some(place) = self.body.details.get(key).and_then(serde_json::Value::as_str) {
+                write!(f, " [{key} {place}]")?;
+            }
+        }
         if let Some(id) = &self.body.request_id {
             write!(f, " (request {id})")?;
         }

@@ -4,8 +4,8 @@
 use serde_json::Value;
 use skill_api::operations::{Op, Operation};
 use skill_api::{
-    AssignRequest, Assigned, AssignedSkill, EventOut, EventsQuery, Health, InstallOut, Items, ListQuery, MetadataOut,
-    Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SkillOut,
+    ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, EventOut, EventsQuery, Health, InstallOut, Items,
+    ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SkillOut,
 };
 use skill_contract::SkillDefinition;
 
@@ -88,6 +88,11 @@ impl Client {
     /// `POST /principals/{principal}/skills/{skill}:revoke`.
     pub async fn revoke(&self, principal: &str, skill: &str) -> Result<Revoked, ClientError> {
         Ok(self.send(call(Op::RevokeSkill).parameters(&[principal, skill])).await?.body)
+    }
+
+    /// `POST /packages:apply`: a package's whole plan, in one transaction.
+    pub async fn apply_package(&self, request: &ApplyRequest) -> Result<ApplyOut, ClientError> {
+        Ok(self.send(call(Op::ApplyPackage).body(request)).await?.body)
     }
 
     /// `POST /packages:record`.

@@ -70,7 +70,9 @@ pub use protocol::{
     ErrorClass, ProtocolError, ResolvedToolEntry, SkillCapabilitySummary, SkillDefinition, SkillErrorType,
     SkillMetadata, SkillResult, map_tool_error,
 };
-pub use skill::{API_VERSION, CompositeSkill, KIND, LeafSkill, SKILL_SOURCE, Skill, SkillBody, ToolDeclaration};
+pub use skill::{
+    API_VERSION, CompositeSkill, KIND, LeafSkill, MAX_DESCRIPTION, SKILL_SOURCE, Skill, SkillBody, ToolDeclaration,
+};
 pub use violation::{ContractError, Problem, Violation, ViolationCode};
 
 /// The examples of `docs/contract.md` run as doctests.

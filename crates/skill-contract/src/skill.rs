@@ -19,6 +19,8 @@ pub const API_VERSION: &str = "taimen.ai/v1";
 pub const KIND: &str = "Skill";
 /// The source type of tools that are catalog skills (leaves).
 pub const SKILL_SOURCE: &str = "skill";
+/// The longest description a skill version may have, in characters.
+pub const MAX_DESCRIPTION: usize = 16 * 1024;
 
 /// A skill version that can be invoked: its policy and its contract.
 #[derive(Debug, Clone, PartialEq)]

@@ -29,6 +29,7 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::AssignSkill => ("/principals/{principal}/skills", on(filter, handlers::assign)),
         Op::AssignedSkills => ("/principals/{principal}/skills", on(filter, handlers::assigned)),
         Op::RevokeSkill => ("/principals/{principal}/skills/{*revoke}", on(filter, handlers::revoke)),
+        Op::ApplyPackage => ("/packages:apply", on(filter, handlers::apply_package)),
         Op::RecordInstall => ("/packages:record", on(filter, handlers::record_install)),
         Op::ReadInstall => ("/packages/{key}", on(filter, handlers::package)),
         Op::Events => ("/events", on(filter, handlers::events)),

@@ -16,6 +16,7 @@ use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
+pub(crate) use patch::{change_of, version_conflict};
 pub use publish::PROTOCOLS;
 pub(crate) use view::{kind, skill_out, status, time as view_time, to_skill};
 

@@ -77,17 +77,27 @@ impl Engine {
             }
             Some(Ok(skill)) => skill,
         };
-        let known = self.closure(&skill).await?;
+        let known = self.closure(&skill, &HashMap::new()).await?;
         let resolution = composite::resolve_skill(&skill, &known).map_err(|error| resolve_error(&skill, &error))?;
         Ok((skill, resolution))
     }
 
-    /// Every skill `skill` includes, directly or not, as far as the catalog has them.
-    pub(crate) async fn closure(&self, skill: &Skill) -> Result<HashMap<SkillRef, Skill>> {
+    /// Every skill `skill` includes, directly or not, as far as `planned` (versions published
+    /// together with it) or the catalog has them.
+    pub(crate) async fn closure(
+        &self,
+        skill: &Skill,
+        planned: &HashMap<SkillRef, Skill>,
+    ) -> Result<HashMap<SkillRef, Skill>> {
         let mut known: HashMap<SkillRef, Skill> = HashMap::new();
         let mut pending: Vec<SkillRef> = includes(skill);
         while let Some(reference) = pending.pop() {
             if known.contains_key(&reference) {
+                continue;
+            }
+            if let Some(included) = planned.get(&reference) {
+                pending.extend(includes(included));
+                known.insert(reference, included.clone());
                 continue;
             }
             let record = match self.store.skill_version(reference.name().as_str(), reference.version().as_str()).await {

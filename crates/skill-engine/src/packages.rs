@@ -1,15 +1,18 @@
 //! Package installs as the catalog records them: which package (key, version, install hash)
 //! installed which objects (skills by name), and the events journal for readers.
 
+use std::collections::HashMap;
+
 use chrono::Utc;
 use serde_json::json;
-use skill_api::{EventOut, InstallOut, ObjectRef, RecordRequest};
+use skill_api::{ApplyOut, ApplyRequest, EventOut, InstallOut, ObjectRef, PackageRef, RecordRequest};
+use skill_contract::{Skill, SkillName, SkillRef};
 use skill_store::ErrorKind;
-use skill_store::records::{PackageInstall, PackageObject};
+use skill_store::records::{PackageInstall, PackageObject, PackagePlan, SkillUpdate};
 
 use crate::actor::Actor;
-use crate::catalog::{checked_limit, view_time};
-use crate::error::{EngineError, Result};
+use crate::catalog::{change_of, checked_limit, skill_out, to_skill, version_conflict, view_time};
+use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
 impl Engine {
@@ -96,4 +99,143 @@ impl Engine {
             })
             .collect())
     }
+}
+
+impl Engine {
+    /// Applies a package's whole plan (`org.manage`): every version checked first (a composite
+    /// may include a version of the same plan), then every version created and changed and the
+    /// install recorded in one transaction. Any refusal names the part (`details.item`) and
+    /// writes nothing.
+    pub async fn apply_package(
+        &self,
+        actor: &Actor,
+        request: &ApplyRequest,
+        request_id: Option<&str>,
+    ) -> Result<ApplyOut> {
+        actor.require("org.manage")?;
+        check_package_ref(&request.package, &request.install_hash)?;
+        let objects = checked_objects(&request.objects)?;
+        let origin = Origin::of(actor, request_id);
+
+        let mut creates = Vec::new();
+        let mut planned: HashMap<SkillRef, Skill> = HashMap::new();
+        let mut composites = Vec::new();
+        for (index, publish) in request.create.iter().enumerate() {
+            let item = format!("create[{index}]");
+            let (record, composite) =
+                self.prepare_publication(publish).await.map_err(|error| error.with("item", item.clone()))?;
+            if let Some(skill) = composite {
+                planned.insert(skill.skill_ref(), skill.clone());
+                composites.push((item, skill));
+            } else if let Some(Ok(skill)) = to_skill(&record) {
+                planned.insert(skill.skill_ref(), skill);
+            }
+            let event = self.registered_event(&record, &origin);
+            creates.push((record, event));
+        }
+        for (item, skill) in &composites {
+            self.resolve_for_publication(skill, &planned).await.map_err(|error| error.with("item", item.clone()))?;
+        }
+        let mut updates = Vec::new();
+        for (index, patch) in request.patch.iter().enumerate() {
+            let item = format!("patch[{index}]");
+            let current = self.store.skill(&patch.id).await.map_err(|error| match error.kind() {
+                ErrorKind::NotFound => {
+                    EngineError::not_found(&format!("skill {}", patch.id)).with("item", item.clone())
+                }
+                _ => error.into(),
+            })?;
+            if current.skill.row_version != patch.row_version {
+                return Err(version_conflict(patch.row_version, current.skill.row_version).with("item", item));
+            }
+            let (change, data) = change_of(&current.skill, &patch.change).map_err(|error| error.with("item", item))?;
+            let event = self.event("skill.updated", format!("skill:{}", patch.id), data, &origin);
+            updates.push(SkillUpdate { id: patch.id.clone(), expected_row_version: patch.row_version, change, event });
+        }
+        let install = PackageInstall {
+            key: request.package.key.clone(),
+            version: request.package.version.clone(),
+            install_hash: request.install_hash.clone(),
+            installed_at: Utc::now(),
+            installed_by: Some(actor.id().to_owned()),
+        };
+        let event = self.event(
+            "package.installed",
+            format!("package:{}", install.key),
+            json!({"version": install.version, "installHash": install.install_hash, "objects": objects.len(),
+                   "created": creates.len(), "patched": updates.len()}),
+            &origin,
+        );
+        let created_ids: Vec<String> = creates.iter().map(|(record, _)| record.id.clone()).collect();
+        let patched_ids: Vec<String> = updates.iter().map(|update| update.id.clone()).collect();
+        let plan = PackagePlan { creates, updates, install, objects };
+        if let Err(error) = self.store.apply_package(&plan, &event).await {
+            return Err(match error.kind() {
+                ErrorKind::Conflict => EngineError::new(
+                    Class::Conflict,
+                    "skill_exists",
+                    "a version of the plan was published meanwhile: plan again",
+                ),
+                ErrorKind::Stale => EngineError::new(
+                    Class::Conflict,
+                    "version_conflict",
+                    "a version the plan changes changed meanwhile: plan again",
+                ),
+                ErrorKind::Refused(_) => {
+                    EngineError::new(Class::Conflict, "skill_version_immutable", error.message().to_owned())
+                }
+                _ => error.into(),
+            });
+        }
+        let read = |ids: Vec<String>| async move {
+            let mut out = Vec::new();
+            for id in ids {
+                out.push(skill_out(self.store.skill(&id).await?, true));
+            }
+            Ok::<_, EngineError>(out)
+        };
+        let created = read(created_ids).await?;
+        let patched = read(patched_ids).await?;
+        Ok(ApplyOut { install: self.package(actor, &request.package.key).await?, created, patched })
+    }
+}
+
+/// A package key (never a path), a version, and a SHA-256 in hex.
+fn check_package_ref(package: &PackageRef, install_hash: &str) -> Result<()> {
+    let bad = |field: &str, message: String| Err(EngineError::invalid_request(message).with("field", field));
+    if !skill_contract::package::is_package_key(&package.key) {
+        return bad(
+            "package.key",
+            format!("{:?} is not a package key: letters, digits, `-`, `_`, `.`, no `..`", package.key),
+        );
+    }
+    let version_ok = (1..=100).contains(&package.version.len())
+        && package.version.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+    if !version_ok {
+        return bad(
+            "package.version",
+            format!("{:?} is not a version: 1 to 100 of letters, digits, `.`, `_`, `+`, `-`", package.version),
+        );
+    }
+    if install_hash.len() != 64 || !install_hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return bad("installHash", "the install hash is a SHA-256 in 64 lowercase hex digits".to_owned());
+    }
+    Ok(())
+}
+
+/// The objects of an install: skills, by a valid name, each once.
+fn checked_objects(objects: &[ObjectRef]) -> Result<Vec<PackageObject>> {
+    let mut out = Vec::new();
+    for (index, object) in objects.iter().enumerate() {
+        if object.kind != "Skill" || SkillName::new(&object.key).is_err() {
+            return Err(EngineError::invalid_request(format!(
+                "objects[{index}] is not a skill by name: {{kind: Skill, key: <skill name>}}"
+            ))
+            .with("field", format!("objects[{index}]")));
+        }
+        out.push(PackageObject { kind: object.kind.clone(), key: object.key.clone() });
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
 }

@@ -1,7 +1,8 @@
-//! Carrying a package's plan out through the typed client: every version created or patched,
-//! then the install recorded; an unchanged package already installed writes nothing.
+//! Carrying a package's plan out through the typed client: one `packages:apply` request, which
+//! the core writes in one transaction (every version created or patched and the install
+//! recorded, or nothing); an unchanged package already installed writes nothing.
 
-use skill_api::{ObjectRef, PackageRef, RecordRequest};
+use skill_api::{ApplyRequest, ObjectRef, PackageRef, PlannedPatch};
 use skill_client::Client;
 
 use crate::failure::failure;
@@ -37,34 +38,39 @@ pub async fn apply(
     if writes.is_empty() && same_install {
         return Ok(Applied::Already);
     }
-    for change in writes {
-        let reference = format!("{}@{}", change.key, change.version);
+    let mut request = ApplyRequest {
+        package: PackageRef { key: key.clone(), version: loaded.package.version.clone() },
+        install_hash: loaded.install_hash.clone(),
+        create: Vec::new(),
+        patch: Vec::new(),
+        objects: Vec::new(),
+    };
+    for change in &writes {
         match &change.plan {
-            SkillPlan::Create { body } => {
-                core.publish(body).await.map_err(|error| failure("publishing", &reference, &error))?;
-            }
+            SkillPlan::Create { body } => request.create.push((**body).clone()),
             SkillPlan::Patch { id, row_version, body, .. } => {
-                core.patch_skill(id, *row_version, body)
-                    .await
-                    .map_err(|error| failure("changing", &reference, &error))?;
+                request.patch.push(PlannedPatch {
+                    id: id.clone(),
+                    row_version: *row_version,
+                    change: (**body).clone(),
+                });
             }
             SkillPlan::Unchanged | SkillPlan::Refuse { .. } => {}
         }
-        done(change);
     }
-    let mut objects: Vec<ObjectRef> = loaded
+    request.objects = loaded
         .package
         .objects
         .iter()
         .filter(|object| object.kind == "Skill")
         .map(|object| ObjectRef { kind: "Skill".to_owned(), key: object.key.clone() })
         .collect();
-    objects.dedup();
-    let record = RecordRequest {
-        package: PackageRef { key: key.clone(), version: loaded.package.version.clone() },
-        install_hash: loaded.install_hash.clone(),
-        objects,
-    };
-    core.record_install(&record).await.map_err(|error| failure("recording the install of", key, &error))?;
+    request.objects.sort();
+    request.objects.dedup();
+    // One request, one transaction in the core: every version and the install, or nothing.
+    core.apply_package(&request).await.map_err(|error| failure("applying", key, &error))?;
+    for change in writes {
+        done(change);
+    }
     Ok(Applied::Done)
 }

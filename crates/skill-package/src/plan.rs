@@ -182,8 +182,13 @@ pub fn refusal(fields: &[String]) -> String {
 
 /// The plan of every skill of the package against `core`. An endpoint's `${VAR}` is filled
 /// from the environment (or the variable's declared default) first; nothing else is.
+///
+/// A composite's includes must be in the plan or published in the core: a version that only a
+/// required package declares, and that package was never applied, is refused here, as the core
+/// would refuse it.
 pub async fn plan(loaded: &Loaded, core: &Client) -> Result<Vec<Change>, String> {
     let mut changes = Vec::new();
+    let mut composites: Vec<(String, Skill)> = Vec::new();
     for object in loaded.package.objects.iter().filter(|object| object.kind == "Skill") {
         let document = package::fill(&loaded.package, object, &|name| std::env::var(name).ok())
             .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))?;
@@ -199,6 +204,30 @@ pub async fn plan(loaded: &Loaded, core: &Client) -> Result<Vec<Change>, String>
             version: skill.version().as_str().to_owned(),
             plan: plan_skill(&skill, published.as_ref()),
         });
+        if matches!(skill.body(), SkillBody::Composite(_)) {
+            composites.push((object.file.clone(), skill));
+        }
+    }
+    for (file, skill) in &composites {
+        let SkillBody::Composite(composite) = skill.body() else { continue };
+        for include in composite.includes() {
+            let reference = include.to_string();
+            let planned = changes.iter().any(|change| format!("{}@{}", change.key, change.version) == reference);
+            if planned {
+                continue;
+            }
+            let published = core
+                .find_skill(&reference)
+                .await
+                .map_err(|error| crate::failure::failure("reading", &reference, &error))?;
+            if published.is_none() {
+                return Err(format!(
+                    "{file}: {} includes {reference}, which this package does not publish and the core does not have \
+                     (resolution_failure): apply the package that declares it first",
+                    skill.skill_ref()
+                ));
+            }
+        }
     }
     Ok(changes)
 }

@@ -363,3 +363,38 @@ fn the_package_reader_does_not_trust_the_file_system() {
         ]
     );
 }
+
+/// A composite that includes a version only a never-applied required package declares passes
+/// the offline check (the required package is beside it), but plan and apply refuse it before
+/// anything is written, as the core would.
+#[test]
+fn an_include_the_core_does_not_have_stops_the_plan_and_writes_nothing() {
+    let core = serve("includes");
+    let at = Some((core.url.as_str(), core.token.as_str()));
+    let copy = Copy::new("includes");
+    let crm = copy.package().parent().expect("a parent").join("crm");
+    std::fs::create_dir_all(crm.join("skills")).expect("crm");
+    std::fs::write(
+        crm.join("package.yaml"),
+        "apiVersion: taimen.ai/v1\nkind: Package\nkey: crm\nspec:\n  version: 1.0.0\n",
+    )
+    .expect("crm manifest");
+    let mut find = lookup("https://crm.example/find", "Find a customer.", 30);
+    find["key"] = json!("crm.find");
+    std::fs::write(crm.join("skills/crm.find.yaml"), skill_contract::yaml::to_string(&find)).expect("crm skill");
+    copy.edit("package.yaml", "  requires: []", "  requires: [crm]");
+    copy.write(
+        "skills/claims.flow.yaml",
+        &json!({"apiVersion": "taimen.ai/v1", "kind": "Skill", "key": "claims.flow",
+                "spec": {"version": "1", "description": "Find, then answer.", "includes": ["crm.find@1"]}}),
+    );
+    assert_eq!(problems(&copy), [], "the offline check sees crm beside the package");
+    let events = core.event_count();
+    for command in ["plan", "apply"] {
+        let refused = copy.sdk(&[command], at);
+        assert_ne!(refused.status.code(), Some(0), "{command}");
+        let stderr = text(&refused.stderr);
+        assert!(stderr.contains("crm.find@1") && stderr.contains("resolution_failure"), "{command}: {stderr}");
+    }
+    assert_eq!(core.event_count(), events, "nothing was written");
+}

@@ -98,7 +98,15 @@ pub(super) fn document(document: &Value, options: &NormalizeOptions, out: &mut V
     };
     let description = match present(spec, "description") {
         None => String::new(),
-        Some(value) => fields::string(value, "spec.description", out).map(str::to_owned).unwrap_or_default(),
+        Some(value) => match fields::string(value, "spec.description", out) {
+            Some(text) if text.chars().count() > crate::MAX_DESCRIPTION => {
+                let length = text.chars().count();
+                out.push(Violation::new("spec.description", Problem::TooLong { length, max: crate::MAX_DESCRIPTION }));
+                String::new()
+            }
+            Some(text) => text.to_owned(),
+            None => String::new(),
+        },
     };
     let body = if present(spec, "contract").is_some() {
         leaf(spec, options, out).map(|leaf| SkillBody::Leaf(Box::new(leaf)))

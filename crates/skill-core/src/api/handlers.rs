@@ -8,8 +8,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use skill_api::{
-    AssignRequest, Assigned, EventsQuery, Items, ListQuery, PageQuery, PatchRequest, PublishRequest, RecordRequest,
-    Revoked, etag,
+    ApplyRequest, AssignRequest, Assigned, EventsQuery, Items, ListQuery, MAX_APPLY_BYTES, PageQuery, PatchRequest,
+    PublishRequest, RecordRequest, Revoked, etag,
 };
 use skill_engine::{Actor, EngineError};
 use skill_http::requests::RequestId;
@@ -116,6 +116,15 @@ pub(super) async fn record_install(
     JsonBody(request): JsonBody<RecordRequest>,
 ) -> Answer {
     Ok(axum::Json(core.engine.record_install(&actor, &request, request_id(&id)).await?).into_response())
+}
+
+pub(super) async fn apply_package(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    JsonBody(request): JsonBody<ApplyRequest, MAX_APPLY_BYTES>,
+) -> Answer {
+    Ok(axum::Json(core.engine.apply_package(&actor, &request, request_id(&id)).await?).into_response())
 }
 
 pub(super) async fn package(State(core): State<Core>, actor: Actor, Path(key): Path<String>) -> Answer {

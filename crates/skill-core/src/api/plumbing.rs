@@ -101,22 +101,24 @@ impl FromRequestParts<Core> for Actor {
     }
 }
 
-/// A JSON body of type `T`: at most [`MAX_BODY_BYTES`], no NUL characters, no unknown fields.
+/// A JSON body of type `T`: at most `LIMIT` bytes ([`MAX_BODY_BYTES`] unless a route says
+/// otherwise), no NUL characters, no unknown fields.
 #[derive(Debug)]
-pub struct JsonBody<T>(pub T);
+pub struct JsonBody<T, const LIMIT: usize = MAX_BODY_BYTES>(pub T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+impl<T: DeserializeOwned, S: Send + Sync, const LIMIT: usize> FromRequest<S> for JsonBody<T, LIMIT> {
     type Rejection = Failure;
 
     async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
-        let bytes = axum::body::to_bytes(Body::new(request.into_body()), MAX_BODY_BYTES).await.map_err(unread)?;
+        let bytes =
+            axum::body::to_bytes(Body::new(request.into_body()), LIMIT).await.map_err(|error| unread(error, LIMIT))?;
         parse(&bytes).map(JsonBody)
     }
 }
 
 /// Why a body could not be read, by its cause: over the limit (413), too slow (408), cut by the
 /// server's stop (503, retryable), or broken off by the client (400).
-fn unread(error: axum::Error) -> Failure {
+fn unread(error: axum::Error, limit: usize) -> Failure {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
     while let Some(current) = cause {
         if current.is::<http_body_util::LengthLimitError>() {
@@ -124,9 +126,9 @@ fn unread(error: axum::Error) -> Failure {
                 EngineError::new(
                     Class::TooLarge,
                     "payload_too_large",
-                    format!("the body is larger than {MAX_BODY_BYTES} bytes"),
+                    format!("the body is larger than {limit} bytes"),
                 )
-                .with("limitBytes", MAX_BODY_BYTES),
+                .with("limitBytes", limit),
             );
         }
         if let Some(cut) = current.downcast_ref::<skill_http::BodyCut>() {

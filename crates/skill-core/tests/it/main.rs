@@ -6,6 +6,7 @@ mod client;
 mod dev;
 mod heavy_contracts;
 mod openapi_file;
+mod package_apply;
 mod process;
 mod running;
 mod slow_clients;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use skill_api::{PatchRequest, SkillOut, etag, parse_etag};
 use skill_contract::{NormalizeOptions, SideEffects, normalize};
 use skill_store::ErrorKind;
-use skill_store::records::SkillChange;
+use skill_store::records::{SkillChange, SkillRecord};
 
 use super::check_status;
 use super::publish::{checked_schema, contract_error};
@@ -36,79 +36,7 @@ impl Engine {
         if current.row_version != expected {
             return Err(version_conflict(expected, current.row_version));
         }
-        let mut change = SkillChange::from_record(current);
-        let mut changed: Vec<&str> = Vec::new();
-        let mut moved = None;
-        if let Some(description) = request.description.as_ref().filter(|d| **d != current.description) {
-            change.description = description.clone();
-            changed.push("description");
-        }
-        if let Some(config) = &request.config {
-            if !config.is_object() {
-                return Err(EngineError::invalid_request("`config` must be a JSON object").with("field", "config"));
-            }
-            if *config != current.config {
-                change.config = config.clone();
-                changed.push("config");
-            }
-        }
-        let mut frozen = Vec::new();
-        for (field, wanted, stored, slot) in [
-            ("inputSchema", &request.input_schema, &current.input_schema, &mut change.input_schema),
-            ("outputSchema", &request.output_schema, &current.output_schema, &mut change.output_schema),
-        ] {
-            let Some(wanted) = wanted.as_ref().filter(|wanted| Some(*wanted) != stored.as_ref()) else { continue };
-            if current.contract.is_some() {
-                frozen.push(field);
-                continue;
-            }
-            *slot = checked_schema(field, Some(wanted))?;
-            changed.push(field);
-        }
-        if !frozen.is_empty() {
-            return Err(EngineError::new(
-                Class::Conflict,
-                "skill_version_immutable",
-                format!(
-                    "{} of a version with a contract come from the contract, which is immutable: publish a new version",
-                    frozen.join(" and ")
-                ),
-            )
-            .with("skillId", current.id.clone())
-            .with("fields", frozen));
-        }
-        if let Some(word) = request.status.as_deref().filter(|status| *status != current.status) {
-            let status = check_status(word)?;
-            if status < stored_status(current) {
-                return Err(EngineError::new(
-                    Class::Conflict,
-                    "invalid_status_transition",
-                    format!(
-                        "a status only moves forward (active → deprecated → disabled), not {} → {word}",
-                        current.status
-                    ),
-                )
-                .with("from", current.status.clone())
-                .with("to", word));
-            }
-            change.status = status.as_str().to_owned();
-            changed.push("status");
-        }
-        if let Some(endpoint) = &request.endpoint {
-            let (contract, from) = moved_contract(current, endpoint)?;
-            if contract != *current.contract.as_ref().unwrap_or(&Value::Null) {
-                change.contract = Some(contract);
-                moved = Some(json!({"from": from, "to": endpoint}));
-                changed.push("endpoint");
-            }
-        }
-        if changed.is_empty() {
-            return Err(EngineError::new(Class::Invalid, "empty_update", "the request changes nothing"));
-        }
-        let mut data = json!({"changedFields": changed, "rowVersion": current.row_version + 1});
-        if let Some(moved) = moved {
-            data["endpoint"] = moved;
-        }
+        let (change, data) = change_of(current, request)?;
         let event = self.event("skill.updated", format!("skill:{}", current.id), data, &Origin::of(actor, request_id));
         let updated = match self.store.update_skill(&current.id, expected, &change, &event).await {
             Ok(updated) => updated,
@@ -126,9 +54,96 @@ impl Engine {
     }
 }
 
+/// The change `request` makes to `current`, checked by the rules of what a published version
+/// may change, and the data of its `skill.updated` event.
+pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result<(SkillChange, Value)> {
+    let mut change = SkillChange::from_record(current);
+    let mut changed: Vec<&str> = Vec::new();
+    let mut moved = None;
+    if let Some(description) = request.description.as_ref().filter(|d| **d != current.description) {
+        if description.chars().count() > skill_contract::MAX_DESCRIPTION {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_skill_document",
+                format!("a description has at most {} characters", skill_contract::MAX_DESCRIPTION),
+            )
+            .with("field", "description"));
+        }
+        change.description = description.clone();
+        changed.push("description");
+    }
+    if let Some(config) = &request.config {
+        if !config.is_object() {
+            return Err(EngineError::invalid_request("`config` must be a JSON object").with("field", "config"));
+        }
+        if *config != current.config {
+            change.config = config.clone();
+            changed.push("config");
+        }
+    }
+    let mut frozen = Vec::new();
+    for (field, wanted, stored, slot) in [
+        ("inputSchema", &request.input_schema, &current.input_schema, &mut change.input_schema),
+        ("outputSchema", &request.output_schema, &current.output_schema, &mut change.output_schema),
+    ] {
+        let Some(wanted) = wanted.as_ref().filter(|wanted| Some(*wanted) != stored.as_ref()) else { continue };
+        if current.contract.is_some() {
+            frozen.push(field);
+            continue;
+        }
+        *slot = checked_schema(field, Some(wanted))?;
+        changed.push(field);
+    }
+    if !frozen.is_empty() {
+        return Err(EngineError::new(
+            Class::Conflict,
+            "skill_version_immutable",
+            format!(
+                "{} of a version with a contract come from the contract, which is immutable: publish a new version",
+                frozen.join(" and ")
+            ),
+        )
+        .with("skillId", current.id.clone())
+        .with("fields", frozen));
+    }
+    if let Some(word) = request.status.as_deref().filter(|status| *status != current.status) {
+        let status = check_status(word)?;
+        if status < stored_status(current) {
+            return Err(EngineError::new(
+                Class::Conflict,
+                "invalid_status_transition",
+                format!(
+                    "a status only moves forward (active → deprecated → disabled), not {} → {word}",
+                    current.status
+                ),
+            )
+            .with("from", current.status.clone())
+            .with("to", word));
+        }
+        change.status = status.as_str().to_owned();
+        changed.push("status");
+    }
+    if let Some(endpoint) = &request.endpoint {
+        let (contract, from) = moved_contract(current, endpoint)?;
+        if contract != *current.contract.as_ref().unwrap_or(&Value::Null) {
+            change.contract = Some(contract);
+            moved = Some(json!({"from": from, "to": endpoint}));
+            changed.push("endpoint");
+        }
+    }
+    if changed.is_empty() {
+        return Err(EngineError::new(Class::Invalid, "empty_update", "the request changes nothing"));
+    }
+    let mut data = json!({"changedFields": changed, "rowVersion": current.row_version + 1});
+    if let Some(moved) = moved {
+        data["endpoint"] = moved;
+    }
+    Ok((change, data))
+}
+
 /// The contract with its endpoint moved to `endpoint`, checked by the publication rules, and the
 /// endpoint it had.
-fn moved_contract(current: &skill_store::records::SkillRecord, endpoint: &str) -> Result<(Value, Value)> {
+fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Value, Value)> {
     let field = "implementation.endpoint";
     let Some(contract) = &current.contract else {
         return Err(EngineError::new(
@@ -182,7 +197,7 @@ fn parse_if_match(header: Option<&str>) -> Result<i32> {
     })
 }
 
-fn version_conflict(expected: i32, current: i32) -> EngineError {
+pub(crate) fn version_conflict(expected: i32, current: i32) -> EngineError {
     EngineError::new(
         Class::Conflict,
         "version_conflict",

@@ -1,11 +1,13 @@
 //! Publishing a skill version: the contract normalized and checked by the contract crate's own
 //! rules, a composite resolved against the catalog, a catalog row's protocol and policy checked.
 
+use std::collections::HashMap;
+
 use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{DEFAULT_VERSION, PublishRequest, SkillOut};
 use skill_contract::{
-    ContractError, NormalizeOptions, PolicyWord, RiskLevel, SideEffects, Skill, SkillBody, composite, schema,
+    ContractError, NormalizeOptions, PolicyWord, RiskLevel, SideEffects, Skill, SkillBody, SkillRef, composite, schema,
 };
 use skill_store::ErrorKind;
 use skill_store::records::SkillRecord;
@@ -22,6 +24,23 @@ impl Engine {
     /// Publishes a version (`org.manage`): `skill_exists` when `name@version` is taken.
     pub async fn publish(&self, actor: &Actor, request: &PublishRequest, request_id: Option<&str>) -> Result<SkillOut> {
         actor.require("org.manage")?;
+        let (record, composite) = self.prepare_publication(request).await?;
+        if let Some(skill) = &composite {
+            self.resolve_for_publication(skill, &HashMap::new()).await?;
+        }
+        let event = self.registered_event(&record, &Origin::of(actor, request_id));
+        match self.store.insert_skill(&record, &event).await {
+            Ok(()) => {}
+            Err(error) if error.kind() == ErrorKind::Conflict => return Err(skill_exists(&record)),
+            Err(error) => return Err(error.into()),
+        }
+        let entry = skill_store::records::SkillEntry { skill: record, package: None };
+        Ok(skill_out(entry, true))
+    }
+
+    /// The record `request` publishes, checked by every rule but a composite's resolution, and
+    /// the composite itself (to resolve) when it is one.
+    pub(crate) async fn prepare_publication(&self, request: &PublishRequest) -> Result<(SkillRecord, Option<Skill>)> {
         let version = request.version.clone().unwrap_or_else(|| DEFAULT_VERSION.to_owned());
         let config = match &request.config {
             None | Some(Value::Null) => json!({}),
@@ -49,7 +68,7 @@ impl Engine {
         };
         // Checking a contract compiles its schemas: CPU work, kept off the async workers.
         let owned = request.clone();
-        let (record, composite) = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let mut record = record;
             let composite = if owned.contract.is_some() {
                 leaf(&owned, &mut record).map(|()| None)
@@ -61,13 +80,12 @@ impl Engine {
             composite.map(|composite| (record, composite))
         })
         .await
-        .map_err(|error| {
-            EngineError::new(Class::Internal, "internal_error", format!("the check was lost: {error}"))
-        })??;
-        if let Some(skill) = &composite {
-            self.resolve_for_publication(skill).await?;
-        }
-        let event = self.event(
+        .map_err(|error| EngineError::new(Class::Internal, "internal_error", format!("the check was lost: {error}")))?
+    }
+
+    /// The `skill.registered` event of `record`.
+    pub(crate) fn registered_event(&self, record: &SkillRecord, origin: &Origin) -> skill_store::records::Event {
+        self.event(
             "skill.registered",
             format!("skill:{}", record.id),
             json!({
@@ -75,29 +93,19 @@ impl Engine {
                 "invocable": record.contract.is_some(), "sideEffects": record.side_effects,
                 "riskLevel": record.risk_level,
             }),
-            &Origin::of(actor, request_id),
-        );
-        match self.store.insert_skill(&record, &event).await {
-            Ok(()) => {}
-            Err(error) if error.kind() == ErrorKind::Conflict => {
-                return Err(EngineError::new(
-                    Class::Conflict,
-                    "skill_exists",
-                    format!("{}@{} is already published; publish a new version", record.name, record.version),
-                )
-                .with("name", record.name.clone())
-                .with("version", record.version.clone()));
-            }
-            Err(error) => return Err(error.into()),
-        }
-        let entry = skill_store::records::SkillEntry { skill: record, package: None };
-        Ok(skill_out(entry, true))
+            origin,
+        )
     }
 
     /// A composite must resolve now: every include published (so no cycle can ever form) and no
     /// two different tools under one name.
-    async fn resolve_for_publication(&self, skill: &Skill) -> Result<()> {
-        let known = self.closure(skill).await?;
+    /// `planned`: versions not published yet that are published with it (a package's plan).
+    pub(crate) async fn resolve_for_publication(
+        &self,
+        skill: &Skill,
+        planned: &HashMap<SkillRef, Skill>,
+    ) -> Result<()> {
+        let known = self.closure(skill, planned).await?;
         composite::resolve_skill(skill, &known).map(drop).map_err(|error| crate::error::resolve_error(skill, &error))
     }
 }
@@ -207,6 +215,17 @@ pub(crate) fn checked_schema(field: &str, schema: Option<&Value>) -> Result<Opti
                 .with("field", field)),
         },
     }
+}
+
+/// `skill_exists` for `record`'s `name@version`.
+pub(crate) fn skill_exists(record: &SkillRecord) -> EngineError {
+    EngineError::new(
+        Class::Conflict,
+        "skill_exists",
+        format!("{}@{} is already published; publish a new version", record.name, record.version),
+    )
+    .with("name", record.name.clone())
+    .with("version", record.version.clone())
 }
 
 fn invalid_contract(field: &str, message: &str) -> EngineError {
