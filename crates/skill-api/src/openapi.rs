@@ -17,7 +17,8 @@ const COMMON_ERRORS: &[(u16, &str)] = &[
 ];
 
 /// The errors of an operation with a body or a query string.
-const INPUT_ERRORS: &[(u16, &str)] = &[(400, "invalid_request"), (413, "payload_too_large")];
+const INPUT_ERRORS: &[(u16, &str)] =
+    &[(400, "invalid_request"), (413, "payload_too_large"), (415, "unsupported_media_type")];
 
 /// The whole document.
 pub fn document() -> Value {

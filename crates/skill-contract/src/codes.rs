@@ -253,6 +253,13 @@ pub const CODES: &[CodeInfo] = &[
         "core",
         "the request body or query does not fit its shape (400, `details.field`)",
     ),
+    code(
+        "unsupported_media_type",
+        ValidationError,
+        No,
+        "core",
+        "a body that is not sent as JSON (`Content-Type: application/json`) (415)",
+    ),
     code("skill_exists", ValidationError, No, "core", "this `name@version` is already published (409)"),
     code(
         "skill_version_immutable",

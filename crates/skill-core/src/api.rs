@@ -4,6 +4,7 @@
 
 mod handlers;
 pub mod plumbing;
+mod strict;
 
 use axum::Router;
 use axum::routing::{MethodFilter, MethodRouter, get, on};

@@ -68,6 +68,14 @@ impl Engine {
         cursor: Option<String>,
     ) -> Result<(Vec<SkillEntry>, Option<String>)> {
         let limit = checked_limit(limit, DEFAULT_PAGE, MAX_PAGE)?;
+        if let Some(cursor) = &cursor
+            && uuid::Uuid::parse_str(cursor).is_err()
+        {
+            return Err(EngineError::invalid_request(
+                "`cursor` is not a cursor this API gave: pass the `nextCursor` of the previous page, or none",
+            )
+            .with("field", "cursor"));
+        }
         let filter = SkillFilter { after: cursor, limit: limit + 1, ..filter };
         let mut entries = self.store.skills(&filter).await?;
         let more = entries.len() > limit as usize;

@@ -15,6 +15,8 @@ pub enum Class {
     TooLarge,
     /// The request did not arrive in time (408).
     Timeout,
+    /// The body is not in a format the route reads (415).
+    UnsupportedMedia,
     /// No valid credential (401).
     Unauthenticated,
     /// The caller may not do this (403).

@@ -172,10 +172,11 @@ impl Verifier {
         let Some(header) = authorization else {
             return Err(AuthError::refused("missing_authorization", "send Authorization: Bearer <token>"));
         };
+        // The scheme is case-insensitive (RFC 9110 §11.1).
         let token = header
-            .strip_prefix("Bearer ")
-            .or_else(|| header.strip_prefix("bearer "))
-            .map(str::trim)
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
             .filter(|t| !t.is_empty())
             .ok_or_else(|| AuthError::refused("invalid_token", "the Authorization header is not Bearer <token>"))?;
         if token.len() > MAX_TOKEN_BYTES {

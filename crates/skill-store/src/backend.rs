@@ -55,12 +55,34 @@ impl SqliteStore {
     /// migrations.
     pub async fn open(path: &Path, options: &StoreOptions) -> Result<Self> {
         if let Some(folder) = path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
-            std::fs::create_dir_all(folder).map_err(|error| {
+            // What the store holds (token hashes, contracts, the journal) is the owner's alone:
+            // a folder and a file it creates are readable by the owner only.
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(folder).map_err(|error| {
                 StoreError::new(
                     ErrorKind::Unavailable,
                     format!("cannot create the data directory {}: {error}", folder.display()),
                 )
             })?;
+        }
+        if !path.exists() {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            // Created empty (an empty file is an empty database); SQLite gives its -wal and
+            // -shm files the same permissions.
+            if let Err(error) = options.open(path)
+                && error.kind() != std::io::ErrorKind::AlreadyExists
+            {
+                return Err(StoreError::new(
+                    ErrorKind::Unavailable,
+                    format!("cannot create the database file {}: {error}", path.display()),
+                ));
+            }
         }
         let connect = SqliteConnectOptions::new()
             .filename(path)

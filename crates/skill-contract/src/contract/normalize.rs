@@ -49,8 +49,20 @@ fn schema(map: &Map<String, Value>, key: &str, stored: bool, out: &mut Vec<Viola
             out.push(Violation::new(key, Problem::Missing { expected }));
         }
         Some(Value::Object(_)) if stored => {}
-        Some(value @ Value::Object(_)) => {
-            if let Err(error) = check_schema_document(value) {
+        Some(value @ Value::Object(schema)) => {
+            let object = |t: &Value| t == "object";
+            let describes_object = match schema.get("type") {
+                None => true,
+                Some(Value::Array(types)) => types.iter().any(object),
+                Some(other) => object(other),
+            };
+            if !describes_object {
+                let reason = format!(
+                    "a skill's {key} are a JSON object: the schema's `type` must be \"object\", not {}",
+                    schema["type"]
+                );
+                out.push(Violation::new(key, Problem::InvalidSchema { reason }));
+            } else if let Err(error) = check_schema_document(value) {
                 out.push(Violation::new(key, Problem::InvalidSchema { reason: error.to_string() }));
             }
         }

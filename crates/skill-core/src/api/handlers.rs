@@ -29,8 +29,9 @@ pub(super) async fn publish(
     State(core): State<Core>,
     actor: Actor,
     id: Option<Extension<RequestId>>,
-    JsonBody(request): JsonBody<PublishRequest>,
+    body: JsonBody<PublishRequest>,
 ) -> Answer {
+    let request = body.read(&actor, "org.manage")?;
     let out = core.engine.publish(&actor, &request, request_id(&id)).await?;
     let etag = etag(out.row_version);
     Ok(json_with_etag(StatusCode::CREATED, &out, Some(etag)))
@@ -59,8 +60,9 @@ pub(super) async fn change(
     id: Option<Extension<RequestId>>,
     Path(reference): Path<String>,
     headers: HeaderMap,
-    JsonBody(request): JsonBody<PatchRequest>,
+    body: JsonBody<PatchRequest>,
 ) -> Answer {
+    let request = body.read(&actor, "org.manage")?;
     let if_match = match headers.get(header::IF_MATCH) {
         None => None,
         Some(value) => Some(
@@ -83,8 +85,9 @@ pub(super) async fn assign(
     actor: Actor,
     id: Option<Extension<RequestId>>,
     Path(principal): Path<String>,
-    JsonBody(request): JsonBody<AssignRequest>,
+    body: JsonBody<AssignRequest>,
 ) -> Answer {
+    let request = body.read(&actor, "org.manage")?;
     let created = core.engine.assign(&actor, &principal, &request.skill_id, request.metadata, request_id(&id)).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, axum::Json(Assigned { principal_id: principal, skill: request.skill_id, created })).into_response())
@@ -113,8 +116,9 @@ pub(super) async fn record_install(
     State(core): State<Core>,
     actor: Actor,
     id: Option<Extension<RequestId>>,
-    JsonBody(request): JsonBody<RecordRequest>,
+    body: JsonBody<RecordRequest>,
 ) -> Answer {
+    let request = body.read(&actor, "org.manage")?;
     Ok(axum::Json(core.engine.record_install(&actor, &request, request_id(&id)).await?).into_response())
 }
 
@@ -122,8 +126,9 @@ pub(super) async fn apply_package(
     State(core): State<Core>,
     actor: Actor,
     id: Option<Extension<RequestId>>,
-    JsonBody(request): JsonBody<ApplyRequest, MAX_APPLY_BYTES>,
+    body: JsonBody<ApplyRequest, MAX_APPLY_BYTES>,
 ) -> Answer {
+    let request = body.read(&actor, "org.manage")?;
     Ok(axum::Json(core.engine.apply_package(&actor, &request, request_id(&id)).await?).into_response())
 }
 

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use skill_engine::{Actor, Class, EngineError};
 use skill_http::requests::RequestId;
 
+use super::strict::Strict;
 use crate::Core;
 
 /// The largest request body the API reads.
@@ -33,6 +34,7 @@ pub fn status(class: Class) -> StatusCode {
     match class {
         Class::BadRequest => StatusCode::BAD_REQUEST,
         Class::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        Class::UnsupportedMedia => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         Class::Timeout => StatusCode::REQUEST_TIMEOUT,
         Class::Unauthenticated => StatusCode::UNAUTHORIZED,
         Class::Forbidden => StatusCode::FORBIDDEN,
@@ -93,7 +95,13 @@ impl FromRequestParts<Core> for Actor {
                 "send a personal access token: Authorization: Bearer skp_…",
             )));
         };
-        let token = value.to_str().ok().and_then(|text| text.strip_prefix("Bearer ")).map(str::trim);
+        // The scheme is case-insensitive (RFC 9110 §11.1): `Bearer`, `bearer`, `BEARER`.
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|text| text.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
         let Some(token) = token.filter(|token| !token.is_empty()) else {
             return Err(Failure(EngineError::new(Class::Unauthenticated, "invalid_token", "the token is not valid")));
         };
@@ -101,18 +109,53 @@ impl FromRequestParts<Core> for Actor {
     }
 }
 
-/// A JSON body of type `T`: at most `LIMIT` bytes ([`MAX_BODY_BYTES`] unless a route says
-/// otherwise), no NUL characters, no unknown fields.
+/// A JSON body for a `T`: at most `LIMIT` bytes ([`MAX_BODY_BYTES`] unless a route says
+/// otherwise), sent as `application/json`. It is read here and parsed by [`JsonBody::read`]
+/// only after the handler has checked the caller's permission, so a caller without it learns
+/// nothing from a body's shape.
 #[derive(Debug)]
-pub struct JsonBody<T, const LIMIT: usize = MAX_BODY_BYTES>(pub T);
+pub struct JsonBody<T, const LIMIT: usize = MAX_BODY_BYTES> {
+    bytes: axum::body::Bytes,
+    wanted: std::marker::PhantomData<fn() -> T>,
+}
 
-impl<T: DeserializeOwned, S: Send + Sync, const LIMIT: usize> FromRequest<S> for JsonBody<T, LIMIT> {
+impl<T: DeserializeOwned, const LIMIT: usize> JsonBody<T, LIMIT> {
+    /// The body as a `T` once `actor` holds `permission`: a JSON object (no member twice, no
+    /// NUL character, no unknown field), the failing field named.
+    pub fn read(self, actor: &Actor, permission: &str) -> Result<T, Failure> {
+        actor.require(permission).map_err(Failure)?;
+        parse(&self.bytes)
+    }
+}
+
+impl<T, S: Send + Sync, const LIMIT: usize> FromRequest<S> for JsonBody<T, LIMIT> {
     type Rejection = Failure;
 
     async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
+        let media = request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok());
+        let json = media.and_then(|media| media.split(';').next()).is_some_and(|media| {
+            let media = media.trim();
+            media.eq_ignore_ascii_case("application/json")
+                || (media.len() > 5
+                    && media[..media.len() - 5].contains('/')
+                    && media.to_ascii_lowercase().ends_with("+json"))
+        });
+        if !json {
+            return Err(Failure(
+                EngineError::new(
+                    Class::UnsupportedMedia,
+                    "unsupported_media_type",
+                    format!(
+                        "send the body as JSON with Content-Type: application/json, not {}",
+                        media.unwrap_or("none")
+                    ),
+                )
+                .with("contentType", media.unwrap_or_default().to_owned()),
+            ));
+        }
         let bytes =
             axum::body::to_bytes(Body::new(request.into_body()), LIMIT).await.map_err(|error| unread(error, LIMIT))?;
-        parse(&bytes).map(JsonBody)
+        Ok(Self { bytes, wanted: std::marker::PhantomData })
     }
 }
 
@@ -144,8 +187,18 @@ fn unread(error: axum::Error, limit: usize) -> Failure {
 
 /// Parses a body, naming the field that failed.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Failure> {
-    let value: serde_json::Value = serde_json::from_slice(bytes)
+    let Strict(value) = serde_json::from_slice(bytes)
         .map_err(|error| Failure(EngineError::invalid_request(format!("the body is not JSON: {error}"))))?;
+    if !value.is_object() {
+        let found = match value {
+            serde_json::Value::Array(_) => "an array",
+            serde_json::Value::String(_) => "a string",
+            serde_json::Value::Number(_) => "a number",
+            serde_json::Value::Bool(_) => "a boolean",
+            _ => "null",
+        };
+        return Err(Failure(EngineError::invalid_request(format!("the body must be a JSON object, not {found}"))));
+    }
     if let Some(place) = nul_at(&value, String::new()) {
         return Err(Failure(
             EngineError::invalid_request("the body holds a NUL character, which no field accepts").with("field", place),

@@ -5,6 +5,7 @@ mod api;
 mod client;
 mod dev;
 mod heavy_contracts;
+mod hostile_api;
 mod openapi_file;
 mod package_apply;
 mod process;

@@ -1,0 +1,102 @@
+//! Requests a hostile client sends to the core, each refused with a clear answer and changing
+//! nothing: how bodies are read, who learns what, cursors, schemas a skill cannot take, and the
+//! data directory's permissions.
+
+use std::os::unix::fs::PermissionsExt;
+
+use reqwest::header::CONTENT_TYPE;
+use serde_json::{Value, json};
+
+use crate::api::{api, token};
+
+fn leaf(name: &str, inputs: Value) -> Value {
+    json!({"name": name, "version": "1", "sideEffects": "none", "riskLevel": "low",
+           "contract": {"inputs": inputs, "outputs": {"type": "object"},
+                        "implementation": {"protocol": "local", "entrypoint": "claims.skills:x"}}})
+}
+
+async fn send(base: &str, token: &str, media: Option<&str>, body: &str) -> (u16, Value) {
+    let mut request =
+        reqwest::Client::new().post(format!("{base}/api/v1/skills")).bearer_auth(token).body(body.to_owned());
+    if let Some(media) = media {
+        request = request.header(CONTENT_TYPE, media);
+    }
+    let answer = request.send().await.expect("answers");
+    (answer.status().as_u16(), answer.json().await.unwrap_or(Value::Null))
+}
+
+fn code(answer: &(u16, Value)) -> (u16, &str) {
+    (answer.0, answer.1["error"]["code"].as_str().unwrap_or_default())
+}
+
+#[tokio::test]
+async fn bodies_are_read_strictly_and_only_for_callers_who_may_write() {
+    let api = api().await;
+    let good = leaf("a.b", json!({"type": "object"})).to_string();
+    let json = Some("application/json");
+    assert_eq!(code(&send(&api.base, &api.admin, None, &good).await), (415, "unsupported_media_type"));
+    assert_eq!(code(&send(&api.base, &api.admin, Some("text/plain"), &good).await), (415, "unsupported_media_type"));
+    let array = r#"["a.b", "1"]"#;
+    let answer = send(&api.base, &api.admin, json, array).await;
+    assert_eq!(code(&answer), (400, "invalid_request"));
+    assert!(answer.1["error"]["message"].as_str().unwrap_or_default().contains("not an array"), "{}", answer.1);
+    let twice = r#"{"name": "a.b", "name": "evil.x", "protocol": "http"}"#;
+    let answer = send(&api.base, &api.admin, json, twice).await;
+    assert_eq!(code(&answer), (400, "invalid_request"));
+    assert!(answer.1["error"]["message"].as_str().unwrap_or_default().contains("appears twice"), "{}", answer.1);
+
+    // A caller who may not publish learns nothing from the body's shape.
+    let reader = token(&api.engine, "reader", &["org.read"]).await;
+    for body in ["{", "[1]", r#"{"colour": "red"}"#] {
+        assert_eq!(code(&send(&api.base, &reader, json, body).await), (403, "permission_denied"), "{body}");
+    }
+    // The scheme of the Authorization header is case-insensitive.
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let answer = reqwest::Client::new()
+            .get(format!("{}/api/v1/skills", api.base))
+            .header("authorization", format!("{scheme} {}", api.admin))
+            .send()
+            .await
+            .expect("answers");
+        assert_eq!(answer.status().as_u16(), 200, "{scheme}");
+    }
+    assert_eq!(code(&send(&api.base, &api.admin, Some("application/json; charset=utf-8"), &good).await).0, 201);
+    let events = api.engine.store().events(0, None, 100).await.expect("events");
+    let published = events.iter().filter(|event| event.kind == "skill.registered").count();
+    assert_eq!(published, 1, "only the good publication");
+}
+
+#[tokio::test]
+async fn cursors_and_schemas_a_skill_cannot_take_are_refused() {
+    let api = api().await;
+    let json = Some("application/json");
+    for garbage in ["garbage", "%27%20OR%201%3D1%20--", "00000000"] {
+        let answer = reqwest::Client::new()
+            .get(format!("{}/api/v1/skills?cursor={garbage}", api.base))
+            .bearer_auth(&api.admin)
+            .send()
+            .await
+            .expect("answers");
+        let status = answer.status().as_u16();
+        let body: Value = answer.json().await.expect("JSON");
+        assert_eq!((status, body["error"]["details"]["field"].as_str()), (400, Some("cursor")), "{garbage}: {body}");
+    }
+    for inputs in [json!({"type": "string"}), json!({"type": ["array", "null"]})] {
+        let answer = send(&api.base, &api.admin, json, &leaf("a.b", inputs.clone()).to_string()).await;
+        assert_eq!(answer.0, 422, "{inputs}: {}", answer.1);
+        assert!(answer.1["error"]["message"].as_str().unwrap_or_default().contains("JSON object"), "{}", answer.1);
+    }
+    let nullable = leaf("a.c", json!({"type": ["object", "null"]})).to_string();
+    assert_eq!(send(&api.base, &api.admin, json, &nullable).await.0, 201);
+}
+
+#[tokio::test]
+async fn the_data_directory_is_the_owners_alone() {
+    let scratch = skill_fixtures::Scratch::new("skill-core-perms");
+    let folder = scratch.path().join("data");
+    let store = skill_store::open(folder.to_str().expect("utf-8"), &Default::default()).await.expect("store");
+    drop(store);
+    let mode = |path: &std::path::Path| std::fs::metadata(path).expect("exists").permissions().mode() & 0o777;
+    assert_eq!(mode(&folder), 0o700);
+    assert_eq!(mode(&folder.join("core.db")), 0o600);
+}
