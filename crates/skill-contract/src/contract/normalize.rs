@@ -56,14 +56,14 @@ fn schema(map: &Map<String, Value>, key: &str, stored: bool, out: &mut Vec<Viola
                 Some(Value::Array(types)) => types.iter().any(object),
                 Some(other) => object(other),
             };
-            if !describes_object {
+            if let Err(error) = check_schema_document(value) {
+                out.push(Violation::new(key, Problem::InvalidSchema { reason: error.to_string() }));
+            } else if !describes_object {
                 let reason = format!(
                     "a skill's {key} are a JSON object: the schema's `type` must be \"object\", not {}",
                     schema["type"]
                 );
                 out.push(Violation::new(key, Problem::InvalidSchema { reason }));
-            } else if let Err(error) = check_schema_document(value) {
-                out.push(Violation::new(key, Problem::InvalidSchema { reason: error.to_string() }));
             }
         }
         Some(other) => out.push(fields::wrong_type(key, "a JSON Schema object", other)),
