@@ -41,6 +41,8 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-core", &["skill-api", "skill-client", "skill-engine", "skill-http", "skill-package", "skill-store"]),
     ("skill-cli", &["skill-client", "skill-package", "skill-sdk"]),
     ("claims-integration", &["skill-host", "skill-sdk"]),
+    // The fuzz targets drive the parsers of the core, the hosts and the contract crate.
+    ("skill-fuzz", &["skill-api", "skill-contract", "skill-core", "skill-host"]),
     // Test fixtures: a dev-dependency of the suites, never a normal dependency.
     ("skill-fixtures", &[]),
     ("xtask", &[]),

@@ -5,6 +5,7 @@
 mod bench_export;
 mod bench_host;
 mod edges;
+mod fuzz;
 mod module_loops;
 mod postgres;
 
@@ -28,6 +29,8 @@ commands:
   bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills),
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
            against bare rmcp and FastMCP); results in target/bench/
+  fuzz     run the coverage-guided fuzz targets (crates/skill-fuzz) under libFuzzer:
+           `fuzz [SECONDS] [TARGET...]` (120 s each by default), then merge the corpus in fuzz/corpus/
   help     this text";
 
 fn main() {
@@ -57,6 +60,7 @@ fn dispatch() -> Result<()> {
                 std::process::exit(2)
             }
         },
+        Some("fuzz") => fuzz::fuzz(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(())

@@ -11,9 +11,9 @@ mod normalize;
 
 use serde_json::{Map, Number, Value, json};
 
-pub(crate) use implementation::is_tool_name;
 pub use implementation::{Auth, Implementation, Protocol};
 pub use implementation::{MAX_ADDRESS, MAX_SCOPES};
+pub(crate) use implementation::{check_mcp_address, is_tool_name};
 pub(crate) use normalize::unsafe_retry_of;
 pub use normalize::{MAX_PERMISSIONS, is_permission, normalize, unsafe_retry};
 

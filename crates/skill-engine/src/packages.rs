@@ -24,17 +24,8 @@ impl Engine {
         request_id: Option<&str>,
     ) -> Result<InstallOut> {
         actor.require("org.manage")?;
-        for (field, text) in [
-            ("package.key", &request.package.key),
-            ("package.version", &request.package.version),
-            ("installHash", &request.install_hash),
-        ] {
-            if text.is_empty() || text.chars().count() > 200 {
-                return Err(
-                    EngineError::invalid_request(format!("`{field}` has 1 to 200 characters")).with("field", field)
-                );
-            }
-        }
+        check_package_ref(&request.package, &request.install_hash)?;
+        let objects = checked_objects(&request.objects)?;
         let install = PackageInstall {
             key: request.package.key.clone(),
             version: request.package.version.clone(),
@@ -42,10 +33,6 @@ impl Engine {
             installed_at: Utc::now(),
             installed_by: Some(actor.id().to_owned()),
         };
-        let mut objects: Vec<PackageObject> =
-            request.objects.iter().map(|o| PackageObject { kind: o.kind.clone(), key: o.key.clone() }).collect();
-        objects.sort();
-        objects.dedup();
         let event = self.event(
             "package.installed",
             format!("package:{}", install.key),

@@ -16,7 +16,7 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::Value;
 
-pub use jwks::{Jwks, MIN_REFRESH_INTERVAL};
+pub use jwks::{Jwks, KeySet, MIN_REFRESH_INTERVAL};
 
 /// The largest token accepted.
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
@@ -169,24 +169,24 @@ impl Verifier {
 
     /// Verifies the `Authorization` header's bearer token; returns its claims.
     pub async fn verify(&self, authorization: Option<&str>) -> Result<Claims, AuthError> {
-        let Some(header) = authorization else {
-            return Err(AuthError::refused("missing_authorization", "send Authorization: Bearer <token>"));
-        };
-        // The scheme is case-insensitive (RFC 9110 §11.1).
-        let token = header
-            .split_once(' ')
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| AuthError::refused("invalid_token", "the Authorization header is not Bearer <token>"))?;
-        if token.len() > MAX_TOKEN_BYTES {
-            return Err(AuthError::refused(
-                "invalid_token",
-                format!("the token is larger than {MAX_TOKEN_BYTES} bytes"),
-            ));
-        }
+        let token = bearer(authorization)?;
         let header = jsonwebtoken::decode_header(token).map_err(|e| map_error(e.kind()))?;
         let key = self.jwks.key(header.kid.as_deref()).await?;
+        self.check(token, &header, &key)
+    }
+
+    /// [`Verifier::verify`] against a key set already in hand instead of the IAM's: the same
+    /// checks, for tools and tests that hold the keys.
+    pub fn verify_with(&self, keys: &KeySet, authorization: Option<&str>) -> Result<Claims, AuthError> {
+        let token = bearer(authorization)?;
+        let header = jsonwebtoken::decode_header(token).map_err(|e| map_error(e.kind()))?;
+        let key = keys.key(header.kid.as_deref())?;
+        self.check(token, &header, &key)
+    }
+
+    /// The checks after the key is known: its algorithm, then signature, issuer, audience and
+    /// lifetime.
+    fn check(&self, token: &str, header: &jsonwebtoken::Header, key: &jwks::Key) -> Result<Claims, AuthError> {
         if header.alg != key.algorithm {
             return Err(AuthError::refused("invalid_token", "the token's algorithm is not its key's"));
         }
@@ -198,6 +198,25 @@ impl Verifier {
         let data = jsonwebtoken::decode::<Claims>(token, &key.decoding, validation).map_err(|e| map_error(e.kind()))?;
         Ok(data.claims)
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case), at most
+/// [`MAX_TOKEN_BYTES`].
+fn bearer(authorization: Option<&str>) -> Result<&str, AuthError> {
+    let Some(header) = authorization else {
+        return Err(AuthError::refused("missing_authorization", "send Authorization: Bearer <token>"));
+    };
+    // The scheme is case-insensitive (RFC 9110 §11.1).
+    let token = header
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| AuthError::refused("invalid_token", "the Authorization header is not Bearer <token>"))?;
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(AuthError::refused("invalid_token", format!("the token is larger than {MAX_TOKEN_BYTES} bytes")));
+    }
+    Ok(token)
 }
 
 /// The algorithms a key may pin: every one but the shared-secret (HMAC) ones.

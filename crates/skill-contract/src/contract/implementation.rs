@@ -224,6 +224,20 @@ fn substitute_placeholder(endpoint: &str, allow: bool) -> Option<String> {
     (allow && is_identifier(name)).then(|| format!("{PLACEHOLDER_ORIGIN}{tail}"))
 }
 
+/// Checks the address of an MCP server: an `http(s)://` URL without credentials, or
+/// `stdio:<name>` for a server the executor starts from its own configuration.
+pub(crate) fn check_mcp_address(text: &str, field: &str, out: &mut Vec<Violation>) {
+    if let Some(name) = text.strip_prefix("stdio:") {
+        let ok =
+            (1..=100).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+        if !ok {
+            out.push(Violation::new(field, Problem::BadFormat { found: text.to_owned(), rule: MCP_ENDPOINT_RULE }));
+        }
+    } else {
+        check_url(text, field, MCP_ENDPOINT_RULE, out);
+    }
+}
+
 /// Checks an `http(s)://` URL; credentials in it are secret material.
 fn check_url(url: &str, field: &str, rule: &'static str, out: &mut Vec<Violation>) {
     let bad =
@@ -398,19 +412,10 @@ pub(crate) fn parse(
                 Some(text) => {
                     let checked =
                         substitute_placeholder(text, options.allow_placeholders).unwrap_or_else(|| text.to_owned());
-                    if protocol == Protocol::Mcp && checked.starts_with("stdio:") {
-                        let name = &checked["stdio:".len()..];
-                        let ok = (1..=100).contains(&name.len())
-                            && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-                        if !ok {
-                            out.push(Violation::new(
-                                "implementation.endpoint",
-                                Problem::BadFormat { found: text.to_owned(), rule: MCP_ENDPOINT_RULE },
-                            ));
-                        }
+                    if protocol == Protocol::Mcp {
+                        check_mcp_address(&checked, "implementation.endpoint", out);
                     } else {
-                        let rule = if protocol == Protocol::Http { URL_RULE } else { MCP_ENDPOINT_RULE };
-                        check_url(&checked, "implementation.endpoint", rule, out);
+                        check_url(&checked, "implementation.endpoint", URL_RULE, out);
                     }
                     Some(text.to_owned())
                 }

@@ -291,9 +291,18 @@ fn tool(item: &Value, index: usize, out: &mut Vec<Violation>) -> Option<ToolDecl
             String::new()
         }
     };
-    let server = present(map, "server")
-        .and_then(|v| fields::bounded_string(v, &format!("{field}.server"), 2000, out))
-        .map(str::to_owned);
+    let server_field = format!("{field}.server");
+    let server = present(map, "server").and_then(|v| fields::bounded_string(v, &server_field, 2000, out)).map(|text| {
+        // The MCP server the tool lives on: a URL without credentials, or stdio:<name>.
+        let mut problems = Vec::new();
+        crate::contract::check_mcp_address(text, &server_field, &mut problems);
+        out.extend(problems.into_iter().map(|violation| match violation.problem {
+            // Credentials keep their own code.
+            Problem::SecretMaterial => violation,
+            _ => violation.coded(ViolationCode::InvalidSkillDocument),
+        }));
+        text.to_owned()
+    });
     let description = present(map, "description")
         .and_then(|v| fields::string(v, &format!("{field}.description"), out))
         .unwrap_or_default()

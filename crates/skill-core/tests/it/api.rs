@@ -293,14 +293,28 @@ async fn assignments_and_package_installs() {
     assert_eq!(api.patch(&send_path, Some("\"skill-1\""), &json!({"status": "disabled"})).await.status, StatusCode::OK);
     refused(&api.post(&path, &json!({"skillId": "claim.send_reply@1"})).await, 422, "skill_disabled");
 
-    let record = json!({"package": {"key": "claims", "version": "1.0.0"}, "installHash": "abc",
+    let record = json!({"package": {"key": "claims", "version": "1.0.0"}, "installHash": "abababababababababababababababababababababababababababababababab",
                         "objects": [{"kind": "Skill", "key": "claim.send_reply"}]});
     let recorded = api.post("/api/v1/packages:record", &record).await;
     assert_eq!(recorded.status, StatusCode::OK, "{}", recorded.body);
-    assert_eq!(api.get("/api/v1/packages/claims").await.body["installHash"], "abc");
+    assert_eq!(
+        api.get("/api/v1/packages/claims").await.body["installHash"],
+        "abababababababababababababababababababababababababababababababab"
+    );
     assert_eq!(api.get("/api/v1/skills/claim.send_reply@1").await.body["package"]["key"], "claims");
     assert_eq!(api.get("/api/v1/skills?package=claims").await.body["items"].as_array().map(Vec::len), Some(1));
     refused(&api.get("/api/v1/packages/other").await, 404, "not_found");
+    // The record is checked as an apply's is: a key, a version, a SHA-256, skills by name.
+    for bad in [
+        json!({"package": {"key": "../..", "version": "1"}, "installHash": "ab".repeat(32), "objects": []}),
+        json!({"package": {"key": "claims", "version": "1' OR 1=1"}, "installHash": "ab".repeat(32), "objects": []}),
+        json!({"package": {"key": "claims", "version": "1"}, "installHash": "x", "objects": []}),
+        json!({"package": {"key": "claims", "version": "1"}, "installHash": "ab".repeat(32),
+               "objects": [{"kind": "Secret", "key": "claim.send_reply"}]}),
+    ] {
+        refused(&api.post("/api/v1/packages:record", &bad).await, 400, "invalid_request");
+    }
+    assert_eq!(api.get("/api/v1/packages/claims").await.body["version"], "1.0.0", "unchanged by refused records");
 }
 
 #[tokio::test]

@@ -55,11 +55,14 @@ async fn every_operation_through_the_typed_client() {
     assert!(core.install("claims").await.expect("an answer").is_none());
     let record = RecordRequest {
         package: PackageRef { key: "claims".into(), version: "1.0.0".into() },
-        install_hash: "abc".into(),
+        install_hash: "abababababababababababababababababababababababababababababababab".into(),
         objects: vec![ObjectRef { kind: "Skill".into(), key: "claim.send_reply".into() }],
     };
     assert_eq!(core.record_install(&record).await.expect("recorded").objects, record.objects);
-    assert_eq!(core.install("claims").await.expect("read").expect("installed").install_hash, "abc");
+    assert_eq!(
+        core.install("claims").await.expect("read").expect("installed").install_hash,
+        "abababababababababababababababababababababababababababababababab"
+    );
     let subject = format!("skill:{}", published.id);
     let events = core.events(&EventsQuery { subject: Some(subject), ..EventsQuery::default() }).await;
     let kinds: Vec<String> = events.expect("events").into_iter().map(|event| event.kind).collect();

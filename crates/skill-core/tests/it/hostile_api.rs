@@ -100,3 +100,27 @@ async fn the_data_directory_is_the_owners_alone() {
     assert_eq!(mode(&folder), 0o700);
     assert_eq!(mode(&folder.join("core.db")), 0o600);
 }
+
+#[tokio::test]
+async fn a_composite_tool_names_its_server_by_a_safe_address() {
+    let api = api().await;
+    let json = Some("application/json");
+    let composite = |name: &str, server: &str| {
+        json!({"name": name, "version": "1", "tools": [{"name": "find", "source": "mcp", "server": server,
+                                                        "writes": false, "riskLevel": "low"}]})
+        .to_string()
+    };
+    for (server, expected) in [
+        ("javascript:alert(1)", "invalid_skill_document"),
+        ("https://user:secret@mcp.example/mcp", "secret_material_rejected"),
+        ("https://mcp.example/mcp?access_token=abc", "secret_material_rejected"),
+        ("stdio:", "invalid_skill_document"),
+    ] {
+        let answer = send(&api.base, &api.admin, json, &composite("a.bad", server)).await;
+        assert_eq!(code(&answer), (422, expected), "{server}: {}", answer.1);
+    }
+    for (name, server) in [("a.http", "https://mcp.example/mcp"), ("a.stdio", "stdio:crm")] {
+        let answer = send(&api.base, &api.admin, json, &composite(name, server)).await;
+        assert_eq!(answer.0, 201, "{server}: {}", answer.1);
+    }
+}

@@ -39,6 +39,51 @@ struct State {
     fetches: u64,
 }
 
+/// The verification keys of a JWKS document, by `kid`: each key that may verify tokens, with the
+/// algorithm it pins; other keys (symmetric, for encryption, of unknown types) are left out.
+#[derive(Default)]
+pub struct KeySet {
+    pub(crate) keys: HashMap<String, Arc<Key>>,
+}
+
+impl std::fmt::Debug for KeySet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeySet").field("kids", &self.kids()).finish()
+    }
+}
+
+impl KeySet {
+    /// Reads a JWKS document (`{"keys": [...]}`), at most 256 KiB.
+    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+        if bytes.len() > MAX_JWKS_BYTES {
+            return Err(format!("the JWKS is larger than {MAX_JWKS_BYTES} bytes"));
+        }
+        let set: JwkSet = serde_json::from_slice(bytes).map_err(|e| format!("the JWKS is not a key set: {e}"))?;
+        let mut keys = HashMap::new();
+        for jwk in &set.keys {
+            let (Some(algorithm), Ok(decoding)) = (pinned_algorithm(jwk), DecodingKey::from_jwk(jwk)) else { continue };
+            keys.insert(jwk.common.key_id.clone().unwrap_or_default(), Arc::new(Key { algorithm, decoding }));
+        }
+        Ok(Self { keys })
+    }
+
+    /// The `kid`s of the usable keys, sorted.
+    pub fn kids(&self) -> Vec<&str> {
+        let mut kids: Vec<&str> = self.keys.keys().map(String::as_str).collect();
+        kids.sort_unstable();
+        kids
+    }
+
+    /// The key a token names: by `kid`, or the only key when the token names none.
+    pub(crate) fn key(&self, kid: Option<&str>) -> Result<Arc<Key>, AuthError> {
+        match Jwks::lookup(&self.keys, kid) {
+            Some(key) => Ok(key),
+            None if kid.is_none() => Err(AuthError::refused("invalid_token", "the token names no key (kid)")),
+            None => Err(AuthError::refused("unknown_key", "the token is signed with a key the IAM does not publish")),
+        }
+    }
+}
+
 /// The cached key set.
 pub struct Jwks {
     url: reqwest::Url,
@@ -117,17 +162,16 @@ impl Jwks {
             return Err(format!("the JWKS answered {}", response.status()));
         }
         let ttl = max_age(response.headers());
-        let bytes = response.bytes().await.map_err(|e| e.to_string())?;
-        if bytes.len() > MAX_JWKS_BYTES {
-            return Err(format!("the JWKS is larger than {MAX_JWKS_BYTES} bytes"));
+        // Read at most the limit, whatever length the server announces (or does not).
+        let mut response = response;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+            if bytes.len() + chunk.len() > MAX_JWKS_BYTES {
+                return Err(format!("the JWKS is larger than {MAX_JWKS_BYTES} bytes"));
+            }
+            bytes.extend_from_slice(&chunk);
         }
-        let set: JwkSet = serde_json::from_slice(&bytes).map_err(|e| format!("the JWKS is not a key set: {e}"))?;
-        let mut keys = HashMap::new();
-        for jwk in &set.keys {
-            let (Some(algorithm), Ok(decoding)) = (pinned_algorithm(jwk), DecodingKey::from_jwk(jwk)) else { continue };
-            keys.insert(jwk.common.key_id.clone().unwrap_or_default(), Arc::new(Key { algorithm, decoding }));
-        }
-        Ok((keys, ttl))
+        Ok((KeySet::parse(&bytes)?.keys, ttl))
     }
 
     fn lookup(keys: &HashMap<String, Arc<Key>>, kid: Option<&str>) -> Option<Arc<Key>> {
