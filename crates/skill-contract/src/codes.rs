@@ -260,6 +260,13 @@ pub const CODES: &[CodeInfo] = &[
         "core",
         "a body that is not sent as JSON (`Content-Type: application/json`) (415)",
     ),
+    code(
+        "method_not_allowed",
+        ValidationError,
+        No,
+        "core",
+        "the route does not serve this method (405, `details.allowed`)",
+    ),
     code("skill_exists", ValidationError, No, "core", "this `name@version` is already published (409)"),
     code(
         "skill_version_immutable",

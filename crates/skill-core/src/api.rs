@@ -35,7 +35,26 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::ReadInstall => ("/packages/{key}", on(filter, handlers::package)),
         Op::Events => ("/events", on(filter, handlers::events)),
     };
-    Some(served)
+    let (path, methods) = served;
+    // A route without query parameters refuses any, as the ones with them refuse unknown ones.
+    let methods = if operation.query.is_none() { methods.layer(axum::middleware::from_fn(no_query)) } else { methods };
+    Some((path, methods))
+}
+
+/// Refuses a query string on a route that takes none.
+async fn no_query(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    match request.uri().query().filter(|query| !query.is_empty()) {
+        Some(query) => {
+            let name = query.split(['=', '&']).next().unwrap_or_default().to_owned();
+            axum::response::IntoResponse::into_response(plumbing::Failure(
+                skill_engine::EngineError::invalid_request(format!(
+                    "this route takes no query parameters; drop `{name}` (docs/openapi.json lists each route's)"
+                ))
+                .with("field", name),
+            ))
+        }
+        None => next.run(request).await,
+    }
 }
 
 /// The `/api/v1` router, with `openapi.json`.
@@ -48,6 +67,40 @@ pub fn router() -> Router<Core> {
         }
     }
     paths.into_iter().fold(Router::new().route("/openapi.json", get(handlers::openapi)), |router, (path, methods)| {
-        router.route(path, methods)
+        router.route(path, methods.fallback(method_not_allowed))
     })
+}
+
+/// A method a route does not serve: 405 with the envelope, naming the methods it does.
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> plumbing::Failure {
+    let allowed: Vec<&str> = OPERATIONS
+        .iter()
+        .filter(|operation| route(operation).is_some_and(|(path, _)| matches(path, uri.path())))
+        .map(|operation| operation.method.as_str())
+        .collect();
+    plumbing::Failure(
+        skill_engine::EngineError::new(
+            skill_engine::Class::MethodNotAllowed,
+            "method_not_allowed",
+            format!("{method} is not served here; this route answers {}", allowed.join(", ")),
+        )
+        .with("allowed", allowed),
+    )
+}
+
+/// Whether the axum route `path` (with `{parameter}`s and a `{*rest}`) matches `uri` (as the
+/// nested router sees it, without `/api/v1`).
+fn matches(path: &str, uri: &str) -> bool {
+    let uri = uri.strip_prefix("/api/v1").unwrap_or(uri);
+    let mut parts = uri.split('/');
+    for pattern in path.split('/') {
+        if pattern.starts_with("{*") {
+            return parts.next().is_some_and(|part| !part.is_empty());
+        }
+        match parts.next() {
+            Some(part) if pattern.starts_with('{') || pattern == part => {}
+            _ => return false,
+        }
+    }
+    parts.next().is_none()
 }

@@ -17,6 +17,8 @@ pub enum Class {
     Timeout,
     /// The body is not in a format the route reads (415).
     UnsupportedMedia,
+    /// The route does not serve this method (405).
+    MethodNotAllowed,
     /// No valid credential (401).
     Unauthenticated,
     /// The caller may not do this (403).

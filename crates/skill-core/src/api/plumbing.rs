@@ -35,6 +35,7 @@ pub fn status(class: Class) -> StatusCode {
         Class::BadRequest => StatusCode::BAD_REQUEST,
         Class::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         Class::UnsupportedMedia => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        Class::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         Class::Timeout => StatusCode::REQUEST_TIMEOUT,
         Class::Unauthenticated => StatusCode::UNAUTHORIZED,
         Class::Forbidden => StatusCode::FORBIDDEN,

@@ -124,3 +124,27 @@ async fn a_composite_tool_names_its_server_by_a_safe_address() {
         assert_eq!(answer.0, 201, "{server}: {}", answer.1);
     }
 }
+
+#[tokio::test]
+async fn every_refusal_of_a_route_has_the_envelope() {
+    let api = api().await;
+    let client = reqwest::Client::new();
+    let answer =
+        client.delete(format!("{}/api/v1/skills", api.base)).bearer_auth(&api.admin).send().await.expect("answers");
+    assert_eq!(answer.status().as_u16(), 405);
+    let body: Value = answer.json().await.expect("an envelope");
+    assert_eq!(body["error"]["code"], "method_not_allowed", "{body}");
+    assert_eq!(body["error"]["details"]["allowed"], json!(["POST", "GET"]), "{body}");
+    assert!(body["error"]["requestId"].is_string(), "{body}");
+    for path in
+        ["/api/v1/packages/claims?colour=red", "/api/v1/skills/a.b@1?debug=1", "/api/v1/principals/x/skills?all"]
+    {
+        let answer = client.get(format!("{}{path}", api.base)).bearer_auth(&api.admin).send().await.expect("answers");
+        assert_eq!(answer.status().as_u16(), 400, "{path}");
+        let body: Value = answer.json().await.expect("an envelope");
+        assert_eq!(body["error"]["code"], "invalid_request", "{path}: {body}");
+    }
+    let answer = client.get(format!("{}/api/v1/nowhere/at/all", api.base)).send().await.expect("answers");
+    assert_eq!(answer.status().as_u16(), 404);
+    assert_eq!(answer.json::<Value>().await.expect("an envelope")["error"]["code"], "not_found");
+}
