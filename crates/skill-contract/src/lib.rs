@@ -52,6 +52,7 @@ mod resolve_error;
 pub mod schema;
 mod schema_bounds;
 mod secret_scan;
+pub use secret_scan::find_secret_material;
 mod skill;
 mod violation;
 pub mod yaml;

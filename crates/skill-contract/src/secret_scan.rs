@@ -91,9 +91,109 @@ pub(crate) fn looks_like_secret(text: &str) -> bool {
     token_chars && has_digit && has_alpha && trimmed.len() >= 32 && shannon_bits_per_char(trimmed) >= 3.5
 }
 
+/// Query or fragment parameters whose value is a credential, compared without case.
+const SECRET_PARAMETERS: &[&str] = &[
+    "sig",
+    "signature",
+    "x-amz-signature",
+    "x-goog-signature",
+    "access_token",
+    "id_token",
+    "refresh_token",
+    "client_secret",
+    "password",
+    "apikey",
+    "api_key",
+    "key",
+    "token",
+    "code",
+];
+
+/// Whether free text (a description, a default, a config value, a URL) holds a credential: a
+/// PEM block, a JWT, a well-known key format, an authorization header value, `secret=value`, or
+/// a URL parameter that carries one (`?sig=`, `#access_token=`). Unlike [`looks_like_secret`]
+/// it does not guess from randomness, since free text holds ids and hashes.
+pub(crate) fn text_holds_secret(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("-----begin") || lower.contains("bearer ey") {
+        return true;
+    }
+    let words = text.split(|c: char| c.is_whitespace() || "\"'<>()[]{},;`".contains(c));
+    for word in words.filter(|word| !word.is_empty()) {
+        if looks_like_jwt(word)
+            || TOKEN_PREFIXES.iter().any(|p| p.len() > 2 && word.starts_with(p) && word.len() >= p.len() + 16)
+        {
+            return true;
+        }
+        for pair in word.split(['?', '&', '#']) {
+            if let Some((key, value)) = pair.split_once('=')
+                && !value.is_empty()
+                && (is_secret_key(key) || SECRET_PARAMETERS.iter().any(|name| key.eq_ignore_ascii_case(name)))
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The path (`spec.description`, `config.apiKey`, `metadata.notes[2]`) of the first place in
+/// `value` that holds a credential: a string [`text_holds_secret`] flags, or a string or number
+/// under a key that names one (`password`, `clientSecret`).
+pub fn find_secret_material(value: &serde_json::Value, path: &str) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => text_holds_secret(text).then(|| path.to_owned()),
+        Value::Array(items) => {
+            items.iter().enumerate().find_map(|(index, item)| find_secret_material(item, &format!("{path}[{index}]")))
+        }
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            let credential_value = match item {
+                Value::String(text) => !text.is_empty(),
+                Value::Number(_) => true,
+                _ => false,
+            };
+            if is_secret_key(key) && credential_value {
+                return Some(here);
+            }
+            find_secret_material(item, &here)
+        }),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_text_holding_credentials_is_found_and_ids_are_not() {
+        use serde_json::json;
+        let flagged = [
+            (json!({"description": "use this:\n-----BEGIN RSA PRIVATE KEY-----\nMIIB"}), "description"),
+            (json!({"config": {"mode": "sk_live_0123456789abcdefghij"}}), "config.mode"),
+            (
+                json!({"inputs": {"properties": {"t": {"default": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"}}}}),
+                "inputs.properties.t.default",
+            ),
+            (json!({"metadata": {"password": "hunter2"}}), "metadata.password"),
+            (json!({"endpoint": "https://x.example/cb#access_token=abc"}), "endpoint"),
+            (json!({"endpoint": "https://blob.example/f?sv=1&sig=abcdef"}), "endpoint"),
+            (json!({"notes": ["fine", "Authorization: Bearer eyJraWQ"]}), "notes[1]"),
+        ];
+        for (value, path) in flagged {
+            assert_eq!(find_secret_material(&value, ""), Some(path.to_owned()), "{value}");
+        }
+        let clean = json!({
+            "description": "Find a claim by id 550e8400-e29b-41d4-a716-446655440000; sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            "inputs": {"properties": {"password": {"type": "string", "writeOnly": true}, "token_count": {"type": "integer"}},
+                       "required": ["password"]},
+            "endpoint": "https://x.example/skills/a@1?design=1",
+            "scopes": ["claims:write"],
+        });
+        assert_eq!(find_secret_material(&clean, ""), None);
+    }
 
     #[test]
     fn recognises_credentials() {

@@ -95,6 +95,12 @@ impl Engine {
         request_id: Option<&str>,
     ) -> Result<bool> {
         actor.require("org.manage")?;
+        if let Some(metadata) = &metadata {
+            publish::no_secret(&json!({"metadata": metadata}))?;
+        }
+        if let Some(metadata) = &metadata {
+            publish::no_secret(&serde_json::json!({"metadata": metadata}))?;
+        }
         let principal = self.principal(principal_id).await?;
         let entry = self.find(reference).await?;
         if status(&entry.skill) == SkillStatus::Disabled {

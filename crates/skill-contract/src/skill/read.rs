@@ -73,6 +73,10 @@ pub(super) fn document(document: &Value, options: &NormalizeOptions, out: &mut V
         ));
         return None;
     };
+    // Everything a version holds is shown to every reader of the catalog: no credential anywhere.
+    if let Some(place) = crate::secret_scan::find_secret_material(&map["spec"], "spec") {
+        out.push(Violation::new(place, Problem::SecretMaterial));
+    }
     let version = match spec.get("version") {
         Some(Value::String(text)) => SkillVersion::new(text)
             .map_err(|e| out.push(document_violation("spec.version", Problem::Conflict { reason: e.to_string() })))

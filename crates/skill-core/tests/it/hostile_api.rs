@@ -148,3 +148,45 @@ async fn every_refusal_of_a_route_has_the_envelope() {
     assert_eq!(answer.status().as_u16(), 404);
     assert_eq!(answer.json::<Value>().await.expect("an envelope")["error"]["code"], "not_found");
 }
+
+#[tokio::test]
+async fn no_credential_is_published_anywhere_in_a_version_or_an_assignment() {
+    let api = api().await;
+    let json = Some("application/json");
+    let pem = "see -----BEGIN PRIVATE KEY----- MIIEvQ";
+    let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl";
+    let mut with_default =
+        leaf("a.jwt", json!({"type": "object", "properties": {"t": {"type": "string", "default": jwt}}}));
+    with_default["description"] = json!("fine");
+    let mut with_pem = leaf("a.pem", json!({"type": "object"}));
+    with_pem["description"] = json!(pem);
+    let row = json!({"name": "a.row", "protocol": "http", "config": {"mode": "sk_live_0123456789abcdefghijkl"}});
+    let mut signed = leaf("a.sig", json!({"type": "object"}));
+    signed["contract"]["implementation"] =
+        json!({"protocol": "http", "endpoint": "https://blob.example/f?sv=1&sig=abcdef"});
+    for (body, field) in [
+        (with_pem, "description"),
+        (with_default, "contract.inputs.properties.t.default"),
+        (row, "config.mode"),
+        (signed, "contract.implementation.endpoint"),
+    ] {
+        let answer = send(&api.base, &api.admin, json, &body.to_string()).await;
+        assert_eq!(code(&answer), (422, "secret_material_rejected"), "{field}: {}", answer.1);
+        assert_eq!(answer.1["error"]["details"]["field"], field, "{}", answer.1);
+        assert!(!answer.1.to_string().contains("sk_live_0123"), "the secret is not echoed");
+    }
+    let published = send(&api.base, &api.admin, json, &leaf("a.ok", json!({"type": "object"})).to_string()).await;
+    assert_eq!(published.0, 201, "{}", published.1);
+    let principal = token(&api.engine, "bot", &["skills.invoke"]).await;
+    let bot = api.engine.authenticate(&principal).await.expect("bot").id().to_owned();
+    let assign = reqwest::Client::new()
+        .post(format!("{}/api/v1/principals/{bot}/skills", api.base))
+        .bearer_auth(&api.admin)
+        .json(&json!({"skillId": "a.ok@1", "metadata": {"password": "hunter2"}}))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(assign.status().as_u16(), 422);
+    let body: Value = assign.json().await.expect("JSON");
+    assert_eq!(body["error"]["details"]["field"], "metadata.password", "{body}");
+}

@@ -57,6 +57,7 @@ impl Engine {
 /// The change `request` makes to `current`, checked by the rules of what a published version
 /// may change, and the data of its `skill.updated` event.
 pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result<(SkillChange, Value)> {
+    super::publish::no_secret(&serde_json::to_value(request).unwrap_or_default())?;
     let mut change = SkillChange::from_record(current);
     let mut changed: Vec<&str> = Vec::new();
     let mut moved = None;

@@ -41,6 +41,7 @@ impl Engine {
     /// The record `request` publishes, checked by every rule but a composite's resolution, and
     /// the composite itself (to resolve) when it is one.
     pub(crate) async fn prepare_publication(&self, request: &PublishRequest) -> Result<(SkillRecord, Option<Skill>)> {
+        no_secret(&serde_json::to_value(request).unwrap_or_default())?;
         let version = request.version.clone().unwrap_or_else(|| DEFAULT_VERSION.to_owned());
         let config = match &request.config {
             None | Some(Value::Null) => json!({}),
@@ -214,6 +215,20 @@ pub(crate) fn checked_schema(field: &str, schema: Option<&Value>) -> Result<Opti
             Err(error) => Err(EngineError::new(Class::Invalid, "invalid_json_schema", format!("`{field}`: {error}"))
                 .with("field", field)),
         },
+    }
+}
+
+/// `secret_material_rejected` when anything in `request` holds a credential: what a version
+/// holds is shown to every reader of the catalog.
+pub(crate) fn no_secret(value: &Value) -> Result<()> {
+    match skill_contract::find_secret_material(value, "") {
+        None => Ok(()),
+        Some(field) => Err(EngineError::new(
+            Class::Invalid,
+            "secret_material_rejected",
+            format!("`{field}` holds what looks like a credential; keep secrets out of the catalog (use the executor's secrets)"),
+        )
+        .with("field", field)),
     }
 }
 
