@@ -56,7 +56,8 @@ impl Engine {
             ..SkillFilter::default()
         };
         let (entries, next_cursor) = self.page(filter, query.limit, query.cursor.clone()).await?;
-        Ok(Page { items: entries.into_iter().map(|entry| skill_out(entry, true)).collect(), next_cursor })
+        let items: Vec<SkillOut> = entries.into_iter().map(|entry| skill_out(entry, true)).collect();
+        Ok(bounded_page(items, next_cursor, |item| item.id.clone()))
     }
 
     /// One page of versions matching `filter`, in publication order after `cursor`, and the
@@ -201,4 +202,30 @@ pub(crate) fn check_status(word: &str) -> Result<SkillStatus> {
         )
         .with("allowed", SkillStatus::words())
     })
+}
+
+/// The most bytes of items one page answers with: a page stops early (its `nextCursor` after the
+/// last item it holds) rather than grow past it; a single larger item still makes a page.
+pub const MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// `items` cut to at most [`MAX_PAGE_BYTES`] of JSON, with the cursor after the last one kept
+/// when anything was cut.
+pub(crate) fn bounded_page<T: serde::Serialize>(
+    items: Vec<T>,
+    next_cursor: Option<String>,
+    cursor_of: impl Fn(&T) -> String,
+) -> Page<T> {
+    let mut total = 0usize;
+    let mut kept = Vec::with_capacity(items.len());
+    let count = items.len();
+    for item in items {
+        let size = serde_json::to_vec(&item).map_or(0, |bytes| bytes.len());
+        if !kept.is_empty() && total + size > MAX_PAGE_BYTES {
+            break;
+        }
+        total += size;
+        kept.push(item);
+    }
+    let next_cursor = if kept.len() < count { kept.last().map(&cursor_of) } else { next_cursor };
+    Page { items: kept, next_cursor }
 }

@@ -12,7 +12,7 @@ use skill_store::records::{SkillFilter, SkillRecord};
 
 use crate::Engine;
 use crate::actor::Actor;
-use crate::catalog::{kind, status, to_skill};
+use crate::catalog::{bounded_page, kind, status, to_skill};
 use crate::error::{Class, EngineError, Result, resolve_error};
 
 impl Engine {
@@ -57,7 +57,7 @@ impl Engine {
             let (skill, resolution) = self.resolve_record(&entry.skill).await?;
             items.push(metadata_out(&entry.skill, SkillMetadata::from_skill(&skill, resolution.tools())));
         }
-        Ok(Page { items, next_cursor })
+        Ok(bounded_page(items, next_cursor, |item| item.id.clone()))
     }
 
     /// The record as a `Skill` and its resolved tool set.

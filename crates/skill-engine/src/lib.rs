@@ -26,6 +26,7 @@ use skill_store::Store;
 use skill_store::records::Event;
 
 pub use actor::{Actor, PERMISSIONS, TOKEN_PREFIX, new_token, token_hash};
+pub use catalog::MAX_PAGE_BYTES;
 pub use error::{Class, EngineError, Result};
 pub use identity::{IssuedToken, MAX_LABEL_CHARS, MAX_TOKEN_DAYS, PRINCIPAL_KINDS, TokenRequest};
 

@@ -190,3 +190,41 @@ async fn no_credential_is_published_anywhere_in_a_version_or_an_assignment() {
     let body: Value = assign.json().await.expect("JSON");
     assert_eq!(body["error"]["details"]["field"], "metadata.password", "{body}");
 }
+
+#[tokio::test]
+async fn a_page_is_bounded_in_bytes_and_the_cursor_goes_on_from_where_it_stopped() {
+    let api = api().await;
+    let json = Some("application/json");
+    let big = "x".repeat(400 * 1024);
+    for n in 0..12 {
+        let inputs = json!({"type": "object", "description": big});
+        let answer = send(&api.base, &api.admin, json, &leaf(&format!("big.s{n:02}"), inputs).to_string()).await;
+        assert_eq!(answer.0, 201, "{}", answer.1);
+    }
+    let client = reqwest::Client::new();
+    let (mut seen, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+    loop {
+        let mut url = format!("{}/api/v1/skills?limit=200", api.base);
+        if let Some(cursor) = &cursor {
+            url.push_str(&format!("&cursor={cursor}"));
+        }
+        let bytes = client.get(url).bearer_auth(&api.admin).send().await.expect("answers").bytes().await.expect("body");
+        assert!(bytes.len() <= skill_engine::MAX_PAGE_BYTES + 64 * 1024, "a page of {} bytes", bytes.len());
+        let page: Value = serde_json::from_slice(&bytes).expect("JSON");
+        seen.extend(
+            page["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .map(|item| item["name"].as_str().expect("a name").to_owned()),
+        );
+        pages += 1;
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert!(pages >= 2, "12 versions of 400 KiB do not fit one page");
+    let expected: Vec<String> = (0..12).map(|n| format!("big.s{n:02}")).collect();
+    assert_eq!(seen, expected, "every version once, in order, across the pages");
+}
