@@ -3,12 +3,12 @@
 //! one mapping from an engine error to a status and the envelope with the request id.
 
 use axum::Extension;
-use axum::body::Body;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt as _;
 use serde::de::DeserializeOwned;
 use skill_engine::{Actor, Class, EngineError};
 use skill_http::requests::RequestId;
@@ -154,10 +154,38 @@ impl<T, S: Send + Sync, const LIMIT: usize> FromRequest<S> for JsonBody<T, LIMIT
                 .with("contentType", media.unwrap_or_default().to_owned()),
             ));
         }
-        let bytes =
-            axum::body::to_bytes(Body::new(request.into_body()), LIMIT).await.map_err(|error| unread(error, LIMIT))?;
-        Ok(Self { bytes, wanted: std::marker::PhantomData })
+        let mut body = request.into_body();
+        let mut bytes = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|error| unread(error, LIMIT))?;
+            let Some(data) = frame.data_ref() else { continue };
+            if bytes.len() + data.len() > LIMIT {
+                // A client still sending reads the answer instead of a reset connection: what is
+                // left is read and thrown away, up to four times the limit or two seconds.
+                let discard = async {
+                    let mut seen = 0usize;
+                    while seen <= LIMIT.saturating_mul(4) {
+                        match body.frame().await {
+                            Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |data| data.len()),
+                            _ => break,
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(2), discard).await;
+                return Err(too_large(LIMIT));
+            }
+            bytes.extend_from_slice(data);
+        }
+        Ok(Self { bytes: bytes.into(), wanted: std::marker::PhantomData })
     }
+}
+
+/// 413 for a body over `limit` bytes.
+fn too_large(limit: usize) -> Failure {
+    Failure(
+        EngineError::new(Class::TooLarge, "payload_too_large", format!("the body is larger than {limit} bytes"))
+            .with("limitBytes", limit),
+    )
 }
 
 /// Why a body could not be read, by its cause: over the limit (413), too slow (408), cut by the
@@ -166,14 +194,7 @@ fn unread(error: axum::Error, limit: usize) -> Failure {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
     while let Some(current) = cause {
         if current.is::<http_body_util::LengthLimitError>() {
-            return Failure(
-                EngineError::new(
-                    Class::TooLarge,
-                    "payload_too_large",
-                    format!("the body is larger than {limit} bytes"),
-                )
-                .with("limitBytes", limit),
-            );
+            return too_large(limit);
         }
         if let Some(cut) = current.downcast_ref::<skill_http::BodyCut>() {
             return Failure(match cut {

@@ -228,3 +228,21 @@ async fn a_page_is_bounded_in_bytes_and_the_cursor_goes_on_from_where_it_stopped
     let expected: Vec<String> = (0..12).map(|n| format!("big.s{n:02}")).collect();
     assert_eq!(seen, expected, "every version once, in order, across the pages");
 }
+
+#[tokio::test]
+async fn a_body_far_over_the_limit_gets_the_413_answer_not_a_reset() {
+    let api = api().await;
+    // Larger than the apply route's 32 MiB: the client is still sending when the core refuses.
+    let huge = format!(r#"{{"package": {{"key": "p", "version": "1"}}, "note": "{}"}}"#, "x".repeat(40 * 1024 * 1024));
+    let answer = reqwest::Client::new()
+        .post(format!("{}/api/v1/packages:apply", api.base))
+        .bearer_auth(&api.admin)
+        .header(CONTENT_TYPE, "application/json")
+        .body(huge)
+        .send()
+        .await
+        .expect("the core answers instead of resetting the connection");
+    assert_eq!(answer.status().as_u16(), 413);
+    let body: Value = answer.json().await.expect("an envelope");
+    assert_eq!(body["error"]["details"]["limitBytes"], skill_api::MAX_APPLY_BYTES, "{body}");
+}
