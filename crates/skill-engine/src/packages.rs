@@ -26,13 +26,7 @@ impl Engine {
         actor.require("org.manage")?;
         check_package_ref(&request.package, &request.install_hash)?;
         let objects = checked_objects(&request.objects)?;
-        let install = PackageInstall {
-            key: request.package.key.clone(),
-            version: request.package.version.clone(),
-            install_hash: request.install_hash.clone(),
-            installed_at: Utc::now(),
-            installed_by: Some(actor.id().to_owned()),
-        };
+        let install = install_of(&request.package, &request.install_hash, actor);
         let event = self.event(
             "package.installed",
             format!("package:{}", install.key),
@@ -139,13 +133,7 @@ impl Engine {
             let event = self.event("skill.updated", format!("skill:{}", patch.id), data, &origin);
             updates.push(SkillUpdate { id: patch.id.clone(), expected_row_version: patch.row_version, change, event });
         }
-        let install = PackageInstall {
-            key: request.package.key.clone(),
-            version: request.package.version.clone(),
-            install_hash: request.install_hash.clone(),
-            installed_at: Utc::now(),
-            installed_by: Some(actor.id().to_owned()),
-        };
+        let install = install_of(&request.package, &request.install_hash, actor);
         let event = self.event(
             "package.installed",
             format!("package:{}", install.key),
@@ -184,6 +172,17 @@ impl Engine {
         let created = read(created_ids).await?;
         let patched = read(patched_ids).await?;
         Ok(ApplyOut { install: self.package(actor, &request.package.key).await?, created, patched })
+    }
+}
+
+/// The install `actor` records now.
+fn install_of(package: &PackageRef, install_hash: &str, actor: &Actor) -> PackageInstall {
+    PackageInstall {
+        key: package.key.clone(),
+        version: package.version.clone(),
+        install_hash: install_hash.to_owned(),
+        installed_at: Utc::now(),
+        installed_by: Some(actor.id().to_owned()),
     }
 }
 
