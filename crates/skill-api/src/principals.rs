@@ -16,13 +16,16 @@ pub struct AssignRequest {
     pub metadata: Option<Value>,
 }
 
-/// The answer of an assignment: `created` is false when it was there already.
+/// The answer of an assignment: `created` is false when it was there already; `updated` is
+/// true when it was, with other metadata, which the request replaced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Assigned {
     pub principal_id: String,
     pub skill: String,
     pub created: bool,
+    #[serde(default)]
+    pub updated: bool,
 }
 
 /// The answer of taking an assignment back: `revoked` is false when there was none.

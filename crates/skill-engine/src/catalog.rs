@@ -10,7 +10,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{AssignedSkill, DEFAULT_PAGE, ListQuery, MAX_PAGE, Page, SkillOut, SkillStatus};
 use skill_store::ErrorKind;
-use skill_store::records::{Assignment, SkillEntry, SkillFilter};
+use skill_store::records::{AssignOutcome, Assignment, SkillEntry, SkillFilter};
 
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
@@ -85,7 +85,8 @@ impl Engine {
         Ok((entries, next_cursor))
     }
 
-    /// Assigns a version to a principal (`org.manage`); `true` when it was not assigned yet.
+    /// Assigns a version to a principal (`org.manage`), or changes the metadata of its
+    /// assignment; [`AssignOutcome::Unchanged`] (and no event) for a repeat.
     /// A disabled version cannot be assigned (`skill_disabled`).
     pub async fn assign(
         &self,
@@ -94,13 +95,10 @@ impl Engine {
         reference: &str,
         metadata: Option<Value>,
         request_id: Option<&str>,
-    ) -> Result<bool> {
+    ) -> Result<AssignOutcome> {
         actor.require("org.manage")?;
         if let Some(metadata) = &metadata {
             publish::no_secret(&json!({"metadata": metadata}))?;
-        }
-        if let Some(metadata) = &metadata {
-            publish::no_secret(&serde_json::json!({"metadata": metadata}))?;
         }
         let principal = self.principal(principal_id).await?;
         let entry = self.find(reference).await?;

@@ -317,8 +317,10 @@ async fn assignments_refuse_disabled_versions_and_tokens_stop_when_revoked() {
     let w = world().await;
     let bot = actor(&w.engine, "bot", &["skills.invoke"]).await;
     let out = w.engine.publish(&w.admin, &leaf("claim.classify", "1", "none"), None).await.expect("published");
-    assert!(w.engine.assign(&w.admin, bot.id(), "claim.classify@1", None, None).await.expect("assigned"));
-    assert!(!w.engine.assign(&w.admin, bot.id(), "claim.classify@1", None, None).await.expect("again"));
+    let created = w.engine.assign(&w.admin, bot.id(), "claim.classify@1", None, None).await.expect("assigned");
+    assert_eq!(created, skill_store::records::AssignOutcome::Created);
+    let again = w.engine.assign(&w.admin, bot.id(), "claim.classify@1", None, None).await.expect("again");
+    assert_eq!(again, skill_store::records::AssignOutcome::Unchanged);
     let held = w.engine.assigned(&bot, bot.id()).await.expect("own assignments");
     assert_eq!(held[0].name, "claim.classify");
     let disable = PatchRequest { status: Some("disabled".into()), ..PatchRequest::default() };

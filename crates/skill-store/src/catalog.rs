@@ -8,7 +8,8 @@ use sqlx::{FromRow as _, Row as _};
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::{ErrorKind, Result, StoreError};
 use crate::records::{
-    Assignment, Event, PackageInstall, PackageObject, PackagePlan, SkillChange, SkillEntry, SkillFilter, SkillRecord,
+    AssignOutcome, Assignment, Event, PackageInstall, PackageObject, PackagePlan, SkillChange, SkillEntry, SkillFilter,
+    SkillRecord,
 };
 
 /// The catalog of skill versions.
@@ -31,8 +32,10 @@ pub trait CatalogStore: Send + Sync {
         event: &'a Event,
     ) -> BoxFuture<'a, Result<SkillRecord>>;
 
-    /// Assigns a skill version to a principal; `false` (and no event) when it already was.
-    fn assign_skill<'a>(&'a self, assignment: &'a Assignment, event: &'a Event) -> BoxFuture<'a, Result<bool>>;
+    /// Assigns a skill version to a principal, or changes the metadata of its assignment; nothing
+    /// (and no event) when it was assigned with the same metadata.
+    fn assign_skill<'a>(&'a self, assignment: &'a Assignment, event: &'a Event)
+    -> BoxFuture<'a, Result<AssignOutcome>>;
     /// Takes an assignment back; `false` (and no event) when there was none.
     fn unassign_skill<'a>(
         &'a self,
@@ -251,7 +254,7 @@ macro_rules! catalog_store {
                 })
             }
 
-            fn assign_skill<'a>(&'a self, a: &'a Assignment, event: &'a Event) -> BoxFuture<'a, Result<bool>> {
+            fn assign_skill<'a>(&'a self, a: &'a Assignment, event: &'a Event) -> BoxFuture<'a, Result<AssignOutcome>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
                     let done = sqlx::query(
@@ -264,11 +267,27 @@ macro_rules! catalog_store {
                     .bind(a.created_at)
                     .execute(&mut *tx)
                     .await?;
-                    if done.rows_affected() == 0 {
-                        return Ok(false);
+                    if done.rows_affected() == 1 {
+                        crate::events::commit!(tx, event);
+                        return Ok(AssignOutcome::Created);
                     }
+                    let row = sqlx::query("SELECT metadata FROM skill_assignments WHERE principal_id = $1 AND skill_id = $2")
+                        .bind(&a.principal_id)
+                        .bind(&a.skill_id)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    let Json(stored): Json<serde_json::Value> = row.try_get(0)?;
+                    if stored == a.metadata {
+                        return Ok(AssignOutcome::Unchanged);
+                    }
+                    sqlx::query("UPDATE skill_assignments SET metadata = $3 WHERE principal_id = $1 AND skill_id = $2")
+                        .bind(&a.principal_id)
+                        .bind(&a.skill_id)
+                        .bind(Json(&a.metadata))
+                        .execute(&mut *tx)
+                        .await?;
                     crate::events::commit!(tx, event);
-                    Ok(true)
+                    Ok(AssignOutcome::Updated)
                 })
             }
 

@@ -227,3 +227,14 @@ pub struct PackagePlan {
     pub install: PackageInstall,
     pub objects: Vec<PackageObject>,
 }
+
+/// What assigning a version did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssignOutcome {
+    /// It was not assigned: now it is.
+    Created,
+    /// It was, with other metadata: the metadata changed.
+    Updated,
+    /// It was, with the same metadata: nothing changed.
+    Unchanged,
+}

@@ -13,6 +13,7 @@ use skill_api::{
 };
 use skill_engine::{Actor, EngineError};
 use skill_http::requests::RequestId;
+use skill_store::records::AssignOutcome;
 
 use super::plumbing::{Failure, JsonBody, QueryOf, json_with_etag, request_id};
 use crate::Core;
@@ -88,9 +89,11 @@ pub(super) async fn assign(
     body: JsonBody<AssignRequest>,
 ) -> Answer {
     let request = body.read(&actor, "org.manage")?;
-    let created = core.engine.assign(&actor, &principal, &request.skill_id, request.metadata, request_id(&id)).await?;
+    let outcome = core.engine.assign(&actor, &principal, &request.skill_id, request.metadata, request_id(&id)).await?;
+    let (created, updated) = (outcome == AssignOutcome::Created, outcome == AssignOutcome::Updated);
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, axum::Json(Assigned { principal_id: principal, skill: request.skill_id, created })).into_response())
+    let answer = Assigned { principal_id: principal, skill: request.skill_id, created, updated };
+    Ok((status, axum::Json(answer)).into_response())
 }
 
 pub(super) async fn assigned(State(core): State<Core>, actor: Actor, Path(principal): Path<String>) -> Answer {

@@ -246,3 +246,41 @@ async fn a_body_far_over_the_limit_gets_the_413_answer_not_a_reset() {
     let body: Value = answer.json().await.expect("an envelope");
     assert_eq!(body["error"]["details"]["limitBytes"], skill_api::MAX_APPLY_BYTES, "{body}");
 }
+
+#[tokio::test]
+async fn re_assigning_with_new_metadata_changes_it_and_says_so() {
+    let api = api().await;
+    let json = Some("application/json");
+    assert_eq!(send(&api.base, &api.admin, json, &leaf("a.ok", json!({"type": "object"})).to_string()).await.0, 201);
+    let bot_token = token(&api.engine, "bot", &["skills.invoke"]).await;
+    let bot = api.engine.authenticate(&bot_token).await.expect("bot").id().to_owned();
+    let client = reqwest::Client::new();
+    let assign = |metadata: Value| {
+        client
+            .post(format!("{}/api/v1/principals/{bot}/skills", api.base))
+            .bearer_auth(&api.admin)
+            .json(&json!({"skillId": "a.ok@1", "metadata": metadata}))
+            .send()
+    };
+    let mut answers = Vec::new();
+    for metadata in [json!({"why": "triage"}), json!({"why": "triage"}), json!({"why": "escalations"})] {
+        let answer = assign(metadata).await.expect("answers");
+        let status = answer.status().as_u16();
+        let body: Value = answer.json().await.expect("JSON");
+        answers.push((status, body["created"].as_bool(), body["updated"].as_bool()));
+    }
+    assert_eq!(
+        answers,
+        [(201, Some(true), Some(false)), (200, Some(false), Some(false)), (200, Some(false), Some(true))]
+    );
+    let held: Value = client
+        .get(format!("{}/api/v1/principals/{bot}/skills", api.base))
+        .bearer_auth(&api.admin)
+        .send()
+        .await
+        .expect("answers")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(held["items"][0]["metadata"], json!({"why": "escalations"}));
+}

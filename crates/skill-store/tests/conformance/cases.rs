@@ -4,8 +4,8 @@
 use chrono::Utc;
 use serde_json::json;
 use skill_store::records::{
-    AccessToken, Assignment, Event, Grant, PackageInstall, PackageObject, PackagePlan, SkillChange, SkillFilter,
-    SkillRecord, SkillUpdate, Workspace,
+    AccessToken, AssignOutcome, Assignment, Event, Grant, PackageInstall, PackageObject, PackagePlan, SkillChange,
+    SkillFilter, SkillRecord, SkillUpdate, Workspace,
 };
 use skill_store::{ErrorKind, StoreOptions};
 
@@ -241,15 +241,20 @@ pub(crate) async fn assignments_are_idempotent(db: Db) {
         metadata: json!({"why": "triage"}),
         created_at: Utc::now(),
     };
-    assert!(db.store.assign_skill(&assignment, &event("skill.assigned", "s")).await.expect("assigned"));
-    assert!(!db.store.assign_skill(&assignment, &event("skill.assigned", "s")).await.expect("again"));
+    let assigned = event("skill.assigned", "s");
+    assert_eq!(db.store.assign_skill(&assignment, &assigned).await.expect("assigned"), AssignOutcome::Created);
+    let again = event("skill.assigned", "s");
+    assert_eq!(db.store.assign_skill(&assignment, &again).await.expect("again"), AssignOutcome::Unchanged);
+    let changed = Assignment { metadata: json!({"why": "escalations"}), ..assignment.clone() };
+    let moved = event("skill.assigned", "s");
+    assert_eq!(db.store.assign_skill(&changed, &moved).await.expect("changed"), AssignOutcome::Updated);
     let held = db.store.assignments(&ana.id).await.expect("list");
     assert_eq!(held.len(), 1);
-    assert_eq!(held[0].metadata, json!({"why": "triage"}));
+    assert_eq!(held[0].metadata, json!({"why": "escalations"}), "the metadata of a repeat is kept, not dropped");
     assert!(db.store.unassign_skill(&ana.id, &skill.id, &event("skill.revoked", "s")).await.expect("revoked"));
     assert!(!db.store.unassign_skill(&ana.id, &skill.id, &event("skill.revoked", "s")).await.expect("none"));
     let kinds: Vec<String> = db.store.events(0, None, 10).await.expect("events").into_iter().map(|e| e.kind).collect();
-    assert_eq!(kinds, ["principal.created", "skill.registered", "skill.assigned", "skill.revoked"]);
+    assert_eq!(kinds, ["principal.created", "skill.registered", "skill.assigned", "skill.assigned", "skill.revoked"]);
 }
 
 pub(crate) async fn package_installs_link_skills_by_name(db: Db) {
