@@ -9,7 +9,7 @@
 //! line-separator characters are double-quoted with escapes. Non-ASCII text is kept as is.
 //!
 //! The reader takes YAML 1.2 with strict booleans (`yes` stays a string), refuses duplicate
-//! keys, and bounds alias expansion.
+//! keys, bounds alias expansion, and keeps a `!!binary` scalar as the text written.
 
 use serde_json::{Map, Value};
 
@@ -24,6 +24,9 @@ pub fn from_str(text: &str) -> Result<Value, YamlError> {
     let options = serde_saphyr::options! {
         strict_booleans: true,
         duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
+        // `!!binary` text stays the text written: a reviewer reads what is published, never a
+        // value decoded from base64 behind the tag.
+        ignore_binary_tag_for_string: true,
     };
     serde_saphyr::from_str_with_options(text, options).map_err(|e| YamlError(e.to_string()))
 }
@@ -240,6 +243,16 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_binary_tag_does_not_hide_a_decoded_value() {
+        let read = from_str("version: !!binary MS4w\nname: !!binary aGVsbG8=\n").expect("reads");
+        assert_eq!(
+            read,
+            serde_json::json!({"version": "MS4w", "name": "aGVsbG8="}),
+            "the text written, not 1.0 and hello"
+        );
+    }
 
     #[test]
     fn quotes_what_readers_would_misread() {
