@@ -46,7 +46,7 @@ pub trait CatalogStore: Send + Sync {
     fn assignments<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Assignment>>>;
 
     /// Records a package install and links its objects to it (an object another package linked
-    /// moves to this one).
+    /// moves to this one); the same version and hash again writes nothing, no event either.
     fn record_install<'a>(
         &'a self,
         install: &'a PackageInstall,
@@ -155,11 +155,14 @@ macro_rules! update_skill_in {
 macro_rules! record_install_in {
     ($tx:ident, $install:expr, $objects:expr) => {{
         let (install, objects): (&PackageInstall, &[PackageObject]) = ($install, $objects);
-        sqlx::query(
+        // The same version and hash again changes nothing; the upsert's row lock makes a
+        // concurrent twin wait and then see that.
+        let changed = sqlx::query(
             "INSERT INTO package_installs (key, version, install_hash, installed_at, installed_by) \
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO UPDATE SET version = excluded.version, \
              install_hash = excluded.install_hash, installed_at = excluded.installed_at, \
-             installed_by = excluded.installed_by",
+             installed_by = excluded.installed_by \
+             WHERE package_installs.version <> excluded.version OR package_installs.install_hash <> excluded.install_hash",
         )
         .bind(&install.key)
         .bind(&install.version)
@@ -167,8 +170,10 @@ macro_rules! record_install_in {
         .bind(install.installed_at)
         .bind(&install.installed_by)
         .execute(&mut *$tx)
-        .await?;
-        for object in objects {
+        .await?
+        .rows_affected()
+            > 0;
+        for object in objects.iter().filter(|_| changed) {
             sqlx::query(
                 "INSERT INTO package_objects (kind, object_key, package_key) VALUES ($1, $2, $3) \
                  ON CONFLICT (kind, object_key) DO UPDATE SET package_key = excluded.package_key",
@@ -179,6 +184,7 @@ macro_rules! record_install_in {
             .execute(&mut *$tx)
             .await?;
         }
+        changed
     }};
 }
 
@@ -332,8 +338,10 @@ macro_rules! catalog_store {
             ) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
-                    record_install_in!(tx, install, objects);
-                    crate::events::commit!(tx, event);
+                    // An install recorded again (the same version and hash) writes no event.
+                    if record_install_in!(tx, install, objects) {
+                        crate::events::commit!(tx, event);
+                    }
                     Ok(())
                 })
             }
@@ -351,8 +359,10 @@ macro_rules! catalog_store {
                         crate::events::insert!(tx, &update.event);
                     }
                     let (install, objects) = (&plan.install, &plan.objects[..]);
-                    record_install_in!(tx, install, objects);
-                    crate::events::commit!(tx, event);
+                    let installed = record_install_in!(tx, install, objects);
+                    if installed || !plan.creates.is_empty() || !plan.updates.is_empty() {
+                        crate::events::commit!(tx, event);
+                    }
                     Ok(())
                 })
             }

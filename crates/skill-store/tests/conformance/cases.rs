@@ -364,3 +364,31 @@ pub(crate) async fn package_plans_apply_whole_or_not_at_all(db: Db) {
         db.store.events(0, None, 100).await.expect("events").into_iter().skip(events_before).map(|e| e.kind).collect();
     assert_eq!(kinds, ["skill.registered", "skill.updated", "package.installed"]);
 }
+
+/// The same install recorded again, even by four writers at once, is journaled once.
+pub(crate) async fn an_install_recorded_again_is_journaled_once(db: Db) {
+    let skill = leaf("claim.classify", "1");
+    publish(&db, &skill).await;
+    let install = PackageInstall {
+        key: "claims".to_owned(),
+        version: "1.0.0".to_owned(),
+        install_hash: "h1".to_owned(),
+        installed_at: Utc::now(),
+        installed_by: None,
+    };
+    let objects = vec![PackageObject { kind: "Skill".to_owned(), key: "claim.classify".to_owned() }];
+    let plan = PackagePlan { creates: vec![], updates: vec![], install: install.clone(), objects: objects.clone() };
+    let events: Vec<Event> = (0..4).map(|_| event("package.installed", "package:claims")).collect();
+    let writes = events.iter().map(|installed| db.store.apply_package(&plan, installed));
+    for result in futures::future::join_all(writes).await {
+        result.expect("each apply succeeds");
+    }
+    let again = event("package.installed", "package:claims");
+    db.store.record_install(&install, &objects, &again).await.expect("recorded again");
+    let installs = db.store.events(0, Some("package:claims"), 100).await.expect("events");
+    assert_eq!(installs.len(), 1, "one install, one event: {installs:?}");
+    let newer = PackageInstall { install_hash: "h2".to_owned(), ..install.clone() };
+    let changed = event("package.installed", "package:claims");
+    db.store.record_install(&newer, &objects, &changed).await.expect("a new hash");
+    assert_eq!(db.store.events(0, Some("package:claims"), 100).await.expect("events").len(), 2);
+}
