@@ -120,9 +120,14 @@ pub(crate) fn text_holds_secret(text: &str) -> bool {
     }
     let words = text.split(|c: char| c.is_whitespace() || "\"'<>()[]{},;`".contains(c));
     for word in words.filter(|word| !word.is_empty()) {
-        if looks_like_jwt(word)
-            || TOKEN_PREFIXES.iter().any(|p| p.len() > 2 && word.starts_with(p) && word.len() >= p.len() + 16)
-        {
+        // A key of a known format: its prefix, then a long random part with a digit; never a
+        // `module:function` or `a.b.c` name that happens to start the same way.
+        let random_tail = |prefix: &str| {
+            let tail = &word[prefix.len()..];
+            tail.len() >= 16 && tail.chars().any(|c| c.is_ascii_digit()) && !tail.contains([':', '.', '/'])
+        };
+        let known_key = TOKEN_PREFIXES.iter().any(|p| p.len() > 2 && word.starts_with(p) && random_tail(p));
+        if looks_like_jwt(word) || known_key {
             return true;
         }
         for pair in word.split(['?', '&', '#']) {
@@ -190,6 +195,8 @@ mod tests {
             "inputs": {"properties": {"password": {"type": "string", "writeOnly": true}, "token_count": {"type": "integer"}},
                        "required": ["password"]},
             "endpoint": "https://x.example/skills/a@1?design=1",
+            "entrypoint": "hvs.abcdefghijklmnopqrst:run",
+            "modules": ["AKIAabcdefghijklmnopqr.handlers:go", "AIzaSomething1long.module.path:f"],
             "scopes": ["claims:write"],
         });
         assert_eq!(find_secret_material(&clean, ""), None);
