@@ -187,23 +187,17 @@ async fn read_body(mut body: Body, limit: usize) -> Result<Bytes, Response> {
 /// The answer to a body that could not be read: it came too slowly (408), the host is stopping
 /// (503, retryable), or the client broke it off (400).
 fn unread(error: axum::Error) -> Response {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
-    while let Some(current) = cause {
-        if let Some(cut) = current.downcast_ref::<skill_http::BodyCut>() {
-            return match cut {
-                skill_http::BodyCut::TooSlow(_) => error_response(
-                    StatusCode::REQUEST_TIMEOUT,
-                    &SkillError::new("request_timeout").with_message(cut.to_string()),
-                ),
-                skill_http::BodyCut::Stopping => error_response(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &SkillError::new("unavailable").with_message(cut.to_string()).with_retryable(true),
-                ),
-            };
-        }
-        cause = current.source();
+    match skill_http::BodyCut::in_chain(&error) {
+        Some(cut @ skill_http::BodyCut::TooSlow(_)) => error_response(
+            StatusCode::REQUEST_TIMEOUT,
+            &SkillError::new("request_timeout").with_message(cut.to_string()),
+        ),
+        Some(cut @ skill_http::BodyCut::Stopping) => error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &SkillError::new("unavailable").with_message(cut.to_string()).with_retryable(true),
+        ),
+        None => bad_request(format!("the body could not be read: {error}")),
     }
-    bad_request(format!("the body could not be read: {error}"))
 }
 
 /// Answers before the body is read, after reading and throwing away up to `budget` more bytes of

@@ -21,6 +21,21 @@ pub enum BodyCut {
     Stopping,
 }
 
+impl BodyCut {
+    /// The cut behind `error`, anywhere in its chain of causes (a body error reaches a handler
+    /// wrapped by the layers it went through).
+    pub fn in_chain<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a Self> {
+        let mut cause = Some(error);
+        while let Some(current) = cause {
+            if let Some(cut) = current.downcast_ref::<Self>() {
+                return Some(cut);
+            }
+            cause = current.source();
+        }
+        None
+    }
+}
+
 /// A request body with a deadline for the whole of it. The timer and the stop watch are set up
 /// only when the body is not there at the first read, so a body that came with its header
 /// costs nothing more.

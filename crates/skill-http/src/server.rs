@@ -189,9 +189,8 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let service = Service { router: router.clone(), limits, stopping: stopping.clone(), connection, peer };
         let connections = Arc::clone(&connections);
-        let stopping = stopping.clone();
         tasks.spawn(async move {
-            service.run(stream, &stopping).await;
+            service.run(stream).await;
             connections.remove(id);
         });
     }
@@ -214,8 +213,9 @@ struct Service {
 }
 
 impl Service {
-    async fn run(self, stream: tokio::net::TcpStream, stopping: &CancellationToken) {
+    async fn run(self, stream: tokio::net::TcpStream) {
         let close = self.connection.close.clone();
+        let stopping = self.stopping.clone();
         let limits = self.limits;
         let this = Arc::new(self);
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {

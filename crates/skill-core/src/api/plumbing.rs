@@ -191,20 +191,23 @@ fn too_large(limit: usize) -> Failure {
 /// Why a body could not be read, by its cause: over the limit (413), too slow (408), cut by the
 /// server's stop (503, retryable), or broken off by the client (400).
 fn unread(error: axum::Error, limit: usize) -> Failure {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    let chain: &(dyn std::error::Error + 'static) = &error;
+    let mut cause = Some(chain);
     while let Some(current) = cause {
         if current.is::<http_body_util::LengthLimitError>() {
             return too_large(limit);
         }
-        if let Some(cut) = current.downcast_ref::<skill_http::BodyCut>() {
-            return Failure(match cut {
-                skill_http::BodyCut::TooSlow(_) => EngineError::new(Class::Timeout, "request_timeout", cut.to_string()),
-                skill_http::BodyCut::Stopping => EngineError::new(Class::Unavailable, "unavailable", cut.to_string()),
-            });
-        }
         cause = current.source();
     }
-    Failure(EngineError::invalid_request(format!("the body could not be read: {error}")))
+    Failure(match skill_http::BodyCut::in_chain(&error) {
+        Some(cut @ skill_http::BodyCut::TooSlow(_)) => {
+            EngineError::new(Class::Timeout, "request_timeout", cut.to_string())
+        }
+        Some(cut @ skill_http::BodyCut::Stopping) => {
+            EngineError::new(Class::Unavailable, "unavailable", cut.to_string())
+        }
+        None => EngineError::invalid_request(format!("the body could not be read: {error}")),
+    })
 }
 
 /// Parses a body, naming the field that failed.

@@ -76,11 +76,16 @@ impl KeySet {
 
     /// The key a token names: by `kid`, or the only key when the token names none.
     pub(crate) fn key(&self, kid: Option<&str>) -> Result<Arc<Key>, AuthError> {
-        match Jwks::lookup(&self.keys, kid) {
-            Some(key) => Ok(key),
-            None if kid.is_none() => Err(AuthError::refused("invalid_token", "the token names no key (kid)")),
-            None => Err(AuthError::refused("unknown_key", "the token is signed with a key the IAM does not publish")),
-        }
+        key_in(&self.keys, kid)
+    }
+}
+
+/// The key `kid` names among `keys` (the only key when the token names none), or the refusal.
+fn key_in(keys: &HashMap<String, Arc<Key>>, kid: Option<&str>) -> Result<Arc<Key>, AuthError> {
+    match Jwks::lookup(keys, kid) {
+        Some(key) => Ok(key),
+        None if kid.is_none() => Err(AuthError::refused("invalid_token", "the token names no key (kid)")),
+        None => Err(AuthError::refused("unknown_key", "the token is signed with a key the IAM does not publish")),
     }
 }
 
@@ -211,10 +216,6 @@ impl Jwks {
                 Err(reason) => tracing::warn!(%reason, "the JWKS could not be refreshed; the known keys stay in use"),
             }
         }
-        match Self::lookup(&state.keys, kid) {
-            Some(key) => Ok(key),
-            None if kid.is_none() => Err(AuthError::refused("invalid_token", "the token names no key (kid)")),
-            None => Err(AuthError::refused("unknown_key", "the token is signed with a key the IAM does not publish")),
-        }
+        key_in(&state.keys, kid)
     }
 }
