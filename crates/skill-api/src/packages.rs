@@ -24,6 +24,10 @@ pub struct ApplyRequest {
     pub patch: Vec<PlannedPatch>,
     /// The objects the package installs (skills by name).
     pub objects: Vec<ObjectRef>,
+    /// Objects of `objects` that another package installed and this install takes over;
+    /// without it such an object is refused (`409 package_object_conflict`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adopt: Vec<ObjectRef>,
 }
 
 /// One change of a package plan.
@@ -53,7 +57,12 @@ pub struct RecordRequest {
     pub package: PackageRef,
     /// SHA-256 over the package's files: equal for equal packages.
     pub install_hash: String,
+    /// The objects the package installs (skills by name, each published in some version).
     pub objects: Vec<ObjectRef>,
+    /// Objects of `objects` that another package installed and this install takes over;
+    /// without it such an object is refused (`409 package_object_conflict`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adopt: Vec<ObjectRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

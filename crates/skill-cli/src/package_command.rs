@@ -30,6 +30,8 @@ pub enum PackageCommand {
         folder: Folder,
         #[command(flatten)]
         core: CoreArgs,
+        #[command(flatten)]
+        adopt: Adopt,
         /// Print the plan as JSON.
         #[arg(long)]
         json: bool,
@@ -41,6 +43,8 @@ pub enum PackageCommand {
         folder: Folder,
         #[command(flatten)]
         core: CoreArgs,
+        #[command(flatten)]
+        adopt: Adopt,
     },
 }
 
@@ -49,6 +53,15 @@ pub struct Folder {
     /// The package folder (its name is the package key; required packages sit beside it).
     #[arg(long, value_name = "DIR", default_value = ".")]
     package: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct Adopt {
+    /// Move the skill NAME to this package although another package installed it (repeat for
+    /// several). Without it such a skill is refused, so one package never silently takes over
+    /// another's skills.
+    #[arg(long = "adopt", value_name = "NAME")]
+    names: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -110,8 +123,11 @@ pub fn run(command: PackageCommand) -> ExitCode {
             }
             return ExitCode::SUCCESS;
         }
-        PackageCommand::Plan { core, .. } | PackageCommand::Apply { core, .. } => core.core.clone(),
+        PackageCommand::Plan { core, adopt, .. } | PackageCommand::Apply { core, adopt, .. } => {
+            (core.core.clone(), adopt.names.clone())
+        }
     };
+    let (core, adopt) = core;
     let Some(token) = std::env::var("SKILL_CORE_TOKEN").ok().filter(|token| !token.is_empty()) else {
         eprintln!("error: set SKILL_CORE_TOKEN to a token of the core (skill-core token create --grant org.manage)");
         return ExitCode::from(2);
@@ -124,7 +140,7 @@ pub fn run(command: PackageCommand) -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let changes = package::plan(&loaded, &core).await?;
+        let changes = package::plan(&loaded, &core, &adopt).await?;
         match command {
             PackageCommand::Plan { json: true, .. } => {
                 let list: Vec<_> = changes.iter().map(Change::to_json).collect();
@@ -179,7 +195,7 @@ async fn apply(loaded: &Loaded, core: &Client, changes: &[Change], summary: &str
         for change in changes.iter().filter(|change| change.is_refused()) {
             eprintln!("{}", change.describe());
         }
-        eprintln!("nothing was applied: publish the changed contracts as new versions");
+        eprintln!("nothing was applied: each refusal above says what to change");
         return Ok(true);
     }
     let writes = changes.iter().filter(|change| change.operation() != "unchanged").count();

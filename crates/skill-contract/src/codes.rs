@@ -302,6 +302,20 @@ pub const CODES: &[CodeInfo] = &[
     ),
     code("skill_disabled", ValidationError, No, "core", "a disabled version cannot be assigned (422)"),
     code(
+        "package_object_conflict",
+        ValidationError,
+        No,
+        "core",
+        "an install names objects another package installed and does not adopt them (409, `details.objects`)",
+    ),
+    code(
+        "unknown_reference",
+        ValidationError,
+        No,
+        "core",
+        "an install names a skill the catalog has in no version, not even in the same plan (422, `details.field`)",
+    ),
+    code(
         "invalid_protocol",
         ValidationError,
         No,

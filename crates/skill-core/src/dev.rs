@@ -72,7 +72,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         bail!("the package has {} problems: fix them, then run dev again", problems.len());
     }
     let client = Client::new(&core_url, token.clone())?;
-    let changes = package::plan(&loaded, &client).await.map_err(|error| anyhow::anyhow!(error))?;
+    let changes = package::plan(&loaded, &client, &[]).await.map_err(|error| anyhow::anyhow!(error))?;
     if let Some(refused) = changes.iter().find(|change| change.is_refused()) {
         bail!(
             "{}\n(the database in {} holds an older contract: raise spec.version, or remove that folder)",

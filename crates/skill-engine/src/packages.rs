@@ -8,7 +8,7 @@ use serde_json::json;
 use skill_api::{ApplyOut, ApplyRequest, EventOut, InstallOut, ObjectRef, PackageRef, RecordRequest};
 use skill_contract::{Skill, SkillName, SkillRef};
 use skill_store::ErrorKind;
-use skill_store::records::{PackageInstall, PackageObject, PackagePlan, SkillUpdate};
+use skill_store::records::{PackageInstall, PackageObject, PackagePlan, SkillFilter, SkillUpdate};
 
 use crate::actor::Actor;
 use crate::catalog::{change_of, checked_limit, skill_out, to_skill, version_conflict, view_time};
@@ -25,7 +25,8 @@ impl Engine {
     ) -> Result<InstallOut> {
         actor.require("org.manage")?;
         check_package_ref(&request.package, &request.install_hash)?;
-        let objects = checked_objects(&request.objects)?;
+        let (objects, adopt) = checked_objects(&request.objects, &request.adopt)?;
+        self.check_known(&request.objects, &[]).await?;
         let install = install_of(&request.package, &request.install_hash, actor);
         let event = self.event(
             "package.installed",
@@ -33,7 +34,7 @@ impl Engine {
             json!({"version": install.version, "installHash": install.install_hash, "objects": objects.len()}),
             &Origin::of(actor, request_id),
         );
-        self.store.record_install(&install, &objects, &event).await?;
+        self.store.record_install(&install, &objects, &adopt, &event).await.map_err(install_refusal)?;
         self.package(actor, &install.key).await
     }
 
@@ -95,7 +96,7 @@ impl Engine {
     ) -> Result<ApplyOut> {
         actor.require("org.manage")?;
         check_package_ref(&request.package, &request.install_hash)?;
-        let objects = checked_objects(&request.objects)?;
+        let (objects, adopt) = checked_objects(&request.objects, &request.adopt)?;
         let origin = Origin::of(actor, request_id);
 
         let mut creates = Vec::new();
@@ -117,6 +118,8 @@ impl Engine {
         for (item, skill) in &composites {
             self.resolve_for_publication(skill, &planned).await.map_err(|error| error.with("item", item.clone()))?;
         }
+        let created_names: Vec<&str> = creates.iter().map(|(record, _)| record.name.as_str()).collect();
+        self.check_known(&request.objects, &created_names).await?;
         let mut updates = Vec::new();
         for (index, patch) in request.patch.iter().enumerate() {
             let item = format!("patch[{index}]");
@@ -143,7 +146,7 @@ impl Engine {
         );
         let created_ids: Vec<String> = creates.iter().map(|(record, _)| record.id.clone()).collect();
         let patched_ids: Vec<String> = updates.iter().map(|update| update.id.clone()).collect();
-        let plan = PackagePlan { creates, updates, install, objects };
+        let plan = PackagePlan { creates, updates, install, objects, adopt };
         if let Err(error) = self.store.apply_package(&plan, &event).await {
             return Err(match error.kind() {
                 ErrorKind::Conflict => EngineError::new(
@@ -156,10 +159,10 @@ impl Engine {
                     "version_conflict",
                     "a version the plan changes changed meanwhile: plan again",
                 ),
-                ErrorKind::Refused(_) => {
+                ErrorKind::Refused("skill_version_immutable" | "invalid_status_transition") => {
                     EngineError::new(Class::Conflict, "skill_version_immutable", error.message().to_owned())
                 }
-                _ => error.into(),
+                _ => install_refusal(error),
             });
         }
         let read = |ids: Vec<String>| async move {
@@ -172,6 +175,46 @@ impl Engine {
         let created = read(created_ids).await?;
         let patched = read(patched_ids).await?;
         Ok(ApplyOut { install: self.package(actor, &request.package.key).await?, created, patched })
+    }
+}
+
+impl Engine {
+    /// Every object names a skill the catalog has in some version, or one of `planned`
+    /// (`422 unknown_reference` naming the first that does not).
+    async fn check_known(&self, objects: &[ObjectRef], planned: &[&str]) -> Result<()> {
+        for (index, object) in objects.iter().enumerate() {
+            if planned.contains(&object.key.as_str()) {
+                continue;
+            }
+            let filter = SkillFilter { name: Some(object.key.clone()), limit: 1, ..SkillFilter::default() };
+            if self.store.skills(&filter).await?.is_empty() {
+                return Err(unknown_object(&object.key).with("field", format!("objects[{index}]")));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn unknown_object(name: &str) -> EngineError {
+    EngineError::new(
+        Class::Invalid,
+        "unknown_reference",
+        format!("the catalog has no version of the skill {name}: publish it first, or in the same apply"),
+    )
+}
+
+/// The refusals of recording an install: objects of another package, objects the catalog does
+/// not have (the database's guard, when a version went away meanwhile).
+fn install_refusal(error: skill_store::StoreError) -> EngineError {
+    match error.kind() {
+        ErrorKind::Refused("package_object_conflict") => {
+            EngineError::new(Class::Conflict, "package_object_conflict", error.message().to_owned())
+                .with_details(error.details().clone())
+        }
+        ErrorKind::Refused("unknown_reference") => {
+            EngineError::new(Class::Invalid, "unknown_reference", error.message().to_owned())
+        }
+        _ => error.into(),
     }
 }
 
@@ -209,8 +252,20 @@ fn check_package_ref(package: &PackageRef, install_hash: &str) -> Result<()> {
     Ok(())
 }
 
-/// The objects of an install: skills, by a valid name, each once.
-fn checked_objects(objects: &[ObjectRef]) -> Result<Vec<PackageObject>> {
+/// The objects of an install (skills, by a valid name, each once) and those of them it adopts
+/// from another package.
+fn checked_objects(objects: &[ObjectRef], adopt: &[ObjectRef]) -> Result<(Vec<PackageObject>, Vec<PackageObject>)> {
+    let mut adopted = Vec::new();
+    for (index, object) in adopt.iter().enumerate() {
+        if !objects.contains(object) {
+            return Err(EngineError::invalid_request(format!(
+                "adopt[{index}] ({} {}) is not one of the install's objects",
+                object.kind, object.key
+            ))
+            .with("field", format!("adopt[{index}]")));
+        }
+        adopted.push(PackageObject { kind: object.kind.clone(), key: object.key.clone() });
+    }
     let mut out = Vec::new();
     for (index, object) in objects.iter().enumerate() {
         if object.kind != "Skill" || SkillName::new(&object.key).is_err() {
@@ -223,5 +278,5 @@ fn checked_objects(objects: &[ObjectRef]) -> Result<Vec<PackageObject>> {
     }
     out.sort();
     out.dedup();
-    Ok(out)
+    Ok((out, adopted))
 }

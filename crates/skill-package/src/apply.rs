@@ -35,7 +35,8 @@ pub async fn apply(
     let same_install = installed.as_ref().is_some_and(|install| {
         install.install_hash == loaded.install_hash && install.version == loaded.package.version
     });
-    if writes.is_empty() && same_install {
+    let adopts = changes.iter().any(|change| change.adopt);
+    if writes.is_empty() && same_install && !adopts {
         return Ok(Applied::Already);
     }
     let mut request = ApplyRequest {
@@ -44,6 +45,7 @@ pub async fn apply(
         create: Vec::new(),
         patch: Vec::new(),
         objects: Vec::new(),
+        adopt: Vec::new(),
     };
     for change in &writes {
         match &change.plan {
@@ -67,6 +69,13 @@ pub async fn apply(
         .collect();
     request.objects.sort();
     request.objects.dedup();
+    request.adopt = changes
+        .iter()
+        .filter(|change| change.adopt)
+        .map(|change| ObjectRef { kind: "Skill".to_owned(), key: change.key.clone() })
+        .collect();
+    request.adopt.sort();
+    request.adopt.dedup();
     // One request, one transaction in the core: every version and the install, or nothing.
     core.apply_package(&request).await.map_err(|error| failure("applying", key, &error))?;
     for change in writes {

@@ -3,7 +3,7 @@
 //! and the plan of a whole package against a core.
 
 use serde_json::{Value, json};
-use skill_api::{PatchRequest, PublishRequest, SkillKind, SkillOut};
+use skill_api::{ListQuery, PatchRequest, PublishRequest, SkillKind, SkillOut};
 use skill_client::Client;
 use skill_contract::package;
 use skill_contract::{NormalizeOptions, Skill, SkillBody, ToolDeclaration};
@@ -121,10 +121,17 @@ pub struct Change {
     pub key: String,
     pub version: String,
     pub plan: SkillPlan,
+    /// Another package that installed this skill's name, if any.
+    pub owner: Option<String>,
+    /// Whether the install takes the name over from `owner` (`--adopt`).
+    pub adopt: bool,
 }
 
 impl Change {
     pub fn operation(&self) -> &'static str {
+        if self.is_taken() {
+            return "refuse";
+        }
         match &self.plan {
             SkillPlan::Create { .. } => "create",
             SkillPlan::Patch { moved_from: Some(_), body, .. } if body.fields() == ["endpoint"] => "move",
@@ -135,11 +142,30 @@ impl Change {
     }
 
     pub fn is_refused(&self) -> bool {
-        matches!(self.plan, SkillPlan::Refuse { .. })
+        matches!(self.plan, SkillPlan::Refuse { .. }) || self.is_taken()
+    }
+
+    /// Another package installed the name and the install does not adopt it.
+    fn is_taken(&self) -> bool {
+        self.owner.is_some() && !self.adopt
+    }
+
+    /// The message of a name another package holds.
+    fn taken_message(&self) -> String {
+        let owner = self.owner.as_deref().unwrap_or_default();
+        format!("package {owner} installed {}: pass --adopt {} to move it to this package", self.key, self.key)
     }
 
     pub fn to_json(&self) -> Value {
         let mut out = json!({"kind": "Skill", "key": self.key, "version": self.version, "operation": self.operation()});
+        if let Some(owner) = &self.owner {
+            out["owner"] = json!(owner);
+            out["adopt"] = json!(self.adopt);
+        }
+        if self.is_taken() {
+            out["message"] = json!(self.taken_message());
+            return out;
+        }
         match &self.plan {
             SkillPlan::Patch { row_version, moved_from, body, .. } => {
                 out["fields"] = json!(body.fields());
@@ -159,6 +185,17 @@ impl Change {
 
     pub fn describe(&self) -> String {
         let name = format!("{}@{}", self.key, self.version);
+        if self.is_taken() {
+            return format!("  ! refused    {name}: {}", self.taken_message());
+        }
+        let line = self.describe_plan(&name);
+        match (&self.owner, self.adopt) {
+            (Some(owner), true) => format!("{line} (adopted from package {owner})"),
+            _ => line,
+        }
+    }
+
+    fn describe_plan(&self, name: &str) -> String {
         match &self.plan {
             SkillPlan::Create { .. } => format!("  + create     {name}"),
             SkillPlan::Patch { moved_from, body, .. } => {
@@ -185,8 +222,14 @@ pub fn refusal(fields: &[String]) -> String {
 ///
 /// A composite's includes must be in the plan or published in the core: a version that only a
 /// required package declares, and that package was never applied, is refused here, as the core
-/// would refuse it.
-pub async fn plan(loaded: &Loaded, core: &Client) -> Result<Vec<Change>, String> {
+/// would refuse it. A skill whose name another package installed is refused unless its name is
+/// in `adopt`.
+pub async fn plan(loaded: &Loaded, core: &Client, adopt: &[String]) -> Result<Vec<Change>, String> {
+    for name in adopt {
+        if !loaded.package.objects.iter().any(|object| object.kind == "Skill" && &object.key == name) {
+            return Err(format!("--adopt {name}: package {} has no skill {name}", loaded.package.key));
+        }
+    }
     let mut changes = Vec::new();
     let mut composites: Vec<(String, Skill)> = Vec::new();
     for object in loaded.package.objects.iter().filter(|object| object.kind == "Skill") {
@@ -199,10 +242,18 @@ pub async fn plan(loaded: &Loaded, core: &Client) -> Result<Vec<Change>, String>
             .find_skill(&reference)
             .await
             .map_err(|error| crate::failure::failure("reading", &reference, &error))?;
+        let name = skill.name().as_str().to_owned();
+        let linked = match &published {
+            Some(published) => published.package.clone(),
+            None => owner_of(core, &name).await?,
+        };
+        let owner = linked.map(|package| package.key).filter(|key| *key != loaded.package.key);
         changes.push(Change {
-            key: skill.name().as_str().to_owned(),
+            adopt: owner.is_some() && adopt.contains(&name),
+            key: name,
             version: skill.version().as_str().to_owned(),
             plan: plan_skill(&skill, published.as_ref()),
+            owner,
         });
         if matches!(skill.body(), SkillBody::Composite(_)) {
             composites.push((object.file.clone(), skill));
@@ -230,6 +281,13 @@ pub async fn plan(loaded: &Loaded, core: &Client) -> Result<Vec<Change>, String>
         }
     }
     Ok(changes)
+}
+
+/// The package that installed `name` (in any version), if any.
+async fn owner_of(core: &Client, name: &str) -> Result<Option<skill_api::PackageOut>, String> {
+    let query = ListQuery { name: Some(name.to_owned()), limit: Some(1), ..ListQuery::default() };
+    let page = core.skills(&query).await.map_err(|error| crate::failure::failure("reading", name, &error))?;
+    Ok(page.items.into_iter().next().and_then(|skill| skill.package))
 }
 
 #[cfg(test)]

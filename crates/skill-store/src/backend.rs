@@ -146,8 +146,14 @@ impl PgStore {
 /// `(version, description, sql)` of each migration, in order.
 type Migrations = &'static [(i64, &'static str, &'static str)];
 
-const SQLITE_MIGRATIONS: Migrations = &[(1, "catalog", include_str!("../migrations/sqlite/0001_catalog.sql"))];
-const POSTGRES_MIGRATIONS: Migrations = &[(1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql"))];
+const SQLITE_MIGRATIONS: Migrations = &[
+    (1, "catalog", include_str!("../migrations/sqlite/0001_catalog.sql")),
+    (2, "package links", include_str!("../migrations/sqlite/0002_package_links.sql")),
+];
+const POSTGRES_MIGRATIONS: Migrations = &[
+    (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
+    (2, "package links", include_str!("../migrations/postgres/0002_package_links.sql")),
+];
 
 fn migrator(migrations: Migrations) -> Migrator {
     Migrator::with_migrations(

@@ -45,12 +45,15 @@ pub trait CatalogStore: Send + Sync {
     ) -> BoxFuture<'a, Result<bool>>;
     fn assignments<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Assignment>>>;
 
-    /// Records a package install and links its objects to it (an object another package linked
-    /// moves to this one); the same version and hash again writes nothing, no event either.
+    /// Records a package install and links its objects to it; an object another package linked
+    /// moves to this one only when it is in `adopt` (`Refused("package_object_conflict")`, with
+    /// `details.objects`, otherwise). The same version and hash again writes nothing, no event
+    /// either. An object no version of the catalog has is `Refused("unknown_reference")`.
     fn record_install<'a>(
         &'a self,
         install: &'a PackageInstall,
         objects: &'a [PackageObject],
+        adopt: &'a [PackageObject],
         event: &'a Event,
     ) -> BoxFuture<'a, Result<()>>;
     /// Writes a package's plan in one transaction: every version it creates, every version it
@@ -151,10 +154,13 @@ macro_rules! update_skill_in {
     }};
 }
 
-/// Records the install `$install` and links `$objects` to it inside `$tx`.
+/// Records the install `$install` and links `$objects` to it inside `$tx`; an object linked to
+/// another package moves only when it is among `$adopt` (`package_object_conflict` otherwise,
+/// naming every such object and its package).
 macro_rules! record_install_in {
-    ($tx:ident, $install:expr, $objects:expr) => {{
-        let (install, objects): (&PackageInstall, &[PackageObject]) = ($install, $objects);
+    ($tx:ident, $install:expr, $objects:expr, $adopt:expr) => {{
+        let (install, objects, adopt): (&PackageInstall, &[PackageObject], &[PackageObject]) =
+            ($install, $objects, $adopt);
         // The same version and hash again changes nothing; the upsert's row lock makes a
         // concurrent twin wait and then see that.
         let changed = sqlx::query(
@@ -173,18 +179,54 @@ macro_rules! record_install_in {
         .await?
         .rows_affected()
             > 0;
-        for object in objects.iter().filter(|_| changed) {
-            sqlx::query(
+        // Objects are linked again when the install changed, and adopted ones even when not.
+        let (mut taken, mut relinked) = (Vec::new(), false);
+        for object in objects.iter().filter(|object| changed || adopt.contains(object)) {
+            const OWNER: &str = "SELECT package_key FROM package_objects WHERE kind = $1 AND object_key = $2";
+            let before: Option<String> =
+                sqlx::query_scalar(OWNER).bind(&object.kind).bind(&object.key).fetch_optional(&mut *$tx).await?;
+            if before.as_deref() == Some(install.key.as_str()) {
+                continue;
+            }
+            // The condition holds a concurrent install that linked the object meanwhile.
+            let linked = sqlx::query(
                 "INSERT INTO package_objects (kind, object_key, package_key) VALUES ($1, $2, $3) \
-                 ON CONFLICT (kind, object_key) DO UPDATE SET package_key = excluded.package_key",
+                 ON CONFLICT (kind, object_key) DO UPDATE SET package_key = excluded.package_key \
+                 WHERE package_objects.package_key = excluded.package_key OR $4",
             )
             .bind(&object.kind)
             .bind(&object.key)
             .bind(&install.key)
+            .bind(adopt.contains(object))
             .execute(&mut *$tx)
-            .await?;
+            .await?
+            .rows_affected();
+            if linked == 0 {
+                let now: String =
+                    sqlx::query_scalar(OWNER).bind(&object.kind).bind(&object.key).fetch_one(&mut *$tx).await?;
+                taken.push((object, now));
+            } else {
+                relinked = true;
+            }
         }
-        changed
+        if !taken.is_empty() {
+            let names: Vec<String> =
+                taken.iter().map(|(object, owner)| format!("{} {} (package {owner})", object.kind, object.key)).collect();
+            let list: Vec<serde_json::Value> = taken
+                .iter()
+                .map(|(object, owner)| serde_json::json!({"kind": object.kind, "key": object.key, "package": owner}))
+                .collect();
+            return Err(StoreError::new(
+                ErrorKind::Refused("package_object_conflict"),
+                format!(
+                    "another package installed {}: adopt them to move them to package {}",
+                    names.join(", "),
+                    install.key
+                ),
+            )
+            .with("objects", serde_json::Value::Array(list)));
+        }
+        changed || relinked
     }};
 }
 
@@ -334,12 +376,13 @@ macro_rules! catalog_store {
                 &'a self,
                 install: &'a PackageInstall,
                 objects: &'a [PackageObject],
+                adopt: &'a [PackageObject],
                 event: &'a Event,
             ) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
                     // An install recorded again (the same version and hash) writes no event.
-                    if record_install_in!(tx, install, objects) {
+                    if record_install_in!(tx, install, objects, adopt) {
                         crate::events::commit!(tx, event);
                     }
                     Ok(())
@@ -358,8 +401,8 @@ macro_rules! catalog_store {
                         update_skill_in!(tx, &update.id, update.expected_row_version, c, update.event.created_at);
                         crate::events::insert!(tx, &update.event);
                     }
-                    let (install, objects) = (&plan.install, &plan.objects[..]);
-                    let installed = record_install_in!(tx, install, objects);
+                    let (install, objects, adopt) = (&plan.install, &plan.objects[..], &plan.adopt[..]);
+                    let installed = record_install_in!(tx, install, objects, adopt);
                     if installed || !plan.creates.is_empty() || !plan.updates.is_empty() {
                         crate::events::commit!(tx, event);
                     }

@@ -12,7 +12,8 @@ pub enum ErrorKind {
     /// The row changed since it was read (its `row_version` moved).
     Stale,
     /// A database guard refused the change: `code` is the guard's code (`skill_version_immutable`,
-    /// `invalid_status_transition`, `events_append_only`, `row_version_required`).
+    /// `invalid_status_transition`, `events_append_only`, `row_version_required`,
+    /// `unknown_reference`), or a rule checked in the transaction (`package_object_conflict`).
     Refused(&'static str),
     /// A constraint refused the row (a check or a reference): a bug in the caller's validation.
     Invalid,
@@ -28,15 +29,31 @@ pub enum ErrorKind {
 pub struct StoreError {
     kind: ErrorKind,
     message: String,
+    details: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The codes the database's guards raise, as the first word of their message.
-const GUARD_CODES: &[&str] =
-    &["skill_version_immutable", "invalid_status_transition", "events_append_only", "row_version_required"];
+const GUARD_CODES: &[&str] = &[
+    "skill_version_immutable",
+    "invalid_status_transition",
+    "events_append_only",
+    "row_version_required",
+    "unknown_reference",
+];
 
 impl StoreError {
     pub fn new(kind: ErrorKind, message: impl fmt::Display) -> Self {
-        Self { kind, message: message.to_string() }
+        Self { kind, message: message.to_string(), details: serde_json::Map::new() }
+    }
+
+    /// Adds a machine-readable detail for the caller (which objects, which owner).
+    pub fn with(mut self, key: &str, value: serde_json::Value) -> Self {
+        self.details.insert(key.to_owned(), value);
+        self
+    }
+
+    pub fn details(&self) -> &serde_json::Map<String, serde_json::Value> {
+        &self.details
     }
 
     pub fn kind(&self) -> ErrorKind {

@@ -226,6 +226,8 @@ pub struct PackagePlan {
     pub updates: Vec<SkillUpdate>,
     pub install: PackageInstall,
     pub objects: Vec<PackageObject>,
+    /// Objects of `objects` that move from another package to this one.
+    pub adopt: Vec<PackageObject>,
 }
 
 /// What assigning a version did.

@@ -40,6 +40,7 @@ conformance!(
     cases::package_installs_link_skills_by_name,
     cases::package_plans_apply_whole_or_not_at_all,
     cases::an_install_recorded_again_is_journaled_once,
+    cases::packages_take_skills_only_by_adoption,
     cases::the_journal_holds_every_change_in_order,
     guards::a_published_contract_cannot_change_even_by_sql,
     guards::only_the_endpoint_of_a_contract_moves_and_stays_a_string,

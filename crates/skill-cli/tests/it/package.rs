@@ -398,3 +398,72 @@ fn an_include_the_core_does_not_have_stops_the_plan_and_writes_nothing() {
     }
     assert_eq!(core.event_count(), events, "nothing was written");
 }
+
+/// A package that declares a skill another package installed is refused by plan and apply
+/// (nothing written, the owner named) until it adopts the name with `--adopt`; then the skill
+/// moves, and the first package's next apply is refused in turn.
+#[test]
+fn a_package_takes_another_packages_skill_only_by_adoption() {
+    let core = serve("adopt");
+    let at = Some((core.url.as_str(), core.token.as_str()));
+    let copy = Copy::new("adopt");
+    assert_eq!(copy.sdk(&["apply"], at).status.code(), Some(0), "claims installed");
+    let rival = copy.package().parent().expect("a parent").join("rival");
+    std::fs::create_dir_all(rival.join("skills")).expect("rival");
+    std::fs::write(
+        rival.join("package.yaml"),
+        "apiVersion: taimen.ai/v1\nkind: Package\nkey: rival\nspec:\n  version: 1.0.0\n",
+    )
+    .expect("rival manifest");
+    std::fs::copy(copy.package().join("skills/claim.classify.yaml"), rival.join("skills/claim.classify.yaml"))
+        .expect("the same skill");
+    let sdk = |args: &[&str]| {
+        Command::new(SDK)
+            .args(["package"])
+            .args(args)
+            .arg("--package")
+            .arg(&rival)
+            .args(["--core", &core.url])
+            .env("SKILL_CORE_TOKEN", &core.token)
+            .env_remove("CI")
+            .output()
+            .expect("skill-sdk runs")
+    };
+
+    let events = core.event_count();
+    let plan = sdk(&["plan", "--json"]);
+    assert_eq!(plan.status.code(), Some(1));
+    let plan: Value = serde_json::from_slice(&plan.stdout).expect("JSON plan");
+    let change = &plan["changes"][0];
+    assert_eq!(
+        (change["operation"].clone(), change["owner"].clone(), change["adopt"].clone()),
+        (json!("refuse"), json!("claims"), json!(false))
+    );
+    let refused = sdk(&["apply"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stderr).contains("package claims installed claim.classify: pass --adopt claim.classify"));
+    assert_eq!(core.event_count(), events, "nothing was written");
+    assert_eq!(core.skill("claim.classify@1")["package"]["key"], "claims");
+
+    let unknown = sdk(&["plan", "--adopt", "claim.nothing"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(text(&unknown.stderr).contains("--adopt claim.nothing: package rival has no skill claim.nothing"));
+
+    let plan = sdk(&["plan", "--adopt", "claim.classify"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan.stderr));
+    assert!(
+        text(&plan.stdout).contains("= unchanged  claim.classify@1 (adopted from package claims)"),
+        "{}",
+        text(&plan.stdout)
+    );
+    let adopted = sdk(&["apply", "--adopt", "claim.classify"]);
+    assert_eq!(adopted.status.code(), Some(0), "{}", text(&adopted.stderr));
+    assert_eq!(core.skill("claim.classify@1")["package"]["key"], "rival");
+    assert_eq!(core.skill("claim.send_reply@1")["package"]["key"], "claims", "only the adopted name moved");
+
+    // The first package, applied again after a change, now meets the new owner.
+    copy.edit("package.yaml", "version: 1.0.0", "version: 1.0.1");
+    let refused = copy.sdk(&["apply"], at);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stderr).contains("package rival installed claim.classify"), "{}", text(&refused.stderr));
+}

@@ -315,6 +315,31 @@ async fn assignments_and_package_installs() {
         refused(&api.post("/api/v1/packages:record", &bad).await, 400, "invalid_request");
     }
     assert_eq!(api.get("/api/v1/packages/claims").await.body["version"], "1.0.0", "unchanged by refused records");
+
+    // Another package takes a skill only by adopting it; a package links only published skills.
+    let rival = |objects: Value, adopt: Value| json!({"package": {"key": "rival", "version": "1"}, "installHash": "cd".repeat(32), "objects": objects, "adopt": adopt});
+    let send = json!([{"kind": "Skill", "key": "claim.send_reply"}]);
+    let taken = api.post("/api/v1/packages:record", &rival(send.clone(), json!([]))).await;
+    refused(&taken, 409, "package_object_conflict");
+    assert_eq!(
+        taken.body["error"]["details"]["objects"],
+        json!([{"kind": "Skill", "key": "claim.send_reply", "package": "claims"}])
+    );
+    let ghost =
+        api.post("/api/v1/packages:record", &rival(json!([{"kind": "Skill", "key": "claim.ghost"}]), json!([]))).await;
+    refused(&ghost, 422, "unknown_reference");
+    assert_eq!(ghost.body["error"]["details"]["field"], "objects[0]");
+    let stray = api
+        .post("/api/v1/packages:record", &rival(send.clone(), json!([{"kind": "Skill", "key": "claim.other"}])))
+        .await;
+    refused(&stray, 400, "invalid_request");
+    assert_eq!(stray.body["error"]["details"]["field"], "adopt[0]");
+    refused(&api.get("/api/v1/packages/rival").await, 404, "not_found");
+    assert_eq!(api.get("/api/v1/skills/claim.send_reply@1").await.body["package"]["key"], "claims");
+    let adopted = api.post("/api/v1/packages:record", &rival(send.clone(), send)).await;
+    assert_eq!(adopted.status, StatusCode::OK, "{}", adopted.body);
+    assert_eq!(api.get("/api/v1/skills/claim.send_reply@1").await.body["package"]["key"], "rival");
+    assert_eq!(api.get("/api/v1/packages/claims").await.body["objects"], json!([]));
 }
 
 #[tokio::test]

@@ -57,6 +57,7 @@ async fn every_operation_through_the_typed_client() {
         package: PackageRef { key: "claims".into(), version: "1.0.0".into() },
         install_hash: "abababababababababababababababababababababababababababababababab".into(),
         objects: vec![ObjectRef { kind: "Skill".into(), key: "claim.send_reply".into() }],
+        adopt: vec![],
     };
     assert_eq!(core.record_install(&record).await.expect("recorded").objects, record.objects);
     assert_eq!(

@@ -110,3 +110,33 @@ async fn a_plan_is_written_whole_or_not_at_all() {
         .expect("answers");
     assert_eq!(other.status().as_u16(), 404, "the first version of a refused plan was not published");
 }
+
+/// An apply links only skills the catalog or the plan has, and takes a skill another package
+/// installed only when it adopts it; a refusal writes none of the plan.
+#[tokio::test]
+async fn an_apply_takes_other_packages_skills_only_by_adoption() {
+    let api = api().await;
+    let (status, body) = post(&api, "/packages:apply", &plan(vec![leaf("claims.lookup", 30)], vec![])).await;
+    assert_eq!(status, 200, "{body}");
+    let before = events(&api).await;
+    let rival = |create: Vec<Value>, objects: Value, adopt: Value| {
+        json!({"package": {"key": "rival", "version": "1"}, "installHash": HASH, "create": create,
+               "objects": objects, "adopt": adopt})
+    };
+    let lookup = json!([{"kind": "Skill", "key": "claims.lookup"}, {"kind": "Skill", "key": "rival.own"}]);
+    let (status, body) =
+        post(&api, "/packages:apply", &rival(vec![leaf("rival.own", 30)], lookup.clone(), json!([]))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (409, Some("package_object_conflict")), "{body}");
+    assert_eq!(body["error"]["details"]["objects"][0]["package"], "claims");
+    let ghost = json!([{"kind": "Skill", "key": "rival.ghost"}]);
+    let (status, body) = post(&api, "/packages:apply", &rival(vec![leaf("rival.own", 30)], ghost, json!([]))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (422, Some("unknown_reference")), "{body}");
+    assert_eq!(events(&api).await, before, "refused plans write nothing, not even their new versions");
+
+    let adopt = json!([{"kind": "Skill", "key": "claims.lookup"}]);
+    let (status, body) = post(&api, "/packages:apply", &rival(vec![leaf("rival.own", 30)], lookup, adopt)).await;
+    assert_eq!(status, 200, "{body}");
+    let keys: Vec<&str> =
+        body["install"]["objects"].as_array().expect("objects").iter().filter_map(|o| o["key"].as_str()).collect();
+    assert_eq!(keys, ["claims.lookup", "rival.own"]);
+}

@@ -272,7 +272,10 @@ pub(crate) async fn package_installs_link_skills_by_name(db: Db) {
         installed_by: None,
     };
     let objects = [PackageObject { kind: "Skill".to_owned(), key: "claim.classify".to_owned() }];
-    db.store.record_install(&install, &objects, &event("package.installed", "package:claims")).await.expect("recorded");
+    db.store
+        .record_install(&install, &objects, &[], &event("package.installed", "package:claims"))
+        .await
+        .expect("recorded");
     for id in [&v1.id, &v2.id] {
         let entry = db.store.skill(id).await.expect("entry");
         assert_eq!(entry.package.as_ref().map(|p| (p.key.as_str(), p.install_hash.as_str())), Some(("claims", "h1")));
@@ -283,11 +286,56 @@ pub(crate) async fn package_installs_link_skills_by_name(db: Db) {
 
     // Installing again replaces the install and keeps one link per object.
     let newer = PackageInstall { version: "1.1.0".to_owned(), install_hash: "h2".to_owned(), ..install.clone() };
-    db.store.record_install(&newer, &objects, &event("package.installed", "package:claims")).await.expect("again");
+    db.store.record_install(&newer, &objects, &[], &event("package.installed", "package:claims")).await.expect("again");
     assert_eq!(db.store.package_install("claims").await.expect("install").install_hash, "h2");
     assert_eq!(db.store.package_objects("claims").await.expect("objects"), objects);
     assert_eq!(db.store.skill(&v2.id).await.expect("v2").package.map(|p| p.version), Some("1.1.0".to_owned()));
     assert_eq!(db.store.package_install("nope").await.expect_err("refused").kind(), ErrorKind::NotFound);
+}
+
+/// A skill another package installed moves only when the new install adopts it; a package
+/// links only skills the catalog has. A refusal leaves no install and no event.
+pub(crate) async fn packages_take_skills_only_by_adoption(db: Db) {
+    let skill = leaf("claim.classify", "1");
+    publish(&db, &skill).await;
+    let install = |key: &str| PackageInstall {
+        key: key.to_owned(),
+        version: "1".to_owned(),
+        install_hash: "h1".to_owned(),
+        installed_at: Utc::now(),
+        installed_by: None,
+    };
+    let objects = [PackageObject { kind: "Skill".to_owned(), key: "claim.classify".to_owned() }];
+    let installed = |key: &str| event("package.installed", &format!("package:{key}"));
+    db.store.record_install(&install("claims"), &objects, &[], &installed("claims")).await.expect("recorded");
+    let events_before = db.store.events(0, None, 100).await.expect("events").len();
+
+    let error =
+        db.store.record_install(&install("rival"), &objects, &[], &installed("rival")).await.expect_err("taken");
+    assert_eq!(error.kind(), ErrorKind::Refused("package_object_conflict"), "{error}");
+    assert_eq!(error.details()["objects"], json!([{"kind": "Skill", "key": "claim.classify", "package": "claims"}]));
+    let plan = PackagePlan {
+        creates: vec![],
+        updates: vec![],
+        install: install("rival"),
+        objects: objects.to_vec(),
+        adopt: vec![],
+    };
+    let error = db.store.apply_package(&plan, &installed("rival")).await.expect_err("taken in a plan too");
+    assert_eq!(error.kind(), ErrorKind::Refused("package_object_conflict"), "{error}");
+    assert_eq!(db.store.package_install("rival").await.expect_err("no install").kind(), ErrorKind::NotFound);
+    assert_eq!(db.store.skill(&skill.id).await.expect("skill").package.map(|p| p.key), Some("claims".to_owned()));
+
+    let ghost = [PackageObject { kind: "Skill".to_owned(), key: "claim.ghost".to_owned() }];
+    let error =
+        db.store.record_install(&install("ghosts"), &ghost, &[], &installed("ghosts")).await.expect_err("unknown");
+    assert_eq!(error.kind(), ErrorKind::Refused("unknown_reference"), "{error}");
+    assert_eq!(db.store.package_install("ghosts").await.expect_err("no install").kind(), ErrorKind::NotFound);
+    assert_eq!(db.store.events(0, None, 100).await.expect("events").len(), events_before, "refusals journal nothing");
+
+    db.store.record_install(&install("rival"), &objects, &objects, &installed("rival")).await.expect("adopted");
+    assert_eq!(db.store.skill(&skill.id).await.expect("skill").package.map(|p| p.key), Some("rival".to_owned()));
+    assert_eq!(db.store.package_objects("claims").await.expect("objects"), []);
 }
 
 pub(crate) async fn the_journal_holds_every_change_in_order(db: Db) {
@@ -343,6 +391,7 @@ pub(crate) async fn package_plans_apply_whole_or_not_at_all(db: Db) {
         updates,
         install: install.clone(),
         objects: objects.clone(),
+        adopt: vec![],
     };
     let installed = event("package.installed", "package:claims");
 
@@ -377,18 +426,24 @@ pub(crate) async fn an_install_recorded_again_is_journaled_once(db: Db) {
         installed_by: None,
     };
     let objects = vec![PackageObject { kind: "Skill".to_owned(), key: "claim.classify".to_owned() }];
-    let plan = PackagePlan { creates: vec![], updates: vec![], install: install.clone(), objects: objects.clone() };
+    let plan = PackagePlan {
+        creates: vec![],
+        updates: vec![],
+        install: install.clone(),
+        objects: objects.clone(),
+        adopt: vec![],
+    };
     let events: Vec<Event> = (0..4).map(|_| event("package.installed", "package:claims")).collect();
     let writes = events.iter().map(|installed| db.store.apply_package(&plan, installed));
     for result in futures::future::join_all(writes).await {
         result.expect("each apply succeeds");
     }
     let again = event("package.installed", "package:claims");
-    db.store.record_install(&install, &objects, &again).await.expect("recorded again");
+    db.store.record_install(&install, &objects, &[], &again).await.expect("recorded again");
     let installs = db.store.events(0, Some("package:claims"), 100).await.expect("events");
     assert_eq!(installs.len(), 1, "one install, one event: {installs:?}");
     let newer = PackageInstall { install_hash: "h2".to_owned(), ..install.clone() };
     let changed = event("package.installed", "package:claims");
-    db.store.record_install(&newer, &objects, &changed).await.expect("a new hash");
+    db.store.record_install(&newer, &objects, &[], &changed).await.expect("a new hash");
     assert_eq!(db.store.events(0, Some("package:claims"), 100).await.expect("events").len(), 2);
 }
