@@ -126,8 +126,9 @@ fn check_before_compiling(schema: &Value) -> Result<(), SchemaDocumentError> {
     crate::schema_bounds::check(schema).map_err(SchemaDocumentError)?;
     if let Err(error) = jsonschema::draft202012::meta::validate(schema) {
         let place = error.instance_path().as_str();
+        let at = schema.pointer(place);
         let place = if place.is_empty() { "/" } else { place };
-        return bad(explain(format!("at {place}: {}", cut(&error.to_string()))));
+        return bad(explain(format!("at {place}: {}", cut(&error.to_string())), at));
     }
     Ok(())
 }
@@ -140,13 +141,42 @@ fn compile(schema: &Value) -> Result<jsonschema::Validator, SchemaDocumentError>
         .with_pattern_options(jsonschema::PatternOptions::regex())
         .offline()
         .build(schema)
-        .map_err(|error| SchemaDocumentError(explain(cut(&error.to_string()))))
+        .map_err(|error| {
+            let at = schema.pointer(error.instance_path().as_str());
+            SchemaDocumentError(explain(cut(&error.to_string()), at))
+        })
 }
 
-/// Adds what to do to the validator's terser messages.
-fn explain(mut reason: String) -> String {
+/// Adds the cause and what to do to the validator's terser messages; `at` is the value the
+/// message is about.
+fn explain(mut reason: String, at: Option<&Value>) -> String {
     if reason.ends_with("is not a \"regex\"") {
-        reason.push_str(" (patterns run on a linear-time engine: look-around and backreferences are not supported)");
+        // Patterns run on the linear-time engine: say why this one does not compile there.
+        // `at` is the pattern, or the `patternProperties` whose keys are patterns; the message
+        // itself quotes the pattern as JSON.
+        let quoted = reason.strip_suffix(" is not a \"regex\"").map(|head| match head.strip_prefix("at ") {
+            Some(placed) => placed.split_once(": ").map_or(head, |(_, quoted)| quoted),
+            None => head,
+        });
+        let quoted: Option<String> = quoted.and_then(|text| serde_json::from_str(text).ok());
+        let mut patterns: Vec<&str> = match at {
+            Some(Value::String(pattern)) => vec![pattern],
+            Some(Value::Object(map)) => map.keys().map(String::as_str).collect(),
+            _ => Vec::new(),
+        };
+        patterns.extend(quoted.as_deref());
+        let failure = patterns.into_iter().map(regex::Regex::new).find(Result::is_err);
+        let cause = match failure {
+            Some(Err(regex::Error::CompiledTooBig(limit))) => format!(
+                "the pattern compiles to more than {limit} bytes: repeat less (nested counted repetitions multiply)"
+            ),
+            Some(Err(regex::Error::Syntax(message))) => {
+                let last = message.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or_default();
+                format!("{}; patterns run on a linear-time engine", last.trim().trim_start_matches("error: "))
+            }
+            _ => "patterns run on a linear-time engine: look-around and backreferences are not supported".to_owned(),
+        };
+        reason.push_str(&format!(" ({cause})"));
     }
     reason
 }
@@ -225,7 +255,20 @@ mod tests {
             (json!({"minimum": "five"}), "at /minimum"),
             (json!(["type", "object"]), "expected a JSON object, got an array"),
             (json!({"type": "string", "pattern": "("}), "("),
-            (json!({"type": "string", "pattern": "^(?=a)a$"}), "look-around and backreferences are not supported"),
+            (
+                json!({"type": "string", "pattern": "^(?=a)a$"}),
+                "(look-around, including look-ahead and look-behind, is not supported; patterns run on a linear-time engine)",
+            ),
+            (
+                json!({"type": "string", "pattern": "(a)\\1"}),
+                "(backreferences are not supported; patterns run on a linear-time engine)",
+            ),
+            // Valid syntax, but too large once compiled: the message says so, not "look-around".
+            (
+                json!({"type": "string", "pattern": "((a{100}){100}){100}"}),
+                "(the pattern compiles to more than 10485760 bytes",
+            ),
+            (json!({"patternProperties": {"((a{100}){100}){100}": {}}}), "compiles to more than"),
         ];
         for (schema, expected) in cases {
             let error = check_schema_document(&schema).expect_err("refused").to_string();

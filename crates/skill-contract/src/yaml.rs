@@ -28,7 +28,26 @@ pub fn from_str(text: &str) -> Result<Value, YamlError> {
         // value decoded from base64 behind the tag.
         ignore_binary_tag_for_string: true,
     };
-    serde_saphyr::from_str_with_options(text, options).map_err(|e| YamlError(e.to_string()))
+    serde_saphyr::from_str_with_options(text, options).map_err(|e| YamlError(plain_cause(e.to_string())))
+}
+
+/// The reader's messages that name its internals (`invalid u64`) in the words of the document.
+const CAUSES: &[(&str, &str)] = &[
+    ("invalid u64", "`!!int` needs a whole number from -2^63 to 2^64-1 (decimal, 0x hex or 0o octal)"),
+    ("invalid i64", "`!!int` needs a whole number from -2^63 to 2^64-1 (decimal, 0x hex or 0o octal)"),
+    ("invalid floating point", "`!!float` needs a number"),
+    (
+        "cannot deserialize tagged scalar into string",
+        "this tag is not read here (only !!str, !!int, !!float, !!bool, !!null and !!binary are): remove it",
+    ),
+    ("rejected by the configured policy", "refused: JSON has no infinite or NaN numbers"),
+];
+
+fn plain_cause(mut message: String) -> String {
+    for (internal, plain) in CAUSES {
+        message = message.replace(internal, plain);
+    }
+    message
 }
 
 /// Writes a JSON value as a block-style YAML document, ending with a newline.
@@ -343,5 +362,23 @@ nothing: null
         assert_eq!(from_str("a: yes\nb: on\nc: true").expect("reads"), json!({"a": "yes", "b": "on", "c": true}));
         let error = from_str("a: 1\na: 2").expect_err("duplicate");
         assert!(error.to_string().contains("duplicate"), "{error}");
+    }
+
+    #[test]
+    fn tag_errors_name_the_tag_not_the_reader() {
+        assert_eq!(from_str("a: !!int \"30\"\nb: !!int -0x1F").expect("reads"), json!({"a": 30, "b": -31}));
+        for (text, cause) in [
+            ("a: !!int x30", "`!!int` needs a whole number"),
+            ("a: !!int 1.5", "`!!int` needs a whole number"),
+            ("a: !!int 99999999999999999999999", "from -2^63 to 2^64-1"),
+            ("a: !!int -99999999999999999999999", "from -2^63 to 2^64-1"),
+            ("a: !!float x", "`!!float` needs a number"),
+            ("a: !!float 1e999", "JSON has no infinite or NaN numbers"),
+            ("a: !!timestamp 2026-01-01", "this tag is not read here"),
+        ] {
+            let error = from_str(text).expect_err(text).to_string();
+            assert!(error.contains(cause) && error.contains("line 1"), "{text}: {error}");
+            assert!(!error.contains("u64") && !error.contains("i64") && !error.contains("policy"), "{text}: {error}");
+        }
     }
 }

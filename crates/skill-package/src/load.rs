@@ -72,7 +72,16 @@ fn read_one(folder: &Path) -> Result<ReadOne, String> {
         let document = skill_contract::yaml::from_str(&text).map_err(|error| error.to_string());
         files.push(PackageFile { path: relative, document });
     }
-    let name = folder.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+    let name = match folder.file_name().map(|name| name.to_str()) {
+        Some(Some(name)) => name,
+        Some(None) => {
+            return Err(format!(
+                "the package folder {} has a name that is not UTF-8: name the folder as the package's key",
+                folder.display()
+            ));
+        }
+        None => "",
+    };
     let (package, read_problems) = package::read(name, &files);
     problems.extend(read_problems);
     let digest: String = hash.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
@@ -84,4 +93,34 @@ pub fn problems(loaded: &Loaded) -> Vec<PackageProblem> {
     let mut all = loaded.problems.clone();
     all.extend(package::check(&loaded.package, &loaded.required));
     all
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    use super::*;
+
+    /// A name that is not UTF-8 is reported as such, for the folder and for a file in it.
+    #[test]
+    fn names_that_are_not_utf8_are_named_as_the_cause() {
+        let base = std::env::temp_dir().join(format!("skill-package-load-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let manifest = "apiVersion: taimen.ai/v1\nkind: Package\nkey: claims\nspec:\n  version: 1.0.0\n";
+        let folder = base.join(OsStr::from_bytes(b"claims\xff"));
+        std::fs::create_dir_all(&folder).expect("folder");
+        std::fs::write(folder.join("package.yaml"), manifest).expect("manifest");
+        let error = load(&folder).expect_err("refused");
+        assert!(error.contains("has a name that is not UTF-8"), "{error}");
+
+        let folder = base.join("claims");
+        std::fs::create_dir_all(folder.join("skills")).expect("folder");
+        std::fs::write(folder.join("package.yaml"), manifest).expect("manifest");
+        std::fs::write(folder.join("skills").join(OsStr::from_bytes(b"a\xff.yaml")), "kind: Skill\n").expect("file");
+        let loaded = load(&folder).expect("loaded");
+        let problems: Vec<(&str, &str)> = loaded.problems.iter().map(|p| (p.code, p.message.as_str())).collect();
+        assert_eq!(problems, [("unreadable_file", "the file name is not UTF-8")]);
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }
