@@ -39,6 +39,7 @@ const GUARD_CODES: &[&str] = &[
     "events_append_only",
     "row_version_required",
     "unknown_reference",
+    "invocation_immutable",
 ];
 
 impl StoreError {

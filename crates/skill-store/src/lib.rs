@@ -33,6 +33,7 @@ mod catalog;
 mod error;
 mod events;
 mod identity;
+mod invocations;
 pub mod records;
 
 use std::path::{Path, PathBuf};
@@ -46,6 +47,7 @@ pub use catalog::CatalogStore;
 pub use error::{ErrorKind, Result, StoreError};
 pub use events::Journal;
 pub use identity::IdentityStore;
+pub use invocations::InvocationStore;
 
 /// The file a data directory holds.
 pub const SQLITE_FILE: &str = "core.db";
@@ -58,7 +60,7 @@ pub enum Backend {
 }
 
 /// Everything the core stores.
-pub trait Store: IdentityStore + CatalogStore + Journal + std::fmt::Debug {
+pub trait Store: IdentityStore + CatalogStore + InvocationStore + Journal + std::fmt::Debug {
     fn backend(&self) -> Backend;
     /// Answers when the database does (`/readyz`).
     fn ping(&self) -> BoxFuture<'_, Result<()>>;

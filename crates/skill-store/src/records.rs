@@ -240,3 +240,105 @@ pub enum AssignOutcome {
     /// It was, with the same metadata: nothing changed.
     Unchanged,
 }
+
+/// One call of a skill version as stored (`skill_invocations`). The engine computes each new
+/// state whole; the store writes it when the row is still at the version it was read at.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct InvocationRecord {
+    pub id: String,
+    pub skill_id: String,
+    /// `http`, `local` or `mcp`, from the contract at insert.
+    pub protocol: String,
+    /// The entrypoint (`local`), or the endpoint (`http`, `mcp`; lower-case unless `stdio:…`).
+    pub target: String,
+    /// The contract's `auth.audience`, if any.
+    pub audience: Option<String>,
+    #[sqlx(json)]
+    pub inputs: Value,
+    /// `principal`, `rule`, `approval`, `verification` or `run`.
+    pub requested_by_kind: String,
+    pub requested_by_ref: String,
+    pub authority_principal_id: String,
+    #[sqlx(json(nullable))]
+    pub authorization_basis: Option<Value>,
+    pub idempotency_key: Option<String>,
+    /// `pending`, `running`, `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub available_at: Time,
+    #[sqlx(json(nullable))]
+    pub output: Option<Value>,
+    #[sqlx(json(nullable))]
+    pub error: Option<Value>,
+    #[sqlx(json(nullable))]
+    pub cost: Option<Value>,
+    pub fencing_token: i64,
+    pub executor_principal_id: Option<String>,
+    pub executor_session_id: Option<String>,
+    pub lease_expires_at: Option<Time>,
+    pub heartbeat_at: Option<Time>,
+    pub task_id: Option<String>,
+    pub run_id: Option<String>,
+    pub artifact_id: Option<String>,
+    pub row_version: i32,
+    pub created_at: Time,
+    pub updated_at: Time,
+    pub started_at: Option<Time>,
+    pub attempt_started_at: Option<Time>,
+    pub finished_at: Option<Time>,
+}
+
+/// Which calls a listing returns, newest first, before the cursor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InvocationFilter {
+    pub status: Option<String>,
+    pub skill_id: Option<String>,
+    /// Only calls on this principal's authority.
+    pub authority: Option<String>,
+    pub created_after: Option<Time>,
+    pub created_before: Option<Time>,
+    /// `(created_at, id)` of the last row of the previous page.
+    pub before: Option<(Time, String)>,
+    pub limit: u32,
+}
+
+/// What an executor may take: protocols with the entrypoints, origins and audiences it declared.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Admission {
+    /// Entrypoints of `local` calls (empty: no local call).
+    pub local_entrypoints: Vec<String>,
+    /// Lower-case origins of `http` calls (empty: no http call).
+    pub http_origins: Vec<String>,
+    /// Origins and `stdio:<name>` of `mcp` calls (empty: no mcp call).
+    pub mcp_endpoints: Vec<String>,
+    /// Audiences a remote call may carry (a call without one is always admitted).
+    pub audiences: Vec<String>,
+    /// Only this call, when given.
+    pub invocation_id: Option<String>,
+}
+
+/// An executor's session: leases taken with it end when it ends.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct SessionRecord {
+    pub id: String,
+    pub principal_id: String,
+    /// `active` or `closed`.
+    pub status: String,
+    #[sqlx(json)]
+    pub capabilities: Value,
+    pub created_at: Time,
+    pub heartbeat_at: Time,
+    pub expires_at: Time,
+    pub closed_at: Option<Time>,
+    pub row_version: i32,
+}
+
+/// What inserting a call did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inserted {
+    /// The call is new.
+    New,
+    /// A call of the same version with the same key exists: nothing was written.
+    Existing(Box<InvocationRecord>),
+}

@@ -3,6 +3,8 @@
 //! PostgreSQL comes from `SKILL_TEST_POSTGRES_URL` (a superuser URL; each case creates its own
 //! database); `cargo xtask test -p skill-store` starts a throwaway server and sets it.
 
+#[path = "conformance/calls.rs"]
+mod calls;
 #[path = "conformance/cases.rs"]
 mod cases;
 #[path = "conformance/fixture.rs"]
@@ -42,6 +44,10 @@ conformance!(
     cases::an_install_recorded_again_is_journaled_once,
     cases::packages_take_skills_only_by_adoption,
     cases::the_journal_holds_every_change_in_order,
+    calls::a_key_names_one_call_and_writes_check_the_row_version,
+    calls::executors_are_admitted_by_entrypoint_origin_and_audience,
+    calls::leases_expire_and_sessions_end_their_leases,
+    calls::calls_are_guarded_by_the_database,
     guards::a_published_contract_cannot_change_even_by_sql,
     guards::only_the_endpoint_of_a_contract_moves_and_stays_a_string,
     guards::status_moves_only_forward,

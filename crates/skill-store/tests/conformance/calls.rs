@@ -1,0 +1,309 @@
+//! Invocations and executor sessions: insert-or-nothing on the key, version-checked writes, the
+//! executor's admission, lease expiry, sessions that end their leases, and the database's guards.
+
+use chrono::{Duration, Utc};
+use serde_json::json;
+use skill_store::ErrorKind;
+use skill_store::records::{Admission, Inserted, InvocationRecord, SessionRecord, SkillRecord};
+
+use crate::fixture::{Db, Raw, event, id, leaf, principal, publish};
+
+/// A published version and a person who calls it.
+async fn setup(db: &Db) -> (SkillRecord, String) {
+    let skill = leaf("claim.lookup", "1");
+    publish(db, &skill).await;
+    let ana = principal("ana");
+    db.store.create_principal(&ana, &event("principal.created", "principal:ana")).await.expect("ana");
+    (skill, ana.id)
+}
+
+fn pending(skill: &SkillRecord, authority: &str, protocol: &str, target: &str, key: Option<&str>) -> InvocationRecord {
+    let now = Utc::now();
+    InvocationRecord {
+        id: id(),
+        skill_id: skill.id.clone(),
+        protocol: protocol.to_owned(),
+        target: target.to_owned(),
+        audience: None,
+        inputs: json!({"claim": "c-1"}),
+        requested_by_kind: "principal".to_owned(),
+        requested_by_ref: authority.to_owned(),
+        authority_principal_id: authority.to_owned(),
+        authorization_basis: None,
+        idempotency_key: key.map(str::to_owned),
+        status: "pending".to_owned(),
+        attempt: 0,
+        max_attempts: 3,
+        available_at: now,
+        output: None,
+        error: None,
+        cost: None,
+        fencing_token: 0,
+        executor_principal_id: None,
+        executor_session_id: None,
+        lease_expires_at: None,
+        heartbeat_at: None,
+        task_id: None,
+        run_id: None,
+        artifact_id: None,
+        row_version: 1,
+        created_at: now,
+        updated_at: now,
+        started_at: None,
+        attempt_started_at: None,
+        finished_at: None,
+    }
+}
+
+async fn insert(db: &Db, call: &InvocationRecord) {
+    let inserted = db.store.insert_invocation(call, &event("skill.invocation_requested", "call")).await;
+    assert_eq!(inserted.expect("inserted"), Inserted::New);
+}
+
+/// The running form of `call`, taken by `executor` with a lease of `lease` seconds.
+fn claimed(call: &InvocationRecord, executor: &str, lease: i64) -> InvocationRecord {
+    let now = Utc::now();
+    InvocationRecord {
+        status: "running".to_owned(),
+        attempt: call.attempt + 1,
+        fencing_token: call.fencing_token + 1,
+        executor_principal_id: Some(executor.to_owned()),
+        lease_expires_at: Some(now + Duration::seconds(lease)),
+        heartbeat_at: Some(now),
+        started_at: call.started_at.or(Some(now)),
+        attempt_started_at: Some(now),
+        row_version: call.row_version + 1,
+        updated_at: now,
+        ..call.clone()
+    }
+}
+
+pub(crate) async fn a_key_names_one_call_and_writes_check_the_row_version(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let first = pending(&skill, &ana, "local", "claims.lookup", Some("k-1"));
+    insert(&db, &first).await;
+    // The same key again, even with other inputs: nothing written, the first call returned.
+    let again =
+        InvocationRecord { inputs: json!({"claim": "other"}), ..pending(&skill, &ana, "local", "x", Some("k-1")) };
+    match db.store.insert_invocation(&again, &event("skill.invocation_requested", "call")).await.expect("answer") {
+        Inserted::Existing(existing) => assert_eq!(existing.id, first.id),
+        Inserted::New => panic!("a second call with one key"),
+    }
+    assert_eq!(db.store.invocation(&again.id).await.expect_err("not written").kind(), ErrorKind::NotFound);
+    // Calls without a key never collide.
+    insert(&db, &pending(&skill, &ana, "local", "claims.lookup", None)).await;
+    insert(&db, &pending(&skill, &ana, "local", "claims.lookup", None)).await;
+
+    let running = claimed(&first, &ana, 60);
+    db.store.update_invocation(&running, &[event("skill.invocation_claimed", "call")]).await.expect("claimed");
+    let stored = db.store.invocation(&first.id).await.expect("stored");
+    assert_eq!(
+        (stored.status.as_str(), stored.attempt, stored.fencing_token, stored.row_version),
+        ("running", 1, 1, 2)
+    );
+    // A second writer computed from the same read loses.
+    let error = db.store.update_invocation(&running, &[]).await.expect_err("stale");
+    assert_eq!(error.kind(), ErrorKind::Stale, "{error}");
+
+    // Two first calls with one key at once: one row.
+    let racers: Vec<InvocationRecord> =
+        (0..4).map(|_| pending(&skill, &ana, "local", "claims.lookup", Some("race"))).collect();
+    let events: Vec<_> = racers.iter().map(|_| event("skill.invocation_requested", "call")).collect();
+    let inserts = racers.iter().zip(&events).map(|(call, event)| db.store.insert_invocation(call, event));
+    let outcomes = futures::future::join_all(inserts).await;
+    let new = outcomes.iter().filter(|outcome| matches!(outcome, Ok(Inserted::New))).count();
+    assert_eq!(new, 1, "{outcomes:?}");
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+}
+
+pub(crate) async fn executors_are_admitted_by_entrypoint_origin_and_audience(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let local = pending(&skill, &ana, "local", "claims.lookup", None);
+    let http = pending(&skill, &ana, "http", "https://svc.example/lookup", None);
+    let port = pending(&skill, &ana, "http", "https://svc.example:443/lookup", None);
+    let sibling = pending(&skill, &ana, "http", "https://svc.example.evil/x", None);
+    let audience = InvocationRecord {
+        audience: Some("claims-api".to_owned()),
+        ..pending(&skill, &ana, "http", "https://svc.example/a", None)
+    };
+    let stdio = pending(&skill, &ana, "mcp", "stdio:Tools", None);
+    let later = InvocationRecord {
+        available_at: Utc::now() + Duration::seconds(60),
+        ..pending(&skill, &ana, "local", "claims.lookup", None)
+    };
+    for call in [&local, &http, &port, &sibling, &audience, &stdio, &later] {
+        insert(&db, call).await;
+    }
+    let ids = |calls: Vec<InvocationRecord>| calls.into_iter().map(|call| call.id).collect::<Vec<_>>();
+    let now = Utc::now();
+    let take = |admission: Admission| {
+        let store = db.store.clone();
+        async move { ids(store.claimable(&admission, now, 20).await.expect("claimable")) }
+    };
+    assert_eq!(
+        take(Admission { local_entrypoints: vec!["claims.lookup".into()], ..Admission::default() }).await,
+        [local.id.clone()]
+    );
+    assert_eq!(
+        take(Admission { local_entrypoints: vec!["claims".into()], ..Admission::default() }).await,
+        Vec::<String>::new()
+    );
+    // An origin admits its own endpoints, compared as strings; an audience must be declared.
+    let origin = Admission { http_origins: vec!["https://svc.example".into()], ..Admission::default() };
+    assert_eq!(take(origin.clone()).await, [http.id.clone()]);
+    let with_audience = Admission { audiences: vec!["claims-api".into()], ..origin };
+    assert_eq!(take(with_audience).await, [http.id.clone(), audience.id.clone()]);
+    let with_port = Admission { http_origins: vec!["https://svc.example:443".into()], ..Admission::default() };
+    assert_eq!(take(with_port).await, [port.id.clone()]);
+    // `stdio:<name>` is exact, case and all.
+    assert_eq!(
+        take(Admission { mcp_endpoints: vec!["stdio:tools".into()], ..Admission::default() }).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        take(Admission { mcp_endpoints: vec!["stdio:Tools".into()], ..Admission::default() }).await,
+        [stdio.id.clone()]
+    );
+    // One named call only.
+    let named = Admission {
+        local_entrypoints: vec!["claims.lookup".into()],
+        invocation_id: Some(later.id.clone()),
+        ..Admission::default()
+    };
+    assert_eq!(take(named).await, Vec::<String>::new(), "not available yet");
+}
+
+pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let short = pending(&skill, &ana, "local", "claims.lookup", None);
+    let long = pending(&skill, &ana, "local", "claims.lookup", None);
+    insert(&db, &short).await;
+    insert(&db, &long).await;
+    let now = Utc::now();
+    let session = SessionRecord {
+        id: id(),
+        principal_id: ana.clone(),
+        status: "active".to_owned(),
+        capabilities: json!(["skills.protocol.local"]),
+        created_at: now,
+        heartbeat_at: now,
+        expires_at: now + Duration::seconds(60),
+        closed_at: None,
+        row_version: 1,
+    };
+    db.store.insert_session(&session, &event("executor.session_opened", "session")).await.expect("session");
+    let mut expired = claimed(&short, &ana, 60);
+    expired.lease_expires_at = Some(now - Duration::milliseconds(1));
+    db.store.update_invocation(&expired, &[]).await.expect("claimed");
+    let held = InvocationRecord { executor_session_id: Some(session.id.clone()), ..claimed(&long, &ana, 60) };
+    db.store.update_invocation(&held, &[]).await.expect("claimed");
+
+    let ended: Vec<String> =
+        db.store.expired_leases(Utc::now(), 100).await.expect("expired").into_iter().map(|c| c.id).collect();
+    assert_eq!(ended, [short.id.clone()]);
+    let in_session = db.store.session_calls(&session.id).await.expect("calls");
+    assert_eq!(in_session.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [long.id.as_str()]);
+
+    // Closing the session puts its call back in the queue, in one transaction.
+    let closed =
+        SessionRecord { status: "closed".into(), closed_at: Some(Utc::now()), row_version: 2, ..session.clone() };
+    let back = InvocationRecord {
+        status: "pending".into(),
+        executor_principal_id: None,
+        executor_session_id: None,
+        lease_expires_at: None,
+        error: Some(json!({"code": "lease_expired", "retryable": true, "message": "the session ended"})),
+        row_version: held.row_version + 1,
+        ..held.clone()
+    };
+    // A stale call stops the whole write.
+    let stale = InvocationRecord { row_version: held.row_version, ..back.clone() };
+    let error = db.store.update_session(&closed, &[stale], &[]).await.expect_err("stale");
+    assert_eq!(error.kind(), ErrorKind::Stale);
+    assert_eq!(db.store.session(&session.id).await.expect("session").status, "active", "nothing written");
+    db.store.update_session(&closed, &[back], &[event("executor.session_closed", "session")]).await.expect("closed");
+    assert_eq!(db.store.invocation(&long.id).await.expect("call").status, "pending");
+    assert_eq!(db.store.session(&session.id).await.expect("session").status, "closed");
+    // A closed session stays closed, even by SQL.
+    let sql = format!(
+        "UPDATE executor_sessions SET status = 'active', closed_at = NULL, row_version = 3 WHERE id = '{}'",
+        session.id
+    );
+    assert!(db.raw.execute(&sql).await.is_err(), "a closed session reopened");
+}
+
+/// What the database refuses of a call, whatever writes it.
+pub(crate) async fn calls_are_guarded_by_the_database(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let call = pending(&skill, &ana, "local", "claims.lookup", None);
+    insert(&db, &call).await;
+    let id = &call.id;
+    let refused = |sql: String| {
+        let raw = &db.raw;
+        async move {
+            match raw.execute(&sql).await {
+                Ok(rows) => panic!("`{sql}` changed {rows} rows"),
+                Err(error) => error.to_string(),
+            }
+        }
+    };
+    let inputs = match db.raw {
+        Raw::Sqlite(_) => "'{\"claim\": \"c-2\"}'",
+        Raw::Postgres(_) => "'{\"claim\": \"c-2\"}'::jsonb",
+    };
+    let error =
+        refused(format!("UPDATE skill_invocations SET inputs = {inputs}, row_version = 2 WHERE id = '{id}'")).await;
+    assert!(error.contains("invocation_immutable"), "{error}");
+    // Running without a lease, or claimed without moving the fencing token.
+    let error = refused(format!(
+        "UPDATE skill_invocations SET status = 'running', attempt = 1, fencing_token = 1, row_version = 2 WHERE id = '{id}'"
+    ))
+    .await;
+    assert!(error.to_lowercase().contains("check"), "{error}");
+    let at = "'2030-01-01T00:00:00+00:00'";
+    let error = refused(format!(
+        "UPDATE skill_invocations SET status = 'running', attempt = 1, executor_principal_id = '{ana}', \
+         lease_expires_at = {at}, attempt_started_at = {at}, row_version = 2 WHERE id = '{id}'"
+    ))
+    .await;
+    assert!(error.contains("invalid_status_transition"), "{error}");
+    let error = refused(format!("UPDATE skill_invocations SET row_version = 5 WHERE id = '{id}'")).await;
+    assert!(error.contains("row_version_required"), "{error}");
+    let error = refused(format!("DELETE FROM skill_invocations WHERE id = '{id}'")).await;
+    assert!(error.contains("invocation_immutable"), "{error}");
+
+    // A finished call does not change, not even back to pending.
+    let running = claimed(&call, &ana, 60);
+    db.store.update_invocation(&running, &[]).await.expect("claimed");
+    let done = InvocationRecord {
+        status: "succeeded".into(),
+        output: Some(json!({"ok": true})),
+        lease_expires_at: None,
+        finished_at: Some(Utc::now()),
+        row_version: running.row_version + 1,
+        ..running.clone()
+    };
+    db.store.update_invocation(&done, &[]).await.expect("succeeded");
+    let back = InvocationRecord {
+        status: "pending".into(),
+        output: None,
+        finished_at: None,
+        row_version: done.row_version + 1,
+        ..done.clone()
+    };
+    let error = db.store.update_invocation(&back, &[]).await.expect_err("finished");
+    assert_eq!(error.kind(), ErrorKind::Refused("invalid_status_transition"), "{error}");
+    // A success without its output is not a success.
+    let call = pending(&skill, &ana, "local", "claims.lookup", None);
+    insert(&db, &call).await;
+    let running = claimed(&call, &ana, 60);
+    db.store.update_invocation(&running, &[]).await.expect("claimed");
+    let empty = InvocationRecord {
+        status: "succeeded".into(),
+        lease_expires_at: None,
+        finished_at: Some(Utc::now()),
+        row_version: running.row_version + 1,
+        ..running
+    };
+    assert_eq!(db.store.update_invocation(&empty, &[]).await.expect_err("no output").kind(), ErrorKind::Invalid);
+}
