@@ -10,12 +10,14 @@
 //! | assignments | [`AssignRequest`], [`Assigned`], [`Revoked`], [`AssignedSkill`] |
 //! | package installs, a whole plan applied at once | [`RecordRequest`], [`InstallOut`], [`ApplyRequest`], [`ApplyOut`] |
 //! | the events journal | [`EventOut`], [`EventsQuery`] |
+//! | calls: invoke, read, list; claim, heartbeat, complete, fail, cancel; executor sessions | [`InvokeRequest`], [`InvocationOut`], [`ClaimRequest`], [`ClaimOut`], [`SessionRequest`] |
 //! | every operation (method, path, permission, bodies, error codes) | [`operations::OPERATIONS`] |
 //! | the OpenAPI 3.1 document built from them | [`openapi::document`] |
 //! | the skill-facing routes the SDK calls | [`sdk_routes`] |
 
 mod envelope;
 mod events;
+mod invocations;
 pub mod openapi;
 pub mod operations;
 mod packages;
@@ -27,6 +29,11 @@ mod skills;
 
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use events::{EventOut, EventsQuery};
+pub use invocations::{
+    CalledSkill, CancelRequest, ClaimOut, ClaimRequest, ClaimSettings, ClaimedSkill, CloseRequest, CompleteRequest,
+    FailRequest, HeartbeatRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_DOCUMENT_BYTES, ReportedError,
+    RequestedBy, SessionOut, SessionRequest, Waiting,
+};
 pub use packages::{
     ApplyOut, ApplyRequest, InstallOut, MAX_APPLY_BYTES, ObjectRef, PackageRef, PlannedPatch, RecordRequest,
 };

@@ -208,11 +208,13 @@ impl Client {
         }
         let (status, headers, bytes) = self.fetch(request).await?;
         if (200..300).contains(&status) {
-            return serde_json::from_slice(&bytes).map(|body| Answer { status, headers, body }).map_err(|error| {
+            // `204 No Content` reads as `null` (an `Option` answer's `None`).
+            let bytes: &[u8] = if status == 204 { b"null" } else { &bytes };
+            return serde_json::from_slice(bytes).map(|body| Answer { status, headers, body }).map_err(|error| {
                 ClientError::Unexpected {
                     address: self.base.clone(),
                     status,
-                    excerpt: format!("{error}: {}", excerpt(&bytes)),
+                    excerpt: format!("{error}: {}", excerpt(bytes)),
                 }
             });
         }

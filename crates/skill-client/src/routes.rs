@@ -4,8 +4,10 @@
 use serde_json::Value;
 use skill_api::operations::{Op, Operation};
 use skill_api::{
-    ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, EventOut, EventsQuery, Health, InstallOut, Items,
-    ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SkillOut,
+    ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, CancelRequest, ClaimOut, ClaimRequest,
+    CloseRequest, CompleteRequest, EventOut, EventsQuery, FailRequest, Health, HeartbeatRequest, InstallOut,
+    InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest,
+    PublishRequest, RecordRequest, Revoked, SessionOut, SessionRequest, SkillOut,
 };
 use skill_contract::SkillDefinition;
 
@@ -109,6 +111,63 @@ impl Client {
     pub async fn events(&self, query: &EventsQuery) -> Result<Vec<EventOut>, ClientError> {
         let answer: Items<EventOut> = self.send(call(Op::Events).query(query)).await?.body;
         Ok(answer.items)
+    }
+
+    /// `POST /skills/{reference}:invoke`: the call, and whether this request created it (`201`)
+    /// rather than repeated an accepted one (`200`).
+    pub async fn invoke(&self, reference: &str, request: &InvokeRequest) -> Result<(InvocationOut, bool), ClientError> {
+        let answer = self.send(call(Op::InvokeSkill).parameters(&[reference]).body(request)).await?;
+        Ok((answer.body, answer.status == 201))
+    }
+
+    /// `GET /skill-invocations`: one page of calls, newest first.
+    pub async fn invocations(&self, query: &InvocationQuery) -> Result<Page<InvocationOut>, ClientError> {
+        Ok(self.send(call(Op::ListInvocations).query(query)).await?.body)
+    }
+
+    /// `GET /skill-invocations/{id}`.
+    pub async fn invocation(&self, id: &str) -> Result<InvocationOut, ClientError> {
+        Ok(self.send(call(Op::ReadInvocation).parameters(&[id])).await?.body)
+    }
+
+    /// `POST /skill-invocations:claim`: a call under a new lease, or `None` (`204`).
+    pub async fn claim(&self, request: &ClaimRequest) -> Result<Option<ClaimOut>, ClientError> {
+        Ok(self.send(call(Op::ClaimInvocation).body(request)).await?.body)
+    }
+
+    /// `POST /skill-invocations/{id}:heartbeat`.
+    pub async fn heartbeat(&self, id: &str, request: &HeartbeatRequest) -> Result<InvocationOut, ClientError> {
+        Ok(self.send(call(Op::HeartbeatInvocation).parameters(&[id]).body(request)).await?.body)
+    }
+
+    /// `POST /skill-invocations/{id}:complete`.
+    pub async fn complete(&self, id: &str, request: &CompleteRequest) -> Result<InvocationOut, ClientError> {
+        Ok(self.send(call(Op::CompleteInvocation).parameters(&[id]).body(request)).await?.body)
+    }
+
+    /// `POST /skill-invocations/{id}:fail`.
+    pub async fn fail(&self, id: &str, request: &FailRequest) -> Result<InvocationOut, ClientError> {
+        Ok(self.send(call(Op::FailInvocation).parameters(&[id]).body(request)).await?.body)
+    }
+
+    /// `POST /skill-invocations/{id}:cancel`.
+    pub async fn cancel(&self, id: &str, request: &CancelRequest) -> Result<InvocationOut, ClientError> {
+        Ok(self.send(call(Op::CancelInvocation).parameters(&[id]).body(request)).await?.body)
+    }
+
+    /// `POST /executor-sessions`.
+    pub async fn open_session(&self, request: &SessionRequest) -> Result<SessionOut, ClientError> {
+        Ok(self.send(call(Op::OpenSession).body(request)).await?.body)
+    }
+
+    /// `POST /executor-sessions/{id}:heartbeat`.
+    pub async fn keep_session(&self, id: &str, request: &SessionRequest) -> Result<SessionOut, ClientError> {
+        Ok(self.send(call(Op::KeepSession).parameters(&[id]).body(request)).await?.body)
+    }
+
+    /// `POST /executor-sessions/{id}:close`.
+    pub async fn close_session(&self, id: &str) -> Result<SessionOut, ClientError> {
+        Ok(self.send(call(Op::CloseSession).parameters(&[id]).body(&CloseRequest {})).await?.body)
     }
 
     /// `GET /api/v1/openapi.json`: the document the core serves.

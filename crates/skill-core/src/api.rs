@@ -2,6 +2,7 @@
 //! operation matched exhaustively to its handler, so the OpenAPI document (built from the same
 //! table) lists exactly what is served.
 
+mod calls;
 mod handlers;
 pub mod plumbing;
 mod strict;
@@ -34,6 +35,15 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::RecordInstall => ("/packages:record", on(filter, handlers::record_install)),
         Op::ReadInstall => ("/packages/{key}", on(filter, handlers::package)),
         Op::Events => ("/events", on(filter, handlers::events)),
+        Op::InvokeSkill => ("/skills/{*reference}", on(filter, calls::invoke)),
+        Op::ListInvocations => ("/skill-invocations", on(filter, calls::list)),
+        Op::ReadInvocation => ("/skill-invocations/{*rest}", on(filter, calls::read)),
+        Op::ClaimInvocation => ("/skill-invocations:claim", on(filter, calls::claim)),
+        Op::HeartbeatInvocation => ("/skill-invocations/{*rest}", on(filter, calls::act)),
+        Op::CompleteInvocation | Op::FailInvocation | Op::CancelInvocation => return None,
+        Op::OpenSession => ("/executor-sessions", on(filter, calls::open_session)),
+        Op::KeepSession => ("/executor-sessions/{*rest}", on(filter, calls::session_action)),
+        Op::CloseSession => return None,
     };
     let (path, methods) = served;
     // A route without query parameters refuses any, as the ones with them refuse unknown ones.

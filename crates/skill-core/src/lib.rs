@@ -5,7 +5,7 @@
 //! |---|---|
 //! | the router, built from `skill_api::operations::OPERATIONS` | [`api::router`] |
 //! | the whole application | [`app`] |
-//! | serving with a graceful stop | [`serve`] |
+//! | serving with a graceful stop, and the lease sweep | [`serve`] |
 
 pub mod api;
 
@@ -56,11 +56,34 @@ async fn ready(State(core): State<Core>) -> Response {
 }
 
 /// Serves `engine` on `listener` within `limits` until SIGTERM or SIGINT, then finishes the
-/// requests in flight (see [`skill_http::serve`]).
+/// requests in flight (see [`skill_http::serve`]). The lease sweep runs beside it.
 pub async fn serve(
     engine: Engine,
     listener: tokio::net::TcpListener,
     limits: skill_http::Limits,
 ) -> std::io::Result<()> {
-    skill_http::serve(listener, app(engine), limits, skill_http::stop_signal()).await
+    let sweep = tokio::spawn(sweep_leases(engine.clone()));
+    let served = skill_http::serve(listener, app(engine), limits, skill_http::stop_signal()).await;
+    sweep.abort();
+    served
+}
+
+/// How often the sweep looks for calls whose lease (or session) ended.
+pub const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Ends expired leases every [`SWEEP_EVERY`] (claims also do it as they come), so a call whose
+/// executor died goes back to the queue, or fails when no attempt remains, even when nobody
+/// claims. Nothing here is authoritative: any number of cores sweep the same database, and a
+/// killed sweep loses nothing.
+async fn sweep_leases(engine: Engine) {
+    let mut tick = tokio::time::interval(SWEEP_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match engine.expire_leases(chrono::Utc::now()).await {
+            Ok(0) => {}
+            Ok(handled) => tracing::info!(handled, "leases expired"),
+            Err(error) => tracing::warn!(error = %error, "the lease sweep failed; it runs again shortly"),
+        }
+    }
 }

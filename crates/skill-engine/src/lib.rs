@@ -9,6 +9,7 @@
 //! | the catalog | [`Engine::publish`], [`Engine::skill`], [`Engine::skills`], [`Engine::patch`], [`Engine::assign`] |
 //! | package installs, the journal | [`Engine::record_install`], [`Engine::package`], [`Engine::events`] |
 //! | discovery | [`Engine::definition`], [`Engine::metadata`], [`Engine::catalogue`] |
+//! | calls: invoke, read, list, cancel; claim, heartbeat, complete, fail; lease expiry; executor sessions | [`Engine::invoke`], [`Engine::claim`], [`Engine::expire_leases`], [`Engine::open_session`] |
 //! | errors, with the class a transport maps to a status | [`EngineError`], [`Class`] |
 
 mod actor;
@@ -16,6 +17,7 @@ pub mod catalog;
 mod discovery;
 mod error;
 mod identity;
+pub mod invocations;
 pub mod packages;
 
 use std::sync::Arc;
@@ -29,12 +31,15 @@ pub use actor::{Actor, PERMISSIONS, TOKEN_PREFIX, new_token, token_hash};
 pub use catalog::MAX_PAGE_BYTES;
 pub use error::{Class, EngineError, Result};
 pub use identity::{IssuedToken, MAX_LABEL_CHARS, MAX_TOKEN_DAYS, PRINCIPAL_KINDS, TokenRequest};
+pub use invocations::Invoked;
 
 /// The domain over one store. Cheap to clone; holds nothing authoritative in memory, so any
 /// number of engines (core replicas) can share a database.
 #[derive(Debug, Clone)]
 pub struct Engine {
     store: Arc<dyn Store>,
+    /// Compiled contract schemas by version (published schemas never change).
+    schemas: Arc<invocations::SchemaCache>,
 }
 
 /// Who and which request caused a change, for the events journal.
@@ -52,7 +57,7 @@ impl Origin {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store }
+        Self { store, schemas: Arc::default() }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

@@ -17,6 +17,8 @@ pub trait InvocationStore: Send + Sync {
     fn insert_invocation<'a>(&'a self, call: &'a InvocationRecord, event: &'a Event)
     -> BoxFuture<'a, Result<Inserted>>;
     fn invocation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<InvocationRecord>>;
+    /// The call of version `skill_id` with the body key `key`.
+    fn invocation_by_key<'a>(&'a self, skill_id: &'a str, key: &'a str) -> BoxFuture<'a, Result<InvocationRecord>>;
     /// Calls newest first, after the filter's cursor.
     fn invocations<'a>(&'a self, filter: &'a InvocationFilter) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
     /// Writes `call` (whose `row_version` is one more than the stored one) and its events in one
@@ -29,7 +31,8 @@ pub trait InvocationStore: Send + Sync {
         now: Time,
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
-    /// Running calls whose lease ended at or before `now`, oldest lease first.
+    /// Running calls whose lease, or the session it was taken with, ended at or before `now`,
+    /// oldest lease first.
     fn expired_leases<'a>(&'a self, now: Time, limit: u32) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
     /// Running calls leased with a session.
     fn session_calls<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
@@ -179,6 +182,21 @@ macro_rules! invocation_store {
                 })
             }
 
+            fn invocation_by_key<'a>(
+                &'a self,
+                skill_id: &'a str,
+                key: &'a str,
+            ) -> BoxFuture<'a, Result<InvocationRecord>> {
+                Box::pin(async move {
+                    let sql = concat!(
+                        "SELECT ",
+                        invocation_columns!(),
+                        " FROM skill_invocations WHERE skill_id = $1 AND idempotency_key = $2"
+                    );
+                    Ok(sqlx::query_as(sql).bind(skill_id).bind(key).fetch_one(self.read()).await?)
+                })
+            }
+
             fn invocations<'a>(
                 &'a self,
                 f: &'a InvocationFilter,
@@ -270,8 +288,9 @@ macro_rules! invocation_store {
                     let sql = concat!(
                         "SELECT ",
                         invocation_columns!(),
-                        " FROM skill_invocations WHERE status = 'running' AND lease_expires_at <= $1 \
-                         ORDER BY lease_expires_at, id LIMIT $2"
+                        " FROM skill_invocations WHERE status = 'running' AND (lease_expires_at <= $1 \
+                         OR EXISTS (SELECT 1 FROM executor_sessions s WHERE s.id = executor_session_id \
+                           AND s.expires_at <= $1)) ORDER BY lease_expires_at, id LIMIT $2"
                     );
                     Ok(sqlx::query_as(sql).bind(now).bind(i64::from(limit)).fetch_all(self.read()).await?)
                 })

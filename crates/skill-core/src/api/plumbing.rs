@@ -129,6 +129,15 @@ impl<T: DeserializeOwned, const LIMIT: usize> JsonBody<T, LIMIT> {
     }
 }
 
+impl<const LIMIT: usize> JsonBody<(), LIMIT> {
+    /// [`JsonBody::read`] for a route that learns the body's type from its path (a `:verb`),
+    /// after the handler checked the permission.
+    pub fn read_as<U: DeserializeOwned>(self, actor: &Actor, permissions: &[&str]) -> Result<U, Failure> {
+        actor.require_any(permissions).map_err(Failure)?;
+        parse(&self.bytes)
+    }
+}
+
 impl<T, S: Send + Sync, const LIMIT: usize> FromRequest<S> for JsonBody<T, LIMIT> {
     type Rejection = Failure;
 

@@ -4,8 +4,9 @@
 use serde_json::json;
 use skill_api::operations::OPERATIONS;
 use skill_api::{
-    AssignRequest, EventsQuery, ListQuery, ObjectRef, PackageRef, PageQuery, PatchRequest, PublishRequest,
-    RecordRequest, SkillKind, SkillStatus,
+    AssignRequest, CancelRequest, ClaimRequest, CompleteRequest, EventsQuery, FailRequest, HeartbeatRequest,
+    InvocationQuery, InvokeRequest, ListQuery, ObjectRef, PackageRef, PageQuery, PatchRequest, PublishRequest,
+    RecordRequest, ReportedError, SessionRequest, SkillKind, SkillStatus,
 };
 use skill_client::{Call, Client, ClientError};
 
@@ -68,6 +69,46 @@ async fn every_operation_through_the_typed_client() {
     let events = core.events(&EventsQuery { subject: Some(subject), ..EventsQuery::default() }).await;
     let kinds: Vec<String> = events.expect("events").into_iter().map(|event| event.kind).collect();
     assert_eq!(kinds, ["skill.registered", "skill.updated"]);
+
+    // Calls: invoke, claim with a session, heartbeat, complete, read, list, cancel, sessions.
+    let classify = json!({"name": "claim.classify", "version": "1", "description": "Labels a claim.",
+        "sideEffects": "none", "riskLevel": "low",
+        "contract": {"inputs": {"type": "object"}, "outputs": {"type": "object"},
+                     "implementation": {"protocol": "local", "entrypoint": "claims.skills:classify"}}});
+    core.publish(&serde_json::from_value(classify).expect("a request")).await.expect("published");
+    let caller = Client::new(&api.base, token(&api.engine, "caller", &["skills.invoke"]).await).expect("a client");
+    let executor = Client::new(&api.base, token(&api.engine, "runner", &["skills.execute"]).await).expect("a client");
+    let invoke = InvokeRequest { idempotency_key: Some("k".into()), ..InvokeRequest::default() };
+    let (call, created) = caller.invoke("claim.classify@1", &invoke).await.expect("invoked");
+    assert!(created);
+    assert!(!caller.invoke("claim.classify@1", &invoke).await.expect("repeated").1, "a repeat creates nothing");
+    let session = executor.open_session(&SessionRequest::default()).await.expect("a session");
+    let claim = ClaimRequest {
+        protocols: vec!["local".into()],
+        local_entrypoints: vec!["claims.skills:classify".into()],
+        session_id: Some(session.id.clone()),
+        ..ClaimRequest::default()
+    };
+    let claimed = executor.claim(&claim).await.expect("an answer").expect("a call");
+    assert_eq!(claimed.invocation.id, call.id);
+    assert!(executor.claim(&claim).await.expect("an answer").is_none(), "204: nothing else");
+    let beat = HeartbeatRequest { fencing_token: 1, lease_seconds: None, session_id: Some(session.id.clone()) };
+    executor.heartbeat(&call.id, &beat).await.expect("renewed");
+    let output = json!({"label": "refund"}).as_object().cloned().expect("an object");
+    let complete = CompleteRequest { fencing_token: 1, output, cost: None, session_id: Some(session.id.clone()) };
+    assert_eq!(executor.complete(&call.id, &complete).await.expect("completed").status, "succeeded");
+    assert_eq!(caller.invocation(&call.id).await.expect("read").output, Some(json!({"label": "refund"})));
+    assert_eq!(caller.invocations(&InvocationQuery::default()).await.expect("a page").items.len(), 1);
+    let terminal = caller.cancel(&call.id, &CancelRequest::default()).await.expect_err("finished");
+    assert_eq!(terminal.code(), Some("invocation_terminal"));
+    let failed = FailRequest {
+        fencing_token: 1,
+        error: ReportedError { code: "x".into(), message: String::new(), retryable: false, details: None },
+        session_id: None,
+    };
+    assert_eq!(executor.fail(&call.id, &failed).await.expect_err("finished").code(), Some("stale_invocation_lease"));
+    assert_eq!(executor.keep_session(&session.id, &SessionRequest::default()).await.expect("kept").status, "active");
+    assert_eq!(executor.close_session(&session.id).await.expect("closed").status, "closed");
 
     assert_eq!(core.openapi().await.expect("the document"), skill_api::openapi::document());
     assert_eq!(core.health().await.expect("health").status, "ok");

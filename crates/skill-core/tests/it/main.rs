@@ -2,6 +2,7 @@
 //! against it, the committed OpenAPI document, and `skill-core` as a process.
 
 mod api;
+mod calls;
 mod client;
 mod dev;
 mod heavy_contracts;

@@ -142,7 +142,7 @@ pub(crate) async fn executors_are_admitted_by_entrypoint_origin_and_audience(db:
     };
     assert_eq!(
         take(Admission { local_entrypoints: vec!["claims.lookup".into()], ..Admission::default() }).await,
-        [local.id.clone()]
+        [local.id.as_str()]
     );
     assert_eq!(
         take(Admission { local_entrypoints: vec!["claims".into()], ..Admission::default() }).await,
@@ -150,11 +150,11 @@ pub(crate) async fn executors_are_admitted_by_entrypoint_origin_and_audience(db:
     );
     // An origin admits its own endpoints, compared as strings; an audience must be declared.
     let origin = Admission { http_origins: vec!["https://svc.example".into()], ..Admission::default() };
-    assert_eq!(take(origin.clone()).await, [http.id.clone()]);
+    assert_eq!(take(origin.clone()).await, [http.id.as_str()]);
     let with_audience = Admission { audiences: vec!["claims-api".into()], ..origin };
     assert_eq!(take(with_audience).await, [http.id.clone(), audience.id.clone()]);
     let with_port = Admission { http_origins: vec!["https://svc.example:443".into()], ..Admission::default() };
-    assert_eq!(take(with_port).await, [port.id.clone()]);
+    assert_eq!(take(with_port).await, [port.id.as_str()]);
     // `stdio:<name>` is exact, case and all.
     assert_eq!(
         take(Admission { mcp_endpoints: vec!["stdio:tools".into()], ..Admission::default() }).await,
@@ -162,7 +162,7 @@ pub(crate) async fn executors_are_admitted_by_entrypoint_origin_and_audience(db:
     );
     assert_eq!(
         take(Admission { mcp_endpoints: vec!["stdio:Tools".into()], ..Admission::default() }).await,
-        [stdio.id.clone()]
+        [stdio.id.as_str()]
     );
     // One named call only.
     let named = Admission {
@@ -200,7 +200,7 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
 
     let ended: Vec<String> =
         db.store.expired_leases(Utc::now(), 100).await.expect("expired").into_iter().map(|c| c.id).collect();
-    assert_eq!(ended, [short.id.clone()]);
+    assert_eq!(ended, [short.id.as_str()]);
     let in_session = db.store.session_calls(&session.id).await.expect("calls");
     assert_eq!(in_session.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [long.id.as_str()]);
 

@@ -1,0 +1,703 @@
+//! Calls through a real server, on SQLite and on PostgreSQL: the invoke check order with each
+//! code and status, idempotency keys, executor admission, leases and fencing, completion with
+//! the output checked, failures and retries, cancellation, sessions, reading and listing.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use skill_engine::Engine;
+use skill_fixtures::Scratch;
+
+use crate::api::token;
+
+/// A core on 127.0.0.1 over one backend, with an admin (`org.manage`), a caller
+/// (`skills.invoke`) and an executor (`skills.execute`).
+struct Core {
+    base: String,
+    engine: Engine,
+    admin: String,
+    caller: String,
+    executor: String,
+    http: reqwest::Client,
+    _folder: Scratch,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+async fn core(backend: Backend, label: &str) -> Core {
+    let folder = Scratch::new(&format!("skill-core-calls-{label}"));
+    let target = match backend {
+        Backend::Sqlite => folder.path().to_str().expect("utf-8").to_owned(),
+        Backend::Postgres => postgres_database(label),
+    };
+    let store = skill_store::open(&target, &Default::default()).await.expect("store");
+    let engine = Engine::new(Arc::clone(&store));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let base = format!("http://{}/api/v1", listener.local_addr().expect("address"));
+    tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
+    let admin = token(&engine, "admin", &["org.manage"]).await;
+    let caller = token(&engine, "caller", &["skills.invoke"]).await;
+    let executor = token(&engine, "executor", &["skills.execute"]).await;
+    Core { base, engine, admin, caller, executor, http: reqwest::Client::new(), _folder: folder }
+}
+
+/// A fresh database on the test command's PostgreSQL server.
+fn postgres_database(label: &str) -> String {
+    let admin = std::env::var("SKILL_TEST_POSTGRES_URL").expect(
+        "SKILL_TEST_POSTGRES_URL names a PostgreSQL superuser URL; `cargo xtask test -p skill-core` starts a server and sets it",
+    );
+    let name = format!("skill_core_calls_{}_{}", label.replace('-', "_"), std::process::id());
+    let created = Command::new("psql")
+        .args([
+            admin.as_str(),
+            "-q",
+            "-c",
+            &format!("DROP DATABASE IF EXISTS {name}"),
+            "-c",
+            &format!("CREATE DATABASE {name}"),
+        ])
+        .output()
+        .expect("psql runs");
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
+    format!("{base}/{name}")
+}
+
+struct Reply {
+    status: StatusCode,
+    body: Value,
+}
+
+impl Reply {
+    fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or_default()
+    }
+
+    #[track_caller]
+    fn refused(&self, status: u16, code: &str) -> &Self {
+        assert_eq!((self.status.as_u16(), self.code()), (status, code), "{}", self.body);
+        self
+    }
+
+    #[track_caller]
+    fn ok(&self, status: u16) -> &Value {
+        assert_eq!(self.status.as_u16(), status, "{}", self.body);
+        &self.body
+    }
+}
+
+impl Core {
+    async fn post(&self, token: &str, path: &str, body: &Value) -> Reply {
+        let answer = self.http.post(format!("{}{path}", self.base)).bearer_auth(token).json(body).send().await;
+        let answer = answer.expect("the core answers");
+        let status = answer.status();
+        let text = answer.text().await.expect("a body");
+        Reply { status, body: serde_json::from_str(&text).unwrap_or(Value::Null) }
+    }
+
+    async fn get(&self, token: &str, path: &str) -> Reply {
+        let answer = self.http.get(format!("{}{path}", self.base)).bearer_auth(token).send().await;
+        let answer = answer.expect("the core answers");
+        let status = answer.status();
+        Reply { status, body: answer.json().await.unwrap_or(Value::Null) }
+    }
+
+    async fn publish(&self, body: Value) -> Value {
+        self.post(&self.admin, "/skills", &body).await.ok(201).clone()
+    }
+
+    async fn invoke(&self, token: &str, reference: &str, body: Value) -> Reply {
+        self.post(token, &format!("/skills/{reference}:invoke"), &body).await
+    }
+
+    async fn claim(&self, body: Value) -> Reply {
+        self.post(&self.executor, "/skill-invocations:claim", &body).await
+    }
+
+    async fn act(&self, token: &str, id: &str, verb: &str, body: Value) -> Reply {
+        self.post(token, &format!("/skill-invocations/{id}:{verb}"), &body).await
+    }
+}
+
+/// A `local` leaf: `entrypoint`, the given policy, retries and required permissions.
+fn local(name: &str, side_effects: &str, retry: (u32, u32), permissions: &[&str]) -> Value {
+    json!({"name": name, "version": "1", "description": "Does one thing.", "sideEffects": side_effects, "riskLevel": "low",
+           "contract": {"inputs": {"type": "object", "properties": {"claim": {"type": "string", "maxLength": 10}},
+                                   "required": ["claim"]},
+                        "outputs": {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]},
+                        "timeoutSeconds": 5, "idempotency": "natural",
+                        "retryPolicy": {"maxAttempts": retry.0, "backoffSeconds": retry.1},
+                        "requiredPermissions": permissions,
+                        "implementation": {"protocol": "local", "entrypoint": format!("claims.skills:{}", name.replace('.', "_"))}}})
+}
+
+fn http_leaf(name: &str, endpoint: &str, audience: Option<&str>) -> Value {
+    let mut implementation = json!({"protocol": "http", "endpoint": endpoint});
+    if let Some(audience) = audience {
+        implementation["auth"] = json!({"audience": audience, "scopes": []});
+    }
+    json!({"name": name, "version": "1", "description": "Remote.", "sideEffects": "none", "riskLevel": "low",
+           "contract": {"inputs": {"type": "object"}, "outputs": {"type": "object"}, "timeoutSeconds": 5,
+                        "implementation": implementation}})
+}
+
+const CLASSIFY: &str = "claims.skills:claim_classify";
+
+async fn each_backend<F, Fut>(label: &str, test: F)
+where
+    F: Fn(Core) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let sqlite = core(Backend::Sqlite, label).await;
+    let postgres = core(Backend::Postgres, label).await;
+    tokio::join!(test(sqlite), test(postgres));
+}
+
+#[tokio::test]
+async fn invoke_checks_in_the_reference_order() {
+    each_backend("order", |core| async move {
+        core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+        core.publish(local("claim.audit", "external_read", (1, 0), &["audit.read"])).await;
+        core.publish(local("claim.send", "external_write", (1, 0), &[])).await;
+        core.publish(json!({"name": "claims.desk", "version": "1", "includes": ["claim.classify@1"]})).await;
+        core.publish(json!({"name": "claim.legacy", "version": "1", "protocol": "custom"})).await;
+        let mut keyed = local("claim.keyed", "none", (1, 0), &[]);
+        keyed["contract"]["idempotency"] = json!("required");
+        core.publish(keyed).await;
+        let ok = json!({"inputs": {"claim": "c-1"}});
+
+        // 1. the permission, before anything about the skill is looked at
+        core.invoke(&core.executor, "claim.nothing@1", ok.clone()).await.refused(403, "permission_denied");
+        // 2. the version
+        let missing = core.invoke(&core.caller, "claim.nothing@1", ok.clone()).await;
+        assert_eq!(missing.refused(404, "not_found").body["error"]["details"]["skill"], "claim.nothing@1");
+        // 3. the key's shape
+        for key in ["   ", &"k".repeat(201)] {
+            core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}, "idempotencyKey": key}))
+                .await
+                .refused(422, "invalid_idempotency_key");
+        }
+        // 5. invocable: a composite, a catalog row
+        let composite = core.invoke(&core.caller, "claims.desk@1", ok.clone()).await;
+        assert_eq!(composite.refused(409, "skill_not_invocable").body["error"]["details"]["reason"], "composite");
+        let legacy = core.invoke(&core.caller, "claim.legacy@1", ok.clone()).await;
+        assert_eq!(legacy.refused(409, "skill_not_invocable").body["error"]["details"]["reason"], "no_contract");
+        // 6. a key the contract requires
+        core.invoke(&core.caller, "claim.keyed@1", ok.clone()).await.refused(400, "idempotency_key_required");
+        // 7. the inputs against the contract, every error with its path
+        let bad = core
+            .invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "far too long a claim id"}}))
+            .await;
+        let errors = bad.refused(400, "invalid_skill_inputs").body["error"]["details"]["errors"].clone();
+        assert_eq!(errors[0]["path"], "/claim", "{errors}");
+        let big = json!({"inputs": {"claim": "c", "pad": "x".repeat(300 * 1024)}});
+        let big = core.invoke(&core.caller, "claim.classify@1", big).await;
+        assert!(matches!(big.code(), "invalid_skill_inputs" | "payload_too_large"), "{}", big.body);
+        // 8–10. tasks, runs and approvals do not exist yet
+        for field in ["taskId", "runId", "approvalId"] {
+            let named = json!({"inputs": {"claim": "c"}, field: "t-1"});
+            let answer = core.invoke(&core.caller, "claim.classify@1", named).await;
+            assert_eq!(answer.refused(404, "not_found").body["error"]["details"]["field"], field);
+        }
+        // 11. the contract's permissions
+        let denied = core.invoke(&core.caller, "claim.audit@1", ok.clone()).await;
+        let details = &denied.refused(403, "skill_permission_denied").body["error"]["details"];
+        assert_eq!(
+            (details["missing"].clone(), details["resource"].clone()),
+            (json!(["audit.read"]), json!("organization"))
+        );
+        // 13. an external write has no basis yet
+        core.invoke(&core.caller, "claim.send@1", ok.clone()).await.refused(403, "skill_side_effect_not_authorized");
+        // Nothing refused was written.
+        assert_eq!(core.get(&core.admin, "/skill-invocations").await.ok(200)["items"], json!([]));
+        assert_eq!(core.get(&core.executor, "/skill-invocations").await.ok(200)["items"], json!([]));
+        // 14–15. the call, pending, with its event
+        let created = core.invoke(&core.caller, "claim.classify@1", ok.clone()).await;
+        let call = created.ok(201);
+        assert_eq!(
+            (call["status"].clone(), call["attempt"].clone(), call["maxAttempts"].clone()),
+            (json!("pending"), json!(0), json!(1))
+        );
+        assert_eq!(call["requestedBy"]["kind"], "principal");
+        assert_eq!(call["waiting"]["implementation"], format!("local:{CLASSIFY}"));
+        let subject = format!("skill_invocation:{}", call["id"].as_str().expect("an id"));
+        let events = core.engine.store().events(0, Some(&subject), 10).await.expect("events");
+        assert_eq!(events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["skill.invocation_requested"]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_key_names_one_call_even_after_the_version_is_disabled() {
+    each_backend("keys", |core| async move {
+        let published = core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+        let body = json!({"inputs": {"claim": "c-1"}, "idempotencyKey": "  k-1 "});
+        let first = core.invoke(&core.caller, "claim.classify@1", body.clone()).await;
+        let id = first.ok(201)["id"].clone();
+        assert_eq!(first.body["idempotencyKey"], "k-1", "trimmed");
+        let again = core
+            .invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c-1"}, "idempotencyKey": "k-1"}))
+            .await;
+        assert_eq!(again.ok(200)["id"], id);
+        // Other inputs, or another caller: refused; only the owner learns which call it is.
+        let other = core
+            .invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c-2"}, "idempotencyKey": "k-1"}))
+            .await;
+        assert_eq!(other.refused(409, "idempotency_key_reuse").body["error"]["details"]["invocationId"], id);
+        let stranger = token(&core.engine, "stranger", &["skills.invoke"]).await;
+        let foreign = core.invoke(&stranger, "claim.classify@1", body.clone()).await;
+        assert!(foreign.refused(409, "idempotency_key_reuse").body["error"]["details"].get("invocationId").is_none());
+        // Disabled since: the accepted call still answers; a new one is refused.
+        let path = format!("/skills/{}", published["id"].as_str().expect("id"));
+        let disabled = core
+            .http
+            .patch(format!("{}{path}", core.base))
+            .bearer_auth(&core.admin)
+            .header("if-match", "\"skill-1\"")
+            .json(&json!({"status": "disabled"}))
+            .send()
+            .await
+            .expect("patched");
+        assert_eq!(disabled.status(), StatusCode::OK);
+        assert_eq!(core.invoke(&core.caller, "claim.classify@1", body).await.ok(200)["id"], id);
+        let fresh = core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await;
+        assert_eq!(fresh.refused(409, "skill_not_invocable").body["error"]["details"]["reason"], "disabled");
+
+        // Ten first calls with one key at once: one call, one 201.
+        core.publish(local("claim.route", "none", (1, 0), &[])).await;
+        let body = json!({"inputs": {"claim": "c-9"}, "idempotencyKey": "race"});
+        let racing = (0..10).map(|_| core.invoke(&core.caller, "claim.route@1", body.clone()));
+        let answers = futures::future::join_all(racing).await;
+        let created = answers.iter().filter(|a| a.status == StatusCode::CREATED).count();
+        let ids: std::collections::BTreeSet<String> =
+            answers.iter().map(|a| a.body["id"].as_str().unwrap_or("?").to_owned()).collect();
+        assert_eq!((created, ids.len()), (1, 1), "{:?}", answers.iter().map(|a| &a.body).collect::<Vec<_>>());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn executors_take_only_what_they_declared() {
+    each_backend("admission", |core| async move {
+        core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+        core.publish(http_leaf("svc.plain", "https://svc.example/run", None)).await;
+        core.publish(http_leaf("svc.port", "https://svc.example:443/run", None)).await;
+        core.publish(http_leaf("svc.aud", "https://svc.example/aud", Some("svc-api"))).await;
+        for reference in ["claim.classify@1", "svc.plain@1", "svc.port@1", "svc.aud@1"] {
+            let inputs = if reference.starts_with("claim") { json!({"claim": "c"}) } else { json!({}) };
+            core.invoke(&core.caller, reference, json!({"inputs": inputs})).await.ok(201);
+        }
+        // Not an executor; a protocol nobody runs; an origin that is not one.
+        core.post(&core.caller, "/skill-invocations:claim", &json!({"protocols": ["local"]}))
+            .await
+            .refused(403, "permission_denied");
+        let unknown = core.claim(json!({"protocols": ["local", "ftp"]})).await;
+        assert_eq!(unknown.refused(422, "invalid_protocol").body["error"]["details"]["unknown"], json!(["ftp"]));
+        let path = core.claim(json!({"protocols": ["http"], "httpOrigins": ["https://svc.example/run"]})).await;
+        assert_eq!(path.refused(422, "invalid_executor_endpoint").body["error"]["details"]["field"], "httpOrigins");
+        // A remote protocol without origins, a local one without entrypoints: nothing.
+        assert_eq!(core.claim(json!({"protocols": ["http", "local"]})).await.status, StatusCode::NO_CONTENT);
+        // Origins are compared as strings: https://svc.example does not admit https://svc.example:443/…,
+        // and an audience must be declared.
+        let plain = core.claim(json!({"protocols": ["http"], "httpOrigins": ["HTTPS://SVC.EXAMPLE/"]})).await;
+        assert_eq!(plain.ok(200)["skill"]["name"], "svc.plain");
+        assert!(plain.body["skill"].get("config").is_none(), "never the catalog config");
+        assert_eq!(
+            core.claim(json!({"protocols": ["http"], "httpOrigins": ["https://svc.example"]})).await.status,
+            StatusCode::NO_CONTENT
+        );
+        let aud = core
+            .claim(json!({"protocols": ["http"], "httpOrigins": ["https://svc.example"], "audiences": ["svc-api"]}))
+            .await;
+        assert_eq!(aud.ok(200)["skill"]["name"], "svc.aud");
+        let port = core.claim(json!({"protocols": ["http"], "httpOrigins": ["https://svc.example:443"]})).await;
+        assert_eq!(port.ok(200)["skill"]["name"], "svc.port");
+        let local = core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]})).await;
+        let claimed = local.ok(200);
+        assert_eq!(claimed["skill"]["contract"]["implementation"]["entrypoint"], CLASSIFY);
+        let invocation = &claimed["invocation"];
+        assert_eq!(
+            (invocation["status"].clone(), invocation["attempt"].clone(), invocation["fencingToken"].clone()),
+            (json!("running"), json!(1), json!(1))
+        );
+        // The lease: timeout (5 s) + 30 s.
+        let lease = chrono::DateTime::parse_from_rfc3339(invocation["leaseExpiresAt"].as_str().expect("a lease"))
+            .expect("a time");
+        let left = lease.to_utc() - Utc::now();
+        assert!(left > Duration::seconds(30) && left <= Duration::seconds(35), "{left}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn leases_fence_out_the_executor_that_lost_them() {
+    each_backend("leases", |core| async move {
+        core.publish(local("claim.classify", "none", (3, 0), &[])).await;
+        let call =
+            core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await.ok(201).clone();
+        let id = call["id"].as_str().expect("id").to_owned();
+        let take = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]});
+        let first =
+            core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "leaseSeconds": 10})).await;
+        let first = first.ok(200).clone();
+        assert_eq!(first["invocation"]["fencingToken"], 1);
+        let lease = |call: &Value| {
+            chrono::DateTime::parse_from_rfc3339(call["leaseExpiresAt"].as_str().expect("a lease"))
+                .expect("a time")
+                .to_utc()
+        };
+        let taken = lease(&first["invocation"]);
+        // A heartbeat asking for less never shortens the lease.
+        let kept = core.act(&core.executor, &id, "heartbeat", json!({"fencingToken": 1, "leaseSeconds": 1})).await;
+        assert!(lease(kept.ok(200)) >= taken);
+
+        // The lease runs out; the next claim finds it expired (the attempt is spent) and takes
+        // the call again under a new fencing token.
+        let wait = (taken - Utc::now()).to_std().unwrap_or_default() + std::time::Duration::from_millis(300);
+        tokio::time::sleep(wait).await;
+        let second = core.claim(take.clone()).await.ok(200).clone();
+        assert_eq!(
+            (second["invocation"]["fencingToken"].clone(), second["invocation"]["attempt"].clone()),
+            (json!(2), json!(2))
+        );
+        assert_eq!(second["invocation"]["error"]["code"], "lease_expired", "the last failure stays on the row");
+        // Renewed late or long, a lease never passes the attempt's cap: start + 2 × 5 + 30 s.
+        let long = core.act(&core.executor, &id, "heartbeat", json!({"fencingToken": 2, "leaseSeconds": 3600})).await;
+        assert!(lease(long.ok(200)) - Utc::now() <= Duration::seconds(40));
+        // The first holder is fenced out of every report.
+        for (verb, body) in [
+            ("heartbeat", json!({"fencingToken": 1})),
+            ("complete", json!({"fencingToken": 1, "output": {"label": "old"}})),
+            ("fail", json!({"fencingToken": 1, "error": {"code": "boom"}})),
+        ] {
+            let stale = core.act(&core.executor, &id, verb, body).await;
+            let details = &stale.refused(409, "stale_invocation_lease").body["error"]["details"];
+            assert_eq!(
+                (details["fencingToken"].clone(), details["currentFencingToken"].clone()),
+                (json!(1), json!(2)),
+                "{verb}"
+            );
+        }
+        // Another executor holding skills.execute is not the holder either.
+        let other = token(&core.engine, "other-executor", &["skills.execute"]).await;
+        core.act(&other, &id, "complete", json!({"fencingToken": 2, "output": {"label": "x"}}))
+            .await
+            .refused(409, "stale_invocation_lease");
+        let done = core
+            .act(
+                &core.executor,
+                &id,
+                "complete",
+                json!({"fencingToken": 2, "output": {"label": "ok"}, "cost": {"usd": 0.01}}),
+            )
+            .await;
+        let done = done.ok(200);
+        assert_eq!(
+            (done["status"].clone(), done["output"].clone(), done["cost"].clone()),
+            (json!("succeeded"), json!({"label": "ok"}), json!({"usd": 0.01}))
+        );
+        assert!(done["leaseExpiresAt"].is_null() && done["finishedAt"].is_string());
+        let subject = format!("skill_invocation:{id}");
+        let kinds: Vec<String> = core
+            .engine
+            .store()
+            .events(0, Some(&subject), 20)
+            .await
+            .expect("events")
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "skill.invocation_requested",
+                "skill.invocation_claimed",
+                "skill.invocation_retry_scheduled",
+                "skill.invocation_claimed",
+                "skill.invocation_succeeded"
+            ]
+        );
+        // A finished call takes no more reports.
+        core.act(&core.executor, &id, "complete", json!({"fencingToken": 2, "output": {"label": "again"}}))
+            .await
+            .refused(409, "stale_invocation_lease");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn outputs_are_checked_and_failures_retried_until_attempts_run_out() {
+    each_backend("outcomes", |core| async move {
+        core.publish(local("claim.classify", "none", (2, 30), &[])).await;
+        let take = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]});
+        // An output that breaks the contract: failed, never retried, the output and the cost kept.
+        let id = core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "a"}})).await.ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        core.claim(take.clone()).await.ok(200);
+        let bad = core
+            .act(
+                &core.executor,
+                &id,
+                "complete",
+                json!({"fencingToken": 1, "output": {"labels": 3}, "cost": {"tokens": 7}}),
+            )
+            .await;
+        let bad = bad.ok(200);
+        assert_eq!(
+            (bad["status"].clone(), bad["error"]["code"].clone(), bad["error"]["retryable"].clone()),
+            (json!("failed"), json!("output_contract_violation"), json!(false))
+        );
+        assert_eq!(bad["error"]["details"]["rejectedOutput"], json!({"labels": 3}));
+        assert_eq!(bad["cost"], json!({"tokens": 7}));
+        assert!(bad["output"].is_null());
+        // A large rejected output is kept only by its size.
+        let id = core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "b"}})).await.ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        core.claim(take.clone()).await.ok(200);
+        let huge = json!({"fencingToken": 1, "output": {"blob": "x".repeat(70 * 1024)}});
+        let huge = core.act(&core.executor, &id, "complete", huge).await;
+        let details = &huge.ok(200)["error"]["details"];
+        assert_eq!(details["rejectedOutputTruncated"], true);
+        assert!(details["rejectedOutputBytes"].as_u64().is_some_and(|n| n > 70 * 1024));
+
+        // A retryable failure: back to the queue after the 30-s backoff; then attempts run out.
+        let id = core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await.ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        core.claim(take.clone()).await.ok(200);
+        core.act(&core.executor, &id, "fail", json!({"fencingToken": 1, "error": {"code": "Bad Code"}}))
+            .await
+            .refused(400, "invalid_request");
+        let retry = core
+            .act(
+                &core.executor,
+                &id,
+                "fail",
+                json!({"fencingToken": 1, "error": {"code": "upstream_down", "message": "503", "retryable": true}}),
+            )
+            .await;
+        let retry = retry.ok(200).clone();
+        assert_eq!(
+            (retry["status"].clone(), retry["error"]["code"].clone(), retry["waiting"]["reason"].clone()),
+            (json!("pending"), json!("upstream_down"), json!("backoff"))
+        );
+        let available = chrono::DateTime::parse_from_rfc3339(retry["availableAt"].as_str().expect("a time"))
+            .expect("a time")
+            .to_utc();
+        assert!(available - Utc::now() > Duration::seconds(25), "{available}");
+        assert_eq!(core.claim(take.clone()).await.status, StatusCode::NO_CONTENT, "not before the backoff");
+        // (The backoff passes: the queue is read as the clock will be.)
+        let later =
+            skill_store::records::Admission { local_entrypoints: vec![CLASSIFY.to_owned()], ..Default::default() };
+        let ready = core.engine.store().claimable(&later, Utc::now() + Duration::seconds(31), 20).await.expect("queue");
+        assert_eq!(ready.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [id.as_str()]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_fences_its_executor_out() {
+    each_backend("cancel", |core| async move {
+        core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+        let take = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]});
+        let id = core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "a"}})).await.ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        core.claim(take.clone()).await.ok(200);
+        // Another caller cannot see it, so cannot cancel it.
+        let stranger = token(&core.engine, "stranger", &["skills.invoke"]).await;
+        core.act(&stranger, &id, "cancel", json!({})).await.refused(404, "not_found");
+        core.get(&stranger, &format!("/skill-invocations/{id}")).await.refused(404, "not_found");
+        core.act(&core.caller, &id, "cancel", json!({"reason": ""})).await.refused(400, "invalid_request");
+        let cancelled = core.act(&core.caller, &id, "cancel", json!({"reason": "the customer withdrew"})).await;
+        let cancelled = cancelled.ok(200).clone();
+        assert_eq!(cancelled["status"], "cancelled");
+        let details = &cancelled["error"]["details"];
+        assert_eq!((details["wasRunning"].clone(), details["initiator"].clone()), (json!(true), json!("principal")));
+        assert_eq!(cancelled["error"]["message"], "the customer withdrew");
+        // The executor may have acted, but its report is refused.
+        core.act(&core.executor, &id, "complete", json!({"fencingToken": 1, "output": {"label": "x"}}))
+            .await
+            .refused(409, "stale_invocation_lease");
+        // Cancelling again changes nothing; a finished call cannot be cancelled.
+        assert_eq!(core.act(&core.caller, &id, "cancel", json!({})).await.ok(200)["updatedAt"], cancelled["updatedAt"]);
+        let done = core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "b"}})).await.ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        core.claim(take.clone()).await.ok(200);
+        core.act(&core.executor, &done, "complete", json!({"fencingToken": 1, "output": {"label": "x"}})).await.ok(200);
+        let terminal = core.act(&core.admin, &done, "cancel", json!({})).await;
+        assert_eq!(terminal.refused(409, "invocation_terminal").body["error"]["details"]["status"], "succeeded");
+        // A pending call is cancelled without an executor ever seeing it.
+        let queued =
+            core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await.ok(201)["id"]
+                .as_str()
+                .expect("id")
+                .to_owned();
+        let gone = core.act(&core.admin, &queued, "cancel", json!({})).await;
+        assert_eq!(gone.ok(200)["error"]["details"]["wasRunning"], false);
+        assert_eq!(core.claim(take).await.status, StatusCode::NO_CONTENT);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_lease_taken_with_a_session_ends_with_it() {
+    each_backend("sessions", |core| async move {
+        core.publish(local("claim.classify", "none", (2, 0), &[])).await;
+        let session = core.post(&core.executor, "/executor-sessions", &json!({"capabilities": ["skills.protocol.local"], "ttlSeconds": 30})).await;
+        let session = session.ok(201).clone();
+        let session_id = session["id"].as_str().expect("id").to_owned();
+        assert_eq!(session["status"], "active");
+        core.post(&core.executor, "/executor-sessions", &json!({"ttlSeconds": 5})).await.refused(400, "invalid_request");
+        let other = token(&core.engine, "other-executor", &["skills.execute"]).await;
+        core.post(&other, &format!("/executor-sessions/{session_id}:heartbeat"), &json!({})).await.refused(403, "session_owner_mismatch");
+        core.post(&other, "/skill-invocations:claim", &json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "sessionId": session_id})).await.refused(403, "session_owner_mismatch");
+        core.post(&core.executor, "/executor-sessions/nope:heartbeat", &json!({})).await.refused(404, "not_found");
+
+        let id = core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "a"}})).await.ok(201)["id"].as_str().expect("id").to_owned();
+        let claimed = core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "sessionId": session_id})).await;
+        assert_eq!(claimed.ok(200)["invocation"]["executorSessionId"], session_id.as_str());
+        // A report must name the lease's session.
+        core.act(&core.executor, &id, "heartbeat", json!({"fencingToken": 1})).await.refused(409, "stale_invocation_lease");
+        core.act(&core.executor, &id, "heartbeat", json!({"fencingToken": 1, "sessionId": session_id})).await.ok(200);
+        let kept = core.post(&core.executor, &format!("/executor-sessions/{session_id}:heartbeat"), &json!({"ttlSeconds": 120})).await;
+        assert_eq!(kept.ok(200)["status"], "active");
+
+        // Closing the session puts its call back in the queue, in the same transaction.
+        let closed = core.post(&core.executor, &format!("/executor-sessions/{session_id}:close"), &json!({})).await;
+        assert_eq!(closed.ok(200)["status"], "closed");
+        let call = core.get(&core.caller, &format!("/skill-invocations/{id}")).await.ok(200).clone();
+        assert_eq!((call["status"].clone(), call["error"]["code"].clone()), (json!("pending"), json!("lease_expired")));
+        core.act(&core.executor, &id, "complete", json!({"fencingToken": 1, "output": {"label": "x"}, "sessionId": session_id})).await.refused(409, "stale_invocation_lease");
+        core.post(&core.executor, &format!("/executor-sessions/{session_id}:heartbeat"), &json!({})).await.refused(409, "session_not_active");
+        core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "sessionId": session_id})).await.refused(409, "session_not_active");
+        assert_eq!(core.post(&core.executor, &format!("/executor-sessions/{session_id}:close"), &json!({})).await.ok(200)["status"], "closed", "closing twice changes nothing");
+        // Without a session the call is taken again, attempt 2.
+        let again = core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]})).await;
+        assert_eq!(again.ok(200)["invocation"]["attempt"], 2);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn callers_list_their_own_calls_and_executors_all() {
+    each_backend("listing", |core| async move {
+        core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+        core.publish(local("claim.route", "none", (1, 0), &[])).await;
+        let stranger = token(&core.engine, "stranger", &["skills.invoke"]).await;
+        let mut mine = Vec::new();
+        for n in 0..5 {
+            let reference = if n % 2 == 0 { "claim.classify@1" } else { "claim.route@1" };
+            let body = json!({"inputs": {"claim": format!("c-{n}")}});
+            mine.push(core.invoke(&core.caller, reference, body).await.ok(201)["id"].as_str().expect("id").to_owned());
+        }
+        core.invoke(&stranger, "claim.classify@1", json!({"inputs": {"claim": "s"}})).await.ok(201);
+        // Newest first, paged by cursor; a caller sees only its own.
+        let first = core.get(&core.caller, "/skill-invocations?limit=2").await.ok(200).clone();
+        let ids = |page: &Value| {
+            page["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .map(|i| i["id"].as_str().expect("id").to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&first), [mine[4].clone(), mine[3].clone()]);
+        let cursor = first["nextCursor"].as_str().expect("a cursor");
+        let second =
+            core.get(&core.caller, &format!("/skill-invocations?limit=2&cursor={cursor}")).await.ok(200).clone();
+        assert_eq!(ids(&second), [mine[2].clone(), mine[1].clone()]);
+        let third = core
+            .get(
+                &core.caller,
+                &format!("/skill-invocations?limit=2&cursor={}", second["nextCursor"].as_str().expect("cursor")),
+            )
+            .await
+            .ok(200)
+            .clone();
+        assert_eq!((ids(&third), third["nextCursor"].clone()), (vec![mine[0].clone()], Value::Null));
+        // Filters: the version, the status, the caller (others' only for executors).
+        let routes = core.get(&core.caller, "/skill-invocations?skill=claim.route@1").await.ok(200).clone();
+        assert_eq!(ids(&routes), [mine[3].clone(), mine[1].clone()]);
+        assert_eq!(
+            core.get(&core.executor, "/skill-invocations?status=pending").await.ok(200)["items"]
+                .as_array()
+                .map(Vec::len),
+            Some(6)
+        );
+        let stranger_id = core.engine.authenticate(&stranger).await.expect("stranger").id().to_owned();
+        core.get(&core.caller, &format!("/skill-invocations?caller={stranger_id}"))
+            .await
+            .refused(403, "permission_denied");
+        assert_eq!(
+            core.get(&core.executor, &format!("/skill-invocations?caller={stranger_id}")).await.ok(200)["items"]
+                .as_array()
+                .map(Vec::len),
+            Some(1)
+        );
+        let future = (Utc::now() + Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        assert_eq!(
+            core.get(&core.executor, &format!("/skill-invocations?since={future}")).await.ok(200)["items"],
+            json!([])
+        );
+        core.get(&core.caller, "/skill-invocations?status=lost").await.refused(422, "invalid_status");
+        core.get(&core.caller, "/skill-invocations?since=yesterday").await.refused(400, "invalid_request");
+        core.get(&core.caller, "/skill-invocations?cursor=garbage").await.refused(400, "invalid_request");
+        core.get(&core.caller, "/skill-invocations?colour=red").await.refused(400, "invalid_request");
+    })
+    .await;
+}
+
+/// An executor that dies holding the only attempt: the core's sweep fails the call when the
+/// lease ends, though nobody claims again.
+#[tokio::test]
+async fn the_sweep_ends_a_dead_executors_lease_without_a_claim() {
+    each_backend("sweep", |core| async move {
+        core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+        let id = core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "a"}})).await.ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "leaseSeconds": 10})).await.ok(200);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let call = loop {
+            let call = core.get(&core.caller, &format!("/skill-invocations/{id}")).await.ok(200).clone();
+            if call["status"] != "running" || std::time::Instant::now() > deadline {
+                break call;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        };
+        assert_eq!(
+            (call["status"].clone(), call["error"]["code"].clone()),
+            (json!("failed"), json!("lease_expired")),
+            "{call}"
+        );
+        let subject = format!("skill_invocation:{id}");
+        let kinds: Vec<String> = core
+            .engine
+            .store()
+            .events(0, Some(&subject), 20)
+            .await
+            .expect("events")
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(kinds.last().map(String::as_str), Some("skill.invocation_failed"));
+    })
+    .await;
+}

@@ -1,0 +1,443 @@
+//! Calls of skill versions: invoking (the check order of the reference, steps 1–7, 11, 13–15),
+//! reading and listing with their visibility rule, and cancelling. The queue side (claim,
+//! heartbeat, complete, fail, lease expiry) is in `queue.rs`, executor sessions in `sessions.rs`.
+
+mod lease;
+mod queue;
+mod schemas;
+mod sessions;
+mod view;
+
+use std::collections::HashMap;
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use skill_api::{CancelRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_DOCUMENT_BYTES, Page};
+use skill_store::ErrorKind;
+use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
+
+pub use lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
+pub(crate) use schemas::SchemaCache;
+pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS};
+
+use crate::actor::Actor;
+use crate::catalog::{bounded_page, checked_limit};
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+/// The longest body idempotency key, in characters.
+pub const MAX_IDEMPOTENCY_KEY: usize = 200;
+
+/// What `invoke` answers: the call, and whether this request created it (`201`) or repeated an
+/// accepted one (`200`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invoked {
+    pub invocation: InvocationOut,
+    pub created: bool,
+}
+
+impl Engine {
+    /// Creates a call of the version `reference` names (`skills.invoke`), or answers the call a
+    /// repeated key names.
+    pub async fn invoke(
+        &self,
+        actor: &Actor,
+        reference: &str,
+        request: &InvokeRequest,
+        request_id: Option<&str>,
+    ) -> Result<Invoked> {
+        actor.require("skills.invoke")?;
+        let SkillEntry { skill, .. } = self.find(reference).await?;
+        let key = checked_key(request.idempotency_key.as_deref())?;
+        let inputs = Value::Object(request.inputs.clone().unwrap_or_default());
+        if let Some(key) = &key {
+            match self.store.invocation_by_key(&skill.id, key).await {
+                Ok(existing) => return self.repeat(actor, &skill, existing, &inputs),
+                Err(error) if error.kind() == ErrorKind::NotFound => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let contract = invocable(&skill)?;
+        if key.is_none() && contract["idempotency"] == "required" {
+            return Err(EngineError::new(
+                Class::BadRequest,
+                "idempotency_key_required",
+                format!("{}@{} needs an idempotencyKey: its contract requires one", skill.name, skill.version),
+            )
+            .with("skill", format!("{}@{}", skill.name, skill.version)));
+        }
+        self.check_inputs(&skill, contract, &inputs).await?;
+        // Tasks, runs and approvals come with governance: none can be named yet.
+        for (field, value) in
+            [("taskId", &request.task_id), ("runId", &request.run_id), ("approvalId", &request.approval_id)]
+        {
+            if let Some(value) = value {
+                return Err(EngineError::not_found(&format!("{field} {value}")).with("field", field));
+            }
+        }
+        let missing: Vec<&str> = contract["requiredPermissions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|permission| !actor.can(permission))
+            .collect();
+        if !missing.is_empty() {
+            return Err(EngineError::new(
+                Class::Forbidden,
+                "skill_permission_denied",
+                format!("calling {}@{} needs the permissions {}", skill.name, skill.version, missing.join(", ")),
+            )
+            .with("missing", json!(missing))
+            .with("resource", "organization"));
+        }
+        if skill.side_effects.as_deref() == Some("external_write") {
+            return Err(EngineError::new(
+                Class::Forbidden,
+                "skill_side_effect_not_authorized",
+                format!(
+                    "{}@{} writes to the outside world: it runs only on a basis (an approved gate, an execution, a process step)",
+                    skill.name, skill.version
+                ),
+            )
+            .with("skill", format!("{}@{}", skill.name, skill.version))
+            .with("sideEffects", "external_write"));
+        }
+
+        let now = Utc::now();
+        let implementation = &contract["implementation"];
+        let protocol = implementation["protocol"].as_str().unwrap_or_default().to_owned();
+        let target = match protocol.as_str() {
+            "local" => implementation["entrypoint"].as_str().unwrap_or_default().to_owned(),
+            _ => endpoint_target(implementation["endpoint"].as_str().unwrap_or_default()),
+        };
+        let call = InvocationRecord {
+            id: self.new_id(),
+            skill_id: skill.id.clone(),
+            protocol,
+            target,
+            audience: implementation["auth"]["audience"].as_str().map(str::to_owned),
+            inputs,
+            requested_by_kind: "principal".to_owned(),
+            requested_by_ref: actor.id().to_owned(),
+            authority_principal_id: actor.id().to_owned(),
+            authorization_basis: None,
+            idempotency_key: key,
+            status: "pending".to_owned(),
+            attempt: 0,
+            max_attempts: contract["retryPolicy"]["maxAttempts"].as_i64().map_or(1, |n| n.clamp(1, 10) as i32),
+            available_at: now,
+            output: None,
+            error: None,
+            cost: None,
+            fencing_token: 0,
+            executor_principal_id: None,
+            executor_session_id: None,
+            lease_expires_at: None,
+            heartbeat_at: None,
+            task_id: None,
+            run_id: None,
+            artifact_id: None,
+            row_version: 1,
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            attempt_started_at: None,
+            finished_at: None,
+        };
+        let event = self.event(
+            "skill.invocation_requested",
+            format!("skill_invocation:{}", call.id),
+            json!({"skillId": skill.id, "skill": skill.name, "version": skill.version,
+                   "sideEffects": skill.side_effects, "riskLevel": skill.risk_level,
+                   "requestedBy": {"kind": "principal", "ref": actor.id()}, "taskId": null, "runId": null,
+                   "authorizationBasis": null}),
+            &Origin::of(actor, request_id),
+        );
+        match self.store.insert_invocation(&call, &event).await? {
+            Inserted::New => Ok(Invoked { invocation: view::invocation_out(call, &skill, now), created: true }),
+            // Two first calls with one key: the other one won; this is a repeat of it.
+            Inserted::Existing(existing) => self.repeat(actor, &skill, *existing, &call.inputs),
+        }
+    }
+
+    /// The answer to a key already used: the call when the authority and the inputs are the
+    /// same, `409 idempotency_key_reuse` otherwise.
+    fn repeat(
+        &self,
+        actor: &Actor,
+        skill: &SkillRecord,
+        existing: InvocationRecord,
+        inputs: &Value,
+    ) -> Result<Invoked> {
+        let own = existing.authority_principal_id == actor.id();
+        if own && existing.inputs == *inputs {
+            return Ok(Invoked { invocation: view::invocation_out(existing, skill, Utc::now()), created: false });
+        }
+        let mut error = EngineError::new(
+            Class::Conflict,
+            "idempotency_key_reuse",
+            "this idempotencyKey already names another call of this version: use a new key for a new call",
+        );
+        if own {
+            error = error.with("invocationId", existing.id);
+        }
+        Err(error)
+    }
+
+    /// The inputs fit the contract: at most 256 KiB, and valid against `contract.inputs`.
+    async fn check_inputs(&self, skill: &SkillRecord, contract: &Value, inputs: &Value) -> Result<()> {
+        let name = format!("{}@{}", skill.name, skill.version);
+        let size = serde_json::to_vec(inputs).map_or(0, |bytes| bytes.len());
+        if size > MAX_DOCUMENT_BYTES {
+            return Err(EngineError::new(
+                Class::BadRequest,
+                "invalid_skill_inputs",
+                format!("the inputs are {size} bytes of JSON; at most {MAX_DOCUMENT_BYTES}"),
+            )
+            .with("skill", name));
+        }
+        let validator = self.schemas.get(&skill.id, "inputs", &contract["inputs"]).await?;
+        let errors = validator.errors(inputs);
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let first = errors.first().map(ToString::to_string).unwrap_or_default();
+        Err(EngineError::new(
+            Class::BadRequest,
+            "invalid_skill_inputs",
+            format!("the inputs do not match the contract of {name}: {first}"),
+        )
+        .with("skill", name)
+        .with("errors", json!(errors)))
+    }
+
+    /// One call (`skills.invoke` or `skills.execute`): visible to its authority, its executor and
+    /// any holder of `skills.execute`; `404` to everyone else, as for a missing id.
+    pub async fn invocation(&self, actor: &Actor, id: &str) -> Result<InvocationOut> {
+        actor.require_any(&["skills.invoke", "skills.execute"])?;
+        let call = self.visible_call(actor, id).await?;
+        let skill = self.store.skill(&call.skill_id).await?.skill;
+        Ok(view::invocation_out(call, &skill, Utc::now()))
+    }
+
+    async fn visible_call(&self, actor: &Actor, id: &str) -> Result<InvocationRecord> {
+        let hidden = || EngineError::not_found(&format!("invocation {id}")).with("invocationId", id);
+        let call = self.store.invocation(id).await.map_err(|error| match error.kind() {
+            ErrorKind::NotFound => hidden(),
+            _ => error.into(),
+        })?;
+        let sees = call.authority_principal_id == actor.id()
+            || call.executor_principal_id.as_deref() == Some(actor.id())
+            || actor.can("skills.execute");
+        if sees { Ok(call) } else { Err(hidden()) }
+    }
+
+    /// Calls newest first (`skills.invoke`, `skills.execute` or `org.read`): a caller with only
+    /// `skills.invoke` sees its own.
+    pub async fn invocations(&self, actor: &Actor, query: &InvocationQuery) -> Result<Page<InvocationOut>> {
+        actor.require_any(&["skills.invoke", "skills.execute", "org.read"])?;
+        let limit = checked_limit(query.limit, 50, 200)?;
+        let sees_all = actor.can("skills.execute") || actor.can("org.read");
+        let authority = match (&query.caller, sees_all) {
+            (Some(caller), true) => Some(caller.clone()),
+            (Some(caller), false) if caller != actor.id() => {
+                return Err(EngineError::forbidden("org.read").with("field", "caller"));
+            }
+            (_, false) => Some(actor.id().to_owned()),
+            (None, true) => None,
+        };
+        if let Some(status) = &query.status {
+            check_call_status(status)?;
+        }
+        let skill_id = match &query.skill {
+            Some(reference) => Some(self.find(reference).await?.skill.id),
+            None => None,
+        };
+        let time = |field: &str, value: &Option<String>| -> Result<Option<skill_store::records::Time>> {
+            value
+                .as_deref()
+                .map(|text| {
+                    chrono::DateTime::parse_from_rfc3339(text).map(|t| t.to_utc()).map_err(|_| {
+                        EngineError::invalid_request(format!("`{field}` is an RFC 3339 time, not {text:?}"))
+                            .with("field", field)
+                    })
+                })
+                .transpose()
+        };
+        let before = match &query.cursor {
+            None => None,
+            Some(cursor) => {
+                let bad =
+                    || EngineError::invalid_request("the cursor is not one this listing gave").with("field", "cursor");
+                let call = match self.store.invocation(cursor).await {
+                    Ok(call) => call,
+                    Err(error) if error.kind() == ErrorKind::NotFound => return Err(bad()),
+                    Err(error) => return Err(error.into()),
+                };
+                Some((call.created_at, call.id))
+            }
+        };
+        let filter = InvocationFilter {
+            status: query.status.clone(),
+            skill_id,
+            authority,
+            created_after: time("since", &query.since)?,
+            created_before: time("until", &query.until)?,
+            before,
+            limit: limit + 1,
+        };
+        let mut calls = self.store.invocations(&filter).await?;
+        let more = calls.len() > limit as usize;
+        calls.truncate(limit as usize);
+        let next = if more { calls.last().map(|call| call.id.clone()) } else { None };
+        let now = Utc::now();
+        let mut items = Vec::with_capacity(calls.len());
+        let mut skills: HashMap<String, SkillRecord> = HashMap::new();
+        for call in calls {
+            if !skills.contains_key(&call.skill_id) {
+                let skill = self.store.skill(&call.skill_id).await?.skill;
+                skills.insert(skill.id.clone(), skill);
+            }
+            let skill = &skills[&call.skill_id];
+            items.push(view::invocation_out(call, skill, now));
+        }
+        Ok(bounded_page(items, next, |item| item.id.clone()))
+    }
+
+    /// Cancels a pending or running call (`skills.invoke` for one's own, `org.manage` for any):
+    /// a running executor is fenced out (its next report is `stale_invocation_lease`).
+    pub async fn cancel(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: &CancelRequest,
+        request_id: Option<&str>,
+    ) -> Result<InvocationOut> {
+        actor.require_any(&["skills.invoke", "org.manage"])?;
+        let reason = match &request.reason {
+            None => "cancelled".to_owned(),
+            Some(reason) if (1..=500).contains(&reason.chars().count()) => reason.clone(),
+            Some(_) => {
+                return Err(EngineError::invalid_request("a reason is 1 to 500 characters").with("field", "reason"));
+            }
+        };
+        for _ in 0..5 {
+            let hidden = || EngineError::not_found(&format!("invocation {id}")).with("invocationId", id);
+            let call = self.store.invocation(id).await.map_err(|error| match error.kind() {
+                ErrorKind::NotFound => hidden(),
+                _ => error.into(),
+            })?;
+            if call.authority_principal_id != actor.id() && !actor.can("org.manage") {
+                return Err(hidden());
+            }
+            let skill = self.store.skill(&call.skill_id).await?.skill;
+            match call.status.as_str() {
+                "cancelled" => return Ok(view::invocation_out(call, &skill, Utc::now())),
+                "succeeded" | "failed" => {
+                    return Err(EngineError::new(
+                        Class::Conflict,
+                        "invocation_terminal",
+                        format!("the call has ended ({}): there is nothing to cancel", call.status),
+                    )
+                    .with("invocationId", call.id)
+                    .with("status", call.status));
+                }
+                _ => {}
+            }
+            let now = Utc::now();
+            let was_running = call.status == "running";
+            let details = json!({"cancelledBy": actor.id(), "initiator": "principal", "wasRunning": was_running});
+            let cancelled = InvocationRecord {
+                status: "cancelled".to_owned(),
+                error: Some(lease::error_value("cancelled", false, &reason, Some(details))),
+                output: None,
+                lease_expires_at: None,
+                finished_at: Some(now),
+                updated_at: now,
+                row_version: call.row_version + 1,
+                ..call.clone()
+            };
+            let event = self.event(
+                "skill.invocation_cancelled",
+                format!("skill_invocation:{}", call.id),
+                json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
+                       "taskId": call.task_id, "runId": call.run_id, "code": "cancelled", "reason": reason,
+                       "wasRunning": was_running, "cancelledBy": actor.id(), "initiator": "principal"}),
+                &Origin::of(actor, request_id),
+            );
+            match self.store.update_invocation(&cancelled, &[event]).await {
+                Ok(()) => return Ok(view::invocation_out(cancelled, &skill, now)),
+                Err(error) if error.kind() == ErrorKind::Stale => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(busy())
+    }
+}
+
+/// The call changed under every attempt to change it: retry later.
+pub(crate) fn busy() -> EngineError {
+    EngineError::new(Class::Unavailable, "unavailable", "the call is changing under heavy contention; retry")
+}
+
+/// The key trimmed; `422 invalid_idempotency_key` when empty or longer than 200 characters.
+fn checked_key(key: Option<&str>) -> Result<Option<String>> {
+    let Some(key) = key else { return Ok(None) };
+    let trimmed = key.trim();
+    if trimmed.is_empty() || trimmed.chars().count() > MAX_IDEMPOTENCY_KEY {
+        return Err(EngineError::new(
+            Class::Invalid,
+            "invalid_idempotency_key",
+            format!("an idempotencyKey is 1 to {MAX_IDEMPOTENCY_KEY} characters after trimming"),
+        )
+        .with("field", "idempotencyKey"));
+    }
+    Ok(Some(trimmed.to_owned()))
+}
+
+/// The contract of a version that can be called: `409 skill_not_invocable` with the reason
+/// (`disabled`, `no_contract`, `composite`, `protocol_not_invocable`) otherwise.
+fn invocable(skill: &SkillRecord) -> Result<&Value> {
+    let refuse = |reason: &str, message: String| {
+        Err(EngineError::new(Class::Conflict, "skill_not_invocable", message)
+            .with("skill", format!("{}@{}", skill.name, skill.version))
+            .with("skillId", skill.id.clone())
+            .with("reason", reason)
+            .with("protocol", json!(skill.protocol))
+            .with("status", skill.status.clone()))
+    };
+    let name = format!("{}@{}", skill.name, skill.version);
+    if skill.status == "disabled" {
+        return refuse("disabled", format!("{name} is disabled"));
+    }
+    if skill.composition.is_some() {
+        return refuse("composite", format!("{name} is a composite: call the skills it includes"));
+    }
+    let Some(contract) = &skill.contract else {
+        return refuse("no_contract", format!("{name} is a catalog entry without a contract"));
+    };
+    if !matches!(skill.protocol.as_deref(), Some("http" | "local" | "mcp")) {
+        return refuse("protocol_not_invocable", format!("{name} has no protocol the core calls"));
+    }
+    Ok(contract)
+}
+
+/// An endpoint as executors' origins are compared with it: lower-case, except `stdio:<name>`.
+fn endpoint_target(endpoint: &str) -> String {
+    if endpoint.starts_with("stdio:") { endpoint.to_owned() } else { endpoint.to_ascii_lowercase() }
+}
+
+const CALL_STATUSES: &[&str] = &["pending", "running", "succeeded", "failed", "cancelled"];
+
+fn check_call_status(word: &str) -> Result<()> {
+    if CALL_STATUSES.contains(&word) {
+        return Ok(());
+    }
+    Err(EngineError::new(
+        Class::Invalid,
+        "invalid_status",
+        format!("a call's status is one of {}, not {word:?}", CALL_STATUSES.join(", ")),
+    )
+    .with("allowed", json!(CALL_STATUSES)))
+}

@@ -1,0 +1,457 @@
+//! The executor's side of a call: claim (admission by what the executor declared, lazy lease
+//! expiry, the lease and the fencing token), heartbeat, complete (the output checked against the
+//! contract), fail (retry after the backoff while attempts remain), and the expiry sweep.
+
+use chrono::{Duration, Utc};
+use serde_json::{Value, json};
+use skill_api::{
+    ClaimOut, ClaimRequest, ClaimedSkill, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut,
+    MAX_DOCUMENT_BYTES,
+};
+use skill_store::ErrorKind;
+use skill_store::records::{Admission, InvocationRecord, SkillRecord, Time};
+
+use super::lease::{check_holder, error_value, lease_end, timeout_of};
+use super::{busy, view};
+use crate::actor::Actor;
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+/// How many pending calls one claim looks at.
+const CANDIDATES: u32 = 20;
+/// How many expired leases one sweep handles.
+const SWEEP_BATCH: u32 = 100;
+/// A rejected output kept whole in the error up to this size; past it only its size.
+const REJECTED_OUTPUT_BYTES: usize = 64 * 1024;
+
+const PROTOCOLS: &[&str] = &["local", "http", "mcp"];
+
+impl Engine {
+    /// Takes the oldest pending call the executor covers (`skills.execute`); `None` when there is
+    /// none.
+    pub async fn claim(
+        &self,
+        actor: &Actor,
+        request: &ClaimRequest,
+        request_id: Option<&str>,
+    ) -> Result<Option<ClaimOut>> {
+        actor.require("skills.execute")?;
+        let admission = admission(request)?;
+        if let Some(session_id) = &request.session_id {
+            self.own_active_session(actor, session_id).await?;
+        }
+        let now = Utc::now();
+        self.expire_leases(now).await?;
+        if admission.local_entrypoints.is_empty()
+            && admission.http_origins.is_empty()
+            && admission.mcp_endpoints.is_empty()
+        {
+            return Ok(None);
+        }
+        let origin = Origin::of(actor, request_id);
+        for candidate in self.store.claimable(&admission, now, CANDIDATES).await? {
+            let skill = self.store.skill(&candidate.skill_id).await?.skill;
+            let Some(contract) = &skill.contract else { continue };
+            let timeout = timeout_of(contract);
+            let running = InvocationRecord {
+                status: "running".to_owned(),
+                attempt: candidate.attempt + 1,
+                fencing_token: candidate.fencing_token + 1,
+                executor_principal_id: Some(actor.id().to_owned()),
+                executor_session_id: request.session_id.clone(),
+                lease_expires_at: Some(lease_end(now, now, timeout, request.lease_seconds)),
+                heartbeat_at: Some(now),
+                started_at: candidate.started_at.or(Some(now)),
+                attempt_started_at: Some(now),
+                updated_at: now,
+                row_version: candidate.row_version + 1,
+                ..candidate.clone()
+            };
+            let event = self.event(
+                "skill.invocation_claimed",
+                format!("skill_invocation:{}", running.id),
+                json!({"skillId": skill.id, "attempt": running.attempt, "fencingToken": running.fencing_token,
+                       "leaseExpiresAt": running.lease_expires_at.as_ref().map(crate::catalog::view_time)}),
+                &origin,
+            );
+            match self.store.update_invocation(&running, &[event]).await {
+                Ok(()) => {
+                    let claimed = claimed_skill(&skill, contract);
+                    let invocation = view::invocation_out(running, &skill, now);
+                    return Ok(Some(ClaimOut { invocation, skill: claimed, settings: None }));
+                }
+                // Another executor took it first: the next one.
+                Err(error) if error.kind() == ErrorKind::Stale => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Renews the lease of a call the executor holds; it never shortens and never passes the
+    /// attempt's cap.
+    pub async fn heartbeat(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: &HeartbeatRequest,
+        _request_id: Option<&str>,
+    ) -> Result<InvocationOut> {
+        actor.require("skills.execute")?;
+        for _ in 0..5 {
+            let (call, skill, now) = self.held(actor, id, request.fencing_token, request.session_id.as_deref()).await?;
+            let timeout = skill.contract.as_ref().map_or(60, timeout_of);
+            let start = call.attempt_started_at.or(call.started_at).unwrap_or(now);
+            let renewed = lease_end(now, start, timeout, request.lease_seconds);
+            let renewed = call.lease_expires_at.map_or(renewed, |current| current.max(renewed));
+            let next = InvocationRecord {
+                lease_expires_at: Some(renewed),
+                heartbeat_at: Some(now),
+                updated_at: now,
+                row_version: call.row_version + 1,
+                ..call
+            };
+            match self.store.update_invocation(&next, &[]).await {
+                Ok(()) => return Ok(view::invocation_out(next, &skill, now)),
+                Err(error) if error.kind() == ErrorKind::Stale => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(busy())
+    }
+
+    /// Finishes a call the executor holds with its output: `succeeded` when the output matches
+    /// the contract, else `failed` with `output_contract_violation` (never retried). The cost is
+    /// stored either way.
+    pub async fn complete(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: &CompleteRequest,
+        request_id: Option<&str>,
+    ) -> Result<InvocationOut> {
+        actor.require("skills.execute")?;
+        let output = Value::Object(request.output.clone());
+        let size = serde_json::to_vec(&output).map_or(0, |bytes| bytes.len());
+        if size > MAX_DOCUMENT_BYTES {
+            return Err(EngineError::invalid_request(format!(
+                "the output is {size} bytes of JSON; at most {MAX_DOCUMENT_BYTES}"
+            ))
+            .with("field", "output"));
+        }
+        let cost = request.cost.clone().map(Value::Object);
+        for _ in 0..5 {
+            let (call, skill, now) = self.held(actor, id, request.fencing_token, request.session_id.as_deref()).await?;
+            let contract = skill.contract.clone().unwrap_or_default();
+            let validator = self.schemas.get(&skill.id, "outputs", &contract["outputs"]).await?;
+            let errors = validator.errors(&output);
+            let origin = Origin::of(actor, request_id);
+            let subject = format!("skill_invocation:{}", call.id);
+            let (next, event) = if errors.is_empty() {
+                let next = InvocationRecord {
+                    status: "succeeded".to_owned(),
+                    output: Some(output.clone()),
+                    error: None,
+                    cost: cost.clone(),
+                    lease_expires_at: None,
+                    finished_at: Some(now),
+                    updated_at: now,
+                    row_version: call.row_version + 1,
+                    ..call.clone()
+                };
+                let event = self.event(
+                    "skill.invocation_succeeded",
+                    subject,
+                    json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
+                           "taskId": call.task_id, "runId": call.run_id, "artifactId": null, "cost": cost, "outputs": null}),
+                    &origin,
+                );
+                (next, event)
+            } else {
+                let bytes = serde_json::to_vec(&output).map_or(0, |bytes| bytes.len());
+                let details = if bytes > REJECTED_OUTPUT_BYTES {
+                    json!({"errors": errors, "rejectedOutputTruncated": true, "rejectedOutputBytes": bytes})
+                } else {
+                    json!({"errors": errors, "rejectedOutput": output})
+                };
+                let first = errors.first().map(ToString::to_string).unwrap_or_default();
+                let message = format!("the output does not match the contract: {first}");
+                let error = error_value("output_contract_violation", false, &message, Some(details));
+                self.failed(call, &skill, error, cost.clone(), now, &origin)
+            };
+            match self.store.update_invocation(&next, &[event]).await {
+                Ok(()) => return Ok(view::invocation_out(next, &skill, now)),
+                Err(error) if error.kind() == ErrorKind::Stale => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(busy())
+    }
+
+    /// Reports a failure of a call the executor holds: back to the queue after the backoff when
+    /// it is retryable and attempts remain, else `failed`.
+    pub async fn fail(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: &FailRequest,
+        request_id: Option<&str>,
+    ) -> Result<InvocationOut> {
+        actor.require("skills.execute")?;
+        let reported = &request.error;
+        if !skill_contract::is_valid_code(&reported.code) {
+            return Err(EngineError::invalid_request(format!(
+                "error.code is `^[a-z0-9][a-z0-9_.-]*$` and at most {} characters",
+                skill_contract::MAX_CODE
+            ))
+            .with("field", "error.code"));
+        }
+        if reported.message.chars().count() > 4000 {
+            return Err(
+                EngineError::invalid_request("error.message is at most 4000 characters").with("field", "error.message")
+            );
+        }
+        for _ in 0..5 {
+            let (call, skill, now) = self.held(actor, id, request.fencing_token, request.session_id.as_deref()).await?;
+            let error = error_value(&reported.code, reported.retryable, &reported.message, reported.details.clone());
+            let origin = Origin::of(actor, request_id);
+            let (next, event) = self.failed(call, &skill, error, None, now, &origin);
+            match self.store.update_invocation(&next, &[event]).await {
+                Ok(()) => return Ok(view::invocation_out(next, &skill, now)),
+                Err(error) if error.kind() == ErrorKind::Stale => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(busy())
+    }
+
+    /// Running calls whose lease ended are retryable failures (`lease_expired`): the attempt is
+    /// spent, as the executor may have acted. Run at every claim and by the core's sweep; returns
+    /// how many calls it handled.
+    pub async fn expire_leases(&self, now: Time) -> Result<usize> {
+        let expired = self.store.expired_leases(now, SWEEP_BATCH).await?;
+        let mut handled = 0;
+        for call in expired {
+            let Ok(skill) = self.store.skill(&call.skill_id).await.map(|entry| entry.skill) else { continue };
+            let error = error_value("lease_expired", true, "the executor's lease ended before it reported", None);
+            let (next, event) = self.failed(call, &skill, error, None, now, &Origin::default());
+            match self.store.update_invocation(&next, &[event]).await {
+                Ok(()) => handled += 1,
+                // Someone else moved it first (a report just in time, another sweep).
+                Err(error) if error.kind() == ErrorKind::Stale => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(handled)
+    }
+
+    /// The next state of a running `call` that failed with `error`, and its event: pending after
+    /// the backoff when the error is retryable and attempts remain, else failed.
+    pub(crate) fn failed(
+        &self,
+        call: InvocationRecord,
+        skill: &SkillRecord,
+        error: Value,
+        cost: Option<Value>,
+        now: Time,
+        origin: &Origin,
+    ) -> (InvocationRecord, skill_store::records::Event) {
+        let retryable = error["retryable"] == true;
+        let subject = format!("skill_invocation:{}", call.id);
+        let summary = json!({"code": error["code"], "retryable": retryable,
+                             "message": cut(error["message"].as_str().unwrap_or_default(), 500)});
+        if retryable && call.attempt < call.max_attempts {
+            let backoff =
+                skill.contract.as_ref().and_then(|c| c["retryPolicy"]["backoffSeconds"].as_i64()).unwrap_or(0);
+            let available_at = now + Duration::seconds(backoff.max(0));
+            let event = self.event(
+                "skill.invocation_retry_scheduled",
+                subject,
+                json!({"skillId": skill.id, "attempt": call.attempt, "maxAttempts": call.max_attempts,
+                       "availableAt": crate::catalog::view_time(&available_at),
+                       "error": {"code": error["code"], "retryable": true}}),
+                origin,
+            );
+            let next = InvocationRecord {
+                status: "pending".to_owned(),
+                available_at,
+                error: Some(error),
+                cost: cost.or(call.cost.clone()),
+                executor_principal_id: None,
+                executor_session_id: None,
+                lease_expires_at: None,
+                updated_at: now,
+                row_version: call.row_version + 1,
+                ..call
+            };
+            return (next, event);
+        }
+        let event = self.event(
+            "skill.invocation_failed",
+            subject,
+            json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
+                   "maxAttempts": call.max_attempts, "taskId": call.task_id, "runId": call.run_id, "error": summary}),
+            origin,
+        );
+        let next = InvocationRecord {
+            status: "failed".to_owned(),
+            output: None,
+            error: Some(error),
+            cost: cost.or(call.cost.clone()),
+            lease_expires_at: None,
+            finished_at: Some(now),
+            updated_at: now,
+            row_version: call.row_version + 1,
+            ..call
+        };
+        (next, event)
+    }
+
+    /// The call `id` with its version, when `actor` holds its current lease (and the lease's
+    /// session is still active).
+    async fn held(
+        &self,
+        actor: &Actor,
+        id: &str,
+        fencing_token: i64,
+        session_id: Option<&str>,
+    ) -> Result<(InvocationRecord, SkillRecord, Time)> {
+        let call = self.visible_call(actor, id).await?;
+        let now = Utc::now();
+        check_holder(&call, actor.id(), fencing_token, session_id, now)?;
+        if let Some(session_id) = &call.executor_session_id {
+            self.own_active_session(actor, session_id).await?;
+        }
+        let skill = self.store.skill(&call.skill_id).await?.skill;
+        Ok((call, skill, now))
+    }
+}
+
+/// What a claim hands over of the version.
+fn claimed_skill(skill: &SkillRecord, contract: &Value) -> ClaimedSkill {
+    ClaimedSkill {
+        id: skill.id.clone(),
+        name: skill.name.clone(),
+        version: skill.version.clone(),
+        protocol: skill.protocol.clone().unwrap_or_default(),
+        side_effects: skill.side_effects.clone().unwrap_or_default(),
+        risk_level: skill.risk_level.clone().unwrap_or_default(),
+        contract: contract.clone(),
+    }
+}
+
+/// What the executor may take, from what it declared: each remote protocol only with its
+/// origins, each origin normalized (lower-case, no trailing `/`) and checked.
+fn admission(request: &ClaimRequest) -> Result<Admission> {
+    if request.protocols.is_empty() || request.protocols.len() > 10 {
+        return Err(
+            EngineError::invalid_request("`protocols` names 1 to 10 of local, http, mcp").with("field", "protocols")
+        );
+    }
+    let unknown: Vec<&String> = request.protocols.iter().filter(|p| !PROTOCOLS.contains(&p.as_str())).collect();
+    if !unknown.is_empty() {
+        return Err(EngineError::new(
+            Class::Invalid,
+            "invalid_protocol",
+            format!(
+                "an executor runs local, http or mcp calls, not {}",
+                unknown.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .with("unknown", json!(unknown)));
+    }
+    for (field, count, max) in [
+        ("localEntrypoints", request.local_entrypoints.len(), 500),
+        ("httpOrigins", request.http_origins.len(), 100),
+        ("mcpEndpoints", request.mcp_endpoints.len(), 100),
+        ("audiences", request.audiences.len(), 100),
+    ] {
+        if count > max {
+            return Err(EngineError::invalid_request(format!("`{field}` has at most {max} items")).with("field", field));
+        }
+    }
+    let declared = |protocol: &str| request.protocols.iter().any(|p| p == protocol);
+    let origins = |field: &str, values: &[String], stdio: bool| -> Result<Vec<String>> {
+        values.iter().map(|value| normalized_origin(field, value, stdio)).collect()
+    };
+    Ok(Admission {
+        local_entrypoints: if declared("local") { request.local_entrypoints.clone() } else { Vec::new() },
+        http_origins: if declared("http") { origins("httpOrigins", &request.http_origins, false)? } else { Vec::new() },
+        mcp_endpoints: if declared("mcp") {
+            origins("mcpEndpoints", &request.mcp_endpoints, true)?
+        } else {
+            Vec::new()
+        },
+        audiences: request.audiences.clone(),
+        invocation_id: request.invocation_id.clone(),
+    })
+}
+
+/// `scheme://host[:port]` lower-case without a trailing `/` (or `stdio:<name>` exactly, for
+/// MCP); `422 invalid_executor_endpoint` otherwise.
+fn normalized_origin(field: &str, value: &str, stdio: bool) -> Result<String> {
+    let refuse = || {
+        Err(EngineError::new(
+            Class::Invalid,
+            "invalid_executor_endpoint",
+            format!(
+                "{field}: {:?} is not an origin `http(s)://host[:port]`{}",
+                cut(value, 200),
+                if stdio { " or `stdio:<name>`" } else { "" }
+            ),
+        )
+        .with("field", field)
+        .with("value", cut(value, 200)))
+    };
+    if stdio && let Some(name) = value.strip_prefix("stdio:") {
+        let ok =
+            (1..=100).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+        return if ok { Ok(value.to_owned()) } else { refuse() };
+    }
+    let lower = value.to_ascii_lowercase();
+    let lower = lower.strip_suffix('/').unwrap_or(&lower);
+    let Some(rest) = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://")) else { return refuse() };
+    let port = if let Some(inner) = rest.strip_prefix('[') {
+        let Some((address, after)) = inner.split_once(']') else { return refuse() };
+        if address.is_empty() || !address.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') {
+            return refuse();
+        }
+        after
+    } else {
+        let end = rest.find(':').unwrap_or(rest.len());
+        let host = &rest[..end];
+        if host.is_empty() || !host.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b))
+        {
+            return refuse();
+        }
+        &rest[end..]
+    };
+    let port_ok = port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|digits| (1..=5).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()));
+    if port_ok { Ok(lower.to_owned()) } else { refuse() }
+}
+
+fn cut(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_normalized_or_refused() {
+        assert_eq!(normalized_origin("httpOrigins", "HTTPS://Svc.Example/", false).expect("ok"), "https://svc.example");
+        assert_eq!(normalized_origin("httpOrigins", "http://[::1]:8080", false).expect("ok"), "http://[::1]:8080");
+        assert_eq!(normalized_origin("mcpEndpoints", "stdio:Tools", true).expect("ok"), "stdio:Tools");
+        for bad in
+            ["https://h/x", "ftp://h", "https://user@h", "https://h:123456", "https://", "stdio:x", "https://h?q"]
+        {
+            let error = normalized_origin("httpOrigins", bad, false).expect_err(bad);
+            assert_eq!(error.code, "invalid_executor_endpoint", "{bad}");
+        }
+        assert!(normalized_origin("mcpEndpoints", "stdio:a b", true).is_err());
+    }
+}

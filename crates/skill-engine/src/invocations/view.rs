@@ -1,0 +1,62 @@
+//! A stored call as the API shows it.
+
+use skill_api::{CalledSkill, InvocationOut, RequestedBy, Waiting};
+use skill_store::records::{InvocationRecord, SkillRecord, Time};
+
+use crate::catalog::view_time;
+
+pub(crate) fn invocation_out(call: InvocationRecord, skill: &SkillRecord, now: Time) -> InvocationOut {
+    let time = |t: Option<Time>| t.as_ref().map(view_time);
+    let waiting = (call.status == "pending").then(|| waiting(&call, now));
+    InvocationOut {
+        id: call.id,
+        skill_id: call.skill_id,
+        skill: CalledSkill { name: skill.name.clone(), version: skill.version.clone() },
+        inputs: call.inputs,
+        requested_by: RequestedBy { kind: call.requested_by_kind, reference: call.requested_by_ref },
+        authority_principal_id: call.authority_principal_id,
+        authorization_basis: call.authorization_basis,
+        idempotency_key: call.idempotency_key,
+        status: call.status,
+        attempt: call.attempt,
+        max_attempts: call.max_attempts,
+        available_at: view_time(&call.available_at),
+        output: call.output,
+        error: call.error,
+        cost: call.cost,
+        fencing_token: call.fencing_token,
+        executor_principal_id: call.executor_principal_id,
+        executor_session_id: call.executor_session_id,
+        lease_expires_at: time(call.lease_expires_at),
+        heartbeat_at: time(call.heartbeat_at),
+        task_id: call.task_id,
+        run_id: call.run_id,
+        artifact_id: call.artifact_id,
+        created_at: view_time(&call.created_at),
+        updated_at: view_time(&call.updated_at),
+        started_at: time(call.started_at),
+        finished_at: time(call.finished_at),
+        waiting,
+    }
+}
+
+/// The implementation an executor must cover to take `call`.
+pub(crate) fn implementation(call: &InvocationRecord) -> String {
+    format!("{}:{}", call.protocol, call.target)
+}
+
+fn waiting(call: &InvocationRecord, now: Time) -> Waiting {
+    let implementation = implementation(call);
+    if call.available_at > now {
+        return Waiting {
+            reason: "backoff".to_owned(),
+            message: format!("retried after a failure: waits until {}", view_time(&call.available_at)),
+            implementation,
+        };
+    }
+    Waiting {
+        reason: "queued".to_owned(),
+        message: format!("waits for an executor that runs {implementation}"),
+        implementation,
+    }
+}
