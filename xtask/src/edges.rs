@@ -21,6 +21,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     // The domain knows no transport and no SQL dialect.
     ("skill-engine", &["axum", "rmcp", "hyper", "reqwest"]),
     ("skill-client", &["axum", "rmcp", "sqlx"]),
+    ("skill-executor", &["axum", "sqlx"]),
     // The core's server links no authoring crate and no MCP.
     ("skill-core", &["rmcp", "skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros"]),
 ];
@@ -35,7 +36,9 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-sdk-macros", &["skill-contract"]),
     ("skill-sdk", &["skill-api", "skill-contract", "skill-sdk-macros"]),
     ("skill-http", &[]),
-    ("skill-host", &["skill-http", "skill-sdk"]),
+    // The executor loop: a client of the core, whatever runs the calls.
+    ("skill-executor", &["skill-api", "skill-client"]),
+    ("skill-host", &["skill-api", "skill-client", "skill-executor", "skill-http", "skill-sdk"]),
     ("skill-store", &[]),
     ("skill-engine", &["skill-api", "skill-contract", "skill-store"]),
     ("skill-core", &["skill-api", "skill-client", "skill-engine", "skill-http", "skill-package", "skill-store"]),

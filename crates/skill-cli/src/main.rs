@@ -11,7 +11,7 @@ use std::process::{Command, ExitCode};
 
 use clap::{Args, Parser, Subcommand};
 use skill_package::host_crate;
-use skill_sdk::host::{ContractArgs, ExportArgs, InvokeArgs, ServeArgs};
+use skill_sdk::host::{ContractArgs, ExecuteArgs, ExportArgs, InvokeArgs, ServeArgs};
 
 #[derive(Parser)]
 #[command(
@@ -99,6 +99,19 @@ enum Subcommands {
         #[command(flatten)]
         locate: Locate,
     },
+    /// Run the crate's skills as a local executor of a core: claim their calls, run, report.
+    #[command(after_help = "The token is read from SKILL_CORE_TOKEN (a token with skills.execute). A lost \
+        lease aborts the call and reports nothing. SIGTERM or SIGINT stops claiming, lets running calls \
+        finish within --grace seconds, and leaves the rest to the queue.")]
+    Execute {
+        #[command(flatten)]
+        args: ExecuteArgs,
+        /// The integration crate.
+        #[arg(value_name = "CRATE")]
+        krate: String,
+        #[command(flatten)]
+        locate: Locate,
+    },
 }
 
 #[derive(Subcommand)]
@@ -140,6 +153,7 @@ fn main() -> ExitCode {
         Subcommands::Export { args, krate } => (args.package.clone(), krate, args.to_args()),
         Subcommands::Invoke { krate, args, locate } => (locate.package, krate, args.to_args()),
         Subcommands::Serve { args, krate, locate } => (locate.package, krate, args.to_args()),
+        Subcommands::Execute { args, krate, locate } => (locate.package, krate, args.to_args()),
     };
     let executable = match host_crate::locate(&package, &krate).and_then(|host| host_crate::build(&host)) {
         Ok(executable) => executable,

@@ -3,6 +3,8 @@
 
 #[path = "support/demo.rs"]
 mod demo_binary;
+#[path = "serve/execute.rs"]
+mod execute;
 #[path = "support/tokens.rs"]
 mod tokens;
 

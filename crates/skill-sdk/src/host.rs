@@ -1,6 +1,6 @@
 //! The host binary of a package's integration crate: `list`, `contract`, `export [--check]`,
-//! `invoke`, and `serve http|mcp-http|mcp-stdio` when the binary is built with the `skill-host`
-//! crate (`skill_host::host_main!`). Its `main` is [`crate::host_main!`] or that macro.
+//! `invoke`, and `serve http|mcp-http|mcp-stdio` and `execute` (a local executor of a core) when
+//! the binary is built with the `skill-host` crate (`skill_host::host_main!`). Its `main` is [`crate::host_main!`] or that macro.
 //!
 //! Exit codes: 0 success; 1 a failure (differences found, the skill failed, the binary's skills
 //! are unusable); 2 a usage error (the message says what to pass).
@@ -21,7 +21,7 @@ use crate::runtime;
 
 #[derive(Parser)]
 #[command(
-    about = "The skill host of this package: list, describe, export, invoke and serve its skills",
+    about = "The skill host of this package: list, describe, export, invoke, serve and execute its skills",
     long_about = None,
     disable_help_subcommand = true
 )]
@@ -42,6 +42,49 @@ enum Command {
     Invoke(InvokeArgs),
     /// Serve the skills over HTTP (POST /skills/{name}@{version}) or MCP (stdio, or HTTP at /mcp).
     Serve(ServeArgs),
+    /// Run the skills as a local executor of a core: claim their calls, run them, report.
+    Execute(ExecuteArgs),
+}
+
+/// The arguments of `execute`.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "The token is read from SKILL_CORE_TOKEN (a token with skills.execute; never from \
+    the command line, where other users could see it). The executor claims the calls of this binary's \
+    local skills, runs each as `invoke` would (inputs and outputs checked, the deadline enforced), and \
+    reports the outcome. A lost lease aborts the call and reports nothing. SIGTERM or SIGINT stops \
+    claiming, lets running calls finish within --grace seconds, and leaves the rest to the queue.")]
+pub struct ExecuteArgs {
+    /// The core's address.
+    #[arg(long, value_name = "URL", env = "SKILL_CORE_URL", default_value = "http://127.0.0.1:8700")]
+    pub core: String,
+    /// Calls run at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: u32,
+    /// Seconds running calls may finish after SIGTERM.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub grace: u64,
+}
+
+impl ExecuteArgs {
+    /// The command line that gives these arguments to a host binary.
+    pub fn to_args(&self) -> Vec<OsString> {
+        vec![
+            "execute".into(),
+            "--core".into(),
+            self.core.clone().into(),
+            "--concurrency".into(),
+            self.concurrency.to_string().into(),
+            "--grace".into(),
+            self.grace.to_string().into(),
+        ]
+    }
+}
+
+/// The commands a host binary built with `skill-host` adds.
+#[derive(Debug, Clone)]
+pub enum Hosted {
+    Serve(ServeArgs),
+    Execute(ExecuteArgs),
 }
 
 /// The transport of `serve`.
@@ -139,8 +182,9 @@ impl ServeArgs {
     }
 }
 
-/// Serves a registry's skills: `skill_host::serve`, given to [`main_with`] by `skill_host::host_main!`.
-pub type ServeFn = fn(&Registry, ServeArgs) -> ExitCode;
+/// Serves or executes a registry's skills: `skill_host::hosted`, given to [`main_with`] by
+/// `skill_host::host_main!`.
+pub type HostedFn = fn(&Registry, Hosted) -> ExitCode;
 
 /// The arguments of `contract`.
 #[derive(Debug, Clone, Args)]
@@ -271,8 +315,8 @@ pub fn main() -> ExitCode {
     main_with(None)
 }
 
-/// Runs the host CLI with the process arguments; `serve` calls `serve`.
-pub fn main_with(serve: Option<ServeFn>) -> ExitCode {
+/// Runs the host CLI with the process arguments; `serve` and `execute` call `hosted`.
+pub fn main_with(hosted: Option<HostedFn>) -> ExitCode {
     let cli = Cli::parse();
     let registry = match Registry::linked() {
         Ok(registry) if registry.is_empty() => {
@@ -317,16 +361,21 @@ pub fn main_with(serve: Option<ServeFn>) -> ExitCode {
             }
             invoke(&registry, &skill, &input, invocation)
         }
-        Command::Serve(args) => match serve {
-            Some(serve) => serve(&registry, args),
-            None => {
-                eprintln!(
-                    "error: this host binary cannot serve: add the skill-host crate to the integration crate and \
-                     start it with skill_host::host_main!(<your crate>) instead of skill_sdk::host_main!"
-                );
-                ExitCode::FAILURE
-            }
-        },
+        Command::Serve(args) => hosting(hosted, &registry, Hosted::Serve(args), "serve"),
+        Command::Execute(args) => hosting(hosted, &registry, Hosted::Execute(args), "execute"),
+    }
+}
+
+fn hosting(hosted: Option<HostedFn>, registry: &Registry, command: Hosted, verb: &str) -> ExitCode {
+    match hosted {
+        Some(hosted) => hosted(registry, command),
+        None => {
+            eprintln!(
+                "error: this host binary cannot {verb}: add the skill-host crate to the integration crate and \
+                 start it with skill_host::host_main!(<your crate>) instead of skill_sdk::host_main!"
+            );
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -1,0 +1,180 @@
+//! The loop: a session, `concurrency` workers claiming one call at a time, and the stop.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use skill_api::ClaimRequest;
+use skill_client::{Client, ClientError};
+use tokio::sync::watch;
+
+use crate::call::{End, raised, run_call, transient};
+use crate::session::Sessions;
+use crate::{Options, Runner, Stats};
+
+#[derive(Default)]
+struct Counters {
+    completed: AtomicU64,
+    failed: AtomicU64,
+    lost: AtomicU64,
+    abandoned: AtomicU64,
+}
+
+impl Counters {
+    fn count(&self, end: End) {
+        let counter = match end {
+            End::Completed => &self.completed,
+            End::Failed => &self.failed,
+            End::Lost => &self.lost,
+            End::Abandoned => &self.abandoned,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn stats(&self) -> Stats {
+        Stats {
+            completed: self.completed.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            lost: self.lost.load(Ordering::Relaxed),
+            abandoned: self.abandoned.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Claims and runs calls for `runner` from the core `client` speaks to, until `stop` resolves;
+/// then finishes within `options.grace` and closes the session. An error ends the loop only
+/// when going on cannot help: the token is refused, the executor lacks `skills.execute`, or the
+/// core refuses what it declares.
+pub async fn run(
+    client: Client,
+    runner: Arc<dyn Runner>,
+    options: Options,
+    stop: impl Future<Output = ()>,
+) -> Result<Stats, ClientError> {
+    // The loop does its own retrying: a call's reports must not wait on the client's.
+    let client = client.with_retries(0);
+    let declared = runner.declared();
+    let sessions = Arc::new(Sessions::new(client.clone(), declared.capabilities.clone(), options.session_ttl_seconds));
+    let keep_alive = {
+        let sessions = Arc::clone(&sessions);
+        tokio::spawn(async move { sessions.keep_alive().await })
+    };
+    let (stopping, stopping_seen) = watch::channel(false);
+    let (abort, abort_seen) = watch::channel(false);
+    let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<ClientError>(1);
+    let counters = Arc::new(Counters::default());
+    let claim = ClaimRequest {
+        protocols: declared.protocols.clone(),
+        local_entrypoints: declared.local_entrypoints.clone(),
+        http_origins: declared.http_origins.clone(),
+        mcp_endpoints: declared.mcp_endpoints.clone(),
+        audiences: declared.audiences.clone(),
+        ..ClaimRequest::default()
+    };
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..options.concurrency.max(1) {
+        let worker = Worker {
+            client: client.clone(),
+            runner: Arc::clone(&runner),
+            sessions: Arc::clone(&sessions),
+            options: options.clone(),
+            claim: claim.clone(),
+            stopping: stopping_seen.clone(),
+            abort: abort_seen.clone(),
+            counters: Arc::clone(&counters),
+            fatal: fatal_tx.clone(),
+        };
+        workers.spawn(worker.work());
+    }
+    drop(fatal_tx);
+    let fatal = tokio::select! {
+        () = stop => None,
+        error = fatal_rx.recv() => error,
+    };
+    let _ = stopping.send(true);
+    let finished = async { while workers.join_next().await.is_some() {} };
+    if tokio::time::timeout(options.grace, finished).await.is_err() {
+        let _ = abort.send(true);
+        while workers.join_next().await.is_some() {}
+    }
+    keep_alive.abort();
+    sessions.close().await;
+    match fatal {
+        Some(error) => Err(error),
+        None => Ok(counters.stats()),
+    }
+}
+
+struct Worker {
+    client: Client,
+    runner: Arc<dyn Runner>,
+    sessions: Arc<Sessions>,
+    options: Options,
+    claim: ClaimRequest,
+    stopping: watch::Receiver<bool>,
+    abort: watch::Receiver<bool>,
+    counters: Arc<Counters>,
+    fatal: tokio::sync::mpsc::Sender<ClientError>,
+}
+
+impl Worker {
+    async fn work(mut self) {
+        let mut idle = Duration::from_millis(25);
+        let mut trouble = Duration::from_millis(100);
+        while !*self.stopping.borrow() {
+            let session = match self.sessions.current().await {
+                Ok(session) => session,
+                Err(error) => {
+                    if !self.pause_after(error, &mut trouble).await {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let request = ClaimRequest { session_id: Some(session.clone()), ..self.claim.clone() };
+            match self.client.claim(&request).await {
+                Ok(Some(claimed)) => {
+                    idle = Duration::from_millis(25);
+                    trouble = Duration::from_millis(100);
+                    let end =
+                        run_call(&self.client, &self.runner, claimed, Some(session), &self.options, self.abort.clone())
+                            .await;
+                    self.counters.count(end);
+                }
+                Ok(None) => {
+                    trouble = Duration::from_millis(100);
+                    self.sleep(idle).await;
+                    idle = (idle * 2).min(self.options.idle_wait);
+                }
+                Err(error) if matches!(error.code(), Some("session_not_active" | "not_found")) => {
+                    self.sessions.lost(&session);
+                }
+                Err(error) => {
+                    if !self.pause_after(error, &mut trouble).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a failed request: wait and go on when it may pass (`true`), else report it as the
+    /// reason the loop ends.
+    async fn pause_after(&mut self, error: ClientError, wait: &mut Duration) -> bool {
+        if !transient(&error) {
+            tracing::error!(error = %error, "the core refuses this executor; stopping");
+            let _ = self.fatal.try_send(error);
+            return false;
+        }
+        tracing::warn!(error = %error, "the core is not answering; trying again");
+        self.sleep(*wait).await;
+        *wait = (*wait * 2).min(Duration::from_secs(5));
+        true
+    }
+
+    /// Sleeps `wait`, or less when the stop comes.
+    async fn sleep(&mut self, wait: Duration) {
+        let _ = tokio::time::timeout(wait, raised(&mut self.stopping)).await;
+    }
+}

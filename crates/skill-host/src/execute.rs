@@ -1,0 +1,142 @@
+//! `execute`: the host binary as a local executor of a core. It claims the calls of its own
+//! `local` skills (by entrypoint), runs each through the SDK's one invocation path — the same as
+//! `invoke`, HTTP and MCP: inputs checked, the deadline enforced, outputs checked, cost metered —
+//! and reports the outcome through the shared executor loop (`skill-executor`).
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use skill_api::{ClaimOut, ReportedError};
+use skill_executor::{Declared, Options, Outcome, Runner};
+use skill_sdk::host::ExecuteArgs;
+use skill_sdk::registry::Registry;
+use skill_sdk::{Invocation, Skill, Transport, runtime};
+
+/// Runs the local skills of one host binary.
+#[derive(Debug, Clone)]
+pub struct LocalRunner {
+    /// The skills by their local entrypoint.
+    skills: BTreeMap<String, &'static Skill>,
+}
+
+impl LocalRunner {
+    pub fn new(registry: &Registry) -> Self {
+        Self { skills: registry.skills().iter().map(|skill| (skill.entrypoint(), *skill)).collect() }
+    }
+}
+
+impl Runner for LocalRunner {
+    fn declared(&self) -> Declared {
+        Declared {
+            protocols: vec!["local".to_owned()],
+            local_entrypoints: self.skills.keys().cloned().collect(),
+            capabilities: vec!["skills.protocol.local".to_owned()],
+            ..Declared::default()
+        }
+    }
+
+    fn run(&self, claimed: ClaimOut) -> BoxFuture<'static, Outcome> {
+        let entrypoint = claimed.skill.contract["implementation"]["entrypoint"].as_str().unwrap_or_default().to_owned();
+        let wanted = format!("{}@{}", claimed.skill.name, claimed.skill.version);
+        let skill = self.skills.get(&entrypoint).copied();
+        Box::pin(async move {
+            let Some(skill) = skill.filter(|skill| skill.reference() == wanted) else {
+                let runs = skill.map_or_else(|| "nothing".to_owned(), |skill| skill.reference());
+                return Outcome::Fail(ReportedError {
+                    code: "entrypoint_not_installed".to_owned(),
+                    message: format!("this host runs {runs} at {entrypoint}, not {wanted}"),
+                    retryable: true,
+                    details: None,
+                });
+            };
+            let call = &claimed.invocation;
+            let mut invocation = Invocation::new(Transport::Local).with_invocation_id(call.id.clone());
+            if let Some(key) = &call.idempotency_key {
+                invocation = invocation.with_idempotency_key(key.clone());
+            }
+            if let Some(Value::Object(values)) = claimed.settings.as_ref().map(|settings| settings.values.clone()) {
+                invocation = invocation.with_settings(values);
+            }
+            if let Some(seconds) = claimed.skill.contract["timeoutSeconds"].as_u64() {
+                invocation = invocation.with_timeout(Duration::from_secs(seconds));
+            }
+            match runtime::execute(skill, call.inputs.clone(), invocation).await {
+                Ok(outcome) => Outcome::Complete {
+                    output: outcome.outputs,
+                    cost: match outcome.cost {
+                        Some(Value::Object(cost)) => Some(cost),
+                        _ => None,
+                    },
+                },
+                Err(error) => Outcome::Fail(ReportedError {
+                    code: error.code().to_owned(),
+                    message: error.message().to_owned(),
+                    retryable: error.retryable(),
+                    details: error.details().cloned().map(Value::Object),
+                }),
+            }
+        })
+    }
+}
+
+/// The `execute` command.
+#[allow(clippy::print_stderr)]
+pub fn execute(registry: &Registry, args: &ExecuteArgs) -> ExitCode {
+    let Some(token) = std::env::var("SKILL_CORE_TOKEN").ok().filter(|token| !token.is_empty()) else {
+        eprintln!(
+            "error: set SKILL_CORE_TOKEN to a token of the core with skills.execute (skill-core token create --grant skills.execute)"
+        );
+        return ExitCode::from(2);
+    };
+    let client = match skill_client::Client::new(&args.core, token) {
+        Ok(client) => client,
+        Err(error) => {
+            eprintln!("error: --core: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let logs = skill_http::init_logs("info");
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runner = LocalRunner::new(registry);
+    let options = Options {
+        concurrency: args.concurrency as usize,
+        grace: Duration::from_secs(args.grace),
+        ..Options::default()
+    };
+    tracing::info!(
+        core = %args.core,
+        skills = runner.skills.len(),
+        concurrency = args.concurrency,
+        "executing the local skills of this host"
+    );
+    let result = runtime.block_on(skill_executor::run(client, Arc::new(runner), options, skill_http::stop_signal()));
+    runtime.shutdown_background();
+    let code = match result {
+        Ok(stats) => {
+            tracing::info!(
+                completed = stats.completed,
+                failed = stats.failed,
+                lost = stats.lost,
+                abandoned = stats.abandoned,
+                "executor stopped"
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            tracing::error!(error = %error, "the executor stopped");
+            ExitCode::FAILURE
+        }
+    };
+    logs.flush();
+    code
+}
