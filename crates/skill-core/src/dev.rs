@@ -1,6 +1,7 @@
 //! `skill-core dev`: everything on one machine — the core on an embedded SQLite directory, a
 //! token for the developer, the package checked, planned and applied through the API, and the
-//! package's skill host built and serving over HTTP — until Ctrl-C.
+//! package's skill host built and running as the local executor, so calls go through the core
+//! — until Ctrl-C.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -25,9 +26,6 @@ pub(crate) struct DevArgs {
     /// The core's address.
     #[arg(long, default_value = "127.0.0.1:8700")]
     listen: String,
-    /// The port of the package's skill host on 127.0.0.1 (0: any free port).
-    #[arg(long, default_value_t = 8080)]
-    host_port: u16,
     /// The integration crate, when the package's integration/ folder is not a crate of its own.
     #[arg(long = "crate", value_name = "CRATE")]
     krate: Option<String>,
@@ -38,31 +36,6 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let folder =
         args.package.canonicalize().with_context(|| format!("no package folder {}", args.package.display()))?;
     let data = args.data.clone().unwrap_or_else(|| folder.join(".skill-core"));
-    let store =
-        skill_store::open(&data.display().to_string(), &Default::default()).await.context("opening the database")?;
-    let engine = Engine::new(store);
-    let request = TokenRequest {
-        principal: "dev".into(),
-        kind: "person".into(),
-        grants: vec!["org.manage".into(), "skills.invoke".into()],
-        label: "skill-core dev".into(),
-        expires_at: Some(chrono::Utc::now() + chrono::Duration::days(1)),
-    };
-    let token =
-        engine.issue_token(&request, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?.token;
-
-    let listener = tokio::net::TcpListener::bind(&args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let core_url = format!("http://{}", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        skill_http::serve(listener, skill_core::app(engine), skill_http::Limits::default(), async {
-            drop(stopped.await);
-        })
-        .await
-    });
-
     let loaded = package::load(&folder).map_err(|error| anyhow::anyhow!(error))?;
     let problems = package::problems(&loaded);
     if !problems.is_empty() {
@@ -71,6 +44,29 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         }
         bail!("the package has {} problems: fix them, then run dev again", problems.len());
     }
+    let store =
+        skill_store::open(&data.display().to_string(), &Default::default()).await.context("opening the database")?;
+    let engine = Engine::new(store);
+    // The developer holds what the package's contracts require, so trying things meets the
+    // real rules (an external write still needs a basis); the host executes with its own token.
+    let mut grants = vec!["org.manage".to_owned(), "skills.invoke".to_owned()];
+    for permission in required_permissions(&loaded) {
+        if !grants.contains(&permission) {
+            grants.push(permission);
+        }
+    }
+    let token = issue(&engine, "dev", "person", &grants).await?;
+    let executor_token = issue(&engine, "dev-executor", "executor", &["skills.execute".to_owned()]).await?;
+
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let core_url = format!("http://{}", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(skill_core::serve_until(engine, listener, skill_http::Limits::default(), async {
+        drop(stopped.await);
+    }));
+
     let client = Client::new(&core_url, token.clone())?;
     let changes = package::plan(&loaded, &client, &[]).await.map_err(|error| anyhow::anyhow!(error))?;
     if let Some(refused) = changes.iter().find(|change| change.is_refused()) {
@@ -95,28 +91,26 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         .await?
         .map_err(|error| anyhow::anyhow!("{error}"))?;
     let mut child = tokio::process::Command::new(&executable)
-        .args(["serve", "http", "--allow-anonymous", "--host", "127.0.0.1", "--port", &args.host_port.to_string()])
-        .env_remove("SKILL_SDK_IAM_ISSUER")
-        .env_remove("SKILL_SDK_AUDIENCE")
-        .env_remove("SKILL_SDK_JWKS_URL")
+        .args(["execute", "--core", &core_url, "--concurrency", "4", "--grace", "5"])
+        .env("SKILL_CORE_TOKEN", &executor_token)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start {}", executable.display()))?;
     let mut lines = BufReader::new(child.stderr.take().context("the host's stderr")?).lines();
-    let host_url = loop {
+    loop {
         let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await;
         match line {
             Ok(Ok(Some(line))) => {
                 eprintln!("{line}");
-                if let Some(rest) = line.split("on http://").nth(1) {
-                    break format!("http://{}", rest.split(['/', ' ']).next().unwrap_or_default());
+                if line.contains("executing the local skills of this host") {
+                    break;
                 }
             }
-            _ => bail!("the skill host did not start; its output is above"),
+            _ => bail!("the package's host did not start executing; its output is above"),
         }
-    };
+    }
     tokio::spawn(async move {
         while let Ok(Some(line)) = lines.next_line().await {
             eprintln!("{line}");
@@ -127,22 +121,30 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         Applied::Done => "applied",
         Applied::Already => "already applied",
     };
+    let api = format!("{core_url}/api/v1");
     println!("skill-core dev: package {} {} {done}", loaded.package.key, loaded.package.version);
-    println!("  core    {core_url}/api/v1    (data: {})", shown(&data));
-    println!("  token   {token}    (org.manage, skills.invoke; a day)");
-    println!("  skills  {host_url}/skills    ({}, anonymous, loopback only)", host.name);
+    println!("  core      {api}    (data: {})", shown(&data));
+    println!("  token     {token}    ({}; a day)", grants.join(", "));
+    println!("  executor  {} runs the package's local skills, claiming their calls from the core", host.name);
     println!();
     println!("Try:");
     println!("  export SKILL_CORE_TOKEN={token}");
-    println!("  curl -s -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" {core_url}/api/v1/catalogue");
     if let Some((reference, inputs)) = example_call(&loaded) {
-        println!("  curl -s -X POST {host_url}/skills/{reference} -d '{}'", json!({"inputs": inputs}));
+        let body = json!({"inputs": inputs});
+        println!(
+            "  curl -s -X POST -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" -H 'Content-Type: application/json' \\\n       {api}/skills/{reference}:invoke -d '{body}'"
+        );
+        println!(
+            "  curl -s -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" {api}/skill-invocations/<id from the answer>"
+        );
+        println!("  skill-sdk call {reference} --core {core_url} --input '{inputs}' --wait 10");
     }
+    println!("  curl -s -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" '{api}/skill-invocations?limit=5'");
     println!("Stop with Ctrl-C.");
 
     tokio::select! {
         () = skill_http::stop_signal() => {}
-        status = child.wait() => bail!("the skill host stopped on its own ({})", status.map(|s| s.to_string()).unwrap_or_default()),
+        status = child.wait() => bail!("the package's host stopped on its own ({})", status.map(|s| s.to_string()).unwrap_or_default()),
     }
     if let Some(id) = child.id().and_then(|id| i32::try_from(id).ok()).and_then(rustix::process::Pid::from_raw) {
         let _ = rustix::process::kill_process(id, rustix::process::Signal::TERM);
@@ -154,6 +156,35 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     server.await?.context("serving")?;
     eprintln!("skill-core dev stopped");
     Ok(())
+}
+
+/// A token for a principal of `kind` named `name` with `grants`, for a day.
+async fn issue(engine: &Engine, name: &str, kind: &str, grants: &[String]) -> Result<String> {
+    let request = TokenRequest {
+        principal: name.into(),
+        kind: kind.into(),
+        grants: grants.to_vec(),
+        label: "skill-core dev".into(),
+        expires_at: Some(chrono::Utc::now() + chrono::Duration::days(1)),
+    };
+    Ok(engine.issue_token(&request, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?.token)
+}
+
+/// Every permission a skill of the package requires.
+fn required_permissions(loaded: &package::Loaded) -> Vec<String> {
+    let mut out: Vec<String> = loaded
+        .package
+        .objects
+        .iter()
+        .filter(|object| object.kind == "Skill")
+        .filter_map(|object| object.document.pointer("/spec/contract/requiredPermissions").and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn shown(path: &Path) -> String {

@@ -62,8 +62,18 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     limits: skill_http::Limits,
 ) -> std::io::Result<()> {
+    serve_until(engine, listener, limits, skill_http::stop_signal()).await
+}
+
+/// [`serve`] until `stop` resolves.
+pub async fn serve_until(
+    engine: Engine,
+    listener: tokio::net::TcpListener,
+    limits: skill_http::Limits,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let sweep = tokio::spawn(sweep_leases(engine.clone()));
-    let served = skill_http::serve(listener, app(engine), limits, skill_http::stop_signal()).await;
+    let served = skill_http::serve(listener, app(engine), limits, stop).await;
     sweep.abort();
     served
 }

@@ -155,7 +155,10 @@ impl Engine {
             &Origin::of(actor, request_id),
         );
         match self.store.insert_invocation(&call, &event).await? {
-            Inserted::New => Ok(Invoked { invocation: view::invocation_out(call, &skill, now), created: true }),
+            Inserted::New => {
+                let covered = self.covered(&call, now).await?;
+                Ok(Invoked { invocation: view::invocation_out(call, &skill, now, covered), created: true })
+            }
             // Two first calls with one key: the other one won; this is a repeat of it.
             Inserted::Existing(existing) => self.repeat(actor, &skill, *existing, &call.inputs),
         }
@@ -172,7 +175,7 @@ impl Engine {
     ) -> Result<Invoked> {
         let own = existing.authority_principal_id == actor.id();
         if own && existing.inputs == *inputs {
-            return Ok(Invoked { invocation: view::invocation_out(existing, skill, Utc::now()), created: false });
+            return Ok(Invoked { invocation: view::invocation_out(existing, skill, Utc::now(), None), created: false });
         }
         let mut error = EngineError::new(
             Class::Conflict,
@@ -218,7 +221,17 @@ impl Engine {
         actor.require_any(&["skills.invoke", "skills.execute"])?;
         let call = self.visible_call(actor, id).await?;
         let skill = self.store.skill(&call.skill_id).await?.skill;
-        Ok(view::invocation_out(call, &skill, Utc::now()))
+        let now = Utc::now();
+        let covered = self.covered(&call, now).await?;
+        Ok(view::invocation_out(call, &skill, now, covered))
+    }
+
+    /// For a pending call that is available now, whether an active executor session covers it.
+    async fn covered(&self, call: &InvocationRecord, now: skill_store::records::Time) -> Result<Option<bool>> {
+        if call.status != "pending" || call.available_at > now {
+            return Ok(None);
+        }
+        Ok(Some(self.store.covered(&call.protocol, &call.target, call.audience.as_deref(), now).await?))
     }
 
     async fn visible_call(&self, actor: &Actor, id: &str) -> Result<InvocationRecord> {
@@ -294,13 +307,23 @@ impl Engine {
         let now = Utc::now();
         let mut items = Vec::with_capacity(calls.len());
         let mut skills: HashMap<String, SkillRecord> = HashMap::new();
+        let mut coverage: HashMap<String, Option<bool>> = HashMap::new();
         for call in calls {
             if !skills.contains_key(&call.skill_id) {
                 let skill = self.store.skill(&call.skill_id).await?.skill;
                 skills.insert(skill.id.clone(), skill);
             }
             let skill = &skills[&call.skill_id];
-            items.push(view::invocation_out(call, skill, now));
+            let covered = match (call.status == "pending" && call.available_at <= now, coverage.get(&call.skill_id)) {
+                (false, _) => None,
+                (true, Some(known)) => *known,
+                (true, None) => {
+                    let covered = self.covered(&call, now).await?;
+                    coverage.insert(call.skill_id.clone(), covered);
+                    covered
+                }
+            };
+            items.push(view::invocation_out(call, skill, now, covered));
         }
         Ok(bounded_page(items, next, |item| item.id.clone()))
     }
@@ -333,7 +356,7 @@ impl Engine {
             }
             let skill = self.store.skill(&call.skill_id).await?.skill;
             match call.status.as_str() {
-                "cancelled" => return Ok(view::invocation_out(call, &skill, Utc::now())),
+                "cancelled" => return Ok(view::invocation_out(call, &skill, Utc::now(), None)),
                 "succeeded" | "failed" => {
                     return Err(EngineError::new(
                         Class::Conflict,
@@ -367,7 +390,7 @@ impl Engine {
                 &Origin::of(actor, request_id),
             );
             match self.store.update_invocation(&cancelled, &[event]).await {
-                Ok(()) => return Ok(view::invocation_out(cancelled, &skill, now)),
+                Ok(()) => return Ok(view::invocation_out(cancelled, &skill, now, None)),
                 Err(error) if error.kind() == ErrorKind::Stale => continue,
                 Err(error) => return Err(error.into()),
             }

@@ -37,6 +37,16 @@ pub trait InvocationStore: Send + Sync {
     /// Running calls leased with a session.
     fn session_calls<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
 
+    /// Whether an active session at `now` last claimed with an admission that covers a call of
+    /// `protocol` at `target` with `audience` (the rule of [`InvocationStore::claimable`]).
+    fn covered<'a>(
+        &'a self,
+        protocol: &'a str,
+        target: &'a str,
+        audience: Option<&'a str>,
+        now: Time,
+    ) -> BoxFuture<'a, Result<bool>>;
+
     fn insert_session<'a>(&'a self, session: &'a SessionRecord, event: &'a Event) -> BoxFuture<'a, Result<()>>;
     fn session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionRecord>>;
     /// Writes `session` (one row version on) and the calls it ends, each one row version on, with
@@ -106,9 +116,10 @@ macro_rules! update_call_in {
 }
 
 /// `$each` is the backend's set-returning function over a JSON array of strings, with a
-/// `value` column (`json_each`, `jsonb_array_elements_text`).
+/// `value` column (`json_each`, `jsonb_array_elements_text`); `$open` and `$close` surround a key
+/// of a session's `admission` to make the same set of the array under it.
 macro_rules! invocation_store {
-    ($store:ty, $each:literal) => {
+    ($store:ty, $each:literal, $open:literal, $close:literal) => {
         impl InvocationStore for $store {
             fn insert_invocation<'a>(
                 &'a self,
@@ -307,12 +318,55 @@ macro_rules! invocation_store {
                 })
             }
 
+            fn covered<'a>(
+                &'a self,
+                protocol: &'a str,
+                target: &'a str,
+                audience: Option<&'a str>,
+                now: Time,
+            ) -> BoxFuture<'a, Result<bool>> {
+                Box::pin(async move {
+                    let sql = concat!(
+                        "SELECT EXISTS (SELECT 1 FROM executor_sessions s WHERE s.status = 'active' AND s.expires_at > $1 AND ( \
+                           ($2 = 'local' AND EXISTS (SELECT 1 FROM ",
+                        $open,
+                        "localEntrypoints",
+                        $close,
+                        " e WHERE e.value = $3)) \
+                           OR ($2 = 'http' AND EXISTS (SELECT 1 FROM ",
+                        $open,
+                        "httpOrigins",
+                        $close,
+                        " o WHERE $3 = o.value OR substr($3, 1, length(o.value) + 1) = o.value || '/')) \
+                           OR ($2 = 'mcp' AND EXISTS (SELECT 1 FROM ",
+                        $open,
+                        "mcpEndpoints",
+                        $close,
+                        " o WHERE $3 = o.value OR (o.value NOT LIKE 'stdio:%' \
+                             AND substr($3, 1, length(o.value) + 1) = o.value || '/')))) \
+                         AND ($2 = 'local' OR $4 IS NULL OR EXISTS (SELECT 1 FROM ",
+                        $open,
+                        "audiences",
+                        $close,
+                        " a WHERE a.value = $4)))"
+                    );
+                    Ok(sqlx::query_scalar(sql)
+                        .bind(now)
+                        .bind(protocol)
+                        .bind(target)
+                        .bind(audience)
+                        .fetch_one(self.read())
+                        .await?)
+                })
+            }
+
             fn insert_session<'a>(&'a self, s: &'a SessionRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
                     sqlx::query(
                         "INSERT INTO executor_sessions (id, principal_id, status, capabilities, created_at, \
-                         heartbeat_at, expires_at, closed_at, row_version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                         heartbeat_at, expires_at, closed_at, row_version, admission) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                     )
                     .bind(&s.id)
                     .bind(&s.principal_id)
@@ -323,6 +377,7 @@ macro_rules! invocation_store {
                     .bind(s.expires_at)
                     .bind(s.closed_at)
                     .bind(s.row_version)
+                    .bind(Json(&s.admission))
                     .execute(&mut *tx)
                     .await?;
                     crate::events::commit!(tx, event);
@@ -333,8 +388,8 @@ macro_rules! invocation_store {
             fn session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionRecord>> {
                 Box::pin(async move {
                     Ok(sqlx::query_as(
-                        "SELECT id, principal_id, status, capabilities, created_at, heartbeat_at, expires_at, \
-                         closed_at, row_version FROM executor_sessions WHERE id = $1",
+                        "SELECT id, principal_id, status, capabilities, admission, created_at, heartbeat_at, \
+                         expires_at, closed_at, row_version FROM executor_sessions WHERE id = $1",
                     )
                     .bind(id)
                     .fetch_one(self.read())
@@ -352,7 +407,7 @@ macro_rules! invocation_store {
                     let mut tx = self.write().await?;
                     let done = sqlx::query(
                         "UPDATE executor_sessions SET status = $3, heartbeat_at = $4, expires_at = $5, closed_at = $6, \
-                         row_version = $7 WHERE id = $1 AND row_version = $2",
+                         row_version = $7, admission = $8 WHERE id = $1 AND row_version = $2",
                     )
                     .bind(&s.id)
                     .bind(s.row_version - 1)
@@ -361,6 +416,7 @@ macro_rules! invocation_store {
                     .bind(s.expires_at)
                     .bind(s.closed_at)
                     .bind(s.row_version)
+                    .bind(Json(&s.admission))
                     .execute(&mut *tx)
                     .await?;
                     if done.rows_affected() == 0 {
@@ -380,5 +436,5 @@ macro_rules! invocation_store {
     };
 }
 
-invocation_store!(SqliteStore, "json_each");
-invocation_store!(PgStore, "jsonb_array_elements_text");
+invocation_store!(SqliteStore, "json_each", "json_each(s.admission, '$.", "')");
+invocation_store!(PgStore, "jsonb_array_elements_text", "jsonb_array_elements_text(s.admission -> '", "')");

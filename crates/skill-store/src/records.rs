@@ -327,6 +327,10 @@ pub struct SessionRecord {
     pub status: String,
     #[sqlx(json)]
     pub capabilities: Value,
+    /// What the executor last claimed with: `{localEntrypoints, httpOrigins, mcpEndpoints,
+    /// audiences}` (normalized as the claim's).
+    #[sqlx(json)]
+    pub admission: Value,
     pub created_at: Time,
     pub heartbeat_at: Time,
     pub expires_at: Time,

@@ -570,8 +570,17 @@ async fn a_lease_taken_with_a_session_ends_with_it() {
         core.post(&core.executor, "/executor-sessions/nope:heartbeat", &json!({})).await.refused(404, "not_found");
 
         let id = core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "a"}})).await.ok(201)["id"].as_str().expect("id").to_owned();
+        // Nobody has claimed with this entrypoint: the call says it waits for an executor.
+        let waiting = core.get(&core.caller, &format!("/skill-invocations/{id}")).await.ok(200)["waiting"].clone();
+        assert_eq!((waiting["reason"].clone(), waiting["implementation"].clone()), (json!("no_executor"), json!(format!("local:{CLASSIFY}"))), "{waiting}");
+        let other_call = core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "b"}})).await.ok(201)["id"].as_str().expect("id").to_owned();
         let claimed = core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "sessionId": session_id})).await;
         assert_eq!(claimed.ok(200)["invocation"]["executorSessionId"], session_id.as_str());
+        // Now an executor's session covers it: the other call is merely queued.
+        let queued = core.get(&core.caller, &format!("/skill-invocations/{other_call}")).await.ok(200)["waiting"]["reason"].clone();
+        assert_eq!(queued, "queued");
+        let listed = core.get(&core.caller, "/skill-invocations?status=pending").await.ok(200)["items"][0]["waiting"]["reason"].clone();
+        assert_eq!(listed, "queued");
         // A report must name the lease's session.
         core.act(&core.executor, &id, "heartbeat", json!({"fencingToken": 1})).await.refused(409, "stale_invocation_lease");
         core.act(&core.executor, &id, "heartbeat", json!({"fencingToken": 1, "sessionId": session_id})).await.ok(200);
@@ -587,9 +596,16 @@ async fn a_lease_taken_with_a_session_ends_with_it() {
         core.post(&core.executor, &format!("/executor-sessions/{session_id}:heartbeat"), &json!({})).await.refused(409, "session_not_active");
         core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "sessionId": session_id})).await.refused(409, "session_not_active");
         assert_eq!(core.post(&core.executor, &format!("/executor-sessions/{session_id}:close"), &json!({})).await.ok(200)["status"], "closed", "closing twice changes nothing");
-        // Without a session the call is taken again, attempt 2.
-        let again = core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]})).await;
-        assert_eq!(again.ok(200)["invocation"]["attempt"], 2);
+        // Without a session the calls are taken again (the first on its attempt 2).
+        let mut taken = Vec::new();
+        for _ in 0..2 {
+            let call = core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]})).await.ok(200)["invocation"].clone();
+            taken.push((call["id"].as_str().expect("id").to_owned(), call["attempt"].as_i64().expect("attempt")));
+        }
+        taken.sort();
+        let mut expected = vec![(id.clone(), 2), (other_call.clone(), 1)];
+        expected.sort();
+        assert_eq!(taken, expected);
     })
     .await;
 }

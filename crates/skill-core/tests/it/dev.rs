@@ -16,50 +16,72 @@ fn field<'a>(lines: &'a [String], label: &str) -> &'a str {
 }
 
 #[test]
-fn dev_applies_the_package_and_serves_its_skills_until_stopped() {
+fn dev_applies_the_package_and_calls_its_skills_through_the_core() {
     let data = std::env::temp_dir().join(format!("skill-core-dev-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data);
     let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claims");
     let data_arg = data.display().to_string();
     let package_arg = package.display().to_string();
-    let mut running = running::start(
-        &["dev", "--package", &package_arg, "--data", &data_arg, "--listen", "127.0.0.1:0", "--host-port", "0"],
-        true,
-    );
+    let mut running =
+        running::start(&["dev", "--package", &package_arg, "--data", &data_arg, "--listen", "127.0.0.1:0"], true);
     let lines = running.until(300, |line| line.starts_with("Stop with"));
     assert_eq!(lines[0], "skill-core dev: package claims 1.0.0 applied");
     let core = field(&lines, "core").to_owned();
     let token = field(&lines, "token").to_owned();
-    let skills = field(&lines, "skills").to_owned();
-    let example = lines.iter().find(|line| line.contains("-X POST")).expect("an example call").clone();
+    assert!(
+        lines.iter().any(|line| line.contains("claims.reply")),
+        "the token holds what the contracts require: {lines:?}"
+    );
+    // The printed invoke: `curl … \` and, on the next line, the URL and `-d '<body>'`.
+    let at = lines.iter().position(|line| line.contains("-X POST")).expect("an example call");
+    let printed = &lines[at + 1];
+    let url = printed.split_whitespace().find(|word| word.starts_with("http://")).expect("a URL").to_owned();
+    let body = printed.split('\'').nth(1).expect("a quoted body").to_owned();
+    assert!(url.starts_with(&core) && url.ends_with(":invoke"), "{url} calls the core");
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
         let client = reqwest::Client::new();
-        let catalogue: Value = client
-            .get(format!("{core}/catalogue"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .expect("core")
-            .json()
-            .await
-            .expect("JSON");
-        let names: Vec<&str> =
-            catalogue["items"].as_array().expect("items").iter().filter_map(|m| m["name"].as_str()).collect();
-        assert_eq!(names, ["claim.classify", "claim.draft_reply", "claim.send_reply"]);
-        // The printed example call works as printed.
-        let url = example.split_whitespace().find(|word| word.starts_with("http://")).expect("a URL");
-        let body = example.split('\'').nth(1).expect("a quoted body");
-        assert!(url.starts_with(skills.as_str()), "{url} is on the host");
-        let answer = client.post(url).body(body.to_owned()).send().await.expect("host");
-        assert_eq!(answer.status().as_u16(), 200, "{}", answer.text().await.unwrap_or_default());
+        let call = |url: String, body: String| {
+            let request = client.post(url).bearer_auth(&token).header("content-type", "application/json").body(body);
+            async move {
+                let answer = request.send().await.expect("the core answers");
+                (answer.status().as_u16(), answer.json::<Value>().await.expect("JSON"))
+            }
+        };
+        // The printed call, as printed: through the core to the package's host and back.
+        let (status, created) = call(url.clone(), body.clone()).await;
+        assert_eq!(status, 201, "{created}");
+        let id = created["id"].as_str().expect("an id").to_owned();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let done = loop {
+            let read = client.get(format!("{core}/skill-invocations/{id}")).bearer_auth(&token).send().await;
+            let read: Value = read.expect("the core answers").json().await.expect("JSON");
+            if read["status"] != "pending" && read["status"] != "running" || std::time::Instant::now() > deadline {
+                break read;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(done["status"], "succeeded", "{done}");
+        assert!(done["output"]["category"].is_string(), "{done}");
+        // An external write has no basis: refused, though the token holds its permission.
+        let send = format!("{core}/skills/claim.send_reply@1:invoke");
+        let inputs = r#"{"inputs": {"claim": "c-1", "comment": "Your refund is on its way."}, "idempotencyKey": "k"}"#;
+        let (status, refused) = call(send, inputs.to_owned()).await;
+        assert_eq!(
+            (status, refused["error"]["code"].as_str()),
+            (403, Some("skill_side_effect_not_authorized")),
+            "{refused}"
+        );
     });
 
     running.stop(rustix::process::Signal::INT);
-    let host_gone = runtime
-        .block_on(async { reqwest::Client::new().get(&skills).timeout(Duration::from_secs(2)).send().await.is_err() });
-    assert!(host_gone, "stopping dev stops the skill host");
-    assert!(data.join("core.db").exists());
+    // The executor stopped with dev and closed its session.
+    let events = runtime.block_on(async {
+        let store = skill_store::open(&data_arg, &Default::default()).await.expect("the database");
+        store.events(0, None, 1000).await.expect("events")
+    });
+    assert!(events.iter().any(|event| event.kind == "executor.session_closed"), "the executor's session was closed");
+    assert!(events.iter().any(|event| event.kind == "skill.invocation_succeeded"));
     let _ = std::fs::remove_dir_all(&data);
 }

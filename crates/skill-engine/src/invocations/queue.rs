@@ -38,7 +38,8 @@ impl Engine {
         actor.require("skills.execute")?;
         let admission = admission(request)?;
         if let Some(session_id) = &request.session_id {
-            self.own_active_session(actor, session_id).await?;
+            let session = self.own_active_session(actor, session_id).await?;
+            self.remember_admission(session, &admission).await?;
         }
         let now = Utc::now();
         self.expire_leases(now).await?;
@@ -77,7 +78,7 @@ impl Engine {
             match self.store.update_invocation(&running, &[event]).await {
                 Ok(()) => {
                     let claimed = claimed_skill(&skill, contract);
-                    let invocation = view::invocation_out(running, &skill, now);
+                    let invocation = view::invocation_out(running, &skill, now, None);
                     return Ok(Some(ClaimOut { invocation, skill: claimed, settings: None }));
                 }
                 // Another executor took it first: the next one.
@@ -112,7 +113,7 @@ impl Engine {
                 ..call
             };
             match self.store.update_invocation(&next, &[]).await {
-                Ok(()) => return Ok(view::invocation_out(next, &skill, now)),
+                Ok(()) => return Ok(view::invocation_out(next, &skill, now, None)),
                 Err(error) if error.kind() == ErrorKind::Stale => continue,
                 Err(error) => return Err(error.into()),
             }
@@ -180,7 +181,7 @@ impl Engine {
                 self.failed(call, &skill, error, cost.clone(), now, &origin)
             };
             match self.store.update_invocation(&next, &[event]).await {
-                Ok(()) => return Ok(view::invocation_out(next, &skill, now)),
+                Ok(()) => return Ok(view::invocation_out(next, &skill, now, None)),
                 Err(error) if error.kind() == ErrorKind::Stale => continue,
                 Err(error) => return Err(error.into()),
             }
@@ -217,7 +218,7 @@ impl Engine {
             let origin = Origin::of(actor, request_id);
             let (next, event) = self.failed(call, &skill, error, None, now, &origin);
             match self.store.update_invocation(&next, &[event]).await {
-                Ok(()) => return Ok(view::invocation_out(next, &skill, now)),
+                Ok(()) => return Ok(view::invocation_out(next, &skill, now, None)),
                 Err(error) if error.kind() == ErrorKind::Stale => continue,
                 Err(error) => return Err(error.into()),
             }
@@ -305,6 +306,27 @@ impl Engine {
             ..call
         };
         (next, event)
+    }
+
+    /// Keeps on the session what its executor claims with, so a waiting call can tell whether any
+    /// executor covers it. Written only when it changed.
+    async fn remember_admission(
+        &self,
+        session: skill_store::records::SessionRecord,
+        admission: &Admission,
+    ) -> Result<()> {
+        let wanted = json!({"localEntrypoints": admission.local_entrypoints, "httpOrigins": admission.http_origins,
+                            "mcpEndpoints": admission.mcp_endpoints, "audiences": admission.audiences});
+        if session.admission == wanted {
+            return Ok(());
+        }
+        let next =
+            skill_store::records::SessionRecord { admission: wanted, row_version: session.row_version + 1, ..session };
+        match self.store.update_session(&next, &[], &[]).await {
+            // A heartbeat moved it meanwhile: the next claim writes it.
+            Err(error) if error.kind() == ErrorKind::Stale => Ok(()),
+            other => Ok(other?),
+        }
     }
 
     /// The call `id` with its version, when `actor` holds its current lease (and the lease's

@@ -41,6 +41,7 @@ impl Engine {
             principal_id: actor.id().to_owned(),
             status: "active".to_owned(),
             capabilities: json!(request.capabilities),
+            admission: json!({}),
             created_at: now,
             heartbeat_at: now,
             expires_at: now + Duration::seconds(i64::from(ttl)),

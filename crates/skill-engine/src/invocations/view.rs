@@ -5,9 +5,16 @@ use skill_store::records::{InvocationRecord, SkillRecord, Time};
 
 use crate::catalog::view_time;
 
-pub(crate) fn invocation_out(call: InvocationRecord, skill: &SkillRecord, now: Time) -> InvocationOut {
+/// `covered`: whether an active executor session covers the call's implementation, when it was
+/// looked up (a pending call that no one covers waits for `no_executor`).
+pub(crate) fn invocation_out(
+    call: InvocationRecord,
+    skill: &SkillRecord,
+    now: Time,
+    covered: Option<bool>,
+) -> InvocationOut {
     let time = |t: Option<Time>| t.as_ref().map(view_time);
-    let waiting = (call.status == "pending").then(|| waiting(&call, now));
+    let waiting = (call.status == "pending").then(|| waiting(&call, now, covered));
     InvocationOut {
         id: call.id,
         skill_id: call.skill_id,
@@ -45,12 +52,22 @@ pub(crate) fn implementation(call: &InvocationRecord) -> String {
     format!("{}:{}", call.protocol, call.target)
 }
 
-fn waiting(call: &InvocationRecord, now: Time) -> Waiting {
+fn waiting(call: &InvocationRecord, now: Time, covered: Option<bool>) -> Waiting {
     let implementation = implementation(call);
     if call.available_at > now {
         return Waiting {
             reason: "backoff".to_owned(),
             message: format!("retried after a failure: waits until {}", view_time(&call.available_at)),
+            implementation,
+        };
+    }
+    if covered == Some(false) {
+        return Waiting {
+            reason: "no_executor".to_owned(),
+            message: format!(
+                "no executor session covers {implementation}: start an executor that runs it (for a local skill, \
+                 the package's host with `execute`), or check its allow-list"
+            ),
             implementation,
         };
     }

@@ -6,6 +6,8 @@ CREATE TABLE executor_sessions (
     principal_id TEXT NOT NULL REFERENCES principals (id),
     status TEXT NOT NULL CHECK (status IN ('active', 'closed')),
     capabilities JSONB NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(capabilities) = 'array'),
+    -- What the executor last claimed with: localEntrypoints, httpOrigins, mcpEndpoints, audiences.
+    admission JSONB NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(admission) = 'object'),
     created_at TIMESTAMPTZ NOT NULL,
     heartbeat_at TIMESTAMPTZ NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL,

@@ -6,6 +6,8 @@ CREATE TABLE executor_sessions (
     principal_id TEXT NOT NULL REFERENCES principals (id),
     status TEXT NOT NULL CHECK (status IN ('active', 'closed')),
     capabilities TEXT NOT NULL DEFAULT '[]' CHECK (json_type(capabilities) = 'array'),
+    -- What the executor last claimed with: localEntrypoints, httpOrigins, mcpEndpoints, audiences.
+    admission TEXT NOT NULL DEFAULT '{}' CHECK (json_type(admission) = 'object'),
     created_at TEXT NOT NULL,
     heartbeat_at TEXT NOT NULL,
     expires_at TEXT NOT NULL,

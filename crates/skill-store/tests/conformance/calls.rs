@@ -185,6 +185,8 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
         principal_id: ana.clone(),
         status: "active".to_owned(),
         capabilities: json!(["skills.protocol.local"]),
+        admission: json!({"localEntrypoints": ["claims.lookup"], "httpOrigins": ["https://svc.example"],
+                          "mcpEndpoints": ["stdio:Tools"], "audiences": []}),
         created_at: now,
         heartbeat_at: now,
         expires_at: now + Duration::seconds(60),
@@ -192,6 +194,24 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
         row_version: 1,
     };
     db.store.insert_session(&session, &event("executor.session_opened", "session")).await.expect("session");
+    // What the active session covers, by the claim's own rules.
+    for (protocol, target, audience, expected) in [
+        ("local", "claims.lookup", None, true),
+        ("local", "claims.other", None, false),
+        ("http", "https://svc.example/run", None, true),
+        ("http", "https://svc.example:443/run", None, false),
+        ("http", "https://svc.example/run", Some("api"), false),
+        ("mcp", "stdio:Tools", None, true),
+        ("mcp", "stdio:tools", None, false),
+    ] {
+        let covered = db.store.covered(protocol, target, audience, Utc::now()).await.expect("covered");
+        assert_eq!(covered, expected, "{protocol} {target} {audience:?}");
+    }
+    let later = Utc::now() + Duration::seconds(120);
+    assert!(
+        !db.store.covered("local", "claims.lookup", None, later).await.expect("covered"),
+        "an expired session covers nothing"
+    );
     let mut expired = claimed(&short, &ana, 60);
     expired.lease_expires_at = Some(now - Duration::milliseconds(1));
     db.store.update_invocation(&expired, &[]).await.expect("claimed");
