@@ -42,7 +42,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-store", &[]),
     ("skill-engine", &["skill-api", "skill-contract", "skill-store"]),
     ("skill-core", &["skill-api", "skill-client", "skill-engine", "skill-http", "skill-package", "skill-store"]),
-    ("skill-cli", &["skill-client", "skill-package", "skill-sdk"]),
+    ("skill-cli", &["skill-api", "skill-client", "skill-package", "skill-sdk"]),
     ("claims-integration", &["skill-host", "skill-sdk"]),
     // The fuzz targets drive the parsers of the core, the hosts and the contract crate.
     ("skill-fuzz", &["skill-api", "skill-contract", "skill-core", "skill-host"]),

@@ -2,4 +2,5 @@
 //! host with cargo and run the host's command — so `skill-sdk export --package . claims-integration`
 //! works as the package documentation writes it.
 
+pub mod call_command;
 pub mod package_command;

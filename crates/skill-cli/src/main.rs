@@ -65,6 +65,10 @@ enum Subcommands {
         #[arg(value_name = "CRATE")]
         krate: String,
     },
+    /// Call a skill through a core and wait for its outcome.
+    Call(skill_cli::call_command::CallArgs),
+    /// List recent calls of a core (one's own, or all with skills.execute or org.read).
+    Calls(skill_cli::call_command::CallsArgs),
     /// Check a package offline, or plan and apply it against a core.
     Package {
         #[command(subcommand)]
@@ -148,6 +152,8 @@ fn main() -> ExitCode {
     let (package, krate, host_args): (PathBuf, String, Vec<OsString>) = match cli.command {
         Subcommands::Pii { command } => return pii(command),
         Subcommands::Package { command } => return skill_cli::package_command::run(command),
+        Subcommands::Call(args) => return skill_cli::call_command::call(args),
+        Subcommands::Calls(args) => return skill_cli::call_command::calls(args),
         Subcommands::List { krate, locate } => (locate.package, krate, vec!["list".into()]),
         Subcommands::Contract { krate, args, locate } => (locate.package, krate, args.to_args()),
         Subcommands::Export { args, krate } => (args.package.clone(), krate, args.to_args()),

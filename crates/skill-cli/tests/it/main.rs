@@ -1,6 +1,7 @@
 //! The `skill-sdk` command's behaviour tests, one binary: the host commands from a package root,
 //! `package check|plan|apply` against a served core, and the README's quick start as written.
 
+mod calls;
 mod cli;
 mod package;
 mod quickstart;

@@ -150,11 +150,11 @@ fn broken_references_fail_with_their_codes() {
     );
 }
 
-struct Served {
-    url: String,
-    token: String,
-    engine: Engine,
-    _runtime: tokio::runtime::Runtime,
+pub(crate) struct Served {
+    pub(crate) url: String,
+    pub(crate) token: String,
+    pub(crate) engine: Engine,
+    pub(crate) _runtime: tokio::runtime::Runtime,
     folder: PathBuf,
 }
 
@@ -165,7 +165,7 @@ impl Drop for Served {
 }
 
 /// A core on 127.0.0.1 with an embedded database, and an org.manage token.
-fn serve(label: &str) -> Served {
+pub(crate) fn serve(label: &str) -> Served {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let folder = std::env::temp_dir().join(format!("skill-package-core-{label}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&folder);
@@ -189,6 +189,18 @@ fn serve(label: &str) -> Served {
 }
 
 impl Served {
+    /// A token of a new principal `name` with `grants`.
+    pub(crate) fn token(&self, name: &str, grants: &[&str]) -> String {
+        let request = TokenRequest {
+            principal: name.into(),
+            kind: "agent".into(),
+            grants: grants.iter().map(|grant| (*grant).to_owned()).collect(),
+            label: "test".into(),
+            expires_at: None,
+        };
+        self._runtime.block_on(self.engine.issue_token(&request, &Origin::default())).expect("token").token
+    }
+
     fn skill(&self, reference: &str) -> Value {
         let engine = self.engine.clone();
         let token = self.token.clone();
