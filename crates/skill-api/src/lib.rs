@@ -50,6 +50,9 @@ pub const BASE_PATH: &str = "/api/v1";
 /// The header that makes a write safe to repeat.
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 
+/// The header on an answer replayed for a repeated `Idempotency-Key` (`true`).
+pub const IDEMPOTENCY_REPLAYED_HEADER: &str = "idempotency-replayed";
+
 /// The answer of `/healthz` and `/readyz`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Health {

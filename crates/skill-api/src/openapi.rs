@@ -64,8 +64,12 @@ fn describe(operation: &Operation, generator: &mut schemars::SchemaGenerator) ->
     }
     if operation.idempotency_key {
         parameters.push(json!({
-            "name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 255},
-            "description": "a repeat with the same key answers the first answer instead of acting again",
+            "name": "Idempotency-Key", "in": "header", "required": false,
+            "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+            "description": "a repeat of the same request (method, path, body) by the same principal with the same key \
+                            answers the first answer (with Idempotency-Replayed: true) instead of acting again, for a \
+                            day; the key with another request is 409 idempotency_key_reused; while the first is still \
+                            running, 409 idempotency_in_flight after 10 s",
         }));
     }
     let mut responses = Map::new();

@@ -153,7 +153,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (201, Some(schema::<SkillOut>)),
         errors: PUBLISH_ERRORS,
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::ListSkills,
@@ -249,7 +249,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<Assigned>)),
         errors: &[(404, "not_found"), (422, "skill_disabled")],
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::AssignedSkills,
@@ -273,7 +273,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<Revoked>)),
         errors: &[(404, "not_found")],
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::ApplyPackage,
@@ -297,7 +297,7 @@ pub const OPERATIONS: &[Operation] = &[
             (422, "empty_update"),
             (422, "unknown_reference"),
         ],
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::RecordInstall,
@@ -309,7 +309,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<InstallOut>)),
         errors: &[(409, "package_object_conflict"), (422, "unknown_reference")],
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::ReadInstall,
@@ -354,7 +354,7 @@ pub const OPERATIONS: &[Operation] = &[
             (403, "skill_permission_denied"),
             (403, "skill_side_effect_not_authorized"),
         ],
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::ListInvocations,
@@ -396,7 +396,7 @@ pub const OPERATIONS: &[Operation] = &[
             (403, "session_owner_mismatch"),
             (409, "session_not_active"),
         ],
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::HeartbeatInvocation,
@@ -408,7 +408,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<InvocationOut>)),
         errors: LEASE_ERRORS,
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::CompleteInvocation,
@@ -420,7 +420,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<InvocationOut>)),
         errors: LEASE_ERRORS,
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::FailInvocation,
@@ -432,7 +432,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<InvocationOut>)),
         errors: LEASE_ERRORS,
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::CancelInvocation,
@@ -444,7 +444,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<InvocationOut>)),
         errors: &[(404, "not_found"), (409, "invocation_terminal")],
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::OpenSession,
@@ -456,7 +456,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (201, Some(schema::<SessionOut>)),
         errors: &[],
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::KeepSession,
@@ -468,7 +468,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<SessionOut>)),
         errors: SESSION_ERRORS,
-        idempotency_key: false,
+        idempotency_key: true,
     },
     Operation {
         op: Op::CloseSession,
@@ -480,7 +480,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<SessionOut>)),
         errors: &[(404, "not_found"), (403, "session_owner_mismatch")],
-        idempotency_key: false,
+        idempotency_key: true,
     },
 ];
 

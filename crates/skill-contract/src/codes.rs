@@ -333,6 +333,20 @@ pub const CODES: &[CodeInfo] = &[
     ),
     code("workspace_exists", ValidationError, No, "core", "a workspace with this key exists (409)"),
     code(
+        "idempotency_key_reused",
+        ValidationError,
+        No,
+        "core",
+        "the Idempotency-Key header was used for another request or by another principal (409)",
+    ),
+    code(
+        "idempotency_in_flight",
+        ToolExecutionFailure,
+        Yes,
+        "core",
+        "a request with this Idempotency-Key is still being answered; repeat it in a moment (409)",
+    ),
+    code(
         "invalid_idempotency_key",
         ValidationError,
         No,

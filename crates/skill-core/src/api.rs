@@ -4,6 +4,7 @@
 
 mod calls;
 mod handlers;
+pub(crate) mod idempotency;
 pub mod plumbing;
 mod strict;
 

@@ -26,6 +26,7 @@ pub struct Core {
 /// The application: `/api/v1/…`, `/healthz` (the process answers) and `/readyz` (the database
 /// answers too), with request ids and the error envelope.
 pub fn app(engine: Engine) -> Router {
+    let core = Core { engine };
     Router::new()
         .nest("/api/v1", api::router())
         .route("/healthz", get(|| async { axum::Json(Health { status: "ok".to_owned() }) }))
@@ -41,8 +42,9 @@ pub fn app(engine: Engine) -> Router {
             )
         })
         .layer(axum::middleware::from_fn(api::plumbing::envelope))
+        .layer(axum::middleware::from_fn_with_state(core.clone(), api::idempotency::layer))
         .layer(axum::middleware::from_fn(skill_http::requests::log))
-        .with_state(Core { engine })
+        .with_state(core)
 }
 
 async fn ready(State(core): State<Core>) -> Response {
@@ -83,17 +85,23 @@ pub const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Ends expired leases every [`SWEEP_EVERY`] (claims also do it as they come), so a call whose
 /// executor died goes back to the queue, or fails when no attempt remains, even when nobody
-/// claims. Nothing here is authoritative: any number of cores sweep the same database, and a
+/// claims; and once a minute deletes expired `Idempotency-Key` records. Nothing here is authoritative: any number of cores sweep the same database, and a
 /// killed sweep loses nothing.
 async fn sweep_leases(engine: Engine) {
     let mut tick = tokio::time::interval(SWEEP_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
+    for round in 0u64.. {
         tick.tick().await;
         match engine.expire_leases(chrono::Utc::now()).await {
             Ok(0) => {}
             Ok(handled) => tracing::info!(handled, "leases expired"),
             Err(error) => tracing::warn!(error = %error, "the lease sweep failed; it runs again shortly"),
+        }
+        // Once a minute: the Idempotency-Key answers past their day.
+        if round % 60 == 0
+            && let Err(error) = engine.purge_keyed().await
+        {
+            tracing::warn!(error = %error, "purging expired Idempotency-Keys failed; it runs again in a minute");
         }
     }
 }

@@ -60,8 +60,12 @@ impl EngineError {
         self
     }
 
+    /// Whether repeating the request later may succeed: the database was unavailable, or the
+    /// code says so in the platform's table (`idempotency_in_flight`).
     pub fn retryable(&self) -> bool {
         self.class == Class::Unavailable
+            || skill_contract::codes::code_info(self.code)
+                .is_some_and(|info| info.retryable == skill_contract::codes::Retry::Yes)
     }
 
     pub fn not_found(what: &str) -> Self {

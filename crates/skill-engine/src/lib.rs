@@ -18,6 +18,7 @@ mod discovery;
 mod error;
 mod identity;
 pub mod invocations;
+pub mod keyed;
 pub mod packages;
 
 use std::sync::Arc;

@@ -32,6 +32,7 @@ mod backend;
 mod catalog;
 mod error;
 mod events;
+mod idempotency;
 mod identity;
 mod invocations;
 pub mod records;
@@ -46,6 +47,7 @@ pub use backend::{PgStore, SqliteStore, StoreOptions, redact};
 pub use catalog::CatalogStore;
 pub use error::{ErrorKind, Result, StoreError};
 pub use events::Journal;
+pub use idempotency::{Begun, IdempotencyStore, StoredAnswer};
 pub use identity::IdentityStore;
 pub use invocations::InvocationStore;
 
@@ -60,7 +62,7 @@ pub enum Backend {
 }
 
 /// Everything the core stores.
-pub trait Store: IdentityStore + CatalogStore + InvocationStore + Journal + std::fmt::Debug {
+pub trait Store: IdentityStore + CatalogStore + InvocationStore + IdempotencyStore + Journal + std::fmt::Debug {
     fn backend(&self) -> Backend;
     /// Answers when the database does (`/readyz`).
     fn ping(&self) -> BoxFuture<'_, Result<()>>;

@@ -48,6 +48,7 @@ conformance!(
     calls::executors_are_admitted_by_entrypoint_origin_and_audience,
     calls::leases_expire_and_sessions_end_their_leases,
     calls::calls_are_guarded_by_the_database,
+    calls::request_keys_keep_one_answer,
     guards::a_published_contract_cannot_change_even_by_sql,
     guards::only_the_endpoint_of_a_contract_moves_and_stays_a_string,
     guards::status_moves_only_forward,

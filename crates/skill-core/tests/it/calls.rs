@@ -717,3 +717,76 @@ async fn the_sweep_ends_a_dead_executors_lease_without_a_claim() {
     })
     .await;
 }
+
+/// The `Idempotency-Key` header: a repeat gets the first answer (marked replayed) and acts once;
+/// the key with another body or principal is refused; a refused credential takes no key.
+#[tokio::test]
+async fn a_repeated_idempotency_key_replays_the_first_answer() {
+    each_backend("header-keys", |core| async move {
+        let keyed = |token: &str, path: &str, key: &str, body: Value| {
+            let request = core
+                .http
+                .post(format!("{}{path}", core.base))
+                .bearer_auth(token)
+                .header("idempotency-key", key)
+                .json(&body);
+            async move {
+                let answer = request.send().await.expect("the core answers");
+                let replayed = answer.headers().get("idempotency-replayed").is_some();
+                let etag = answer.headers().get("etag").map(|v| v.to_str().unwrap_or_default().to_owned());
+                (answer.status().as_u16(), replayed, etag, answer.json::<Value>().await.unwrap_or(Value::Null))
+            }
+        };
+        let skill = local("claim.classify", "none", (1, 0), &[]);
+        let first = keyed(&core.admin, "/skills", "pub-1", skill.clone()).await;
+        assert_eq!((first.0, first.1), (201, false), "{}", first.3);
+        let again = keyed(&core.admin, "/skills", "pub-1", skill.clone()).await;
+        assert_eq!(
+            (again.0, again.1, again.2.clone(), again.3["id"].clone()),
+            (201, true, first.2.clone(), first.3["id"].clone())
+        );
+        let registered = core.engine.store().events(0, None, 100).await.expect("events");
+        assert_eq!(registered.iter().filter(|e| e.kind == "skill.registered").count(), 1, "acted once");
+        // Another body, another principal: refused; a body-free GET ignores the header.
+        let other = keyed(&core.admin, "/skills", "pub-1", local("claim.route", "none", (1, 0), &[])).await;
+        assert_eq!((other.0, other.3["error"]["code"].as_str()), (409, Some("idempotency_key_reused")));
+        let stranger = token(&core.engine, "other-admin", &["org.manage"]).await;
+        let foreign = keyed(&stranger, "/skills", "pub-1", skill.clone()).await;
+        assert_eq!((foreign.0, foreign.3["error"]["code"].as_str()), (409, Some("idempotency_key_reused")));
+        let bad = keyed(&core.admin, "/skills", &"k".repeat(201), skill.clone()).await;
+        assert_eq!((bad.0, bad.3["error"]["details"]["field"].as_str()), (400, Some("Idempotency-Key")));
+        // A refused credential takes no key: the same key then acts for the right one.
+        let unauthenticated =
+            keyed("skp_nope", "/skills/claim.classify@1:invoke", "inv-1", json!({"inputs": {"claim": "c"}})).await;
+        assert_eq!(unauthenticated.0, 401);
+        let invoked =
+            keyed(&core.caller, "/skills/claim.classify@1:invoke", "inv-1", json!({"inputs": {"claim": "c"}})).await;
+        assert_eq!((invoked.0, invoked.1), (201, false), "{}", invoked.3);
+        let replayed =
+            keyed(&core.caller, "/skills/claim.classify@1:invoke", "inv-1", json!({"inputs": {"claim": "c"}})).await;
+        assert_eq!((replayed.1, replayed.3["id"].clone()), (true, invoked.3["id"].clone()));
+
+        // A claim repeated after a lost answer gets the same lease, not a second call; an empty
+        // answer (204) is kept too.
+        let take = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]});
+        let claimed = keyed(&core.executor, "/skill-invocations:claim", "claim-1", take.clone()).await;
+        let again = keyed(&core.executor, "/skill-invocations:claim", "claim-1", take.clone()).await;
+        assert_eq!((claimed.0, again.0, again.1), (200, 200, true));
+        assert_eq!(again.3["invocation"]["fencingToken"], claimed.3["invocation"]["fencingToken"]);
+        let empty = keyed(&core.executor, "/skill-invocations:claim", "claim-2", take.clone()).await;
+        assert_eq!(empty.0, 204);
+        core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "d"}})).await.ok(201);
+        let still = keyed(&core.executor, "/skill-invocations:claim", "claim-2", take.clone()).await;
+        assert_eq!((still.0, still.1), (204, true), "the repeat does not take the new call");
+
+        // Ten identical requests at once: one acts, every one answers alike.
+        let body = local("claim.route", "none", (1, 0), &[]);
+        let racing = (0..10).map(|_| keyed(&core.admin, "/skills", "race-1", body.clone()));
+        let answers = futures::future::join_all(racing).await;
+        let ids: std::collections::BTreeSet<String> =
+            answers.iter().map(|a| format!("{} {}", a.0, a.3["id"].as_str().unwrap_or("?"))).collect();
+        assert_eq!(ids.len(), 1, "{ids:?}");
+        assert_eq!(answers.iter().filter(|a| !a.1).count(), 1, "one answer is the first");
+    })
+    .await;
+}

@@ -327,3 +327,30 @@ pub(crate) async fn calls_are_guarded_by_the_database(db: Db) {
     };
     assert_eq!(db.store.update_invocation(&empty, &[]).await.expect_err("no output").kind(), ErrorKind::Invalid);
 }
+
+/// The header layer's records: one request per key, the answer replayed, expired keys taken
+/// again and purged.
+pub(crate) async fn request_keys_keep_one_answer(db: Db) {
+    use skill_store::{Begun, StoredAnswer};
+    let now = Utc::now();
+    let minute = now + Duration::seconds(60);
+    let begin = |principal: &'static str, print: &'static str, at| {
+        let store = db.store.clone();
+        async move { store.begin_request("k-1", principal, print, at, at + Duration::seconds(60)).await.expect("begun") }
+    };
+    assert_eq!(begin("ana", "p1", now).await, Begun::Fresh);
+    assert_eq!(begin("ana", "p1", now).await, Begun::InFlight);
+    assert_eq!(begin("bob", "p1", now).await, Begun::Mismatch);
+    assert_eq!(begin("ana", "p2", now).await, Begun::Mismatch);
+    let answer = StoredAnswer { status: 201, headers: json!({"etag": "\"skill-1\""}), body: b"{\"id\":1}".to_vec() };
+    db.store.finish_request("k-1", &answer, now + Duration::hours(24)).await.expect("finished");
+    assert_eq!(begin("ana", "p1", minute).await, Begun::Replay(answer.clone()));
+    // A day on, the key is free again.
+    let later = now + Duration::hours(25);
+    assert_eq!(db.store.purge_requests(later, 10).await.expect("purged"), 1);
+    assert_eq!(begin("bob", "p3", later).await, Begun::Fresh);
+    // A pending key let go is free at once; one never answered is free after its minute.
+    db.store.abandon_request("k-1").await.expect("abandoned");
+    assert_eq!(begin("ana", "p4", later).await, Begun::Fresh);
+    assert_eq!(begin("bob", "p5", later + Duration::seconds(61)).await, Begun::Fresh);
+}
