@@ -36,6 +36,7 @@ pub use invocations::{
 };
 pub use packages::{
     ApplyOut, ApplyRequest, InstallOut, MAX_APPLY_BYTES, ObjectRef, PackageRef, PlannedPatch, RecordRequest,
+    SettingsOut, SettingsRequest,
 };
 pub use page::{Items, Page, PageQuery};
 pub use principals::{AssignRequest, Assigned, AssignedSkill, Revoked};

@@ -9,7 +9,7 @@ use crate::{
     ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, CancelRequest, ClaimOut, ClaimRequest,
     CloseRequest, CompleteRequest, EventOut, EventsQuery, FailRequest, HeartbeatRequest, InstallOut, InvocationOut,
     InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest,
-    RecordRequest, Revoked, SessionOut, SessionRequest, SkillOut,
+    RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut, SettingsRequest, SkillOut,
 };
 
 /// Makes the schema of a type.
@@ -66,6 +66,8 @@ pub enum Op {
     OpenSession,
     KeepSession,
     CloseSession,
+    ReadSettings,
+    SetSettings,
 }
 
 /// One operation of the API.
@@ -296,6 +298,7 @@ pub const OPERATIONS: &[Operation] = &[
             (422, "resolution_failure"),
             (422, "empty_update"),
             (422, "unknown_reference"),
+            (422, "invalid_package_settings"),
         ],
         idempotency_key: true,
     },
@@ -480,6 +483,35 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<SessionOut>)),
         errors: &[(404, "not_found"), (403, "session_owner_mismatch")],
+        idempotency_key: true,
+    },
+    Operation {
+        op: Op::ReadSettings,
+        method: Method::Get,
+        path: "/packages/{key}/settings",
+        summary: "A package's settings: the schema its install declared and the values set for it",
+        permission: "org.read",
+        request: None,
+        query: None,
+        success: (200, Some(schema::<SettingsOut>)),
+        errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::SetSettings,
+        method: Method::Post,
+        path: "/packages/{key}/settings",
+        summary: "Set a package's settings values, whole: checked against its schema; every later call of its skills receives them",
+        permission: "org.manage",
+        request: Some(schema::<SettingsRequest>),
+        query: None,
+        success: (200, Some(schema::<SettingsOut>)),
+        errors: &[
+            (404, "not_found"),
+            (422, "invalid_package_settings"),
+            (422, "secret_material_rejected"),
+            (409, "version_conflict"),
+        ],
         idempotency_key: true,
     },
 ];

@@ -28,6 +28,9 @@ pub struct ApplyRequest {
     /// without it such an object is refused (`409 package_object_conflict`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adopt: Vec<ObjectRef>,
+    /// The JSON Schema of the package's settings (`spec.settings` of its manifest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings_schema: Option<serde_json::Value>,
 }
 
 /// One change of a package plan.
@@ -91,4 +94,34 @@ pub struct InstallOut {
     /// The principal that installed it.
     pub installed_by: Option<String>,
     pub objects: Vec<ObjectRef>,
+}
+
+/// A package's settings (`GET /packages/{key}/settings`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsOut {
+    pub package: String,
+    /// The version of the package's last install.
+    pub package_version: String,
+    /// The JSON Schema the values must fit.
+    pub schema: serde_json::Value,
+    /// Moves when an install brings a different schema.
+    pub schema_revision: i32,
+    pub values: serde_json::Value,
+    /// Moves with every change of the values (0: never set).
+    pub values_revision: i32,
+    pub updated_at: String,
+    pub updated_by: Option<String>,
+}
+
+/// The body of `POST /packages/{key}/settings`: the package's new values, whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettingsRequest {
+    /// Checked against the package's settings schema; no secrets.
+    pub values: serde_json::Map<String, serde_json::Value>,
+    /// The values revision this change was made from (refused with `409 version_conflict` when
+    /// it moved on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_revision: Option<i32>,
 }

@@ -7,7 +7,7 @@ use skill_api::{
     ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, CancelRequest, ClaimOut, ClaimRequest,
     CloseRequest, CompleteRequest, EventOut, EventsQuery, FailRequest, Health, HeartbeatRequest, InstallOut,
     InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest,
-    PublishRequest, RecordRequest, Revoked, SessionOut, SessionRequest, SkillOut,
+    PublishRequest, RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut, SettingsRequest, SkillOut,
 };
 use skill_contract::SkillDefinition;
 
@@ -105,6 +105,16 @@ impl Client {
     /// `GET /packages/{key}`, with `None` when the package was never installed.
     pub async fn install(&self, key: &str) -> Result<Option<InstallOut>, ClientError> {
         absent(self.send(call(Op::ReadInstall).parameters(&[key])).await.map(|answer| answer.body))
+    }
+
+    /// `GET /packages/{key}/settings`.
+    pub async fn settings(&self, key: &str) -> Result<SettingsOut, ClientError> {
+        Ok(self.send(call(Op::ReadSettings).parameters(&[key])).await?.body)
+    }
+
+    /// `POST /packages/{key}/settings`.
+    pub async fn set_settings(&self, key: &str, request: &SettingsRequest) -> Result<SettingsOut, ClientError> {
+        Ok(self.send(call(Op::SetSettings).parameters(&[key]).body(request)).await?.body)
     }
 
     /// `GET /events`.

@@ -302,6 +302,13 @@ pub const CODES: &[CodeInfo] = &[
     ),
     code("skill_disabled", ValidationError, No, "core", "a disabled version cannot be assigned (422)"),
     code(
+        "invalid_package_settings",
+        ValidationError,
+        No,
+        "core",
+        "a package's settings schema, or the values set for it, are refused (422, `details.errors`)",
+    ),
+    code(
         "package_object_conflict",
         ValidationError,
         No,

@@ -60,6 +60,9 @@ pub struct Package {
     pub requires: Vec<String>,
     /// The installation variables it declares (`spec.variables`), by name.
     pub variables: std::collections::BTreeMap<String, Variable>,
+    /// The JSON Schema of the package's settings (`spec.settings`): the values an operator sets
+    /// in the core and every call of the package's skills receives.
+    pub settings: Option<Value>,
     pub objects: Vec<PackageObject>,
 }
 
@@ -217,7 +220,40 @@ fn read_manifest(folder: &str, document: &Value, problems: &mut Vec<PackageProbl
         }
     }
     let variables = variables::read(document.pointer("/spec/variables"), problems);
-    Some(Package { key: key.to_owned(), version: version.to_owned(), requires, variables, objects: Vec::new() })
+    let settings = document.pointer("/spec/settings").and_then(|schema| settings_schema(schema, problems));
+    Some(Package {
+        key: key.to_owned(),
+        version: version.to_owned(),
+        requires,
+        variables,
+        settings,
+        objects: Vec::new(),
+    })
+}
+
+/// `spec.settings`, when it is a self-contained JSON Schema of an object without secrets (a
+/// problem otherwise).
+fn settings_schema(schema: &Value, problems: &mut Vec<PackageProblem>) -> Option<Value> {
+    let mut bad = |message: String, hint: &str| {
+        problems.push(PackageProblem::new(MANIFEST, "spec.settings", "invalid_package_settings", message, hint));
+        None
+    };
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return bad(
+            "the settings schema must describe an object (type: object)".to_owned(),
+            "write spec.settings as a JSON Schema with type: object and the settings as its properties",
+        );
+    }
+    if let Err(error) = crate::schema::check_schema_document(schema) {
+        return bad(format!("the settings schema is not a valid JSON Schema: {error}"), "fix the schema");
+    }
+    if let Some(found) = crate::find_secret_material(schema, "spec.settings") {
+        return bad(
+            format!("the settings schema holds what looks like a secret at {found}"),
+            "settings are not secrets: keep secrets in the secret store and name them here",
+        );
+    }
+    Some(schema.clone())
 }
 
 fn read_object(file: &str, document: &Value, problems: &mut Vec<PackageProblem>) -> Option<PackageObject> {

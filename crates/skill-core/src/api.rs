@@ -45,6 +45,8 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::OpenSession => ("/executor-sessions", on(filter, calls::open_session)),
         Op::KeepSession => ("/executor-sessions/{*rest}", on(filter, calls::session_action)),
         Op::CloseSession => return None,
+        Op::ReadSettings => ("/packages/{key}/settings", on(filter, handlers::settings)),
+        Op::SetSettings => ("/packages/{key}/settings", on(filter, handlers::set_settings)),
     };
     let (path, methods) = served;
     // A route without query parameters refuses any, as the ones with them refuse unknown ones.

@@ -20,6 +20,7 @@ mod identity;
 pub mod invocations;
 pub mod keyed;
 pub mod packages;
+mod settings;
 
 use std::sync::Arc;
 

@@ -120,6 +120,9 @@ impl Engine {
         }
         let created_names: Vec<&str> = creates.iter().map(|(record, _)| record.name.as_str()).collect();
         self.check_known(&request.objects, &created_names).await?;
+        if let Some(schema) = &request.settings_schema {
+            self.check_settings_schema(&request.package.key, schema).await?;
+        }
         let mut updates = Vec::new();
         for (index, patch) in request.patch.iter().enumerate() {
             let item = format!("patch[{index}]");
@@ -146,7 +149,8 @@ impl Engine {
         );
         let created_ids: Vec<String> = creates.iter().map(|(record, _)| record.id.clone()).collect();
         let patched_ids: Vec<String> = updates.iter().map(|update| update.id.clone()).collect();
-        let plan = PackagePlan { creates, updates, install, objects, adopt };
+        let plan =
+            PackagePlan { creates, updates, install, objects, adopt, settings_schema: request.settings_schema.clone() };
         if let Err(error) = self.store.apply_package(&plan, &event).await {
             return Err(match error.kind() {
                 ErrorKind::Conflict => EngineError::new(

@@ -46,6 +46,7 @@ pub async fn apply(
         patch: Vec::new(),
         objects: Vec::new(),
         adopt: Vec::new(),
+        settings_schema: loaded.package.settings.clone(),
     };
     for change in &writes {
         match &change.plan {

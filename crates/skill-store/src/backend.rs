@@ -151,12 +151,14 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (2, "package links", include_str!("../migrations/sqlite/0002_package_links.sql")),
     (3, "invocations", include_str!("../migrations/sqlite/0003_invocations.sql")),
     (4, "idempotency", include_str!("../migrations/sqlite/0004_idempotency.sql")),
+    (5, "package settings", include_str!("../migrations/sqlite/0005_package_settings.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
     (2, "package links", include_str!("../migrations/postgres/0002_package_links.sql")),
     (3, "invocations", include_str!("../migrations/postgres/0003_invocations.sql")),
     (4, "idempotency", include_str!("../migrations/postgres/0004_idempotency.sql")),
+    (5, "package settings", include_str!("../migrations/postgres/0005_package_settings.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -403,6 +403,9 @@ macro_rules! catalog_store {
                     }
                     let (install, objects, adopt) = (&plan.install, &plan.objects[..], &plan.adopt[..]);
                     let installed = record_install_in!(tx, install, objects, adopt);
+                    if let Some(schema) = &plan.settings_schema {
+                        crate::settings::settings_schema_in!(tx, &install.key, schema, install.installed_at);
+                    }
                     if installed || !plan.creates.is_empty() || !plan.updates.is_empty() {
                         crate::events::commit!(tx, event);
                     }

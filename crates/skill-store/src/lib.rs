@@ -36,6 +36,7 @@ mod idempotency;
 mod identity;
 mod invocations;
 pub mod records;
+mod settings;
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +51,7 @@ pub use events::Journal;
 pub use idempotency::{Begun, IdempotencyStore, StoredAnswer};
 pub use identity::IdentityStore;
 pub use invocations::InvocationStore;
+pub use settings::SettingsStore;
 
 /// The file a data directory holds.
 pub const SQLITE_FILE: &str = "core.db";
@@ -62,7 +64,9 @@ pub enum Backend {
 }
 
 /// Everything the core stores.
-pub trait Store: IdentityStore + CatalogStore + InvocationStore + IdempotencyStore + Journal + std::fmt::Debug {
+pub trait Store:
+    IdentityStore + CatalogStore + InvocationStore + IdempotencyStore + SettingsStore + Journal + std::fmt::Debug
+{
     fn backend(&self) -> Backend;
     /// Answers when the database does (`/readyz`).
     fn ping(&self) -> BoxFuture<'_, Result<()>>;

@@ -218,6 +218,20 @@ pub struct SkillUpdate {
     pub event: Event,
 }
 
+/// A package's settings: the schema of its last install and the values an operator set.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct PackageSettings {
+    pub package_key: String,
+    #[sqlx(json)]
+    pub schema: Value,
+    pub schema_revision: i32,
+    #[sqlx(json)]
+    pub values: Value,
+    pub values_revision: i32,
+    pub updated_at: Time,
+    pub updated_by: Option<String>,
+}
+
 /// Everything one `packages:apply` writes, in one transaction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PackagePlan {
@@ -228,6 +242,9 @@ pub struct PackagePlan {
     pub objects: Vec<PackageObject>,
     /// Objects of `objects` that move from another package to this one.
     pub adopt: Vec<PackageObject>,
+    /// The settings schema the package declares, if any; a schema other than the stored one
+    /// moves its revision.
+    pub settings_schema: Option<Value>,
 }
 
 /// What assigning a version did.

@@ -479,3 +479,27 @@ fn a_package_takes_another_packages_skill_only_by_adoption() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(text(&refused.stderr).contains("package rival installed claim.classify"), "{}", text(&refused.stderr));
 }
+
+/// `spec.settings` is checked offline (a schema of an object, no secrets) and sent with the
+/// apply, where the core keeps it for the values an operator sets.
+#[test]
+fn the_settings_schema_is_checked_and_applied() {
+    let core = serve("settings");
+    let at = Some((core.url.as_str(), core.token.as_str()));
+    let copy = Copy::new("settings");
+    copy.edit("package.yaml", "  requires: []", "  requires: []\n  settings: {type: string}");
+    assert_eq!(problems(&copy), [("package.yaml".into(), "spec.settings".into(), "invalid_package_settings".into())]);
+    copy.edit(
+        "package.yaml",
+        "  settings: {type: string}",
+        "  settings:\n    type: object\n    properties:\n      signature: {type: string, default: The claims desk}",
+    );
+    assert_eq!(problems(&copy), []);
+    assert_eq!(copy.sdk(&["apply"], at).status.code(), Some(0));
+    let settings = core._runtime.block_on(async {
+        let client = skill_client::Client::new(&core.url, core.token.clone()).expect("a client");
+        client.settings("claims").await.expect("settings")
+    });
+    assert_eq!(settings.schema["properties"]["signature"]["default"], "The claims desk");
+    assert_eq!((settings.schema_revision, settings.values_revision), (1, 0));
+}

@@ -236,7 +236,10 @@ mod tests {
                 document: json!({"apiVersion": "taimen.ai/v1", "kind": kind, "key": "a.b", "spec": spec}),
             })
             .collect();
-        (Package { key: "p".into(), version: "1".into(), requires: vec![], variables, objects }, problems)
+        (
+            Package { key: "p".into(), version: "1".into(), requires: vec![], variables, settings: None, objects },
+            problems,
+        )
     }
 
     fn skill(endpoint: &str, description: &str) -> Value {

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use skill_api::{
     ApplyRequest, AssignRequest, Assigned, EventsQuery, Items, ListQuery, MAX_APPLY_BYTES, PageQuery, PatchRequest,
-    PublishRequest, RecordRequest, Revoked, etag,
+    PublishRequest, RecordRequest, Revoked, SettingsRequest, etag,
 };
 use skill_engine::{Actor, EngineError};
 use skill_http::requests::RequestId;
@@ -133,6 +133,21 @@ pub(super) async fn apply_package(
 ) -> Answer {
     let request = body.read(&actor, "org.manage")?;
     Ok(axum::Json(core.engine.apply_package(&actor, &request, request_id(&id)).await?).into_response())
+}
+
+pub(super) async fn settings(State(core): State<Core>, actor: Actor, Path(key): Path<String>) -> Answer {
+    Ok(axum::Json(core.engine.package_settings(&actor, &key).await?).into_response())
+}
+
+pub(super) async fn set_settings(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    Path(key): Path<String>,
+    body: JsonBody<SettingsRequest>,
+) -> Answer {
+    let request = body.read(&actor, "org.manage")?;
+    Ok(axum::Json(core.engine.set_package_settings(&actor, &key, &request, request_id(&id)).await?).into_response())
 }
 
 pub(super) async fn package(State(core): State<Core>, actor: Actor, Path(key): Path<String>) -> Answer {

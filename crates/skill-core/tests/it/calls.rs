@@ -790,3 +790,60 @@ async fn a_repeated_idempotency_key_replays_the_first_answer() {
     })
     .await;
 }
+
+/// Package settings: the schema an apply brings, values set against it (versioned, no secrets),
+/// and a claim of the package's skill carries them.
+#[tokio::test]
+async fn package_settings_reach_the_calls_of_its_skills() {
+    each_backend("settings", |core| async move {
+        const HASH: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let schema = json!({"type": "object", "properties": {"tone": {"type": "string", "enum": ["formal", "warm"]},
+                                                             "limit": {"type": "integer", "minimum": 1}},
+                            "additionalProperties": false});
+        let apply = |version: &str, schema: Value| {
+            json!({"package": {"key": "claims", "version": version}, "installHash": HASH.replace('0', &version[..1]),
+                   "create": if version == "1.0.0" { vec![local("claim.classify", "none", (1, 0), &[])] } else { vec![] },
+                   "objects": [{"kind": "Skill", "key": "claim.classify"}], "settingsSchema": schema})
+        };
+        core.post(&core.admin, "/packages:apply", &apply("1.0.0", json!({"type": "string"}))).await.refused(422, "invalid_package_settings");
+        core.post(&core.admin, "/packages:apply", &apply("1.0.0", schema.clone())).await.ok(200);
+        let settings = core.get(&core.admin, "/packages/claims/settings").await.ok(200).clone();
+        assert_eq!((settings["schemaRevision"].clone(), settings["valuesRevision"].clone(), settings["values"].clone()), (json!(1), json!(0), json!({})));
+        core.get(&core.admin, "/packages/other/settings").await.refused(404, "not_found");
+
+        let set = |values: Value, expected: Option<i32>| {
+            let mut body = json!({"values": values});
+            if let Some(expected) = expected {
+                body["expectedRevision"] = json!(expected);
+            }
+            let core = &core;
+            async move { core.post(&core.admin, "/packages/claims/settings", &body).await }
+        };
+        let bad = set(json!({"tone": "rude"}), None).await;
+        assert_eq!(bad.refused(422, "invalid_package_settings").body["error"]["details"]["errors"][0]["path"], "/tone");
+        set(json!({"tone": "warm", "token": "sk_live_4eC39HqLyjWDarjtT1zdp7dc"}), None).await.refused(422, "secret_material_rejected");
+        core.post(&core.caller, "/packages/claims/settings", &json!({"values": {}})).await.refused(403, "permission_denied");
+        let done = set(json!({"tone": "warm", "limit": 3}), Some(0)).await.ok(200).clone();
+        assert_eq!((done["valuesRevision"].clone(), done["updatedBy"].is_string()), (json!(1), true));
+        set(json!({"tone": "formal"}), Some(0)).await.refused(409, "version_conflict");
+
+        // A call of the package's skill carries them.
+        core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await.ok(201);
+        let claimed = core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]})).await.ok(200).clone();
+        assert_eq!(claimed["settings"], json!({"package": "claims", "version": "1.0.0", "schemaRevision": 1, "values": {"tone": "warm", "limit": 3}}));
+
+        // A new schema the values do not fit is refused whole; one they fit moves the revision.
+        let narrower = json!({"type": "object", "properties": {"tone": {"type": "string", "enum": ["formal"]}}});
+        let refused = core.post(&core.admin, "/packages:apply", &apply("2.0.0", narrower)).await;
+        assert!(refused.refused(422, "invalid_package_settings").body["error"]["message"].as_str().unwrap_or_default().contains("fit both"));
+        assert_eq!(core.get(&core.admin, "/packages/claims").await.ok(200)["version"], "1.0.0", "nothing of the refused apply");
+        let wider = json!({"type": "object", "properties": {"tone": {"type": "string"}, "limit": {"type": "integer"}}});
+        core.post(&core.admin, "/packages:apply", &apply("3.0.0", wider)).await.ok(200);
+        let settings = core.get(&core.admin, "/packages/claims/settings").await.ok(200).clone();
+        assert_eq!((settings["schemaRevision"].clone(), settings["packageVersion"].clone(), settings["values"]["tone"].clone()), (json!(2), json!("3.0.0"), json!("warm")));
+        let events = core.engine.store().events(0, Some("package:claims"), 100).await.expect("events");
+        assert!(events.iter().any(|e| e.kind == "package.settings_changed" && e.data["valuesRevision"] == 1));
+        assert!(events.iter().all(|e| e.data.get("values").is_none()), "no values in the journal");
+    })
+    .await;
+}

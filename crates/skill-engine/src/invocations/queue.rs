@@ -79,7 +79,8 @@ impl Engine {
                 Ok(()) => {
                     let claimed = claimed_skill(&skill, contract);
                     let invocation = view::invocation_out(running, &skill, now, None);
-                    return Ok(Some(ClaimOut { invocation, skill: claimed, settings: None }));
+                    let settings = self.claim_settings(&skill.name).await?;
+                    return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
                 }
                 // Another executor took it first: the next one.
                 Err(error) if error.kind() == ErrorKind::Stale => continue,

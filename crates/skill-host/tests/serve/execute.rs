@@ -116,6 +116,14 @@ fn calls_invoked_through_the_core_run_in_the_host() {
     for reference in ["echo@1", "whoami@1", "flaky@1", "crash@1", "slow@1", "refuse@1"] {
         core.publish(reference);
     }
+    // whoami belongs to a package with settings: its calls receive the values set.
+    let install = json!({"package": {"key": "demo", "version": "1"}, "installHash": "ab".repeat(32),
+                         "objects": [{"kind": "Skill", "key": "whoami"}],
+                         "settingsSchema": {"type": "object", "properties": {"greeting": {"type": "string"}}}});
+    let (status, answer) = core.post(&core.admin, "/packages:apply", &install);
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = core.post(&core.admin, "/packages/demo/settings", &json!({"values": {"greeting": "hello"}}));
+    assert_eq!(status, 200, "{answer}");
     let mut executor = core.execute("10");
     executor.until(20, |line| line.contains("executing the local skills of this host"));
 
@@ -135,6 +143,7 @@ fn calls_invoked_through_the_core_run_in_the_host() {
         (Some(id.as_str()), Some("k-7"), Some("local")),
         "{whoami}"
     );
+    assert_eq!(seen["settings"], json!({"greeting": "hello"}), "the package's settings: {whoami}");
 
     // A refusal, a retryable failure with no attempt left, a crash: each a failed call with its code.
     let refused = core.settled(&core.invoke("refuse@1", json!({"inputs": {"order": "o-1"}})), 20);
