@@ -2,6 +2,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod bench_core;
 mod bench_export;
 mod bench_host;
 mod edges;
@@ -28,7 +29,8 @@ commands:
            follow (`cargo xtask test -p skill-store`); what CI's test step does
   bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills),
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
-           against bare rmcp and FastMCP); results in target/bench/
+           against bare rmcp and FastMCP), `bench core [sqlite|postgres]` (P4, invoke → claim →
+           complete through the core and a real executor); results in target/bench/
   fuzz     run the coverage-guided fuzz targets (crates/skill-fuzz) under libFuzzer:
            `fuzz [SECONDS] [TARGET...]` (120 s each by default), then merge the corpus in fuzz/corpus/
   help     this text";
@@ -55,8 +57,9 @@ fn dispatch() -> Result<()> {
             Some("export") => bench_export::bench(),
             Some("http") => bench_host::bench_http(),
             Some("mcp") => bench_host::bench_mcp(),
+            Some("core") => bench_core::bench_core(std::env::args().nth(3).as_deref().unwrap_or("sqlite")),
             _ => {
-                eprintln!("usage: cargo xtask bench export|http|mcp");
+                eprintln!("usage: cargo xtask bench export|http|mcp|core [sqlite|postgres]");
                 std::process::exit(2)
             }
         },

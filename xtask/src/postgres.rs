@@ -18,8 +18,17 @@ pub(crate) struct Postgres {
 }
 
 impl Postgres {
-    /// Installs (if needed), initialises and starts a server.
+    /// Installs (if needed), initialises and starts a server for tests (fsync off).
     pub(crate) fn start() -> Result<Self> {
+        Self::start_with(false)
+    }
+
+    /// [`Postgres::start`] with every commit flushed to disk, for benchmarks.
+    pub(crate) fn start_durable() -> Result<Self> {
+        Self::start_with(true)
+    }
+
+    fn start_with(durable: bool) -> Result<Self> {
         let bin = match find_bin() {
             Some(bin) => bin,
             None => {
@@ -41,7 +50,11 @@ impl Postgres {
                 .arg(&data)
                 .stdout(std::process::Stdio::null()),
         )?;
-        let options = format!("-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", root.display());
+        let fsync = if durable { "on" } else { "off" };
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync={fsync} -c max_connections=200",
+            root.display()
+        );
         run(
             "start PostgreSQL",
             as_owner(&bin.join("pg_ctl"))
@@ -52,6 +65,39 @@ impl Postgres {
                 .args(["-o", &options, "start"]),
         )?;
         Ok(Self { bin, root, data, url: format!("postgres://postgres@127.0.0.1:{port}/postgres") })
+    }
+}
+
+impl Postgres {
+    /// A new database `name` on the server; its URL.
+    pub(crate) fn database(&self, name: &str) -> Result<String> {
+        run(
+            "create a database",
+            Command::new(self.bin.join("psql")).args([&self.url, "-q", "-c", &format!("CREATE DATABASE {name}")]),
+        )?;
+        Ok(self.url.replace("/postgres", &format!("/{name}")).replacen(&format!("/{name}"), "/postgres", 0)).map(
+            |url: String| match url.rsplit_once('/') {
+                Some((base, _)) => format!("{base}/{name}"),
+                None => url,
+            },
+        )
+    }
+
+    /// `pgbench -N` (simple updates) TPS with 8 clients for 10 s on a fresh scale-10 database.
+    pub(crate) fn pgbench_simple_update(&self) -> Result<f64> {
+        let url = self.database("pgbench")?;
+        let pgbench = self.bin.join("pgbench");
+        run(
+            "initialise pgbench",
+            Command::new(&pgbench).args(["-i", "-q", "-s", "10", &url]).stderr(std::process::Stdio::null()),
+        )?;
+        let output = Command::new(&pgbench).args(["-N", "-c", "8", "-j", "2", "-T", "10", &url]).output()?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        text.lines()
+            .find_map(|line| line.strip_prefix("tps = "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|tps| tps.parse().ok())
+            .with_context(|| format!("no tps in pgbench's output: {text}"))
     }
 }
 

@@ -145,6 +145,9 @@ pub struct ClaimRequest {
     /// Only this call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invocation_id: Option<String>,
+    /// How long to wait for a call when there is none yet: 0 to 30 s (default 0: answer at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_seconds: Option<u32>,
 }
 
 /// The version a claimed call runs: what the executor needs of it (never the catalog `config`).

@@ -17,6 +17,7 @@ use skill_store::ErrorKind;
 use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
 
 pub use lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
+pub use queue::MAX_CLAIM_WAIT_SECONDS;
 pub(crate) use schemas::SchemaCache;
 pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS};
 
@@ -156,6 +157,7 @@ impl Engine {
         );
         match self.store.insert_invocation(&call, &event).await? {
             Inserted::New => {
+                self.ready.notify_one();
                 let covered = self.covered(&call, now).await?;
                 Ok(Invoked { invocation: view::invocation_out(call, &skill, now, covered), created: true })
             }

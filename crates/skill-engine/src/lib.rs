@@ -42,6 +42,9 @@ pub struct Engine {
     store: Arc<dyn Store>,
     /// Compiled contract schemas by version (published schemas never change).
     schemas: Arc<invocations::SchemaCache>,
+    /// Wakes claims waiting for a call when one is queued through this engine (a hint only:
+    /// waiting claims also look again on their own, for calls queued through other cores).
+    ready: Arc<tokio::sync::Notify>,
 }
 
 /// Who and which request caused a change, for the events journal.
@@ -59,7 +62,7 @@ impl Origin {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store, schemas: Arc::default() }
+        Self { store, schemas: Arc::default(), ready: Arc::default() }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

@@ -13,6 +13,9 @@ use crate::call::{End, raised, run_call, transient};
 use crate::session::Sessions;
 use crate::{Options, Runner, Stats};
 
+/// How long one claim waits at the core for a call.
+const CLAIM_WAIT_SECONDS: u32 = 10;
+
 #[derive(Default)]
 struct Counters {
     completed: AtomicU64,
@@ -70,6 +73,8 @@ pub async fn run(
         http_origins: declared.http_origins.clone(),
         mcp_endpoints: declared.mcp_endpoints.clone(),
         audiences: declared.audiences.clone(),
+        // The core holds the claim until a call comes (or this passes), so a call starts at once.
+        wait_seconds: Some(CLAIM_WAIT_SECONDS),
         ..ClaimRequest::default()
     };
     let mut workers = tokio::task::JoinSet::new();
@@ -120,7 +125,7 @@ struct Worker {
 
 impl Worker {
     async fn work(mut self) {
-        let mut idle = Duration::from_millis(25);
+        let mut idle = Duration::from_millis(10);
         let mut trouble = Duration::from_millis(100);
         while !*self.stopping.borrow() {
             let session = match self.sessions.current().await {
@@ -135,7 +140,7 @@ impl Worker {
             let request = ClaimRequest { session_id: Some(session.clone()), ..self.claim.clone() };
             match self.client.claim(&request).await {
                 Ok(Some(claimed)) => {
-                    idle = Duration::from_millis(25);
+                    idle = Duration::from_millis(10);
                     trouble = Duration::from_millis(100);
                     let end =
                         run_call(&self.client, &self.runner, claimed, Some(session), &self.options, self.abort.clone())

@@ -2,7 +2,9 @@
 //! expiry, the lease and the fencing token), heartbeat, complete (the output checked against the
 //! contract), fail (retry after the backoff while attempts remain), and the expiry sweep.
 
-use chrono::{Duration, Utc};
+use std::time::Duration;
+
+use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{
     ClaimOut, ClaimRequest, ClaimedSkill, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut,
@@ -26,6 +28,18 @@ const REJECTED_OUTPUT_BYTES: usize = 64 * 1024;
 
 const PROTOCOLS: &[&str] = &["local", "http", "mcp"];
 
+/// The longest a claim waits for a call (`waitSeconds`).
+pub const MAX_CLAIM_WAIT_SECONDS: u32 = 30;
+/// How often a waiting claim looks again for calls queued through another core (calls queued
+/// through this one wake it at once).
+const OTHER_CORES_EVERY: Duration = Duration::from_millis(500);
+
+/// A place in `0..len`, different from one moment to the next.
+fn spread(len: usize) -> usize {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    (nanos as usize / 7) % len.max(1)
+}
+
 impl Engine {
     /// Takes the oldest pending call the executor covers (`skills.execute`); `None` when there is
     /// none.
@@ -37,12 +51,18 @@ impl Engine {
     ) -> Result<Option<ClaimOut>> {
         actor.require("skills.execute")?;
         let admission = admission(request)?;
+        let wait = match request.wait_seconds {
+            None => Duration::ZERO,
+            Some(seconds) if seconds <= MAX_CLAIM_WAIT_SECONDS => Duration::from_secs(u64::from(seconds)),
+            Some(_) => {
+                return Err(EngineError::invalid_request(format!("`waitSeconds` is 0 to {MAX_CLAIM_WAIT_SECONDS}"))
+                    .with("field", "waitSeconds"));
+            }
+        };
         if let Some(session_id) = &request.session_id {
             let session = self.own_active_session(actor, session_id).await?;
             self.remember_admission(session, &admission).await?;
         }
-        let now = Utc::now();
-        self.expire_leases(now).await?;
         if admission.local_entrypoints.is_empty()
             && admission.http_origins.is_empty()
             && admission.mcp_endpoints.is_empty()
@@ -50,41 +70,83 @@ impl Engine {
             return Ok(None);
         }
         let origin = Origin::of(actor, request_id);
-        for candidate in self.store.claimable(&admission, now, CANDIDATES).await? {
-            let skill = self.store.skill(&candidate.skill_id).await?.skill;
-            let Some(contract) = &skill.contract else { continue };
-            let timeout = timeout_of(contract);
-            let running = InvocationRecord {
-                status: "running".to_owned(),
-                attempt: candidate.attempt + 1,
-                fencing_token: candidate.fencing_token + 1,
-                executor_principal_id: Some(actor.id().to_owned()),
-                executor_session_id: request.session_id.clone(),
-                lease_expires_at: Some(lease_end(now, now, timeout, request.lease_seconds)),
-                heartbeat_at: Some(now),
-                started_at: candidate.started_at.or(Some(now)),
-                attempt_started_at: Some(now),
-                updated_at: now,
-                row_version: candidate.row_version + 1,
-                ..candidate.clone()
-            };
-            let event = self.event(
-                "skill.invocation_claimed",
-                format!("skill_invocation:{}", running.id),
-                json!({"skillId": skill.id, "attempt": running.attempt, "fencingToken": running.fencing_token,
-                       "leaseExpiresAt": running.lease_expires_at.as_ref().map(crate::catalog::view_time)}),
-                &origin,
-            );
-            match self.store.update_invocation(&running, &[event]).await {
-                Ok(()) => {
-                    let claimed = claimed_skill(&skill, contract);
-                    let invocation = view::invocation_out(running, &skill, now, None);
-                    let settings = self.claim_settings(&skill.name).await?;
-                    return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
+        self.expire_leases(Utc::now()).await?;
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            // Listen before looking, so a call queued in between is not missed.
+            let queued = self.ready.notified();
+            tokio::pin!(queued);
+            queued.as_mut().enable();
+            if let Some(claimed) = self.take_one(actor, request, &admission, &origin).await? {
+                return Ok(Some(claimed));
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            // Woken by a call queued through this core, or after a while for calls queued
+            // through another core sharing the database.
+            tokio::select! {
+                () = &mut queued => {}
+                () = tokio::time::sleep(left.min(OTHER_CORES_EVERY)) => {}
+            }
+        }
+    }
+
+    /// One attempt to take a call: the oldest candidate first; when another executor took one
+    /// first, the candidates read again are tried from a random place among them, so executors
+    /// claiming at once stop wanting the same call.
+    async fn take_one(
+        &self,
+        actor: &Actor,
+        request: &ClaimRequest,
+        admission: &Admission,
+        origin: &Origin,
+    ) -> Result<Option<ClaimOut>> {
+        let now = Utc::now();
+        for read in 0..3 {
+            let candidates = self.store.claimable(admission, now, CANDIDATES).await?;
+            if candidates.is_empty() {
+                return Ok(None);
+            }
+            let start = if read == 0 { 0 } else { spread(candidates.len()) };
+            for index in 0..candidates.len() {
+                let candidate = &candidates[(start + index) % candidates.len()];
+                let skill = self.store.skill(&candidate.skill_id).await?.skill;
+                let Some(contract) = &skill.contract else { continue };
+                let timeout = timeout_of(contract);
+                let running = InvocationRecord {
+                    status: "running".to_owned(),
+                    attempt: candidate.attempt + 1,
+                    fencing_token: candidate.fencing_token + 1,
+                    executor_principal_id: Some(actor.id().to_owned()),
+                    executor_session_id: request.session_id.clone(),
+                    lease_expires_at: Some(lease_end(now, now, timeout, request.lease_seconds)),
+                    heartbeat_at: Some(now),
+                    started_at: candidate.started_at.or(Some(now)),
+                    attempt_started_at: Some(now),
+                    updated_at: now,
+                    row_version: candidate.row_version + 1,
+                    ..candidate.clone()
+                };
+                let event = self.event(
+                    "skill.invocation_claimed",
+                    format!("skill_invocation:{}", running.id),
+                    json!({"skillId": skill.id, "attempt": running.attempt, "fencingToken": running.fencing_token,
+                           "leaseExpiresAt": running.lease_expires_at.as_ref().map(crate::catalog::view_time)}),
+                    origin,
+                );
+                match self.store.update_invocation(&running, &[event]).await {
+                    Ok(()) => {
+                        let claimed = claimed_skill(&skill, contract);
+                        let invocation = view::invocation_out(running, &skill, now, None);
+                        let settings = self.claim_settings(&skill.name).await?;
+                        return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
+                    }
+                    // Another executor took it first: the next one.
+                    Err(error) if error.kind() == ErrorKind::Stale => continue,
+                    Err(error) => return Err(error.into()),
                 }
-                // Another executor took it first: the next one.
-                Err(error) if error.kind() == ErrorKind::Stale => continue,
-                Err(error) => return Err(error.into()),
             }
         }
         Ok(None)
@@ -219,7 +281,12 @@ impl Engine {
             let origin = Origin::of(actor, request_id);
             let (next, event) = self.failed(call, &skill, error, None, now, &origin);
             match self.store.update_invocation(&next, &[event]).await {
-                Ok(()) => return Ok(view::invocation_out(next, &skill, now, None)),
+                Ok(()) => {
+                    if next.status == "pending" {
+                        self.ready.notify_one();
+                    }
+                    return Ok(view::invocation_out(next, &skill, now, None));
+                }
                 Err(error) if error.kind() == ErrorKind::Stale => continue,
                 Err(error) => return Err(error.into()),
             }
@@ -238,7 +305,12 @@ impl Engine {
             let error = error_value("lease_expired", true, "the executor's lease ended before it reported", None);
             let (next, event) = self.failed(call, &skill, error, None, now, &Origin::default());
             match self.store.update_invocation(&next, &[event]).await {
-                Ok(()) => handled += 1,
+                Ok(()) => {
+                    handled += 1;
+                    if next.status == "pending" {
+                        self.ready.notify_one();
+                    }
+                }
                 // Someone else moved it first (a report just in time, another sweep).
                 Err(error) if error.kind() == ErrorKind::Stale => {}
                 Err(error) => return Err(error.into()),
@@ -265,7 +337,7 @@ impl Engine {
         if retryable && call.attempt < call.max_attempts {
             let backoff =
                 skill.contract.as_ref().and_then(|c| c["retryPolicy"]["backoffSeconds"].as_i64()).unwrap_or(0);
-            let available_at = now + Duration::seconds(backoff.max(0));
+            let available_at = now + chrono::Duration::seconds(backoff.max(0));
             let event = self.event(
                 "skill.invocation_retry_scheduled",
                 subject,

@@ -115,7 +115,12 @@ impl Engine {
                 ..session
             };
             match self.store.update_session(&closed, &calls, &events).await {
-                Ok(()) => return Ok(session_out(closed, now)),
+                Ok(()) => {
+                    if !calls.is_empty() {
+                        self.ready.notify_one();
+                    }
+                    return Ok(session_out(closed, now));
+                }
                 Err(error) if error.kind() == ErrorKind::Stale => continue,
                 Err(error) => return Err(error.into()),
             }

@@ -1,0 +1,215 @@
+//! Benchmark P4 (and P5's first part): invoke → executor claim → complete through the real API
+//! and a real executor process, every step durable.
+//!
+//! `cargo xtask bench core [sqlite|postgres]` builds `skill-core`, the demo host and the load
+//! generator (`crates/skill-core/examples/core_load.rs`) in release mode, serves a core on a fresh
+//! database, publishes `echo@1`, runs the demo host as the local executor, and offers calls at
+//! rising rates (open loop, 10 s each, up to the first rate it does not sustain); every call's
+//! invoke→succeeded time comes from the core's own timestamps. The reference in the same run: raw single-row durable commits per second on
+//! the same disk (SQLite, WAL, `synchronous=FULL`: `crates/skill-store/examples/commit_rate.rs`), or
+//! `pgbench -N` TPS on the same PostgreSQL server (fsync on). Results go to
+//! `target/bench/core-<backend>.json`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::{run, target_dir};
+
+/// The offered rates, calls per second, in turn until one is not sustained.
+const RATES: &[u64] = &[100, 200, 400, 800, 1600, 2400, 3200];
+const SECONDS: &str = "10";
+
+fn release(path: &str) -> PathBuf {
+    target_dir().join("release").join(path)
+}
+
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command` with its stderr in `target/bench/<log>` and waits for a line holding `ready`.
+fn start(command: &mut Command, log: &str, ready: &str) -> Result<(Process, String)> {
+    let log = target_dir().join("bench").join(log);
+    let child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(std::fs::File::create(&log)?).spawn()?;
+    let mut process = Process(child);
+    for _ in 0..600 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(line) = text.lines().find(|line| line.contains(ready)) {
+            return Ok((process, line.to_owned()));
+        }
+        if let Some(status) = process.0.try_wait()? {
+            bail!("{command:?} exited ({status}): {text}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("{command:?} did not get ready within 30 s")
+}
+
+fn output(command: &mut Command) -> Result<String> {
+    let output = command.output().with_context(|| format!("running {command:?}"))?;
+    if !output.status.success() {
+        bail!("{command:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+pub(crate) fn bench_core(backend: &str) -> Result<()> {
+    let cargo = || Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    run(
+        "build the core, the demo host, the load generator and the reference (release)",
+        cargo().args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "skill-core",
+            "--bin",
+            "skill-core",
+            "--example",
+            "core_load",
+            "-p",
+            "skill-host",
+            "--example",
+            "demo_host",
+            "-p",
+            "skill-store",
+            "--example",
+            "commit_rate",
+        ]),
+    )?;
+    let folder = target_dir().join("bench").join(format!("core-{backend}"));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder)?;
+    let mut postgres = None;
+    let (db, reference) = match backend {
+        "sqlite" => {
+            let raw = output(Command::new(release("examples/commit_rate")).arg(folder.join("raw")).arg("5"))?;
+            let raw: Value = serde_json::from_str(&raw)?;
+            (folder.join("data").display().to_string(), json!({"rawCommitsPerSecond": raw["perSecond"]}))
+        }
+        "postgres" => {
+            let server = crate::postgres::Postgres::start_durable()?;
+            let tps = server.pgbench_simple_update()?;
+            let url = server.database("skill_bench")?;
+            postgres = Some(server);
+            (url, json!({"pgbenchSimpleUpdateTps": tps}))
+        }
+        other => bail!("bench core runs on sqlite or postgres, not {other}"),
+    };
+    let core = release("skill-core");
+    let token = |name: &str, kind: &str, grant: &str| {
+        output(
+            Command::new(&core)
+                .args(["token", "create", "--db", &db, "--name", name, "--kind", kind, "--grant", grant]),
+        )
+    };
+    let (admin, caller, executor) = (
+        token("admin", "person", "org.manage")?,
+        token("caller", "agent", "skills.invoke")?,
+        token("runner", "executor", "skills.execute")?,
+    );
+    let (_core, line) = start(
+        Command::new(&core).args(["serve", "--db", &db, "--listen", "127.0.0.1:0"]).env("SKILL_LOG", "warn"),
+        &format!("core-{backend}.log"),
+        " on http://",
+    )?;
+    let address = line.split(" on http://").nth(1).and_then(|rest| rest.split('/').next()).context("an address")?;
+    let url = format!("http://{address}");
+    let contract = output(Command::new(release("examples/demo_host")).args(["contract", "echo@1"]))?;
+    let body = json!({"name": "echo", "version": "1", "description": "Echo.", "sideEffects": "none", "riskLevel": "low",
+                      "contract": serde_json::from_str::<Value>(&contract)?});
+    let published = output(Command::new("curl").args([
+        "-s",
+        "-X",
+        "POST",
+        "-H",
+        &format!("Authorization: Bearer {admin}"),
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        &body.to_string(),
+        &format!("{url}/api/v1/skills"),
+    ]))?;
+    if !published.contains("\"id\"") {
+        bail!("publishing echo@1 failed: {published}");
+    }
+    let (_executor, _) = start(
+        Command::new(release("examples/demo_host"))
+            .args(["execute", "--core", &url, "--concurrency", "64", "--grace", "5"])
+            .env("SKILL_CORE_TOKEN", &executor)
+            .env("SKILL_LOG", "warn,skill_host::execute=info"),
+        &format!("executor-{backend}.log"),
+        "executing the local skills",
+    )?;
+    let mut rounds = Vec::new();
+    for rate in RATES {
+        let result = output(Command::new(release("examples/core_load")).args([
+            "--core",
+            &url,
+            "--token",
+            &caller,
+            "--skill",
+            "echo@1",
+            "--rate",
+            &rate.to_string(),
+            "--seconds",
+            SECONDS,
+        ]))?;
+        let result: Value = serde_json::from_str(&result)?;
+        eprintln!(
+            "  offered {rate:>5}/s: {:>7.0} ended/s, p50 {:>7.1} ms, p99 {:>7.1} ms, invoke p99 {:>6.1} ms, {} skipped, {} refused, {} failed",
+            result["throughput"].as_f64().unwrap_or(0.0),
+            result["p50"].as_f64().unwrap_or(0.0),
+            result["p99"].as_f64().unwrap_or(0.0),
+            result["invokeP99"].as_f64().unwrap_or(0.0),
+            result["skipped"],
+            result["refused"],
+            result["failed"],
+        );
+        let kept_up = result["skipped"] == 0
+            && result["refused"] == 0
+            && result["failed"] == 0
+            && result["throughput"].as_f64().unwrap_or(0.0) >= 0.95 * *rate as f64;
+        rounds.push(result);
+        if !kept_up {
+            break;
+        }
+    }
+    // Sustained: the highest offered rate whose calls all ended, at that rate (within 5 %).
+    let sustained = rounds
+        .iter()
+        .filter(|r| {
+            r["skipped"] == 0
+                && r["refused"] == 0
+                && r["failed"] == 0
+                && r["throughput"].as_f64().unwrap_or(0.0) >= 0.95 * r["rate"].as_f64().unwrap_or(f64::MAX)
+        })
+        .max_by(|a, b| a["rate"].as_u64().cmp(&b["rate"].as_u64()))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let base = reference.as_object().and_then(|r| r.values().next()).and_then(Value::as_f64).unwrap_or(0.0);
+    let ratio = sustained["throughput"].as_f64().map(|t| if base > 0.0 { t / base } else { 0.0 });
+    let report = json!({"backend": backend, "reference": reference, "rounds": rounds, "sustained": sustained,
+                        "ratioToReference": ratio});
+    eprintln!(
+        "P4 {backend}: sustained {} calls/s (p99 {} ms); reference {reference}; ratio {}",
+        sustained["throughput"].as_f64().map_or("none".into(), |t| format!("{t:.0}")),
+        sustained["p99"].as_f64().map_or("-".into(), |p| format!("{p:.1}")),
+        ratio.map_or("-".into(), |r| format!("{r:.2}"))
+    );
+    std::fs::write(
+        target_dir().join("bench").join(format!("core-{backend}.json")),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    drop(postgres);
+    Ok(())
+}
