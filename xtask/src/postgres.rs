@@ -75,23 +75,21 @@ impl Postgres {
             "create a database",
             Command::new(self.bin.join("psql")).args([&self.url, "-q", "-c", &format!("CREATE DATABASE {name}")]),
         )?;
-        Ok(self.url.replace("/postgres", &format!("/{name}")).replacen(&format!("/{name}"), "/postgres", 0)).map(
-            |url: String| match url.rsplit_once('/') {
-                Some((base, _)) => format!("{base}/{name}"),
-                None => url,
-            },
-        )
+        let (base, _) = self.url.rsplit_once('/').context("a URL with a database")?;
+        Ok(format!("{base}/{name}"))
     }
 
     /// `pgbench -N` (simple updates) TPS with 8 clients for 10 s on a fresh scale-10 database.
     pub(crate) fn pgbench_simple_update(&self) -> Result<f64> {
-        let url = self.database("pgbench")?;
+        self.database("pgbench")?;
         let pgbench = self.bin.join("pgbench");
-        run(
-            "initialise pgbench",
-            Command::new(&pgbench).args(["-i", "-q", "-s", "10", &url]).stderr(std::process::Stdio::null()),
-        )?;
-        let output = Command::new(&pgbench).args(["-N", "-c", "8", "-j", "2", "-T", "10", &url]).output()?;
+        // host:port from postgres://postgres@HOST:PORT/postgres
+        let address = self.url.split('@').nth(1).and_then(|rest| rest.split('/').next()).context("an address")?;
+        let (host, port) = address.split_once(':').context("host:port")?;
+        let connect = ["-h", host, "-p", port, "-U", "postgres"];
+        run("initialise pgbench", Command::new(&pgbench).args(connect).args(["-i", "-q", "-s", "10", "pgbench"]))?;
+        let output =
+            Command::new(&pgbench).args(connect).args(["-N", "-c", "8", "-j", "2", "-T", "10", "pgbench"]).output()?;
         let text = String::from_utf8_lossy(&output.stdout);
         text.lines()
             .find_map(|line| line.strip_prefix("tps = "))

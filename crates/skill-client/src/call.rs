@@ -19,6 +19,8 @@ pub struct Client {
     http: reqwest::Client,
     retries: u32,
     backoff: Duration,
+    /// Whether writes that take an `Idempotency-Key` get one.
+    keys: bool,
 }
 
 impl std::fmt::Debug for Client {
@@ -93,12 +95,20 @@ impl Client {
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|error| ClientError::Unreachable { address: base.clone(), reason: error.to_string() })?;
-        Ok(Self { base, token: None, http, retries: 2, backoff: Duration::from_millis(200) })
+        Ok(Self { base, token: None, http, retries: 2, backoff: Duration::from_millis(200), keys: true })
     }
 
     /// At most `retries` more tries of a call that may be repeated (0: one try only).
     pub fn with_retries(mut self, retries: u32) -> Self {
         self.retries = retries;
+        self
+    }
+
+    /// Sends no `Idempotency-Key` (and so never repeats a write after no answer): for a caller
+    /// whose writes are safe by other means, such as an executor's fenced reports, which saves
+    /// the core keeping their answers.
+    pub fn without_keys(mut self) -> Self {
+        self.keys = false;
         self
     }
 
@@ -158,9 +168,7 @@ impl Client {
     /// operation is a read or carries an `Idempotency-Key`; a write's key is the same on every
     /// try.
     pub async fn send<T: DeserializeOwned>(&self, call: Call<'_>) -> Result<Answer<T>, ClientError> {
-        let key = call
-            .operation
-            .idempotency_key
+        let key = (call.operation.idempotency_key && (self.keys || call.key.is_some()))
             .then(|| call.key.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()));
         let repeatable = call.operation.is_read() || key.is_some();
         let mut wait = self.backoff;

@@ -55,8 +55,10 @@ pub async fn run(
     options: Options,
     stop: impl Future<Output = ()>,
 ) -> Result<Stats, ClientError> {
-    // The loop does its own retrying: a call's reports must not wait on the client's.
-    let client = client.with_retries(0);
+    // The loop does its own retrying: a call's reports must not wait on the client's. A report
+    // is safe to repeat by its fencing token, and a claim is never repeated, so no key is sent
+    // (the core keeps no answers for them).
+    let client = client.with_retries(0).without_keys();
     let declared = runner.declared();
     let sessions = Arc::new(Sessions::new(client.clone(), declared.capabilities.clone(), options.session_ttl_seconds));
     let keep_alive = {
