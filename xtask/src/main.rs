@@ -6,6 +6,7 @@ mod bench_core;
 mod bench_export;
 mod bench_host;
 mod edges;
+mod fault;
 mod fuzz;
 mod module_loops;
 mod postgres;
@@ -31,6 +32,9 @@ commands:
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
            against bare rmcp and FastMCP), `bench core [sqlite|postgres]` (P4, invoke → claim →
            complete through the core and a real executor); results in target/bench/
+  fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
+           the core once; checks none is lost, no effect doubled, no fencing token reused:
+           `fault [sqlite|postgres]`; figures in target/fault/
   fuzz     run the coverage-guided fuzz targets (crates/skill-fuzz) under libFuzzer:
            `fuzz [SECONDS] [TARGET...]` (120 s each by default), then merge the corpus in fuzz/corpus/
   help     this text";
@@ -63,6 +67,7 @@ fn dispatch() -> Result<()> {
                 std::process::exit(2)
             }
         },
+        Some("fault") => fault::fault(std::env::args().nth(2).as_deref().unwrap_or("sqlite")),
         Some("fuzz") => fuzz::fuzz(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");

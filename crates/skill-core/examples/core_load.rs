@@ -22,6 +22,9 @@ struct Args {
     rate: u64,
     seconds: u64,
     connections: usize,
+    /// With a prefix, call `n` carries the body key `<prefix><n>` and is sent again (the same
+    /// key) until the core accepts it: a core that restarts loses no call.
+    key_prefix: Option<String>,
 }
 
 fn args() -> Args {
@@ -32,6 +35,7 @@ fn args() -> Args {
         rate: 1000,
         seconds: 10,
         connections: 256,
+        key_prefix: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -43,6 +47,7 @@ fn args() -> Args {
             "--rate" => args.rate = value.parse().expect("a rate"),
             "--seconds" => args.seconds = value.parse().expect("seconds"),
             "--connections" => args.connections = value.parse().expect("connections"),
+            "--key-prefix" => args.key_prefix = Some(value),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -86,18 +91,31 @@ async fn main() {
         };
         let (client, url, token) = (client.clone(), url.clone(), args.token.clone());
         let (accepted, refused, invoke_ms) = (Arc::clone(&accepted), Arc::clone(&refused), Arc::clone(&invoke_ms));
+        let key = args.key_prefix.as_ref().map(|prefix| format!("{prefix}{n}"));
         tasks.spawn(async move {
             let sent = Instant::now();
-            let body = json!({"inputs": {"text": format!("call {n}")}});
-            let answer = client.post(&url).bearer_auth(&token).json(&body).send().await;
-            match answer {
-                Ok(answer) if answer.status().as_u16() == 201 => {
-                    accepted.fetch_add(1, Ordering::Relaxed);
-                    invoke_ms.lock().expect("lock").push(sent.elapsed().as_secs_f64() * 1000.0);
+            let mut body = json!({"inputs": {"text": format!("call {n}")}});
+            if let Some(key) = &key {
+                body["inputs"] = json!({});
+                body["idempotencyKey"] = json!(key);
+            }
+            loop {
+                let answer = client.post(&url).bearer_auth(&token).json(&body).send().await;
+                match answer.map(|answer| answer.status().as_u16()) {
+                    Ok(201 | 200) => {
+                        accepted.fetch_add(1, Ordering::Relaxed);
+                        invoke_ms.lock().expect("lock").push(sent.elapsed().as_secs_f64() * 1000.0);
+                        break;
+                    }
+                    // Keyed: the same call again until the core takes it.
+                    Ok(status) if key.is_some() && (status >= 500 || status == 408) => {}
+                    Err(_) if key.is_some() => {}
+                    _ => {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                        break;
+                    }
                 }
-                _ => {
-                    refused.fetch_add(1, Ordering::Relaxed);
-                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
             drop(permit);
         });
@@ -107,20 +125,19 @@ async fn main() {
 
     // Wait until nothing is pending or running, then read every call back (newest first).
     let list = format!("{}/api/v1/skill-invocations", args.core);
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let mut open = 0;
         for status in ["pending", "running"] {
-            let page: Value = client
-                .get(format!("{list}?status={status}&limit=1"))
-                .bearer_auth(&args.token)
-                .send()
-                .await
-                .expect("the core answers")
-                .json()
-                .await
-                .expect("JSON");
-            open += page["items"].as_array().map_or(0, Vec::len);
+            let Ok(answer) =
+                client.get(format!("{list}?status={status}&limit=1")).bearer_auth(&args.token).send().await
+            else {
+                // The core is restarting: look again.
+                open += 1;
+                continue;
+            };
+            let page: Value = answer.json().await.unwrap_or(Value::Null);
+            open += page["items"].as_array().map_or(1, Vec::len);
         }
         if open == 0 || Instant::now() > deadline {
             break;
@@ -128,6 +145,8 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let (mut latencies, mut first, mut last, mut succeeded, mut failed) = (Vec::new(), None, None, 0u64, 0u64);
+    let mut retried = 0u64;
+    let mut keys = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
         // Only this run's calls.
@@ -149,6 +168,12 @@ async fn main() {
             match call["status"].as_str() {
                 Some("succeeded") => succeeded += 1,
                 _ => failed += 1,
+            }
+            if call["attempt"].as_i64().unwrap_or(0) > 1 {
+                retried += 1;
+            }
+            if let Some(key) = call["idempotencyKey"].as_str() {
+                keys.push(key.to_owned());
             }
             if let (Some(created), Some(finished)) = (time(&call["createdAt"]), time(&call["finishedAt"])) {
                 latencies.push((finished - created).num_microseconds().unwrap_or(0) as f64 / 1000.0);
@@ -175,6 +200,8 @@ async fn main() {
         "throughput": if span > 0.0 { succeeded as f64 / span } else { 0.0 },
         "p50": percentile(&latencies, 0.5), "p99": percentile(&latencies, 0.99), "max": latencies.last().copied().unwrap_or(0.0),
         "invokeP50": percentile(&invoke_ms, 0.5), "invokeP99": percentile(&invoke_ms, 0.99),
+        "retried": retried, "keys": keys.len(),
+        "distinctKeys": keys.iter().collect::<std::collections::BTreeSet<_>>().len(),
     });
     println!("{result}");
 }

@@ -239,7 +239,17 @@ async fn listing_and_health_need_no_token() {
         listing["skills"].as_array().expect("skills").iter().filter_map(|s| s["ref"].as_str()).collect();
     assert_eq!(
         refs,
-        ["crash@1", "echo-sync@1", "echo@1", "flaky@1", "orders/cancel@2", "refuse@1", "slow@1", "whoami@1"]
+        [
+            "crash@1",
+            "echo-sync@1",
+            "echo@1",
+            "flaky@1",
+            "orders/cancel@2",
+            "record@1",
+            "refuse@1",
+            "slow@1",
+            "whoami@1"
+        ]
     );
     assert_eq!(
         listing["skills"][4],

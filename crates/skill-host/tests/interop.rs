@@ -77,7 +77,7 @@ fn judge(peer: Peer, seen: &Value) {
     assert!(thrown.is_empty(), "the client refused answers (its own outputSchema check included): {thrown:?}");
     let tools = seen["tools"].as_array().expect("tools");
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["crash", "echo", "echo-sync", "flaky", "orders.cancel", "refuse", "slow", "whoami"]);
+    assert_eq!(names, ["crash", "echo", "echo-sync", "flaky", "orders.cancel", "record", "refuse", "slow", "whoami"]);
     let echo = &tools[1];
     assert_eq!(echo["inputSchema"]["required"], json!(["text"]));
     assert_eq!(echo["outputSchema"]["properties"]["text"]["type"], "string");

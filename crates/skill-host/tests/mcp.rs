@@ -92,7 +92,7 @@ async fn tools_carry_the_contract_schemas_annotations_and_policy() {
     let client = stdio_client().await;
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["crash", "echo", "echo-sync", "flaky", "orders.cancel", "refuse", "slow", "whoami"]);
+    assert_eq!(names, ["crash", "echo", "echo-sync", "flaky", "orders.cancel", "record", "refuse", "slow", "whoami"]);
 
     let echo = tools.iter().find(|t| t.name == "echo").expect("echo");
     let contract = demo::echo::SKILL.contract().expect("contract");

@@ -178,7 +178,7 @@ fn mcp_over_stdio_ends_with_its_input_and_keeps_stdout_for_the_protocol() {
     drop(stdin);
     let output = child.wait_with_output().expect("exits");
     assert_eq!(output.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("serving 8 skills over mcp-stdio"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("serving 9 skills over mcp-stdio"));
 }
 
 /// Stalled clients past the connection bound leave the host answering; a body that never

@@ -1,6 +1,6 @@
 //! A skill host with one skill per behaviour a host must carry over its transports: an echo that
 //! reports a cost, the call's own context, a slow call, a refusal, a retryable failure, crashes,
-//! and a namespaced external write. The host tests, the Python interop tests and the P2/P3
+//! a namespaced external write, and one effect per idempotency key (the fault run's `record`). The host tests, the Python interop tests and the P2/P3
 //! benchmarks run it.
 //!
 //! ```text

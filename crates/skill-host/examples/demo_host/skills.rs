@@ -147,3 +147,28 @@ pub(crate) fn cancel(inputs: Order, ctx: SkillContext) -> Result<Cancelled, Skil
     }
     Ok(Cancelled { order: inputs.order, cancelled: true })
 }
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Recorded {
+    /// Whether this call made the effect (`false`: an earlier attempt with the same key did).
+    first: bool,
+}
+
+/// Make one effect per idempotency key: a file named by the key in `DEMO_EFFECTS_DIR`, created
+/// only if absent (the fault run counts them). Takes 20 ms, so a killed executor is often mid-call.
+#[skill("record", version = "1", side_effects = "none", risk = "low", idempotency = "required", timeout = 5, retry = (10, 0))]
+pub(crate) async fn record(_inputs: Nothing, ctx: SkillContext) -> Result<Recorded, SkillError> {
+    let Some(key) = ctx.idempotency_key().map(str::to_owned) else {
+        return Err(SkillError::new("idempotency_key_required").with_message("record needs an idempotency key"));
+    };
+    let Some(folder) = std::env::var_os("DEMO_EFFECTS_DIR") else {
+        return Err(SkillError::new("not_configured").with_message("set DEMO_EFFECTS_DIR"));
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let path = std::path::Path::new(&folder).join(key.replace('/', "_"));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(_) => Ok(Recorded { first: true }),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(Recorded { first: false }),
+        Err(error) => Err(SkillError::new("effect_failed").with_message(error.to_string()).with_retryable(true)),
+    }
+}

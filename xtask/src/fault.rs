@@ -1,0 +1,241 @@
+//! The fault run: 2,000 calls of the demo host's `record@1` (one effect per idempotency key: a
+//! file named by the key) through a core on SQLite or PostgreSQL, while the executor is killed
+//! (`kill -9`) and restarted every 2.5 s and the core is killed and restarted once. It checks that
+//! every call ends `succeeded`, none is lost, no key made two effects, and no fencing token was
+//! handed out twice for one call; figures go to `target/fault/<backend>.json`.
+//!
+//! `cargo xtask fault [sqlite|postgres]`
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::{run, target_dir};
+
+const CALLS_PER_SECOND: &str = "100";
+const SECONDS: &str = "20";
+const EXPECTED: usize = 2000;
+
+fn release(path: &str) -> PathBuf {
+    target_dir().join("release").join(path)
+}
+
+fn output(command: &mut Command) -> Result<String> {
+    let output = command.output().with_context(|| format!("running {command:?}"))?;
+    if !output.status.success() {
+        bail!("{command:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Starts `command` logging to `log` (appended) and waits for a line holding `ready`.
+fn start(command: &mut Command, log: &Path, ready: &str) -> Result<Child> {
+    let before = std::fs::read_to_string(log).map(|text| text.len()).unwrap_or(0);
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+    let mut child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(file).spawn()?;
+    for _ in 0..600 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.get(before..).is_some_and(|new| new.contains(ready)) {
+            return Ok(child);
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!("{command:?} exited ({status}): {}", text.get(before..).unwrap_or_default());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill(&mut child);
+    bail!("{command:?} did not get ready within 30 s")
+}
+
+fn curl(token: &str, url: &str, body: Option<&Value>) -> Result<Value> {
+    let mut command = Command::new("curl");
+    command.args(["-s", "-H", &format!("Authorization: Bearer {token}")]);
+    if let Some(body) = body {
+        command.args(["-X", "POST", "-H", "Content-Type: application/json", "-d", &body.to_string()]);
+    }
+    Ok(serde_json::from_str(&output(command.arg(url))?)?)
+}
+
+pub(crate) fn fault(backend: &str) -> Result<()> {
+    let cargo = || Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    run(
+        "build the core, the demo host and the load generator (release)",
+        cargo().args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "skill-core",
+            "--bin",
+            "skill-core",
+            "--example",
+            "core_load",
+            "-p",
+            "skill-host",
+            "--example",
+            "demo_host",
+        ]),
+    )?;
+    let folder = target_dir().join("fault").join(backend);
+    let _ = std::fs::remove_dir_all(&folder);
+    let effects = folder.join("effects");
+    std::fs::create_dir_all(&effects)?;
+    let mut postgres = None;
+    let db = match backend {
+        "sqlite" => folder.join("data").display().to_string(),
+        "postgres" => {
+            let server = crate::postgres::Postgres::start_durable()?;
+            let url = server.database("skill_fault")?;
+            postgres = Some(server);
+            url
+        }
+        other => bail!("the fault run is on sqlite or postgres, not {other}"),
+    };
+    let core = release("skill-core");
+    let token = |name: &str, kind: &str, grant: &str| {
+        output(
+            Command::new(&core)
+                .args(["token", "create", "--db", &db, "--name", name, "--kind", kind, "--grant", grant]),
+        )
+    };
+    let (admin, caller, executor_token) = (
+        token("admin", "person", "org.manage")?,
+        token("caller", "agent", "skills.invoke")?,
+        token("runner", "executor", "skills.execute")?,
+    );
+    let listen = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0")?;
+        probe.local_addr()?.to_string()
+    };
+    let url = format!("http://{listen}");
+    let core_log = folder.join("core.log");
+    let serve = || {
+        let mut command = Command::new(&core);
+        command.args(["serve", "--db", &db, "--listen", &listen]).env("SKILL_LOG", "warn");
+        command
+    };
+    let mut core_process = start(&mut serve(), &core_log, " on http://")?;
+    let contract = output(Command::new(release("examples/demo_host")).args(["contract", "record@1"]))?;
+    let published = curl(
+        &admin,
+        &format!("{url}/api/v1/skills"),
+        Some(&json!({"name": "record", "version": "1", "description": "One effect per key.", "sideEffects": "none",
+                     "riskLevel": "low", "contract": serde_json::from_str::<Value>(&contract)?})),
+    )?;
+    if published["id"].is_null() {
+        bail!("publishing record@1 failed: {published}");
+    }
+    let executor_log = folder.join("executor.log");
+    let execute = || {
+        let mut command = Command::new(release("examples/demo_host"));
+        command
+            .args(["execute", "--core", &url, "--concurrency", "16", "--grace", "1"])
+            .env("SKILL_CORE_TOKEN", &executor_token)
+            .env("DEMO_EFFECTS_DIR", &effects)
+            .env("SKILL_LOG", "warn,skill_host::execute=info");
+        command
+    };
+    let mut executor = start(&mut execute(), &executor_log, "executing the local skills")?;
+    let load_out = folder.join("load.json");
+    let mut load = Command::new(release("examples/core_load"))
+        .args([
+            "--core",
+            &url,
+            "--token",
+            &caller,
+            "--skill",
+            "record@1",
+            "--rate",
+            CALLS_PER_SECOND,
+            "--seconds",
+            SECONDS,
+            "--key-prefix",
+            "fault-",
+        ])
+        .stdout(std::fs::File::create(&load_out)?)
+        .stderr(std::fs::File::create(folder.join("load.log"))?)
+        .spawn()?;
+    let started = Instant::now();
+    let (mut executor_kills, mut core_kills) = (0, 0);
+    while load.try_wait()?.is_none() {
+        std::thread::sleep(Duration::from_millis(2500));
+        if load.try_wait()?.is_some() || started.elapsed() > Duration::from_secs(400) {
+            break;
+        }
+        kill(&mut executor);
+        executor_kills += 1;
+        if executor_kills == 3 {
+            kill(&mut core_process);
+            core_kills += 1;
+            std::thread::sleep(Duration::from_millis(500));
+            core_process = start(&mut serve(), &core_log, " on http://")?;
+        }
+        executor = start(&mut execute(), &executor_log, "executing the local skills")?;
+    }
+    let _ = load.wait();
+    let elapsed = started.elapsed().as_secs_f64();
+    let load: Value = serde_json::from_str(&std::fs::read_to_string(&load_out)?).context("the load's figures")?;
+
+    // Every claim's fencing token, per call, from the journal.
+    let mut claims: std::collections::BTreeMap<String, Vec<i64>> = std::collections::BTreeMap::new();
+    let mut after = 0i64;
+    loop {
+        let page = curl(&admin, &format!("{url}/api/v1/events?after={after}&limit=1000"), None)?;
+        let items = page["items"].as_array().cloned().unwrap_or_default();
+        if items.is_empty() {
+            break;
+        }
+        for event in &items {
+            after = after.max(event["seq"].as_i64().unwrap_or(after));
+            if event["kind"] == "skill.invocation_claimed" {
+                let subject = event["subject"].as_str().unwrap_or_default().to_owned();
+                claims.entry(subject).or_default().push(event["data"]["fencingToken"].as_i64().unwrap_or(-1));
+            }
+        }
+    }
+    let reused = claims.values().filter(|tokens| {
+        let distinct: std::collections::BTreeSet<_> = tokens.iter().collect();
+        distinct.len() != tokens.len() || tokens.windows(2).any(|pair| pair[1] <= pair[0])
+    });
+    let reused = reused.count();
+    let claims_total: usize = claims.values().map(Vec::len).sum();
+    let effects_made = std::fs::read_dir(&effects)?.count();
+    kill(&mut executor);
+    kill(&mut core_process);
+    drop(postgres);
+
+    let report = json!({
+        "backend": backend, "calls": EXPECTED, "seconds": elapsed, "executorKills": executor_kills, "coreKills": core_kills,
+        "accepted": load["accepted"], "succeeded": load["succeeded"], "failed": load["failed"], "refused": load["refused"],
+        "callsRetried": load["retried"], "distinctKeys": load["distinctKeys"], "effects": effects_made,
+        "claims": claims_total, "callsClaimed": claims.len(), "fencingTokensReused": reused,
+    });
+    std::fs::create_dir_all(target_dir().join("fault"))?;
+    std::fs::write(target_dir().join("fault").join(format!("{backend}.json")), serde_json::to_string_pretty(&report)?)?;
+    eprintln!("fault run ({backend}): {report}");
+    let mut wrong = Vec::new();
+    if load["succeeded"].as_u64() != Some(EXPECTED as u64) || load["failed"] != 0 {
+        wrong.push(format!("{} of {EXPECTED} calls succeeded, {} did not", load["succeeded"], load["failed"]));
+    }
+    if load["distinctKeys"].as_u64() != Some(EXPECTED as u64) || load["keys"].as_u64() != Some(EXPECTED as u64) {
+        wrong.push(format!("{} calls for {} keys: a call was lost or doubled", load["keys"], load["distinctKeys"]));
+    }
+    if effects_made != EXPECTED {
+        wrong.push(format!("{effects_made} effects for {EXPECTED} keys"));
+    }
+    if reused > 0 {
+        wrong.push(format!("{reused} calls were handed the same fencing token twice"));
+    }
+    if !wrong.is_empty() {
+        bail!("the fault run found: {}", wrong.join("; "));
+    }
+    Ok(())
+}
