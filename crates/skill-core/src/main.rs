@@ -22,7 +22,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run everything on one machine: the core on an embedded database, the package applied,
-    /// its skill host serving over HTTP on loopback; prints how to call them. Ctrl-C stops all.
+    /// its skill host running as the local executor; prints how to call a skill through the
+    /// core. Ctrl-C stops all.
     Dev(dev::DevArgs),
     /// Serve the API (/api/v1, /healthz, /readyz) until SIGTERM or SIGINT.
     Serve {
