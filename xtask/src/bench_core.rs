@@ -10,22 +10,18 @@
 //! `pgbench -N` TPS on the same PostgreSQL server (fsync on). Results go to
 //! `target/bench/core-<backend>.json`.
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::{run, target_dir};
+use crate::core_run::{Tokens, build, output, publish_demo, release};
+use crate::target_dir;
 
 /// The offered rates, calls per second, in turn until one is not sustained.
 const RATES: &[u64] = &[100, 200, 400, 800, 1600, 2400, 3200];
 const SECONDS: &str = "10";
-
-fn release(path: &str) -> PathBuf {
-    target_dir().join("release").join(path)
-}
 
 struct Process(Child);
 
@@ -54,37 +50,10 @@ fn start(command: &mut Command, log: &str, ready: &str) -> Result<(Process, Stri
     bail!("{command:?} did not get ready within 30 s")
 }
 
-fn output(command: &mut Command) -> Result<String> {
-    let output = command.output().with_context(|| format!("running {command:?}"))?;
-    if !output.status.success() {
-        bail!("{command:?} failed: {}", String::from_utf8_lossy(&output.stderr));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
-}
-
 pub(crate) fn bench_core(backend: &str) -> Result<()> {
-    let cargo = || Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    run(
+    build(
         "build the core, the demo host, the load generator and the reference (release)",
-        cargo().args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "skill-core",
-            "--bin",
-            "skill-core",
-            "--example",
-            "core_load",
-            "-p",
-            "skill-host",
-            "--example",
-            "demo_host",
-            "-p",
-            "skill-store",
-            "--example",
-            "commit_rate",
-        ]),
+        &["-p", "skill-store", "--example", "commit_rate"],
     )?;
     let folder = target_dir().join("bench").join(format!("core-{backend}"));
     let _ = std::fs::remove_dir_all(&folder);
@@ -106,17 +75,7 @@ pub(crate) fn bench_core(backend: &str) -> Result<()> {
         other => bail!("bench core runs on sqlite or postgres, not {other}"),
     };
     let core = release("skill-core");
-    let token = |name: &str, kind: &str, grant: &str| {
-        output(
-            Command::new(&core)
-                .args(["token", "create", "--db", &db, "--name", name, "--kind", kind, "--grant", grant]),
-        )
-    };
-    let (admin, caller, executor) = (
-        token("admin", "person", "org.manage")?,
-        token("caller", "agent", "skills.invoke")?,
-        token("runner", "executor", "skills.execute")?,
-    );
+    let Tokens { admin, caller, executor } = Tokens::create(&db)?;
     let (_core, line) = start(
         Command::new(&core).args(["serve", "--db", &db, "--listen", "127.0.0.1:0"]).env("SKILL_LOG", "warn"),
         &format!("core-{backend}.log"),
@@ -124,24 +83,7 @@ pub(crate) fn bench_core(backend: &str) -> Result<()> {
     )?;
     let address = line.split(" on http://").nth(1).and_then(|rest| rest.split('/').next()).context("an address")?;
     let url = format!("http://{address}");
-    let contract = output(Command::new(release("examples/demo_host")).args(["contract", "echo@1"]))?;
-    let body = json!({"name": "echo", "version": "1", "description": "Echo.", "sideEffects": "none", "riskLevel": "low",
-                      "contract": serde_json::from_str::<Value>(&contract)?});
-    let published = output(Command::new("curl").args([
-        "-s",
-        "-X",
-        "POST",
-        "-H",
-        &format!("Authorization: Bearer {admin}"),
-        "-H",
-        "Content-Type: application/json",
-        "-d",
-        &body.to_string(),
-        &format!("{url}/api/v1/skills"),
-    ]))?;
-    if !published.contains("\"id\"") {
-        bail!("publishing echo@1 failed: {published}");
-    }
+    publish_demo(&url, &admin, "echo@1")?;
     let (_executor, _) = start(
         Command::new(release("examples/demo_host"))
             .args(["execute", "--core", &url, "--concurrency", "64", "--grace", "5"])

@@ -6,30 +6,19 @@
 //!
 //! `cargo xtask fault [sqlite|postgres]`
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::{run, target_dir};
+use crate::core_run::{Tokens, build, output, publish_demo, release};
+use crate::target_dir;
 
 const CALLS_PER_SECOND: &str = "100";
 const SECONDS: &str = "20";
 const EXPECTED: usize = 2000;
-
-fn release(path: &str) -> PathBuf {
-    target_dir().join("release").join(path)
-}
-
-fn output(command: &mut Command) -> Result<String> {
-    let output = command.output().with_context(|| format!("running {command:?}"))?;
-    if !output.status.success() {
-        bail!("{command:?} failed: {}", String::from_utf8_lossy(&output.stderr));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
-}
 
 fn kill(child: &mut Child) {
     let _ = child.kill();
@@ -55,35 +44,14 @@ fn start(command: &mut Command, log: &Path, ready: &str) -> Result<Child> {
     bail!("{command:?} did not get ready within 30 s")
 }
 
-fn curl(token: &str, url: &str, body: Option<&Value>) -> Result<Value> {
-    let mut command = Command::new("curl");
-    command.args(["-s", "-H", &format!("Authorization: Bearer {token}")]);
-    if let Some(body) = body {
-        command.args(["-X", "POST", "-H", "Content-Type: application/json", "-d", &body.to_string()]);
-    }
-    Ok(serde_json::from_str(&output(command.arg(url))?)?)
+/// `GET url` with `token`, as JSON.
+fn get(token: &str, url: &str) -> Result<Value> {
+    let answer = output(Command::new("curl").args(["-s", "-H", &format!("Authorization: Bearer {token}"), url]))?;
+    Ok(serde_json::from_str(&answer)?)
 }
 
 pub(crate) fn fault(backend: &str) -> Result<()> {
-    let cargo = || Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    run(
-        "build the core, the demo host and the load generator (release)",
-        cargo().args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "skill-core",
-            "--bin",
-            "skill-core",
-            "--example",
-            "core_load",
-            "-p",
-            "skill-host",
-            "--example",
-            "demo_host",
-        ]),
-    )?;
+    build("build the core, the demo host and the load generator (release)", &[])?;
     let folder = target_dir().join("fault").join(backend);
     let _ = std::fs::remove_dir_all(&folder);
     let effects = folder.join("effects");
@@ -100,17 +68,7 @@ pub(crate) fn fault(backend: &str) -> Result<()> {
         other => bail!("the fault run is on sqlite or postgres, not {other}"),
     };
     let core = release("skill-core");
-    let token = |name: &str, kind: &str, grant: &str| {
-        output(
-            Command::new(&core)
-                .args(["token", "create", "--db", &db, "--name", name, "--kind", kind, "--grant", grant]),
-        )
-    };
-    let (admin, caller, executor_token) = (
-        token("admin", "person", "org.manage")?,
-        token("caller", "agent", "skills.invoke")?,
-        token("runner", "executor", "skills.execute")?,
-    );
+    let Tokens { admin, caller, executor: executor_token } = Tokens::create(&db)?;
     let listen = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0")?;
         probe.local_addr()?.to_string()
@@ -123,16 +81,7 @@ pub(crate) fn fault(backend: &str) -> Result<()> {
         command
     };
     let mut core_process = start(&mut serve(), &core_log, " on http://")?;
-    let contract = output(Command::new(release("examples/demo_host")).args(["contract", "record@1"]))?;
-    let published = curl(
-        &admin,
-        &format!("{url}/api/v1/skills"),
-        Some(&json!({"name": "record", "version": "1", "description": "One effect per key.", "sideEffects": "none",
-                     "riskLevel": "low", "contract": serde_json::from_str::<Value>(&contract)?})),
-    )?;
-    if published["id"].is_null() {
-        bail!("publishing record@1 failed: {published}");
-    }
+    publish_demo(&url, &admin, "record@1")?;
     let executor_log = folder.join("executor.log");
     let execute = || {
         let mut command = Command::new(release("examples/demo_host"));
@@ -188,7 +137,7 @@ pub(crate) fn fault(backend: &str) -> Result<()> {
     let mut claims: std::collections::BTreeMap<String, Vec<i64>> = std::collections::BTreeMap::new();
     let mut after = 0i64;
     loop {
-        let page = curl(&admin, &format!("{url}/api/v1/events?after={after}&limit=1000"), None)?;
+        let page = get(&admin, &format!("{url}/api/v1/events?after={after}&limit=1000"))?;
         let items = page["items"].as_array().cloned().unwrap_or_default();
         if items.is_empty() {
             break;

@@ -5,6 +5,7 @@
 mod bench_core;
 mod bench_export;
 mod bench_host;
+mod core_run;
 mod edges;
 mod fault;
 mod fuzz;

@@ -1,0 +1,82 @@
+//! What the core benchmark and the fault run share: the release binaries, tokens for the three
+//! roles, and publishing one of the demo host's skills.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::{run, target_dir};
+
+pub(crate) fn release(path: &str) -> PathBuf {
+    target_dir().join("release").join(path)
+}
+
+/// Runs `command` and returns its standard output, trimmed; its standard error when it fails.
+pub(crate) fn output(command: &mut Command) -> Result<String> {
+    let output = command.output().with_context(|| format!("running {command:?}"))?;
+    if !output.status.success() {
+        bail!("{command:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Builds `skill-core`, the load generator and the demo host in release mode, with `more` cargo
+/// arguments.
+pub(crate) fn build(step: &str, more: &[&str]) -> Result<()> {
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cargo.args(["build", "--release", "--quiet", "-p", "skill-core", "--bin", "skill-core", "--example", "core_load"]);
+    cargo.args(["-p", "skill-host", "--example", "demo_host"]).args(more);
+    run(step, &mut cargo)
+}
+
+/// Tokens of an operator (`org.manage`), a caller (`skills.invoke`) and an executor
+/// (`skills.execute`), made straight in the database `db`.
+pub(crate) struct Tokens {
+    pub(crate) admin: String,
+    pub(crate) caller: String,
+    pub(crate) executor: String,
+}
+
+impl Tokens {
+    pub(crate) fn create(db: &str) -> Result<Self> {
+        let core = release("skill-core");
+        let token = |name: &str, kind: &str, grant: &str| {
+            output(
+                Command::new(&core)
+                    .args(["token", "create", "--db", db, "--name", name, "--kind", kind, "--grant", grant]),
+            )
+        };
+        Ok(Self {
+            admin: token("admin", "person", "org.manage")?,
+            caller: token("caller", "agent", "skills.invoke")?,
+            executor: token("runner", "executor", "skills.execute")?,
+        })
+    }
+}
+
+/// Publishes the demo host's `name@version` (its contract as the host prints it) to the core at
+/// `url`.
+pub(crate) fn publish_demo(url: &str, admin: &str, reference: &str) -> Result<()> {
+    let contract = output(Command::new(release("examples/demo_host")).args(["contract", reference]))?;
+    let (name, version) = reference.split_once('@').context("name@version")?;
+    let body = json!({"name": name, "version": version, "description": "A demo skill.", "sideEffects": "none",
+                      "riskLevel": "low", "contract": serde_json::from_str::<Value>(&contract)?});
+    let published = output(Command::new("curl").args([
+        "-s",
+        "-X",
+        "POST",
+        "-H",
+        &format!("Authorization: Bearer {admin}"),
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        &body.to_string(),
+        &format!("{url}/api/v1/skills"),
+    ]))?;
+    if !published.contains("\"id\"") {
+        bail!("publishing {reference} failed: {published}");
+    }
+    Ok(())
+}
