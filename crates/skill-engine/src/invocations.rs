@@ -391,13 +391,21 @@ impl Engine {
                        "wasRunning": was_running, "cancelledBy": actor.id(), "initiator": "principal"}),
                 &Origin::of(actor, request_id),
             );
-            match self.store.update_invocation(&cancelled, &[event]).await {
-                Ok(()) => return Ok(view::invocation_out(cancelled, &skill, now, None)),
-                Err(error) if error.kind() == ErrorKind::Stale => continue,
-                Err(error) => return Err(error.into()),
+            if written(self.store.update_invocation(&cancelled, &[event]).await)? {
+                return Ok(view::invocation_out(cancelled, &skill, now, None));
             }
         }
         Err(busy())
+    }
+}
+
+/// Whether a version-checked write happened: `false` when the row moved on since it was read
+/// (the caller reads it again and decides anew), an error for anything else.
+pub(crate) fn written(result: skill_store::Result<()>) -> Result<bool> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == ErrorKind::Stale => Ok(false),
+        Err(error) => Err(error.into()),
     }
 }
 

@@ -14,7 +14,7 @@ use skill_store::ErrorKind;
 use skill_store::records::{Admission, InvocationRecord, SkillRecord, Time};
 
 use super::lease::{check_holder, error_value, lease_end, timeout_of};
-use super::{busy, view};
+use super::{busy, view, written};
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
@@ -136,16 +136,12 @@ impl Engine {
                            "leaseExpiresAt": running.lease_expires_at.as_ref().map(crate::catalog::view_time)}),
                     origin,
                 );
-                match self.store.update_invocation(&running, &[event]).await {
-                    Ok(()) => {
-                        let claimed = claimed_skill(&skill, contract);
-                        let invocation = view::invocation_out(running, &skill, now, None);
-                        let settings = self.claim_settings(&skill.name).await?;
-                        return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
-                    }
-                    // Another executor took it first: the next one.
-                    Err(error) if error.kind() == ErrorKind::Stale => continue,
-                    Err(error) => return Err(error.into()),
+                // Not written: another executor took it first; the next one.
+                if written(self.store.update_invocation(&running, &[event]).await)? {
+                    let claimed = claimed_skill(&skill, contract);
+                    let invocation = view::invocation_out(running, &skill, now, None);
+                    let settings = self.claim_settings(&skill.name).await?;
+                    return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
                 }
             }
         }
@@ -175,10 +171,8 @@ impl Engine {
                 row_version: call.row_version + 1,
                 ..call
             };
-            match self.store.update_invocation(&next, &[]).await {
-                Ok(()) => return Ok(view::invocation_out(next, &skill, now, None)),
-                Err(error) if error.kind() == ErrorKind::Stale => continue,
-                Err(error) => return Err(error.into()),
+            if written(self.store.update_invocation(&next, &[]).await)? {
+                return Ok(view::invocation_out(next, &skill, now, None));
             }
         }
         Err(busy())
@@ -243,10 +237,8 @@ impl Engine {
                 let error = error_value("output_contract_violation", false, &message, Some(details));
                 self.failed(call, &skill, error, cost.clone(), now, &origin)
             };
-            match self.store.update_invocation(&next, &[event]).await {
-                Ok(()) => return Ok(view::invocation_out(next, &skill, now, None)),
-                Err(error) if error.kind() == ErrorKind::Stale => continue,
-                Err(error) => return Err(error.into()),
+            if written(self.store.update_invocation(&next, &[event]).await)? {
+                return Ok(view::invocation_out(next, &skill, now, None));
             }
         }
         Err(busy())
@@ -280,15 +272,11 @@ impl Engine {
             let error = error_value(&reported.code, reported.retryable, &reported.message, reported.details.clone());
             let origin = Origin::of(actor, request_id);
             let (next, event) = self.failed(call, &skill, error, None, now, &origin);
-            match self.store.update_invocation(&next, &[event]).await {
-                Ok(()) => {
-                    if next.status == "pending" {
-                        self.ready.notify_one();
-                    }
-                    return Ok(view::invocation_out(next, &skill, now, None));
+            if written(self.store.update_invocation(&next, &[event]).await)? {
+                if next.status == "pending" {
+                    self.ready.notify_one();
                 }
-                Err(error) if error.kind() == ErrorKind::Stale => continue,
-                Err(error) => return Err(error.into()),
+                return Ok(view::invocation_out(next, &skill, now, None));
             }
         }
         Err(busy())

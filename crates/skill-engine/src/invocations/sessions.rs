@@ -9,6 +9,7 @@ use skill_store::ErrorKind;
 use skill_store::records::{SessionRecord, Time};
 
 use super::lease::{error_value, session_active};
+use super::written;
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
@@ -72,10 +73,8 @@ impl Engine {
                 row_version: session.row_version + 1,
                 ..session
             };
-            match self.store.update_session(&next, &[], &[]).await {
-                Ok(()) => return Ok(session_out(next, now)),
-                Err(error) if error.kind() == ErrorKind::Stale => continue,
-                Err(error) => return Err(error.into()),
+            if written(self.store.update_session(&next, &[], &[]).await)? {
+                return Ok(session_out(next, now));
             }
         }
         Err(super::busy())
@@ -114,15 +113,11 @@ impl Engine {
                 row_version: session.row_version + 1,
                 ..session
             };
-            match self.store.update_session(&closed, &calls, &events).await {
-                Ok(()) => {
-                    if !calls.is_empty() {
-                        self.ready.notify_one();
-                    }
-                    return Ok(session_out(closed, now));
+            if written(self.store.update_session(&closed, &calls, &events).await)? {
+                if !calls.is_empty() {
+                    self.ready.notify_one();
                 }
-                Err(error) if error.kind() == ErrorKind::Stale => continue,
-                Err(error) => return Err(error.into()),
+                return Ok(session_out(closed, now));
             }
         }
         Err(super::busy())
