@@ -71,8 +71,9 @@ CREATE UNIQUE INDEX skill_invocations_approval
     WHERE json_extract(authorization_basis, '$.kind') = 'approval';
 CREATE UNIQUE INDEX skill_invocations_execution ON skill_invocations (run_id)
     WHERE json_extract(authorization_basis, '$.kind') = 'execution';
-CREATE INDEX skill_invocations_queue ON skill_invocations (status, available_at, created_at, id)
-    WHERE status IN ('pending', 'running');
+-- The queue in claim order; partial on exactly the claim's condition, so the planner uses it.
+CREATE INDEX skill_invocations_queue ON skill_invocations (available_at, created_at, id)
+    WHERE status = 'pending';
 CREATE INDEX skill_invocations_lease ON skill_invocations (lease_expires_at) WHERE status = 'running';
 CREATE INDEX skill_invocations_recent ON skill_invocations (created_at, id);
 CREATE INDEX skill_invocations_authority ON skill_invocations (authority_principal_id, created_at, id);
