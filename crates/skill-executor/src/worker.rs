@@ -140,7 +140,13 @@ impl Worker {
                 }
             };
             let request = ClaimRequest { session_id: Some(session.clone()), ..self.claim.clone() };
-            match self.client.claim(&request).await {
+            // A claim waiting at the core is given up at the stop: a call it took in that moment
+            // is held by the session, and closing the session puts it back in the queue.
+            let claimed = tokio::select! {
+                claimed = self.client.claim(&request) => claimed,
+                () = raised(&mut self.stopping) => return,
+            };
+            match claimed {
                 Ok(Some(claimed)) => {
                     idle = Duration::from_millis(10);
                     trouble = Duration::from_millis(100);
