@@ -34,7 +34,7 @@ impl Engine {
             json!({"version": install.version, "installHash": install.install_hash, "objects": objects.len()}),
             &Origin::of(actor, request_id),
         );
-        self.store.record_install(&install, &objects, &adopt, &event).await.map_err(install_refusal)?;
+        self.store.record_install(&install, &objects, &adopt, &event).await?;
         self.package(actor, &install.key).await
     }
 
@@ -163,10 +163,7 @@ impl Engine {
                     "version_conflict",
                     "a version the plan changes changed meanwhile: plan again",
                 ),
-                ErrorKind::Refused("skill_version_immutable" | "invalid_status_transition") => {
-                    EngineError::new(Class::Conflict, "skill_version_immutable", error.message().to_owned())
-                }
-                _ => install_refusal(error),
+                _ => error.into(),
             });
         }
         let read = |ids: Vec<String>| async move {
@@ -205,21 +202,6 @@ fn unknown_object(name: &str) -> EngineError {
         "unknown_reference",
         format!("the catalog has no version of the skill {name}: publish it first, or in the same apply"),
     )
-}
-
-/// The refusals of recording an install: objects of another package, objects the catalog does
-/// not have (the database's guard, when a version went away meanwhile).
-fn install_refusal(error: skill_store::StoreError) -> EngineError {
-    match error.kind() {
-        ErrorKind::Refused("package_object_conflict") => {
-            EngineError::new(Class::Conflict, "package_object_conflict", error.message().to_owned())
-                .with_details(error.details().clone())
-        }
-        ErrorKind::Refused("unknown_reference") => {
-            EngineError::new(Class::Invalid, "unknown_reference", error.message().to_owned())
-        }
-        _ => error.into(),
-    }
 }
 
 /// The install `actor` records now.

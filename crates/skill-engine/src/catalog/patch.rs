@@ -44,9 +44,9 @@ impl Engine {
                 let now = self.find(&current.id).await?.skill.row_version;
                 return Err(version_conflict(expected, now));
             }
+            // A database guard's refusal keeps its own code.
             Err(error) if matches!(error.kind(), ErrorKind::Refused(_)) => {
-                return Err(EngineError::new(Class::Conflict, "skill_version_immutable", error.message().to_owned())
-                    .with("skillId", current.id.clone()));
+                return Err(EngineError::from(error).with("skillId", current.id.clone()));
             }
             Err(error) => return Err(error.into()),
         };

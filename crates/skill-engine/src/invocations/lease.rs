@@ -56,6 +56,27 @@ pub(crate) fn check_holder(
     .with("currentFencingToken", call.fencing_token))
 }
 
+/// `call` ended in `status` at `now` with `output` or `error`: no lease, its finish time, one row
+/// version on.
+pub(crate) fn ended(
+    call: &InvocationRecord,
+    status: &str,
+    output: Option<Value>,
+    error: Option<Value>,
+    now: Time,
+) -> InvocationRecord {
+    InvocationRecord {
+        status: status.to_owned(),
+        output,
+        error,
+        lease_expires_at: None,
+        finished_at: Some(now),
+        updated_at: now,
+        row_version: call.row_version + 1,
+        ..call.clone()
+    }
+}
+
 /// `{code, retryable, message, details?}`, the error a call stores.
 pub(crate) fn error_value(code: &str, retryable: bool, message: &str, details: Option<Value>) -> Value {
     let mut error = json!({"code": code, "retryable": retryable, "message": message});

@@ -13,7 +13,7 @@ use skill_api::{
 use skill_store::ErrorKind;
 use skill_store::records::{Admission, InvocationRecord, SkillRecord, Time};
 
-use super::lease::{check_holder, error_value, lease_end, timeout_of};
+use super::lease::{check_holder, ended, error_value, lease_end, timeout_of};
 use super::{busy, view, written};
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
@@ -207,15 +207,8 @@ impl Engine {
             let subject = format!("skill_invocation:{}", call.id);
             let (next, event) = if errors.is_empty() {
                 let next = InvocationRecord {
-                    status: "succeeded".to_owned(),
-                    output: Some(output.clone()),
-                    error: None,
                     cost: cost.clone(),
-                    lease_expires_at: None,
-                    finished_at: Some(now),
-                    updated_at: now,
-                    row_version: call.row_version + 1,
-                    ..call.clone()
+                    ..ended(&call, "succeeded", Some(output.clone()), None, now)
                 };
                 let event = self.event(
                     "skill.invocation_succeeded",
@@ -355,17 +348,8 @@ impl Engine {
                    "maxAttempts": call.max_attempts, "taskId": call.task_id, "runId": call.run_id, "error": summary}),
             origin,
         );
-        let next = InvocationRecord {
-            status: "failed".to_owned(),
-            output: None,
-            error: Some(error),
-            cost: cost.or(call.cost.clone()),
-            lease_expires_at: None,
-            finished_at: Some(now),
-            updated_at: now,
-            row_version: call.row_version + 1,
-            ..call
-        };
+        let next =
+            InvocationRecord { cost: cost.or(call.cost.clone()), ..ended(&call, "failed", None, Some(error), now) };
         (next, event)
     }
 
