@@ -309,19 +309,22 @@ impl Engine {
         let now = Utc::now();
         let mut items = Vec::with_capacity(calls.len());
         let mut skills: HashMap<String, SkillRecord> = HashMap::new();
-        let mut coverage: HashMap<String, Option<bool>> = HashMap::new();
+        let mut coverage: HashMap<(String, Option<String>), Option<bool>> = HashMap::new();
         for call in calls {
             if !skills.contains_key(&call.skill_id) {
                 let skill = self.store.skill(&call.skill_id).await?.skill;
                 skills.insert(skill.id.clone(), skill);
             }
             let skill = &skills[&call.skill_id];
-            let covered = match (call.status == "pending" && call.available_at <= now, coverage.get(&call.skill_id)) {
-                (false, _) => None,
-                (true, Some(known)) => *known,
-                (true, None) => {
+            // Calls of one version may differ in endpoint (it can move): coverage is per implementation.
+            let implementation = (view::implementation(&call), call.audience.clone());
+            let covered = match coverage.get(&implementation) {
+                Some(known) => *known,
+                None => {
                     let covered = self.covered(&call, now).await?;
-                    coverage.insert(call.skill_id.clone(), covered);
+                    if covered.is_some() {
+                        coverage.insert(implementation, covered);
+                    }
                     covered
                 }
             };
@@ -373,16 +376,8 @@ impl Engine {
             let now = Utc::now();
             let was_running = call.status == "running";
             let details = json!({"cancelledBy": actor.id(), "initiator": "principal", "wasRunning": was_running});
-            let cancelled = InvocationRecord {
-                status: "cancelled".to_owned(),
-                error: Some(lease::error_value("cancelled", false, &reason, Some(details))),
-                output: None,
-                lease_expires_at: None,
-                finished_at: Some(now),
-                updated_at: now,
-                row_version: call.row_version + 1,
-                ..call.clone()
-            };
+            let error = lease::error_value("cancelled", false, &reason, Some(details));
+            let cancelled = lease::ended(&call, "cancelled", None, Some(error), now);
             let event = self.event(
                 "skill.invocation_cancelled",
                 format!("skill_invocation:{}", call.id),

@@ -847,3 +847,39 @@ async fn package_settings_reach_the_calls_of_its_skills() {
     })
     .await;
 }
+
+/// Why a pending call waits is worked out per implementation, not per version: after an
+/// endpoint moved, the version's calls at the old endpoint wait for an executor even while those
+/// at the new one are covered.
+#[tokio::test]
+async fn a_moved_endpoint_is_covered_call_by_call() {
+    each_backend("moved", |core| async move {
+        let published = core.publish(http_leaf("svc.lookup", "https://old.example/run", None)).await;
+        let old = core.invoke(&core.caller, "svc.lookup@1", json!({"inputs": {}})).await.ok(201)["id"].clone();
+        let path = format!("/skills/{}", published["id"].as_str().expect("id"));
+        let moved = core
+            .http
+            .patch(format!("{}{path}", core.base))
+            .bearer_auth(&core.admin)
+            .header("if-match", "\"skill-1\"")
+            .json(&json!({"endpoint": "https://new.example/run"}))
+            .send()
+            .await
+            .expect("patched");
+        assert_eq!(moved.status(), StatusCode::OK);
+        let first_new = core.invoke(&core.caller, "svc.lookup@1", json!({"inputs": {}})).await.ok(201)["id"].clone();
+        let second_new = core.invoke(&core.caller, "svc.lookup@1", json!({"inputs": {}})).await.ok(201)["id"].clone();
+        let session = core.post(&core.executor, "/executor-sessions", &json!({})).await.ok(201)["id"].clone();
+        let take = json!({"protocols": ["http"], "httpOrigins": ["https://new.example"], "sessionId": session});
+        assert_eq!(core.claim(take).await.ok(200)["invocation"]["id"], first_new);
+        let page = core.get(&core.caller, "/skill-invocations?status=pending").await.ok(200).clone();
+        let reasons: Vec<(Value, Value)> = page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|call| (call["id"].clone(), call["waiting"]["reason"].clone()))
+            .collect();
+        assert_eq!(reasons, [(second_new, json!("queued")), (old, json!("no_executor"))]);
+    })
+    .await;
+}
