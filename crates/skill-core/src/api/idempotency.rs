@@ -27,13 +27,17 @@ const WAIT_FOR_FIRST: Duration = Duration::from_secs(10);
 /// The headers kept with an answer.
 const KEPT_HEADERS: &[HeaderName] = &[header::CONTENT_TYPE, header::ETAG, header::LOCATION];
 
-/// Whether `POST path` is an operation that takes the header.
+/// Whether `POST path` is an operation that takes the header. The routes are worked out once.
 fn keyed(path: &str) -> bool {
-    OPERATIONS.iter().any(|operation| {
-        operation.method == OpMethod::Post
-            && operation.idempotency_key
-            && super::route(operation).is_some_and(|(route, _)| super::matches(route, path))
-    })
+    static ROUTES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let routes = ROUTES.get_or_init(|| {
+        OPERATIONS
+            .iter()
+            .filter(|operation| operation.method == OpMethod::Post && operation.idempotency_key)
+            .filter_map(|operation| super::route(operation).map(|(route, _)| route))
+            .collect()
+    });
+    routes.iter().any(|route| super::matches(route, path))
 }
 
 pub(crate) async fn layer(State(core): State<Core>, request: Request, next: Next) -> Response {
@@ -58,6 +62,8 @@ pub(crate) async fn layer(State(core): State<Core>, request: Request, next: Next
     let Ok(actor) = Actor::from_request_parts(&mut parts, &core).await else {
         return next.run(Request::from_parts(parts, body)).await;
     };
+    // The handler takes the caller from here instead of looking the token up again.
+    parts.extensions.insert(actor.clone());
     // Read whole to fingerprint it; the handler still applies its route's own limit.
     let Ok(bytes) = axum::body::to_bytes(body, MAX_APPLY_BYTES + 1).await else {
         return fail(

@@ -89,6 +89,10 @@ impl FromRequestParts<Core> for Actor {
     type Rejection = Failure;
 
     async fn from_request_parts(parts: &mut Parts, core: &Core) -> Result<Self, Self::Rejection> {
+        // Authenticated already by a layer in front of the handler (the Idempotency-Key layer).
+        if let Some(actor) = parts.extensions.get::<Actor>() {
+            return Ok(actor.clone());
+        }
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
             return Err(Failure(EngineError::new(
                 Class::Unauthenticated,
