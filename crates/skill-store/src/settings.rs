@@ -3,6 +3,7 @@
 
 use futures::future::BoxFuture;
 use sqlx::types::Json;
+use sqlx::{FromRow as _, Row as _};
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::{ErrorKind, Result, StoreError};
@@ -54,21 +55,19 @@ macro_rules! settings_store {
 
             fn skill_settings<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<(PackageSettings, String)>>> {
                 Box::pin(async move {
-                    let found: Option<PackageSettings> = sqlx::query_as(
+                    // One statement on a claim's path: the settings and the package's version.
+                    let row = sqlx::query(
                         "SELECT ps.package_key, ps.schema, ps.schema_revision, ps.\"values\", ps.values_revision, \
-                         ps.updated_at, ps.updated_by FROM package_objects po \
+                         ps.updated_at, ps.updated_by, pi.version AS package_version FROM package_objects po \
                          JOIN package_settings ps ON ps.package_key = po.package_key \
+                         JOIN package_installs pi ON pi.key = po.package_key \
                          WHERE po.kind = 'Skill' AND po.object_key = $1",
                     )
                     .bind(name)
                     .fetch_optional(self.read())
                     .await?;
-                    let Some(settings) = found else { return Ok(None) };
-                    let version: String = sqlx::query_scalar("SELECT version FROM package_installs WHERE key = $1")
-                        .bind(&settings.package_key)
-                        .fetch_one(self.read())
-                        .await?;
-                    Ok(Some((settings, version)))
+                    let Some(row) = row else { return Ok(None) };
+                    Ok(Some((PackageSettings::from_row(&row)?, row.try_get("package_version")?)))
                 })
             }
 
