@@ -10,45 +10,17 @@
 //! `pgbench -N` TPS on the same PostgreSQL server (fsync on). Results go to
 //! `target/bench/core-<backend>.json`.
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::core_run::{Tokens, build, output, publish_demo, release};
+use crate::core_run::{Tokens, build, output, publish_demo, release, start};
 use crate::target_dir;
 
 /// The offered rates, calls per second, in turn until one is not sustained.
 const RATES: &[u64] = &[100, 200, 400, 800, 1600, 2400, 3200];
 const SECONDS: &str = "10";
-
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `command` with its stderr in `target/bench/<log>` and waits for a line holding `ready`.
-fn start(command: &mut Command, log: &str, ready: &str) -> Result<(Process, String)> {
-    let log = target_dir().join("bench").join(log);
-    let child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(std::fs::File::create(&log)?).spawn()?;
-    let mut process = Process(child);
-    for _ in 0..600 {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if let Some(line) = text.lines().find(|line| line.contains(ready)) {
-            return Ok((process, line.to_owned()));
-        }
-        if let Some(status) = process.0.try_wait()? {
-            bail!("{command:?} exited ({status}): {text}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    bail!("{command:?} did not get ready within 30 s")
-}
 
 pub(crate) fn bench_core(backend: &str) -> Result<()> {
     build(
@@ -78,7 +50,7 @@ pub(crate) fn bench_core(backend: &str) -> Result<()> {
     let Tokens { admin, caller, executor } = Tokens::create(&db)?;
     let (_core, line) = start(
         Command::new(&core).args(["serve", "--db", &db, "--listen", "127.0.0.1:0"]).env("SKILL_LOG", "warn"),
-        &format!("core-{backend}.log"),
+        &target_dir().join("bench").join(format!("core-{backend}.log")),
         " on http://",
     )?;
     let address = line.split(" on http://").nth(1).and_then(|rest| rest.split('/').next()).context("an address")?;
@@ -89,7 +61,7 @@ pub(crate) fn bench_core(backend: &str) -> Result<()> {
             .args(["execute", "--core", &url, "--concurrency", "64", "--grace", "5"])
             .env("SKILL_CORE_TOKEN", &executor)
             .env("SKILL_LOG", "warn,skill_host::execute=info"),
-        &format!("executor-{backend}.log"),
+        &target_dir().join("bench").join(format!("executor-{backend}.log")),
         "executing the local skills",
     )?;
     let mut rounds = Vec::new();

@@ -1,8 +1,9 @@
 //! What the core benchmark and the fault run share: the release binaries, tokens for the three
 //! roles, and publishing one of the demo host's skills.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -11,6 +12,43 @@ use crate::{run, target_dir};
 
 pub(crate) fn release(path: &str) -> PathBuf {
     target_dir().join("release").join(path)
+}
+
+/// A child process, killed when dropped.
+pub(crate) struct Process(Child);
+
+impl Process {
+    /// Kills it at once (`kill -9`) and waits for it.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Starts `command` with its standard error appended to `log`, and waits (at most 30 s) for a new
+/// line holding `ready`, which it returns.
+pub(crate) fn start(command: &mut Command, log: &Path, ready: &str) -> Result<(Process, String)> {
+    let before = std::fs::read_to_string(log).map(|text| text.len()).unwrap_or(0);
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+    let mut process = Process(command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(file).spawn()?);
+    for _ in 0..600 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let new = text.get(before..).unwrap_or_default();
+        if let Some(line) = new.lines().find(|line| line.contains(ready)) {
+            return Ok((process, line.to_owned()));
+        }
+        if let Some(status) = process.0.try_wait()? {
+            bail!("{command:?} exited ({status}): {new}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("{command:?} did not get ready within 30 s")
 }
 
 /// Runs `command` and returns its standard output, trimmed; its standard error when it fails.

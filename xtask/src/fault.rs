@@ -6,43 +6,18 @@
 //!
 //! `cargo xtask fault [sqlite|postgres]`
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::core_run::{Tokens, build, output, publish_demo, release};
+use crate::core_run::{Tokens, build, output, publish_demo, release, start};
 use crate::target_dir;
 
 const CALLS_PER_SECOND: &str = "100";
 const SECONDS: &str = "20";
 const EXPECTED: usize = 2000;
-
-fn kill(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Starts `command` logging to `log` (appended) and waits for a line holding `ready`.
-fn start(command: &mut Command, log: &Path, ready: &str) -> Result<Child> {
-    let before = std::fs::read_to_string(log).map(|text| text.len()).unwrap_or(0);
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
-    let mut child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(file).spawn()?;
-    for _ in 0..600 {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.get(before..).is_some_and(|new| new.contains(ready)) {
-            return Ok(child);
-        }
-        if let Some(status) = child.try_wait()? {
-            bail!("{command:?} exited ({status}): {}", text.get(before..).unwrap_or_default());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    kill(&mut child);
-    bail!("{command:?} did not get ready within 30 s")
-}
 
 /// `GET url` with `token`, as JSON.
 fn get(token: &str, url: &str) -> Result<Value> {
@@ -80,7 +55,7 @@ pub(crate) fn fault(backend: &str) -> Result<()> {
         command.args(["serve", "--db", &db, "--listen", &listen]).env("SKILL_LOG", "warn");
         command
     };
-    let mut core_process = start(&mut serve(), &core_log, " on http://")?;
+    let (mut core_process, _) = start(&mut serve(), &core_log, " on http://")?;
     publish_demo(&url, &admin, "record@1")?;
     let executor_log = folder.join("executor.log");
     let execute = || {
@@ -92,7 +67,7 @@ pub(crate) fn fault(backend: &str) -> Result<()> {
             .env("SKILL_LOG", "warn,skill_host::execute=info");
         command
     };
-    let mut executor = start(&mut execute(), &executor_log, "executing the local skills")?;
+    let (mut executor, _) = start(&mut execute(), &executor_log, "executing the local skills")?;
     let load_out = folder.join("load.json");
     let mut load = Command::new(release("examples/core_load"))
         .args([
@@ -119,15 +94,15 @@ pub(crate) fn fault(backend: &str) -> Result<()> {
         if load.try_wait()?.is_some() || started.elapsed() > Duration::from_secs(400) {
             break;
         }
-        kill(&mut executor);
+        executor.kill();
         executor_kills += 1;
         if executor_kills == 3 {
-            kill(&mut core_process);
+            core_process.kill();
             core_kills += 1;
             std::thread::sleep(Duration::from_millis(500));
-            core_process = start(&mut serve(), &core_log, " on http://")?;
+            core_process = start(&mut serve(), &core_log, " on http://")?.0;
         }
-        executor = start(&mut execute(), &executor_log, "executing the local skills")?;
+        executor = start(&mut execute(), &executor_log, "executing the local skills")?.0;
     }
     let _ = load.wait();
     let elapsed = started.elapsed().as_secs_f64();
@@ -157,8 +132,8 @@ pub(crate) fn fault(backend: &str) -> Result<()> {
     let reused = reused.count();
     let claims_total: usize = claims.values().map(Vec::len).sum();
     let effects_made = std::fs::read_dir(&effects)?.count();
-    kill(&mut executor);
-    kill(&mut core_process);
+    executor.kill();
+    core_process.kill();
     drop(postgres);
 
     let report = json!({
