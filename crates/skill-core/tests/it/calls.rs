@@ -199,7 +199,8 @@ async fn invoke_checks_in_the_reference_order() {
         assert_eq!(errors[0]["path"], "/claim", "{errors}");
         let big = json!({"inputs": {"claim": "c", "pad": "x".repeat(300 * 1024)}});
         let big = core.invoke(&core.caller, "claim.classify@1", big).await;
-        assert!(matches!(big.code(), "invalid_skill_inputs" | "payload_too_large"), "{}", big.body);
+        // Within the body limit, over the 256 KiB of inputs.
+        big.refused(400, "invalid_skill_inputs");
         // 8–10. tasks, runs and approvals do not exist yet
         for field in ["taskId", "runId", "approvalId"] {
             let named = json!({"inputs": {"claim": "c"}, field: "t-1"});
@@ -880,6 +881,35 @@ async fn a_moved_endpoint_is_covered_call_by_call() {
             .map(|call| (call["id"].clone(), call["waiting"]["reason"].clone()))
             .collect();
         assert_eq!(reasons, [(second_new, json!("queued")), (old, json!("no_executor"))]);
+    })
+    .await;
+}
+
+/// A claim with `waitSeconds` waits at the core and takes the call queued meanwhile; a wait past
+/// 30 s is refused.
+#[tokio::test]
+async fn a_waiting_claim_takes_the_call_queued_meanwhile() {
+    each_backend("wait", |core| async move {
+        core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+        let take = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "waitSeconds": 31});
+        assert_eq!(
+            core.claim(take).await.refused(400, "invalid_request").body["error"]["details"]["field"],
+            "waitSeconds"
+        );
+        let take = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "waitSeconds": 20});
+        let started = std::time::Instant::now();
+        let (claimed, invoked) = tokio::join!(core.claim(take), async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await
+        });
+        let id = invoked.ok(201)["id"].clone();
+        assert_eq!(claimed.ok(200)["invocation"]["id"], id);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "woken by the call, not by the wait's end");
+        // Nothing to take: the wait runs out and answers 204.
+        let short = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "waitSeconds": 1});
+        let started = std::time::Instant::now();
+        assert_eq!(core.claim(short).await.status, StatusCode::NO_CONTENT);
+        assert!(started.elapsed() >= std::time::Duration::from_millis(900), "it waited");
     })
     .await;
 }
