@@ -18,6 +18,7 @@ use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEn
 
 pub use lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
 pub use queue::MAX_CLAIM_WAIT_SECONDS;
+pub(crate) use queue::Timeouts;
 pub(crate) use schemas::SchemaCache;
 pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS};
 

@@ -45,6 +45,8 @@ pub struct Engine {
     /// Wakes claims waiting for a call when one is queued through this engine (a hint only:
     /// waiting claims also look again on their own, for calls queued through other cores).
     ready: Arc<tokio::sync::Notify>,
+    /// The timeout of each version claims met (it never changes once published).
+    timeouts: Arc<invocations::Timeouts>,
 }
 
 /// Who and which request caused a change, for the events journal.
@@ -62,7 +64,7 @@ impl Origin {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store, schemas: Arc::default(), ready: Arc::default() }
+        Self { store, schemas: Arc::default(), ready: Arc::default(), timeouts: Arc::default() }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -75,15 +77,20 @@ impl Engine {
     }
 
     pub(crate) fn event(&self, kind: &str, subject: String, data: Value, origin: &Origin) -> Event {
-        Event {
-            seq: 0,
-            id: self.new_id(),
-            kind: kind.to_owned(),
-            subject,
-            data,
-            actor_id: origin.actor_id.clone(),
-            request_id: origin.request_id.clone(),
-            created_at: Utc::now(),
-        }
+        new_event(kind, subject, data, origin)
+    }
+}
+
+/// An event of `kind` about `subject`, now, by `origin`.
+pub(crate) fn new_event(kind: &str, subject: String, data: Value, origin: &Origin) -> Event {
+    Event {
+        seq: 0,
+        id: uuid::Uuid::now_v7().to_string(),
+        kind: kind.to_owned(),
+        subject,
+        data,
+        actor_id: origin.actor_id.clone(),
+        request_id: origin.request_id.clone(),
+        created_at: Utc::now(),
     }
 }

@@ -15,6 +15,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use sqlx::{Postgres, SqlSafeStr, SqlStr, Sqlite, Transaction};
 
 use crate::error::{ErrorKind, Result, StoreError};
+use crate::lite::Lite;
 
 /// How long a statement waits for SQLite's write lock held by another process.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -42,6 +43,8 @@ impl Default for StoreOptions {
 pub struct SqliteStore {
     pub(crate) reader: SqlitePool,
     pub(crate) writer: SqlitePool,
+    /// The hot path of calls and sessions (`lite.rs`).
+    pub(crate) lite: Lite,
 }
 
 /// The scale-out backend: a PostgreSQL database shared by every core replica.
@@ -104,7 +107,8 @@ impl SqliteStore {
             .connect_with(connect.read_only(true))
             .await
             .map_err(|error| opening(&path.display().to_string(), error))?;
-        Ok(Self { reader, writer })
+        let lite = Lite::open(path, options.sqlite_full_sync, BUSY_TIMEOUT)?;
+        Ok(Self { reader, writer, lite })
     }
 
     /// A write transaction that takes the write lock at once, so it never fails half-way on a

@@ -7,6 +7,7 @@ use sqlx::{FromRow as _, Row as _};
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::{ErrorKind, Result, StoreError};
+use crate::key_reads::KeyReads;
 use crate::records::{
     AssignOutcome, Assignment, Event, PackageInstall, PackageObject, PackagePlan, SkillChange, SkillEntry, SkillFilter,
     SkillRecord,
@@ -77,6 +78,7 @@ macro_rules! select_skill {
      LEFT JOIN package_installs pi ON pi.key = po.package_key"
     };
 }
+pub(crate) use select_skill;
 
 macro_rules! returning_skill {
     () => {
@@ -243,17 +245,11 @@ macro_rules! catalog_store {
             }
 
             fn skill<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
-                Box::pin(async move {
-                    let sql = concat!(select_skill!(), " WHERE s.id = $1");
-                    Ok(sqlx::query_as(sql).bind(id).fetch_one(self.read()).await?)
-                })
+                KeyReads::skill_by_id(self, id)
             }
 
             fn skill_version<'a>(&'a self, name: &'a str, version: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
-                Box::pin(async move {
-                    let sql = concat!(select_skill!(), " WHERE s.name = $1 AND s.version = $2");
-                    Ok(sqlx::query_as(sql).bind(name).bind(version).fetch_one(self.read()).await?)
-                })
+                KeyReads::skill_by_version(self, name, version)
             }
 
             fn newest_skill<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {

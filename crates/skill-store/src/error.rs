@@ -103,3 +103,36 @@ fn database_kind(error: &dyn sqlx::error::DatabaseError) -> ErrorKind {
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        let kind = match &error {
+            rusqlite::Error::QueryReturnedNoRows => ErrorKind::NotFound,
+            rusqlite::Error::SqliteFailure(failure, message) => {
+                let message = message.as_deref().unwrap_or_default();
+                match GUARD_CODES.iter().find(|code| message.starts_with(*code)) {
+                    Some(code) => ErrorKind::Refused(code),
+                    None => sqlite_kind(failure.extended_code),
+                }
+            }
+            _ => ErrorKind::Internal,
+        };
+        Self::new(kind, error)
+    }
+}
+
+/// The kind of an SQLite result code (extended codes, as the unique and check ones are).
+fn sqlite_kind(code: i32) -> ErrorKind {
+    match code {
+        // SQLITE_CONSTRAINT_UNIQUE, _PRIMARYKEY
+        2067 | 1555 => ErrorKind::Conflict,
+        // SQLITE_CONSTRAINT_CHECK, _FOREIGNKEY, _NOTNULL, _TRIGGER
+        275 | 787 | 1299 | 1811 => ErrorKind::Invalid,
+        // SQLITE_FULL, SQLITE_IOERR and its extended codes, SQLITE_CANTOPEN
+        13 | 14 => ErrorKind::Unavailable,
+        code if code & 0xff == 10 => ErrorKind::Unavailable,
+        // SQLITE_BUSY, SQLITE_LOCKED and their extended codes
+        code if matches!(code & 0xff, 5 | 6) => ErrorKind::Unavailable,
+        _ => ErrorKind::Internal,
+    }
+}

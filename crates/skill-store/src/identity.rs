@@ -1,10 +1,10 @@
 //! Principals, their access tokens, workspaces and grants — written once for both backends.
 
 use futures::future::BoxFuture;
-use sqlx::{FromRow as _, Row as _};
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::Result;
+use crate::key_reads::KeyReads;
 use crate::records::{AccessToken, Credential, Event, Grant, Principal, Time, Workspace};
 
 /// Who may act, and with which permissions.
@@ -120,32 +120,7 @@ macro_rules! identity_store {
             }
 
             fn credential<'a>(&'a self, hash: &'a str) -> BoxFuture<'a, Result<Credential>> {
-                Box::pin(async move {
-                    let rows = sqlx::query(
-                        "SELECT t.id AS token_id, t.principal_id, t.token_hash, t.label, \
-                         t.created_at AS token_created_at, t.expires_at, t.revoked_at, p.id, p.kind, p.name, \
-                         p.display_name, p.created_at, p.disabled_at, g.id AS grant_id, g.workspace_id, \
-                         g.permission, g.created_at AS grant_created_at \
-                         FROM access_tokens t JOIN principals p ON p.id = t.principal_id \
-                         LEFT JOIN grants g ON g.principal_id = p.id \
-                         WHERE t.token_hash = $1 ORDER BY g.permission, g.workspace_id",
-                    )
-                    .bind(hash)
-                    .fetch_all(self.read())
-                    .await?;
-                    let Some(first) = rows.first() else { return Err(sqlx::Error::RowNotFound.into()) };
-                    let mut grants = Vec::new();
-                    for row in &rows {
-                        if row.try_get::<Option<String>, _>("grant_id")?.is_some() {
-                            grants.push(Grant::from_row(row)?);
-                        }
-                    }
-                    Ok(Credential {
-                        token: AccessToken::from_row(first)?,
-                        principal: Principal::from_row(first)?,
-                        grants,
-                    })
-                })
+                KeyReads::credential_by_hash(self, hash)
             }
 
             fn revoke_token<'a>(&'a self, id: &'a str, at: Time, event: &'a Event) -> BoxFuture<'a, Result<()>> {

@@ -35,6 +35,8 @@ mod events;
 mod idempotency;
 mod identity;
 mod invocations;
+mod key_reads;
+mod lite;
 pub mod records;
 mod settings;
 
@@ -50,7 +52,7 @@ pub use error::{ErrorKind, Result, StoreError};
 pub use events::Journal;
 pub use idempotency::{Begun, IdempotencyStore, StoredAnswer};
 pub use identity::IdentityStore;
-pub use invocations::InvocationStore;
+pub use invocations::{InvocationStore, Take};
 pub use settings::SettingsStore;
 
 /// The file a data directory holds.

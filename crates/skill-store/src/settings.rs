@@ -3,10 +3,10 @@
 
 use futures::future::BoxFuture;
 use sqlx::types::Json;
-use sqlx::{FromRow as _, Row as _};
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::{ErrorKind, Result, StoreError};
+use crate::key_reads::KeyReads;
 use crate::records::{Event, PackageSettings};
 
 pub trait SettingsStore: Send + Sync {
@@ -54,21 +54,7 @@ macro_rules! settings_store {
             }
 
             fn skill_settings<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<(PackageSettings, String)>>> {
-                Box::pin(async move {
-                    // One statement on a claim's path: the settings and the package's version.
-                    let row = sqlx::query(
-                        "SELECT ps.package_key, ps.schema, ps.schema_revision, ps.\"values\", ps.values_revision, \
-                         ps.updated_at, ps.updated_by, pi.version AS package_version FROM package_objects po \
-                         JOIN package_settings ps ON ps.package_key = po.package_key \
-                         JOIN package_installs pi ON pi.key = po.package_key \
-                         WHERE po.kind = 'Skill' AND po.object_key = $1",
-                    )
-                    .bind(name)
-                    .fetch_optional(self.read())
-                    .await?;
-                    let Some(row) = row else { return Ok(None) };
-                    Ok(Some((PackageSettings::from_row(&row)?, row.try_get("package_version")?)))
-                })
+                KeyReads::settings_of_skill(self, name)
             }
 
             fn set_package_values<'a>(&'a self, s: &'a PackageSettings, event: &'a Event) -> BoxFuture<'a, Result<()>> {

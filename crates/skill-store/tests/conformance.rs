@@ -46,6 +46,7 @@ conformance!(
     cases::the_journal_holds_every_change_in_order,
     calls::a_key_names_one_call_and_writes_check_the_row_version,
     calls::executors_are_admitted_by_entrypoint_origin_and_audience,
+    calls::claims_at_once_each_take_their_own_call_in_queue_order,
     calls::leases_expire_and_sessions_end_their_leases,
     calls::calls_are_guarded_by_the_database,
     calls::request_keys_keep_one_answer,

@@ -772,7 +772,13 @@ async fn a_repeated_idempotency_key_replays_the_first_answer() {
         let take = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]});
         let claimed = keyed(&core.executor, "/skill-invocations:claim", "claim-1", take.clone()).await;
         let again = keyed(&core.executor, "/skill-invocations:claim", "claim-1", take.clone()).await;
-        assert_eq!((claimed.0, again.0, again.1), (200, 200, true));
+        assert_eq!(
+            (claimed.0, again.0, again.1),
+            (200, 200, true),
+            "{:?} {}",
+            core.engine.store().backend(),
+            claimed.3
+        );
         assert_eq!(again.3["invocation"]["fencingToken"], claimed.3["invocation"]["fencingToken"]);
         let empty = keyed(&core.executor, "/skill-invocations:claim", "claim-2", take.clone()).await;
         assert_eq!(empty.0, 204);

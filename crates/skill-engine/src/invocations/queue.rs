@@ -2,6 +2,8 @@
 //! expiry, the lease and the fencing token), heartbeat, complete (the output checked against the
 //! contract), fail (retry after the backoff while attempts remain), and the expiry sweep.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -10,8 +12,8 @@ use skill_api::{
     ClaimOut, ClaimRequest, ClaimedSkill, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut,
     MAX_DOCUMENT_BYTES,
 };
-use skill_store::ErrorKind;
 use skill_store::records::{Admission, InvocationRecord, SkillRecord, Time};
+use skill_store::{ErrorKind, Take};
 
 use super::lease::{check_holder, ended, error_value, lease_end, timeout_of};
 use super::{busy, view, written};
@@ -19,8 +21,6 @@ use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
-/// How many pending calls one claim looks at.
-const CANDIDATES: u32 = 20;
 /// How many expired leases one sweep handles.
 const SWEEP_BATCH: u32 = 100;
 /// A rejected output kept whole in the error up to this size; past it only its size.
@@ -34,10 +34,28 @@ pub const MAX_CLAIM_WAIT_SECONDS: u32 = 30;
 /// through this one wake it at once).
 const OTHER_CORES_EVERY: Duration = Duration::from_millis(500);
 
-/// A place in `0..len`, different from one moment to the next.
-fn spread(len: usize) -> usize {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    (nanos as usize / 7) % len.max(1)
+/// The timeout of each version a claim met, by id (`None`: a version without a contract, which
+/// no executor takes). A version's timeout never changes once published.
+#[derive(Debug, Default)]
+pub(crate) struct Timeouts {
+    known: Mutex<HashMap<String, Option<i64>>>,
+}
+
+impl Timeouts {
+    /// At most this many versions are kept; past it the cache starts over.
+    const CAPACITY: usize = 4096;
+
+    fn get(&self, skill_id: &str) -> Option<Option<i64>> {
+        self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(skill_id).copied()
+    }
+
+    fn learn(&self, skill_id: &str, timeout: Option<i64>) {
+        let mut known = self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if known.len() >= Self::CAPACITY {
+            known.clear();
+        }
+        known.insert(skill_id.to_owned(), timeout);
+    }
 }
 
 impl Engine {
@@ -93,9 +111,9 @@ impl Engine {
         }
     }
 
-    /// One attempt to take a call: the oldest candidate first; when another executor took one
-    /// first, the candidates read again are tried from a random place among them, so executors
-    /// claiming at once stop wanting the same call.
+    /// One attempt to take a call: the store hands the candidates to [`Engine::taker`] in queue
+    /// order inside its write transaction. A candidate of a version whose timeout this engine
+    /// has not read yet stops the attempt; the version is read and the attempt made again.
     async fn take_one(
         &self,
         actor: &Actor,
@@ -103,49 +121,76 @@ impl Engine {
         admission: &Admission,
         origin: &Origin,
     ) -> Result<Option<ClaimOut>> {
-        let now = Utc::now();
-        for read in 0..3 {
-            let candidates = self.store.claimable(admission, now, CANDIDATES).await?;
-            if candidates.is_empty() {
-                return Ok(None);
+        for _ in 0..3 {
+            let now = Utc::now();
+            let unknown = Arc::new(Mutex::new(None));
+            let take = self.taker(actor, request, origin, now, Arc::clone(&unknown));
+            if let Some(running) = self.store.claim(admission, now, take).await? {
+                let skill = self.store.skill(&running.skill_id).await?.skill;
+                let contract = skill.contract.clone().unwrap_or_default();
+                let claimed = claimed_skill(&skill, &contract);
+                let settings = self.claim_settings(&skill.name).await?;
+                let invocation = view::invocation_out(running, &skill, now, None);
+                return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
             }
-            let start = if read == 0 { 0 } else { spread(candidates.len()) };
-            for index in 0..candidates.len() {
-                let candidate = &candidates[(start + index) % candidates.len()];
-                let skill = self.store.skill(&candidate.skill_id).await?.skill;
-                let Some(contract) = &skill.contract else { continue };
-                let timeout = timeout_of(contract);
-                let running = InvocationRecord {
-                    status: "running".to_owned(),
-                    attempt: candidate.attempt + 1,
-                    fencing_token: candidate.fencing_token + 1,
-                    executor_principal_id: Some(actor.id().to_owned()),
-                    executor_session_id: request.session_id.clone(),
-                    lease_expires_at: Some(lease_end(now, now, timeout, request.lease_seconds)),
-                    heartbeat_at: Some(now),
-                    started_at: candidate.started_at.or(Some(now)),
-                    attempt_started_at: Some(now),
-                    updated_at: now,
-                    row_version: candidate.row_version + 1,
-                    ..candidate.clone()
-                };
-                let event = self.event(
-                    "skill.invocation_claimed",
-                    format!("skill_invocation:{}", running.id),
-                    json!({"skillId": skill.id, "attempt": running.attempt, "fencingToken": running.fencing_token,
-                           "leaseExpiresAt": running.lease_expires_at.as_ref().map(crate::catalog::view_time)}),
-                    origin,
-                );
-                // Not written: another executor took it first; the next one.
-                if written(self.store.update_invocation(&running, &[event]).await)? {
-                    let claimed = claimed_skill(&skill, contract);
-                    let invocation = view::invocation_out(running, &skill, now, None);
-                    let settings = self.claim_settings(&skill.name).await?;
-                    return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
-                }
-            }
+            let unknown = unknown.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            let Some(skill_id) = unknown else { return Ok(None) };
+            let skill = self.store.skill(&skill_id).await?.skill;
+            self.timeouts.learn(&skill_id, skill.contract.as_ref().map(timeout_of));
         }
         Ok(None)
+    }
+
+    /// What a claim makes of a candidate: running under a new lease and fencing token, with its
+    /// `skill.invocation_claimed` event. Runs inside the store's transaction, so it only computes.
+    fn taker(
+        &self,
+        actor: &Actor,
+        request: &ClaimRequest,
+        origin: &Origin,
+        now: Time,
+        unknown: Arc<Mutex<Option<String>>>,
+    ) -> Take {
+        let timeouts = Arc::clone(&self.timeouts);
+        let executor = actor.id().to_owned();
+        let session = request.session_id.clone();
+        let lease_seconds = request.lease_seconds;
+        let origin = origin.clone();
+        Box::new(move |candidate: &InvocationRecord| {
+            let mut unknown = unknown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if unknown.is_some() {
+                return None;
+            }
+            let timeout = match timeouts.get(&candidate.skill_id) {
+                Some(timeout) => timeout?,
+                None => {
+                    *unknown = Some(candidate.skill_id.clone());
+                    return None;
+                }
+            };
+            let running = InvocationRecord {
+                status: "running".to_owned(),
+                attempt: candidate.attempt + 1,
+                fencing_token: candidate.fencing_token + 1,
+                executor_principal_id: Some(executor.clone()),
+                executor_session_id: session.clone(),
+                lease_expires_at: Some(lease_end(now, now, timeout, lease_seconds)),
+                heartbeat_at: Some(now),
+                started_at: candidate.started_at.or(Some(now)),
+                attempt_started_at: Some(now),
+                updated_at: now,
+                row_version: candidate.row_version + 1,
+                ..candidate.clone()
+            };
+            let event = crate::new_event(
+                "skill.invocation_claimed",
+                format!("skill_invocation:{}", running.id),
+                json!({"skillId": running.skill_id, "attempt": running.attempt, "fencingToken": running.fencing_token,
+                       "leaseExpiresAt": running.lease_expires_at.as_ref().map(crate::catalog::view_time)}),
+                &origin,
+            );
+            Some((running, vec![event]))
+        })
     }
 
     /// Renews the lease of a call the executor holds; it never shortens and never passes the

@@ -354,3 +354,74 @@ pub(crate) async fn request_keys_keep_one_answer(db: Db) {
     assert_eq!(begin("ana", "p4", later).await, Begun::Fresh);
     assert_eq!(begin("bob", "p5", later + Duration::seconds(61)).await, Begun::Fresh);
 }
+
+/// The claim of `call` by `executor` as the engine makes it: running, with its event.
+fn take_by(executor: &str) -> skill_store::Take {
+    let executor = executor.to_owned();
+    Box::new(move |call: &InvocationRecord| {
+        Some((claimed(call, &executor, 60), vec![event("skill.invocation_claimed", "call")]))
+    })
+}
+
+pub(crate) async fn claims_at_once_each_take_their_own_call_in_queue_order(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let admission = Admission { local_entrypoints: vec!["claims.lookup".to_owned()], ..Admission::default() };
+    let mut queued = Vec::new();
+    for minutes in (1..=12).rev() {
+        let call = InvocationRecord {
+            available_at: Utc::now() - Duration::minutes(minutes),
+            ..pending(&skill, &ana, "local", "claims.lookup", None)
+        };
+        insert(&db, &call).await;
+        queued.push(call.id);
+    }
+    // A claim whose taker declines takes nothing and writes nothing.
+    let declined = db.store.claim(&admission, Utc::now(), Box::new(|_: &InvocationRecord| None)).await.expect("claim");
+    assert_eq!(declined, None);
+    assert_eq!(db.store.invocation(&queued[0]).await.expect("call").status, "pending");
+
+    // Twelve claims at once: twelve different calls, every one of them taken once.
+    let claims = (0..12).map(|_| db.store.claim(&admission, Utc::now(), take_by(&ana)));
+    let taken = futures::future::join_all(claims).await;
+    let mut ids: Vec<String> = taken.into_iter().map(|taken| taken.expect("claim").expect("a call").id).collect();
+    ids.sort();
+    let mut expected = queued.clone();
+    expected.sort();
+    assert_eq!(ids, expected, "each call taken once");
+    for id in &queued {
+        let call = db.store.invocation(id).await.expect("call");
+        assert_eq!((call.status.as_str(), call.fencing_token, call.row_version), ("running", 1, 2));
+    }
+    // Nothing left: the next claim finds nothing.
+    assert_eq!(db.store.claim(&admission, Utc::now(), take_by(&ana)).await.expect("claim"), None);
+
+    // Queue order: the call available first is taken first.
+    let late = InvocationRecord {
+        available_at: Utc::now() - Duration::seconds(1),
+        ..pending(&skill, &ana, "local", "claims.lookup", None)
+    };
+    let early = InvocationRecord {
+        available_at: Utc::now() - Duration::seconds(5),
+        ..pending(&skill, &ana, "local", "claims.lookup", None)
+    };
+    insert(&db, &late).await;
+    insert(&db, &early).await;
+    let first = db.store.claim(&admission, Utc::now(), take_by(&ana)).await.expect("claim").expect("a call");
+    assert_eq!(first.id, early.id);
+
+    // Writes that fail beside writes that pass, at once: each answer is its own, and a failed
+    // one leaves nothing behind (no row, no event).
+    let before = db.store.events(0, None, 10_000).await.expect("events").len();
+    let stale = claimed(&early, &ana, 60); // `early` is already at this row version
+    let fresh: Vec<InvocationRecord> = (0..6).map(|_| pending(&skill, &ana, "local", "claims.lookup", None)).collect();
+    let requested: Vec<_> = fresh.iter().map(|_| event("skill.invocation_requested", "call")).collect();
+    let inserts = fresh.iter().zip(&requested).map(|(call, event)| db.store.insert_invocation(call, event));
+    let claimed_event = [event("skill.invocation_claimed", "call")];
+    let (inserted, lost) =
+        futures::future::join(futures::future::join_all(inserts), db.store.update_invocation(&stale, &claimed_event))
+            .await;
+    assert!(inserted.iter().all(|outcome| matches!(outcome, Ok(Inserted::New))), "{inserted:?}");
+    assert_eq!(lost.expect_err("stale").kind(), ErrorKind::Stale);
+    let after = db.store.events(0, None, 10_000).await.expect("events").len();
+    assert_eq!(after, before + fresh.len(), "one event per insert, none for the stale write");
+}

@@ -1,0 +1,281 @@
+//! Calls and sessions on PostgreSQL, through sqlx.
+
+use futures::future::BoxFuture;
+use sqlx::PgConnection;
+use sqlx::types::Json;
+
+use super::{
+    CALL_BY_ID, CALL_BY_KEY, CALLS, EXPIRED, INSERT_CALL, INSERT_SESSION, InvocationStore, ROW_VERSION, SESSION,
+    SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql,
+};
+use crate::backend::PgStore;
+use crate::error::{ErrorKind, Result, StoreError};
+use crate::records::{Admission, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
+
+const CLAIMABLE: &str = claimable_sql!("jsonb_array_elements_text", "");
+/// One candidate at a time, locked, skipping the rows other claims hold: concurrent claims each
+/// get their own call without waiting on one another.
+const CLAIM_NEXT: &str = claimable_sql!("jsonb_array_elements_text", " FOR UPDATE OF i SKIP LOCKED");
+const COVERED: &str = covered_sql!("jsonb_array_elements_text(s.admission -> '", "')");
+
+/// Writes the changing columns of `c` when the stored row is one version behind; `NotFound` or
+/// `Stale` otherwise.
+async fn update_call(tx: &mut PgConnection, c: &InvocationRecord) -> Result<()> {
+    let done = sqlx::query(UPDATE_CALL)
+        .bind(&c.id)
+        .bind(c.row_version - 1)
+        .bind(&c.status)
+        .bind(c.attempt)
+        .bind(c.available_at)
+        .bind(c.output.as_ref().map(Json))
+        .bind(c.error.as_ref().map(Json))
+        .bind(c.cost.as_ref().map(Json))
+        .bind(c.fencing_token)
+        .bind(&c.executor_principal_id)
+        .bind(&c.executor_session_id)
+        .bind(c.lease_expires_at)
+        .bind(c.heartbeat_at)
+        .bind(&c.artifact_id)
+        .bind(c.row_version)
+        .bind(c.updated_at)
+        .bind(c.started_at)
+        .bind(c.attempt_started_at)
+        .bind(c.finished_at)
+        .execute(&mut *tx)
+        .await?;
+    if done.rows_affected() == 0 {
+        let stored: Option<i32> = sqlx::query_scalar(ROW_VERSION).bind(&c.id).fetch_optional(&mut *tx).await?;
+        return Err(match stored {
+            None => StoreError::new(ErrorKind::NotFound, format!("no call {}", c.id)),
+            Some(stored) => StoreError::new(ErrorKind::Stale, format!("call {} is at row version {stored}", c.id)),
+        });
+    }
+    Ok(())
+}
+
+async fn insert_events(tx: &mut PgConnection, events: &[Event]) -> Result<()> {
+    for event in events {
+        crate::events::insert!(tx, event);
+    }
+    Ok(())
+}
+
+impl InvocationStore for PgStore {
+    fn insert_invocation<'a>(&'a self, c: &'a InvocationRecord, event: &'a Event) -> BoxFuture<'a, Result<Inserted>> {
+        Box::pin(async move {
+            let mut tx = self.write().await?;
+            let done = sqlx::query(INSERT_CALL)
+                .bind(&c.id)
+                .bind(&c.skill_id)
+                .bind(&c.protocol)
+                .bind(&c.target)
+                .bind(&c.audience)
+                .bind(Json(&c.inputs))
+                .bind(&c.requested_by_kind)
+                .bind(&c.requested_by_ref)
+                .bind(&c.authority_principal_id)
+                .bind(c.authorization_basis.as_ref().map(Json))
+                .bind(&c.idempotency_key)
+                .bind(&c.status)
+                .bind(c.attempt)
+                .bind(c.max_attempts)
+                .bind(c.available_at)
+                .bind(c.output.as_ref().map(Json))
+                .bind(c.error.as_ref().map(Json))
+                .bind(c.cost.as_ref().map(Json))
+                .bind(c.fencing_token)
+                .bind(&c.executor_principal_id)
+                .bind(&c.executor_session_id)
+                .bind(c.lease_expires_at)
+                .bind(c.heartbeat_at)
+                .bind(&c.task_id)
+                .bind(&c.run_id)
+                .bind(&c.artifact_id)
+                .bind(c.row_version)
+                .bind(c.created_at)
+                .bind(c.updated_at)
+                .bind(c.started_at)
+                .bind(c.attempt_started_at)
+                .bind(c.finished_at)
+                .execute(&mut *tx)
+                .await?;
+            if done.rows_affected() == 1 {
+                crate::events::commit!(tx, event);
+                return Ok(Inserted::New);
+            }
+            let existing: InvocationRecord =
+                sqlx::query_as(CALL_BY_KEY).bind(&c.skill_id).bind(&c.idempotency_key).fetch_one(&mut *tx).await?;
+            Ok(Inserted::Existing(Box::new(existing)))
+        })
+    }
+
+    fn invocation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<InvocationRecord>> {
+        Box::pin(async move { Ok(sqlx::query_as(CALL_BY_ID).bind(id).fetch_one(self.read()).await?) })
+    }
+
+    fn invocation_by_key<'a>(&'a self, skill_id: &'a str, key: &'a str) -> BoxFuture<'a, Result<InvocationRecord>> {
+        Box::pin(async move { Ok(sqlx::query_as(CALL_BY_KEY).bind(skill_id).bind(key).fetch_one(self.read()).await?) })
+    }
+
+    fn invocations<'a>(&'a self, f: &'a InvocationFilter) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        Box::pin(async move {
+            let (before_at, before_id) = f.before.clone().unzip();
+            Ok(sqlx::query_as(CALLS)
+                .bind(&f.status)
+                .bind(&f.skill_id)
+                .bind(&f.authority)
+                .bind(f.created_after)
+                .bind(f.created_before)
+                .bind(before_at)
+                .bind(before_id)
+                .bind(i64::from(f.limit))
+                .fetch_all(self.read())
+                .await?)
+        })
+    }
+
+    fn update_invocation<'a>(&'a self, call: &'a InvocationRecord, events: &'a [Event]) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut tx = self.write().await?;
+            update_call(&mut tx, call).await?;
+            insert_events(&mut tx, events).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn claimable<'a>(
+        &'a self,
+        a: &'a Admission,
+        now: Time,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        Box::pin(async move {
+            Ok(sqlx::query_as(CLAIMABLE)
+                .bind(now)
+                .bind(Json(&a.local_entrypoints))
+                .bind(Json(&a.http_origins))
+                .bind(Json(&a.mcp_endpoints))
+                .bind(Json(&a.audiences))
+                .bind(&a.invocation_id)
+                .bind(i64::from(limit))
+                .fetch_all(self.read())
+                .await?)
+        })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        a: &'a Admission,
+        now: Time,
+        mut take: Take,
+    ) -> BoxFuture<'a, Result<Option<InvocationRecord>>> {
+        Box::pin(async move {
+            let mut tx = self.write().await?;
+            let candidate: Option<InvocationRecord> = sqlx::query_as(CLAIM_NEXT)
+                .bind(now)
+                .bind(Json(&a.local_entrypoints))
+                .bind(Json(&a.http_origins))
+                .bind(Json(&a.mcp_endpoints))
+                .bind(Json(&a.audiences))
+                .bind(&a.invocation_id)
+                .bind(1_i64)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let Some((running, events)) = candidate.as_ref().and_then(&mut take) else {
+                // At once, not when the dropped transaction's connection is next used: until
+                // then the row stays locked and the next claim would skip it.
+                tx.rollback().await?;
+                return Ok(None);
+            };
+            update_call(&mut tx, &running).await?;
+            insert_events(&mut tx, &events).await?;
+            tx.commit().await?;
+            Ok(Some(running))
+        })
+    }
+
+    fn expired_leases<'a>(&'a self, now: Time, limit: u32) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        Box::pin(
+            async move { Ok(sqlx::query_as(EXPIRED).bind(now).bind(i64::from(limit)).fetch_all(self.read()).await?) },
+        )
+    }
+
+    fn session_calls<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        Box::pin(async move { Ok(sqlx::query_as(SESSION_CALLS).bind(session_id).fetch_all(self.read()).await?) })
+    }
+
+    fn covered<'a>(
+        &'a self,
+        protocol: &'a str,
+        target: &'a str,
+        audience: Option<&'a str>,
+        now: Time,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            Ok(sqlx::query_scalar(COVERED)
+                .bind(now)
+                .bind(protocol)
+                .bind(target)
+                .bind(audience)
+                .fetch_one(self.read())
+                .await?)
+        })
+    }
+
+    fn insert_session<'a>(&'a self, s: &'a SessionRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut tx = self.write().await?;
+            sqlx::query(INSERT_SESSION)
+                .bind(&s.id)
+                .bind(&s.principal_id)
+                .bind(&s.status)
+                .bind(Json(&s.capabilities))
+                .bind(s.created_at)
+                .bind(s.heartbeat_at)
+                .bind(s.expires_at)
+                .bind(s.closed_at)
+                .bind(s.row_version)
+                .bind(Json(&s.admission))
+                .execute(&mut *tx)
+                .await?;
+            crate::events::commit!(tx, event);
+            Ok(())
+        })
+    }
+
+    fn session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionRecord>> {
+        Box::pin(async move { Ok(sqlx::query_as(SESSION).bind(id).fetch_one(self.read()).await?) })
+    }
+
+    fn update_session<'a>(
+        &'a self,
+        s: &'a SessionRecord,
+        calls: &'a [InvocationRecord],
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut tx = self.write().await?;
+            let done = sqlx::query(UPDATE_SESSION)
+                .bind(&s.id)
+                .bind(s.row_version - 1)
+                .bind(&s.status)
+                .bind(s.heartbeat_at)
+                .bind(s.expires_at)
+                .bind(s.closed_at)
+                .bind(s.row_version)
+                .bind(Json(&s.admission))
+                .execute(&mut *tx)
+                .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::new(ErrorKind::Stale, format!("session {} moved on", s.id)));
+            }
+            for call in calls {
+                update_call(&mut tx, call).await?;
+            }
+            insert_events(&mut tx, events).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+}

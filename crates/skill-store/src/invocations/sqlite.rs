@@ -1,0 +1,250 @@
+//! Calls and sessions on SQLite, through the hot path (`lite.rs`): writes batched by the writer
+//! thread, reads on the caller's thread.
+
+use futures::future::BoxFuture;
+use rusqlite::Connection;
+use rusqlite::types::Value as Arg;
+
+use super::{
+    CALL_BY_ID, CALL_BY_KEY, CALLS, EXPIRED, INSERT_CALL, INSERT_SESSION, InvocationStore, ROW_VERSION, SESSION,
+    SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql,
+};
+use crate::backend::SqliteStore;
+use crate::error::{ErrorKind, Result, StoreError};
+use crate::lite::rows::{int, invocation_values, json, maybe_text, maybe_time, text, time, update_values};
+use crate::lite::{bind_dollars, event_insert, invocation_row, session_row};
+use crate::records::{Admission, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
+
+const CLAIMABLE: &str = claimable_sql!("json_each", "");
+const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')");
+/// How many pending calls one claim looks at (the engine passes over calls it cannot take yet).
+const CANDIDATES: i64 = 20;
+
+/// The rows `sql` returns with `values`, each made by `row`.
+pub(crate) fn rows<T>(
+    connection: &Connection,
+    sql: &str,
+    values: &[Arg],
+    row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    let mut statement = connection.prepare_cached(sql)?;
+    bind_dollars(&mut statement, values)?;
+    let mut found = Vec::new();
+    let mut cursor = statement.raw_query();
+    while let Some(next) = cursor.next()? {
+        found.push(row(next)?);
+    }
+    Ok(found)
+}
+
+/// The one row `sql` returns; `NotFound` when none.
+pub(crate) fn one<T>(
+    connection: &Connection,
+    sql: &str,
+    values: &[Arg],
+    row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<T> {
+    rows(connection, sql, values, row)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::new(ErrorKind::NotFound, "no such row"))
+}
+
+fn execute(connection: &Connection, sql: &str, values: &[Arg]) -> Result<usize> {
+    let mut statement = connection.prepare_cached(sql)?;
+    bind_dollars(&mut statement, values)?;
+    Ok(statement.raw_execute()?)
+}
+
+/// Writes the changing columns of `c` when the stored row is one version behind; `NotFound` or
+/// `Stale` otherwise.
+fn update_call(connection: &Connection, c: &InvocationRecord) -> Result<()> {
+    if execute(connection, UPDATE_CALL, &update_values(c))? == 1 {
+        return Ok(());
+    }
+    let stored = rows(connection, ROW_VERSION, &[text(&c.id)], |row| row.get::<_, i32>(0))?;
+    Err(match stored.first() {
+        None => StoreError::new(ErrorKind::NotFound, format!("no call {}", c.id)),
+        Some(stored) => StoreError::new(ErrorKind::Stale, format!("call {} is at row version {stored}", c.id)),
+    })
+}
+
+fn admission_values(a: &Admission, now: Time, limit: i64) -> Vec<Arg> {
+    vec![
+        time(now),
+        Arg::Text(serde_json::to_string(&a.local_entrypoints).unwrap_or_default()),
+        Arg::Text(serde_json::to_string(&a.http_origins).unwrap_or_default()),
+        Arg::Text(serde_json::to_string(&a.mcp_endpoints).unwrap_or_default()),
+        Arg::Text(serde_json::to_string(&a.audiences).unwrap_or_default()),
+        maybe_text(a.invocation_id.as_deref()),
+        int(limit),
+    ]
+}
+
+impl InvocationStore for SqliteStore {
+    fn insert_invocation<'a>(&'a self, c: &'a InvocationRecord, event: &'a Event) -> BoxFuture<'a, Result<Inserted>> {
+        let values = invocation_values(c);
+        let key = [text(&c.skill_id), maybe_text(c.idempotency_key.as_deref())];
+        let event = event.clone();
+        Box::pin(self.lite.write(move |connection| {
+            if execute(connection, INSERT_CALL, &values)? == 1 {
+                event_insert(connection, &event)?;
+                return Ok(Inserted::New);
+            }
+            let existing = one(connection, CALL_BY_KEY, &key, invocation_row)?;
+            Ok(Inserted::Existing(Box::new(existing)))
+        }))
+    }
+
+    fn invocation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<InvocationRecord>> {
+        let found = self.lite.read(|connection| one(connection, CALL_BY_ID, &[text(id)], invocation_row));
+        Box::pin(async move { found })
+    }
+
+    fn invocation_by_key<'a>(&'a self, skill_id: &'a str, key: &'a str) -> BoxFuture<'a, Result<InvocationRecord>> {
+        let found =
+            self.lite.read(|connection| one(connection, CALL_BY_KEY, &[text(skill_id), text(key)], invocation_row));
+        Box::pin(async move { found })
+    }
+
+    fn invocations<'a>(&'a self, f: &'a InvocationFilter) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        let (before_at, before_id) = f.before.clone().unzip();
+        let values = [
+            maybe_text(f.status.as_deref()),
+            maybe_text(f.skill_id.as_deref()),
+            maybe_text(f.authority.as_deref()),
+            maybe_time(f.created_after),
+            maybe_time(f.created_before),
+            maybe_time(before_at),
+            maybe_text(before_id.as_deref()),
+            int(f.limit),
+        ];
+        let found = self.lite.read(|connection| rows(connection, CALLS, &values, invocation_row));
+        Box::pin(async move { found })
+    }
+
+    fn update_invocation<'a>(&'a self, call: &'a InvocationRecord, events: &'a [Event]) -> BoxFuture<'a, Result<()>> {
+        let call = call.clone();
+        let events = events.to_vec();
+        Box::pin(self.lite.write(move |connection| {
+            update_call(connection, &call)?;
+            for event in &events {
+                event_insert(connection, event)?;
+            }
+            Ok(())
+        }))
+    }
+
+    fn claimable<'a>(
+        &'a self,
+        a: &'a Admission,
+        now: Time,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        let values = admission_values(a, now, i64::from(limit));
+        let found = self.lite.read(|connection| rows(connection, CLAIMABLE, &values, invocation_row));
+        Box::pin(async move { found })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        a: &'a Admission,
+        now: Time,
+        mut take: Take,
+    ) -> BoxFuture<'a, Result<Option<InvocationRecord>>> {
+        let values = admission_values(a, now, CANDIDATES);
+        Box::pin(self.lite.write(move |connection| {
+            // The writer is the only one: what it reads here nobody else changes before it commits.
+            for candidate in rows(connection, CLAIMABLE, &values, invocation_row)? {
+                if let Some((running, events)) = take(&candidate) {
+                    update_call(connection, &running)?;
+                    for event in &events {
+                        event_insert(connection, event)?;
+                    }
+                    return Ok(Some(running));
+                }
+            }
+            Ok(None)
+        }))
+    }
+
+    fn expired_leases<'a>(&'a self, now: Time, limit: u32) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        let found = self.lite.read(|connection| rows(connection, EXPIRED, &[time(now), int(limit)], invocation_row));
+        Box::pin(async move { found })
+    }
+
+    fn session_calls<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        let found = self.lite.read(|connection| rows(connection, SESSION_CALLS, &[text(session_id)], invocation_row));
+        Box::pin(async move { found })
+    }
+
+    fn covered<'a>(
+        &'a self,
+        protocol: &'a str,
+        target: &'a str,
+        audience: Option<&'a str>,
+        now: Time,
+    ) -> BoxFuture<'a, Result<bool>> {
+        let values = [time(now), text(protocol), text(target), maybe_text(audience)];
+        let found = self.lite.read(|connection| one(connection, COVERED, &values, |row| row.get::<_, bool>(0)));
+        Box::pin(async move { found })
+    }
+
+    fn insert_session<'a>(&'a self, s: &'a SessionRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+        let values = vec![
+            text(&s.id),
+            text(&s.principal_id),
+            text(&s.status),
+            json(&s.capabilities),
+            time(s.created_at),
+            time(s.heartbeat_at),
+            time(s.expires_at),
+            maybe_time(s.closed_at),
+            int(s.row_version),
+            json(&s.admission),
+        ];
+        let event = event.clone();
+        Box::pin(self.lite.write(move |connection| {
+            execute(connection, INSERT_SESSION, &values)?;
+            event_insert(connection, &event)
+        }))
+    }
+
+    fn session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionRecord>> {
+        let found = self.lite.read(|connection| one(connection, SESSION, &[text(id)], session_row));
+        Box::pin(async move { found })
+    }
+
+    fn update_session<'a>(
+        &'a self,
+        s: &'a SessionRecord,
+        calls: &'a [InvocationRecord],
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<()>> {
+        let values = vec![
+            text(&s.id),
+            int(s.row_version - 1),
+            text(&s.status),
+            time(s.heartbeat_at),
+            time(s.expires_at),
+            maybe_time(s.closed_at),
+            int(s.row_version),
+            json(&s.admission),
+        ];
+        let id = s.id.clone();
+        let calls = calls.to_vec();
+        let events = events.to_vec();
+        Box::pin(self.lite.write(move |connection| {
+            if execute(connection, UPDATE_SESSION, &values)? == 0 {
+                return Err(StoreError::new(ErrorKind::Stale, format!("session {id} moved on")));
+            }
+            for call in &calls {
+                update_call(connection, call)?;
+            }
+            for event in &events {
+                event_insert(connection, event)?;
+            }
+            Ok(())
+        }))
+    }
+}
