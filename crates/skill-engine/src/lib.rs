@@ -47,6 +47,8 @@ pub struct Engine {
     ready: Arc<tokio::sync::Notify>,
     /// The timeout of each version claims met (it never changes once published).
     timeouts: Arc<invocations::Timeouts>,
+    /// When a claim last looked for expired leases (Unix milliseconds).
+    expired_at: Arc<std::sync::atomic::AtomicI64>,
 }
 
 /// Who and which request caused a change, for the events journal.
@@ -64,7 +66,7 @@ impl Origin {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store, schemas: Arc::default(), ready: Arc::default(), timeouts: Arc::default() }
+        Self { store, schemas: Arc::default(), ready: Arc::default(), timeouts: Arc::default(), expired_at: Arc::default() }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

@@ -34,6 +34,10 @@ pub const MAX_CLAIM_WAIT_SECONDS: u32 = 30;
 /// through this one wake it at once).
 const OTHER_CORES_EVERY: Duration = Duration::from_millis(500);
 
+/// Claims look for expired leases at most this often (the sweep looks every second too): under
+/// load, every claim looking would read every running call each time.
+const EXPIRY_EVERY_MS: i64 = 100;
+
 /// The timeout of each version a claim met, by id (`None`: a version without a contract, which
 /// no executor takes). A version's timeout never changes once published.
 #[derive(Debug, Default)]
@@ -88,7 +92,9 @@ impl Engine {
             return Ok(None);
         }
         let origin = Origin::of(actor, request_id);
-        self.expire_leases(Utc::now()).await?;
+        if self.expiry_due() {
+            self.expire_leases(Utc::now()).await?;
+        }
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             // Listen before looking, so a call queued in between is not missed.
@@ -191,6 +197,17 @@ impl Engine {
             );
             Some((running, vec![event]))
         })
+    }
+
+    /// Whether this claim looks for expired leases: the first claim after [`EXPIRY_EVERY_MS`].
+    fn expiry_due(&self) -> bool {
+        let now = Utc::now().timestamp_millis();
+        let last = self.expired_at.load(std::sync::atomic::Ordering::Relaxed);
+        now - last >= EXPIRY_EVERY_MS
+            && self
+                .expired_at
+                .compare_exchange(last, now, std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed)
+                .is_ok()
     }
 
     /// Renews the lease of a call the executor holds; it never shortens and never passes the

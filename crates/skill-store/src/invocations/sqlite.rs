@@ -154,17 +154,27 @@ impl InvocationStore for SqliteStore {
     ) -> BoxFuture<'a, Result<Option<InvocationRecord>>> {
         let values = admission_values(a, now, CANDIDATES);
         Box::pin(self.lite.write(move |connection| {
-            // The writer is the only one: what it reads here nobody else changes before it commits.
-            for candidate in rows(connection, CLAIMABLE, &values, invocation_row)? {
-                if let Some((running, events)) = take(&candidate) {
-                    update_call(connection, &running)?;
-                    for event in &events {
-                        event_insert(connection, event)?;
+            // The writer is the only one: what it reads here nobody else changes before it
+            // commits. Rows are read one at a time, up to the one taken.
+            let chosen = {
+                let mut statement = connection.prepare_cached(CLAIMABLE)?;
+                bind_dollars(&mut statement, &values)?;
+                let mut cursor = statement.raw_query();
+                let mut chosen = None;
+                while let Some(row) = cursor.next()? {
+                    if let Some(made) = take(&invocation_row(row)?) {
+                        chosen = Some(made);
+                        break;
                     }
-                    return Ok(Some(running));
                 }
+                chosen
+            };
+            let Some((running, events)) = chosen else { return Ok(None) };
+            update_call(connection, &running)?;
+            for event in &events {
+                event_insert(connection, event)?;
             }
-            Ok(None)
+            Ok(Some(running))
         }))
     }
 
