@@ -19,7 +19,7 @@ use crate::core_run::{Tokens, build, output, publish_demo, release, start};
 use crate::target_dir;
 
 /// The offered rates, calls per second, in turn until one is not sustained.
-const RATES: &[u64] = &[100, 200, 400, 800, 1200, 1600, 2000, 2400, 3200];
+const RATES: &[u64] = &[100, 200, 400, 800, 1200, 1600, 2000, 2400, 3200, 4000, 4800];
 const SECONDS: &str = "10";
 
 pub(crate) fn bench_core(backend: &str) -> Result<()> {

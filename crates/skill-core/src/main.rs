@@ -87,6 +87,11 @@ struct Db {
     /// .db/.sqlite file, or a postgres:// URL.
     #[arg(long, env = "SKILL_CORE_DB", default_value = ".skill-core")]
     db: String,
+    /// Connections to PostgreSQL (or SQLite reading connections of the sqlx pool): more lets
+    /// more commits wait on the disk at once.
+    #[arg(long, env = "SKILL_CORE_DB_CONNECTIONS", value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    db_connections: u32,
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,7 +165,8 @@ fn main() -> ExitCode {
 }
 
 async fn engine(db: &Db) -> Result<Engine> {
-    let store = skill_store::open(&db.db, &StoreOptions::default()).await.context("opening the database")?;
+    let options = StoreOptions { max_connections: db.db_connections, ..StoreOptions::default() };
+    let store = skill_store::open(&db.db, &options).await.context("opening the database")?;
     Ok(Engine::new(store))
 }
 

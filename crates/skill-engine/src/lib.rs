@@ -66,7 +66,13 @@ impl Origin {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store, schemas: Arc::default(), ready: Arc::default(), timeouts: Arc::default(), expired_at: Arc::default() }
+        Self {
+            store,
+            schemas: Arc::default(),
+            ready: Arc::default(),
+            timeouts: Arc::default(),
+            expired_at: Arc::default(),
+        }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

@@ -86,13 +86,19 @@ macro_rules! invocation_columns {
 use invocation_columns;
 
 /// Insert-or-nothing on the key; the other unique rules are conflicts.
-const INSERT_CALL: &str = concat!(
-    "INSERT INTO skill_invocations (",
-    invocation_columns!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-     $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32) \
-     ON CONFLICT (skill_id, idempotency_key) DO NOTHING"
-);
+macro_rules! insert_call_sql {
+    () => {
+        concat!(
+            "INSERT INTO skill_invocations (",
+            $crate::invocations::invocation_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32) \
+             ON CONFLICT (skill_id, idempotency_key) DO NOTHING"
+        )
+    };
+}
+use insert_call_sql;
+const INSERT_CALL: &str = insert_call_sql!();
 const CALL_BY_ID: &str = concat!("SELECT ", invocation_columns!(), " FROM skill_invocations WHERE id = $1");
 const CALL_BY_KEY: &str =
     concat!("SELECT ", invocation_columns!(), " FROM skill_invocations WHERE skill_id = $1 AND idempotency_key = $2");
@@ -106,11 +112,17 @@ const CALLS: &str = concat!(
      ORDER BY created_at DESC, id DESC LIMIT $8"
 );
 /// The changing columns of a call, when the stored row is one version behind.
-const UPDATE_CALL: &str = "UPDATE skill_invocations SET status = $3, attempt = $4, available_at = $5, output = $6, \
-     error = $7, cost = $8, fencing_token = $9, executor_principal_id = $10, executor_session_id = $11, \
-     lease_expires_at = $12, heartbeat_at = $13, artifact_id = $14, row_version = $15, updated_at = $16, \
-     started_at = $17, attempt_started_at = $18, finished_at = $19 \
-     WHERE id = $1 AND row_version = $2";
+macro_rules! update_call_sql {
+    () => {
+        "UPDATE skill_invocations SET status = $3, attempt = $4, available_at = $5, output = $6, \
+         error = $7, cost = $8, fencing_token = $9, executor_principal_id = $10, executor_session_id = $11, \
+         lease_expires_at = $12, heartbeat_at = $13, artifact_id = $14, row_version = $15, updated_at = $16, \
+         started_at = $17, attempt_started_at = $18, finished_at = $19 \
+         WHERE id = $1 AND row_version = $2"
+    };
+}
+use update_call_sql;
+const UPDATE_CALL: &str = update_call_sql!();
 const ROW_VERSION: &str = "SELECT row_version FROM skill_invocations WHERE id = $1";
 const EXPIRED: &str = concat!(
     "SELECT ",

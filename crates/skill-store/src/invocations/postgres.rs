@@ -5,8 +5,8 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, EXPIRED, INSERT_CALL, INSERT_SESSION, InvocationStore, ROW_VERSION, SESSION,
-    SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql,
+    CALL_BY_ID, CALL_BY_KEY, CALLS, EXPIRED, INSERT_SESSION, InvocationStore, ROW_VERSION, SESSION, SESSION_CALLS,
+    Take, UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql, insert_call_sql, update_call_sql,
 };
 use crate::backend::PgStore;
 use crate::error::{ErrorKind, Result, StoreError};
@@ -18,10 +18,28 @@ const CLAIMABLE: &str = claimable_sql!("jsonb_array_elements_text", "");
 const CLAIM_NEXT: &str = claimable_sql!("jsonb_array_elements_text", " FOR UPDATE OF i SKIP LOCKED");
 const COVERED: &str = covered_sql!("jsonb_array_elements_text(s.admission -> '", "')");
 
-/// Writes the changing columns of `c` when the stored row is one version behind; `NotFound` or
-/// `Stale` otherwise.
-async fn update_call(tx: &mut PgConnection, c: &InvocationRecord) -> Result<()> {
-    let done = sqlx::query(UPDATE_CALL)
+/// The call update with one event, in one statement (one round trip, no `BEGIN`/`COMMIT`): the
+/// event is written only when the row was.
+const UPDATE_CALL_WITH_EVENT: &str = concat!(
+    "WITH updated AS (",
+    update_call_sql!(),
+    " RETURNING id) INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
+     SELECT $20, $21, $22, $23, $24, $25, $26 FROM updated"
+);
+/// The call insert with its event, in one statement; nothing when the key is taken.
+const INSERT_CALL_WITH_EVENT: &str = concat!(
+    "WITH inserted AS (",
+    insert_call_sql!(),
+    " RETURNING id) INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
+     SELECT $33, $34, $35, $36, $37, $38, $39 FROM inserted"
+);
+
+/// Binds the 19 values of [`UPDATE_CALL`] to `query`.
+fn bind_update<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    c: &'q InvocationRecord,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
         .bind(&c.id)
         .bind(c.row_version - 1)
         .bind(&c.status)
@@ -41,14 +59,41 @@ async fn update_call(tx: &mut PgConnection, c: &InvocationRecord) -> Result<()> 
         .bind(c.started_at)
         .bind(c.attempt_started_at)
         .bind(c.finished_at)
-        .execute(&mut *tx)
-        .await?;
+}
+
+/// Binds the seven values of an event to `query`.
+fn bind_event<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    e: &'q Event,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(&e.id)
+        .bind(&e.kind)
+        .bind(&e.subject)
+        .bind(Json(&e.data))
+        .bind(&e.actor_id)
+        .bind(&e.request_id)
+        .bind(e.created_at)
+}
+
+/// Why a version-checked write of `id` wrote nothing: `NotFound` or `Stale`.
+async fn unwritten<'e>(executor: impl sqlx::PgExecutor<'e>, id: &str) -> StoreError {
+    match sqlx::query_scalar::<_, i32>(ROW_VERSION).bind(id).fetch_optional(executor).await {
+        Err(error) => error.into(),
+        Ok(None) => StoreError::new(ErrorKind::NotFound, format!("no call {id}")),
+        Ok(Some(stored)) => StoreError::new(ErrorKind::Stale, format!("call {id} is at row version {stored}")),
+    }
+}
+
+/// Writes `c` (and `event`, when given) in one statement, when the stored row is one version
+/// behind; `NotFound` or `Stale` otherwise.
+async fn update_call(tx: &mut PgConnection, c: &InvocationRecord, event: Option<&Event>) -> Result<()> {
+    let done = match event {
+        None => bind_update(sqlx::query(UPDATE_CALL), c).execute(&mut *tx).await?,
+        Some(event) => bind_event(bind_update(sqlx::query(UPDATE_CALL_WITH_EVENT), c), event).execute(&mut *tx).await?,
+    };
     if done.rows_affected() == 0 {
-        let stored: Option<i32> = sqlx::query_scalar(ROW_VERSION).bind(&c.id).fetch_optional(&mut *tx).await?;
-        return Err(match stored {
-            None => StoreError::new(ErrorKind::NotFound, format!("no call {}", c.id)),
-            Some(stored) => StoreError::new(ErrorKind::Stale, format!("call {} is at row version {stored}", c.id)),
-        });
+        return Err(unwritten(&mut *tx, &c.id).await);
     }
     Ok(())
 }
@@ -63,8 +108,7 @@ async fn insert_events(tx: &mut PgConnection, events: &[Event]) -> Result<()> {
 impl InvocationStore for PgStore {
     fn insert_invocation<'a>(&'a self, c: &'a InvocationRecord, event: &'a Event) -> BoxFuture<'a, Result<Inserted>> {
         Box::pin(async move {
-            let mut tx = self.write().await?;
-            let done = sqlx::query(INSERT_CALL)
+            let query = sqlx::query(INSERT_CALL_WITH_EVENT)
                 .bind(&c.id)
                 .bind(&c.skill_id)
                 .bind(&c.protocol)
@@ -96,15 +140,13 @@ impl InvocationStore for PgStore {
                 .bind(c.updated_at)
                 .bind(c.started_at)
                 .bind(c.attempt_started_at)
-                .bind(c.finished_at)
-                .execute(&mut *tx)
-                .await?;
-            if done.rows_affected() == 1 {
-                crate::events::commit!(tx, event);
+                .bind(c.finished_at);
+            // One statement: the row and its event, or neither when the key is taken.
+            if bind_event(query, event).execute(self.read()).await?.rows_affected() == 1 {
                 return Ok(Inserted::New);
             }
             let existing: InvocationRecord =
-                sqlx::query_as(CALL_BY_KEY).bind(&c.skill_id).bind(&c.idempotency_key).fetch_one(&mut *tx).await?;
+                sqlx::query_as(CALL_BY_KEY).bind(&c.skill_id).bind(&c.idempotency_key).fetch_one(self.read()).await?;
             Ok(Inserted::Existing(Box::new(existing)))
         })
     }
@@ -136,8 +178,13 @@ impl InvocationStore for PgStore {
 
     fn update_invocation<'a>(&'a self, call: &'a InvocationRecord, events: &'a [Event]) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
+            if let [] | [_] = events {
+                // One statement, its own transaction.
+                let mut connection = self.read().acquire().await?;
+                return update_call(&mut connection, call, events.first()).await;
+            }
             let mut tx = self.write().await?;
-            update_call(&mut tx, call).await?;
+            update_call(&mut tx, call, None).await?;
             insert_events(&mut tx, events).await?;
             tx.commit().await?;
             Ok(())
@@ -188,8 +235,13 @@ impl InvocationStore for PgStore {
                 tx.rollback().await?;
                 return Ok(None);
             };
-            update_call(&mut tx, &running).await?;
-            insert_events(&mut tx, &events).await?;
+            match events.as_slice() {
+                [event] => update_call(&mut tx, &running, Some(event)).await?,
+                _ => {
+                    update_call(&mut tx, &running, None).await?;
+                    insert_events(&mut tx, &events).await?;
+                }
+            }
             tx.commit().await?;
             Ok(Some(running))
         })
@@ -271,7 +323,7 @@ impl InvocationStore for PgStore {
                 return Err(StoreError::new(ErrorKind::Stale, format!("session {} moved on", s.id)));
             }
             for call in calls {
-                update_call(&mut tx, call).await?;
+                update_call(&mut tx, call, None).await?;
             }
             insert_events(&mut tx, events).await?;
             tx.commit().await?;
