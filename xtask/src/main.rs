@@ -123,20 +123,27 @@ fn setup() -> Result<Peers> {
 
 /// Creates (or refreshes) the test virtualenv and returns its Python.
 fn python_peers() -> Result<PathBuf> {
-    let venv = target_dir().join("test-python");
+    virtualenv("test-python", "xtask/python-requirements.txt")
+}
+
+/// Creates (or refreshes, when `requirements` changed) the virtualenv `target/<name>` with the
+/// packages `requirements` (a path in the workspace) lists, and returns its Python.
+pub(crate) fn virtualenv(name: &str, requirements: &str) -> Result<PathBuf> {
+    let venv = target_dir().join(name);
     let python = venv.join("bin/python");
-    let requirements = workspace_root().join("xtask/python-requirements.txt");
+    let listed = requirements;
+    let requirements = workspace_root().join(listed);
     let stamp = venv.join("requirements.installed");
-    let wanted = std::fs::read_to_string(&requirements).context("reading xtask/python-requirements.txt")?;
+    let wanted = std::fs::read_to_string(&requirements).with_context(|| format!("reading {listed}"))?;
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
-        println!("==> Python test peers: up to date in {}", venv.display());
+        println!("==> Python peers of {listed}: up to date in {}", venv.display());
         return Ok(python);
     }
     if !python.exists() {
-        run("create the test virtualenv", Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        run("create a virtualenv", Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
     }
     run(
-        "install the Python test peers",
+        &format!("install the Python peers of {listed}"),
         Command::new(&python)
             .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
             .arg(&requirements),

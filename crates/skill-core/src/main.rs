@@ -11,6 +11,11 @@ use clap::{Parser, Subcommand};
 use skill_engine::{Engine, Origin, TokenRequest};
 use skill_store::StoreOptions;
 
+/// The core allocates and frees small objects on every request (JSON values, rows, events) from
+/// several threads at once; mimalloc does that with less CPU than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The skills core: a catalog of immutable published skill versions over SQLite or PostgreSQL.
 #[derive(Debug, Parser)]
 #[command(name = "skill-core", version)]
