@@ -146,6 +146,10 @@ impl Collector<'_> {
 impl Tree {
     /// The module a path written in `from` lands in, following re-exports (at most 8 hops).
     fn resolve(&self, from: &ModPath, written: &[String]) -> ModPath {
+        self.resolve_within(from, written, 8)
+    }
+
+    fn resolve_within(&self, from: &ModPath, written: &[String], hops: u32) -> ModPath {
         let mut base: ModPath = from.clone();
         let mut rest = written;
         match rest.first().map(String::as_str) {
@@ -160,7 +164,7 @@ impl Tree {
             base.pop();
             rest = &rest[1..];
         }
-        self.descend(base, rest, 8)
+        self.descend(base, rest, hops)
     }
 
     fn descend(&self, mut at: ModPath, rest: &[String], hops: u32) -> ModPath {
@@ -174,7 +178,7 @@ impl Tree {
             if hops > 0
                 && let Some(target) = self.exports.get(&(at.clone(), segment.clone()))
             {
-                return self.resolve(&at, target);
+                return self.resolve_within(&at, target, hops - 1);
             }
             return at;
         }
@@ -408,5 +412,17 @@ mod tests {
         let found = loops_in(&folder).expect("readable");
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].starts_with("in p, x, y import each other: x → y"), "{found:?}");
+    }
+
+    #[test]
+    fn a_macro_re_exported_under_its_own_name_ends_the_walk() {
+        // `pub(crate) use m;` after `macro_rules! m` names itself: followed forever, it would
+        // overflow the stack.
+        let folder = fake(&[
+            ("src/lib.rs", "mod a;\nmod b;\n"),
+            ("src/a.rs", "macro_rules! m { () => {} }\npub(crate) use m;\n"),
+            ("src/b.rs", "use crate::a::m;\nfn f() { crate::a::m!(); }\n"),
+        ]);
+        assert_eq!(loops_in(&folder).expect("readable"), Vec::<String>::new());
     }
 }

@@ -7,7 +7,7 @@ use sqlx::{FromRow as _, Row as _};
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::key_reads::KeyReads;
+use crate::key_reads::{KeyReads, select_skill};
 use crate::records::{
     AssignOutcome, Assignment, Event, PackageInstall, PackageObject, PackagePlan, SkillChange, SkillEntry, SkillFilter,
     SkillRecord,
@@ -64,21 +64,6 @@ pub trait CatalogStore: Send + Sync {
     fn package_install<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<PackageInstall>>;
     fn package_objects<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Vec<PackageObject>>>;
 }
-
-/// The columns of a skill with its package, as a literal so statements are `concat!`-ed at
-/// compile time.
-macro_rules! select_skill {
-    () => {
-        "SELECT s.id, s.name, s.version, s.description, s.protocol, s.config, s.input_schema, \
-     s.output_schema, s.side_effects, s.risk_level, s.contract, s.composition, s.status, s.row_version, \
-     s.created_at, s.updated_at, pi.key AS package_key, pi.version AS package_version, pi.install_hash, \
-     pi.installed_at, pi.installed_by \
-     FROM skills s \
-     LEFT JOIN package_objects po ON po.kind = 'Skill' AND po.object_key = s.name \
-     LEFT JOIN package_installs pi ON pi.key = po.package_key"
-    };
-}
-pub(crate) use select_skill;
 
 macro_rules! returning_skill {
     () => {

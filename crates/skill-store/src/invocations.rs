@@ -4,7 +4,7 @@
 //! (`postgres.rs`), SQLite through its hot path (`sqlite.rs`, see `lite.rs`).
 
 mod postgres;
-pub(crate) mod sqlite;
+mod sqlite;
 
 use futures::future::BoxFuture;
 

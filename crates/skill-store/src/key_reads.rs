@@ -1,14 +1,30 @@
 //! The reads by key that every request or call makes — a token's credential, a version by id or
 //! by name and version, a skill's package settings. Each backend reads them its fastest way:
-//! PostgreSQL through sqlx (below), SQLite on the caller's thread (`lite/key_reads.rs`).
+//! PostgreSQL through sqlx (below), SQLite on the caller's thread (`key_reads/sqlite.rs`).
+
+mod sqlite;
 
 use futures::future::BoxFuture;
 use sqlx::{FromRow as _, Row as _};
 
 use crate::backend::PgStore;
-use crate::catalog::select_skill;
 use crate::error::Result;
 use crate::records::{AccessToken, Credential, Grant, PackageSettings, Principal, SkillEntry};
+
+/// The columns of a skill with its package, as a literal so statements are `concat!`-ed at
+/// compile time.
+macro_rules! select_skill {
+    () => {
+        "SELECT s.id, s.name, s.version, s.description, s.protocol, s.config, s.input_schema, \
+     s.output_schema, s.side_effects, s.risk_level, s.contract, s.composition, s.status, s.row_version, \
+     s.created_at, s.updated_at, pi.key AS package_key, pi.version AS package_version, pi.install_hash, \
+     pi.installed_at, pi.installed_by \
+     FROM skills s \
+     LEFT JOIN package_objects po ON po.kind = 'Skill' AND po.object_key = s.name \
+     LEFT JOIN package_installs pi ON pi.key = po.package_key"
+    };
+}
+pub(crate) use select_skill;
 
 /// The token with this hash, its principal and the principal's grants, in one query.
 pub(crate) const CREDENTIAL: &str = "SELECT t.id AS token_id, t.principal_id, t.token_hash, t.label, \

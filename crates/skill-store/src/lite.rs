@@ -12,7 +12,6 @@
 //! sqlx keeps its own writing connection for the rare writes (catalog, identity, packages); the
 //! two take SQLite's write lock in turn (`BEGIN IMMEDIATE`, waiting up to the busy timeout).
 
-mod key_reads;
 pub(crate) mod rows;
 
 use std::path::{Path, PathBuf};

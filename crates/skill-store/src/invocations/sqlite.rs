@@ -11,6 +11,7 @@ use super::{
 };
 use crate::backend::SqliteStore;
 use crate::error::{ErrorKind, Result, StoreError};
+use crate::lite::rows::{execute, one, rows};
 use crate::lite::rows::{int, invocation_values, json, maybe_text, maybe_time, text, time, update_values};
 use crate::lite::{bind_dollars, event_insert, invocation_row, session_row};
 use crate::records::{Admission, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
@@ -19,42 +20,6 @@ const CLAIMABLE: &str = claimable_sql!("json_each", "");
 const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')");
 /// How many pending calls one claim looks at (the engine passes over calls it cannot take yet).
 const CANDIDATES: i64 = 20;
-
-/// The rows `sql` returns with `values`, each made by `row`.
-pub(crate) fn rows<T>(
-    connection: &Connection,
-    sql: &str,
-    values: &[Arg],
-    row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Result<Vec<T>> {
-    let mut statement = connection.prepare_cached(sql)?;
-    bind_dollars(&mut statement, values)?;
-    let mut found = Vec::new();
-    let mut cursor = statement.raw_query();
-    while let Some(next) = cursor.next()? {
-        found.push(row(next)?);
-    }
-    Ok(found)
-}
-
-/// The one row `sql` returns; `NotFound` when none.
-pub(crate) fn one<T>(
-    connection: &Connection,
-    sql: &str,
-    values: &[Arg],
-    row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Result<T> {
-    rows(connection, sql, values, row)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| StoreError::new(ErrorKind::NotFound, "no such row"))
-}
-
-fn execute(connection: &Connection, sql: &str, values: &[Arg]) -> Result<usize> {
-    let mut statement = connection.prepare_cached(sql)?;
-    bind_dollars(&mut statement, values)?;
-    Ok(statement.raw_execute()?)
-}
 
 /// Writes the changing columns of `c` when the stored row is one version behind; `NotFound` or
 /// `Stale` otherwise.

@@ -220,3 +220,39 @@ pub(crate) fn event_insert(connection: &Connection, event: &Event) -> Result<()>
     ))?;
     Ok(())
 }
+
+/// The rows `sql` returns with `values`, each made by `row`.
+pub(crate) fn rows<T>(
+    connection: &Connection,
+    sql: &str,
+    values: &[Arg],
+    row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    let mut statement = connection.prepare_cached(sql)?;
+    bind_dollars(&mut statement, values)?;
+    let mut found = Vec::new();
+    let mut cursor = statement.raw_query();
+    while let Some(next) = cursor.next()? {
+        found.push(row(next)?);
+    }
+    Ok(found)
+}
+
+/// The one row `sql` returns; `NotFound` when none.
+pub(crate) fn one<T>(
+    connection: &Connection,
+    sql: &str,
+    values: &[Arg],
+    row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<T> {
+    rows(connection, sql, values, row)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::new(ErrorKind::NotFound, "no such row"))
+}
+
+pub(crate) fn execute(connection: &Connection, sql: &str, values: &[Arg]) -> Result<usize> {
+    let mut statement = connection.prepare_cached(sql)?;
+    bind_dollars(&mut statement, values)?;
+    Ok(statement.raw_execute()?)
+}

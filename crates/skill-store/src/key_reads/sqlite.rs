@@ -3,11 +3,10 @@
 use futures::future::BoxFuture;
 use rusqlite::Row;
 
-use super::rows::{get_json, get_maybe_json, get_maybe_time, get_time, text};
+use super::{CREDENTIAL, KeyReads, SETTINGS_OF_SKILL, SKILL_BY_ID, SKILL_BY_VERSION};
 use crate::backend::SqliteStore;
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::invocations::sqlite::{one, rows};
-use crate::key_reads::{CREDENTIAL, KeyReads, SETTINGS_OF_SKILL, SKILL_BY_ID, SKILL_BY_VERSION};
+use crate::lite::rows::{get_json, get_maybe_json, get_maybe_time, get_time, one, rows, text};
 use crate::records::{
     AccessToken, Credential, Grant, PackageInstall, PackageSettings, Principal, SkillEntry, SkillRecord,
 };
