@@ -22,6 +22,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("skill-engine", &["axum", "rmcp", "hyper", "reqwest"]),
     ("skill-client", &["axum", "rmcp", "sqlx"]),
     ("skill-executor", &["axum", "sqlx"]),
+    ("skill-remote", &["axum", "sqlx"]),
     // The core's server links no authoring crate and no MCP.
     ("skill-core", &["rmcp", "skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros"]),
 ];
@@ -38,6 +39,8 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-http", &[]),
     // The executor loop: a client of the core, whatever runs the calls.
     ("skill-executor", &["skill-api", "skill-client"]),
+    // The runners of remote skills: what an executor daemon calls, behind the network guard.
+    ("skill-remote", &["skill-api", "skill-contract", "skill-executor"]),
     ("skill-host", &["skill-api", "skill-client", "skill-executor", "skill-http", "skill-sdk"]),
     ("skill-store", &[]),
     ("skill-engine", &["skill-api", "skill-contract", "skill-store"]),

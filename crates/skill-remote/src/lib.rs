@@ -1,0 +1,92 @@
+//! The executor's runners for remote skills — the `http` and `mcp` protocols of a contract's
+//! `implementation` — behind the network guard. [`Remote`] is a [`skill_executor::Runner`]: give
+//! it to [`skill_executor::run`] and it claims and runs the calls its configuration admits.
+//!
+//! | what | where |
+//! |---|---|
+//! | what an executor admits and how it is told | [`Config`], [`Remote`] |
+//! | the network guard: allow-list, address classes, resolution | [`guard`] |
+//! | the `http` wire contract | `http.rs`, [`Tokens`] |
+
+mod failure;
+pub mod guard;
+mod http;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use skill_api::ClaimOut;
+use skill_executor::{Declared, Outcome, Runner};
+
+pub use http::Tokens;
+
+use crate::failure::failed;
+use crate::guard::{Guard, Lookup, normalized_origin};
+
+/// What a remote executor runs: its protocols, the origins it may call, the audiences it may get
+/// tokens for, and the hosts allowed to resolve to non-public addresses.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// `http`, `mcp`.
+    pub protocols: Vec<String>,
+    pub http_origins: Vec<String>,
+    pub mcp_origins: Vec<String>,
+    pub audiences: Vec<String>,
+    pub private_hosts: Vec<String>,
+    /// Certificates trusted beside the system's (a private CA).
+    pub roots: Vec<reqwest::Certificate>,
+}
+
+/// Runs `http` (and, to come, `mcp`) calls.
+#[derive(Debug)]
+pub struct Remote {
+    declared: Declared,
+    http: Option<http::HttpCalls>,
+}
+
+impl Remote {
+    /// Checks `config` (origins are exactly `scheme://host[:port]`; protocols are `http` or
+    /// `mcp`) and builds the runner; `tokens` issues the audience tokens.
+    pub fn new(config: &Config, lookup: Arc<dyn Lookup>, tokens: Option<Arc<dyn Tokens>>) -> Result<Self, String> {
+        for protocol in &config.protocols {
+            if !matches!(protocol.as_str(), "http" | "mcp") {
+                return Err(format!("a remote executor runs http or mcp calls, not {protocol:?}"));
+            }
+        }
+        let runs = |protocol: &str| config.protocols.iter().any(|p| p == protocol);
+        let http_origins: Vec<String> =
+            config.http_origins.iter().map(|origin| normalized_origin(origin)).collect::<Result<_, _>>()?;
+        let http = if runs("http") && !http_origins.is_empty() {
+            let guard = Arc::new(Guard::new(&http_origins, &config.private_hosts, lookup)?);
+            Some(http::HttpCalls::new(guard, &config.audiences, tokens, &config.roots)?)
+        } else {
+            None
+        };
+        let mut declared = Declared { audiences: config.audiences.clone(), ..Declared::default() };
+        if http.is_some() {
+            declared.protocols.push("http".into());
+            declared.http_origins = http_origins;
+            declared.capabilities.push("skills.protocol.http".into());
+        }
+        Ok(Self { declared, http })
+    }
+}
+
+impl Runner for Remote {
+    fn declared(&self) -> Declared {
+        self.declared.clone()
+    }
+
+    fn run(&self, claimed: ClaimOut) -> BoxFuture<'static, Outcome> {
+        let protocol = claimed.skill.contract["implementation"]["protocol"].as_str().unwrap_or_default().to_owned();
+        match (protocol.as_str(), &self.http) {
+            ("http", Some(http)) => {
+                let http = http.clone();
+                Box::pin(async move { http.run(claimed).await })
+            }
+            _ => Box::pin(async move {
+                failed("protocol_not_supported", true, format!("this executor does not run {protocol:?} calls"), None)
+            }),
+        }
+    }
+}
