@@ -11,6 +11,7 @@
 //! | package installs, a whole plan applied at once | [`RecordRequest`], [`InstallOut`], [`ApplyRequest`], [`ApplyOut`] |
 //! | the events journal | [`EventOut`], [`EventsQuery`] |
 //! | calls: invoke, read, list; claim, heartbeat, complete, fail, cancel; executor sessions | [`InvokeRequest`], [`InvocationOut`], [`ClaimRequest`], [`ClaimOut`], [`SessionRequest`] |
+//! | audience tokens for the skills an executor calls | [`AudienceTokenRequest`], [`AudienceTokenOut`] |
 //! | every operation (method, path, permission, bodies, error codes) | [`operations::OPERATIONS`] |
 //! | the OpenAPI 3.1 document built from them | [`openapi::document`] |
 //! | the skill-facing routes the SDK calls | [`sdk_routes`] |
@@ -26,6 +27,7 @@ mod principals;
 mod protocol_schema;
 pub mod sdk_routes;
 mod skills;
+mod tokens;
 
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use events::{EventOut, EventsQuery};
@@ -44,6 +46,7 @@ pub use skills::{
     DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest, PublishRequest,
     SkillKind, SkillOut, SkillStatus, etag, parse_etag,
 };
+pub use tokens::{AudienceTokenOut, AudienceTokenRequest};
 
 /// The path every route of this crate is relative to.
 pub const BASE_PATH: &str = "/api/v1";

@@ -6,10 +6,11 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use crate::{
-    ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, CancelRequest, ClaimOut, ClaimRequest,
-    CloseRequest, CompleteRequest, EventOut, EventsQuery, FailRequest, HeartbeatRequest, InstallOut, InvocationOut,
-    InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest,
-    RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut, SettingsRequest, SkillOut,
+    ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, AudienceTokenOut, AudienceTokenRequest,
+    CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, EventOut, EventsQuery, FailRequest,
+    HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page,
+    PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut,
+    SettingsRequest, SkillOut,
 };
 
 /// Makes the schema of a type.
@@ -68,6 +69,7 @@ pub enum Op {
     CloseSession,
     ReadSettings,
     SetSettings,
+    IssueAudienceToken,
 }
 
 /// One operation of the API.
@@ -513,6 +515,19 @@ pub const OPERATIONS: &[Operation] = &[
             (409, "version_conflict"),
         ],
         idempotency_key: true,
+    },
+    Operation {
+        op: Op::IssueAudienceToken,
+        method: Method::Post,
+        path: "/audience-tokens",
+        summary: "Issue a short-lived token for one audience and exactly the scopes asked, signed by the core (its JWKS at /.well-known/jwks.json)",
+        permission: "skills.execute",
+        request: Some(schema::<AudienceTokenRequest>),
+        query: None,
+        success: (200, Some(schema::<AudienceTokenOut>)),
+        errors: &[(403, "audience_reserved")],
+        // A token is never stored, so a repeat issues another one.
+        idempotency_key: false,
     },
 ];
 

@@ -62,6 +62,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let core_url = format!("http://{}", listener.local_addr()?);
+    let engine = engine.with_issuer(&core_url);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(skill_core::serve_until(engine, listener, skill_http::Limits::default(), async {
         drop(stopped.await);

@@ -23,14 +23,16 @@ pub struct Core {
     pub engine: Engine,
 }
 
-/// The application: `/api/v1/…`, `/healthz` (the process answers) and `/readyz` (the database
-/// answers too), with request ids and the error envelope.
+/// The application: `/api/v1/…`, `/healthz` (the process answers), `/readyz` (the database
+/// answers too) and `/.well-known/jwks.json` (the audience tokens' keys), with request ids and the
+/// error envelope.
 pub fn app(engine: Engine) -> Router {
     let core = Core { engine };
     Router::new()
         .nest("/api/v1", api::router())
         .route("/healthz", get(|| async { axum::Json(Health { status: "ok".to_owned() }) }))
         .route("/readyz", get(ready))
+        .route("/.well-known/jwks.json", get(jwks))
         .fallback(|uri: axum::http::Uri| async move {
             api::plumbing::Failure(
                 skill_engine::EngineError::new(
@@ -45,6 +47,20 @@ pub fn app(engine: Engine) -> Router {
         .layer(axum::middleware::from_fn_with_state(core.clone(), api::idempotency::layer))
         .layer(axum::middleware::from_fn(skill_http::requests::log))
         .with_state(core)
+}
+
+/// The public keys of the audience tokens (no token needed: hosts fetch it to verify them).
+async fn jwks(State(core): State<Core>) -> Response {
+    match core.engine.jwks().await {
+        Ok(keys) => {
+            let mut response = axum::Json(keys).into_response();
+            response
+                .headers_mut()
+                .insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("max-age=300"));
+            response
+        }
+        Err(error) => api::plumbing::Failure(error).into_response(),
+    }
 }
 
 async fn ready(State(core): State<Core>) -> Response {

@@ -30,13 +30,18 @@ enum Command {
     /// its skill host running as the local executor; prints how to call a skill through the
     /// core. Ctrl-C stops all.
     Dev(dev::DevArgs),
-    /// Serve the API (/api/v1, /healthz, /readyz) until SIGTERM or SIGINT.
+    /// Serve the API (/api/v1, /healthz, /readyz, /.well-known/jwks.json) until SIGTERM or
+    /// SIGINT.
     Serve {
         #[command(flatten)]
         db: Db,
         /// The address to listen on.
         #[arg(long, default_value = "127.0.0.1:8700")]
         listen: String,
+        /// The issuer (`iss`) of the audience tokens the core signs for executors: the URL skill
+        /// hosts are given as SKILL_SDK_IAM_ISSUER (default: http:// and the address listened on).
+        #[arg(long, env = "SKILL_CORE_ISSUER", value_name = "URL")]
+        issuer: Option<String>,
         #[command(flatten)]
         bounds: Bounds,
     },
@@ -178,11 +183,12 @@ async fn engine(db: &Db) -> Result<Engine> {
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
-        Command::Serve { db, listen, bounds } => {
-            let engine = engine(&db).await?;
+        Command::Serve { db, listen, issuer, bounds } => {
             let listener =
                 tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
             let address = listener.local_addr()?;
+            let issuer = issuer.unwrap_or_else(|| format!("http://{address}"));
+            let engine = engine(&db).await?.with_issuer(&issuer);
             eprintln!(
                 "skill-core serving the API on http://{address}/api/v1 (database: {})",
                 skill_store::redact(&db.db)

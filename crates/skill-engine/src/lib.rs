@@ -10,6 +10,7 @@
 //! | package installs, the journal | [`Engine::record_install`], [`Engine::package`], [`Engine::events`] |
 //! | discovery | [`Engine::definition`], [`Engine::metadata`], [`Engine::catalogue`] |
 //! | calls: invoke, read, list, cancel; claim, heartbeat, complete, fail; lease expiry; executor sessions | [`Engine::invoke`], [`Engine::claim`], [`Engine::expire_leases`], [`Engine::open_session`] |
+//! | audience tokens and the JWKS | [`Engine::audience_token`], [`Engine::jwks`], [`tokens`] |
 //! | errors, with the class a transport maps to a status | [`EngineError`], [`Class`] |
 
 mod actor;
@@ -21,6 +22,7 @@ pub mod invocations;
 pub mod keyed;
 pub mod packages;
 mod settings;
+pub mod tokens;
 
 use std::sync::Arc;
 
@@ -49,6 +51,8 @@ pub struct Engine {
     timeouts: Arc<invocations::Timeouts>,
     /// When a claim last looked for expired leases (Unix milliseconds).
     expired_at: Arc<std::sync::atomic::AtomicI64>,
+    /// The audience tokens' issuer and its keys.
+    issuer: Arc<tokens::Issuer>,
 }
 
 /// Who and which request caused a change, for the events journal.
@@ -72,7 +76,21 @@ impl Engine {
             ready: Arc::default(),
             timeouts: Arc::default(),
             expired_at: Arc::default(),
+            issuer: Arc::default(),
         }
+    }
+
+    /// The engine with `issuer` as the audience tokens' `iss` (the core's public URL).
+    #[must_use]
+    pub fn with_issuer(self, issuer: &str) -> Self {
+        self.with_issuer_and_lead(issuer, tokens::DEFAULT_KEY_LEAD)
+    }
+
+    /// The engine with `issuer`, its new signing keys published `lead` before they sign.
+    #[must_use]
+    pub fn with_issuer_and_lead(mut self, issuer: &str, lead: std::time::Duration) -> Self {
+        self.issuer = Arc::new(tokens::Issuer::named(issuer, lead));
+        self
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

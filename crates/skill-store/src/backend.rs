@@ -156,6 +156,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (3, "invocations", include_str!("../migrations/sqlite/0003_invocations.sql")),
     (4, "idempotency", include_str!("../migrations/sqlite/0004_idempotency.sql")),
     (5, "package settings", include_str!("../migrations/sqlite/0005_package_settings.sql")),
+    (6, "signing keys", include_str!("../migrations/sqlite/0006_signing_keys.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -163,6 +164,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (3, "invocations", include_str!("../migrations/postgres/0003_invocations.sql")),
     (4, "idempotency", include_str!("../migrations/postgres/0004_idempotency.sql")),
     (5, "package settings", include_str!("../migrations/postgres/0005_package_settings.sql")),
+    (6, "signing keys", include_str!("../migrations/postgres/0006_signing_keys.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

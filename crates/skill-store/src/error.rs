@@ -40,6 +40,7 @@ const GUARD_CODES: &[&str] = &[
     "row_version_required",
     "unknown_reference",
     "invocation_immutable",
+    "signing_key_immutable",
 ];
 
 impl StoreError {

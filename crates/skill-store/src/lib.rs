@@ -7,6 +7,7 @@
 //! | opening a database, migrations | [`open`], [`SqliteStore::open`], [`PgStore::open`] |
 //! | principals, tokens, workspaces, grants | [`IdentityStore`] |
 //! | skill versions, assignments, package installs | [`CatalogStore`] |
+//! | the keys audience tokens are signed with | [`KeyStore`] |
 //! | the events journal | [`Journal`] |
 //! | the rows | [`records`] |
 //! | errors, one neutral kind per failure | [`StoreError`], [`ErrorKind`] |
@@ -36,6 +37,7 @@ mod idempotency;
 mod identity;
 mod invocations;
 mod key_reads;
+mod keys;
 mod lite;
 pub mod records;
 mod settings;
@@ -53,6 +55,7 @@ pub use events::Journal;
 pub use idempotency::{Begun, IdempotencyStore, StoredAnswer};
 pub use identity::IdentityStore;
 pub use invocations::{InvocationStore, Take};
+pub use keys::KeyStore;
 pub use settings::SettingsStore;
 
 /// The file a data directory holds.
@@ -67,7 +70,7 @@ pub enum Backend {
 
 /// Everything the core stores.
 pub trait Store:
-    IdentityStore + CatalogStore + InvocationStore + IdempotencyStore + SettingsStore + Journal + std::fmt::Debug
+    IdentityStore + CatalogStore + InvocationStore + IdempotencyStore + SettingsStore + KeyStore + Journal + std::fmt::Debug
 {
     fn backend(&self) -> Backend;
     /// Answers when the database does (`/readyz`).

@@ -363,3 +363,19 @@ pub enum Inserted {
     /// A call of the same version with the same key exists: nothing was written.
     Existing(Box<InvocationRecord>),
 }
+
+/// A key the core signs audience tokens with.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct SigningKey {
+    pub kid: String,
+    /// `ES256`.
+    pub algorithm: String,
+    /// PKCS#8 DER, base64.
+    pub private_key: String,
+    /// The public key as a JWK (`kty`, `crv`, `x`, `y`, `kid`, `alg`, `use`).
+    #[sqlx(json)]
+    pub public_jwk: Value,
+    pub created_at: Time,
+    pub signs_until: Time,
+    pub published_until: Time,
+}

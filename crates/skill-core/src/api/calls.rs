@@ -7,8 +7,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use skill_api::{
-    CancelRequest, ClaimRequest, CloseRequest, CompleteRequest, FailRequest, HeartbeatRequest, InvocationQuery,
-    InvokeRequest, MAX_DOCUMENT_BYTES, SessionRequest,
+    AudienceTokenRequest, CancelRequest, ClaimRequest, CloseRequest, CompleteRequest, FailRequest, HeartbeatRequest,
+    InvocationQuery, InvokeRequest, MAX_DOCUMENT_BYTES, SessionRequest,
 };
 use skill_engine::{Actor, EngineError};
 use skill_http::requests::RequestId;
@@ -140,4 +140,18 @@ fn unknown_verb(collection: &str, rest: &str) -> Failure {
         "route POST …/{collection}/{rest}; the actions are named …/{collection}/<id>:<action>"
     ))
     .into()
+}
+
+/// `POST /audience-tokens`: a token for one audience, never stored (so no `Idempotency-Key`).
+pub(super) async fn audience_token(
+    State(core): State<Core>,
+    actor: Actor,
+    body: JsonBody<AudienceTokenRequest>,
+) -> Answer {
+    let request = body.read(&actor, "skills.execute")?;
+    let token = core.engine.audience_token(&actor, &request).await?;
+    let mut response = axum::Json(token).into_response();
+    // A bearer token: no cache keeps it.
+    response.headers_mut().insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-store"));
+    Ok(response)
 }

@@ -15,32 +15,35 @@ use crate::api::token;
 
 /// A core on 127.0.0.1 over one backend, with an admin (`org.manage`), a caller
 /// (`skills.invoke`) and an executor (`skills.execute`).
-struct Core {
-    base: String,
-    engine: Engine,
+pub(crate) struct Core {
+    pub(crate) base: String,
+    pub(crate) engine: Engine,
     admin: String,
     caller: String,
-    executor: String,
-    http: reqwest::Client,
+    pub(crate) executor: String,
+    pub(crate) http: reqwest::Client,
     _folder: Scratch,
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Postgres,
 }
 
-async fn core(backend: Backend, label: &str) -> Core {
+pub(crate) async fn core(backend: Backend, label: &str) -> Core {
     let folder = Scratch::new(&format!("skill-core-calls-{label}"));
     let target = match backend {
         Backend::Sqlite => folder.path().to_str().expect("utf-8").to_owned(),
         Backend::Postgres => postgres_database(label),
     };
     let store = skill_store::open(&target, &Default::default()).await.expect("store");
-    let engine = Engine::new(Arc::clone(&store));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
-    let base = format!("http://{}/api/v1", listener.local_addr().expect("address"));
+    let root = format!("http://{}", listener.local_addr().expect("address"));
+    // New signing keys sign two seconds after they are published (an hour in service), so the
+    // rotation test sees the hand-over.
+    let engine = Engine::new(Arc::clone(&store)).with_issuer_and_lead(&root, std::time::Duration::from_secs(2));
+    let base = format!("{root}/api/v1");
     tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
     let admin = token(&engine, "admin", &["org.manage"]).await;
     let caller = token(&engine, "caller", &["skills.invoke"]).await;
@@ -70,7 +73,7 @@ fn postgres_database(label: &str) -> String {
     format!("{base}/{name}")
 }
 
-struct Reply {
+pub(crate) struct Reply {
     status: StatusCode,
     body: Value,
 }
@@ -81,20 +84,20 @@ impl Reply {
     }
 
     #[track_caller]
-    fn refused(&self, status: u16, code: &str) -> &Self {
+    pub(crate) fn refused(&self, status: u16, code: &str) -> &Self {
         assert_eq!((self.status.as_u16(), self.code()), (status, code), "{}", self.body);
         self
     }
 
     #[track_caller]
-    fn ok(&self, status: u16) -> &Value {
+    pub(crate) fn ok(&self, status: u16) -> &Value {
         assert_eq!(self.status.as_u16(), status, "{}", self.body);
         &self.body
     }
 }
 
 impl Core {
-    async fn post(&self, token: &str, path: &str, body: &Value) -> Reply {
+    pub(crate) async fn post(&self, token: &str, path: &str, body: &Value) -> Reply {
         let answer = self.http.post(format!("{}{path}", self.base)).bearer_auth(token).json(body).send().await;
         let answer = answer.expect("the core answers");
         let status = answer.status();
@@ -150,7 +153,7 @@ fn http_leaf(name: &str, endpoint: &str, audience: Option<&str>) -> Value {
 
 const CLASSIFY: &str = "claims.skills:claim_classify";
 
-async fn each_backend<F, Fut>(label: &str, test: F)
+pub(crate) async fn each_backend<F, Fut>(label: &str, test: F)
 where
     F: Fn(Core) -> Fut,
     Fut: std::future::Future<Output = ()>,

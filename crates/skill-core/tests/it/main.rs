@@ -12,3 +12,4 @@ mod package_apply;
 mod process;
 mod running;
 mod slow_clients;
+mod tokens;

@@ -181,3 +181,33 @@ pub(crate) async fn row_shapes_are_checked_by_the_database(db: Db) {
     let read = db.store.skill(&composite.id).await.expect("composite").skill;
     assert_eq!(read.composition, composite.composition);
 }
+
+pub(crate) async fn signing_keys_are_listed_while_published_and_never_change(db: Db) {
+    let now = chrono::Utc::now();
+    let key = |kid: &str, age_days: i64, signs_days: i64, published_days: i64| skill_store::records::SigningKey {
+        kid: kid.to_owned(),
+        algorithm: "ES256".to_owned(),
+        private_key: "MIGHAgEAMBMG".to_owned(),
+        public_jwk: json!({"kty": "EC", "crv": "P-256", "kid": kid}),
+        created_at: now - chrono::Duration::days(age_days),
+        signs_until: now - chrono::Duration::days(age_days) + chrono::Duration::days(signs_days),
+        published_until: now - chrono::Duration::days(age_days) + chrono::Duration::days(published_days),
+    };
+    for (kid, age, signs, published) in [("retired", 40, 30, 31), ("older", 29, 30, 31), ("newest", 1, 30, 31)] {
+        let written =
+            db.store.insert_signing_key(&key(kid, age, signs, published), &event("signing_key.created", kid)).await;
+        written.expect("inserted");
+    }
+    let listed: Vec<String> = db.store.signing_keys(now).await.expect("keys").into_iter().map(|k| k.kid).collect();
+    assert_eq!(listed, ["newest", "older"], "newest first, the retired one no longer published");
+    let again = db.store.insert_signing_key(&key("newest", 0, 30, 31), &event("signing_key.created", "x")).await;
+    assert_eq!(again.expect_err("taken").kind(), skill_store::ErrorKind::Conflict);
+    // Signing past its publication would leave tokens no one can verify: the database refuses it.
+    let inverted =
+        skill_store::records::SigningKey { signs_until: now + chrono::Duration::days(40), ..key("odd", 0, 30, 31) };
+    let refused_key = db.store.insert_signing_key(&inverted, &event("signing_key.created", "odd")).await;
+    assert_eq!(refused_key.expect_err("checked").kind(), skill_store::ErrorKind::Invalid);
+    for sql in ["UPDATE signing_keys SET private_key = 'forged'", "DELETE FROM signing_keys"] {
+        assert!(refused(&db, sql, sql).await.contains("signing_key_immutable"), "{sql}");
+    }
+}

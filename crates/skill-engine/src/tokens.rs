@@ -1,0 +1,232 @@
+//! Audience tokens: the core is the issuer of the short-lived JWTs an executor sends to the
+//! skills it calls (`implementation.auth.audience`). It signs with ES256 keys it keeps in the
+//! database. Each key signs for 30 days and stays in the JWKS a day longer; the next one is made
+//! a day before that and signs only once it has been published for the lead time (an hour), so a
+//! host that cached the JWKS has seen it before any token names it. A token lives five minutes
+//! and carries exactly the scopes asked for.
+//!
+//! The database holds the private keys: whoever reads it can mint tokens for the skills, so it is
+//! guarded as the keys would be.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration as StdDuration, Instant};
+
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use chrono::{Duration, Utc};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+use skill_api::{AudienceTokenOut, AudienceTokenRequest};
+use skill_store::records::{SigningKey, Time};
+
+use crate::actor::Actor;
+use crate::catalog::view_time;
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+/// How long a token lives.
+pub const TOKEN_SECONDS: i64 = 300;
+/// Audiences no token is issued for: the core's own and the executor's.
+pub const RESERVED_AUDIENCES: &[&str] = &["skill-core", "skill-executor"];
+/// The issuer when none is configured.
+pub const DEFAULT_ISSUER: &str = "skill-core";
+const SIGNING_DAYS: i64 = 30;
+const PUBLISHED_DAYS_AFTER: i64 = 1;
+/// A new key is made when the newest one signs for less than this much longer.
+const ROTATE_BEFORE_HOURS: i64 = 24;
+/// How long the keys read from the database are used before reading them again.
+const KEYS_FRESH: StdDuration = StdDuration::from_secs(60);
+const MAX_SCOPES: usize = 50;
+
+/// How long a new key is published before it signs, by default: hosts keep a fetched JWKS up
+/// to an hour.
+pub const DEFAULT_KEY_LEAD: StdDuration = StdDuration::from_secs(3600);
+
+/// The issuer's name, how long a new key is published before it signs, and the keys it last
+/// read.
+#[derive(Debug)]
+pub(crate) struct Issuer {
+    name: String,
+    lead: StdDuration,
+    keys: Mutex<Option<(Instant, Arc<Vec<SigningKey>>)>>,
+}
+
+impl Default for Issuer {
+    fn default() -> Self {
+        Self::named(DEFAULT_ISSUER, DEFAULT_KEY_LEAD)
+    }
+}
+
+impl Issuer {
+    pub(crate) fn named(name: &str, lead: StdDuration) -> Self {
+        Self { name: name.to_owned(), lead, keys: Mutex::new(None) }
+    }
+
+    fn cached(&self) -> Option<Arc<Vec<SigningKey>>> {
+        let keys = self.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        keys.as_ref().filter(|(read, _)| read.elapsed() < KEYS_FRESH).map(|(_, keys)| Arc::clone(keys))
+    }
+
+    fn remember(&self, keys: Vec<SigningKey>) -> Arc<Vec<SigningKey>> {
+        let keys = Arc::new(keys);
+        *self.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((Instant::now(), Arc::clone(&keys)));
+        keys
+    }
+
+    fn forget(&self) {
+        *self.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
+impl Engine {
+    /// The issuer tokens name (`iss`): the core's public URL, as hosts are told
+    /// (`SKILL_SDK_IAM_ISSUER`).
+    pub fn issuer(&self) -> &str {
+        &self.issuer.name
+    }
+
+    /// A token for `request.audience` with exactly `request.scopes` (`skills.execute`).
+    pub async fn audience_token(&self, actor: &Actor, request: &AudienceTokenRequest) -> Result<AudienceTokenOut> {
+        actor.require("skills.execute")?;
+        let audience = request.audience.as_str();
+        let valid = |text: &str, max: usize| {
+            (1..=max).contains(&text.chars().count())
+                && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:/-".contains(&b))
+        };
+        if !valid(audience, 200) {
+            return Err(EngineError::invalid_request(
+                "`audience` is 1 to 200 characters of letters, digits and . _ : / -",
+            )
+            .with("field", "audience"));
+        }
+        if RESERVED_AUDIENCES.contains(&audience) {
+            return Err(EngineError::new(
+                Class::Forbidden,
+                "audience_reserved",
+                format!("no token is issued for the audience {audience}: it is reserved"),
+            )
+            .with("audience", audience));
+        }
+        if request.scopes.len() > MAX_SCOPES || !request.scopes.iter().all(|scope| valid(scope, 100)) {
+            return Err(EngineError::invalid_request(format!(
+                "`scopes` holds at most {MAX_SCOPES} scopes of 1 to 100 letters, digits and . _ : / -"
+            ))
+            .with("field", "scopes"));
+        }
+        let mut scopes = request.scopes.clone();
+        scopes.sort();
+        scopes.dedup();
+        let now = Utc::now();
+        let key = self.signing_key(now).await?;
+        let expires = now + Duration::seconds(TOKEN_SECONDS);
+        let claims = json!({
+            "iss": self.issuer.name, "sub": actor.id(), "aud": audience, "iat": now.timestamp(),
+            "nbf": now.timestamp(), "exp": expires.timestamp(), "jti": self.new_id(), "scope": scopes.join(" "),
+        });
+        let token = sign(&key, &claims)?;
+        Ok(AudienceTokenOut {
+            access_token: token,
+            token_type: "Bearer".to_owned(),
+            expires_at: view_time(&expires),
+            audience: audience.to_owned(),
+            scopes,
+        })
+    }
+
+    /// The public keys tokens may be signed with, as a JWKS document.
+    pub async fn jwks(&self) -> Result<Value> {
+        let keys = self.published_keys(Utc::now()).await?;
+        Ok(json!({"keys": keys.iter().map(|key| key.public_jwk.clone()).collect::<Vec<_>>()}))
+    }
+
+    /// Makes a new signing key now: published at once, signing after the lead time, the previous
+    /// ones published until they expire; returns its `kid`.
+    pub async fn rotate_signing_key(&self) -> Result<String> {
+        let key = self.new_signing_key(Utc::now()).await?;
+        Ok(key.kid)
+    }
+
+    /// The keys published at `now`, newest first.
+    async fn published_keys(&self, now: Time) -> Result<Arc<Vec<SigningKey>>> {
+        if let Some(keys) = self.issuer.cached() {
+            return Ok(keys);
+        }
+        Ok(self.issuer.remember(self.store.signing_keys(now).await?))
+    }
+
+    /// The key to sign with now: the newest one published at least the lead time ago (hosts
+    /// that fetched the JWKS before it was made would not know it), else the newest that still
+    /// signs; a new key is made — published now, signing after the lead — when the newest signs
+    /// for less than a day more, and at once when none can sign.
+    async fn signing_key(&self, now: Time) -> Result<SigningKey> {
+        let keys = self.published_keys(now).await?;
+        let lead = Duration::from_std(self.issuer.lead).unwrap_or_else(|_| Duration::hours(1));
+        let signing: Vec<&SigningKey> =
+            keys.iter().filter(|key| key.signs_until > now + Duration::seconds(TOKEN_SECONDS)).collect();
+        let Some(newest) = keys.first().filter(|_| !signing.is_empty()) else {
+            return self.new_signing_key(now).await;
+        };
+        if newest.signs_until <= now + Duration::hours(ROTATE_BEFORE_HOURS) {
+            self.new_signing_key(now).await?;
+        }
+        let ready = signing.iter().find(|key| key.created_at + lead <= now).or(signing.last());
+        Ok(ready.map(|key| (*key).clone()).unwrap_or_else(|| newest.clone()))
+    }
+
+    async fn new_signing_key(&self, now: Time) -> Result<SigningKey> {
+        let key = generate(&self.new_id(), now)?;
+        let event = self.event(
+            "signing_key.created",
+            format!("signing_key:{}", key.kid),
+            json!({"kid": key.kid, "algorithm": key.algorithm, "signsUntil": view_time(&key.signs_until),
+                   "publishedUntil": view_time(&key.published_until)}),
+            &Origin::default(),
+        );
+        self.store.insert_signing_key(&key, &event).await?;
+        self.issuer.forget();
+        Ok(key)
+    }
+}
+
+fn internal(message: &str) -> EngineError {
+    tracing::error!(message, "signing failed");
+    EngineError::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
+}
+
+/// A new ES256 key named `kid`, signing from `now`.
+fn generate(kid: &str, now: Time) -> Result<SigningKey> {
+    let random = aws_lc_rs::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &random)
+        .map_err(|_| internal("cannot generate a P-256 key"))?;
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref())
+        .map_err(|_| internal("cannot read the generated key"))?;
+    // The uncompressed point: 0x04, then x and y, 32 bytes each.
+    let point = pair.public_key().as_ref();
+    if point.len() != 65 || point[0] != 4 {
+        return Err(internal("the generated public key is not an uncompressed P-256 point"));
+    }
+    let public_jwk = json!({
+        "kty": "EC", "crv": "P-256", "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+        "y": URL_SAFE_NO_PAD.encode(&point[33..65]), "kid": kid, "alg": "ES256", "use": "sig",
+    });
+    let signs_until = now + Duration::days(SIGNING_DAYS);
+    Ok(SigningKey {
+        kid: kid.to_owned(),
+        algorithm: "ES256".to_owned(),
+        private_key: STANDARD.encode(pkcs8.as_ref()),
+        public_jwk,
+        created_at: now,
+        signs_until,
+        published_until: signs_until + Duration::days(PUBLISHED_DAYS_AFTER),
+    })
+}
+
+fn sign(key: &SigningKey, claims: &Value) -> Result<String> {
+    let der = STANDARD.decode(&key.private_key).map_err(|_| internal("a stored signing key is not base64"))?;
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(key.kid.clone());
+    jsonwebtoken::encode(&header, claims, &EncodingKey::from_ec_der(&der))
+        .map_err(|error| internal(&format!("signing a token: {error}")))
+}
