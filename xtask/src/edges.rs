@@ -40,11 +40,23 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     // The executor loop: a client of the core, whatever runs the calls.
     ("skill-executor", &["skill-api", "skill-client"]),
     // The runners of remote skills: what an executor daemon calls, behind the network guard.
-    ("skill-remote", &["skill-api", "skill-contract", "skill-executor"]),
+    ("skill-remote", &["skill-api", "skill-client", "skill-contract", "skill-executor"]),
     ("skill-host", &["skill-api", "skill-client", "skill-executor", "skill-http", "skill-sdk"]),
     ("skill-store", &[]),
     ("skill-engine", &["skill-api", "skill-contract", "skill-store"]),
-    ("skill-core", &["skill-api", "skill-client", "skill-engine", "skill-http", "skill-package", "skill-store"]),
+    (
+        "skill-core",
+        &[
+            "skill-api",
+            "skill-client",
+            "skill-engine",
+            "skill-executor",
+            "skill-http",
+            "skill-package",
+            "skill-remote",
+            "skill-store",
+        ],
+    ),
     ("skill-cli", &["skill-api", "skill-client", "skill-package", "skill-sdk"]),
     ("claims-integration", &["skill-host", "skill-sdk"]),
     // The fuzz targets drive the parsers of the core, the hosts and the contract crate.

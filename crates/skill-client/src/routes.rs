@@ -4,10 +4,11 @@
 use serde_json::Value;
 use skill_api::operations::{Op, Operation};
 use skill_api::{
-    ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, CancelRequest, ClaimOut, ClaimRequest,
-    CloseRequest, CompleteRequest, EventOut, EventsQuery, FailRequest, Health, HeartbeatRequest, InstallOut,
-    InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest,
-    PublishRequest, RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut, SettingsRequest, SkillOut,
+    ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, AudienceTokenOut, AudienceTokenRequest,
+    CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, EventOut, EventsQuery, FailRequest, Health,
+    HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page,
+    PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut,
+    SettingsRequest, SkillOut,
 };
 use skill_contract::SkillDefinition;
 
@@ -173,6 +174,12 @@ impl Client {
     /// `POST /executor-sessions/{id}:heartbeat`.
     pub async fn keep_session(&self, id: &str, request: &SessionRequest) -> Result<SessionOut, ClientError> {
         Ok(self.send(call(Op::KeepSession).parameters(&[id]).body(request)).await?.body)
+    }
+
+    /// `POST /audience-tokens`: a token for one audience and exactly the scopes asked
+    /// (`skills.execute`).
+    pub async fn audience_token(&self, request: &AudienceTokenRequest) -> Result<AudienceTokenOut, ClientError> {
+        Ok(self.send(call(Op::IssueAudienceToken).body(request)).await?.body)
     }
 
     /// `POST /executor-sessions/{id}:close`.

@@ -3,6 +3,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod dev;
+mod executor;
 
 use std::process::ExitCode;
 
@@ -51,6 +52,10 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Run the calls of remote (http) skills for a core: claim what the allow-lists admit, call
+    /// each endpoint behind the network guard with an audience token from the core, report.
+    /// SIGTERM stops claiming and lets running calls finish within --grace.
+    Executor(executor::ExecutorArgs),
     /// Create a workspace, so that permissions can be granted in it (--grant tasks.write@KEY).
     Workspace {
         #[command(subcommand)]
@@ -183,6 +188,7 @@ async fn engine(db: &Db) -> Result<Engine> {
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
+        Command::Executor(args) => executor::run(args).await,
         Command::Serve { db, listen, issuer, bounds } => {
             let listener =
                 tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;

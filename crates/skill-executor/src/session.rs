@@ -11,12 +11,14 @@ pub(crate) struct Sessions {
     client: Client,
     request: SessionRequest,
     current: Mutex<Option<String>>,
+    /// One opening at a time: workers starting together share one session.
+    opening: tokio::sync::Mutex<()>,
 }
 
 impl Sessions {
     pub(crate) fn new(client: Client, capabilities: Vec<String>, ttl_seconds: u32) -> Self {
         let request = SessionRequest { capabilities, ttl_seconds: Some(ttl_seconds) };
-        Self { client, request, current: Mutex::new(None) }
+        Self { client, request, current: Mutex::new(None), opening: tokio::sync::Mutex::new(()) }
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<String>> {
@@ -25,6 +27,10 @@ impl Sessions {
 
     /// The session to claim with, opening one when there is none.
     pub(crate) async fn current(&self) -> Result<String, ClientError> {
+        if let Some(id) = self.slot().clone() {
+            return Ok(id);
+        }
+        let _turn = self.opening.lock().await;
         if let Some(id) = self.slot().clone() {
             return Ok(id);
         }

@@ -33,6 +33,8 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
     #[error("the MCP session over stdio failed: {0}")]
     Stdio(String),
+    #[error("{0}")]
+    Tls(String),
 }
 
 fn server_name() -> String {
@@ -85,6 +87,29 @@ fn access(args: &ServeArgs, env: impl Fn(&str) -> Option<String>) -> Result<Acce
     Ok(access)
 }
 
+/// The TLS of `--tls-cert`/`--tls-key`, when given.
+fn tls(args: &ServeArgs) -> Result<Option<skill_http::Tls>, ServeError> {
+    match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Ok(Some(skill_http::Tls::from_pem_files(cert, key).map_err(ServeError::Tls)?)),
+        (None, None) => Ok(None),
+        _ => Err(ServeError::Tls("--tls-cert and --tls-key go together".to_owned())),
+    }
+}
+
+/// Serves `router` on `listener`, over TLS when `tls` is given.
+async fn serve_on(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    args: &ServeArgs,
+    tls: Option<skill_http::Tls>,
+    stop: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    match tls {
+        Some(tls) => skill_http::serve_tls(listener, router, limits(args), tls, stop).await,
+        None => skill_http::serve(listener, router, limits(args), stop).await,
+    }
+}
+
 async fn listen(args: &ServeArgs) -> Result<tokio::net::TcpListener, ServeError> {
     let address = format!("{}:{}", args.host, args.port());
     tokio::net::TcpListener::bind(&address).await.map_err(|source| ServeError::Listen { address, source })
@@ -104,12 +129,14 @@ pub async fn run(
             let checked = access.describe();
             let host = HttpHost::new(registry, access, args.max_body_bytes);
             let calls = host.calls();
+            let tls = tls(args)?;
+            let scheme = if tls.is_some() { "https" } else { "http" };
             let listener = listen(args).await?;
             let address = listener.local_addr()?;
             eprintln!(
-                "serving {count} skills over http on http://{address} ({checked}); POST /skills/<name>@<version>"
+                "serving {count} skills over http on {scheme}://{address} ({checked}); POST /skills/<name>@<version>"
             );
-            skill_http::serve(listener, host.router(), limits(args), stop).await?;
+            serve_on(listener, host.router(), args, tls, stop).await?;
             tracing::info!(running = calls.running(), "stopping: waiting for the calls in flight");
             calls.drain().await;
         }
@@ -125,13 +152,15 @@ pub async fn run(
             };
             let cancel = CancellationToken::new();
             let router = mcp_http::router(host, access, &allowed, args.max_body_bytes, cancel.clone());
+            let tls = tls(args)?;
+            let scheme = if tls.is_some() { "https" } else { "http" };
             let listener = listen(args).await?;
             let address = listener.local_addr()?;
             eprintln!(
-                "serving {count} skills over mcp-http on http://{address}/mcp ({checked}; Host: {})",
+                "serving {count} skills over mcp-http on {scheme}://{address}/mcp ({checked}; Host: {})",
                 allowed.0.join(", ")
             );
-            skill_http::serve(listener, router, limits(args), stop).await?;
+            serve_on(listener, router, args, tls, stop).await?;
             tracing::info!(running = calls.running(), "stopping: waiting for the calls in flight");
             calls.drain().await;
             cancel.cancel();

@@ -13,10 +13,12 @@ mod line;
 mod logs;
 pub mod requests;
 mod server;
+mod tls;
 
 pub use bodies::BodyCut;
 pub use logs::{LogGuard, init_logs};
-pub use server::{Limits, serve};
+pub use server::{Limits, serve, serve_tls};
+pub use tls::Tls;
 
 /// Resolves on SIGTERM or SIGINT.
 pub async fn stop_signal() {

@@ -163,6 +163,27 @@ pub async fn serve(
     limits: Limits,
     stop: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
+    serve_with(listener, router, limits, None, stop).await
+}
+
+/// [`serve`] over TLS: each connection's handshake must end within the header deadline.
+pub async fn serve_tls(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    tls: crate::Tls,
+    stop: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    serve_with(listener, router, limits, Some(tls), stop).await
+}
+
+async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    tls: Option<crate::Tls>,
+    stop: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
     let connections = Arc::new(Connections::default());
     let stopping = CancellationToken::new();
     let tasks = TaskTracker::new();
@@ -189,8 +210,23 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let service = Service { router: router.clone(), limits, stopping: stopping.clone(), connection, peer };
         let connections = Arc::clone(&connections);
+        let tls = tls.clone();
         tasks.spawn(async move {
-            service.run(stream).await;
+            match tls {
+                None => service.run(stream).await,
+                Some(tls) => {
+                    let close = service.connection.close.clone();
+                    let handshake = tokio::time::timeout(limits.header_timeout, tls.0.accept(stream));
+                    tokio::select! {
+                        done = handshake => match done {
+                            Ok(Ok(stream)) => service.run(stream).await,
+                            Ok(Err(error)) => tracing::debug!(%error, client = %peer.ip(), "TLS handshake failed"),
+                            Err(_) => tracing::debug!(client = %peer.ip(), "TLS handshake too slow"),
+                        },
+                        () = close.cancelled() => {}
+                    }
+                }
+            }
             connections.remove(id);
         });
     }
@@ -213,7 +249,10 @@ struct Service {
 }
 
 impl Service {
-    async fn run(self, stream: tokio::net::TcpStream) {
+    async fn run<S>(self, stream: S)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let close = self.connection.close.clone();
         let stopping = self.stopping.clone();
         let limits = self.limits;

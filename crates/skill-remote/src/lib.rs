@@ -7,10 +7,12 @@
 //! | what an executor admits and how it is told | [`Config`], [`Remote`] |
 //! | the network guard: allow-list, address classes, resolution | [`guard`] |
 //! | the `http` wire contract | `http.rs`, [`Tokens`] |
+//! | audience tokens from the core, cached per (audience, scopes) | [`CoreTokens`] |
 
 mod failure;
 pub mod guard;
 mod http;
+mod tokens;
 
 use std::sync::Arc;
 
@@ -19,6 +21,7 @@ use skill_api::ClaimOut;
 use skill_executor::{Declared, Outcome, Runner};
 
 pub use http::Tokens;
+pub use tokens::CoreTokens;
 
 use crate::failure::failed;
 use crate::guard::{Guard, Lookup, normalized_origin};

@@ -138,6 +138,13 @@ pub struct ServeArgs {
     /// http, mcp-http: seconds a client has to send a request's body, once its header is in.
     #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub body_timeout: u64,
+    /// http, mcp-http: serve https with this PEM certificate chain (the server's certificate
+    /// first); needs --tls-key.
+    #[arg(long, value_name = "FILE", env = "SKILL_SDK_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// http, mcp-http: the PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", env = "SKILL_SDK_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 /// The default of `--max-body-bytes`: 4 MiB.

@@ -19,7 +19,7 @@ pub(crate) struct Core {
     pub(crate) base: String,
     pub(crate) engine: Engine,
     admin: String,
-    caller: String,
+    pub(crate) caller: String,
     pub(crate) executor: String,
     pub(crate) http: reqwest::Client,
     _folder: Scratch,
@@ -105,18 +105,18 @@ impl Core {
         Reply { status, body: serde_json::from_str(&text).unwrap_or(Value::Null) }
     }
 
-    async fn get(&self, token: &str, path: &str) -> Reply {
+    pub(crate) async fn get(&self, token: &str, path: &str) -> Reply {
         let answer = self.http.get(format!("{}{path}", self.base)).bearer_auth(token).send().await;
         let answer = answer.expect("the core answers");
         let status = answer.status();
         Reply { status, body: answer.json().await.unwrap_or(Value::Null) }
     }
 
-    async fn publish(&self, body: Value) -> Value {
+    pub(crate) async fn publish(&self, body: Value) -> Value {
         self.post(&self.admin, "/skills", &body).await.ok(201).clone()
     }
 
-    async fn invoke(&self, token: &str, reference: &str, body: Value) -> Reply {
+    pub(crate) async fn invoke(&self, token: &str, reference: &str, body: Value) -> Reply {
         self.post(token, &format!("/skills/{reference}:invoke"), &body).await
     }
 

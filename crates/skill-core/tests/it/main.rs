@@ -10,6 +10,7 @@ mod hostile_api;
 mod openapi_file;
 mod package_apply;
 mod process;
+mod remote;
 mod running;
 mod slow_clients;
 mod tokens;

@@ -1,0 +1,159 @@
+//! Remote skills end to end: the demo skills served by the skill host over TLS (a throwaway CA),
+//! verifying tokens against the core's JWKS; calls invoked through the core and finished by the
+//! `skill-core executor` process, which gets audience tokens from the core.
+
+#[path = "../../../skill-host/examples/demo_host/skills.rs"]
+mod demo;
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use skill_fixtures::{Output, Running, Scratch};
+use skill_host::auth::{Access, Verifier};
+use skill_host::http::HttpHost;
+use skill_sdk::registry::Registry;
+
+use crate::calls::{Core, each_backend};
+
+const AUDIENCE: &str = "demo-api";
+
+/// A CA and a certificate for `localhost` it signed, as PEM files in `folder`:
+/// (`ca.pem`, `cert.pem`, `key.pem`).
+fn certificates(folder: &Scratch) {
+    let ca_key = rcgen::KeyPair::generate().expect("a CA key");
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(rcgen::DnType::CommonName, "skill test CA");
+    let ca_cert = ca.self_signed(&ca_key).expect("the CA");
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let leaf = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+    let cert = leaf.signed_by(&key, &issuer).expect("signed");
+    folder.write("ca.pem", &ca_cert.pem());
+    folder.write("cert.pem", &cert.pem());
+    folder.write("key.pem", &key.serialize_pem());
+}
+
+/// Serves the demo skills over https on 127.0.0.1 with tokens checked against the core's
+/// JWKS; returns the port.
+async fn host(core: &Core, folder: &Scratch) -> u16 {
+    let root = core.base.trim_end_matches("/api/v1");
+    let registry =
+        Registry::from_skills([&demo::echo::SKILL, &demo::whoami::SKILL, &demo::flaky::SKILL, &demo::refuse::SKILL])
+            .expect("the demo skills");
+    let verifier = Verifier::new(root, AUDIENCE, &format!("{root}/.well-known/jwks.json")).expect("a verifier");
+    let router = HttpHost::new(&registry, Access::verified(verifier), 1 << 20).router();
+    let tls =
+        skill_http::Tls::from_pem_files(&folder.path().join("cert.pem"), &folder.path().join("key.pem")).expect("TLS");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(skill_http::serve_tls(listener, router, skill_http::Limits::default(), tls, std::future::pending()));
+    port
+}
+
+fn http_skill(name: &str, port: u16, inputs: Value, attempts: u32) -> Value {
+    json!({"name": name, "version": "1", "description": "A demo skill over https.", "sideEffects": "none",
+           "riskLevel": "low",
+           "contract": {"inputs": inputs, "outputs": {"type": "object"}, "timeoutSeconds": 5,
+                        "retryPolicy": {"maxAttempts": attempts, "backoffSeconds": 0},
+                        "implementation": {"protocol": "http", "endpoint": format!("https://localhost:{port}/skills/{name}@1"),
+                                           "auth": {"audience": AUDIENCE, "scopes": ["demo.call"]}}}})
+}
+
+impl Core {
+    /// The call `id` once it ended (within 20 s).
+    async fn ended(&self, id: &str) -> Value {
+        for _ in 0..200 {
+            let call = self.get(&self.executor, &format!("/skill-invocations/{id}")).await.ok(200).clone();
+            if matches!(call["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
+                return call;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the call {id} did not end");
+    }
+}
+
+#[tokio::test]
+async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
+    each_backend("remote-http", |core| async move {
+        let folder = Scratch::new("skill-core-remote-http");
+        certificates(&folder);
+        let port = host(&core, &folder).await;
+        let text = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+        core.publish(http_skill("echo", port, text, 1)).await;
+        core.publish(http_skill("whoami", port, json!({"type": "object"}), 1)).await;
+        core.publish(http_skill("flaky", port, json!({"type": "object"}), 3)).await;
+        core.publish(http_skill("refuse", port, json!({"type": "object"}), 3)).await;
+
+        let root = core.base.trim_end_matches("/api/v1").to_owned();
+        let mut executor = Command::new(env!("CARGO_BIN_EXE_skill-core"));
+        executor
+            .args(["executor", "--core", &root, "--http-origin", &format!("https://localhost:{port}")])
+            .args(["--audience", AUDIENCE, "--private-host", "localhost", "--concurrency", "2"])
+            .arg("--ca-file")
+            .arg(folder.path().join("ca.pem"))
+            .env("SKILL_CORE_TOKEN", &core.executor)
+            .env("SKILL_LOG", "info");
+        let mut executor = Running::start(executor, Output::Stderr);
+        executor.until(30, |line| line.contains("executing remote skills"));
+
+        // Output, cost, and what reached the skill: the call's id and key, the token's claims.
+        let echo = core.invoke(&core.caller, "echo@1", json!({"inputs": {"text": "hello"}})).await.ok(201).clone();
+        let echo = core.ended(echo["id"].as_str().expect("id")).await;
+        assert_eq!(
+            (echo["status"].clone(), echo["output"].clone()),
+            (json!("succeeded"), json!({"text": "hello"})),
+            "{echo}"
+        );
+        assert_eq!(echo["cost"]["units"]["ops"], json!(1.0), "{echo}");
+        let who = core
+            .invoke(&core.caller, "whoami@1", json!({"inputs": {}, "idempotencyKey": "who-1"}))
+            .await
+            .ok(201)
+            .clone();
+        let id = who["id"].as_str().expect("id").to_owned();
+        let who = core.ended(&id).await;
+        let output = &who["output"];
+        assert_eq!(
+            (output["invocation_id"].clone(), output["idempotency_key"].clone()),
+            (json!(id), json!("who-1")),
+            "{who}"
+        );
+        assert_eq!(output["caller"]["aud"], AUDIENCE);
+        assert_eq!(output["caller"]["iss"], json!(root));
+        assert_eq!(output["caller"]["scope"], "demo.call");
+        assert_eq!(output["transport"], "http");
+
+        // A retryable skill error is retried until the attempts run out; a refusal fails at once
+        // with the skill's own code.
+        let flaky = core.invoke(&core.caller, "flaky@1", json!({"inputs": {}})).await.ok(201).clone();
+        let flaky = core.ended(flaky["id"].as_str().expect("id")).await;
+        assert_eq!(
+            (
+                flaky["status"].clone(),
+                flaky["attempt"].clone(),
+                flaky["error"]["code"].clone(),
+                flaky["error"]["retryable"].clone()
+            ),
+            (json!("failed"), json!(3), json!("upstream_busy"), json!(true)),
+            "{flaky}"
+        );
+        let refused = core.invoke(&core.caller, "refuse@1", json!({"inputs": {"order": "o-9"}})).await.ok(201).clone();
+        let refused = core.ended(refused["id"].as_str().expect("id")).await;
+        assert_eq!(
+            (refused["status"].clone(), refused["attempt"].clone(), refused["error"]["code"].clone()),
+            (json!("failed"), json!(1), json!("order_unknown")),
+            "{refused}"
+        );
+        // One session for all its workers, closed at the stop (the core answers meanwhile: the
+        // wait runs off the test's runtime).
+        executor.signal(rustix::process::Signal::TERM);
+        let (code, lines) = tokio::task::spawn_blocking(move || executor.wait_within(30)).await.expect("waited");
+        assert_eq!(code, 0, "the executor stops cleanly: {lines:?}");
+        assert_eq!(lines.iter().filter(|line| line.contains("executor session opened")).count(), 1, "{lines:?}");
+        assert!(lines.iter().any(|line| line.contains("executor session closed")), "{lines:?}");
+    })
+    .await;
+}
