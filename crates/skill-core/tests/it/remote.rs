@@ -75,6 +75,21 @@ impl Core {
     }
 }
 
+#[test]
+fn a_key_that_is_not_the_certificates_is_refused_by_name() {
+    let folder = Scratch::new("skill-core-remote-tls");
+    certificates(&folder);
+    let cert = folder.path().join("cert.pem");
+    let wrong = skill_http::Tls::from_pem_files(&cert, &folder.path().join("ca.pem")).expect_err("not a key");
+    assert!(wrong.starts_with("--tls-key "), "{wrong}");
+    let other = rcgen::KeyPair::generate().expect("a key");
+    folder.write("other.pem", &other.serialize_pem());
+    let mismatch = skill_http::Tls::from_pem_files(&cert, &folder.path().join("other.pem")).expect_err("mismatch");
+    assert!(mismatch.contains("do not go together"), "{mismatch}");
+    let none = skill_http::Tls::from_pem_files(&folder.path().join("key.pem"), &folder.path().join("key.pem"));
+    assert!(none.expect_err("no certificate").starts_with("--tls-cert "));
+}
+
 #[tokio::test]
 async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
     each_backend("remote-http", |core| async move {
@@ -125,6 +140,10 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
         assert_eq!(output["caller"]["iss"], json!(root));
         assert_eq!(output["caller"]["scope"], "demo.call");
         assert_eq!(output["transport"], "http");
+        // The executor keeps its token for the audience: a second call carries the same one.
+        let again = core.invoke(&core.caller, "whoami@1", json!({"inputs": {}})).await.ok(201).clone();
+        let again = core.ended(again["id"].as_str().expect("id")).await;
+        assert_eq!(again["output"]["caller"]["jti"], output["caller"]["jti"], "one token for both calls");
 
         // A retryable skill error is retried until the attempts run out; a refusal fails at once
         // with the skill's own code.
