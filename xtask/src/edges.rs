@@ -23,8 +23,9 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("skill-client", &["axum", "rmcp", "sqlx"]),
     ("skill-executor", &["axum", "sqlx"]),
     ("skill-remote", &["axum", "sqlx"]),
-    // The core's server links no authoring crate and no MCP.
-    ("skill-core", &["rmcp", "skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros"]),
+    // The core links no authoring crate. It links rmcp only as the remote executor's MCP client
+    // (through skill-remote); the server speaks no MCP.
+    ("skill-core", &["skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros"]),
 ];
 
 /// The workspace crates each crate may depend on (normal and build dependencies; tests may use

@@ -497,6 +497,28 @@ pub const CODES: &[CodeInfo] = &[
         "the endpoint answered neither 2xx nor an error status (a redirect is never followed)",
     ),
     code(
+        "tool_error",
+        ToolExecutionFailure,
+        No,
+        "executor",
+        "an MCP tool answered `isError` without the skill error envelope; its text is in the message",
+    ),
+    code("mcp_error", ToolExecutionFailure, No, "executor", "the MCP server answered the call with a JSON-RPC error"),
+    code(
+        "mcp_server_unknown",
+        ToolActivationFailure,
+        Yes,
+        "executor",
+        "the endpoint names a `stdio:<name>` server this executor has not configured; another may have it",
+    ),
+    code(
+        "mcp_endpoint_invalid",
+        ValidationError,
+        No,
+        "executor",
+        "an MCP endpoint is neither an http(s) URL nor `stdio:<name>`",
+    ),
+    code(
         "protocol_not_supported",
         ToolActivationFailure,
         Yes,

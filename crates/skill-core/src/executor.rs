@@ -1,5 +1,5 @@
-//! `skill-core executor`: the daemon that runs the calls of remote skills — `http` now — for a
-//! core: it claims what its configuration admits (origins, audiences), calls the endpoint behind
+//! `skill-core executor`: the daemon that runs the calls of remote skills — `http` and `mcp` — for
+//! a core: it claims what its configuration admits (origins, audiences), calls the endpoint behind
 //! the network guard with an audience token the core issued, and reports the outcome through the
 //! shared executor loop. Every setting is a flag or a `CONTROL_PLANE_SKILLS_*` variable (lists
 //! comma-separated).
@@ -22,13 +22,26 @@ pub(crate) struct ExecutorArgs {
     /// The executor's token (a principal with skills.execute).
     #[arg(long, env = "SKILL_CORE_TOKEN", hide_env_values = true)]
     token: String,
-    /// The protocols to run: http (mcp comes next).
-    #[arg(long = "protocol", env = "CONTROL_PLANE_SKILLS_PROTOCOLS", value_delimiter = ',', default_value = "http")]
+    /// The protocols to run: http, mcp (each only with its origins or servers).
+    #[arg(
+        long = "protocol",
+        env = "CONTROL_PLANE_SKILLS_PROTOCOLS",
+        value_delimiter = ',',
+        default_value = "http,mcp"
+    )]
     protocols: Vec<String>,
     /// An origin scheme://host[:port] whose http skills this executor may call (repeat, or a
     /// comma-separated list). None: no http calls.
     #[arg(long = "http-origin", env = "CONTROL_PLANE_SKILLS_HTTP_ALLOWED_ORIGINS", value_delimiter = ',')]
     http_origins: Vec<String>,
+    /// An origin scheme://host[:port] of MCP servers (streamable HTTP) whose tools this executor
+    /// may call.
+    #[arg(long = "mcp-origin", env = "CONTROL_PLANE_SKILLS_MCP_ALLOWED_ORIGINS", value_delimiter = ',')]
+    mcp_origins: Vec<String>,
+    /// The stdio MCP servers `stdio:<name>` endpoints name, as JSON:
+    /// {"NAME": {"command": "...", "args": [...], "env": {...}}}.
+    #[arg(long = "mcp-servers", env = "CONTROL_PLANE_SKILLS_MCP_SERVERS", value_name = "JSON")]
+    mcp_servers: Option<String>,
     /// An audience this executor may obtain tokens for (never skill-core or skill-executor).
     #[arg(long = "audience", env = "CONTROL_PLANE_SKILLS_ALLOWED_AUDIENCES", value_delimiter = ',')]
     audiences: Vec<String>,
@@ -51,11 +64,22 @@ impl ExecutorArgs {
     /// The runner's configuration, checked: what is wrong stops the executor before it starts.
     fn config(&self) -> Result<Config> {
         let empty = |list: &mut Vec<String>| list.retain(|item| !item.trim().is_empty());
-        let (mut protocols, mut http_origins, mut audiences, mut private_hosts) =
-            (self.protocols.clone(), self.http_origins.clone(), self.audiences.clone(), self.private_hosts.clone());
-        for list in [&mut protocols, &mut http_origins, &mut audiences, &mut private_hosts] {
+        let (mut protocols, mut http_origins, mut mcp_origins, mut audiences, mut private_hosts) = (
+            self.protocols.clone(),
+            self.http_origins.clone(),
+            self.mcp_origins.clone(),
+            self.audiences.clone(),
+            self.private_hosts.clone(),
+        );
+        for list in [&mut protocols, &mut http_origins, &mut mcp_origins, &mut audiences, &mut private_hosts] {
             empty(list);
         }
+        let mcp_servers = match self.mcp_servers.as_deref().map(str::trim).filter(|json| !json.is_empty()) {
+            None => Default::default(),
+            Some(json) => serde_json::from_str(json).context(
+                "--mcp-servers: expected {\"NAME\": {\"command\": \"...\", \"args\": [...], \"env\": {...}}}",
+            )?,
+        };
         if let Some(reserved) = audiences.iter().find(|audience| RESERVED_AUDIENCES.contains(&audience.as_str())) {
             bail!("--audience {reserved}: the core's and the executor's own audiences are reserved");
         }
@@ -69,7 +93,7 @@ impl ExecutorArgs {
             }
             roots.extend(certificates);
         }
-        Ok(Config { protocols, http_origins, audiences, private_hosts, roots, ..Config::default() })
+        Ok(Config { protocols, http_origins, mcp_origins, audiences, private_hosts, roots, mcp_servers })
     }
 }
 
@@ -80,9 +104,9 @@ pub(crate) async fn run(args: ExecutorArgs) -> Result<()> {
     let remote = Remote::new(&config, Arc::new(SystemLookup), Some(tokens)).map_err(anyhow::Error::msg)?;
     let declared = skill_executor::Runner::declared(&remote);
     if declared.protocols.is_empty() {
-        bail!("nothing to run: give --protocol http with at least one --http-origin");
+        bail!("nothing to run: give --http-origin, --mcp-origin or --mcp-servers for the protocols it runs");
     }
-    tracing::info!(core = %args.core, origins = ?declared.http_origins, audiences = ?declared.audiences,
+    tracing::info!(core = %args.core, http = ?declared.http_origins, mcp = ?declared.mcp_endpoints, audiences = ?declared.audiences,
                    concurrency = args.concurrency, "executing remote skills");
     let options = Options {
         concurrency: args.concurrency as usize,
@@ -129,6 +153,20 @@ mod tests {
         let fine =
             config(&["--http-origin", "https://svc.example,https://other.example", "--audience", "a,b"]).expect("ok");
         assert_eq!((fine.http_origins.len(), fine.audiences.len()), (2, 2), "comma-separated lists");
+    }
+
+    #[test]
+    fn stdio_servers_are_json_and_become_endpoints() {
+        let servers = r#"{"tools": {"command": "python3", "args": ["server.py"]}}"#;
+        let parsed = config(&["--mcp-servers", servers]).expect("parsed");
+        let remote = Remote::new(&parsed, Arc::new(SystemLookup), None).expect("a runner");
+        let declared = skill_executor::Runner::declared(&remote);
+        assert_eq!(
+            (declared.protocols, declared.mcp_endpoints),
+            (vec!["mcp".to_owned()], vec!["stdio:tools".to_owned()])
+        );
+        let wrong = config(&["--mcp-servers", r#"{"tools": {"cmd": "x"}}"#]).expect_err("unknown field");
+        assert!(format!("{wrong:#}").contains("--mcp-servers"), "{wrong:#}");
     }
 
     #[test]

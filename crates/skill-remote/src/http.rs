@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use reqwest::{StatusCode, Url};
 use serde_json::{Map, Value, json};
 use skill_api::ClaimOut;
@@ -16,16 +15,12 @@ use skill_executor::Outcome;
 
 use crate::failure::failed;
 use crate::guard::{Guard, Refusal, Resolver, refusal_in};
+use crate::tokens::{Tokens, bearer};
 
 /// How much of a response body is read: past it the call fails.
 const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// How much of a failed response's body goes into the error's details.
 const BODY_EXCERPT_CHARS: usize = 256;
-
-/// Gives the executor a token for an audience with exactly the contract's scopes.
-pub trait Tokens: Send + Sync + std::fmt::Debug {
-    fn token(&self, audience: &str, scopes: &[String]) -> BoxFuture<'static, Result<String, String>>;
-}
 
 /// Makes `http` calls.
 #[derive(Debug, Clone)]
@@ -43,15 +38,7 @@ impl HttpCalls {
         tokens: Option<Arc<dyn Tokens>>,
         roots: &[reqwest::Certificate],
     ) -> Result<Self, String> {
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .dns_resolver(Arc::new(Resolver(Arc::clone(&guard))))
-            .connect_timeout(Duration::from_secs(10));
-        for root in roots {
-            builder = builder.add_root_certificate(root.clone());
-        }
-        let client = builder.build().map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+        let client = guarded_client(&guard, roots)?;
         Ok(Self { client, guard, audiences: audiences.iter().cloned().collect(), tokens })
     }
 
@@ -67,44 +54,10 @@ impl HttpCalls {
             return refused(&refusal);
         }
         let mut request = self.client.post(url.clone());
-        if let Some(audience) = implementation["auth"]["audience"].as_str() {
-            if url.scheme() != "https" {
-                return failed(
-                    "insecure_endpoint",
-                    false,
-                    format!("a token for {audience} travels only over https, and {endpoint} is not"),
-                    None,
-                );
-            }
-            if !self.audiences.contains(audience) {
-                return failed(
-                    "audience_not_allowed",
-                    true,
-                    format!("this executor may not obtain tokens for the audience {audience}"),
-                    None,
-                );
-            }
-            let scopes: Vec<String> = implementation["auth"]["scopes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect();
-            let Some(tokens) = &self.tokens else {
-                return failed("executor_auth_unavailable", true, "this executor has no token issuer".into(), None);
-            };
-            match tokens.token(audience, &scopes).await {
-                Ok(token) => request = request.bearer_auth(token),
-                Err(error) => {
-                    return failed(
-                        "executor_auth_unavailable",
-                        true,
-                        format!("no token for the audience {audience}: {error}"),
-                        None,
-                    );
-                }
-            }
+        match bearer(&self.audiences, self.tokens.as_deref(), &url, implementation).await {
+            Ok(Some(token)) => request = request.bearer_auth(token),
+            Ok(None) => {}
+            Err(refused) => return refused,
         }
         let timeout = Duration::from_secs(contract["timeoutSeconds"].as_u64().unwrap_or(60).max(1));
         let body = json!({
@@ -129,6 +82,20 @@ impl HttpCalls {
     }
 }
 
+/// An HTTP client that connects only where `guard` allows: no redirects followed, no proxy from
+/// the environment, `roots` trusted beside the system's certificates.
+pub(crate) fn guarded_client(guard: &Arc<Guard>, roots: &[reqwest::Certificate]) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(Arc::new(Resolver(Arc::clone(guard))))
+        .connect_timeout(Duration::from_secs(10));
+    for root in roots {
+        builder = builder.add_root_certificate(root.clone());
+    }
+    builder.build().map_err(|error| format!("cannot build the HTTP client: {error}"))
+}
+
 /// The body, or `None` past [`MAX_BODY_BYTES`].
 async fn read_capped(mut response: reqwest::Response) -> Result<Option<Vec<u8>>, reqwest::Error> {
     let mut body = Vec::new();
@@ -141,7 +108,7 @@ async fn read_capped(mut response: reqwest::Response) -> Result<Option<Vec<u8>>,
     Ok(Some(body))
 }
 
-fn refused(refusal: &Refusal) -> Outcome {
+pub(crate) fn refused(refusal: &Refusal) -> Outcome {
     match refusal {
         Refusal::NotAllowed { .. } => failed("endpoint_not_allowed", true, refusal.to_string(), None),
         Refusal::Forbidden { .. } => failed("endpoint_address_forbidden", false, refusal.to_string(), None),
@@ -149,7 +116,7 @@ fn refused(refusal: &Refusal) -> Outcome {
     }
 }
 
-fn transport(error: &reqwest::Error, endpoint: &str) -> Outcome {
+pub(crate) fn transport(error: &reqwest::Error, endpoint: &str) -> Outcome {
     if let Some(refusal) = refusal_in(error) {
         return refused(&refusal);
     }

@@ -6,12 +6,14 @@
 //! |---|---|
 //! | what an executor admits and how it is told | [`Config`], [`Remote`] |
 //! | the network guard: allow-list, address classes, resolution | [`guard`] |
-//! | the `http` wire contract | `http.rs`, [`Tokens`] |
-//! | audience tokens from the core, cached per (audience, scopes) | [`CoreTokens`] |
+//! | the `http` wire contract | `http.rs` |
+//! | the `mcp` wire contract (streamable HTTP and configured stdio servers) | `mcp.rs`, [`StdioServer`] |
+//! | audience tokens from the core, cached per (audience, scopes) | [`Tokens`], [`CoreTokens`] |
 
 mod failure;
 pub mod guard;
 mod http;
+mod mcp;
 mod tokens;
 
 use std::sync::Arc;
@@ -20,8 +22,8 @@ use futures::future::BoxFuture;
 use skill_api::ClaimOut;
 use skill_executor::{Declared, Outcome, Runner};
 
-pub use http::Tokens;
-pub use tokens::CoreTokens;
+pub use mcp::StdioServer;
+pub use tokens::{CoreTokens, Tokens};
 
 use crate::failure::failed;
 use crate::guard::{Guard, Lookup, normalized_origin};
@@ -38,13 +40,16 @@ pub struct Config {
     pub private_hosts: Vec<String>,
     /// Certificates trusted beside the system's (a private CA).
     pub roots: Vec<reqwest::Certificate>,
+    /// The MCP servers `stdio:<name>` endpoints name.
+    pub mcp_servers: std::collections::BTreeMap<String, StdioServer>,
 }
 
-/// Runs `http` (and, to come, `mcp`) calls.
+/// Runs `http` and `mcp` calls.
 #[derive(Debug)]
 pub struct Remote {
     declared: Declared,
     http: Option<http::HttpCalls>,
+    mcp: Option<mcp::McpCalls>,
 }
 
 impl Remote {
@@ -59,6 +64,29 @@ impl Remote {
         let runs = |protocol: &str| config.protocols.iter().any(|p| p == protocol);
         let http_origins: Vec<String> =
             config.http_origins.iter().map(|origin| normalized_origin(origin)).collect::<Result<_, _>>()?;
+        let mcp_origins: Vec<String> =
+            config.mcp_origins.iter().map(|origin| normalized_origin(origin)).collect::<Result<_, _>>()?;
+        for name in config.mcp_servers.keys() {
+            let ok = (1..=100).contains(&name.len())
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+            if !ok {
+                return Err(format!("the MCP server name {name:?} is 1 to 100 letters, digits and _ . -"));
+            }
+        }
+        let mcp = if runs("mcp") && (!mcp_origins.is_empty() || !config.mcp_servers.is_empty()) {
+            let guard = if mcp_origins.is_empty() {
+                None
+            } else {
+                Some(Arc::new(Guard::new(&mcp_origins, &config.private_hosts, Arc::clone(&lookup))?))
+            };
+            let client = match &guard {
+                Some(guard) => http::guarded_client(guard, &config.roots)?,
+                None => reqwest::Client::new(),
+            };
+            Some(mcp::McpCalls::new(client, guard, &config.audiences, tokens.clone(), config.mcp_servers.clone()))
+        } else {
+            None
+        };
         let http = if runs("http") && !http_origins.is_empty() {
             let guard = Arc::new(Guard::new(&http_origins, &config.private_hosts, lookup)?);
             Some(http::HttpCalls::new(guard, &config.audiences, tokens, &config.roots)?)
@@ -71,7 +99,13 @@ impl Remote {
             declared.http_origins = http_origins;
             declared.capabilities.push("skills.protocol.http".into());
         }
-        Ok(Self { declared, http })
+        if mcp.is_some() {
+            declared.protocols.push("mcp".into());
+            declared.mcp_endpoints =
+                mcp_origins.into_iter().chain(config.mcp_servers.keys().map(|name| format!("stdio:{name}"))).collect();
+            declared.capabilities.push("skills.protocol.mcp".into());
+        }
+        Ok(Self { declared, http, mcp })
     }
 }
 
@@ -82,10 +116,14 @@ impl Runner for Remote {
 
     fn run(&self, claimed: ClaimOut) -> BoxFuture<'static, Outcome> {
         let protocol = claimed.skill.contract["implementation"]["protocol"].as_str().unwrap_or_default().to_owned();
-        match (protocol.as_str(), &self.http) {
-            ("http", Some(http)) => {
+        match (protocol.as_str(), &self.http, &self.mcp) {
+            ("http", Some(http), _) => {
                 let http = http.clone();
                 Box::pin(async move { http.run(claimed).await })
+            }
+            ("mcp", _, Some(mcp)) => {
+                let mcp = mcp.clone();
+                Box::pin(async move { mcp.run(claimed).await })
             }
             _ => Box::pin(async move {
                 failed("protocol_not_supported", true, format!("this executor does not run {protocol:?} calls"), None)

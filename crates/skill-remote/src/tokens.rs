@@ -9,7 +9,62 @@ use futures::future::BoxFuture;
 use skill_api::AudienceTokenRequest;
 use skill_client::Client;
 
-use crate::http::Tokens;
+use reqwest::Url;
+use serde_json::Value;
+use skill_executor::Outcome;
+
+use crate::failure::failed;
+
+/// Gives the executor a token for an audience with exactly the contract's scopes.
+pub trait Tokens: Send + Sync + std::fmt::Debug {
+    fn token(&self, audience: &str, scopes: &[String]) -> BoxFuture<'static, Result<String, String>>;
+}
+
+/// The bearer token a call to `url` carries under the contract's `implementation`: none without
+/// an `auth.audience`; with one, a token — only over https, only for an allowed audience.
+pub(crate) async fn bearer(
+    audiences: &std::collections::BTreeSet<String>,
+    tokens: Option<&dyn Tokens>,
+    url: &Url,
+    implementation: &Value,
+) -> Result<Option<String>, Outcome> {
+    let Some(audience) = implementation["auth"]["audience"].as_str() else { return Ok(None) };
+    if url.scheme() != "https" {
+        return Err(failed(
+            "insecure_endpoint",
+            false,
+            format!("a token for {audience} travels only over https, and {url} is not"),
+            None,
+        ));
+    }
+    if !audiences.contains(audience) {
+        return Err(failed(
+            "audience_not_allowed",
+            true,
+            format!("this executor may not obtain tokens for the audience {audience}"),
+            None,
+        ));
+    }
+    let scopes: Vec<String> = implementation["auth"]["scopes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    let Some(tokens) = tokens else {
+        return Err(failed("executor_auth_unavailable", true, "this executor has no token issuer".into(), None));
+    };
+    match tokens.token(audience, &scopes).await {
+        Ok(token) => Ok(Some(token)),
+        Err(error) => Err(failed(
+            "executor_auth_unavailable",
+            true,
+            format!("no token for the audience {audience}: {error}"),
+            None,
+        )),
+    }
+}
 
 /// A token is not used in its last this many seconds (a call may take a moment to arrive).
 const MARGIN_SECONDS: i64 = 30;

@@ -176,3 +176,125 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
     })
     .await;
 }
+
+/// The demo skills over MCP (streamable HTTP) behind TLS, tokens checked; returns the port.
+async fn mcp_host(core: &Core, folder: &Scratch) -> u16 {
+    let root = core.base.trim_end_matches("/api/v1");
+    let registry = Registry::from_skills([&demo::echo::SKILL, &demo::whoami::SKILL, &demo::flaky::SKILL])
+        .expect("the demo skills");
+    let verifier = Verifier::new(root, AUDIENCE, &format!("{root}/.well-known/jwks.json")).expect("a verifier");
+    let host = skill_host::mcp::McpHost::new(&registry, "demo").expect("tools");
+    let allowed = skill_host::mcp_http::AllowedHosts::defaults_for("127.0.0.1");
+    let stop = tokio_util::sync::CancellationToken::new();
+    let router = skill_host::mcp_http::router(host, Access::verified(verifier), &allowed, 1 << 20, stop);
+    let tls =
+        skill_http::Tls::from_pem_files(&folder.path().join("cert.pem"), &folder.path().join("key.pem")).expect("TLS");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(skill_http::serve_tls(listener, router, skill_http::Limits::default(), tls, std::future::pending()));
+    port
+}
+
+fn mcp_skill(name: &str, endpoint: &str, tool: &str, audience: Option<&str>, attempts: u32) -> Value {
+    let mut implementation = json!({"protocol": "mcp", "endpoint": endpoint, "entrypoint": tool});
+    if let Some(audience) = audience {
+        implementation["auth"] = json!({"audience": audience, "scopes": ["demo.call"]});
+    }
+    json!({"name": name, "version": "1", "description": "A tool of an MCP server.", "sideEffects": "none",
+           "riskLevel": "low",
+           "contract": {"inputs": {"type": "object"}, "outputs": {"type": "object"}, "timeoutSeconds": 20,
+                        "retryPolicy": {"maxAttempts": attempts, "backoffSeconds": 0},
+                        "implementation": implementation}})
+}
+
+#[tokio::test]
+async fn mcp_tools_run_through_the_executor_over_http_and_stdio() {
+    each_backend("remote-mcp", |core| async move {
+        let folder = Scratch::new("skill-core-remote-mcp");
+        certificates(&folder);
+        let port = mcp_host(&core, &folder).await;
+        let endpoint = format!("https://localhost:{port}/mcp");
+        core.publish(mcp_skill("demo.echo", &endpoint, "echo", Some(AUDIENCE), 1)).await;
+        core.publish(mcp_skill("demo.whoami", &endpoint, "whoami", Some(AUDIENCE), 1)).await;
+        core.publish(mcp_skill("demo.flaky", &endpoint, "flaky", Some(AUDIENCE), 2)).await;
+        core.publish(mcp_skill("claims.classify", "stdio:claims", "classify", None, 1)).await;
+        core.publish(mcp_skill("claims.busy", "stdio:claims", "busy", None, 2)).await;
+        core.publish(mcp_skill("claims.explode", "stdio:claims", "explode", None, 3)).await;
+
+        let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fastmcp_claims.py");
+        let servers = json!({"claims": {"command": python, "args": [script]}}).to_string();
+        let root = core.base.trim_end_matches("/api/v1").to_owned();
+        let mut executor = Command::new(env!("CARGO_BIN_EXE_skill-core"));
+        executor
+            .args(["executor", "--core", &root, "--mcp-origin", &format!("https://localhost:{port}")])
+            .args(["--mcp-servers", &servers, "--audience", AUDIENCE, "--private-host", "localhost"])
+            .args(["--concurrency", "2"])
+            .arg("--ca-file")
+            .arg(folder.path().join("ca.pem"))
+            .env("SKILL_CORE_TOKEN", &core.executor)
+            .env("SKILL_LOG", "info");
+        let mut executor = Running::start(executor, Output::Stderr);
+        executor.until(30, |line| line.contains("executing remote skills"));
+
+        let run = |skill: &'static str, body: Value| {
+            let core = &core;
+            async move {
+                let call = core.invoke(&core.caller, skill, body).await.ok(201).clone();
+                core.ended(call["id"].as_str().expect("id")).await
+            }
+        };
+        // Our host over MCP: output, cost (`_meta["skill/cost"]`), ids and the token's claims.
+        let echo = run("demo.echo@1", json!({"inputs": {"text": "hej"}})).await;
+        assert_eq!(
+            (echo["status"].clone(), echo["output"].clone()),
+            (json!("succeeded"), json!({"text": "hej"})),
+            "{echo}"
+        );
+        assert_eq!(echo["cost"]["units"]["ops"], json!(1.0), "{echo}");
+        let who = run("demo.whoami@1", json!({"inputs": {}, "idempotencyKey": "who-mcp"})).await;
+        let output = &who["output"];
+        assert_eq!(
+            (output["invocation_id"].clone(), output["idempotency_key"].clone()),
+            (who["id"].clone(), json!("who-mcp"))
+        );
+        assert_eq!(output["caller"]["aud"], AUDIENCE, "{who}");
+        let flaky = run("demo.flaky@1", json!({"inputs": {}})).await;
+        assert_eq!(
+            (flaky["status"].clone(), flaky["attempt"].clone(), flaky["error"]["code"].clone()),
+            (json!("failed"), json!(2), json!("upstream_busy")),
+            "{flaky}"
+        );
+
+        // A foreign server (FastMCP over stdio): an answer, an envelope refusal retried, and a
+        // plain tool failure that is not.
+        let classified = run("claims.classify@1", json!({"inputs": {"text": "a refund please"}})).await;
+        assert_eq!(classified["output"], json!({"label": "refund"}), "{classified}");
+        let busy = run("claims.busy@1", json!({"inputs": {}})).await;
+        assert_eq!(
+            (
+                busy["status"].clone(),
+                busy["attempt"].clone(),
+                busy["error"]["code"].clone(),
+                busy["error"]["retryable"].clone()
+            ),
+            (json!("failed"), json!(2), json!("claims_busy"), json!(true)),
+            "{busy}"
+        );
+        let exploded = run("claims.explode@1", json!({"inputs": {}})).await;
+        assert_eq!(
+            (exploded["status"].clone(), exploded["attempt"].clone(), exploded["error"]["code"].clone()),
+            (json!("failed"), json!(1), json!("tool_error")),
+            "{exploded}"
+        );
+        assert!(
+            exploded["error"]["message"].as_str().unwrap_or_default().contains("the ledger is on fire"),
+            "{exploded}"
+        );
+
+        executor.signal(rustix::process::Signal::TERM);
+        let (code, lines) = tokio::task::spawn_blocking(move || executor.wait_within(30)).await.expect("waited");
+        assert_eq!(code, 0, "the executor stops cleanly: {lines:?}");
+    })
+    .await;
+}

@@ -1,0 +1,309 @@
+//! The `mcp` wire contract: `tools/call` of the contract's `entrypoint` on its `endpoint` — a
+//! streamable-HTTP server (`http(s)://`, behind the same guard and token rules as `http`) or a
+//! configured `stdio:<name>` server started by the executor. The request's `_meta` carries
+//! `skill/invocationId`, `skill/idempotencyKey` and `skill/settings` (absent when null); the
+//! output is `structuredContent`, else one text block holding a JSON object; `_meta["skill/cost"]`
+//! is the cost; an `isError` result with one text block `{"error": {code, retryable, …}}` is that
+//! failure, any other `isError` is `tool_error`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Url;
+use rmcp::ServiceExt as _;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, MetaObject, RequestMetaObject};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::{Map, Value, json};
+use skill_api::ClaimOut;
+use skill_executor::Outcome;
+
+use crate::failure::failed;
+use crate::guard::{Guard, refusal_in};
+use crate::http::refused;
+use crate::tokens::{Tokens, bearer};
+
+/// A configured stdio MCP server: what to run for `stdio:<name>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StdioServer {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// Makes `mcp` calls.
+#[derive(Debug, Clone)]
+pub(crate) struct McpCalls {
+    client: reqwest::Client,
+    guard: Option<Arc<Guard>>,
+    audiences: BTreeSet<String>,
+    tokens: Option<Arc<dyn Tokens>>,
+    servers: BTreeMap<String, StdioServer>,
+}
+
+impl McpCalls {
+    pub(crate) fn new(
+        client: reqwest::Client,
+        guard: Option<Arc<Guard>>,
+        audiences: &[String],
+        tokens: Option<Arc<dyn Tokens>>,
+        servers: BTreeMap<String, StdioServer>,
+    ) -> Self {
+        Self { client, guard, audiences: audiences.iter().cloned().collect(), tokens, servers }
+    }
+
+    /// Runs one claimed `mcp` call to its outcome.
+    pub(crate) async fn run(&self, claimed: ClaimOut) -> Outcome {
+        let contract = &claimed.skill.contract;
+        let implementation = &contract["implementation"];
+        let endpoint = implementation["endpoint"].as_str().unwrap_or_default().to_owned();
+        let tool = implementation["entrypoint"].as_str().unwrap_or_default().to_owned();
+        let timeout = Duration::from_secs(contract["timeoutSeconds"].as_u64().unwrap_or(60).max(1));
+        let params = request(&claimed, &tool);
+        let called = if let Some(name) = endpoint.strip_prefix("stdio:") {
+            let Some(server) = self.servers.get(name) else {
+                return failed(
+                    "mcp_server_unknown",
+                    true,
+                    format!("this executor has no MCP server named {name:?} (configured: {:?})", self.servers.keys()),
+                    None,
+                );
+            };
+            let mut command = tokio::process::Command::new(&server.command);
+            command.args(&server.args).envs(&server.env).kill_on_drop(true);
+            tokio::time::timeout(timeout, call_stdio(command, params)).await
+        } else {
+            let url = match Url::parse(&endpoint) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") => url,
+                _ => {
+                    return failed(
+                        "mcp_endpoint_invalid",
+                        false,
+                        format!("an MCP endpoint is an http(s) URL or stdio:<name>, not {endpoint:?}"),
+                        None,
+                    );
+                }
+            };
+            let Some(guard) = &self.guard else {
+                return failed(
+                    "endpoint_not_allowed",
+                    true,
+                    "this executor calls no MCP server over HTTP".into(),
+                    None,
+                );
+            };
+            if let Err(refusal) = guard.admit(&url) {
+                return refused(&refusal);
+            }
+            let token = match bearer(&self.audiences, self.tokens.as_deref(), &url, implementation).await {
+                Ok(token) => token,
+                Err(refused) => return refused,
+            };
+            let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.clone());
+            if let Some(token) = token {
+                config = config.auth_header(token);
+            }
+            let transport = StreamableHttpClientTransport::with_client(self.client.clone(), config);
+            tokio::time::timeout(timeout, call_on(transport, params)).await
+        };
+        match called {
+            Err(_) => failed("timeout", true, format!("{endpoint} did not answer within {}s", timeout.as_secs()), None),
+            Ok(Err(failure)) => failure.outcome(&endpoint),
+            Ok(Ok(result)) => outcome_of(result, &endpoint),
+        }
+    }
+}
+
+/// `tools/call` of `tool` with the call's inputs and its ids in `_meta`.
+fn request(claimed: &ClaimOut, tool: &str) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    if let Value::Object(inputs) = &claimed.invocation.inputs {
+        params = params.with_arguments(inputs.clone());
+    }
+    let mut meta = Map::new();
+    meta.insert("skill/invocationId".into(), json!(claimed.invocation.id));
+    if let Some(key) = &claimed.invocation.idempotency_key {
+        meta.insert("skill/idempotencyKey".into(), json!(key));
+    }
+    if let Some(settings) = &claimed.settings {
+        meta.insert("skill/settings".into(), settings.values.clone());
+    }
+    params.meta = Some(RequestMetaObject(MetaObject(meta)));
+    params
+}
+
+/// Why a call did not get a result.
+#[derive(Debug)]
+enum Failure {
+    /// The session could not start or carry the call (retryable).
+    Transport(String, Option<crate::guard::Refusal>),
+    /// The server answered with a JSON-RPC error (not retried).
+    Protocol(String),
+}
+
+impl Failure {
+    fn outcome(self, endpoint: &str) -> Outcome {
+        match self {
+            Failure::Transport(_, Some(refusal)) => refused(&refusal),
+            Failure::Transport(reason, None) => {
+                failed("transport_error", true, format!("calling {endpoint}: {reason}"), None)
+            }
+            Failure::Protocol(reason) => {
+                failed("mcp_error", false, format!("{endpoint} answered with an MCP error: {reason}"), None)
+            }
+        }
+    }
+}
+
+fn transport_failure(error: &(dyn std::error::Error + 'static)) -> Failure {
+    let mut reason = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        reason = format!("{reason}: {inner}");
+        cause = inner.source();
+    }
+    Failure::Transport(reason, refusal_in(error))
+}
+
+async fn call_on<T, E, A>(transport: T, params: CallToolRequestParams) -> Result<CallToolResult, Failure>
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let session = ().serve(transport).await.map_err(|error| transport_failure(&error))?;
+    let result = session.call_tool(params).await;
+    let _ = session.cancel().await;
+    result.map_err(|error| match error {
+        rmcp::ServiceError::McpError(error) => Failure::Protocol(error.message.to_string()),
+        other => transport_failure(&other),
+    })
+}
+
+async fn call_stdio(
+    command: tokio::process::Command,
+    params: CallToolRequestParams,
+) -> Result<CallToolResult, Failure> {
+    let transport = TokioChildProcess::new(command)
+        .map_err(|error| Failure::Transport(format!("the MCP server did not start: {error}"), None))?;
+    call_on(transport, params).await
+}
+
+/// The outcome of a `tools/call` result.
+fn outcome_of(result: CallToolResult, endpoint: &str) -> Outcome {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if result.is_error == Some(true) {
+        if let ([text], 1) = (texts.as_slice(), result.content.len())
+            && let Ok(envelope) = serde_json::from_str::<Value>(text)
+            && let Some(code) = envelope["error"]["code"].as_str().filter(|code| skill_contract::is_valid_code(code))
+        {
+            let error = &envelope["error"];
+            let message = error["message"].as_str().map_or_else(|| format!("{endpoint}: {code}"), str::to_owned);
+            let details = error.get("details").filter(|details| !details.is_null()).cloned();
+            return failed(code, error["retryable"] == true, message, details);
+        }
+        let excerpt: String = texts.join(" ").chars().take(256).collect();
+        return failed("tool_error", false, format!("the tool failed: {excerpt}"), Some(json!({"content": excerpt})));
+    }
+    let cost = result.meta.as_ref().and_then(|meta| meta.0.get("skill/cost")).and_then(Value::as_object).cloned();
+    let output = match result.structured_content {
+        Some(Value::Object(output)) => Some(output),
+        Some(_) => None,
+        None => match texts.as_slice() {
+            [text] if result.content.len() == 1 => match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(output)) => Some(output),
+                _ => None,
+            },
+            _ => None,
+        },
+    };
+    match output {
+        Some(output) => Outcome::Complete { output, cost },
+        None => failed(
+            "output_contract_violation",
+            false,
+            format!("{endpoint} answered neither structuredContent nor one text block holding a JSON object"),
+            None,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(
+        content: Vec<ContentBlock>,
+        structured: Option<Value>,
+        is_error: bool,
+        meta: Option<Value>,
+    ) -> CallToolResult {
+        let mut result = if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+        result.structured_content = structured;
+        result.meta = meta.and_then(|m| m.as_object().cloned()).map(MetaObject);
+        result
+    }
+
+    fn code(outcome: Outcome) -> (String, bool) {
+        match outcome {
+            Outcome::Fail(error) => (error.code, error.retryable),
+            Outcome::Complete { output, .. } => (format!("complete {}", Value::Object(output)), false),
+        }
+    }
+
+    #[test]
+    fn results_become_outputs_costs_and_failures() {
+        let e = "stdio:tools";
+        match outcome_of(
+            result(
+                vec![ContentBlock::text("ignored")],
+                Some(json!({"label": "refund"})),
+                false,
+                Some(json!({"skill/cost": {"usd": 0.1}})),
+            ),
+            e,
+        ) {
+            Outcome::Complete { output, cost } => {
+                assert_eq!(Value::Object(output), json!({"label": "refund"}));
+                assert_eq!(cost.map(Value::Object), Some(json!({"usd": 0.1})));
+            }
+            Outcome::Fail(error) => panic!("{error:?}"),
+        }
+        assert_eq!(
+            code(outcome_of(result(vec![ContentBlock::text(r#"{"a": 1}"#)], None, false, None), e)).0,
+            r#"complete {"a":1}"#
+        );
+        assert_eq!(
+            code(outcome_of(result(vec![ContentBlock::text("[1]")], None, false, None), e)),
+            ("output_contract_violation".into(), false)
+        );
+        assert_eq!(
+            code(outcome_of(result(vec![ContentBlock::text("a"), ContentBlock::text("b")], None, false, None), e)),
+            ("output_contract_violation".into(), false)
+        );
+        let envelope = r#"{"error": {"code": "upstream_busy", "message": "busy", "retryable": true}}"#;
+        assert_eq!(
+            code(outcome_of(result(vec![ContentBlock::text(envelope)], None, true, None), e)),
+            ("upstream_busy".into(), true)
+        );
+        assert_eq!(
+            code(outcome_of(result(vec![ContentBlock::text("it broke")], None, true, None), e)),
+            ("tool_error".into(), false)
+        );
+        let bad = r#"{"error": {"code": "Bad Code", "retryable": true}}"#;
+        assert_eq!(
+            code(outcome_of(result(vec![ContentBlock::text(bad)], None, true, None), e)),
+            ("tool_error".into(), false)
+        );
+    }
+}
