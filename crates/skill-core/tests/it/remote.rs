@@ -173,6 +173,36 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
         assert_eq!(code, 0, "the executor stops cleanly: {lines:?}");
         assert_eq!(lines.iter().filter(|line| line.contains("executor session opened")).count(), 1, "{lines:?}");
         assert!(lines.iter().any(|line| line.contains("executor session closed")), "{lines:?}");
+
+        // The same executor without `localhost` listed as private: the name resolves to a
+        // loopback address, so the call is refused before any connection, and not retried.
+        let mut guarded = Command::new(env!("CARGO_BIN_EXE_skill-core"));
+        guarded
+            .args(["executor", "--core", &root, "--http-origin", &format!("https://localhost:{port}")])
+            .args(["--audience", AUDIENCE])
+            .arg("--ca-file")
+            .arg(folder.path().join("ca.pem"))
+            .env("SKILL_CORE_TOKEN", &core.executor)
+            .env("SKILL_LOG", "info");
+        let mut guarded = Running::start(guarded, Output::Stderr);
+        guarded.until(30, |line| line.contains("executing remote skills"));
+        let echo = core.invoke(&core.caller, "echo@1", json!({"inputs": {"text": "again"}})).await.ok(201).clone();
+        let echo = core.ended(echo["id"].as_str().expect("id")).await;
+        assert_eq!(
+            (
+                echo["status"].clone(),
+                echo["attempt"].clone(),
+                echo["error"]["code"].clone(),
+                echo["error"]["retryable"].clone()
+            ),
+            (json!("failed"), json!(1), json!("endpoint_address_forbidden"), json!(false)),
+            "{echo}"
+        );
+        let message = echo["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("127.0.0.1") || message.contains("::1"), "{echo}");
+        guarded.signal(rustix::process::Signal::TERM);
+        let (code, _) = tokio::task::spawn_blocking(move || guarded.wait_within(30)).await.expect("waited");
+        assert_eq!(code, 0);
     })
     .await;
 }
