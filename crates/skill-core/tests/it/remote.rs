@@ -251,9 +251,22 @@ async fn mcp_tools_run_through_the_executor_over_http_and_stdio() {
         core.publish(mcp_skill("claims.busy", "stdio:claims", "busy", None, 2)).await;
         core.publish(mcp_skill("claims.explode", "stdio:claims", "explode", None, 3)).await;
 
+        // Our own host over stdio: the claims package's host binary, `serve mcp-stdio`.
+        let claims = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/claims");
+        let host = skill_package::host_crate::locate_own(std::path::Path::new(claims)).expect("the claims host");
+        let host = tokio::task::spawn_blocking(move || skill_package::host_crate::build(&host))
+            .await
+            .expect("built")
+            .expect("the claims host builds");
+        core.publish(mcp_skill("claims.host_classify", "stdio:claims-host", "claim.classify", None, 1)).await;
+
         let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fastmcp_claims.py");
-        let servers = json!({"claims": {"command": python, "args": [script]}}).to_string();
+        let servers = json!({
+            "claims": {"command": python, "args": [script]},
+            "claims-host": {"command": host, "args": ["serve", "mcp-stdio"], "env": {"SKILL_LOG": "warn"}},
+        })
+        .to_string();
         let root = core.base.trim_end_matches("/api/v1").to_owned();
         let mut executor = Command::new(env!("CARGO_BIN_EXE_skill-core"));
         executor
@@ -295,6 +308,12 @@ async fn mcp_tools_run_through_the_executor_over_http_and_stdio() {
             (json!("failed"), json!(2), json!("upstream_busy")),
             "{flaky}"
         );
+
+        // Our host over stdio, started by the executor for the call.
+        let hosted =
+            run("claims.host_classify@1", json!({"inputs": {"text": "I want a refund for my broken phone"}})).await;
+        assert_eq!(hosted["status"], "succeeded", "{hosted}");
+        assert!(hosted["output"].as_object().is_some_and(|output| !output.is_empty()), "{hosted}");
 
         // A foreign server (FastMCP over stdio): an answer, an envelope refusal retried, and a
         // plain tool failure that is not.
