@@ -24,6 +24,10 @@ use crate::guard::{Guard, refusal_in};
 use crate::http::refused;
 use crate::tokens::{Tokens, bearer};
 
+/// What a stdio server gets of the executor's environment; everything else (the executor's core
+/// token among it) stays out, and the server's configured `env` is added.
+const INHERITED: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ"];
+
 /// A configured stdio MCP server: what to run for `stdio:<name>`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,6 +78,14 @@ impl McpCalls {
                 );
             };
             let mut command = tokio::process::Command::new(&server.command);
+            // Not the executor's environment (its core token among it): a few basics, then the
+            // server's own variables.
+            command.env_clear();
+            for name in INHERITED {
+                if let Some(value) = std::env::var_os(name) {
+                    command.env(name, value);
+                }
+            }
             command.args(&server.args).envs(&server.env).kill_on_drop(true);
             tokio::time::timeout(timeout, call_stdio(command, params)).await
         } else {

@@ -250,6 +250,7 @@ async fn mcp_tools_run_through_the_executor_over_http_and_stdio() {
         core.publish(mcp_skill("claims.classify", "stdio:claims", "classify", None, 1)).await;
         core.publish(mcp_skill("claims.busy", "stdio:claims", "busy", None, 2)).await;
         core.publish(mcp_skill("claims.explode", "stdio:claims", "explode", None, 3)).await;
+        core.publish(mcp_skill("claims.environment", "stdio:claims", "environment", None, 1)).await;
 
         // Our own host over stdio: the claims package's host binary, `serve mcp-stdio`.
         let claims = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/claims");
@@ -263,7 +264,7 @@ async fn mcp_tools_run_through_the_executor_over_http_and_stdio() {
         let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fastmcp_claims.py");
         let servers = json!({
-            "claims": {"command": python, "args": [script]},
+            "claims": {"command": python, "args": [script], "env": {"CLAIMS_REGION": "eu"}},
             "claims-host": {"command": host, "args": ["serve", "mcp-stdio"], "env": {"SKILL_LOG": "warn"}},
         })
         .to_string();
@@ -339,6 +340,17 @@ async fn mcp_tools_run_through_the_executor_over_http_and_stdio() {
         assert!(
             exploded["error"]["message"].as_str().unwrap_or_default().contains("the ledger is on fire"),
             "{exploded}"
+        );
+
+        // The server does not see the executor's environment (its core token), only the basics
+        // and its own variables.
+        let environment = run("claims.environment@1", json!({"inputs": {}})).await;
+        let names: Vec<&str> =
+            environment["output"]["names"].as_array().expect("names").iter().filter_map(Value::as_str).collect();
+        assert!(names.contains(&"CLAIMS_REGION"), "{names:?}");
+        assert!(
+            !names.iter().any(|name| name.starts_with("SKILL_") || name.starts_with("CONTROL_PLANE_")),
+            "{names:?}"
         );
 
         executor.signal(rustix::process::Signal::TERM);
