@@ -1,7 +1,10 @@
 //! `skill-core dev`: everything on one machine — the core on an embedded SQLite directory, a
 //! token for the developer, the package checked, planned and applied through the API, and the
-//! package's skill host built and running as the local executor, so calls go through the core
-//! — until Ctrl-C.
+//! package's skill host built and running as the local executor, so calls go through the core;
+//! when the package has `http` skills, the host serves them over https on loopback and a remote
+//! executor calls them (`dev/remote.rs`) — until Ctrl-C.
+
+mod remote;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -68,8 +71,32 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         drop(stopped.await);
     }));
 
+    let host = match &args.krate {
+        Some(name) => host_crate::locate(&folder, name),
+        None => host_crate::locate_own(&folder),
+    }
+    .map_err(|error| anyhow::anyhow!("{error}"))?;
+    eprintln!("building {} …", host.name);
+    let build = host.clone();
+    let executable = tokio::task::spawn_blocking(move || host_crate::build(&build))
+        .await?
+        .map_err(|error| anyhow::anyhow!("{error}"))?;
+
+    // The http skills: the host over https on loopback, the package's URL variables at it.
+    let http = remote::http_skills(&loaded);
+    let mut served = None;
+    let mut variables = std::collections::BTreeMap::new();
+    if let Some(skills) = &http {
+        let tls = remote::certificates(&data.join("dev-tls"))?;
+        let audience = remote::audience(skills);
+        let (child, port) = remote::serve_host(&executable, &tls, &core_url, audience.as_deref()).await?;
+        variables = remote::variables(skills, port);
+        served = Some((child, tls, port));
+    }
+    let lookup = |name: &str| remote::lookup(&variables, name);
+
     let client = Client::new(&core_url, token.clone())?;
-    let changes = package::plan(&loaded, &client, &[]).await.map_err(|error| anyhow::anyhow!(error))?;
+    let changes = package::plan_with(&loaded, &client, &[], &lookup).await.map_err(|error| anyhow::anyhow!(error))?;
     if let Some(refused) = changes.iter().find(|change| change.is_refused()) {
         bail!(
             "{}\n(the database in {} holds an older contract: raise spec.version, or remove that folder)",
@@ -81,16 +108,6 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         .await
         .map_err(|error| anyhow::anyhow!(error))?;
 
-    let host = match &args.krate {
-        Some(name) => host_crate::locate(&folder, name),
-        None => host_crate::locate_own(&folder),
-    }
-    .map_err(|error| anyhow::anyhow!("{error}"))?;
-    eprintln!("building {} …", host.name);
-    let build = host.clone();
-    let executable = tokio::task::spawn_blocking(move || host_crate::build(&build))
-        .await?
-        .map_err(|error| anyhow::anyhow!("{error}"))?;
     let mut child = tokio::process::Command::new(&executable)
         .args(["execute", "--core", &core_url, "--concurrency", "4", "--grace", "5"])
         .env("SKILL_CORE_TOKEN", &executor_token)
@@ -118,6 +135,21 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         }
     });
 
+    let (executor_stop, executor_stopped) = tokio::sync::oneshot::channel::<()>();
+    let remote_executor = match (&http, &served) {
+        (Some(skills), Some((_, tls, _))) => {
+            let origins = remote::origins(&loaded, &lookup)?;
+            let stop = async move {
+                drop(executor_stopped.await);
+            };
+            Some((
+                remote::executor(&core_url, &executor_token, origins.clone(), &skills.audiences, tls, stop)?,
+                origins,
+            ))
+        }
+        _ => None,
+    };
+
     let done = match applied {
         Applied::Done => "applied",
         Applied::Already => "already applied",
@@ -127,6 +159,13 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     println!("  core      {api}    (data: {})", shown(&data));
     println!("  token     {token}    ({}; a day)", grants.join(", "));
     println!("  executor  {} runs the package's local skills, claiming their calls from the core", host.name);
+    if let (Some(skills), Some((_, _, port)), Some((_, origins))) = (&http, &served, &remote_executor) {
+        println!(
+            "  https     {} serves the {} http skills on https://localhost:{port} (a CA made for this run; tokens from this core)",
+            host.name, skills.count
+        );
+        println!("  remote    an executor in this process calls {}", origins.join(", "));
+    }
     println!();
     println!("Try:");
     println!("  export SKILL_CORE_TOKEN={token}");
@@ -152,6 +191,13 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     }
     if tokio::time::timeout(Duration::from_secs(10), child.wait()).await.is_err() {
         let _ = child.kill().await;
+    }
+    let _ = executor_stop.send(());
+    if let Some((task, _)) = remote_executor {
+        let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+    }
+    if let Some((mut https, _, _)) = served {
+        let _ = https.kill().await;
     }
     let _ = stop.send(());
     server.await?.context("serving")?;

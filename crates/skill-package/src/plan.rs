@@ -225,6 +225,17 @@ pub fn refusal(fields: &[String]) -> String {
 /// would refuse it. A skill whose name another package installed is refused unless its name is
 /// in `adopt`.
 pub async fn plan(loaded: &Loaded, core: &Client, adopt: &[String]) -> Result<Vec<Change>, String> {
+    plan_with(loaded, core, adopt, &|name| std::env::var(name).ok()).await
+}
+
+/// [`plan`] with the installation variables from `variables` instead of the environment (the
+/// declared defaults still apply to what it does not know).
+pub async fn plan_with(
+    loaded: &Loaded,
+    core: &Client,
+    adopt: &[String],
+    variables: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<Vec<Change>, String> {
     for name in adopt {
         if !loaded.package.objects.iter().any(|object| object.kind == "Skill" && &object.key == name) {
             return Err(format!("--adopt {name}: package {} has no skill {name}", loaded.package.key));
@@ -233,7 +244,7 @@ pub async fn plan(loaded: &Loaded, core: &Client, adopt: &[String]) -> Result<Ve
     let mut changes = Vec::new();
     let mut composites: Vec<(String, Skill)> = Vec::new();
     for object in loaded.package.objects.iter().filter(|object| object.kind == "Skill") {
-        let document = package::fill(&loaded.package, object, &|name| std::env::var(name).ok())
+        let document = package::fill(&loaded.package, object, variables)
             .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))?;
         let skill = Skill::from_document(&document, &NormalizeOptions::default())
             .map_err(|error| format!("{}: {error}", object.file))?;

@@ -86,7 +86,7 @@ fn the_claims_package_checks_clean() {
     let copy = Copy::new("clean");
     let output = copy.sdk(&["check"], None);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    assert_eq!(text(&output.stdout), "package claims 1.0.0: 4 objects, no problems\n");
+    assert_eq!(text(&output.stdout), "package claims 1.0.0: 5 objects, no problems\n");
 }
 
 #[test]
@@ -336,8 +336,8 @@ fn a_package_cannot_publish_the_installers_token() {
     // Declared: filled from the environment at plan and apply.
     copy.edit(
         "package.yaml",
-        "  requires: []",
-        "  requires: []\n  variables:\n    CLAIMS_LOOKUP_URL: {kind: url, description: where the lookup runs}",
+        "  variables:\n",
+        "  variables:\n    CLAIMS_LOOKUP_URL: {kind: url, description: where the lookup runs}\n",
     );
     copy.write("skills/claim.lookup.yaml", &lookup("${CLAIMS_LOOKUP_URL}/lookup", "Find a claim.", 30));
     assert_eq!(problems(&copy), []);

@@ -27,6 +27,11 @@ fn dev_applies_the_package_and_calls_its_skills_through_the_core() {
     let lines = running.until(300, |line| line.starts_with("Stop with"));
     assert_eq!(lines[0], "skill-core dev: package claims 1.0.0 applied");
     let core = field(&lines, "core").to_owned();
+    assert!(field(&lines, "https").contains("claims-integration"), "the host serves the http skills: {lines:?}");
+    assert!(
+        lines.iter().any(|line| line.contains("remote    an executor in this process calls https://localhost:")),
+        "{lines:?}"
+    );
     let token = field(&lines, "token").to_owned();
     assert!(
         lines.iter().any(|line| line.contains("claims.reply")),
@@ -64,6 +69,23 @@ fn dev_applies_the_package_and_calls_its_skills_through_the_core() {
         };
         assert_eq!(done["status"], "succeeded", "{done}");
         assert!(done["output"]["category"].is_string(), "{done}");
+        // The http skill: served by the package's host over https on loopback, called by the
+        // remote executor with a token from this core.
+        let (status, created) =
+            call(format!("{core}/skills/claim.lookup@1:invoke"), r#"{"inputs": {"claim": "C-1002"}}"#.to_owned()).await;
+        assert_eq!(status, 201, "{created}");
+        let id = created["id"].as_str().expect("an id").to_owned();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let looked = loop {
+            let read = client.get(format!("{core}/skill-invocations/{id}")).bearer_auth(&token).send().await;
+            let read: Value = read.expect("the core answers").json().await.expect("JSON");
+            if read["status"] != "pending" && read["status"] != "running" || std::time::Instant::now() > deadline {
+                break read;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(looked["status"], "succeeded", "{looked}");
+        assert_eq!(looked["output"]["customer"], "Jonas Berg", "{looked}");
         // An external write has no basis: refused, though the token holds its permission.
         let send = format!("{core}/skills/claim.send_reply@1:invoke");
         let inputs = r#"{"inputs": {"claim": "c-1", "comment": "Your refund is on its way."}, "idempotencyKey": "k"}"#;

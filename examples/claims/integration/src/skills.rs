@@ -1,5 +1,6 @@
-//! The claims skills: classify a claim (offline), draft a reply with the installation's model
-//! for a person to review, and send the approved reply (an external write into the claims
+//! The claims skills: look a claim up in the claims service (served over https, called with a
+//! token for `claims-api`), classify a claim (offline), draft a reply with the installation's
+//! model for a person to review, and send the approved reply (an external write into the claims
 //! outbox, idempotent by key).
 
 use std::io::Write;
@@ -56,6 +57,56 @@ pub fn classify(inputs: ClassifyIn) -> Result<ClassifyOut, SkillError> {
         }
     }
     Ok(ClassifyOut { category: Category::Other, matched: Vec::new() })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct LookupIn {
+    /// The claim's number, e.g. C-1001.
+    pub claim: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LookupOut {
+    pub claim: String,
+    pub customer: String,
+    pub order: String,
+    /// `open`, `waiting_for_customer` or `closed`.
+    pub status: String,
+}
+
+/// The claims the demo service knows: (number, customer, order, status).
+const CLAIMS: &[(&str, &str, &str, &str)] = &[
+    ("C-1001", "Anna Petrova", "O-5521", "open"),
+    ("C-1002", "Jonas Berg", "O-5534", "waiting_for_customer"),
+    ("C-1003", "Mei Lin", "O-5540", "closed"),
+];
+
+/// Look a claim up in the claims service: its customer, order and status.
+///
+/// The claims service runs this skill itself (`serve http` at `CLAIMS_SKILLS_URL`); the platform
+/// calls it over https with a token for the audience `claims-api`.
+#[skill(
+    "claim.lookup",
+    version = "1",
+    side_effects = "external_read",
+    risk = "low",
+    timeout = 10,
+    idempotency = "natural",
+    implementation = http(endpoint = "${CLAIMS_SKILLS_URL}/skills/claim.lookup@1", audience = "claims-api")
+)]
+pub fn lookup(inputs: LookupIn) -> Result<LookupOut, SkillError> {
+    let found = CLAIMS.iter().find(|(number, ..)| number.eq_ignore_ascii_case(inputs.claim.trim()));
+    let Some((claim, customer, order, status)) = found else {
+        return Err(SkillError::new("claim_not_found")
+            .with_message(format!("there is no claim {}", inputs.claim))
+            .with_detail("claim", json!(inputs.claim)));
+    };
+    Ok(LookupOut {
+        claim: (*claim).to_owned(),
+        customer: (*customer).to_owned(),
+        order: (*order).to_owned(),
+        status: (*status).to_owned(),
+    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

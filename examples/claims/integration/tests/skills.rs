@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use claims_integration::skills::{classify, draft_reply, send_reply};
+use claims_integration::skills::{classify, draft_reply, lookup, send_reply};
 use serde_json::json;
 use skill_contract::{NormalizeOptions, Skill as Document, yaml};
 use skill_sdk::registry::Registry;
@@ -17,7 +17,7 @@ fn package() -> PathBuf {
 fn the_registry_holds_the_package_skills() {
     let registry = Registry::linked().expect("the skills are valid");
     let refs: Vec<String> = registry.skills().iter().map(|s| s.reference()).collect();
-    assert_eq!(refs, ["claim.classify@1", "claim.draft_reply@1", "claim.send_reply@1"]);
+    assert_eq!(refs, ["claim.classify@1", "claim.draft_reply@1", "claim.lookup@1", "claim.send_reply@1"]);
     assert_eq!(send_reply::SKILL.entrypoint(), "claims_integration.skills:send_reply");
 }
 
@@ -56,6 +56,22 @@ fn classify_finds_the_category_by_its_words() {
         assert_eq!(outcome.outputs["matched"], json!(matched), "{text}");
         assert_eq!(outcome.cost, None);
     }
+}
+
+#[test]
+fn lookup_finds_a_claim_or_names_the_one_it_does_not_know() {
+    let outcome = testing::invoke(&lookup::SKILL, json!({"claim": "c-1003"})).expect("found");
+    assert_eq!(
+        serde_json::Value::Object(outcome.outputs),
+        json!({"claim": "C-1003", "customer": "Mei Lin", "order": "O-5540", "status": "closed"})
+    );
+    let error = testing::invoke(&lookup::SKILL, json!({"claim": "C-9"})).expect_err("unknown");
+    assert_eq!((error.code(), error.retryable()), ("claim_not_found", false));
+    assert_eq!(error.details().and_then(|d| d.get("claim")), Some(&json!("C-9")));
+    // The contract sends it over https to the claims service with a token for claims-api.
+    let contract = lookup::SKILL.contract().expect("a contract").to_export_json();
+    assert_eq!(contract["implementation"]["protocol"], "http");
+    assert_eq!(contract["implementation"]["auth"]["audience"], "claims-api");
 }
 
 #[test]
