@@ -113,9 +113,16 @@ pub(crate) async fn run(args: ExecutorArgs) -> Result<()> {
         grace: Duration::from_secs(args.grace),
         ..Options::default()
     };
-    let stats = skill_executor::run(client, Arc::new(remote), options, skill_http::stop_signal())
-        .await
-        .context("the core refused this executor")?;
+    let remote = Arc::new(remote);
+    let ran = skill_executor::run(
+        client,
+        Arc::clone(&remote) as Arc<dyn skill_executor::Runner>,
+        options,
+        skill_http::stop_signal(),
+    )
+    .await;
+    remote.close().await;
+    let stats = ran.context("the core refused this executor")?;
     tracing::info!(
         completed = stats.completed,
         failed = stats.failed,

@@ -109,6 +109,16 @@ impl Remote {
     }
 }
 
+impl Remote {
+    /// Stops what the runner started (the stdio MCP servers); call it once the executor loop
+    /// ended.
+    pub async fn close(&self) {
+        if let Some(mcp) = &self.mcp {
+            mcp.close().await;
+        }
+    }
+}
+
 impl Runner for Remote {
     fn declared(&self) -> Declared {
         self.declared.clone()

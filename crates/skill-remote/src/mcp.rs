@@ -4,7 +4,7 @@
 //! `skill/invocationId`, `skill/idempotencyKey` and `skill/settings` (absent when null); the
 //! output is `structuredContent`, else one text block holding a JSON object; `_meta["skill/cost"]`
 //! is the cost; an `isError` result with one text block `{"error": {code, retryable, …}}` is that
-//! failure, any other `isError` is `tool_error`.
+//! failure, any other `isError` is `tool_error`. A stdio server keeps running between calls.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -39,6 +39,9 @@ pub struct StdioServer {
     pub env: BTreeMap<String, String>,
 }
 
+/// A running stdio server's MCP session.
+type Session = Arc<rmcp::service::RunningService<rmcp::RoleClient, ()>>;
+
 /// Makes `mcp` calls.
 #[derive(Debug, Clone)]
 pub(crate) struct McpCalls {
@@ -47,6 +50,10 @@ pub(crate) struct McpCalls {
     audiences: BTreeSet<String>,
     tokens: Option<Arc<dyn Tokens>>,
     servers: BTreeMap<String, StdioServer>,
+    /// The stdio servers started so far, one session each, shared by the calls (MCP carries
+    /// concurrent requests); one that failed or hung is dropped (and its process killed) and the
+    /// next call starts it again.
+    running: Arc<tokio::sync::Mutex<BTreeMap<String, Session>>>,
 }
 
 impl McpCalls {
@@ -57,7 +64,7 @@ impl McpCalls {
         tokens: Option<Arc<dyn Tokens>>,
         servers: BTreeMap<String, StdioServer>,
     ) -> Self {
-        Self { client, guard, audiences: audiences.iter().cloned().collect(), tokens, servers }
+        Self { client, guard, audiences: audiences.iter().cloned().collect(), tokens, servers, running: Arc::default() }
     }
 
     /// Runs one claimed `mcp` call to its outcome.
@@ -77,17 +84,12 @@ impl McpCalls {
                     None,
                 );
             };
-            let mut command = tokio::process::Command::new(&server.command);
-            // Not the executor's environment (its core token among it): a few basics, then the
-            // server's own variables.
-            command.env_clear();
-            for name in INHERITED {
-                if let Some(value) = std::env::var_os(name) {
-                    command.env(name, value);
-                }
+            let called = tokio::time::timeout(timeout, self.call_stdio(name, server, params)).await;
+            if !matches!(called, Ok(Ok(_)) | Ok(Err(Failure::Protocol(_)))) {
+                // Dead or stuck: the next call starts it afresh.
+                self.running.lock().await.remove(name);
             }
-            command.args(&server.args).envs(&server.env).kill_on_drop(true);
-            tokio::time::timeout(timeout, call_stdio(command, params)).await
+            called
         } else {
             let url = match Url::parse(&endpoint) {
                 Ok(url) if matches!(url.scheme(), "http" | "https") => url,
@@ -195,13 +197,63 @@ where
     })
 }
 
-async fn call_stdio(
-    command: tokio::process::Command,
-    params: CallToolRequestParams,
-) -> Result<CallToolResult, Failure> {
+impl McpCalls {
+    /// Ends the stdio servers' sessions (each server sees its input close) and waits for them.
+    pub(crate) async fn close(&self) {
+        let running = std::mem::take(&mut *self.running.lock().await);
+        for (name, session) in running {
+            match Arc::try_unwrap(session) {
+                Ok(session) => {
+                    if let Err(error) = session.cancel().await {
+                        tracing::warn!(server = %name, %error, "the MCP server did not stop cleanly");
+                    }
+                }
+                // A call still holds it: dropping the last hold kills the process.
+                Err(session) => drop(session),
+            }
+        }
+    }
+
+    /// Calls `params` on the running session of the stdio server `name`, starting it first when
+    /// it is not running.
+    async fn call_stdio(
+        &self,
+        name: &str,
+        server: &StdioServer,
+        params: CallToolRequestParams,
+    ) -> Result<CallToolResult, Failure> {
+        let session = {
+            let mut running = self.running.lock().await;
+            match running.get(name) {
+                Some(session) => Arc::clone(session),
+                None => {
+                    let session = Arc::new(start(server).await?);
+                    running.insert(name.to_owned(), Arc::clone(&session));
+                    session
+                }
+            }
+        };
+        session.call_tool(params).await.map_err(|error| match error {
+            rmcp::ServiceError::McpError(error) => Failure::Protocol(error.message.to_string()),
+            other => transport_failure(&other),
+        })
+    }
+}
+
+/// Starts a stdio server with a cleared environment (the executor's core token among what stays
+/// out): a few basics, then the server's own variables; and opens its MCP session.
+async fn start(server: &StdioServer) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, Failure> {
+    let mut command = tokio::process::Command::new(&server.command);
+    command.env_clear();
+    for name in INHERITED {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command.args(&server.args).envs(&server.env).kill_on_drop(true);
     let transport = TokioChildProcess::new(command)
         .map_err(|error| Failure::Transport(format!("the MCP server did not start: {error}"), None))?;
-    call_on(transport, params).await
+    ().serve(transport).await.map_err(|error| transport_failure(&error))
 }
 
 /// The outcome of a `tools/call` result.

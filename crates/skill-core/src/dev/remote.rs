@@ -175,10 +175,13 @@ pub(crate) fn executor(
     let tokens = Arc::new(CoreTokens::new(client.clone()));
     let remote = Remote::new(&config, Arc::new(SystemLookup), Some(tokens)).map_err(anyhow::Error::msg)?;
     let options = skill_executor::Options { concurrency: 4, grace: Duration::from_secs(5), ..Default::default() };
+    let remote = Arc::new(remote);
     Ok(tokio::spawn(async move {
-        if let Err(error) = skill_executor::run(client, Arc::new(remote), options, stop).await {
+        let runner = Arc::clone(&remote) as Arc<dyn skill_executor::Runner>;
+        if let Err(error) = skill_executor::run(client, runner, options, stop).await {
             tracing::error!(%error, "the remote executor stopped");
         }
+        remote.close().await;
     }))
 }
 

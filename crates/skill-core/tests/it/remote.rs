@@ -251,6 +251,7 @@ async fn mcp_tools_run_through_the_executor_over_http_and_stdio() {
         core.publish(mcp_skill("claims.busy", "stdio:claims", "busy", None, 2)).await;
         core.publish(mcp_skill("claims.explode", "stdio:claims", "explode", None, 3)).await;
         core.publish(mcp_skill("claims.environment", "stdio:claims", "environment", None, 1)).await;
+        core.publish(mcp_skill("claims.process", "stdio:claims", "process", None, 1)).await;
 
         // Our own host over stdio: the claims package's host binary, `serve mcp-stdio`.
         let claims = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/claims");
@@ -353,9 +354,19 @@ async fn mcp_tools_run_through_the_executor_over_http_and_stdio() {
             "{names:?}"
         );
 
+        // The server keeps running between calls: one process serves them all.
+        let first = run("claims.process@1", json!({"inputs": {}})).await;
+        let second = run("claims.process@1", json!({"inputs": {}})).await;
+        assert!(first["output"]["pid"].is_u64(), "{first}");
+        assert_eq!(first["output"]["pid"], second["output"]["pid"], "one server process");
+
         executor.signal(rustix::process::Signal::TERM);
         let (code, lines) = tokio::task::spawn_blocking(move || executor.wait_within(30)).await.expect("waited");
         assert_eq!(code, 0, "the executor stops cleanly: {lines:?}");
+        // It stopped with the executor.
+        let pid = first["output"]["pid"].as_u64().and_then(|pid| i32::try_from(pid).ok()).expect("a pid");
+        let alive = rustix::process::test_kill_process(rustix::process::Pid::from_raw(pid).expect("a pid")).is_ok();
+        assert!(!alive, "the stdio server {pid} outlived the executor");
     })
     .await;
 }
