@@ -7,12 +7,13 @@ as JSON (milliseconds, enqueue to finish).
 usage: queue_dbos.py DB_PATH JOBS WORKERS
 """
 
-import json
 import logging
 import sys
 import time
 
 from dbos import DBOS
+
+from queue_figures import report
 
 path, jobs, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 logging.getLogger("dbos").setLevel(logging.WARNING)
@@ -31,13 +32,4 @@ start = time.time()
 handles = [queue.enqueue(echo, time.time()) for _ in range(jobs)]
 finished = [handle.get_result() for handle in handles]
 DBOS.destroy()
-latencies = sorted((f["done"] - f["sent"]) * 1000 for f in finished)
-elapsed = max(f["done"] for f in finished) - start
-
-
-def percentile(p):
-    return latencies[min(len(latencies) - 1, int(p * len(latencies)))]
-
-
-print(json.dumps({"peer": "DBOS (SQLite)", "jobs": jobs, "throughput": jobs / elapsed,
-                  "p50": percentile(0.50), "p99": percentile(0.99)}))
+report("DBOS (SQLite)", start, finished)

@@ -7,11 +7,12 @@ Prints {"peer", "jobs", "throughput", "p50", "p99"} as JSON (milliseconds, enque
 usage: queue_huey.py DB_PATH JOBS WORKERS
 """
 
-import json
 import sys
 import time
 
 from huey import SqliteHuey
+
+from queue_figures import report
 
 path, jobs, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 huey = SqliteHuey("bench", filename=path, fsync=True, results=True)
@@ -32,13 +33,4 @@ start = time.time()
 handles = [echo(time.time()) for _ in range(jobs)]
 finished = [handle.get(blocking=True, timeout=300) for handle in handles]
 consumer.stop(graceful=True)
-latencies = sorted((f["done"] - f["sent"]) * 1000 for f in finished)
-elapsed = max(f["done"] for f in finished) - start
-
-
-def percentile(p):
-    return latencies[min(len(latencies) - 1, int(p * len(latencies)))]
-
-
-print(json.dumps({"peer": "huey (SQLite)", "jobs": jobs, "throughput": jobs / elapsed,
-                  "p50": percentile(0.50), "p99": percentile(0.99)}))
+report("huey (SQLite)", start, finished)

@@ -122,14 +122,7 @@ pub(crate) async fn run(args: ExecutorArgs) -> Result<()> {
     )
     .await;
     remote.close().await;
-    let stats = ran.context("the core refused this executor")?;
-    tracing::info!(
-        completed = stats.completed,
-        failed = stats.failed,
-        lost = stats.lost,
-        abandoned = stats.abandoned,
-        "executor stopped"
-    );
+    ran.context("the core refused this executor")?;
     Ok(())
 }
 

@@ -107,9 +107,17 @@ pub async fn run(
     }
     keep_alive.abort();
     sessions.close().await;
+    let stats = counters.stats();
+    tracing::info!(
+        completed = stats.completed,
+        failed = stats.failed,
+        lost = stats.lost,
+        abandoned = stats.abandoned,
+        "executor stopped"
+    );
     match fatal {
         Some(error) => Err(error),
-        None => Ok(counters.stats()),
+        None => Ok(stats),
     }
 }
 

@@ -122,16 +122,8 @@ pub fn execute(registry: &Registry, args: &ExecuteArgs) -> ExitCode {
     let result = runtime.block_on(skill_executor::run(client, Arc::new(runner), options, skill_http::stop_signal()));
     runtime.shutdown_background();
     let code = match result {
-        Ok(stats) => {
-            tracing::info!(
-                completed = stats.completed,
-                failed = stats.failed,
-                lost = stats.lost,
-                abandoned = stats.abandoned,
-                "executor stopped"
-            );
-            ExitCode::SUCCESS
-        }
+        // The loop logged its figures.
+        Ok(_) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(error = %error, "the executor stopped");
             ExitCode::FAILURE

@@ -54,19 +54,28 @@ fn dev_applies_the_package_and_calls_its_skills_through_the_core() {
                 (answer.status().as_u16(), answer.json::<Value>().await.expect("JSON"))
             }
         };
+        // A call's row once it ended (or after 30 s).
+        let ended = |created: Value| {
+            let id = created["id"].as_str().expect("an id").to_owned();
+            let (client, core, token) = (client.clone(), core.clone(), token.clone());
+            async move {
+                let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                loop {
+                    let read = client.get(format!("{core}/skill-invocations/{id}")).bearer_auth(&token).send().await;
+                    let read: Value = read.expect("the core answers").json().await.expect("JSON");
+                    if read["status"] != "pending" && read["status"] != "running"
+                        || std::time::Instant::now() > deadline
+                    {
+                        break read;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        };
         // The printed call, as printed: through the core to the package's host and back.
         let (status, created) = call(url.clone(), body.clone()).await;
         assert_eq!(status, 201, "{created}");
-        let id = created["id"].as_str().expect("an id").to_owned();
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let done = loop {
-            let read = client.get(format!("{core}/skill-invocations/{id}")).bearer_auth(&token).send().await;
-            let read: Value = read.expect("the core answers").json().await.expect("JSON");
-            if read["status"] != "pending" && read["status"] != "running" || std::time::Instant::now() > deadline {
-                break read;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let done = ended(created).await;
         assert_eq!(done["status"], "succeeded", "{done}");
         assert!(done["output"]["category"].is_string(), "{done}");
         // The http skill: served by the package's host over https on loopback, called by the
@@ -74,16 +83,7 @@ fn dev_applies_the_package_and_calls_its_skills_through_the_core() {
         let (status, created) =
             call(format!("{core}/skills/claim.lookup@1:invoke"), r#"{"inputs": {"claim": "C-1002"}}"#.to_owned()).await;
         assert_eq!(status, 201, "{created}");
-        let id = created["id"].as_str().expect("an id").to_owned();
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let looked = loop {
-            let read = client.get(format!("{core}/skill-invocations/{id}")).bearer_auth(&token).send().await;
-            let read: Value = read.expect("the core answers").json().await.expect("JSON");
-            if read["status"] != "pending" && read["status"] != "running" || std::time::Instant::now() > deadline {
-                break read;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let looked = ended(created).await;
         assert_eq!(looked["status"], "succeeded", "{looked}");
         assert_eq!(looked["output"]["customer"], "Jonas Berg", "{looked}");
         // An external write has no basis: refused, though the token holds its permission.

@@ -62,6 +62,23 @@ fn http_skill(name: &str, port: u16, inputs: Value, attempts: u32) -> Value {
 }
 
 impl Core {
+    /// `skill-core executor` for this core with `args`, the audience and the test CA, once it
+    /// runs.
+    fn executor_process(&self, folder: &Scratch, args: &[&str]) -> Running {
+        let root = self.base.trim_end_matches("/api/v1");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_skill-core"));
+        command
+            .args(["executor", "--core", root, "--audience", AUDIENCE])
+            .args(args)
+            .arg("--ca-file")
+            .arg(folder.path().join("ca.pem"))
+            .env("SKILL_CORE_TOKEN", &self.executor)
+            .env("SKILL_LOG", "info");
+        let mut running = Running::start(command, Output::Stderr);
+        running.until(30, |line| line.contains("executing remote skills"));
+        running
+    }
+
     /// The call `id` once it ended (within 20 s).
     async fn ended(&self, id: &str) -> Value {
         for _ in 0..200 {
@@ -103,16 +120,11 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
         core.publish(http_skill("refuse", port, json!({"type": "object"}), 3)).await;
 
         let root = core.base.trim_end_matches("/api/v1").to_owned();
-        let mut executor = Command::new(env!("CARGO_BIN_EXE_skill-core"));
-        executor
-            .args(["executor", "--core", &root, "--http-origin", &format!("https://localhost:{port}")])
-            .args(["--audience", AUDIENCE, "--private-host", "localhost", "--concurrency", "2"])
-            .arg("--ca-file")
-            .arg(folder.path().join("ca.pem"))
-            .env("SKILL_CORE_TOKEN", &core.executor)
-            .env("SKILL_LOG", "info");
-        let mut executor = Running::start(executor, Output::Stderr);
-        executor.until(30, |line| line.contains("executing remote skills"));
+        let origin = format!("https://localhost:{port}");
+        let executor = core.executor_process(
+            &folder,
+            &["--http-origin", &origin, "--private-host", "localhost", "--concurrency", "2"],
+        );
 
         // Output, cost, and what reached the skill: the call's id and key, the token's claims.
         let echo = core.invoke(&core.caller, "echo@1", json!({"inputs": {"text": "hello"}})).await.ok(201).clone();
@@ -176,16 +188,7 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
 
         // The same executor without `localhost` listed as private: the name resolves to a
         // loopback address, so the call is refused before any connection, and not retried.
-        let mut guarded = Command::new(env!("CARGO_BIN_EXE_skill-core"));
-        guarded
-            .args(["executor", "--core", &root, "--http-origin", &format!("https://localhost:{port}")])
-            .args(["--audience", AUDIENCE])
-            .arg("--ca-file")
-            .arg(folder.path().join("ca.pem"))
-            .env("SKILL_CORE_TOKEN", &core.executor)
-            .env("SKILL_LOG", "info");
-        let mut guarded = Running::start(guarded, Output::Stderr);
-        guarded.until(30, |line| line.contains("executing remote skills"));
+        let guarded = core.executor_process(&folder, &["--http-origin", &origin]);
         let echo = core.invoke(&core.caller, "echo@1", json!({"inputs": {"text": "again"}})).await.ok(201).clone();
         let echo = core.ended(echo["id"].as_str().expect("id")).await;
         assert_eq!(
@@ -269,18 +272,11 @@ async fn mcp_tools_run_through_the_executor_over_http_and_stdio() {
             "claims-host": {"command": host, "args": ["serve", "mcp-stdio"], "env": {"SKILL_LOG": "warn"}},
         })
         .to_string();
-        let root = core.base.trim_end_matches("/api/v1").to_owned();
-        let mut executor = Command::new(env!("CARGO_BIN_EXE_skill-core"));
-        executor
-            .args(["executor", "--core", &root, "--mcp-origin", &format!("https://localhost:{port}")])
-            .args(["--mcp-servers", &servers, "--audience", AUDIENCE, "--private-host", "localhost"])
-            .args(["--concurrency", "2"])
-            .arg("--ca-file")
-            .arg(folder.path().join("ca.pem"))
-            .env("SKILL_CORE_TOKEN", &core.executor)
-            .env("SKILL_LOG", "info");
-        let mut executor = Running::start(executor, Output::Stderr);
-        executor.until(30, |line| line.contains("executing remote skills"));
+        let origin = format!("https://localhost:{port}");
+        let executor = core.executor_process(
+            &folder,
+            &["--mcp-origin", &origin, "--mcp-servers", &servers, "--private-host", "localhost", "--concurrency", "2"],
+        );
 
         let run = |skill: &'static str, body: Value| {
             let core = &core;
