@@ -1,8 +1,8 @@
 //! `skill-core dev`: everything on one machine — the core on an embedded SQLite directory, a
 //! token for the developer, the package checked, planned and applied through the API, and the
 //! package's skill host built and running as the local executor, so calls go through the core;
-//! when the package has `http` skills, the host serves them over https on loopback and a remote
-//! executor calls them (`dev/remote.rs`) — until Ctrl-C.
+//! when the package has `http` or `mcp` skills, the host serves them over https on loopback (or
+//! over stdio) and a remote executor calls them (`dev/remote.rs`) — until Ctrl-C.
 
 mod remote;
 
@@ -82,16 +82,35 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         .await?
         .map_err(|error| anyhow::anyhow!("{error}"))?;
 
-    // The http skills: the host over https on loopback, the package's URL variables at it.
-    let http = remote::http_skills(&loaded);
-    let mut served = None;
+    // Remote skills: the host over https on loopback (http, mcp-http), the package's URL
+    // variables at it.
+    let needs = remote::needs(&loaded);
+    let tls = if needs.any() { Some(remote::certificates(&data.join("dev-tls"))?) } else { None };
     let mut variables = std::collections::BTreeMap::new();
-    if let Some(skills) = &http {
-        let tls = remote::certificates(&data.join("dev-tls"))?;
-        let audience = remote::audience(skills);
-        let (child, port) = remote::serve_host(&executable, &tls, &core_url, audience.as_deref()).await?;
-        variables = remote::variables(skills, port);
-        served = Some((child, tls, port));
+    let mut hosts = Vec::new();
+    let mut lines_out = Vec::new();
+    if let Some(tls) = &tls {
+        if needs.http.count > 0 {
+            let (child, port) = remote::serve_host(&executable, "http", tls, &core_url, &needs.http).await?;
+            remote::point(&needs.http, &format!("https://localhost:{port}"), &mut variables);
+            lines_out.push(format!(
+                "  https     {} serves the {} http skills on https://localhost:{port} (a CA made for this run; tokens from this core)",
+                host.name, needs.http.count
+            ));
+            hosts.push(child);
+        }
+        if needs.mcp_http.count > 0 {
+            let (child, port) = remote::serve_host(&executable, "mcp-http", tls, &core_url, &needs.mcp_http).await?;
+            remote::point(&needs.mcp_http, &format!("https://localhost:{port}"), &mut variables);
+            lines_out.push(format!(
+                "  mcp       {} serves the {} mcp tools on https://localhost:{port}/mcp",
+                host.name, needs.mcp_http.count
+            ));
+            hosts.push(child);
+        }
+        for name in &needs.stdio {
+            lines_out.push(format!("  stdio     {} serve mcp-stdio answers stdio:{name}", host.name));
+        }
     }
     let lookup = |name: &str| remote::lookup(&variables, name);
 
@@ -136,18 +155,27 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     });
 
     let (executor_stop, executor_stopped) = tokio::sync::oneshot::channel::<()>();
-    let remote_executor = match (&http, &served) {
-        (Some(skills), Some((_, tls, _))) => {
-            let origins = remote::origins(&loaded, &lookup)?;
+    let remote_executor = match &tls {
+        Some(tls) => {
+            let runs = remote::Runs {
+                http_origins: remote::origins(&loaded, "http", &lookup)?,
+                mcp_origins: remote::origins(&loaded, "mcp", &lookup)?,
+                stdio: needs.stdio.clone(),
+            };
+            let calls: Vec<String> = runs
+                .http_origins
+                .iter()
+                .chain(&runs.mcp_origins)
+                .cloned()
+                .chain(runs.stdio.iter().map(|name| format!("stdio:{name}")))
+                .collect();
+            lines_out.push(format!("  remote    an executor in this process calls {}", calls.join(", ")));
             let stop = async move {
                 drop(executor_stopped.await);
             };
-            Some((
-                remote::executor(&core_url, &executor_token, origins.clone(), &skills.audiences, tls, stop)?,
-                origins,
-            ))
+            Some(remote::executor(&core_url, &executor_token, &executable, &runs, &needs, tls, stop)?)
         }
-        _ => None,
+        None => None,
     };
 
     let done = match applied {
@@ -159,12 +187,8 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     println!("  core      {api}    (data: {})", shown(&data));
     println!("  token     {token}    ({}; a day)", grants.join(", "));
     println!("  executor  {} runs the package's local skills, claiming their calls from the core", host.name);
-    if let (Some(skills), Some((_, _, port)), Some((_, origins))) = (&http, &served, &remote_executor) {
-        println!(
-            "  https     {} serves the {} http skills on https://localhost:{port} (a CA made for this run; tokens from this core)",
-            host.name, skills.count
-        );
-        println!("  remote    an executor in this process calls {}", origins.join(", "));
+    for line in &lines_out {
+        println!("{line}");
     }
     println!();
     println!("Try:");
@@ -193,11 +217,11 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         let _ = child.kill().await;
     }
     let _ = executor_stop.send(());
-    if let Some((task, _)) = remote_executor {
+    if let Some(task) = remote_executor {
         let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
     }
-    if let Some((mut https, _, _)) = served {
-        let _ = https.kill().await;
+    for mut served in hosts {
+        let _ = served.kill().await;
     }
     let _ = stop.send(());
     server.await?.context("serving")?;

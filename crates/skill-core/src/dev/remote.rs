@@ -1,7 +1,9 @@
-//! The package's `http` skills in `skill-core dev`: its host serves them over https on loopback
-//! (with a CA made for the run, in the data folder), verifying tokens against this core's JWKS;
-//! the package's URL variables point at it; and a remote executor runs in this process — loopback
-//! listed as private, the run's CA trusted, tokens from this core.
+//! The package's remote skills in `skill-core dev`. `http` skills: the host serves them over https
+//! on loopback (`serve http`, with a CA made for the run in the data folder), verifying tokens
+//! against this core's JWKS, and the URL variables their endpoints start with point at it. `mcp`
+//! skills at `${VAR}/…`: the same with `serve mcp-http`; at `stdio:<name>`: the host's
+//! `serve mcp-stdio` answers every such name. A remote executor runs in this process for all of
+//! them — loopback listed as private, the run's CA trusted, tokens from this core.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -12,36 +14,61 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use skill_package as package;
 use skill_remote::guard::SystemLookup;
-use skill_remote::{Config, CoreTokens, Remote};
+use skill_remote::{Config, CoreTokens, Remote, StdioServer};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// What the package's `http` skills need: the variables their endpoints start with and the
-/// audiences they name.
+/// Skills of one way of serving: the variables their endpoints start with, the audiences they
+/// name, how many.
 #[derive(Debug, Default)]
-pub(crate) struct HttpSkills {
+pub(crate) struct Served {
     pub(crate) variables: BTreeSet<String>,
     pub(crate) audiences: BTreeSet<String>,
     pub(crate) count: usize,
 }
 
-/// The package's `http` skills, if it has any.
-pub(crate) fn http_skills(loaded: &package::Loaded) -> Option<HttpSkills> {
-    let mut found = HttpSkills::default();
+/// What the package's remote skills need of dev.
+#[derive(Debug, Default)]
+pub(crate) struct Needs {
+    /// `http` skills (the host's `serve http`).
+    pub(crate) http: Served,
+    /// `mcp` skills over HTTP (the host's `serve mcp-http`).
+    pub(crate) mcp_http: Served,
+    /// The `stdio:<name>` names of `mcp` skills (the host's `serve mcp-stdio`).
+    pub(crate) stdio: BTreeSet<String>,
+}
+
+impl Needs {
+    pub(crate) fn any(&self) -> bool {
+        self.http.count > 0 || self.mcp_http.count > 0 || !self.stdio.is_empty()
+    }
+}
+
+/// What the package's remote skills need.
+pub(crate) fn needs(loaded: &package::Loaded) -> Needs {
+    let mut needs = Needs::default();
     for object in loaded.package.objects.iter().filter(|object| object.kind == "Skill") {
         let Some(implementation) = object.document.pointer("/spec/contract/implementation") else { continue };
-        if implementation["protocol"] != "http" {
-            continue;
-        }
-        found.count += 1;
         let endpoint = implementation["endpoint"].as_str().unwrap_or_default();
+        let served = match implementation["protocol"].as_str() {
+            Some("http") => &mut needs.http,
+            Some("mcp") => {
+                if let Some(name) = endpoint.strip_prefix("stdio:") {
+                    needs.stdio.insert(name.to_owned());
+                    continue;
+                }
+                &mut needs.mcp_http
+            }
+            _ => continue,
+        };
+        served.count += 1;
         if let Some(name) = endpoint.strip_prefix("${").and_then(|rest| rest.split_once('}')).map(|(name, _)| name) {
-            found.variables.insert(name.to_owned());
+            served.variables.insert(name.to_owned());
         }
         if let Some(audience) = implementation["auth"]["audience"].as_str() {
-            found.audiences.insert(audience.to_owned());
+            served.audiences.insert(audience.to_owned());
         }
     }
-    (found.count > 0).then_some(found)
+    needs
 }
 
 /// The run's certificates in `folder`: a CA, and a certificate for `localhost` it signed.
@@ -82,25 +109,27 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// Starts `executable serve http` on 127.0.0.1 over TLS, verifying tokens of `audience` against
-/// `core_url`'s JWKS (anonymous when the skills name no audience); returns it and its port.
+/// Starts `executable serve <transport>` (`http` or `mcp-http`) on 127.0.0.1 over TLS, verifying
+/// tokens of the skills' one audience against `core_url`'s JWKS (anonymous when they name
+/// none); returns it and its port.
 #[allow(clippy::print_stderr)]
 pub(crate) async fn serve_host(
     executable: &Path,
+    transport: &str,
     tls: &DevTls,
     core_url: &str,
-    audience: Option<&str>,
+    served: &Served,
 ) -> Result<(tokio::process::Child, u16)> {
     let mut command = tokio::process::Command::new(executable);
     command
-        .args(["serve", "http", "--host", "127.0.0.1", "--port", "0", "--tls-cert"])
+        .args(["serve", transport, "--host", "127.0.0.1", "--port", "0", "--tls-cert"])
         .arg(&tls.cert)
         .arg("--tls-key")
         .arg(&tls.key)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    match audience {
+    match audience(transport, served) {
         Some(audience) => {
             command
                 .env("SKILL_SDK_IAM_ISSUER", core_url)
@@ -123,7 +152,7 @@ pub(crate) async fn serve_host(
                     break port.context("the host's start line names no port")?;
                 }
             }
-            _ => bail!("the package's host did not start serving https; its output is above"),
+            _ => bail!("the package's host did not start serving {transport} over https; its output is above"),
         }
     };
     tokio::spawn(async move {
@@ -134,48 +163,93 @@ pub(crate) async fn serve_host(
     Ok((child, port))
 }
 
-/// The endpoint origins of the package's `http` skills once `variables` are filled.
-pub(crate) fn origins(loaded: &package::Loaded, variables: &dyn Fn(&str) -> Option<String>) -> Result<Vec<String>> {
+/// The one audience a dev host verifies: the skills' only one (several: the first, with a
+/// warning; none: the host serves anonymously on loopback).
+#[allow(clippy::print_stderr)]
+fn audience(transport: &str, served: &Served) -> Option<String> {
+    if served.audiences.len() > 1 {
+        eprintln!(
+            "warning: the {transport} skills name {} audiences ({}); the dev host verifies only {}",
+            served.audiences.len(),
+            served.audiences.iter().cloned().collect::<Vec<_>>().join(", "),
+            served.audiences.first().map_or("", String::as_str)
+        );
+    }
+    served.audiences.first().cloned()
+}
+
+/// `base` for every variable `served` starts its endpoints with, unless the environment sets it.
+pub(crate) fn point(served: &Served, base: &str, variables: &mut BTreeMap<String, String>) {
+    for name in served.variables.iter().filter(|name| std::env::var_os(name).is_none()) {
+        variables.insert(name.clone(), base.to_owned());
+    }
+}
+
+/// A variable's value: from `set`, else the environment.
+pub(crate) fn lookup(set: &BTreeMap<String, String>, name: &str) -> Option<String> {
+    set.get(name).cloned().or_else(|| std::env::var(name).ok())
+}
+
+/// The origins of the package's `protocol` skills' http(s) endpoints once `variables` are
+/// filled.
+pub(crate) fn origins(
+    loaded: &package::Loaded,
+    protocol: &str,
+    variables: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<String>> {
     let mut origins = BTreeSet::new();
     for object in loaded.package.objects.iter().filter(|object| object.kind == "Skill") {
         let document = package::fill(&loaded.package, object, variables).map_err(|problems| {
             anyhow::anyhow!("{}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
         })?;
         let implementation = &document["spec"]["contract"]["implementation"];
-        if implementation["protocol"] != "http" {
+        let endpoint = implementation["endpoint"].as_str().unwrap_or_default();
+        if implementation["protocol"] != protocol || endpoint.starts_with("stdio:") {
             continue;
         }
-        let endpoint = implementation["endpoint"].as_str().unwrap_or_default();
         let url = reqwest::Url::parse(endpoint).with_context(|| format!("{}: the endpoint {endpoint}", object.key))?;
         origins.insert(skill_remote::guard::origin_of(&url).with_context(|| format!("{}: {endpoint}", object.key))?);
     }
     Ok(origins.into_iter().collect())
 }
 
-/// Runs a remote executor for `origins` until `stop` resolves.
+/// What the dev executor runs: the origins of both protocols and the stdio servers (each the
+/// host's `serve mcp-stdio`).
+pub(crate) struct Runs {
+    pub(crate) http_origins: Vec<String>,
+    pub(crate) mcp_origins: Vec<String>,
+    pub(crate) stdio: BTreeSet<String>,
+}
+
+/// Runs a remote executor until `stop` resolves.
 pub(crate) fn executor(
     core_url: &str,
     token: &str,
-    origins: Vec<String>,
-    audiences: &BTreeSet<String>,
+    host: &Path,
+    runs: &Runs,
+    needs: &Needs,
     tls: &DevTls,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<tokio::task::JoinHandle<()>> {
     let pem = std::fs::read(&tls.ca)?;
+    let stdio_server = StdioServer {
+        command: host.display().to_string(),
+        args: vec!["serve".to_owned(), "mcp-stdio".to_owned()],
+        env: BTreeMap::from([("SKILL_LOG".to_owned(), "warn".to_owned())]),
+    };
     let config = Config {
-        protocols: vec!["http".to_owned()],
-        http_origins: origins,
-        audiences: audiences.iter().cloned().collect(),
+        protocols: vec!["http".to_owned(), "mcp".to_owned()],
+        http_origins: runs.http_origins.clone(),
+        mcp_origins: runs.mcp_origins.clone(),
+        audiences: needs.http.audiences.union(&needs.mcp_http.audiences).cloned().collect(),
         private_hosts: vec!["localhost".to_owned(), "127.0.0.1".to_owned()],
         roots: vec![reqwest::Certificate::from_pem(&pem).context("the dev CA")?],
-        mcp_servers: BTreeMap::new(),
-        ..Config::default()
+        mcp_servers: runs.stdio.iter().map(|name| (name.clone(), stdio_server.clone())).collect(),
     };
     let client = skill_client::Client::new(core_url, token.to_owned())?;
     let tokens = Arc::new(CoreTokens::new(client.clone()));
-    let remote = Remote::new(&config, Arc::new(SystemLookup), Some(tokens)).map_err(anyhow::Error::msg)?;
+    let remote = Arc::new(Remote::new(&config, Arc::new(SystemLookup), Some(tokens)).map_err(anyhow::Error::msg)?);
     let options = skill_executor::Options { concurrency: 4, grace: Duration::from_secs(5), ..Default::default() };
-    let remote = Arc::new(remote);
     Ok(tokio::spawn(async move {
         let runner = Arc::clone(&remote) as Arc<dyn skill_executor::Runner>;
         if let Err(error) = skill_executor::run(client, runner, options, stop).await {
@@ -185,33 +259,68 @@ pub(crate) fn executor(
     }))
 }
 
-/// `https://localhost:<port>` for every variable the `http` skills start with, unless the
-/// environment sets it.
-pub(crate) fn variables(skills: &HttpSkills, port: u16) -> BTreeMap<String, String> {
-    skills
-        .variables
-        .iter()
-        .filter(|name| std::env::var_os(name).is_none())
-        .map(|name| (name.clone(), format!("https://localhost:{port}")))
-        .collect()
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The one audience the host verifies: the skills' only one (several: the first, with a
-/// warning; none: the host serves anonymously on loopback).
-#[allow(clippy::print_stderr)]
-pub(crate) fn audience(skills: &HttpSkills) -> Option<String> {
-    if skills.audiences.len() > 1 {
-        eprintln!(
-            "warning: the http skills name {} audiences ({}); the dev host verifies only {}",
-            skills.audiences.len(),
-            skills.audiences.iter().cloned().collect::<Vec<_>>().join(", "),
-            skills.audiences.first().map_or("", String::as_str)
-        );
+    fn skill(key: &str, implementation: &str) -> String {
+        format!(
+            "apiVersion: taimen.ai/v1\nkind: Skill\nkey: {key}\nspec:\n  version: '1'\n  description: A tool.\n  \
+             sideEffects: none\n  riskLevel: low\n  contract:\n    inputs: {{type: object}}\n    outputs: {{type: object}}\n    \
+             implementation: {implementation}\n"
+        )
     }
-    skills.audiences.first().cloned()
-}
 
-/// A variable's value: from `set`, else the environment.
-pub(crate) fn lookup(set: &BTreeMap<String, String>, name: &str) -> Option<String> {
-    set.get(name).cloned().or_else(|| std::env::var(name).ok())
+    /// A package `tools` with an http skill and an mcp tool under `${TOOLS_URL}`, and an mcp tool
+    /// over stdio.
+    fn package() -> (PathBuf, package::Loaded) {
+        let root = std::env::temp_dir().join(format!("skill-core-dev-remote-{}", std::process::id()));
+        let folder = root.join("tools");
+        std::fs::create_dir_all(folder.join("skills")).expect("folders");
+        std::fs::write(
+            folder.join("package.yaml"),
+            "apiVersion: taimen.ai/v1\nkind: Package\nkey: tools\nspec:\n  version: 1.0.0\n  requires: []\n  \
+             variables:\n    TOOLS_URL: {kind: url, description: where the tools run, default: 'https://tools.example'}\n",
+        )
+        .expect("manifest");
+        let files = [
+            (
+                "tools.lookup",
+                "{protocol: http, endpoint: '${TOOLS_URL}/skills/tools.lookup@1', auth: {audience: tools-api}}",
+            ),
+            (
+                "tools.rank",
+                "{protocol: mcp, endpoint: '${TOOLS_URL}/mcp', entrypoint: rank, auth: {audience: tools-api}}",
+            ),
+            ("tools.local", "{protocol: mcp, endpoint: 'stdio:tools', entrypoint: tools.local}"),
+        ];
+        for (key, implementation) in files {
+            std::fs::write(folder.join(format!("skills/{key}.yaml")), skill(key, implementation)).expect("skill");
+        }
+        let loaded = package::load(&folder).expect("loads");
+        assert_eq!(package::problems(&loaded), Vec::new(), "a valid package");
+        (root, loaded)
+    }
+
+    #[test]
+    fn remote_skills_are_found_with_their_variables_audiences_and_stdio_names() {
+        let (root, loaded) = package();
+        let needs = needs(&loaded);
+        assert!(needs.any());
+        assert_eq!((needs.http.count, needs.mcp_http.count), (1, 1));
+        assert_eq!(needs.http.variables.iter().collect::<Vec<_>>(), ["TOOLS_URL"]);
+        assert_eq!(needs.mcp_http.audiences.iter().collect::<Vec<_>>(), ["tools-api"]);
+        assert_eq!(needs.stdio.iter().collect::<Vec<_>>(), ["tools"]);
+
+        // The variable pointed at the dev host: the origins the executor is allowed.
+        let mut variables = BTreeMap::new();
+        point(&needs.mcp_http, "https://localhost:9443", &mut variables);
+        let lookup = |name: &str| lookup(&variables, name);
+        assert_eq!(origins(&loaded, "mcp", &lookup).expect("filled"), ["https://localhost:9443"]);
+        assert_eq!(origins(&loaded, "http", &lookup).expect("filled"), ["https://localhost:9443"]);
+        // Unset, the declared default.
+        let unset = |_: &str| None;
+        assert_eq!(origins(&loaded, "http", &unset).expect("filled"), ["https://tools.example"]);
+        let _ = std::fs::remove_dir_all(root);
+    }
 }
