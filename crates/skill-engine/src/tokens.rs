@@ -135,9 +135,16 @@ impl Engine {
         })
     }
 
-    /// The public keys tokens may be signed with, as a JWKS document.
+    /// The public keys tokens may be signed with, as a JWKS document. The first key is made
+    /// here when there is none yet, so a host that fetches the JWKS before the first token is
+    /// issued already knows the key that token will name.
     pub async fn jwks(&self) -> Result<Value> {
-        let keys = self.published_keys(Utc::now()).await?;
+        let now = Utc::now();
+        let mut keys = self.published_keys(now).await?;
+        if keys.is_empty() {
+            self.new_signing_key(now).await?;
+            keys = self.published_keys(now).await?;
+        }
         Ok(json!({"keys": keys.iter().map(|key| key.public_jwk.clone()).collect::<Vec<_>>()}))
     }
 

@@ -31,7 +31,18 @@ impl Core {
 #[tokio::test]
 async fn hosts_verify_the_cores_tokens_against_its_jwks() {
     each_backend("tokens", |core| async move {
+        // A host that fetches the keys before any token was issued already sees the key the
+        // first token will name.
+        let early: Value = reqwest::get(format!("{}/.well-known/jwks.json", core.root()))
+            .await
+            .expect("jwks")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(early["keys"].as_array().map(Vec::len), Some(1), "{early}");
         let issued = core.audience_token(AUDIENCE, &["claims.write", "claims.read", "claims.read"]).await;
+        let kid = jsonwebtoken::decode_header(issued["accessToken"].as_str().expect("a token")).expect("a header").kid;
+        assert_eq!(kid.as_deref(), early["keys"][0]["kid"].as_str(), "the first token names the published key");
         assert_eq!(issued["tokenType"], "Bearer");
         assert_eq!(issued["scopes"], json!(["claims.read", "claims.write"]), "sorted, once each");
         let bearer = format!("Bearer {}", issued["accessToken"].as_str().expect("a token"));
