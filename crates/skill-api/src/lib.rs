@@ -7,7 +7,7 @@
 //! | the error envelope | [`ErrorEnvelope`], [`ErrorBody`] |
 //! | pages and item lists | [`Page`], [`Items`], [`PageQuery`] |
 //! | skill versions | [`PublishRequest`], [`PatchRequest`], [`SkillOut`], [`ListQuery`], [`MetadataOut`] |
-//! | assignments | [`AssignRequest`], [`Assigned`], [`Revoked`], [`AssignedSkill`] |
+//! | assignments; disabling a principal | [`AssignRequest`], [`Assigned`], [`Revoked`], [`AssignedSkill`], [`DisableRequest`] |
 //! | package installs, a whole plan applied at once | [`RecordRequest`], [`InstallOut`], [`ApplyRequest`], [`ApplyOut`] |
 //! | the events journal | [`EventOut`], [`EventsQuery`] |
 //! | calls: invoke, read, list; claim, heartbeat, complete, fail, cancel; executor sessions | [`InvokeRequest`], [`InvocationOut`], [`ClaimRequest`], [`ClaimOut`], [`SessionRequest`] |
@@ -41,7 +41,7 @@ pub use packages::{
     SettingsOut, SettingsRequest,
 };
 pub use page::{Items, Page, PageQuery};
-pub use principals::{AssignRequest, Assigned, AssignedSkill, Revoked};
+pub use principals::{AssignRequest, Assigned, AssignedSkill, DisableOut, DisableRequest, Revoked};
 pub use skills::{
     DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest, PublishRequest,
     SkillKind, SkillOut, SkillStatus, etag, parse_etag,

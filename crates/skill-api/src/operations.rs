@@ -7,10 +7,10 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use crate::{
     ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, AudienceTokenOut, AudienceTokenRequest,
-    CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, EventOut, EventsQuery, FailRequest,
-    HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page,
-    PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut,
-    SettingsRequest, SkillOut,
+    CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, DisableOut, DisableRequest, EventOut,
+    EventsQuery, FailRequest, HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest, Items,
+    ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SessionOut,
+    SessionRequest, SettingsOut, SettingsRequest, SkillOut,
 };
 
 /// Makes the schema of a type.
@@ -70,6 +70,7 @@ pub enum Op {
     ReadSettings,
     SetSettings,
     IssueAudienceToken,
+    DisablePrincipal,
 }
 
 /// One operation of the API.
@@ -528,6 +529,18 @@ pub const OPERATIONS: &[Operation] = &[
         errors: &[(403, "audience_reserved")],
         // A token is never stored, so a repeat issues another one.
         idempotency_key: false,
+    },
+    Operation {
+        op: Op::DisablePrincipal,
+        method: Method::Post,
+        path: "/principals:disable",
+        summary: "Disable a principal: its tokens stop working at once, the calls it authorized are cancelled, the calls it runs go back to the queue",
+        permission: "org.manage",
+        request: Some(schema::<DisableRequest>),
+        query: None,
+        success: (200, Some(schema::<DisableOut>)),
+        errors: &[(404, "not_found"), (409, "principal_disabled")],
+        idempotency_key: true,
     },
 ];
 

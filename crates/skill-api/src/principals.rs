@@ -48,3 +48,29 @@ pub struct AssignedSkill {
     pub metadata: Value,
     pub assigned_at: String,
 }
+
+/// The body of `POST /principals:disable`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DisableRequest {
+    /// The principal: its id or its name.
+    pub principal: String,
+    /// Why, as a code (`^[a-z0-9][a-z0-9_.-]*$`, at most 100 characters, e.g. `offboarded`): the
+    /// message of the calls it cancels and the code of the calls it returns to the queue.
+    pub reason: String,
+}
+
+/// What disabling a principal did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DisableOut {
+    pub principal_id: String,
+    pub name: String,
+    pub disabled_at: String,
+    pub reason: String,
+    /// The pending and running calls it was the authority of, now cancelled (`basis_revoked`).
+    pub cancelled_calls: Vec<String>,
+    /// The running calls it executed for others, back to the queue (or failed, when no attempt
+    /// remains).
+    pub returned_calls: Vec<String>,
+}

@@ -5,10 +5,10 @@ use serde_json::Value;
 use skill_api::operations::{Op, Operation};
 use skill_api::{
     ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, AudienceTokenOut, AudienceTokenRequest,
-    CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, EventOut, EventsQuery, FailRequest, Health,
-    HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page,
-    PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut,
-    SettingsRequest, SkillOut,
+    CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, DisableOut, DisableRequest, EventOut,
+    EventsQuery, FailRequest, Health, HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest,
+    Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SessionOut,
+    SessionRequest, SettingsOut, SettingsRequest, SkillOut,
 };
 use skill_contract::SkillDefinition;
 
@@ -174,6 +174,12 @@ impl Client {
     /// `POST /executor-sessions/{id}:heartbeat`.
     pub async fn keep_session(&self, id: &str, request: &SessionRequest) -> Result<SessionOut, ClientError> {
         Ok(self.send(call(Op::KeepSession).parameters(&[id]).body(request)).await?.body)
+    }
+
+    /// `POST /principals:disable`: its tokens stop working, the calls it authorized are
+    /// cancelled, the calls it runs go back to the queue (`org.manage`).
+    pub async fn disable_principal(&self, request: &DisableRequest) -> Result<DisableOut, ClientError> {
+        Ok(self.send(call(Op::DisablePrincipal).body(request)).await?.body)
     }
 
     /// `POST /audience-tokens`: a token for one audience and exactly the scopes asked

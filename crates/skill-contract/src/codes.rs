@@ -440,6 +440,7 @@ pub const CODES: &[CodeInfo] = &[
         "the database does not answer, or the server is stopping and the request's body had not arrived; retry (503)",
     ),
     code("internal_error", ToolExecutionFailure, No, "core", "an unexpected failure; the log has its details (500)"),
+    code("principal_disabled", ValidationError, No, "core", "the principal is disabled already (409)"),
     code(
         "audience_reserved",
         PermissionDenied,

@@ -48,6 +48,7 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::ReadSettings => ("/packages/{key}/settings", on(filter, handlers::settings)),
         Op::SetSettings => ("/packages/{key}/settings", on(filter, handlers::set_settings)),
         Op::IssueAudienceToken => ("/audience-tokens", on(filter, calls::audience_token)),
+        Op::DisablePrincipal => ("/principals:disable", on(filter, handlers::disable_principal)),
     };
     let (path, methods) = served;
     // A route without query parameters refuses any, as the ones with them refuse unknown ones.

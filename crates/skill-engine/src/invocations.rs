@@ -2,6 +2,7 @@
 //! reading and listing with their visibility rule, and cancelling. The queue side (claim,
 //! heartbeat, complete, fail, lease expiry) is in `queue.rs`, executor sessions in `sessions.rs`.
 
+mod disable;
 mod lease;
 mod queue;
 mod schemas;

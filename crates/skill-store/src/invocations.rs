@@ -62,6 +62,20 @@ pub trait InvocationStore: Send + Sync {
         now: Time,
     ) -> BoxFuture<'a, Result<bool>>;
 
+    /// The open calls a principal is in: pending or running on its authority, and running with
+    /// it as the executor.
+    fn calls_of_principal<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
+    /// Disables the principal at `at` and writes `calls` (each one row version on) and `events`,
+    /// in one transaction: `NotFound` when there is no such principal, `Conflict` when it is
+    /// disabled already, `Stale` when a call moved on — and nothing is written.
+    fn disable_principal<'a>(
+        &'a self,
+        principal_id: &'a str,
+        at: Time,
+        calls: &'a [InvocationRecord],
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<()>>;
+
     fn insert_session<'a>(&'a self, session: &'a SessionRecord, event: &'a Event) -> BoxFuture<'a, Result<()>>;
     fn session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionRecord>>;
     /// Writes `session` (one row version on) and the calls it ends, each one row version on, with
@@ -136,6 +150,15 @@ const SESSION_CALLS: &str = concat!(
     invocation_columns!(),
     " FROM skill_invocations WHERE status = 'running' AND executor_session_id = $1 ORDER BY id"
 );
+const CALLS_OF_PRINCIPAL: &str = concat!(
+    "SELECT ",
+    invocation_columns!(),
+    " FROM skill_invocations WHERE (authority_principal_id = $1 AND status IN ('pending', 'running')) \
+     OR (status = 'running' AND executor_principal_id = $1) ORDER BY created_at, id"
+);
+/// Sets `disabled_at` of an enabled principal.
+const DISABLE_PRINCIPAL: &str = "UPDATE principals SET disabled_at = $2 WHERE id = $1 AND disabled_at IS NULL";
+const PRINCIPAL_EXISTS: &str = "SELECT count(*) FROM principals WHERE id = $1";
 const INSERT_SESSION: &str = "INSERT INTO executor_sessions (id, principal_id, status, capabilities, created_at, \
      heartbeat_at, expires_at, closed_at, row_version, admission) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 const SESSION: &str = "SELECT id, principal_id, status, capabilities, admission, created_at, heartbeat_at, \

@@ -158,3 +158,15 @@ pub(super) async fn events(State(core): State<Core>, actor: Actor, QueryOf(query
     let items = core.engine.events(&actor, query.after.unwrap_or(0), query.subject.as_deref(), query.limit).await?;
     Ok(axum::Json(Items { items }).into_response())
 }
+
+/// `POST /principals:disable`.
+pub(super) async fn disable_principal(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    body: JsonBody<skill_api::DisableRequest>,
+) -> Answer {
+    let request = body.read(&actor, "org.manage")?;
+    let disabled = core.engine.disable_principal(&actor, &request, request_id(&id)).await?;
+    Ok(axum::Json(disabled).into_response())
+}

@@ -922,3 +922,96 @@ async fn a_waiting_claim_takes_the_call_queued_meanwhile() {
     })
     .await;
 }
+
+/// Disabling a principal: its token stops at once; the calls it authorized are cancelled
+/// (`basis_revoked`, the reason), the running one fencing its executor out; the call a disabled
+/// executor was running goes back to the queue with the reason as its code.
+#[tokio::test]
+async fn disabling_a_principal_cancels_its_calls_and_returns_what_it_ran() {
+    each_backend("disable", |core| async move {
+        core.publish(local("claim.classify", "none", (3, 0), &[])).await;
+        let take = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]});
+        let leaver = token(&core.engine, "leaver", &["skills.invoke"]).await;
+        let running = core.invoke(&leaver, "claim.classify@1", json!({"inputs": {"claim": "a"}})).await.ok(201).clone();
+        let held = core.claim(take.clone()).await.ok(200).clone();
+        assert_eq!(held["invocation"]["id"], running["id"]);
+        // Another caller's call, run by an executor that is disabled next.
+        let runner = token(&core.engine, "runner", &["skills.execute"]).await;
+        let theirs =
+            core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await.ok(201).clone();
+        let taken = core.post(&runner, "/skill-invocations:claim", &take).await.ok(200).clone();
+        assert_eq!(taken["invocation"]["id"], theirs["id"]);
+        let pending = core.invoke(&leaver, "claim.classify@1", json!({"inputs": {"claim": "b"}})).await.ok(201).clone();
+
+        // Only org.manage; a reason is a code.
+        let body = json!({"principal": "leaver", "reason": "offboarded"});
+        core.post(&core.caller, "/principals:disable", &body).await.refused(403, "permission_denied");
+        let odd = json!({"principal": "leaver", "reason": "Left the company"});
+        core.post(&core.admin, "/principals:disable", &odd).await.refused(400, "invalid_request");
+        core.post(&core.admin, "/principals:disable", &json!({"principal": "nobody", "reason": "x"}))
+            .await
+            .refused(404, "not_found");
+
+        let disabled = core.post(&core.admin, "/principals:disable", &body).await.ok(200).clone();
+        let mut cancelled: Vec<String> = disabled["cancelledCalls"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        cancelled.sort();
+        let mut expected =
+            vec![running["id"].as_str().expect("id").to_owned(), pending["id"].as_str().expect("id").to_owned()];
+        expected.sort();
+        assert_eq!(cancelled, expected, "{disabled}");
+        core.post(&core.admin, "/principals:disable", &body).await.refused(409, "principal_disabled");
+        // Its token stops at once.
+        core.get(&leaver, "/skills").await.refused(401, "invalid_token");
+
+        let read = |id: &Value| {
+            let core = &core;
+            let id = id.as_str().expect("id").to_owned();
+            async move { core.get(&core.executor, &format!("/skill-invocations/{id}")).await.ok(200).clone() }
+        };
+        let was_running = read(&running["id"]).await;
+        assert_eq!(
+            (
+                was_running["status"].clone(),
+                was_running["error"]["code"].clone(),
+                was_running["error"]["message"].clone()
+            ),
+            (json!("cancelled"), json!("basis_revoked"), json!("offboarded"))
+        );
+        assert_eq!(was_running["error"]["details"]["wasRunning"], true);
+        assert_eq!(read(&pending["id"]).await["error"]["details"]["wasRunning"], false);
+        // The executor that held the cancelled call is fenced out.
+        let report = json!({"fencingToken": 1, "output": {"label": "x"}});
+        core.act(&core.executor, running["id"].as_str().expect("id"), "complete", report)
+            .await
+            .refused(409, "stale_invocation_lease");
+
+        // The runner disabled: the call it held is back in the queue, its attempt spent.
+        let gone = json!({"principal": "runner", "reason": "executor_retired"});
+        let returned = core.post(&core.admin, "/principals:disable", &gone).await.ok(200).clone();
+        assert_eq!(returned["returnedCalls"], json!([theirs["id"]]), "{returned}");
+        assert_eq!(returned["cancelledCalls"], json!([]));
+        let back = read(&theirs["id"]).await;
+        assert_eq!(
+            (
+                back["status"].clone(),
+                back["attempt"].clone(),
+                back["error"]["code"].clone(),
+                back["error"]["retryable"].clone()
+            ),
+            (json!("pending"), json!(1), json!("executor_retired"), json!(true))
+        );
+        let again = core.claim(take).await.ok(200).clone();
+        assert_eq!(
+            (again["invocation"]["id"].clone(), again["invocation"]["attempt"].clone()),
+            (theirs["id"].clone(), json!(2))
+        );
+        let events = core.engine.store().events(0, None, 1000).await.expect("events");
+        assert_eq!(events.iter().filter(|e| e.kind == "principal.disabled").count(), 2);
+    })
+    .await;
+}

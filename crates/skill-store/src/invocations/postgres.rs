@@ -5,8 +5,9 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, EXPIRED, INSERT_SESSION, InvocationStore, ROW_VERSION, SESSION, SESSION_CALLS,
-    Take, UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql, insert_call_sql, update_call_sql,
+    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, EXPIRED, INSERT_SESSION, InvocationStore,
+    PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION, claimable_sql,
+    covered_sql, insert_call_sql, update_call_sql,
 };
 use crate::backend::PgStore;
 use crate::error::{ErrorKind, Result, StoreError};
@@ -272,6 +273,37 @@ impl InvocationStore for PgStore {
                 .bind(audience)
                 .fetch_one(self.read())
                 .await?)
+        })
+    }
+
+    fn calls_of_principal<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        Box::pin(async move { Ok(sqlx::query_as(CALLS_OF_PRINCIPAL).bind(principal_id).fetch_all(self.read()).await?) })
+    }
+
+    fn disable_principal<'a>(
+        &'a self,
+        principal_id: &'a str,
+        at: Time,
+        calls: &'a [InvocationRecord],
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut tx = self.write().await?;
+            let done = sqlx::query(DISABLE_PRINCIPAL).bind(principal_id).bind(at).execute(&mut *tx).await?;
+            if done.rows_affected() == 0 {
+                let found: i64 = sqlx::query_scalar(PRINCIPAL_EXISTS).bind(principal_id).fetch_one(&mut *tx).await?;
+                return Err(if found == 0 {
+                    StoreError::new(ErrorKind::NotFound, format!("no principal {principal_id}"))
+                } else {
+                    StoreError::new(ErrorKind::Conflict, format!("principal {principal_id} is disabled already"))
+                });
+            }
+            for call in calls {
+                update_call(&mut tx, call, None).await?;
+            }
+            insert_events(&mut tx, events).await?;
+            tx.commit().await?;
+            Ok(())
         })
     }
 

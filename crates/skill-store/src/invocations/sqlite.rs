@@ -6,8 +6,9 @@ use rusqlite::Connection;
 use rusqlite::types::Value as Arg;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, EXPIRED, INSERT_CALL, INSERT_SESSION, InvocationStore, ROW_VERSION, SESSION,
-    SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql,
+    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, EXPIRED, INSERT_CALL, INSERT_SESSION,
+    InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION,
+    claimable_sql, covered_sql,
 };
 use crate::backend::SqliteStore;
 use crate::error::{ErrorKind, Result, StoreError};
@@ -163,6 +164,41 @@ impl InvocationStore for SqliteStore {
         let values = [time(now), text(protocol), text(target), maybe_text(audience)];
         let found = self.lite.read(|connection| one(connection, COVERED, &values, |row| row.get::<_, bool>(0)));
         Box::pin(async move { found })
+    }
+
+    fn calls_of_principal<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        let found =
+            self.lite.read(|connection| rows(connection, CALLS_OF_PRINCIPAL, &[text(principal_id)], invocation_row));
+        Box::pin(async move { found })
+    }
+
+    fn disable_principal<'a>(
+        &'a self,
+        principal_id: &'a str,
+        at: Time,
+        calls: &'a [InvocationRecord],
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<()>> {
+        let id = principal_id.to_owned();
+        let calls = calls.to_vec();
+        let events = events.to_vec();
+        Box::pin(self.lite.write(move |connection| {
+            if execute(connection, DISABLE_PRINCIPAL, &[text(&id), time(at)])? == 0 {
+                let found = one(connection, PRINCIPAL_EXISTS, &[text(&id)], |row| row.get::<_, i64>(0))?;
+                return Err(if found == 0 {
+                    StoreError::new(ErrorKind::NotFound, format!("no principal {id}"))
+                } else {
+                    StoreError::new(ErrorKind::Conflict, format!("principal {id} is disabled already"))
+                });
+            }
+            for call in &calls {
+                update_call(connection, call)?;
+            }
+            for event in &events {
+                event_insert(connection, event)?;
+            }
+            Ok(())
+        }))
     }
 
     fn insert_session<'a>(&'a self, s: &'a SessionRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {

@@ -425,3 +425,36 @@ pub(crate) async fn claims_at_once_each_take_their_own_call_in_queue_order(db: D
     let after = db.store.events(0, None, 10_000).await.expect("events").len();
     assert_eq!(after, before + fresh.len(), "one event per insert, none for the stale write");
 }
+
+pub(crate) async fn disabling_a_principal_writes_it_with_its_calls_or_nothing(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let call = pending(&skill, &ana, "local", "claims.lookup", None);
+    insert(&db, &call).await;
+    assert_eq!(db.store.calls_of_principal(&ana).await.expect("calls").len(), 1);
+    let cancelled = InvocationRecord {
+        status: "cancelled".to_owned(),
+        finished_at: Some(Utc::now()),
+        error: Some(json!({"code": "basis_revoked", "retryable": false, "message": "offboarded"})),
+        row_version: call.row_version + 1,
+        ..call.clone()
+    };
+    // A stale call stops the whole write: the principal stays enabled, no event.
+    let stale = InvocationRecord { row_version: call.row_version + 2, ..cancelled.clone() };
+    let before = db.store.events(0, None, 1000).await.expect("events").len();
+    let refused = db.store.disable_principal(&ana, Utc::now(), &[stale], &[event("principal.disabled", "p")]).await;
+    assert_eq!(refused.expect_err("stale").kind(), ErrorKind::Stale);
+    assert_eq!(db.store.principal(&ana).await.expect("ana").disabled_at, None);
+    assert_eq!(db.store.events(0, None, 1000).await.expect("events").len(), before);
+
+    db.store
+        .disable_principal(&ana, Utc::now(), &[cancelled], &[event("principal.disabled", "p")])
+        .await
+        .expect("disabled");
+    assert!(db.store.principal(&ana).await.expect("ana").disabled_at.is_some());
+    assert_eq!(db.store.invocation(&call.id).await.expect("call").status, "cancelled");
+    assert!(db.store.calls_of_principal(&ana).await.expect("calls").is_empty(), "nothing open is left");
+    let again = db.store.disable_principal(&ana, Utc::now(), &[], &[event("principal.disabled", "p")]).await;
+    assert_eq!(again.expect_err("disabled already").kind(), ErrorKind::Conflict);
+    let nobody = db.store.disable_principal(&id(), Utc::now(), &[], &[]).await;
+    assert_eq!(nobody.expect_err("no principal").kind(), ErrorKind::NotFound);
+}

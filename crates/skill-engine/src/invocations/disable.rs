@@ -1,0 +1,113 @@
+//! Disabling a principal (`org.manage`), in one transaction: its tokens stop working at once
+//! (every request reads the principal), the pending and running calls it is the authority of are
+//! cancelled (`basis_revoked`, the reason as the message), and the running calls it executes for
+//! others go back to the queue as a retryable failure with the reason as the code (or fail, when
+//! no attempt remains).
+
+use chrono::Utc;
+use serde_json::json;
+use skill_api::{DisableOut, DisableRequest};
+use skill_store::ErrorKind;
+
+use super::{busy, lease};
+use crate::actor::Actor;
+use crate::catalog::view_time;
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+impl Engine {
+    pub async fn disable_principal(
+        &self,
+        actor: &Actor,
+        request: &DisableRequest,
+        request_id: Option<&str>,
+    ) -> Result<DisableOut> {
+        actor.require("org.manage")?;
+        let reason = request.reason.as_str();
+        if !skill_contract::is_valid_code(reason) {
+            return Err(EngineError::invalid_request(format!(
+                "`reason` is a code: `^[a-z0-9][a-z0-9_.-]*$`, at most {} characters (e.g. offboarded)",
+                skill_contract::MAX_CODE
+            ))
+            .with("field", "reason"));
+        }
+        let found = match uuid::Uuid::try_parse(&request.principal) {
+            Ok(_) => self.store.principal(&request.principal).await,
+            Err(_) => self.store.principal_by_name(&request.principal).await,
+        };
+        let principal = found.map_err(|error| match error.kind() {
+            ErrorKind::NotFound => EngineError::not_found(&format!("principal {}", request.principal))
+                .with("principal", request.principal.as_str()),
+            _ => error.into(),
+        })?;
+        let origin = Origin::of(actor, request_id);
+        for _ in 0..5 {
+            if principal.disabled_at.is_some() {
+                return Err(disabled_already(&principal.id));
+            }
+            let now = Utc::now();
+            let mut writes = Vec::new();
+            let mut events = Vec::new();
+            let (mut cancelled, mut returned) = (Vec::new(), Vec::new());
+            for call in self.store.calls_of_principal(&principal.id).await? {
+                let skill = self.store.skill(&call.skill_id).await?.skill;
+                let subject = format!("skill_invocation:{}", call.id);
+                if call.authority_principal_id == principal.id {
+                    let was_running = call.status == "running";
+                    let details = json!({"cancelledBy": actor.id(), "initiator": "system", "wasRunning": was_running,
+                                         "principalId": principal.id});
+                    let error = lease::error_value("basis_revoked", false, reason, Some(details));
+                    events.push(self.event(
+                        "skill.invocation_cancelled",
+                        subject,
+                        json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
+                               "taskId": call.task_id, "runId": call.run_id, "code": "basis_revoked", "reason": reason,
+                               "wasRunning": was_running, "cancelledBy": actor.id(), "initiator": "system"}),
+                        &origin,
+                    ));
+                    cancelled.push(call.id.clone());
+                    writes.push(lease::ended(&call, "cancelled", None, Some(error), now));
+                } else {
+                    let message = format!("the executor {} was disabled ({reason})", principal.name);
+                    let error = lease::error_value(reason, true, &message, None);
+                    let (next, event) = self.failed(call, &skill, error, None, now, &origin);
+                    returned.push(next.id.clone());
+                    writes.push(next);
+                    events.push(event);
+                }
+            }
+            events.push(self.event(
+                "principal.disabled",
+                format!("principal:{}", principal.id),
+                json!({"principalId": principal.id, "name": principal.name, "reason": reason,
+                       "cancelledCalls": cancelled.len(), "returnedCalls": returned.len()}),
+                &origin,
+            ));
+            match self.store.disable_principal(&principal.id, now, &writes, &events).await {
+                Ok(()) => {
+                    if !returned.is_empty() {
+                        self.ready.notify_one();
+                    }
+                    return Ok(DisableOut {
+                        principal_id: principal.id,
+                        name: principal.name,
+                        disabled_at: view_time(&now),
+                        reason: reason.to_owned(),
+                        cancelled_calls: cancelled,
+                        returned_calls: returned,
+                    });
+                }
+                // A call moved meanwhile: read them again.
+                Err(error) if error.kind() == ErrorKind::Stale => {}
+                Err(error) if error.kind() == ErrorKind::Conflict => return Err(disabled_already(&principal.id)),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(busy())
+    }
+}
+
+fn disabled_already(id: &str) -> EngineError {
+    EngineError::new(Class::Conflict, "principal_disabled", format!("the principal {id} is disabled already"))
+        .with("principalId", id)
+}
