@@ -376,23 +376,48 @@ impl Engine {
                 _ => {}
             }
             let now = Utc::now();
-            let was_running = call.status == "running";
-            let details = json!({"cancelledBy": actor.id(), "initiator": "principal", "wasRunning": was_running});
-            let error = lease::error_value("cancelled", false, &reason, Some(details));
-            let cancelled = lease::ended(&call, "cancelled", None, Some(error), now);
-            let event = self.event(
-                "skill.invocation_cancelled",
-                format!("skill_invocation:{}", call.id),
-                json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
-                       "taskId": call.task_id, "runId": call.run_id, "code": "cancelled", "reason": reason,
-                       "wasRunning": was_running, "cancelledBy": actor.id(), "initiator": "principal"}),
-                &Origin::of(actor, request_id),
-            );
+            let cause = Cancellation { code: "cancelled", reason: &reason, by: actor.id(), initiator: "principal" };
+            let (cancelled, event) = self.cancelled(&call, &skill, &cause, now, &Origin::of(actor, request_id));
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {
                 return Ok(view::invocation_out(cancelled, &skill, now, None));
             }
         }
         Err(busy())
+    }
+}
+
+/// Why a call is cancelled: its error code (`cancelled`, `basis_revoked`), the reason (the
+/// error's message), who cancelled it and whether a principal or the system did.
+pub(crate) struct Cancellation<'a> {
+    pub(crate) code: &'a str,
+    pub(crate) reason: &'a str,
+    pub(crate) by: &'a str,
+    pub(crate) initiator: &'a str,
+}
+
+impl Engine {
+    /// `call` cancelled for `cause`, and its `skill.invocation_cancelled` event; `details` of the
+    /// error say who and whether it was running (its executor is fenced out either way).
+    pub(crate) fn cancelled(
+        &self,
+        call: &InvocationRecord,
+        skill: &SkillRecord,
+        cause: &Cancellation<'_>,
+        now: skill_store::records::Time,
+        origin: &Origin,
+    ) -> (InvocationRecord, skill_store::records::Event) {
+        let was_running = call.status == "running";
+        let details = json!({"cancelledBy": cause.by, "initiator": cause.initiator, "wasRunning": was_running});
+        let error = lease::error_value(cause.code, false, cause.reason, Some(details));
+        let event = self.event(
+            "skill.invocation_cancelled",
+            format!("skill_invocation:{}", call.id),
+            json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
+                   "taskId": call.task_id, "runId": call.run_id, "code": cause.code, "reason": cause.reason,
+                   "wasRunning": was_running, "cancelledBy": cause.by, "initiator": cause.initiator}),
+            origin,
+        );
+        (lease::ended(call, "cancelled", None, Some(error), now), event)
     }
 }
 

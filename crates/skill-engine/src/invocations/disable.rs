@@ -9,7 +9,7 @@ use serde_json::json;
 use skill_api::{DisableOut, DisableRequest};
 use skill_store::ErrorKind;
 
-use super::{busy, lease};
+use super::{Cancellation, busy, lease};
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
@@ -51,22 +51,12 @@ impl Engine {
             let (mut cancelled, mut returned) = (Vec::new(), Vec::new());
             for call in self.store.calls_of_principal(&principal.id).await? {
                 let skill = self.store.skill(&call.skill_id).await?.skill;
-                let subject = format!("skill_invocation:{}", call.id);
                 if call.authority_principal_id == principal.id {
-                    let was_running = call.status == "running";
-                    let details = json!({"cancelledBy": actor.id(), "initiator": "system", "wasRunning": was_running,
-                                         "principalId": principal.id});
-                    let error = lease::error_value("basis_revoked", false, reason, Some(details));
-                    events.push(self.event(
-                        "skill.invocation_cancelled",
-                        subject,
-                        json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
-                               "taskId": call.task_id, "runId": call.run_id, "code": "basis_revoked", "reason": reason,
-                               "wasRunning": was_running, "cancelledBy": actor.id(), "initiator": "system"}),
-                        &origin,
-                    ));
-                    cancelled.push(call.id.clone());
-                    writes.push(lease::ended(&call, "cancelled", None, Some(error), now));
+                    let cause = Cancellation { code: "basis_revoked", reason, by: actor.id(), initiator: "system" };
+                    let (next, event) = self.cancelled(&call, &skill, &cause, now, &origin);
+                    cancelled.push(next.id.clone());
+                    writes.push(next);
+                    events.push(event);
                 } else {
                     let message = format!("the executor {} was disabled ({reason})", principal.name);
                     let error = lease::error_value(reason, true, &message, None);
