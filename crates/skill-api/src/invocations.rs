@@ -250,6 +250,11 @@ pub struct SessionRequest {
     /// How long the session lives without a heartbeat: 10 to 600 s (default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_seconds: Option<u32>,
+    /// With a heartbeat, `true`: the executor is stopping — claims made with this session take
+    /// nothing from now on and waiting ones answer at once, while its running calls go on and
+    /// report. Never undone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draining: Option<bool>,
 }
 
 /// The body of `POST /executor-sessions/{id}:close`: `{}`.
@@ -270,4 +275,7 @@ pub struct SessionOut {
     pub heartbeat_at: String,
     pub expires_at: String,
     pub closed_at: Option<String>,
+    /// Whether its executor is stopping (claims with it take nothing).
+    #[serde(default)]
+    pub draining: bool,
 }

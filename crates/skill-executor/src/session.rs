@@ -17,7 +17,7 @@ pub(crate) struct Sessions {
 
 impl Sessions {
     pub(crate) fn new(client: Client, capabilities: Vec<String>, ttl_seconds: u32) -> Self {
-        let request = SessionRequest { capabilities, ttl_seconds: Some(ttl_seconds) };
+        let request = SessionRequest { capabilities, ttl_seconds: Some(ttl_seconds), draining: None };
         Self { client, request, current: Mutex::new(None), opening: tokio::sync::Mutex::new(()) }
     }
 
@@ -62,6 +62,17 @@ impl Sessions {
                 // Not a verdict: the core may be restarting. The next beat tries again.
                 Err(error) => tracing::warn!(session = %id, error = %error, "the session heartbeat failed"),
             }
+        }
+    }
+
+    /// Tells the core the executor is stopping: claims made with the session take nothing from
+    /// now on and waiting ones answer at once (its running calls go on). Not a verdict when it
+    /// fails: the claims then end at the stop as before.
+    pub(crate) async fn drain(&self) {
+        let Some(id) = self.slot().clone() else { return };
+        let request = SessionRequest { draining: Some(true), ..self.request.clone() };
+        if let Err(error) = self.client.keep_session(&id, &request).await {
+            tracing::warn!(session = %id, error = %error, "the session could not be drained");
         }
     }
 

@@ -15,6 +15,9 @@ use crate::{Options, Runner, Stats};
 
 /// How long one claim waits at the core for a call.
 const CLAIM_WAIT_SECONDS: u32 = 10;
+/// How long a claim still waiting at the stop may take to answer (the drained session makes the
+/// core answer at once).
+const DRAINED_CLAIM_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct Counters {
@@ -99,6 +102,9 @@ pub async fn run(
         () = stop => None,
         error = fatal_rx.recv() => error,
     };
+    // Drained first, so the claims still waiting answer at once and take nothing more; then the
+    // workers stop.
+    sessions.drain().await;
     let _ = stopping.send(true);
     let finished = async { while workers.join_next().await.is_some() {} };
     if tokio::time::timeout(options.grace, finished).await.is_err() {
@@ -148,11 +154,23 @@ impl Worker {
                 }
             };
             let request = ClaimRequest { session_id: Some(session.clone()), ..self.claim.clone() };
-            // A claim waiting at the core is given up at the stop: a call it took in that moment
-            // is held by the session, and closing the session puts it back in the queue.
-            let claimed = tokio::select! {
-                claimed = self.client.claim(&request) => claimed,
-                () = raised(&mut self.stopping) => return,
+            // At the stop the session is drained: a waiting claim answers at once, with the call
+            // it took in that moment, if any, which then runs within the grace period. One that
+            // does not answer soon (the core unreachable) is given up: closing the session puts
+            // what it took back in the queue.
+            let client = self.client.clone();
+            let claimed = {
+                let claim = client.claim(&request);
+                tokio::pin!(claim);
+                tokio::select! {
+                    claimed = &mut claim => claimed,
+                    () = raised(&mut self.stopping) => {
+                        match tokio::time::timeout(DRAINED_CLAIM_WAIT, &mut claim).await {
+                            Ok(claimed) => claimed,
+                            Err(_) => return,
+                        }
+                    }
+                }
             };
             match claimed {
                 Ok(Some(claimed)) => {

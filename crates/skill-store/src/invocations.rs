@@ -160,15 +160,17 @@ const CALLS_OF_PRINCIPAL: &str = concat!(
 const DISABLE_PRINCIPAL: &str = "UPDATE principals SET disabled_at = $2 WHERE id = $1 AND disabled_at IS NULL";
 const PRINCIPAL_EXISTS: &str = "SELECT count(*) FROM principals WHERE id = $1";
 const INSERT_SESSION: &str = "INSERT INTO executor_sessions (id, principal_id, status, capabilities, created_at, \
-     heartbeat_at, expires_at, closed_at, row_version, admission) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+     heartbeat_at, expires_at, closed_at, row_version, admission, draining_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const SESSION: &str = "SELECT id, principal_id, status, capabilities, admission, created_at, heartbeat_at, \
-     expires_at, closed_at, row_version FROM executor_sessions WHERE id = $1";
+     expires_at, closed_at, row_version, draining_at FROM executor_sessions WHERE id = $1";
 const UPDATE_SESSION: &str = "UPDATE executor_sessions SET status = $3, heartbeat_at = $4, expires_at = $5, \
-     closed_at = $6, row_version = $7, admission = $8 WHERE id = $1 AND row_version = $2";
+     closed_at = $6, row_version = $7, admission = $8, draining_at = $9 WHERE id = $1 AND row_version = $2";
 
 /// Pending calls available at `$1` that an admission covers (`$2` local entrypoints, `$3` http
-/// origins, `$4` MCP endpoints, `$5` audiences, each a JSON array; `$6` one call's id or null),
-/// in queue order, at most `$7`. `$each` is the backend's set-returning function over a JSON
+/// origins, `$4` MCP endpoints, `$5` audiences, each a JSON array; `$6` one call's id or null;
+/// `$8` the claim's session or null, which must be open and not draining), in queue order, at
+/// most `$7`. `$each` is the backend's set-returning function over a JSON
 /// array of strings, with a `value` column. Origins admit an endpoint equal to them or under
 /// them (`origin/…`), as strings: `https://h:443/x` is not under `https://h`.
 macro_rules! claimable_sql {
@@ -177,7 +179,9 @@ macro_rules! claimable_sql {
             "SELECT ",
             $crate::invocations::invocation_columns!(),
             " FROM skill_invocations i WHERE i.status = 'pending' AND i.available_at <= $1 \
-             AND ($6 IS NULL OR i.id = $6) AND ( \
+             AND ($6 IS NULL OR i.id = $6) \
+             AND ($8 IS NULL OR EXISTS (SELECT 1 FROM executor_sessions d WHERE d.id = $8 \
+               AND d.status = 'active' AND d.draining_at IS NULL)) AND ( \
                (i.protocol = 'local' AND i.target IN (SELECT value FROM ",
             $each,
             "($2))) \

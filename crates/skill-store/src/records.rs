@@ -333,6 +333,9 @@ pub struct Admission {
     pub audiences: Vec<String>,
     /// Only this call, when given.
     pub invocation_id: Option<String>,
+    /// The session the claim is made with: it must be open and not draining at the moment of
+    /// taking.
+    pub session_id: Option<String>,
 }
 
 /// An executor's session: leases taken with it end when it ends.
@@ -353,6 +356,8 @@ pub struct SessionRecord {
     pub expires_at: Time,
     pub closed_at: Option<Time>,
     pub row_version: i32,
+    /// When its executor began to stop: claims made with it take nothing from then on.
+    pub draining_at: Option<Time>,
 }
 
 /// What inserting a call did.

@@ -1015,3 +1015,56 @@ async fn disabling_a_principal_cancels_its_calls_and_returns_what_it_ran() {
     })
     .await;
 }
+
+/// A stopping executor drains its session: a claim waiting with it answers at once, and claims
+/// made with it take nothing, though a call waits; its running calls still report.
+#[tokio::test]
+async fn a_drained_session_takes_nothing_and_ends_waiting_claims() {
+    each_backend("drain", |core| async move {
+        core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+        let session = core.post(&core.executor, "/executor-sessions", &json!({})).await.ok(201).clone();
+        let sid = session["id"].as_str().expect("id").to_owned();
+        let take = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "sessionId": sid});
+        let running =
+            core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "a"}})).await.ok(201).clone();
+        let held = core.claim(take.clone()).await.ok(200).clone();
+        assert_eq!(held["invocation"]["id"], running["id"]);
+
+        // A claim waits (up to 10 s) for a call; the drain ends it at once.
+        let waiting = {
+            let mut body = take.clone();
+            body["waitSeconds"] = json!(10);
+            let (http, url, token) =
+                (core.http.clone(), format!("{}/skill-invocations:claim", core.base), core.executor.clone());
+            tokio::spawn(async move {
+                let started = std::time::Instant::now();
+                let answer = http.post(url).bearer_auth(token).json(&body).send().await.expect("answers");
+                (answer.status().as_u16(), started.elapsed())
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let drained =
+            core.post(&core.executor, &format!("/executor-sessions/{sid}:heartbeat"), &json!({"draining": true})).await;
+        assert_eq!(drained.ok(200)["draining"], true);
+        let (status, waited) = waiting.await.expect("the claim ended");
+        assert_eq!(status, 204);
+        assert!(waited < std::time::Duration::from_secs(5), "answered at the drain, not after its 10 s: {waited:?}");
+
+        // A call waits; a claim with the drained session does not take it, one without does.
+        let queued =
+            core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "b"}})).await.ok(201).clone();
+        assert_eq!(core.claim(take.clone()).await.status.as_u16(), 204);
+        // The running call still reports.
+        let report = json!({"fencingToken": 1, "output": {"label": "refund"}, "sessionId": sid});
+        assert_eq!(
+            core.act(&core.executor, running["id"].as_str().expect("id"), "complete", report).await.ok(200)["status"],
+            "succeeded"
+        );
+        // Draining is never undone.
+        let again = core.post(&core.executor, &format!("/executor-sessions/{sid}:heartbeat"), &json!({})).await;
+        assert_eq!(again.ok(200)["draining"], true);
+        let plain = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]});
+        assert_eq!(core.claim(plain).await.ok(200)["invocation"]["id"], queued["id"]);
+    })
+    .await;
+}

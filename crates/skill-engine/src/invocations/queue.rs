@@ -83,6 +83,10 @@ impl Engine {
         };
         if let Some(session_id) = &request.session_id {
             let session = self.own_active_session(actor, session_id).await?;
+            if session.draining_at.is_some() {
+                // The executor is stopping: nothing more for it.
+                return Ok(None);
+            }
             self.remember_admission(session, &admission).await?;
         }
         if admission.local_entrypoints.is_empty()
@@ -113,6 +117,13 @@ impl Engine {
             tokio::select! {
                 () = &mut queued => {}
                 () = tokio::time::sleep(left.min(OTHER_CORES_EVERY)) => {}
+            }
+            // A session drained meanwhile ends the wait (its own transaction refuses to take
+            // anything anyway).
+            if let Some(session_id) = &request.session_id
+                && self.own_active_session(actor, session_id).await?.draining_at.is_some()
+            {
+                return Ok(None);
             }
         }
     }
@@ -513,6 +524,7 @@ fn admission(request: &ClaimRequest) -> Result<Admission> {
         },
         audiences: request.audiences.clone(),
         invocation_id: request.invocation_id.clone(),
+        session_id: request.session_id.clone(),
     })
 }
 

@@ -48,6 +48,7 @@ impl Engine {
             expires_at: now + Duration::seconds(i64::from(ttl)),
             closed_at: None,
             row_version: 1,
+            draining_at: None,
         };
         let event = self.event(
             "executor.session_opened",
@@ -67,13 +68,19 @@ impl Engine {
         for _ in 0..5 {
             let session = self.own_active_session(actor, id).await?;
             let now = Utc::now();
+            let draining = session.draining_at.is_some() || request.draining == Some(true);
             let next = SessionRecord {
                 heartbeat_at: now,
                 expires_at: session.expires_at.max(now + Duration::seconds(i64::from(ttl))),
+                draining_at: if draining { session.draining_at.or(Some(now)) } else { None },
                 row_version: session.row_version + 1,
                 ..session
             };
             if written(self.store.update_session(&next, &[], &[]).await)? {
+                if draining {
+                    // Waiting claims look again, see the drain and answer at once.
+                    self.ready.notify_waiters();
+                }
                 return Ok(session_out(next, now));
             }
         }
@@ -179,6 +186,7 @@ fn session_out(session: SessionRecord, now: Time) -> SessionOut {
         heartbeat_at: view_time(&session.heartbeat_at),
         expires_at: view_time(&session.expires_at),
         closed_at: session.closed_at.as_ref().map(view_time),
+        draining: session.draining_at.is_some(),
         id: session.id,
         principal_id: session.principal_id,
     }

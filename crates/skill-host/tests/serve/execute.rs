@@ -181,10 +181,6 @@ fn calls_invoked_through_the_core_run_in_the_host() {
     while core.get(&format!("/skill-invocations/{id}"))["status"] != "running" && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    // `running` is written before the claim's answer reaches the executor; a stop in between
-    // gives the claim up and the session's close spends the attempt (a known window). Let the
-    // answer arrive first: the call is then running in the host.
-    std::thread::sleep(Duration::from_millis(300));
     executor.signal(Signal::TERM);
     // Prompt: the running call's 1.5 s, not the 10 s a waiting claim would hold the other worker.
     let (code, lines) = executor.wait_within(6);

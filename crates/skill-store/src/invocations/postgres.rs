@@ -207,6 +207,7 @@ impl InvocationStore for PgStore {
                 .bind(Json(&a.audiences))
                 .bind(&a.invocation_id)
                 .bind(i64::from(limit))
+                .bind(&a.session_id)
                 .fetch_all(self.read())
                 .await?)
         })
@@ -228,6 +229,7 @@ impl InvocationStore for PgStore {
                 .bind(Json(&a.audiences))
                 .bind(&a.invocation_id)
                 .bind(1_i64)
+                .bind(&a.session_id)
                 .fetch_optional(&mut *tx)
                 .await?;
             let Some((running, events)) = candidate.as_ref().and_then(&mut take) else {
@@ -321,6 +323,7 @@ impl InvocationStore for PgStore {
                 .bind(s.closed_at)
                 .bind(s.row_version)
                 .bind(Json(&s.admission))
+                .bind(s.draining_at)
                 .execute(&mut *tx)
                 .await?;
             crate::events::commit!(tx, event);
@@ -349,6 +352,7 @@ impl InvocationStore for PgStore {
                 .bind(s.closed_at)
                 .bind(s.row_version)
                 .bind(Json(&s.admission))
+                .bind(s.draining_at)
                 .execute(&mut *tx)
                 .await?;
             if done.rows_affected() == 0 {

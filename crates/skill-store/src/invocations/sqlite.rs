@@ -44,6 +44,7 @@ fn admission_values(a: &Admission, now: Time, limit: i64) -> Vec<Arg> {
         Arg::Text(serde_json::to_string(&a.audiences).unwrap_or_default()),
         maybe_text(a.invocation_id.as_deref()),
         int(limit),
+        maybe_text(a.session_id.as_deref()),
     ]
 }
 
@@ -213,6 +214,7 @@ impl InvocationStore for SqliteStore {
             maybe_time(s.closed_at),
             int(s.row_version),
             json(&s.admission),
+            maybe_time(s.draining_at),
         ];
         let event = event.clone();
         Box::pin(self.lite.write(move |connection| {
@@ -241,6 +243,7 @@ impl InvocationStore for SqliteStore {
             maybe_time(s.closed_at),
             int(s.row_version),
             json(&s.admission),
+            maybe_time(s.draining_at),
         ];
         let id = s.id.clone();
         let calls = calls.to_vec();

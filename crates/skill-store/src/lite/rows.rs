@@ -187,7 +187,7 @@ pub(crate) fn update_values(c: &InvocationRecord) -> Vec<Arg> {
 }
 
 /// A session, from `id, principal_id, status, capabilities, admission, created_at, heartbeat_at,
-/// expires_at, closed_at, row_version`.
+/// expires_at, closed_at, row_version, draining_at`.
 pub(crate) fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {
         id: row.get(0)?,
@@ -200,6 +200,7 @@ pub(crate) fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
         expires_at: get_time(row, 7)?,
         closed_at: get_maybe_time(row, 8)?,
         row_version: row.get(9)?,
+        draining_at: get_maybe_time(row, 10)?,
     })
 }
 

@@ -192,6 +192,7 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
         expires_at: now + Duration::seconds(60),
         closed_at: None,
         row_version: 1,
+        draining_at: None,
     };
     db.store.insert_session(&session, &event("executor.session_opened", "session")).await.expect("session");
     // What the active session covers, by the claim's own rules.
@@ -457,4 +458,36 @@ pub(crate) async fn disabling_a_principal_writes_it_with_its_calls_or_nothing(db
     assert_eq!(again.expect_err("disabled already").kind(), ErrorKind::Conflict);
     let nobody = db.store.disable_principal(&id(), Utc::now(), &[], &[]).await;
     assert_eq!(nobody.expect_err("no principal").kind(), ErrorKind::NotFound);
+}
+
+pub(crate) async fn a_claim_with_a_draining_session_takes_nothing(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let now = Utc::now();
+    let session = SessionRecord {
+        id: id(),
+        principal_id: ana.clone(),
+        status: "active".to_owned(),
+        capabilities: json!([]),
+        admission: json!({}),
+        created_at: now,
+        heartbeat_at: now,
+        expires_at: now + Duration::seconds(60),
+        closed_at: None,
+        row_version: 1,
+        draining_at: None,
+    };
+    db.store.insert_session(&session, &event("executor.session_opened", "session")).await.expect("session");
+    insert(&db, &pending(&skill, &ana, "local", "claims.lookup", None)).await;
+    let admission = Admission {
+        local_entrypoints: vec!["claims.lookup".to_owned()],
+        session_id: Some(session.id.clone()),
+        ..Admission::default()
+    };
+    let drained = SessionRecord { draining_at: Some(Utc::now()), row_version: 2, ..session.clone() };
+    db.store.update_session(&drained, &[], &[]).await.expect("drained");
+    assert!(db.store.session(&session.id).await.expect("session").draining_at.is_some());
+    // Checked in the claim's own transaction: nothing taken with the drained session.
+    assert_eq!(db.store.claim(&admission, Utc::now(), take_by(&ana)).await.expect("claim"), None);
+    let without = Admission { session_id: None, ..admission };
+    assert!(db.store.claim(&without, Utc::now(), take_by(&ana)).await.expect("claim").is_some());
 }
