@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 use skill_client::Client;
 use skill_engine::{Engine, Origin, TokenRequest};
 use skill_package::{self as package, Applied, host_crate};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// What `dev` runs on.
 #[derive(Debug, clap::Args)]
@@ -127,32 +126,16 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         .await
         .map_err(|error| anyhow::anyhow!(error))?;
 
-    let mut child = tokio::process::Command::new(&executable)
+    let mut execute = tokio::process::Command::new(&executable);
+    execute
         .args(["execute", "--core", &core_url, "--concurrency", "4", "--grace", "5"])
         .env("SKILL_CORE_TOKEN", &executor_token)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("cannot start {}", executable.display()))?;
-    let mut lines = BufReader::new(child.stderr.take().context("the host's stderr")?).lines();
-    loop {
-        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await;
-        match line {
-            Ok(Ok(Some(line))) => {
-                eprintln!("{line}");
-                if line.contains("executing the local skills of this host") {
-                    break;
-                }
-            }
-            _ => bail!("the package's host did not start executing; its output is above"),
-        }
-    }
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            eprintln!("{line}");
-        }
-    });
+        .kill_on_drop(true);
+    let (mut child, _) =
+        remote::start(execute, "executing the local skills of this host", "the package's host did not start executing")
+            .await?;
 
     let (executor_stop, executor_stopped) = tokio::sync::oneshot::channel::<()>();
     let remote_executor = match &tls {

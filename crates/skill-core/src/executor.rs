@@ -63,17 +63,9 @@ pub(crate) struct ExecutorArgs {
 impl ExecutorArgs {
     /// The runner's configuration, checked: what is wrong stops the executor before it starts.
     fn config(&self) -> Result<Config> {
-        let empty = |list: &mut Vec<String>| list.retain(|item| !item.trim().is_empty());
-        let (mut protocols, mut http_origins, mut mcp_origins, mut audiences, mut private_hosts) = (
-            self.protocols.clone(),
-            self.http_origins.clone(),
-            self.mcp_origins.clone(),
-            self.audiences.clone(),
-            self.private_hosts.clone(),
-        );
-        for list in [&mut protocols, &mut http_origins, &mut mcp_origins, &mut audiences, &mut private_hosts] {
-            empty(list);
-        }
+        // A variable set to "" or ending in "," leaves empty items: not values.
+        let listed = |list: &[String]| list.iter().filter(|item| !item.trim().is_empty()).cloned().collect::<Vec<_>>();
+        let audiences = listed(&self.audiences);
         let mcp_servers = match self.mcp_servers.as_deref().map(str::trim).filter(|json| !json.is_empty()) {
             None => Default::default(),
             Some(json) => serde_json::from_str(json).context(
@@ -93,7 +85,15 @@ impl ExecutorArgs {
             }
             roots.extend(certificates);
         }
-        Ok(Config { protocols, http_origins, mcp_origins, audiences, private_hosts, roots, mcp_servers })
+        Ok(Config {
+            protocols: listed(&self.protocols),
+            http_origins: listed(&self.http_origins),
+            mcp_origins: listed(&self.mcp_origins),
+            audiences,
+            private_hosts: listed(&self.private_hosts),
+            roots,
+            mcp_servers,
+        })
     }
 }
 

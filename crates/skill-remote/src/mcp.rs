@@ -50,10 +50,10 @@ pub(crate) struct McpCalls {
     audiences: BTreeSet<String>,
     tokens: Option<Arc<dyn Tokens>>,
     servers: BTreeMap<String, StdioServer>,
-    /// The stdio servers started so far, one session each, shared by the calls (MCP carries
-    /// concurrent requests); one that failed or hung is dropped (and its process killed) and the
-    /// next call starts it again.
-    running: Arc<tokio::sync::Mutex<BTreeMap<String, Session>>>,
+    /// One slot per configured stdio server: its session once started, shared by the calls (MCP
+    /// carries concurrent requests). A server that failed or hung is dropped (its process killed)
+    /// and the next call starts it again; starting one server holds only its own slot.
+    running: Arc<BTreeMap<String, tokio::sync::Mutex<Option<Session>>>>,
 }
 
 impl McpCalls {
@@ -64,7 +64,8 @@ impl McpCalls {
         tokens: Option<Arc<dyn Tokens>>,
         servers: BTreeMap<String, StdioServer>,
     ) -> Self {
-        Self { client, guard, audiences: audiences.iter().cloned().collect(), tokens, servers, running: Arc::default() }
+        let running = Arc::new(servers.keys().map(|name| (name.clone(), tokio::sync::Mutex::new(None))).collect());
+        Self { client, guard, audiences: audiences.iter().cloned().collect(), tokens, servers, running }
     }
 
     /// Runs one claimed `mcp` call to its outcome.
@@ -84,12 +85,7 @@ impl McpCalls {
                     None,
                 );
             };
-            let called = tokio::time::timeout(timeout, self.call_stdio(name, server, params)).await;
-            if !matches!(called, Ok(Ok(_)) | Ok(Err(Failure::Protocol(_)))) {
-                // Dead or stuck: the next call starts it afresh.
-                self.running.lock().await.remove(name);
-            }
-            called
+            self.call_stdio(name, server, params, timeout).await
         } else {
             let url = match Url::parse(&endpoint) {
                 Ok(url) if matches!(url.scheme(), "http" | "https") => url,
@@ -200,8 +196,8 @@ where
 impl McpCalls {
     /// Ends the stdio servers' sessions (each server sees its input close) and waits for them.
     pub(crate) async fn close(&self) {
-        let running = std::mem::take(&mut *self.running.lock().await);
-        for (name, session) in running {
+        for (name, slot) in self.running.iter() {
+            let Some(session) = slot.lock().await.take() else { continue };
             match Arc::try_unwrap(session) {
                 Ok(session) => {
                     if let Err(error) = session.cancel().await {
@@ -214,29 +210,44 @@ impl McpCalls {
         }
     }
 
-    /// Calls `params` on the running session of the stdio server `name`, starting it first when
-    /// it is not running.
+    /// Calls `params` on the session of the stdio server `name` within `timeout`, starting the
+    /// server first when it is not running. A server that failed or did not answer in time is
+    /// dropped, so the next call starts it afresh.
     async fn call_stdio(
         &self,
         name: &str,
         server: &StdioServer,
         params: CallToolRequestParams,
-    ) -> Result<CallToolResult, Failure> {
+        timeout: Duration,
+    ) -> Result<Result<CallToolResult, Failure>, tokio::time::error::Elapsed> {
+        let Some(slot) = self.running.get(name) else {
+            return Ok(Err(Failure::Transport(format!("no slot for the server {name}"), None)));
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
         let session = {
-            let mut running = self.running.lock().await;
-            match running.get(name) {
+            let mut held = slot.lock().await;
+            match &*held {
                 Some(session) => Arc::clone(session),
-                None => {
-                    let session = Arc::new(start(server).await?);
-                    running.insert(name.to_owned(), Arc::clone(&session));
-                    session
-                }
+                None => match tokio::time::timeout_at(deadline, start(server)).await? {
+                    Ok(session) => Arc::clone(held.insert(Arc::new(session))),
+                    Err(failure) => return Ok(Err(failure)),
+                },
             }
         };
-        session.call_tool(params).await.map_err(|error| match error {
-            rmcp::ServiceError::McpError(error) => Failure::Protocol(error.message.to_string()),
-            other => transport_failure(&other),
-        })
+        let called = tokio::time::timeout_at(deadline, session.call_tool(params)).await.map(|result| {
+            result.map_err(|error| match error {
+                rmcp::ServiceError::McpError(error) => Failure::Protocol(error.message.to_string()),
+                other => transport_failure(&other),
+            })
+        });
+        if !matches!(called, Ok(Ok(_) | Err(Failure::Protocol(_)))) {
+            // Dead or stuck: dropped, unless another call started it afresh meanwhile.
+            let mut held = slot.lock().await;
+            if held.as_ref().is_some_and(|current| Arc::ptr_eq(current, &session)) {
+                *held = None;
+            }
+        }
+        called
     }
 }
 

@@ -112,7 +112,6 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
 /// Starts `executable serve <transport>` (`http` or `mcp-http`) on 127.0.0.1 over TLS, verifying
 /// tokens of the skills' one audience against `core_url`'s JWKS (anonymous when they name
 /// none); returns it and its port.
-#[allow(clippy::print_stderr)]
 pub(crate) async fn serve_host(
     executable: &Path,
     transport: &str,
@@ -140,19 +139,35 @@ pub(crate) async fn serve_host(
             command.arg("--allow-anonymous");
         }
     }
-    let mut child = command.spawn().with_context(|| format!("cannot start {}", executable.display()))?;
+    let (child, line) =
+        start(command, " on https://", &format!("the package's host did not start serving {transport} over https"))
+            .await?;
+    let address = line.split(" on https://").nth(1).and_then(|rest| rest.split([' ', '/']).next()).unwrap_or_default();
+    let port = address.rsplit(':').next().and_then(|port| port.parse::<u16>().ok());
+    let port = port.context("the host's start line names no port")?;
+    Ok((child, port))
+}
+
+/// Starts `command` (its stderr piped), echoes its stderr to ours, and returns once a line holds
+/// `marker` (within 60 s; else `failure`, the output above telling why), with that line; the
+/// rest of its output is echoed as it comes.
+#[allow(clippy::print_stderr)]
+pub(crate) async fn start(
+    mut command: tokio::process::Command,
+    marker: &str,
+    failure: &str,
+) -> Result<(tokio::process::Child, String)> {
+    let mut child = command.spawn().with_context(|| format!("cannot start {:?}", command.as_std().get_program()))?;
     let mut lines = BufReader::new(child.stderr.take().context("the host's stderr")?).lines();
-    let port = loop {
+    let found = loop {
         match tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await {
             Ok(Ok(Some(line))) => {
                 eprintln!("{line}");
-                if let Some(rest) = line.split(" on https://").nth(1) {
-                    let address = rest.split([' ', '/']).next().unwrap_or_default();
-                    let port = address.rsplit(':').next().and_then(|port| port.parse::<u16>().ok());
-                    break port.context("the host's start line names no port")?;
+                if line.contains(marker) {
+                    break line;
                 }
             }
-            _ => bail!("the package's host did not start serving {transport} over https; its output is above"),
+            _ => bail!("{failure}; its output is above"),
         }
     };
     tokio::spawn(async move {
@@ -160,7 +175,7 @@ pub(crate) async fn serve_host(
             eprintln!("{line}");
         }
     });
-    Ok((child, port))
+    Ok((child, found))
 }
 
 /// The one audience a dev host verifies: the skills' only one (several: the first, with a
