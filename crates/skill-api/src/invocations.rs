@@ -17,11 +17,13 @@ pub struct InvokeRequest {
     /// Names exactly one call of this version: a repeat with the same inputs answers that call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
-    /// A task the call is bound to (tasks come with governance: any value is `404` until then).
+    /// The task the call is bound to (the caller needs `tasks.write` in its workspace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// The caller's running run the call is made in (its task is the call's task).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// An approved gate of the same task: the basis of an `external_write`, once per version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<String>,
 }

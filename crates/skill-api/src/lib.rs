@@ -12,6 +12,7 @@
 //! | the events journal | [`EventOut`], [`EventsQuery`] |
 //! | calls: invoke, read, list; claim, heartbeat, complete, fail, cancel; executor sessions | [`InvokeRequest`], [`InvocationOut`], [`ClaimRequest`], [`ClaimOut`], [`SessionRequest`] |
 //! | audience tokens for the skills an executor calls | [`AudienceTokenRequest`], [`AudienceTokenOut`] |
+//! | work: task types, tasks, runs, approvals and their outcomes, comments | [`TaskTypeRequest`], [`TaskRequest`], [`RunRequest`], [`ApprovalRequest`], [`DecideRequest`], [`CommentRequest`] |
 //! | every operation (method, path, permission, bodies, error codes) | [`operations::OPERATIONS`] |
 //! | the OpenAPI 3.1 document built from them | [`openapi::document`] |
 //! | the skill-facing routes the SDK calls | [`sdk_routes`] |
@@ -28,6 +29,7 @@ mod protocol_schema;
 pub mod sdk_routes;
 mod skills;
 mod tokens;
+mod work;
 
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use events::{EventOut, EventsQuery};
@@ -47,6 +49,11 @@ pub use skills::{
     SkillKind, SkillOut, SkillStatus, etag, parse_etag,
 };
 pub use tokens::{AudienceTokenOut, AudienceTokenRequest};
+pub use work::{
+    ActionOut, ApprovalOut, ApprovalRequest, CloseTaskRequest, CommentOut, CommentRequest, DecideRequest, EndRunRequest,
+    OfTaskQuery, OutcomeOut, RunOut, RunRequest, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery,
+    TaskTypeRef, TaskTypeRequest, WithdrawRequest,
+};
 
 /// The path every route of this crate is relative to.
 pub const BASE_PATH: &str = "/api/v1";

@@ -14,6 +14,10 @@ pub struct AssignRequest {
     /// A JSON object kept with the assignment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
+    /// A read-only assignment never grants a tool that writes, whatever a composite contains
+    /// (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
 }
 
 /// The answer of an assignment: `created` is false when it was there already; `updated` is
@@ -46,6 +50,8 @@ pub struct AssignedSkill {
     pub version: String,
     pub status: SkillStatus,
     pub metadata: Value,
+    #[serde(default)]
+    pub read_only: bool,
     pub assigned_at: String,
 }
 

@@ -7,6 +7,7 @@ mod handlers;
 pub(crate) mod idempotency;
 pub mod plumbing;
 mod strict;
+mod work;
 
 use axum::Router;
 use axum::routing::{MethodFilter, MethodRouter, get, on};
@@ -49,6 +50,23 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::SetSettings => ("/packages/{key}/settings", on(filter, handlers::set_settings)),
         Op::IssueAudienceToken => ("/audience-tokens", on(filter, calls::audience_token)),
         Op::DisablePrincipal => ("/principals:disable", on(filter, handlers::disable_principal)),
+        Op::PublishTaskType => ("/task-types", on(filter, work::publish_task_type)),
+        Op::ListTaskTypes => ("/task-types", on(filter, work::task_types)),
+        Op::ReadTaskType => ("/task-types/{reference}", on(filter, work::task_type)),
+        Op::CreateTask => ("/tasks", on(filter, work::create_task)),
+        Op::ListTasks => ("/tasks", on(filter, work::tasks)),
+        Op::ReadTask => ("/tasks/{*rest}", on(filter, work::task)),
+        Op::CloseTask => ("/tasks/{*rest}", on(filter, work::close_task)),
+        Op::StartRun => ("/runs", on(filter, work::start_run)),
+        Op::ReadRun => ("/runs/{*rest}", on(filter, work::run)),
+        Op::EndRun => ("/runs/{*rest}", on(filter, work::end_run)),
+        Op::RequestApproval => ("/approvals", on(filter, work::request_approval)),
+        Op::ListApprovals => ("/approvals", on(filter, work::approvals)),
+        Op::ReadApproval => ("/approvals/{*rest}", on(filter, work::approval)),
+        Op::DecideApproval => ("/approvals/{*rest}", on(filter, work::approval_action)),
+        Op::WithdrawApproval => return None,
+        Op::AddComment => ("/task-comments", on(filter, work::add_comment)),
+        Op::ListComments => ("/task-comments", on(filter, work::comments)),
     };
     let (path, methods) = served;
     // A route without query parameters refuses any, as the ones with them refuse unknown ones.

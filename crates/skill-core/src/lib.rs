@@ -91,9 +91,28 @@ pub async fn serve_until(
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let sweep = tokio::spawn(sweep_leases(engine.clone()));
+    let work = tokio::spawn(carry_out_work(engine.clone()));
     let served = skill_http::serve(listener, app(engine), limits, stop).await;
     sweep.abort();
+    work.abort();
     served
+}
+
+/// Carries out the work the core does itself, beside the server: the outcomes of decided
+/// approvals and the executions of tasks, every [`SWEEP_EVERY`] or as soon as a decision queues
+/// actions. Like the sweep, it holds nothing authoritative: any number of cores run it, and a
+/// killed one loses nothing.
+async fn carry_out_work(engine: Engine) {
+    loop {
+        engine.outcomes_due(SWEEP_EVERY).await;
+        let now = chrono::Utc::now();
+        if let Err(error) = engine.run_outcomes(now).await {
+            tracing::warn!(error = %error, "carrying out approval outcomes failed; it runs again shortly");
+        }
+        if let Err(error) = engine.run_executions(now).await {
+            tracing::warn!(error = %error, "carrying out task executions failed; it runs again shortly");
+        }
+    }
 }
 
 /// How often the sweep looks for calls whose lease (or session) ended.

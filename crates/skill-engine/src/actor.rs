@@ -12,7 +12,15 @@ pub const TOKEN_PREFIX: &str = "skp_";
 
 /// The permissions of the core. Contracts may require others (custom permissions), which are
 /// granted the same way.
-pub const PERMISSIONS: &[&str] = &["org.manage", "org.read", "skills.invoke", "skills.execute", "tasks.write"];
+pub const PERMISSIONS: &[&str] = &[
+    "org.manage",
+    "org.read",
+    "skills.invoke",
+    "skills.execute",
+    "tasks.read",
+    "tasks.write",
+    "approvals.decide",
+];
 
 /// A principal with its grants, as one request sees them.
 #[derive(Debug, Clone)]
@@ -47,6 +55,55 @@ impl Actor {
         })
     }
 
+    /// Whether the principal holds `permission` in some workspace (or organisation-wide).
+    pub fn can_somewhere(&self, permission: &str) -> bool {
+        self.grants.iter().any(|grant| implies(&grant.permission, permission))
+    }
+
+    /// The workspaces where the principal holds `permission`: `None` when it holds it
+    /// organisation-wide (every workspace).
+    pub fn workspaces_with(&self, permission: &str) -> Option<Vec<String>> {
+        if self.can(permission) {
+            return None;
+        }
+        let mut ids: Vec<String> = self
+            .grants
+            .iter()
+            .filter(|grant| implies(&grant.permission, permission))
+            .filter_map(|grant| grant.workspace_id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        Some(ids)
+    }
+
+    /// The grants as a decision keeps them: `{principalId, grants: [{workspaceId, permission}]}`.
+    pub fn snapshot(&self) -> serde_json::Value {
+        let grants: Vec<serde_json::Value> = self
+            .grants
+            .iter()
+            .map(|grant| serde_json::json!({"workspaceId": grant.workspace_id, "permission": grant.permission}))
+            .collect();
+        serde_json::json!({"principalId": self.principal.id, "grants": grants})
+    }
+
+    /// The grants of a snapshot [`Actor::snapshot`] made, for `principal`; `None` when the
+    /// snapshot is not one.
+    pub fn from_snapshot(principal: Principal, snapshot: &serde_json::Value) -> Option<Self> {
+        let grants = snapshot.get("grants")?.as_array()?;
+        let mut kept = Vec::with_capacity(grants.len());
+        for grant in grants {
+            kept.push(Grant {
+                id: String::new(),
+                principal_id: principal.id.clone(),
+                workspace_id: grant.get("workspaceId").and_then(serde_json::Value::as_str).map(str::to_owned),
+                permission: grant.get("permission")?.as_str()?.to_owned(),
+                created_at: principal.created_at,
+            });
+        }
+        (snapshot.get("principalId")?.as_str()? == principal.id).then(|| Self::new(principal, kept))
+    }
+
     /// `permission_denied` unless the principal holds `permission` organisation-wide.
     pub fn require(&self, permission: &str) -> Result<()> {
         if self.can(permission) { Ok(()) } else { Err(EngineError::forbidden(permission)) }
@@ -67,8 +124,10 @@ impl Actor {
     }
 }
 
+/// `org.manage` includes `org.read`; writing tasks and deciding approvals include reading tasks.
 fn implies(held: &str, wanted: &str) -> bool {
-    held == wanted || (held == "org.manage" && wanted == "org.read")
+    held == wanted
+        || matches!((held, wanted), ("org.manage", "org.read") | ("tasks.write" | "approvals.decide", "tasks.read"))
 }
 
 /// A new token: `skp_` and 64 hex digits from a cryptographically secure generator (two v4

@@ -94,6 +94,7 @@ impl Engine {
         principal_id: &str,
         reference: &str,
         metadata: Option<Value>,
+        read_only: bool,
         request_id: Option<&str>,
     ) -> Result<AssignOutcome> {
         actor.require("org.manage")?;
@@ -119,12 +120,14 @@ impl Engine {
             principal_id: principal.id.clone(),
             skill_id: entry.skill.id.clone(),
             metadata,
+            read_only,
             created_at: Utc::now(),
         };
         let event = self.event(
             "skill.assigned",
             format!("principal:{}", principal.id),
-            json!({"skillId": entry.skill.id, "skill": format!("{}@{}", entry.skill.name, entry.skill.version)}),
+            json!({"skillId": entry.skill.id, "skill": format!("{}@{}", entry.skill.name, entry.skill.version),
+                   "readOnly": read_only}),
             &Origin::of(actor, request_id),
         );
         Ok(self.store.assign_skill(&assignment, &event).await?)
@@ -165,6 +168,7 @@ impl Engine {
                 name: skill.name,
                 version: skill.version,
                 metadata: assignment.metadata,
+                read_only: assignment.read_only,
                 assigned_at: view_time(&assignment.created_at),
             });
         }

@@ -61,7 +61,7 @@ impl Engine {
     }
 
     /// The record as a `Skill` and its resolved tool set.
-    async fn resolve_record(&self, record: &SkillRecord) -> Result<(Skill, Resolution)> {
+    pub(crate) async fn resolve_record(&self, record: &SkillRecord) -> Result<(Skill, Resolution)> {
         let skill = match to_skill(record) {
             None => {
                 return Err(EngineError::new(

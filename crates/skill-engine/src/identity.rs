@@ -189,7 +189,7 @@ impl Engine {
         }
     }
 
-    async fn principal_named(&self, name: &str, kind: &str, origin: &Origin) -> Result<Principal> {
+    pub(crate) async fn principal_named(&self, name: &str, kind: &str, origin: &Origin) -> Result<Principal> {
         match self.store.principal_by_name(name).await {
             Ok(principal) => return Ok(principal),
             Err(error) if error.kind() != ErrorKind::NotFound => return Err(error.into()),

@@ -4,6 +4,7 @@
 
 mod disable;
 mod lease;
+mod policy;
 mod queue;
 mod schemas;
 mod sessions;
@@ -19,6 +20,7 @@ use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEn
 
 pub use lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
 pub use queue::MAX_CLAIM_WAIT_SECONDS;
+pub(crate) use lease::timeout_of;
 pub(crate) use queue::Timeouts;
 pub(crate) use schemas::SchemaCache;
 pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS};
@@ -49,6 +51,19 @@ impl Engine {
         request: &InvokeRequest,
         request_id: Option<&str>,
     ) -> Result<Invoked> {
+        self.invoke_by(actor, reference, request, request_id, None).await
+    }
+
+    /// [`Engine::invoke`] with who asked for the call when it is not the actor itself (an
+    /// approval's outcome, a task's execution): the same checks, the actor's authority.
+    pub(crate) async fn invoke_by(
+        &self,
+        actor: &Actor,
+        reference: &str,
+        request: &InvokeRequest,
+        request_id: Option<&str>,
+        requester: Option<(&str, &str)>,
+    ) -> Result<Invoked> {
         actor.require("skills.invoke")?;
         let SkillEntry { skill, .. } = self.find(reference).await?;
         let key = checked_key(request.idempotency_key.as_deref())?;
@@ -70,20 +85,52 @@ impl Engine {
             .with("skill", format!("{}@{}", skill.name, skill.version)));
         }
         self.check_inputs(&skill, contract, &inputs).await?;
-        // Tasks, runs and approvals come with governance: none can be named yet.
-        for (field, value) in
-            [("taskId", &request.task_id), ("runId", &request.run_id), ("approvalId", &request.approval_id)]
-        {
-            if let Some(value) = value {
-                return Err(EngineError::not_found(&format!("{field} {value}")).with("field", field));
-            }
+        // Steps 8–10: the run (the caller's own, running), the task (visible; the run's), and
+        // `tasks.write` in the task's workspace.
+        let run = match &request.run_id {
+            Some(run_id) => Some(self.visible_run(actor, run_id).await?),
+            None => None,
+        };
+        if let Some(run) = &run {
+            crate::work::runs_check(actor, run)?;
         }
+        let task_id = match (&request.task_id, &run) {
+            (Some(task_id), Some(run)) => {
+                let task = self.visible_task(actor, task_id, None).await?;
+                if task.id != run.task_id {
+                    return Err(EngineError::new(
+                        Class::Invalid,
+                        "invocation_mismatch",
+                        "runId is a run of another task than taskId",
+                    )
+                    .with("taskId", task.id)
+                    .with("runId", run.id.clone()));
+                }
+                Some(task.id)
+            }
+            (Some(task_id), None) => Some(task_id.clone()),
+            (None, Some(run)) => Some(run.task_id.clone()),
+            (None, None) => None,
+        };
+        let task = match &task_id {
+            Some(task_id) => {
+                let task = self.visible_task(actor, task_id, Some("tasks.write")).await?;
+                let task_type = self.store.task_type(&task.task_type_id).await?;
+                Some((task, task_type))
+            }
+            None => None,
+        };
+        // Step 11: the contract's permissions, on the task's workspace (else the organisation).
+        let workspace = task.as_ref().map(|(task, _)| task.workspace_id.clone());
         let missing: Vec<&str> = contract["requiredPermissions"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .filter(|permission| !actor.can(permission))
+            .filter(|permission| match &workspace {
+                Some(workspace) => !actor.can_in(permission, workspace),
+                None => !actor.can(permission),
+            })
             .collect();
         if !missing.is_empty() {
             return Err(EngineError::new(
@@ -92,21 +139,18 @@ impl Engine {
                 format!("calling {}@{} needs the permissions {}", skill.name, skill.version, missing.join(", ")),
             )
             .with("missing", json!(missing))
-            .with("resource", "organization"));
+            .with("resource", workspace.as_deref().unwrap_or("organization")));
         }
-        if skill.side_effects.as_deref() == Some("external_write") {
-            return Err(EngineError::new(
-                Class::Forbidden,
-                "skill_side_effect_not_authorized",
-                format!(
-                    "{}@{} writes to the outside world: it runs only on a basis (an approved gate, an execution, a process step)",
-                    skill.name, skill.version
-                ),
-            )
-            .with("skill", format!("{}@{}", skill.name, skill.version))
-            .with("sideEffects", "external_write"));
-        }
+        // Step 12: an agent calls only what its assignments grant.
+        self.check_tool_policy(actor, &skill).await?;
+        // Step 13: the basis of an external write.
+        let basis = self.basis(&skill, task.as_ref(), run.as_ref(), request.approval_id.as_deref()).await?;
 
+        let requested_by: (String, String) = match (requester, &run) {
+            (Some((kind, reference)), _) => (kind.to_owned(), reference.to_owned()),
+            (None, Some(run)) => ("run".to_owned(), run.id.clone()),
+            (None, None) => ("principal".to_owned(), actor.id().to_owned()),
+        };
         let now = Utc::now();
         let implementation = &contract["implementation"];
         let protocol = implementation["protocol"].as_str().unwrap_or_default().to_owned();
@@ -121,10 +165,10 @@ impl Engine {
             target,
             audience: implementation["auth"]["audience"].as_str().map(str::to_owned),
             inputs,
-            requested_by_kind: "principal".to_owned(),
-            requested_by_ref: actor.id().to_owned(),
+            requested_by_kind: requested_by.0.clone(),
+            requested_by_ref: requested_by.1.clone(),
             authority_principal_id: actor.id().to_owned(),
-            authorization_basis: None,
+            authorization_basis: basis.clone(),
             idempotency_key: key,
             status: "pending".to_owned(),
             attempt: 0,
@@ -138,8 +182,8 @@ impl Engine {
             executor_session_id: None,
             lease_expires_at: None,
             heartbeat_at: None,
-            task_id: None,
-            run_id: None,
+            task_id: task_id.clone(),
+            run_id: run.as_ref().map(|run| run.id.clone()),
             artifact_id: None,
             row_version: 1,
             created_at: now,
@@ -153,11 +197,16 @@ impl Engine {
             format!("skill_invocation:{}", call.id),
             json!({"skillId": skill.id, "skill": skill.name, "version": skill.version,
                    "sideEffects": skill.side_effects, "riskLevel": skill.risk_level,
-                   "requestedBy": {"kind": "principal", "ref": actor.id()}, "taskId": null, "runId": null,
-                   "authorizationBasis": null}),
+                   "requestedBy": {"kind": requested_by.0, "ref": requested_by.1}, "taskId": call.task_id,
+                   "runId": call.run_id, "authorizationBasis": basis}),
             &Origin::of(actor, request_id),
         );
-        match self.store.insert_invocation(&call, &event).await? {
+        let inserted = match self.store.insert_invocation(&call, &event).await {
+            Ok(inserted) => inserted,
+            Err(error) if error.kind() == ErrorKind::Conflict => return Err(spent(&skill, basis.as_ref())),
+            Err(error) => return Err(error.into()),
+        };
+        match inserted {
             Inserted::New => {
                 self.ready.notify_one();
                 let covered = self.covered(&call, now).await?;
@@ -406,19 +455,30 @@ impl Engine {
         now: skill_store::records::Time,
         origin: &Origin,
     ) -> (InvocationRecord, skill_store::records::Event) {
-        let was_running = call.status == "running";
-        let details = json!({"cancelledBy": cause.by, "initiator": cause.initiator, "wasRunning": was_running});
-        let error = lease::error_value(cause.code, false, cause.reason, Some(details));
-        let event = self.event(
-            "skill.invocation_cancelled",
-            format!("skill_invocation:{}", call.id),
-            json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
-                   "taskId": call.task_id, "runId": call.run_id, "code": cause.code, "reason": cause.reason,
-                   "wasRunning": was_running, "cancelledBy": cause.by, "initiator": cause.initiator}),
-            origin,
-        );
-        (lease::ended(call, "cancelled", None, Some(error), now), event)
+        cancellation(call, (&skill.name, &skill.version), cause, now, origin)
     }
+}
+
+/// `call` of the version `(name, version)` cancelled for `cause`, and its event.
+pub(crate) fn cancellation(
+    call: &InvocationRecord,
+    (name, version): (&str, &str),
+    cause: &Cancellation<'_>,
+    now: skill_store::records::Time,
+    origin: &Origin,
+) -> (InvocationRecord, skill_store::records::Event) {
+    let was_running = call.status == "running";
+    let details = json!({"cancelledBy": cause.by, "initiator": cause.initiator, "wasRunning": was_running});
+    let error = lease::error_value(cause.code, false, cause.reason, Some(details));
+    let event = crate::new_event(
+        "skill.invocation_cancelled",
+        format!("skill_invocation:{}", call.id),
+        json!({"skillId": call.skill_id, "skill": name, "version": version, "attempt": call.attempt,
+               "taskId": call.task_id, "runId": call.run_id, "code": cause.code, "reason": cause.reason,
+               "wasRunning": was_running, "cancelledBy": cause.by, "initiator": cause.initiator}),
+        origin,
+    );
+    (lease::ended(call, "cancelled", None, Some(error), now), event)
 }
 
 /// Whether a version-checked write happened: `false` when the row moved on since it was read
@@ -428,6 +488,29 @@ pub(crate) fn written(result: skill_store::Result<()>) -> Result<bool> {
         Ok(()) => Ok(true),
         Err(error) if error.kind() == ErrorKind::Stale => Ok(false),
         Err(error) => Err(error.into()),
+    }
+}
+
+/// The answer to an insert another call's basis refused: one execution call per run, one call
+/// per approval and version (whatever became of it).
+fn spent(skill: &SkillRecord, basis: Option<&Value>) -> EngineError {
+    let name = format!("{}@{}", skill.name, skill.version);
+    let field = |key: &str| basis.and_then(|b| b.get(key)).cloned().unwrap_or(Value::Null);
+    match basis.and_then(|b| b.get("kind")).and_then(Value::as_str) {
+        Some("execution") => EngineError::new(
+            Class::Conflict,
+            "execution_already_invoked",
+            "this run has made its execution call already",
+        )
+        .with("runId", field("runId"))
+        .with("skill", name),
+        _ => EngineError::new(
+            Class::Conflict,
+            "approval_already_used",
+            format!("this approval authorized a call of {name} already (failed and cancelled calls spend it too)"),
+        )
+        .with("approvalId", field("approvalId"))
+        .with("skill", name),
     }
 }
 

@@ -23,6 +23,7 @@ pub mod keyed;
 pub mod packages;
 mod settings;
 pub mod tokens;
+pub mod work;
 
 use std::sync::Arc;
 
@@ -53,6 +54,8 @@ pub struct Engine {
     expired_at: Arc<std::sync::atomic::AtomicI64>,
     /// The audience tokens' issuer and its keys.
     issuer: Arc<tokens::Issuer>,
+    /// Wakes the outcome worker when a decision queued actions (a hint: it also looks on its own).
+    outcomes_due: Arc<tokio::sync::Notify>,
 }
 
 /// Who and which request caused a change, for the events journal.
@@ -77,6 +80,7 @@ impl Engine {
             timeouts: Arc::default(),
             expired_at: Arc::default(),
             issuer: Arc::default(),
+            outcomes_due: Arc::default(),
         }
     }
 

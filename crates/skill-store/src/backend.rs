@@ -158,6 +158,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (5, "package settings", include_str!("../migrations/sqlite/0005_package_settings.sql")),
     (6, "signing keys", include_str!("../migrations/sqlite/0006_signing_keys.sql")),
     (7, "draining sessions", include_str!("../migrations/sqlite/0007_draining_sessions.sql")),
+    (8, "work", include_str!("../migrations/sqlite/0008_work.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -167,6 +168,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (5, "package settings", include_str!("../migrations/postgres/0005_package_settings.sql")),
     (6, "signing keys", include_str!("../migrations/postgres/0006_signing_keys.sql")),
     (7, "draining sessions", include_str!("../migrations/postgres/0007_draining_sessions.sql")),
+    (8, "work", include_str!("../migrations/postgres/0008_work.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

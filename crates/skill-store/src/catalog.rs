@@ -287,32 +287,40 @@ macro_rules! catalog_store {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
                     let done = sqlx::query(
-                        "INSERT INTO skill_assignments (principal_id, skill_id, metadata, created_at) \
-                         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                        "INSERT INTO skill_assignments (principal_id, skill_id, metadata, created_at, read_only) \
+                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
                     )
                     .bind(&a.principal_id)
                     .bind(&a.skill_id)
                     .bind(Json(&a.metadata))
                     .bind(a.created_at)
+                    .bind(a.read_only)
                     .execute(&mut *tx)
                     .await?;
                     if done.rows_affected() == 1 {
                         crate::events::commit!(tx, event);
                         return Ok(AssignOutcome::Created);
                     }
-                    let row = sqlx::query("SELECT metadata FROM skill_assignments WHERE principal_id = $1 AND skill_id = $2")
-                        .bind(&a.principal_id)
-                        .bind(&a.skill_id)
-                        .fetch_one(&mut *tx)
-                        .await?;
+                    let row = sqlx::query(
+                        "SELECT metadata, read_only FROM skill_assignments WHERE principal_id = $1 AND skill_id = $2",
+                    )
+                    .bind(&a.principal_id)
+                    .bind(&a.skill_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
                     let Json(stored): Json<serde_json::Value> = row.try_get(0)?;
-                    if stored == a.metadata {
+                    let read_only: bool = row.try_get(1)?;
+                    if stored == a.metadata && read_only == a.read_only {
                         return Ok(AssignOutcome::Unchanged);
                     }
-                    sqlx::query("UPDATE skill_assignments SET metadata = $3 WHERE principal_id = $1 AND skill_id = $2")
-                        .bind(&a.principal_id)
-                        .bind(&a.skill_id)
-                        .bind(Json(&a.metadata))
+                    sqlx::query(
+                        "UPDATE skill_assignments SET metadata = $3, read_only = $4 \
+                         WHERE principal_id = $1 AND skill_id = $2",
+                    )
+                    .bind(&a.principal_id)
+                    .bind(&a.skill_id)
+                    .bind(Json(&a.metadata))
+                    .bind(a.read_only)
                         .execute(&mut *tx)
                         .await?;
                     crate::events::commit!(tx, event);
@@ -344,7 +352,7 @@ macro_rules! catalog_store {
             fn assignments<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Assignment>>> {
                 Box::pin(async move {
                     Ok(sqlx::query_as(
-                        "SELECT principal_id, skill_id, metadata, created_at FROM skill_assignments \
+                        "SELECT principal_id, skill_id, metadata, read_only, created_at FROM skill_assignments \
                          WHERE principal_id = $1 ORDER BY skill_id",
                     )
                     .bind(principal_id)

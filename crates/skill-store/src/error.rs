@@ -41,6 +41,9 @@ const GUARD_CODES: &[&str] = &[
     "unknown_reference",
     "invocation_immutable",
     "signing_key_immutable",
+    "task_type_immutable",
+    "work_immutable",
+    "self_approval_refused",
 ];
 
 impl StoreError {

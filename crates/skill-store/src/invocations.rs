@@ -9,11 +9,27 @@ mod sqlite;
 use futures::future::BoxFuture;
 
 use crate::error::Result;
-use crate::records::{Admission, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
+use crate::records::{
+    Admission, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time,
+};
 
-/// What the engine makes of one candidate of a claim: the running row (one row version on) and
-/// its events, or `None` to take nothing.
-pub type Take = Box<dyn FnMut(&InvocationRecord) -> Option<(InvocationRecord, Vec<Event>)> + Send>;
+/// What the engine makes of one candidate of a claim, given the state of its basis.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Take it: the running row (one row version on) and its events; the claim ends.
+    Take(InvocationRecord, Vec<Event>),
+    /// Its basis is gone: the cancelled row (one row version on) and its events, written in the
+    /// claim's transaction; the claim goes on to the next candidate.
+    Cancel(InvocationRecord, Vec<Event>),
+    /// Leave it pending (held, or not for this executor now) and look at the next one.
+    Pass,
+    /// Take nothing more in this claim.
+    Stop,
+}
+
+/// The engine's judge of a claim's candidates; it only computes (it runs inside the store's
+/// transaction).
+pub type Take = Box<dyn FnMut(&InvocationRecord, &BasisState) -> Decision + Send>;
 
 /// Calls of skill versions and the sessions of the executors that run them.
 pub trait InvocationStore: Send + Sync {
@@ -38,8 +54,9 @@ pub trait InvocationStore: Send + Sync {
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
     /// Takes, in one transaction, the first pending call available at `now` that `admission`
-    /// covers (queue order) and `take` accepts, and writes what `take` made of it. Claims running
-    /// at once never want the same row: SQLite has one writer, PostgreSQL skips locked rows.
+    /// covers (queue order) and `take` accepts, and writes what `take` made of it, with the
+    /// candidates it cancelled on the way. Claims running at once never want the same row:
+    /// SQLite has one writer, PostgreSQL skips locked rows.
     fn claim<'a>(
         &'a self,
         admission: &'a Admission,
@@ -169,17 +186,33 @@ const UPDATE_SESSION: &str = "UPDATE executor_sessions SET status = $3, heartbea
 
 /// Pending calls available at `$1` that an admission covers (`$2` local entrypoints, `$3` http
 /// origins, `$4` MCP endpoints, `$5` audiences, each a JSON array; `$6` one call's id or null;
-/// `$8` the claim's session or null, which must be open and not draining), in queue order, at
-/// most `$7`. `$each` is the backend's set-returning function over a JSON
-/// array of strings, with a `value` column. Origins admit an endpoint equal to them or under
-/// them (`origin/…`), as strings: `https://h:443/x` is not under `https://h`.
+/// `$8` the claim's session or null, which must be open and not draining; `$9` the ids passed
+/// over already, a JSON array), in queue order, at most `$7`, each with the state of its basis
+/// (the columns of [`BasisState`]). `$each` is the backend's set-returning function over a JSON
+/// array of strings, with a `value` column; `$approval` the basis's `approvalId`. Origins admit
+/// an endpoint equal to them or under them (`origin/…`), as strings: `https://h:443/x` is not
+/// under `https://h`.
 macro_rules! claimable_sql {
-    ($each:literal, $lock:literal) => {
+    ($each:literal, $approval:literal, $lock:literal) => {
         concat!(
             "SELECT ",
             $crate::invocations::invocation_columns!(),
-            " FROM skill_invocations i WHERE i.status = 'pending' AND i.available_at <= $1 \
+            ", (SELECT t.status FROM tasks t WHERE t.id = i.task_id) AS basis_task_status, \
+             (SELECT a.status FROM approvals a WHERE a.id = ",
+            $approval,
+            ") AS basis_approval_status, \
+             (SELECT r.status FROM runs r WHERE r.id = i.run_id) AS basis_run_status, \
+             EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE \
+               AND g.status = 'pending') AS basis_pending_gate, \
+             (SELECT s.status FROM skills s WHERE s.id = i.skill_id) AS basis_skill_status, \
+             (SELECT s.side_effects FROM skills s WHERE s.id = i.skill_id) AS basis_side_effects, \
+             (SELECT s.name FROM skills s WHERE s.id = i.skill_id) AS basis_skill_name, \
+             (SELECT s.version FROM skills s WHERE s.id = i.skill_id) AS basis_skill_version \
+             FROM skill_invocations i WHERE i.status = 'pending' AND i.available_at <= $1 \
              AND ($6 IS NULL OR i.id = $6) \
+             AND i.id NOT IN (SELECT value FROM ",
+            $each,
+            "($9)) \
              AND ($8 IS NULL OR EXISTS (SELECT 1 FROM executor_sessions d WHERE d.id = $8 \
                AND d.status = 'active' AND d.draining_at IS NULL)) AND ( \
                (i.protocol = 'local' AND i.target IN (SELECT value FROM ",

@@ -8,6 +8,7 @@
 //! | principals, tokens, workspaces, grants | [`IdentityStore`] |
 //! | skill versions, assignments, package installs | [`CatalogStore`] |
 //! | the keys audience tokens are signed with | [`KeyStore`] |
+//! | task types, tasks, runs, approvals and their outcomes, comments | [`WorkStore`] |
 //! | the events journal | [`Journal`] |
 //! | the rows | [`records`] |
 //! | errors, one neutral kind per failure | [`StoreError`], [`ErrorKind`] |
@@ -41,6 +42,7 @@ mod keys;
 mod lite;
 pub mod records;
 mod settings;
+mod work;
 
 use std::path::{Path, PathBuf};
 
@@ -54,9 +56,10 @@ pub use error::{ErrorKind, Result, StoreError};
 pub use events::Journal;
 pub use idempotency::{Begun, IdempotencyStore, StoredAnswer};
 pub use identity::IdentityStore;
-pub use invocations::{InvocationStore, Take};
+pub use invocations::{Decision, InvocationStore, Take};
 pub use keys::KeyStore;
 pub use settings::SettingsStore;
+pub use work::WorkStore;
 
 /// The file a data directory holds.
 pub const SQLITE_FILE: &str = "core.db";
@@ -70,7 +73,15 @@ pub enum Backend {
 
 /// Everything the core stores.
 pub trait Store:
-    IdentityStore + CatalogStore + InvocationStore + IdempotencyStore + SettingsStore + KeyStore + Journal + std::fmt::Debug
+    IdentityStore
+    + CatalogStore
+    + InvocationStore
+    + IdempotencyStore
+    + SettingsStore
+    + KeyStore
+    + WorkStore
+    + Journal
+    + std::fmt::Debug
 {
     fn backend(&self) -> Backend;
     /// Answers when the database does (`/readyz`).

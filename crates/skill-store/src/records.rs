@@ -1,8 +1,15 @@
 //! The rows the store reads and writes: plain data, checked by the engine before they get here
 //! and by the database's constraints when they arrive.
 
+mod work;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+
+pub use work::{
+    ActionRecord, ApprovalRecord, BasisState, CommentRecord, RunRecord, TaskFilter, TaskRecord, TaskTypeRecord,
+    WorkChange,
+};
 
 /// A point in time, always UTC.
 pub type Time = DateTime<Utc>;
@@ -171,6 +178,8 @@ pub struct Assignment {
     pub skill_id: String,
     #[sqlx(json)]
     pub metadata: Value,
+    /// A read-only assignment never grants a tool that writes.
+    pub read_only: bool,
     pub created_at: Time,
 }
 

@@ -133,7 +133,26 @@ impl<T: DeserializeOwned, const LIMIT: usize> JsonBody<T, LIMIT> {
     }
 }
 
+impl<T: DeserializeOwned, const LIMIT: usize> JsonBody<T, LIMIT> {
+    /// [`JsonBody::read`] for a permission held per workspace: the caller holds it in some
+    /// workspace (the engine checks the one the body names).
+    pub fn read_somewhere(self, actor: &Actor, permission: &str) -> Result<T, Failure> {
+        if !actor.can_somewhere(permission) {
+            return Err(Failure(EngineError::forbidden(permission)));
+        }
+        parse(&self.bytes)
+    }
+}
+
 impl<const LIMIT: usize> JsonBody<(), LIMIT> {
+    /// [`JsonBody::read_as`] for permissions held per workspace (any one of them, somewhere).
+    pub fn read_as_somewhere<U: DeserializeOwned>(self, actor: &Actor, permissions: &[&str]) -> Result<U, Failure> {
+        if !permissions.iter().any(|permission| actor.can_somewhere(permission)) {
+            return Err(Failure(actor.require_any(permissions).err().unwrap_or_else(|| EngineError::forbidden(permissions[0]))));
+        }
+        parse(&self.bytes)
+    }
+
     /// [`JsonBody::read`] for a route that learns the body's type from its path (a `:verb`),
     /// after the handler checked the permission.
     pub fn read_as<U: DeserializeOwned>(self, actor: &Actor, permissions: &[&str]) -> Result<U, Failure> {

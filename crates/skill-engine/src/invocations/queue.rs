@@ -12,11 +12,12 @@ use skill_api::{
     ClaimOut, ClaimRequest, ClaimedSkill, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut,
     MAX_DOCUMENT_BYTES,
 };
-use skill_store::records::{Admission, InvocationRecord, SkillRecord, Time};
-use skill_store::{ErrorKind, Take};
+use skill_store::records::{Admission, BasisState, InvocationRecord, SkillRecord, Time};
+use skill_store::{Decision, ErrorKind, Take};
 
 use super::lease::{check_holder, ended, error_value, lease_end, timeout_of};
-use super::{busy, view, written};
+use super::{Cancellation, busy, cancellation, view, written};
+use crate::work::basis::{Obstacle, recheck};
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
@@ -173,16 +174,28 @@ impl Engine {
         let session = request.session_id.clone();
         let lease_seconds = request.lease_seconds;
         let origin = origin.clone();
-        Box::new(move |candidate: &InvocationRecord| {
+        let system = Origin { actor_id: None, request_id: origin.request_id.clone() };
+        Box::new(move |candidate: &InvocationRecord, basis: &BasisState| {
             let mut unknown = unknown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if unknown.is_some() {
-                return None;
+                return Decision::Stop;
+            }
+            match recheck(candidate, basis) {
+                Obstacle::Cancel(reason) => {
+                    let cause = Cancellation { code: "basis_revoked", reason, by: "system", initiator: "system" };
+                    let skill = (basis.skill_name.as_str(), basis.skill_version.as_str());
+                    let (cancelled, event) = cancellation(candidate, skill, &cause, now, &system);
+                    return Decision::Cancel(cancelled, vec![event]);
+                }
+                Obstacle::Hold(_) => return Decision::Pass,
+                Obstacle::None => {}
             }
             let timeout = match timeouts.get(&candidate.skill_id) {
-                Some(timeout) => timeout?,
+                Some(Some(timeout)) => timeout,
+                Some(None) => return Decision::Pass,
                 None => {
                     *unknown = Some(candidate.skill_id.clone());
-                    return None;
+                    return Decision::Stop;
                 }
             };
             let running = InvocationRecord {
@@ -206,7 +219,7 @@ impl Engine {
                        "leaseExpiresAt": running.lease_expires_at.as_ref().map(crate::catalog::view_time)}),
                 &origin,
             );
-            Some((running, vec![event]))
+            Decision::Take(running, vec![event])
         })
     }
 
@@ -304,6 +317,10 @@ impl Engine {
                 self.failed(call, &skill, error, cost.clone(), now, &origin)
             };
             if written(self.store.update_invocation(&next, &[event]).await)? {
+                if next.task_id.is_some() {
+                    // An outcome or an execution may be waiting for it.
+                    self.outcomes_due.notify_one();
+                }
                 return Ok(view::invocation_out(next, &skill, now, None));
             }
         }
@@ -341,6 +358,8 @@ impl Engine {
             if written(self.store.update_invocation(&next, &[event]).await)? {
                 if next.status == "pending" {
                     self.ready.notify_one();
+                } else if next.task_id.is_some() {
+                    self.outcomes_due.notify_one();
                 }
                 return Ok(view::invocation_out(next, &skill, now, None));
             }

@@ -5,18 +5,51 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, EXPIRED, INSERT_SESSION, InvocationStore,
+    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, EXPIRED, INSERT_SESSION, Decision, InvocationStore,
     PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION, claimable_sql,
     covered_sql, insert_call_sql, update_call_sql,
 };
 use crate::backend::PgStore;
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::records::{Admission, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
+use crate::records::{Admission, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
 
-const CLAIMABLE: &str = claimable_sql!("jsonb_array_elements_text", "");
+const CLAIMABLE: &str = claimable_sql!("jsonb_array_elements_text", "i.authorization_basis ->> 'approvalId'", "");
 /// One candidate at a time, locked, skipping the rows other claims hold: concurrent claims each
 /// get their own call without waiting on one another.
-const CLAIM_NEXT: &str = claimable_sql!("jsonb_array_elements_text", " FOR UPDATE OF i SKIP LOCKED");
+const CLAIM_NEXT: &str =
+    claimable_sql!("jsonb_array_elements_text", "i.authorization_basis ->> 'approvalId'", " FOR UPDATE OF i SKIP LOCKED");
+/// How many candidates one claim judges at most (it passes over held ones).
+const CANDIDATES: usize = 20;
+
+/// A candidate with the state of its basis.
+#[derive(sqlx::FromRow)]
+struct Candidate {
+    #[sqlx(flatten)]
+    call: InvocationRecord,
+    basis_task_status: Option<String>,
+    basis_approval_status: Option<String>,
+    basis_run_status: Option<String>,
+    basis_pending_gate: bool,
+    basis_skill_status: String,
+    basis_side_effects: Option<String>,
+    basis_skill_name: String,
+    basis_skill_version: String,
+}
+
+impl Candidate {
+    fn basis(&self) -> BasisState {
+        BasisState {
+            task_status: self.basis_task_status.clone(),
+            approval_status: self.basis_approval_status.clone(),
+            run_status: self.basis_run_status.clone(),
+            pending_gate: self.basis_pending_gate,
+            skill_status: self.basis_skill_status.clone(),
+            side_effects: self.basis_side_effects.clone(),
+            skill_name: self.basis_skill_name.clone(),
+            skill_version: self.basis_skill_version.clone(),
+        }
+    }
+}
 const COVERED: &str = covered_sql!("jsonb_array_elements_text(s.admission -> '", "')");
 
 /// The call update with one event, in one statement (one round trip, no `BEGIN`/`COMMIT`): the
@@ -97,6 +130,17 @@ async fn update_call(tx: &mut PgConnection, c: &InvocationRecord, event: Option<
         return Err(unwritten(&mut *tx, &c.id).await);
     }
     Ok(())
+}
+
+/// Writes a call and its events: one statement for the usual one event.
+async fn write_call(tx: &mut PgConnection, call: &InvocationRecord, events: &[Event]) -> Result<()> {
+    match events {
+        [event] => update_call(tx, call, Some(event)).await,
+        _ => {
+            update_call(tx, call, None).await?;
+            insert_events(tx, events).await
+        }
+    }
 }
 
 async fn insert_events(tx: &mut PgConnection, events: &[Event]) -> Result<()> {
@@ -208,6 +252,7 @@ impl InvocationStore for PgStore {
                 .bind(&a.invocation_id)
                 .bind(i64::from(limit))
                 .bind(&a.session_id)
+                .bind(Json(Vec::<String>::new()))
                 .fetch_all(self.read())
                 .await?)
         })
@@ -221,32 +266,43 @@ impl InvocationStore for PgStore {
     ) -> BoxFuture<'a, Result<Option<InvocationRecord>>> {
         Box::pin(async move {
             let mut tx = self.write().await?;
-            let candidate: Option<InvocationRecord> = sqlx::query_as(CLAIM_NEXT)
-                .bind(now)
-                .bind(Json(&a.local_entrypoints))
-                .bind(Json(&a.http_origins))
-                .bind(Json(&a.mcp_endpoints))
-                .bind(Json(&a.audiences))
-                .bind(&a.invocation_id)
-                .bind(1_i64)
-                .bind(&a.session_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let Some((running, events)) = candidate.as_ref().and_then(&mut take) else {
-                // At once, not when the dropped transaction's connection is next used: until
-                // then the row stays locked and the next claim would skip it.
-                tx.rollback().await?;
-                return Ok(None);
-            };
-            match events.as_slice() {
-                [event] => update_call(&mut tx, &running, Some(event)).await?,
-                _ => {
-                    update_call(&mut tx, &running, None).await?;
-                    insert_events(&mut tx, &events).await?;
+            let (mut passed, mut wrote): (Vec<String>, bool) = (Vec::new(), false);
+            for _ in 0..CANDIDATES {
+                let candidate: Option<Candidate> = sqlx::query_as(CLAIM_NEXT)
+                    .bind(now)
+                    .bind(Json(&a.local_entrypoints))
+                    .bind(Json(&a.http_origins))
+                    .bind(Json(&a.mcp_endpoints))
+                    .bind(Json(&a.audiences))
+                    .bind(&a.invocation_id)
+                    .bind(1_i64)
+                    .bind(&a.session_id)
+                    .bind(Json(&passed))
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(candidate) = candidate else { break };
+                match take(&candidate.call, &candidate.basis()) {
+                    Decision::Take(running, events) => {
+                        write_call(&mut tx, &running, &events).await?;
+                        tx.commit().await?;
+                        return Ok(Some(running));
+                    }
+                    Decision::Cancel(call, events) => {
+                        write_call(&mut tx, &call, &events).await?;
+                        wrote = true;
+                    }
+                    Decision::Pass => passed.push(candidate.call.id),
+                    Decision::Stop => break,
                 }
             }
-            tx.commit().await?;
-            Ok(Some(running))
+            // At once, not when the dropped transaction's connection is next used: until then
+            // the rows it looked at stay locked and the next claim would skip them.
+            if wrote {
+                tx.commit().await?;
+            } else {
+                tx.rollback().await?;
+            }
+            Ok(None)
         })
     }
 

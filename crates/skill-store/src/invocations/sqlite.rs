@@ -7,7 +7,7 @@ use rusqlite::types::Value as Arg;
 
 use super::{
     CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, EXPIRED, INSERT_CALL, INSERT_SESSION,
-    InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION,
+    Decision, InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION,
     claimable_sql, covered_sql,
 };
 use crate::backend::SqliteStore;
@@ -15,9 +15,9 @@ use crate::error::{ErrorKind, Result, StoreError};
 use crate::lite::rows::{execute, one, rows};
 use crate::lite::rows::{int, invocation_values, json, maybe_text, maybe_time, text, time, update_values};
 use crate::lite::{bind_dollars, event_insert, invocation_row, session_row};
-use crate::records::{Admission, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
+use crate::records::{Admission, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
 
-const CLAIMABLE: &str = claimable_sql!("json_each", "");
+const CLAIMABLE: &str = claimable_sql!("json_each", "json_extract(i.authorization_basis, '$.approvalId')", "");
 const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')");
 /// How many pending calls one claim looks at (the engine passes over calls it cannot take yet).
 const CANDIDATES: i64 = 20;
@@ -45,7 +45,22 @@ fn admission_values(a: &Admission, now: Time, limit: i64) -> Vec<Arg> {
         maybe_text(a.invocation_id.as_deref()),
         int(limit),
         maybe_text(a.session_id.as_deref()),
+        Arg::Text("[]".to_owned()),
     ]
+}
+
+/// The state of a candidate's basis: the columns after the call's.
+fn basis_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BasisState> {
+    Ok(BasisState {
+        task_status: row.get(32)?,
+        approval_status: row.get(33)?,
+        run_status: row.get(34)?,
+        pending_gate: row.get(35)?,
+        skill_status: row.get(36)?,
+        side_effects: row.get(37)?,
+        skill_name: row.get(38)?,
+        skill_version: row.get(39)?,
+    })
 }
 
 impl InvocationStore for SqliteStore {
@@ -122,26 +137,33 @@ impl InvocationStore for SqliteStore {
         let values = admission_values(a, now, CANDIDATES);
         Box::pin(self.lite.write(move |connection| {
             // The writer is the only one: what it reads here nobody else changes before it
-            // commits. Rows are read one at a time, up to the one taken.
-            let chosen = {
+            // commits. Rows are read one at a time, up to the one taken; what the judge
+            // cancels on the way is written after the reading.
+            let (cancelled, chosen) = {
                 let mut statement = connection.prepare_cached(CLAIMABLE)?;
                 bind_dollars(&mut statement, &values)?;
                 let mut cursor = statement.raw_query();
-                let mut chosen = None;
+                let (mut cancelled, mut chosen) = (Vec::new(), None);
                 while let Some(row) = cursor.next()? {
-                    if let Some(made) = take(&invocation_row(row)?) {
-                        chosen = Some(made);
-                        break;
+                    match take(&invocation_row(row)?, &basis_row(row)?) {
+                        Decision::Take(running, events) => {
+                            chosen = Some((running, events));
+                            break;
+                        }
+                        Decision::Cancel(call, events) => cancelled.push((call, events)),
+                        Decision::Pass => {}
+                        Decision::Stop => break,
                     }
                 }
-                chosen
+                (cancelled, chosen)
             };
-            let Some((running, events)) = chosen else { return Ok(None) };
-            update_call(connection, &running)?;
-            for event in &events {
-                event_insert(connection, event)?;
+            for (call, events) in cancelled.iter().chain(chosen.iter()) {
+                update_call(connection, call)?;
+                for event in events {
+                    event_insert(connection, event)?;
+                }
             }
-            Ok(Some(running))
+            Ok(chosen.map(|(running, _)| running))
         }))
     }
 

@@ -1,0 +1,272 @@
+//! Work: task types, tasks in workspaces, runs, approvals and their outcomes, comments.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The body of `POST /task-types`: one version of a task type, immutable once published. The
+/// fields are a package's `TaskType` spec; `key` is the document's key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskTypeRequest {
+    /// 1 to 200 characters: lower-case letters, digits, `.`, `_`, `-`, starting with a letter or digit.
+    pub key: String,
+    /// 1 to 50 characters, as skill versions.
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The task's own fields: name → a JSON Schema of its value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_fields: Option<Map<String, Value>>,
+    /// `{gates: {default: {outcomes: {approved: [action], rejected: [action]}, onSuccess?, onFailure?}}}`,
+    /// where an action is `{invokeSkill: {skill, inputs?, expect?}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_schema: Option<Value>,
+    /// Acceptance criteria: `{kind: human | llm_judge | deterministic, when?, spec?}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance: Option<Vec<Value>>,
+    /// Work the core carries out with a skill: `{skill, version, inputs?}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_schema: Option<Value>,
+}
+
+/// A task type version as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskTypeOut {
+    pub id: String,
+    pub key: String,
+    pub version: String,
+    pub display_name: String,
+    pub description: String,
+    /// The normalized spec: every field of the request but `key`, with defaults filled in.
+    pub spec: Value,
+    pub execution: Option<Value>,
+    pub created_at: String,
+}
+
+/// The query of `GET /task-types`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskTypeQuery {
+    /// Only the versions of this key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// The body of `POST /tasks`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskRequest {
+    /// The workspace: its id or its key.
+    pub workspace: String,
+    /// The type: an id, `key@version`, or a key (its newest version).
+    pub task_type: String,
+    /// 1 to 500 characters.
+    pub title: String,
+    /// Checked against the type's `customFields`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_fields: Option<Map<String, Value>>,
+}
+
+/// The type a task is of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TaskTypeRef {
+    pub id: String,
+    pub key: String,
+    pub version: String,
+}
+
+/// A task as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskOut {
+    pub id: String,
+    pub workspace_id: String,
+    pub task_type: TaskTypeRef,
+    pub title: String,
+    pub custom_fields: Value,
+    /// `open`, or one of the terminal `done`, `failed`, `cancelled`.
+    pub status: String,
+    pub created_by: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub closed_at: Option<String>,
+}
+
+/// The query of `GET /tasks`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskQuery {
+    /// Only this workspace (id or key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// The body of `POST /tasks/{id}:close`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CloseTaskRequest {
+    /// `done`, `failed` or `cancelled`.
+    pub status: String,
+    /// Kept as a comment on the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// The body of `POST /runs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunRequest {
+    pub task_id: String,
+}
+
+/// A run as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunOut {
+    pub id: String,
+    pub task_id: String,
+    pub owner_principal_id: String,
+    /// `running`, or one of the terminal `succeeded`, `failed`, `cancelled`.
+    pub status: String,
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+    pub created_at: String,
+    pub ended_at: Option<String>,
+}
+
+/// The body of `POST /runs/{id}:end`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EndRunRequest {
+    /// `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Map<String, Value>>,
+}
+
+/// The body of `POST /approvals`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApprovalRequest {
+    pub task_id: String,
+    /// A gate (the default) holds the task's external writes until it is decided, and its
+    /// outcome runs the type's actions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<bool>,
+    /// What the decider should know, at most 10,000 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// The body of `POST /approvals/{id}:decide`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecideRequest {
+    /// `approved` or `rejected`.
+    pub outcome: String,
+    /// At most 10,000 characters; the outcome's actions read it as `$.approval.comment`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// The body of `POST /approvals/{id}:withdraw`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WithdrawRequest {
+    /// Kept as a comment on the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One action of an approval's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionOut {
+    pub index: i32,
+    pub action: Value,
+    /// `pending`, `invoked`, `succeeded`, `failed` or `skipped`.
+    pub status: String,
+    pub invocation_id: Option<String>,
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+}
+
+/// What a decision's outcome did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutcomeOut {
+    /// `running`, `succeeded`, `failed` or `skipped`.
+    pub status: String,
+    /// `onSuccess` or `onFailure` once the reaction ran.
+    pub reaction: Option<String>,
+    pub actions: Vec<ActionOut>,
+}
+
+/// An approval as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalOut {
+    pub id: String,
+    pub task_id: String,
+    pub gate: bool,
+    /// `pending`, `approved`, `rejected` or `withdrawn`.
+    pub status: String,
+    pub requested_by: String,
+    pub request_comment: String,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<String>,
+    pub comment: String,
+    pub withdrawn_by: Option<String>,
+    pub withdrawn_at: Option<String>,
+    /// The outcome of the decision, when the type's gate has actions for it.
+    pub outcome: Option<OutcomeOut>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// The query of `GET /approvals` and `GET /task-comments`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OfTaskQuery {
+    /// The task's id.
+    pub task: String,
+}
+
+/// The body of `POST /task-comments`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CommentRequest {
+    pub task_id: String,
+    /// 1 to 10,000 characters.
+    pub body: String,
+}
+
+/// A comment on a task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommentOut {
+    pub id: String,
+    pub task_id: String,
+    pub author_principal_id: String,
+    pub body: String,
+    pub created_at: String,
+}

@@ -1,0 +1,114 @@
+//! Work: task types (`types.rs`), tasks (`tasks.rs`), runs (`runs.rs`), approvals and their
+//! decisions (`approvals.rs`), comments, the basis of external writes (`basis.rs`) and the paths
+//! that fill a call's inputs from a task (`paths.rs`). A task belongs to a workspace; reading it
+//! needs `tasks.read` there (`tasks.write` and `approvals.decide` include it), and to anyone
+//! else it does not exist (`404`).
+
+mod approvals;
+pub(crate) mod basis;
+mod execution;
+mod outcomes;
+pub(crate) mod paths;
+mod runs;
+mod tasks;
+mod types;
+
+use chrono::Utc;
+use serde_json::json;
+use skill_api::{CommentOut, CommentRequest, Items, OfTaskQuery};
+use skill_store::ErrorKind;
+use skill_store::records::{CommentRecord, TaskRecord, WorkChange};
+
+use crate::actor::Actor;
+use crate::catalog::view_time;
+use crate::error::{EngineError, Result};
+use crate::{Engine, Origin};
+
+pub use execution::EXECUTION_PRINCIPAL;
+pub use outcomes::SKILL_WAIT;
+pub(crate) use runs::check_owned_and_running as runs_check;
+pub(crate) use tasks::task_view;
+
+/// The most comments a task's listing answers with.
+const MAX_COMMENTS: i64 = 1_000;
+
+/// Whether a task's status is terminal.
+pub(crate) fn terminal(status: &str) -> bool {
+    status != "open"
+}
+
+impl Engine {
+    /// The task `id` if `actor` may read it; `404` otherwise (as for a missing one). With
+    /// `permission`, also `403` unless the actor holds it in the task's workspace.
+    pub(crate) async fn visible_task(&self, actor: &Actor, id: &str, permission: Option<&str>) -> Result<TaskRecord> {
+        let hidden = || EngineError::not_found(&format!("task {id}")).with("taskId", id);
+        let task = match self.store.task(id).await {
+            Ok(task) => task,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(hidden()),
+            Err(error) => return Err(error.into()),
+        };
+        if !actor.can_in("tasks.read", &task.workspace_id) {
+            return Err(hidden());
+        }
+        if let Some(permission) = permission
+            && !actor.can_in(permission, &task.workspace_id)
+        {
+            return Err(EngineError::forbidden(permission).with("workspaceId", task.workspace_id));
+        }
+        Ok(task)
+    }
+
+    /// Adds a comment to a task (`tasks.write` in its workspace).
+    pub async fn add_comment(
+        &self,
+        actor: &Actor,
+        request: &CommentRequest,
+        request_id: Option<&str>,
+    ) -> Result<CommentOut> {
+        let task = self.visible_task(actor, &request.task_id, Some("tasks.write")).await?;
+        let comment = self.comment(&task, actor.id(), &request.body)?;
+        let event = comment_event(&comment, &Origin::of(actor, request_id));
+        self.store.write_work(&[WorkChange::InsertComment(comment.clone())], &[event]).await?;
+        Ok(comment_out(comment))
+    }
+
+    /// The comments of a task, oldest first (`tasks.read` in its workspace).
+    pub async fn comments(&self, actor: &Actor, query: &OfTaskQuery) -> Result<Items<CommentOut>> {
+        let task = self.visible_task(actor, &query.task, None).await?;
+        let comments = self.store.comments(&task.id, MAX_COMMENTS).await?;
+        Ok(Items { items: comments.into_iter().map(comment_out).collect() })
+    }
+
+    /// A new comment by `author` on `task`; `body` is 1 to 10,000 characters.
+    pub(crate) fn comment(&self, task: &TaskRecord, author: &str, body: &str) -> Result<CommentRecord> {
+        if !(1..=10_000).contains(&body.chars().count()) {
+            return Err(EngineError::invalid_request("a comment is 1 to 10,000 characters").with("field", "body"));
+        }
+        Ok(CommentRecord {
+            id: self.new_id(),
+            task_id: task.id.clone(),
+            author_principal_id: author.to_owned(),
+            body: body.to_owned(),
+            created_at: Utc::now(),
+        })
+    }
+}
+
+pub(crate) fn comment_event(comment: &CommentRecord, origin: &Origin) -> skill_store::records::Event {
+    crate::new_event(
+        "task.commented",
+        format!("task:{}", comment.task_id),
+        json!({"commentId": comment.id, "author": comment.author_principal_id}),
+        origin,
+    )
+}
+
+fn comment_out(comment: CommentRecord) -> CommentOut {
+    CommentOut {
+        id: comment.id,
+        task_id: comment.task_id,
+        author_principal_id: comment.author_principal_id,
+        body: comment.body,
+        created_at: view_time(&comment.created_at),
+    }
+}

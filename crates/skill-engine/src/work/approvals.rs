@@ -1,0 +1,293 @@
+//! Approvals: requested on an open task, decided by someone other than the requester who may
+//! decide in the task's workspace (`approvals.decide`), or withdrawn. A decided gate's outcome —
+//! the actions the type lists for that decision — is recorded with the decision, in the same
+//! transaction, and carried out by the outcome worker with the decider's authority.
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use skill_api::{ActionOut, ApprovalOut, ApprovalRequest, DecideRequest, Items, OfTaskQuery, OutcomeOut, WithdrawRequest};
+use skill_store::ErrorKind;
+use skill_store::records::{ActionRecord, ApprovalRecord, WorkChange};
+
+use super::tasks::task_terminal;
+use super::{comment_event, terminal};
+use crate::actor::Actor;
+use crate::catalog::view_time;
+use crate::error::{Class, EngineError, Result};
+use crate::invocations::{busy, written};
+use crate::{Engine, Origin};
+
+/// The gate of a type's approval schema whose outcomes a gate approval runs.
+const GATE: &str = "default";
+
+impl Engine {
+    /// Asks for a decision on an open task (`tasks.write` in its workspace).
+    pub async fn request_approval(
+        &self,
+        actor: &Actor,
+        request: &ApprovalRequest,
+        request_id: Option<&str>,
+    ) -> Result<ApprovalOut> {
+        let task = self.visible_task(actor, &request.task_id, Some("tasks.write")).await?;
+        if terminal(&task.status) {
+            return Err(task_terminal(&task));
+        }
+        let comment = request.comment.clone().unwrap_or_default();
+        if comment.chars().count() > 10_000 {
+            return Err(EngineError::invalid_request("a comment is at most 10,000 characters").with("field", "comment"));
+        }
+        let now = Utc::now();
+        let approval = ApprovalRecord {
+            id: self.new_id(),
+            task_id: task.id.clone(),
+            gate: request.gate.unwrap_or(true),
+            status: "pending".to_owned(),
+            requested_by: actor.id().to_owned(),
+            request_comment: comment,
+            decided_by: None,
+            decided_at: None,
+            comment: String::new(),
+            decision_authority: None,
+            withdrawn_by: None,
+            withdrawn_at: None,
+            outcome_status: None,
+            outcome_reaction: None,
+            row_version: 1,
+            created_at: now,
+            updated_at: now,
+        };
+        let event = self.event(
+            "approval.requested",
+            format!("approval:{}", approval.id),
+            json!({"taskId": approval.task_id, "gate": approval.gate, "requestedBy": approval.requested_by}),
+            &Origin::of(actor, request_id),
+        );
+        self.store.write_work(&[WorkChange::InsertApproval(approval.clone())], &[event]).await?;
+        Ok(approval_out(approval, Vec::new()))
+    }
+
+    /// The approvals of a task, oldest first.
+    pub async fn approvals(&self, actor: &Actor, query: &OfTaskQuery) -> Result<Items<ApprovalOut>> {
+        let task = self.visible_task(actor, &query.task, None).await?;
+        let mut items = Vec::new();
+        for approval in self.store.approvals(&task.id).await? {
+            let actions = self.store.actions(&approval.id).await?;
+            items.push(approval_out(approval, actions));
+        }
+        Ok(Items { items })
+    }
+
+    /// One approval with its outcome.
+    pub async fn approval(&self, actor: &Actor, id: &str) -> Result<ApprovalOut> {
+        let approval = self.visible_approval(actor, id).await?;
+        let actions = self.store.actions(&approval.id).await?;
+        Ok(approval_out(approval, actions))
+    }
+
+    /// Decides a pending approval: `approved` or `rejected`, with a comment. The decider holds
+    /// `approvals.decide` in the task's workspace and is not the requester; its authority is kept
+    /// with the decision, and a gate's outcome actions are queued with it.
+    pub async fn decide(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: &DecideRequest,
+        request_id: Option<&str>,
+    ) -> Result<ApprovalOut> {
+        if !matches!(request.outcome.as_str(), "approved" | "rejected") {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_outcome",
+                format!("a decision is approved or rejected, not {:?}", request.outcome),
+            )
+            .with("field", "outcome"));
+        }
+        let comment = request.comment.clone().unwrap_or_default();
+        if comment.chars().count() > 10_000 {
+            return Err(EngineError::invalid_request("a comment is at most 10,000 characters").with("field", "comment"));
+        }
+        for _ in 0..5 {
+            let approval = self.visible_approval(actor, id).await?;
+            let task = self.store.task(&approval.task_id).await?;
+            if !actor.can_in("approvals.decide", &task.workspace_id) {
+                return Err(EngineError::forbidden("approvals.decide").with("workspaceId", task.workspace_id));
+            }
+            if approval.requested_by == actor.id() {
+                return Err(EngineError::new(
+                    Class::Forbidden,
+                    "self_approval_refused",
+                    "the requester of an approval never decides it: ask someone else",
+                )
+                .with("approvalId", approval.id));
+            }
+            if approval.status != "pending" {
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "approval_not_pending",
+                    format!("the approval is {} already", approval.status),
+                )
+                .with("approvalId", approval.id)
+                .with("status", approval.status));
+            }
+            if terminal(&task.status) {
+                return Err(task_terminal(&task));
+            }
+            let now = Utc::now();
+            let actions: Vec<Value> = if approval.gate {
+                let task_type = self.store.task_type(&task.task_type_id).await?;
+                task_type
+                    .spec
+                    .pointer(&format!("/approvalSchema/gates/{GATE}/outcomes/{}", request.outcome))
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let decided = ApprovalRecord {
+                status: request.outcome.clone(),
+                decided_by: Some(actor.id().to_owned()),
+                decided_at: Some(now),
+                comment: comment.clone(),
+                decision_authority: Some(actor.snapshot()),
+                outcome_status: (!actions.is_empty()).then(|| "running".to_owned()),
+                row_version: approval.row_version + 1,
+                updated_at: now,
+                ..approval.clone()
+            };
+            let rows: Vec<ActionRecord> = actions
+                .into_iter()
+                .enumerate()
+                .map(|(index, action)| ActionRecord {
+                    approval_id: approval.id.clone(),
+                    action_index: i32::try_from(index).unwrap_or(i32::MAX),
+                    action,
+                    status: "pending".to_owned(),
+                    invocation_id: None,
+                    result: None,
+                    error: None,
+                    attempts: 0,
+                    row_version: 1,
+                    created_at: now,
+                    updated_at: now,
+                })
+                .collect();
+            let event = self.event(
+                "approval.decided",
+                format!("approval:{}", approval.id),
+                json!({"taskId": approval.task_id, "outcome": request.outcome, "decidedBy": actor.id(),
+                       "gate": approval.gate, "actions": rows.len()}),
+                &Origin::of(actor, request_id),
+            );
+            let mut changes = vec![WorkChange::UpdateApproval(decided.clone())];
+            changes.extend(rows.iter().cloned().map(WorkChange::InsertAction));
+            if written(self.store.write_work(&changes, &[event]).await)? {
+                if !rows.is_empty() {
+                    self.outcomes_due.notify_one();
+                }
+                return Ok(approval_out(decided, rows));
+            }
+        }
+        Err(busy())
+    }
+
+    /// Withdraws a pending or approved approval (its requester, or `approvals.decide` in the
+    /// task's workspace). A call queued on it is cancelled when claimed (`approval_withdrawn`).
+    pub async fn withdraw(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: &WithdrawRequest,
+        request_id: Option<&str>,
+    ) -> Result<ApprovalOut> {
+        for _ in 0..5 {
+            let approval = self.visible_approval(actor, id).await?;
+            let task = self.store.task(&approval.task_id).await?;
+            if approval.requested_by != actor.id() && !actor.can_in("approvals.decide", &task.workspace_id) {
+                return Err(EngineError::forbidden("approvals.decide").with("workspaceId", task.workspace_id));
+            }
+            if !matches!(approval.status.as_str(), "pending" | "approved") {
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "approval_not_withdrawable",
+                    format!("a {} approval cannot be withdrawn: only a pending or approved one", approval.status),
+                )
+                .with("approvalId", approval.id)
+                .with("status", approval.status));
+            }
+            let now = Utc::now();
+            let origin = Origin::of(actor, request_id);
+            let withdrawn = ApprovalRecord {
+                status: "withdrawn".to_owned(),
+                withdrawn_by: Some(actor.id().to_owned()),
+                withdrawn_at: Some(now),
+                row_version: approval.row_version + 1,
+                updated_at: now,
+                ..approval.clone()
+            };
+            let mut events = vec![self.event(
+                "approval.withdrawn",
+                format!("approval:{}", approval.id),
+                json!({"taskId": approval.task_id, "withdrawnBy": actor.id(), "was": approval.status}),
+                &origin,
+            )];
+            let mut changes = vec![WorkChange::UpdateApproval(withdrawn.clone())];
+            if let Some(reason) = &request.reason {
+                let comment = self.comment(&task, actor.id(), reason)?;
+                events.push(comment_event(&comment, &origin));
+                changes.push(WorkChange::InsertComment(comment));
+            }
+            if written(self.store.write_work(&changes, &events).await)? {
+                let actions = self.store.actions(&approval.id).await?;
+                return Ok(approval_out(withdrawn, actions));
+            }
+        }
+        Err(busy())
+    }
+
+    /// The approval `id` if its task is visible to `actor`; `404` otherwise.
+    async fn visible_approval(&self, actor: &Actor, id: &str) -> Result<ApprovalRecord> {
+        let hidden = || EngineError::not_found(&format!("approval {id}")).with("approvalId", id);
+        let approval = match self.store.approval(id).await {
+            Ok(approval) => approval,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(hidden()),
+            Err(error) => return Err(error.into()),
+        };
+        self.visible_task(actor, &approval.task_id, None).await.map_err(|_| hidden())?;
+        Ok(approval)
+    }
+}
+
+pub(crate) fn approval_out(approval: ApprovalRecord, actions: Vec<ActionRecord>) -> ApprovalOut {
+    let outcome = approval.outcome_status.clone().map(|status| OutcomeOut {
+        status,
+        reaction: approval.outcome_reaction.clone(),
+        actions: actions
+            .into_iter()
+            .map(|action| ActionOut {
+                index: action.action_index,
+                action: action.action,
+                status: action.status,
+                invocation_id: action.invocation_id,
+                result: action.result,
+                error: action.error,
+            })
+            .collect(),
+    });
+    ApprovalOut {
+        id: approval.id,
+        task_id: approval.task_id,
+        gate: approval.gate,
+        status: approval.status,
+        requested_by: approval.requested_by,
+        request_comment: approval.request_comment,
+        decided_by: approval.decided_by,
+        decided_at: approval.decided_at.as_ref().map(view_time),
+        comment: approval.comment,
+        withdrawn_by: approval.withdrawn_by,
+        withdrawn_at: approval.withdrawn_at.as_ref().map(view_time),
+        outcome,
+        created_at: view_time(&approval.created_at),
+        updated_at: view_time(&approval.updated_at),
+    }
+}

@@ -1,0 +1,296 @@
+//! The outcome of a decided gate (reference §10.2): each `invokeSkill` action becomes a call with
+//! the decider's authority (as it was when deciding, and only while the decider is enabled),
+//! the key `approval-outcome:<approvalId>:<index>`, the task, and the approval as its basis;
+//! inputs filled from `$.task…` and `$.approval…`. When every action's call has ended, each
+//! action's `onSuccess` (succeeded, and `expect` met) or `onFailure` reactions run, in one
+//! transaction with the outcome's end. A call left unclaimed for [`SKILL_WAIT`] is cancelled
+//! (`approval_outcome_skill_wait_expired`) and counts as failed; one cancelled because the task
+//! closed or the approval was withdrawn runs neither branch.
+//!
+//! Every step is written before the next is taken and repeats safely (the call's key names one
+//! call), so any number of cores may run this and any of them may be killed at any moment.
+
+use chrono::{Duration, Utc};
+use serde_json::{Value, json};
+use skill_api::InvokeRequest;
+use skill_store::records::{ActionRecord, ApprovalRecord, Event, InvocationRecord, Time, WorkChange};
+
+use super::{comment_event, paths, task_view, terminal};
+use crate::actor::Actor;
+use crate::error::{Class, EngineError, Result};
+use crate::invocations::{Cancellation, written};
+use crate::{Engine, Origin};
+
+/// How long an outcome's call may wait unclaimed.
+pub const SKILL_WAIT: Duration = Duration::hours(24);
+/// The most decided approvals one pass looks at.
+const BATCH: i64 = 50;
+
+impl Engine {
+    /// One pass over the outcomes that are running, at `now`: calls made, ended calls noted,
+    /// finished outcomes reacted to. Answers how many actions or outcomes moved.
+    pub async fn run_outcomes(&self, now: Time) -> Result<usize> {
+        let mut moved = 0;
+        for approval in self.store.running_outcomes(BATCH).await? {
+            moved += self.advance_outcome(&approval, now).await?;
+        }
+        Ok(moved)
+    }
+
+    /// Waits until a decision queued actions here or `within` passes.
+    pub async fn outcomes_due(&self, within: std::time::Duration) {
+        let _ = tokio::time::timeout(within, self.outcomes_due.notified()).await;
+    }
+
+    async fn advance_outcome(&self, approval: &ApprovalRecord, now: Time) -> Result<usize> {
+        let task = self.store.task(&approval.task_id).await?;
+        let task_type = self.store.task_type(&task.task_type_id).await?;
+        let root = json!({
+            "task": task_view(&task, &task_type),
+            "approval": {"id": approval.id, "comment": approval.comment, "decidedBy": approval.decided_by,
+                         "decidedAt": approval.decided_at.as_ref().map(crate::catalog::view_time),
+                         "outcome": approval.status},
+        });
+        let decider = self.decider(approval).await?;
+        let system = Origin::default();
+        let mut moved = 0;
+        let mut actions = self.store.actions(&approval.id).await?;
+        for action in &mut actions {
+            let next = match action.status.as_str() {
+                "pending" => self.invoke_action(approval, action, decider.as_ref(), &root).await?,
+                "invoked" => self.watch_action(action, now).await?,
+                _ => None,
+            };
+            if let Some((next, event)) = next {
+                if written(self.store.write_work(&[WorkChange::UpdateAction(next.clone())], &[event]).await)? {
+                    moved += 1;
+                    *action = next;
+                } else {
+                    // Another core moved it meanwhile: the next pass sees where it is.
+                    return Ok(moved);
+                }
+            }
+        }
+        if actions.iter().any(|action| matches!(action.status.as_str(), "pending" | "invoked")) {
+            return Ok(moved);
+        }
+        let succeeded = actions.iter().all(|action| action.status == "succeeded");
+        let skipped = actions.iter().all(|action| action.status == "skipped");
+        let mut changes = Vec::new();
+        let mut events = Vec::new();
+        let mut task_now = task.clone();
+        let mut reaction = None;
+        for action in &actions {
+            let branch = match action.status.as_str() {
+                "succeeded" => "onSuccess",
+                "failed" => "onFailure",
+                _ => continue,
+            };
+            reaction = Some(if reaction == Some("onFailure") { "onFailure" } else { branch });
+            let reactions = action.action.pointer(&format!("/invokeSkill/{branch}")).and_then(Value::as_array);
+            for step in reactions.into_iter().flatten() {
+                if let Some(status) = step.get("setTaskStatus").and_then(Value::as_str) {
+                    if !terminal(&task_now.status) {
+                        task_now = self.closed(&task_now, status, &system, &mut events);
+                    }
+                } else if let Some(text) = step.get("addComment").and_then(Value::as_str) {
+                    let author = approval.decided_by.clone().unwrap_or_default();
+                    let comment = self.comment(&task, &author, text)?;
+                    events.push(comment_event(&comment, &system));
+                    changes.push(WorkChange::InsertComment(comment));
+                }
+            }
+        }
+        if task_now != task {
+            changes.insert(0, WorkChange::UpdateTask(task_now));
+        }
+        let status = if skipped {
+            "skipped"
+        } else if succeeded {
+            "succeeded"
+        } else {
+            "failed"
+        };
+        let ended = ApprovalRecord {
+            outcome_status: Some(status.to_owned()),
+            outcome_reaction: reaction.map(str::to_owned),
+            row_version: approval.row_version + 1,
+            updated_at: Utc::now(),
+            ..approval.clone()
+        };
+        events.push(self.event(
+            "approval.outcome_ended",
+            format!("approval:{}", approval.id),
+            json!({"taskId": approval.task_id, "status": status, "reaction": reaction}),
+            &system,
+        ));
+        changes.insert(0, WorkChange::UpdateApproval(ended));
+        // A stale approval or task (a withdrawal, a close meanwhile): the next pass decides again.
+        if written(self.store.write_work(&changes, &events).await)? {
+            moved += 1;
+        }
+        Ok(moved)
+    }
+
+    /// The decider as it was when deciding, if it is still enabled.
+    async fn decider(&self, approval: &ApprovalRecord) -> Result<Option<Actor>> {
+        let Some(decided_by) = &approval.decided_by else { return Ok(None) };
+        let principal = self.store.principal(decided_by).await?;
+        if principal.disabled_at.is_some() {
+            return Ok(None);
+        }
+        Ok(approval.decision_authority.as_ref().and_then(|snapshot| Actor::from_snapshot(principal, snapshot)))
+    }
+
+    /// Makes the call of a pending action; a refusal fails the action, a passing failure (the
+    /// database) leaves it for the next pass.
+    async fn invoke_action(
+        &self,
+        approval: &ApprovalRecord,
+        action: &ActionRecord,
+        decider: Option<&Actor>,
+        root: &Value,
+    ) -> Result<Option<(ActionRecord, Event)>> {
+        let spec = action.action.get("invokeSkill").cloned().unwrap_or_default();
+        let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let Some(decider) = decider else {
+            let error = json!({"code": "authority_inactive", "message": "the decider is disabled: its decision acts no more"});
+            return Ok(Some(self.action_ended(action, "failed", None, Some(error))));
+        };
+        let inputs = paths::fill(spec.get("inputs").unwrap_or(&json!({})), root);
+        let request = InvokeRequest {
+            inputs: Some(inputs),
+            idempotency_key: Some(format!("approval-outcome:{}:{}", approval.id, action.action_index)),
+            task_id: Some(approval.task_id.clone()),
+            run_id: None,
+            approval_id: Some(approval.id.clone()),
+        };
+        match self.invoke_checked(decider, &skill, &request).await {
+            Ok(invoked) => {
+                let call = invoked.invocation;
+                let result = json!({"invocationId": call.id, "skill": skill, "status": call.status,
+                                    "created": invoked.created, "authorizationBasis": call.authorization_basis});
+                let next = ActionRecord {
+                    status: "invoked".to_owned(),
+                    invocation_id: Some(call.id.clone()),
+                    result: Some(result),
+                    attempts: action.attempts + 1,
+                    row_version: action.row_version + 1,
+                    updated_at: Utc::now(),
+                    ..action.clone()
+                };
+                let event = self.event(
+                    "approval.action_invoked",
+                    format!("approval:{}", approval.id),
+                    json!({"index": action.action_index, "invocationId": call.id, "skill": skill}),
+                    &Origin::default(),
+                );
+                Ok(Some((next, event)))
+            }
+            Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => Err(error),
+            Err(error) => {
+                let failure = json!({"code": error.code, "message": error.message, "details": error.details});
+                Ok(Some(self.action_ended(action, "failed", None, Some(failure))))
+            }
+        }
+    }
+
+    /// The call of an outcome: never a bare name that resolves to an external write.
+    async fn invoke_checked(
+        &self,
+        decider: &Actor,
+        skill: &str,
+        request: &InvokeRequest,
+    ) -> Result<crate::invocations::Invoked> {
+        if !skill.contains('@') && self.find(skill).await?.skill.side_effects.as_deref() == Some("external_write") {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "unpinned_external_write",
+                format!("{skill} writes to the outside world: an outcome names the version it was approved for"),
+            ));
+        }
+        self.invoke(decider, skill, request, None).await
+    }
+
+    /// Notes the end of an invoked action's call; cancels it when it waited too long unclaimed.
+    async fn watch_action(&self, action: &ActionRecord, now: Time) -> Result<Option<(ActionRecord, Event)>> {
+        let Some(id) = &action.invocation_id else { return Ok(None) };
+        let call = self.store.invocation(id).await?;
+        let call = match call.status.as_str() {
+            "pending" if call.attempt == 0 && call.created_at + SKILL_WAIT <= now => {
+                match self.give_up(&call, now).await? {
+                    Some(cancelled) => cancelled,
+                    None => return Ok(None),
+                }
+            }
+            "pending" | "running" => return Ok(None),
+            _ => call,
+        };
+        Ok(Some(self.ended_action(action, &call)))
+    }
+
+    /// Cancels a call nobody claimed in time; `None` when it moved meanwhile.
+    async fn give_up(&self, call: &InvocationRecord, now: Time) -> Result<Option<InvocationRecord>> {
+        let skill = self.store.skill(&call.skill_id).await?.skill;
+        let cause = Cancellation {
+            code: "approval_outcome_skill_wait_expired",
+            reason: "nobody claimed the outcome's call within 24 hours",
+            by: "system",
+            initiator: "system",
+        };
+        let (cancelled, event) = self.cancelled(call, &skill, &cause, now, &Origin::default());
+        Ok(written(self.store.update_invocation(&cancelled, &[event]).await)?.then_some(cancelled))
+    }
+
+    /// The action's end from its call's: succeeded when the call succeeded and every `expect`
+    /// field equals the output's (type-sensitive); skipped when the call lost its basis because
+    /// the task closed or the approval was withdrawn; failed otherwise.
+    fn ended_action(&self, action: &ActionRecord, call: &InvocationRecord) -> (ActionRecord, Event) {
+        let expect = action.action.pointer("/invokeSkill/expect").and_then(Value::as_object);
+        let met = expect.is_none_or(|expect| {
+            expect.iter().all(|(key, wanted)| call.output.as_ref().and_then(|output| output.get(key)) == Some(wanted))
+        });
+        let error = call.error.as_ref();
+        let code = error.and_then(|e| e.get("code")).and_then(Value::as_str);
+        let reason = error.and_then(|e| e.get("message")).and_then(Value::as_str);
+        let status = match call.status.as_str() {
+            "succeeded" if met => "succeeded",
+            "cancelled" if code == Some("basis_revoked") && matches!(reason, Some("task_terminal" | "approval_withdrawn")) => {
+                "skipped"
+            }
+            _ => "failed",
+        };
+        let mut result = action.result.clone().unwrap_or_else(|| json!({}));
+        result["status"] = json!(call.status);
+        let failure = match (status, call.status.as_str()) {
+            ("failed", "succeeded") => Some(json!({"code": "expectation_not_met", "message": "the output does not match expect"})),
+            ("failed" | "skipped", _) => call.error.clone(),
+            _ => None,
+        };
+        self.action_ended(action, status, Some(result), failure)
+    }
+
+    fn action_ended(
+        &self,
+        action: &ActionRecord,
+        status: &str,
+        result: Option<Value>,
+        error: Option<Value>,
+    ) -> (ActionRecord, Event) {
+        let next = ActionRecord {
+            status: status.to_owned(),
+            result: result.or_else(|| action.result.clone()),
+            error,
+            row_version: action.row_version + 1,
+            updated_at: Utc::now(),
+            ..action.clone()
+        };
+        let event = self.event(
+            "approval.action_ended",
+            format!("approval:{}", action.approval_id),
+            json!({"index": action.action_index, "status": status, "invocationId": action.invocation_id}),
+            &Origin::default(),
+        );
+        (next, event)
+    }
+}

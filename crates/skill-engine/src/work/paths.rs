@@ -1,0 +1,119 @@
+//! The path expressions task types use to fill a call's inputs: `$` followed by `.name` and
+//! `[n]` segments only (at most 500 characters), read from a JSON document (the task's API view,
+//! or `{task, approval}` for an approval's outcome).
+
+use serde_json::Value;
+
+/// The longest path, in characters.
+pub(crate) const MAX_PATH: usize = 500;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// The segments of `path`, or `None` when it is not one.
+fn parse(path: &str) -> Option<Vec<Segment>> {
+    if path.chars().count() > MAX_PATH {
+        return None;
+    }
+    let mut rest = path.strip_prefix('$')?;
+    let mut segments = Vec::new();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            let name = &after[..end];
+            let mut chars = name.chars();
+            let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+            if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return None;
+            }
+            segments.push(Segment::Key(name.to_owned()));
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let (digits, tail) = after.split_once(']')?;
+            if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) || digits.len() > 9 {
+                return None;
+            }
+            segments.push(Segment::Index(digits.parse().ok()?));
+            rest = tail;
+        } else {
+            return None;
+        }
+    }
+    Some(segments)
+}
+
+/// Whether `path` is a path of this grammar.
+pub(crate) fn is_path(path: &str) -> bool {
+    parse(path).is_some()
+}
+
+/// The value `path` names in `root`, `None` when it names nothing (or is not a path).
+pub(crate) fn lookup<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut here = root;
+    for segment in parse(path)? {
+        here = match segment {
+            Segment::Key(key) => here.get(key)?,
+            Segment::Index(index) => here.get(index)?,
+        };
+    }
+    Some(here)
+}
+
+/// Inputs from a mapping: a path string alone is the whole input object; an object maps input
+/// names to paths (`$…`) or to literal values. A path that names nothing leaves its input out
+/// (the schema decides whether it may be missing).
+pub(crate) fn fill(inputs: &Value, root: &Value) -> serde_json::Map<String, Value> {
+    match inputs {
+        Value::String(path) => match lookup(root, path) {
+            Some(Value::Object(object)) => object.clone(),
+            _ => serde_json::Map::new(),
+        },
+        Value::Object(mapping) => mapping
+            .iter()
+            .filter_map(|(name, source)| match source {
+                Value::String(text) if text.starts_with('$') => {
+                    lookup(root, text).map(|value| (name.clone(), value.clone()))
+                }
+                literal => Some((name.clone(), literal.clone())),
+            })
+            .collect(),
+        _ => serde_json::Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn paths_have_names_and_indexes_only() {
+        for good in ["$", "$.a", "$.customFields.claim", "$.a[0].b_c-d", "$[3]"] {
+            assert!(is_path(good), "{good}");
+        }
+        for bad in ["", "a", "$.", "$..a", "$.1a", "$[x]", "$[]", "$.a b", "$['a']", "$.a[0", &format!("$.{}", "a".repeat(500))]
+        {
+            assert!(!is_path(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn filling_reads_paths_keeps_literals_and_leaves_missing_out() {
+        let root = json!({"task": {"customFields": {"claim": "C-1", "tags": ["x", "y"]}}, "approval": {"comment": "ok"}});
+        let filled = fill(
+            &json!({"claim": "$.task.customFields.claim", "tag": "$.task.customFields.tags[1]", "comment": "$.approval.comment",
+                    "missing": "$.task.nothing", "fixed": 3, "text": "plain"}),
+            &root,
+        );
+        assert_eq!(
+            Value::Object(filled),
+            json!({"claim": "C-1", "tag": "y", "comment": "ok", "fixed": 3, "text": "plain"})
+        );
+        assert_eq!(Value::Object(fill(&json!("$.task.customFields"), &root)), root["task"]["customFields"]);
+        assert!(fill(&json!("$.approval.comment"), &root).is_empty(), "a path to a non-object gives no inputs");
+    }
+}

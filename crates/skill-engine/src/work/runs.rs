@@ -1,0 +1,160 @@
+//! Runs: a principal's attempt at a task, started on an open task and ended by its owner.
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use skill_api::{EndRunRequest, RunOut, RunRequest};
+use skill_store::ErrorKind;
+use skill_store::records::{RunRecord, WorkChange};
+
+use super::terminal;
+use super::tasks::task_terminal;
+use crate::actor::Actor;
+use crate::catalog::view_time;
+use crate::error::{Class, EngineError, Result};
+use crate::invocations::{busy, written};
+use crate::{Engine, Origin};
+
+impl Engine {
+    /// Starts a run on an open task (`tasks.write` in its workspace); the caller owns it.
+    pub async fn start_run(&self, actor: &Actor, request: &RunRequest, request_id: Option<&str>) -> Result<RunOut> {
+        let task = self.visible_task(actor, &request.task_id, Some("tasks.write")).await?;
+        if terminal(&task.status) {
+            return Err(task_terminal(&task));
+        }
+        let run = RunRecord {
+            id: self.new_id(),
+            task_id: task.id.clone(),
+            owner_principal_id: actor.id().to_owned(),
+            status: "running".to_owned(),
+            result: None,
+            error: None,
+            row_version: 1,
+            created_at: Utc::now(),
+            ended_at: None,
+        };
+        let event = self.event(
+            "run.started",
+            format!("run:{}", run.id),
+            json!({"taskId": run.task_id, "owner": run.owner_principal_id}),
+            &Origin::of(actor, request_id),
+        );
+        match self.store.write_work(&[WorkChange::InsertRun(run.clone())], &[event]).await {
+            Ok(()) => Ok(run_out(run)),
+            Err(error) if error.kind() == ErrorKind::Conflict => {
+                let running = self.store.runs(&task.id).await?.into_iter().rev().find(|other| {
+                    other.owner_principal_id == actor.id() && other.status == "running"
+                });
+                Err(EngineError::new(
+                    Class::Conflict,
+                    "run_already_running",
+                    "you have a running run on this task already: end it first, or use it",
+                )
+                .with("runId", running.map_or(Value::Null, |run| json!(run.id))))
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// One run (`tasks.read` in its task's workspace).
+    pub async fn run(&self, actor: &Actor, id: &str) -> Result<RunOut> {
+        Ok(run_out(self.visible_run(actor, id).await?))
+    }
+
+    /// Ends one's own running run.
+    pub async fn end_run(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: &EndRunRequest,
+        request_id: Option<&str>,
+    ) -> Result<RunOut> {
+        if !matches!(request.status.as_str(), "succeeded" | "failed" | "cancelled") {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_status",
+                format!("a run ends succeeded, failed or cancelled, not {:?}", request.status),
+            )
+            .with("allowed", json!(["succeeded", "failed", "cancelled"])));
+        }
+        for _ in 0..5 {
+            let run = self.visible_run(actor, id).await?;
+            check_owned_and_running(actor, &run)?;
+            let (ended, event) = self.ended_run(
+                &run,
+                &request.status,
+                request.result.clone().map(Value::Object),
+                request.error.clone().map(Value::Object),
+                &Origin::of(actor, request_id),
+            );
+            if written(self.store.write_work(&[WorkChange::UpdateRun(ended.clone())], &[event]).await)? {
+                return Ok(run_out(ended));
+            }
+        }
+        Err(busy())
+    }
+
+    /// `run` ended as `status` now, and its `run.ended` event.
+    pub(crate) fn ended_run(
+        &self,
+        run: &RunRecord,
+        status: &str,
+        result: Option<Value>,
+        error: Option<Value>,
+        origin: &Origin,
+    ) -> (RunRecord, skill_store::records::Event) {
+        let ended = RunRecord {
+            status: status.to_owned(),
+            result,
+            error,
+            ended_at: Some(Utc::now()),
+            row_version: run.row_version + 1,
+            ..run.clone()
+        };
+        let event = self.event(
+            "run.ended",
+            format!("run:{}", run.id),
+            json!({"taskId": run.task_id, "status": status}),
+            origin,
+        );
+        (ended, event)
+    }
+
+    /// The run `id` if its task is visible to `actor`; `404` otherwise.
+    pub(crate) async fn visible_run(&self, actor: &Actor, id: &str) -> Result<RunRecord> {
+        let hidden = || EngineError::not_found(&format!("run {id}")).with("runId", id);
+        let run = match self.store.run(id).await {
+            Ok(run) => run,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(hidden()),
+            Err(error) => return Err(error.into()),
+        };
+        self.visible_task(actor, &run.task_id, None).await.map_err(|_| hidden())?;
+        Ok(run)
+    }
+}
+
+/// `403 run_owner_mismatch` unless `actor` owns the run; `409 run_not_active` unless it runs.
+pub(crate) fn check_owned_and_running(actor: &Actor, run: &RunRecord) -> Result<()> {
+    if run.owner_principal_id != actor.id() {
+        return Err(EngineError::new(Class::Forbidden, "run_owner_mismatch", "the run belongs to another principal")
+            .with("runId", run.id.clone()));
+    }
+    if run.status != "running" {
+        return Err(EngineError::new(Class::Conflict, "run_not_active", format!("the run has ended ({})", run.status))
+            .with("runId", run.id.clone())
+            .with("status", run.status.clone()));
+    }
+    Ok(())
+}
+
+pub(crate) fn run_out(run: RunRecord) -> RunOut {
+    RunOut {
+        id: run.id,
+        task_id: run.task_id,
+        owner_principal_id: run.owner_principal_id,
+        status: run.status,
+        result: run.result,
+        error: run.error,
+        created_at: view_time(&run.created_at),
+        ended_at: run.ended_at.as_ref().map(view_time),
+    }
+}

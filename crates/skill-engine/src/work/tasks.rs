@@ -1,0 +1,241 @@
+//! Tasks: created in a workspace with a type's custom fields, read, listed, closed.
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use skill_api::{CloseTaskRequest, Page, TaskOut, TaskQuery, TaskRequest, TaskTypeRef};
+use skill_contract::schema::SchemaValidator;
+use skill_store::records::{TaskFilter, TaskRecord, TaskTypeRecord, WorkChange};
+
+use super::{comment_event, terminal};
+use crate::actor::Actor;
+use crate::catalog::{bounded_page, checked_limit, view_time};
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+const TASK_STATUSES: &[&str] = &["open", "done", "failed", "cancelled"];
+
+impl Engine {
+    /// Creates a task (`tasks.write` in the workspace), its custom fields checked against the
+    /// type's.
+    pub async fn create_task(&self, actor: &Actor, request: &TaskRequest, request_id: Option<&str>) -> Result<TaskOut> {
+        let workspace = self.find_workspace(&request.workspace).await?;
+        if !actor.can_in("tasks.write", &workspace) {
+            return Err(EngineError::forbidden("tasks.write").with("workspaceId", workspace));
+        }
+        let task_type = self.find_task_type(&request.task_type).await?;
+        if !(1..=500).contains(&request.title.chars().count()) {
+            return Err(EngineError::invalid_request("a title is 1 to 500 characters").with("field", "title"));
+        }
+        let fields = Value::Object(request.custom_fields.clone().unwrap_or_default());
+        check_fields(&task_type, &fields)?;
+        let now = Utc::now();
+        let task = TaskRecord {
+            id: self.new_id(),
+            workspace_id: workspace,
+            task_type_id: task_type.id.clone(),
+            title: request.title.clone(),
+            custom_fields: fields,
+            status: "open".to_owned(),
+            created_by: actor.id().to_owned(),
+            row_version: 1,
+            created_at: now,
+            updated_at: now,
+            closed_at: None,
+        };
+        let event = self.event(
+            "task.created",
+            format!("task:{}", task.id),
+            json!({"workspaceId": task.workspace_id, "taskTypeId": task.task_type_id,
+                   "taskType": format!("{}@{}", task_type.key, task_type.version)}),
+            &Origin::of(actor, request_id),
+        );
+        self.store.write_work(&[WorkChange::InsertTask(task.clone())], &[event]).await?;
+        Ok(task_out(task, &task_type))
+    }
+
+    /// One task (`tasks.read` in its workspace).
+    pub async fn task(&self, actor: &Actor, id: &str) -> Result<TaskOut> {
+        let task = self.visible_task(actor, id, None).await?;
+        let task_type = self.store.task_type(&task.task_type_id).await?;
+        Ok(task_out(task, &task_type))
+    }
+
+    /// Tasks newest first, of the workspaces `actor` reads.
+    pub async fn tasks(&self, actor: &Actor, query: &TaskQuery) -> Result<Page<TaskOut>> {
+        let limit = checked_limit(query.limit, 50, 200)?;
+        let readable = actor.workspaces_with("tasks.read");
+        let workspaces = match &query.workspace {
+            Some(workspace) => {
+                let id = self.find_workspace(workspace).await?;
+                if !actor.can_in("tasks.read", &id) {
+                    return Err(EngineError::forbidden("tasks.read").with("workspaceId", id));
+                }
+                Some(vec![id])
+            }
+            None if readable.as_ref().is_some_and(Vec::is_empty) => return Err(EngineError::forbidden("tasks.read")),
+            None => readable,
+        };
+        if let Some(status) = &query.status
+            && !TASK_STATUSES.contains(&status.as_str())
+        {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_status",
+                format!("a task's status is one of {}, not {status:?}", TASK_STATUSES.join(", ")),
+            )
+            .with("allowed", json!(TASK_STATUSES)));
+        }
+        let before = match &query.cursor {
+            Some(cursor) => {
+                let task = self.store.task(cursor).await.map_err(|_| {
+                    EngineError::invalid_request("the cursor is not one this listing gave").with("field", "cursor")
+                })?;
+                Some((task.created_at, task.id))
+            }
+            None => None,
+        };
+        let filter =
+            TaskFilter { workspaces, status: query.status.clone(), task_type_id: None, before, limit: i64::from(limit) + 1 };
+        let mut found = self.store.tasks(&filter).await?;
+        let more = found.len() > limit as usize;
+        found.truncate(limit as usize);
+        let next = if more { found.last().map(|task| task.id.clone()) } else { None };
+        let mut items = Vec::with_capacity(found.len());
+        let mut types: Vec<TaskTypeRecord> = Vec::new();
+        for task in found {
+            if !types.iter().any(|t| t.id == task.task_type_id) {
+                types.push(self.store.task_type(&task.task_type_id).await?);
+            }
+            let task_type = types.iter().find(|t| t.id == task.task_type_id).expect("invariant: read above");
+            items.push(task_out(task, task_type));
+        }
+        Ok(bounded_page(items, next, |item| item.id.clone()))
+    }
+
+    /// Closes a task (`tasks.write`): `done`, `failed` or `cancelled`, for good. Calls waiting on
+    /// its approvals or runs are cancelled when claimed (`basis_revoked`, `task_terminal`).
+    pub async fn close_task(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: &CloseTaskRequest,
+        request_id: Option<&str>,
+    ) -> Result<TaskOut> {
+        if !matches!(request.status.as_str(), "done" | "failed" | "cancelled") {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_status",
+                format!("a task closes as done, failed or cancelled, not {:?}", request.status),
+            )
+            .with("allowed", json!(["done", "failed", "cancelled"])));
+        }
+        for _ in 0..5 {
+            let task = self.visible_task(actor, id, Some("tasks.write")).await?;
+            if terminal(&task.status) {
+                return Err(task_terminal(&task));
+            }
+            let origin = Origin::of(actor, request_id);
+            let mut changes = Vec::new();
+            let mut events = Vec::new();
+            let closed = self.closed(&task, &request.status, &origin, &mut events);
+            changes.push(WorkChange::UpdateTask(closed.clone()));
+            if let Some(text) = &request.comment {
+                let comment = self.comment(&task, actor.id(), text)?;
+                events.push(comment_event(&comment, &origin));
+                changes.push(WorkChange::InsertComment(comment));
+            }
+            if crate::invocations::written(self.store.write_work(&changes, &events).await)? {
+                let task_type = self.store.task_type(&closed.task_type_id).await?;
+                return Ok(task_out(closed, &task_type));
+            }
+        }
+        Err(crate::invocations::busy())
+    }
+
+    /// `task` closed as `status` now, with its `task.closed` event pushed to `events`.
+    pub(crate) fn closed(
+        &self,
+        task: &TaskRecord,
+        status: &str,
+        origin: &Origin,
+        events: &mut Vec<skill_store::records::Event>,
+    ) -> TaskRecord {
+        let now = Utc::now();
+        events.push(self.event(
+            "task.closed",
+            format!("task:{}", task.id),
+            json!({"status": status, "workspaceId": task.workspace_id}),
+            origin,
+        ));
+        TaskRecord {
+            status: status.to_owned(),
+            closed_at: Some(now),
+            updated_at: now,
+            row_version: task.row_version + 1,
+            ..task.clone()
+        }
+    }
+
+    /// A workspace's id from its id or key; `404` when there is none.
+    pub(crate) async fn find_workspace(&self, reference: &str) -> Result<String> {
+        let workspaces = self.store.workspaces().await?;
+        workspaces
+            .into_iter()
+            .find(|workspace| workspace.id == reference || workspace.key == reference)
+            .map(|workspace| workspace.id)
+            .ok_or_else(|| EngineError::not_found(&format!("workspace {reference}")).with("workspace", reference))
+    }
+}
+
+/// `409 task_terminal`.
+pub(crate) fn task_terminal(task: &TaskRecord) -> EngineError {
+    EngineError::new(
+        Class::Conflict,
+        "task_terminal",
+        format!("the task is closed ({}): nothing more happens on it", task.status),
+    )
+    .with("taskId", task.id.clone())
+    .with("status", task.status.clone())
+}
+
+/// The custom fields match the type's: each a declared field, each value valid against its
+/// schema.
+fn check_fields(task_type: &TaskTypeRecord, fields: &Value) -> Result<()> {
+    let declared = task_type.spec.get("customFields").cloned().unwrap_or_else(|| json!({}));
+    let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+                        "properties": declared, "additionalProperties": false});
+    let validator = SchemaValidator::new(&schema).map_err(|error| {
+        EngineError::new(Class::Internal, "internal_error", format!("a published type's fields do not compile: {error}"))
+    })?;
+    let errors = validator.errors(fields);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let first = errors.first().map(ToString::to_string).unwrap_or_default();
+    Err(EngineError::new(
+        Class::Invalid,
+        "invalid_custom_fields",
+        format!("the customFields do not match {}@{}: {first}", task_type.key, task_type.version),
+    )
+    .with("errors", json!(errors)))
+}
+
+pub(crate) fn task_out(task: TaskRecord, task_type: &TaskTypeRecord) -> TaskOut {
+    TaskOut {
+        id: task.id,
+        workspace_id: task.workspace_id,
+        task_type: TaskTypeRef { id: task_type.id.clone(), key: task_type.key.clone(), version: task_type.version.clone() },
+        title: task.title,
+        custom_fields: task.custom_fields,
+        status: task.status,
+        created_by: task.created_by,
+        created_at: view_time(&task.created_at),
+        updated_at: view_time(&task.updated_at),
+        closed_at: task.closed_at.as_ref().map(view_time),
+    }
+}
+
+/// The task as paths read it (`$.customFields.x`, `$.title`, …): its API view as JSON.
+pub(crate) fn task_view(task: &TaskRecord, task_type: &TaskTypeRecord) -> Value {
+    serde_json::to_value(task_out(task.clone(), task_type)).unwrap_or_default()
+}

@@ -1,0 +1,406 @@
+//! Task types: publication (every rule checked, the spec normalized), reading and listing. A
+//! published version never changes (the database refuses any update).
+
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+use skill_api::{Page, TaskTypeOut, TaskTypeQuery, TaskTypeRequest};
+use skill_contract::SkillVersion;
+use skill_contract::schema::SchemaValidator;
+use skill_store::ErrorKind;
+use skill_store::records::{TaskTypeRecord, WorkChange};
+
+use super::paths;
+use crate::actor::Actor;
+use crate::catalog::{checked_limit, view_time};
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+/// The most input mappings an execution has.
+const MAX_MAPPINGS: usize = 100;
+/// The reactions an action may have after its outcome.
+const REACTIONS: &[&str] = &["setTaskStatus", "addComment"];
+
+fn invalid(field: &str, message: impl Into<String>) -> EngineError {
+    EngineError::new(Class::Invalid, "invalid_task_type", message).with("field", field)
+}
+
+fn invalid_execution(field: &str, reason: &str, message: impl Into<String>) -> EngineError {
+    EngineError::new(Class::Invalid, "invalid_task_execution", message).with("field", field).with("reason", reason)
+}
+
+impl Engine {
+    /// Publishes a task type version (`org.manage`): its fields checked, every skill it names
+    /// looked up, the acceptance rule applied.
+    pub async fn publish_task_type(
+        &self,
+        actor: &Actor,
+        request: &TaskTypeRequest,
+        request_id: Option<&str>,
+    ) -> Result<TaskTypeOut> {
+        actor.require("org.manage")?;
+        let key = request.key.as_str();
+        let key_ok = key.len() <= 200
+            && key.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
+        if !key_ok {
+            return Err(invalid(
+                "key",
+                format!("a task type key is 1 to 200 of a-z 0-9 . _ - starting with a letter or digit, not {key:?}"),
+            ));
+        }
+        SkillVersion::new(&request.version).map_err(|error| invalid("version", error.to_string()))?;
+        let mut spec = Map::new();
+        spec.insert("version".into(), json!(request.version));
+        for (field, value) in [("displayName", &request.display_name), ("description", &request.description)] {
+            if let Some(text) = value {
+                if text.chars().count() > 10_000 {
+                    return Err(invalid(field, format!("{field} is at most 10,000 characters")));
+                }
+                spec.insert(field.into(), json!(text));
+            }
+        }
+        let fields = request.custom_fields.clone().unwrap_or_default();
+        check_custom_fields(&fields)?;
+        spec.insert("customFields".into(), Value::Object(fields));
+        if let Some(schema) = &request.approval_schema {
+            self.check_approval_schema(schema, "approvalSchema").await?;
+            spec.insert("approvalSchema".into(), schema.clone());
+        }
+        if let Some(schema) = &request.completion_schema {
+            self.check_approval_schema(schema, "completionSchema").await?;
+            spec.insert("completionSchema".into(), schema.clone());
+        }
+        if let Some(criteria) = &request.acceptance {
+            self.check_acceptance(criteria).await?;
+            spec.insert("acceptance".into(), json!(criteria));
+        }
+        if let Some(schema) = &request.artifact_schema {
+            if !schema.is_object() {
+                return Err(invalid("artifactSchema", "artifactSchema is an object"));
+            }
+            spec.insert("artifactSchema".into(), schema.clone());
+        }
+        let execution = match &request.execution {
+            Some(execution) => Some(self.checked_execution(execution).await?),
+            None => None,
+        };
+        if let Some(execution) = &execution {
+            spec.insert("execution".into(), execution.clone());
+        }
+        let now = Utc::now();
+        let record = TaskTypeRecord {
+            id: self.new_id(),
+            key: key.to_owned(),
+            version: request.version.clone(),
+            display_name: request.display_name.clone().unwrap_or_default(),
+            description: request.description.clone().unwrap_or_default(),
+            spec: Value::Object(spec),
+            execution,
+            created_by: Some(actor.id().to_owned()),
+            created_at: now,
+        };
+        let event = self.event(
+            "task_type.published",
+            format!("task_type:{}", record.id),
+            json!({"key": record.key, "version": record.version, "execution": record.execution}),
+            &Origin::of(actor, request_id),
+        );
+        match self.store.write_work(&[WorkChange::InsertTaskType(record.clone())], &[event]).await {
+            Ok(()) => Ok(task_type_out(record)),
+            Err(error) if error.kind() == ErrorKind::Conflict => Err(EngineError::new(
+                Class::Conflict,
+                "task_type_exists",
+                format!("{key}@{} is published already: publish a new version", request.version),
+            )
+            .with("taskType", format!("{key}@{}", request.version))),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// One task type version: an id, `key@version` or a key (its newest version). Readable with
+    /// `org.read` or `tasks.read` in some workspace.
+    pub async fn task_type(&self, actor: &Actor, reference: &str) -> Result<TaskTypeOut> {
+        require_type_reader(actor)?;
+        Ok(task_type_out(self.find_task_type(reference).await?))
+    }
+
+    /// Task type versions in publication order.
+    pub async fn task_types(&self, actor: &Actor, query: &TaskTypeQuery) -> Result<Page<TaskTypeOut>> {
+        require_type_reader(actor)?;
+        let limit = checked_limit(query.limit, 50, 200)?;
+        let mut found =
+            self.store.task_types(query.key.as_deref(), query.cursor.as_deref(), i64::from(limit) + 1).await?;
+        let more = found.len() > limit as usize;
+        found.truncate(limit as usize);
+        let next_cursor = if more { found.last().map(|t| t.id.clone()) } else { None };
+        Ok(Page { items: found.into_iter().map(task_type_out).collect(), next_cursor })
+    }
+
+    pub(crate) async fn find_task_type(&self, reference: &str) -> Result<TaskTypeRecord> {
+        let missing = || EngineError::not_found(&format!("task type {reference}")).with("taskType", reference);
+        let found = if let Some((key, version)) = reference.split_once('@') {
+            self.store.task_type_version(key, version).await
+        } else if uuid::Uuid::try_parse(reference).is_ok() {
+            self.store.task_type(reference).await
+        } else {
+            let mut versions = self.store.task_types(Some(reference), None, 10_000).await?;
+            return versions.pop().ok_or_else(missing);
+        };
+        found.map_err(|error| match error.kind() {
+            ErrorKind::NotFound => missing(),
+            _ => error.into(),
+        })
+    }
+
+    /// An approval or completion schema: `{gates: {<name>: {outcomes: {approved|rejected:
+    /// [action]}}}}`, every action an `invokeSkill` of a skill that exists, pinned when it writes.
+    async fn check_approval_schema(&self, schema: &Value, field: &str) -> Result<()> {
+        let Some(object) = schema.as_object() else {
+            return Err(invalid(field, format!("{field} is an object")));
+        };
+        let Some(gates) = object.get("gates") else { return Ok(()) };
+        let Some(gates) = gates.as_object() else {
+            return Err(invalid(&format!("{field}.gates"), "gates is an object of gate name → gate"));
+        };
+        for (name, gate) in gates {
+            let here = format!("{field}.gates.{name}");
+            let Some(outcomes) = gate.get("outcomes") else { continue };
+            let Some(outcomes) = outcomes.as_object() else {
+                return Err(invalid(&format!("{here}.outcomes"), "outcomes is an object: approved, rejected"));
+            };
+            for (outcome, actions) in outcomes {
+                let at = format!("{here}.outcomes.{outcome}");
+                if !matches!(outcome.as_str(), "approved" | "rejected") {
+                    return Err(invalid(&at, format!("an outcome is approved or rejected, not {outcome:?}")));
+                }
+                let Some(actions) = actions.as_array() else {
+                    return Err(invalid(&at, "an outcome is a list of actions"));
+                };
+                for (index, action) in actions.iter().enumerate() {
+                    self.check_action(action, &format!("{at}[{index}]")).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn check_action(&self, action: &Value, field: &str) -> Result<()> {
+        let Some(invoke) = action.get("invokeSkill").and_then(Value::as_object) else {
+            return Err(invalid(field, "an action is {invokeSkill: {skill, inputs?, expect?, onSuccess?, onFailure?}}"));
+        };
+        if let Some(unknown) = action.as_object().and_then(|a| a.keys().find(|k| *k != "invokeSkill")) {
+            return Err(invalid(&format!("{field}.{unknown}"), "an action has only invokeSkill"));
+        }
+        let here = format!("{field}.invokeSkill");
+        for key in invoke.keys() {
+            if !matches!(key.as_str(), "skill" | "inputs" | "expect" | "onSuccess" | "onFailure") {
+                return Err(invalid(&format!("{here}.{key}"), "invokeSkill has skill, inputs, expect, onSuccess, onFailure"));
+            }
+        }
+        let Some(skill) = invoke.get("skill").and_then(Value::as_str) else {
+            return Err(invalid(&format!("{here}.skill"), "invokeSkill names its skill: name@version"));
+        };
+        for part in ["inputs", "expect"] {
+            if invoke.get(part).is_some_and(|value| !value.is_object()) {
+                return Err(invalid(&format!("{here}.{part}"), format!("{part} is an object")));
+            }
+        }
+        if let Some(Value::Object(inputs)) = invoke.get("inputs") {
+            for (name, source) in inputs {
+                if let Value::String(text) = source
+                    && text.starts_with('$')
+                    && !paths::is_path(text)
+                {
+                    return Err(invalid(
+                        &format!("{here}.inputs.{name}"),
+                        format!("{text:?} is not a path: `$` then .name and [n] segments"),
+                    ));
+                }
+            }
+        }
+        for branch in ["onSuccess", "onFailure"] {
+            if let Some(reactions) = invoke.get(branch) {
+                check_reactions(reactions, &format!("{here}.{branch}"))?;
+            }
+        }
+        let path = format!("{here}.skill");
+        let found = match self.find(skill).await {
+            Ok(found) => found.skill,
+            Err(error) if error.code == "not_found" => {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "unknown_reference",
+                    format!("{skill} is not in the catalog: publish it first"),
+                )
+                .with("field", path)
+                .with("value", skill));
+            }
+            Err(error) => return Err(error),
+        };
+        if !skill.contains('@') && found.side_effects.as_deref() == Some("external_write") {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "unpinned_external_write",
+                format!("{skill} writes to the outside world, so an outcome names the version it is approved for"),
+            )
+            .with("field", path)
+            .with("hint", format!("{}@{}", found.name, found.version)));
+        }
+        Ok(())
+    }
+
+    /// The acceptance rule: an `external_write` check only after a `human` or `llm_judge` one
+    /// with the same (or no) `when`.
+    async fn check_acceptance(&self, criteria: &[Value]) -> Result<()> {
+        for (index, criterion) in criteria.iter().enumerate() {
+            let field = format!("acceptance[{index}]");
+            let kind = criterion.get("kind").and_then(Value::as_str).unwrap_or_default();
+            if !matches!(kind, "human" | "llm_judge" | "deterministic") {
+                return Err(invalid(&format!("{field}.kind"), "a criterion's kind is human, llm_judge or deterministic"));
+            }
+            let Some(skill) = criterion.pointer("/spec/skill") else { continue };
+            let path = format!("{field}.spec.skill");
+            let Some(skill) = skill.as_str().filter(|s| s.contains('@')) else {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "invalid_acceptance_spec",
+                    "a check's skill is pinned: name@version",
+                )
+                .with("field", path));
+            };
+            let found = self.find(skill).await.map_err(|_| {
+                EngineError::new(Class::Invalid, "unknown_reference", format!("{skill} is not in the catalog"))
+                    .with("field", path.clone())
+                    .with("value", skill)
+            })?;
+            if found.skill.side_effects.as_deref() != Some("external_write") {
+                continue;
+            }
+            let when = criterion.get("when");
+            let decided = criteria[..index].iter().any(|earlier| {
+                matches!(earlier.get("kind").and_then(Value::as_str), Some("human" | "llm_judge"))
+                    && (earlier.get("when").is_none() || earlier.get("when") == when)
+            });
+            if !decided {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "invalid_acceptance_spec",
+                    format!("{skill} writes to the outside world, and no human or llm_judge check with the same when comes before it"),
+                )
+                .with("field", path)
+                .with("cause", "external_write_without_decision"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `{skill, version, inputs}` checked (§10.1) and normalized (`inputs` defaults to
+    /// `$.customFields`); the version must exist, have a contract and not be disabled.
+    async fn checked_execution(&self, execution: &Value) -> Result<Value> {
+        let Some(object) = execution.as_object() else {
+            return Err(invalid_execution("execution", "malformed", "execution is {skill, version, inputs?}"));
+        };
+        if let Some(unknown) = object.keys().find(|k| !matches!(k.as_str(), "skill" | "version" | "inputs")) {
+            return Err(invalid_execution(&format!("execution.{unknown}"), "malformed", "execution has skill, version, inputs"));
+        }
+        let skill = object.get("skill").and_then(Value::as_str).unwrap_or_default();
+        if skill.is_empty() || skill.contains('@') || skill.chars().count() > 200 {
+            return Err(invalid_execution("execution.skill", "malformed", "execution.skill is a skill name without @version"));
+        }
+        let version = object.get("version").and_then(Value::as_str).unwrap_or_default();
+        if version.is_empty() || version.chars().count() > 50 {
+            return Err(invalid_execution("execution.version", "malformed", "execution.version pins a version (1 to 50 characters)"));
+        }
+        let inputs = object.get("inputs").cloned().unwrap_or_else(|| json!("$.customFields"));
+        match &inputs {
+            Value::String(path) if paths::is_path(path) => {}
+            Value::Object(mapping) if mapping.len() <= MAX_MAPPINGS => {
+                for (name, path) in mapping {
+                    let name_ok = name.len() <= 100
+                        && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                    if !name_ok {
+                        return Err(invalid_execution(&format!("execution.inputs.{name}"), "malformed", "an input name is [A-Za-z_][A-Za-z0-9_-]{0,99}"));
+                    }
+                    if !path.as_str().is_some_and(paths::is_path) {
+                        return Err(invalid_execution(&format!("execution.inputs.{name}"), "malformed", "each input maps to a path: `$` then .name and [n] segments"));
+                    }
+                }
+            }
+            _ => {
+                return Err(invalid_execution(
+                    "execution.inputs",
+                    "malformed",
+                    "execution.inputs is one path or at most 100 {input: path} mappings",
+                ));
+            }
+        }
+        let reference = format!("{skill}@{version}");
+        let found = match self.store.skill_version(skill, version).await {
+            Ok(found) => found.skill,
+            Err(error) if error.kind() == ErrorKind::NotFound => {
+                return Err(invalid_execution("execution", "not_found", format!("{reference} is not in the catalog")));
+            }
+            Err(error) => return Err(error.into()),
+        };
+        if found.contract.is_none() {
+            return Err(invalid_execution("execution", "no_contract", format!("{reference} has no contract: nothing to call")));
+        }
+        if found.status == "disabled" {
+            return Err(invalid_execution("execution", "disabled", format!("{reference} is disabled")));
+        }
+        Ok(json!({"skill": skill, "version": version, "inputs": inputs}))
+    }
+}
+
+/// `customFields`: name → a JSON Schema of the field's value, together a valid schema.
+fn check_custom_fields(fields: &Map<String, Value>) -> Result<()> {
+    let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": fields});
+    SchemaValidator::new(&schema).map(|_| ()).map_err(|error| invalid("customFields", format!("customFields: {error}")))
+}
+
+/// `[{setTaskStatus: done|failed|cancelled} | {addComment: text}]`.
+fn check_reactions(reactions: &Value, field: &str) -> Result<()> {
+    let Some(list) = reactions.as_array() else {
+        return Err(invalid(field, "reactions are a list"));
+    };
+    for (index, reaction) in list.iter().enumerate() {
+        let here = format!("{field}[{index}]");
+        let Some((name, value)) = reaction.as_object().filter(|o| o.len() == 1).and_then(|o| o.iter().next()) else {
+            return Err(invalid(&here, format!("a reaction is one of {}", REACTIONS.join(", "))));
+        };
+        let ok = match name.as_str() {
+            "setTaskStatus" => matches!(value.as_str(), Some("done" | "failed" | "cancelled")),
+            "addComment" => value.as_str().is_some_and(|text| (1..=10_000).contains(&text.chars().count())),
+            _ => false,
+        };
+        if !ok {
+            return Err(invalid(
+                &here,
+                "a reaction is {setTaskStatus: done|failed|cancelled} or {addComment: <1 to 10,000 characters>}",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn require_type_reader(actor: &Actor) -> Result<()> {
+    if actor.can("org.read") || actor.can_somewhere("tasks.read") {
+        Ok(())
+    } else {
+        Err(EngineError::forbidden("tasks.read"))
+    }
+}
+
+pub(crate) fn task_type_out(record: TaskTypeRecord) -> TaskTypeOut {
+    TaskTypeOut {
+        id: record.id,
+        key: record.key,
+        version: record.version,
+        display_name: record.display_name,
+        description: record.description,
+        spec: record.spec,
+        execution: record.execution,
+        created_at: view_time(&record.created_at),
+    }
+}

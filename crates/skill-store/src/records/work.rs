@@ -1,0 +1,167 @@
+//! The rows of work: task types, tasks, runs, approvals with the actions of their outcomes, and
+//! comments.
+
+use serde_json::Value;
+
+use super::Time;
+
+/// A published task type version (`task_types`): never changes.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct TaskTypeRecord {
+    pub id: String,
+    pub key: String,
+    pub version: String,
+    pub display_name: String,
+    pub description: String,
+    /// The normalized spec: `customFields`, `approvalSchema`, `acceptance`, `execution`, ….
+    #[sqlx(json)]
+    pub spec: Value,
+    /// `{skill, version, inputs}` when the core carries the work out with a skill.
+    #[sqlx(json(nullable))]
+    pub execution: Option<Value>,
+    pub created_by: Option<String>,
+    pub created_at: Time,
+}
+
+/// A task in a workspace.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    pub id: String,
+    pub workspace_id: String,
+    pub task_type_id: String,
+    pub title: String,
+    #[sqlx(json)]
+    pub custom_fields: Value,
+    /// `open`, or one of the terminal `done`, `failed`, `cancelled`.
+    pub status: String,
+    pub created_by: String,
+    pub row_version: i32,
+    pub created_at: Time,
+    pub updated_at: Time,
+    pub closed_at: Option<Time>,
+}
+
+/// A principal's run on a task.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub id: String,
+    pub task_id: String,
+    pub owner_principal_id: String,
+    /// `running`, or one of the terminal `succeeded`, `failed`, `cancelled`.
+    pub status: String,
+    #[sqlx(json(nullable))]
+    pub result: Option<Value>,
+    #[sqlx(json(nullable))]
+    pub error: Option<Value>,
+    pub row_version: i32,
+    pub created_at: Time,
+    pub ended_at: Option<Time>,
+}
+
+/// An approval on a task.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct ApprovalRecord {
+    pub id: String,
+    pub task_id: String,
+    pub gate: bool,
+    /// `pending`, `approved`, `rejected` or `withdrawn`.
+    pub status: String,
+    pub requested_by: String,
+    pub request_comment: String,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<Time>,
+    pub comment: String,
+    /// The decider's authority when deciding: `{principalId, grants: [{workspaceId, permission}]}`.
+    #[sqlx(json(nullable))]
+    pub decision_authority: Option<Value>,
+    pub withdrawn_by: Option<String>,
+    pub withdrawn_at: Option<Time>,
+    /// `running` while the decision's actions run, then `succeeded`, `failed` or `skipped`; none
+    /// when the decision has no actions.
+    pub outcome_status: Option<String>,
+    /// The reaction that ran after the actions: `onSuccess`, `onFailure`, or none.
+    pub outcome_reaction: Option<String>,
+    pub row_version: i32,
+    pub created_at: Time,
+    pub updated_at: Time,
+}
+
+/// One action of a decided approval's outcome.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct ActionRecord {
+    pub approval_id: String,
+    pub action_index: i32,
+    /// The action as the type declares it (`{invokeSkill: {skill, inputs, expect?}}`).
+    #[sqlx(json)]
+    pub action: Value,
+    /// `pending` (to invoke), `invoked` (its call runs), `succeeded`, `failed` or `skipped`.
+    pub status: String,
+    pub invocation_id: Option<String>,
+    /// `{invocationId, skill, status, created, authorizationBasis}`.
+    #[sqlx(json(nullable))]
+    pub result: Option<Value>,
+    #[sqlx(json(nullable))]
+    pub error: Option<Value>,
+    pub attempts: i32,
+    pub row_version: i32,
+    pub created_at: Time,
+    pub updated_at: Time,
+}
+
+/// A comment on a task.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct CommentRecord {
+    pub id: String,
+    pub task_id: String,
+    pub author_principal_id: String,
+    pub body: String,
+    pub created_at: Time,
+}
+
+/// One row a work write inserts or changes. A change carries the new row, one row version on
+/// from the stored one; a stored row that moved on makes the whole write `Stale`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkChange {
+    InsertTaskType(TaskTypeRecord),
+    InsertTask(TaskRecord),
+    UpdateTask(TaskRecord),
+    InsertRun(RunRecord),
+    UpdateRun(RunRecord),
+    InsertApproval(ApprovalRecord),
+    UpdateApproval(ApprovalRecord),
+    InsertAction(ActionRecord),
+    UpdateAction(ActionRecord),
+    InsertComment(CommentRecord),
+}
+
+/// Which tasks a listing wants, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskFilter {
+    /// Only these workspaces; `None` for all.
+    pub workspaces: Option<Vec<String>>,
+    pub status: Option<String>,
+    pub task_type_id: Option<String>,
+    /// After this `(created_at, id)` in listing order.
+    pub before: Option<(Time, String)>,
+    pub limit: i64,
+}
+
+/// What a claim re-checks of a pending call's basis, read in the claim's transaction.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BasisState {
+    /// The status of the call's task, when it has one.
+    pub task_status: Option<String>,
+    /// The status of the approval its basis names, when it names one (`None`: missing).
+    pub approval_status: Option<String>,
+    /// The status of its run, when it has one (`None`: missing).
+    pub run_status: Option<String>,
+    /// Whether the task has a pending gate approval.
+    pub pending_gate: bool,
+    /// The status of the call's version.
+    pub skill_status: String,
+    /// The side effects of the call's version.
+    pub side_effects: Option<String>,
+    /// The name and version of the call's version (for the event of a cancellation).
+    pub skill_name: String,
+    pub skill_version: String,
+}

@@ -1,0 +1,487 @@
+//! Work — task types, tasks, runs, approvals with the actions of their outcomes, comments —
+//! written once for both backends (not a hot path: sqlx on each).
+
+use futures::future::BoxFuture;
+use sqlx::types::Json;
+
+use crate::backend::{PgStore, SqliteStore};
+use crate::error::{ErrorKind, Result, StoreError};
+use crate::records::{
+    ActionRecord, ApprovalRecord, CommentRecord, Event, RunRecord, TaskFilter, TaskRecord, TaskTypeRecord, WorkChange,
+};
+
+/// Task types, tasks, runs, approvals and comments.
+pub trait WorkStore: Send + Sync {
+    /// Writes `changes` in order and `events`, in one transaction: an insert whose key is taken
+    /// is `Conflict`, a change of a row that moved on `Stale`, of a missing row `NotFound` — and
+    /// then nothing is written.
+    fn write_work<'a>(&'a self, changes: &'a [WorkChange], events: &'a [Event]) -> BoxFuture<'a, Result<()>>;
+    fn task_type<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TaskTypeRecord>>;
+    fn task_type_version<'a>(&'a self, key: &'a str, version: &'a str) -> BoxFuture<'a, Result<TaskTypeRecord>>;
+    /// Versions in publication order after the id `after`, of one key when given.
+    fn task_types<'a>(
+        &'a self,
+        key: Option<&'a str>,
+        after: Option<&'a str>,
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<TaskTypeRecord>>>;
+    fn task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TaskRecord>>;
+    /// Tasks newest first.
+    fn tasks<'a>(&'a self, filter: &'a TaskFilter) -> BoxFuture<'a, Result<Vec<TaskRecord>>>;
+    fn run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<RunRecord>>;
+    /// The runs of a task, oldest first.
+    fn runs<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Vec<RunRecord>>>;
+    fn approval<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ApprovalRecord>>;
+    /// The approvals of a task, oldest first.
+    fn approvals<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Vec<ApprovalRecord>>>;
+    /// The actions of an approval's outcome, in order.
+    fn actions<'a>(&'a self, approval_id: &'a str) -> BoxFuture<'a, Result<Vec<ActionRecord>>>;
+    /// Approvals whose outcome is running, oldest decision first.
+    fn running_outcomes(&self, limit: i64) -> BoxFuture<'_, Result<Vec<ApprovalRecord>>>;
+    /// Open tasks whose type pins an execution, oldest first.
+    fn open_executions(&self, limit: i64) -> BoxFuture<'_, Result<Vec<TaskRecord>>>;
+    /// The comments of a task, oldest first.
+    fn comments<'a>(&'a self, task_id: &'a str, limit: i64) -> BoxFuture<'a, Result<Vec<CommentRecord>>>;
+}
+
+macro_rules! task_type_columns {
+    () => {
+        "SELECT id, key, version, display_name, description, spec, execution, created_by, created_at FROM task_types"
+    };
+}
+macro_rules! task_columns {
+    () => {
+        "SELECT id, workspace_id, task_type_id, title, custom_fields, status, created_by, \
+     row_version, created_at, updated_at, closed_at FROM tasks"
+    };
+}
+macro_rules! run_columns {
+    () => {
+        "SELECT id, task_id, owner_principal_id, status, result, error, row_version, created_at, ended_at FROM runs"
+    };
+}
+macro_rules! approval_columns {
+    () => {
+        "SELECT id, task_id, gate, status, requested_by, request_comment, decided_by, \
+     decided_at, comment, decision_authority, withdrawn_by, withdrawn_at, outcome_status, outcome_reaction, \
+     row_version, created_at, updated_at FROM approvals"
+    };
+}
+macro_rules! action_columns {
+    () => {
+        "SELECT approval_id, action_index, action, status, invocation_id, result, error, \
+     attempts, row_version, created_at, updated_at FROM approval_actions"
+    };
+}
+
+/// `NotFound` or `Stale` for an update of `table`'s row `id` that wrote nothing.
+macro_rules! unwritten {
+    ($tx:ident, $table:literal, $id:expr) => {{
+        let id: &str = $id;
+        let stored: Option<i32> =
+            sqlx::query_scalar(concat!("SELECT row_version FROM ", $table, " WHERE id = $1"))
+                .bind(id)
+                .fetch_optional(&mut *$tx)
+                .await?;
+        return Err(match stored {
+            None => StoreError::new(ErrorKind::NotFound, format!("no {} {id}", $table)),
+            Some(version) => StoreError::new(ErrorKind::Stale, format!("{} {id} is at row version {version}", $table)),
+        });
+    }};
+}
+
+macro_rules! work_store {
+    ($store:ty, $each:literal) => {
+        impl WorkStore for $store {
+            fn write_work<'a>(&'a self, changes: &'a [WorkChange], events: &'a [Event]) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    for change in changes {
+                        match change {
+                            WorkChange::InsertTaskType(t) => {
+                                sqlx::query(
+                                    "INSERT INTO task_types (id, key, version, display_name, description, spec, \
+                                     execution, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                                )
+                                .bind(&t.id)
+                                .bind(&t.key)
+                                .bind(&t.version)
+                                .bind(&t.display_name)
+                                .bind(&t.description)
+                                .bind(Json(&t.spec))
+                                .bind(t.execution.as_ref().map(Json))
+                                .bind(&t.created_by)
+                                .bind(t.created_at)
+                                .execute(&mut *tx)
+                                .await?;
+                            }
+                            WorkChange::InsertTask(t) => {
+                                sqlx::query(
+                                    "INSERT INTO tasks (id, workspace_id, task_type_id, title, custom_fields, status, \
+                                     created_by, row_version, created_at, updated_at, closed_at) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                                )
+                                .bind(&t.id)
+                                .bind(&t.workspace_id)
+                                .bind(&t.task_type_id)
+                                .bind(&t.title)
+                                .bind(Json(&t.custom_fields))
+                                .bind(&t.status)
+                                .bind(&t.created_by)
+                                .bind(t.row_version)
+                                .bind(t.created_at)
+                                .bind(t.updated_at)
+                                .bind(t.closed_at)
+                                .execute(&mut *tx)
+                                .await?;
+                            }
+                            WorkChange::UpdateTask(t) => {
+                                let done = sqlx::query(
+                                    "UPDATE tasks SET title = $3, custom_fields = $4, status = $5, row_version = $6, \
+                                     updated_at = $7, closed_at = $8 WHERE id = $1 AND row_version = $2",
+                                )
+                                .bind(&t.id)
+                                .bind(t.row_version - 1)
+                                .bind(&t.title)
+                                .bind(Json(&t.custom_fields))
+                                .bind(&t.status)
+                                .bind(t.row_version)
+                                .bind(t.updated_at)
+                                .bind(t.closed_at)
+                                .execute(&mut *tx)
+                                .await?;
+                                if done.rows_affected() == 0 {
+                                    unwritten!(tx, "tasks", &t.id);
+                                }
+                            }
+                            WorkChange::InsertRun(r) => {
+                                sqlx::query(
+                                    "INSERT INTO runs (id, task_id, owner_principal_id, status, result, error, \
+                                     row_version, created_at, ended_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                                )
+                                .bind(&r.id)
+                                .bind(&r.task_id)
+                                .bind(&r.owner_principal_id)
+                                .bind(&r.status)
+                                .bind(r.result.as_ref().map(Json))
+                                .bind(r.error.as_ref().map(Json))
+                                .bind(r.row_version)
+                                .bind(r.created_at)
+                                .bind(r.ended_at)
+                                .execute(&mut *tx)
+                                .await?;
+                            }
+                            WorkChange::UpdateRun(r) => {
+                                let done = sqlx::query(
+                                    "UPDATE runs SET status = $3, result = $4, error = $5, row_version = $6, \
+                                     ended_at = $7 WHERE id = $1 AND row_version = $2",
+                                )
+                                .bind(&r.id)
+                                .bind(r.row_version - 1)
+                                .bind(&r.status)
+                                .bind(r.result.as_ref().map(Json))
+                                .bind(r.error.as_ref().map(Json))
+                                .bind(r.row_version)
+                                .bind(r.ended_at)
+                                .execute(&mut *tx)
+                                .await?;
+                                if done.rows_affected() == 0 {
+                                    unwritten!(tx, "runs", &r.id);
+                                }
+                            }
+                            WorkChange::InsertApproval(a) => {
+                                sqlx::query(
+                                    "INSERT INTO approvals (id, task_id, gate, status, requested_by, request_comment, \
+                                     decided_by, decided_at, comment, decision_authority, withdrawn_by, withdrawn_at, \
+                                     outcome_status, outcome_reaction, row_version, created_at, updated_at) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+                                )
+                                .bind(&a.id)
+                                .bind(&a.task_id)
+                                .bind(a.gate)
+                                .bind(&a.status)
+                                .bind(&a.requested_by)
+                                .bind(&a.request_comment)
+                                .bind(&a.decided_by)
+                                .bind(a.decided_at)
+                                .bind(&a.comment)
+                                .bind(a.decision_authority.as_ref().map(Json))
+                                .bind(&a.withdrawn_by)
+                                .bind(a.withdrawn_at)
+                                .bind(&a.outcome_status)
+                                .bind(&a.outcome_reaction)
+                                .bind(a.row_version)
+                                .bind(a.created_at)
+                                .bind(a.updated_at)
+                                .execute(&mut *tx)
+                                .await?;
+                            }
+                            WorkChange::UpdateApproval(a) => {
+                                let done = sqlx::query(
+                                    "UPDATE approvals SET status = $3, decided_by = $4, decided_at = $5, comment = $6, \
+                                     decision_authority = $7, withdrawn_by = $8, withdrawn_at = $9, \
+                                     outcome_status = $10, outcome_reaction = $11, row_version = $12, updated_at = $13 \
+                                     WHERE id = $1 AND row_version = $2",
+                                )
+                                .bind(&a.id)
+                                .bind(a.row_version - 1)
+                                .bind(&a.status)
+                                .bind(&a.decided_by)
+                                .bind(a.decided_at)
+                                .bind(&a.comment)
+                                .bind(a.decision_authority.as_ref().map(Json))
+                                .bind(&a.withdrawn_by)
+                                .bind(a.withdrawn_at)
+                                .bind(&a.outcome_status)
+                                .bind(&a.outcome_reaction)
+                                .bind(a.row_version)
+                                .bind(a.updated_at)
+                                .execute(&mut *tx)
+                                .await?;
+                                if done.rows_affected() == 0 {
+                                    unwritten!(tx, "approvals", &a.id);
+                                }
+                            }
+                            WorkChange::InsertAction(a) => {
+                                sqlx::query(
+                                    "INSERT INTO approval_actions (approval_id, action_index, action, status, \
+                                     invocation_id, result, error, attempts, row_version, created_at, updated_at) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                                )
+                                .bind(&a.approval_id)
+                                .bind(a.action_index)
+                                .bind(Json(&a.action))
+                                .bind(&a.status)
+                                .bind(&a.invocation_id)
+                                .bind(a.result.as_ref().map(Json))
+                                .bind(a.error.as_ref().map(Json))
+                                .bind(a.attempts)
+                                .bind(a.row_version)
+                                .bind(a.created_at)
+                                .bind(a.updated_at)
+                                .execute(&mut *tx)
+                                .await?;
+                            }
+                            WorkChange::UpdateAction(a) => {
+                                let done = sqlx::query(
+                                    "UPDATE approval_actions SET status = $4, invocation_id = $5, result = $6, \
+                                     error = $7, attempts = $8, row_version = $9, updated_at = $10 \
+                                     WHERE approval_id = $1 AND action_index = $2 AND row_version = $3",
+                                )
+                                .bind(&a.approval_id)
+                                .bind(a.action_index)
+                                .bind(a.row_version - 1)
+                                .bind(&a.status)
+                                .bind(&a.invocation_id)
+                                .bind(a.result.as_ref().map(Json))
+                                .bind(a.error.as_ref().map(Json))
+                                .bind(a.attempts)
+                                .bind(a.row_version)
+                                .bind(a.updated_at)
+                                .execute(&mut *tx)
+                                .await?;
+                                if done.rows_affected() == 0 {
+                                    return Err(StoreError::new(
+                                        ErrorKind::Stale,
+                                        format!("action {} of approval {} moved on", a.action_index, a.approval_id),
+                                    ));
+                                }
+                            }
+                            WorkChange::InsertComment(c) => {
+                                sqlx::query(
+                                    "INSERT INTO task_comments (id, task_id, author_principal_id, body, created_at) \
+                                     VALUES ($1, $2, $3, $4, $5)",
+                                )
+                                .bind(&c.id)
+                                .bind(&c.task_id)
+                                .bind(&c.author_principal_id)
+                                .bind(&c.body)
+                                .bind(c.created_at)
+                                .execute(&mut *tx)
+                                .await?;
+                            }
+                        }
+                    }
+                    for event in events {
+                        crate::events::insert!(tx, event);
+                    }
+                    tx.commit().await?;
+                    Ok(())
+                })
+            }
+
+            fn task_type<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TaskTypeRecord>> {
+                Box::pin(async move {
+                    found(
+                        sqlx::query_as(concat!(task_type_columns!(), " WHERE id = $1"))
+                            .bind(id)
+                            .fetch_optional(self.read())
+                            .await?,
+                        || format!("no task type {id}"),
+                    )
+                })
+            }
+
+            fn task_type_version<'a>(
+                &'a self,
+                key: &'a str,
+                version: &'a str,
+            ) -> BoxFuture<'a, Result<TaskTypeRecord>> {
+                Box::pin(async move {
+                    found(
+                        sqlx::query_as(concat!(task_type_columns!(), " WHERE key = $1 AND version = $2"))
+                            .bind(key)
+                            .bind(version)
+                            .fetch_optional(self.read())
+                            .await?,
+                        || format!("no task type {key}@{version}"),
+                    )
+                })
+            }
+
+            fn task_types<'a>(
+                &'a self,
+                key: Option<&'a str>,
+                after: Option<&'a str>,
+                limit: i64,
+            ) -> BoxFuture<'a, Result<Vec<TaskTypeRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(task_type_columns!(), " WHERE ($1 IS NULL OR key = $1) AND ($2 IS NULL OR \
+                         (created_at, id) > (SELECT created_at, id FROM task_types WHERE id = $2)) \
+                         ORDER BY created_at, id LIMIT $3"
+                    ))
+                    .bind(key)
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(self.read())
+                    .await?)
+                })
+            }
+
+            fn task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TaskRecord>> {
+                Box::pin(async move {
+                    found(
+                        sqlx::query_as(concat!(task_columns!(), " WHERE id = $1"))
+                            .bind(id)
+                            .fetch_optional(self.read())
+                            .await?,
+                        || format!("no task {id}"),
+                    )
+                })
+            }
+
+            fn tasks<'a>(&'a self, f: &'a TaskFilter) -> BoxFuture<'a, Result<Vec<TaskRecord>>> {
+                Box::pin(async move {
+                    let (before_at, before_id) = f.before.clone().unzip();
+                    Ok(sqlx::query_as(concat!(task_columns!(), " WHERE ($1 IS NULL OR workspace_id IN (SELECT value FROM ", $each, "($1))) \
+                         AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR task_type_id = $3) \
+                         AND ($4 IS NULL OR created_at < $4 OR (created_at = $4 AND id < $5)) \
+                         ORDER BY created_at DESC, id DESC LIMIT $6"))
+                    .bind(f.workspaces.as_ref().map(Json))
+                    .bind(&f.status)
+                    .bind(&f.task_type_id)
+                    .bind(before_at)
+                    .bind(before_id)
+                    .bind(f.limit)
+                    .fetch_all(self.read())
+                    .await?)
+                })
+            }
+
+            fn run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<RunRecord>> {
+                Box::pin(async move {
+                    found(
+                        sqlx::query_as(concat!(run_columns!(), " WHERE id = $1"))
+                            .bind(id)
+                            .fetch_optional(self.read())
+                            .await?,
+                        || format!("no run {id}"),
+                    )
+                })
+            }
+
+            fn runs<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Vec<RunRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(run_columns!(), " WHERE task_id = $1 ORDER BY created_at, id"))
+                        .bind(task_id)
+                        .fetch_all(self.read())
+                        .await?)
+                })
+            }
+
+            fn approval<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ApprovalRecord>> {
+                Box::pin(async move {
+                    found(
+                        sqlx::query_as(concat!(approval_columns!(), " WHERE id = $1"))
+                            .bind(id)
+                            .fetch_optional(self.read())
+                            .await?,
+                        || format!("no approval {id}"),
+                    )
+                })
+            }
+
+            fn approvals<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Vec<ApprovalRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(approval_columns!(), " WHERE task_id = $1 ORDER BY created_at, id"))
+                        .bind(task_id)
+                        .fetch_all(self.read())
+                        .await?)
+                })
+            }
+
+            fn actions<'a>(&'a self, approval_id: &'a str) -> BoxFuture<'a, Result<Vec<ActionRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(action_columns!(), " WHERE approval_id = $1 ORDER BY action_index"))
+                        .bind(approval_id)
+                        .fetch_all(self.read())
+                        .await?)
+                })
+            }
+
+            fn running_outcomes(&self, limit: i64) -> BoxFuture<'_, Result<Vec<ApprovalRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(approval_columns!(), " WHERE outcome_status = 'running' ORDER BY decided_at, id LIMIT $1"
+                    ))
+                    .bind(limit)
+                    .fetch_all(self.read())
+                    .await?)
+                })
+            }
+
+            fn open_executions(&self, limit: i64) -> BoxFuture<'_, Result<Vec<TaskRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(
+                        task_columns!(),
+                        " WHERE status = 'open' AND EXISTS (SELECT 1 FROM task_types tt \
+                         WHERE tt.id = task_type_id AND tt.execution IS NOT NULL) ORDER BY created_at, id LIMIT $1"
+                    ))
+                    .bind(limit)
+                    .fetch_all(self.read())
+                    .await?)
+                })
+            }
+
+            fn comments<'a>(&'a self, task_id: &'a str, limit: i64) -> BoxFuture<'a, Result<Vec<CommentRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(
+                        "SELECT id, task_id, author_principal_id, body, created_at FROM task_comments \
+                         WHERE task_id = $1 ORDER BY created_at, id LIMIT $2",
+                    )
+                    .bind(task_id)
+                    .bind(limit)
+                    .fetch_all(self.read())
+                    .await?)
+                })
+            }
+        }
+    };
+}
+
+/// The row, or `NotFound` with `what`'s words.
+fn found<T>(row: Option<T>, what: impl FnOnce() -> String) -> Result<T> {
+    row.ok_or_else(|| StoreError::new(ErrorKind::NotFound, what()))
+}
+
+work_store!(SqliteStore, "json_each");
+work_store!(PgStore, "jsonb_array_elements_text");
