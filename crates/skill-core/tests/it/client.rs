@@ -45,7 +45,7 @@ async fn every_operation_through_the_typed_client() {
 
     let bot_token = token(&api.engine, "bot", &["skills.invoke"]).await;
     let bot = api.engine.authenticate(&bot_token).await.expect("the bot").id().to_owned();
-    let assign = AssignRequest { skill_id: "claim.send_reply@1".into(), metadata: None };
+    let assign = AssignRequest { skill_id: "claim.send_reply@1".into(), metadata: None, read_only: None };
     assert!(core.assign(&bot, &assign).await.expect("assigned").created);
     assert!(!core.assign(&bot, &assign).await.expect("again").created, "a repeat assigns nothing new");
     let mine = Client::new(&api.base, bot_token).expect("the bot's client");

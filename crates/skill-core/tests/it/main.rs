@@ -14,3 +14,4 @@ mod remote;
 mod running;
 mod slow_clients;
 mod tokens;
+mod work;

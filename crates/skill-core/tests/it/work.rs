@@ -1,0 +1,470 @@
+//! Work through a real server, on SQLite and on PostgreSQL: task types, tasks, runs, approvals
+//! and comments with every code; the invoke path's steps 8–13 (the basis of an external write)
+//! and the re-check at claim; the outcome of an approved gate carried out with the decider's
+//! authority; a task carried out by its type's execution; read-only gating of agents.
+
+use serde_json::{Value, json};
+use skill_engine::Origin;
+
+use crate::api::token;
+use crate::calls::{Core, each_backend, local};
+
+/// A core with two workspaces (`desk`, `other`), the claims skills and three task types, and
+/// the people who work there.
+struct Desk {
+    core: Core,
+    /// skills.invoke, tasks.write in desk.
+    writer: String,
+    /// approvals.decide, tasks.write in desk, skills.invoke.
+    decider: String,
+    /// skills.invoke, tasks.write in other.
+    outsider: String,
+}
+
+const SEND: &str = "claims.skills:claim_send";
+
+fn reply_type() -> Value {
+    json!({"key": "claim-reply", "version": "1", "displayName": "Reply to a claim",
+           "customFields": {"claim": {"type": "string", "maxLength": 10}},
+           "approvalSchema": {"gates": {"default": {"outcomes": {"approved": [
+               {"invokeSkill": {"skill": "claim.send@1",
+                                "inputs": {"claim": "$.task.customFields.claim", "comment": "$.approval.comment"},
+                                "expect": {"label": "sent"},
+                                "onSuccess": [{"setTaskStatus": "done"}, {"addComment": "The reply was sent."}],
+                                "onFailure": [{"addComment": "Sending the reply failed."}]}}]}}}}})
+}
+
+async fn desk(core: Core, label: &str) -> Desk {
+    for key in ["desk", "other"] {
+        core.engine.create_workspace(key, key, &Origin::default()).await.expect("workspace");
+    }
+    let writer = token(&core.engine, &format!("writer-{label}"), &["skills.invoke", "tasks.write@desk"]).await;
+    let decider = token(
+        &core.engine,
+        &format!("decider-{label}"),
+        &["skills.invoke", "tasks.write@desk", "approvals.decide@desk"],
+    )
+    .await;
+    let outsider = token(&core.engine, &format!("outsider-{label}"), &["skills.invoke", "tasks.write@other"]).await;
+    core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+    core.publish(local("claim.send", "external_write", (1, 0), &[])).await;
+    let mut second = local("claim.send", "external_write", (1, 0), &[]);
+    second["version"] = json!("2");
+    core.publish(second).await;
+    core.post(&core.admin, "/task-types", &json!({"key": "plain", "version": "1",
+        "customFields": {"claim": {"type": "string"}}})).await.ok(201);
+    core.post(&core.admin, "/task-types", &reply_type()).await.ok(201);
+    core.post(&core.admin, "/task-types", &json!({"key": "auto", "version": "1",
+        "customFields": {"claim": {"type": "string"}},
+        "execution": {"skill": "claim.send", "version": "1"}})).await.ok(201);
+    Desk { core, writer, decider, outsider }
+}
+
+impl Desk {
+    async fn task(&self, task_type: &str, claim: &str) -> String {
+        let body = json!({"workspace": "desk", "taskType": task_type, "title": "A claim", "customFields": {"claim": claim}});
+        id(self.core.post(&self.writer, "/tasks", &body).await.ok(201))
+    }
+
+    async fn approved(&self, task: &str) -> String {
+        let approval = id(self.core.post(&self.writer, "/approvals", &json!({"taskId": task})).await.ok(201));
+        self.core
+            .post(&self.decider, &format!("/approvals/{approval}:decide"), &json!({"outcome": "approved", "comment": "ok"}))
+            .await
+            .ok(200);
+        approval
+    }
+
+    /// Claims only `call` (local, the send skill), or nothing: the claim's answer.
+    async fn claim_send(&self, call: &str) -> crate::calls::Reply {
+        self.core
+            .claim(json!({"protocols": ["local"], "localEntrypoints": [SEND], "invocationId": call}))
+            .await
+    }
+
+    async fn call(&self, id: &str) -> Value {
+        self.core.get(&self.core.executor, &format!("/skill-invocations/{id}")).await.ok(200).clone()
+    }
+}
+
+fn id(value: &Value) -> String {
+    value["id"].as_str().expect("an id").to_owned()
+}
+
+#[tokio::test]
+async fn task_types_are_checked_at_publication_and_never_change() {
+    each_backend("work-types", |core| async move {
+        let desk = desk(core, "types").await;
+        let core = &desk.core;
+        let publish = |body: Value| async move { core.post(&core.admin, "/task-types", &body).await };
+        publish(reply_type()).await.refused(409, "task_type_exists");
+        publish(json!({"key": "Bad Key", "version": "1"})).await.refused(422, "invalid_task_type");
+        publish(json!({"key": "x", "version": "1", "customFields": {"a": {"type": "no-such-type"}}}))
+            .await
+            .refused(422, "invalid_task_type");
+        // Who may publish, and the writer cannot.
+        core.post(&desk.writer, "/task-types", &json!({"key": "x", "version": "1"})).await.refused(403, "permission_denied");
+        // Execution: each reason.
+        for (execution, reason) in [
+            (json!({"skill": "claim.nothing", "version": "1"}), "not_found"),
+            (json!({"skill": "claim.send@1", "version": "1"}), "malformed"),
+            (json!({"skill": "claim.send", "version": "1", "inputs": "customFields"}), "malformed"),
+            (json!({"skill": "claim.send", "version": "1", "inputs": {"9bad": "$.x"}}), "malformed"),
+        ] {
+            let answer = publish(json!({"key": "x", "version": "1", "execution": execution})).await;
+            assert_eq!(answer.refused(422, "invalid_task_execution").body["error"]["details"]["reason"], reason);
+        }
+        core.publish(json!({"name": "claim.legacy", "version": "1", "protocol": "custom"})).await;
+        let legacy = publish(json!({"key": "x", "version": "1", "execution": {"skill": "claim.legacy", "version": "1"}})).await;
+        assert_eq!(legacy.refused(422, "invalid_task_execution").body["error"]["details"]["reason"], "no_contract");
+        let disable = core
+            .http
+            .patch(format!("{}/skills/claim.send@2", core.base))
+            .bearer_auth(&core.admin)
+            .header("If-Match", "\"skill-1\"")
+            .json(&json!({"status": "disabled"}))
+            .send()
+            .await
+            .expect("patch");
+        assert_eq!(disable.status(), 200);
+        let disabled = publish(json!({"key": "x", "version": "1", "execution": {"skill": "claim.send", "version": "2"}})).await;
+        assert_eq!(disabled.refused(422, "invalid_task_execution").body["error"]["details"]["reason"], "disabled");
+        // Outcomes: a known skill, pinned when it writes.
+        let outcome = |skill: &str| {
+            json!({"key": "x", "version": "1", "approvalSchema": {"gates": {"default": {"outcomes": {"approved": [
+                {"invokeSkill": {"skill": skill}}]}}}}})
+        };
+        publish(outcome("claim.nothing@1")).await.refused(422, "unknown_reference");
+        let unpinned = publish(outcome("claim.send")).await;
+        assert_eq!(
+            unpinned.refused(422, "unpinned_external_write").body["error"]["details"]["field"],
+            "approvalSchema.gates.default.outcomes.approved[0].invokeSkill.skill"
+        );
+        // Acceptance: an external write only after a human or llm_judge decision with the same when.
+        let acceptance = |criteria: Value| json!({"key": "x", "version": "1", "acceptance": criteria});
+        let undecided = publish(acceptance(json!([
+            {"kind": "deterministic", "spec": {"skill": "claim.send@1"}}]))).await;
+        assert_eq!(
+            undecided.refused(422, "invalid_acceptance_spec").body["error"]["details"]["cause"],
+            "external_write_without_decision"
+        );
+        publish(acceptance(json!([{"kind": "human", "when": "done"},
+            {"kind": "deterministic", "when": "sent", "spec": {"skill": "claim.send@1"}}]))).await
+            .refused(422, "invalid_acceptance_spec");
+        publish(acceptance(json!([{"kind": "human", "when": "sent"},
+            {"kind": "deterministic", "when": "sent", "spec": {"skill": "claim.send@1"}}]))).await.ok(201);
+        // Read by key@version, by key (newest), by id; listed; readable with tasks.read somewhere.
+        let by_version = core.get(&desk.writer, "/task-types/claim-reply@1").await.ok(200).clone();
+        assert_eq!(by_version["spec"]["approvalSchema"], reply_type()["approvalSchema"]);
+        assert_eq!(core.get(&desk.writer, "/task-types/claim-reply").await.ok(200)["id"], by_version["id"]);
+        let by_id = core.get(&desk.writer, &format!("/task-types/{}", by_version["id"].as_str().expect("id"))).await;
+        assert_eq!(by_id.ok(200)["key"], "claim-reply");
+        assert_eq!(core.get(&desk.outsider, "/task-types?key=auto").await.ok(200)["items"][0]["execution"]["inputs"], "$.customFields");
+        core.get(&core.executor, "/task-types").await.refused(403, "permission_denied");
+        core.get(&desk.writer, "/task-types/nothing@1").await.refused(404, "not_found");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn tasks_runs_approvals_and_comments_keep_their_rules() {
+    each_backend("work-model", |core| async move {
+        let desk = desk(core, "model").await;
+        let core = &desk.core;
+        let create = |token: &str, body: Value| {
+            let token = token.to_owned();
+            async move { core.post(&token, "/tasks", &body).await }
+        };
+        let body = json!({"workspace": "desk", "taskType": "claim-reply@1", "title": "Claim C-1", "customFields": {"claim": "C-1"}});
+        let task = create(&desk.writer, body.clone()).await.ok(201).clone();
+        assert_eq!((task["status"].clone(), task["taskType"]["key"].clone()), (json!("open"), json!("claim-reply")));
+        let task_id = id(&task);
+        create(&desk.outsider, body.clone()).await.refused(403, "permission_denied");
+        create(&core.executor, body.clone()).await.refused(403, "permission_denied");
+        create(&desk.writer, json!({"workspace": "nowhere", "taskType": "plain", "title": "t"})).await.refused(404, "not_found");
+        create(&desk.writer, json!({"workspace": "desk", "taskType": "nothing", "title": "t"})).await.refused(404, "not_found");
+        for fields in [json!({"claim": 7}), json!({"claim": "far too long a claim"}), json!({"other": "x"})] {
+            let bad = json!({"workspace": "desk", "taskType": "claim-reply@1", "title": "t", "customFields": fields});
+            create(&desk.writer, bad).await.refused(422, "invalid_custom_fields");
+        }
+        create(&desk.writer, json!({"workspace": "desk", "taskType": "plain", "title": ""})).await.refused(400, "invalid_request");
+        // Visible in its workspace only; listed there.
+        core.get(&desk.outsider, &format!("/tasks/{task_id}")).await.refused(404, "not_found");
+        assert_eq!(core.get(&desk.decider, &format!("/tasks/{task_id}")).await.ok(200)["id"], task_id);
+        assert_eq!(core.get(&desk.writer, "/tasks?workspace=desk").await.ok(200)["items"][0]["id"], task_id);
+        assert_eq!(core.get(&desk.outsider, "/tasks").await.ok(200)["items"], json!([]));
+        core.get(&desk.outsider, "/tasks?workspace=desk").await.refused(403, "permission_denied");
+        core.get(&desk.writer, "/tasks?status=closed").await.refused(422, "invalid_status");
+        core.get(&core.executor, "/tasks").await.refused(403, "permission_denied");
+
+        // Runs: owned, one running per owner and task, ended once.
+        let run = core.post(&desk.writer, "/runs", &json!({"taskId": task_id})).await.ok(201).clone();
+        let run_id = id(&run);
+        let twice = core.post(&desk.writer, "/runs", &json!({"taskId": task_id})).await;
+        assert_eq!(twice.refused(409, "run_already_running").body["error"]["details"]["runId"], run_id);
+        core.post(&desk.outsider, "/runs", &json!({"taskId": task_id})).await.refused(404, "not_found");
+        core.post(&desk.decider, &format!("/runs/{run_id}:end"), &json!({"status": "succeeded"}))
+            .await
+            .refused(403, "run_owner_mismatch");
+        core.post(&desk.writer, &format!("/runs/{run_id}:end"), &json!({"status": "done"})).await.refused(422, "invalid_status");
+        let ended = core.post(&desk.writer, &format!("/runs/{run_id}:end"), &json!({"status": "succeeded", "result": {"n": 1}})).await;
+        assert_eq!(ended.ok(200)["status"], "succeeded");
+        core.post(&desk.writer, &format!("/runs/{run_id}:end"), &json!({"status": "failed"})).await.refused(409, "run_not_active");
+        assert_eq!(core.get(&desk.decider, &format!("/runs/{run_id}")).await.ok(200)["result"], json!({"n": 1}));
+
+        // Approvals: never decided by the requester; only with approvals.decide; once.
+        let approval = id(core.post(&desk.writer, "/approvals", &json!({"taskId": task_id, "gate": false, "comment": "please"})).await.ok(201));
+        let decide = |token: &str, body: Value| {
+            let (token, path) = (token.to_owned(), format!("/approvals/{approval}:decide"));
+            async move { core.post(&token, &path, &body).await }
+        };
+        let approve = json!({"outcome": "approved", "comment": "fine"});
+        decide(&desk.writer, approve.clone()).await.refused(403, "permission_denied");
+        let own = id(core.post(&desk.decider, "/approvals", &json!({"taskId": task_id, "gate": false})).await.ok(201));
+        core.post(&desk.decider, &format!("/approvals/{own}:decide"), &approve).await.refused(403, "self_approval_refused");
+        decide(&desk.decider, json!({"outcome": "maybe"})).await.refused(422, "invalid_outcome");
+        decide(&desk.outsider, approve.clone()).await.refused(403, "permission_denied");
+        let decided = decide(&desk.decider, approve.clone()).await.ok(200).clone();
+        assert_eq!((decided["status"].clone(), decided["comment"].clone(), decided["outcome"].clone()),
+                   (json!("approved"), json!("fine"), Value::Null), "a non-gate approval runs no outcome");
+        decide(&desk.decider, approve.clone()).await.refused(409, "approval_not_pending");
+        // Withdrawn by the requester or a decider, once.
+        let path = format!("/approvals/{approval}:withdraw");
+        core.post(&desk.outsider, &path, &json!({})).await.refused(404, "not_found");
+        assert_eq!(core.post(&desk.writer, &path, &json!({"reason": "wrong claim"})).await.ok(200)["status"], "withdrawn");
+        core.post(&desk.writer, &path, &json!({})).await.refused(409, "approval_not_withdrawable");
+        let listed = core.get(&desk.decider, &format!("/approvals?task={task_id}")).await.ok(200).clone();
+        assert_eq!(listed["items"].as_array().map(Vec::len), Some(2));
+        core.get(&desk.outsider, &format!("/approvals?task={task_id}")).await.refused(404, "not_found");
+
+        // Comments, then the close: for good.
+        core.post(&desk.writer, "/task-comments", &json!({"taskId": task_id, "body": "looking"})).await.ok(201);
+        core.post(&desk.writer, "/task-comments", &json!({"taskId": task_id, "body": ""})).await.refused(400, "invalid_request");
+        core.post(&desk.writer, &format!("/tasks/{task_id}:close"), &json!({"status": "open"})).await.refused(422, "invalid_status");
+        let closed = core.post(&desk.writer, &format!("/tasks/{task_id}:close"), &json!({"status": "done", "comment": "answered"})).await;
+        assert_eq!(closed.ok(200)["status"], "done");
+        core.post(&desk.writer, &format!("/tasks/{task_id}:close"), &json!({"status": "cancelled"})).await.refused(409, "task_terminal");
+        core.post(&desk.writer, "/runs", &json!({"taskId": task_id})).await.refused(409, "task_terminal");
+        core.post(&desk.writer, "/approvals", &json!({"taskId": task_id})).await.refused(409, "task_terminal");
+        let comments = core.get(&desk.decider, &format!("/task-comments?task={task_id}")).await.ok(200).clone();
+        let bodies: Vec<&str> = comments["items"].as_array().expect("items").iter().filter_map(|c| c["body"].as_str()).collect();
+        assert_eq!(bodies, ["wrong claim", "looking", "answered"]);
+        // Every change left its event.
+        let events = core.engine.store().events(0, Some(&format!("task:{task_id}")), 50).await.expect("events");
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["task.created", "task.commented", "task.commented", "task.closed", "task.commented"]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_external_write_runs_only_on_a_basis() {
+    each_backend("work-basis", |core| async move {
+        let desk = desk(core, "basis").await;
+        let core = &desk.core;
+        let task = desk.task("plain", "C-1").await;
+        let send = |token: &str, version: &str, body: Value| {
+            let (token, reference) = (token.to_owned(), format!("claim.send@{version}"));
+            async move { core.invoke(&token, &reference, body).await }
+        };
+        // 10. task-bound: tasks.write in the task's workspace (another's task is not there at all).
+        let classify = json!({"inputs": {"claim": "c"}, "taskId": task});
+        core.invoke(&desk.outsider, "claim.classify@1", classify.clone()).await.refused(404, "not_found");
+        let reader = token(&core.engine, "reader-basis", &["skills.invoke", "tasks.read@desk"]).await;
+        core.invoke(&reader, "claim.classify@1", classify.clone()).await.refused(403, "permission_denied");
+        // An approvalId means nothing to a skill that does not write.
+        let read_call = core.invoke(&desk.writer, "claim.classify@1", json!({"inputs": {"claim": "c"}, "taskId": task, "approvalId": "x"})).await;
+        assert_eq!(read_call.ok(201)["authorizationBasis"], Value::Null);
+
+        // 13. no basis: no approval, a pending one, a rejected one, another task's, not a gate.
+        send(&desk.writer, "1", json!({"inputs": {"claim": "c"}})).await.refused(403, "skill_side_effect_not_authorized");
+        let bare = send(&desk.writer, "1", json!({"inputs": {"claim": "c"}, "taskId": task})).await;
+        assert_eq!(bare.refused(403, "skill_side_effect_not_authorized").body["error"]["details"]["sideEffects"], "external_write");
+        let pending = id(core.post(&desk.writer, "/approvals", &json!({"taskId": task})).await.ok(201));
+        let on = |approval: &str| json!({"inputs": {"claim": "c"}, "taskId": task, "approvalId": approval});
+        send(&desk.writer, "1", on(&pending)).await.refused(403, "skill_side_effect_not_authorized");
+        core.post(&desk.decider, &format!("/approvals/{pending}:decide"), &json!({"outcome": "rejected"})).await.ok(200);
+        send(&desk.writer, "1", on(&pending)).await.refused(403, "skill_side_effect_not_authorized");
+        let elsewhere = desk.task("plain", "C-2").await;
+        let foreign = desk.approved(&elsewhere).await;
+        send(&desk.writer, "1", on(&foreign)).await.refused(403, "skill_side_effect_not_authorized");
+        let not_gate = id(core.post(&desk.writer, "/approvals", &json!({"taskId": task, "gate": false})).await.ok(201));
+        core.post(&desk.decider, &format!("/approvals/{not_gate}:decide"), &json!({"outcome": "approved"})).await.ok(200);
+        send(&desk.writer, "1", on(&not_gate)).await.refused(403, "skill_side_effect_not_authorized");
+        send(&desk.writer, "1", on("no-such-approval")).await.refused(403, "skill_side_effect_not_authorized");
+
+        // An approved gate: once per version, whatever became of the call; another version may reuse it.
+        let approval = desk.approved(&task).await;
+        let first = send(&desk.writer, "1", on(&approval)).await.ok(201).clone();
+        assert_eq!(first["authorizationBasis"], json!({"kind": "approval", "approvalId": approval, "decidedBy": first["authorizationBasis"]["decidedBy"]}));
+        assert_eq!(first["taskId"], task);
+        let first_id = id(&first);
+        core.act(&desk.writer, &first_id, "cancel", json!({})).await.ok(200);
+        let again = send(&desk.writer, "1", json!({"inputs": {"claim": "d"}, "taskId": task, "approvalId": approval})).await;
+        let details = &again.refused(409, "approval_already_used").body["error"]["details"];
+        assert_eq!((details["approvalId"].clone(), details["skill"].clone()), (json!(approval), json!("claim.send@1")));
+        // A repeat of the same key is no second use.
+        let keyed = json!({"inputs": {"claim": "k"}, "taskId": task, "approvalId": approval, "idempotencyKey": "send-k"});
+        let second_version = send(&desk.writer, "2", keyed.clone()).await.ok(201).clone();
+        assert_eq!(send(&desk.writer, "2", keyed).await.ok(200)["id"], second_version["id"]);
+
+        // Closed: task_terminal, before the approval is looked at.
+        core.post(&desk.writer, &format!("/tasks/{task}:close"), &json!({"status": "done"})).await.ok(200);
+        send(&desk.writer, "1", on(&approval)).await.refused(409, "task_terminal");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn runs_and_executions_bound_the_calls_made_in_them() {
+    each_backend("work-runs", |core| async move {
+        let desk = desk(core, "runs").await;
+        let core = &desk.core;
+        let task = desk.task("plain", "C-1").await;
+        let other = desk.task("plain", "C-2").await;
+        let run = id(core.post(&desk.writer, "/runs", &json!({"taskId": task})).await.ok(201));
+        let theirs = id(core.post(&desk.decider, "/runs", &json!({"taskId": task})).await.ok(201));
+        let classify = |body: Value| core.invoke(&desk.writer, "claim.classify@1", body);
+        // 8. the caller's own running run.
+        classify(json!({"inputs": {"claim": "c"}, "runId": theirs})).await.refused(403, "run_owner_mismatch");
+        classify(json!({"inputs": {"claim": "c"}, "runId": "no-such-run"})).await.refused(404, "not_found");
+        // 9. the run's task is the task.
+        let mismatch = classify(json!({"inputs": {"claim": "c"}, "runId": run, "taskId": other})).await;
+        mismatch.refused(422, "invocation_mismatch");
+        let in_run = classify(json!({"inputs": {"claim": "c"}, "runId": run})).await.ok(201).clone();
+        assert_eq!((in_run["taskId"].clone(), in_run["requestedBy"].clone()), (json!(task), json!({"kind": "run", "ref": run})));
+        core.post(&desk.writer, &format!("/runs/{run}:end"), &json!({"status": "cancelled"})).await.ok(200);
+        classify(json!({"inputs": {"claim": "c"}, "runId": run})).await.refused(409, "run_not_active");
+
+        // An execution-pinned type: the run's call of its version carries the execution basis.
+        // (The core's own execution worker would take such a task; a person's run shows the rules.)
+        let auto = desk.task("auto", "C-3").await;
+        let pending = id(core.post(&desk.writer, "/approvals", &json!({"taskId": auto})).await.ok(201));
+        let run = id(core.post(&desk.writer, "/runs", &json!({"taskId": auto})).await.ok(201));
+        let execute = |key: &str| json!({"inputs": {"claim": "c"}, "runId": run, "idempotencyKey": key});
+        let held = core.invoke(&desk.writer, "claim.send@1", execute("e-1")).await;
+        let details = &held.refused(409, "approval_required").body["error"]["details"];
+        assert_eq!(details["pendingApprovals"][0]["approvalId"], pending);
+        core.post(&desk.writer, &format!("/approvals/{pending}:withdraw"), &json!({})).await.ok(200);
+        let call = core.invoke(&desk.writer, "claim.send@1", execute("e-1")).await.ok(201).clone();
+        assert_eq!(call["authorizationBasis"]["kind"], "execution");
+        assert_eq!(call["authorizationBasis"]["runId"], run);
+        let twice = core.invoke(&desk.writer, "claim.send@1", execute("e-2")).await;
+        twice.refused(409, "execution_already_invoked");
+        core.post(&desk.writer, &format!("/tasks/{auto}:close"), &json!({"status": "cancelled"})).await.ok(200);
+        core.invoke(&desk.writer, "claim.send@1", execute("e-3")).await.refused(409, "task_terminal");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
+    each_backend("work-recheck", |core| async move {
+        let desk = desk(core, "recheck").await;
+        let core = &desk.core;
+        let writer = &desk.writer;
+        let send = |task: &str, approval: &str, key: &str| {
+            let body = json!({"inputs": {"claim": "c"}, "taskId": task, "approvalId": approval, "idempotencyKey": key});
+            async move { id(core.invoke(writer, "claim.send@1", body).await.ok(201)) }
+        };
+        // Withdrawn while it waited.
+        let task = desk.task("plain", "C-1").await;
+        let approval = desk.approved(&task).await;
+        let call = send(&task, &approval, "w-1").await;
+        core.post(&desk.decider, &format!("/approvals/{approval}:withdraw"), &json!({})).await.ok(200);
+        assert_eq!(desk.claim_send(&call).await.status.as_u16(), 204);
+        let cancelled = desk.call(&call).await;
+        assert_eq!(
+            (cancelled["status"].clone(), cancelled["error"]["code"].clone(), cancelled["error"]["message"].clone()),
+            (json!("cancelled"), json!("basis_revoked"), json!("approval_withdrawn"))
+        );
+        assert_eq!(cancelled["error"]["details"]["initiator"], "system");
+        // Its task closed while it waited.
+        let task = desk.task("plain", "C-2").await;
+        let approval = desk.approved(&task).await;
+        let call = send(&task, &approval, "t-1").await;
+        core.post(&desk.writer, &format!("/tasks/{task}:close"), &json!({"status": "cancelled"})).await.ok(200);
+        assert_eq!(desk.claim_send(&call).await.status.as_u16(), 204);
+        assert_eq!(desk.call(&call).await["error"]["message"], "task_terminal");
+        // Still valid: taken.
+        let task = desk.task("plain", "C-3").await;
+        let approval = desk.approved(&task).await;
+        let call = send(&task, &approval, "ok-1").await;
+        let taken = desk.claim_send(&call).await;
+        assert_eq!(taken.ok(200)["invocation"]["id"], call);
+        // A call already taken is not revoked by a later withdrawal: its executor finishes it.
+        core.post(&desk.decider, &format!("/approvals/{approval}:withdraw"), &json!({})).await.ok(200);
+        let done = core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}})).await;
+        assert_eq!(done.ok(200)["status"], "succeeded");
+
+    })
+    .await;
+}
+
+/// The calls of `task`, oldest first, once at least `count` exist (the core's workers make
+/// them in the background).
+async fn calls_of(desk: &Desk, task: &str, count: usize) -> Vec<Value> {
+    for _ in 0..200 {
+        let page = desk.core.get(&desk.core.executor, "/skill-invocations?limit=200").await.ok(200).clone();
+        let mut found: Vec<Value> =
+            page["items"].as_array().expect("items").iter().filter(|call| call["taskId"] == task).cloned().collect();
+        if found.len() >= count {
+            found.reverse();
+            return found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no {count} calls of task {task} within 10 s");
+}
+
+/// `path` read until `done` holds of it (10 s at most).
+async fn until(desk: &Desk, token: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..200 {
+        let value = desk.core.get(token, path).await.ok(200).clone();
+        if done(&value) {
+            return value;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{path} did not get there within 10 s");
+}
+
+#[tokio::test]
+async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
+    each_backend("work-execution", |core| async move {
+        let desk = desk(core, "execution").await;
+        let core = &desk.core;
+        let task = desk.task("auto", "C-9").await;
+        // The execution worker starts a run and calls the pinned version with the task's fields.
+        let call = calls_of(&desk, &task, 1).await.remove(0);
+        let run = call["runId"].as_str().expect("a run").to_owned();
+        assert_eq!(call["idempotencyKey"], format!("execution:{run}"));
+        assert_eq!(call["inputs"], json!({"claim": "C-9"}));
+        assert_eq!(call["authorizationBasis"]["kind"], "execution");
+        let worker = core.get(&desk.writer, &format!("/runs/{run}")).await.ok(200)["ownerPrincipalId"].clone();
+        assert_eq!(call["authorityPrincipalId"], worker);
+        // A gate requested while the call waits holds it at claim, and the decision frees it.
+        let gate = id(core.post(&desk.writer, "/approvals", &json!({"taskId": task})).await.ok(201));
+        let call_id = id(&call);
+        assert_eq!(desk.claim_send(&call_id).await.status.as_u16(), 204);
+        assert_eq!(desk.call(&call_id).await["status"], "pending", "held, not cancelled");
+        core.post(&desk.decider, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved"})).await.ok(200);
+        assert_eq!(desk.claim_send(&call_id).await.ok(200)["invocation"]["id"], call_id);
+        core.act(&core.executor, &call_id, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}})).await.ok(200);
+        // The run ends with the call's result, and the task is done.
+        let ended = until(&desk, &desk.writer, &format!("/runs/{run}"), |run| run["status"] != "running").await;
+        assert_eq!((ended["status"].clone(), ended["result"]["skillInvocationId"].clone()), (json!("succeeded"), json!(call_id)));
+        assert_eq!(core.get(&desk.writer, &format!("/tasks/{task}")).await.ok(200)["status"], "done");
+        // A failed call fails the run and the task.
+        let failing = desk.task("auto", "C-10").await;
+        let call = id(&calls_of(&desk, &failing, 1).await[0]);
+        desk.claim_send(&call).await.ok(200);
+        let error = json!({"fencingToken": 1, "error": {"code": "mailbox_full", "message": "no room"}});
+        core.act(&core.executor, &call, "fail", error).await.ok(200);
+        let task = until(&desk, &desk.writer, &format!("/tasks/{failing}"), |task| task["status"] != "open").await;
+        assert_eq!(task["status"], "failed");
+        // Exactly one execution call per task: the worker never made a second.
+        assert_eq!(calls_of(&desk, &failing, 1).await.len(), 1);
+    })
+    .await;
+}
