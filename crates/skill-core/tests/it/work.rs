@@ -468,3 +468,121 @@ async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_approved_gate_sends_with_the_deciders_authority_once() {
+    each_backend("work-outcome", |core| async move {
+        let desk = desk(core, "outcome").await;
+        let core = &desk.core;
+        let task = desk.task("claim-reply@1", "C-7").await;
+        let approval = id(core.post(&desk.writer, "/approvals", &json!({"taskId": task})).await.ok(201));
+        let body = json!({"outcome": "approved", "comment": "Apologise and refund."});
+        let decided = core.post(&desk.decider, &format!("/approvals/{approval}:decide"), &body).await.ok(200).clone();
+        assert_eq!(decided["outcome"]["status"], "running");
+        // The outcome's call: the decider's authority, the approval as basis, inputs from the task
+        // and the decision, the outcome's key.
+        let call = calls_of(&desk, &task, 1).await.remove(0);
+        let decider = decided["decidedBy"].clone();
+        assert_eq!(call["authorityPrincipalId"], decider);
+        assert_eq!(call["requestedBy"], json!({"kind": "principal", "ref": decider}));
+        assert_eq!(call["idempotencyKey"], format!("approval-outcome:{approval}:0"));
+        assert_eq!(call["authorizationBasis"], json!({"kind": "approval", "approvalId": approval, "decidedBy": decider}));
+        assert_eq!(call["inputs"], json!({"claim": "C-7", "comment": "Apologise and refund."}));
+        // Once: the approval is spent for this version.
+        let again = json!({"inputs": {"claim": "C-7"}, "taskId": task, "approvalId": approval});
+        core.invoke(&desk.decider, "claim.send@1", again).await.refused(409, "approval_already_used");
+        // The call runs; its success with the expected output runs onSuccess: the task is done, with a comment.
+        let call_id = id(&call);
+        desk.claim_send(&call_id).await.ok(200);
+        core.act(&core.executor, &call_id, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}})).await.ok(200);
+        let ended = until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
+        assert_eq!((ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()), (json!("succeeded"), json!("onSuccess")));
+        assert_eq!(ended["outcome"]["actions"][0]["invocationId"], call_id);
+        assert_eq!(core.get(&desk.writer, &format!("/tasks/{task}")).await.ok(200)["status"], "done");
+        let comments = core.get(&desk.writer, &format!("/task-comments?task={task}")).await.ok(200).clone();
+        assert_eq!(comments["items"][0]["body"], "The reply was sent.");
+        assert_eq!(comments["items"][0]["authorPrincipalId"], decider);
+        assert_eq!(calls_of(&desk, &task, 1).await.len(), 1, "sent once");
+
+        // An output that does not meet `expect`: onFailure, and the task stays open.
+        let task = desk.task("claim-reply@1", "C-8").await;
+        let approval = desk.approved(&task).await;
+        let call = id(&calls_of(&desk, &task, 1).await[0]);
+        desk.claim_send(&call).await.ok(200);
+        core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "queued"}})).await.ok(200);
+        let ended = until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
+        assert_eq!((ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()), (json!("failed"), json!("onFailure")));
+        assert_eq!(ended["outcome"]["actions"][0]["error"]["code"], "expectation_not_met");
+        assert_eq!(core.get(&desk.writer, &format!("/tasks/{task}")).await.ok(200)["status"], "open");
+
+        // Withdrawn before it was claimed: the call is cancelled at claim, neither branch runs.
+        let task = desk.task("claim-reply@1", "C-9").await;
+        let approval = desk.approved(&task).await;
+        let call = id(&calls_of(&desk, &task, 1).await[0]);
+        core.post(&desk.decider, &format!("/approvals/{approval}:withdraw"), &json!({})).await.ok(200);
+        assert_eq!(desk.claim_send(&call).await.status.as_u16(), 204);
+        let ended = until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
+        assert_eq!((ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()), (json!("skipped"), Value::Null));
+
+        // Nobody claims it for a day: cancelled by the system, and the failure branch runs.
+        let task = desk.task("claim-reply@1", "C-10").await;
+        let approval = desk.approved(&task).await;
+        let call = id(&calls_of(&desk, &task, 1).await[0]);
+        // (A pass a day later; the background pass may be noting the call at the same moment.)
+        let mut cancelled = desk.call(&call).await;
+        for _ in 0..100 {
+            core.engine.run_outcomes(chrono::Utc::now() + skill_engine::work::SKILL_WAIT).await.expect("a pass");
+            cancelled = desk.call(&call).await;
+            if cancelled["status"] != "pending" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!((cancelled["status"].clone(), cancelled["error"]["code"].clone()), (json!("cancelled"), json!("approval_outcome_skill_wait_expired")));
+        let ended = until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
+        assert_eq!(ended["outcome"]["reaction"], "onFailure");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_agent_calls_only_what_its_assignments_grant() {
+    each_backend("work-gating", |core| async move {
+        let desk = desk(core, "gating").await;
+        let core = &desk.core;
+        core.publish(json!({"name": "claims.desk", "version": "1", "includes": ["claim.classify@1", "claim.send@1"]})).await;
+        let request = skill_engine::TokenRequest {
+            principal: "triage-bot".to_owned(),
+            kind: "agent".to_owned(),
+            grants: vec!["skills.invoke".to_owned(), "tasks.write@desk".to_owned()],
+            label: String::new(),
+            expires_at: None,
+        };
+        let agent = core.engine.issue_token(&request, &Origin::default()).await.expect("token");
+        let (bot, bot_id) = (agent.token, agent.principal.id);
+        let task = desk.task("plain", "C-1").await;
+        let approval = desk.approved(&task).await;
+        let classify = json!({"inputs": {"claim": "c"}});
+        let send = json!({"inputs": {"claim": "c"}, "taskId": task, "approvalId": approval});
+        // Nothing assigned: nothing granted.
+        let refused = core.invoke(&bot, "claim.classify@1", classify.clone()).await;
+        let details = &refused.refused(403, "tool_not_authorized").body["error"]["details"];
+        assert_eq!((details["skill"].clone(), details["reason"].clone()), (json!("claim.classify@1"), json!("not_assigned")));
+        // The composite assigned read-only: its reading tool is granted, its writing one never.
+        let path = format!("/principals/{bot_id}/skills");
+        let assign = |body: Value| {
+            let path = &path;
+            async move { core.post(&core.admin, path, &body).await }
+        };
+        assign(json!({"skillId": "claims.desk@1", "readOnly": true})).await.ok(201);
+        core.invoke(&bot, "claim.classify@1", classify.clone()).await.ok(201);
+        let write = core.invoke(&bot, "claim.send@1", send.clone()).await;
+        assert_eq!(write.refused(403, "tool_not_authorized").body["error"]["details"]["reason"], "read_only");
+        // The same composite with writing allowed: the basis rules still apply, and then it runs.
+        assert_eq!(assign(json!({"skillId": "claims.desk@1"})).await.ok(200)["updated"], true);
+        assert_eq!(core.invoke(&bot, "claim.send@1", send.clone()).await.ok(201)["authorityPrincipalId"], bot_id);
+        // A person is not gated by assignments.
+        core.invoke(&desk.writer, "claim.classify@1", classify).await.ok(201);
+    })
+    .await;
+}
