@@ -495,7 +495,13 @@ pub const CODES: &[CodeInfo] = &[
         "core",
         "an agent's assignments do not grant the skill, or grant it only read-only and it writes (403, `details.reason`)",
     ),
-    code("task_terminal", ValidationError, No, "core", "the task is closed: no external write on it, no new run or approval (409)"),
+    code(
+        "task_terminal",
+        ValidationError,
+        No,
+        "core",
+        "the task is closed: no external write on it, no new run or approval (409)",
+    ),
     code(
         "approval_required",
         PermissionDenied,

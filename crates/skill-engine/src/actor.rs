@@ -12,15 +12,8 @@ pub const TOKEN_PREFIX: &str = "skp_";
 
 /// The permissions of the core. Contracts may require others (custom permissions), which are
 /// granted the same way.
-pub const PERMISSIONS: &[&str] = &[
-    "org.manage",
-    "org.read",
-    "skills.invoke",
-    "skills.execute",
-    "tasks.read",
-    "tasks.write",
-    "approvals.decide",
-];
+pub const PERMISSIONS: &[&str] =
+    &["org.manage", "org.read", "skills.invoke", "skills.execute", "tasks.read", "tasks.write", "approvals.decide"];
 
 /// A principal with its grants, as one request sees them.
 #[derive(Debug, Clone)]

@@ -18,9 +18,9 @@ use skill_api::{CancelRequest, InvocationOut, InvocationQuery, InvokeRequest, MA
 use skill_store::ErrorKind;
 use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
 
+pub(crate) use lease::timeout_of;
 pub use lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
 pub use queue::MAX_CLAIM_WAIT_SECONDS;
-pub(crate) use lease::timeout_of;
 pub(crate) use queue::Timeouts;
 pub(crate) use schemas::SchemaCache;
 pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS};

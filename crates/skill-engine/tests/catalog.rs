@@ -317,18 +317,21 @@ async fn assignments_refuse_disabled_versions_and_tokens_stop_when_revoked() {
     let w = world().await;
     let bot = actor(&w.engine, "bot", &["skills.invoke"]).await;
     let out = w.engine.publish(&w.admin, &leaf("claim.classify", "1", "none"), None).await.expect("published");
-    let created = w.engine.assign(&w.admin, bot.id(), "claim.classify@1", None, None).await.expect("assigned");
+    let created = w.engine.assign(&w.admin, bot.id(), "claim.classify@1", None, false, None).await.expect("assigned");
     assert_eq!(created, skill_store::records::AssignOutcome::Created);
-    let again = w.engine.assign(&w.admin, bot.id(), "claim.classify@1", None, None).await.expect("again");
+    let again = w.engine.assign(&w.admin, bot.id(), "claim.classify@1", None, false, None).await.expect("again");
     assert_eq!(again, skill_store::records::AssignOutcome::Unchanged);
     let held = w.engine.assigned(&bot, bot.id()).await.expect("own assignments");
     assert_eq!(held[0].name, "claim.classify");
     let disable = PatchRequest { status: Some("disabled".into()), ..PatchRequest::default() };
     w.engine.patch(&w.admin, &out.id, Some("\"skill-1\""), &disable, None).await.expect("disabled");
     let other = actor(&w.engine, "other", &[]).await;
-    let error = refused(w.engine.assign(&w.admin, other.id(), "claim.classify@1", None, None).await);
+    let error = refused(w.engine.assign(&w.admin, other.id(), "claim.classify@1", None, false, None).await);
     assert_eq!((error.class, error.code), (Class::Invalid, "skill_disabled"));
-    assert_eq!(refused(w.engine.assign(&w.admin, "no-such-principal", &out.id, None, None).await).code, "not_found");
+    assert_eq!(
+        refused(w.engine.assign(&w.admin, "no-such-principal", &out.id, None, false, None).await).code,
+        "not_found"
+    );
 
     let request = TokenRequest {
         principal: "ops".into(),

@@ -9,9 +9,7 @@ mod sqlite;
 use futures::future::BoxFuture;
 
 use crate::error::Result;
-use crate::records::{
-    Admission, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time,
-};
+use crate::records::{Admission, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
 
 /// What the engine makes of one candidate of a claim, given the state of its basis.
 #[derive(Debug, Clone, PartialEq)]

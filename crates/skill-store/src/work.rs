@@ -78,11 +78,10 @@ macro_rules! action_columns {
 macro_rules! unwritten {
     ($tx:ident, $table:literal, $id:expr) => {{
         let id: &str = $id;
-        let stored: Option<i32> =
-            sqlx::query_scalar(concat!("SELECT row_version FROM ", $table, " WHERE id = $1"))
-                .bind(id)
-                .fetch_optional(&mut *$tx)
-                .await?;
+        let stored: Option<i32> = sqlx::query_scalar(concat!("SELECT row_version FROM ", $table, " WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&mut *$tx)
+            .await?;
         return Err(match stored {
             None => StoreError::new(ErrorKind::NotFound, format!("no {} {id}", $table)),
             Some(version) => StoreError::new(ErrorKind::Stale, format!("{} {id} is at row version {version}", $table)),

@@ -11,6 +11,8 @@ mod cases;
 mod fixture;
 #[path = "conformance/guards.rs"]
 mod guards;
+#[path = "conformance/work.rs"]
+mod work;
 
 macro_rules! conformance {
     ($($module:ident :: $case:ident),* $(,)?) => {
@@ -52,6 +54,9 @@ conformance!(
     calls::leases_expire_and_sessions_end_their_leases,
     calls::calls_are_guarded_by_the_database,
     calls::request_keys_keep_one_answer,
+    work::work_is_written_whole_and_guarded_by_the_database,
+    work::a_call_names_only_a_task_and_a_run_of_it_that_exist,
+    work::a_claim_reads_each_basis_passes_held_calls_and_writes_what_it_cancels,
     guards::a_published_contract_cannot_change_even_by_sql,
     guards::only_the_endpoint_of_a_contract_moves_and_stays_a_string,
     guards::status_moves_only_forward,

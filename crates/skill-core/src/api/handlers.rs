@@ -89,14 +89,17 @@ pub(super) async fn assign(
     body: JsonBody<AssignRequest>,
 ) -> Answer {
     let request = body.read(&actor, "org.manage")?;
-    let outcome = core.engine.assign(
-        &actor,
-        &principal,
-        &request.skill_id,
-        request.metadata,
-        request.read_only.unwrap_or(false),
-        request_id(&id),
-    ).await?;
+    let outcome = core
+        .engine
+        .assign(
+            &actor,
+            &principal,
+            &request.skill_id,
+            request.metadata,
+            request.read_only.unwrap_or(false),
+            request_id(&id),
+        )
+        .await?;
     let (created, updated) = (outcome == AssignOutcome::Created, outcome == AssignOutcome::Updated);
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     let answer = Assigned { principal_id: principal, skill: request.skill_id, created, updated };

@@ -148,7 +148,9 @@ impl<const LIMIT: usize> JsonBody<(), LIMIT> {
     /// [`JsonBody::read_as`] for permissions held per workspace (any one of them, somewhere).
     pub fn read_as_somewhere<U: DeserializeOwned>(self, actor: &Actor, permissions: &[&str]) -> Result<U, Failure> {
         if !permissions.iter().any(|permission| actor.can_somewhere(permission)) {
-            return Err(Failure(actor.require_any(permissions).err().unwrap_or_else(|| EngineError::forbidden(permissions[0]))));
+            return Err(Failure(
+                actor.require_any(permissions).err().unwrap_or_else(|| EngineError::forbidden(permissions[0])),
+            ));
         }
         parse(&self.bytes)
     }

@@ -51,25 +51,42 @@ async fn desk(core: Core, label: &str) -> Desk {
     let mut second = local("claim.send", "external_write", (1, 0), &[]);
     second["version"] = json!("2");
     core.publish(second).await;
-    core.post(&core.admin, "/task-types", &json!({"key": "plain", "version": "1",
-        "customFields": {"claim": {"type": "string"}}})).await.ok(201);
+    core.post(
+        &core.admin,
+        "/task-types",
+        &json!({"key": "plain", "version": "1",
+        "customFields": {"claim": {"type": "string"}}}),
+    )
+    .await
+    .ok(201);
     core.post(&core.admin, "/task-types", &reply_type()).await.ok(201);
-    core.post(&core.admin, "/task-types", &json!({"key": "auto", "version": "1",
+    core.post(
+        &core.admin,
+        "/task-types",
+        &json!({"key": "auto", "version": "1",
         "customFields": {"claim": {"type": "string"}},
-        "execution": {"skill": "claim.send", "version": "1"}})).await.ok(201);
+        "execution": {"skill": "claim.send", "version": "1"}}),
+    )
+    .await
+    .ok(201);
     Desk { core, writer, decider, outsider }
 }
 
 impl Desk {
     async fn task(&self, task_type: &str, claim: &str) -> String {
-        let body = json!({"workspace": "desk", "taskType": task_type, "title": "A claim", "customFields": {"claim": claim}});
+        let body =
+            json!({"workspace": "desk", "taskType": task_type, "title": "A claim", "customFields": {"claim": claim}});
         id(self.core.post(&self.writer, "/tasks", &body).await.ok(201))
     }
 
     async fn approved(&self, task: &str) -> String {
         let approval = id(self.core.post(&self.writer, "/approvals", &json!({"taskId": task})).await.ok(201));
         self.core
-            .post(&self.decider, &format!("/approvals/{approval}:decide"), &json!({"outcome": "approved", "comment": "ok"}))
+            .post(
+                &self.decider,
+                &format!("/approvals/{approval}:decide"),
+                &json!({"outcome": "approved", "comment": "ok"}),
+            )
             .await
             .ok(200);
         approval
@@ -77,9 +94,7 @@ impl Desk {
 
     /// Claims only `call` (local, the send skill), or nothing: the claim's answer.
     async fn claim_send(&self, call: &str) -> crate::calls::Reply {
-        self.core
-            .claim(json!({"protocols": ["local"], "localEntrypoints": [SEND], "invocationId": call}))
-            .await
+        self.core.claim(json!({"protocols": ["local"], "localEntrypoints": [SEND], "invocationId": call})).await
     }
 
     async fn call(&self, id: &str) -> Value {
@@ -103,7 +118,9 @@ async fn task_types_are_checked_at_publication_and_never_change() {
             .await
             .refused(422, "invalid_task_type");
         // Who may publish, and the writer cannot.
-        core.post(&desk.writer, "/task-types", &json!({"key": "x", "version": "1"})).await.refused(403, "permission_denied");
+        core.post(&desk.writer, "/task-types", &json!({"key": "x", "version": "1"}))
+            .await
+            .refused(403, "permission_denied");
         // Execution: each reason.
         for (execution, reason) in [
             (json!({"skill": "claim.nothing", "version": "1"}), "not_found"),
@@ -115,7 +132,8 @@ async fn task_types_are_checked_at_publication_and_never_change() {
             assert_eq!(answer.refused(422, "invalid_task_execution").body["error"]["details"]["reason"], reason);
         }
         core.publish(json!({"name": "claim.legacy", "version": "1", "protocol": "custom"})).await;
-        let legacy = publish(json!({"key": "x", "version": "1", "execution": {"skill": "claim.legacy", "version": "1"}})).await;
+        let legacy =
+            publish(json!({"key": "x", "version": "1", "execution": {"skill": "claim.legacy", "version": "1"}})).await;
         assert_eq!(legacy.refused(422, "invalid_task_execution").body["error"]["details"]["reason"], "no_contract");
         let disable = core
             .http
@@ -127,7 +145,8 @@ async fn task_types_are_checked_at_publication_and_never_change() {
             .await
             .expect("patch");
         assert_eq!(disable.status(), 200);
-        let disabled = publish(json!({"key": "x", "version": "1", "execution": {"skill": "claim.send", "version": "2"}})).await;
+        let disabled =
+            publish(json!({"key": "x", "version": "1", "execution": {"skill": "claim.send", "version": "2"}})).await;
         assert_eq!(disabled.refused(422, "invalid_task_execution").body["error"]["details"]["reason"], "disabled");
         // Outcomes: a known skill, pinned when it writes.
         let outcome = |skill: &str| {
@@ -143,23 +162,30 @@ async fn task_types_are_checked_at_publication_and_never_change() {
         // Acceptance: an external write only after a human or llm_judge decision with the same when.
         let acceptance = |criteria: Value| json!({"key": "x", "version": "1", "acceptance": criteria});
         let undecided = publish(acceptance(json!([
-            {"kind": "deterministic", "spec": {"skill": "claim.send@1"}}]))).await;
+            {"kind": "deterministic", "spec": {"skill": "claim.send@1"}}])))
+        .await;
         assert_eq!(
             undecided.refused(422, "invalid_acceptance_spec").body["error"]["details"]["cause"],
             "external_write_without_decision"
         );
         publish(acceptance(json!([{"kind": "human", "when": "done"},
-            {"kind": "deterministic", "when": "sent", "spec": {"skill": "claim.send@1"}}]))).await
-            .refused(422, "invalid_acceptance_spec");
+            {"kind": "deterministic", "when": "sent", "spec": {"skill": "claim.send@1"}}])))
+        .await
+        .refused(422, "invalid_acceptance_spec");
         publish(acceptance(json!([{"kind": "human", "when": "sent"},
-            {"kind": "deterministic", "when": "sent", "spec": {"skill": "claim.send@1"}}]))).await.ok(201);
+            {"kind": "deterministic", "when": "sent", "spec": {"skill": "claim.send@1"}}])))
+        .await
+        .ok(201);
         // Read by key@version, by key (newest), by id; listed; readable with tasks.read somewhere.
         let by_version = core.get(&desk.writer, "/task-types/claim-reply@1").await.ok(200).clone();
         assert_eq!(by_version["spec"]["approvalSchema"], reply_type()["approvalSchema"]);
         assert_eq!(core.get(&desk.writer, "/task-types/claim-reply").await.ok(200)["id"], by_version["id"]);
         let by_id = core.get(&desk.writer, &format!("/task-types/{}", by_version["id"].as_str().expect("id"))).await;
         assert_eq!(by_id.ok(200)["key"], "claim-reply");
-        assert_eq!(core.get(&desk.outsider, "/task-types?key=auto").await.ok(200)["items"][0]["execution"]["inputs"], "$.customFields");
+        assert_eq!(
+            core.get(&desk.outsider, "/task-types?key=auto").await.ok(200)["items"][0]["execution"]["inputs"],
+            "$.customFields"
+        );
         core.get(&core.executor, "/task-types").await.refused(403, "permission_denied");
         core.get(&desk.writer, "/task-types/nothing@1").await.refused(404, "not_found");
     })
@@ -273,38 +299,58 @@ async fn an_external_write_runs_only_on_a_basis() {
         let reader = token(&core.engine, "reader-basis", &["skills.invoke", "tasks.read@desk"]).await;
         core.invoke(&reader, "claim.classify@1", classify.clone()).await.refused(403, "permission_denied");
         // An approvalId means nothing to a skill that does not write.
-        let read_call = core.invoke(&desk.writer, "claim.classify@1", json!({"inputs": {"claim": "c"}, "taskId": task, "approvalId": "x"})).await;
+        let read_call = core
+            .invoke(
+                &desk.writer,
+                "claim.classify@1",
+                json!({"inputs": {"claim": "c"}, "taskId": task, "approvalId": "x"}),
+            )
+            .await;
         assert_eq!(read_call.ok(201)["authorizationBasis"], Value::Null);
 
         // 13. no basis: no approval, a pending one, a rejected one, another task's, not a gate.
-        send(&desk.writer, "1", json!({"inputs": {"claim": "c"}})).await.refused(403, "skill_side_effect_not_authorized");
+        send(&desk.writer, "1", json!({"inputs": {"claim": "c"}}))
+            .await
+            .refused(403, "skill_side_effect_not_authorized");
         let bare = send(&desk.writer, "1", json!({"inputs": {"claim": "c"}, "taskId": task})).await;
-        assert_eq!(bare.refused(403, "skill_side_effect_not_authorized").body["error"]["details"]["sideEffects"], "external_write");
+        assert_eq!(
+            bare.refused(403, "skill_side_effect_not_authorized").body["error"]["details"]["sideEffects"],
+            "external_write"
+        );
         let pending = id(core.post(&desk.writer, "/approvals", &json!({"taskId": task})).await.ok(201));
         let on = |approval: &str| json!({"inputs": {"claim": "c"}, "taskId": task, "approvalId": approval});
         send(&desk.writer, "1", on(&pending)).await.refused(403, "skill_side_effect_not_authorized");
-        core.post(&desk.decider, &format!("/approvals/{pending}:decide"), &json!({"outcome": "rejected"})).await.ok(200);
+        core.post(&desk.decider, &format!("/approvals/{pending}:decide"), &json!({"outcome": "rejected"}))
+            .await
+            .ok(200);
         send(&desk.writer, "1", on(&pending)).await.refused(403, "skill_side_effect_not_authorized");
         let elsewhere = desk.task("plain", "C-2").await;
         let foreign = desk.approved(&elsewhere).await;
         send(&desk.writer, "1", on(&foreign)).await.refused(403, "skill_side_effect_not_authorized");
         let not_gate = id(core.post(&desk.writer, "/approvals", &json!({"taskId": task, "gate": false})).await.ok(201));
-        core.post(&desk.decider, &format!("/approvals/{not_gate}:decide"), &json!({"outcome": "approved"})).await.ok(200);
+        core.post(&desk.decider, &format!("/approvals/{not_gate}:decide"), &json!({"outcome": "approved"}))
+            .await
+            .ok(200);
         send(&desk.writer, "1", on(&not_gate)).await.refused(403, "skill_side_effect_not_authorized");
         send(&desk.writer, "1", on("no-such-approval")).await.refused(403, "skill_side_effect_not_authorized");
 
         // An approved gate: once per version, whatever became of the call; another version may reuse it.
         let approval = desk.approved(&task).await;
         let first = send(&desk.writer, "1", on(&approval)).await.ok(201).clone();
-        assert_eq!(first["authorizationBasis"], json!({"kind": "approval", "approvalId": approval, "decidedBy": first["authorizationBasis"]["decidedBy"]}));
+        assert_eq!(
+            first["authorizationBasis"],
+            json!({"kind": "approval", "approvalId": approval, "decidedBy": first["authorizationBasis"]["decidedBy"]})
+        );
         assert_eq!(first["taskId"], task);
         let first_id = id(&first);
         core.act(&desk.writer, &first_id, "cancel", json!({})).await.ok(200);
-        let again = send(&desk.writer, "1", json!({"inputs": {"claim": "d"}, "taskId": task, "approvalId": approval})).await;
+        let again =
+            send(&desk.writer, "1", json!({"inputs": {"claim": "d"}, "taskId": task, "approvalId": approval})).await;
         let details = &again.refused(409, "approval_already_used").body["error"]["details"];
         assert_eq!((details["approvalId"].clone(), details["skill"].clone()), (json!(approval), json!("claim.send@1")));
         // A repeat of the same key is no second use.
-        let keyed = json!({"inputs": {"claim": "k"}, "taskId": task, "approvalId": approval, "idempotencyKey": "send-k"});
+        let keyed =
+            json!({"inputs": {"claim": "k"}, "taskId": task, "approvalId": approval, "idempotencyKey": "send-k"});
         let second_version = send(&desk.writer, "2", keyed.clone()).await.ok(201).clone();
         assert_eq!(send(&desk.writer, "2", keyed).await.ok(200)["id"], second_version["id"]);
 
@@ -332,7 +378,10 @@ async fn runs_and_executions_bound_the_calls_made_in_them() {
         let mismatch = classify(json!({"inputs": {"claim": "c"}, "runId": run, "taskId": other})).await;
         mismatch.refused(422, "invocation_mismatch");
         let in_run = classify(json!({"inputs": {"claim": "c"}, "runId": run})).await.ok(201).clone();
-        assert_eq!((in_run["taskId"].clone(), in_run["requestedBy"].clone()), (json!(task), json!({"kind": "run", "ref": run})));
+        assert_eq!(
+            (in_run["taskId"].clone(), in_run["requestedBy"].clone()),
+            (json!(task), json!({"kind": "run", "ref": run}))
+        );
         core.post(&desk.writer, &format!("/runs/{run}:end"), &json!({"status": "cancelled"})).await.ok(200);
         classify(json!({"inputs": {"claim": "c"}, "runId": run})).await.refused(409, "run_not_active");
 
@@ -394,9 +443,9 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
         assert_eq!(taken.ok(200)["invocation"]["id"], call);
         // A call already taken is not revoked by a later withdrawal: its executor finishes it.
         core.post(&desk.decider, &format!("/approvals/{approval}:withdraw"), &json!({})).await.ok(200);
-        let done = core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}})).await;
+        let done =
+            core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}})).await;
         assert_eq!(done.ok(200)["status"], "succeeded");
-
     })
     .await;
 }
@@ -450,10 +499,15 @@ async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
         assert_eq!(desk.call(&call_id).await["status"], "pending", "held, not cancelled");
         core.post(&desk.decider, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved"})).await.ok(200);
         assert_eq!(desk.claim_send(&call_id).await.ok(200)["invocation"]["id"], call_id);
-        core.act(&core.executor, &call_id, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}})).await.ok(200);
+        core.act(&core.executor, &call_id, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}}))
+            .await
+            .ok(200);
         // The run ends with the call's result, and the task is done.
         let ended = until(&desk, &desk.writer, &format!("/runs/{run}"), |run| run["status"] != "running").await;
-        assert_eq!((ended["status"].clone(), ended["result"]["skillInvocationId"].clone()), (json!("succeeded"), json!(call_id)));
+        assert_eq!(
+            (ended["status"].clone(), ended["result"]["skillInvocationId"].clone()),
+            (json!("succeeded"), json!(call_id))
+        );
         assert_eq!(core.get(&desk.writer, &format!("/tasks/{task}")).await.ok(200)["status"], "done");
         // A failed call fails the run and the task.
         let failing = desk.task("auto", "C-10").await;
@@ -486,7 +540,10 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         assert_eq!(call["authorityPrincipalId"], decider);
         assert_eq!(call["requestedBy"], json!({"kind": "principal", "ref": decider}));
         assert_eq!(call["idempotencyKey"], format!("approval-outcome:{approval}:0"));
-        assert_eq!(call["authorizationBasis"], json!({"kind": "approval", "approvalId": approval, "decidedBy": decider}));
+        assert_eq!(
+            call["authorizationBasis"],
+            json!({"kind": "approval", "approvalId": approval, "decidedBy": decider})
+        );
         assert_eq!(call["inputs"], json!({"claim": "C-7", "comment": "Apologise and refund."}));
         // Once: the approval is spent for this version.
         let again = json!({"inputs": {"claim": "C-7"}, "taskId": task, "approvalId": approval});
@@ -494,9 +551,16 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         // The call runs; its success with the expected output runs onSuccess: the task is done, with a comment.
         let call_id = id(&call);
         desk.claim_send(&call_id).await.ok(200);
-        core.act(&core.executor, &call_id, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}})).await.ok(200);
-        let ended = until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
-        assert_eq!((ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()), (json!("succeeded"), json!("onSuccess")));
+        core.act(&core.executor, &call_id, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}}))
+            .await
+            .ok(200);
+        let ended =
+            until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
+                .await;
+        assert_eq!(
+            (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
+            (json!("succeeded"), json!("onSuccess"))
+        );
         assert_eq!(ended["outcome"]["actions"][0]["invocationId"], call_id);
         assert_eq!(core.get(&desk.writer, &format!("/tasks/{task}")).await.ok(200)["status"], "done");
         let comments = core.get(&desk.writer, &format!("/task-comments?task={task}")).await.ok(200).clone();
@@ -509,9 +573,16 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         let approval = desk.approved(&task).await;
         let call = id(&calls_of(&desk, &task, 1).await[0]);
         desk.claim_send(&call).await.ok(200);
-        core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "queued"}})).await.ok(200);
-        let ended = until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
-        assert_eq!((ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()), (json!("failed"), json!("onFailure")));
+        core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "queued"}}))
+            .await
+            .ok(200);
+        let ended =
+            until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
+                .await;
+        assert_eq!(
+            (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
+            (json!("failed"), json!("onFailure"))
+        );
         assert_eq!(ended["outcome"]["actions"][0]["error"]["code"], "expectation_not_met");
         assert_eq!(core.get(&desk.writer, &format!("/tasks/{task}")).await.ok(200)["status"], "open");
 
@@ -521,8 +592,13 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         let call = id(&calls_of(&desk, &task, 1).await[0]);
         core.post(&desk.decider, &format!("/approvals/{approval}:withdraw"), &json!({})).await.ok(200);
         assert_eq!(desk.claim_send(&call).await.status.as_u16(), 204);
-        let ended = until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
-        assert_eq!((ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()), (json!("skipped"), Value::Null));
+        let ended =
+            until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
+                .await;
+        assert_eq!(
+            (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
+            (json!("skipped"), Value::Null)
+        );
 
         // Nobody claims it for a day: cancelled by the system, and the failure branch runs.
         let task = desk.task("claim-reply@1", "C-10").await;
@@ -538,8 +614,13 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-        assert_eq!((cancelled["status"].clone(), cancelled["error"]["code"].clone()), (json!("cancelled"), json!("approval_outcome_skill_wait_expired")));
-        let ended = until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
+        assert_eq!(
+            (cancelled["status"].clone(), cancelled["error"]["code"].clone()),
+            (json!("cancelled"), json!("approval_outcome_skill_wait_expired"))
+        );
+        let ended =
+            until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
+                .await;
         assert_eq!(ended["outcome"]["reaction"], "onFailure");
     })
     .await;
@@ -550,7 +631,8 @@ async fn an_agent_calls_only_what_its_assignments_grant() {
     each_backend("work-gating", |core| async move {
         let desk = desk(core, "gating").await;
         let core = &desk.core;
-        core.publish(json!({"name": "claims.desk", "version": "1", "includes": ["claim.classify@1", "claim.send@1"]})).await;
+        core.publish(json!({"name": "claims.desk", "version": "1", "includes": ["claim.classify@1", "claim.send@1"]}))
+            .await;
         let request = skill_engine::TokenRequest {
             principal: "triage-bot".to_owned(),
             kind: "agent".to_owned(),
@@ -567,7 +649,10 @@ async fn an_agent_calls_only_what_its_assignments_grant() {
         // Nothing assigned: nothing granted.
         let refused = core.invoke(&bot, "claim.classify@1", classify.clone()).await;
         let details = &refused.refused(403, "tool_not_authorized").body["error"]["details"];
-        assert_eq!((details["skill"].clone(), details["reason"].clone()), (json!("claim.classify@1"), json!("not_assigned")));
+        assert_eq!(
+            (details["skill"].clone(), details["reason"].clone()),
+            (json!("claim.classify@1"), json!("not_assigned"))
+        );
         // The composite assigned read-only: its reading tool is granted, its writing one never.
         let path = format!("/principals/{bot_id}/skills");
         let assign = |body: Value| {

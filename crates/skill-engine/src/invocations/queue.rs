@@ -17,9 +17,9 @@ use skill_store::{Decision, ErrorKind, Take};
 
 use super::lease::{check_holder, ended, error_value, lease_end, timeout_of};
 use super::{Cancellation, busy, cancellation, view, written};
-use crate::work::basis::{Obstacle, recheck};
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
+use crate::work::basis::{Obstacle, recheck};
 use crate::{Engine, Origin};
 
 /// How many expired leases one sweep handles.

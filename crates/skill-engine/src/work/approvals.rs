@@ -5,7 +5,9 @@
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use skill_api::{ActionOut, ApprovalOut, ApprovalRequest, DecideRequest, Items, OfTaskQuery, OutcomeOut, WithdrawRequest};
+use skill_api::{
+    ActionOut, ApprovalOut, ApprovalRequest, DecideRequest, Items, OfTaskQuery, OutcomeOut, WithdrawRequest,
+};
 use skill_store::ErrorKind;
 use skill_store::records::{ActionRecord, ApprovalRecord, WorkChange};
 

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 use skill_store::ErrorKind;
 use skill_store::records::{BasisState, InvocationRecord, RunRecord, SkillRecord, TaskRecord, TaskTypeRecord};
 
-use super::terminal;
 use super::tasks::task_terminal;
+use super::terminal;
 use crate::Engine;
 use crate::error::{Class, EngineError, Result};
 
@@ -114,7 +114,9 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
         Some(_) if state.task_status.as_deref().is_some_and(|status| status != "open") => {
             Obstacle::Cancel("task_terminal")
         }
-        Some("approval") if state.approval_status.as_deref() != Some("approved") => Obstacle::Cancel("approval_withdrawn"),
+        Some("approval") if state.approval_status.as_deref() != Some("approved") => {
+            Obstacle::Cancel("approval_withdrawn")
+        }
         Some("execution") if state.run_status.as_deref() != Some("running") => Obstacle::Cancel("run_not_active"),
         Some("execution") if state.side_effects.as_deref() == Some("external_write") && state.pending_gate => {
             Obstacle::Hold("approval_required")
@@ -180,6 +182,8 @@ mod tests {
             pending_gate: gate,
             skill_status: skill.into(),
             side_effects: Some("external_write".into()),
+            skill_name: "claim.send".into(),
+            skill_version: "1".into(),
         }
     }
 

@@ -154,7 +154,8 @@ impl Engine {
         let spec = action.action.get("invokeSkill").cloned().unwrap_or_default();
         let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
         let Some(decider) = decider else {
-            let error = json!({"code": "authority_inactive", "message": "the decider is disabled: its decision acts no more"});
+            let error =
+                json!({"code": "authority_inactive", "message": "the decider is disabled: its decision acts no more"});
             return Ok(Some(self.action_ended(action, "failed", None, Some(error))));
         };
         let inputs = paths::fill(spec.get("inputs").unwrap_or(&json!({})), root);
@@ -255,7 +256,9 @@ impl Engine {
         let reason = error.and_then(|e| e.get("message")).and_then(Value::as_str);
         let status = match call.status.as_str() {
             "succeeded" if met => "succeeded",
-            "cancelled" if code == Some("basis_revoked") && matches!(reason, Some("task_terminal" | "approval_withdrawn")) => {
+            "cancelled"
+                if code == Some("basis_revoked") && matches!(reason, Some("task_terminal" | "approval_withdrawn")) =>
+            {
                 "skipped"
             }
             _ => "failed",
@@ -263,7 +266,9 @@ impl Engine {
         let mut result = action.result.clone().unwrap_or_else(|| json!({}));
         result["status"] = json!(call.status);
         let failure = match (status, call.status.as_str()) {
-            ("failed", "succeeded") => Some(json!({"code": "expectation_not_met", "message": "the output does not match expect"})),
+            ("failed", "succeeded") => {
+                Some(json!({"code": "expectation_not_met", "message": "the output does not match expect"}))
+            }
             ("failed" | "skipped", _) => call.error.clone(),
             _ => None,
         };

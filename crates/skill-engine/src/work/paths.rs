@@ -95,15 +95,27 @@ mod tests {
         for good in ["$", "$.a", "$.customFields.claim", "$.a[0].b_c-d", "$[3]"] {
             assert!(is_path(good), "{good}");
         }
-        for bad in ["", "a", "$.", "$..a", "$.1a", "$[x]", "$[]", "$.a b", "$['a']", "$.a[0", &format!("$.{}", "a".repeat(500))]
-        {
+        for bad in [
+            "",
+            "a",
+            "$.",
+            "$..a",
+            "$.1a",
+            "$[x]",
+            "$[]",
+            "$.a b",
+            "$['a']",
+            "$.a[0",
+            &format!("$.{}", "a".repeat(500)),
+        ] {
             assert!(!is_path(bad), "{bad}");
         }
     }
 
     #[test]
     fn filling_reads_paths_keeps_literals_and_leaves_missing_out() {
-        let root = json!({"task": {"customFields": {"claim": "C-1", "tags": ["x", "y"]}}, "approval": {"comment": "ok"}});
+        let root =
+            json!({"task": {"customFields": {"claim": "C-1", "tags": ["x", "y"]}}, "approval": {"comment": "ok"}});
         let filled = fill(
             &json!({"claim": "$.task.customFields.claim", "tag": "$.task.customFields.tags[1]", "comment": "$.approval.comment",
                     "missing": "$.task.nothing", "fixed": 3, "text": "plain"}),

@@ -6,8 +6,8 @@ use skill_api::{EndRunRequest, RunOut, RunRequest};
 use skill_store::ErrorKind;
 use skill_store::records::{RunRecord, WorkChange};
 
-use super::terminal;
 use super::tasks::task_terminal;
+use super::terminal;
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
@@ -41,9 +41,13 @@ impl Engine {
         match self.store.write_work(&[WorkChange::InsertRun(run.clone())], &[event]).await {
             Ok(()) => Ok(run_out(run)),
             Err(error) if error.kind() == ErrorKind::Conflict => {
-                let running = self.store.runs(&task.id).await?.into_iter().rev().find(|other| {
-                    other.owner_principal_id == actor.id() && other.status == "running"
-                });
+                let running = self
+                    .store
+                    .runs(&task.id)
+                    .await?
+                    .into_iter()
+                    .rev()
+                    .find(|other| other.owner_principal_id == actor.id() && other.status == "running");
                 Err(EngineError::new(
                     Class::Conflict,
                     "run_already_running",

@@ -94,8 +94,13 @@ impl Engine {
             }
             None => None,
         };
-        let filter =
-            TaskFilter { workspaces, status: query.status.clone(), task_type_id: None, before, limit: i64::from(limit) + 1 };
+        let filter = TaskFilter {
+            workspaces,
+            status: query.status.clone(),
+            task_type_id: None,
+            before,
+            limit: i64::from(limit) + 1,
+        };
         let mut found = self.store.tasks(&filter).await?;
         let more = found.len() > limit as usize;
         found.truncate(limit as usize);
@@ -205,7 +210,11 @@ fn check_fields(task_type: &TaskTypeRecord, fields: &Value) -> Result<()> {
     let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
                         "properties": declared, "additionalProperties": false});
     let validator = SchemaValidator::new(&schema).map_err(|error| {
-        EngineError::new(Class::Internal, "internal_error", format!("a published type's fields do not compile: {error}"))
+        EngineError::new(
+            Class::Internal,
+            "internal_error",
+            format!("a published type's fields do not compile: {error}"),
+        )
     })?;
     let errors = validator.errors(fields);
     if errors.is_empty() {
@@ -224,7 +233,11 @@ pub(crate) fn task_out(task: TaskRecord, task_type: &TaskTypeRecord) -> TaskOut 
     TaskOut {
         id: task.id,
         workspace_id: task.workspace_id,
-        task_type: TaskTypeRef { id: task_type.id.clone(), key: task_type.key.clone(), version: task_type.version.clone() },
+        task_type: TaskTypeRef {
+            id: task_type.id.clone(),
+            key: task_type.key.clone(),
+            version: task_type.version.clone(),
+        },
         title: task.title,
         custom_fields: task.custom_fields,
         status: task.status,

@@ -186,7 +186,10 @@ impl Engine {
 
     async fn check_action(&self, action: &Value, field: &str) -> Result<()> {
         let Some(invoke) = action.get("invokeSkill").and_then(Value::as_object) else {
-            return Err(invalid(field, "an action is {invokeSkill: {skill, inputs?, expect?, onSuccess?, onFailure?}}"));
+            return Err(invalid(
+                field,
+                "an action is {invokeSkill: {skill, inputs?, expect?, onSuccess?, onFailure?}}",
+            ));
         };
         if let Some(unknown) = action.as_object().and_then(|a| a.keys().find(|k| *k != "invokeSkill")) {
             return Err(invalid(&format!("{field}.{unknown}"), "an action has only invokeSkill"));
@@ -194,7 +197,10 @@ impl Engine {
         let here = format!("{field}.invokeSkill");
         for key in invoke.keys() {
             if !matches!(key.as_str(), "skill" | "inputs" | "expect" | "onSuccess" | "onFailure") {
-                return Err(invalid(&format!("{here}.{key}"), "invokeSkill has skill, inputs, expect, onSuccess, onFailure"));
+                return Err(invalid(
+                    &format!("{here}.{key}"),
+                    "invokeSkill has skill, inputs, expect, onSuccess, onFailure",
+                ));
             }
         }
         let Some(skill) = invoke.get("skill").and_then(Value::as_str) else {
@@ -256,7 +262,10 @@ impl Engine {
             let field = format!("acceptance[{index}]");
             let kind = criterion.get("kind").and_then(Value::as_str).unwrap_or_default();
             if !matches!(kind, "human" | "llm_judge" | "deterministic") {
-                return Err(invalid(&format!("{field}.kind"), "a criterion's kind is human, llm_judge or deterministic"));
+                return Err(invalid(
+                    &format!("{field}.kind"),
+                    "a criterion's kind is human, llm_judge or deterministic",
+                ));
             }
             let Some(skill) = criterion.pointer("/spec/skill") else { continue };
             let path = format!("{field}.spec.skill");
@@ -301,15 +310,27 @@ impl Engine {
             return Err(invalid_execution("execution", "malformed", "execution is {skill, version, inputs?}"));
         };
         if let Some(unknown) = object.keys().find(|k| !matches!(k.as_str(), "skill" | "version" | "inputs")) {
-            return Err(invalid_execution(&format!("execution.{unknown}"), "malformed", "execution has skill, version, inputs"));
+            return Err(invalid_execution(
+                &format!("execution.{unknown}"),
+                "malformed",
+                "execution has skill, version, inputs",
+            ));
         }
         let skill = object.get("skill").and_then(Value::as_str).unwrap_or_default();
         if skill.is_empty() || skill.contains('@') || skill.chars().count() > 200 {
-            return Err(invalid_execution("execution.skill", "malformed", "execution.skill is a skill name without @version"));
+            return Err(invalid_execution(
+                "execution.skill",
+                "malformed",
+                "execution.skill is a skill name without @version",
+            ));
         }
         let version = object.get("version").and_then(Value::as_str).unwrap_or_default();
         if version.is_empty() || version.chars().count() > 50 {
-            return Err(invalid_execution("execution.version", "malformed", "execution.version pins a version (1 to 50 characters)"));
+            return Err(invalid_execution(
+                "execution.version",
+                "malformed",
+                "execution.version pins a version (1 to 50 characters)",
+            ));
         }
         let inputs = object.get("inputs").cloned().unwrap_or_else(|| json!("$.customFields"));
         match &inputs {
@@ -320,10 +341,18 @@ impl Engine {
                         && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
                     if !name_ok {
-                        return Err(invalid_execution(&format!("execution.inputs.{name}"), "malformed", "an input name is [A-Za-z_][A-Za-z0-9_-]{0,99}"));
+                        return Err(invalid_execution(
+                            &format!("execution.inputs.{name}"),
+                            "malformed",
+                            "an input name is [A-Za-z_][A-Za-z0-9_-]{0,99}",
+                        ));
                     }
                     if !path.as_str().is_some_and(paths::is_path) {
-                        return Err(invalid_execution(&format!("execution.inputs.{name}"), "malformed", "each input maps to a path: `$` then .name and [n] segments"));
+                        return Err(invalid_execution(
+                            &format!("execution.inputs.{name}"),
+                            "malformed",
+                            "each input maps to a path: `$` then .name and [n] segments",
+                        ));
                     }
                 }
             }
@@ -344,7 +373,11 @@ impl Engine {
             Err(error) => return Err(error.into()),
         };
         if found.contract.is_none() {
-            return Err(invalid_execution("execution", "no_contract", format!("{reference} has no contract: nothing to call")));
+            return Err(invalid_execution(
+                "execution",
+                "no_contract",
+                format!("{reference} has no contract: nothing to call"),
+            ));
         }
         if found.status == "disabled" {
             return Err(invalid_execution("execution", "disabled", format!("{reference} is disabled")));
@@ -355,7 +388,8 @@ impl Engine {
 
 /// `customFields`: name → a JSON Schema of the field's value, together a valid schema.
 fn check_custom_fields(fields: &Map<String, Value>) -> Result<()> {
-    let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": fields});
+    let schema =
+        json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": fields});
     SchemaValidator::new(&schema).map(|_| ()).map_err(|error| invalid("customFields", format!("customFields: {error}")))
 }
 

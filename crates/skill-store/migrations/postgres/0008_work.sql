@@ -76,8 +76,7 @@ CREATE TABLE runs (
     row_version INTEGER NOT NULL DEFAULT 1 CHECK (row_version >= 1),
     created_at TIMESTAMPTZ NOT NULL,
     ended_at TIMESTAMPTZ,
-    CHECK ((status = 'running') = (ended_at IS NULL)),
-    UNIQUE (id, task_id)
+    CHECK ((status = 'running') = (ended_at IS NULL))
 );
 CREATE INDEX runs_task ON runs (task_id, created_at, id);
 -- One running run per owner and task: two starts at once make one run.
@@ -223,10 +222,20 @@ $$;
 CREATE TRIGGER task_comments_guarded BEFORE UPDATE OR DELETE ON task_comments
     FOR EACH ROW EXECUTE FUNCTION task_comments_guard();
 
--- A call names only a task and a run of that task that exist.
-ALTER TABLE skill_invocations ADD CONSTRAINT skill_invocations_task_fk FOREIGN KEY (task_id) REFERENCES tasks (id);
-ALTER TABLE skill_invocations ADD CONSTRAINT skill_invocations_run_fk
-    FOREIGN KEY (run_id, task_id) REFERENCES runs (id, task_id);
+-- A call names only a task and a run of that task that exist (the same refusal as SQLite's).
+CREATE FUNCTION skill_invocations_work() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (NEW.task_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tasks WHERE id = NEW.task_id))
+        OR (NEW.run_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM runs WHERE id = NEW.run_id
+            AND task_id IS NOT DISTINCT FROM NEW.task_id))
+    THEN
+        RAISE EXCEPTION 'unknown_reference: a call names a task and a run of that task that exist';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER skill_invocations_work BEFORE INSERT ON skill_invocations
+    FOR EACH ROW EXECUTE FUNCTION skill_invocations_work();
 CREATE INDEX skill_invocations_run ON skill_invocations (run_id) WHERE run_id IS NOT NULL;
 
 -- An assignment may be read-only: it never grants a tool that writes.

@@ -5,9 +5,9 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, EXPIRED, INSERT_SESSION, Decision, InvocationStore,
-    PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION, claimable_sql,
-    covered_sql, insert_call_sql, update_call_sql,
+    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_SESSION,
+    InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION,
+    claimable_sql, covered_sql, insert_call_sql, update_call_sql,
 };
 use crate::backend::PgStore;
 use crate::error::{ErrorKind, Result, StoreError};
@@ -16,8 +16,11 @@ use crate::records::{Admission, BasisState, Event, Inserted, InvocationFilter, I
 const CLAIMABLE: &str = claimable_sql!("jsonb_array_elements_text", "i.authorization_basis ->> 'approvalId'", "");
 /// One candidate at a time, locked, skipping the rows other claims hold: concurrent claims each
 /// get their own call without waiting on one another.
-const CLAIM_NEXT: &str =
-    claimable_sql!("jsonb_array_elements_text", "i.authorization_basis ->> 'approvalId'", " FOR UPDATE OF i SKIP LOCKED");
+const CLAIM_NEXT: &str = claimable_sql!(
+    "jsonb_array_elements_text",
+    "i.authorization_basis ->> 'approvalId'",
+    " FOR UPDATE OF i SKIP LOCKED"
+);
 /// How many candidates one claim judges at most (it passes over held ones).
 const CANDIDATES: usize = 20;
 

@@ -6,9 +6,9 @@ use rusqlite::Connection;
 use rusqlite::types::Value as Arg;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, EXPIRED, INSERT_CALL, INSERT_SESSION,
-    Decision, InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION,
-    claimable_sql, covered_sql,
+    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_CALL,
+    INSERT_SESSION, InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL,
+    UPDATE_SESSION, claimable_sql, covered_sql,
 };
 use crate::backend::SqliteStore;
 use crate::error::{ErrorKind, Result, StoreError};

@@ -3,13 +3,13 @@
 
 use chrono::{Duration, Utc};
 use serde_json::json;
-use skill_store::ErrorKind;
-use skill_store::records::{Admission, Inserted, InvocationRecord, SessionRecord, SkillRecord};
+use skill_store::records::{Admission, BasisState, Inserted, InvocationRecord, SessionRecord, SkillRecord};
+use skill_store::{Decision, ErrorKind};
 
 use crate::fixture::{Db, Raw, event, id, leaf, principal, publish};
 
 /// A published version and a person who calls it.
-async fn setup(db: &Db) -> (SkillRecord, String) {
+pub(crate) async fn setup(db: &Db) -> (SkillRecord, String) {
     let skill = leaf("claim.lookup", "1");
     publish(db, &skill).await;
     let ana = principal("ana");
@@ -17,7 +17,13 @@ async fn setup(db: &Db) -> (SkillRecord, String) {
     (skill, ana.id)
 }
 
-fn pending(skill: &SkillRecord, authority: &str, protocol: &str, target: &str, key: Option<&str>) -> InvocationRecord {
+pub(crate) fn pending(
+    skill: &SkillRecord,
+    authority: &str,
+    protocol: &str,
+    target: &str,
+    key: Option<&str>,
+) -> InvocationRecord {
     let now = Utc::now();
     InvocationRecord {
         id: id(),
@@ -55,13 +61,13 @@ fn pending(skill: &SkillRecord, authority: &str, protocol: &str, target: &str, k
     }
 }
 
-async fn insert(db: &Db, call: &InvocationRecord) {
+pub(crate) async fn insert(db: &Db, call: &InvocationRecord) {
     let inserted = db.store.insert_invocation(call, &event("skill.invocation_requested", "call")).await;
     assert_eq!(inserted.expect("inserted"), Inserted::New);
 }
 
 /// The running form of `call`, taken by `executor` with a lease of `lease` seconds.
-fn claimed(call: &InvocationRecord, executor: &str, lease: i64) -> InvocationRecord {
+pub(crate) fn claimed(call: &InvocationRecord, executor: &str, lease: i64) -> InvocationRecord {
     let now = Utc::now();
     InvocationRecord {
         status: "running".to_owned(),
@@ -359,8 +365,8 @@ pub(crate) async fn request_keys_keep_one_answer(db: Db) {
 /// The claim of `call` by `executor` as the engine makes it: running, with its event.
 fn take_by(executor: &str) -> skill_store::Take {
     let executor = executor.to_owned();
-    Box::new(move |call: &InvocationRecord| {
-        Some((claimed(call, &executor, 60), vec![event("skill.invocation_claimed", "call")]))
+    Box::new(move |call: &InvocationRecord, _: &BasisState| {
+        Decision::Take(claimed(call, &executor, 60), vec![event("skill.invocation_claimed", "call")])
     })
 }
 
@@ -377,7 +383,11 @@ pub(crate) async fn claims_at_once_each_take_their_own_call_in_queue_order(db: D
         queued.push(call.id);
     }
     // A claim whose taker declines takes nothing and writes nothing.
-    let declined = db.store.claim(&admission, Utc::now(), Box::new(|_: &InvocationRecord| None)).await.expect("claim");
+    let declined = db
+        .store
+        .claim(&admission, Utc::now(), Box::new(|_: &InvocationRecord, _: &BasisState| Decision::Stop))
+        .await
+        .expect("claim");
     assert_eq!(declined, None);
     assert_eq!(db.store.invocation(&queued[0]).await.expect("call").status, "pending");
 

@@ -239,6 +239,7 @@ pub(crate) async fn assignments_are_idempotent(db: Db) {
         principal_id: ana.id.clone(),
         skill_id: skill.id.clone(),
         metadata: json!({"why": "triage"}),
+        read_only: false,
         created_at: Utc::now(),
     };
     let assigned = event("skill.assigned", "s");
@@ -251,10 +252,24 @@ pub(crate) async fn assignments_are_idempotent(db: Db) {
     let held = db.store.assignments(&ana.id).await.expect("list");
     assert_eq!(held.len(), 1);
     assert_eq!(held[0].metadata, json!({"why": "escalations"}), "the metadata of a repeat is kept, not dropped");
+    let read_only = Assignment { read_only: true, ..changed.clone() };
+    let narrowed = event("skill.assigned", "s");
+    assert_eq!(db.store.assign_skill(&read_only, &narrowed).await.expect("narrowed"), AssignOutcome::Updated);
+    assert!(db.store.assignments(&ana.id).await.expect("list")[0].read_only, "read-only is kept");
     assert!(db.store.unassign_skill(&ana.id, &skill.id, &event("skill.revoked", "s")).await.expect("revoked"));
     assert!(!db.store.unassign_skill(&ana.id, &skill.id, &event("skill.revoked", "s")).await.expect("none"));
     let kinds: Vec<String> = db.store.events(0, None, 10).await.expect("events").into_iter().map(|e| e.kind).collect();
-    assert_eq!(kinds, ["principal.created", "skill.registered", "skill.assigned", "skill.assigned", "skill.revoked"]);
+    assert_eq!(
+        kinds,
+        [
+            "principal.created",
+            "skill.registered",
+            "skill.assigned",
+            "skill.assigned",
+            "skill.assigned",
+            "skill.revoked"
+        ]
+    );
 }
 
 pub(crate) async fn package_installs_link_skills_by_name(db: Db) {

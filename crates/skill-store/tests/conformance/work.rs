@@ -1,0 +1,307 @@
+//! Work: the writes of task types, tasks, runs and approvals in one transaction each, the
+//! database's guards over them, and what a claim reads of a call's basis.
+
+use std::sync::{Arc, Mutex};
+
+use chrono::Utc;
+use serde_json::json;
+use skill_store::records::{
+    Admission, ApprovalRecord, BasisState, RunRecord, TaskRecord, TaskTypeRecord, WorkChange, Workspace,
+};
+use skill_store::{Decision, ErrorKind};
+
+use crate::calls::{claimed, insert, pending, setup};
+use crate::fixture::{Db, event, id, principal};
+
+/// A workspace, a type and an open task in it, created by `ana`.
+async fn task(db: &Db, ana: &str) -> TaskRecord {
+    let now = Utc::now();
+    let workspace = Workspace { id: id(), key: format!("w{}", &id()[24..]), name: String::new(), created_at: now };
+    db.store.create_workspace(&workspace, &event("workspace.created", "w")).await.expect("workspace");
+    let task_type = TaskTypeRecord {
+        id: id(),
+        key: format!("t{}", &id()[24..]),
+        version: "1".into(),
+        display_name: String::new(),
+        description: String::new(),
+        spec: json!({"version": "1"}),
+        execution: None,
+        created_by: None,
+        created_at: now,
+    };
+    let task = TaskRecord {
+        id: id(),
+        workspace_id: workspace.id,
+        task_type_id: task_type.id.clone(),
+        title: "A claim".into(),
+        custom_fields: json!({}),
+        status: "open".into(),
+        created_by: ana.to_owned(),
+        row_version: 1,
+        created_at: now,
+        updated_at: now,
+        closed_at: None,
+    };
+    let changes = [WorkChange::InsertTaskType(task_type), WorkChange::InsertTask(task.clone())];
+    db.store.write_work(&changes, &[event("task.created", "t")]).await.expect("task");
+    task
+}
+
+fn approval(task: &TaskRecord, requester: &str) -> ApprovalRecord {
+    let now = Utc::now();
+    ApprovalRecord {
+        id: id(),
+        task_id: task.id.clone(),
+        gate: true,
+        status: "pending".into(),
+        requested_by: requester.to_owned(),
+        request_comment: String::new(),
+        decided_by: None,
+        decided_at: None,
+        comment: String::new(),
+        decision_authority: None,
+        withdrawn_by: None,
+        withdrawn_at: None,
+        outcome_status: None,
+        outcome_reaction: None,
+        row_version: 1,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+fn run(task: &TaskRecord, owner: &str) -> RunRecord {
+    RunRecord {
+        id: id(),
+        task_id: task.id.clone(),
+        owner_principal_id: owner.to_owned(),
+        status: "running".into(),
+        result: None,
+        error: None,
+        row_version: 1,
+        created_at: Utc::now(),
+        ended_at: None,
+    }
+}
+
+fn decided(approval: &ApprovalRecord, by: &str, status: &str) -> ApprovalRecord {
+    ApprovalRecord {
+        status: status.into(),
+        decided_by: Some(by.to_owned()),
+        decided_at: Some(Utc::now()),
+        decision_authority: Some(json!({"principalId": by, "grants": []})),
+        row_version: approval.row_version + 1,
+        ..approval.clone()
+    }
+}
+
+pub(crate) async fn work_is_written_whole_and_guarded_by_the_database(db: Db) {
+    let (_, ana) = setup(&db).await;
+    let bob = principal("bob");
+    db.store.create_principal(&bob, &event("principal.created", "p")).await.expect("bob");
+    let task = task(&db, &ana).await;
+    // One running run per owner and task; a write with a refused part writes nothing.
+    let first = run(&task, &ana);
+    db.store.write_work(&[WorkChange::InsertRun(first.clone())], &[event("run.started", "r")]).await.expect("run");
+    let comment = skill_store::records::CommentRecord {
+        id: id(),
+        task_id: task.id.clone(),
+        author_principal_id: ana.clone(),
+        body: "noted".into(),
+        created_at: Utc::now(),
+    };
+    let both = [WorkChange::InsertComment(comment), WorkChange::InsertRun(run(&task, &ana))];
+    let error = db.store.write_work(&both, &[event("task.commented", "t")]).await.expect_err("a second running run");
+    assert_eq!(error.kind(), ErrorKind::Conflict, "{error}");
+    assert!(db.store.comments(&task.id, 10).await.expect("comments").is_empty(), "nothing of it written");
+    db.store.write_work(&[WorkChange::InsertRun(run(&task, &bob.id))], &[]).await.expect("another owner's run");
+
+    // The requester never decides; a stale write is Stale; a decision never changes.
+    let asked = approval(&task, &ana);
+    db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
+    let own = db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &ana, "approved"))], &[]).await;
+    assert_eq!(own.expect_err("self").kind(), ErrorKind::Refused("self_approval_refused"));
+    let approved = decided(&asked, &bob.id, "approved");
+    db.store.write_work(&[WorkChange::UpdateApproval(approved.clone())], &[]).await.expect("decided");
+    let stale = db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &bob.id, "rejected"))], &[]).await;
+    assert_eq!(stale.expect_err("stale").kind(), ErrorKind::Stale);
+    let flipped = ApprovalRecord { status: "rejected".into(), row_version: 3, ..approved.clone() };
+    let refused = db.store.write_work(&[WorkChange::UpdateApproval(flipped)], &[]).await.expect_err("flip");
+    assert_eq!(refused.kind(), ErrorKind::Refused("invalid_status_transition"), "{refused}");
+
+    // A closed task stays as it was closed.
+    let closed = TaskRecord { status: "done".into(), closed_at: Some(Utc::now()), row_version: 2, ..task.clone() };
+    db.store.write_work(&[WorkChange::UpdateTask(closed.clone())], &[event("task.closed", "t")]).await.expect("closed");
+    let reopened = TaskRecord { status: "open".into(), closed_at: None, row_version: 3, ..closed };
+    let refused = db.store.write_work(&[WorkChange::UpdateTask(reopened)], &[]).await.expect_err("reopened");
+    assert_eq!(refused.kind(), ErrorKind::Refused("invalid_status_transition"), "{refused}");
+
+    // By SQL: a published type never changes; nothing of work is deleted.
+    for sql in [
+        format!("UPDATE task_types SET description = 'x' WHERE id = '{}'", task.task_type_id),
+        format!("DELETE FROM task_types WHERE id = '{}'", task.task_type_id),
+    ] {
+        let error = db.raw.execute(&sql).await.expect_err("refused").to_string();
+        assert!(error.contains("task_type_immutable"), "{error}");
+    }
+    for table in ["tasks", "runs", "approvals"] {
+        let error = db.raw.execute(&format!("DELETE FROM {table}")).await.expect_err("refused").to_string();
+        assert!(error.contains("work_immutable"), "{table}: {error}");
+    }
+    // A decision by the requester, by SQL.
+    let fresh = approval(&task, &ana);
+    db.store.write_work(&[WorkChange::InsertApproval(fresh.clone())], &[]).await.expect("approval");
+    let sql = format!(
+        "UPDATE approvals SET decided_by = requested_by, decided_at = created_at, decision_authority = '{{}}', \
+         row_version = row_version + 1 WHERE id = '{}'",
+        fresh.id
+    );
+    let error = db.raw.execute(&sql).await.expect_err("refused").to_string();
+    assert!(error.contains("self_approval_refused"), "{error}");
+}
+
+pub(crate) async fn a_call_names_only_a_task_and_a_run_of_it_that_exist(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let task = task(&db, &ana).await;
+    let other = self::task(&db, &ana).await;
+    let own = run(&task, &ana);
+    db.store.write_work(&[WorkChange::InsertRun(own.clone())], &[]).await.expect("run");
+    let base = pending(&skill, &ana, "local", "claims.lookup", None);
+    for (task_id, run_id) in [
+        (Some("no-such-task".to_owned()), None),
+        (Some(other.id.clone()), Some(own.id.clone())),
+        (None, Some(own.id.clone())),
+    ] {
+        let call = skill_store::records::InvocationRecord { id: id(), task_id, run_id, ..base.clone() };
+        let error =
+            db.store.insert_invocation(&call, &event("skill.invocation_requested", "c")).await.expect_err("refused");
+        assert_eq!(error.kind(), ErrorKind::Refused("unknown_reference"), "{error}");
+    }
+    let fine = skill_store::records::InvocationRecord {
+        id: id(),
+        task_id: Some(task.id.clone()),
+        run_id: Some(own.id.clone()),
+        ..base.clone()
+    };
+    insert(&db, &fine).await;
+    // One execution call per run; one call per approval and version.
+    let execution = json!({"kind": "execution", "runId": own.id});
+    let first = skill_store::records::InvocationRecord {
+        authorization_basis: Some(execution.clone()),
+        id: id(),
+        ..fine.clone()
+    };
+    insert(&db, &first).await;
+    let second =
+        skill_store::records::InvocationRecord { authorization_basis: Some(execution), id: id(), ..fine.clone() };
+    let error =
+        db.store.insert_invocation(&second, &event("skill.invocation_requested", "c")).await.expect_err("twice");
+    assert_eq!(error.kind(), ErrorKind::Conflict, "{error}");
+    let basis = json!({"kind": "approval", "approvalId": "a-1"});
+    let spend = skill_store::records::InvocationRecord {
+        authorization_basis: Some(basis.clone()),
+        id: id(),
+        run_id: None,
+        ..fine.clone()
+    };
+    insert(&db, &spend).await;
+    let again =
+        skill_store::records::InvocationRecord { authorization_basis: Some(basis), id: id(), run_id: None, ..fine };
+    let error = db.store.insert_invocation(&again, &event("skill.invocation_requested", "c")).await.expect_err("spent");
+    assert_eq!(error.kind(), ErrorKind::Conflict, "{error}");
+}
+
+pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_it_cancels(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let bob = principal("bob");
+    db.store.create_principal(&bob, &event("principal.created", "p")).await.expect("bob");
+    let task = task(&db, &ana).await;
+    let asked = approval(&task, &ana);
+    db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
+    let gate = approval(&task, &ana);
+    let approved = decided(&asked, &bob.id, "approved");
+    db.store
+        .write_work(&[WorkChange::UpdateApproval(approved), WorkChange::InsertApproval(gate)], &[])
+        .await
+        .expect("decided, and a pending gate");
+    let own = run(&task, &ana);
+    db.store.write_work(&[WorkChange::InsertRun(own.clone())], &[]).await.expect("run");
+    let at = |minutes: i64| Utc::now() - chrono::Duration::minutes(minutes);
+    let base = skill_store::records::InvocationRecord {
+        task_id: Some(task.id.clone()),
+        ..pending(&skill, &ana, "local", "claims.lookup", None)
+    };
+    let held = skill_store::records::InvocationRecord {
+        id: id(),
+        available_at: at(3),
+        run_id: Some(own.id.clone()),
+        authorization_basis: Some(json!({"kind": "execution", "runId": own.id})),
+        ..base.clone()
+    };
+    let revoked = skill_store::records::InvocationRecord {
+        id: id(),
+        available_at: at(2),
+        authorization_basis: Some(json!({"kind": "approval", "approvalId": asked.id})),
+        ..base.clone()
+    };
+    let plain = skill_store::records::InvocationRecord { id: id(), available_at: at(1), task_id: None, ..base.clone() };
+    for call in [&held, &revoked, &plain] {
+        insert(&db, call).await;
+    }
+    let seen: Arc<Mutex<Vec<(String, BasisState)>>> = Arc::default();
+    let judge = {
+        let (seen, held, revoked, ana) = (Arc::clone(&seen), held.id.clone(), revoked.id.clone(), ana.clone());
+        Box::new(move |call: &skill_store::records::InvocationRecord, basis: &BasisState| {
+            seen.lock().expect("seen").push((call.id.clone(), basis.clone()));
+            if call.id == held {
+                Decision::Pass
+            } else if call.id == revoked {
+                let mut cancelled = claimed(call, &ana, 60);
+                cancelled.status = "cancelled".into();
+                cancelled.attempt = call.attempt;
+                cancelled.fencing_token = call.fencing_token;
+                cancelled.lease_expires_at = None;
+                cancelled.executor_principal_id = None;
+                cancelled.attempt_started_at = None;
+                cancelled.started_at = None;
+                cancelled.heartbeat_at = None;
+                cancelled.finished_at = Some(Utc::now());
+                cancelled.error =
+                    Some(json!({"code": "basis_revoked", "message": "approval_withdrawn", "retryable": false}));
+                Decision::Cancel(cancelled, vec![event("skill.invocation_cancelled", "c")])
+            } else {
+                Decision::Take(claimed(call, &ana, 60), vec![event("skill.invocation_claimed", "c")])
+            }
+        })
+    };
+    let admission = Admission { local_entrypoints: vec!["claims.lookup".to_owned()], ..Admission::default() };
+    let taken = db.store.claim(&admission, Utc::now(), judge).await.expect("claim").expect("a call");
+    assert_eq!(taken.id, plain.id, "the held call passed, the revoked one cancelled, the next taken");
+    let seen = seen.lock().expect("seen").clone();
+    assert_eq!(
+        seen.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>(),
+        [held.id.clone(), revoked.id.clone(), plain.id.clone()]
+    );
+    let basis = |index: usize| seen[index].1.clone();
+    assert_eq!(
+        (basis(0).task_status, basis(0).run_status, basis(0).pending_gate, basis(0).approval_status),
+        (Some("open".to_owned()), Some("running".to_owned()), true, None)
+    );
+    assert_eq!(basis(1).approval_status.as_deref(), Some("approved"));
+    assert_eq!(
+        (basis(2).task_status, basis(2).pending_gate, basis(2).skill_status.as_str(), basis(2).skill_name.as_str()),
+        (None, false, "active", "claim.lookup")
+    );
+    let status = |id: &str| {
+        let db = &db;
+        let id = id.to_owned();
+        async move { db.store.invocation(&id).await.expect("call").status }
+    };
+    assert_eq!((status(&held.id).await, status(&revoked.id).await), ("pending".to_owned(), "cancelled".to_owned()));
+    // A claim that only passes and cancels writes its cancellations and takes nothing.
+    let more = skill_store::records::InvocationRecord { id: id(), task_id: None, available_at: at(1), ..base.clone() };
+    insert(&db, &more).await;
+    let skip_all = Box::new(|_: &skill_store::records::InvocationRecord, _: &BasisState| Decision::Pass);
+    assert_eq!(db.store.claim(&admission, Utc::now(), skip_all).await.expect("claim"), None);
+    assert_eq!(status(&more.id).await, "pending");
+}
