@@ -31,6 +31,11 @@ pub struct ApplyRequest {
     /// The JSON Schema of the package's settings (`spec.settings` of its manifest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings_schema: Option<serde_json::Value>,
+    /// The package's task types: each version published unless it is already, as it is here (a
+    /// published version that differs is refused: `409 task_type_exists`). They may name skills
+    /// the same apply publishes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_types: Vec<crate::TaskTypeRequest>,
 }
 
 /// One change of a package plan.
@@ -51,6 +56,9 @@ pub struct ApplyOut {
     pub install: InstallOut,
     pub created: Vec<SkillOut>,
     pub patched: Vec<SkillOut>,
+    /// The task type versions this apply published.
+    #[serde(default)]
+    pub task_types: Vec<crate::TaskTypeOut>,
 }
 
 /// The body of `POST /packages:record`.

@@ -76,6 +76,19 @@ pub struct TaskRequest {
     /// Checked against the type's `customFields`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_fields: Option<Map<String, Value>>,
+    /// A gate approval asked for with the task, in the same transaction: nothing the task's
+    /// execution writes can happen before it is decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<TaskApproval>,
+}
+
+/// The gate approval a task is created with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskApproval {
+    /// What the decider should know, at most 10,000 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 /// The type a task is of.

@@ -51,13 +51,32 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let engine = Engine::new(store);
     // The developer holds what the package's contracts require, so trying things meets the
     // real rules (an external write still needs a basis); the host executes with its own token.
-    let mut grants = vec!["org.manage".to_owned(), "skills.invoke".to_owned()];
-    for permission in required_permissions(&loaded) {
-        if !grants.contains(&permission) {
-            grants.push(permission);
-        }
+    // Work happens in the workspace `dev`; a second person, the reviewer, decides approvals (the
+    // requester of an approval never decides it), and the outcome runs with the reviewer's rights.
+    if engine.store().workspace_by_key(DEV_WORKSPACE).await.is_err() {
+        engine
+            .create_workspace(DEV_WORKSPACE, "dev", &Origin::default())
+            .await
+            .map_err(|error| anyhow::anyhow!("{error}"))?;
     }
+    let contract_permissions = required_permissions(&loaded);
+    let with = |base: &[&str]| {
+        let mut grants: Vec<String> = base.iter().map(|grant| (*grant).to_owned()).collect();
+        for permission in &contract_permissions {
+            if !grants.contains(permission) {
+                grants.push(permission.clone());
+            }
+        }
+        grants
+    };
+    let grants = with(&["org.manage", "skills.invoke", "tasks.write@dev"]);
     let token = issue(&engine, "dev", "person", &grants).await?;
+    let reviewer_grants = with(&["skills.invoke", "tasks.write@dev", "approvals.decide@dev"]);
+    let reviewer = issue(&engine, "dev-reviewer", "person", &reviewer_grants).await?;
+    // The core carries out execution-pinned tasks as its own principal: here it may do what the
+    // package's contracts require.
+    let needed: Vec<&str> = contract_permissions.iter().map(String::as_str).collect();
+    engine.grant_execution(&needed).await.map_err(|error| anyhow::anyhow!("{error}"))?;
     let executor_token = issue(&engine, "dev-executor", "executor", &["skills.execute".to_owned()]).await?;
 
     let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -169,6 +188,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     println!("skill-core dev: package {} {} {done}", loaded.package.key, loaded.package.version);
     println!("  core      {api}    (data: {})", shown(&data));
     println!("  token     {token}    ({}; a day)", grants.join(", "));
+    println!("  reviewer  {reviewer}    ({}; decides approvals)", reviewer_grants.join(", "));
     println!("  executor  {} runs the package's local skills, claiming their calls from the core", host.name);
     for line in &lines_out {
         println!("{line}");
@@ -187,6 +207,19 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         println!("  skill-sdk call {reference} --core {core_url} --input '{inputs}' --wait 10");
     }
     println!("  curl -s -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" '{api}/skill-invocations?limit=5'");
+    if let Some(key) = loaded.package.objects.iter().find(|object| object.kind == "TaskType").map(|object| &object.key)
+    {
+        println!("Work (docs/work.md): a task, a gate approval, the reviewer's decision:");
+        println!(
+            "  curl -s -X POST -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" -H 'Content-Type: application/json' \\\n       {api}/tasks -d '{{\"workspace\": \"{DEV_WORKSPACE}\", \"taskType\": \"{key}\", \"title\": \"…\", \"customFields\": {{…}}}}'"
+        );
+        println!(
+            "  curl -s -X POST -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" -H 'Content-Type: application/json' {api}/approvals -d '{{\"taskId\": \"<task id>\"}}'"
+        );
+        println!(
+            "  curl -s -X POST -H \"Authorization: Bearer {reviewer}\" -H 'Content-Type: application/json' \\\n       {api}/approvals/<approval id>:decide -d '{{\"outcome\": \"approved\", \"comment\": \"…\"}}'"
+        );
+    }
     println!("Stop with Ctrl-C.");
 
     tokio::select! {
@@ -211,6 +244,9 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     eprintln!("skill-core dev stopped");
     Ok(())
 }
+
+/// The workspace `dev` does its work in.
+const DEV_WORKSPACE: &str = "dev";
 
 /// A token for a principal of `kind` named `name` with `grants`, for a day.
 async fn issue(engine: &Engine, name: &str, kind: &str, grants: &[String]) -> Result<String> {

@@ -8,7 +8,7 @@ use serde_json::json;
 use skill_api::{ApplyOut, ApplyRequest, EventOut, InstallOut, ObjectRef, PackageRef, RecordRequest};
 use skill_contract::{Skill, SkillName, SkillRef};
 use skill_store::ErrorKind;
-use skill_store::records::{PackageInstall, PackageObject, PackagePlan, SkillFilter, SkillUpdate};
+use skill_store::records::{PackageInstall, PackageObject, PackagePlan, SkillFilter, SkillRecord, SkillUpdate};
 
 use crate::actor::Actor;
 use crate::catalog::{change_of, checked_limit, skill_out, to_skill, version_conflict, view_time};
@@ -139,6 +139,30 @@ impl Engine {
             let event = self.event("skill.updated", format!("skill:{}", patch.id), data, &origin);
             updates.push(SkillUpdate { id: patch.id.clone(), expected_row_version: patch.row_version, change, event });
         }
+        // Task types, which may name the versions this plan publishes; one already published
+        // as wanted is left alone, one published otherwise is refused.
+        let planned_records: Vec<SkillRecord> = creates.iter().map(|(record, _)| record.clone()).collect();
+        let mut task_types = Vec::new();
+        for (index, wanted) in request.task_types.iter().enumerate() {
+            let item = format!("taskTypes[{index}]");
+            let record = self
+                .prepare_task_type(actor, wanted, &planned_records)
+                .await
+                .map_err(|error| error.with("item", item.clone()))?;
+            match self.store.task_type_version(&wanted.key, &wanted.version).await {
+                Ok(existing)
+                    if (&existing.spec, &existing.display_name, &existing.description)
+                        == (&record.spec, &record.display_name, &record.description) =>
+                {
+                    continue;
+                }
+                Ok(_) => return Err(crate::work::type_exists(&wanted.key, &wanted.version).with("item", item)),
+                Err(error) if error.kind() == ErrorKind::NotFound => {}
+                Err(error) => return Err(error.into()),
+            }
+            let event = self.task_type_event(&record, &origin);
+            task_types.push((record, event));
+        }
         let install = install_of(&request.package, &request.install_hash, actor);
         let event = self.event(
             "package.installed",
@@ -149,8 +173,17 @@ impl Engine {
         );
         let created_ids: Vec<String> = creates.iter().map(|(record, _)| record.id.clone()).collect();
         let patched_ids: Vec<String> = updates.iter().map(|update| update.id.clone()).collect();
-        let plan =
-            PackagePlan { creates, updates, install, objects, adopt, settings_schema: request.settings_schema.clone() };
+        let published_types: Vec<_> =
+            task_types.iter().map(|(record, _)| crate::work::task_type_out(record.clone())).collect();
+        let plan = PackagePlan {
+            creates,
+            updates,
+            install,
+            objects,
+            adopt,
+            settings_schema: request.settings_schema.clone(),
+            task_types,
+        };
         if let Err(error) = self.store.apply_package(&plan, &event).await {
             return Err(match error.kind() {
                 ErrorKind::Conflict => EngineError::new(
@@ -175,7 +208,12 @@ impl Engine {
         };
         let created = read(created_ids).await?;
         let patched = read(patched_ids).await?;
-        Ok(ApplyOut { install: self.package(actor, &request.package.key).await?, created, patched })
+        Ok(ApplyOut {
+            install: self.package(actor, &request.package.key).await?,
+            created,
+            patched,
+            task_types: published_types,
+        })
     }
 }
 

@@ -28,6 +28,7 @@ pub use execution::EXECUTION_PRINCIPAL;
 pub use outcomes::SKILL_WAIT;
 pub(crate) use runs::check_owned_and_running as runs_check;
 pub(crate) use tasks::task_view;
+pub(crate) use types::{task_type_out, type_exists};
 
 /// The most comments a task's listing answers with.
 const MAX_COMMENTS: i64 = 1_000;

@@ -1,6 +1,7 @@
 //! Carrying a package's plan out through the typed client: one `packages:apply` request, which
-//! the core writes in one transaction (every version created or patched and the install
-//! recorded, or nothing); an unchanged package already installed writes nothing.
+//! the core writes in one transaction (every version created or patched, the task types not yet
+//! published, and the install recorded — or nothing); an unchanged package already installed
+//! writes nothing.
 
 use skill_api::{ApplyRequest, ObjectRef, PackageRef, PlannedPatch};
 use skill_client::Client;
@@ -47,6 +48,7 @@ pub async fn apply(
         objects: Vec::new(),
         adopt: Vec::new(),
         settings_schema: loaded.package.settings.clone(),
+        task_types: crate::task_types::task_type_requests(loaded)?,
     };
     for change in &writes {
         match &change.plan {

@@ -16,6 +16,7 @@ mod files;
 pub mod host_crate;
 mod load;
 mod plan;
+mod task_types;
 
 pub use apply::{Applied, apply};
 pub use files::{MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_PACKAGE_BYTES};
@@ -23,3 +24,4 @@ pub use load::{Loaded, load, problems};
 pub use plan::{Change, SkillPlan, plan, plan_skill, plan_with, refusal, subset};
 /// A skill document of the package with its endpoint's installation variable filled.
 pub use skill_contract::package::fill;
+pub use task_types::task_type_requests;

@@ -395,7 +395,11 @@ macro_rules! catalog_store {
                     if let Some(schema) = &plan.settings_schema {
                         crate::settings::settings_schema_in!(tx, &install.key, schema, install.installed_at);
                     }
-                    if installed || !plan.creates.is_empty() || !plan.updates.is_empty() {
+                    for (task_type, published) in &plan.task_types {
+                        crate::work::insert_task_type_in!(tx, task_type);
+                        crate::events::insert!(tx, published);
+                    }
+                    if installed || !plan.creates.is_empty() || !plan.updates.is_empty() || !plan.task_types.is_empty() {
                         crate::events::commit!(tx, event);
                     }
                     Ok(())

@@ -254,6 +254,8 @@ pub struct PackagePlan {
     /// The settings schema the package declares, if any; a schema other than the stored one
     /// moves its revision.
     pub settings_schema: Option<Value>,
+    /// Task type versions to publish, each with its event.
+    pub task_types: Vec<(TaskTypeRecord, Event)>,
 }
 
 /// What assigning a version did.

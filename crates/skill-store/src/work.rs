@@ -74,6 +74,29 @@ macro_rules! action_columns {
     };
 }
 
+/// Inserts the task type `$t` inside `$tx`.
+macro_rules! insert_task_type_in {
+    ($tx:ident, $t:expr) => {{
+        let t: &$crate::records::TaskTypeRecord = $t;
+        sqlx::query(
+            "INSERT INTO task_types (id, key, version, display_name, description, spec, execution, created_by, \
+             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&t.id)
+        .bind(&t.key)
+        .bind(&t.version)
+        .bind(&t.display_name)
+        .bind(&t.description)
+        .bind(sqlx::types::Json(&t.spec))
+        .bind(t.execution.as_ref().map(sqlx::types::Json))
+        .bind(&t.created_by)
+        .bind(t.created_at)
+        .execute(&mut *$tx)
+        .await?;
+    }};
+}
+pub(crate) use insert_task_type_in;
+
 /// `NotFound` or `Stale` for an update of `table`'s row `id` that wrote nothing.
 macro_rules! unwritten {
     ($tx:ident, $table:literal, $id:expr) => {{
@@ -97,23 +120,7 @@ macro_rules! work_store {
                     let mut tx = self.write().await?;
                     for change in changes {
                         match change {
-                            WorkChange::InsertTaskType(t) => {
-                                sqlx::query(
-                                    "INSERT INTO task_types (id, key, version, display_name, description, spec, \
-                                     execution, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                                )
-                                .bind(&t.id)
-                                .bind(&t.key)
-                                .bind(&t.version)
-                                .bind(&t.display_name)
-                                .bind(&t.description)
-                                .bind(Json(&t.spec))
-                                .bind(t.execution.as_ref().map(Json))
-                                .bind(&t.created_by)
-                                .bind(t.created_at)
-                                .execute(&mut *tx)
-                                .await?;
-                            }
+                            WorkChange::InsertTaskType(t) => insert_task_type_in!(tx, t),
                             WorkChange::InsertTask(t) => {
                                 sqlx::query(
                                     "INSERT INTO tasks (id, workspace_id, task_type_id, title, custom_fields, status, \

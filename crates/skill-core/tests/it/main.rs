@@ -3,6 +3,7 @@
 
 mod api;
 mod calls;
+mod claims;
 mod client;
 mod dev;
 mod heavy_contracts;

@@ -34,15 +34,30 @@ impl Engine {
         if terminal(&task.status) {
             return Err(task_terminal(&task));
         }
-        let comment = request.comment.clone().unwrap_or_default();
+        let (approval, event) =
+            self.new_approval(actor, &task.id, request.gate.unwrap_or(true), request.comment.as_deref(), request_id)?;
+        self.store.write_work(&[WorkChange::InsertApproval(approval.clone())], &[event]).await?;
+        Ok(approval_out(approval, Vec::new()))
+    }
+
+    /// A pending approval `actor` asks for on the task `task_id`, and its event.
+    pub(crate) fn new_approval(
+        &self,
+        actor: &Actor,
+        task_id: &str,
+        gate: bool,
+        comment: Option<&str>,
+        request_id: Option<&str>,
+    ) -> Result<(ApprovalRecord, skill_store::records::Event)> {
+        let comment = comment.unwrap_or_default().to_owned();
         if comment.chars().count() > 10_000 {
             return Err(EngineError::invalid_request("a comment is at most 10,000 characters").with("field", "comment"));
         }
         let now = Utc::now();
         let approval = ApprovalRecord {
             id: self.new_id(),
-            task_id: task.id.clone(),
-            gate: request.gate.unwrap_or(true),
+            task_id: task_id.to_owned(),
+            gate,
             status: "pending".to_owned(),
             requested_by: actor.id().to_owned(),
             request_comment: comment,
@@ -64,8 +79,7 @@ impl Engine {
             json!({"taskId": approval.task_id, "gate": approval.gate, "requestedBy": approval.requested_by}),
             &Origin::of(actor, request_id),
         );
-        self.store.write_work(&[WorkChange::InsertApproval(approval.clone())], &[event]).await?;
-        Ok(approval_out(approval, Vec::new()))
+        Ok((approval, event))
     }
 
     /// The approvals of a task, oldest first.

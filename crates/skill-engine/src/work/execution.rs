@@ -30,10 +30,17 @@ const BATCH: i64 = 50;
 impl Engine {
     /// The execution principal with its grants, made on first use.
     async fn execution_actor(&self) -> Result<Actor> {
+        self.grant_execution(EXECUTION_GRANTS).await
+    }
+
+    /// Grants the execution principal `permissions` organisation-wide (an operator's choice: the
+    /// permissions the contracts of the pinned skills require), making it on first use; answers
+    /// it with all its grants.
+    pub async fn grant_execution(&self, permissions: &[&str]) -> Result<Actor> {
         let origin = Origin::default();
         let principal = self.principal_named(EXECUTION_PRINCIPAL, "executor", &origin).await?;
         let grants = self.store.grants(&principal.id).await?;
-        for permission in EXECUTION_GRANTS {
+        for permission in permissions {
             if grants.iter().any(|grant| grant.workspace_id.is_none() && grant.permission == *permission) {
                 continue;
             }

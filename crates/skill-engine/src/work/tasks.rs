@@ -49,7 +49,15 @@ impl Engine {
                    "taskType": format!("{}@{}", task_type.key, task_type.version)}),
             &Origin::of(actor, request_id),
         );
-        self.store.write_work(&[WorkChange::InsertTask(task.clone())], &[event]).await?;
+        let mut changes = vec![WorkChange::InsertTask(task.clone())];
+        let mut events = vec![event];
+        if let Some(approval) = &request.approval {
+            let (approval, event) =
+                self.new_approval(actor, &task.id, true, approval.comment.as_deref(), request_id)?;
+            changes.push(WorkChange::InsertApproval(approval));
+            events.push(event);
+        }
+        self.store.write_work(&changes, &events).await?;
         Ok(task_out(task, &task_type))
     }
 

@@ -7,7 +7,7 @@ use skill_api::{Page, TaskTypeOut, TaskTypeQuery, TaskTypeRequest};
 use skill_contract::SkillVersion;
 use skill_contract::schema::SchemaValidator;
 use skill_store::ErrorKind;
-use skill_store::records::{TaskTypeRecord, WorkChange};
+use skill_store::records::{SkillRecord, TaskTypeRecord, WorkChange};
 
 use super::paths;
 use crate::actor::Actor;
@@ -38,6 +38,33 @@ impl Engine {
         request_id: Option<&str>,
     ) -> Result<TaskTypeOut> {
         actor.require("org.manage")?;
+        let record = self.prepare_task_type(actor, request, &[]).await?;
+        let event = self.task_type_event(&record, &Origin::of(actor, request_id));
+        match self.store.write_work(&[WorkChange::InsertTaskType(record.clone())], &[event]).await {
+            Ok(()) => Ok(task_type_out(record)),
+            Err(error) if error.kind() == ErrorKind::Conflict => Err(type_exists(&request.key, &request.version)),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The `task_type.published` event of `record`.
+    pub(crate) fn task_type_event(&self, record: &TaskTypeRecord, origin: &Origin) -> skill_store::records::Event {
+        self.event(
+            "task_type.published",
+            format!("task_type:{}", record.id),
+            json!({"key": record.key, "version": record.version, "execution": record.execution}),
+            origin,
+        )
+    }
+
+    /// The record a publication of `request` writes, every rule checked; the skills it names
+    /// are looked up among `planned` (versions published together with it) and then the catalog.
+    pub(crate) async fn prepare_task_type(
+        &self,
+        actor: &Actor,
+        request: &TaskTypeRequest,
+        planned: &[SkillRecord],
+    ) -> Result<TaskTypeRecord> {
         let key = request.key.as_str();
         let key_ok = key.len() <= 200
             && key.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
@@ -63,15 +90,15 @@ impl Engine {
         check_custom_fields(&fields)?;
         spec.insert("customFields".into(), Value::Object(fields));
         if let Some(schema) = &request.approval_schema {
-            self.check_approval_schema(schema, "approvalSchema").await?;
+            self.check_approval_schema(schema, "approvalSchema", planned).await?;
             spec.insert("approvalSchema".into(), schema.clone());
         }
         if let Some(schema) = &request.completion_schema {
-            self.check_approval_schema(schema, "completionSchema").await?;
+            self.check_approval_schema(schema, "completionSchema", planned).await?;
             spec.insert("completionSchema".into(), schema.clone());
         }
         if let Some(criteria) = &request.acceptance {
-            self.check_acceptance(criteria).await?;
+            self.check_acceptance(criteria, planned).await?;
             spec.insert("acceptance".into(), json!(criteria));
         }
         if let Some(schema) = &request.artifact_schema {
@@ -81,14 +108,13 @@ impl Engine {
             spec.insert("artifactSchema".into(), schema.clone());
         }
         let execution = match &request.execution {
-            Some(execution) => Some(self.checked_execution(execution).await?),
+            Some(execution) => Some(self.checked_execution(execution, planned).await?),
             None => None,
         };
         if let Some(execution) = &execution {
             spec.insert("execution".into(), execution.clone());
         }
-        let now = Utc::now();
-        let record = TaskTypeRecord {
+        Ok(TaskTypeRecord {
             id: self.new_id(),
             key: key.to_owned(),
             version: request.version.clone(),
@@ -97,24 +123,8 @@ impl Engine {
             spec: Value::Object(spec),
             execution,
             created_by: Some(actor.id().to_owned()),
-            created_at: now,
-        };
-        let event = self.event(
-            "task_type.published",
-            format!("task_type:{}", record.id),
-            json!({"key": record.key, "version": record.version, "execution": record.execution}),
-            &Origin::of(actor, request_id),
-        );
-        match self.store.write_work(&[WorkChange::InsertTaskType(record.clone())], &[event]).await {
-            Ok(()) => Ok(task_type_out(record)),
-            Err(error) if error.kind() == ErrorKind::Conflict => Err(EngineError::new(
-                Class::Conflict,
-                "task_type_exists",
-                format!("{key}@{} is published already: publish a new version", request.version),
-            )
-            .with("taskType", format!("{key}@{}", request.version))),
-            Err(error) => Err(error.into()),
-        }
+            created_at: Utc::now(),
+        })
     }
 
     /// One task type version: an id, `key@version` or a key (its newest version). Readable with
@@ -154,7 +164,7 @@ impl Engine {
 
     /// An approval or completion schema: `{gates: {<name>: {outcomes: {approved|rejected:
     /// [action]}}}}`, every action an `invokeSkill` of a skill that exists, pinned when it writes.
-    async fn check_approval_schema(&self, schema: &Value, field: &str) -> Result<()> {
+    async fn check_approval_schema(&self, schema: &Value, field: &str, planned: &[SkillRecord]) -> Result<()> {
         let Some(object) = schema.as_object() else {
             return Err(invalid(field, format!("{field} is an object")));
         };
@@ -177,14 +187,14 @@ impl Engine {
                     return Err(invalid(&at, "an outcome is a list of actions"));
                 };
                 for (index, action) in actions.iter().enumerate() {
-                    self.check_action(action, &format!("{at}[{index}]")).await?;
+                    self.check_action(action, &format!("{at}[{index}]"), planned).await?;
                 }
             }
         }
         Ok(())
     }
 
-    async fn check_action(&self, action: &Value, field: &str) -> Result<()> {
+    async fn check_action(&self, action: &Value, field: &str, planned: &[SkillRecord]) -> Result<()> {
         let Some(invoke) = action.get("invokeSkill").and_then(Value::as_object) else {
             return Err(invalid(
                 field,
@@ -230,9 +240,9 @@ impl Engine {
             }
         }
         let path = format!("{here}.skill");
-        let found = match self.find(skill).await {
-            Ok(found) => found.skill,
-            Err(error) if error.code == "not_found" => {
+        let found = match self.skill_for_type(skill, planned).await? {
+            Some(found) => found,
+            None => {
                 return Err(EngineError::new(
                     Class::Invalid,
                     "unknown_reference",
@@ -241,7 +251,6 @@ impl Engine {
                 .with("field", path)
                 .with("value", skill));
             }
-            Err(error) => return Err(error),
         };
         if !skill.contains('@') && found.side_effects.as_deref() == Some("external_write") {
             return Err(EngineError::new(
@@ -257,7 +266,7 @@ impl Engine {
 
     /// The acceptance rule: an `external_write` check only after a `human` or `llm_judge` one
     /// with the same (or no) `when`.
-    async fn check_acceptance(&self, criteria: &[Value]) -> Result<()> {
+    async fn check_acceptance(&self, criteria: &[Value], planned: &[SkillRecord]) -> Result<()> {
         for (index, criterion) in criteria.iter().enumerate() {
             let field = format!("acceptance[{index}]");
             let kind = criterion.get("kind").and_then(Value::as_str).unwrap_or_default();
@@ -277,12 +286,16 @@ impl Engine {
                 )
                 .with("field", path));
             };
-            let found = self.find(skill).await.map_err(|_| {
-                EngineError::new(Class::Invalid, "unknown_reference", format!("{skill} is not in the catalog"))
-                    .with("field", path.clone())
-                    .with("value", skill)
-            })?;
-            if found.skill.side_effects.as_deref() != Some("external_write") {
+            let Some(found) = self.skill_for_type(skill, planned).await? else {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "unknown_reference",
+                    format!("{skill} is not in the catalog"),
+                )
+                .with("field", path)
+                .with("value", skill));
+            };
+            if found.side_effects.as_deref() != Some("external_write") {
                 continue;
             }
             let when = criterion.get("when");
@@ -305,7 +318,7 @@ impl Engine {
 
     /// `{skill, version, inputs}` checked (§10.1) and normalized (`inputs` defaults to
     /// `$.customFields`); the version must exist, have a contract and not be disabled.
-    async fn checked_execution(&self, execution: &Value) -> Result<Value> {
+    async fn checked_execution(&self, execution: &Value, planned: &[SkillRecord]) -> Result<Value> {
         let Some(object) = execution.as_object() else {
             return Err(invalid_execution("execution", "malformed", "execution is {skill, version, inputs?}"));
         };
@@ -365,12 +378,8 @@ impl Engine {
             }
         }
         let reference = format!("{skill}@{version}");
-        let found = match self.store.skill_version(skill, version).await {
-            Ok(found) => found.skill,
-            Err(error) if error.kind() == ErrorKind::NotFound => {
-                return Err(invalid_execution("execution", "not_found", format!("{reference} is not in the catalog")));
-            }
-            Err(error) => return Err(error.into()),
+        let Some(found) = self.skill_for_type(&reference, planned).await? else {
+            return Err(invalid_execution("execution", "not_found", format!("{reference} is not in the catalog")));
         };
         if found.contract.is_none() {
             return Err(invalid_execution(
@@ -384,6 +393,39 @@ impl Engine {
         }
         Ok(json!({"skill": skill, "version": version, "inputs": inputs}))
     }
+}
+
+impl Engine {
+    /// The version `reference` (`name@version`, or a name: its newest) among `planned`, else in
+    /// the catalog; `None` when neither has it.
+    async fn skill_for_type(&self, reference: &str, planned: &[SkillRecord]) -> Result<Option<SkillRecord>> {
+        let (name, version) = match reference.split_once('@') {
+            Some((name, version)) => (name, Some(version)),
+            None => (reference, None),
+        };
+        let mine = planned
+            .iter()
+            .rev()
+            .find(|skill| skill.name == name && version.is_none_or(|version| skill.version == version));
+        if let Some(skill) = mine {
+            return Ok(Some(skill.clone()));
+        }
+        match self.find(reference).await {
+            Ok(found) => Ok(Some(found.skill)),
+            Err(error) if error.code == "not_found" => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// `409 task_type_exists`.
+pub(crate) fn type_exists(key: &str, version: &str) -> EngineError {
+    EngineError::new(
+        Class::Conflict,
+        "task_type_exists",
+        format!("{key}@{version} is published already, and a published version never changes: publish a new version"),
+    )
+    .with("taskType", format!("{key}@{version}"))
 }
 
 /// `customFields`: name → a JSON Schema of the field's value, together a valid schema.

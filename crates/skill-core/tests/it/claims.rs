@@ -1,0 +1,239 @@
+//! The claims story end to end, on SQLite and on PostgreSQL: the `examples/claims` package
+//! applied through the API (its skills and task types), its host running as the local executor,
+//! people in a workspace. A reply is sent only on a basis: once a person approved it (the
+//! approval's outcome sends it, once), or as a task's execution after its gate was decided.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use skill_engine::Origin;
+use skill_fixtures::Scratch;
+
+use crate::api::token;
+use crate::calls::{Core, each_backend};
+
+/// The claims package's folder.
+fn package() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claims")
+}
+
+/// The package's host binary, built with cargo as `skill-core dev` builds it.
+fn host() -> PathBuf {
+    let host = skill_package::host_crate::locate_own(&package()).expect("the claims crate");
+    skill_package::host_crate::build(&host).expect("the claims host builds")
+}
+
+/// A child process killed when dropped.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `path` read with `token` until `done` holds of it (30 s at most).
+async fn until(core: &Core, token: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..600 {
+        let value = core.get(token, path).await.ok(200).clone();
+        if done(&value) {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{path} did not get there within 30 s");
+}
+
+/// The calls of `task`, oldest first, once at least `count` exist.
+async fn calls_of(core: &Core, task: &str, count: usize) -> Vec<Value> {
+    let listed = until(core, &core.executor, "/skill-invocations?limit=200", |page| {
+        page["items"]
+            .as_array()
+            .is_some_and(|items| items.iter().filter(|call| call["taskId"] == task).count() >= count)
+    })
+    .await;
+    let mut calls: Vec<Value> =
+        listed["items"].as_array().expect("items").iter().filter(|c| c["taskId"] == task).cloned().collect();
+    calls.reverse();
+    calls
+}
+
+/// The messages in the outbox: `(claim, reply)`, sorted.
+fn outbox(folder: &Scratch) -> Vec<(String, String)> {
+    let mut sent: Vec<(String, String)> = std::fs::read_dir(folder.path())
+        .expect("the outbox")
+        .map(|entry| {
+            let text = std::fs::read_to_string(entry.expect("an entry").path()).expect("a message");
+            let message: Value = serde_json::from_str(&text).expect("JSON");
+            (
+                message["claim"].as_str().unwrap_or_default().to_owned(),
+                message["reply"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    sent.sort();
+    sent
+}
+
+#[tokio::test]
+async fn a_person_approves_the_reply_and_the_outcome_sends_it_once() {
+    let executable = host();
+    each_backend("claims-story", |core| {
+        let executable = executable.clone();
+        async move { story(core, &executable).await }
+    })
+    .await;
+}
+
+async fn story(core: Core, executable: &Path) {
+    // The package, applied as `skill-sdk package apply` does: its skills and its task types.
+    let loaded = skill_package::load(&package()).expect("the package");
+    let root = core.base.trim_end_matches("/api/v1").to_owned();
+    let client = skill_client::Client::new(&root, core.admin.clone()).expect("a client");
+    let changes = skill_package::plan(&loaded, &client, &[]).await.expect("a plan");
+    skill_package::apply(&loaded, &client, &changes, |_| {}).await.expect("applied");
+    let types = core.get(&core.admin, "/task-types").await.ok(200).clone();
+    let keys: Vec<&str> = types["items"].as_array().expect("items").iter().filter_map(|t| t["key"].as_str()).collect();
+    assert_eq!(keys, ["claim-reply", "claim-send"], "{types}");
+    // Applying again publishes nothing twice.
+    let changes = skill_package::plan(&loaded, &client, &[]).await.expect("a plan");
+    let again = skill_package::apply(&loaded, &client, &changes, |_| {}).await.expect("applied again");
+    assert_eq!(again, skill_package::Applied::Already);
+
+    core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+    let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims", "claims.reply@claims"]).await;
+    let reviewer = token(
+        &core.engine,
+        "reviewer",
+        &["skills.invoke", "tasks.write@claims", "claims.reply@claims", "approvals.decide@claims"],
+    )
+    .await;
+    core.engine.grant_execution(&["claims.reply"]).await.expect("the execution principal may reply");
+    let outbox_folder = Scratch::new("claims-outbox");
+    let task = |kind: &str, claim: &str, extra: Value| {
+        let mut body = json!({"workspace": "claims", "taskType": kind, "title": format!("Claim {claim}"),
+                              "customFields": {"claim": claim}});
+        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+            for (key, value) in extra {
+                if key == "reply" {
+                    body["customFields"]["reply"] = value.clone();
+                } else {
+                    body.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        let (core, clerk) = (&core, &clerk);
+        async move { core.post(clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("an id").to_owned() }
+    };
+    let decide = |approval: &str, comment: &str| {
+        let (core, reviewer) = (&core, &reviewer);
+        let path = format!("/approvals/{approval}:decide");
+        let body = json!({"outcome": "approved", "comment": comment});
+        async move { core.post(reviewer, &path, &body).await.ok(200).clone() }
+    };
+    let ask = |task: &str| {
+        let (core, clerk) = (&core, &clerk);
+        let body = json!({"taskId": task});
+        async move { core.post(clerk, "/approvals", &body).await.ok(201)["id"].as_str().expect("an id").to_owned() }
+    };
+
+    // Before any executor runs: an approved reply waits in the queue, and its approval is withdrawn.
+    let withdrawn_task = task("claim-reply@1", "C-1001", json!({})).await;
+    let withdrawn = ask(&withdrawn_task).await;
+    decide(&withdrawn, "Refund in full.").await;
+    let waiting = calls_of(&core, &withdrawn_task, 1).await.remove(0);
+    assert_eq!(waiting["status"], "pending");
+    core.post(&reviewer, &format!("/approvals/{withdrawn}:withdraw"), &json!({"reason": "wrong amount"})).await.ok(200);
+
+    // The package's host as the local executor.
+    let _executor = Child(
+        std::process::Command::new(executable)
+            .args(["execute", "--core", &root, "--concurrency", "2", "--grace", "5"])
+            .env("SKILL_CORE_TOKEN", &core.executor)
+            .env("CLAIMS_OUTBOX_DIR", outbox_folder.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the host executes"),
+    );
+    let cancelled =
+        until(&core, &core.executor, &format!("/skill-invocations/{}", waiting["id"].as_str().expect("id")), |call| {
+            call["status"] != "pending"
+        })
+        .await;
+    assert_eq!(
+        (cancelled["status"].clone(), cancelled["error"]["code"].clone(), cancelled["error"]["message"].clone()),
+        (json!("cancelled"), json!("basis_revoked"), json!("approval_withdrawn")),
+        "claimed, and cancelled because its basis is gone"
+    );
+
+    // The story: a claim task; the external write refused without an approval.
+    let claim = task("claim-reply@1", "C-1002", json!({})).await;
+    let send = |token: &str, body: Value| {
+        let (core, token) = (&core, token.to_owned());
+        async move { core.invoke(&token, "claim.send_reply@1", body).await }
+    };
+    let inputs = json!({"claim": "C-1002", "comment": "Sent without asking"});
+    send(&clerk, json!({"inputs": inputs, "taskId": claim, "idempotencyKey": "k-1"}))
+        .await
+        .refused(403, "skill_side_effect_not_authorized");
+    // A gate approval, decided by another person with a comment: the outcome sends the reply.
+    let approval = ask(&claim).await;
+    let comment = "We refund the full amount; sorry for the delay.";
+    let decided = decide(&approval, comment).await;
+    assert_eq!(decided["outcome"]["status"], "running");
+    let ended = until(&core, &clerk, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
+    assert_eq!(
+        (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
+        (json!("succeeded"), json!("onSuccess")),
+        "{ended}"
+    );
+    assert_eq!(
+        outbox(&outbox_folder),
+        [("C-1002".to_owned(), comment.to_owned())],
+        "one message, the claim and the comment"
+    );
+    let sent = calls_of(&core, &claim, 1).await;
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["status"], "succeeded");
+    assert_eq!(sent[0]["output"]["status"], "sent");
+    let comments = core.get(&clerk, &format!("/task-comments?task={claim}")).await.ok(200).clone();
+    assert_eq!(comments["items"][0]["body"], "The approved reply was sent.", "the outcome's reaction");
+    // Once: the approval is spent for this version.
+    let again = json!({"inputs": {"claim": "C-1002", "comment": comment}, "taskId": claim, "approvalId": approval, "idempotencyKey": "k-2"});
+    let spent = send(&clerk, again.clone()).await;
+    assert_eq!(spent.refused(409, "approval_already_used").body["error"]["details"]["approvalId"], approval);
+    // Closed: no further write on the task, whatever the approval.
+    core.post(&clerk, &format!("/tasks/{claim}:close"), &json!({"status": "done"})).await.ok(200);
+    send(&clerk, again).await.refused(409, "task_terminal");
+    assert_eq!(outbox(&outbox_folder).len(), 1, "still one message");
+
+    // An execution-pinned type with a gate asked with the task: nothing is sent before the decision.
+    let reply = "Your replacement ships today.";
+    let execution =
+        task("claim-send@1", "C-2001", json!({"reply": reply, "approval": {"comment": "send this?"}})).await;
+    let run =
+        core.post(&clerk, "/runs", &json!({"taskId": execution})).await.ok(201)["id"].as_str().expect("id").to_owned();
+    let held =
+        send(&clerk, json!({"inputs": {"claim": "C-2001", "comment": reply}, "runId": run, "idempotencyKey": "e-1"}))
+            .await;
+    assert_eq!(
+        held.refused(409, "approval_required").body["error"]["details"]["pendingApprovals"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let gate = core.get(&clerk, &format!("/approvals?task={execution}")).await.ok(200)["items"][0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    decide(&gate, "Yes.").await;
+    // The core's execution worker sends it, and the task is done.
+    let done = until(&core, &clerk, &format!("/tasks/{execution}"), |t| t["status"] != "open").await;
+    assert_eq!(done["status"], "done", "{done}");
+    core.post(&clerk, &format!("/runs/{run}:end"), &json!({"status": "cancelled"})).await.ok(200);
+    let messages = outbox(&outbox_folder);
+    assert!(messages.contains(&("C-2001".to_owned(), reply.to_owned())), "{messages:?}");
+    assert_eq!(messages.len(), 2, "the approved reply and the execution's: {messages:?}");
+}
