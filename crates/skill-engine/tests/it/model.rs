@@ -268,7 +268,8 @@ async fn random_work_never_writes_without_a_basis_3() {
 
 const SHARDS: u64 = 4;
 
-/// The cases `n`, `n + 4`, `n + 8`, … of the run.
+/// The cases `n`, `n + 4`, `n + 8`, … of the run; what they did goes to stderr (`--nocapture`).
+#[allow(clippy::print_stderr)]
 async fn shard(n: u64) {
     let all = env_number("SKILL_MODEL_CASES", 52);
     let steps = env_number("SKILL_MODEL_STEPS", 2_000);
@@ -426,7 +427,8 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 // of anything.
                 let tasks: Vec<String> = m.tasks.keys().cloned().collect();
                 let all_runs: Vec<String> = m.runs.keys().cloned().collect();
-                let (mut skill, mut task, mut run, mut approval) = (SKILLS[rng.below(3)], None, None, None);
+                let (mut skill, mut run, mut approval) = (SKILLS[rng.below(3)], None, None);
+                let task;
                 match rng.below(10) {
                     0..=3 => {
                         let mine: Vec<String> = m
