@@ -22,6 +22,7 @@
 mod call;
 mod error;
 mod routes;
+mod work_routes;
 
 pub use call::{Answer, Call, Client};
 pub use error::{ApiError, ClientError};

@@ -154,3 +154,52 @@ async fn every_operation_of_the_table_is_served() {
         }
     }
 }
+
+#[tokio::test]
+async fn work_through_the_typed_client() {
+    use skill_api::{
+        ApprovalRequest, CloseTaskRequest, CommentRequest, DecideRequest, EndRunRequest, RunRequest, TaskQuery,
+        TaskRequest, TaskTypeQuery, TaskTypeRequest, WithdrawRequest,
+    };
+    let api = api().await;
+    let admin = Client::new(&api.base, api.admin.clone()).expect("a client");
+    api.engine.create_workspace("desk", "Desk", &skill_engine::Origin::default()).await.expect("workspace");
+    let clerk = Client::new(&api.base, token(&api.engine, "clerk", &["tasks.write@desk"]).await).expect("a client");
+    let decider =
+        Client::new(&api.base, token(&api.engine, "decider", &["approvals.decide@desk"]).await).expect("a client");
+    let request = TaskTypeRequest { key: "plain".into(), version: "1".into(), ..TaskTypeRequest::default() };
+    let published = admin.publish_task_type(&request).await.expect("a type");
+    let again = admin.publish_task_type(&request).await.expect_err("published already");
+    assert_eq!(again.code(), Some("task_type_exists"));
+    assert_eq!(clerk.task_type("plain@1").await.expect("read").id, published.id);
+    assert_eq!(clerk.task_types(&TaskTypeQuery::default()).await.expect("a page").items.len(), 1);
+
+    let task = TaskRequest {
+        workspace: "desk".into(),
+        task_type: "plain".into(),
+        title: "T".into(),
+        ..TaskRequest::default()
+    };
+    let task = clerk.create_task(&task).await.expect("a task");
+    assert_eq!(decider.task(&task.id).await.expect("read").title, "T");
+    assert_eq!(clerk.tasks(&TaskQuery::default()).await.expect("a page").items.len(), 1);
+    let run = clerk.start_run(&RunRequest { task_id: task.id.clone() }).await.expect("a run");
+    assert_eq!(decider.run(&run.id).await.expect("read").status, "running");
+    let ended = EndRunRequest { status: "succeeded".into(), result: None, error: None };
+    assert_eq!(clerk.end_run(&run.id, &ended).await.expect("ended").status, "succeeded");
+    let approval = ApprovalRequest { task_id: task.id.clone(), gate: None, comment: Some("ok?".into()) };
+    let approval = clerk.request_approval(&approval).await.expect("asked");
+    let decision = DecideRequest { outcome: "approved".into(), comment: Some("yes".into()) };
+    assert_eq!(
+        clerk.decide(&approval.id, &decision).await.expect_err("not a decider").code(),
+        Some("permission_denied")
+    );
+    assert_eq!(decider.decide(&approval.id, &decision).await.expect("decided").status, "approved");
+    assert_eq!(decider.approval(&approval.id).await.expect("read").comment, "yes");
+    assert_eq!(clerk.withdraw(&approval.id, &WithdrawRequest::default()).await.expect("withdrawn").status, "withdrawn");
+    assert_eq!(clerk.approvals(&task.id).await.expect("approvals").len(), 1);
+    clerk.comment(&CommentRequest { task_id: task.id.clone(), body: "done".into() }).await.expect("a comment");
+    assert_eq!(decider.comments(&task.id).await.expect("comments")[0].body, "done");
+    let closed = clerk.close_task(&task.id, &CloseTaskRequest { status: "done".into(), comment: None }).await;
+    assert_eq!(closed.expect("closed").status, "done");
+}

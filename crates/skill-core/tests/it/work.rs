@@ -298,6 +298,15 @@ async fn an_external_write_runs_only_on_a_basis() {
         core.invoke(&desk.outsider, "claim.classify@1", classify.clone()).await.refused(404, "not_found");
         let reader = token(&core.engine, "reader-basis", &["skills.invoke", "tasks.read@desk"]).await;
         core.invoke(&reader, "claim.classify@1", classify.clone()).await.refused(403, "permission_denied");
+        // 11. the contract's permissions, on the task's workspace.
+        core.publish(local("claim.audit", "none", (1, 0), &["audit.read"])).await;
+        let audit = json!({"inputs": {"claim": "c"}, "taskId": task});
+        let denied = core.invoke(&desk.writer, "claim.audit@1", audit.clone()).await;
+        let workspace = core.get(&desk.writer, &format!("/tasks/{task}")).await.ok(200)["workspaceId"].clone();
+        assert_eq!(denied.refused(403, "skill_permission_denied").body["error"]["details"]["resource"], workspace);
+        let auditor =
+            token(&core.engine, "auditor-basis", &["skills.invoke", "tasks.write@desk", "audit.read@desk"]).await;
+        core.invoke(&auditor, "claim.audit@1", audit).await.ok(201);
         // An approvalId means nothing to a skill that does not write.
         let read_call = core
             .invoke(
