@@ -137,3 +137,18 @@ pub(crate) fn resolve_error(skill: &Skill, error: &ResolveError) -> EngineError 
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// Whether a version-checked write happened: `false` when the row moved on since it was read
+/// (the caller reads it again and decides anew), an error for anything else.
+pub(crate) fn written(result: skill_store::Result<()>) -> Result<bool> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == ErrorKind::Stale => Ok(false),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The row changed under every attempt to change it: retry later.
+pub(crate) fn busy() -> EngineError {
+    EngineError::new(Class::Unavailable, "unavailable", "the row is changing under heavy contention; retry")
+}

@@ -3,7 +3,6 @@
 //! heartbeat, complete, fail, lease expiry) is in `queue.rs`, executor sessions in `sessions.rs`.
 
 mod disable;
-mod lease;
 mod policy;
 mod queue;
 mod schemas;
@@ -18,16 +17,16 @@ use skill_api::{CancelRequest, InvocationOut, InvocationQuery, InvokeRequest, MA
 use skill_store::ErrorKind;
 use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
 
-pub(crate) use lease::timeout_of;
-pub use lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
+pub use crate::lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
 pub use queue::MAX_CLAIM_WAIT_SECONDS;
 pub(crate) use queue::Timeouts;
 pub(crate) use schemas::SchemaCache;
 pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS};
 
 use crate::actor::Actor;
+use crate::cancellation::Cancellation;
 use crate::catalog::{bounded_page, checked_limit};
-use crate::error::{Class, EngineError, Result};
+use crate::error::{Class, EngineError, Result, busy, written};
 use crate::{Engine, Origin};
 
 /// The longest body idempotency key, in characters.
@@ -435,62 +434,6 @@ impl Engine {
     }
 }
 
-/// Why a call is cancelled: its error code (`cancelled`, `basis_revoked`), the reason (the
-/// error's message), who cancelled it and whether a principal or the system did.
-pub(crate) struct Cancellation<'a> {
-    pub(crate) code: &'a str,
-    pub(crate) reason: &'a str,
-    pub(crate) by: &'a str,
-    pub(crate) initiator: &'a str,
-}
-
-impl Engine {
-    /// `call` cancelled for `cause`, and its `skill.invocation_cancelled` event; `details` of the
-    /// error say who and whether it was running (its executor is fenced out either way).
-    pub(crate) fn cancelled(
-        &self,
-        call: &InvocationRecord,
-        skill: &SkillRecord,
-        cause: &Cancellation<'_>,
-        now: skill_store::records::Time,
-        origin: &Origin,
-    ) -> (InvocationRecord, skill_store::records::Event) {
-        cancellation(call, (&skill.name, &skill.version), cause, now, origin)
-    }
-}
-
-/// `call` of the version `(name, version)` cancelled for `cause`, and its event.
-pub(crate) fn cancellation(
-    call: &InvocationRecord,
-    (name, version): (&str, &str),
-    cause: &Cancellation<'_>,
-    now: skill_store::records::Time,
-    origin: &Origin,
-) -> (InvocationRecord, skill_store::records::Event) {
-    let was_running = call.status == "running";
-    let details = json!({"cancelledBy": cause.by, "initiator": cause.initiator, "wasRunning": was_running});
-    let error = lease::error_value(cause.code, false, cause.reason, Some(details));
-    let event = crate::new_event(
-        "skill.invocation_cancelled",
-        format!("skill_invocation:{}", call.id),
-        json!({"skillId": call.skill_id, "skill": name, "version": version, "attempt": call.attempt,
-               "taskId": call.task_id, "runId": call.run_id, "code": cause.code, "reason": cause.reason,
-               "wasRunning": was_running, "cancelledBy": cause.by, "initiator": cause.initiator}),
-        origin,
-    );
-    (lease::ended(call, "cancelled", None, Some(error), now), event)
-}
-
-/// Whether a version-checked write happened: `false` when the row moved on since it was read
-/// (the caller reads it again and decides anew), an error for anything else.
-pub(crate) fn written(result: skill_store::Result<()>) -> Result<bool> {
-    match result {
-        Ok(()) => Ok(true),
-        Err(error) if error.kind() == ErrorKind::Stale => Ok(false),
-        Err(error) => Err(error.into()),
-    }
-}
-
 /// The answer to an insert another call's basis refused: one execution call per run, one call
 /// per approval and version (whatever became of it).
 fn spent(skill: &SkillRecord, basis: Option<&Value>) -> EngineError {
@@ -512,11 +455,6 @@ fn spent(skill: &SkillRecord, basis: Option<&Value>) -> EngineError {
         .with("approvalId", field("approvalId"))
         .with("skill", name),
     }
-}
-
-/// The call changed under every attempt to change it: retry later.
-pub(crate) fn busy() -> EngineError {
-    EngineError::new(Class::Unavailable, "unavailable", "the call is changing under heavy contention; retry")
 }
 
 /// The key trimmed; `422 invalid_idempotency_key` when empty or longer than 200 characters.

@@ -14,12 +14,14 @@
 //! | errors, with the class a transport maps to a status | [`EngineError`], [`Class`] |
 
 mod actor;
+mod cancellation;
 pub mod catalog;
 mod discovery;
 mod error;
 mod identity;
 pub mod invocations;
 pub mod keyed;
+mod lease;
 pub mod packages;
 mod settings;
 pub mod tokens;

@@ -9,10 +9,12 @@ use serde_json::json;
 use skill_api::{DisableOut, DisableRequest};
 use skill_store::ErrorKind;
 
-use super::{Cancellation, busy, lease};
 use crate::actor::Actor;
+use crate::cancellation::Cancellation;
 use crate::catalog::view_time;
+use crate::error::busy;
 use crate::error::{Class, EngineError, Result};
+use crate::lease;
 use crate::{Engine, Origin};
 
 impl Engine {

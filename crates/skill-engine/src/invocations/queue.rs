@@ -15,10 +15,12 @@ use skill_api::{
 use skill_store::records::{Admission, BasisState, InvocationRecord, SkillRecord, Time};
 use skill_store::{Decision, ErrorKind, Take};
 
-use super::lease::{check_holder, ended, error_value, lease_end, timeout_of};
-use super::{Cancellation, busy, cancellation, view, written};
+use super::view;
 use crate::actor::Actor;
+use crate::cancellation::{Cancellation, cancellation};
 use crate::error::{Class, EngineError, Result};
+use crate::error::{busy, written};
+use crate::lease::{check_holder, ended, error_value, lease_end, timeout_of};
 use crate::work::basis::{Obstacle, recheck};
 use crate::{Engine, Origin};
 

@@ -8,11 +8,11 @@ use skill_api::{SessionOut, SessionRequest};
 use skill_store::ErrorKind;
 use skill_store::records::{SessionRecord, Time};
 
-use super::lease::{error_value, session_active};
-use super::written;
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
+use crate::error::{busy, written};
+use crate::lease::{error_value, session_active};
 use crate::{Engine, Origin};
 
 /// A session's life without a heartbeat, by default and at most.
@@ -84,7 +84,7 @@ impl Engine {
                 return Ok(session_out(next, now));
             }
         }
-        Err(super::busy())
+        Err(busy())
     }
 
     /// Closes the caller's session; the calls it holds go back to the queue (or fail when no
@@ -127,7 +127,7 @@ impl Engine {
                 return Ok(session_out(closed, now));
             }
         }
-        Err(super::busy())
+        Err(busy())
     }
 
     /// The caller's session `id`: `404` when there is none, `403 session_owner_mismatch` when

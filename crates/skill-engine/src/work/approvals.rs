@@ -16,7 +16,7 @@ use super::{comment_event, terminal};
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
-use crate::invocations::{busy, written};
+use crate::error::{busy, written};
 use crate::{Engine, Origin};
 
 /// The gate of a type's approval schema whose outcomes a gate approval runs.

@@ -16,8 +16,9 @@ use skill_store::records::{RunRecord, TaskRecord, Time, WorkChange};
 
 use super::{paths, task_view, terminal};
 use crate::actor::Actor;
+use crate::cancellation::Cancellation;
+use crate::error::written;
 use crate::error::{Class, Result};
-use crate::invocations::{Cancellation, written};
 use crate::{Engine, Origin};
 
 /// The name of the principal the core carries out executions as.
@@ -196,6 +197,6 @@ impl Engine {
 fn execution_bound(contract: &Value) -> Duration {
     let attempts = contract["retryPolicy"]["maxAttempts"].as_i64().unwrap_or(1).clamp(1, 10);
     let backoff = contract["retryPolicy"]["backoffSeconds"].as_i64().unwrap_or(0).clamp(0, 3600);
-    let timeout = crate::invocations::timeout_of(contract);
+    let timeout = crate::lease::timeout_of(contract);
     Duration::seconds(attempts * (2 * timeout + 30 + backoff) + 30)
 }

@@ -17,8 +17,9 @@ use skill_store::records::{ActionRecord, ApprovalRecord, Event, InvocationRecord
 
 use super::{comment_event, paths, task_view, terminal};
 use crate::actor::Actor;
+use crate::cancellation::Cancellation;
+use crate::error::written;
 use crate::error::{Class, EngineError, Result};
-use crate::invocations::{Cancellation, written};
 use crate::{Engine, Origin};
 
 /// How long an outcome's call may wait unclaimed.
@@ -167,10 +168,9 @@ impl Engine {
             approval_id: Some(approval.id.clone()),
         };
         match self.invoke_checked(decider, &skill, &request).await {
-            Ok(invoked) => {
-                let call = invoked.invocation;
+            Ok((call, created)) => {
                 let result = json!({"invocationId": call.id, "skill": skill, "status": call.status,
-                                    "created": invoked.created, "authorizationBasis": call.authorization_basis});
+                                    "created": created, "authorizationBasis": call.authorization_basis});
                 let next = ActionRecord {
                     status: "invoked".to_owned(),
                     invocation_id: Some(call.id.clone()),
@@ -202,7 +202,7 @@ impl Engine {
         decider: &Actor,
         skill: &str,
         request: &InvokeRequest,
-    ) -> Result<crate::invocations::Invoked> {
+    ) -> Result<(skill_api::InvocationOut, bool)> {
         if !skill.contains('@') && self.find(skill).await?.skill.side_effects.as_deref() == Some("external_write") {
             return Err(EngineError::new(
                 Class::Invalid,
@@ -210,7 +210,8 @@ impl Engine {
                 format!("{skill} writes to the outside world: an outcome names the version it was approved for"),
             ));
         }
-        self.invoke(decider, skill, request, None).await
+        let invoked = self.invoke(decider, skill, request, None).await?;
+        Ok((invoked.invocation, invoked.created))
     }
 
     /// Notes the end of an invoked action's call; cancels it when it waited too long unclaimed.

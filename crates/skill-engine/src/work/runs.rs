@@ -11,7 +11,7 @@ use super::terminal;
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
-use crate::invocations::{busy, written};
+use crate::error::{busy, written};
 use crate::{Engine, Origin};
 
 impl Engine {

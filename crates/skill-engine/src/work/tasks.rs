@@ -157,12 +157,12 @@ impl Engine {
                 events.push(comment_event(&comment, &origin));
                 changes.push(WorkChange::InsertComment(comment));
             }
-            if crate::invocations::written(self.store.write_work(&changes, &events).await)? {
+            if crate::error::written(self.store.write_work(&changes, &events).await)? {
                 let task_type = self.store.task_type(&closed.task_type_id).await?;
                 return Ok(task_out(closed, &task_type));
             }
         }
-        Err(crate::invocations::busy())
+        Err(crate::error::busy())
     }
 
     /// `task` closed as `status` now, with its `task.closed` event pushed to `events`.
