@@ -35,7 +35,7 @@ fn a_person_calls_skills_through_the_core_and_lists_the_calls() {
         .output()
         .expect("skill-sdk runs");
     assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
-    let caller = core.token("caller", &["skills.invoke", "claims.reply"]);
+    let caller = core.person("caller", &["skills.invoke", "claims.reply"]);
     let executor_token = core.token("runner", &["skills.execute"]);
     let mut executor = Command::new(SDK);
     executor
@@ -49,7 +49,7 @@ fn a_person_calls_skills_through_the_core_and_lists_the_calls() {
         &core.url,
         &caller,
     );
-    assert_eq!(classified.status.code(), Some(0), "{}", String::from_utf8_lossy(&classified.stderr));
+    assert_eq!(classified.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&classified.stderr), String::from_utf8_lossy(&classified.stdout));
     let classified = json(&classified);
     assert_eq!(
         (classified["status"].as_str(), classified["outputs"]["category"].as_str()),

@@ -86,7 +86,7 @@ fn the_claims_package_checks_clean() {
     let copy = Copy::new("clean");
     let output = copy.sdk(&["check"], None);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    assert_eq!(text(&output.stdout), "package claims 1.0.0: 5 objects, no problems\n");
+    assert_eq!(text(&output.stdout), "package claims 1.0.0: 6 objects, no problems\n");
 }
 
 #[test]
@@ -189,11 +189,20 @@ pub(crate) fn serve(label: &str) -> Served {
 }
 
 impl Served {
-    /// A token of a new principal `name` with `grants`.
+    /// A token of a new agent `name` with `grants`.
     pub(crate) fn token(&self, name: &str, grants: &[&str]) -> String {
+        self.token_of("agent", name, grants)
+    }
+
+    /// A token of a new person `name` with `grants` (agents call only their assigned skills).
+    pub(crate) fn person(&self, name: &str, grants: &[&str]) -> String {
+        self.token_of("person", name, grants)
+    }
+
+    fn token_of(&self, kind: &str, name: &str, grants: &[&str]) -> String {
         let request = TokenRequest {
             principal: name.into(),
-            kind: "agent".into(),
+            kind: kind.into(),
             grants: grants.iter().map(|grant| (*grant).to_owned()).collect(),
             label: "test".into(),
             expires_at: None,
