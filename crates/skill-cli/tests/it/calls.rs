@@ -49,7 +49,13 @@ fn a_person_calls_skills_through_the_core_and_lists_the_calls() {
         &core.url,
         &caller,
     );
-    assert_eq!(classified.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&classified.stderr), String::from_utf8_lossy(&classified.stdout));
+    assert_eq!(
+        classified.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&classified.stderr),
+        String::from_utf8_lossy(&classified.stdout)
+    );
     let classified = json(&classified);
     assert_eq!(
         (classified["status"].as_str(), classified["outputs"]["category"].as_str()),
