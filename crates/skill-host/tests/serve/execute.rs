@@ -39,10 +39,11 @@ impl Core {
             tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
             (base, engine)
         });
+        // The caller is a person: an agent would call only what is assigned to it.
         let token = |name: &str, grant: &str| {
             let request = TokenRequest {
                 principal: name.to_owned(),
-                kind: "agent".to_owned(),
+                kind: if name == "caller" { "person" } else { "agent" }.to_owned(),
                 grants: vec![grant.to_owned()],
                 label: String::new(),
                 expires_at: None,
