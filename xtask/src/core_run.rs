@@ -88,7 +88,7 @@ impl Tokens {
         };
         Ok(Self {
             admin: token("admin", "person", "org.manage")?,
-            caller: token("caller", "agent", "skills.invoke")?,
+            caller: token("caller", "person", "skills.invoke")?,
             executor: token("runner", "executor", "skills.execute")?,
         })
     }
