@@ -97,6 +97,21 @@ macro_rules! insert_task_type_in {
 }
 pub(crate) use insert_task_type_in;
 
+/// The one row `$sql` finds with the arguments, or `NotFound` in `$what`'s words.
+macro_rules! one_row {
+    ($store:ident, $sql:expr, [$($arg:expr),*], $what:expr) => {{
+        let found = sqlx::query_as($sql)$(.bind($arg))*.fetch_optional($store.read()).await?;
+        found.ok_or_else(|| StoreError::new(ErrorKind::NotFound, $what))
+    }};
+}
+
+/// Every row `$sql` finds with the arguments.
+macro_rules! all_rows {
+    ($store:ident, $sql:expr, [$($arg:expr),*]) => {
+        Ok(sqlx::query_as($sql)$(.bind($arg))*.fetch_all($store.read()).await?)
+    };
+}
+
 /// `NotFound` or `Stale` for an update of `table`'s row `id` that wrote nothing.
 macro_rules! unwritten {
     ($tx:ident, $table:literal, $id:expr) => {{
@@ -318,12 +333,11 @@ macro_rules! work_store {
 
             fn task_type<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TaskTypeRecord>> {
                 Box::pin(async move {
-                    found(
-                        sqlx::query_as(concat!(task_type_columns!(), " WHERE id = $1"))
-                            .bind(id)
-                            .fetch_optional(self.read())
-                            .await?,
-                        || format!("no task type {id}"),
+                    one_row!(
+                        self,
+                        concat!(task_type_columns!(), " WHERE id = $1"),
+                        [id],
+                        format!("no task type {id}")
                     )
                 })
             }
@@ -334,13 +348,11 @@ macro_rules! work_store {
                 version: &'a str,
             ) -> BoxFuture<'a, Result<TaskTypeRecord>> {
                 Box::pin(async move {
-                    found(
-                        sqlx::query_as(concat!(task_type_columns!(), " WHERE key = $1 AND version = $2"))
-                            .bind(key)
-                            .bind(version)
-                            .fetch_optional(self.read())
-                            .await?,
-                        || format!("no task type {key}@{version}"),
+                    one_row!(
+                        self,
+                        concat!(task_type_columns!(), " WHERE key = $1 AND version = $2"),
+                        [key, version],
+                        format!("no task type {key}@{version}")
                     )
                 })
             }
@@ -366,12 +378,11 @@ macro_rules! work_store {
 
             fn task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TaskRecord>> {
                 Box::pin(async move {
-                    found(
-                        sqlx::query_as(concat!(task_columns!(), " WHERE id = $1"))
-                            .bind(id)
-                            .fetch_optional(self.read())
-                            .await?,
-                        || format!("no task {id}"),
+                    one_row!(
+                        self,
+                        concat!(task_columns!(), " WHERE id = $1"),
+                        [id],
+                        format!("no task {id}")
                     )
                 })
             }
@@ -396,58 +407,61 @@ macro_rules! work_store {
 
             fn run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<RunRecord>> {
                 Box::pin(async move {
-                    found(
-                        sqlx::query_as(concat!(run_columns!(), " WHERE id = $1"))
-                            .bind(id)
-                            .fetch_optional(self.read())
-                            .await?,
-                        || format!("no run {id}"),
+                    one_row!(
+                        self,
+                        concat!(run_columns!(), " WHERE id = $1"),
+                        [id],
+                        format!("no run {id}")
                     )
                 })
             }
 
             fn runs<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Vec<RunRecord>>> {
                 Box::pin(async move {
-                    Ok(sqlx::query_as(concat!(run_columns!(), " WHERE task_id = $1 ORDER BY created_at, id"))
-                        .bind(task_id)
-                        .fetch_all(self.read())
-                        .await?)
+                    all_rows!(
+                        self,
+                        concat!(run_columns!(), " WHERE task_id = $1 ORDER BY created_at, id"),
+                        [task_id]
+                    )
                 })
             }
 
             fn approval<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ApprovalRecord>> {
                 Box::pin(async move {
-                    found(
-                        sqlx::query_as(concat!(approval_columns!(), " WHERE id = $1"))
-                            .bind(id)
-                            .fetch_optional(self.read())
-                            .await?,
-                        || format!("no approval {id}"),
+                    one_row!(
+                        self,
+                        concat!(approval_columns!(), " WHERE id = $1"),
+                        [id],
+                        format!("no approval {id}")
                     )
                 })
             }
 
             fn approvals<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Vec<ApprovalRecord>>> {
                 Box::pin(async move {
-                    Ok(sqlx::query_as(concat!(approval_columns!(), " WHERE task_id = $1 ORDER BY created_at, id"))
-                        .bind(task_id)
-                        .fetch_all(self.read())
-                        .await?)
+                    all_rows!(
+                        self,
+                        concat!(approval_columns!(), " WHERE task_id = $1 ORDER BY created_at, id"),
+                        [task_id]
+                    )
                 })
             }
 
             fn actions<'a>(&'a self, approval_id: &'a str) -> BoxFuture<'a, Result<Vec<ActionRecord>>> {
                 Box::pin(async move {
-                    Ok(sqlx::query_as(concat!(action_columns!(), " WHERE approval_id = $1 ORDER BY action_index"))
-                        .bind(approval_id)
-                        .fetch_all(self.read())
-                        .await?)
+                    all_rows!(
+                        self,
+                        concat!(action_columns!(), " WHERE approval_id = $1 ORDER BY action_index"),
+                        [approval_id]
+                    )
                 })
             }
 
             fn running_outcomes(&self, limit: i64) -> BoxFuture<'_, Result<Vec<ApprovalRecord>>> {
                 Box::pin(async move {
-                    Ok(sqlx::query_as(concat!(approval_columns!(), " WHERE outcome_status = 'running' ORDER BY decided_at, id LIMIT $1"
+                    Ok(sqlx::query_as(concat!(
+                        approval_columns!(),
+                        " WHERE outcome_status = 'running' ORDER BY decided_at, id LIMIT $1"
                     ))
                     .bind(limit)
                     .fetch_all(self.read())
@@ -482,11 +496,6 @@ macro_rules! work_store {
             }
         }
     };
-}
-
-/// The row, or `NotFound` with `what`'s words.
-fn found<T>(row: Option<T>, what: impl FnOnce() -> String) -> Result<T> {
-    row.ok_or_else(|| StoreError::new(ErrorKind::NotFound, what()))
 }
 
 work_store!(SqliteStore, "json_each");
