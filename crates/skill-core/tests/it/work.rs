@@ -455,6 +455,35 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
         let done =
             core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}})).await;
         assert_eq!(done.ok(200)["status"], "succeeded");
+
+        // An execution call whose run ended while it waited.
+        let auto = desk.task("auto", "C-4").await;
+        let run = id(core.post(&desk.writer, "/runs", &json!({"taskId": auto})).await.ok(201));
+        let body = json!({"inputs": {"claim": "c"}, "runId": run, "idempotencyKey": "run-1"});
+        let call = id(core.invoke(&desk.writer, "claim.send@1", body).await.ok(201));
+        core.post(&desk.writer, &format!("/runs/{run}:end"), &json!({"status": "cancelled"})).await.ok(200);
+        assert_eq!(desk.claim_send(&call).await.status.as_u16(), 204);
+        assert_eq!(desk.call(&call).await["error"]["message"], "run_not_active");
+        // A version disabled while its call waited: cancelled, even without a basis.
+        let plain = id(core.invoke(&desk.writer, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await.ok(201));
+        let disable = core
+            .http
+            .patch(format!("{}/skills/claim.classify@1", core.base))
+            .bearer_auth(&core.admin)
+            .header("If-Match", "\"skill-1\"")
+            .json(&json!({"status": "disabled"}))
+            .send()
+            .await
+            .expect("patch");
+        assert_eq!(disable.status(), 200);
+        let classify = json!({"protocols": ["local"], "localEntrypoints": ["claims.skills:claim_classify"],
+                              "invocationId": plain});
+        assert_eq!(core.claim(classify).await.status.as_u16(), 204);
+        let disabled = desk.call(&plain).await;
+        assert_eq!(
+            (disabled["error"]["code"].clone(), disabled["error"]["message"].clone()),
+            (json!("basis_revoked"), json!("skill_disabled"))
+        );
     })
     .await;
 }
