@@ -186,7 +186,8 @@ const UPDATE_SESSION: &str = "UPDATE executor_sessions SET status = $3, heartbea
 /// origins, `$4` MCP endpoints, `$5` audiences, each a JSON array; `$6` one call's id or null;
 /// `$8` the claim's session or null, which must be open and not draining; `$9` the ids passed
 /// over already, a JSON array), in queue order, at most `$7`, each with the state of its basis
-/// (the columns of [`BasisState`]). `$each` is the backend's set-returning function over a JSON
+/// (the columns of [`BasisState`]; a basis's rows are looked up only for a call that has one).
+/// `$each` is the backend's set-returning function over a JSON
 /// array of strings, with a `value` column; `$approval` the basis's `approvalId`. Origins admit
 /// an endpoint equal to them or under them (`origin/…`), as strings: `https://h:443/x` is not
 /// under `https://h`.
@@ -195,18 +196,22 @@ macro_rules! claimable_sql {
         concat!(
             "SELECT ",
             $crate::invocations::invocation_columns!(),
-            ", (SELECT t.status FROM tasks t WHERE t.id = i.task_id) AS basis_task_status, \
-             (SELECT a.status FROM approvals a WHERE a.id = ",
+            ", CASE WHEN i.task_id IS NULL THEN NULL \
+               ELSE (SELECT t.status FROM tasks t WHERE t.id = i.task_id) END AS basis_task_status, \
+             CASE WHEN i.authorization_basis IS NULL THEN NULL \
+               ELSE (SELECT a.status FROM approvals a WHERE a.id = ",
             $approval,
-            ") AS basis_approval_status, \
-             (SELECT r.status FROM runs r WHERE r.id = i.run_id) AS basis_run_status, \
-             EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE \
-               AND g.status = 'pending') AS basis_pending_gate, \
-             (SELECT s.status FROM skills s WHERE s.id = i.skill_id) AS basis_skill_status, \
-             (SELECT s.side_effects FROM skills s WHERE s.id = i.skill_id) AS basis_side_effects, \
-             (SELECT s.name FROM skills s WHERE s.id = i.skill_id) AS basis_skill_name, \
-             (SELECT s.version FROM skills s WHERE s.id = i.skill_id) AS basis_skill_version \
-             FROM skill_invocations i WHERE i.status = 'pending' AND i.available_at <= $1 \
+            ") END AS basis_approval_status, \
+             CASE WHEN i.run_id IS NULL THEN NULL \
+               ELSE (SELECT r.status FROM runs r WHERE r.id = i.run_id) END AS basis_run_status, \
+             CASE WHEN i.task_id IS NULL THEN FALSE ELSE EXISTS (SELECT 1 FROM approvals g \
+               WHERE g.task_id = i.task_id AND g.gate = TRUE AND g.status = 'pending') END AS basis_pending_gate, \
+             s.skill_state AS basis_skill_status, s.skill_effects AS basis_side_effects, \
+             s.skill_name AS basis_skill_name, s.skill_version AS basis_skill_version \
+             FROM skill_invocations i JOIN (SELECT id AS skill_ref, status AS skill_state, \
+               side_effects AS skill_effects, name AS skill_name, version AS skill_version FROM skills) s \
+               ON s.skill_ref = i.skill_id \
+             WHERE i.status = 'pending' AND i.available_at <= $1 \
              AND ($6 IS NULL OR i.id = $6) \
              AND i.id NOT IN (SELECT value FROM ",
             $each,
