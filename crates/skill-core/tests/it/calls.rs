@@ -124,6 +124,48 @@ impl Core {
         self.post(&self.executor, "/skill-invocations:claim", &body).await
     }
 
+    /// `path` read with `token` until `done` holds of it (30 s at most).
+    pub(crate) async fn until(&self, token: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..600 {
+            let value = self.get(token, path).await.ok(200).clone();
+            if done(&value) {
+                return value;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("{path} did not get there within 30 s");
+    }
+
+    /// The calls of `task`, oldest first, once at least `count` exist (the core's workers make
+    /// some of them in the background).
+    pub(crate) async fn calls_of(&self, task: &str, count: usize) -> Vec<Value> {
+        let listed = self
+            .until(&self.executor, "/skill-invocations?limit=200", |page| {
+                page["items"]
+                    .as_array()
+                    .is_some_and(|items| items.iter().filter(|c| c["taskId"] == task).count() >= count)
+            })
+            .await;
+        let mut calls: Vec<Value> =
+            listed["items"].as_array().expect("items").iter().filter(|c| c["taskId"] == task).cloned().collect();
+        calls.reverse();
+        calls
+    }
+
+    /// Disables the version `reference` (at row version 1).
+    pub(crate) async fn disable(&self, reference: &str) {
+        let answer = self
+            .http
+            .patch(format!("{}/skills/{reference}", self.base))
+            .bearer_auth(&self.admin)
+            .header("If-Match", "\"skill-1\"")
+            .json(&json!({"status": "disabled"}))
+            .send()
+            .await
+            .expect("the core answers");
+        assert_eq!(answer.status(), 200, "{reference} disabled");
+    }
+
     pub(crate) async fn act(&self, token: &str, id: &str, verb: &str, body: Value) -> Reply {
         self.post(token, &format!("/skill-invocations/{id}:{verb}"), &body).await
     }

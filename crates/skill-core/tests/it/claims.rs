@@ -4,7 +4,6 @@
 //! approval's outcome sends it, once), or as a task's execution after its gate was decided.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use skill_engine::Origin;
@@ -32,32 +31,6 @@ impl Drop for Child {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// `path` read with `token` until `done` holds of it (30 s at most).
-async fn until(core: &Core, token: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
-    for _ in 0..600 {
-        let value = core.get(token, path).await.ok(200).clone();
-        if done(&value) {
-            return value;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{path} did not get there within 30 s");
-}
-
-/// The calls of `task`, oldest first, once at least `count` exist.
-async fn calls_of(core: &Core, task: &str, count: usize) -> Vec<Value> {
-    let listed = until(core, &core.executor, "/skill-invocations?limit=200", |page| {
-        page["items"]
-            .as_array()
-            .is_some_and(|items| items.iter().filter(|call| call["taskId"] == task).count() >= count)
-    })
-    .await;
-    let mut calls: Vec<Value> =
-        listed["items"].as_array().expect("items").iter().filter(|c| c["taskId"] == task).cloned().collect();
-    calls.reverse();
-    calls
 }
 
 /// The messages in the outbox: `(claim, reply)`, sorted.
@@ -143,7 +116,7 @@ async fn story(core: Core, executable: &Path) {
     let withdrawn_task = task("claim-reply@1", "C-1001", json!({})).await;
     let withdrawn = ask(&withdrawn_task).await;
     decide(&withdrawn, "Refund in full.").await;
-    let waiting = calls_of(&core, &withdrawn_task, 1).await.remove(0);
+    let waiting = core.calls_of(&withdrawn_task, 1).await.remove(0);
     assert_eq!(waiting["status"], "pending");
     core.post(&reviewer, &format!("/approvals/{withdrawn}:withdraw"), &json!({"reason": "wrong amount"})).await.ok(200);
 
@@ -159,8 +132,8 @@ async fn story(core: Core, executable: &Path) {
             .spawn()
             .expect("the host executes"),
     );
-    let cancelled =
-        until(&core, &core.executor, &format!("/skill-invocations/{}", waiting["id"].as_str().expect("id")), |call| {
+    let cancelled = core
+        .until(&core.executor, &format!("/skill-invocations/{}", waiting["id"].as_str().expect("id")), |call| {
             call["status"] != "pending"
         })
         .await;
@@ -185,7 +158,7 @@ async fn story(core: Core, executable: &Path) {
     let comment = "We refund the full amount; sorry for the delay.";
     let decided = decide(&approval, comment).await;
     assert_eq!(decided["outcome"]["status"], "running");
-    let ended = until(&core, &clerk, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
+    let ended = core.until(&clerk, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running").await;
     assert_eq!(
         (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
         (json!("succeeded"), json!("onSuccess")),
@@ -196,7 +169,7 @@ async fn story(core: Core, executable: &Path) {
         [("C-1002".to_owned(), comment.to_owned())],
         "one message, the claim and the comment"
     );
-    let sent = calls_of(&core, &claim, 1).await;
+    let sent = core.calls_of(&claim, 1).await;
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0]["status"], "succeeded");
     assert_eq!(sent[0]["output"]["status"], "sent");
@@ -230,7 +203,7 @@ async fn story(core: Core, executable: &Path) {
         .to_owned();
     decide(&gate, "Yes.").await;
     // The core's execution worker sends it, and the task is done.
-    let done = until(&core, &clerk, &format!("/tasks/{execution}"), |t| t["status"] != "open").await;
+    let done = core.until(&clerk, &format!("/tasks/{execution}"), |t| t["status"] != "open").await;
     assert_eq!(done["status"], "done", "{done}");
     core.post(&clerk, &format!("/runs/{run}:end"), &json!({"status": "cancelled"})).await.ok(200);
     let messages = outbox(&outbox_folder);

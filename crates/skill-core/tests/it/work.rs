@@ -135,16 +135,7 @@ async fn task_types_are_checked_at_publication_and_never_change() {
         let legacy =
             publish(json!({"key": "x", "version": "1", "execution": {"skill": "claim.legacy", "version": "1"}})).await;
         assert_eq!(legacy.refused(422, "invalid_task_execution").body["error"]["details"]["reason"], "no_contract");
-        let disable = core
-            .http
-            .patch(format!("{}/skills/claim.send@2", core.base))
-            .bearer_auth(&core.admin)
-            .header("If-Match", "\"skill-1\"")
-            .json(&json!({"status": "disabled"}))
-            .send()
-            .await
-            .expect("patch");
-        assert_eq!(disable.status(), 200);
+        core.disable("claim.send@2").await;
         let disabled =
             publish(json!({"key": "x", "version": "1", "execution": {"skill": "claim.send", "version": "2"}})).await;
         assert_eq!(disabled.refused(422, "invalid_task_execution").body["error"]["details"]["reason"], "disabled");
@@ -466,16 +457,7 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
         assert_eq!(desk.call(&call).await["error"]["message"], "run_not_active");
         // A version disabled while its call waited: cancelled, even without a basis.
         let plain = id(core.invoke(&desk.writer, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await.ok(201));
-        let disable = core
-            .http
-            .patch(format!("{}/skills/claim.classify@1", core.base))
-            .bearer_auth(&core.admin)
-            .header("If-Match", "\"skill-1\"")
-            .json(&json!({"status": "disabled"}))
-            .send()
-            .await
-            .expect("patch");
-        assert_eq!(disable.status(), 200);
+        core.disable("claim.classify@1").await;
         let classify = json!({"protocols": ["local"], "localEntrypoints": ["claims.skills:claim_classify"],
                               "invocationId": plain});
         assert_eq!(core.claim(classify).await.status.as_u16(), 204);
@@ -488,34 +470,6 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
     .await;
 }
 
-/// The calls of `task`, oldest first, once at least `count` exist (the core's workers make
-/// them in the background).
-async fn calls_of(desk: &Desk, task: &str, count: usize) -> Vec<Value> {
-    for _ in 0..200 {
-        let page = desk.core.get(&desk.core.executor, "/skill-invocations?limit=200").await.ok(200).clone();
-        let mut found: Vec<Value> =
-            page["items"].as_array().expect("items").iter().filter(|call| call["taskId"] == task).cloned().collect();
-        if found.len() >= count {
-            found.reverse();
-            return found;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("no {count} calls of task {task} within 10 s");
-}
-
-/// `path` read until `done` holds of it (10 s at most).
-async fn until(desk: &Desk, token: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
-    for _ in 0..200 {
-        let value = desk.core.get(token, path).await.ok(200).clone();
-        if done(&value) {
-            return value;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("{path} did not get there within 10 s");
-}
-
 #[tokio::test]
 async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
     each_backend("work-execution", |core| async move {
@@ -523,7 +477,7 @@ async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
         let core = &desk.core;
         let task = desk.task("auto", "C-9").await;
         // The execution worker starts a run and calls the pinned version with the task's fields.
-        let call = calls_of(&desk, &task, 1).await.remove(0);
+        let call = desk.core.calls_of(&task, 1).await.remove(0);
         let run = call["runId"].as_str().expect("a run").to_owned();
         assert_eq!(call["idempotencyKey"], format!("execution:{run}"));
         assert_eq!(call["inputs"], json!({"claim": "C-9"}));
@@ -541,7 +495,7 @@ async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
             .await
             .ok(200);
         // The run ends with the call's result, and the task is done.
-        let ended = until(&desk, &desk.writer, &format!("/runs/{run}"), |run| run["status"] != "running").await;
+        let ended = desk.core.until(&desk.writer, &format!("/runs/{run}"), |run| run["status"] != "running").await;
         assert_eq!(
             (ended["status"].clone(), ended["result"]["skillInvocationId"].clone()),
             (json!("succeeded"), json!(call_id))
@@ -549,14 +503,14 @@ async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
         assert_eq!(core.get(&desk.writer, &format!("/tasks/{task}")).await.ok(200)["status"], "done");
         // A failed call fails the run and the task.
         let failing = desk.task("auto", "C-10").await;
-        let call = id(&calls_of(&desk, &failing, 1).await[0]);
+        let call = id(&desk.core.calls_of(&failing, 1).await[0]);
         desk.claim_send(&call).await.ok(200);
         let error = json!({"fencingToken": 1, "error": {"code": "mailbox_full", "message": "no room"}});
         core.act(&core.executor, &call, "fail", error).await.ok(200);
-        let task = until(&desk, &desk.writer, &format!("/tasks/{failing}"), |task| task["status"] != "open").await;
+        let task = desk.core.until(&desk.writer, &format!("/tasks/{failing}"), |task| task["status"] != "open").await;
         assert_eq!(task["status"], "failed");
         // Exactly one execution call per task: the worker never made a second.
-        assert_eq!(calls_of(&desk, &failing, 1).await.len(), 1);
+        assert_eq!(desk.core.calls_of(&failing, 1).await.len(), 1);
     })
     .await;
 }
@@ -573,7 +527,7 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         assert_eq!(decided["outcome"]["status"], "running");
         // The outcome's call: the decider's authority, the approval as basis, inputs from the task
         // and the decision, the outcome's key.
-        let call = calls_of(&desk, &task, 1).await.remove(0);
+        let call = desk.core.calls_of(&task, 1).await.remove(0);
         let decider = decided["decidedBy"].clone();
         assert_eq!(call["authorityPrincipalId"], decider);
         assert_eq!(call["requestedBy"], json!({"kind": "principal", "ref": decider}));
@@ -592,9 +546,10 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         core.act(&core.executor, &call_id, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}}))
             .await
             .ok(200);
-        let ended =
-            until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
-                .await;
+        let ended = desk
+            .core
+            .until(&desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
+            .await;
         assert_eq!(
             (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
             (json!("succeeded"), json!("onSuccess"))
@@ -604,19 +559,20 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         let comments = core.get(&desk.writer, &format!("/task-comments?task={task}")).await.ok(200).clone();
         assert_eq!(comments["items"][0]["body"], "The reply was sent.");
         assert_eq!(comments["items"][0]["authorPrincipalId"], decider);
-        assert_eq!(calls_of(&desk, &task, 1).await.len(), 1, "sent once");
+        assert_eq!(desk.core.calls_of(&task, 1).await.len(), 1, "sent once");
 
         // An output that does not meet `expect`: onFailure, and the task stays open.
         let task = desk.task("claim-reply@1", "C-8").await;
         let approval = desk.approved(&task).await;
-        let call = id(&calls_of(&desk, &task, 1).await[0]);
+        let call = id(&desk.core.calls_of(&task, 1).await[0]);
         desk.claim_send(&call).await.ok(200);
         core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "queued"}}))
             .await
             .ok(200);
-        let ended =
-            until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
-                .await;
+        let ended = desk
+            .core
+            .until(&desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
+            .await;
         assert_eq!(
             (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
             (json!("failed"), json!("onFailure"))
@@ -627,12 +583,13 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         // Withdrawn before it was claimed: the call is cancelled at claim, neither branch runs.
         let task = desk.task("claim-reply@1", "C-9").await;
         let approval = desk.approved(&task).await;
-        let call = id(&calls_of(&desk, &task, 1).await[0]);
+        let call = id(&desk.core.calls_of(&task, 1).await[0]);
         core.post(&desk.decider, &format!("/approvals/{approval}:withdraw"), &json!({})).await.ok(200);
         assert_eq!(desk.claim_send(&call).await.status.as_u16(), 204);
-        let ended =
-            until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
-                .await;
+        let ended = desk
+            .core
+            .until(&desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
+            .await;
         assert_eq!(
             (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
             (json!("skipped"), Value::Null)
@@ -641,7 +598,7 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         // Nobody claims it for a day: cancelled by the system, and the failure branch runs.
         let task = desk.task("claim-reply@1", "C-10").await;
         let approval = desk.approved(&task).await;
-        let call = id(&calls_of(&desk, &task, 1).await[0]);
+        let call = id(&desk.core.calls_of(&task, 1).await[0]);
         // (A pass a day later; the background pass may be noting the call at the same moment.)
         let mut cancelled = desk.call(&call).await;
         for _ in 0..100 {
@@ -656,9 +613,10 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
             (cancelled["status"].clone(), cancelled["error"]["code"].clone()),
             (json!("cancelled"), json!("approval_outcome_skill_wait_expired"))
         );
-        let ended =
-            until(&desk, &desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
-                .await;
+        let ended = desk
+            .core
+            .until(&desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
+            .await;
         assert_eq!(ended["outcome"]["reaction"], "onFailure");
     })
     .await;
