@@ -97,6 +97,19 @@ impl Desk {
         self.core.claim(json!({"protocols": ["local"], "localEntrypoints": [SEND], "invocationId": call})).await
     }
 
+    /// Claims `call` and completes it with `output`.
+    async fn run_send(&self, call: &str, output: Value) {
+        self.claim_send(call).await.ok(200);
+        let report = json!({"fencingToken": 1, "output": output});
+        self.core.act(&self.core.executor, call, "complete", report).await.ok(200);
+    }
+
+    /// The approval once its outcome has ended.
+    async fn outcome_ended(&self, approval: &str) -> Value {
+        let path = format!("/approvals/{approval}");
+        self.core.until(&self.writer, &path, |a| a["outcome"]["status"] != "running").await
+    }
+
     async fn call(&self, id: &str) -> Value {
         self.core.get(&self.core.executor, &format!("/skill-invocations/{id}")).await.ok(200).clone()
     }
@@ -542,14 +555,8 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         core.invoke(&desk.decider, "claim.send@1", again).await.refused(409, "approval_already_used");
         // The call runs; its success with the expected output runs onSuccess: the task is done, with a comment.
         let call_id = id(&call);
-        desk.claim_send(&call_id).await.ok(200);
-        core.act(&core.executor, &call_id, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}}))
-            .await
-            .ok(200);
-        let ended = desk
-            .core
-            .until(&desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
-            .await;
+        desk.run_send(&call_id, json!({"label": "sent"})).await;
+        let ended = desk.outcome_ended(&approval).await;
         assert_eq!(
             (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
             (json!("succeeded"), json!("onSuccess"))
@@ -565,14 +572,8 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         let task = desk.task("claim-reply@1", "C-8").await;
         let approval = desk.approved(&task).await;
         let call = id(&desk.core.calls_of(&task, 1).await[0]);
-        desk.claim_send(&call).await.ok(200);
-        core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "queued"}}))
-            .await
-            .ok(200);
-        let ended = desk
-            .core
-            .until(&desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
-            .await;
+        desk.run_send(&call, json!({"label": "queued"})).await;
+        let ended = desk.outcome_ended(&approval).await;
         assert_eq!(
             (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
             (json!("failed"), json!("onFailure"))
@@ -586,10 +587,7 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
         let call = id(&desk.core.calls_of(&task, 1).await[0]);
         core.post(&desk.decider, &format!("/approvals/{approval}:withdraw"), &json!({})).await.ok(200);
         assert_eq!(desk.claim_send(&call).await.status.as_u16(), 204);
-        let ended = desk
-            .core
-            .until(&desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
-            .await;
+        let ended = desk.outcome_ended(&approval).await;
         assert_eq!(
             (ended["outcome"]["status"].clone(), ended["outcome"]["reaction"].clone()),
             (json!("skipped"), Value::Null)
@@ -613,10 +611,7 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
             (cancelled["status"].clone(), cancelled["error"]["code"].clone()),
             (json!("cancelled"), json!("approval_outcome_skill_wait_expired"))
         );
-        let ended = desk
-            .core
-            .until(&desk.writer, &format!("/approvals/{approval}"), |a| a["outcome"]["status"] != "running")
-            .await;
+        let ended = desk.outcome_ended(&approval).await;
         assert_eq!(ended["outcome"]["reaction"], "onFailure");
     })
     .await;
