@@ -13,10 +13,12 @@
 //! | calls: invoke, read, list; claim, heartbeat, complete, fail, cancel; executor sessions | [`InvokeRequest`], [`InvocationOut`], [`ClaimRequest`], [`ClaimOut`], [`SessionRequest`] |
 //! | audience tokens for the skills an executor calls | [`AudienceTokenRequest`], [`AudienceTokenOut`] |
 //! | work: task types, tasks, runs, approvals and their outcomes, comments | [`TaskTypeRequest`], [`TaskRequest`], [`RunRequest`], [`ApprovalRequest`], [`DecideRequest`], [`CommentRequest`] |
+//! | artifacts: create, read, list, content | [`ArtifactRequest`], [`ArtifactOut`], [`ArtifactQuery`] |
 //! | every operation (method, path, permission, bodies, error codes) | [`operations::OPERATIONS`] |
 //! | the OpenAPI 3.1 document built from them | [`openapi::document`] |
 //! | the skill-facing routes the SDK calls | [`sdk_routes`] |
 
+mod artifacts;
 mod envelope;
 mod events;
 mod invocations;
@@ -31,6 +33,7 @@ mod skills;
 mod tokens;
 mod work;
 
+pub use artifacts::{ArtifactOut, ArtifactQuery, ArtifactRequest, MAX_ARTIFACT_BYTES};
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use events::{EventOut, EventsQuery};
 pub use invocations::{

@@ -17,6 +17,7 @@ use crate::{
     OfTaskQuery, RunOut, RunRequest, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery, TaskTypeRequest,
     WithdrawRequest,
 };
+use crate::{ArtifactOut, ArtifactQuery, ArtifactRequest};
 
 /// Makes the schema of a type.
 pub type SchemaOf = fn(&mut SchemaGenerator) -> Schema;
@@ -93,6 +94,10 @@ pub enum Op {
     WithdrawApproval,
     AddComment,
     ListComments,
+    CreateArtifact,
+    ListArtifacts,
+    ReadArtifact,
+    ArtifactContent,
 }
 
 /// One operation of the API.
@@ -788,6 +793,54 @@ pub const OPERATIONS: &[Operation] = &[
         query: Some(schema::<OfTaskQuery>),
         success: (200, Some(schema::<Items<CommentOut>>)),
         errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::CreateArtifact,
+        method: Method::Post,
+        path: "/artifacts",
+        summary: "Store an immutable artifact in a workspace (a task's, a run's): at most 16 MiB, as text or base64",
+        permission: "tasks.write in the workspace",
+        request: Some(schema::<ArtifactRequest>),
+        query: None,
+        success: (201, Some(schema::<ArtifactOut>)),
+        errors: &[(404, "not_found"), (413, "artifact_too_large"), (503, "content_store_unavailable")],
+        idempotency_key: true,
+    },
+    Operation {
+        op: Op::ListArtifacts,
+        method: Method::Get,
+        path: "/artifacts",
+        summary: "The artifacts of a task, oldest first (?task=)",
+        permission: "tasks.read in the task's workspace",
+        request: None,
+        query: Some(schema::<ArtifactQuery>),
+        success: (200, Some(schema::<Items<ArtifactOut>>)),
+        errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::ReadArtifact,
+        method: Method::Get,
+        path: "/artifacts/{id}",
+        summary: "An artifact's metadata",
+        permission: "tasks.read in its workspace, or the executor of a running call of ?forTask= whose authority reads it",
+        request: None,
+        query: Some(schema::<ArtifactQuery>),
+        success: (200, Some(schema::<ArtifactOut>)),
+        errors: &[(404, "artifact_not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::ArtifactContent,
+        method: Method::Get,
+        path: "/artifacts/{id}/content",
+        summary: "An artifact's content, as stored: Content-Type its media type, X-Content-SHA256 its hash",
+        permission: "as for its metadata",
+        request: None,
+        query: Some(schema::<ArtifactQuery>),
+        success: (200, None),
+        errors: &[(404, "artifact_not_found"), (503, "content_store_unavailable")],
         idempotency_key: false,
     },
 ];

@@ -528,6 +528,20 @@ pub const CODES: &[CodeInfo] = &[
         "only a pending or approved approval can be withdrawn (409)",
     ),
     code(
+        "artifact_too_large",
+        ValidationError,
+        No,
+        "core",
+        "an artifact's content is larger than 16 MiB (413, `details.maxBytes`)",
+    ),
+    code(
+        "content_store_unavailable",
+        ToolExecutionFailure,
+        Yes,
+        "core",
+        "the store of artifacts' content does not answer, or this core has none configured (503)",
+    ),
+    code(
         "approval_outcome_skill_wait_expired",
         ToolExecutionFailure,
         No,

@@ -2,6 +2,7 @@
 //! operation matched exhaustively to its handler, so the OpenAPI document (built from the same
 //! table) lists exactly what is served.
 
+mod artifacts;
 mod calls;
 mod handlers;
 pub(crate) mod idempotency;
@@ -67,6 +68,10 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::WithdrawApproval => return None,
         Op::AddComment => ("/task-comments", on(filter, work::add_comment)),
         Op::ListComments => ("/task-comments", on(filter, work::comments)),
+        Op::CreateArtifact => ("/artifacts", on(filter, artifacts::create)),
+        Op::ListArtifacts => ("/artifacts", on(filter, artifacts::list)),
+        Op::ReadArtifact => ("/artifacts/{*rest}", on(filter, artifacts::read)),
+        Op::ArtifactContent => return None,
     };
     let (path, methods) = served;
     // A route without query parameters refuses any, as the ones with them refuse unknown ones.

@@ -107,6 +107,11 @@ struct Db {
     #[arg(long, env = "SKILL_CORE_DB_CONNECTIONS", value_name = "N", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     db_connections: u32,
+    /// The folder artifacts' content is kept in (default: `blobs` beside a SQLite database; with
+    /// PostgreSQL, replicas need a shared store, so there is no default and content is refused
+    /// until one is given).
+    #[arg(long, env = "SKILL_CORE_BLOBS", value_name = "DIR")]
+    blobs: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -182,7 +187,21 @@ fn main() -> ExitCode {
 async fn engine(db: &Db) -> Result<Engine> {
     let options = StoreOptions { max_connections: db.db_connections, ..StoreOptions::default() };
     let store = skill_store::open(&db.db, &options).await.context("opening the database")?;
-    Ok(Engine::new(store))
+    let engine = Engine::new(store);
+    let sqlite = !(db.db.starts_with("postgres://") || db.db.starts_with("postgresql://"));
+    let blobs = db.blobs.clone().or_else(|| sqlite.then(|| sqlite_blobs(&db.db)));
+    Ok(match blobs {
+        Some(folder) => engine.with_blobs(std::sync::Arc::new(skill_store::FolderBlobs::new(folder))),
+        None => engine,
+    })
+}
+
+/// `blobs` beside the SQLite database `target` names (a data directory, or the folder of a file).
+fn sqlite_blobs(target: &str) -> std::path::PathBuf {
+    let path = std::path::Path::new(target.strip_prefix("sqlite:").unwrap_or(target));
+    let is_file = path.extension().is_some_and(|e| matches!(e.to_str(), Some("db" | "sqlite" | "sqlite3")));
+    let folder = if is_file { path.parent().unwrap_or(std::path::Path::new(".")) } else { path };
+    folder.join("blobs")
 }
 
 async fn run(cli: Cli) -> Result<()> {

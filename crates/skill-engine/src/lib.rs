@@ -14,6 +14,7 @@
 //! | errors, with the class a transport maps to a status | [`EngineError`], [`Class`] |
 
 mod actor;
+pub mod artifacts;
 mod cancellation;
 pub mod catalog;
 mod discovery;
@@ -58,6 +59,28 @@ pub struct Engine {
     issuer: Arc<tokens::Issuer>,
     /// Wakes the outcome worker when a decision queued actions (a hint: it also looks on its own).
     outcomes_due: Arc<tokio::sync::Notify>,
+    /// Where artifacts' content lives.
+    blobs: Arc<dyn skill_store::BlobStore>,
+}
+
+type BlobFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = skill_store::Result<T>> + Send + 'a>>;
+
+/// No blob store: every content write and read is unavailable.
+#[derive(Debug)]
+struct NoBlobs;
+
+impl skill_store::BlobStore for NoBlobs {
+    fn put<'a>(&'a self, _: &'a str, _: &'a [u8]) -> BlobFuture<'a, ()> {
+        Box::pin(async { Err(no_blobs()) })
+    }
+
+    fn get<'a>(&'a self, _: &'a str) -> BlobFuture<'a, Vec<u8>> {
+        Box::pin(async { Err(no_blobs()) })
+    }
+}
+
+fn no_blobs() -> skill_store::StoreError {
+    skill_store::StoreError::new(skill_store::ErrorKind::Unavailable, "this core has no store for artifacts' content")
 }
 
 /// Who and which request caused a change, for the events journal.
@@ -83,7 +106,16 @@ impl Engine {
             expired_at: Arc::default(),
             issuer: Arc::default(),
             outcomes_due: Arc::default(),
+            blobs: Arc::new(NoBlobs),
         }
+    }
+
+    /// The engine with `blobs` as the store of artifacts' content (without one, storing or
+    /// reading content is `503 content_store_unavailable`).
+    #[must_use]
+    pub fn with_blobs(mut self, blobs: Arc<dyn skill_store::BlobStore>) -> Self {
+        self.blobs = blobs;
+        self
     }
 
     /// The engine with `issuer` as the audience tokens' `iss` (the core's public URL).

@@ -159,6 +159,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (6, "signing keys", include_str!("../migrations/sqlite/0006_signing_keys.sql")),
     (7, "draining sessions", include_str!("../migrations/sqlite/0007_draining_sessions.sql")),
     (8, "work", include_str!("../migrations/sqlite/0008_work.sql")),
+    (9, "artifacts", include_str!("../migrations/sqlite/0009_artifacts.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -169,6 +170,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (6, "signing keys", include_str!("../migrations/postgres/0006_signing_keys.sql")),
     (7, "draining sessions", include_str!("../migrations/postgres/0007_draining_sessions.sql")),
     (8, "work", include_str!("../migrations/postgres/0008_work.sql")),
+    (9, "artifacts", include_str!("../migrations/postgres/0009_artifacts.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -44,6 +44,7 @@ const GUARD_CODES: &[&str] = &[
     "task_type_immutable",
     "work_immutable",
     "self_approval_refused",
+    "artifact_immutable",
 ];
 
 impl StoreError {

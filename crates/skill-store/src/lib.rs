@@ -9,6 +9,7 @@
 //! | skill versions, assignments, package installs | [`CatalogStore`] |
 //! | the keys audience tokens are signed with | [`KeyStore`] |
 //! | task types, tasks, runs, approvals and their outcomes, comments | [`WorkStore`] |
+//! | artifacts' rows, and the blob store of their content (a folder) | [`ArtifactStore`], [`BlobStore`], [`FolderBlobs`] |
 //! | the events journal | [`Journal`] |
 //! | the rows | [`records`] |
 //! | errors, one neutral kind per failure | [`StoreError`], [`ErrorKind`] |
@@ -30,6 +31,7 @@
 //! # });
 //! ```
 
+mod artifacts;
 mod backend;
 mod catalog;
 mod error;
@@ -50,6 +52,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+pub use artifacts::{ArtifactStore, BlobStore, FolderBlobs};
 pub use backend::{PgStore, SqliteStore, StoreOptions, redact};
 pub use catalog::CatalogStore;
 pub use error::{ErrorKind, Result, StoreError};
@@ -80,6 +83,7 @@ pub trait Store:
     + SettingsStore
     + KeyStore
     + WorkStore
+    + ArtifactStore
     + Journal
     + std::fmt::Debug
 {

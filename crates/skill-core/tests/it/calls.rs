@@ -42,7 +42,9 @@ pub(crate) async fn core(backend: Backend, label: &str) -> Core {
     let root = format!("http://{}", listener.local_addr().expect("address"));
     // New signing keys sign two seconds after they are published (an hour in service), so the
     // rotation test sees the hand-over.
-    let engine = Engine::new(Arc::clone(&store)).with_issuer_and_lead(&root, std::time::Duration::from_secs(2));
+    let engine = Engine::new(Arc::clone(&store))
+        .with_issuer_and_lead(&root, std::time::Duration::from_secs(2))
+        .with_blobs(Arc::new(skill_store::FolderBlobs::new(folder.path().join("blobs"))));
     let base = format!("{root}/api/v1");
     tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
     let admin = token(&engine, "admin", &["org.manage"]).await;

@@ -2,6 +2,7 @@
 //! against it, the committed OpenAPI document, and `skill-core` as a process.
 
 mod api;
+mod artifacts;
 mod calls;
 mod claims;
 mod client;

@@ -165,3 +165,25 @@ pub struct BasisState {
     pub skill_name: String,
     pub skill_version: String,
 }
+
+/// An immutable artifact; its content is in the blob store under its SHA-256.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct ArtifactRecord {
+    pub id: String,
+    pub workspace_id: String,
+    pub task_id: Option<String>,
+    pub run_id: Option<String>,
+    /// What kind of document: `skill_result`, `claim_reply`, ….
+    #[sqlx(rename = "type")]
+    pub kind: String,
+    pub name: String,
+    pub media_type: String,
+    pub size_bytes: i64,
+    /// Hex SHA-256 of the content.
+    pub sha256: String,
+    #[sqlx(json)]
+    pub metadata: Value,
+    pub author_principal_id: String,
+    pub skill_invocation_id: Option<String>,
+    pub created_at: Time,
+}

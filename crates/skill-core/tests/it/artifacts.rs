@@ -1,0 +1,108 @@
+//! Artifacts through a real server, on SQLite and on PostgreSQL, content in a folder: stored as
+//! text or base64, read back byte for byte with its media type and hash, visible in their
+//! workspace, and to an executor only through a call it runs.
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use skill_engine::Origin;
+
+use crate::api::token;
+use crate::calls::{Core, each_backend, local};
+
+fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `GET path` as raw bytes: status, content type, hash header, body.
+async fn raw(core: &Core, token: &str, path: &str) -> (u16, String, String, Vec<u8>) {
+    let answer = core.http.get(format!("{}{path}", core.base)).bearer_auth(token).send().await.expect("answers");
+    let header = |name: &str| answer.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let (status, media, hash) = (answer.status().as_u16(), header("content-type"), header("x-content-sha256"));
+    (status, media, hash, answer.bytes().await.expect("a body").to_vec())
+}
+
+#[tokio::test]
+async fn artifacts_are_stored_whole_and_read_by_who_may() {
+    each_backend("artifacts", |core| async move {
+        for key in ["desk", "other"] {
+            core.engine.create_workspace(key, key, &Origin::default()).await.expect("workspace");
+        }
+        let writer = token(&core.engine, "writer-artifacts", &["skills.invoke", "tasks.write@desk"]).await;
+        let outsider = token(&core.engine, "outsider-artifacts", &["tasks.write@other"]).await;
+        core.post(&core.admin, "/task-types", &json!({"key": "plain", "version": "1"})).await.ok(201);
+        let task = core
+            .post(&writer, "/tasks", &json!({"workspace": "desk", "taskType": "plain", "title": "A claim"}))
+            .await
+            .ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        // Text, with metadata.
+        let csv = "claim,amount\nC-1,120\nC-2,80\n";
+        let body = json!({"taskId": task, "type": "claim_rows", "name": "rows.csv", "mediaType": "text/csv",
+                          "metadata": {"rows": 2}, "text": csv});
+        let made = core.post(&writer, "/artifacts", &body).await.ok(201).clone();
+        assert_eq!((made["sizeBytes"].clone(), made["sha256"].clone()), (json!(csv.len()), json!(hex(csv.as_bytes()))));
+        assert_eq!(made["taskId"], task);
+        let id = made["id"].as_str().expect("id").to_owned();
+        let (status, media, hash, bytes) = raw(&core, &writer, &format!("/artifacts/{id}/content")).await;
+        assert_eq!((status, media.as_str(), hash.as_str(), bytes.as_slice()), (200, "text/csv", hex(csv.as_bytes()).as_str(), csv.as_bytes()));
+        assert_eq!(core.get(&writer, &format!("/artifacts/{id}")).await.ok(200)["metadata"], json!({"rows": 2}));
+        let listed = core.get(&writer, &format!("/artifacts?task={task}")).await.ok(200).clone();
+        assert_eq!(listed["items"][0]["id"], id.as_str());
+        // Bytes that are not text, as base64.
+        let binary: Vec<u8> = (0..=255u8).chain([0, 0, 255]).collect();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&binary);
+        let body = json!({"workspace": "desk", "type": "scan", "name": "scan.bin", "mediaType": "application/octet-stream",
+                          "base64": encoded});
+        let scan = core.post(&writer, "/artifacts", &body).await.ok(201)["id"].as_str().expect("id").to_owned();
+        assert_eq!(raw(&core, &writer, &format!("/artifacts/{scan}/content")).await.3, binary);
+
+        // Another workspace's principal: as if it were not there.
+        for path in [format!("/artifacts/{id}"), format!("/artifacts/{id}/content")] {
+            core.get(&outsider, &path).await.refused(404, "artifact_not_found");
+        }
+        core.get(&outsider, &format!("/artifacts?task={task}")).await.refused(404, "not_found");
+        core.get(&writer, "/artifacts/no-such-id").await.refused(404, "artifact_not_found");
+        // Bad input changes nothing.
+        let base = json!({"workspace": "desk", "type": "x", "name": "x", "mediaType": "text/plain"});
+        let with = |extra: Value| {
+            let mut body = base.clone();
+            body.as_object_mut().expect("object").extend(extra.as_object().expect("object").clone());
+            body
+        };
+        for (extra, field) in [
+            (json!({}), "text"),
+            (json!({"text": "a", "base64": "YQ=="}), "text"),
+            (json!({"base64": "not base64!"}), "base64"),
+            (json!({"text": "a", "type": "Bad Type"}), "type"),
+            (json!({"text": "a", "mediaType": "plain"}), "mediaType"),
+        ] {
+            let refused = core.post(&writer, "/artifacts", &with(extra)).await;
+            assert_eq!(refused.refused(400, "invalid_request").body["error"]["details"]["field"], field);
+        }
+        core.post(&outsider, "/artifacts", &with(json!({"text": "a"}))).await.refused(403, "permission_denied");
+        let big = "x".repeat(skill_api::MAX_ARTIFACT_BYTES + 1);
+        core.post(&writer, "/artifacts", &with(json!({"text": big}))).await.refused(413, "artifact_too_large");
+        assert_eq!(core.get(&writer, &format!("/artifacts?task={task}")).await.ok(200)["items"].as_array().map(Vec::len), Some(1));
+
+        // An executor reads what the call it runs may see: only with the call's task, while it runs.
+        core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+        let path = format!("/artifacts/{id}/content");
+        core.get(&core.executor, &path).await.refused(404, "artifact_not_found");
+        let call = core.invoke(&writer, "claim.classify@1", json!({"inputs": {"claim": "c"}, "taskId": task})).await;
+        let call = call.ok(201)["id"].as_str().expect("id").to_owned();
+        let claim = json!({"protocols": ["local"], "localEntrypoints": ["claims.skills:claim_classify"], "invocationId": call});
+        core.claim(claim).await.ok(200);
+        let (status, _, _, bytes) = raw(&core, &core.executor, &format!("{path}?forTask={task}")).await;
+        assert_eq!((status, bytes.as_slice()), (200, csv.as_bytes()));
+        core.get(&core.executor, &path).await.refused(404, "artifact_not_found");
+        core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "x"}})).await.ok(200);
+        core.get(&core.executor, &format!("{path}?forTask={task}")).await.refused(404, "artifact_not_found");
+        // Every artifact left its event.
+        let events = core.engine.store().events(0, Some(&format!("artifact:{id}")), 10).await.expect("events");
+        assert_eq!(events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["artifact.created"]);
+    })
+    .await;
+}

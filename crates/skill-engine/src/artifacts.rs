@@ -1,0 +1,244 @@
+//! Artifacts: immutable documents of a workspace (a task's, a run's), their content in the blob
+//! store by SHA-256. Visibility follows the workspace: `tasks.read` there; and an executor reads
+//! what the call it runs may see — with `forTask`, the authority of its running call of that task.
+
+use base64::Engine as _;
+use chrono::Utc;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use skill_api::{ArtifactOut, ArtifactQuery, ArtifactRequest, Items, MAX_ARTIFACT_BYTES};
+use skill_store::ErrorKind;
+use skill_store::records::ArtifactRecord;
+
+use crate::actor::Actor;
+use crate::catalog::view_time;
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+/// The most bytes of an artifact's metadata, as JSON.
+const MAX_METADATA_BYTES: usize = 64 * 1024;
+
+/// An artifact's content as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactContent {
+    pub bytes: Vec<u8>,
+    pub media_type: String,
+    pub sha256: String,
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> EngineError {
+    EngineError::invalid_request(message).with("field", field)
+}
+
+fn not_found(id: &str) -> EngineError {
+    EngineError::new(Class::NotFound, "artifact_not_found", format!("no artifact {id} you may read"))
+        .with("artifactId", id)
+}
+
+fn unavailable(error: &skill_store::StoreError) -> EngineError {
+    tracing::warn!(%error, "the content store failed");
+    EngineError::new(Class::Unavailable, "content_store_unavailable", "the content store does not answer; retry")
+}
+
+impl Engine {
+    /// Stores an artifact (`tasks.write` in its workspace).
+    pub async fn create_artifact(
+        &self,
+        actor: &Actor,
+        request: &ArtifactRequest,
+        request_id: Option<&str>,
+    ) -> Result<ArtifactOut> {
+        let (workspace, task_id, run_id) = match (&request.task_id, &request.run_id) {
+            (Some(task_id), run) => {
+                let task = self.visible_task(actor, task_id, Some("tasks.write")).await?;
+                if let Some(run) = run {
+                    let run = self.visible_run(actor, run).await?;
+                    if run.task_id != task.id {
+                        return Err(invalid("runId", "runId is a run of another task"));
+                    }
+                }
+                (task.workspace_id, Some(task.id), run.clone())
+            }
+            (None, Some(run)) => {
+                let run = self.visible_run(actor, run).await?;
+                let task = self.visible_task(actor, &run.task_id, Some("tasks.write")).await?;
+                (task.workspace_id, Some(task.id), Some(run.id))
+            }
+            (None, None) => {
+                let Some(workspace) = &request.workspace else {
+                    return Err(invalid("workspace", "name the workspace, or the task the artifact belongs to"));
+                };
+                let workspace = self.find_workspace(workspace).await?;
+                if !actor.can_in("tasks.write", &workspace) {
+                    return Err(EngineError::forbidden("tasks.write").with("workspaceId", workspace));
+                }
+                (workspace, None, None)
+            }
+        };
+        let kind_ok = (1..=200).contains(&request.kind.len())
+            && request
+                .kind
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-'));
+        if !kind_ok {
+            return Err(invalid("type", "a type is 1 to 200 of a-z 0-9 _ . -"));
+        }
+        if !(1..=500).contains(&request.name.chars().count()) {
+            return Err(invalid("name", "a name is 1 to 500 characters"));
+        }
+        let media_ok = request.media_type.len() <= 200
+            && request.media_type.split_once('/').is_some_and(|(kind, sub)| !kind.is_empty() && !sub.is_empty())
+            && !request.media_type.chars().any(|c| c.is_control());
+        if !media_ok {
+            return Err(invalid("mediaType", "a media type is type/subtype, such as text/csv"));
+        }
+        let metadata = Value::Object(request.metadata.clone().unwrap_or_default());
+        if serde_json::to_vec(&metadata).map_or(0, |bytes| bytes.len()) > MAX_METADATA_BYTES {
+            return Err(invalid("metadata", "metadata is at most 64 KiB of JSON"));
+        }
+        let content = match (&request.text, &request.base64) {
+            (Some(text), None) => text.as_bytes().to_vec(),
+            (None, Some(encoded)) => base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map_err(|error| invalid("base64", format!("the content is not base64: {error}")))?,
+            _ => return Err(invalid("text", "send the content as exactly one of text and base64")),
+        };
+        let record = self
+            .stored_artifact(
+                actor.id(),
+                &workspace,
+                task_id,
+                run_id,
+                &request.kind,
+                &request.name,
+                &request.media_type,
+                metadata,
+                &content,
+                None,
+            )
+            .await?;
+        let event = self.artifact_event(&record, &Origin::of(actor, request_id));
+        self.store.insert_artifact(&record, &event).await?;
+        Ok(artifact_out(record))
+    }
+
+    /// The record of `content` once it is in the blob store (`413 artifact_too_large` past the
+    /// limit).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn stored_artifact(
+        &self,
+        author: &str,
+        workspace: &str,
+        task_id: Option<String>,
+        run_id: Option<String>,
+        kind: &str,
+        name: &str,
+        media_type: &str,
+        metadata: Value,
+        content: &[u8],
+        skill_invocation_id: Option<String>,
+    ) -> Result<ArtifactRecord> {
+        if content.len() > MAX_ARTIFACT_BYTES {
+            return Err(EngineError::new(
+                Class::TooLarge,
+                "artifact_too_large",
+                format!("the content is {} bytes; an artifact holds at most {MAX_ARTIFACT_BYTES}", content.len()),
+            )
+            .with("maxBytes", MAX_ARTIFACT_BYTES));
+        }
+        let sha256: String = Sha256::digest(content).iter().map(|byte| format!("{byte:02x}")).collect();
+        self.blobs.put(&sha256, content).await.map_err(|error| unavailable(&error))?;
+        Ok(ArtifactRecord {
+            id: self.new_id(),
+            workspace_id: workspace.to_owned(),
+            task_id,
+            run_id,
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            media_type: media_type.to_owned(),
+            size_bytes: i64::try_from(content.len()).unwrap_or(i64::MAX),
+            sha256,
+            metadata,
+            author_principal_id: author.to_owned(),
+            skill_invocation_id,
+            created_at: Utc::now(),
+        })
+    }
+
+    /// The `artifact.created` event of `record`.
+    pub(crate) fn artifact_event(&self, record: &ArtifactRecord, origin: &Origin) -> skill_store::records::Event {
+        self.event(
+            "artifact.created",
+            format!("artifact:{}", record.id),
+            json!({"workspaceId": record.workspace_id, "taskId": record.task_id, "runId": record.run_id,
+                   "type": record.kind, "sizeBytes": record.size_bytes, "sha256": record.sha256,
+                   "skillInvocationId": record.skill_invocation_id}),
+            origin,
+        )
+    }
+
+    /// An artifact's metadata, if `actor` may read it.
+    pub async fn artifact(&self, actor: &Actor, id: &str, query: &ArtifactQuery) -> Result<ArtifactOut> {
+        Ok(artifact_out(self.readable_artifact(actor, id, query.for_task.as_deref()).await?))
+    }
+
+    /// An artifact's content, if `actor` may read it.
+    pub async fn artifact_content(&self, actor: &Actor, id: &str, query: &ArtifactQuery) -> Result<ArtifactContent> {
+        let record = self.readable_artifact(actor, id, query.for_task.as_deref()).await?;
+        let bytes = self.blobs.get(&record.sha256).await.map_err(|error| unavailable(&error))?;
+        Ok(ArtifactContent { bytes, media_type: record.media_type, sha256: record.sha256 })
+    }
+
+    /// The artifacts of a task (`tasks.read` in its workspace).
+    pub async fn artifacts(&self, actor: &Actor, query: &ArtifactQuery) -> Result<Items<ArtifactOut>> {
+        let Some(task) = &query.task else {
+            return Err(invalid("task", "list the artifacts of a task: ?task=<id>"));
+        };
+        let task = self.visible_task(actor, task, None).await?;
+        let items = self.store.task_artifacts(&task.id).await?.into_iter().map(artifact_out).collect();
+        Ok(Items { items })
+    }
+
+    async fn readable_artifact(&self, actor: &Actor, id: &str, for_task: Option<&str>) -> Result<ArtifactRecord> {
+        let record = match self.store.artifact(id).await {
+            Ok(record) => record,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(not_found(id)),
+            Err(error) => return Err(error.into()),
+        };
+        if actor.can_in("tasks.read", &record.workspace_id) {
+            return Ok(record);
+        }
+        // An executor reads what the call it runs may: its authority's reading rights.
+        if let Some(task) = for_task
+            && actor.can("skills.execute")
+            && let Some(authority) = self.store.running_authority(actor.id(), task).await?
+        {
+            let principal = self.store.principal(&authority).await?;
+            let grants = self.store.grants(&authority).await?;
+            if principal.disabled_at.is_none()
+                && Actor::new(principal, grants).can_in("tasks.read", &record.workspace_id)
+            {
+                return Ok(record);
+            }
+        }
+        Err(not_found(id))
+    }
+}
+
+pub(crate) fn artifact_out(record: ArtifactRecord) -> ArtifactOut {
+    ArtifactOut {
+        id: record.id,
+        workspace_id: record.workspace_id,
+        task_id: record.task_id,
+        run_id: record.run_id,
+        kind: record.kind,
+        name: record.name,
+        media_type: record.media_type,
+        size_bytes: record.size_bytes,
+        sha256: record.sha256,
+        metadata: record.metadata,
+        author_principal_id: record.author_principal_id,
+        skill_invocation_id: record.skill_invocation_id,
+        created_at: view_time(&record.created_at),
+    }
+}

@@ -1,0 +1,179 @@
+//! Artifacts' rows — written once for both backends — and the blob store their content lives in.
+
+use std::path::{Path, PathBuf};
+
+use futures::future::BoxFuture;
+use sqlx::types::Json;
+
+use crate::backend::{PgStore, SqliteStore};
+use crate::error::{ErrorKind, Result, StoreError};
+use crate::records::{ArtifactRecord, Event};
+
+/// The rows of artifacts.
+pub trait ArtifactStore: Send + Sync {
+    /// Inserts an artifact with its event.
+    fn insert_artifact<'a>(&'a self, artifact: &'a ArtifactRecord, event: &'a Event) -> BoxFuture<'a, Result<()>>;
+    fn artifact<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ArtifactRecord>>;
+    /// The artifacts of a task, oldest first.
+    fn task_artifacts<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Vec<ArtifactRecord>>>;
+    /// The authority of a call of task `task_id` that `executor` runs now, if any.
+    fn running_authority<'a>(&'a self, executor: &'a str, task_id: &'a str) -> BoxFuture<'a, Result<Option<String>>>;
+}
+
+macro_rules! artifact_columns {
+    () => {
+        "SELECT id, workspace_id, task_id, run_id, type, name, media_type, size_bytes, sha256, metadata, \
+         author_principal_id, skill_invocation_id, created_at FROM artifacts"
+    };
+}
+
+macro_rules! artifact_store {
+    ($store:ty) => {
+        impl ArtifactStore for $store {
+            fn insert_artifact<'a>(&'a self, a: &'a ArtifactRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    sqlx::query(
+                        "INSERT INTO artifacts (id, workspace_id, task_id, run_id, type, name, media_type, size_bytes, \
+                         sha256, metadata, author_principal_id, skill_invocation_id, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                    )
+                    .bind(&a.id)
+                    .bind(&a.workspace_id)
+                    .bind(&a.task_id)
+                    .bind(&a.run_id)
+                    .bind(&a.kind)
+                    .bind(&a.name)
+                    .bind(&a.media_type)
+                    .bind(a.size_bytes)
+                    .bind(&a.sha256)
+                    .bind(Json(&a.metadata))
+                    .bind(&a.author_principal_id)
+                    .bind(&a.skill_invocation_id)
+                    .bind(a.created_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    crate::events::commit!(tx, event);
+                    Ok(())
+                })
+            }
+
+            fn artifact<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ArtifactRecord>> {
+                Box::pin(async move {
+                    let found: Option<ArtifactRecord> = sqlx::query_as(concat!(artifact_columns!(), " WHERE id = $1"))
+                        .bind(id)
+                        .fetch_optional(self.read())
+                        .await?;
+                    found.ok_or_else(|| StoreError::new(ErrorKind::NotFound, format!("no artifact {id}")))
+                })
+            }
+
+            fn task_artifacts<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Vec<ArtifactRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(artifact_columns!(), " WHERE task_id = $1 ORDER BY created_at, id"))
+                        .bind(task_id)
+                        .fetch_all(self.read())
+                        .await?)
+                })
+            }
+
+            fn running_authority<'a>(
+                &'a self,
+                executor: &'a str,
+                task_id: &'a str,
+            ) -> BoxFuture<'a, Result<Option<String>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_scalar(
+                        "SELECT authority_principal_id FROM skill_invocations WHERE status = 'running' \
+                         AND executor_principal_id = $1 AND task_id = $2 LIMIT 1",
+                    )
+                    .bind(executor)
+                    .bind(task_id)
+                    .fetch_optional(self.read())
+                    .await?)
+                })
+            }
+        }
+    };
+}
+
+artifact_store!(SqliteStore);
+artifact_store!(PgStore);
+
+/// Where artifacts' content lives, by SHA-256: written once, never changed (a second write of the
+/// same content changes nothing).
+pub trait BlobStore: Send + Sync + std::fmt::Debug {
+    fn put<'a>(&'a self, sha256: &'a str, content: &'a [u8]) -> BoxFuture<'a, Result<()>>;
+    /// `NotFound` when there is no such content.
+    fn get<'a>(&'a self, sha256: &'a str) -> BoxFuture<'a, Result<Vec<u8>>>;
+}
+
+/// Blobs in a folder: `<root>/<2 hex digits>/<sha256>`, each written to a temporary file, synced,
+/// then renamed into place (a reader never sees half a blob).
+#[derive(Debug, Clone)]
+pub struct FolderBlobs {
+    root: PathBuf,
+}
+
+impl FolderBlobs {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    fn path(&self, sha256: &str) -> Result<PathBuf> {
+        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            return Err(StoreError::new(ErrorKind::Invalid, "a blob is named by a lower-case hex SHA-256"));
+        }
+        Ok(self.root.join(&sha256[..2]).join(sha256))
+    }
+}
+
+fn io_error(path: &Path, error: &std::io::Error) -> StoreError {
+    let kind = if error.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::Unavailable };
+    StoreError::new(kind, format!("blob {}: {error}", path.display()))
+}
+
+impl BlobStore for FolderBlobs {
+    fn put<'a>(&'a self, sha256: &'a str, content: &'a [u8]) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let path = self.path(sha256)?;
+            let content = content.to_vec();
+            tokio::task::spawn_blocking(move || {
+                use std::io::Write as _;
+                if path.exists() {
+                    return Ok(());
+                }
+                let folder = path.parent().expect("a blob path has a folder");
+                std::fs::create_dir_all(folder).map_err(|error| io_error(folder, &error))?;
+                let temporary = folder.join(format!(".{}.{}", uuid_like(), std::process::id()));
+                let mut file = std::fs::File::create(&temporary).map_err(|error| io_error(&temporary, &error))?;
+                file.write_all(&content)
+                    .and_then(|()| file.sync_all())
+                    .map_err(|error| io_error(&temporary, &error))?;
+                std::fs::rename(&temporary, &path).map_err(|error| io_error(&path, &error))?;
+                if let Ok(directory) = std::fs::File::open(folder) {
+                    let _ = directory.sync_all();
+                }
+                Ok(())
+            })
+            .await
+            .map_err(|error| StoreError::new(ErrorKind::Internal, format!("a blob write stopped: {error}")))?
+        })
+    }
+
+    fn get<'a>(&'a self, sha256: &'a str) -> BoxFuture<'a, Result<Vec<u8>>> {
+        Box::pin(async move {
+            let path = self.path(sha256)?;
+            tokio::task::spawn_blocking(move || std::fs::read(&path).map_err(|error| io_error(&path, &error)))
+                .await
+                .map_err(|error| StoreError::new(ErrorKind::Internal, format!("a blob read stopped: {error}")))?
+        })
+    }
+}
+
+/// A name no other writer of this process uses at the same moment.
+fn uuid_like() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{:x}-{n}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()))
+}
