@@ -192,7 +192,12 @@ async fn engine(db: &Db) -> Result<Engine> {
     let blobs = db.blobs.clone().or_else(|| sqlite.then(|| sqlite_blobs(&db.db)));
     Ok(match blobs {
         Some(folder) => engine.with_blobs(std::sync::Arc::new(skill_store::FolderBlobs::new(folder))),
-        None => engine,
+        None => {
+            tracing::warn!(
+                "no store for artifacts' content (--blobs): artifacts and the results of task-bound calls are refused"
+            );
+            engine
+        }
     })
 }
 

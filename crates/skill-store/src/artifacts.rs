@@ -20,6 +20,53 @@ pub trait ArtifactStore: Send + Sync {
     fn running_authority<'a>(&'a self, executor: &'a str, task_id: &'a str) -> BoxFuture<'a, Result<Option<String>>>;
 }
 
+/// Inserts an artifact (`$1`..`$13` in the order of [`artifact_values`]).
+pub(crate) const INSERT_ARTIFACT: &str = "INSERT INTO artifacts (id, workspace_id, task_id, run_id, type, name, \
+     media_type, size_bytes, sha256, metadata, author_principal_id, skill_invocation_id, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+
+/// The values of [`INSERT_ARTIFACT`] for SQLite's hot path.
+pub(crate) fn artifact_values(a: &ArtifactRecord) -> Vec<rusqlite::types::Value> {
+    use crate::lite::rows::{int, json, maybe_text, text, time};
+    vec![
+        text(&a.id),
+        text(&a.workspace_id),
+        maybe_text(a.task_id.as_deref()),
+        maybe_text(a.run_id.as_deref()),
+        text(&a.kind),
+        text(&a.name),
+        text(&a.media_type),
+        int(a.size_bytes),
+        text(&a.sha256),
+        json(&a.metadata),
+        text(&a.author_principal_id),
+        maybe_text(a.skill_invocation_id.as_deref()),
+        time(a.created_at),
+    ]
+}
+
+/// Binds the values of [`INSERT_ARTIFACT`] with sqlx.
+macro_rules! bind_artifact {
+    ($query:expr, $a:expr) => {{
+        let a: &ArtifactRecord = $a;
+        $query
+            .bind(&a.id)
+            .bind(&a.workspace_id)
+            .bind(&a.task_id)
+            .bind(&a.run_id)
+            .bind(&a.kind)
+            .bind(&a.name)
+            .bind(&a.media_type)
+            .bind(a.size_bytes)
+            .bind(&a.sha256)
+            .bind(Json(&a.metadata))
+            .bind(&a.author_principal_id)
+            .bind(&a.skill_invocation_id)
+            .bind(a.created_at)
+    }};
+}
+pub(crate) use bind_artifact;
+
 macro_rules! artifact_columns {
     () => {
         "SELECT id, workspace_id, task_id, run_id, type, name, media_type, size_bytes, sha256, metadata, \
@@ -33,26 +80,7 @@ macro_rules! artifact_store {
             fn insert_artifact<'a>(&'a self, a: &'a ArtifactRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
-                    sqlx::query(
-                        "INSERT INTO artifacts (id, workspace_id, task_id, run_id, type, name, media_type, size_bytes, \
-                         sha256, metadata, author_principal_id, skill_invocation_id, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                    )
-                    .bind(&a.id)
-                    .bind(&a.workspace_id)
-                    .bind(&a.task_id)
-                    .bind(&a.run_id)
-                    .bind(&a.kind)
-                    .bind(&a.name)
-                    .bind(&a.media_type)
-                    .bind(a.size_bytes)
-                    .bind(&a.sha256)
-                    .bind(Json(&a.metadata))
-                    .bind(&a.author_principal_id)
-                    .bind(&a.skill_invocation_id)
-                    .bind(a.created_at)
-                    .execute(&mut *tx)
-                    .await?;
+                    bind_artifact!(sqlx::query(INSERT_ARTIFACT), a).execute(&mut *tx).await?;
                     crate::events::commit!(tx, event);
                     Ok(())
                 })

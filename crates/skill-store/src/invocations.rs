@@ -9,7 +9,9 @@ mod sqlite;
 use futures::future::BoxFuture;
 
 use crate::error::Result;
-use crate::records::{Admission, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
+use crate::records::{
+    Admission, ArtifactRecord, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time,
+};
 
 /// What the engine makes of one candidate of a claim, given the state of its basis.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +46,14 @@ pub trait InvocationStore: Send + Sync {
     /// Writes `call` (whose `row_version` is one more than the stored one) and its events in one
     /// transaction; `Stale` when the stored row moved on, and nothing is written.
     fn update_invocation<'a>(&'a self, call: &'a InvocationRecord, events: &'a [Event]) -> BoxFuture<'a, Result<()>>;
+    /// [`InvocationStore::update_invocation`] with the artifact of the call's result, in the
+    /// same transaction.
+    fn update_invocation_with_artifact<'a>(
+        &'a self,
+        call: &'a InvocationRecord,
+        artifact: &'a ArtifactRecord,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<()>>;
     /// Pending calls available at `now` that `admission` covers, in queue order, at most `limit`.
     fn claimable<'a>(
         &'a self,

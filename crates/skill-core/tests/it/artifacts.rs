@@ -106,3 +106,76 @@ async fn artifacts_are_stored_whole_and_read_by_who_may() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_task_bound_call_leaves_its_result_as_an_artifact() {
+    each_backend("results", |core| async move {
+        for key in ["desk", "other"] {
+            core.engine.create_workspace(key, key, &Origin::default()).await.expect("workspace");
+        }
+        let writer = token(&core.engine, "writer-results", &["skills.invoke", "tasks.write@desk"]).await;
+        let outsider = token(&core.engine, "outsider-results", &["tasks.write@other"]).await;
+        core.post(&core.admin, "/task-types", &json!({"key": "plain", "version": "1"})).await.ok(201);
+        let task = core
+            .post(&writer, "/tasks", &json!({"workspace": "desk", "taskType": "plain", "title": "A claim"}))
+            .await
+            .ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        core.publish(local("claim.classify", "none", (1, 0), &[])).await;
+        let run =
+            core.post(&writer, "/runs", &json!({"taskId": task})).await.ok(201)["id"].as_str().expect("id").to_owned();
+        let call = core.invoke(&writer, "claim.classify@1", json!({"inputs": {"claim": "c"}, "runId": run})).await;
+        let call = call.ok(201)["id"].as_str().expect("id").to_owned();
+        let claim =
+            json!({"protocols": ["local"], "localEntrypoints": ["claims.skills:claim_classify"], "invocationId": call});
+        core.claim(claim).await.ok(200);
+        let done = core
+            .act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "delivery"}}))
+            .await;
+        let done = done.ok(200).clone();
+        let artifact_id = done["artifactId"].as_str().expect("the result's artifact").to_owned();
+        let artifact = core.get(&writer, &format!("/artifacts/{artifact_id}")).await.ok(200).clone();
+        let writer_id = done["authorityPrincipalId"].clone();
+        assert_eq!(
+            (artifact["type"].clone(), artifact["name"].clone(), artifact["taskId"].clone(), artifact["runId"].clone()),
+            (json!("skill_result"), json!("claim.classify@1"), json!(task), json!(run))
+        );
+        assert_eq!(artifact["authorPrincipalId"], writer_id, "authored by the call's authority, not its executor");
+        assert_eq!(artifact["skillInvocationId"], call);
+        assert_eq!(artifact["metadata"]["invocationId"], call);
+        let (status, media, _, bytes) = raw(&core, &writer, &format!("/artifacts/{artifact_id}/content")).await;
+        assert_eq!((status, media.as_str()), (200, "application/json"));
+        let content: Value = serde_json::from_slice(&bytes).expect("JSON");
+        assert_eq!(
+            content,
+            json!({"invocationId": call, "skill": "claim.classify", "version": "1", "attempt": 1,
+                                   "output": {"label": "delivery"}})
+        );
+        core.get(&outsider, &format!("/artifacts/{artifact_id}")).await.refused(404, "artifact_not_found");
+        // The events: the call's success names the artifact, the artifact names the call.
+        let succeeded =
+            core.engine.store().events(0, Some(&format!("skill_invocation:{call}")), 10).await.expect("events");
+        let last = succeeded.last().expect("an event");
+        assert_eq!(
+            (last.kind.as_str(), last.data["artifactId"].clone()),
+            ("skill.invocation_succeeded", json!(artifact_id))
+        );
+        let created =
+            core.engine.store().events(0, Some(&format!("artifact:{artifact_id}")), 10).await.expect("events");
+        assert_eq!(created[0].data["skillInvocationId"], call);
+        // A call without a task leaves none.
+        let free = core.invoke(&writer, "claim.classify@1", json!({"inputs": {"claim": "d"}})).await.ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let claim =
+            json!({"protocols": ["local"], "localEntrypoints": ["claims.skills:claim_classify"], "invocationId": free});
+        core.claim(claim).await.ok(200);
+        let done =
+            core.act(&core.executor, &free, "complete", json!({"fencingToken": 1, "output": {"label": "x"}})).await;
+        assert_eq!(done.ok(200)["artifactId"], Value::Null);
+    })
+    .await;
+}

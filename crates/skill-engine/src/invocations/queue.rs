@@ -293,16 +293,25 @@ impl Engine {
             let errors = validator.errors(&output);
             let origin = Origin::of(actor, request_id);
             let subject = format!("skill_invocation:{}", call.id);
+            let mut artifact = None;
             let (next, event) = if errors.is_empty() {
+                // A task-bound call's result is an artifact of the task, authored by its authority.
+                if call.task_id.is_some() {
+                    artifact = Some(self.result_artifact(&call, &skill, &output, actor.id()).await?);
+                }
+                let artifact_id = artifact.as_ref().map(|a| a.id.clone());
                 let next = InvocationRecord {
                     cost: cost.clone(),
+                    artifact_id: artifact_id.clone(),
                     ..ended(&call, "succeeded", Some(output.clone()), None, now)
                 };
+                let outputs = artifact.as_ref().map(|_| json!({}));
                 let event = self.event(
                     "skill.invocation_succeeded",
                     subject,
                     json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
-                           "taskId": call.task_id, "runId": call.run_id, "artifactId": null, "cost": cost, "outputs": null}),
+                           "taskId": call.task_id, "runId": call.run_id, "artifactId": artifact_id, "cost": cost,
+                           "outputs": outputs}),
                     &origin,
                 );
                 (next, event)
@@ -318,7 +327,14 @@ impl Engine {
                 let error = error_value("output_contract_violation", false, &message, Some(details));
                 self.failed(call, &skill, error, cost.clone(), now, &origin)
             };
-            if written(self.store.update_invocation(&next, &[event]).await)? {
+            let wrote = match &artifact {
+                Some(artifact) => {
+                    let created = self.artifact_event(artifact, &origin);
+                    self.store.update_invocation_with_artifact(&next, artifact, &[event, created]).await
+                }
+                None => self.store.update_invocation(&next, &[event]).await,
+            };
+            if written(wrote)? {
                 if next.task_id.is_some() {
                     // An outcome or an execution may be waiting for it.
                     self.outcomes_due.notify_one();
@@ -327,6 +343,38 @@ impl Engine {
             }
         }
         Err(busy())
+    }
+
+    /// The `skill_result` artifact of a task-bound call's `output`: `{invocationId, skill,
+    /// version, attempt, output}` as JSON, named `name@version`, in the task's workspace, linked
+    /// to the task and the run, authored by the call's authority (not its executor).
+    async fn result_artifact(
+        &self,
+        call: &InvocationRecord,
+        skill: &SkillRecord,
+        output: &Value,
+        executor: &str,
+    ) -> Result<skill_store::records::ArtifactRecord> {
+        let task_id = call.task_id.clone().unwrap_or_default();
+        let task = self.store.task(&task_id).await?;
+        let content = json!({"invocationId": call.id, "skill": skill.name, "version": skill.version,
+                             "attempt": call.attempt, "output": output});
+        let bytes = serde_json::to_vec(&content).unwrap_or_default();
+        let metadata = json!({"skillId": skill.id, "invocationId": call.id, "executorPrincipalId": executor,
+                              "outputs": {}});
+        self.stored_artifact(
+            &call.authority_principal_id,
+            &task.workspace_id,
+            Some(task_id),
+            call.run_id.clone(),
+            "skill_result",
+            &format!("{}@{}", skill.name, skill.version),
+            "application/json",
+            metadata,
+            &bytes,
+            Some(call.id.clone()),
+        )
+        .await
     }
 
     /// Reports a failure of a call the executor holds: back to the queue after the backoff when

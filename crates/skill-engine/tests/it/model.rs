@@ -215,7 +215,8 @@ async fn world(case: u64) -> World {
     let _ = std::fs::remove_dir_all(&folder);
     let options = skill_store::StoreOptions { sqlite_full_sync: false, ..Default::default() };
     let store = skill_store::open(folder.to_str().expect("utf-8"), &options).await.expect("store");
-    let engine = Engine::new(Arc::clone(&store));
+    let blobs = Arc::new(skill_store::FolderBlobs::new(folder.join("blobs")));
+    let engine = Engine::new(Arc::clone(&store)).with_blobs(blobs);
     engine.create_workspace("desk", "desk", &Origin::default()).await.expect("workspace");
     let admin = actor(&engine, "admin", &["org.manage"]).await;
     let writer = ["skills.invoke", "tasks.write@desk"];

@@ -11,7 +11,9 @@ use super::{
 };
 use crate::backend::PgStore;
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::records::{Admission, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
+use crate::records::{
+    Admission, ArtifactRecord, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time,
+};
 
 const CLAIMABLE: &str = claimable_sql!("jsonb_array_elements_text", "i.authorization_basis ->> 'approvalId'", "");
 /// One candidate at a time, locked, skipping the rows other claims hold: concurrent claims each
@@ -232,6 +234,24 @@ impl InvocationStore for PgStore {
                 return update_call(&mut connection, call, events.first()).await;
             }
             let mut tx = self.write().await?;
+            update_call(&mut tx, call, None).await?;
+            insert_events(&mut tx, events).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn update_invocation_with_artifact<'a>(
+        &'a self,
+        call: &'a InvocationRecord,
+        artifact: &'a ArtifactRecord,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut tx = self.write().await?;
+            crate::artifacts::bind_artifact!(sqlx::query(crate::artifacts::INSERT_ARTIFACT), artifact)
+                .execute(&mut *tx)
+                .await?;
             update_call(&mut tx, call, None).await?;
             insert_events(&mut tx, events).await?;
             tx.commit().await?;

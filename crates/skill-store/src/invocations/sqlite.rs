@@ -15,7 +15,9 @@ use crate::error::{ErrorKind, Result, StoreError};
 use crate::lite::rows::{execute, one, rows};
 use crate::lite::rows::{int, invocation_values, json, maybe_text, maybe_time, text, time, update_values};
 use crate::lite::{bind_dollars, event_insert, invocation_row, session_row};
-use crate::records::{Admission, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time};
+use crate::records::{
+    Admission, ArtifactRecord, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time,
+};
 
 const CLAIMABLE: &str = claimable_sql!("json_each", "json_extract(i.authorization_basis, '$.approvalId')", "");
 const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')");
@@ -109,6 +111,25 @@ impl InvocationStore for SqliteStore {
         let call = call.clone();
         let events = events.to_vec();
         Box::pin(self.lite.write(move |connection| {
+            update_call(connection, &call)?;
+            for event in &events {
+                event_insert(connection, event)?;
+            }
+            Ok(())
+        }))
+    }
+
+    fn update_invocation_with_artifact<'a>(
+        &'a self,
+        call: &'a InvocationRecord,
+        artifact: &'a ArtifactRecord,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<()>> {
+        let call = call.clone();
+        let values = crate::artifacts::artifact_values(artifact);
+        let events = events.to_vec();
+        Box::pin(self.lite.write(move |connection| {
+            execute(connection, crate::artifacts::INSERT_ARTIFACT, &values)?;
             update_call(connection, &call)?;
             for event in &events {
                 event_insert(connection, event)?;
