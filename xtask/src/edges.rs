@@ -23,6 +23,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("skill-client", &["axum", "rmcp", "sqlx"]),
     ("skill-executor", &["axum", "sqlx"]),
     ("skill-remote", &["axum", "sqlx"]),
+    ("skill-blobs", &["axum", "rmcp"]),
     // The core links no authoring crate. It links rmcp only as the remote executor's MCP client
     // (through skill-remote); the server speaks no MCP.
     ("skill-core", &["skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros"]),
@@ -44,11 +45,14 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-remote", &["skill-api", "skill-client", "skill-contract", "skill-executor"]),
     ("skill-host", &["skill-api", "skill-client", "skill-executor", "skill-http", "skill-sdk"]),
     ("skill-store", &[]),
+    // The blob stores beyond a folder (S3-compatible), behind skill-store's trait.
+    ("skill-blobs", &["skill-store"]),
     ("skill-engine", &["skill-api", "skill-contract", "skill-store"]),
     (
         "skill-core",
         &[
             "skill-api",
+            "skill-blobs",
             "skill-client",
             "skill-engine",
             "skill-executor",

@@ -11,6 +11,7 @@ mod fault;
 mod fuzz;
 mod module_loops;
 mod postgres;
+mod s3;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -177,10 +178,11 @@ fn node_peers() -> Result<PathBuf> {
 }
 
 /// Runs `cargo test ARGUMENTS` with the test peers: the Python virtualenv (`SKILL_TEST_PYTHON`),
-/// the Node.js packages (`SKILL_TEST_NODE`) and a PostgreSQL server (`SKILL_TEST_POSTGRES_URL`),
-/// stopped afterwards.
+/// the Node.js packages (`SKILL_TEST_NODE`), a PostgreSQL server (`SKILL_TEST_POSTGRES_URL`) and
+/// an S3-compatible server (`SKILL_TEST_S3_URL`), stopped afterwards.
 fn test(peers: &Peers, arguments: &[String]) -> Result<()> {
     let postgres = postgres::Postgres::start()?;
+    let s3 = s3::S3::start(&peers.python)?;
     run(
         "tests",
         cargo()
@@ -188,7 +190,8 @@ fn test(peers: &Peers, arguments: &[String]) -> Result<()> {
             .args(arguments)
             .env("SKILL_TEST_PYTHON", &peers.python)
             .env("SKILL_TEST_NODE", &peers.node)
-            .env("SKILL_TEST_POSTGRES_URL", &postgres.url),
+            .env("SKILL_TEST_POSTGRES_URL", &postgres.url)
+            .env("SKILL_TEST_S3_URL", &s3.url),
     )
 }
 

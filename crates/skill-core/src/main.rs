@@ -107,11 +107,15 @@ struct Db {
     #[arg(long, env = "SKILL_CORE_DB_CONNECTIONS", value_name = "N", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     db_connections: u32,
-    /// The folder artifacts' content is kept in (default: `blobs` beside a SQLite database; with
-    /// PostgreSQL, replicas need a shared store, so there is no default and content is refused
-    /// until one is given).
-    #[arg(long, env = "SKILL_CORE_BLOBS", value_name = "DIR")]
-    blobs: Option<std::path::PathBuf>,
+    /// Where artifacts' content is kept: a folder, or `s3://<bucket>[/<prefix>]` (credentials
+    /// and region from the AWS_* variables). Default: `blobs` beside a SQLite database; with
+    /// PostgreSQL, replicas need a store they share, so there is no default and content is
+    /// refused until one is given.
+    #[arg(long, env = "SKILL_CORE_BLOBS", value_name = "DIR|S3-URL")]
+    blobs: Option<String>,
+    /// The server of an S3-compatible store other than AWS (`http://` is allowed then).
+    #[arg(long, env = "SKILL_CORE_S3_ENDPOINT", value_name = "URL")]
+    s3_endpoint: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -189,8 +193,14 @@ async fn engine(db: &Db) -> Result<Engine> {
     let store = skill_store::open(&db.db, &options).await.context("opening the database")?;
     let engine = Engine::new(store);
     let sqlite = !(db.db.starts_with("postgres://") || db.db.starts_with("postgresql://"));
-    let blobs = db.blobs.clone().or_else(|| sqlite.then(|| sqlite_blobs(&db.db)));
+    let blobs = db.blobs.clone().or_else(|| sqlite.then(|| sqlite_blobs(&db.db).display().to_string()));
     Ok(match blobs {
+        Some(url) if url.starts_with("s3://") => {
+            let options =
+                skill_blobs::S3Options { url, endpoint: db.s3_endpoint.clone(), ..skill_blobs::S3Options::default() };
+            let s3 = skill_blobs::S3Blobs::new(&options).map_err(|error| anyhow::anyhow!("--blobs: {error}"))?;
+            engine.with_blobs(std::sync::Arc::new(s3))
+        }
         Some(folder) => engine.with_blobs(std::sync::Arc::new(skill_store::FolderBlobs::new(folder))),
         None => {
             tracing::warn!(

@@ -7,8 +7,39 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use skill_engine::Origin;
 
+use std::sync::Arc;
+
 use crate::api::token;
-use crate::calls::{Core, each_backend, local};
+use crate::calls::{Backend, Core, core_with, each_backend, local};
+
+/// A blob store in a new bucket of the test command's S3-compatible server.
+async fn s3(label: &str) -> Arc<dyn skill_store::BlobStore> {
+    let server = std::env::var("SKILL_TEST_S3_URL")
+        .expect("SKILL_TEST_S3_URL names an S3-compatible server; `cargo xtask test -p skill-core` starts one");
+    let bucket = format!("{}-{}", label.replace('_', "-"), std::process::id());
+    let made = reqwest::Client::new().put(format!("{server}/{bucket}")).send().await.expect("the server answers");
+    assert!(made.status().is_success(), "creating the bucket: {}", made.status());
+    let options = skill_blobs::S3Options {
+        url: format!("s3://{bucket}/artifacts"),
+        endpoint: Some(server),
+        region: Some("us-east-1".to_owned()),
+        access_key_id: Some("test".to_owned()),
+        secret_access_key: Some("test".to_owned()),
+    };
+    Arc::new(skill_blobs::S3Blobs::new(&options).expect("an S3 store"))
+}
+
+/// `test` on SQLite and PostgreSQL, each with content in a folder and in the S3-compatible store.
+async fn each_store<F, Fut>(label: &str, test: F)
+where
+    F: Fn(Core) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    each_backend(label, &test).await;
+    let sqlite = core_with(Backend::Sqlite, &format!("{label}-s3"), Some(s3(&format!("{label}-sqlite")).await)).await;
+    let postgres = core_with(Backend::Postgres, &format!("{label}_s3"), Some(s3(&format!("{label}-pg")).await)).await;
+    tokio::join!(test(sqlite), test(postgres));
+}
 
 fn hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
@@ -24,7 +55,7 @@ async fn raw(core: &Core, token: &str, path: &str) -> (u16, String, String, Vec<
 
 #[tokio::test]
 async fn artifacts_are_stored_whole_and_read_by_who_may() {
-    each_backend("artifacts", |core| async move {
+    each_store("artifacts", |core| async move {
         for key in ["desk", "other"] {
             core.engine.create_workspace(key, key, &Origin::default()).await.expect("workspace");
         }
@@ -109,7 +140,7 @@ async fn artifacts_are_stored_whole_and_read_by_who_may() {
 
 #[tokio::test]
 async fn a_task_bound_call_leaves_its_result_as_an_artifact() {
-    each_backend("results", |core| async move {
+    each_store("results", |core| async move {
         for key in ["desk", "other"] {
             core.engine.create_workspace(key, key, &Origin::default()).await.expect("workspace");
         }

@@ -32,6 +32,11 @@ pub(crate) enum Backend {
 }
 
 pub(crate) async fn core(backend: Backend, label: &str) -> Core {
+    core_with(backend, label, None).await
+}
+
+/// [`core`] with `blobs` as the store of artifacts' content (a scratch folder when `None`).
+pub(crate) async fn core_with(backend: Backend, label: &str, blobs: Option<Arc<dyn skill_store::BlobStore>>) -> Core {
     let folder = Scratch::new(&format!("skill-core-calls-{label}"));
     let target = match backend {
         Backend::Sqlite => folder.path().to_str().expect("utf-8").to_owned(),
@@ -44,7 +49,7 @@ pub(crate) async fn core(backend: Backend, label: &str) -> Core {
     // rotation test sees the hand-over.
     let engine = Engine::new(Arc::clone(&store))
         .with_issuer_and_lead(&root, std::time::Duration::from_secs(2))
-        .with_blobs(Arc::new(skill_store::FolderBlobs::new(folder.path().join("blobs"))));
+        .with_blobs(blobs.unwrap_or_else(|| Arc::new(skill_store::FolderBlobs::new(folder.path().join("blobs")))));
     let base = format!("{root}/api/v1");
     tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
     let admin = token(&engine, "admin", &["org.manage"]).await;
