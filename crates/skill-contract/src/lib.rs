@@ -16,6 +16,7 @@
 //! | the wire error and the code registry | [`SkillError`], [`codes`] |
 //! | JSON Schema checks and validation | [`schema`] |
 //! | packages: reading, the offline check, plans against a core | [`package`] |
+//! | the knowledge base's plans, state tokens and query conditions | [`knowledge`] |
 //!
 //! ```
 //! use serde_json::json;
@@ -44,6 +45,7 @@ mod error;
 mod error_type;
 pub mod export;
 mod fields;
+pub mod knowledge;
 mod names;
 pub mod package;
 mod policy;

@@ -1,26 +1,18 @@
 //! An in-memory core for tests: artifacts and a knowledge base with the platform's plan,
 //! state-token and query semantics. Install it per call with `testing::call(..).core(&fake)`.
 
-mod conditions;
-mod fingerprint;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::SkillError;
 use crate::core::{ArtifactContent, CoreAccess, CoreFuture, KnowledgeRoute};
 
-pub use fingerprint::state_token;
+pub use skill_contract::knowledge::state_token;
+use skill_contract::knowledge::{Slot, State, plan, query_item, read_snapshot};
 
-/// `(workspaceId, pack, source, scope)`; a missing part is `""`.
-type Slot = (String, String, String, String);
-/// Entity id (`kind␟key`) → the stored entity (the snapshot's entity without `kind`).
-type State = BTreeMap<String, Value>;
-
-const LIMIT: usize = 1000;
 
 #[derive(Debug, Default)]
 struct Store {
@@ -43,66 +35,6 @@ pub struct FakeCore {
 
 fn text(value: Option<&Value>) -> String {
     value.and_then(Value::as_str).unwrap_or("").to_owned()
-}
-
-/// `kind` and `key` (or `naturalKey`) of an entity.
-fn kind_and_key(entity: &Value) -> (String, String) {
-    let key = entity.get("key").or_else(|| entity.get("naturalKey"));
-    (text(entity.get("kind")), text(key))
-}
-
-fn entity_id(kind: &str, key: &str) -> String {
-    format!("{kind}\u{241f}{key}")
-}
-
-fn split_id(id: &str) -> (&str, &str) {
-    id.split_once('\u{241f}').unwrap_or((id, ""))
-}
-
-fn listed(ids: &[&String]) -> (Vec<Value>, bool) {
-    let truncated = ids.len() > LIMIT;
-    let items = ids.iter().take(LIMIT).map(|id| {
-        let (kind, key) = split_id(id);
-        json!({"kind": kind, "key": key})
-    });
-    (items.collect(), truncated)
-}
-
-/// The plan of replacing `current` by `wanted`.
-fn plan(current: &State, wanted: &State, token: String) -> Value {
-    let new: Vec<&String> = wanted.keys().filter(|id| !current.contains_key(*id)).collect();
-    let changed: Vec<&String> =
-        wanted.keys().filter(|id| current.get(*id).is_some_and(|old| old != &wanted[*id])).collect();
-    let removed: Vec<&String> = current.keys().filter(|id| !wanted.contains_key(*id)).collect();
-    let (opened, opened_cut) = listed(&new);
-    let (changed_list, changed_cut) = listed(&changed);
-    let (closed, closed_cut) = listed(&removed);
-    json!({
-        "opened": new.len() + changed.len(),
-        "closed": removed.len() + changed.len(),
-        "superseded": changed.len(),
-        "unchanged": wanted.len() - new.len() - changed.len(),
-        "changes": {
-            "opened": opened, "changed": changed_list, "closed": closed,
-            "limit": LIMIT, "truncated": opened_cut || changed_cut || closed_cut,
-        },
-        "conflicts": {"items": [], "limit": LIMIT, "truncated": false},
-        "stateToken": token,
-    })
-}
-
-/// The slot and the wanted state of a snapshot body.
-fn read_snapshot(body: &Value) -> (Slot, State) {
-    let slot =
-        (text(body.get("workspaceId")), text(body.get("pack")), text(body.get("source")), text(body.get("scope")));
-    let mut wanted = State::new();
-    for entity in body.get("entities").and_then(Value::as_array).into_iter().flatten() {
-        let (kind, key) = kind_and_key(entity);
-        let mut stored = entity.as_object().cloned().unwrap_or_default();
-        stored.remove("kind");
-        wanted.insert(entity_id(&kind, &key), Value::Object(stored));
-    }
-    (slot, wanted)
 }
 
 impl FakeCore {
@@ -208,16 +140,13 @@ impl FakeCore {
                         continue;
                     }
                     for (id, stored) in state {
-                        let (kind, key) = split_id(id);
-                        let attributes = stored.get("attributes").cloned().unwrap_or_else(|| Value::Object(Map::new()));
-                        if kinds.iter().any(|k| k == kind)
-                            && conditions.iter().all(|c| conditions::holds(c, &attributes))
+                        let item = query_item(id, stored, source, scope);
+                        let kind = item["kind"].as_str().unwrap_or_default().to_owned();
+                        if kinds.contains(&kind)
+                            && conditions.iter().all(|c| skill_contract::knowledge::holds(c, &item["attributes"]))
                         {
-                            let item = json!({
-                                "kind": kind, "key": key, "title": text(stored.get("title")),
-                                "attributes": attributes, "source": source, "scope": scope,
-                            });
-                            found.insert((kind.to_owned(), key.to_owned()), item);
+                            let key = item["key"].as_str().unwrap_or_default().to_owned();
+                            found.insert((kind, key), item);
                         }
                     }
                 }

@@ -86,7 +86,7 @@ fn one(attribute: &Value, op: &str, value: &Value) -> bool {
 }
 
 /// Whether `attributes` satisfy `condition`.
-pub(crate) fn holds(condition: &Value, attributes: &Value) -> bool {
+pub fn holds(condition: &Value, attributes: &Value) -> bool {
     let name = condition.get("attribute").and_then(Value::as_str).unwrap_or("");
     let op = condition.get("op").and_then(Value::as_str).unwrap_or("eq");
     let value = condition.get("value").unwrap_or(&Value::Null);

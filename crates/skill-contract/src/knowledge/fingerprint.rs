@@ -70,7 +70,7 @@ fn write(value: &Value, out: &mut String) {
 }
 
 /// The JSON text the token is computed from.
-pub(crate) fn python_json(value: &Value) -> String {
+pub fn python_json(value: &Value) -> String {
     let mut out = String::new();
     write(value, &mut out);
     out
