@@ -9,6 +9,9 @@ use skill_engine::Origin;
 
 use std::sync::Arc;
 
+use skill_sdk::core::CoreAccess;
+use skill_sdk::core::http::HttpCore;
+
 use crate::api::token;
 use crate::calls::{Backend, Core, core_with, each_backend, local};
 
@@ -43,6 +46,27 @@ where
 
 fn hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What reading artifacts through the SDK's core access does, whichever core answers: the
+/// content whole with its media type; an unknown id is `artifact_not_found`. Run against the
+/// SDK's `FakeCore` and against this core through the SDK's HTTP client.
+async fn sdk_artifact_behaviour(core: &dyn CoreAccess, id: &str, task: Option<&str>, content: &[u8], media: &str) {
+    let timeout = std::time::Duration::from_secs(10);
+    let read = core.read_artifact(id, task, timeout).await.expect("the artifact");
+    assert_eq!((read.data.as_slice(), read.media_type.as_deref()), (content, Some(media)));
+    if let Some(hash) = &read.sha256 {
+        assert_eq!(*hash, hex(content), "a hash, when given, is the content's");
+    }
+    let missing = core.read_artifact("no-such-artifact", task, timeout).await.expect_err("unknown");
+    assert_eq!((missing.code(), missing.retryable()), ("artifact_not_found", false));
+}
+
+#[tokio::test]
+async fn the_fake_core_reads_artifacts_as_the_core_does() {
+    let fake = skill_sdk::testing::FakeCore::new();
+    fake.put_artifact("a-1", "claim,amount\n", Some("text/csv"));
+    sdk_artifact_behaviour(&fake, "a-1", Some("t-1"), b"claim,amount\n", "text/csv").await;
 }
 
 /// `GET path` as raw bytes: status, content type, hash header, body.
@@ -128,6 +152,10 @@ async fn artifacts_are_stored_whole_and_read_by_who_may() {
         core.claim(claim).await.ok(200);
         let (status, _, _, bytes) = raw(&core, &core.executor, &format!("{path}?forTask={task}")).await;
         assert_eq!((status, bytes.as_slice()), (200, csv.as_bytes()));
+        // The SDK's client, as a skill the executor runs reads it: the same behaviour as FakeCore.
+        let root = core.base.trim_end_matches("/api/v1").to_owned();
+        let http = HttpCore::new(&root, Some(core.executor.clone())).expect("the SDK's core client");
+        sdk_artifact_behaviour(&http, &id, Some(&task), csv.as_bytes(), "text/csv").await;
         core.get(&core.executor, &path).await.refused(404, "artifact_not_found");
         core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "x"}})).await.ok(200);
         core.get(&core.executor, &format!("{path}?forTask={task}")).await.refused(404, "artifact_not_found");

@@ -13,7 +13,6 @@ use crate::core::{ArtifactContent, CoreAccess, CoreFuture, KnowledgeRoute};
 pub use skill_contract::knowledge::state_token;
 use skill_contract::knowledge::{Slot, State, plan, query_item, read_snapshot};
 
-
 #[derive(Debug, Default)]
 struct Store {
     artifacts: BTreeMap<String, (Vec<u8>, Option<String>)>,
