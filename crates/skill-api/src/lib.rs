@@ -22,6 +22,7 @@ mod artifacts;
 mod envelope;
 mod events;
 mod invocations;
+mod knowledge;
 pub mod openapi;
 pub mod operations;
 mod packages;
@@ -41,6 +42,7 @@ pub use invocations::{
     FailRequest, HeartbeatRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_DOCUMENT_BYTES, ReportedError,
     RequestedBy, SessionOut, SessionRequest, Waiting,
 };
+pub use knowledge::{EntityPage, EntityQuery, SnapshotPlan, SnapshotRequest};
 pub use packages::{
     ApplyOut, ApplyRequest, InstallOut, MAX_APPLY_BYTES, ObjectRef, PackageRef, PlannedPatch, RecordRequest,
     SettingsOut, SettingsRequest,

@@ -17,7 +17,7 @@ use crate::{
     OfTaskQuery, RunOut, RunRequest, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery, TaskTypeRequest,
     WithdrawRequest,
 };
-use crate::{ArtifactOut, ArtifactQuery, ArtifactRequest};
+use crate::{ArtifactOut, ArtifactQuery, ArtifactRequest, EntityPage, EntityQuery, SnapshotPlan, SnapshotRequest};
 
 /// Makes the schema of a type.
 pub type SchemaOf = fn(&mut SchemaGenerator) -> Schema;
@@ -98,6 +98,9 @@ pub enum Op {
     ListArtifacts,
     ReadArtifact,
     ArtifactContent,
+    PreviewSnapshot,
+    ApplySnapshot,
+    QueryEntities,
 }
 
 /// One operation of the API.
@@ -841,6 +844,42 @@ pub const OPERATIONS: &[Operation] = &[
         query: Some(schema::<ArtifactQuery>),
         success: (200, None),
         errors: &[(404, "artifact_not_found"), (503, "content_store_unavailable")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::PreviewSnapshot,
+        method: Method::Post,
+        path: "/knowledge/snapshots:preview",
+        summary: "What a knowledge snapshot would do to its slot, and the slot's state token now",
+        permission: "knowledge.write in the workspace",
+        request: Some(schema::<SnapshotRequest>),
+        query: None,
+        success: (200, Some(schema::<SnapshotPlan>)),
+        errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::ApplySnapshot,
+        method: Method::Post,
+        path: "/knowledge/snapshots",
+        summary: "Replace a knowledge slot whole with a snapshot (only at expectedState, when given)",
+        permission: "knowledge.write in the workspace",
+        request: Some(schema::<SnapshotRequest>),
+        query: None,
+        success: (200, Some(schema::<SnapshotPlan>)),
+        errors: &[(404, "not_found"), (409, "snapshot_stale")],
+        idempotency_key: true,
+    },
+    Operation {
+        op: Op::QueryEntities,
+        method: Method::Post,
+        path: "/knowledge/entities:query",
+        summary: "One page of a workspace's entities of some kinds whose attributes meet the conditions",
+        permission: "knowledge.read in the workspace",
+        request: Some(schema::<EntityQuery>),
+        query: None,
+        success: (200, Some(schema::<EntityPage>)),
+        errors: &[(404, "not_found")],
         idempotency_key: false,
     },
 ];

@@ -6,6 +6,7 @@ mod artifacts;
 mod calls;
 mod handlers;
 pub(crate) mod idempotency;
+mod knowledge;
 pub mod plumbing;
 mod strict;
 mod work;
@@ -72,6 +73,9 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::ListArtifacts => ("/artifacts", on(filter, artifacts::list)),
         Op::ReadArtifact => ("/artifacts/{*rest}", on(filter, artifacts::read)),
         Op::ArtifactContent => return None,
+        Op::PreviewSnapshot => ("/knowledge/snapshots:preview", on(filter, knowledge::preview)),
+        Op::ApplySnapshot => ("/knowledge/snapshots", on(filter, knowledge::apply)),
+        Op::QueryEntities => ("/knowledge/entities:query", on(filter, knowledge::query)),
     };
     let (path, methods) = served;
     // A route without query parameters refuses any, as the ones with them refuse unknown ones.

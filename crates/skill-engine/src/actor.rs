@@ -117,10 +117,16 @@ impl Actor {
     }
 }
 
-/// `org.manage` includes `org.read`; writing tasks and deciding approvals include reading tasks.
+/// `org.manage` includes `org.read`; writing tasks and deciding approvals include reading tasks;
+/// writing knowledge includes reading it.
 fn implies(held: &str, wanted: &str) -> bool {
     held == wanted
-        || matches!((held, wanted), ("org.manage", "org.read") | ("tasks.write" | "approvals.decide", "tasks.read"))
+        || matches!(
+            (held, wanted),
+            ("org.manage", "org.read")
+                | ("tasks.write" | "approvals.decide", "tasks.read")
+                | ("knowledge.write", "knowledge.read")
+        )
 }
 
 /// A new token: `skp_` and 64 hex digits from a cryptographically secure generator (two v4

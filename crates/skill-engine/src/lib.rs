@@ -22,6 +22,7 @@ mod error;
 mod identity;
 pub mod invocations;
 pub mod keyed;
+pub mod knowledge;
 mod lease;
 pub mod packages;
 mod settings;

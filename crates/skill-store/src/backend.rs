@@ -160,6 +160,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (7, "draining sessions", include_str!("../migrations/sqlite/0007_draining_sessions.sql")),
     (8, "work", include_str!("../migrations/sqlite/0008_work.sql")),
     (9, "artifacts", include_str!("../migrations/sqlite/0009_artifacts.sql")),
+    (10, "knowledge", include_str!("../migrations/sqlite/0010_knowledge.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -171,6 +172,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (7, "draining sessions", include_str!("../migrations/postgres/0007_draining_sessions.sql")),
     (8, "work", include_str!("../migrations/postgres/0008_work.sql")),
     (9, "artifacts", include_str!("../migrations/postgres/0009_artifacts.sql")),
+    (10, "knowledge", include_str!("../migrations/postgres/0010_knowledge.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

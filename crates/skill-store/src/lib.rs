@@ -9,6 +9,7 @@
 //! | skill versions, assignments, package installs | [`CatalogStore`] |
 //! | the keys audience tokens are signed with | [`KeyStore`] |
 //! | task types, tasks, runs, approvals and their outcomes, comments | [`WorkStore`] |
+//! | knowledge slots and their entities | [`KnowledgeStore`] |
 //! | artifacts' rows, and the blob store of their content (a folder) | [`ArtifactStore`], [`BlobStore`], [`FolderBlobs`] |
 //! | the events journal | [`Journal`] |
 //! | the rows | [`records`] |
@@ -41,6 +42,7 @@ mod identity;
 mod invocations;
 mod key_reads;
 mod keys;
+mod knowledge;
 mod lite;
 pub mod records;
 mod settings;
@@ -61,6 +63,7 @@ pub use idempotency::{Begun, IdempotencyStore, StoredAnswer};
 pub use identity::IdentityStore;
 pub use invocations::{Decision, InvocationStore, Take};
 pub use keys::KeyStore;
+pub use knowledge::KnowledgeStore;
 pub use settings::SettingsStore;
 pub use work::WorkStore;
 
@@ -84,6 +87,7 @@ pub trait Store:
     + KeyStore
     + WorkStore
     + ArtifactStore
+    + KnowledgeStore
     + Journal
     + std::fmt::Debug
 {

@@ -9,6 +9,7 @@ mod client;
 mod dev;
 mod heavy_contracts;
 mod hostile_api;
+mod knowledge;
 mod openapi_file;
 mod package_apply;
 mod process;

@@ -187,3 +187,32 @@ pub struct ArtifactRecord {
     pub skill_invocation_id: Option<String>,
     pub created_at: Time,
 }
+
+/// A knowledge slot `(workspace, pack, source, scope)` with its state.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct SlotRecord {
+    pub workspace_id: String,
+    pub pack: String,
+    pub source: String,
+    pub scope: String,
+    /// Entity id (`kind␟key`) → the stored entity.
+    #[sqlx(json)]
+    pub state: Value,
+    pub state_token: String,
+    pub row_version: i32,
+    pub created_at: Time,
+    pub updated_at: Time,
+}
+
+/// One entity of a slot, with when its slot was first applied (later slots win a shared key).
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct EntityRecord {
+    pub pack: String,
+    pub source: String,
+    pub scope: String,
+    pub kind: String,
+    pub key: String,
+    #[sqlx(json)]
+    pub entity: Value,
+    pub slot_created_at: Time,
+}

@@ -1,0 +1,74 @@
+//! Knowledge: snapshots that replace one slot `(workspace, pack, source, scope)` whole, and
+//! queries of entities by kind and attribute conditions.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The body of `POST /knowledge/snapshots:preview` and `POST /knowledge/snapshots`. Other fields
+/// a snapshot carries are kept out of its state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotRequest {
+    /// The workspace: its id or its key.
+    pub workspace_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pack: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Every entity of the slot: `{kind, key | naturalKey, title?, attributes?, …}`.
+    #[serde(default)]
+    pub entities: Vec<Map<String, Value>>,
+    /// Apply only when the slot's state token is this one (`409 snapshot_stale` otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_state: Option<String>,
+}
+
+/// What a snapshot does (or did) to its slot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotPlan {
+    /// New and changed entities.
+    pub opened: usize,
+    /// Removed and changed entities.
+    pub closed: usize,
+    /// Changed entities.
+    pub superseded: usize,
+    pub unchanged: usize,
+    /// `{opened, changed, closed: [{kind, key}], limit, truncated}`.
+    pub changes: Value,
+    /// `{items, limit, truncated}`.
+    pub conflicts: Value,
+    /// The slot's state token: before the snapshot for a preview, after it for an apply.
+    pub state_token: String,
+}
+
+/// The body of `POST /knowledge/entities:query`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EntityQuery {
+    pub workspace_id: String,
+    /// 1 to 50 kinds.
+    pub kinds: Vec<String>,
+    /// 1 to 1,000 items a page (default 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Conditions `{attribute, op, value}` every item's attributes meet (`eq`, `in`, `prefix`,
+    /// `lte`, `gte`, `exists`).
+    #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Value>>,
+    /// Accepted for compatibility; the state now is answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// One page of entities: `{kind, key, title, attributes, source, scope}`, by `(kind, key)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EntityPage {
+    pub items: Vec<Value>,
+    pub next_cursor: Option<String>,
+}
