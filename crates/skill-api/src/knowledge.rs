@@ -72,3 +72,62 @@ pub struct EntityPage {
     pub items: Vec<Value>,
     pub next_cursor: Option<String>,
 }
+
+/// The body of `POST /knowledge/documents`: a document, replacing the one with its natural key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DocumentRequest {
+    pub workspace_id: String,
+    /// 1 to 500 characters.
+    pub natural_key: String,
+    pub title: String,
+    /// Default `document`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The text, in parts: strings, or objects with a `text`.
+    pub chunks: Vec<Value>,
+    /// The entities it is about: `"kind:key"` or `{kind, key}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// What storing a document did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentOut {
+    pub natural_key: String,
+    /// `stored`.
+    pub status: String,
+}
+
+/// The body of `POST /context/recall`: what is relevant to an anchor entity, or to a text. Other
+/// fields are accepted and not read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecallRequest {
+    pub workspace_id: String,
+    /// `{kind, key}` of the entity to start from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<Value>,
+    /// Words to find documents by (default: the anchor's key and title).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// How many hops of related entities (0 to 3, default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// Only related entities of these kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kinds: Option<Vec<String>>,
+    /// The most items a section holds (1 to 100, default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// The answer of a recall: sections `anchor`, `related`, `documents`, each `{name, items}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecallAnswer {
+    pub sections: Vec<Value>,
+}

@@ -42,7 +42,9 @@ pub use invocations::{
     FailRequest, HeartbeatRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_DOCUMENT_BYTES, ReportedError,
     RequestedBy, SessionOut, SessionRequest, Waiting,
 };
-pub use knowledge::{EntityPage, EntityQuery, SnapshotPlan, SnapshotRequest};
+pub use knowledge::{
+    DocumentOut, DocumentRequest, EntityPage, EntityQuery, RecallAnswer, RecallRequest, SnapshotPlan, SnapshotRequest,
+};
 pub use packages::{
     ApplyOut, ApplyRequest, InstallOut, MAX_APPLY_BYTES, ObjectRef, PackageRef, PlannedPatch, RecordRequest,
     SettingsOut, SettingsRequest,

@@ -17,7 +17,10 @@ use crate::{
     OfTaskQuery, RunOut, RunRequest, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery, TaskTypeRequest,
     WithdrawRequest,
 };
-use crate::{ArtifactOut, ArtifactQuery, ArtifactRequest, EntityPage, EntityQuery, SnapshotPlan, SnapshotRequest};
+use crate::{
+    ArtifactOut, ArtifactQuery, ArtifactRequest, DocumentOut, DocumentRequest, EntityPage, EntityQuery, RecallAnswer,
+    RecallRequest, SnapshotPlan, SnapshotRequest,
+};
 
 /// Makes the schema of a type.
 pub type SchemaOf = fn(&mut SchemaGenerator) -> Schema;
@@ -101,6 +104,8 @@ pub enum Op {
     PreviewSnapshot,
     ApplySnapshot,
     QueryEntities,
+    StoreDocument,
+    Recall,
 }
 
 /// One operation of the API.
@@ -879,6 +884,30 @@ pub const OPERATIONS: &[Operation] = &[
         request: Some(schema::<EntityQuery>),
         query: None,
         success: (200, Some(schema::<EntityPage>)),
+        errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::StoreDocument,
+        method: Method::Post,
+        path: "/knowledge/documents",
+        summary: "Store a document of a workspace's knowledge (replacing the one with its natural key), its text searchable",
+        permission: "knowledge.write in the workspace",
+        request: Some(schema::<DocumentRequest>),
+        query: None,
+        success: (200, Some(schema::<DocumentOut>)),
+        errors: &[(404, "not_found")],
+        idempotency_key: true,
+    },
+    Operation {
+        op: Op::Recall,
+        method: Method::Post,
+        path: "/context/recall",
+        summary: "What is relevant to an anchor entity or a text: the anchor, related entities to a depth, matching documents",
+        permission: "knowledge.read in the workspace",
+        request: Some(schema::<RecallRequest>),
+        query: None,
+        success: (200, Some(schema::<RecallAnswer>)),
         errors: &[(404, "not_found")],
         idempotency_key: false,
     },

@@ -76,6 +76,8 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::PreviewSnapshot => ("/knowledge/snapshots:preview", on(filter, knowledge::preview)),
         Op::ApplySnapshot => ("/knowledge/snapshots", on(filter, knowledge::apply)),
         Op::QueryEntities => ("/knowledge/entities:query", on(filter, knowledge::query)),
+        Op::StoreDocument => ("/knowledge/documents", on(filter, knowledge::document)),
+        Op::Recall => ("/context/recall", on(filter, knowledge::recall)),
     };
     let (path, methods) = served;
     // A route without query parameters refuses any, as the ones with them refuse unknown ones.

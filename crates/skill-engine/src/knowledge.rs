@@ -121,7 +121,7 @@ impl Engine {
             return Err(invalid(&format!("where[{index}]"), "a condition is {attribute, op, value}"));
         }
         let after = query.cursor.as_deref().map(knowledge::split_id);
-        let rows = self.store.knowledge_entities(&workspace, &query.kinds, after).await?;
+        let rows = self.store.knowledge_entities(&workspace, Some(&query.kinds), after).await?;
         let mut items: Vec<Value> = Vec::new();
         let mut index = 0;
         while index < rows.len() {
@@ -222,5 +222,190 @@ impl Engine {
             return Err(EngineError::forbidden(permission).with("workspaceId", workspace));
         }
         Ok(workspace)
+    }
+}
+
+/// The words of `text` a search looks for: runs of letters and digits, lower-case, at most 20.
+fn words(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(|word| word.chars().take(64).collect::<String>().to_lowercase())
+        .collect();
+    found.dedup();
+    found.truncate(20);
+    found
+}
+
+/// A link as stored: `kind:key`.
+fn link(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) if text.contains(':') => Some(text.clone()),
+        Value::Object(_) => {
+            let (kind, key) = knowledge::kind_and_key(value);
+            (!kind.is_empty() && !key.is_empty()).then(|| format!("{kind}:{key}"))
+        }
+        _ => None,
+    }
+}
+
+fn document_item(document: &skill_store::records::DocumentRecord) -> Value {
+    let excerpt: String = document.body.chars().take(280).collect();
+    json!({"naturalKey": document.natural_key, "title": document.title, "type": document.kind,
+           "links": document.links, "excerpt": excerpt})
+}
+
+impl Engine {
+    /// Stores a document (`knowledge.write`), replacing the one with its natural key.
+    pub async fn store_document(
+        &self,
+        actor: &Actor,
+        request: &skill_api::DocumentRequest,
+        request_id: Option<&str>,
+    ) -> Result<skill_api::DocumentOut> {
+        let workspace = self.knowledge_workspace(actor, &request.workspace_id, "knowledge.write").await?;
+        if !(1..=500).contains(&request.natural_key.chars().count()) {
+            return Err(invalid("naturalKey", "a natural key is 1 to 500 characters"));
+        }
+        if request.title.chars().count() > 1000 {
+            return Err(invalid("title", "a title is at most 1,000 characters"));
+        }
+        let mut texts = vec![request.title.clone()];
+        for (index, chunk) in request.chunks.iter().enumerate() {
+            match chunk {
+                Value::String(text) => texts.push(text.clone()),
+                Value::Object(object) => match object.get("text") {
+                    Some(Value::String(text)) => texts.push(text.clone()),
+                    None => {}
+                    Some(_) => return Err(invalid(&format!("chunks[{index}].text"), "a chunk's text is a string")),
+                },
+                _ => return Err(invalid(&format!("chunks[{index}]"), "a chunk is a string or an object with a text")),
+            }
+        }
+        let mut links = Vec::new();
+        for (index, value) in request.links.iter().flatten().enumerate() {
+            let Some(stored) = link(value) else {
+                return Err(invalid(&format!("links[{index}]"), "a link is \"kind:key\" or {kind, key}"));
+            };
+            links.push(Value::String(stored));
+        }
+        let now = Utc::now();
+        let document = skill_store::records::DocumentRecord {
+            workspace_id: workspace.clone(),
+            natural_key: request.natural_key.clone(),
+            title: request.title.clone(),
+            kind: request.kind.clone().unwrap_or_else(|| "document".to_owned()),
+            chunks: Value::Array(request.chunks.clone()),
+            links: Value::Array(links),
+            meta: request.meta.clone().map(Value::Object),
+            body: texts.join("\n"),
+            created_at: now,
+            updated_at: now,
+        };
+        let event = self.event(
+            "knowledge.document_stored",
+            format!("knowledge:{workspace}"),
+            json!({"naturalKey": document.natural_key, "type": document.kind}),
+            &Origin::of(actor, request_id),
+        );
+        self.store.put_document(&document, &event).await?;
+        Ok(skill_api::DocumentOut { natural_key: document.natural_key, status: "stored".to_owned() })
+    }
+
+    /// What is relevant to an anchor entity or a text (`knowledge.read`): the anchor, the
+    /// entities related to it to a depth (an entity whose attributes hold the anchor's key, or
+    /// `kind:key`, is related to it), and the documents linked to it or matching the words.
+    pub async fn recall(&self, actor: &Actor, request: &skill_api::RecallRequest) -> Result<skill_api::RecallAnswer> {
+        let workspace = self.knowledge_workspace(actor, &request.workspace_id, "knowledge.read").await?;
+        let depth = match request.depth {
+            None => 1,
+            Some(depth @ 0..=3) => depth,
+            Some(_) => return Err(invalid("depth", "`depth` is 0 to 3")),
+        };
+        let limit = match request.limit {
+            None => 20,
+            Some(limit @ 1..=100) => limit as usize,
+            Some(_) => return Err(invalid("limit", "`limit` is 1 to 100")),
+        };
+        let anchor = match &request.anchor {
+            None => None,
+            Some(value) => {
+                let (kind, key) = knowledge::kind_and_key(value);
+                if kind.is_empty() || key.is_empty() {
+                    return Err(invalid("anchor", "an anchor is {kind, key}"));
+                }
+                Some((kind, key))
+            }
+        };
+        if anchor.is_none() && request.query.as_deref().is_none_or(|q| q.trim().is_empty()) {
+            return Err(invalid("anchor", "recall from an anchor {kind, key}, or a query"));
+        }
+        let mut sections = Vec::new();
+        let mut search = request.query.clone().unwrap_or_default();
+        if let Some((kind, key)) = &anchor {
+            // Every entity of the workspace, the slot applied last winning a key.
+            let rows = self.store.knowledge_entities(&workspace, None, None).await?;
+            let mut entities: std::collections::BTreeMap<(String, String), Value> = std::collections::BTreeMap::new();
+            for row in rows {
+                let item = knowledge::query_item(
+                    &knowledge::entity_id(&row.kind, &row.key),
+                    &row.entity,
+                    &row.source,
+                    &row.scope,
+                );
+                entities.insert((row.kind, row.key), item);
+            }
+            let found = entities.get(&(kind.clone(), key.clone())).cloned();
+            if search.is_empty() {
+                let title = found.as_ref().and_then(|item| item["title"].as_str()).unwrap_or_default().to_owned();
+                search = format!("{key} {title}");
+            }
+            sections.push(json!({"name": "anchor", "items": found.into_iter().collect::<Vec<_>>()}));
+            let mut frontier = vec![(kind.clone(), key.clone())];
+            let mut seen: std::collections::BTreeSet<(String, String)> = frontier.iter().cloned().collect();
+            let mut related = Vec::new();
+            for hop in 1..=depth {
+                let mut next = Vec::new();
+                for ((other_kind, other_key), item) in &entities {
+                    if seen.contains(&(other_kind.clone(), other_key.clone())) || related.len() >= limit {
+                        continue;
+                    }
+                    if request.kinds.as_ref().is_some_and(|kinds| !kinds.contains(other_kind)) {
+                        continue;
+                    }
+                    let mentions = |(k, key): &(String, String)| {
+                        let wanted = [key.clone(), format!("{k}:{key}")];
+                        let attributes = item["attributes"].as_object().cloned().unwrap_or_default();
+                        attributes.values().any(|value| match value {
+                            Value::Array(items) => {
+                                items.iter().any(|v| v.as_str().is_some_and(|s| wanted.iter().any(|w| w == s)))
+                            }
+                            other => other.as_str().is_some_and(|s| wanted.iter().any(|w| w == s)),
+                        })
+                    };
+                    if frontier.iter().any(mentions) {
+                        let mut with_depth = item.clone();
+                        with_depth["depth"] = json!(hop);
+                        related.push(with_depth);
+                        next.push((other_kind.clone(), other_key.clone()));
+                    }
+                }
+                seen.extend(next.iter().cloned());
+                frontier = next;
+            }
+            sections.push(json!({"name": "related", "items": related}));
+        }
+        let mut documents = Vec::new();
+        if let Some((kind, key)) = &anchor {
+            documents.extend(self.store.linked_documents(&workspace, kind, key, limit as i64).await?);
+        }
+        for document in self.store.search_documents(&workspace, &words(&search), limit as i64).await? {
+            if !documents.iter().any(|d| d.natural_key == document.natural_key) {
+                documents.push(document);
+            }
+        }
+        documents.truncate(limit);
+        sections.push(json!({"name": "documents", "items": documents.iter().map(document_item).collect::<Vec<_>>()}));
+        Ok(skill_api::RecallAnswer { sections })
     }
 }

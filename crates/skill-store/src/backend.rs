@@ -161,6 +161,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (8, "work", include_str!("../migrations/sqlite/0008_work.sql")),
     (9, "artifacts", include_str!("../migrations/sqlite/0009_artifacts.sql")),
     (10, "knowledge", include_str!("../migrations/sqlite/0010_knowledge.sql")),
+    (11, "knowledge documents", include_str!("../migrations/sqlite/0011_knowledge_documents.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -173,6 +174,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (8, "work", include_str!("../migrations/postgres/0008_work.sql")),
     (9, "artifacts", include_str!("../migrations/postgres/0009_artifacts.sql")),
     (10, "knowledge", include_str!("../migrations/postgres/0010_knowledge.sql")),
+    (11, "knowledge documents", include_str!("../migrations/postgres/0011_knowledge_documents.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

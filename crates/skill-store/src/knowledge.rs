@@ -5,7 +5,7 @@ use sqlx::types::Json;
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::records::{EntityRecord, Event, SlotRecord};
+use crate::records::{DocumentRecord, EntityRecord, Event, SlotRecord};
 
 /// Knowledge slots: each replaced whole by a snapshot.
 pub trait KnowledgeStore: Send + Sync {
@@ -26,18 +26,77 @@ pub trait KnowledgeStore: Send + Sync {
         entities: &'a [(String, String, serde_json::Value)],
         event: &'a Event,
     ) -> BoxFuture<'a, Result<()>>;
-    /// The entities of a workspace of `kinds` after `(kind, key)`, in `(kind, key)` order and,
-    /// for one key, in the order their slots were first applied.
+    /// The entities of a workspace of `kinds` (every kind when `None`) after `(kind, key)`, in
+    /// `(kind, key)` order and, for one key, in the order their slots were first applied.
     fn knowledge_entities<'a>(
         &'a self,
         workspace_id: &'a str,
-        kinds: &'a [String],
+        kinds: Option<&'a [String]>,
         after: Option<(&'a str, &'a str)>,
     ) -> BoxFuture<'a, Result<Vec<EntityRecord>>>;
+    /// Stores a document, replacing the one with its natural key, with its event.
+    fn put_document<'a>(&'a self, document: &'a DocumentRecord, event: &'a Event) -> BoxFuture<'a, Result<()>>;
+    /// The documents of a workspace whose text matches any of `words` (best first), at most
+    /// `limit`.
+    fn search_documents<'a>(
+        &'a self,
+        workspace_id: &'a str,
+        words: &'a [String],
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<DocumentRecord>>>;
+    /// The documents of a workspace whose links name `(kind, key)`.
+    fn linked_documents<'a>(
+        &'a self,
+        workspace_id: &'a str,
+        kind: &'a str,
+        key: &'a str,
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<DocumentRecord>>>;
+}
+
+macro_rules! document_columns {
+    ($prefix:literal) => {
+        concat!(
+            $prefix,
+            "workspace_id, ",
+            $prefix,
+            "natural_key, ",
+            $prefix,
+            "title, ",
+            $prefix,
+            "type, ",
+            $prefix,
+            "chunks, ",
+            $prefix,
+            "links, ",
+            $prefix,
+            "meta, ",
+            $prefix,
+            "body, ",
+            $prefix,
+            "created_at, ",
+            $prefix,
+            "updated_at"
+        )
+    };
+}
+
+/// A search of any of the words: FTS5's `"w1" OR "w2"` (each word quoted, quotes doubled).
+fn fts5_query(words: &[String]) -> String {
+    words.iter().map(|word| format!("\"{}\"", word.replace('"', "\"\""))).collect::<Vec<_>>().join(" OR ")
+}
+
+/// PostgreSQL's `w1 | w2`, each word a quoted lexeme.
+fn tsquery(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|word| format!("'{}'", word.replace('\\', "\\\\").replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 macro_rules! knowledge_store {
-    ($store:ty, $each:literal) => {
+    ($store:ty, $each:literal, $query:ident, $search:expr) => {
         impl KnowledgeStore for $store {
             fn knowledge_slot<'a>(
                 &'a self,
@@ -143,7 +202,7 @@ macro_rules! knowledge_store {
             fn knowledge_entities<'a>(
                 &'a self,
                 workspace_id: &'a str,
-                kinds: &'a [String],
+                kinds: Option<&'a [String]>,
                 after: Option<(&'a str, &'a str)>,
             ) -> BoxFuture<'a, Result<Vec<EntityRecord>>> {
                 Box::pin(async move {
@@ -152,15 +211,82 @@ macro_rules! knowledge_store {
                         "SELECT e.pack, e.source, e.scope, e.kind, e.key, e.entity, s.created_at AS slot_created_at \
                          FROM knowledge_entities e JOIN knowledge_slots s ON s.workspace_id = e.workspace_id \
                          AND s.pack = e.pack AND s.source = e.source AND s.scope = e.scope \
-                         WHERE e.workspace_id = $1 AND e.kind IN (SELECT value FROM ",
+                         WHERE e.workspace_id = $1 AND ($2 IS NULL OR e.kind IN (SELECT value FROM ",
                         $each,
-                        "($2)) AND ($3 IS NULL OR e.kind > $3 OR (e.kind = $3 AND e.key > $4)) \
+                        "($2))) AND ($3 IS NULL OR e.kind > $3 OR (e.kind = $3 AND e.key > $4)) \
                          ORDER BY e.kind, e.key, s.created_at, e.pack, e.source, e.scope"
                     ))
                     .bind(workspace_id)
-                    .bind(Json(kinds))
+                    .bind(kinds.map(Json))
                     .bind(after_kind)
                     .bind(after_key)
+                    .fetch_all(self.read())
+                    .await?)
+                })
+            }
+
+            fn put_document<'a>(&'a self, d: &'a DocumentRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    sqlx::query(
+                        "INSERT INTO knowledge_documents (workspace_id, natural_key, title, type, chunks, links, meta, \
+                         body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+                         ON CONFLICT (workspace_id, natural_key) DO UPDATE SET title = excluded.title, \
+                         type = excluded.type, chunks = excluded.chunks, links = excluded.links, \
+                         meta = excluded.meta, body = excluded.body, updated_at = excluded.updated_at",
+                    )
+                    .bind(&d.workspace_id)
+                    .bind(&d.natural_key)
+                    .bind(&d.title)
+                    .bind(&d.kind)
+                    .bind(Json(&d.chunks))
+                    .bind(Json(&d.links))
+                    .bind(d.meta.as_ref().map(Json))
+                    .bind(&d.body)
+                    .bind(d.created_at)
+                    .bind(d.updated_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    crate::events::commit!(tx, event);
+                    Ok(())
+                })
+            }
+
+            fn search_documents<'a>(
+                &'a self,
+                workspace_id: &'a str,
+                words: &'a [String],
+                limit: i64,
+            ) -> BoxFuture<'a, Result<Vec<DocumentRecord>>> {
+                Box::pin(async move {
+                    if words.is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    Ok(sqlx::query_as($search)
+                        .bind(workspace_id)
+                        .bind($query(words))
+                        .bind(limit)
+                        .fetch_all(self.read())
+                        .await?)
+                })
+            }
+
+            fn linked_documents<'a>(
+                &'a self,
+                workspace_id: &'a str,
+                kind: &'a str,
+                key: &'a str,
+                limit: i64,
+            ) -> BoxFuture<'a, Result<Vec<DocumentRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(
+                        "SELECT ", document_columns!(""), " FROM knowledge_documents d WHERE workspace_id = $1 \
+                         AND EXISTS (SELECT 1 FROM ", $each, "(d.links) l WHERE l.value = $2) \
+                         ORDER BY updated_at DESC, natural_key LIMIT $3"
+                    ))
+                    .bind(workspace_id)
+                    .bind(format!("{kind}:{key}"))
+                    .bind(limit)
                     .fetch_all(self.read())
                     .await?)
                 })
@@ -169,5 +295,27 @@ macro_rules! knowledge_store {
     };
 }
 
-knowledge_store!(SqliteStore, "json_each");
-knowledge_store!(PgStore, "jsonb_array_elements_text");
+knowledge_store!(
+    SqliteStore,
+    "json_each",
+    fts5_query,
+    concat!(
+        "SELECT ",
+        document_columns!("d."),
+        " FROM knowledge_documents_text t JOIN knowledge_documents d \
+     ON d.workspace_id = t.workspace_id AND d.natural_key = t.natural_key \
+     WHERE knowledge_documents_text MATCH $2 AND t.workspace_id = $1 ORDER BY rank LIMIT $3"
+    )
+);
+knowledge_store!(
+    PgStore,
+    "jsonb_array_elements_text",
+    tsquery,
+    concat!(
+        "SELECT ",
+        document_columns!(""),
+        " FROM knowledge_documents \
+     WHERE workspace_id = $1 AND search @@ to_tsquery('simple', $2) \
+     ORDER BY ts_rank(search, to_tsquery('simple', $2)) DESC, natural_key LIMIT $3"
+    )
+);

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 pub use work::{
-    ActionRecord, ApprovalRecord, ArtifactRecord, BasisState, CommentRecord, EntityRecord, RunRecord, SlotRecord,
-    TaskFilter, TaskRecord, TaskTypeRecord, WorkChange,
+    ActionRecord, ApprovalRecord, ArtifactRecord, BasisState, CommentRecord, DocumentRecord, EntityRecord, RunRecord,
+    SlotRecord, TaskFilter, TaskRecord, TaskTypeRecord, WorkChange,
 };
 
 /// A point in time, always UTC.

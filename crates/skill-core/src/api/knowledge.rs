@@ -43,3 +43,20 @@ pub(super) async fn query(State(core): State<Core>, actor: Actor, body: JsonBody
     let request = body.read_somewhere(&actor, "knowledge.read")?;
     Ok(axum::Json(core.engine.query_entities(&actor, &request).await?).into_response())
 }
+
+/// `POST /knowledge/documents`.
+pub(super) async fn document(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    body: JsonBody<skill_api::DocumentRequest, SNAPSHOT_BYTES>,
+) -> Answer {
+    let request = body.read_somewhere(&actor, "knowledge.write")?;
+    Ok(axum::Json(core.engine.store_document(&actor, &request, request_id(&id)).await?).into_response())
+}
+
+/// `POST /context/recall`.
+pub(super) async fn recall(State(core): State<Core>, actor: Actor, body: JsonBody<skill_api::RecallRequest>) -> Answer {
+    let request = body.read_somewhere(&actor, "knowledge.read")?;
+    Ok(axum::Json(core.engine.recall(&actor, &request).await?).into_response())
+}

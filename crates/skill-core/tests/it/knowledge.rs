@@ -84,6 +84,12 @@ async fn knowledge_behaviour(core: &dyn CoreAccess, workspace: &str) {
         (json!(2), json!(2), json!(1), json!(1))
     );
     assert_eq!(keys(core, workspace, json!([])).await, ["C-2", "C-3"]);
+
+    // A document is stored under its natural key.
+    let document = json!({"workspaceId": workspace, "naturalKey": "letter-C-2", "title": "Our letter about the delay",
+                          "type": "document", "chunks": ["We apologise for the late parcel."], "links": ["claim:C-2"]});
+    let stored = call(core, KnowledgeRoute::Document, document).await.expect("stored");
+    assert_eq!(stored, json!({"naturalKey": "letter-C-2", "status": "stored"}));
 }
 
 #[tokio::test]
@@ -110,6 +116,47 @@ async fn the_core_keeps_knowledge_as_the_fake_does() {
             .post(&writer, "/knowledge/snapshots", &json!({"workspaceId": "claims", "entities": [{"kind": "claim"}]}))
             .await;
         assert_eq!(bad.refused(400, "invalid_request").body["error"]["details"]["field"], "entities[0].key");
+        // Recall from the anchor: the entity, what mentions it (to a depth), its documents and
+        // the ones its words find.
+        let related = snapshot(
+            &workspace,
+            json!([
+                {"kind": "note", "key": "N-1", "attributes": {"claim": "C-2"}},
+                {"kind": "note", "key": "N-2", "attributes": {"about": "note:N-1"}},
+                {"kind": "note", "key": "N-3", "attributes": {"claim": "C-3"}},
+            ]),
+        );
+        let mut notes = related.clone();
+        notes["source"] = json!("notes");
+        call(&http, KnowledgeRoute::Apply, notes).await.expect("notes applied");
+        let other = json!({"workspaceId": workspace, "naturalKey": "faq-parcels", "title": "Parcels",
+                           "chunks": [{"text": "How delivery works"}]});
+        call(&http, KnowledgeRoute::Document, other).await.expect("stored");
+        let recall = |depth: u32| {
+            let http = &http;
+            let body = json!({"workspaceId": workspace, "anchor": {"kind": "claim", "key": "C-2"}, "depth": depth});
+            async move { call(http, KnowledgeRoute::Recall, body).await.expect("a recall") }
+        };
+        let names = |answer: &Value, section: usize, field: &str| -> Vec<String> {
+            answer["sections"][section]["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .filter_map(|item| item[field].as_str().map(str::to_owned))
+                .collect()
+        };
+        let deep = recall(2).await;
+        assert_eq!(names(&deep, 0, "key"), ["C-2"]);
+        assert_eq!(names(&deep, 1, "key"), ["N-1", "N-2"], "{deep}");
+        let docs = names(&deep, 2, "naturalKey");
+        assert_eq!(docs.first().map(String::as_str), Some("letter-C-2"), "linked first: {deep}");
+        assert_eq!(names(&recall(1).await, 1, "key"), ["N-1"]);
+        let by_words = json!({"workspaceId": workspace, "query": "delivery"});
+        let found = call(&http, KnowledgeRoute::Recall, by_words).await.expect("a recall");
+        let found = names(&found, 0, "naturalKey");
+        assert!(found.contains(&"faq-parcels".to_owned()), "{found:?}");
+        core.post(&writer, "/context/recall", &json!({"workspaceId": "claims"})).await.refused(400, "invalid_request");
+
         let paged = core
             .post(
                 &writer,

@@ -216,3 +216,23 @@ pub struct EntityRecord {
     pub entity: Value,
     pub slot_created_at: Time,
 }
+
+/// A knowledge document.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct DocumentRecord {
+    pub workspace_id: String,
+    pub natural_key: String,
+    pub title: String,
+    #[sqlx(rename = "type")]
+    pub kind: String,
+    #[sqlx(json)]
+    pub chunks: Value,
+    #[sqlx(json)]
+    pub links: Value,
+    #[sqlx(json(nullable))]
+    pub meta: Option<Value>,
+    /// The title and the chunks' text, what search reads.
+    pub body: String,
+    pub created_at: Time,
+    pub updated_at: Time,
+}
