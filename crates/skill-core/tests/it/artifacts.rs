@@ -77,22 +77,25 @@ async fn raw(core: &Core, token: &str, path: &str) -> (u16, String, String, Vec<
     (status, media, hash, answer.bytes().await.expect("a body").to_vec())
 }
 
+/// The workspaces `desk` and `other`, a writer in the first and an outsider in the second, and a
+/// task in `desk`: `(writer, outsider, task)`.
+async fn desk(core: &Core, label: &str) -> (String, String, String) {
+    for key in ["desk", "other"] {
+        core.engine.create_workspace(key, key, &Origin::default()).await.expect("workspace");
+    }
+    let writer = token(&core.engine, &format!("writer-{label}"), &["skills.invoke", "tasks.write@desk"]).await;
+    let outsider = token(&core.engine, &format!("outsider-{label}"), &["tasks.write@other"]).await;
+    core.post(&core.admin, "/task-types", &json!({"key": "plain", "version": "1"})).await.ok(201);
+    let task =
+        core.post(&writer, "/tasks", &json!({"workspace": "desk", "taskType": "plain", "title": "A claim"})).await;
+    let task = task.ok(201)["id"].as_str().expect("id").to_owned();
+    (writer, outsider, task)
+}
+
 #[tokio::test]
 async fn artifacts_are_stored_whole_and_read_by_who_may() {
     each_store("artifacts", |core| async move {
-        for key in ["desk", "other"] {
-            core.engine.create_workspace(key, key, &Origin::default()).await.expect("workspace");
-        }
-        let writer = token(&core.engine, "writer-artifacts", &["skills.invoke", "tasks.write@desk"]).await;
-        let outsider = token(&core.engine, "outsider-artifacts", &["tasks.write@other"]).await;
-        core.post(&core.admin, "/task-types", &json!({"key": "plain", "version": "1"})).await.ok(201);
-        let task = core
-            .post(&writer, "/tasks", &json!({"workspace": "desk", "taskType": "plain", "title": "A claim"}))
-            .await
-            .ok(201)["id"]
-            .as_str()
-            .expect("id")
-            .to_owned();
+        let (writer, outsider, task) = desk(&core, "artifacts").await;
         // Text, with metadata.
         let csv = "claim,amount\nC-1,120\nC-2,80\n";
         let body = json!({"taskId": task, "type": "claim_rows", "name": "rows.csv", "mediaType": "text/csv",
@@ -169,19 +172,7 @@ async fn artifacts_are_stored_whole_and_read_by_who_may() {
 #[tokio::test]
 async fn a_task_bound_call_leaves_its_result_as_an_artifact() {
     each_store("results", |core| async move {
-        for key in ["desk", "other"] {
-            core.engine.create_workspace(key, key, &Origin::default()).await.expect("workspace");
-        }
-        let writer = token(&core.engine, "writer-results", &["skills.invoke", "tasks.write@desk"]).await;
-        let outsider = token(&core.engine, "outsider-results", &["tasks.write@other"]).await;
-        core.post(&core.admin, "/task-types", &json!({"key": "plain", "version": "1"})).await.ok(201);
-        let task = core
-            .post(&writer, "/tasks", &json!({"workspace": "desk", "taskType": "plain", "title": "A claim"}))
-            .await
-            .ok(201)["id"]
-            .as_str()
-            .expect("id")
-            .to_owned();
+        let (writer, outsider, task) = desk(&core, "results").await;
         core.publish(local("claim.classify", "none", (1, 0), &[])).await;
         let run =
             core.post(&writer, "/runs", &json!({"taskId": task})).await.ok(201)["id"].as_str().expect("id").to_owned();
