@@ -524,6 +524,23 @@ async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
         assert_eq!(task["status"], "failed");
         // Exactly one execution call per task: the worker never made a second.
         assert_eq!(desk.core.calls_of(&failing, 1).await.len(), 1);
+        // A call nobody runs within the execution's bound is cancelled, and the task fails.
+        let waiting = desk.task("auto", "C-11").await;
+        let call = id(&desk.core.calls_of(&waiting, 1).await[0]);
+        let later = chrono::Utc::now() + chrono::Duration::hours(1);
+        for _ in 0..100 {
+            core.engine.run_executions(later).await.expect("a pass");
+            if core.get(&desk.writer, &format!("/tasks/{waiting}")).await.ok(200)["status"] != "open" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let cancelled = desk.call(&call).await;
+        assert_eq!(
+            (cancelled["status"].clone(), cancelled["error"]["message"].clone()),
+            (json!("cancelled"), json!("execution_deadline"))
+        );
+        assert_eq!(core.get(&desk.writer, &format!("/tasks/{waiting}")).await.ok(200)["status"], "failed");
     })
     .await;
 }

@@ -152,16 +152,15 @@ impl Engine {
             }
             _ => {
                 let record = self.store.invocation(&call.id).await?;
-                let contract = self.store.skill(&record.skill_id).await?.skill.contract.unwrap_or_default();
-                if run.created_at + execution_bound(&contract) <= now {
+                let skill = self.store.skill(&record.skill_id).await?.skill;
+                if run.created_at + execution_bound(skill.contract.as_ref().unwrap_or(&Value::Null)) <= now {
                     let cause = Cancellation {
                         code: "basis_revoked",
                         reason: "execution_deadline",
                         by: actor.id(),
                         initiator: "system",
                     };
-                    let skill_record = self.store.skill(&record.skill_id).await?.skill;
-                    let (cancelled, event) = self.cancelled(&record, &skill_record, &cause, now, &origin);
+                    let (cancelled, event) = self.cancelled(&record, &skill, &cause, now, &origin);
                     if written(self.store.update_invocation(&cancelled, &[event]).await)? {
                         return Ok(1);
                     }
@@ -199,4 +198,22 @@ fn execution_bound(contract: &Value) -> Duration {
     let backoff = contract["retryPolicy"]["backoffSeconds"].as_i64().unwrap_or(0).clamp(0, 3600);
     let timeout = crate::lease::timeout_of(contract);
     Duration::seconds(attempts * (2 * timeout + 30 + backoff) + 30)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_execution_waits_for_every_attempt_and_its_backoff() {
+        let contract = json!({"timeoutSeconds": 30, "retryPolicy": {"maxAttempts": 3, "backoffSeconds": 10}});
+        assert_eq!(execution_bound(&contract), Duration::seconds(3 * (2 * 30 + 30 + 10) + 30));
+        assert_eq!(
+            execution_bound(&json!({})),
+            Duration::seconds(2 * 60 + 30 + 30),
+            "the defaults: one attempt of 60 s"
+        );
+    }
 }
