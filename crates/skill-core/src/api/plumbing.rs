@@ -145,12 +145,10 @@ impl<T: DeserializeOwned, const LIMIT: usize> JsonBody<T, LIMIT> {
 }
 
 impl<const LIMIT: usize> JsonBody<(), LIMIT> {
-    /// [`JsonBody::read_as`] for permissions held per workspace (any one of them, somewhere).
-    pub fn read_as_somewhere<U: DeserializeOwned>(self, actor: &Actor, permissions: &[&str]) -> Result<U, Failure> {
-        if !permissions.iter().any(|permission| actor.can_somewhere(permission)) {
-            return Err(Failure(
-                actor.require_any(permissions).err().unwrap_or_else(|| EngineError::forbidden(permissions[0])),
-            ));
+    /// [`JsonBody::read_as`] for a permission held per workspace (somewhere).
+    pub fn read_as_somewhere<U: DeserializeOwned>(self, actor: &Actor, permission: &str) -> Result<U, Failure> {
+        if !actor.can_somewhere(permission) {
+            return Err(Failure(EngineError::forbidden(permission)));
         }
         parse(&self.bytes)
     }

@@ -160,11 +160,11 @@ pub(super) async fn approval_action(
     let request = request_id(&id);
     let out = match rest.rsplit_once(':') {
         Some((approval, "decide")) => {
-            let body: DecideRequest = body.read_as_somewhere(&actor, &["approvals.decide"])?;
+            let body: DecideRequest = body.read_as_somewhere(&actor, "approvals.decide")?;
             engine.decide(&actor, approval, &body, request).await?
         }
         Some((approval, "withdraw")) => {
-            let body: WithdrawRequest = body.read_as_somewhere(&actor, &["tasks.read"])?;
+            let body: WithdrawRequest = body.read_as_somewhere(&actor, "tasks.read")?;
             engine.withdraw(&actor, approval, &body, request).await?
         }
         _ => {
