@@ -74,9 +74,7 @@ impl S3Blobs {
     }
 
     fn path(&self, sha256: &str) -> Result<Path, StoreError> {
-        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-            return Err(StoreError::new(ErrorKind::Invalid, "a blob is named by a lower-case hex SHA-256"));
-        }
+        skill_store::check_blob_name(sha256)?;
         let key = format!("{}/{sha256}", &sha256[..2]);
         Ok(if self.prefix.is_empty() { Path::from(key) } else { Path::from(format!("{}/{key}", self.prefix)) })
     }

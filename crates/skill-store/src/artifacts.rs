@@ -136,6 +136,15 @@ pub trait BlobStore: Send + Sync + std::fmt::Debug {
     fn get<'a>(&'a self, sha256: &'a str) -> BoxFuture<'a, Result<Vec<u8>>>;
 }
 
+/// `Invalid` unless `sha256` is a lower-case hex SHA-256, the only name a blob has (so no name
+/// can reach outside its store's folder or prefix).
+pub fn check_blob_name(sha256: &str) -> Result<()> {
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Err(StoreError::new(ErrorKind::Invalid, "a blob is named by a lower-case hex SHA-256"));
+    }
+    Ok(())
+}
+
 /// Blobs in a folder: `<root>/<2 hex digits>/<sha256>`, each written to a temporary file, synced,
 /// then renamed into place (a reader never sees half a blob).
 #[derive(Debug, Clone)]
@@ -149,9 +158,7 @@ impl FolderBlobs {
     }
 
     fn path(&self, sha256: &str) -> Result<PathBuf> {
-        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-            return Err(StoreError::new(ErrorKind::Invalid, "a blob is named by a lower-case hex SHA-256"));
-        }
+        check_blob_name(sha256)?;
         Ok(self.root.join(&sha256[..2]).join(sha256))
     }
 }

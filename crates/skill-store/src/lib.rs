@@ -54,7 +54,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-pub use artifacts::{ArtifactStore, BlobStore, FolderBlobs};
+pub use artifacts::{ArtifactStore, BlobStore, FolderBlobs, check_blob_name};
 pub use backend::{PgStore, SqliteStore, StoreOptions, redact};
 pub use catalog::CatalogStore;
 pub use error::{ErrorKind, Result, StoreError};
