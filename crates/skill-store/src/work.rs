@@ -25,6 +25,8 @@ pub trait WorkStore: Send + Sync {
         after: Option<&'a str>,
         limit: i64,
     ) -> BoxFuture<'a, Result<Vec<TaskTypeRecord>>>;
+    /// The version of `key` published last.
+    fn newest_task_type<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<TaskTypeRecord>>;
     fn task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TaskRecord>>;
     /// Tasks newest first.
     fn tasks<'a>(&'a self, filter: &'a TaskFilter) -> BoxFuture<'a, Result<Vec<TaskRecord>>>;
@@ -373,6 +375,17 @@ macro_rules! work_store {
                     .bind(limit)
                     .fetch_all(self.read())
                     .await?)
+                })
+            }
+
+            fn newest_task_type<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<TaskTypeRecord>> {
+                Box::pin(async move {
+                    one_row!(
+                        self,
+                        concat!(task_type_columns!(), " WHERE key = $1 ORDER BY created_at DESC, id DESC LIMIT 1"),
+                        [key],
+                        format!("no task type {key}")
+                    )
                 })
             }
 

@@ -184,6 +184,10 @@ async fn task_types_are_checked_at_publication_and_never_change() {
         let by_version = core.get(&desk.writer, "/task-types/claim-reply@1").await.ok(200).clone();
         assert_eq!(by_version["spec"]["approvalSchema"], reply_type()["approvalSchema"]);
         assert_eq!(core.get(&desk.writer, "/task-types/claim-reply").await.ok(200)["id"], by_version["id"]);
+        let mut second = reply_type();
+        second["version"] = json!("2");
+        let newer = core.post(&core.admin, "/task-types", &second).await.ok(201).clone();
+        assert_eq!(core.get(&desk.writer, "/task-types/claim-reply").await.ok(200)["id"], newer["id"], "a key: its newest");
         let by_id = core.get(&desk.writer, &format!("/task-types/{}", by_version["id"].as_str().expect("id"))).await;
         assert_eq!(by_id.ok(200)["key"], "claim-reply");
         assert_eq!(

@@ -153,8 +153,7 @@ impl Engine {
         } else if uuid::Uuid::try_parse(reference).is_ok() {
             self.store.task_type(reference).await
         } else {
-            let mut versions = self.store.task_types(Some(reference), None, 10_000).await?;
-            return versions.pop().ok_or_else(missing);
+            self.store.newest_task_type(reference).await
         };
         found.map_err(|error| match error.kind() {
             ErrorKind::NotFound => missing(),
