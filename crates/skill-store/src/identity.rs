@@ -26,6 +26,8 @@ pub trait IdentityStore: Send + Sync {
 
     fn create_workspace<'a>(&'a self, workspace: &'a Workspace, event: &'a Event) -> BoxFuture<'a, Result<()>>;
     fn workspace_by_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Workspace>>;
+    /// The workspace whose id, else whose key, is `reference`.
+    fn workspace_by_reference<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Workspace>>;
     fn workspaces(&self) -> BoxFuture<'_, Result<Vec<Workspace>>>;
 
     /// Adds a grant; `false` (and no event) when the principal already held it there.
@@ -168,6 +170,18 @@ macro_rules! identity_store {
                         .bind(key)
                         .fetch_one(self.read())
                         .await?)
+                })
+            }
+
+            fn workspace_by_reference<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<Workspace>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(
+                        "SELECT id, key, name, created_at FROM workspaces WHERE id = $1 OR key = $1 \
+                         ORDER BY CASE WHEN id = $1 THEN 0 ELSE 1 END LIMIT 1",
+                    )
+                    .bind(reference)
+                    .fetch_one(self.read())
+                    .await?)
                 })
             }
 

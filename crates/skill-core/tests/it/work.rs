@@ -187,7 +187,11 @@ async fn task_types_are_checked_at_publication_and_never_change() {
         let mut second = reply_type();
         second["version"] = json!("2");
         let newer = core.post(&core.admin, "/task-types", &second).await.ok(201).clone();
-        assert_eq!(core.get(&desk.writer, "/task-types/claim-reply").await.ok(200)["id"], newer["id"], "a key: its newest");
+        assert_eq!(
+            core.get(&desk.writer, "/task-types/claim-reply").await.ok(200)["id"],
+            newer["id"],
+            "a key: its newest"
+        );
         let by_id = core.get(&desk.writer, &format!("/task-types/{}", by_version["id"].as_str().expect("id"))).await;
         assert_eq!(by_id.ok(200)["key"], "claim-reply");
         assert_eq!(

@@ -191,12 +191,13 @@ impl Engine {
 
     /// A workspace's id from its id or key; `404` when there is none.
     pub(crate) async fn find_workspace(&self, reference: &str) -> Result<String> {
-        let workspaces = self.store.workspaces().await?;
-        workspaces
-            .into_iter()
-            .find(|workspace| workspace.id == reference || workspace.key == reference)
-            .map(|workspace| workspace.id)
-            .ok_or_else(|| EngineError::not_found(&format!("workspace {reference}")).with("workspace", reference))
+        match self.store.workspace_by_reference(reference).await {
+            Ok(workspace) => Ok(workspace.id),
+            Err(error) if error.kind() == skill_store::ErrorKind::NotFound => {
+                Err(EngineError::not_found(&format!("workspace {reference}")).with("workspace", reference))
+            }
+            Err(error) => Err(error.into()),
+        }
     }
 }
 
