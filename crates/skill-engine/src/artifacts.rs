@@ -18,6 +18,19 @@ use crate::{Engine, Origin};
 /// The most bytes of an artifact's metadata, as JSON.
 const MAX_METADATA_BYTES: usize = 64 * 1024;
 
+/// What an artifact is, before its content is stored.
+pub(crate) struct NewArtifact<'a> {
+    pub(crate) author: &'a str,
+    pub(crate) workspace: &'a str,
+    pub(crate) task_id: Option<String>,
+    pub(crate) run_id: Option<String>,
+    pub(crate) kind: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) media_type: &'a str,
+    pub(crate) metadata: Value,
+    pub(crate) skill_invocation_id: Option<String>,
+}
+
 /// An artifact's content as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArtifactContent {
@@ -105,16 +118,18 @@ impl Engine {
         };
         let record = self
             .stored_artifact(
-                actor.id(),
-                &workspace,
-                task_id,
-                run_id,
-                &request.kind,
-                &request.name,
-                &request.media_type,
-                metadata,
+                NewArtifact {
+                    author: actor.id(),
+                    workspace: &workspace,
+                    task_id,
+                    run_id,
+                    kind: &request.kind,
+                    name: &request.name,
+                    media_type: &request.media_type,
+                    metadata,
+                    skill_invocation_id: None,
+                },
                 &content,
-                None,
             )
             .await?;
         let event = self.artifact_event(&record, &Origin::of(actor, request_id));
@@ -122,22 +137,9 @@ impl Engine {
         Ok(artifact_out(record))
     }
 
-    /// The record of `content` once it is in the blob store (`413 artifact_too_large` past the
-    /// limit).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn stored_artifact(
-        &self,
-        author: &str,
-        workspace: &str,
-        task_id: Option<String>,
-        run_id: Option<String>,
-        kind: &str,
-        name: &str,
-        media_type: &str,
-        metadata: Value,
-        content: &[u8],
-        skill_invocation_id: Option<String>,
-    ) -> Result<ArtifactRecord> {
+    /// The record of `new` with `content` once the content is in the blob store (`413
+    /// artifact_too_large` past the limit).
+    pub(crate) async fn stored_artifact(&self, new: NewArtifact<'_>, content: &[u8]) -> Result<ArtifactRecord> {
         if content.len() > MAX_ARTIFACT_BYTES {
             return Err(EngineError::new(
                 Class::TooLarge,
@@ -150,17 +152,17 @@ impl Engine {
         self.blobs.put(&sha256, content).await.map_err(|error| unavailable(&error))?;
         Ok(ArtifactRecord {
             id: self.new_id(),
-            workspace_id: workspace.to_owned(),
-            task_id,
-            run_id,
-            kind: kind.to_owned(),
-            name: name.to_owned(),
-            media_type: media_type.to_owned(),
+            workspace_id: new.workspace.to_owned(),
+            task_id: new.task_id,
+            run_id: new.run_id,
+            kind: new.kind.to_owned(),
+            name: new.name.to_owned(),
+            media_type: new.media_type.to_owned(),
             size_bytes: i64::try_from(content.len()).unwrap_or(i64::MAX),
             sha256,
-            metadata,
-            author_principal_id: author.to_owned(),
-            skill_invocation_id,
+            metadata: new.metadata,
+            author_principal_id: new.author.to_owned(),
+            skill_invocation_id: new.skill_invocation_id,
             created_at: Utc::now(),
         })
     }

@@ -17,6 +17,7 @@ use skill_store::{Decision, ErrorKind, Take};
 
 use super::view;
 use crate::actor::Actor;
+use crate::artifacts::NewArtifact;
 use crate::cancellation::{Cancellation, cancellation};
 use crate::error::{Class, EngineError, Result};
 use crate::error::{busy, written};
@@ -362,19 +363,19 @@ impl Engine {
         let bytes = serde_json::to_vec(&content).unwrap_or_default();
         let metadata = json!({"skillId": skill.id, "invocationId": call.id, "executorPrincipalId": executor,
                               "outputs": {}});
-        self.stored_artifact(
-            &call.authority_principal_id,
-            &task.workspace_id,
-            Some(task_id),
-            call.run_id.clone(),
-            "skill_result",
-            &format!("{}@{}", skill.name, skill.version),
-            "application/json",
+        let name = format!("{}@{}", skill.name, skill.version);
+        let new = NewArtifact {
+            author: &call.authority_principal_id,
+            workspace: &task.workspace_id,
+            task_id: Some(task_id),
+            run_id: call.run_id.clone(),
+            kind: "skill_result",
+            name: &name,
+            media_type: "application/json",
             metadata,
-            &bytes,
-            Some(call.id.clone()),
-        )
-        .await
+            skill_invocation_id: Some(call.id.clone()),
+        };
+        self.stored_artifact(new, &bytes).await
     }
 
     /// Reports a failure of a call the executor holds: back to the queue after the backoff when
