@@ -93,32 +93,33 @@ impl Engine {
         if let Some(run) = &run {
             crate::work::runs_check(actor, run)?;
         }
-        let task_id = match (&request.task_id, &run) {
-            (Some(task_id), Some(run)) => {
-                let task = self.visible_task(actor, task_id, None).await?;
-                if task.id != run.task_id {
-                    return Err(EngineError::new(
-                        Class::Invalid,
-                        "invocation_mismatch",
-                        "runId is a run of another task than taskId",
-                    )
-                    .with("taskId", task.id)
-                    .with("runId", run.id.clone()));
-                }
-                Some(task.id)
-            }
-            (Some(task_id), None) => Some(task_id.clone()),
-            (None, Some(run)) => Some(run.task_id.clone()),
+        let task = match (&request.task_id, &run) {
+            (Some(task_id), _) => Some(self.visible_task(actor, task_id, None).await?),
+            (None, Some(run)) => Some(self.visible_task(actor, &run.task_id, None).await?),
             (None, None) => None,
         };
-        let task = match &task_id {
-            Some(task_id) => {
-                let task = self.visible_task(actor, task_id, Some("tasks.write")).await?;
+        if let (Some(task), Some(run)) = (&task, &run)
+            && task.id != run.task_id
+        {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invocation_mismatch",
+                "runId is a run of another task than taskId",
+            )
+            .with("taskId", task.id.clone())
+            .with("runId", run.id.clone()));
+        }
+        let task = match task {
+            Some(task) if !actor.can_in("tasks.write", &task.workspace_id) => {
+                return Err(EngineError::forbidden("tasks.write").with("workspaceId", task.workspace_id));
+            }
+            Some(task) => {
                 let task_type = self.store.task_type(&task.task_type_id).await?;
                 Some((task, task_type))
             }
             None => None,
         };
+        let task_id = task.as_ref().map(|(task, _)| task.id.clone());
         // Step 11: the contract's permissions, on the task's workspace (else the organisation).
         let workspace = task.as_ref().map(|(task, _)| task.workspace_id.clone());
         let missing: Vec<&str> = contract["requiredPermissions"]
