@@ -85,18 +85,10 @@ async fn story(core: Core, executable: &Path) {
     .await;
     core.engine.grant_execution(&["claims.reply"]).await.expect("the execution principal may reply");
     let outbox_folder = Scratch::new("claims-outbox");
-    let task = |kind: &str, claim: &str, extra: Value| {
-        let mut body = json!({"workspace": "claims", "taskType": kind, "title": format!("Claim {claim}"),
-                              "customFields": {"claim": claim}});
-        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
-            for (key, value) in extra {
-                if key == "reply" {
-                    body["customFields"]["reply"] = value.clone();
-                } else {
-                    body.insert(key.clone(), value.clone());
-                }
-            }
-        }
+    // A task of `kind` with `fields`, and `more` of the request (its gate).
+    let task = |kind: &str, fields: Value, more: Value| {
+        let mut body = json!({"workspace": "claims", "taskType": kind, "title": "A claim", "customFields": fields});
+        body.as_object_mut().expect("an object").extend(more.as_object().cloned().unwrap_or_default());
         let (core, clerk) = (&core, &clerk);
         async move { core.post(clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("an id").to_owned() }
     };
@@ -113,7 +105,7 @@ async fn story(core: Core, executable: &Path) {
     };
 
     // Before any executor runs: an approved reply waits in the queue, and its approval is withdrawn.
-    let withdrawn_task = task("claim-reply@1", "C-1001", json!({})).await;
+    let withdrawn_task = task("claim-reply@1", json!({"claim": "C-1001"}), json!({})).await;
     let withdrawn = ask(&withdrawn_task).await;
     decide(&withdrawn, "Refund in full.").await;
     let waiting = core.calls_of(&withdrawn_task, 1).await.remove(0);
@@ -144,7 +136,7 @@ async fn story(core: Core, executable: &Path) {
     );
 
     // The story: a claim task; the external write refused without an approval.
-    let claim = task("claim-reply@1", "C-1002", json!({})).await;
+    let claim = task("claim-reply@1", json!({"claim": "C-1002"}), json!({})).await;
     let send = |token: &str, body: Value| {
         let (core, token) = (&core, token.to_owned());
         async move { core.invoke(&token, "claim.send_reply@1", body).await }
@@ -186,8 +178,12 @@ async fn story(core: Core, executable: &Path) {
 
     // An execution-pinned type with a gate asked with the task: nothing is sent before the decision.
     let reply = "Your replacement ships today.";
-    let execution =
-        task("claim-send@1", "C-2001", json!({"reply": reply, "approval": {"comment": "send this?"}})).await;
+    let execution = task(
+        "claim-send@1",
+        json!({"claim": "C-2001", "reply": reply}),
+        json!({"approval": {"comment": "send this?"}}),
+    )
+    .await;
     let run =
         core.post(&clerk, "/runs", &json!({"taskId": execution})).await.ok(201)["id"].as_str().expect("id").to_owned();
     let held =
