@@ -14,6 +14,7 @@
 //! | audience tokens for the skills an executor calls | [`AudienceTokenRequest`], [`AudienceTokenOut`] |
 //! | work: task types, tasks, runs, approvals and their outcomes, comments | [`TaskTypeRequest`], [`TaskRequest`], [`RunRequest`], [`ApprovalRequest`], [`DecideRequest`], [`CommentRequest`] |
 //! | artifacts: create, read, list, content | [`ArtifactRequest`], [`ArtifactOut`], [`ArtifactQuery`] |
+//! | artifact types: publish, read, list | [`ArtifactTypeRequest`], [`ArtifactTypeOut`], [`ArtifactTypeQuery`] |
 //! | every operation (method, path, permission, bodies, error codes) | [`operations::OPERATIONS`] |
 //! | the OpenAPI 3.1 document built from them | [`openapi::document`] |
 //! | the skill-facing routes the SDK calls | [`sdk_routes`] |
@@ -34,7 +35,10 @@ mod skills;
 mod tokens;
 mod work;
 
-pub use artifacts::{ArtifactOut, ArtifactQuery, ArtifactRequest, MAX_ARTIFACT_BYTES};
+pub use artifacts::{
+    ArtifactOut, ArtifactQuery, ArtifactRequest, ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest,
+    MAX_ARTIFACT_BYTES,
+};
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use events::{EventOut, EventsQuery};
 pub use invocations::{

@@ -18,8 +18,8 @@ use crate::{
     WithdrawRequest,
 };
 use crate::{
-    ArtifactOut, ArtifactQuery, ArtifactRequest, DocumentOut, DocumentRequest, EntityPage, EntityQuery, RecallAnswer,
-    RecallRequest, SnapshotPlan, SnapshotRequest,
+    ArtifactOut, ArtifactQuery, ArtifactRequest, ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest, DocumentOut,
+    DocumentRequest, EntityPage, EntityQuery, RecallAnswer, RecallRequest, SnapshotPlan, SnapshotRequest,
 };
 
 /// Makes the schema of a type.
@@ -97,6 +97,9 @@ pub enum Op {
     WithdrawApproval,
     AddComment,
     ListComments,
+    PublishArtifactType,
+    ListArtifactTypes,
+    ReadArtifactType,
     CreateArtifact,
     ListArtifacts,
     ReadArtifact,
@@ -804,6 +807,42 @@ pub const OPERATIONS: &[Operation] = &[
         idempotency_key: false,
     },
     Operation {
+        op: Op::PublishArtifactType,
+        method: Method::Post,
+        path: "/artifact-types",
+        summary: "Publish an artifact type version (immutable once published): media types, size, metadata schema",
+        permission: "org.manage",
+        request: Some(schema::<ArtifactTypeRequest>),
+        query: None,
+        success: (201, Some(schema::<ArtifactTypeOut>)),
+        errors: &[(409, "artifact_type_exists"), (422, "invalid_artifact_type")],
+        idempotency_key: true,
+    },
+    Operation {
+        op: Op::ListArtifactTypes,
+        method: Method::Get,
+        path: "/artifact-types",
+        summary: "Artifact type versions in publication order",
+        permission: "org.read, or tasks.read in a workspace",
+        request: None,
+        query: Some(schema::<ArtifactTypeQuery>),
+        success: (200, Some(schema::<Page<ArtifactTypeOut>>)),
+        errors: &[],
+        idempotency_key: false,
+    },
+    Operation {
+        op: Op::ReadArtifactType,
+        method: Method::Get,
+        path: "/artifact-types/{reference}",
+        summary: "One artifact type version: an id, key@version, or a key (its newest version)",
+        permission: "org.read, or tasks.read in a workspace",
+        request: None,
+        query: None,
+        success: (200, Some(schema::<ArtifactTypeOut>)),
+        errors: &[(404, "not_found")],
+        idempotency_key: false,
+    },
+    Operation {
         op: Op::CreateArtifact,
         method: Method::Post,
         path: "/artifacts",
@@ -812,7 +851,13 @@ pub const OPERATIONS: &[Operation] = &[
         request: Some(schema::<ArtifactRequest>),
         query: None,
         success: (201, Some(schema::<ArtifactOut>)),
-        errors: &[(404, "not_found"), (413, "artifact_too_large"), (503, "content_store_unavailable")],
+        errors: &[
+            (404, "not_found"),
+            (413, "artifact_too_large"),
+            (422, "media_type_not_allowed"),
+            (422, "invalid_artifact_metadata"),
+            (503, "content_store_unavailable"),
+        ],
         idempotency_key: true,
     },
     Operation {

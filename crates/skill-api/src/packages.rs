@@ -36,6 +36,10 @@ pub struct ApplyRequest {
     /// the same apply publishes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub task_types: Vec<crate::TaskTypeRequest>,
+    /// The package's artifact types, published (before its task types, which may name them) as
+    /// its task types are: `409 artifact_type_exists` for a published version that differs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifact_types: Vec<crate::ArtifactTypeRequest>,
 }
 
 /// One change of a package plan.
@@ -59,6 +63,9 @@ pub struct ApplyOut {
     /// The task type versions this apply published.
     #[serde(default)]
     pub task_types: Vec<crate::TaskTypeOut>,
+    /// The artifact type versions this apply published.
+    #[serde(default)]
+    pub artifact_types: Vec<crate::ArtifactTypeOut>,
 }
 
 /// The body of `POST /packages:record`.

@@ -1,10 +1,11 @@
-//! The methods of the work operations: task types, tasks, runs, approvals, comments.
+//! The methods of the work operations: task types, artifact types, tasks, runs, approvals,
+//! comments.
 
 use skill_api::operations::{Op, Operation};
 use skill_api::{
-    ApprovalOut, ApprovalRequest, CloseTaskRequest, CommentOut, CommentRequest, DecideRequest, EndRunRequest, Items,
-    OfTaskQuery, Page, RunOut, RunRequest, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery,
-    TaskTypeRequest, WithdrawRequest,
+    ApprovalOut, ApprovalRequest, ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest, CloseTaskRequest,
+    CommentOut, CommentRequest, DecideRequest, EndRunRequest, Items, OfTaskQuery, Page, RunOut, RunRequest, TaskOut,
+    TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery, TaskTypeRequest, WithdrawRequest,
 };
 
 use crate::call::{Call, Client};
@@ -28,6 +29,21 @@ impl Client {
     /// `GET /task-types/{reference}`: an id, `key@version` or a key (its newest version).
     pub async fn task_type(&self, reference: &str) -> Result<TaskTypeOut, ClientError> {
         Ok(self.send(call(Op::ReadTaskType).parameters(&[reference])).await?.body)
+    }
+
+    /// `POST /artifact-types`: publishes an artifact type version (`org.manage`).
+    pub async fn publish_artifact_type(&self, request: &ArtifactTypeRequest) -> Result<ArtifactTypeOut, ClientError> {
+        Ok(self.send(call(Op::PublishArtifactType).body(request)).await?.body)
+    }
+
+    /// `GET /artifact-types`: one page of artifact type versions.
+    pub async fn artifact_types(&self, query: &ArtifactTypeQuery) -> Result<Page<ArtifactTypeOut>, ClientError> {
+        Ok(self.send(call(Op::ListArtifactTypes).query(query)).await?.body)
+    }
+
+    /// `GET /artifact-types/{reference}`: an id, `key@version` or a key (its newest version).
+    pub async fn artifact_type(&self, reference: &str) -> Result<ArtifactTypeOut, ClientError> {
+        Ok(self.send(call(Op::ReadArtifactType).parameters(&[reference])).await?.body)
     }
 
     /// `POST /tasks`: a task in a workspace (`tasks.write` there).

@@ -10,6 +10,9 @@ use skill_api::{ArtifactOut, ArtifactQuery, ArtifactRequest, Items, MAX_ARTIFACT
 use skill_store::ErrorKind;
 use skill_store::records::ArtifactRecord;
 
+mod outputs;
+pub mod types;
+
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
@@ -88,21 +91,13 @@ impl Engine {
                 (workspace, None, None)
             }
         };
-        let kind_ok = (1..=200).contains(&request.kind.len())
-            && request
-                .kind
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-'));
-        if !kind_ok {
+        if !types::is_kind(&request.kind) {
             return Err(invalid("type", "a type is 1 to 200 of a-z 0-9 _ . -"));
         }
         if !(1..=500).contains(&request.name.chars().count()) {
             return Err(invalid("name", "a name is 1 to 500 characters"));
         }
-        let media_ok = request.media_type.len() <= 200
-            && request.media_type.split_once('/').is_some_and(|(kind, sub)| !kind.is_empty() && !sub.is_empty())
-            && !request.media_type.chars().any(|c| c.is_control());
-        if !media_ok {
+        if !types::is_media_type(&request.media_type) {
             return Err(invalid("mediaType", "a media type is type/subtype, such as text/csv"));
         }
         let metadata = Value::Object(request.metadata.clone().unwrap_or_default());
@@ -116,6 +111,21 @@ impl Engine {
                 .map_err(|error| invalid("base64", format!("the content is not base64: {error}")))?,
             _ => return Err(invalid("text", "send the content as exactly one of text and base64")),
         };
+        // An artifact of a published type fits its newest version.
+        if let Some(kind) = self.newest_artifact_type(&request.kind).await?
+            && let Some(misfit) = self.misfit(&kind, &request.media_type, content.len(), &metadata).await?
+        {
+            let (class, code, field) = match misfit.code {
+                "media_type_not_allowed" => (Class::Invalid, "media_type_not_allowed", "mediaType"),
+                "artifact_too_large" => {
+                    (Class::TooLarge, "artifact_too_large", if request.text.is_some() { "text" } else { "base64" })
+                }
+                _ => (Class::Invalid, "invalid_artifact_metadata", "metadata"),
+            };
+            return Err(EngineError::new(class, code, misfit.message)
+                .with("field", field)
+                .with("artifactType", format!("{}@{}", kind.key, kind.version)));
+        }
         let record = self
             .stored_artifact(
                 NewArtifact {
@@ -163,6 +173,7 @@ impl Engine {
             metadata: new.metadata,
             author_principal_id: new.author.to_owned(),
             skill_invocation_id: new.skill_invocation_id,
+            supersedes_id: None,
             created_at: Utc::now(),
         })
     }
@@ -241,6 +252,7 @@ pub(crate) fn artifact_out(record: ArtifactRecord) -> ArtifactOut {
         metadata: record.metadata,
         author_principal_id: record.author_principal_id,
         skill_invocation_id: record.skill_invocation_id,
+        supersedes_id: record.supersedes_id,
         created_at: view_time(&record.created_at),
     }
 }

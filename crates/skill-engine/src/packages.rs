@@ -8,7 +8,9 @@ use serde_json::json;
 use skill_api::{ApplyOut, ApplyRequest, EventOut, InstallOut, ObjectRef, PackageRef, RecordRequest};
 use skill_contract::{Skill, SkillName, SkillRef};
 use skill_store::ErrorKind;
-use skill_store::records::{PackageInstall, PackageObject, PackagePlan, SkillFilter, SkillRecord, SkillUpdate};
+use skill_store::records::{
+    ArtifactTypeRecord, Event, PackageInstall, PackageObject, PackagePlan, SkillFilter, SkillRecord, SkillUpdate,
+};
 
 use crate::actor::Actor;
 use crate::catalog::{change_of, checked_limit, skill_out, to_skill, version_conflict, view_time};
@@ -16,6 +18,35 @@ use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
 impl Engine {
+    /// The artifact type versions of a package to publish: one already published as wanted is
+    /// left alone, one published otherwise is refused.
+    async fn planned_artifact_types(
+        &self,
+        actor: &Actor,
+        wanted: &[skill_api::ArtifactTypeRequest],
+        origin: &Origin,
+    ) -> Result<Vec<(ArtifactTypeRecord, Event)>> {
+        let mut planned = Vec::new();
+        for (index, wanted) in wanted.iter().enumerate() {
+            let item = format!("artifactTypes[{index}]");
+            let record = crate::artifacts::types::prepare_artifact_type(actor, wanted, self.new_id())
+                .map_err(|error| error.with("item", item.clone()))?;
+            match self.store.artifact_type_version(&wanted.key, &wanted.version).await {
+                Ok(existing) if same_artifact_type(&existing, &record) => continue,
+                Ok(_) => {
+                    return Err(
+                        crate::artifacts::types::artifact_type_exists(&wanted.key, &wanted.version).with("item", item)
+                    );
+                }
+                Err(error) if error.kind() == ErrorKind::NotFound => {}
+                Err(error) => return Err(error.into()),
+            }
+            let event = self.artifact_type_event(&record, origin);
+            planned.push((record, event));
+        }
+        Ok(planned)
+    }
+
     /// Records an install of a package and links its objects to it (`org.manage`).
     pub async fn record_install(
         &self,
@@ -142,11 +173,13 @@ impl Engine {
         // Task types, which may name the versions this plan publishes; one already published
         // as wanted is left alone, one published otherwise is refused.
         let planned_records: Vec<SkillRecord> = creates.iter().map(|(record, _)| record.clone()).collect();
+        let artifact_types = self.planned_artifact_types(actor, &request.artifact_types, &origin).await?;
+        let planned_types: Vec<_> = artifact_types.iter().map(|(record, _)| record.clone()).collect();
         let mut task_types = Vec::new();
         for (index, wanted) in request.task_types.iter().enumerate() {
             let item = format!("taskTypes[{index}]");
             let record = self
-                .prepare_task_type(actor, wanted, &planned_records)
+                .prepare_task_type(actor, wanted, &planned_records, &planned_types)
                 .await
                 .map_err(|error| error.with("item", item.clone()))?;
             match self.store.task_type_version(&wanted.key, &wanted.version).await {
@@ -175,6 +208,8 @@ impl Engine {
         let patched_ids: Vec<String> = updates.iter().map(|update| update.id.clone()).collect();
         let published_types: Vec<_> =
             task_types.iter().map(|(record, _)| crate::work::task_type_out(record.clone())).collect();
+        let published_artifact_types: Vec<_> =
+            planned_types.into_iter().map(crate::artifacts::types::artifact_type_out).collect();
         let plan = PackagePlan {
             creates,
             updates,
@@ -183,6 +218,7 @@ impl Engine {
             adopt,
             settings_schema: request.settings_schema.clone(),
             task_types,
+            artifact_types,
         };
         if let Err(error) = self.store.apply_package(&plan, &event).await {
             return Err(match error.kind() {
@@ -213,6 +249,7 @@ impl Engine {
             created,
             patched,
             task_types: published_types,
+            artifact_types: published_artifact_types,
         })
     }
 }
@@ -303,4 +340,10 @@ fn checked_objects(objects: &[ObjectRef], adopt: &[ObjectRef]) -> Result<(Vec<Pa
     out.sort();
     out.dedup();
     Ok((out, adopted))
+}
+
+/// Whether two versions of an artifact type say the same.
+fn same_artifact_type(a: &ArtifactTypeRecord, b: &ArtifactTypeRecord) -> bool {
+    (&a.display_name, &a.description, &a.media_types, a.max_bytes, &a.metadata_schema)
+        == (&b.display_name, &b.description, &b.media_types, b.max_bytes, &b.metadata_schema)
 }

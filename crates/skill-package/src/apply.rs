@@ -49,6 +49,7 @@ pub async fn apply(
         adopt: Vec::new(),
         settings_schema: loaded.package.settings.clone(),
         task_types: crate::task_types::task_type_requests(loaded)?,
+        artifact_types: crate::task_types::artifact_type_requests(loaded)?,
     };
     for change in &writes {
         match &change.plan {

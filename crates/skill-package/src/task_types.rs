@@ -1,23 +1,39 @@
-//! A package's task types as the core publishes them: each `TaskType` document's `spec` with its
-//! `key`, read into the API's request (an unknown field is named with its file).
+//! A package's task types and artifact types as the core publishes them: each document's `spec`
+//! with its `key`, read into the API's request (an unknown field is named with its file).
 
 use serde_json::Value;
-use skill_api::TaskTypeRequest;
+use skill_api::{ArtifactTypeRequest, TaskTypeRequest};
 
 use crate::load::Loaded;
 
 /// The `POST /task-types` bodies of the package's task types, in file order.
 pub fn task_type_requests(loaded: &Loaded) -> Result<Vec<TaskTypeRequest>, String> {
-    let mut requests = Vec::new();
-    for object in loaded.package.objects.iter().filter(|object| object.kind == "TaskType") {
+    let fields = "a task type's spec has version, displayName, description, customFields, approvalSchema, completionSchema, acceptance, execution, artifactSchema";
+    spec_bodies(loaded, "TaskType")?
+        .into_iter()
+        .map(|(file, body)| serde_json::from_value(body).map_err(|error| format!("{file}: {error} ({fields})")))
+        .collect()
+}
+
+/// The `POST /artifact-types` bodies of the package's artifact types, in file order.
+pub fn artifact_type_requests(loaded: &Loaded) -> Result<Vec<ArtifactTypeRequest>, String> {
+    let fields = "an artifact type's spec has version, displayName, description, mediaTypes, maxBytes, metadataSchema";
+    spec_bodies(loaded, "ArtifactType")?
+        .into_iter()
+        .map(|(file, body)| serde_json::from_value(body).map_err(|error| format!("{file}: {error} ({fields})")))
+        .collect()
+}
+
+/// Each `kind` document's spec with its key, and its file.
+fn spec_bodies(loaded: &Loaded, kind: &str) -> Result<Vec<(String, Value)>, String> {
+    let mut bodies = Vec::new();
+    for object in loaded.package.objects.iter().filter(|object| object.kind == kind) {
         let mut body = match object.document.get("spec") {
             Some(Value::Object(spec)) => spec.clone(),
-            _ => return Err(format!("{}: a task type has a spec object", object.file)),
+            _ => return Err(format!("{}: a {kind} has a spec object", object.file)),
         };
         body.insert("key".to_owned(), Value::String(object.key.clone()));
-        let request: TaskTypeRequest = serde_json::from_value(Value::Object(body))
-            .map_err(|error| format!("{}: {error} (a task type's spec has version, displayName, description, customFields, approvalSchema, completionSchema, acceptance, execution, artifactSchema)", object.file))?;
-        requests.push(request);
+        bodies.push((object.file.clone(), Value::Object(body)));
     }
-    Ok(requests)
+    Ok(bodies)
 }

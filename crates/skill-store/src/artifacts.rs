@@ -7,7 +7,7 @@ use sqlx::types::Json;
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::records::{ArtifactRecord, Event};
+use crate::records::{ArtifactRecord, ArtifactTypeRecord, Event};
 
 /// The rows of artifacts.
 pub trait ArtifactStore: Send + Sync {
@@ -16,14 +16,28 @@ pub trait ArtifactStore: Send + Sync {
     fn artifact<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ArtifactRecord>>;
     /// The artifacts of a task, oldest first.
     fn task_artifacts<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Vec<ArtifactRecord>>>;
+    /// The newest artifact of type `kind` in task `task_id` that nothing supersedes, if any.
+    fn task_head<'a>(&'a self, task_id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<Option<ArtifactRecord>>>;
+    fn artifact_type<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ArtifactTypeRecord>>;
+    fn artifact_type_version<'a>(&'a self, key: &'a str, version: &'a str)
+    -> BoxFuture<'a, Result<ArtifactTypeRecord>>;
+    /// The version of `key` published last.
+    fn newest_artifact_type<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<ArtifactTypeRecord>>;
+    /// Versions in publication order after the id `after`, of one key when given.
+    fn artifact_types<'a>(
+        &'a self,
+        key: Option<&'a str>,
+        after: Option<&'a str>,
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<ArtifactTypeRecord>>>;
     /// The authority of a call of task `task_id` that `executor` runs now, if any.
     fn running_authority<'a>(&'a self, executor: &'a str, task_id: &'a str) -> BoxFuture<'a, Result<Option<String>>>;
 }
 
-/// Inserts an artifact (`$1`..`$13` in the order of [`artifact_values`]).
+/// Inserts an artifact (`$1`..`$14` in the order of [`artifact_values`]).
 pub(crate) const INSERT_ARTIFACT: &str = "INSERT INTO artifacts (id, workspace_id, task_id, run_id, type, name, \
-     media_type, size_bytes, sha256, metadata, author_principal_id, skill_invocation_id, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+     media_type, size_bytes, sha256, metadata, author_principal_id, skill_invocation_id, supersedes_id, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
 
 /// The values of [`INSERT_ARTIFACT`] for SQLite's hot path.
 pub(crate) fn artifact_values(a: &ArtifactRecord) -> Vec<rusqlite::types::Value> {
@@ -41,6 +55,7 @@ pub(crate) fn artifact_values(a: &ArtifactRecord) -> Vec<rusqlite::types::Value>
         json(&a.metadata),
         text(&a.author_principal_id),
         maybe_text(a.skill_invocation_id.as_deref()),
+        maybe_text(a.supersedes_id.as_deref()),
         time(a.created_at),
     ]
 }
@@ -62,6 +77,7 @@ macro_rules! bind_artifact {
             .bind(Json(&a.metadata))
             .bind(&a.author_principal_id)
             .bind(&a.skill_invocation_id)
+            .bind(&a.supersedes_id)
             .bind(a.created_at)
     }};
 }
@@ -70,8 +86,48 @@ pub(crate) use bind_artifact;
 macro_rules! artifact_columns {
     () => {
         "SELECT id, workspace_id, task_id, run_id, type, name, media_type, size_bytes, sha256, metadata, \
-         author_principal_id, skill_invocation_id, created_at FROM artifacts"
+         author_principal_id, skill_invocation_id, supersedes_id, created_at FROM artifacts"
     };
+}
+
+macro_rules! artifact_type_columns {
+    () => {
+        "SELECT id, key, version, display_name, description, media_types, max_bytes, metadata_schema, created_by, \
+         created_at FROM artifact_types"
+    };
+}
+
+/// Inserts the artifact type `$t` inside `$tx`.
+macro_rules! insert_artifact_type_in {
+    ($tx:ident, $t:expr) => {{
+        let t: &$crate::records::ArtifactTypeRecord = $t;
+        sqlx::query(
+            "INSERT INTO artifact_types (id, key, version, display_name, description, media_types, max_bytes, \
+             metadata_schema, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(&t.id)
+        .bind(&t.key)
+        .bind(&t.version)
+        .bind(&t.display_name)
+        .bind(&t.description)
+        .bind(sqlx::types::Json(&t.media_types))
+        .bind(t.max_bytes)
+        .bind(t.metadata_schema.as_ref().map(sqlx::types::Json))
+        .bind(&t.created_by)
+        .bind(t.created_at)
+        .execute(&mut *$tx)
+        .await?;
+    }};
+}
+pub(crate) use insert_artifact_type_in;
+
+/// The one artifact type `$sql` finds with the arguments, or `NotFound` saying `$what`.
+macro_rules! one_type {
+    ($store:ident, $sql:expr, [$($arg:expr),*], $what:expr) => {{
+        let found: Option<ArtifactTypeRecord> =
+            sqlx::query_as($sql)$(.bind($arg))*.fetch_optional($store.read()).await?;
+        found.ok_or_else(|| StoreError::new(ErrorKind::NotFound, $what))
+    }};
 }
 
 macro_rules! artifact_store {
@@ -102,6 +158,83 @@ macro_rules! artifact_store {
                         .bind(task_id)
                         .fetch_all(self.read())
                         .await?)
+                })
+            }
+
+            fn task_head<'a>(
+                &'a self,
+                task_id: &'a str,
+                kind: &'a str,
+            ) -> BoxFuture<'a, Result<Option<ArtifactRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(
+                        artifact_columns!(),
+                        " a WHERE task_id = $1 AND type = $2 AND NOT EXISTS \
+                         (SELECT 1 FROM artifacts s WHERE s.supersedes_id = a.id) \
+                         ORDER BY created_at DESC, id DESC LIMIT 1"
+                    ))
+                    .bind(task_id)
+                    .bind(kind)
+                    .fetch_optional(self.read())
+                    .await?)
+                })
+            }
+
+            fn artifact_type<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ArtifactTypeRecord>> {
+                Box::pin(async move {
+                    one_type!(
+                        self,
+                        concat!(artifact_type_columns!(), " WHERE id = $1"),
+                        [id],
+                        format!("no artifact type {id}")
+                    )
+                })
+            }
+
+            fn artifact_type_version<'a>(
+                &'a self,
+                key: &'a str,
+                version: &'a str,
+            ) -> BoxFuture<'a, Result<ArtifactTypeRecord>> {
+                Box::pin(async move {
+                    one_type!(
+                        self,
+                        concat!(artifact_type_columns!(), " WHERE key = $1 AND version = $2"),
+                        [key, version],
+                        format!("no artifact type {key}@{version}")
+                    )
+                })
+            }
+
+            fn newest_artifact_type<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<ArtifactTypeRecord>> {
+                Box::pin(async move {
+                    one_type!(
+                        self,
+                        concat!(artifact_type_columns!(), " WHERE key = $1 ORDER BY created_at DESC, id DESC LIMIT 1"),
+                        [key],
+                        format!("no artifact type {key}")
+                    )
+                })
+            }
+
+            fn artifact_types<'a>(
+                &'a self,
+                key: Option<&'a str>,
+                after: Option<&'a str>,
+                limit: i64,
+            ) -> BoxFuture<'a, Result<Vec<ArtifactTypeRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(
+                        artifact_type_columns!(),
+                        " WHERE ($1 IS NULL OR key = $1) AND ($2 IS NULL OR \
+                         (created_at, id) > (SELECT created_at, id FROM artifact_types WHERE id = $2)) \
+                         ORDER BY created_at, id LIMIT $3"
+                    ))
+                    .bind(key)
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(self.read())
+                    .await?)
                 })
             }
 

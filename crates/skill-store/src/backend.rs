@@ -162,6 +162,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (9, "artifacts", include_str!("../migrations/sqlite/0009_artifacts.sql")),
     (10, "knowledge", include_str!("../migrations/sqlite/0010_knowledge.sql")),
     (11, "knowledge documents", include_str!("../migrations/sqlite/0011_knowledge_documents.sql")),
+    (12, "artifact types", include_str!("../migrations/sqlite/0012_artifact_types.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -175,6 +176,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (9, "artifacts", include_str!("../migrations/postgres/0009_artifacts.sql")),
     (10, "knowledge", include_str!("../migrations/postgres/0010_knowledge.sql")),
     (11, "knowledge documents", include_str!("../migrations/postgres/0011_knowledge_documents.sql")),
+    (12, "artifact types", include_str!("../migrations/postgres/0012_artifact_types.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -395,11 +395,17 @@ macro_rules! catalog_store {
                     if let Some(schema) = &plan.settings_schema {
                         crate::settings::settings_schema_in!(tx, &install.key, schema, install.installed_at);
                     }
+                    for (artifact_type, published) in &plan.artifact_types {
+                        crate::artifacts::insert_artifact_type_in!(tx, artifact_type);
+                        crate::events::insert!(tx, published);
+                    }
                     for (task_type, published) in &plan.task_types {
                         crate::work::insert_task_type_in!(tx, task_type);
                         crate::events::insert!(tx, published);
                     }
-                    if installed || !plan.creates.is_empty() || !plan.updates.is_empty() || !plan.task_types.is_empty() {
+                    if installed || !plan.creates.is_empty() || !plan.updates.is_empty() || !plan.task_types.is_empty()
+                        || !plan.artifact_types.is_empty()
+                    {
                         crate::events::commit!(tx, event);
                     }
                     Ok(())

@@ -45,6 +45,7 @@ const GUARD_CODES: &[&str] = &[
     "work_immutable",
     "self_approval_refused",
     "artifact_immutable",
+    "artifact_type_immutable",
 ];
 
 impl StoreError {

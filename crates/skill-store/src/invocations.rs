@@ -46,12 +46,12 @@ pub trait InvocationStore: Send + Sync {
     /// Writes `call` (whose `row_version` is one more than the stored one) and its events in one
     /// transaction; `Stale` when the stored row moved on, and nothing is written.
     fn update_invocation<'a>(&'a self, call: &'a InvocationRecord, events: &'a [Event]) -> BoxFuture<'a, Result<()>>;
-    /// [`InvocationStore::update_invocation`] with the artifact of the call's result, in the
-    /// same transaction.
-    fn update_invocation_with_artifact<'a>(
+    /// [`InvocationStore::update_invocation`] with the artifacts of the call's result (inserted
+    /// first, in order), in the same transaction.
+    fn update_invocation_with_artifacts<'a>(
         &'a self,
         call: &'a InvocationRecord,
-        artifact: &'a ArtifactRecord,
+        artifacts: &'a [ArtifactRecord],
         events: &'a [Event],
     ) -> BoxFuture<'a, Result<()>>;
     /// Pending calls available at `now` that `admission` covers, in queue order, at most `limit`.

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 pub use work::{
-    ActionRecord, ApprovalRecord, ArtifactRecord, BasisState, CommentRecord, DocumentRecord, EntityRecord, RunRecord,
-    SlotRecord, TaskFilter, TaskRecord, TaskTypeRecord, WorkChange,
+    ActionRecord, ApprovalRecord, ArtifactRecord, ArtifactTypeRecord, BasisState, CommentRecord, DocumentRecord,
+    EntityRecord, RunRecord, SlotRecord, TaskFilter, TaskRecord, TaskTypeRecord, WorkChange,
 };
 
 /// A point in time, always UTC.
@@ -256,6 +256,8 @@ pub struct PackagePlan {
     pub settings_schema: Option<Value>,
     /// Task type versions to publish, each with its event.
     pub task_types: Vec<(TaskTypeRecord, Event)>,
+    /// Artifact type versions to publish (before the task types), each with its event.
+    pub artifact_types: Vec<(ArtifactTypeRecord, Event)>,
 }
 
 /// What assigning a version did.

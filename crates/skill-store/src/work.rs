@@ -138,6 +138,7 @@ macro_rules! work_store {
                     for change in changes {
                         match change {
                             WorkChange::InsertTaskType(t) => insert_task_type_in!(tx, t),
+                            WorkChange::InsertArtifactType(t) => crate::artifacts::insert_artifact_type_in!(tx, t),
                             WorkChange::InsertTask(t) => {
                                 sqlx::query(
                                     "INSERT INTO tasks (id, workspace_id, task_type_id, title, custom_fields, status, \

@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use skill_api::sdk_routes::CONTENT_SHA256_HEADER;
-use skill_api::{ArtifactQuery, ArtifactRequest, MAX_ARTIFACT_BYTES};
+use skill_api::{ArtifactQuery, ArtifactRequest, ArtifactTypeQuery, ArtifactTypeRequest, MAX_ARTIFACT_BYTES};
 use skill_engine::{Actor, EngineError};
 use skill_http::requests::RequestId;
 
@@ -18,6 +18,32 @@ type Answer = Result<Response, Failure>;
 
 /// The content in base64 (4/3 of it) and the fields around it.
 const ARTIFACT_BODY_BYTES: usize = MAX_ARTIFACT_BYTES / 3 * 4 + 4 + 128 * 1024;
+
+/// `POST /artifact-types`.
+pub(super) async fn publish_type(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    body: JsonBody<ArtifactTypeRequest>,
+) -> Answer {
+    let request = body.read(&actor, "org.manage")?;
+    let out = core.engine.publish_artifact_type(&actor, &request, request_id(&id)).await?;
+    Ok((StatusCode::CREATED, axum::Json(out)).into_response())
+}
+
+/// `GET /artifact-types`.
+pub(super) async fn types(
+    State(core): State<Core>,
+    actor: Actor,
+    QueryOf(query): QueryOf<ArtifactTypeQuery>,
+) -> Answer {
+    Ok(axum::Json(core.engine.artifact_types(&actor, &query).await?).into_response())
+}
+
+/// `GET /artifact-types/{reference}`.
+pub(super) async fn read_type(State(core): State<Core>, actor: Actor, Path(reference): Path<String>) -> Answer {
+    Ok(axum::Json(core.engine.artifact_type(&actor, &reference).await?).into_response())
+}
 
 /// `POST /artifacts`.
 pub(super) async fn create(

@@ -687,3 +687,136 @@ async fn an_agent_calls_only_what_its_assignments_grant() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_execution_writes_its_typed_outputs_as_artifacts_of_their_types() {
+    each_backend("work-typed-outputs", |core| async move {
+        let desk = desk(core, "typed").await;
+        let core = &desk.core;
+        let summary = json!({"key": "claim.summary", "version": "1", "maxBytes": 200,
+            "metadataSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}});
+        core.post(&core.admin, "/artifact-types", &summary).await.ok(201);
+        core.post(&core.admin, "/artifact-types", &summary).await.refused(409, "artifact_type_exists");
+        let label = json!({"key": "claim.label", "version": "1", "mediaTypes": ["text/plain"]});
+        core.post(&core.admin, "/artifact-types", &label).await.ok(201);
+        let bad = json!({"key": "x", "version": "1", "mediaTypes": ["plain"]});
+        let answer = core.post(&core.admin, "/artifact-types", &bad).await;
+        assert_eq!(answer.refused(422, "invalid_artifact_type").body["error"]["details"]["field"], "mediaTypes[0]");
+        let read = core.get(&desk.writer, "/artifact-types/claim.summary").await.ok(200).clone();
+        assert_eq!((read["version"].clone(), read["mediaTypes"].clone()), (json!("1"), json!(["application/json"])));
+
+        // A task type's slots name published types; each key once.
+        let slots = json!([
+            {"key": "summary", "type": "claim.summary", "required": true},
+            {"key": "label", "type": "claim.label"},
+            {"key": "notes", "type": "claim.summary"},
+            {"key": "extra", "type": "claim.summary", "required": true},
+            {"key": "memo", "type": "claim.summary"}]);
+        let typed = |outputs: Value| {
+            json!({"key": "summarized", "version": "1", "customFields": {"claim": {"type": "string"}},
+                   "execution": {"skill": "claim.send", "version": "1"}, "artifactSchema": {"outputs": outputs}})
+        };
+        let unknown = core.post(&core.admin, "/task-types", &typed(json!([{"key": "a", "type": "nope"}]))).await;
+        assert_eq!(
+            unknown.refused(422, "unknown_reference").body["error"]["details"]["field"],
+            "artifactSchema.outputs[0].type"
+        );
+        let twice = json!([{"key": "a", "type": "claim.label"}, {"key": "a", "type": "claim.label"}]);
+        let twice = core.post(&core.admin, "/task-types", &typed(twice)).await;
+        assert_eq!(
+            twice.refused(422, "invalid_task_type").body["error"]["details"]["field"],
+            "artifactSchema.outputs[1].key"
+        );
+        core.post(&core.admin, "/task-types", &typed(slots)).await.ok(201);
+
+        // One call: each slot created, rejected with its reason, missing or absent; the call succeeds.
+        let task = desk.task("summarized", "C-1").await;
+        let call = id(&core.calls_of(&task, 1).await[0]);
+        desk.run_send(&call, json!({"label": "sent", "summary": {"text": "Paid"}, "notes": {"text": 5}})).await;
+        let done = desk.call(&call).await;
+        assert_eq!(done["status"], "succeeded");
+        let listed = core.get(&desk.writer, &format!("/artifacts?task={task}")).await.ok(200)["items"].clone();
+        let result =
+            listed.as_array().expect("a list").iter().find(|a| a["type"] == "skill_result").expect("a result").clone();
+        assert_eq!(done["artifactId"], result["id"]);
+        let outputs = result["metadata"]["outputs"].clone();
+        let status = |key: &str| (outputs[key]["status"].clone(), outputs[key]["code"].clone());
+        assert_eq!(status("summary").0, "created");
+        assert_eq!(status("label"), (json!("rejected"), json!("media_type_not_allowed")));
+        assert_eq!(status("notes"), (json!("rejected"), json!("invalid_output_value")));
+        assert_eq!(status("extra").0, "missing");
+        assert_eq!(status("memo").0, "absent");
+        let made = core
+            .get(&desk.writer, &format!("/artifacts/{}", outputs["summary"]["artifactId"].as_str().expect("an id")))
+            .await
+            .ok(200)
+            .clone();
+        assert_eq!(
+            (
+                made["type"].clone(),
+                made["name"].clone(),
+                made["metadata"]["output"].clone(),
+                made["supersedesId"].clone()
+            ),
+            (json!("claim.summary"), json!("summary.json"), json!("summary"), Value::Null)
+        );
+        assert_eq!(
+            (made["runId"].clone(), made["authorPrincipalId"].clone()),
+            (done["runId"].clone(), done["authorityPrincipalId"].clone())
+        );
+        let content = core
+            .get(&desk.writer, &format!("/artifacts/{}/content", made["id"].as_str().expect("id")))
+            .await
+            .ok(200)
+            .clone();
+        assert_eq!(content, json!({"text": "Paid"}));
+        assert_eq!(listed.as_array().map(Vec::len), Some(2), "the summary and the result, nothing rejected");
+
+        // A person's artifact of the type fits it; a typed output then supersedes it, and a second
+        // slot of the same type supersedes the first.
+        let other = desk.task("summarized", "C-2").await;
+        let call = id(&core.calls_of(&other, 1).await[0]);
+        let upload = |media: &str, metadata: Value, text: String| {
+            json!({"taskId": other, "type": "claim.summary", "name": "draft.json", "mediaType": media,
+                   "metadata": metadata, "text": text})
+        };
+        let wrong =
+            core.post(&desk.writer, "/artifacts", &upload("text/plain", json!({"text": "d"}), "{}".into())).await;
+        assert_eq!(wrong.refused(422, "media_type_not_allowed").body["error"]["details"]["field"], "mediaType");
+        let wrong = core.post(&desk.writer, "/artifacts", &upload("application/json", json!({}), "{}".into())).await;
+        assert_eq!(wrong.refused(422, "invalid_artifact_metadata").body["error"]["details"]["field"], "metadata");
+        let big = core
+            .post(&desk.writer, "/artifacts", &upload("application/json", json!({"text": "d"}), "x".repeat(201)))
+            .await;
+        big.refused(413, "artifact_too_large");
+        let draft = id(core
+            .post(&desk.writer, "/artifacts", &upload("application/json", json!({"text": "d"}), "{}".into()))
+            .await
+            .ok(201));
+        let long = "x".repeat(300);
+        desk.run_send(
+            &call,
+            json!({"label": "sent", "summary": {"text": "Final"}, "notes": {"text": long}, "extra": {"text": "e"}}),
+        )
+        .await;
+        let result = desk.call(&call).await["artifactId"].as_str().expect("a result").to_owned();
+        let outputs =
+            core.get(&desk.writer, &format!("/artifacts/{result}")).await.ok(200)["metadata"]["outputs"].clone();
+        assert_eq!(
+            (outputs["notes"]["status"].clone(), outputs["notes"]["code"].clone()),
+            (json!("rejected"), json!("artifact_too_large"))
+        );
+        let summary = outputs["summary"]["artifactId"].as_str().expect("created").to_owned();
+        let extra = outputs["extra"]["artifactId"].as_str().expect("created").to_owned();
+        for (id, supersedes) in [(&summary, &draft), (&extra, &summary)] {
+            let read = core.get(&desk.writer, &format!("/artifacts/{id}")).await.ok(200)["supersedesId"].clone();
+            assert_eq!(read, json!(supersedes));
+        }
+        // The succeeded event lists the same statuses.
+        let events = core.get(&core.admin, &format!("/events?subject=skill_invocation:{call}")).await.ok(200).clone();
+        let events = events["items"].as_array().expect("events").clone();
+        let succeeded = events.iter().find(|e| e["kind"] == "skill.invocation_succeeded").expect("its event");
+        assert_eq!(succeeded["data"]["outputs"]["summary"]["artifactId"], json!(summary));
+    })
+    .await;
+}

@@ -12,7 +12,7 @@ use skill_api::{
     ClaimOut, ClaimRequest, ClaimedSkill, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut,
     MAX_DOCUMENT_BYTES,
 };
-use skill_store::records::{Admission, BasisState, InvocationRecord, SkillRecord, Time};
+use skill_store::records::{Admission, BasisState, InvocationRecord, SkillRecord, TaskRecord, Time};
 use skill_store::{Decision, ErrorKind, Take};
 
 use super::view;
@@ -294,19 +294,26 @@ impl Engine {
             let errors = validator.errors(&output);
             let origin = Origin::of(actor, request_id);
             let subject = format!("skill_invocation:{}", call.id);
-            let mut artifact = None;
+            let mut artifacts = Vec::new();
+            let mut outputs = None;
             let (next, event) = if errors.is_empty() {
-                // A task-bound call's result is an artifact of the task, authored by its authority.
-                if call.task_id.is_some() {
-                    artifact = Some(self.result_artifact(&call, &skill, &output, actor.id()).await?);
+                // A task-bound call's result is an artifact of the task, authored by its authority;
+                // an execution's typed outputs come before it.
+                if let Some(task_id) = &call.task_id {
+                    let task = self.store.task(task_id).await?;
+                    let typed = self.typed_outputs(&call, &skill, &output, &task).await?;
+                    let statuses = Value::Object(typed.statuses);
+                    let result = self.result_artifact(&call, &skill, &output, actor.id(), &task, &statuses).await?;
+                    artifacts = typed.artifacts;
+                    artifacts.push(result);
+                    outputs = Some(statuses);
                 }
-                let artifact_id = artifact.as_ref().map(|a| a.id.clone());
+                let artifact_id = artifacts.last().map(|a| a.id.clone());
                 let next = InvocationRecord {
                     cost: cost.clone(),
                     artifact_id: artifact_id.clone(),
                     ..ended(&call, "succeeded", Some(output.clone()), None, now)
                 };
-                let outputs = artifact.as_ref().map(|_| json!({}));
                 let event = self.event(
                     "skill.invocation_succeeded",
                     subject,
@@ -328,12 +335,12 @@ impl Engine {
                 let error = error_value("output_contract_violation", false, &message, Some(details));
                 self.failed(call, &skill, error, cost.clone(), now, &origin)
             };
-            let wrote = match &artifact {
-                Some(artifact) => {
-                    let created = self.artifact_event(artifact, &origin);
-                    self.store.update_invocation_with_artifact(&next, artifact, &[event, created]).await
-                }
-                None => self.store.update_invocation(&next, &[event]).await,
+            let wrote = if artifacts.is_empty() {
+                self.store.update_invocation(&next, &[event]).await
+            } else {
+                let mut events = vec![event];
+                events.extend(artifacts.iter().map(|artifact| self.artifact_event(artifact, &origin)));
+                self.store.update_invocation_with_artifacts(&next, &artifacts, &events).await
             };
             if written(wrote)? {
                 if next.task_id.is_some() {
@@ -348,26 +355,27 @@ impl Engine {
 
     /// The `skill_result` artifact of a task-bound call's `output`: `{invocationId, skill,
     /// version, attempt, output}` as JSON, named `name@version`, in the task's workspace, linked
-    /// to the task and the run, authored by the call's authority (not its executor).
+    /// to the task and the run, authored by the call's authority (not its executor); its metadata
+    /// lists the statuses of the typed `outputs`.
     async fn result_artifact(
         &self,
         call: &InvocationRecord,
         skill: &SkillRecord,
         output: &Value,
         executor: &str,
+        task: &TaskRecord,
+        outputs: &Value,
     ) -> Result<skill_store::records::ArtifactRecord> {
-        let task_id = call.task_id.clone().unwrap_or_default();
-        let task = self.store.task(&task_id).await?;
         let content = json!({"invocationId": call.id, "skill": skill.name, "version": skill.version,
                              "attempt": call.attempt, "output": output});
         let bytes = serde_json::to_vec(&content).unwrap_or_default();
         let metadata = json!({"skillId": skill.id, "invocationId": call.id, "executorPrincipalId": executor,
-                              "outputs": {}});
+                              "outputs": outputs});
         let name = format!("{}@{}", skill.name, skill.version);
         let new = NewArtifact {
             author: &call.authority_principal_id,
             workspace: &task.workspace_id,
-            task_id: Some(task_id),
+            task_id: Some(task.id.clone()),
             run_id: call.run_id.clone(),
             kind: "skill_result",
             name: &name,

@@ -7,7 +7,7 @@ use skill_api::{Page, TaskTypeOut, TaskTypeQuery, TaskTypeRequest};
 use skill_contract::SkillVersion;
 use skill_contract::schema::SchemaValidator;
 use skill_store::ErrorKind;
-use skill_store::records::{SkillRecord, TaskTypeRecord, WorkChange};
+use skill_store::records::{ArtifactTypeRecord, SkillRecord, TaskTypeRecord, WorkChange};
 
 use super::paths;
 use crate::actor::Actor;
@@ -38,7 +38,7 @@ impl Engine {
         request_id: Option<&str>,
     ) -> Result<TaskTypeOut> {
         actor.require("org.manage")?;
-        let record = self.prepare_task_type(actor, request, &[]).await?;
+        let record = self.prepare_task_type(actor, request, &[], &[]).await?;
         let event = self.task_type_event(&record, &Origin::of(actor, request_id));
         match self.store.write_work(&[WorkChange::InsertTaskType(record.clone())], &[event]).await {
             Ok(()) => Ok(task_type_out(record)),
@@ -64,6 +64,7 @@ impl Engine {
         actor: &Actor,
         request: &TaskTypeRequest,
         planned: &[SkillRecord],
+        planned_types: &[ArtifactTypeRecord],
     ) -> Result<TaskTypeRecord> {
         let key = request.key.as_str();
         let key_ok = key.len() <= 200
@@ -102,10 +103,8 @@ impl Engine {
             spec.insert("acceptance".into(), json!(criteria));
         }
         if let Some(schema) = &request.artifact_schema {
-            if !schema.is_object() {
-                return Err(invalid("artifactSchema", "artifactSchema is an object"));
-            }
-            spec.insert("artifactSchema".into(), schema.clone());
+            let schema = self.checked_artifact_schema(schema, planned_types).await?;
+            spec.insert("artifactSchema".into(), schema);
         }
         let execution = match &request.execution {
             Some(execution) => Some(self.checked_execution(execution, planned).await?),
@@ -315,6 +314,74 @@ impl Engine {
         Ok(())
     }
 
+    /// `{outputs: [{key, type, required?, description?}]}`: each key a distinct input-like name,
+    /// each type an artifact type published (or among `planned`); normalized with `required`.
+    async fn checked_artifact_schema(&self, schema: &Value, planned: &[ArtifactTypeRecord]) -> Result<Value> {
+        let Some(object) = schema.as_object() else {
+            return Err(invalid("artifactSchema", "artifactSchema is {outputs: [{key, type, required?}]}"));
+        };
+        if let Some(unknown) = object.keys().find(|k| *k != "outputs") {
+            return Err(invalid(&format!("artifactSchema.{unknown}"), "artifactSchema has only outputs"));
+        }
+        let listed = match object.get("outputs") {
+            None => return Ok(json!({"outputs": []})),
+            Some(Value::Array(listed)) if listed.len() <= MAX_MAPPINGS => listed,
+            Some(_) => return Err(invalid("artifactSchema.outputs", "outputs is a list of at most 100 slots")),
+        };
+        let mut outputs = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (index, slot) in listed.iter().enumerate() {
+            let here = format!("artifactSchema.outputs[{index}]");
+            let Some(slot) = slot.as_object() else {
+                return Err(invalid(&here, "a slot is {key, type, required?, description?}"));
+            };
+            if let Some(unknown) =
+                slot.keys().find(|k| !matches!(k.as_str(), "key" | "type" | "required" | "description"))
+            {
+                return Err(invalid(&format!("{here}.{unknown}"), "a slot has key, type, required, description"));
+            }
+            let key = slot.get("key").and_then(Value::as_str).unwrap_or_default();
+            if !is_input_name(key) {
+                return Err(invalid(
+                    &format!("{here}.key"),
+                    "a slot's key is the output's name: [A-Za-z_][A-Za-z0-9_-]{0,99}",
+                ));
+            }
+            if !seen.insert(key) {
+                return Err(invalid(&format!("{here}.key"), format!("two slots have the key {key:?}")));
+            }
+            let kind = slot.get("type").and_then(Value::as_str).unwrap_or_default();
+            let known = planned.iter().any(|t| t.key == kind) || self.newest_artifact_type(kind).await?.is_some();
+            if !known {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "unknown_reference",
+                    format!("no artifact type {kind:?} is published: publish it first"),
+                )
+                .with("field", format!("{here}.type"))
+                .with("value", kind));
+            }
+            let required = match slot.get("required") {
+                None => false,
+                Some(Value::Bool(required)) => *required,
+                Some(_) => return Err(invalid(&format!("{here}.required"), "required is true or false")),
+            };
+            let mut normalized = json!({"key": key, "type": kind, "required": required});
+            match slot.get("description") {
+                None => {}
+                Some(Value::String(text)) if text.chars().count() <= 10_000 => normalized["description"] = json!(text),
+                Some(_) => {
+                    return Err(invalid(
+                        &format!("{here}.description"),
+                        "a description is text of at most 10,000 characters",
+                    ));
+                }
+            }
+            outputs.push(normalized);
+        }
+        Ok(json!({"outputs": outputs}))
+    }
+
     /// `{skill, version, inputs}` checked (§10.1) and normalized (`inputs` defaults to
     /// `$.customFields`); the version must exist, have a contract and not be disabled.
     async fn checked_execution(&self, execution: &Value, planned: &[SkillRecord]) -> Result<Value> {
@@ -349,10 +416,7 @@ impl Engine {
             Value::String(path) if paths::is_path(path) => {}
             Value::Object(mapping) if mapping.len() <= MAX_MAPPINGS => {
                 for (name, path) in mapping {
-                    let name_ok = name.len() <= 100
-                        && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-                    if !name_ok {
+                    if !is_input_name(name) {
                         return Err(invalid_execution(
                             &format!("execution.inputs.{name}"),
                             "malformed",
@@ -415,6 +479,13 @@ impl Engine {
             Err(error) => Err(error),
         }
     }
+}
+
+/// Whether `name` is `[A-Za-z_][A-Za-z0-9_-]{0,99}`: an input's or an output's name.
+fn is_input_name(name: &str) -> bool {
+    name.len() <= 100
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// `409 task_type_exists`.

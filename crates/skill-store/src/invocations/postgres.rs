@@ -241,17 +241,19 @@ impl InvocationStore for PgStore {
         })
     }
 
-    fn update_invocation_with_artifact<'a>(
+    fn update_invocation_with_artifacts<'a>(
         &'a self,
         call: &'a InvocationRecord,
-        artifact: &'a ArtifactRecord,
+        artifacts: &'a [ArtifactRecord],
         events: &'a [Event],
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let mut tx = self.write().await?;
-            crate::artifacts::bind_artifact!(sqlx::query(crate::artifacts::INSERT_ARTIFACT), artifact)
-                .execute(&mut *tx)
-                .await?;
+            for artifact in artifacts {
+                crate::artifacts::bind_artifact!(sqlx::query(crate::artifacts::INSERT_ARTIFACT), artifact)
+                    .execute(&mut *tx)
+                    .await?;
+            }
             update_call(&mut tx, call, None).await?;
             insert_events(&mut tx, events).await?;
             tx.commit().await?;

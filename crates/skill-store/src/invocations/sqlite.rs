@@ -119,17 +119,19 @@ impl InvocationStore for SqliteStore {
         }))
     }
 
-    fn update_invocation_with_artifact<'a>(
+    fn update_invocation_with_artifacts<'a>(
         &'a self,
         call: &'a InvocationRecord,
-        artifact: &'a ArtifactRecord,
+        artifacts: &'a [ArtifactRecord],
         events: &'a [Event],
     ) -> BoxFuture<'a, Result<()>> {
         let call = call.clone();
-        let values = crate::artifacts::artifact_values(artifact);
+        let values: Vec<_> = artifacts.iter().map(crate::artifacts::artifact_values).collect();
         let events = events.to_vec();
         Box::pin(self.lite.write(move |connection| {
-            execute(connection, crate::artifacts::INSERT_ARTIFACT, &values)?;
+            for values in &values {
+                execute(connection, crate::artifacts::INSERT_ARTIFACT, values)?;
+            }
             update_call(connection, &call)?;
             for event in &events {
                 event_insert(connection, event)?;

@@ -23,6 +23,25 @@ pub struct TaskTypeRecord {
     pub created_at: Time,
 }
 
+/// A published artifact type version (`artifact_types`): never changes.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct ArtifactTypeRecord {
+    pub id: String,
+    pub key: String,
+    pub version: String,
+    pub display_name: String,
+    pub description: String,
+    /// The media types an artifact of the type may have.
+    #[sqlx(json)]
+    pub media_types: Vec<String>,
+    pub max_bytes: i64,
+    /// The JSON Schema its metadata (and a typed output's value) matches.
+    #[sqlx(json(nullable))]
+    pub metadata_schema: Option<Value>,
+    pub created_by: Option<String>,
+    pub created_at: Time,
+}
+
 /// A task in a workspace.
 #[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
 pub struct TaskRecord {
@@ -123,6 +142,7 @@ pub struct CommentRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkChange {
     InsertTaskType(TaskTypeRecord),
+    InsertArtifactType(ArtifactTypeRecord),
     InsertTask(TaskRecord),
     UpdateTask(TaskRecord),
     InsertRun(RunRecord),
@@ -185,6 +205,8 @@ pub struct ArtifactRecord {
     pub metadata: Value,
     pub author_principal_id: String,
     pub skill_invocation_id: Option<String>,
+    /// The previous head of its type in its task, which it replaces.
+    pub supersedes_id: Option<String>,
     pub created_at: Time,
 }
 

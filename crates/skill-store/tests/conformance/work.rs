@@ -305,3 +305,78 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
     assert_eq!(db.store.claim(&admission, Utc::now(), skip_all).await.expect("claim"), None);
     assert_eq!(status(&more.id).await, "pending");
 }
+
+pub(crate) async fn artifact_types_never_change_and_an_artifact_is_superseded_once(db: Db) {
+    use skill_store::records::{ArtifactRecord, ArtifactTypeRecord};
+    let (_, ana) = setup(&db).await;
+    let task = task(&db, &ana).await;
+    let kind = ArtifactTypeRecord {
+        id: id(),
+        key: "claim.summary".into(),
+        version: "1".into(),
+        display_name: String::new(),
+        description: String::new(),
+        media_types: vec!["application/json".into()],
+        max_bytes: 1024,
+        metadata_schema: Some(json!({"type": "object"})),
+        created_by: None,
+        created_at: Utc::now(),
+    };
+    db.store.write_work(&[WorkChange::InsertArtifactType(kind.clone())], &[]).await.expect("published");
+    let again = ArtifactTypeRecord { id: id(), ..kind.clone() };
+    let error = db.store.write_work(&[WorkChange::InsertArtifactType(again)], &[]).await.expect_err("taken");
+    assert_eq!(error.kind(), ErrorKind::Conflict, "{error}");
+    let newer =
+        ArtifactTypeRecord { id: id(), version: "2".into(), max_bytes: 2048, created_at: Utc::now(), ..kind.clone() };
+    db.store.write_work(&[WorkChange::InsertArtifactType(newer.clone())], &[]).await.expect("a newer version");
+    let newest = db.store.newest_artifact_type("claim.summary").await.expect("newest");
+    assert_eq!(
+        (newest.id, newest.max_bytes, newest.metadata_schema),
+        (newer.id.clone(), 2048, kind.metadata_schema.clone())
+    );
+    assert_eq!(db.store.artifact_type_version("claim.summary", "1").await.expect("v1").id, kind.id);
+    let listed = db.store.artifact_types(Some("claim.summary"), Some(&kind.id), 10).await.expect("after v1");
+    assert_eq!(listed.into_iter().map(|t| t.id).collect::<Vec<_>>(), vec![newer.id.clone()]);
+    for sql in [
+        format!("UPDATE artifact_types SET max_bytes = 1 WHERE id = '{}'", kind.id),
+        format!("DELETE FROM artifact_types WHERE id = '{}'", kind.id),
+    ] {
+        let error = db.raw.execute(&sql).await.expect_err("refused").to_string();
+        assert!(error.contains("artifact_type_immutable"), "{sql}: {error}");
+    }
+    let shape = "INSERT INTO artifact_types (id, key, version, media_types, max_bytes, created_at) \
+                 VALUES ('x', 'k', '1', '[]', 10, '2026-01-01T00:00:00Z')";
+    assert!(db.raw.execute(shape).await.is_err(), "a type allows at least one media type");
+
+    // The head of a type in a task: the newest artifact nothing supersedes; each is superseded once.
+    let artifact = |supersedes: Option<&str>| ArtifactRecord {
+        id: id(),
+        workspace_id: task.workspace_id.clone(),
+        task_id: Some(task.id.clone()),
+        run_id: None,
+        kind: "claim.summary".into(),
+        name: "summary.json".into(),
+        media_type: "application/json".into(),
+        size_bytes: 2,
+        sha256: "a".repeat(64),
+        metadata: json!({}),
+        author_principal_id: ana.clone(),
+        skill_invocation_id: None,
+        supersedes_id: supersedes.map(str::to_owned),
+        created_at: Utc::now(),
+    };
+    assert_eq!(db.store.task_head(&task.id, "claim.summary").await.expect("head"), None);
+    let first = artifact(None);
+    db.store.insert_artifact(&first, &event("artifact.created", "a")).await.expect("first");
+    let second = artifact(Some(&first.id));
+    db.store.insert_artifact(&second, &event("artifact.created", "a")).await.expect("second");
+    assert_eq!(
+        db.store.task_head(&task.id, "claim.summary").await.expect("head").map(|a| a.id),
+        Some(second.id.clone())
+    );
+    let fork = artifact(Some(&first.id));
+    let error = db.store.insert_artifact(&fork, &event("artifact.created", "a")).await.expect_err("superseded once");
+    assert_eq!(error.kind(), ErrorKind::Conflict, "{error}");
+    assert_eq!(db.store.task_artifacts(&task.id).await.expect("listed").len(), 2, "the fork is not written");
+    assert_eq!(db.store.task_head(&task.id, "skill_result").await.expect("none"), None);
+}
