@@ -22,6 +22,8 @@ pub(crate) struct Core {
     pub(crate) caller: String,
     pub(crate) executor: String,
     pub(crate) http: reqwest::Client,
+    /// The SQLite database and the blobs; removed when dropped. A test block that names only some
+    /// fields of the core (`core.engine`) takes only those: bind the whole core (`let core = core;`).
     _folder: Scratch,
 }
 
