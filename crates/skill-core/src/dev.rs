@@ -69,7 +69,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         }
         grants
     };
-    let grants = with(&["org.manage", "skills.invoke", "tasks.write@dev"]);
+    let grants = with(&["org.manage", "skills.invoke", "tasks.write@dev", "knowledge.write@dev"]);
     let token = issue(&engine, "dev", "person", &grants).await?;
     let reviewer_grants = with(&["skills.invoke", "tasks.write@dev", "approvals.decide@dev"]);
     let reviewer = issue(&engine, "dev-reviewer", "person", &reviewer_grants).await?;
@@ -77,7 +77,9 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     // package's contracts require.
     let needed: Vec<&str> = contract_permissions.iter().map(String::as_str).collect();
     engine.grant_execution(&needed).await.map_err(|error| anyhow::anyhow!("{error}"))?;
-    let executor_token = issue(&engine, "dev-executor", "executor", &["skills.execute".to_owned()]).await?;
+    // The executor's own account is what its skills reach artifacts and knowledge with.
+    let executor_grants = ["skills.execute".to_owned(), format!("knowledge.write@{DEV_WORKSPACE}")];
+    let executor_token = issue(&engine, "dev-executor", "executor", &executor_grants).await?;
 
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
@@ -189,7 +191,11 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     println!("  core      {api}    (data: {})", shown(&data));
     println!("  token     {token}    ({}; a day)", grants.join(", "));
     println!("  reviewer  {reviewer}    ({}; decides approvals)", reviewer_grants.join(", "));
-    println!("  executor  {} runs the package's local skills, claiming their calls from the core", host.name);
+    println!(
+        "  executor  {} runs the package's local skills, claiming their calls from the core ({})",
+        host.name,
+        executor_grants.join(", ")
+    );
     for line in &lines_out {
         println!("{line}");
     }
@@ -207,8 +213,10 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         println!("  skill-sdk call {reference} --core {core_url} --input '{inputs}' --wait 10");
     }
     println!("  curl -s -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" '{api}/skill-invocations?limit=5'");
-    if let Some(key) = loaded.package.objects.iter().find(|object| object.kind == "TaskType").map(|object| &object.key)
-    {
+    // A task type with a gate shows the decision; any other, the task.
+    let task_types: Vec<_> = loaded.package.objects.iter().filter(|object| object.kind == "TaskType").collect();
+    let gated = task_types.iter().find(|object| object.document.pointer("/spec/approvalSchema").is_some());
+    if let Some(key) = gated.or(task_types.first()).map(|object| &object.key) {
         println!("Work (docs/work.md): a task, a gate approval, the reviewer's decision:");
         println!(
             "  curl -s -X POST -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" -H 'Content-Type: application/json' \\\n       {api}/tasks -d '{{\"workspace\": \"{DEV_WORKSPACE}\", \"taskType\": \"{key}\", \"title\": \"…\", \"customFields\": {{…}}}}'"

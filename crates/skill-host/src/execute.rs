@@ -2,6 +2,10 @@
 //! `local` skills (by entrypoint), runs each through the SDK's one invocation path — the same as
 //! `invoke`, HTTP and MCP: inputs checked, the deadline enforced, outputs checked, cost metered —
 //! and reports the outcome through the shared executor loop (`skill-executor`).
+//!
+//! A skill it runs reaches the core's artifacts and knowledge (`ctx.artifacts()`,
+//! `ctx.knowledge()`) with the executor's own account: the core it executes for, with its token,
+//! unless the host's environment names another core (`CONTROL_PLANE_URL`).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -12,6 +16,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use skill_api::{ClaimOut, ReportedError};
 use skill_executor::{Declared, Options, Outcome, Runner};
+use skill_sdk::core::CoreAccess;
+use skill_sdk::core::http::HttpCore;
 use skill_sdk::host::ExecuteArgs;
 use skill_sdk::registry::Registry;
 use skill_sdk::{Invocation, Skill, Transport, runtime};
@@ -21,11 +27,19 @@ use skill_sdk::{Invocation, Skill, Transport, runtime};
 pub struct LocalRunner {
     /// The skills by their local entrypoint.
     skills: BTreeMap<String, &'static Skill>,
+    /// The core the skills read artifacts and knowledge from; `None`: the one the call's
+    /// environment names.
+    core: Option<Arc<dyn CoreAccess>>,
 }
 
 impl LocalRunner {
     pub fn new(registry: &Registry) -> Self {
-        Self { skills: registry.skills().iter().map(|skill| (skill.entrypoint(), *skill)).collect() }
+        Self { skills: registry.skills().iter().map(|skill| (skill.entrypoint(), *skill)).collect(), core: None }
+    }
+
+    /// The skills reach artifacts and knowledge through `core`.
+    pub fn with_core(self, core: Arc<dyn CoreAccess>) -> Self {
+        Self { core: Some(core), ..self }
     }
 }
 
@@ -43,6 +57,7 @@ impl Runner for LocalRunner {
         let entrypoint = claimed.skill.contract["implementation"]["entrypoint"].as_str().unwrap_or_default().to_owned();
         let wanted = format!("{}@{}", claimed.skill.name, claimed.skill.version);
         let skill = self.skills.get(&entrypoint).copied();
+        let core = self.core.clone();
         Box::pin(async move {
             let Some(skill) = skill.filter(|skill| skill.reference() == wanted) else {
                 let runs = skill.map_or_else(|| "nothing".to_owned(), |skill| skill.reference());
@@ -55,6 +70,9 @@ impl Runner for LocalRunner {
             };
             let call = &claimed.invocation;
             let mut invocation = Invocation::new(Transport::Local).with_invocation_id(call.id.clone());
+            if let Some(core) = core {
+                invocation = invocation.with_core(core);
+            }
             if let Some(key) = &call.idempotency_key {
                 invocation = invocation.with_idempotency_key(key.clone());
             }
@@ -92,6 +110,22 @@ pub fn execute(registry: &Registry, args: &ExecuteArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     };
+    // The skills' artifacts and knowledge: this core with this account, unless the environment
+    // names another core.
+    let named = ["CONTROL_PLANE_URL", "CONTROL_PLANE_SERVER"]
+        .iter()
+        .any(|name| std::env::var(name).is_ok_and(|value| !value.trim().is_empty()));
+    let core = if named {
+        None
+    } else {
+        match HttpCore::new(&args.core, Some(token.clone())) {
+            Ok(core) => Some(Arc::new(core) as Arc<dyn CoreAccess>),
+            Err(error) => {
+                eprintln!("error: --core: {}", error.message());
+                return ExitCode::from(2);
+            }
+        }
+    };
     let client = match skill_client::Client::new(&args.core, token) {
         Ok(client) => client,
         Err(error) => {
@@ -107,7 +141,10 @@ pub fn execute(registry: &Registry, args: &ExecuteArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let runner = LocalRunner::new(registry);
+    let mut runner = LocalRunner::new(registry);
+    if let Some(core) = core {
+        runner = runner.with_core(core);
+    }
     let options = Options {
         concurrency: args.concurrency as usize,
         grace: Duration::from_secs(args.grace),

@@ -51,7 +51,9 @@ enum Command {
 #[command(after_help = "The token is read from SKILL_CORE_TOKEN (a token with skills.execute; never from \
     the command line, where other users could see it). The executor claims the calls of this binary's \
     local skills, runs each as `invoke` would (inputs and outputs checked, the deadline enforced), and \
-    reports the outcome. A lost lease aborts the call and reports nothing. SIGTERM or SIGINT stops \
+    reports the outcome. A skill's ctx.artifacts() and ctx.knowledge() reach this core with this token \
+    (the executor's account: grant it knowledge.write@<workspace> for imports) unless CONTROL_PLANE_URL \
+    names another core. A lost lease aborts the call and reports nothing. SIGTERM or SIGINT stops \
     claiming, lets running calls finish within --grace seconds, and leaves the rest to the queue.")]
 pub struct ExecuteArgs {
     /// The core's address.

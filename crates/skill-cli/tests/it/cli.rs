@@ -33,7 +33,7 @@ fn text(bytes: &[u8]) -> String {
 fn the_seed_commands_work_from_the_package_root() {
     let output = run(&example(), &["export", "--package", ".", "--check", "claims-integration"]);
     assert!(output.status.success(), "{}{}", text(&output.stdout), text(&output.stderr));
-    assert_eq!(text(&output.stdout), "ok: 4 skills match ./skills\n");
+    assert_eq!(text(&output.stdout), "ok: 5 skills match ./skills\n");
     assert_eq!(text(&output.stderr), "", "quiet when the build succeeds");
 
     let output = run(&example(), &["list", "claims-integration"]);
@@ -69,7 +69,7 @@ fn serve_runs_the_host_in_this_process_place() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     let answer: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON-RPC answer");
     assert_eq!(answer["result"]["serverInfo"]["name"], "claims-integration");
-    assert!(text(&output.stderr).contains("serving 4 skills over mcp-stdio"), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("serving 5 skills over mcp-stdio"), "{}", text(&output.stderr));
 }
 
 #[test]
@@ -111,6 +111,7 @@ impl Copy {
             "package.yaml",
             "skills/claim.classify.yaml",
             "skills/claim.draft_reply.yaml",
+            "skills/claim.import_rows.yaml",
             "skills/claim.lookup.yaml",
             "skills/claim.send_reply.yaml",
             "integration/src/lib.rs",

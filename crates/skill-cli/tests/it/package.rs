@@ -24,7 +24,7 @@ impl Copy {
     fn new(label: &str) -> Self {
         let scratch = Scratch::new(&format!("skill-package-{label}"));
         let root = scratch.path();
-        for folder in ["skills", "task-types"] {
+        for folder in ["skills", "task-types", "artifact-types"] {
             let target = root.join("claims").join(folder);
             std::fs::create_dir_all(&target).expect("folder");
             for entry in std::fs::read_dir(example().join(folder)).expect("example folder") {
@@ -86,7 +86,7 @@ fn the_claims_package_checks_clean() {
     let copy = Copy::new("clean");
     let output = copy.sdk(&["check"], None);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    assert_eq!(text(&output.stdout), "package claims 1.0.0: 6 objects, no problems\n");
+    assert_eq!(text(&output.stdout), "package claims 1.0.0: 9 objects, no problems\n");
 }
 
 #[test]
@@ -242,13 +242,13 @@ fn plan_and_apply_publish_then_patch_move_and_refuse() {
     let plan = copy.sdk(&["plan"], at);
     assert_eq!(plan.status.code(), Some(0), "{}", text(&plan.stderr));
     assert!(
-        text(&plan.stdout).contains("4 to create, 0 to patch, 0 to move, 0 unchanged, 0 refused"),
+        text(&plan.stdout).contains("5 to create, 0 to patch, 0 to move, 0 unchanged, 0 refused"),
         "{}",
         text(&plan.stdout)
     );
     let applied = copy.sdk(&["apply"], at);
     assert_eq!(applied.status.code(), Some(0), "{}", text(&applied.stderr));
-    assert!(text(&applied.stdout).contains("applied — 4 created"), "{}", text(&applied.stdout));
+    assert!(text(&applied.stdout).contains("applied — 5 created"), "{}", text(&applied.stdout));
     let send = core.skill("claim.send_reply@1");
     assert_eq!(
         (send["sideEffects"].clone(), send["package"]["key"].clone()),

@@ -1,16 +1,22 @@
 //! The claims story end to end, on SQLite and on PostgreSQL: the `examples/claims` package
 //! applied through the API (its skills and task types), its host running as the local executor,
 //! people in a workspace. A reply is sent only on a basis: once a person approved it (the
-//! approval's outcome sends it, once), or as a task's execution after its gate was decided.
+//! approval's outcome sends it, once), or as a task's execution after its gate was decided. A
+//! register import reads its CSV artifact and applies its snapshot at the state it previewed.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use skill_engine::Origin;
 use skill_fixtures::Scratch;
+use skill_sdk::core::http::HttpCore;
+use skill_sdk::core::{CoreAccess, KnowledgeRoute, stale_state_token};
 
 use crate::api::token;
 use crate::calls::{Core, each_backend};
+
+/// The state token of an empty knowledge slot.
+const EMPTY_SLOT: &str = "st:44136fa355b3678a";
 
 /// The claims package's folder.
 fn package() -> PathBuf {
@@ -60,8 +66,9 @@ async fn a_person_approves_the_reply_and_the_outcome_sends_it_once() {
     .await;
 }
 
-async fn story(core: Core, executable: &Path) {
-    // The package, applied as `skill-sdk package apply` does: its skills and its task types.
+/// The claims package, applied as `skill-sdk package apply` does (its skills, artifact types and
+/// task types); applying it again publishes nothing twice. Answers the core's root address.
+async fn apply_package(core: &Core) -> String {
     let loaded = skill_package::load(&package()).expect("the package");
     let root = core.base.trim_end_matches("/api/v1").to_owned();
     let client = skill_client::Client::new(&root, core.admin.clone()).expect("a client");
@@ -69,12 +76,32 @@ async fn story(core: Core, executable: &Path) {
     skill_package::apply(&loaded, &client, &changes, |_| {}).await.expect("applied");
     let types = core.get(&core.admin, "/task-types").await.ok(200).clone();
     let keys: Vec<&str> = types["items"].as_array().expect("items").iter().filter_map(|t| t["key"].as_str()).collect();
-    assert_eq!(keys, ["claim-reply", "claim-send"], "{types}");
-    // Applying again publishes nothing twice.
+    assert_eq!(keys, ["claim-import", "claim-reply", "claim-send"], "{types}");
     let changes = skill_package::plan(&loaded, &client, &[]).await.expect("a plan");
     let again = skill_package::apply(&loaded, &client, &changes, |_| {}).await.expect("applied again");
     assert_eq!(again, skill_package::Applied::Already);
+    root
+}
 
+/// The package's host as the local executor of the core at `root`, with `token`.
+fn executor(executable: &Path, root: &str, token: &str, outbox: &Scratch) -> Child {
+    Child(
+        std::process::Command::new(executable)
+            .args(["execute", "--core", root, "--concurrency", "2", "--grace", "5"])
+            .env("SKILL_CORE_TOKEN", token)
+            .env("CLAIMS_OUTBOX_DIR", outbox.path())
+            .env_remove("CONTROL_PLANE_URL")
+            .env_remove("CONTROL_PLANE_SERVER")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the host executes"),
+    )
+}
+
+async fn story(core: Core, executable: &Path) {
+    let root = apply_package(&core).await;
     core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
     let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims", "claims.reply@claims"]).await;
     let reviewer = token(
@@ -113,17 +140,7 @@ async fn story(core: Core, executable: &Path) {
     core.post(&reviewer, &format!("/approvals/{withdrawn}:withdraw"), &json!({"reason": "wrong amount"})).await.ok(200);
 
     // The package's host as the local executor.
-    let _executor = Child(
-        std::process::Command::new(executable)
-            .args(["execute", "--core", &root, "--concurrency", "2", "--grace", "5"])
-            .env("SKILL_CORE_TOKEN", &core.executor)
-            .env("CLAIMS_OUTBOX_DIR", outbox_folder.path())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the host executes"),
-    );
+    let _executor = executor(executable, &root, &core.executor, &outbox_folder);
     let cancelled = core
         .until(&core.executor, &format!("/skill-invocations/{}", waiting["id"].as_str().expect("id")), |call| {
             call["status"] != "pending"
@@ -205,4 +222,126 @@ async fn story(core: Core, executable: &Path) {
     let messages = outbox(&outbox_folder);
     assert!(messages.contains(&("C-2001".to_owned(), reply.to_owned())), "{messages:?}");
     assert_eq!(messages.len(), 2, "the approved reply and the execution's: {messages:?}");
+}
+
+#[tokio::test]
+async fn an_import_reads_its_register_and_applies_it_at_the_state_it_saw() {
+    let executable = host();
+    each_backend("claims-import", |core| {
+        let executable = executable.clone();
+        async move { import(core, &executable).await }
+    })
+    .await;
+}
+
+/// The reference's "import rows" example through the core: a task-bound call of
+/// `claim.import_rows@1`, run by the package's host with the executor's own account, reads the
+/// task's CSV artifact, previews the snapshot and applies it at the preview's state token.
+async fn import(core: Core, executable: &Path) {
+    let root = apply_package(&core).await;
+    core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+    core.engine.create_workspace("other", "Another desk", &Origin::default()).await.expect("workspace");
+    let workspace = core.engine.store().workspace_by_key("claims").await.expect("the workspace").id;
+    let clerk = token(&core.engine, "clerk", &["tasks.write@claims", "knowledge.write@claims"]).await;
+    let outsider = token(&core.engine, "outsider", &["tasks.write@other", "knowledge.write@other"]).await;
+    // The executor's account: it runs the skills and imports into the workspace's knowledge.
+    let account = token(&core.engine, "claims-executor", &["skills.execute", "knowledge.write@claims"]).await;
+    let outbox = Scratch::new("claims-import-outbox");
+    let _executor = executor(executable, &root, &account, &outbox);
+
+    let upload = |text: &str| {
+        let (core, clerk) = (&core, &clerk);
+        let body = json!({"workspace": "claims", "type": "claims_register", "name": "register.csv",
+                          "mediaType": "text/csv", "text": text});
+        async move { core.post(clerk, "/artifacts", &body).await.ok(201)["id"].as_str().expect("an id").to_owned() }
+    };
+    // An import task of `artifact`, run to its end: the task and its artifacts by type.
+    let run_import = |artifact: String| {
+        let (core, clerk) = (&core, &clerk);
+        let body = json!({"workspace": "claims", "taskType": "claim-import@1", "title": "Import the register",
+                          "customFields": {"artifact": artifact, "scope": "north"}});
+        async move {
+            let task = core.post(clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("an id").to_owned();
+            let ended = core.until(clerk, &format!("/tasks/{task}"), |t| t["status"] != "open").await;
+            let listed = core.get(clerk, &format!("/artifacts?task={task}")).await.ok(200)["items"].clone();
+            let by_type = |kind: &str| listed.as_array().expect("a list").iter().find(|a| a["type"] == kind).cloned();
+            (ended, by_type("skill_result"), by_type("claim.import_report"))
+        }
+    };
+    let content = |token: &str, artifact: &Value| {
+        let (core, token) = (&core, token.to_owned());
+        let path = format!("/artifacts/{}/content", artifact["id"].as_str().expect("an id"));
+        async move { core.get(&token, &path).await }
+    };
+
+    // The first import opens every claim of the register.
+    let register = "claim,customer,status\nC-1,Ada Lind,open\nC-2,\"Berg, Jonas\",closed\n";
+    let (task, result, report) = run_import(upload(register).await).await;
+    assert_eq!(task["status"], "done", "{task}");
+    let result = result.expect("the call's result is an artifact of the task");
+    let report = report.expect("the typed output is an artifact of its type");
+    assert_eq!(result["metadata"]["outputs"]["report"]["status"], "created", "{result}");
+    let read = content(&clerk, &report).await.ok(200).clone();
+    assert_eq!(read, json!({"rows": 2, "opened": 2, "closed": 0, "changed": 0, "unchanged": 0}));
+    let output = content(&clerk, &result).await.ok(200)["output"].clone();
+    let token_after = output["state_token"].as_str().expect("the slot's state").to_owned();
+
+    // The same snapshot previewed again opens nothing and reports the state the import left;
+    // applying at the state the import's preview saw (the empty slot) is stale.
+    let http = HttpCore::new(&root, Some(clerk.clone())).expect("the SDK's core client");
+    let snapshot = json!({"workspaceId": workspace, "pack": "claims", "source": "claims-register.csv", "scope": "north",
+    "entities": [
+        {"kind": "claim", "key": "C-1", "attributes": {"customer": "Ada Lind", "status": "open"}},
+        {"kind": "claim", "key": "C-2", "attributes": {"customer": "Berg, Jonas", "status": "closed"}},
+    ]});
+    let timeout = std::time::Duration::from_secs(10);
+    let preview = http.knowledge(KnowledgeRoute::Preview, snapshot.clone(), timeout).await.expect("a preview");
+    assert_eq!(
+        (preview["opened"].clone(), preview["unchanged"].clone(), preview["stateToken"].clone()),
+        (json!(0), json!(2), json!(token_after))
+    );
+    let mut old = snapshot;
+    old["expectedState"] = json!(EMPTY_SLOT);
+    let stale = http.knowledge(KnowledgeRoute::Apply, old, timeout).await.expect_err("the old token");
+    assert_eq!(stale_state_token(&stale), Some(token_after.as_str()), "{stale:?}");
+
+    // A changed register: C-1 gone, C-2's status changed, C-3 new.
+    let changed = "claim,customer,status\r\nC-2,\"Berg, Jonas\",reopened\r\nC-3,Eva Holm,open\r\n";
+    let (task, _, report) = run_import(upload(changed).await).await;
+    assert_eq!(task["status"], "done", "{task}");
+    let read = content(&clerk, &report.expect("a report")).await.ok(200).clone();
+    assert_eq!(read, json!({"rows": 2, "opened": 1, "closed": 1, "changed": 1, "unchanged": 0}));
+    let found = http
+        .knowledge(KnowledgeRoute::Query, json!({"workspaceId": workspace, "kinds": ["claim"]}), timeout)
+        .await
+        .expect("a page");
+    let statuses: Vec<(Value, Value)> = found["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|item| (item["key"].clone(), item["attributes"]["status"].clone()))
+        .collect();
+    assert_eq!(statuses, [(json!("C-2"), json!("reopened")), (json!("C-3"), json!("open"))]);
+
+    // The result is the task's people's to read, and nobody's of another workspace.
+    content(&clerk, &result).await.ok(200);
+    content(&outsider, &result).await.refused(404, "artifact_not_found");
+    core.get(&outsider, &format!("/artifacts/{}", result["id"].as_str().expect("id")))
+        .await
+        .refused(404, "artifact_not_found");
+
+    // A register that is not one fails the call with the line, and the task with it; the
+    // knowledge stays as the last import left it.
+    let (task, result, _) = run_import(upload("claim,customer\nC-9,Nobody\n").await).await;
+    assert_eq!((task["status"].clone(), result), (json!("failed"), None), "{task}");
+    let calls = core.calls_of(task["id"].as_str().expect("id"), 1).await;
+    assert_eq!(
+        (calls[0]["status"].clone(), calls[0]["error"]["code"].clone(), calls[0]["error"]["details"]["line"].clone()),
+        (json!("failed"), json!("invalid_csv"), json!(1))
+    );
+    let again = http
+        .knowledge(KnowledgeRoute::Query, json!({"workspaceId": workspace, "kinds": ["claim"]}), timeout)
+        .await
+        .expect("a page");
+    assert_eq!(again["items"].as_array().map(Vec::len), Some(2));
 }

@@ -215,3 +215,127 @@ pub fn send_reply(inputs: SendIn, ctx: SkillContext) -> Result<SendOut, SkillErr
         Err(error) => Err(unavailable(error)),
     }
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ImportIn {
+    /// The task the import belongs to: the artifact is read as that task's call may read it.
+    pub task: String,
+    /// The workspace whose knowledge receives the claims.
+    pub workspace: String,
+    /// The CSV artifact of the claims register: a header `claim,customer,status`, one claim a row.
+    pub artifact: String,
+    /// The slot's scope: one register (e.g. a region) replaces only its own claims.
+    pub scope: String,
+}
+
+/// What the import changed.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ImportReport {
+    /// Claims in the file.
+    pub rows: u64,
+    /// Claims new to the workspace's knowledge.
+    pub opened: u64,
+    /// Claims no longer in the register, closed.
+    pub closed: u64,
+    /// Claims whose customer or status changed.
+    pub changed: u64,
+    /// Claims as they were.
+    pub unchanged: u64,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ImportOut {
+    pub report: ImportReport,
+    /// The slot's state after the import: the token a later import expects.
+    pub state_token: String,
+}
+
+/// The columns of the claims register, in this order.
+const REGISTER_COLUMNS: [&str; 3] = ["claim", "customer", "status"];
+
+/// The fields of one CSV line: commas separate, double quotes enclose a field with commas or
+/// quotes (`""` is one quote). `None` for an unclosed quote.
+fn csv_fields(line: &str) -> Option<Vec<String>> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        let field = fields.last_mut()?;
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            ('"', true) => quoted = false,
+            ('"', false) if field.is_empty() => quoted = true,
+            (',', false) => fields.push(String::new()),
+            (c, _) => field.push(c),
+        }
+    }
+    (!quoted).then_some(fields)
+}
+
+/// The register's claims as knowledge entities, or `invalid_csv` naming the line.
+fn register_entities(text: &str) -> Result<Vec<serde_json::Value>, SkillError> {
+    let invalid = |line: usize, message: String| {
+        SkillError::new("invalid_csv").with_message(format!("line {line}: {message}")).with_detail("line", json!(line))
+    };
+    let mut lines = text.lines().enumerate().map(|(index, line)| (index + 1, line.trim_end_matches('\r')));
+    let header = lines.next().map(|(_, line)| csv_fields(line).unwrap_or_default()).unwrap_or_default();
+    if header.iter().map(|h| h.trim()).ne(REGISTER_COLUMNS) {
+        return Err(invalid(1, format!("the header must be {}", REGISTER_COLUMNS.join(","))));
+    }
+    let mut entities = Vec::new();
+    for (number, line) in lines.filter(|(_, line)| !line.trim().is_empty()) {
+        let fields = csv_fields(line).ok_or_else(|| invalid(number, "a quote is not closed".to_owned()))?;
+        let [claim, customer, status] = <[String; 3]>::try_from(fields)
+            .map_err(|fields| invalid(number, format!("{} fields, expected 3", fields.len())))?;
+        if claim.trim().is_empty() {
+            return Err(invalid(number, "the claim is empty".to_owned()));
+        }
+        entities.push(json!({
+            "kind": "claim",
+            "key": claim.trim(),
+            "attributes": {"customer": customer.trim(), "status": status.trim()},
+        }));
+    }
+    Ok(entities)
+}
+
+/// A count of the plan, 0 when absent.
+fn count(plan: &serde_json::Value, name: &str) -> u64 {
+    plan[name].as_u64().unwrap_or_default()
+}
+
+/// Import the claims register (a CSV artifact of the task) into the workspace's knowledge.
+///
+/// Previews the snapshot and applies it at the state the preview saw: if another import changed
+/// the slot in between, nothing is written and the call fails with `snapshot_stale` (retryable
+/// by running the import again).
+#[skill("claim.import_rows", version = "1", side_effects = "none", risk = "low", timeout = 60, idempotency = "natural")]
+pub async fn import_rows(inputs: ImportIn, ctx: SkillContext) -> Result<ImportOut, SkillError> {
+    let content = ctx.artifacts()?.read_for_task(&inputs.artifact, &inputs.task).await?;
+    let text = content.text().map_err(|_| {
+        SkillError::new("invalid_csv").with_message("the register is not UTF-8 text").with_detail("line", json!(0))
+    })?;
+    let entities = register_entities(text)?;
+    let rows = entities.len() as u64;
+    let snapshot =
+        json!({"pack": "claims", "source": "claims-register.csv", "scope": inputs.scope, "entities": entities});
+    let knowledge = ctx.knowledge()?;
+    let plan = knowledge.preview(snapshot.clone(), &inputs.workspace).await?;
+    let expected = plan["stateToken"].as_str().unwrap_or_default().to_owned();
+    let applied = knowledge.apply(snapshot, &inputs.workspace, Some(&expected)).await?;
+    // The plan counts a changed claim as opened and closed (its new version replaces the old).
+    let changed = count(&applied, "superseded");
+    Ok(ImportOut {
+        report: ImportReport {
+            rows,
+            opened: count(&applied, "opened").saturating_sub(changed),
+            closed: count(&applied, "closed").saturating_sub(changed),
+            changed,
+            unchanged: count(&applied, "unchanged"),
+        },
+        state_token: applied["stateToken"].as_str().unwrap_or_default().to_owned(),
+    })
+}

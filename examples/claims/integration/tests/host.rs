@@ -67,6 +67,7 @@ fn list_prints_one_line_per_skill() {
         stdout(&output),
         "claim.classify@1\tclaims_integration.skills:classify\tnone/low\n\
          claim.draft_reply@1\tclaims_integration.skills:draft_reply\tnone/low\n\
+         claim.import_rows@1\tclaims_integration.skills:import_rows\tnone/low\n\
          claim.lookup@1\tclaims_integration.skills:lookup\texternal_read/low\n\
          claim.send_reply@1\tclaims_integration.skills:send_reply\texternal_write/high\n"
     );
@@ -85,7 +86,7 @@ fn contract_prints_one_contract() {
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains(
-            "this binary has 4 skills: name one of: claim.classify@1, claim.draft_reply@1, claim.lookup@1, claim.send_reply@1"
+            "this binary has 5 skills: name one of: claim.classify@1, claim.draft_reply@1, claim.import_rows@1, claim.lookup@1, claim.send_reply@1"
         ),
         "{}",
         stderr(&output)
@@ -96,7 +97,7 @@ fn contract_prints_one_contract() {
 fn check_passes_on_the_committed_package() {
     let output = host(&["export", "--package", &package().to_string_lossy(), "--check"]);
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
-    assert!(stdout(&output).starts_with("ok: 4 skills match"), "{}", stdout(&output));
+    assert!(stdout(&output).starts_with("ok: 5 skills match"), "{}", stdout(&output));
 }
 
 #[test]
@@ -149,14 +150,22 @@ fn export_writes_every_file_and_then_checks_clean() {
     let output = host(&["export", "--package", &scratch.package_arg()]);
     assert!(output.status.success(), "{}", stderr(&output));
     let expected = format!(
-        "written {}\nwritten {}\nwritten {}\nwritten {}\n",
+        "written {}\nwritten {}\nwritten {}\nwritten {}\nwritten {}\n",
         scratch.package().join("skills/claim.classify.yaml").display(),
         scratch.package().join("skills/claim.draft_reply.yaml").display(),
+        scratch.package().join("skills/claim.import_rows.yaml").display(),
         scratch.package().join("skills/claim.lookup.yaml").display(),
         scratch.package().join("skills/claim.send_reply.yaml").display()
     );
     assert_eq!(stdout(&output), expected);
-    for name in ["claim.classify.yaml", "claim.draft_reply.yaml", "claim.lookup.yaml", "claim.send_reply.yaml"] {
+    let names = [
+        "claim.classify.yaml",
+        "claim.draft_reply.yaml",
+        "claim.import_rows.yaml",
+        "claim.lookup.yaml",
+        "claim.send_reply.yaml",
+    ];
+    for name in names {
         let written = std::fs::read(scratch.package().join("skills").join(name)).expect("written");
         let committed = std::fs::read(package().join("skills").join(name)).expect("committed");
         assert_eq!(written, committed, "{name} is byte for byte what is committed");

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use claims_integration::skills::{classify, draft_reply, lookup, send_reply};
+use claims_integration::skills::{classify, draft_reply, import_rows, lookup, send_reply};
 use serde_json::json;
 use skill_contract::{NormalizeOptions, Skill as Document, yaml};
 use skill_sdk::registry::Registry;
-use skill_sdk::testing::{self, FakeLlm};
+use skill_sdk::testing::{self, FakeCore, FakeLlm};
 
 fn package() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -17,7 +17,10 @@ fn package() -> PathBuf {
 fn the_registry_holds_the_package_skills() {
     let registry = Registry::linked().expect("the skills are valid");
     let refs: Vec<String> = registry.skills().iter().map(|s| s.reference()).collect();
-    assert_eq!(refs, ["claim.classify@1", "claim.draft_reply@1", "claim.lookup@1", "claim.send_reply@1"]);
+    assert_eq!(
+        refs,
+        ["claim.classify@1", "claim.draft_reply@1", "claim.import_rows@1", "claim.lookup@1", "claim.send_reply@1"]
+    );
     assert_eq!(send_reply::SKILL.entrypoint(), "claims_integration.skills:send_reply");
 }
 
@@ -33,7 +36,7 @@ fn the_committed_files_match_the_code() {
 
 #[test]
 fn the_committed_files_pass_publication_validation() {
-    for skill in [&classify::SKILL, &draft_reply::SKILL, &send_reply::SKILL] {
+    for skill in [&classify::SKILL, &draft_reply::SKILL, &send_reply::SKILL, &import_rows::SKILL] {
         let path = skill_sdk::export::skill_file(&package(), skill);
         let document = yaml::from_str(&std::fs::read_to_string(&path).expect("committed")).expect("valid YAML");
         let read = Document::from_document(&document, &NormalizeOptions::default())
@@ -151,6 +154,63 @@ fn send_reply_needs_a_key_and_an_outbox() {
         testing::call(&send_reply::SKILL).idempotency_key("k").no_env().invoke(json!({"claim": "C-1", "comment": "x"}));
     let error = error.expect_err("no outbox");
     assert_eq!((error.code(), error.retryable()), ("config_missing", true));
+}
+
+/// Runs `claim.import_rows@1` on the register `text`, kept as the artifact `A-1` of `core`.
+fn import(core: &FakeCore, text: &str) -> Result<serde_json::Map<String, serde_json::Value>, skill_sdk::SkillError> {
+    core.put_artifact("A-1", text, Some("text/csv"));
+    let inputs = json!({"task": "T-1", "workspace": "W-1", "artifact": "A-1", "scope": "north"});
+    testing::call(&import_rows::SKILL).core(core).invoke(inputs).map(|outcome| outcome.outputs)
+}
+
+#[test]
+fn import_rows_applies_the_register_at_the_state_its_preview_saw() {
+    let core = FakeCore::new();
+    let first =
+        import(&core, "claim,customer,status\nC-1,Ada Lind,open\nC-2,\"Berg, Jonas\",closed\n\n").expect("imported");
+    assert_eq!(first["report"], json!({"rows": 2, "opened": 2, "closed": 0, "changed": 0, "unchanged": 0}));
+    assert_eq!(first["state_token"], core.slot_token("W-1", "claims", "claims-register.csv", "north"));
+    let applied = core.applied();
+    assert_eq!(applied[0]["expectedState"], "st:44136fa355b3678a", "at the empty slot its preview saw");
+    assert_eq!(
+        applied[0]["entities"][1],
+        json!({"kind": "claim", "key": "C-2", "attributes": {"customer": "Berg, Jonas", "status": "closed"}}),
+        "a quoted field keeps its comma"
+    );
+    // CRLF lines; C-1 gone, C-2 changed, C-3 new; a doubled quote is one quote.
+    let second =
+        import(&core, "claim,customer,status\r\nC-2,\"Berg, Jonas\",reopened\r\nC-3,\"Eva \"\"Evi\"\" Holm\",open\r\n")
+            .expect("imported");
+    assert_eq!(second["report"], json!({"rows": 2, "opened": 1, "closed": 1, "changed": 1, "unchanged": 0}));
+    assert_eq!(core.applied()[1]["expectedState"], first["state_token"]);
+    assert_eq!(core.applied()[1]["entities"][1]["attributes"]["customer"], "Eva \"Evi\" Holm");
+    assert_eq!(core.artifact_reads(), ["A-1", "A-1"]);
+}
+
+#[test]
+fn import_rows_names_the_line_of_a_malformed_register() {
+    let core = FakeCore::new();
+    for (text, line) in [
+        ("claim,customer\nC-1,Ada\n", 1),
+        ("", 1),
+        ("claim,customer,status\nC-1,Ada,open\nC-2,Berg\n", 3),
+        ("claim,customer,status\nC-1,\"Ada,open\n", 2),
+        ("claim,customer,status\n ,Ada,open\n", 2),
+    ] {
+        let error = import(&core, text).expect_err("malformed");
+        assert_eq!(
+            (error.code(), error.details().map(|d| d["line"].clone())),
+            ("invalid_csv", Some(json!(line))),
+            "{text:?}"
+        );
+    }
+    let error = {
+        core.put_artifact("A-1", vec![0xff, 0xfe], Some("text/csv"));
+        let inputs = json!({"task": "T-1", "workspace": "W-1", "artifact": "A-1", "scope": "north"});
+        testing::call(&import_rows::SKILL).core(&core).invoke(inputs).expect_err("not text")
+    };
+    assert_eq!(error.code(), "invalid_csv");
+    assert!(core.applied().is_empty(), "nothing applied");
 }
 
 /// A temporary folder removed on drop.
