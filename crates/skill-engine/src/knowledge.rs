@@ -17,6 +17,10 @@ use crate::{Engine, Origin};
 /// The most entities one snapshot holds.
 pub const MAX_ENTITIES: usize = 10_000;
 
+/// The most entity rows a query reads at once (a batch grows to it while conditions leave a page
+/// unfilled; one key held by more slots than a batch has doubles it past this).
+const MAX_QUERY_BATCH: i64 = 8_192;
+
 fn invalid(field: &str, message: impl Into<String>) -> EngineError {
     EngineError::invalid_request(message).with("field", field)
 }
@@ -104,6 +108,9 @@ impl Engine {
     }
 
     /// One page of entities (`knowledge.read`).
+    ///
+    /// Reads the rows after the cursor in growing batches of whole keys until the page is full or
+    /// the rows end.
     pub async fn query_entities(&self, actor: &Actor, query: &EntityQuery) -> Result<EntityPage> {
         let workspace = self.knowledge_workspace(actor, &query.workspace_id, "knowledge.read").await?;
         if query.kinds.is_empty() || query.kinds.len() > 50 {
@@ -120,28 +127,57 @@ impl Engine {
         {
             return Err(invalid(&format!("where[{index}]"), "a condition is {attribute, op, value}"));
         }
-        let after = query.cursor.as_deref().map(knowledge::split_id);
-        let rows = self.store.knowledge_entities(&workspace, Some(&query.kinds), after).await?;
+        let mut after = query.cursor.as_deref().map(knowledge::split_id).map(|(k, v)| (k.to_owned(), v.to_owned()));
+        // Rows are read in batches, so a page costs about what it answers, not the workspace: twice
+        // the page first, then twice as many each time the conditions left the page unfilled.
+        let mut batch = (limit as i64 + 1) * 2;
         let mut items: Vec<Value> = Vec::new();
-        let mut index = 0;
-        while index < rows.len() {
-            // The rows of one (kind, key): the slot applied last wins.
-            let mut last = index;
-            while last + 1 < rows.len()
-                && (&rows[last + 1].kind, &rows[last + 1].key) == (&rows[index].kind, &rows[index].key)
-            {
-                last += 1;
-            }
-            let row = &rows[last];
-            let item =
-                knowledge::query_item(&knowledge::entity_id(&row.kind, &row.key), &row.entity, &row.source, &row.scope);
-            if conditions.iter().all(|c| knowledge::holds(c, &item["attributes"])) {
-                items.push(item);
-                if items.len() > limit {
-                    break;
+        'pages: loop {
+            let from = after.as_ref().map(|(kind, key)| (kind.as_str(), key.as_str()));
+            let rows = self.store.knowledge_entities(&workspace, Some(&query.kinds), from, batch).await?;
+            let full = rows.len() as i64 == batch;
+            // Only whole keys: in a full batch the last key's rows may go on in the next one.
+            let mut end = rows.len();
+            if full {
+                let last = (&rows[end - 1].kind, &rows[end - 1].key);
+                while end > 0 && (&rows[end - 1].kind, &rows[end - 1].key) == last {
+                    end -= 1;
+                }
+                if end == 0 {
+                    // One key's rows fill the batch: read more at once.
+                    batch *= 2;
+                    continue;
                 }
             }
-            index = last + 1;
+            let mut index = 0;
+            while index < end {
+                // The rows of one (kind, key): the slot applied last wins.
+                let mut last = index;
+                while last + 1 < end
+                    && (&rows[last + 1].kind, &rows[last + 1].key) == (&rows[index].kind, &rows[index].key)
+                {
+                    last += 1;
+                }
+                let row = &rows[last];
+                let item = knowledge::query_item(
+                    &knowledge::entity_id(&row.kind, &row.key),
+                    &row.entity,
+                    &row.source,
+                    &row.scope,
+                );
+                if conditions.iter().all(|c| knowledge::holds(c, &item["attributes"])) {
+                    items.push(item);
+                    if items.len() > limit {
+                        break 'pages;
+                    }
+                }
+                index = last + 1;
+            }
+            if !full {
+                break;
+            }
+            after = Some((rows[end - 1].kind.clone(), rows[end - 1].key.clone()));
+            batch = (batch * 2).min(MAX_QUERY_BATCH);
         }
         let next_cursor = if items.len() > limit {
             items.truncate(limit);
@@ -344,7 +380,7 @@ impl Engine {
         let mut search = request.query.clone().unwrap_or_default();
         if let Some((kind, key)) = &anchor {
             // Every entity of the workspace, the slot applied last winning a key.
-            let rows = self.store.knowledge_entities(&workspace, None, None).await?;
+            let rows = self.store.knowledge_entities(&workspace, None, None, i64::MAX).await?;
             let mut entities: std::collections::BTreeMap<(String, String), Value> = std::collections::BTreeMap::new();
             for row in rows {
                 let item = knowledge::query_item(

@@ -26,13 +26,15 @@ pub trait KnowledgeStore: Send + Sync {
         entities: &'a [(String, String, serde_json::Value)],
         event: &'a Event,
     ) -> BoxFuture<'a, Result<()>>;
-    /// The entities of a workspace of `kinds` (every kind when `None`) after `(kind, key)`, in
-    /// `(kind, key)` order and, for one key, in the order their slots were first applied.
+    /// At most `limit` entity rows of a workspace of `kinds` (every kind when `None`) after
+    /// `(kind, key)`, in `(kind, key)` order and, for one key, in the order their slots were first
+    /// applied.
     fn knowledge_entities<'a>(
         &'a self,
         workspace_id: &'a str,
         kinds: Option<&'a [String]>,
         after: Option<(&'a str, &'a str)>,
+        limit: i64,
     ) -> BoxFuture<'a, Result<Vec<EntityRecord>>>;
     /// Stores a document, replacing the one with its natural key, with its event.
     fn put_document<'a>(&'a self, document: &'a DocumentRecord, event: &'a Event) -> BoxFuture<'a, Result<()>>;
@@ -204,6 +206,7 @@ macro_rules! knowledge_store {
                 workspace_id: &'a str,
                 kinds: Option<&'a [String]>,
                 after: Option<(&'a str, &'a str)>,
+                limit: i64,
             ) -> BoxFuture<'a, Result<Vec<EntityRecord>>> {
                 Box::pin(async move {
                     let (after_kind, after_key) = after.unzip();
@@ -214,12 +217,13 @@ macro_rules! knowledge_store {
                          WHERE e.workspace_id = $1 AND ($2 IS NULL OR e.kind IN (SELECT value FROM ",
                         $each,
                         "($2))) AND ($3 IS NULL OR e.kind > $3 OR (e.kind = $3 AND e.key > $4)) \
-                         ORDER BY e.kind, e.key, s.created_at, e.pack, e.source, e.scope"
+                         ORDER BY e.kind, e.key, s.created_at, e.pack, e.source, e.scope LIMIT $5"
                     ))
                     .bind(workspace_id)
                     .bind(kinds.map(Json))
                     .bind(after_kind)
                     .bind(after_key)
+                    .bind(limit)
                     .fetch_all(self.read())
                     .await?)
                 })

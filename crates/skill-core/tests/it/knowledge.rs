@@ -145,3 +145,60 @@ async fn the_core_checks_knowledge_requests_recalls_and_pages() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_query_pages_through_many_entities_and_keys_held_by_many_slots() {
+    each_backend("knowledge-pages", |core| async move {
+        let core = core;
+        core.engine.create_workspace("claims", "claims", &Origin::default()).await.expect("workspace");
+        let writer = token(&core.engine, "importer", &["knowledge.write@claims"]).await;
+        let entities: Vec<Value> = (0..450)
+            .map(|n| json!({"kind": "claim", "key": format!("C-{n:03}"), "attributes": {"amount": n}}))
+            .collect();
+        let register = json!({"workspaceId": "claims", "pack": "claims", "source": "register", "entities": entities});
+        core.post(&writer, "/knowledge/snapshots", &register).await.ok(200);
+        // C-000 is in six more slots; the slot applied last wins.
+        for slot in 1..=6 {
+            let overlay = json!({"workspaceId": "claims", "pack": "claims", "source": format!("overlay-{slot}"),
+                                 "entities": [{"kind": "claim", "key": "C-000", "attributes": {"amount": 1000 + slot}}]});
+            core.post(&writer, "/knowledge/snapshots", &overlay).await.ok(200);
+        }
+        let page = |body: Value| {
+            let (core, writer) = (&core, &writer);
+            async move { core.post(writer, "/knowledge/entities:query", &body).await.ok(200).clone() }
+        };
+        // Pages of one: the first key's seven rows are more than the first batch reads.
+        let first = page(json!({"workspaceId": "claims", "kinds": ["claim"], "limit": 1})).await;
+        assert_eq!(
+            (first["items"][0]["key"].clone(), first["items"][0]["attributes"]["amount"].clone()),
+            (json!("C-000"), json!(1006))
+        );
+        // A condition only the first (as its last slot has it) and the last entity meet: after the
+        // first, every batch is read for one item.
+        let wanted = json!([{"attribute": "amount", "op": "gte", "value": 449}]);
+        let head = page(json!({"workspaceId": "claims", "kinds": ["claim"], "limit": 1, "where": wanted})).await;
+        assert_eq!(head["items"][0]["key"], "C-000", "{head}");
+        let rest = page(json!({"workspaceId": "claims", "kinds": ["claim"], "limit": 1, "where": wanted,
+                               "cursor": head["nextCursor"]}))
+        .await;
+        assert_eq!((rest["items"][0]["key"].clone(), rest["nextCursor"].clone()), (json!("C-449"), Value::Null));
+        // Every entity once, in order, through pages of seven.
+        let mut keys = Vec::new();
+        let mut cursor = Value::Null;
+        loop {
+            let answer = page(json!({"workspaceId": "claims", "kinds": ["claim"], "limit": 7, "cursor": cursor,
+                                     "where": [{"attribute": "amount", "op": "lte", "value": 2000}]}))
+            .await;
+            let items = answer["items"].as_array().expect("items");
+            assert!(items.len() <= 7);
+            keys.extend(items.iter().map(|item| item["key"].as_str().expect("a key").to_owned()));
+            cursor = answer["nextCursor"].clone();
+            if cursor.is_null() {
+                break;
+            }
+        }
+        let expected: Vec<String> = (0..450).map(|n| format!("C-{n:03}")).collect();
+        assert_eq!(keys, expected);
+    })
+    .await;
+}
