@@ -91,8 +91,9 @@ where
     Fut: Future<Output = Backend>,
 {
     for (name, case) in CASES {
-        eprintln!("core behaviour: {name}");
-        case(backend(name).await).await;
+        // On its own task, so that a failing case is named.
+        let ran = tokio::spawn(case(backend(name).await)).await;
+        ran.unwrap_or_else(|error| panic!("the core behaviour case {name} failed: {error}"));
     }
 }
 
