@@ -99,6 +99,10 @@ pub struct Waiting {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InvocationQuery {
+    /// Only the calls made on this task: anyone who may read the task (`tasks.read` in its
+    /// workspace) sees all of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     /// `pending`, `running`, `succeeded`, `failed` or `cancelled`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,

@@ -189,6 +189,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let api = format!("{core_url}/api/v1");
     println!("skill-core dev: package {} {} {done}", loaded.package.key, loaded.package.version);
     println!("  core      {api}    (data: {})", shown(&data));
+    println!("  console   {core_url}/console    (sign in with the token or the reviewer's)");
     println!("  token     {token}    ({}; a day)", grants.join(", "));
     println!("  reviewer  {reviewer}    ({}; decides approvals)", reviewer_grants.join(", "));
     println!(

@@ -8,6 +8,7 @@
 //! | serving with a graceful stop, and the lease sweep | [`serve`] |
 
 pub mod api;
+pub mod console;
 
 use axum::Router;
 use axum::extract::State;
@@ -21,15 +22,22 @@ use skill_engine::Engine;
 #[derive(Debug, Clone)]
 pub struct Core {
     pub engine: Engine,
+    pub console: console::Options,
 }
 
 /// The application: `/api/v1/…`, `/healthz` (the process answers), `/readyz` (the database
 /// answers too) and `/.well-known/jwks.json` (the audience tokens' keys), with request ids and the
 /// error envelope.
 pub fn app(engine: Engine) -> Router {
-    let core = Core { engine };
+    app_with(engine, console::Options::default())
+}
+
+/// [`app`] with the console's `/console` reached as `console` says.
+pub fn app_with(engine: Engine, console: console::Options) -> Router {
+    let core = Core { engine, console };
     Router::new()
         .nest("/api/v1", api::router())
+        .nest("/console", console::router())
         .route("/healthz", get(|| async { axum::Json(Health { status: "ok".to_owned() }) }))
         .route("/readyz", get(ready))
         .route("/.well-known/jwks.json", get(jwks))
@@ -90,9 +98,20 @@ pub async fn serve_until(
     limits: skill_http::Limits,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with(engine, listener, limits, console::Options::default(), stop).await
+}
+
+/// [`serve_until`] with the console reached as `console` says.
+pub async fn serve_with(
+    engine: Engine,
+    listener: tokio::net::TcpListener,
+    limits: skill_http::Limits,
+    console: console::Options,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let sweep = tokio::spawn(sweep_leases(engine.clone()));
     let work = tokio::spawn(carry_out_work(engine.clone()));
-    let served = skill_http::serve(listener, app(engine), limits, stop).await;
+    let served = skill_http::serve(listener, app_with(engine, console), limits, stop).await;
     sweep.abort();
     work.abort();
     served

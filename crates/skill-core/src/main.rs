@@ -43,6 +43,11 @@ enum Command {
         /// hosts are given as SKILL_SDK_IAM_ISSUER (default: http:// and the address listened on).
         #[arg(long, env = "SKILL_CORE_ISSUER", value_name = "URL")]
         issuer: Option<String>,
+        /// The address people reach this core at, for the console at <URL>/console (default:
+        /// http:// and the address listened on). An https:// address (a proxy terminating TLS)
+        /// makes the console's session cookies Secure.
+        #[arg(long, env = "SKILL_CORE_PUBLIC_URL", value_name = "URL")]
+        public_url: Option<String>,
         #[command(flatten)]
         bounds: Bounds,
     },
@@ -223,17 +228,25 @@ async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
         Command::Executor(args) => executor::run(args).await,
-        Command::Serve { db, listen, issuer, bounds } => {
+        Command::Serve { db, listen, issuer, public_url, bounds } => {
             let listener =
                 tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
             let address = listener.local_addr()?;
             let issuer = issuer.unwrap_or_else(|| format!("http://{address}"));
+            let public_url = public_url.unwrap_or_else(|| format!("http://{address}"));
+            let public_url = public_url.trim_end_matches('/');
+            if !public_url.starts_with("http://") && !public_url.starts_with("https://") {
+                anyhow::bail!("--public-url: an http:// or https:// address, not {public_url:?}");
+            }
+            let console = skill_core::console::Options { secure_cookies: public_url.starts_with("https://") };
             let engine = engine(&db).await?.with_issuer(&issuer);
             eprintln!(
-                "skill-core serving the API on http://{address}/api/v1 (database: {})",
+                "skill-core serving the API on http://{address}/api/v1 and the console on {public_url}/console (database: {})",
                 skill_store::redact(&db.db)
             );
-            skill_core::serve(engine, listener, bounds.limits()).await.context("serving")?;
+            skill_core::serve_with(engine, listener, bounds.limits(), console, skill_http::stop_signal())
+                .await
+                .context("serving")?;
             eprintln!("skill-core stopped");
             Ok(())
         }

@@ -300,11 +300,18 @@ impl Engine {
     }
 
     /// Calls newest first (`skills.invoke`, `skills.execute` or `org.read`): a caller with only
-    /// `skills.invoke` sees its own.
+    /// `skills.invoke` sees its own. With `task`, the task's calls, to anyone who may read the
+    /// task.
     pub async fn invocations(&self, actor: &Actor, query: &InvocationQuery) -> Result<Page<InvocationOut>> {
-        actor.require_any(&["skills.invoke", "skills.execute", "org.read"])?;
+        let task_id = match &query.task {
+            Some(task) => Some(self.visible_task(actor, task, None).await?.id),
+            None => {
+                actor.require_any(&["skills.invoke", "skills.execute", "org.read"])?;
+                None
+            }
+        };
         let limit = checked_limit(query.limit, 50, 200)?;
-        let sees_all = actor.can("skills.execute") || actor.can("org.read");
+        let sees_all = actor.can("skills.execute") || actor.can("org.read") || task_id.is_some();
         let authority = match (&query.caller, sees_all) {
             (Some(caller), true) => Some(caller.clone()),
             (Some(caller), false) if caller != actor.id() => {
@@ -350,6 +357,7 @@ impl Engine {
             authority,
             created_after: time("since", &query.since)?,
             created_before: time("until", &query.until)?,
+            task_id,
             before,
             limit: limit + 1,
         };

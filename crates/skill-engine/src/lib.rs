@@ -11,12 +11,14 @@
 //! | discovery | [`Engine::definition`], [`Engine::metadata`], [`Engine::catalogue`] |
 //! | calls: invoke, read, list, cancel; claim, heartbeat, complete, fail; lease expiry; executor sessions | [`Engine::invoke`], [`Engine::claim`], [`Engine::expire_leases`], [`Engine::open_session`] |
 //! | audience tokens and the JWKS | [`Engine::audience_token`], [`Engine::jwks`], [`tokens`] |
+//! | console sessions: sign in with a token, the person behind a cookie, sign out | [`Engine::sign_in`], [`Engine::console_actor`], [`Engine::sign_out`] |
 //! | errors, with the class a transport maps to a status | [`EngineError`], [`Class`] |
 
 mod actor;
 pub mod artifacts;
 mod cancellation;
 pub mod catalog;
+pub mod console;
 mod discovery;
 mod error;
 mod identity;

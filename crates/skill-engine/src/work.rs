@@ -1,5 +1,5 @@
 //! Work: task types (`types.rs`), tasks (`tasks.rs`), runs (`runs.rs`), approvals and their
-//! decisions (`approvals.rs`), comments, the basis of external writes (`basis.rs`) and the paths
+//! decisions (`approvals.rs`) and what a decision would do (`preview.rs`), comments, the basis of external writes (`basis.rs`) and the paths
 //! that fill a call's inputs from a task (`paths.rs`). A task belongs to a workspace; reading it
 //! needs `tasks.read` there (`tasks.write` and `approvals.decide` include it), and to anyone
 //! else it does not exist (`404`).
@@ -9,6 +9,7 @@ pub(crate) mod basis;
 mod execution;
 mod outcomes;
 pub(crate) mod paths;
+mod preview;
 mod runs;
 mod tasks;
 mod types;
@@ -26,6 +27,7 @@ use crate::{Engine, Origin};
 
 pub use execution::EXECUTION_PRINCIPAL;
 pub use outcomes::SKILL_WAIT;
+pub use preview::{ActionPreview, CallPreview, CalledVersion};
 pub(crate) use runs::check_owned_and_running as runs_check;
 pub(crate) use tasks::task_view;
 pub(crate) use types::{task_type_out, type_exists};

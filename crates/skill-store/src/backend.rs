@@ -163,6 +163,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (10, "knowledge", include_str!("../migrations/sqlite/0010_knowledge.sql")),
     (11, "knowledge documents", include_str!("../migrations/sqlite/0011_knowledge_documents.sql")),
     (12, "artifact types", include_str!("../migrations/sqlite/0012_artifact_types.sql")),
+    (13, "console sessions", include_str!("../migrations/sqlite/0013_console_sessions.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -177,6 +178,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (10, "knowledge", include_str!("../migrations/postgres/0010_knowledge.sql")),
     (11, "knowledge documents", include_str!("../migrations/postgres/0011_knowledge_documents.sql")),
     (12, "artifact types", include_str!("../migrations/postgres/0012_artifact_types.sql")),
+    (13, "console sessions", include_str!("../migrations/postgres/0013_console_sessions.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -46,6 +46,7 @@ const GUARD_CODES: &[&str] = &[
     "self_approval_refused",
     "artifact_immutable",
     "artifact_type_immutable",
+    "console_session_immutable",
 ];
 
 impl StoreError {

@@ -147,7 +147,7 @@ const CALLS: &str = concat!(
     " FROM skill_invocations WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR skill_id = $2) \
      AND ($3 IS NULL OR authority_principal_id = $3) AND ($4 IS NULL OR created_at >= $4) \
      AND ($5 IS NULL OR created_at < $5) \
-     AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
+     AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) AND ($9 IS NULL OR task_id = $9) \
      ORDER BY created_at DESC, id DESC LIMIT $8"
 );
 /// The changing columns of a call, when the stored row is one version behind.

@@ -10,6 +10,7 @@
 //! | the keys audience tokens are signed with | [`KeyStore`] |
 //! | task types, tasks, runs, approvals and their outcomes, comments | [`WorkStore`] |
 //! | knowledge slots and their entities | [`KnowledgeStore`] |
+//! | console sessions | [`ConsoleStore`] |
 //! | artifacts' rows, and the blob store of their content (a folder) | [`ArtifactStore`], [`BlobStore`], [`FolderBlobs`] |
 //! | the events journal | [`Journal`] |
 //! | the rows | [`records`] |
@@ -35,6 +36,7 @@
 mod artifacts;
 mod backend;
 mod catalog;
+mod console;
 mod error;
 mod events;
 mod idempotency;
@@ -57,6 +59,7 @@ use futures::future::BoxFuture;
 pub use artifacts::{ArtifactStore, BlobStore, FolderBlobs, check_blob_name};
 pub use backend::{PgStore, SqliteStore, StoreOptions, redact};
 pub use catalog::CatalogStore;
+pub use console::ConsoleStore;
 pub use error::{ErrorKind, Result, StoreError};
 pub use events::Journal;
 pub use idempotency::{Begun, IdempotencyStore, StoredAnswer};
@@ -88,6 +91,7 @@ pub trait Store:
     + WorkStore
     + ArtifactStore
     + KnowledgeStore
+    + ConsoleStore
     + Journal
     + std::fmt::Debug
 {

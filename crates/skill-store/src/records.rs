@@ -328,6 +328,8 @@ pub struct InvocationFilter {
     pub authority: Option<String>,
     pub created_after: Option<Time>,
     pub created_before: Option<Time>,
+    /// Only calls made on this task.
+    pub task_id: Option<String>,
     /// `(created_at, id)` of the last row of the previous page.
     pub before: Option<(Time, String)>,
     pub limit: u32,
@@ -396,4 +398,23 @@ pub struct SigningKey {
     pub created_at: Time,
     pub signs_until: Time,
     pub published_until: Time,
+}
+
+/// A console session: a personal access token exchanged for a cookie. Only hashes are kept — of
+/// the cookie's secret and of the token — so the session lives only as long as its token does
+/// (a revoked or expired token, or a disabled principal, ends it too).
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq, Eq)]
+pub struct ConsoleSession {
+    pub id: String,
+    /// Hex SHA-256 of the cookie's secret.
+    pub secret_hash: String,
+    /// Hex SHA-256 of the token it was exchanged for.
+    pub token_hash: String,
+    pub principal_id: String,
+    /// What every form of the session carries back.
+    pub csrf: String,
+    pub created_at: Time,
+    pub expires_at: Time,
+    /// Set once, at sign-out.
+    pub ended_at: Option<Time>,
 }

@@ -65,4 +65,5 @@ conformance!(
     guards::published_versions_and_events_are_never_deleted_or_rewritten,
     guards::row_shapes_are_checked_by_the_database,
     guards::signing_keys_are_listed_while_published_and_never_change,
+    guards::console_sessions_only_end_once,
 );

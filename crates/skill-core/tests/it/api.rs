@@ -27,9 +27,14 @@ pub(crate) async fn api() -> Api {
 }
 
 pub(crate) async fn token(engine: &Engine, name: &str, grants: &[&str]) -> String {
+    token_of_kind(engine, name, "person", grants).await
+}
+
+/// A token of a principal of `kind` (`person`, `agent`, `executor`) with `grants`.
+pub(crate) async fn token_of_kind(engine: &Engine, name: &str, kind: &str, grants: &[&str]) -> String {
     let request = TokenRequest {
         principal: name.to_owned(),
-        kind: "person".to_owned(),
+        kind: kind.to_owned(),
         grants: grants.iter().map(|g| (*g).to_owned()).collect(),
         label: String::new(),
         expires_at: None,

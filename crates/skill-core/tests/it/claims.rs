@@ -24,13 +24,13 @@ fn package() -> PathBuf {
 }
 
 /// The package's host binary, built with cargo as `skill-core dev` builds it.
-fn host() -> PathBuf {
+pub(crate) fn host() -> PathBuf {
     let host = skill_package::host_crate::locate_own(&package()).expect("the claims crate");
     skill_package::host_crate::build(&host).expect("the claims host builds")
 }
 
 /// A child process killed when dropped.
-struct Child(std::process::Child);
+pub(crate) struct Child(std::process::Child);
 
 impl Drop for Child {
     fn drop(&mut self) {
@@ -40,7 +40,7 @@ impl Drop for Child {
 }
 
 /// The messages in the outbox: `(claim, reply)`, sorted.
-fn outbox(folder: &Scratch) -> Vec<(String, String)> {
+pub(crate) fn outbox(folder: &Scratch) -> Vec<(String, String)> {
     let mut sent: Vec<(String, String)> = std::fs::read_dir(folder.path())
         .expect("the outbox")
         .map(|entry| {
@@ -68,7 +68,7 @@ async fn a_person_approves_the_reply_and_the_outcome_sends_it_once() {
 
 /// The claims package, applied as `skill-sdk package apply` does (its skills, artifact types and
 /// task types); applying it again publishes nothing twice. Answers the core's root address.
-async fn apply_package(core: &Core) -> String {
+pub(crate) async fn apply_package(core: &Core) -> String {
     let loaded = skill_package::load(&package()).expect("the package");
     let root = core.base.trim_end_matches("/api/v1").to_owned();
     let client = skill_client::Client::new(&root, core.admin.clone()).expect("a client");
@@ -84,7 +84,7 @@ async fn apply_package(core: &Core) -> String {
 }
 
 /// The package's host as the local executor of the core at `root`, with `token`.
-fn executor(executable: &Path, root: &str, token: &str, outbox: &Scratch) -> Child {
+pub(crate) fn executor(executable: &Path, root: &str, token: &str, outbox: &Scratch) -> Child {
     Child(
         std::process::Command::new(executable)
             .args(["execute", "--core", root, "--concurrency", "2", "--grace", "5"])

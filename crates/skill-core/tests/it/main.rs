@@ -6,6 +6,7 @@ mod artifacts;
 mod calls;
 mod claims;
 mod client;
+mod console;
 mod dev;
 mod heavy_contracts;
 mod hostile_api;

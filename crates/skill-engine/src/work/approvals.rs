@@ -20,7 +20,7 @@ use crate::error::{busy, written};
 use crate::{Engine, Origin};
 
 /// The gate of a type's approval schema whose outcomes a gate approval runs.
-const GATE: &str = "default";
+pub(crate) const GATE: &str = "default";
 
 impl Engine {
     /// Asks for a decision on an open task (`tasks.write` in its workspace).
@@ -262,7 +262,7 @@ impl Engine {
     }
 
     /// The approval `id` if its task is visible to `actor`; `404` otherwise.
-    async fn visible_approval(&self, actor: &Actor, id: &str) -> Result<ApprovalRecord> {
+    pub(crate) async fn visible_approval(&self, actor: &Actor, id: &str) -> Result<ApprovalRecord> {
         let hidden = || EngineError::not_found(&format!("approval {id}")).with("approvalId", id);
         let approval = match self.store.approval(id).await {
             Ok(approval) => approval,

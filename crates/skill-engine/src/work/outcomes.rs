@@ -27,6 +27,12 @@ pub const SKILL_WAIT: Duration = Duration::hours(24);
 /// The most decided approvals one pass looks at.
 const BATCH: i64 = 50;
 
+/// What an outcome's input expressions read: `$.task…` (the task's API view) and `$.approval…`
+/// (`id`, `comment`, `decidedBy`, `decidedAt`, `outcome`).
+pub(crate) fn decision_root(task: Value, approval: Value) -> Value {
+    json!({"task": task, "approval": approval})
+}
+
 impl Engine {
     /// One pass over the outcomes that are running, at `now`: calls made, ended calls noted,
     /// finished outcomes reacted to. Answers how many actions or outcomes moved.
@@ -46,12 +52,12 @@ impl Engine {
     async fn advance_outcome(&self, approval: &ApprovalRecord, now: Time) -> Result<usize> {
         let task = self.store.task(&approval.task_id).await?;
         let task_type = self.store.task_type(&task.task_type_id).await?;
-        let root = json!({
-            "task": task_view(&task, &task_type),
-            "approval": {"id": approval.id, "comment": approval.comment, "decidedBy": approval.decided_by,
-                         "decidedAt": approval.decided_at.as_ref().map(crate::catalog::view_time),
-                         "outcome": approval.status},
-        });
+        let root = decision_root(
+            task_view(&task, &task_type),
+            json!({"id": approval.id, "comment": approval.comment, "decidedBy": approval.decided_by,
+                   "decidedAt": approval.decided_at.as_ref().map(crate::catalog::view_time),
+                   "outcome": approval.status}),
+        );
         let decider = self.decider(approval).await?;
         let system = Origin::default();
         let mut moved = 0;

@@ -221,6 +221,7 @@ impl InvocationStore for PgStore {
                 .bind(before_at)
                 .bind(before_id)
                 .bind(i64::from(f.limit))
+                .bind(&f.task_id)
                 .fetch_all(self.read())
                 .await?)
         })

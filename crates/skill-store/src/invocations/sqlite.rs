@@ -102,6 +102,7 @@ impl InvocationStore for SqliteStore {
             maybe_time(before_at),
             maybe_text(before_id.as_deref()),
             int(f.limit),
+            maybe_text(f.task_id.as_deref()),
         ];
         let found = self.lite.read(|connection| rows(connection, CALLS, &values, invocation_row));
         Box::pin(async move { found })

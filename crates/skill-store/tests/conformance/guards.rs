@@ -211,3 +211,51 @@ pub(crate) async fn signing_keys_are_listed_while_published_and_never_change(db:
         assert!(refused(&db, sql, sql).await.contains("signing_key_immutable"), "{sql}");
     }
 }
+
+pub(crate) async fn console_sessions_only_end_once(db: Db) {
+    let ana = crate::fixture::principal("ana");
+    db.store.create_principal(&ana, &event("principal.created", "p")).await.expect("created");
+    let now = chrono::Utc::now();
+    let session = skill_store::records::ConsoleSession {
+        id: crate::fixture::id(),
+        secret_hash: "ab".repeat(32),
+        token_hash: "cd".repeat(32),
+        principal_id: ana.id.clone(),
+        csrf: "ef".repeat(16),
+        created_at: now,
+        expires_at: now + chrono::Duration::hours(12),
+        ended_at: None,
+    };
+    db.store.insert_console_session(&session, &event("console.signed_in", "s")).await.expect("started");
+    let read = db.store.console_session(&"ab".repeat(32)).await.expect("found by its secret's hash");
+    assert_eq!(read.id, session.id);
+    assert_eq!(read.expires_at.timestamp_micros(), session.expires_at.timestamp_micros());
+    let unknown = db.store.console_session(&"00".repeat(32)).await.expect_err("none");
+    assert_eq!(unknown.kind(), skill_store::ErrorKind::NotFound);
+    let again = skill_store::records::ConsoleSession { id: crate::fixture::id(), ..session.clone() };
+    let taken = db.store.insert_console_session(&again, &event("console.signed_in", "s")).await;
+    assert_eq!(taken.expect_err("one secret, one session").kind(), skill_store::ErrorKind::Conflict);
+    let short = skill_store::records::ConsoleSession {
+        id: crate::fixture::id(),
+        secret_hash: "12".repeat(32),
+        expires_at: now,
+        ..session.clone()
+    };
+    let refused_short = db.store.insert_console_session(&short, &event("console.signed_in", "s")).await;
+    assert_eq!(refused_short.expect_err("expires after it starts").kind(), skill_store::ErrorKind::Invalid);
+    // Only the end moves, once.
+    for sql in [
+        "UPDATE console_sessions SET expires_at = expires_at",
+        "UPDATE console_sessions SET csrf = 'forged-forged-forged-forged-forged'",
+        "DELETE FROM console_sessions",
+    ] {
+        assert!(refused(&db, sql, sql).await.contains("console_session_immutable"), "{sql}");
+    }
+    let events = db.store.events(0, Some("s"), 100).await.expect("events").len();
+    assert!(db.store.end_console_session(&session.id, now, &event("console.signed_out", "s")).await.expect("ended"));
+    assert!(!db.store.end_console_session(&session.id, now, &event("console.signed_out", "s")).await.expect("once"));
+    assert_eq!(db.store.events(0, Some("s"), 100).await.expect("events").len(), events + 1, "one event for one end");
+    assert!(db.store.console_session(&"ab".repeat(32)).await.expect("kept").ended_at.is_some());
+    let reopen = "UPDATE console_sessions SET ended_at = NULL";
+    assert!(refused(&db, reopen, reopen).await.contains("console_session_immutable"));
+}

@@ -1,0 +1,85 @@
+//! The frame of every console page (head, navigation, sign-out), error pages, and the small
+//! pieces pages share (a JSON value, a status badge).
+
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use maud::{DOCTYPE, Markup, html};
+use serde_json::Value;
+use skill_engine::EngineError;
+
+use super::session::Viewer;
+
+/// A whole page: `title`, the navigation for `viewer` (none before sign-in), and `body`.
+pub(super) fn page(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · skill-core" }
+                link rel="stylesheet" href="/console/assets/console.css";
+                script src="/console/assets/console.js" defer {}
+            }
+            body {
+                header.top {
+                    a.brand href="/console/tasks" { "skill-core" }
+                    @if let Some(viewer) = viewer {
+                        nav {
+                            a href="/console/tasks" { "Tasks" }
+                        }
+                        form.sign-out method="post" action="/console/sign-out" {
+                            input type="hidden" name="csrf" value=(viewer.session.csrf);
+                            span.who { (viewer.actor.principal().name) }
+                            button type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+/// A page as an answer.
+pub(super) fn answer(status: StatusCode, markup: Markup) -> Response {
+    (status, Html(markup.into_string())).into_response()
+}
+
+/// A page that says why nothing happened.
+pub(super) fn refused(title: &str, message: &str) -> Response {
+    let body = html! { h1 { (title) } p { (message) } p { a href="/console/tasks" { "Back to the tasks" } } };
+    answer(StatusCode::FORBIDDEN, page(title, None, body))
+}
+
+/// The page of an engine error, with its status.
+pub(super) fn failure(error: &EngineError) -> Response {
+    let status = crate::api::plumbing::status(error.class);
+    let body = html! {
+        h1 { (status.canonical_reason().unwrap_or("Error")) }
+        p { (error.message) }
+        p.code { "code: " code { (error.code) } }
+        p { a href="/console/tasks" { "Back to the tasks" } }
+    };
+    answer(status, page("Error", None, body))
+}
+
+/// Any console path that is not a page.
+pub(super) async fn not_found() -> Response {
+    let body = html! { h1 { "Not found" } p { "There is no such page." } p { a href="/console/tasks" { "Tasks" } } };
+    answer(StatusCode::NOT_FOUND, page("Not found", None, body))
+}
+
+/// A JSON value as readable text.
+pub(super) fn json(value: &Value) -> Markup {
+    match value {
+        Value::String(text) => html! { span.text { (text) } },
+        other => html! { pre.json { (serde_json::to_string_pretty(other).unwrap_or_default()) } },
+    }
+}
+
+/// A status as a badge whose class names it.
+pub(super) fn badge(status: &str) -> Markup {
+    let class = format!("badge {}", status.replace(|c: char| !c.is_ascii_alphanumeric(), "-"));
+    html! { span class=(class) { (status) } }
+}

@@ -1,0 +1,266 @@
+//! The console over HTTP, as a browser without JavaScript uses it, on SQLite and PostgreSQL:
+//! sign-in with a token for a session cookie, the task page with what deciding would do, the
+//! decision, and the attacks that must change nothing — a forged form, a form from another
+//! origin, a person without the right, a script in a task's field, a cookie replayed after
+//! sign-out.
+
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION, ORIGIN, SET_COOKIE};
+use serde_json::json;
+use skill_engine::Origin;
+
+use crate::api::token;
+use crate::calls::{Core, each_backend};
+
+/// A console answer: its status, headers and page.
+pub(crate) struct Page {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) body: String,
+}
+
+impl Page {
+    /// Where a redirect points.
+    pub(crate) fn location(&self) -> &str {
+        self.headers.get(LOCATION).and_then(|v| v.to_str().ok()).unwrap_or_default()
+    }
+
+    /// The page's CSRF token (every form carries it).
+    pub(crate) fn csrf(&self) -> String {
+        let start = self.body.find("name=\"csrf\" value=\"").expect("a form with the session's token") + 19;
+        self.body[start..].split('"').next().expect("a value").to_owned()
+    }
+}
+
+/// A form body, `application/x-www-form-urlencoded`.
+fn form(pairs: &[(&str, &str)]) -> String {
+    let encode = |text: &str| {
+        text.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+                b' ' => "+".to_owned(),
+                other => format!("%{other:02X}"),
+            })
+            .collect::<String>()
+    };
+    pairs.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect::<Vec<_>>().join("&")
+}
+
+/// A client that does not follow redirects, as a test wants to see them.
+pub(crate) struct Console {
+    root: String,
+    http: reqwest::Client,
+}
+
+impl Console {
+    pub(crate) fn new(core: &Core) -> Self {
+        let root = core.base.trim_end_matches("/api/v1").to_owned();
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("a client");
+        Self { root, http }
+    }
+
+    async fn answer(response: reqwest::Response) -> Page {
+        let status = response.status();
+        let headers = response.headers().clone();
+        Page { status, headers, body: response.text().await.expect("a body") }
+    }
+
+    pub(crate) async fn get(&self, cookie: Option<&str>, path: &str) -> Page {
+        let mut request = self.http.get(format!("{}{path}", self.root));
+        if let Some(cookie) = cookie {
+            request = request.header(COOKIE, cookie);
+        }
+        Self::answer(request.send().await.expect("the console answers")).await
+    }
+
+    pub(crate) async fn post(&self, cookie: Option<&str>, path: &str, pairs: &[(&str, &str)], origin: &str) -> Page {
+        let mut request = self
+            .http
+            .post(format!("{}{path}", self.root))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header(ORIGIN, origin)
+            .body(form(pairs));
+        if let Some(cookie) = cookie {
+            request = request.header(COOKIE, cookie);
+        }
+        Self::answer(request.send().await.expect("the console answers")).await
+    }
+
+    /// This console's own origin, as a browser sends it with a form.
+    pub(crate) fn origin(&self) -> &str {
+        &self.root
+    }
+
+    /// Signs in with `token`: the cookie to send back, and the `Set-Cookie` as sent.
+    pub(crate) async fn sign_in(&self, token: &str) -> (String, String) {
+        let answer = self.post(None, "/console/sign-in", &[("token", token)], self.origin()).await;
+        assert_eq!((answer.status, answer.location()), (StatusCode::SEE_OTHER, "/console/tasks"), "{}", answer.body);
+        let set = answer.headers.get(SET_COOKIE).expect("a session cookie").to_str().expect("ASCII").to_owned();
+        (set.split(';').next().expect("name=value").to_owned(), set)
+    }
+}
+
+/// The approval's status, as the API shows it.
+async fn approval_status(core: &Core, token: &str, id: &str) -> String {
+    core.get(token, &format!("/approvals/{id}")).await.ok(200)["status"].as_str().expect("a status").to_owned()
+}
+
+#[tokio::test]
+async fn people_decide_in_the_console_and_nothing_else_changes_anything() {
+    each_backend("console", |core| async move {
+        let core = core;
+        crate::claims::apply_package(&core).await;
+        core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+        let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims"]).await;
+        let reviewer = token(&core.engine, "reviewer", &["skills.invoke", "approvals.decide@claims"]).await;
+        let reader = token(&core.engine, "reader", &["tasks.read@claims"]).await;
+        // A task whose field holds a script, and a gate approval asked by the clerk.
+        let hostile = "<script>alert('x')</script><img src=x onerror=alert(1)>";
+        let task = core
+            .post(
+                &clerk,
+                "/tasks",
+                &json!({"workspace": "claims", "taskType": "claim-reply@1", "title": "Claim <b>C-7</b>",
+                        "customFields": {"claim": hostile}}),
+            )
+            .await
+            .ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let approval = core.post(&clerk, "/approvals", &json!({"taskId": task})).await.ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let console = Console::new(&core);
+
+        // Signing in: a bad token and an agent's are refused; a person's gives a session cookie.
+        let bad = console.post(None, "/console/sign-in", &[("token", "skp_nothing")], console.origin()).await;
+        assert_eq!(bad.status, StatusCode::UNAUTHORIZED);
+        assert!(bad.headers.get(SET_COOKIE).is_none());
+        let agent = crate::api::token_of_kind(&core.engine, "robot", "agent", &["tasks.read@claims"]).await;
+        let refused = console.post(None, "/console/sign-in", &[("token", &agent)], console.origin()).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+        let (cookie, set) = console.sign_in(&reviewer).await;
+        for attribute in ["HttpOnly", "SameSite=Strict", "Path=/console", "Max-Age=43"] {
+            assert!(set.contains(attribute), "{set}");
+        }
+        assert!(!set.contains("Secure"), "served over http: {set}");
+        let unsigned = console.get(None, "/console/tasks").await;
+        assert_eq!((unsigned.status, unsigned.location()), (StatusCode::SEE_OTHER, "/console/sign-in"));
+
+        // The task list and the task page, with what approving would do.
+        let tasks = console.get(Some(&cookie), "/console/tasks").await;
+        assert_eq!(tasks.status, StatusCode::OK);
+        let policy = tasks.headers.get(CONTENT_SECURITY_POLICY).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        assert!(policy.contains("script-src 'self'") && policy.contains("frame-ancestors 'none'"), "{policy}");
+        assert!(tasks.body.contains("1 pending"), "{}", tasks.body);
+        assert!(tasks.body.contains("Claim &lt;b&gt;C-7&lt;/b&gt;"), "the title is escaped");
+        let page = console.get(Some(&cookie), &format!("/console/tasks/{task}")).await;
+        assert_eq!(page.status, StatusCode::OK);
+        for shown in
+            ["claim.send_reply@1", "external_write", "risk high", "the comment you write", "$.approval.comment"]
+        {
+            assert!(page.body.contains(shown), "{shown} in the preview");
+        }
+        assert!(!page.body.contains("<script>alert"), "a field's script is never markup");
+        assert!(!page.body.contains("<img src=x"), "nor its tags");
+        assert!(page.body.contains("&lt;script&gt;alert("), "it is shown as text");
+        assert!(page.body.contains("name=\"outcome\" value=\"approved\""), "the decider has the buttons");
+        let csrf = page.csrf();
+
+        // Forged forms change nothing: no token, another session's token, another origin.
+        let path = format!("/console/approvals/{approval}/decide");
+        let without =
+            console.post(Some(&cookie), &path, &[("outcome", "approved"), ("csrf", "")], console.origin()).await;
+        assert_eq!(without.status, StatusCode::FORBIDDEN);
+        let (reader_cookie, _) = console.sign_in(&reader).await;
+        let reader_page = console.get(Some(&reader_cookie), &format!("/console/tasks/{task}")).await;
+        assert_eq!(reader_page.status, StatusCode::OK, "a reader sees the task");
+        assert!(reader_page.body.contains("claim.send_reply@1"), "and what approving would do");
+        assert!(!reader_page.body.contains("name=\"outcome\""), "but no decision buttons");
+        let reader_csrf = reader_page.csrf();
+        let crossed = console
+            .post(Some(&cookie), &path, &[("outcome", "approved"), ("csrf", &reader_csrf)], console.origin())
+            .await;
+        assert_eq!(crossed.status, StatusCode::FORBIDDEN);
+        let foreign = console
+            .post(Some(&cookie), &path, &[("outcome", "approved"), ("csrf", &csrf)], "https://evil.example")
+            .await;
+        assert_eq!(foreign.status, StatusCode::FORBIDDEN);
+        // The reader forges the decision with its own session: the engine refuses it.
+        let forged = console
+            .post(Some(&reader_cookie), &path, &[("outcome", "approved"), ("csrf", &reader_csrf)], console.origin())
+            .await;
+        assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", forged.body);
+        assert_eq!(approval_status(&core, &clerk, &approval).await, "pending", "nothing was decided");
+
+        // The decision, with a comment; then the page shows the outcome.
+        let comment = "Refund in full <3";
+        let decided = console
+            .post(
+                Some(&cookie),
+                &path,
+                &[("outcome", "approved"), ("comment", comment), ("csrf", &csrf)],
+                console.origin(),
+            )
+            .await;
+        assert_eq!(decided.status, StatusCode::SEE_OTHER, "{}", decided.body);
+        assert!(decided.location().starts_with(&format!("/console/tasks/{task}")), "{}", decided.location());
+        assert_eq!(approval_status(&core, &clerk, &approval).await, "approved");
+        let after = console.get(Some(&cookie), &format!("/console/tasks/{task}")).await;
+        assert!(after.body.contains("Refund in full &lt;3"), "the comment, escaped");
+        assert!(after.body.contains("call claim.send_reply@1"), "the outcome's action");
+        let again =
+            console.post(Some(&cookie), &path, &[("outcome", "rejected"), ("csrf", &csrf)], console.origin()).await;
+        assert_eq!(again.status, StatusCode::CONFLICT, "decided once");
+
+        // Sign-out ends the session: the cookie replayed signs nobody in and decides nothing.
+        let out = console.post(Some(&cookie), "/console/sign-out", &[("csrf", &csrf)], console.origin()).await;
+        assert_eq!((out.status, out.location()), (StatusCode::SEE_OTHER, "/console/sign-in"));
+        assert!(out.headers.get(SET_COOKIE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("Max-Age=0")));
+        let replayed = console.get(Some(&cookie), &format!("/console/tasks/{task}")).await;
+        assert_eq!((replayed.status, replayed.location()), (StatusCode::SEE_OTHER, "/console/sign-in"));
+        let second = core.post(&clerk, "/approvals", &json!({"taskId": task})).await.ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let late = format!("/console/approvals/{second}/decide");
+        let replay =
+            console.post(Some(&cookie), &late, &[("outcome", "approved"), ("csrf", &csrf)], console.origin()).await;
+        assert_eq!(replay.status, StatusCode::SEE_OTHER);
+        assert_eq!(approval_status(&core, &clerk, &second).await, "pending", "the replayed cookie decided nothing");
+        // A revoked token ends the sessions made from it, too.
+        let tokens = core.engine.store().principal_by_name("reader").await.expect("reader");
+        let reader_tokens = core.engine.store().tokens(&tokens.id).await.expect("tokens");
+        core.engine.revoke_token(&reader_tokens[0].id, &Origin::default()).await.expect("revoked");
+        let revoked = console.get(Some(&reader_cookie), "/console/tasks").await;
+        assert_eq!(revoked.status, StatusCode::SEE_OTHER);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn cookies_are_secure_when_the_console_is_reached_over_https() {
+    let folder = skill_fixtures::Scratch::new("console-secure");
+    let store = skill_store::open(folder.path().to_str().expect("utf-8"), &Default::default()).await.expect("store");
+    let engine = skill_engine::Engine::new(store);
+    let person = token(&engine, "ana", &["tasks.read"]).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let root = format!("http://{}", listener.local_addr().expect("address"));
+    let options = skill_core::console::Options { secure_cookies: true };
+    let served = tokio::spawn(async move {
+        axum::serve(listener, skill_core::app_with(engine, options)).await.expect("served");
+    });
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("a client");
+    let answer = http
+        .post(format!("{root}/console/sign-in"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[("token", &person)]))
+        .send()
+        .await
+        .expect("answers");
+    let set = answer.headers().get(SET_COOKIE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    assert!(set.contains("; Secure") && set.contains("HttpOnly"), "{set}");
+    served.abort();
+}

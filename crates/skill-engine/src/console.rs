@@ -1,0 +1,125 @@
+//! Console sessions: a person's personal access token exchanged for a session the console keeps
+//! in a cookie. The store keeps only hashes — of the cookie's secret and of the token — and every
+//! page authenticates again through the token's credential, so a revoked or expired token, a
+//! disabled principal or a sign-out ends the session at the next request. Nothing is held in
+//! memory: any core replica serves any session.
+
+use chrono::{Duration, Utc};
+use serde_json::json;
+use skill_store::ErrorKind;
+use skill_store::records::ConsoleSession;
+
+use crate::actor::{Actor, token_hash, usable};
+use crate::error::{Class, EngineError, Result};
+use crate::{Engine, Origin};
+
+/// How long a session lasts at most (less when its token expires sooner).
+pub const SESSION_HOURS: i64 = 12;
+
+/// A session started by [`Engine::sign_in`]: the secret the cookie carries (shown once) and the
+/// session.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub secret: String,
+    pub session: ConsoleSession,
+}
+
+fn session_invalid() -> EngineError {
+    EngineError::new(Class::Unauthenticated, "console_session_invalid", "sign in again: the session has ended")
+}
+
+/// A random secret of 256 bits, hex.
+fn secret() -> String {
+    let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    format!("{}{}", a.simple(), b.simple())
+}
+
+impl Engine {
+    /// Starts a console session for the person a personal access token stands for. An unknown,
+    /// revoked or expired token is `invalid_token`; a principal that is not a person is
+    /// `console_people_only` (agents and executors have no console).
+    pub async fn sign_in(&self, token: &str, origin: &Origin) -> Result<SignedIn> {
+        let invalid = || EngineError::new(Class::Unauthenticated, "invalid_token", "the token is not valid");
+        let credential = match self.store.credential(&token_hash(token.trim())).await {
+            Ok(found) => found,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(invalid()),
+            Err(error) => return Err(error.into()),
+        };
+        if !usable(&credential.token, &credential.principal) {
+            return Err(invalid());
+        }
+        if credential.principal.kind != "person" {
+            return Err(EngineError::new(
+                Class::Forbidden,
+                "console_people_only",
+                format!("the console is for people; {} is an {}", credential.principal.name, credential.principal.kind),
+            ));
+        }
+        let now = Utc::now();
+        let most = now + Duration::hours(SESSION_HOURS);
+        let expires_at = credential.token.expires_at.map_or(most, |expires| expires.min(most));
+        let secret = secret();
+        let session = ConsoleSession {
+            id: self.new_id(),
+            secret_hash: token_hash(&secret),
+            token_hash: credential.token.token_hash.clone(),
+            principal_id: credential.principal.id.clone(),
+            csrf: self::secret(),
+            created_at: now,
+            expires_at,
+            ended_at: None,
+        };
+        let event = self.event(
+            "console.signed_in",
+            format!("principal:{}", session.principal_id),
+            json!({"sessionId": session.id, "tokenId": credential.token.id, "expiresAt": crate::catalog::view_time(&expires_at)}),
+            origin,
+        );
+        self.store.insert_console_session(&session, &event).await?;
+        Ok(SignedIn { secret, session })
+    }
+
+    /// The person a session's secret stands for, with the session: `console_session_invalid`
+    /// when there is no such live session or its token no longer acts.
+    pub async fn console_actor(&self, secret: &str) -> Result<(Actor, ConsoleSession)> {
+        let session = match self.store.console_session(&token_hash(secret)).await {
+            Ok(found) => found,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(session_invalid()),
+            Err(error) => return Err(error.into()),
+        };
+        if session.ended_at.is_some() || session.expires_at <= Utc::now() {
+            return Err(session_invalid());
+        }
+        let credential = match self.store.credential(&session.token_hash).await {
+            Ok(found) => found,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(session_invalid()),
+            Err(error) => return Err(error.into()),
+        };
+        if !usable(&credential.token, &credential.principal) || credential.principal.id != session.principal_id {
+            return Err(session_invalid());
+        }
+        Ok((Actor::new(credential.principal, credential.grants), session))
+    }
+
+    /// Ends a session (sign-out); ending an ended one changes nothing.
+    pub async fn sign_out(&self, session: &ConsoleSession, origin: &Origin) -> Result<()> {
+        let event = self.event(
+            "console.signed_out",
+            format!("principal:{}", session.principal_id),
+            json!({"sessionId": session.id}),
+            origin,
+        );
+        self.store.end_console_session(&session.id, Utc::now(), &event).await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn secrets_are_long_and_differ() {
+        let (a, b) = (super::secret(), super::secret());
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+    }
+}
