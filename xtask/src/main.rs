@@ -5,6 +5,7 @@
 mod bench_core;
 mod bench_export;
 mod bench_host;
+mod browser;
 mod core_run;
 mod edges;
 mod fault;
@@ -28,8 +29,12 @@ commands:
            each crate may use) and no import loop between the modules of a crate
   setup    only set up what the tests need: a Python virtualenv and the Node.js packages of the
            test peers (the MCP SDKs), under target/
-  test     set up, start a throwaway PostgreSQL, and run `cargo test` with the arguments that
-           follow (`cargo xtask test -p skill-store`); what CI's test step does
+  test     set up, start a throwaway PostgreSQL, an S3-compatible server and ChromeDriver (Debian's
+           Chromium), and run `cargo test` with the arguments that follow (`cargo xtask test -p
+           skill-store`); what CI's test step does
+  screenshots
+           run the console's browser test and keep its screenshots of the main pages in
+           docs/console/ (commit them)
   bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills),
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
            against bare rmcp and FastMCP), `bench core [sqlite|postgres]` (P4, invoke → claim →
@@ -58,6 +63,14 @@ fn dispatch() -> Result<()> {
             let peers = setup()?;
             let arguments: Vec<String> = std::env::args().skip(2).collect();
             test(&peers, &arguments)
+        }
+        Some("screenshots") => {
+            let peers = setup()?;
+            let folder = workspace_root().join("docs/console");
+            std::fs::create_dir_all(&folder).context("creating docs/console")?;
+            let folder = folder.to_str().context("a UTF-8 path")?.to_owned();
+            let arguments = ["-p", "skill-core", "--test", "it", "--", "console_browser"].map(str::to_owned);
+            test_with(&peers, &arguments, &[("SKILL_CONSOLE_SCREENSHOTS", &folder)])
         }
         Some("bench") => match std::env::args().nth(2).as_deref() {
             Some("export") => bench_export::bench(),
@@ -181,18 +194,28 @@ fn node_peers() -> Result<PathBuf> {
 /// the Node.js packages (`SKILL_TEST_NODE`), a PostgreSQL server (`SKILL_TEST_POSTGRES_URL`) and
 /// an S3-compatible server (`SKILL_TEST_S3_URL`), stopped afterwards.
 fn test(peers: &Peers, arguments: &[String]) -> Result<()> {
+    test_with(peers, arguments, &[])
+}
+
+/// [`test`] with more variables for the tests.
+fn test_with(peers: &Peers, arguments: &[String], more: &[(&str, &str)]) -> Result<()> {
     let postgres = postgres::Postgres::start()?;
     let s3 = s3::S3::start(&peers.python)?;
-    run(
-        "tests",
-        cargo()
-            .arg("test")
-            .args(arguments)
-            .env("SKILL_TEST_PYTHON", &peers.python)
-            .env("SKILL_TEST_NODE", &peers.node)
-            .env("SKILL_TEST_POSTGRES_URL", &postgres.url)
-            .env("SKILL_TEST_S3_URL", &s3.url),
-    )
+    let browser = browser::Browser::start()?;
+    let mut command = cargo();
+    command
+        .arg("test")
+        .args(arguments)
+        .env("SKILL_TEST_PYTHON", &peers.python)
+        .env("SKILL_TEST_NODE", &peers.node)
+        .env("SKILL_TEST_POSTGRES_URL", &postgres.url)
+        .env("SKILL_TEST_S3_URL", &s3.url)
+        .env("SKILL_TEST_WEBDRIVER_URL", &browser.webdriver)
+        .env("SKILL_TEST_CHROMIUM", browser::CHROMIUM);
+    for (name, value) in more {
+        command.env(name, value);
+    }
+    run("tests", &mut command)
 }
 
 fn ci() -> Result<()> {

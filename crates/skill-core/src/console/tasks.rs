@@ -147,7 +147,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
             @if decisions.is_empty() { p.empty { "Nobody asked for an approval on this task." } }
             @for decision in &decisions { (decision.render(viewer, &task)) }
         }
-        section #artifacts {
+        section #artifacts data-live="artifacts" {
             h2 { "Artifacts" }
             @if shown.is_empty() { p.empty { "No artifact yet." } }
             @for (artifact, text, author) in &shown { (artifact_card(artifact, text.as_deref(), author)) }
@@ -267,7 +267,7 @@ impl Decision {
                         p.note { "You may read this task but not decide its approvals (approvals.decide)." }
                     }
                 } @else {
-                    p.meta {
+                    p.meta.decided {
                         @if let Some(by) = &self.decided_by { "decided by " (by) }
                         @if let Some(at) = &approval.decided_at { " · " span.time { (at) } }
                     }

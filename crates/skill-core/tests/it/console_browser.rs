@@ -1,0 +1,129 @@
+//! The claims story in a real browser (Debian's Chromium, through ChromeDriver): a reviewer signs
+//! in to the console, opens the claim's task, reads the drafted reply, sees that approving will
+//! call `claim.send_reply@1` (an external write, high risk) with the claim and the comment,
+//! approves with a comment, and watches the outcome's call succeed without reloading, while the
+//! package's host — the local executor — sends one reply. A reader sees the task but no decision.
+//! With `SKILL_CONSOLE_SCREENSHOTS` set (`cargo xtask screenshots`), the main pages are kept as
+//! PNGs in that folder.
+
+use serde_json::json;
+use skill_engine::Origin;
+use skill_fixtures::Scratch;
+
+use crate::api::token;
+use crate::calls::{Backend, core};
+use crate::claims::{apply_package, executor, host, outbox};
+use crate::webdriver::Session;
+
+#[tokio::test]
+async fn a_reviewer_approves_in_the_browser_and_the_reply_is_sent_once() {
+    let executable = host();
+    let screenshots = std::env::var("SKILL_CONSOLE_SCREENSHOTS").ok();
+    let screenshots = screenshots.as_deref();
+    let core = core(Backend::Sqlite, "console-browser").await;
+    let root = apply_package(&core).await;
+    core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+    let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims", "claims.reply@claims"]).await;
+    let reviewer = token(
+        &core.engine,
+        "reviewer",
+        &["skills.invoke", "tasks.write@claims", "claims.reply@claims", "approvals.decide@claims"],
+    )
+    .await;
+    let reader = token(&core.engine, "reader", &["tasks.read@claims"]).await;
+    let sent = Scratch::new("console-outbox");
+    let _executor = executor(&executable, &root, &core.executor, &sent);
+
+    // The clerk's task, the drafted reply as its artifact, and the gate approval it asks for.
+    let task = core
+        .post(
+            &clerk,
+            "/tasks",
+            &json!({"workspace": "claims", "taskType": "claim-reply@1", "title": "Lost parcel, claim C-1002",
+                    "customFields": {"claim": "C-1002"}}),
+        )
+        .await
+        .ok(201)["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let draft = "Dear Ms Lind, we are sorry your parcel was lost. We refund the full amount today.";
+    core.post(
+        &clerk,
+        "/artifacts",
+        &json!({"taskId": task, "type": "claim_draft", "name": "reply.txt", "mediaType": "text/plain", "text": draft}),
+    )
+    .await
+    .ok(201);
+    core.post(&clerk, "/approvals", &json!({"taskId": task, "comment": "Please check the amount."})).await.ok(201);
+
+    let browser = Session::start(1280, 1200).await;
+    // Sign in with the reviewer's token.
+    browser.open(&format!("{root}/console/tasks")).await;
+    assert!(browser.url().await.ends_with("/console/sign-in"), "signed out, the console asks to sign in");
+    browser.screenshot(screenshots, "sign-in").await;
+    browser.find("#token").await.type_text(&reviewer).await;
+    browser.find("form button[type=submit]").await.click().await;
+    browser.until_text("main h1", 10, |text| text == "Tasks").await;
+    let cookies = browser.cookies().await;
+    let session = cookies.iter().find(|c| c["name"] == "skill_console").expect("the session cookie");
+    assert_eq!((session["httpOnly"].clone(), session["sameSite"].clone()), (json!(true), json!("Strict")));
+    assert!(browser.find("table.tasks").await.text().await.contains("1 pending"));
+    browser.screenshot(screenshots, "tasks").await;
+
+    // The task: its drafted reply, and what approving will do.
+    browser.find("table.tasks a").await.click().await;
+    browser.until_text("main h1", 10, |text| text.contains("Lost parcel")).await;
+    let artifacts = browser.find("#artifacts").await.text().await;
+    assert!(artifacts.contains(draft), "the drafted reply is readable: {artifacts}");
+    let preview = browser.find(".preview").await.text().await;
+    for shown in ["claim.send_reply@1", "external_write", "risk high", "C-1002", "the comment you write"] {
+        assert!(preview.contains(shown), "{shown} in: {preview}");
+    }
+    browser.screenshot(screenshots, "decision").await;
+    if screenshots.is_some() {
+        // The same page on a phone.
+        let phone = Session::start(390, 844).await;
+        phone.open(&format!("{root}/console/sign-in")).await;
+        phone.find("#token").await.type_text(&reviewer).await;
+        phone.find("form button[type=submit]").await.click().await;
+        phone.until_text("main h1", 10, |text| text == "Tasks").await;
+        phone.open(&format!("{root}/console/tasks/{task}")).await;
+        phone.find(".preview").await;
+        phone.screenshot(screenshots, "decision-phone").await;
+    }
+
+    // Approve with a comment, and watch the outcome's call succeed on the page.
+    let comment = "We refund the full amount; sorry for the delay.";
+    browser.find("form.decide textarea").await.type_text(comment).await;
+    browser.find("button.approve").await.click().await;
+    browser.until_text(".approval .decided", 10, |text| text.contains("decided by reviewer")).await;
+    let calls = browser.until_text("#calls", 30, |text| text.contains("succeeded")).await;
+    assert!(calls.contains("claim.send_reply@1"), "{calls}");
+    assert!(calls.contains("sent"), "the call's output: {calls}");
+    browser.until_text(".outcome", 30, |text| text.contains("succeeded")).await;
+    browser.until_text("#artifacts", 10, |text| text.contains("skill_result")).await;
+    browser.screenshot(screenshots, "task").await;
+    assert_eq!(outbox(&sent), [("C-1002".to_owned(), comment.to_owned())], "one reply, with the comment");
+
+    // Another approval is asked; signing out, the reader sees it and no decision.
+    core.post(&clerk, "/approvals", &json!({"taskId": task})).await.ok(201);
+    browser.find("form.sign-out button").await.click().await;
+    browser.until_text("main h1", 10, |text| text == "Sign in").await;
+    browser.open(&format!("{root}/console/tasks/{task}")).await;
+    assert!(browser.url().await.ends_with("/console/sign-in"), "the ended session opens nothing");
+    browser.find("#token").await.type_text(&reader).await;
+    browser.find("form button[type=submit]").await.click().await;
+    browser.until_text("main h1", 10, |text| text == "Tasks").await;
+    browser.open(&format!("{root}/console/tasks/{task}")).await;
+    browser.until_text("main h1", 10, |text| text.contains("Lost parcel")).await;
+    let pending = browser.find(".approval .badge.pending").await.text().await;
+    assert_eq!(pending, "pending");
+    assert!(
+        browser.find(".preview").await.text().await.contains("claim.send_reply@1"),
+        "the reader sees what it would do"
+    );
+    assert!(browser.all("button[name=outcome]").await.is_empty(), "no decision buttons for a reader");
+    assert!(browser.find(".approval .note").await.text().await.contains("approvals.decide"));
+    assert_eq!(outbox(&sent).len(), 1, "still one reply");
+}

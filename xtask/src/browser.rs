@@ -1,0 +1,68 @@
+//! A real browser for the console's tests: Debian's Chromium and its ChromeDriver (installed from
+//! Debian's packages when missing), the driver listening on a free port of 127.0.0.1, stopped
+//! when dropped.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::run;
+
+/// Debian's Chromium.
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// A running ChromeDriver.
+pub(crate) struct Browser {
+    pub(crate) webdriver: String,
+    child: Child,
+}
+
+impl Browser {
+    /// Installs Chromium and ChromeDriver if needed, starts the driver and waits until it answers.
+    pub(crate) fn start() -> Result<Self> {
+        if !Path::new(CHROMIUM).exists() || !Path::new(CHROMEDRIVER).exists() {
+            install()?;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .context("finding a free port")?
+            .port();
+        let child = Command::new(CHROMEDRIVER)
+            .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".to_owned()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {CHROMEDRIVER}"))?;
+        let browser = Self { webdriver: format!("http://127.0.0.1:{port}"), child };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                bail!("ChromeDriver did not listen on {} within 30 s", browser.webdriver);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        println!("==> Chromium through ChromeDriver at {}", browser.webdriver);
+        Ok(browser)
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn install() -> Result<()> {
+    run("apt-get update", Command::new("apt-get").args(["update", "-qq"]))?;
+    run(
+        "install Chromium and ChromeDriver from Debian's packages",
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver"])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
