@@ -521,6 +521,14 @@ pub const CODES: &[CodeInfo] = &[
     code("approval_not_pending", ValidationError, No, "core", "the approval is decided or withdrawn already (409)"),
     code("invalid_outcome", ValidationError, No, "core", "a decision is approved or rejected (422)"),
     code(
+        "console_session_invalid",
+        PermissionDenied,
+        No,
+        "core",
+        "the console session ended: signed out, expired, or its token revoked (the console asks to sign in)",
+    ),
+    code("console_people_only", PermissionDenied, No, "core", "only a person's token signs in to the console (403)"),
+    code(
         "approval_not_withdrawable",
         ValidationError,
         No,
