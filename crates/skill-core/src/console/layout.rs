@@ -7,10 +7,16 @@ use maud::{DOCTYPE, Markup, html};
 use serde_json::Value;
 use skill_engine::EngineError;
 
-use super::session::Viewer;
+/// Who a page is for: the signed-in person's name and the session's CSRF token (for the
+/// sign-out form).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct For<'a> {
+    pub(super) name: &'a str,
+    pub(super) csrf: &'a str,
+}
 
 /// A whole page: `title`, the navigation for `viewer` (none before sign-in), and `body`.
-pub(super) fn page(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
+pub(super) fn page(title: &str, viewer: Option<For<'_>>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -29,8 +35,8 @@ pub(super) fn page(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup
                             a href="/console/tasks" { "Tasks" }
                         }
                         form.sign-out method="post" action="/console/sign-out" {
-                            input type="hidden" name="csrf" value=(viewer.session.csrf);
-                            span.who { (viewer.actor.principal().name) }
+                            input type="hidden" name="csrf" value=(viewer.csrf);
+                            span.who { (viewer.name) }
                             button type="submit" { "Sign out" }
                         }
                     }

@@ -24,6 +24,11 @@ pub(super) struct Viewer {
 }
 
 impl Viewer {
+    /// What the page frame shows of the viewer.
+    pub(super) fn frame(&self) -> layout::For<'_> {
+        layout::For { name: &self.actor.principal().name, csrf: &self.session.csrf }
+    }
+
     pub(super) fn origin(&self) -> Origin {
         Origin::of(&self.actor, self.request_id.as_deref())
     }

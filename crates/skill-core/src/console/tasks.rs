@@ -90,7 +90,7 @@ async fn tasks_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineEr
             }
         }
     };
-    Ok(page("Tasks", Some(viewer), body))
+    Ok(page("Tasks", Some(viewer.frame()), body))
 }
 
 /// The page of task `id`.
@@ -165,7 +165,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
             }
         }
     };
-    Ok(page(&task.title, Some(viewer), body))
+    Ok(page(&task.title, Some(viewer.frame()), body))
 }
 
 /// `GET /console/tasks/{id}`.
