@@ -88,7 +88,8 @@ pub struct InvocationOut {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Waiting {
-    /// `backoff`, `no_executor` or `queued`.
+    /// `held_for_approval` (an external write of a task's execution while the task has a pending
+    /// gate approval), `backoff`, `no_executor` or `queued`.
     pub reason: String,
     /// The implementation an executor must cover: `local:<entrypoint>`, `http:<endpoint>`, …
     pub implementation: String,

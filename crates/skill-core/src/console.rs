@@ -13,8 +13,11 @@
 //! styles and connections only to the console itself, no framing).
 
 mod assets;
+mod call;
+mod catalog;
 mod decide;
 mod layout;
+mod queue;
 mod session;
 mod sign_in;
 mod tasks;
@@ -44,6 +47,10 @@ pub fn router() -> Router<Core> {
         .route("/tasks", get(tasks::list))
         .route("/tasks/{id}", get(tasks::task))
         .route("/approvals/{id}/decide", post(decide::decide))
+        .route("/queue", get(queue::queue))
+        .route("/calls/{id}", get(call::call))
+        .route("/catalog", get(catalog::catalog))
+        .route("/skills/{*reference}", get(catalog::skill))
         .route("/assets/{name}", get(assets::asset))
         .fallback(layout::not_found)
         .layer(axum::middleware::from_fn(headers))

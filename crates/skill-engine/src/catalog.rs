@@ -175,6 +175,18 @@ impl Engine {
         Ok(out)
     }
 
+    /// Who is assigned a version (`org.read`): each principal's name and whether the assignment is
+    /// read-only.
+    pub async fn assignees(&self, actor: &Actor, reference: &str) -> Result<Vec<(String, bool)>> {
+        actor.require("org.read")?;
+        let skill = self.find(reference).await?.skill;
+        let mut out = Vec::new();
+        for assignment in self.store.assignments_of_skill(&skill.id).await? {
+            out.push((self.principal(&assignment.principal_id).await?.name, assignment.read_only));
+        }
+        Ok(out)
+    }
+
     async fn principal(&self, id: &str) -> Result<skill_store::records::Principal> {
         self.store.principal(id).await.map_err(|error| match error.kind() {
             ErrorKind::NotFound => EngineError::not_found(&format!("principal {id}")),

@@ -209,8 +209,8 @@ impl Engine {
         match inserted {
             Inserted::New => {
                 self.ready.notify_one();
-                let covered = self.covered(&call, now).await?;
-                Ok(Invoked { invocation: view::invocation_out(call, &skill, now, covered), created: true })
+                let looked = view::Looked { covered: self.covered(&call, now).await?, held_by: Vec::new() };
+                Ok(Invoked { invocation: view::invocation_out(call, &skill, now, &looked), created: true })
             }
             // Two first calls with one key: the other one won; this is a repeat of it.
             Inserted::Existing(existing) => self.repeat(actor, &skill, *existing, &call.inputs),
@@ -228,7 +228,10 @@ impl Engine {
     ) -> Result<Invoked> {
         let own = existing.authority_principal_id == actor.id();
         if own && existing.inputs == *inputs {
-            return Ok(Invoked { invocation: view::invocation_out(existing, skill, Utc::now(), None), created: false });
+            return Ok(Invoked {
+                invocation: view::invocation_out(existing, skill, Utc::now(), &view::Looked::default()),
+                created: false,
+            });
         }
         let mut error = EngineError::new(
             Class::Conflict,
@@ -268,15 +271,30 @@ impl Engine {
         .with("errors", json!(errors)))
     }
 
-    /// One call (`skills.invoke` or `skills.execute`): visible to its authority, its executor and
-    /// any holder of `skills.execute`; `404` to everyone else, as for a missing id.
+    /// One call (`skills.invoke`, `skills.execute`, `org.read`, or `tasks.read` somewhere): visible
+    /// to its authority, its executor, any holder of `skills.execute` or `org.read`, and whoever
+    /// may read its task; `404` to everyone else, as for a missing id.
     pub async fn invocation(&self, actor: &Actor, id: &str) -> Result<InvocationOut> {
-        actor.require_any(&["skills.invoke", "skills.execute"])?;
+        if !actor.can_somewhere("tasks.read") {
+            actor.require_any(&["skills.invoke", "skills.execute", "org.read"])?;
+        }
         let call = self.visible_call(actor, id).await?;
         let skill = self.store.skill(&call.skill_id).await?.skill;
         let now = Utc::now();
-        let covered = self.covered(&call, now).await?;
-        Ok(view::invocation_out(call, &skill, now, covered))
+        let looked = view::Looked { covered: self.covered(&call, now).await?, held_by: self.held_by(&call).await? };
+        Ok(view::invocation_out(call, &skill, now, &looked))
+    }
+
+    /// The pending gate approvals that hold a pending call: an external write on its task's
+    /// execution waits while the task has one (the claim passes it over).
+    async fn held_by(&self, call: &InvocationRecord) -> Result<Vec<String>> {
+        let execution = call.authorization_basis.as_ref().and_then(|basis| basis.get("kind")).and_then(Value::as_str)
+            == Some("execution");
+        let Some(task) = call.task_id.as_deref().filter(|_| call.status == "pending" && execution) else {
+            return Ok(Vec::new());
+        };
+        let approvals = self.store.approvals(task).await?;
+        Ok(approvals.into_iter().filter(|a| a.gate && a.status == "pending").map(|a| a.id).collect())
     }
 
     /// For a pending call that is available now, whether an active executor session covers it.
@@ -295,8 +313,19 @@ impl Engine {
         })?;
         let sees = call.authority_principal_id == actor.id()
             || call.executor_principal_id.as_deref() == Some(actor.id())
-            || actor.can("skills.execute");
-        if sees { Ok(call) } else { Err(hidden()) }
+            || actor.can("skills.execute")
+            || actor.can("org.read");
+        if sees {
+            return Ok(call);
+        }
+        // Whoever may read a call's task sees the call.
+        if let Some(task) = &call.task_id
+            && let Ok(task) = self.store.task(task).await
+            && actor.can_in("tasks.read", &task.workspace_id)
+        {
+            return Ok(call);
+        }
+        Err(hidden())
     }
 
     /// Calls newest first (`skills.invoke`, `skills.execute` or `org.read`): a caller with only
@@ -387,7 +416,8 @@ impl Engine {
                     covered
                 }
             };
-            items.push(view::invocation_out(call, skill, now, covered));
+            let looked = view::Looked { covered, held_by: self.held_by(&call).await? };
+            items.push(view::invocation_out(call, skill, now, &looked));
         }
         Ok(bounded_page(items, next, |item| item.id.clone()))
     }
@@ -420,7 +450,7 @@ impl Engine {
             }
             let skill = self.store.skill(&call.skill_id).await?.skill;
             match call.status.as_str() {
-                "cancelled" => return Ok(view::invocation_out(call, &skill, Utc::now(), None)),
+                "cancelled" => return Ok(view::invocation_out(call, &skill, Utc::now(), &view::Looked::default())),
                 "succeeded" | "failed" => {
                     return Err(EngineError::new(
                         Class::Conflict,
@@ -436,7 +466,7 @@ impl Engine {
             let cause = Cancellation { code: "cancelled", reason: &reason, by: actor.id(), initiator: "principal" };
             let (cancelled, event) = self.cancelled(&call, &skill, &cause, now, &Origin::of(actor, request_id));
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {
-                return Ok(view::invocation_out(cancelled, &skill, now, None));
+                return Ok(view::invocation_out(cancelled, &skill, now, &view::Looked::default()));
             }
         }
         Err(busy())

@@ -45,6 +45,8 @@ pub trait CatalogStore: Send + Sync {
         event: &'a Event,
     ) -> BoxFuture<'a, Result<bool>>;
     fn assignments<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Assignment>>>;
+    /// The assignments of one skill version, to whichever principal.
+    fn assignments_of_skill<'a>(&'a self, skill_id: &'a str) -> BoxFuture<'a, Result<Vec<Assignment>>>;
 
     /// Records a package install and links its objects to it; an object another package linked
     /// moves to this one only when it is in `adopt` (`Refused("package_object_conflict")`, with
@@ -356,6 +358,18 @@ macro_rules! catalog_store {
                          WHERE principal_id = $1 ORDER BY skill_id",
                     )
                     .bind(principal_id)
+                    .fetch_all(self.read())
+                    .await?)
+                })
+            }
+
+            fn assignments_of_skill<'a>(&'a self, skill_id: &'a str) -> BoxFuture<'a, Result<Vec<Assignment>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(
+                        "SELECT principal_id, skill_id, metadata, read_only, created_at FROM skill_assignments \
+                         WHERE skill_id = $1 ORDER BY principal_id",
+                    )
+                    .bind(skill_id)
                     .fetch_all(self.read())
                     .await?)
                 })

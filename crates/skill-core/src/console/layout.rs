@@ -13,6 +13,8 @@ use skill_engine::EngineError;
 pub(super) struct For<'a> {
     pub(super) name: &'a str,
     pub(super) csrf: &'a str,
+    /// An operator (`org.read`): the catalog is shown in the navigation.
+    pub(super) operator: bool,
 }
 
 /// A whole page: `title`, the navigation for `viewer` (none before sign-in), and `body`.
@@ -33,6 +35,8 @@ pub(super) fn page(title: &str, viewer: Option<For<'_>>, body: Markup) -> Markup
                     @if let Some(viewer) = viewer {
                         nav {
                             a href="/console/tasks" { "Tasks" }
+                            a href="/console/queue" { "Queue" }
+                            @if viewer.operator { a href="/console/catalog" { "Catalog" } }
                         }
                         form.sign-out method="post" action="/console/sign-out" {
                             input type="hidden" name="csrf" value=(viewer.csrf);

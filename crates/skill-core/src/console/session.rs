@@ -26,7 +26,11 @@ pub(super) struct Viewer {
 impl Viewer {
     /// What the page frame shows of the viewer.
     pub(super) fn frame(&self) -> layout::For<'_> {
-        layout::For { name: &self.actor.principal().name, csrf: &self.session.csrf }
+        layout::For {
+            name: &self.actor.principal().name,
+            csrf: &self.session.csrf,
+            operator: self.actor.can("org.read"),
+        }
     }
 
     pub(super) fn origin(&self) -> Origin {

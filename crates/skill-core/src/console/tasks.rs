@@ -58,9 +58,14 @@ pub(super) async fn list(State(core): State<Core>, viewer: Viewer) -> Response {
 
 async fn tasks_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineError> {
     let actor = &viewer.actor;
-    let listed = engine.tasks(actor, &TaskQuery { limit: Some(200), ..TaskQuery::default() }).await?;
+    // Someone who reads tasks nowhere (an operator) has no tasks, not a refusal.
+    let listed = if actor.can_somewhere("tasks.read") {
+        engine.tasks(actor, &TaskQuery { limit: Some(200), ..TaskQuery::default() }).await?.items
+    } else {
+        Vec::new()
+    };
     let mut rows = Vec::new();
-    for task in listed.items {
+    for task in listed {
         let approvals = engine.approvals(actor, &OfTaskQuery { task: task.id.clone() }).await?.items;
         let pending = approvals.iter().filter(|a| a.status == "pending").count();
         rows.push((task, pending));
@@ -70,7 +75,10 @@ async fn tasks_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineEr
     let body = html! {
         h1 { "Tasks" }
         @if rows.is_empty() {
-            p.empty { "No task in your workspaces yet." }
+            p.empty {
+                @if actor.can_somewhere("tasks.read") { "No task in your workspaces yet." }
+                @else { "You read the tasks of no workspace (tasks.read)." }
+            }
         } @else {
             div.scroll {
                 table.tasks {
@@ -217,7 +225,7 @@ fn artifact_card(artifact: &ArtifactOut, text: Option<&str>, author: &str) -> Ma
 fn call_card(call: &InvocationOut) -> Markup {
     html! {
         article.call id={ "call-" (call.id) } {
-            h3 { (call.skill.name) "@" (call.skill.version) " " (badge(&call.status)) }
+            h3 { a href={ "/console/calls/" (call.id) } { (call.skill.name) "@" (call.skill.version) } " " (badge(&call.status)) }
             p.meta { "attempt " (call.attempt) " of " (call.max_attempts) " · " span.time { (call.created_at) } }
             @if let Some(waiting) = &call.waiting { p.waiting { "Waiting: " (waiting.reason) } }
             @if let Some(output) = &call.output { h4 { "Output" } (json(output)) }
@@ -281,7 +289,7 @@ impl Decision {
                                     li {
                                         (action_name(&action.action)) " " (badge(&action.status))
                                         @if let Some(call) = &action.invocation_id {
-                                            " · " a href={ "#call-" (call) } { "its call" }
+                                            " · " a href={ "/console/calls/" (call) } { "its call" }
                                         }
                                         @if let Some(error) = &action.error { (json(error)) }
                                     }

@@ -264,3 +264,79 @@ async fn cookies_are_secure_when_the_console_is_reached_over_https() {
     assert!(set.contains("; Secure") && set.contains("HttpOnly"), "{set}");
     served.abort();
 }
+
+#[tokio::test]
+async fn operators_see_why_calls_wait_what_they_did_and_the_catalog() {
+    each_backend("console-operators", |core| async move {
+        let core = core;
+        crate::claims::apply_package(&core).await;
+        core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+        core.engine.grant_execution(&["claims.reply"]).await.expect("the execution principal may reply");
+        let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims", "claims.reply@claims"]).await;
+        let operator = token(&core.engine, "operator", &["org.read"]).await;
+        let console = Console::new(&core);
+        // No executor runs: an execution's send waits for one; a gate asked afterwards holds it.
+        let task = |claim: &str| {
+            let (core, clerk) = (&core, &clerk);
+            let body = json!({"workspace": "claims", "taskType": "claim-send@1", "title": format!("Send {claim}"),
+                              "customFields": {"claim": claim, "reply": "Sorry."}});
+            async move { core.post(clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("id").to_owned() }
+        };
+        let waiting = task("C-1").await;
+        let held = task("C-2").await;
+        let waiting_call = core.calls_of(&waiting, 1).await.remove(0);
+        core.calls_of(&held, 1).await;
+        core.post(&clerk, "/approvals", &json!({"taskId": held})).await.ok(201);
+        // A skill whose description is a script.
+        let mut hostile = crate::calls::local("claim.hostile", "none", (1, 0), &[]);
+        hostile["description"] = json!("<script>alert('catalog')</script> Finds <b>things</b>.");
+        core.publish(hostile).await;
+
+        let (cookie, _) = console.sign_in(&operator).await;
+        let queue = console.get(Some(&cookie), "/console/queue").await;
+        assert_eq!(queue.status, StatusCode::OK, "{}", queue.body);
+        assert!(queue.body.contains("Every call of the core."));
+        assert!(queue.body.contains("no_executor"), "a call nobody covers says so");
+        assert!(queue.body.contains("local:claims_integration.skills:send_reply"), "and names what to run");
+        assert!(queue.body.contains("held_for_approval"), "a held execution says so");
+        // The call's page: what was asked, on what basis, and its events.
+        let id = waiting_call["id"].as_str().expect("id");
+        let call = console.get(Some(&cookie), &format!("/console/calls/{id}")).await;
+        assert_eq!(call.status, StatusCode::OK, "{}", call.body);
+        for shown in ["claim.send_reply@1", "execution", "skill.invocation_requested", "C-1", "no_executor"] {
+            assert!(call.body.contains(shown), "{shown} on the call's page");
+        }
+        // The catalog: the hostile description is text.
+        let catalog = console.get(Some(&cookie), "/console/catalog").await;
+        assert_eq!(catalog.status, StatusCode::OK);
+        assert!(catalog.body.contains("claim.send_reply@1") && catalog.body.contains("claim.import_rows@1"));
+        assert!(!catalog.body.contains("<script>alert('catalog')"), "never markup");
+        assert!(catalog.body.contains("&lt;script&gt;alert("), "shown as text");
+        let skill = console.get(Some(&cookie), "/console/skills/claim.send_reply@1").await;
+        assert_eq!(skill.status, StatusCode::OK, "{}", skill.body);
+        for shown in ["external_write", "risk high", "claims", "Resolved tools", "timeoutSeconds"] {
+            assert!(skill.body.contains(shown), "{shown} on the skill's page");
+        }
+        let hostile_page = console.get(Some(&cookie), "/console/skills/claim.hostile@1").await;
+        assert!(
+            !hostile_page.body.contains("<script>alert('catalog')") && hostile_page.body.contains("&lt;b&gt;things")
+        );
+
+        // The clerk is no operator: no catalog, and the queue of its own calls.
+        let (clerk_cookie, _) = console.sign_in(&clerk).await;
+        assert_eq!(console.get(Some(&clerk_cookie), "/console/catalog").await.status, StatusCode::FORBIDDEN);
+        let own = console.get(Some(&clerk_cookie), "/console/queue").await;
+        assert!(own.body.contains("Your calls"), "{}", own.body);
+        // A task's reader reads the calls of its tasks.
+        let reader = token(&core.engine, "reader", &["tasks.read@claims"]).await;
+        let (reader_cookie, _) = console.sign_in(&reader).await;
+        assert_eq!(console.get(Some(&reader_cookie), &format!("/console/calls/{id}")).await.status, StatusCode::OK);
+        let outsider = token(&core.engine, "outsider", &["skills.invoke"]).await;
+        let (outsider_cookie, _) = console.sign_in(&outsider).await;
+        assert_eq!(
+            console.get(Some(&outsider_cookie), &format!("/console/calls/{id}")).await.status,
+            StatusCode::NOT_FOUND
+        );
+    })
+    .await;
+}

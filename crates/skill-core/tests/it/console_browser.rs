@@ -126,4 +126,22 @@ async fn a_reviewer_approves_in_the_browser_and_the_reply_is_sent_once() {
     assert!(browser.all("button[name=outcome]").await.is_empty(), "no decision buttons for a reader");
     assert!(browser.find(".approval .note").await.text().await.contains("approvals.decide"));
     assert_eq!(outbox(&sent).len(), 1, "still one reply");
+
+    // An operator's queue names why a call of an implementation no executor runs waits.
+    core.publish(crate::calls::local("claim.archive", "none", (1, 0), &[])).await;
+    let stuck = core.invoke(&clerk, "claim.archive@1", json!({"inputs": {"claim": "C-1002"}})).await.ok(201).clone();
+    let operator = token(&core.engine, "operator", &["org.read"]).await;
+    browser.find("form.sign-out button").await.click().await;
+    browser.until_text("main h1", 10, |text| text == "Sign in").await;
+    browser.find("#token").await.type_text(&operator).await;
+    browser.find("form button[type=submit]").await.click().await;
+    browser.until_text("main h1", 10, |text| text == "Tasks").await;
+    browser.find("nav a[href='/console/queue']").await.click().await;
+    let waiting = browser.until_text("#queue-pending", 10, |text| text.contains("claim.archive@1")).await;
+    assert!(waiting.contains("no_executor") && waiting.contains("no executor session covers"), "{waiting}");
+    browser.screenshot(screenshots, "queue").await;
+    browser.open(&format!("{root}/console/calls/{}", stuck["id"].as_str().expect("id"))).await;
+    let page = browser.until_text("#call", 10, |text| text.contains("skill.invocation_requested")).await;
+    assert!(page.contains("no_executor"), "{page}");
+    browser.screenshot(screenshots, "invocation").await;
 }

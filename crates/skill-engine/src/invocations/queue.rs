@@ -151,7 +151,7 @@ impl Engine {
                 let contract = skill.contract.clone().unwrap_or_default();
                 let claimed = claimed_skill(&skill, &contract);
                 let settings = self.claim_settings(&skill.name).await?;
-                let invocation = view::invocation_out(running, &skill, now, None);
+                let invocation = view::invocation_out(running, &skill, now, &view::Looked::default());
                 return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
             }
             let unknown = unknown.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
@@ -261,7 +261,7 @@ impl Engine {
                 ..call
             };
             if written(self.store.update_invocation(&next, &[]).await)? {
-                return Ok(view::invocation_out(next, &skill, now, None));
+                return Ok(view::invocation_out(next, &skill, now, &view::Looked::default()));
             }
         }
         Err(busy())
@@ -347,7 +347,7 @@ impl Engine {
                     // An outcome or an execution may be waiting for it.
                     self.outcomes_due.notify_one();
                 }
-                return Ok(view::invocation_out(next, &skill, now, None));
+                return Ok(view::invocation_out(next, &skill, now, &view::Looked::default()));
             }
         }
         Err(busy())
@@ -420,7 +420,7 @@ impl Engine {
                 } else if next.task_id.is_some() {
                     self.outcomes_due.notify_one();
                 }
-                return Ok(view::invocation_out(next, &skill, now, None));
+                return Ok(view::invocation_out(next, &skill, now, &view::Looked::default()));
             }
         }
         Err(busy())

@@ -5,16 +5,20 @@ use skill_store::records::{InvocationRecord, SkillRecord, Time};
 
 use crate::catalog::view_time;
 
-/// `covered`: whether an active executor session covers the call's implementation, when it was
-/// looked up (a pending call that no one covers waits for `no_executor`).
-pub(crate) fn invocation_out(
-    call: InvocationRecord,
-    skill: &SkillRecord,
-    now: Time,
-    covered: Option<bool>,
-) -> InvocationOut {
+/// What was looked up about a pending call besides the call itself.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Looked {
+    /// Whether an active executor session covers the call's implementation (a pending call that
+    /// no one covers waits for `no_executor`); `None` when not looked up.
+    pub(crate) covered: Option<bool>,
+    /// The pending gate approvals of its task that hold it (an external write on the task's
+    /// execution waits for them: `held_for_approval`).
+    pub(crate) held_by: Vec<String>,
+}
+
+pub(crate) fn invocation_out(call: InvocationRecord, skill: &SkillRecord, now: Time, looked: &Looked) -> InvocationOut {
     let time = |t: Option<Time>| t.as_ref().map(view_time);
-    let waiting = (call.status == "pending").then(|| waiting(&call, now, covered));
+    let waiting = (call.status == "pending").then(|| waiting(&call, now, looked));
     InvocationOut {
         id: call.id,
         skill_id: call.skill_id,
@@ -52,8 +56,18 @@ pub(crate) fn implementation(call: &InvocationRecord) -> String {
     format!("{}:{}", call.protocol, call.target)
 }
 
-fn waiting(call: &InvocationRecord, now: Time, covered: Option<bool>) -> Waiting {
+fn waiting(call: &InvocationRecord, now: Time, looked: &Looked) -> Waiting {
     let implementation = implementation(call);
+    if !looked.held_by.is_empty() {
+        return Waiting {
+            reason: "held_for_approval".to_owned(),
+            message: format!(
+                "an external write of its task's execution: held until the task's gate approval {} is decided",
+                looked.held_by.join(", ")
+            ),
+            implementation,
+        };
+    }
     if call.available_at > now {
         return Waiting {
             reason: "backoff".to_owned(),
@@ -61,7 +75,7 @@ fn waiting(call: &InvocationRecord, now: Time, covered: Option<bool>) -> Waiting
             implementation,
         };
     }
-    if covered == Some(false) {
+    if looked.covered == Some(false) {
         return Waiting {
             reason: "no_executor".to_owned(),
             message: format!(

@@ -1,0 +1,83 @@
+//! An invocation's page: what was asked (skill, inputs, who, on what basis), where it is
+//! (status, attempt, lease, why it waits), what came of it (output, error, cost, its artifact)
+//! and its events, in order — attempts, retries and errors among them.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::{Markup, html};
+use skill_engine::{Class, Engine, EngineError};
+
+use super::layout::{answer, badge, failure, json, page};
+use super::session::Viewer;
+use crate::Core;
+
+/// `GET /console/calls/{id}`.
+pub(super) async fn call(State(core): State<Core>, viewer: Viewer, Path(id): Path<String>) -> Response {
+    match call_page(&core.engine, &viewer, &id).await {
+        Ok(markup) => answer(StatusCode::OK, markup),
+        Err(error) => failure(&error),
+    }
+}
+
+async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup, EngineError> {
+    let call = engine.invocation(&viewer.actor, id).await?;
+    // The journal is the operators' (`org.read`); others see the call without it.
+    let events = match engine.events(&viewer.actor, 0, Some(&format!("skill_invocation:{}", call.id)), Some(200)).await
+    {
+        Ok(events) => Some(events),
+        Err(error) if error.class == Class::Forbidden => None,
+        Err(error) => return Err(error),
+    };
+    let title = format!("{}@{}", call.skill.name, call.skill.version);
+    let body = html! {
+        p.crumbs {
+            a href="/console/queue" { "Queue" }
+            @if let Some(task) = &call.task_id { " · " a href={ "/console/tasks/" (task) } { "its task" } }
+        }
+        div data-live="call" id="call" {
+            h1 { (title) " " (badge(&call.status)) }
+            @if let Some(waiting) = &call.waiting {
+                p.waiting { span class={ "badge waiting-" (waiting.reason) } { (waiting.reason) } " " (waiting.message) }
+            }
+            dl.fields {
+                dt { "Call" } dd { code { (call.id) } }
+                dt { "Attempt" } dd { (call.attempt) " of " (call.max_attempts) }
+                dt { "Requested by" } dd { (call.requested_by.kind) " " code { (call.requested_by.reference) } }
+                dt { "Authority" } dd { code { (call.authority_principal_id) } }
+                @if let Some(key) = &call.idempotency_key { dt { "Idempotency key" } dd { code { (key) } } }
+                dt { "Basis" } dd {
+                    @match &call.authorization_basis { Some(basis) => (json(basis)), None => "none needed" }
+                }
+                dt { "Created" } dd.time { (call.created_at) }
+                dt { "Available" } dd.time { (call.available_at) }
+                @if let Some(at) = &call.started_at { dt { "Started" } dd.time { (at) } }
+                @if let Some(at) = &call.finished_at { dt { "Finished" } dd.time { (at) } }
+                @if let Some(executor) = &call.executor_principal_id {
+                    dt { "Executor" } dd {
+                        code { (executor) }
+                        @if let Some(session) = &call.executor_session_id { " session " code { (session) } }
+                        " · fencing token " (call.fencing_token)
+                    }
+                }
+                @if let Some(lease) = &call.lease_expires_at { dt { "Lease until" } dd.time { (lease) } }
+                @if let Some(beat) = &call.heartbeat_at { dt { "Heartbeat" } dd.time { (beat) } }
+                @if let Some(artifact) = &call.artifact_id { dt { "Result artifact" } dd { code { (artifact) } } }
+            }
+            h2 { "Inputs" } (json(&call.inputs))
+            @if let Some(output) = &call.output { h2 { "Output" } (json(output)) }
+            @if let Some(error) = &call.error { h2 { "Error" } (json(error)) }
+            h2 { "Cost" }
+            @match &call.cost { Some(cost) => (json(cost)), None => p.empty { "Nothing reported." } }
+            @if let Some(events) = &events {
+                h2 { "Events" }
+                ol.events {
+                    @for event in events {
+                        li { span.time { (event.created_at) } " " strong { (event.kind) } (json(&event.data)) }
+                    }
+                }
+            }
+        }
+    };
+    Ok(page(&title, Some(viewer.frame()), body))
+}
