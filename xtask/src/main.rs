@@ -38,7 +38,9 @@ commands:
   bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills),
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
            against bare rmcp and FastMCP), `bench core [sqlite|postgres]` (P4, invoke → claim →
-           complete through the core and a real executor); results in target/bench/
+           complete through the core and a real executor), results in target/bench/; `bench
+           console` (the console's pages with 10,000 calls in the store, beside the API's
+           listing) prints its table and a JSON line
   fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
            the core once; checks none is lost, no effect doubled, no fencing token reused:
            `fault [sqlite|postgres]`; figures in target/fault/
@@ -77,8 +79,22 @@ fn dispatch() -> Result<()> {
             Some("http") => bench_host::bench_http(),
             Some("mcp") => bench_host::bench_mcp(),
             Some("core") => bench_core::bench_core(std::env::args().nth(3).as_deref().unwrap_or("sqlite")),
+            Some("console") => run(
+                "the console's pages with 10,000 calls (release)",
+                cargo().args([
+                    "run",
+                    "--release",
+                    "--quiet",
+                    "-p",
+                    "skill-core",
+                    "--example",
+                    "console_pages",
+                    "--",
+                    "10000",
+                ]),
+            ),
             _ => {
-                eprintln!("usage: cargo xtask bench export|http|mcp|core [sqlite|postgres]");
+                eprintln!("usage: cargo xtask bench export|http|mcp|core|console [sqlite|postgres]");
                 std::process::exit(2)
             }
         },

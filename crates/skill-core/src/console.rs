@@ -15,7 +15,9 @@
 mod assets;
 mod call;
 mod catalog;
+mod costs;
 mod decide;
+mod executors;
 mod layout;
 mod queue;
 mod session;
@@ -50,6 +52,8 @@ pub fn router() -> Router<Core> {
         .route("/queue", get(queue::queue))
         .route("/calls/{id}", get(call::call))
         .route("/catalog", get(catalog::catalog))
+        .route("/executors", get(executors::executors))
+        .route("/costs", get(costs::costs))
         .route("/skills/{*reference}", get(catalog::skill))
         .route("/assets/{name}", get(assets::asset))
         .fallback(layout::not_found)

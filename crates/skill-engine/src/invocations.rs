@@ -2,6 +2,7 @@
 //! reading and listing with their visibility rule, and cancelling. The queue side (claim,
 //! heartbeat, complete, fail, lease expiry) is in `queue.rs`, executor sessions in `sessions.rs`.
 
+mod costs;
 mod disable;
 mod policy;
 mod queue;
@@ -18,10 +19,11 @@ use skill_store::ErrorKind;
 use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
 
 pub use crate::lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
+pub use costs::{CostLine, CostReport, MAX_COST_CALLS};
 pub use queue::MAX_CLAIM_WAIT_SECONDS;
 pub(crate) use queue::Timeouts;
 pub(crate) use schemas::SchemaCache;
-pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS};
+pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS, SessionView};
 
 use crate::actor::Actor;
 use crate::cancellation::Cancellation;

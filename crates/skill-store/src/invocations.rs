@@ -103,6 +103,8 @@ pub trait InvocationStore: Send + Sync {
 
     fn insert_session<'a>(&'a self, session: &'a SessionRecord, event: &'a Event) -> BoxFuture<'a, Result<()>>;
     fn session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionRecord>>;
+    /// The newest `limit` executor sessions, open ones first.
+    fn sessions(&self, limit: u32) -> BoxFuture<'_, Result<Vec<SessionRecord>>>;
     /// Writes `session` (one row version on) and the calls it ends, each one row version on, with
     /// the events, in one transaction; `Stale` when any of them moved on.
     fn update_session<'a>(
@@ -189,6 +191,9 @@ const INSERT_SESSION: &str = "INSERT INTO executor_sessions (id, principal_id, s
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const SESSION: &str = "SELECT id, principal_id, status, capabilities, admission, created_at, heartbeat_at, \
      expires_at, closed_at, row_version, draining_at FROM executor_sessions WHERE id = $1";
+const SESSIONS: &str = "SELECT id, principal_id, status, capabilities, admission, created_at, heartbeat_at, \
+     expires_at, closed_at, row_version, draining_at FROM executor_sessions \
+     ORDER BY CASE WHEN status = 'active' THEN 0 ELSE 1 END, created_at DESC, id DESC LIMIT $1";
 const UPDATE_SESSION: &str = "UPDATE executor_sessions SET status = $3, heartbeat_at = $4, expires_at = $5, \
      closed_at = $6, row_version = $7, admission = $8, draining_at = $9 WHERE id = $1 AND row_version = $2";
 

@@ -36,7 +36,11 @@ pub(super) fn page(title: &str, viewer: Option<For<'_>>, body: Markup) -> Markup
                         nav {
                             a href="/console/tasks" { "Tasks" }
                             a href="/console/queue" { "Queue" }
-                            @if viewer.operator { a href="/console/catalog" { "Catalog" } }
+                            @if viewer.operator {
+                                a href="/console/catalog" { "Catalog" }
+                                a href="/console/executors" { "Executors" }
+                                a href="/console/costs" { "Costs" }
+                            }
                         }
                         form.sign-out method="post" action="/console/sign-out" {
                             input type="hidden" name="csrf" value=(viewer.csrf);

@@ -292,7 +292,43 @@ async fn operators_see_why_calls_wait_what_they_did_and_the_catalog() {
         hostile["description"] = json!("<script>alert('catalog')</script> Finds <b>things</b>.");
         core.publish(hostile).await;
 
+        // An executor's session that ran one call with a cost.
+        core.publish(crate::calls::local("claim.archive", "none", (1, 0), &[])).await;
+        core.invoke(&clerk, "claim.archive@1", json!({"inputs": {"claim": "C-9"}, "taskId": waiting})).await.ok(201);
+        let session = core
+            .post(
+                &core.executor,
+                "/executor-sessions",
+                &json!({"capabilities": ["skills.protocol.local"], "ttlSeconds": 60}),
+            )
+            .await
+            .ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let take =
+            json!({"protocols": ["local"], "localEntrypoints": ["claims.skills:claim_archive"], "sessionId": session});
+        let claimed = core.claim(take).await.ok(200).clone();
+        let archived = claimed["invocation"]["id"].as_str().expect("a claimed call").to_owned();
+        let report = json!({"fencingToken": 1, "sessionId": session, "output": {"label": "archived"},
+                            "cost": {"units": {"page": 2.5}}});
+        core.act(&core.executor, &archived, "complete", report).await.ok(200);
+
         let (cookie, _) = console.sign_in(&operator).await;
+        let executors = console.get(Some(&cookie), "/console/executors").await;
+        assert_eq!(executors.status, StatusCode::OK, "{}", executors.body);
+        for shown in [session.as_str(), "claims.skills:claim_archive", "active", "executor"] {
+            assert!(executors.body.contains(shown), "{shown} on the executors' page");
+        }
+        let costs = console.get(Some(&cookie), "/console/costs?days=1").await;
+        assert_eq!(costs.status, StatusCode::OK, "{}", costs.body);
+        assert!(
+            costs.body.contains("claim.archive@1") && costs.body.contains("units.page</code> 2.5"),
+            "{}",
+            costs.body
+        );
+        assert!(costs.body.contains(&format!("/console/tasks/{waiting}")), "per task too");
+        assert_eq!(console.get(Some(&cookie), "/console/costs?days=2").await.status, StatusCode::BAD_REQUEST);
         let queue = console.get(Some(&cookie), "/console/queue").await;
         assert_eq!(queue.status, StatusCode::OK, "{}", queue.body);
         assert!(queue.body.contains("Every call of the core."));
@@ -317,6 +353,13 @@ async fn operators_see_why_calls_wait_what_they_did_and_the_catalog() {
         for shown in ["external_write", "risk high", "claims", "Resolved tools", "timeoutSeconds"] {
             assert!(skill.body.contains(shown), "{shown} on the skill's page");
         }
+        // A composite: what discovery says of it.
+        core.publish(json!({"name": "claims.archivist", "version": "1", "includes": ["claim.archive@1"]})).await;
+        let composite = console.get(Some(&cookie), "/console/skills/claims.archivist@1").await;
+        assert_eq!(composite.status, StatusCode::OK, "{}", composite.body);
+        for shown in ["composite", "<dt>Read-only</dt><dd>true</dd>", "<dt>Tools</dt><dd>1</dd>", "claim.archive"] {
+            assert!(composite.body.contains(shown), "{shown} on the composite's page: {}", composite.body);
+        }
         let hostile_page = console.get(Some(&cookie), "/console/skills/claim.hostile@1").await;
         assert!(
             !hostile_page.body.contains("<script>alert('catalog')") && hostile_page.body.contains("&lt;b&gt;things")
@@ -324,7 +367,9 @@ async fn operators_see_why_calls_wait_what_they_did_and_the_catalog() {
 
         // The clerk is no operator: no catalog, and the queue of its own calls.
         let (clerk_cookie, _) = console.sign_in(&clerk).await;
-        assert_eq!(console.get(Some(&clerk_cookie), "/console/catalog").await.status, StatusCode::FORBIDDEN);
+        for page in ["/console/catalog", "/console/executors", "/console/costs"] {
+            assert_eq!(console.get(Some(&clerk_cookie), page).await.status, StatusCode::FORBIDDEN, "{page}");
+        }
         let own = console.get(Some(&clerk_cookie), "/console/queue").await;
         assert!(own.body.contains("Your calls"), "{}", own.body);
         // A task's reader reads the calls of its tasks.

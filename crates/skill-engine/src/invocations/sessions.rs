@@ -163,6 +163,33 @@ impl Engine {
     }
 }
 
+/// An executor session as operators see it: the session, what its executor last claimed with
+/// (`{localEntrypoints, httpOrigins, mcpEndpoints, audiences}`), and how many calls it runs now.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    pub session: SessionOut,
+    pub covers: Value,
+    pub running: usize,
+}
+
+impl Engine {
+    /// The newest `limit` (1 to 200) executor sessions, open ones first (`org.read` or
+    /// `skills.execute`).
+    pub async fn sessions(&self, actor: &Actor, limit: u32) -> Result<Vec<SessionView>> {
+        actor.require_any(&["org.read", "skills.execute"])?;
+        let limit = limit.clamp(1, 200);
+        let now = Utc::now();
+        let mut out = Vec::new();
+        for session in self.store.sessions(limit).await? {
+            let running =
+                if session.status == "active" { self.store.session_calls(&session.id).await?.len() } else { 0 };
+            let covers = session.admission.clone();
+            out.push(SessionView { session: session_out(session, now), covers, running });
+        }
+        Ok(out)
+    }
+}
+
 fn checked_ttl(ttl: Option<u32>) -> Result<u32> {
     let ttl = ttl.unwrap_or(DEFAULT_SESSION_SECONDS);
     if (MIN_SESSION_SECONDS..=MAX_SESSION_SECONDS).contains(&ttl) {

@@ -6,8 +6,8 @@ use sqlx::types::Json;
 
 use super::{
     CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_SESSION,
-    InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL, UPDATE_SESSION,
-    claimable_sql, covered_sql, insert_call_sql, update_call_sql,
+    InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take, UPDATE_CALL,
+    UPDATE_SESSION, claimable_sql, covered_sql, insert_call_sql, update_call_sql,
 };
 use crate::backend::PgStore;
 use crate::error::{ErrorKind, Result, StoreError};
@@ -415,6 +415,10 @@ impl InvocationStore for PgStore {
 
     fn session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionRecord>> {
         Box::pin(async move { Ok(sqlx::query_as(SESSION).bind(id).fetch_one(self.read()).await?) })
+    }
+
+    fn sessions(&self, limit: u32) -> BoxFuture<'_, Result<Vec<SessionRecord>>> {
+        Box::pin(async move { Ok(sqlx::query_as(SESSIONS).bind(i64::from(limit)).fetch_all(self.read()).await?) })
     }
 
     fn update_session<'a>(

@@ -7,8 +7,8 @@ use rusqlite::types::Value as Arg;
 
 use super::{
     CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_CALL,
-    INSERT_SESSION, InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, Take, UPDATE_CALL,
-    UPDATE_SESSION, claimable_sql, covered_sql,
+    INSERT_SESSION, InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take,
+    UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql,
 };
 use crate::backend::SqliteStore;
 use crate::error::{ErrorKind, Result, StoreError};
@@ -271,6 +271,11 @@ impl InvocationStore for SqliteStore {
 
     fn session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionRecord>> {
         let found = self.lite.read(|connection| one(connection, SESSION, &[text(id)], session_row));
+        Box::pin(async move { found })
+    }
+
+    fn sessions(&self, limit: u32) -> BoxFuture<'_, Result<Vec<SessionRecord>>> {
+        let found = self.lite.read(|connection| rows(connection, SESSIONS, &[int(limit)], session_row));
         Box::pin(async move { found })
     }
 

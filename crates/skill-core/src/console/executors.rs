@@ -1,0 +1,70 @@
+//! The executors' sessions (`org.read` or `skills.execute`): who runs calls, what each covers
+//! (the entrypoints, origins, MCP endpoints and audiences it last claimed with), when it was last
+//! heard of, and how many calls it runs now.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::{Markup, html};
+use serde_json::Value;
+use skill_engine::{Engine, EngineError};
+
+use super::layout::{answer, badge, failure, page};
+use super::session::Viewer;
+use crate::Core;
+
+/// `GET /console/executors`.
+pub(super) async fn executors(State(core): State<Core>, viewer: Viewer) -> Response {
+    match executors_page(&core.engine, &viewer).await {
+        Ok(markup) => answer(StatusCode::OK, markup),
+        Err(error) => failure(&error),
+    }
+}
+
+/// The names of one part of what a session covers.
+fn listed(covers: &Value, part: &str) -> Vec<String> {
+    covers
+        .get(part)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn executors_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineError> {
+    let sessions = engine.sessions(&viewer.actor, 100).await?;
+    let mut names = std::collections::BTreeMap::new();
+    for view in &sessions {
+        let id = &view.session.principal_id;
+        if !names.contains_key(id) {
+            let name = engine.store().principal(id).await.map(|p| p.name).unwrap_or_else(|_| id.clone());
+            names.insert(id.clone(), name);
+        }
+    }
+    let body = html! {
+        h1 { "Executors" }
+        @if sessions.is_empty() { p.empty { "No executor has opened a session: nothing runs the calls." } }
+        @for view in &sessions {
+            article.session data-live={ "session-" (view.session.id) } id={ "session-" (view.session.id) } {
+                h3 {
+                    (names[&view.session.principal_id]) " " (badge(&view.session.status))
+                    @if view.session.draining { " " span.badge.pending { "stopping" } }
+                }
+                p.meta {
+                    "session " code { (view.session.id) } " · opened " span.time { (view.session.created_at) }
+                    " · heard of " span.time { (view.session.heartbeat_at) } " · until " span.time { (view.session.expires_at) }
+                }
+                p { "runs " strong { (view.running) } " call" @if view.running != 1 { "s" } " now" }
+                dl.fields {
+                    dt { "Protocols" } dd { (view.session.capabilities.join(", ")) }
+                    @for (part, title) in [("localEntrypoints", "Local entrypoints"), ("httpOrigins", "HTTP origins"), ("mcpEndpoints", "MCP endpoints"), ("audiences", "Audiences")] {
+                        @let names = listed(&view.covers, part);
+                        @if !names.is_empty() { dt { (title) } dd { @for name in &names { code { (name) } " " } } }
+                    }
+                }
+            }
+        }
+    };
+    Ok(page("Executors", Some(viewer.frame()), body))
+}
