@@ -100,8 +100,8 @@ pub(crate) fn executor(executable: &Path, root: &str, token: &str, outbox: &Scra
     )
 }
 
-async fn story(core: Core, executable: &Path) {
-    let root = apply_package(&core).await;
+/// The workspace `claims` with its clerk (who asks) and reviewer (who decides): their tokens.
+pub(crate) async fn desk(core: &Core) -> (String, String) {
     core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
     let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims", "claims.reply@claims"]).await;
     let reviewer = token(
@@ -110,6 +110,12 @@ async fn story(core: Core, executable: &Path) {
         &["skills.invoke", "tasks.write@claims", "claims.reply@claims", "approvals.decide@claims"],
     )
     .await;
+    (clerk, reviewer)
+}
+
+async fn story(core: Core, executable: &Path) {
+    let root = apply_package(&core).await;
+    let (clerk, reviewer) = desk(&core).await;
     core.engine.grant_execution(&["claims.reply"]).await.expect("the execution principal may reply");
     let outbox_folder = Scratch::new("claims-outbox");
     // A task of `kind` with `fields`, and `more` of the request (its gate).

@@ -7,12 +7,11 @@
 //! PNGs in that folder.
 
 use serde_json::json;
-use skill_engine::Origin;
 use skill_fixtures::Scratch;
 
 use crate::api::token;
 use crate::calls::{Backend, core};
-use crate::claims::{apply_package, executor, host, outbox};
+use crate::claims::{apply_package, desk, executor, host, outbox};
 use crate::webdriver::Session;
 
 #[tokio::test]
@@ -22,14 +21,7 @@ async fn a_reviewer_approves_in_the_browser_and_the_reply_is_sent_once() {
     let screenshots = screenshots.as_deref();
     let core = core(Backend::Sqlite, "console-browser").await;
     let root = apply_package(&core).await;
-    core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
-    let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims", "claims.reply@claims"]).await;
-    let reviewer = token(
-        &core.engine,
-        "reviewer",
-        &["skills.invoke", "tasks.write@claims", "claims.reply@claims", "approvals.decide@claims"],
-    )
-    .await;
+    let (clerk, reviewer) = desk(&core).await;
     let reader = token(&core.engine, "reader", &["tasks.read@claims"]).await;
     let sent = Scratch::new("console-outbox");
     let _executor = executor(&executable, &root, &core.executor, &sent);
