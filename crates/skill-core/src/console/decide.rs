@@ -14,6 +14,8 @@ use crate::Core;
 
 #[derive(Debug, Deserialize)]
 pub(super) struct DecideForm {
+    /// Missing, it is refused as a wrong one.
+    #[serde(default)]
     csrf: String,
     outcome: String,
     #[serde(default)]

@@ -66,6 +66,8 @@ pub(super) async fn sign_in(State(core): State<Core>, headers: HeaderMap, Form(f
 
 #[derive(Debug, Deserialize)]
 pub(super) struct SignOut {
+    /// Missing, it is refused as a wrong one.
+    #[serde(default)]
     csrf: String,
 }
 

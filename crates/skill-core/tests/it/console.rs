@@ -174,6 +174,8 @@ async fn people_decide_in_the_console_and_nothing_else_changes_anything() {
         let without =
             console.post(Some(&cookie), &path, &[("outcome", "approved"), ("csrf", "")], console.origin()).await;
         assert_eq!(without.status, StatusCode::FORBIDDEN);
+        let missing = console.post(Some(&cookie), &path, &[("outcome", "approved")], console.origin()).await;
+        assert_eq!(missing.status, StatusCode::FORBIDDEN, "a form without the token is refused the same way");
         let (reader_cookie, _) = console.sign_in(&reader).await;
         let reader_page = console.get(Some(&reader_cookie), &format!("/console/tasks/{task}")).await;
         assert_eq!(reader_page.status, StatusCode::OK, "a reader sees the task");
