@@ -55,6 +55,16 @@ impl Engine {
         Ok(Actor::new(credential.principal, credential.grants))
     }
 
+    /// The name of principal `id`, for showing who did something the caller may see (a name says
+    /// nothing a caller may not know); the id itself when there is no such principal.
+    pub async fn principal_name(&self, id: &str) -> Result<String> {
+        match self.store.principal(id).await {
+            Ok(principal) => Ok(principal.name),
+            Err(error) if error.kind() == ErrorKind::NotFound => Ok(id.to_owned()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
     /// Issues a token for a principal (created when missing) with organisation-wide grants —
     /// the operator's way in before anyone holds `org.manage`.
     pub async fn issue_token(&self, request: &TokenRequest, origin: &Origin) -> Result<IssuedToken> {

@@ -38,7 +38,7 @@ async fn executors_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, Engi
     for view in &sessions {
         let id = &view.session.principal_id;
         if !names.contains_key(id) {
-            let name = engine.store().principal(id).await.map(|p| p.name).unwrap_or_else(|_| id.clone());
+            let name = engine.principal_name(id).await?;
             names.insert(id.clone(), name);
         }
     }

@@ -38,13 +38,13 @@ impl<'a> Names<'a> {
         Self { engine, known: BTreeMap::new() }
     }
 
-    async fn of(&mut self, id: &str) -> String {
+    async fn of(&mut self, id: &str) -> Result<String, EngineError> {
         if let Some(name) = self.known.get(id) {
-            return name.clone();
+            return Ok(name.clone());
         }
-        let name = self.engine.store().principal(id).await.map(|p| p.name).unwrap_or_else(|_| id.to_owned());
+        let name = self.engine.principal_name(id).await?;
         self.known.insert(id.to_owned(), name.clone());
-        name
+        Ok(name)
     }
 }
 
@@ -122,14 +122,14 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         } else {
             None
         };
-        let author = names.of(&artifact.author_principal_id).await;
+        let author = names.of(&artifact.author_principal_id).await?;
         shown.push((artifact, text, author));
     }
     let mut decisions = Vec::new();
     for approval in approvals {
-        let requested_by = names.of(&approval.requested_by).await;
+        let requested_by = names.of(&approval.requested_by).await?;
         let decided_by = match &approval.decided_by {
-            Some(id) => Some(names.of(id).await),
+            Some(id) => Some(names.of(id).await?),
             None => None,
         };
         let previews = if approval.status == "pending" {
@@ -143,7 +143,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
     }
     let mut commented = Vec::new();
     for comment in comments {
-        let author = names.of(&comment.author_principal_id).await;
+        let author = names.of(&comment.author_principal_id).await?;
         commented.push((comment, author));
     }
     let body = html! {
