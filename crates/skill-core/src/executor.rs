@@ -106,6 +106,8 @@ pub(crate) async fn run(args: ExecutorArgs) -> Result<()> {
     if declared.protocols.is_empty() {
         bail!("nothing to run: give --http-origin, --mcp-origin or --mcp-servers for the protocols it runs");
     }
+    // Before saying it runs: a SIGTERM from then on stops it cleanly.
+    let stop = skill_http::stop_signal();
     tracing::info!(core = %args.core, http = ?declared.http_origins, mcp = ?declared.mcp_endpoints, audiences = ?declared.audiences,
                    concurrency = args.concurrency, "executing remote skills");
     let options = Options {
@@ -114,13 +116,7 @@ pub(crate) async fn run(args: ExecutorArgs) -> Result<()> {
         ..Options::default()
     };
     let remote = Arc::new(remote);
-    let ran = skill_executor::run(
-        client,
-        Arc::clone(&remote) as Arc<dyn skill_executor::Runner>,
-        options,
-        skill_http::stop_signal(),
-    )
-    .await;
+    let ran = skill_executor::run(client, Arc::clone(&remote) as Arc<dyn skill_executor::Runner>, options, stop).await;
     remote.close().await;
     ran.context("the core refused this executor")?;
     Ok(())

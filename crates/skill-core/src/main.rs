@@ -240,13 +240,13 @@ async fn run(cli: Cli) -> Result<()> {
             }
             let console = skill_core::console::Options { secure_cookies: public_url.starts_with("https://") };
             let engine = engine(&db).await?.with_issuer(&issuer);
+            // Before saying it serves: a SIGTERM from then on stops it cleanly.
+            let stop = skill_http::stop_signal();
             eprintln!(
                 "skill-core serving the API on http://{address}/api/v1 and the console on {public_url}/console (database: {})",
                 skill_store::redact(&db.db)
             );
-            skill_core::serve_with(engine, listener, bounds.limits(), console, skill_http::stop_signal())
-                .await
-                .context("serving")?;
+            skill_core::serve_with(engine, listener, bounds.limits(), console, stop).await.context("serving")?;
             eprintln!("skill-core stopped");
             Ok(())
         }

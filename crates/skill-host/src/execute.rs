@@ -156,7 +156,8 @@ pub fn execute(registry: &Registry, args: &ExecuteArgs) -> ExitCode {
         concurrency = args.concurrency,
         "executing the local skills of this host"
     );
-    let result = runtime.block_on(skill_executor::run(client, Arc::new(runner), options, skill_http::stop_signal()));
+    let result = runtime
+        .block_on(async { skill_executor::run(client, Arc::new(runner), options, skill_http::stop_signal()).await });
     runtime.shutdown_background();
     let code = match result {
         // The loop logged its figures.

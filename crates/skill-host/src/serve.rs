@@ -54,7 +54,9 @@ pub fn serve(registry: &Registry, args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(run(registry, &args, |name| std::env::var(name).ok(), skill_http::stop_signal()));
+    // The stop signal's handlers are installed first, inside the runtime, before anything listens.
+    let result = runtime
+        .block_on(async { run(registry, &args, |name| std::env::var(name).ok(), skill_http::stop_signal()).await });
     // A sync skill past its deadline keeps its thread; do not wait for it.
     runtime.shutdown_background();
     // Every log line of the run is out before the last word.

@@ -20,20 +20,34 @@ pub use logs::{LogGuard, init_logs};
 pub use server::{Limits, serve, serve_tls};
 pub use tls::Tls;
 
-/// Resolves on SIGTERM or SIGINT.
-pub async fn stop_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// Resolves on SIGTERM or SIGINT. The handlers are installed when this is called, not when the
+/// future is first polled: a signal that comes while a server is still starting (after it said it
+/// listens, before it waits for the signal) stops it cleanly instead of ending the process at
+/// once. Call it within a Tokio runtime.
+pub fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
-        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(terminate) => terminate,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
+        use tokio::signal::unix::{SignalKind, signal};
+        let terminate = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            // A handler that could not be installed never fires; the other still does.
+            let wait = |stream: Option<tokio::signal::unix::Signal>| async move {
+                match stream {
+                    Some(mut stream) => {
+                        stream.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                () = wait(terminate) => {}
+                () = wait(interrupt) => {}
+            }
         }
     }
     #[cfg(not(unix))]
-    let _ = interrupt.await;
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
