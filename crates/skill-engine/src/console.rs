@@ -9,7 +9,7 @@ use serde_json::json;
 use skill_store::ErrorKind;
 use skill_store::records::ConsoleSession;
 
-use crate::actor::{Actor, token_hash, usable};
+use crate::actor::{Actor, token_hash};
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
@@ -39,15 +39,7 @@ impl Engine {
     /// revoked or expired token is `invalid_token`; a principal that is not a person is
     /// `console_people_only` (agents and executors have no console).
     pub async fn sign_in(&self, token: &str, origin: &Origin) -> Result<SignedIn> {
-        let invalid = || EngineError::new(Class::Unauthenticated, "invalid_token", "the token is not valid");
-        let credential = match self.store.credential(&token_hash(token.trim())).await {
-            Ok(found) => found,
-            Err(error) if error.kind() == ErrorKind::NotFound => return Err(invalid()),
-            Err(error) => return Err(error.into()),
-        };
-        if !usable(&credential.token, &credential.principal) {
-            return Err(invalid());
-        }
+        let credential = self.live_credential(&token_hash(token.trim())).await?;
         if credential.principal.kind != "person" {
             return Err(EngineError::new(
                 Class::Forbidden,
@@ -90,14 +82,12 @@ impl Engine {
         if session.ended_at.is_some() || session.expires_at <= Utc::now() {
             return Err(session_invalid());
         }
-        let credential = match self.store.credential(&session.token_hash).await {
-            Ok(found) => found,
-            Err(error) if error.kind() == ErrorKind::NotFound => return Err(session_invalid()),
-            Err(error) => return Err(error.into()),
+        let credential = match self.live_credential(&session.token_hash).await {
+            Ok(found) if found.principal.id == session.principal_id => found,
+            Ok(_) => return Err(session_invalid()),
+            Err(error) if error.class == Class::Unauthenticated => return Err(session_invalid()),
+            Err(error) => return Err(error),
         };
-        if !usable(&credential.token, &credential.principal) || credential.principal.id != session.principal_id {
-            return Err(session_invalid());
-        }
         Ok((Actor::new(credential.principal, credential.grants), session))
     }
 

@@ -43,8 +43,16 @@ impl Engine {
     /// The actor behind a bearer token; `invalid_token` when it is unknown, revoked, expired, or
     /// its principal is disabled (one code for all, so a caller learns nothing about a token).
     pub async fn authenticate(&self, token: &str) -> Result<Actor> {
+        let credential = self.live_credential(&token_hash(token)).await?;
+        Ok(Actor::new(credential.principal, credential.grants))
+    }
+
+    /// The credential behind a token's hash while it may act: `invalid_token` when it is unknown,
+    /// revoked, expired, or its principal is disabled. What a bearer token and a console session
+    /// are both checked with.
+    pub(crate) async fn live_credential(&self, hash: &str) -> Result<skill_store::records::Credential> {
         let invalid = || EngineError::new(Class::Unauthenticated, "invalid_token", "the token is not valid");
-        let credential = match self.store.credential(&token_hash(token)).await {
+        let credential = match self.store.credential(hash).await {
             Ok(found) => found,
             Err(error) if error.kind() == ErrorKind::NotFound => return Err(invalid()),
             Err(error) => return Err(error.into()),
@@ -52,7 +60,7 @@ impl Engine {
         if !usable(&credential.token, &credential.principal) {
             return Err(invalid());
         }
-        Ok(Actor::new(credential.principal, credential.grants))
+        Ok(credential)
     }
 
     /// The name of principal `id`, for showing who did something the caller may see (a name says

@@ -320,14 +320,14 @@ impl Engine {
         if sees {
             return Ok(call);
         }
-        // Whoever may read a call's task sees the call.
-        if let Some(task) = &call.task_id
-            && let Ok(task) = self.store.task(task).await
-            && actor.can_in("tasks.read", &task.workspace_id)
-        {
-            return Ok(call);
-        }
-        Err(hidden())
+        // Whoever may read a call's task sees the call (a store failure is no `404`).
+        let Some(task) = &call.task_id else { return Err(hidden()) };
+        let task = match self.store.task(task).await {
+            Ok(task) => task,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(hidden()),
+            Err(error) => return Err(error.into()),
+        };
+        if actor.can_in("tasks.read", &task.workspace_id) { Ok(call) } else { Err(hidden()) }
     }
 
     /// Calls newest first (`skills.invoke`, `skills.execute` or `org.read`): a caller with only

@@ -3,21 +3,17 @@
 //! and its events, in order — attempts, retries and errors among them.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use skill_engine::{Class, Engine, EngineError};
 
-use super::layout::{answer, badge, failure, json, page};
+use super::layout::{badge, json, page, rendered};
 use super::session::Viewer;
 use crate::Core;
 
 /// `GET /console/calls/{id}`.
 pub(super) async fn call(State(core): State<Core>, viewer: Viewer, Path(id): Path<String>) -> Response {
-    match call_page(&core.engine, &viewer, &id).await {
-        Ok(markup) => answer(StatusCode::OK, markup),
-        Err(error) => failure(&error),
-    }
+    rendered(call_page(&core.engine, &viewer, &id).await)
 }
 
 async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup, EngineError> {

@@ -3,22 +3,18 @@
 //! it (`SkillMetadata`: resolved tools, the capability summary, read-only).
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use skill_api::{ListQuery, SkillOut};
 use skill_engine::{Engine, EngineError};
 
-use super::layout::{answer, badge, failure, json, page};
+use super::layout::{badge, json, page, rendered};
 use super::session::Viewer;
 use crate::Core;
 
 /// `GET /console/catalog`.
 pub(super) async fn catalog(State(core): State<Core>, viewer: Viewer) -> Response {
-    match catalog_page(&core.engine, &viewer).await {
-        Ok(markup) => answer(StatusCode::OK, markup),
-        Err(error) => failure(&error),
-    }
+    rendered(catalog_page(&core.engine, &viewer).await)
 }
 
 fn kind(skill: &SkillOut) -> String {
@@ -54,10 +50,7 @@ async fn catalog_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, Engine
 
 /// `GET /console/skills/{reference}`.
 pub(super) async fn skill(State(core): State<Core>, viewer: Viewer, Path(reference): Path<String>) -> Response {
-    match skill_page(&core.engine, &viewer, &reference).await {
-        Ok(markup) => answer(StatusCode::OK, markup),
-        Err(error) => failure(&error),
-    }
+    rendered(skill_page(&core.engine, &viewer, &reference).await)
 }
 
 async fn skill_page(engine: &Engine, viewer: &Viewer, reference: &str) -> Result<Markup, EngineError> {

@@ -2,7 +2,6 @@
 //! every number of their reported costs added up.
 
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::{Duration, Utc};
 use maud::{Markup, html};
@@ -10,7 +9,7 @@ use serde::Deserialize;
 use skill_engine::invocations::{CostLine, MAX_COST_CALLS};
 use skill_engine::{Engine, EngineError};
 
-use super::layout::{answer, failure, page};
+use super::layout::{failure, page, rendered};
 use super::session::Viewer;
 use crate::Core;
 
@@ -32,10 +31,7 @@ pub(super) async fn costs(State(core): State<Core>, viewer: Viewer, Query(period
             return failure(&error);
         }
     };
-    match costs_page(&core.engine, &viewer, days).await {
-        Ok(markup) => answer(StatusCode::OK, markup),
-        Err(error) => failure(&error),
-    }
+    rendered(costs_page(&core.engine, &viewer, days).await)
 }
 
 fn table(title: &str, lines: &[CostLine], link: Option<&str>) -> Markup {

@@ -3,22 +3,18 @@
 //! heard of, and how many calls it runs now.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use serde_json::Value;
 use skill_engine::{Engine, EngineError};
 
-use super::layout::{answer, badge, failure, page};
+use super::layout::{badge, page, rendered};
 use super::session::Viewer;
 use crate::Core;
 
 /// `GET /console/executors`.
 pub(super) async fn executors(State(core): State<Core>, viewer: Viewer) -> Response {
-    match executors_page(&core.engine, &viewer).await {
-        Ok(markup) => answer(StatusCode::OK, markup),
-        Err(error) => failure(&error),
-    }
+    rendered(executors_page(&core.engine, &viewer).await)
 }
 
 /// The names of one part of what a session covers.

@@ -60,6 +60,14 @@ pub(super) fn answer(status: StatusCode, markup: Markup) -> Response {
     (status, Html(markup.into_string())).into_response()
 }
 
+/// A page, or the page of the error that stopped it.
+pub(super) fn rendered(page: Result<Markup, EngineError>) -> Response {
+    match page {
+        Ok(markup) => answer(StatusCode::OK, markup),
+        Err(error) => failure(&error),
+    }
+}
+
 /// A page that says why nothing happened.
 pub(super) fn refused(title: &str, message: &str) -> Response {
     let body = html! { h1 { (title) } p { (message) } p { a href="/console/tasks" { "Back to the tasks" } } };

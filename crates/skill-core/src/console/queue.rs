@@ -4,13 +4,12 @@
 //! caller with only `skills.invoke` sees its own — what the API's listing answers.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use skill_api::{InvocationOut, InvocationQuery};
 use skill_engine::{Engine, EngineError};
 
-use super::layout::{answer, badge, failure, page};
+use super::layout::{badge, page, rendered};
 use super::session::Viewer;
 use crate::Core;
 
@@ -20,10 +19,7 @@ const SHOWN: [(&str, &str, u32); 3] =
 
 /// `GET /console/queue`.
 pub(super) async fn queue(State(core): State<Core>, viewer: Viewer) -> Response {
-    match queue_page(&core.engine, &viewer).await {
-        Ok(markup) => answer(StatusCode::OK, markup),
-        Err(error) => failure(&error),
-    }
+    rendered(queue_page(&core.engine, &viewer).await)
 }
 
 async fn queue_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineError> {

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use serde_json::Value;
@@ -15,7 +14,7 @@ use skill_api::{
 use skill_engine::work::{ActionPreview, CallPreview};
 use skill_engine::{Engine, EngineError};
 
-use super::layout::{answer, badge, failure, json, page};
+use super::layout::{badge, json, page, rendered};
 use super::session::Viewer;
 use crate::Core;
 
@@ -50,10 +49,7 @@ impl<'a> Names<'a> {
 
 /// `GET /console/tasks`.
 pub(super) async fn list(State(core): State<Core>, viewer: Viewer) -> Response {
-    match tasks_page(&core.engine, &viewer).await {
-        Ok(markup) => answer(StatusCode::OK, markup),
-        Err(error) => failure(&error),
-    }
+    rendered(tasks_page(&core.engine, &viewer).await)
 }
 
 async fn tasks_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineError> {
@@ -178,10 +174,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
 
 /// `GET /console/tasks/{id}`.
 pub(super) async fn task(State(core): State<Core>, viewer: Viewer, Path(id): Path<String>) -> Response {
-    match task_page(&core.engine, &viewer, &id).await {
-        Ok(markup) => answer(StatusCode::OK, markup),
-        Err(error) => failure(&error),
-    }
+    rendered(task_page(&core.engine, &viewer, &id).await)
 }
 
 /// Whether content of `media_type` is text a person can read in the page.

@@ -9,7 +9,7 @@ use skill_api::{
     ActionOut, ApprovalOut, ApprovalRequest, DecideRequest, Items, OfTaskQuery, OutcomeOut, WithdrawRequest,
 };
 use skill_store::ErrorKind;
-use skill_store::records::{ActionRecord, ApprovalRecord, WorkChange};
+use skill_store::records::{ActionRecord, ApprovalRecord, TaskTypeRecord, WorkChange};
 
 use super::tasks::task_terminal;
 use super::{comment_event, terminal};
@@ -20,7 +20,30 @@ use crate::error::{busy, written};
 use crate::{Engine, Origin};
 
 /// The gate of a type's approval schema whose outcomes a gate approval runs.
-pub(crate) const GATE: &str = "default";
+const GATE: &str = "default";
+
+/// `invalid_outcome` unless `outcome` is a decision: `approved` or `rejected`.
+pub(crate) fn check_outcome(outcome: &str) -> Result<()> {
+    if matches!(outcome, "approved" | "rejected") {
+        return Ok(());
+    }
+    Err(EngineError::new(
+        Class::Invalid,
+        "invalid_outcome",
+        format!("a decision is approved or rejected, not {outcome:?}"),
+    )
+    .with("field", "outcome"))
+}
+
+/// The actions a gate's `outcome` carries out, as the task type writes them.
+pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: &str) -> Vec<Value> {
+    task_type
+        .spec
+        .pointer(&format!("/approvalSchema/gates/{GATE}/outcomes/{outcome}"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
 
 impl Engine {
     /// Asks for a decision on an open task (`tasks.write` in its workspace).
@@ -110,14 +133,7 @@ impl Engine {
         request: &DecideRequest,
         request_id: Option<&str>,
     ) -> Result<ApprovalOut> {
-        if !matches!(request.outcome.as_str(), "approved" | "rejected") {
-            return Err(EngineError::new(
-                Class::Invalid,
-                "invalid_outcome",
-                format!("a decision is approved or rejected, not {:?}", request.outcome),
-            )
-            .with("field", "outcome"));
-        }
+        check_outcome(&request.outcome)?;
         let comment = request.comment.clone().unwrap_or_default();
         if comment.chars().count() > 10_000 {
             return Err(EngineError::invalid_request("a comment is at most 10,000 characters").with("field", "comment"));
@@ -150,13 +166,7 @@ impl Engine {
             }
             let now = Utc::now();
             let actions: Vec<Value> = if approval.gate {
-                let task_type = self.store.task_type(&task.task_type_id).await?;
-                task_type
-                    .spec
-                    .pointer(&format!("/approvalSchema/gates/{GATE}/outcomes/{}", request.outcome))
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default()
+                outcome_actions(&self.store.task_type(&task.task_type_id).await?, &request.outcome)
             } else {
                 Vec::new()
             };

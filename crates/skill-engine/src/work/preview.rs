@@ -6,12 +6,12 @@
 use chrono::Utc;
 use serde_json::{Map, Value, json};
 
-use super::approvals::GATE;
+use super::approvals::{check_outcome, outcome_actions};
 use super::outcomes::decision_root;
 use super::{paths, task_view};
 use crate::Engine;
 use crate::actor::Actor;
-use crate::error::{Class, EngineError, Result};
+use crate::error::{Class, Result};
 
 /// One action of an outcome, as deciding would carry it out.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,26 +57,14 @@ impl Engine {
         outcome: &str,
         comment: &str,
     ) -> Result<Vec<ActionPreview>> {
-        if !matches!(outcome, "approved" | "rejected") {
-            return Err(EngineError::new(
-                Class::Invalid,
-                "invalid_outcome",
-                format!("a decision is approved or rejected, not {outcome:?}"),
-            )
-            .with("field", "outcome"));
-        }
+        check_outcome(outcome)?;
         let approval = self.visible_approval(actor, id).await?;
         if !approval.gate {
             return Ok(Vec::new());
         }
         let task = self.store.task(&approval.task_id).await?;
         let task_type = self.store.task_type(&task.task_type_id).await?;
-        let actions = task_type
-            .spec
-            .pointer(&format!("/approvalSchema/gates/{GATE}/outcomes/{outcome}"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let actions = outcome_actions(&task_type, outcome);
         let root = decision_root(
             task_view(&task, &task_type),
             json!({"id": approval.id, "comment": comment, "decidedBy": actor.id(),
