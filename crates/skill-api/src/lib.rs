@@ -54,7 +54,9 @@ pub use packages::{
     SettingsOut, SettingsRequest,
 };
 pub use page::{Items, Page, PageQuery};
-pub use principals::{AssignRequest, Assigned, AssignedSkill, DisableOut, DisableRequest, Revoked};
+pub use principals::{
+    AssignRequest, Assigned, AssignedSkill, DisableOut, DisableRequest, ExecutorAllowance, ExecutorAllowanceOut, Revoked,
+};
 pub use skills::{
     DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest, PublishRequest,
     SkillKind, SkillOut, SkillStatus, etag, parse_etag,
@@ -62,7 +64,8 @@ pub use skills::{
 pub use tokens::{AudienceTokenOut, AudienceTokenRequest};
 pub use work::{
     ActionOut, ApprovalOut, ApprovalRequest, CloseTaskRequest, CommentOut, CommentRequest, DecideRequest,
-    EndRunRequest, OfTaskQuery, OutcomeOut, RunOut, RunRequest, TaskApproval, TaskOut, TaskQuery, TaskRequest,
+    EndRunRequest, OfTaskQuery, OutcomeOut, RequestedCall, RequestedCallOut, RunOut, RunRequest, TaskApproval, TaskOut,
+    TaskQuery, TaskRequest,
     TaskTypeOut, TaskTypeQuery, TaskTypeRef, TaskTypeRequest, WithdrawRequest,
 };
 

@@ -80,3 +80,38 @@ pub struct DisableOut {
     /// remains).
     pub returned_calls: Vec<String>,
 }
+
+/// What an executor principal may run, as the operator allows it (the body of
+/// `POST /principals/{principal}/executor-allowance`, whole): its claims may declare at most
+/// this. The protocols, then for each its implementations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecutorAllowance {
+    /// Of `local`, `http`, `mcp`.
+    #[serde(default)]
+    pub protocols: Vec<String>,
+    /// `local` entrypoints (`module:function`), or modules (every function in the module and
+    /// its submodules); at most 500.
+    #[serde(default)]
+    pub local: Vec<String>,
+    /// Origins of `http` endpoints (`scheme://host[:port]`); at most 100.
+    #[serde(default)]
+    pub http_origins: Vec<String>,
+    /// Origins of `mcp` endpoints, or `stdio:<name>` servers; at most 100.
+    #[serde(default)]
+    pub mcp_origins: Vec<String>,
+    /// The audiences it may carry tokens for; at most 100.
+    #[serde(default)]
+    pub audiences: Vec<String>,
+}
+
+/// What an executor principal may run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutorAllowanceOut {
+    pub principal_id: String,
+    pub name: String,
+    /// None: the operator allowed it nothing, and its claims are refused.
+    pub allowance: Option<ExecutorAllowance>,
+}
+

@@ -2,16 +2,18 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The body of `POST /audience-tokens`.
+/// The body of `POST /audience-tokens`: the call the token is for, which the executor holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AudienceTokenRequest {
-    /// The audience the token is for: a contract's `implementation.auth.audience` (1 to 200
-    /// characters; `skill-core` and `skill-executor` are reserved).
-    pub audience: String,
-    /// Exactly the contract's `auth.scopes` (at most 50, each at most 100 characters).
-    #[serde(default)]
-    pub scopes: Vec<String>,
+    /// The call: the token carries its contract's `implementation.auth.audience` and exactly its
+    /// `auth.scopes`.
+    pub invocation_id: String,
+    /// The fencing token of the executor's current lease of the call.
+    pub fencing_token: i64,
+    /// The session the lease was taken with, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// A signed token for one audience.
@@ -22,9 +24,12 @@ pub struct AudienceTokenOut {
     pub access_token: String,
     /// `Bearer`.
     pub token_type: String,
-    /// When it stops being valid (RFC 3339); five minutes after it was issued.
+    /// When it stops being valid (RFC 3339): five minutes after it was issued, or when the call's
+    /// lease ends if that is sooner.
     pub expires_at: String,
     pub audience: String,
     /// The scopes it carries, sorted (its `scope` claim, space-separated).
     pub scopes: Vec<String>,
+    /// The call it is for (its `invocation_id` claim).
+    pub invocation_id: String,
 }

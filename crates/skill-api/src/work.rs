@@ -114,6 +114,10 @@ pub struct TaskOut {
     pub created_at: String,
     pub updated_at: String,
     pub closed_at: Option<String>,
+    /// Why the core closed it: `gate_rejected` (its gate was rejected, so its execution never
+    /// ran), or the code of its execution's failure; none when a person closed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_reason: Option<String>,
 }
 
 /// The query of `GET /tasks`.
@@ -188,6 +192,31 @@ pub struct ApprovalRequest {
     /// What the decider should know, at most 10,000 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// The one call this approval is asked for: approved, it lets its requester make exactly this
+    /// call (this version, these inputs) with the approval as its basis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<RequestedCall>,
+}
+
+/// The call an approval is requested for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestedCall {
+    /// `name@version`: the version is named, as the decision is about it.
+    pub skill: String,
+    /// Exactly the inputs the call will have (valid against the version's contract).
+    #[serde(default)]
+    pub inputs: Map<String, Value>,
+}
+
+/// The call an approval was requested for, as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestedCallOut {
+    /// `name@version`.
+    pub skill: String,
+    pub skill_id: String,
+    pub inputs: Value,
 }
 
 /// The body of `POST /approvals/{id}:decide`.
@@ -216,6 +245,12 @@ pub struct WithdrawRequest {
 pub struct ActionOut {
     pub index: i32,
     pub action: Value,
+    /// For an `invokeSkill`, the version its decision resolved it to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill_id: Option<String>,
+    /// … and the inputs filled in when deciding: the call the approval covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Value>,
     /// `pending`, `invoked`, `succeeded`, `failed` or `skipped`.
     pub status: String,
     pub invocation_id: Option<String>,
@@ -252,6 +287,9 @@ pub struct ApprovalOut {
     pub withdrawn_at: Option<String>,
     /// The outcome of the decision, when the type's gate has actions for it.
     pub outcome: Option<OutcomeOut>,
+    /// The one call it was requested for, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<RequestedCallOut>,
     pub created_at: String,
     pub updated_at: String,
 }

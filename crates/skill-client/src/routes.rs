@@ -6,7 +6,7 @@ use skill_api::operations::{Op, Operation};
 use skill_api::{
     ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, AudienceTokenOut, AudienceTokenRequest,
     CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, DisableOut, DisableRequest, EventOut,
-    EventsQuery, FailRequest, Health, HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest,
+    EventsQuery, ExecutorAllowance, ExecutorAllowanceOut, FailRequest, Health, HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest,
     Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SessionOut,
     SessionRequest, SettingsOut, SettingsRequest, SkillOut,
 };
@@ -182,8 +182,23 @@ impl Client {
         Ok(self.send(call(Op::DisablePrincipal).body(request)).await?.body)
     }
 
-    /// `POST /audience-tokens`: a token for one audience and exactly the scopes asked
-    /// (`skills.execute`).
+    /// `POST /principals/{principal}/executor-allowance`: what an executor principal may run,
+    /// whole (`org.manage`).
+    pub async fn allow_executor(
+        &self,
+        principal: &str,
+        allowance: &ExecutorAllowance,
+    ) -> Result<ExecutorAllowanceOut, ClientError> {
+        Ok(self.send(call(Op::SetExecutorAllowance).parameters(&[principal]).body(allowance)).await?.body)
+    }
+
+    /// `GET /principals/{principal}/executor-allowance` (`org.read`).
+    pub async fn executor_allowance(&self, principal: &str) -> Result<ExecutorAllowanceOut, ClientError> {
+        Ok(self.send(call(Op::ReadExecutorAllowance).parameters(&[principal])).await?.body)
+    }
+
+    /// `POST /audience-tokens`: a token for a call the executor holds, with that call's contract
+    /// audience and scopes (`skills.execute`).
     pub async fn audience_token(&self, request: &AudienceTokenRequest) -> Result<AudienceTokenOut, ClientError> {
         Ok(self.send(call(Op::IssueAudienceToken).body(request)).await?.body)
     }

@@ -35,22 +35,25 @@ pub fn render_skill_file(document: &Value, schema_hint: Option<&str>) -> String 
 
 /// Canonical JSON: keys sorted at every level, no spaces, non-ASCII kept.
 pub fn canonical_json(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                let mut out = Map::new();
-                for key in keys {
-                    out.insert(key.clone(), sorted(&map[key]));
-                }
-                Value::Object(out)
+    serde_json::to_string(&canonical(value)).expect("invariant: JSON values serialize")
+}
+
+/// `value` with the keys of every object in sorted order, so that two equal documents are
+/// written as the same text.
+pub fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let mut out = Map::new();
+            for key in keys {
+                out.insert(key.clone(), canonical(&map[key]));
             }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
+            Value::Object(out)
         }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
     }
-    serde_json::to_string(&sorted(value)).expect("invariant: JSON values serialize")
 }
 
 /// How a file differs from the document the code exports.

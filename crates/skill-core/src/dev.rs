@@ -87,7 +87,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let core_url = format!("http://{}", listener.local_addr()?);
     let engine = engine.with_issuer(&core_url);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(skill_core::serve_until(engine, listener, skill_http::Limits::default(), async {
+    let server = tokio::spawn(skill_core::serve_until(engine.clone(), listener, skill_http::Limits::default(), async {
         drop(stopped.await);
     }));
 
@@ -147,6 +147,21 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         .await
         .map_err(|error| anyhow::anyhow!(error))?;
 
+    let runs = match &tls {
+        Some(_) => Some(remote::Runs {
+            http_origins: remote::origins(&loaded, "http", &lookup)?,
+            mcp_origins: remote::origins(&loaded, "mcp", &lookup)?,
+            stdio: needs.stdio.clone(),
+        }),
+        None => None,
+    };
+    // The operator allows the executor what it runs: here, exactly this package's skills.
+    let allowance = executor_allowance(&loaded, &needs, runs.as_ref());
+    engine
+        .allow_executor(None, "dev-executor", &allowance, None)
+        .await
+        .map_err(|error| anyhow::anyhow!("allowing the executor its skills: {error}"))?;
+
     let mut execute = tokio::process::Command::new(&executable);
     execute
         .args(["execute", "--core", &core_url, "--concurrency", "4", "--grace", "5"])
@@ -159,13 +174,8 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
             .await?;
 
     let (executor_stop, executor_stopped) = tokio::sync::oneshot::channel::<()>();
-    let remote_executor = match &tls {
-        Some(tls) => {
-            let runs = remote::Runs {
-                http_origins: remote::origins(&loaded, "http", &lookup)?,
-                mcp_origins: remote::origins(&loaded, "mcp", &lookup)?,
-                stdio: needs.stdio.clone(),
-            };
+    let remote_executor = match (&tls, runs) {
+        (Some(tls), Some(runs)) => {
             let calls: Vec<String> = runs
                 .http_origins
                 .iter()
@@ -179,7 +189,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
             };
             Some(remote::executor(&core_url, &executor_token, &executable, &runs, &needs, tls, stop)?)
         }
-        None => None,
+        _ => None,
     };
 
     let done = match applied {
@@ -267,6 +277,38 @@ async fn issue(engine: &Engine, name: &str, kind: &str, grants: &[String]) -> Re
         expires_at: Some(chrono::Utc::now() + chrono::Duration::days(1)),
     };
     Ok(engine.issue_token(&request, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?.token)
+}
+
+/// What dev's executor runs: the package's local entrypoints, and the origins and audiences of
+/// its remote skills as dev serves them.
+fn executor_allowance(
+    loaded: &package::Loaded,
+    needs: &remote::Needs,
+    runs: Option<&remote::Runs>,
+) -> skill_api::ExecutorAllowance {
+    let local: Vec<String> = loaded
+        .package
+        .objects
+        .iter()
+        .filter(|object| object.kind == "Skill")
+        .filter(|object| object.document.pointer("/spec/contract/implementation/protocol") == Some(&json!("local")))
+        .filter_map(|object| object.document.pointer("/spec/contract/implementation/entrypoint"))
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    let mut allowance = skill_api::ExecutorAllowance { protocols: vec!["local".to_owned()], local, ..Default::default() };
+    if let Some(runs) = runs {
+        if !runs.http_origins.is_empty() {
+            allowance.protocols.push("http".to_owned());
+            allowance.http_origins.clone_from(&runs.http_origins);
+        }
+        if !runs.mcp_origins.is_empty() || !runs.stdio.is_empty() {
+            allowance.protocols.push("mcp".to_owned());
+            allowance.mcp_origins = runs.mcp_origins.iter().cloned().chain(runs.stdio.iter().map(|name| format!("stdio:{name}"))).collect();
+        }
+        allowance.audiences = needs.http.audiences.union(&needs.mcp_http.audiences).cloned().collect();
+    }
+    allowance
 }
 
 /// Every permission a skill of the package requires.

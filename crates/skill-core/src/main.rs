@@ -61,6 +61,55 @@ enum Command {
     /// each endpoint behind the network guard with an audience token from the core, report.
     /// SIGTERM stops claiming and lets running calls finish within --grace.
     Executor(executor::ExecutorArgs),
+    /// Grant permissions to a principal, straight in the database (no token needed):
+    /// PERMISSION organisation-wide or PERMISSION@WORKSPACE in one workspace. The way to give the
+    /// core's execution principal (core.execution) what the contracts of the skills task types
+    /// pin require — no token is ever issued for it.
+    Grant {
+        #[command(flatten)]
+        db: Db,
+        /// The principal's name.
+        #[arg(long)]
+        principal: String,
+        /// One or more permissions: claims.reply, tasks.write@claims, …
+        #[arg(required = true, value_name = "PERMISSION[@WORKSPACE]")]
+        permissions: Vec<String>,
+    },
+    /// Take back permissions `grant` (or `token create --grant`) gave.
+    Revoke {
+        #[command(flatten)]
+        db: Db,
+        /// The principal's name.
+        #[arg(long)]
+        principal: String,
+        #[arg(required = true, value_name = "PERMISSION[@WORKSPACE]")]
+        permissions: Vec<String>,
+    },
+    /// Set what an executor principal may run, whole, straight in the database: its claims may
+    /// declare at most this (an executor allowed nothing claims nothing). Also
+    /// POST /api/v1/principals/{name}/executor-allowance.
+    Allow {
+        #[command(flatten)]
+        db: Db,
+        /// The executor principal's name.
+        #[arg(long)]
+        principal: String,
+        /// A protocol it runs (repeat): local, http, mcp.
+        #[arg(long = "protocol", value_name = "PROTOCOL")]
+        protocols: Vec<String>,
+        /// A local entrypoint (module:function) or module it runs (repeat).
+        #[arg(long = "local", value_name = "ENTRYPOINT|MODULE")]
+        local: Vec<String>,
+        /// An origin of http endpoints it calls (repeat): https://host[:port].
+        #[arg(long = "http-origin", value_name = "ORIGIN")]
+        http_origins: Vec<String>,
+        /// An origin of MCP endpoints, or stdio:<name>, it calls (repeat).
+        #[arg(long = "mcp-origin", value_name = "ORIGIN")]
+        mcp_origins: Vec<String>,
+        /// An audience it may obtain tokens for (repeat).
+        #[arg(long = "audience", value_name = "AUDIENCE")]
+        audiences: Vec<String>,
+    },
     /// Create a workspace, so that permissions can be granted in it (--grant tasks.write@KEY).
     Workspace {
         #[command(subcommand)]
@@ -267,6 +316,38 @@ async fn run(cli: Cli) -> Result<()> {
             let engine = engine(&db).await?;
             engine.revoke_token(&id, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?;
             eprintln!("token {id} revoked");
+            Ok(())
+        }
+        Command::Grant { db, principal, permissions } => {
+            let engine = engine(&db).await?;
+            for permission in &permissions {
+                let added = engine
+                    .grant(&principal, permission, &Origin::default())
+                    .await
+                    .map_err(|error| anyhow::anyhow!("{error}"))?;
+                eprintln!("{principal}: {permission} {}", if added { "granted" } else { "held already" });
+            }
+            Ok(())
+        }
+        Command::Revoke { db, principal, permissions } => {
+            let engine = engine(&db).await?;
+            for permission in &permissions {
+                let removed = engine
+                    .revoke_grant(&principal, permission, &Origin::default())
+                    .await
+                    .map_err(|error| anyhow::anyhow!("{error}"))?;
+                eprintln!("{principal}: {permission} {}", if removed { "revoked" } else { "was not held" });
+            }
+            Ok(())
+        }
+        Command::Allow { db, principal, protocols, local, http_origins, mcp_origins, audiences } => {
+            let engine = engine(&db).await?;
+            let allowance = skill_api::ExecutorAllowance { protocols, local, http_origins, mcp_origins, audiences };
+            let allowed = engine
+                .allow_executor(None, &principal, &allowance, None)
+                .await
+                .map_err(|error| anyhow::anyhow!("{error}"))?;
+            println!("{}", serde_json::to_string_pretty(&allowed)?);
             Ok(())
         }
         Command::Workspace { command: WorkspaceCommand::Create { db, key, name } } => {

@@ -3,7 +3,7 @@
 
 use chrono::Utc;
 use sha2::{Digest, Sha256};
-use skill_store::records::{Grant, Principal};
+use skill_store::records::{ExecutorAllowance, Grant, Principal};
 
 use crate::error::{Class, EngineError, Result};
 
@@ -20,11 +20,30 @@ pub const PERMISSIONS: &[&str] =
 pub struct Actor {
     principal: Principal,
     grants: Vec<Grant>,
+    /// For an executor, what the operator allowed it to run (none: nothing).
+    allowance: Option<ExecutorAllowance>,
 }
 
 impl Actor {
     pub fn new(principal: Principal, grants: Vec<Grant>) -> Self {
-        Self { principal, grants }
+        Self { principal, grants, allowance: None }
+    }
+
+    /// The actor with what the operator allowed it to run, as an executor.
+    #[must_use]
+    pub fn with_allowance(mut self, allowance: Option<ExecutorAllowance>) -> Self {
+        self.allowance = allowance;
+        self
+    }
+
+    /// What the operator allowed this executor to run; `None` when nothing.
+    pub fn allowance(&self) -> Option<&ExecutorAllowance> {
+        self.allowance.as_ref()
+    }
+
+    /// Whether the principal is an executor.
+    pub fn is_executor(&self) -> bool {
+        self.principal.kind == "executor"
     }
 
     pub fn principal(&self) -> &Principal {

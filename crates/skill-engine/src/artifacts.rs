@@ -1,6 +1,7 @@
 //! Artifacts: immutable documents of a workspace (a task's, a run's), their content in the blob
 //! store by SHA-256. Visibility follows the workspace: `tasks.read` there; and an executor reads
-//! what the call it runs may see — with `forTask`, the authority of its running call of that task.
+//! what the call it runs may see — with `forTask`, the artifacts of that task (and those its
+//! fields name), as the authority of its running call of that task may read them.
 
 use base64::Engine as _;
 use chrono::Utc;
@@ -221,9 +222,11 @@ impl Engine {
         if actor.can_in("tasks.read", &record.workspace_id) {
             return Ok(record);
         }
-        // An executor reads what the call it runs may: its authority's reading rights.
+        // An executor reads what the call it runs may: the artifacts of that call's task (and those
+        // its fields name, what the task was given), with its authority's reading rights.
         if let Some(task) = for_task
             && actor.can("skills.execute")
+            && self.of_task(&record, task).await?
             && let Some(authority) = self.store.running_authority(actor.id(), task).await?
         {
             let principal = self.store.principal(&authority).await?;
@@ -235,6 +238,25 @@ impl Engine {
             }
         }
         Err(not_found(id))
+    }
+}
+
+impl Engine {
+    /// Whether `record` belongs to the task `task_id`, or the task's custom fields name it by id
+    /// (the input a task was created with, such as a register to import).
+    async fn of_task(&self, record: &ArtifactRecord, task_id: &str) -> Result<bool> {
+        if record.task_id.as_deref() == Some(task_id) {
+            return Ok(true);
+        }
+        let task = match self.store.task(task_id).await {
+            Ok(task) => task,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Ok(false),
+            Err(error) => return Err(error.into()),
+        };
+        let named = |value: &serde_json::Value| value.as_str() == Some(record.id.as_str());
+        Ok(task.custom_fields.as_object().is_some_and(|fields| {
+            fields.values().any(|value| named(value) || value.as_array().is_some_and(|items| items.iter().any(named)))
+        }))
     }
 }
 

@@ -88,7 +88,7 @@ impl Engine {
             Err(error) if error.class == Class::Unauthenticated => return Err(session_invalid()),
             Err(error) => return Err(error),
         };
-        Ok((Actor::new(credential.principal, credential.grants), session))
+        Ok((Actor::new(credential.principal, credential.grants).with_allowance(credential.allowance), session))
     }
 
     /// Ends a session (sign-out); ending an ended one changes nothing.

@@ -7,6 +7,7 @@ use skill_store::ErrorKind;
 use skill_store::records::{AccessToken, Grant, Principal, Time, Workspace};
 
 use crate::actor::{Actor, new_token, token_hash, usable};
+use crate::work::EXECUTION_PRINCIPAL;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
@@ -44,7 +45,7 @@ impl Engine {
     /// its principal is disabled (one code for all, so a caller learns nothing about a token).
     pub async fn authenticate(&self, token: &str) -> Result<Actor> {
         let credential = self.live_credential(&token_hash(token)).await?;
-        Ok(Actor::new(credential.principal, credential.grants))
+        Ok(Actor::new(credential.principal, credential.grants).with_allowance(credential.allowance))
     }
 
     /// The credential behind a token's hash while it may act: `invalid_token` when it is unknown,
@@ -101,51 +102,16 @@ impl Engine {
                 ));
             }
         }
+        if request.principal == EXECUTION_PRINCIPAL {
+            return Err(reserved_principal());
+        }
         let mut grants = Vec::new();
         for written in &request.grants {
-            let (permission, workspace) = match written.split_once('@') {
-                Some((permission, key)) => (permission, Some(key)),
-                None => (written.as_str(), None),
-            };
-            if !skill_contract::is_permission(permission) {
-                return Err(EngineError::new(
-                    Class::Invalid,
-                    "invalid_permission",
-                    format!("{permission:?} is not a permission: dotted lowercase words such as org.manage"),
-                ));
-            }
-            let workspace_id = match workspace {
-                None => None,
-                Some(key) => Some(
-                    self.store
-                        .workspace_by_key(key)
-                        .await
-                        .map_err(|error| match error.kind() {
-                            ErrorKind::NotFound => EngineError::not_found(&format!("workspace {key}"))
-                                .with("hint", "create it first: skill-core workspace create --key <key>"),
-                            _ => error.into(),
-                        })?
-                        .id,
-                ),
-            };
-            grants.push((permission.to_owned(), workspace_id));
+            grants.push(self.parse_grant(written).await?);
         }
         let principal = self.principal_named(&request.principal, &request.kind, origin).await?;
         for (permission, workspace_id) in grants {
-            let grant = Grant {
-                id: self.new_id(),
-                principal_id: principal.id.clone(),
-                workspace_id: workspace_id.clone(),
-                permission: permission.clone(),
-                created_at: Utc::now(),
-            };
-            let event = self.event(
-                "grant.added",
-                format!("principal:{}", principal.id),
-                json!({"permission": permission, "workspaceId": workspace_id}),
-                origin,
-            );
-            self.store.add_grant(&grant, &event).await?;
+            self.add_grant(&principal, &permission, workspace_id, origin).await?;
         }
         let token = new_token();
         let record = AccessToken {
@@ -165,6 +131,101 @@ impl Engine {
         );
         self.store.create_token(&record, &event).await?;
         Ok(IssuedToken { token, record, principal })
+    }
+
+    /// `PERMISSION` (organisation-wide) or `PERMISSION@WORKSPACE`, read: the permission and the
+    /// workspace's id.
+    async fn parse_grant(&self, written: &str) -> Result<(String, Option<String>)> {
+        let (permission, workspace) = match written.split_once('@') {
+            Some((permission, key)) => (permission, Some(key)),
+            None => (written, None),
+        };
+        if !skill_contract::is_permission(permission) {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_permission",
+                format!("{permission:?} is not a permission: dotted lowercase words such as org.manage"),
+            ));
+        }
+        let workspace_id = match workspace {
+            None => None,
+            Some(key) => Some(
+                self.store
+                    .workspace_by_key(key)
+                    .await
+                    .map_err(|error| match error.kind() {
+                        ErrorKind::NotFound => EngineError::not_found(&format!("workspace {key}"))
+                            .with("hint", "create it first: skill-core workspace create --key <key>"),
+                        _ => error.into(),
+                    })?
+                    .id,
+            ),
+        };
+        Ok((permission.to_owned(), workspace_id))
+    }
+
+    /// Adds one grant with its event; `false` when the principal held it already.
+    async fn add_grant(
+        &self,
+        principal: &Principal,
+        permission: &str,
+        workspace_id: Option<String>,
+        origin: &Origin,
+    ) -> Result<bool> {
+        let grant = Grant {
+            id: self.new_id(),
+            principal_id: principal.id.clone(),
+            workspace_id: workspace_id.clone(),
+            permission: permission.to_owned(),
+            created_at: Utc::now(),
+        };
+        let event = self.event(
+            "grant.added",
+            format!("principal:{}", principal.id),
+            json!({"permission": permission, "workspaceId": workspace_id}),
+            origin,
+        );
+        Ok(self.store.add_grant(&grant, &event).await?)
+    }
+
+    /// Grants `written` (`PERMISSION` or `PERMISSION@WORKSPACE`) to the principal named `name`,
+    /// straight on the database — the operator's way, no token needed (the core's execution
+    /// principal, which no token is issued for, is made on first use). Answers whether it was
+    /// new.
+    pub async fn grant(&self, name: &str, written: &str, origin: &Origin) -> Result<bool> {
+        let (permission, workspace_id) = self.parse_grant(written).await?;
+        let principal = self.existing_principal(name, origin).await?;
+        self.add_grant(&principal, &permission, workspace_id, origin).await
+    }
+
+    /// Takes back a grant [`Engine::grant`] gave; answers whether there was one.
+    pub async fn revoke_grant(&self, name: &str, written: &str, origin: &Origin) -> Result<bool> {
+        let (permission, workspace_id) = self.parse_grant(written).await?;
+        let principal = self.existing_principal(name, origin).await?;
+        let event = self.event(
+            "grant.removed",
+            format!("principal:{}", principal.id),
+            json!({"permission": permission, "workspaceId": workspace_id}),
+            origin,
+        );
+        Ok(self.store.remove_grant(&principal.id, workspace_id.as_deref(), &permission, &event).await?)
+    }
+
+    /// The principal named `name`: `404` with a hint when there is none (the core's execution
+    /// principal is made on first use).
+    async fn existing_principal(&self, name: &str, origin: &Origin) -> Result<Principal> {
+        if name == EXECUTION_PRINCIPAL {
+            return self.principal_named(name, "executor", origin).await;
+        }
+        match self.store.principal_by_name(name).await {
+            Ok(principal) => Ok(principal),
+            Err(error) if error.kind() == ErrorKind::NotFound => Err(EngineError::not_found(&format!(
+                "principal {name}"
+            ))
+            .with("principal", name)
+            .with("hint", "a principal is made by its first token: skill-core token create --name <name>")),
+            Err(error) => Err(error.into()),
+        }
     }
 
     /// Revokes a token by its id; `not_found` when there is no such live token.
@@ -241,4 +302,16 @@ impl Engine {
             Err(error) => Err(error.into()),
         }
     }
+}
+
+/// `403 principal_reserved`: the core's execution principal acts only inside the core.
+fn reserved_principal() -> EngineError {
+    EngineError::new(
+        Class::Forbidden,
+        "principal_reserved",
+        format!(
+            "{EXECUTION_PRINCIPAL} is the core's own principal: no token is issued for it; give it the permissions the pinned contracts require with `skill-core grant --principal {EXECUTION_PRINCIPAL} PERMISSION[@WORKSPACE]`"
+        ),
+    )
+    .with("principal", EXECUTION_PRINCIPAL)
 }

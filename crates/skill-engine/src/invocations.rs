@@ -2,6 +2,7 @@
 //! reading and listing with their visibility rule, and cancelling. The queue side (claim,
 //! heartbeat, complete, fail, lease expiry) is in `queue.rs`, executor sessions in `sessions.rs`.
 
+mod allowance;
 mod costs;
 mod disable;
 mod policy;
@@ -14,6 +15,7 @@ use std::collections::HashMap;
 
 use chrono::Utc;
 use serde_json::{Value, json};
+use skill_contract::export::canonical;
 use skill_api::{CancelRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_DOCUMENT_BYTES, Page};
 use skill_store::ErrorKind;
 use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
@@ -29,6 +31,7 @@ use crate::actor::Actor;
 use crate::cancellation::Cancellation;
 use crate::catalog::{bounded_page, checked_limit};
 use crate::error::{Class, EngineError, Result, busy, written};
+use crate::work::basis::Internal;
 use crate::{Engine, Origin};
 
 /// The longest body idempotency key, in characters.
@@ -55,20 +58,21 @@ impl Engine {
         self.invoke_by(actor, reference, request, request_id, None).await
     }
 
-    /// [`Engine::invoke`] with who asked for the call when it is not the actor itself (an
-    /// approval's outcome, a task's execution): the same checks, the actor's authority.
+    /// [`Engine::invoke`] for a call the core makes itself (an approval's outcome, a task's
+    /// execution): the same checks, the actor's authority, and the basis only such a call has.
     pub(crate) async fn invoke_by(
         &self,
         actor: &Actor,
         reference: &str,
         request: &InvokeRequest,
         request_id: Option<&str>,
-        requester: Option<(&str, &str)>,
+        internal: Option<Internal<'_>>,
     ) -> Result<Invoked> {
         actor.require("skills.invoke")?;
         let SkillEntry { skill, .. } = self.find(reference).await?;
         let key = checked_key(request.idempotency_key.as_deref())?;
-        let inputs = Value::Object(request.inputs.clone().unwrap_or_default());
+        // Kept with its keys in order, so that equal inputs are stored as the same text.
+        let inputs = canonical(&Value::Object(request.inputs.clone().unwrap_or_default()));
         if let Some(key) = &key {
             match self.store.invocation_by_key(&skill.id, key).await {
                 Ok(existing) => return self.repeat(actor, &skill, existing, &inputs),
@@ -146,12 +150,13 @@ impl Engine {
         // Step 12: an agent calls only what its assignments grant.
         self.check_tool_policy(actor, &skill).await?;
         // Step 13: the basis of an external write.
-        let basis = self.basis(&skill, task.as_ref(), run.as_ref(), request.approval_id.as_deref()).await?;
+        let basis = self
+            .basis(actor, &skill, &inputs, task.as_ref(), run.as_ref(), request.approval_id.as_deref(), internal)
+            .await?;
 
-        let requested_by: (String, String) = match (requester, &run) {
-            (Some((kind, reference)), _) => (kind.to_owned(), reference.to_owned()),
-            (None, Some(run)) => ("run".to_owned(), run.id.clone()),
-            (None, None) => ("principal".to_owned(), actor.id().to_owned()),
+        let requested_by: (String, String) = match &run {
+            Some(run) => ("run".to_owned(), run.id.clone()),
+            None => ("principal".to_owned(), actor.id().to_owned()),
         };
         let now = Utc::now();
         let implementation = &contract["implementation"];
@@ -247,7 +252,7 @@ impl Engine {
     }
 
     /// The inputs fit the contract: at most 256 KiB, and valid against `contract.inputs`.
-    async fn check_inputs(&self, skill: &SkillRecord, contract: &Value, inputs: &Value) -> Result<()> {
+    pub(crate) async fn check_inputs(&self, skill: &SkillRecord, contract: &Value, inputs: &Value) -> Result<()> {
         let name = format!("{}@{}", skill.name, skill.version);
         let size = serde_json::to_vec(inputs).map_or(0, |bytes| bytes.len());
         if size > MAX_DOCUMENT_BYTES {
@@ -274,8 +279,8 @@ impl Engine {
     }
 
     /// One call (`skills.invoke`, `skills.execute`, `org.read`, or `tasks.read` somewhere): visible
-    /// to its authority, its executor, any holder of `skills.execute` or `org.read`, and whoever
-    /// may read its task; `404` to everyone else, as for a missing id.
+    /// to its authority, the executors that held it, any holder of `org.read`, and whoever may
+    /// read its task; `404` to everyone else, as for a missing id.
     pub async fn invocation(&self, actor: &Actor, id: &str) -> Result<InvocationOut> {
         if !actor.can_somewhere("tasks.read") {
             actor.require_any(&["skills.invoke", "skills.execute", "org.read"])?;
@@ -315,9 +320,12 @@ impl Engine {
         })?;
         let sees = call.authority_principal_id == actor.id()
             || call.executor_principal_id.as_deref() == Some(actor.id())
-            || actor.can("skills.execute")
             || actor.can("org.read");
         if sees {
+            return Ok(call);
+        }
+        // An executor sees the calls it holds or held (the journal keeps who claimed each).
+        if actor.can("skills.execute") && self.store.claimed_by(&call.id, actor.id()).await? {
             return Ok(call);
         }
         // Whoever may read a call's task sees the call (a store failure is no `404`).
@@ -330,9 +338,9 @@ impl Engine {
         if actor.can_in("tasks.read", &task.workspace_id) { Ok(call) } else { Err(hidden()) }
     }
 
-    /// Calls newest first (`skills.invoke`, `skills.execute` or `org.read`): a caller with only
-    /// `skills.invoke` sees its own. With `task`, the task's calls, to anyone who may read the
-    /// task.
+    /// Calls newest first (`skills.invoke`, `skills.execute` or `org.read`): without `org.read`, a
+    /// caller sees its own and an executor the calls it runs or ran last. With `task`, the task's
+    /// calls, to anyone who may read the task.
     pub async fn invocations(&self, actor: &Actor, query: &InvocationQuery) -> Result<Page<InvocationOut>> {
         let task_id = match &query.task {
             Some(task) => Some(self.visible_task(actor, task, None).await?.id),
@@ -342,12 +350,16 @@ impl Engine {
             }
         };
         let limit = checked_limit(query.limit, 50, 200)?;
-        let sees_all = actor.can("skills.execute") || actor.can("org.read") || task_id.is_some();
+        let sees_all = actor.can("org.read") || task_id.is_some();
+        // Without org.read, an invoker sees the calls on its authority and an executor the calls
+        // it runs or ran last.
+        let executor = (!sees_all && !actor.can("skills.invoke")).then(|| actor.id().to_owned());
         let authority = match (&query.caller, sees_all) {
             (Some(caller), true) => Some(caller.clone()),
             (Some(caller), false) if caller != actor.id() => {
                 return Err(EngineError::forbidden("org.read").with("field", "caller"));
             }
+            (_, false) if executor.is_some() => None,
             (_, false) => Some(actor.id().to_owned()),
             (None, true) => None,
         };
@@ -389,6 +401,7 @@ impl Engine {
             created_after: time("since", &query.since)?,
             created_before: time("until", &query.until)?,
             task_id,
+            executor,
             before,
             limit: limit + 1,
         };
@@ -484,7 +497,7 @@ fn spent(skill: &SkillRecord, basis: Option<&Value>) -> EngineError {
         Some("execution") => EngineError::new(
             Class::Conflict,
             "execution_already_invoked",
-            "this run has made its execution call already",
+            "this task has made its execution call already (one call of a task's execution may write)",
         )
         .with("runId", field("runId"))
         .with("skill", name),
@@ -515,7 +528,7 @@ fn checked_key(key: Option<&str>) -> Result<Option<String>> {
 
 /// The contract of a version that can be called: `409 skill_not_invocable` with the reason
 /// (`disabled`, `no_contract`, `composite`, `protocol_not_invocable`) otherwise.
-fn invocable(skill: &SkillRecord) -> Result<&Value> {
+pub(crate) fn invocable(skill: &SkillRecord) -> Result<&Value> {
     let refuse = |reason: &str, message: String| {
         Err(EngineError::new(Class::Conflict, "skill_not_invocable", message)
             .with("skill", format!("{}@{}", skill.name, skill.version))

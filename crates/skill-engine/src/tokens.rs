@@ -2,8 +2,10 @@
 //! skills it calls (`implementation.auth.audience`). It signs with ES256 keys it keeps in the
 //! database. Each key signs for 30 days and stays in the JWKS a day longer; the next one is made
 //! a day before that and signs only once it has been published for the lead time (an hour), so a
-//! host that cached the JWKS has seen it before any token names it. A token lives five minutes
-//! and carries exactly the scopes asked for.
+//! host that cached the JWKS has seen it before any token names it. A token is issued to an
+//! executor for one call it holds under a live lease, for that call's contract audience and
+//! scopes and nothing wider, names the call (`invocation_id`), and lives five minutes at most and
+//! never past the lease.
 //!
 //! The database holds the private keys: whoever reads it can mint tokens for the skills, so it is
 //! guarded as the keys would be.
@@ -29,6 +31,15 @@ use crate::{Engine, Origin};
 pub const TOKEN_SECONDS: i64 = 300;
 /// Audiences no token is issued for: the core's own and the executor's.
 pub const RESERVED_AUDIENCES: &[&str] = &["skill-core", "skill-executor"];
+/// Whether no token may name `audience`: a reserved one or the core's own issuer, compared
+/// without regard to case, surrounding whitespace or a trailing `/`.
+pub fn reserved_audience(audience: &str, issuer: Option<&str>) -> bool {
+    let normal = |text: &str| text.trim().trim_end_matches('/').to_ascii_lowercase();
+    let audience = normal(audience);
+    RESERVED_AUDIENCES.iter().any(|reserved| normal(reserved) == audience)
+        || issuer.is_some_and(|issuer| normal(issuer) == audience)
+}
+
 /// The issuer when none is configured.
 pub const DEFAULT_ISSUER: &str = "skill-core";
 const SIGNING_DAYS: i64 = 30;
@@ -87,21 +98,31 @@ impl Engine {
         &self.issuer.name
     }
 
-    /// A token for `request.audience` with exactly `request.scopes` (`skills.execute`).
+    /// A token for the call `request.invocation_id`, which the executor `actor` holds under a
+    /// live lease (`skills.execute`): for exactly that call's contract audience and scopes, bound
+    /// to it (its `invocation_id` claim), living five minutes at most and never past the lease.
     pub async fn audience_token(&self, actor: &Actor, request: &AudienceTokenRequest) -> Result<AudienceTokenOut> {
         actor.require("skills.execute")?;
-        let audience = request.audience.as_str();
-        let valid = |text: &str, max: usize| {
-            (1..=max).contains(&text.chars().count())
-                && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:/-".contains(&b))
-        };
-        if !valid(audience, 200) {
-            return Err(EngineError::invalid_request(
-                "`audience` is 1 to 200 characters of letters, digits and . _ : / -",
+        if !actor.is_executor() {
+            return Err(EngineError::new(
+                Class::Forbidden,
+                "permission_denied",
+                "only an executor obtains audience tokens, for a call it holds",
             )
-            .with("field", "audience"));
+            .with("kind", actor.principal().kind.clone()));
         }
-        if RESERVED_AUDIENCES.contains(&audience) {
+        let (call, skill, now) =
+            self.held(actor, &request.invocation_id, request.fencing_token, request.session_id.as_deref()).await?;
+        let auth = skill.contract.as_ref().map_or(Value::Null, |contract| contract["implementation"]["auth"].clone());
+        let Some(audience) = auth["audience"].as_str().map(str::to_owned) else {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "no_audience",
+                format!("the contract of {}@{} names no audience: its calls carry no token", skill.name, skill.version),
+            )
+            .with("invocationId", call.id));
+        };
+        if reserved_audience(&audience, Some(&self.issuer.name)) {
             return Err(EngineError::new(
                 Class::Forbidden,
                 "audience_reserved",
@@ -109,29 +130,36 @@ impl Engine {
             )
             .with("audience", audience));
         }
-        if request.scopes.len() > MAX_SCOPES || !request.scopes.iter().all(|scope| valid(scope, 100)) {
-            return Err(EngineError::invalid_request(format!(
-                "`scopes` holds at most {MAX_SCOPES} scopes of 1 to 100 letters, digits and . _ : / -"
-            ))
-            .with("field", "scopes"));
+        if !actor.allowance().is_some_and(|allowed| allowed.audiences.contains(&audience)) {
+            return Err(EngineError::new(
+                Class::Forbidden,
+                "executor_not_allowed",
+                format!("the operator did not allow this executor tokens for the audience {audience}"),
+            )
+            .with("field", "audiences")
+            .with("value", audience));
         }
-        let mut scopes = request.scopes.clone();
+        let mut scopes: Vec<String> =
+            auth["scopes"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect();
         scopes.sort();
         scopes.dedup();
-        let now = Utc::now();
+        scopes.truncate(MAX_SCOPES);
         let key = self.signing_key(now).await?;
-        let expires = now + Duration::seconds(TOKEN_SECONDS);
+        let lease = call.lease_expires_at.unwrap_or(now);
+        let expires = (now + Duration::seconds(TOKEN_SECONDS)).min(lease);
         let claims = json!({
             "iss": self.issuer.name, "sub": actor.id(), "aud": audience, "iat": now.timestamp(),
             "nbf": now.timestamp(), "exp": expires.timestamp(), "jti": self.new_id(), "scope": scopes.join(" "),
+            "invocation_id": call.id,
         });
         let token = sign(&key, &claims)?;
         Ok(AudienceTokenOut {
             access_token: token,
             token_type: "Bearer".to_owned(),
             expires_at: view_time(&expires),
-            audience: audience.to_owned(),
+            audience,
             scopes,
+            invocation_id: call.id,
         })
     }
 

@@ -54,7 +54,7 @@ impl HttpCalls {
             return refused(&refusal);
         }
         let mut request = self.client.post(url.clone());
-        match bearer(&self.audiences, self.tokens.as_deref(), &url, implementation).await {
+        match bearer(&self.audiences, self.tokens.as_deref(), &url, implementation, &claimed).await {
             Ok(Some(token)) => request = request.bearer_auth(token),
             Ok(None) => {}
             Err(refused) => return refused,

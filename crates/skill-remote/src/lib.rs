@@ -8,7 +8,7 @@
 //! | the network guard: allow-list, address classes, resolution | [`guard`] |
 //! | the `http` wire contract | `http.rs` |
 //! | the `mcp` wire contract (streamable HTTP and configured stdio servers) | `mcp.rs`, [`StdioServer`] |
-//! | audience tokens from the core, cached per (audience, scopes) | [`Tokens`], [`CoreTokens`] |
+//! | audience tokens from the core, one per call held | [`Tokens`], [`CoreTokens`] |
 
 mod failure;
 pub mod guard;

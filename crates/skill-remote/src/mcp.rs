@@ -109,7 +109,7 @@ impl McpCalls {
             if let Err(refusal) = guard.admit(&url) {
                 return refused(&refusal);
             }
-            let token = match bearer(&self.audiences, self.tokens.as_deref(), &url, implementation).await {
+            let token = match bearer(&self.audiences, self.tokens.as_deref(), &url, implementation, &claimed).await {
                 Ok(token) => token,
                 Err(refused) => return refused,
             };

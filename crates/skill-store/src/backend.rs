@@ -164,6 +164,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (11, "knowledge documents", include_str!("../migrations/sqlite/0011_knowledge_documents.sql")),
     (12, "artifact types", include_str!("../migrations/sqlite/0012_artifact_types.sql")),
     (13, "console sessions", include_str!("../migrations/sqlite/0013_console_sessions.sql")),
+    (14, "bound bases", include_str!("../migrations/sqlite/0014_bound_bases.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -179,6 +180,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (11, "knowledge documents", include_str!("../migrations/postgres/0011_knowledge_documents.sql")),
     (12, "artifact types", include_str!("../migrations/postgres/0012_artifact_types.sql")),
     (13, "console sessions", include_str!("../migrations/postgres/0013_console_sessions.sql")),
+    (14, "bound bases", include_str!("../migrations/postgres/0014_bound_bases.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -47,6 +47,7 @@ const GUARD_CODES: &[&str] = &[
     "artifact_immutable",
     "artifact_type_immutable",
     "console_session_immutable",
+    "basis_not_covered",
 ];
 
 impl StoreError {

@@ -5,7 +5,10 @@ use futures::future::BoxFuture;
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::Result;
 use crate::key_reads::KeyReads;
-use crate::records::{AccessToken, Credential, Event, Grant, Principal, Time, Workspace};
+use sqlx::types::Json;
+
+use crate::error::{ErrorKind, StoreError};
+use crate::records::{AccessToken, Credential, Event, ExecutorAllowance, Grant, Principal, Time, Workspace};
 
 /// Who may act, and with which permissions.
 pub trait IdentityStore: Send + Sync {
@@ -41,6 +44,17 @@ pub trait IdentityStore: Send + Sync {
         event: &'a Event,
     ) -> BoxFuture<'a, Result<bool>>;
     fn grants<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<Grant>>>;
+
+    /// Sets (or, with `None`, clears) what an executor principal may run, with its event;
+    /// `NotFound` when there is no such principal.
+    fn set_executor_allowance<'a>(
+        &'a self,
+        principal_id: &'a str,
+        allowance: Option<&'a ExecutorAllowance>,
+        event: &'a Event,
+    ) -> BoxFuture<'a, Result<()>>;
+    /// What an executor principal may run; `None` when the operator allowed it nothing.
+    fn executor_allowance<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Option<ExecutorAllowance>>>;
 }
 
 macro_rules! select_principal {
@@ -250,6 +264,44 @@ macro_rules! identity_store {
                     .bind(principal_id)
                     .fetch_all(self.read())
                     .await?)
+                })
+            }
+
+            fn set_executor_allowance<'a>(
+                &'a self,
+                principal_id: &'a str,
+                allowance: Option<&'a ExecutorAllowance>,
+                event: &'a Event,
+            ) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    let done = sqlx::query("UPDATE principals SET executor_allowance = $2 WHERE id = $1")
+                        .bind(principal_id)
+                        .bind(allowance.map(Json))
+                        .execute(&mut *tx)
+                        .await?;
+                    if done.rows_affected() == 0 {
+                        return Err(StoreError::new(ErrorKind::NotFound, format!("no principal {principal_id}")));
+                    }
+                    crate::events::commit!(tx, event);
+                    Ok(())
+                })
+            }
+
+            fn executor_allowance<'a>(
+                &'a self,
+                principal_id: &'a str,
+            ) -> BoxFuture<'a, Result<Option<ExecutorAllowance>>> {
+                Box::pin(async move {
+                    let found: Option<Option<Json<ExecutorAllowance>>> =
+                        sqlx::query_scalar("SELECT executor_allowance FROM principals WHERE id = $1")
+                            .bind(principal_id)
+                            .fetch_optional(self.read())
+                            .await?;
+                    match found {
+                        None => Err(StoreError::new(ErrorKind::NotFound, format!("no principal {principal_id}"))),
+                        Some(allowance) => Ok(allowance.map(|Json(allowance)| allowance)),
+                    }
                 })
             }
         }

@@ -41,6 +41,8 @@ pub trait InvocationStore: Send + Sync {
     fn invocation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<InvocationRecord>>;
     /// The call of version `skill_id` with the body key `key`.
     fn invocation_by_key<'a>(&'a self, skill_id: &'a str, key: &'a str) -> BoxFuture<'a, Result<InvocationRecord>>;
+    /// Whether `principal_id` ever claimed the call `id` (its journal says so).
+    fn claimed_by<'a>(&'a self, id: &'a str, principal_id: &'a str) -> BoxFuture<'a, Result<bool>>;
     /// Calls newest first, after the filter's cursor.
     fn invocations<'a>(&'a self, filter: &'a InvocationFilter) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
     /// Writes `call` (whose `row_version` is one more than the stored one) and its events in one
@@ -150,7 +152,7 @@ const CALLS: &str = concat!(
      AND ($3 IS NULL OR authority_principal_id = $3) AND ($4 IS NULL OR created_at >= $4) \
      AND ($5 IS NULL OR created_at < $5) \
      AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) AND ($9 IS NULL OR task_id = $9) \
-     ORDER BY created_at DESC, id DESC LIMIT $8"
+     AND ($10 IS NULL OR executor_principal_id = $10) ORDER BY created_at DESC, id DESC LIMIT $8"
 );
 /// The changing columns of a call, when the stored row is one version behind.
 macro_rules! update_call_sql {
@@ -164,6 +166,8 @@ macro_rules! update_call_sql {
 }
 use update_call_sql;
 const UPDATE_CALL: &str = update_call_sql!();
+const CLAIMED_BY: &str = "SELECT EXISTS (SELECT 1 FROM events WHERE subject = $1 \
+     AND kind = 'skill.invocation_claimed' AND actor_id = $2)";
 const ROW_VERSION: &str = "SELECT row_version FROM skill_invocations WHERE id = $1";
 const EXPIRED: &str = concat!(
     "SELECT ",
@@ -219,8 +223,9 @@ macro_rules! claimable_sql {
             ") END AS basis_approval_status, \
              CASE WHEN i.run_id IS NULL THEN NULL \
                ELSE (SELECT r.status FROM runs r WHERE r.id = i.run_id) END AS basis_run_status, \
-             CASE WHEN i.task_id IS NULL THEN FALSE ELSE EXISTS (SELECT 1 FROM approvals g \
-               WHERE g.task_id = i.task_id AND g.gate = TRUE AND g.status = 'pending') END AS basis_pending_gate, \
+             CASE WHEN i.task_id IS NULL THEN 0 ELSE COALESCE((SELECT sum(DISTINCT CASE g.status \
+               WHEN 'pending' THEN 1 WHEN 'approved' THEN 2 WHEN 'rejected' THEN 4 WHEN 'withdrawn' THEN 8 ELSE 0 END) \
+               FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE), 0) END AS basis_gates, \
              s.skill_state AS basis_skill_status, s.skill_effects AS basis_side_effects, \
              s.skill_name AS basis_skill_name, s.skill_version AS basis_skill_version \
              FROM skill_invocations i JOIN (SELECT id AS skill_ref, status AS skill_state, \

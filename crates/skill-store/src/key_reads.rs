@@ -9,7 +9,9 @@ use sqlx::{FromRow as _, Row as _};
 
 use crate::backend::PgStore;
 use crate::error::Result;
-use crate::records::{AccessToken, Credential, Grant, PackageSettings, Principal, SkillEntry};
+use sqlx::types::Json;
+
+use crate::records::{AccessToken, Credential, ExecutorAllowance, Grant, PackageSettings, Principal, SkillEntry};
 
 /// The columns of a skill with its package, as a literal so statements are `concat!`-ed at
 /// compile time.
@@ -30,7 +32,7 @@ pub(crate) use select_skill;
 pub(crate) const CREDENTIAL: &str = "SELECT t.id AS token_id, t.principal_id, t.token_hash, t.label, \
      t.created_at AS token_created_at, t.expires_at, t.revoked_at, p.id, p.kind, p.name, \
      p.display_name, p.created_at, p.disabled_at, g.id AS grant_id, g.workspace_id, \
-     g.permission, g.created_at AS grant_created_at \
+     g.permission, g.created_at AS grant_created_at, p.executor_allowance \
      FROM access_tokens t JOIN principals p ON p.id = t.principal_id \
      LEFT JOIN grants g ON g.principal_id = p.id \
      WHERE t.token_hash = $1 ORDER BY g.permission, g.workspace_id";
@@ -62,7 +64,13 @@ impl KeyReads for PgStore {
                     grants.push(Grant::from_row(row)?);
                 }
             }
-            Ok(Credential { token: AccessToken::from_row(first)?, principal: Principal::from_row(first)?, grants })
+            let allowance: Option<Json<ExecutorAllowance>> = first.try_get("executor_allowance")?;
+            Ok(Credential {
+                token: AccessToken::from_row(first)?,
+                principal: Principal::from_row(first)?,
+                grants,
+                allowance: allowance.map(|Json(allowance)| allowance),
+            })
         })
     }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 pub use work::{
     ActionRecord, ApprovalRecord, ArtifactRecord, ArtifactTypeRecord, BasisState, CommentRecord, DocumentRecord,
-    EntityRecord, RunRecord, SlotRecord, TaskFilter, TaskRecord, TaskTypeRecord, WorkChange,
+    EntityRecord, Gates, RunRecord, SlotRecord, TaskFilter, TaskRecord, TaskTypeRecord, WorkChange,
 };
 
 /// A point in time, always UTC.
@@ -42,12 +42,33 @@ pub struct AccessToken {
     pub revoked_at: Option<Time>,
 }
 
-/// What a bearer token stands for: the token, its principal and the principal's grants.
+/// What a bearer token stands for: the token, its principal, the principal's grants and, for an
+/// executor, what the operator allowed it to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Credential {
     pub token: AccessToken,
     pub principal: Principal,
     pub grants: Vec<Grant>,
+    pub allowance: Option<ExecutorAllowance>,
+}
+
+/// What an executor principal may run (`principals.executor_allowance`), as the operator set it:
+/// the protocols, and for each the implementations — `local` entrypoints (`module:function`,
+/// or a module for every function in it and in its submodules), `http` origins, `mcp` origins
+/// or `stdio:<name>` servers, and the audiences it may carry tokens for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutorAllowance {
+    #[serde(default)]
+    pub protocols: Vec<String>,
+    #[serde(default)]
+    pub local: Vec<String>,
+    #[serde(default)]
+    pub http_origins: Vec<String>,
+    #[serde(default)]
+    pub mcp_origins: Vec<String>,
+    #[serde(default)]
+    pub audiences: Vec<String>,
 }
 
 #[derive(sqlx::FromRow, Debug, Clone, PartialEq, Eq)]
@@ -330,6 +351,8 @@ pub struct InvocationFilter {
     pub created_before: Option<Time>,
     /// Only calls made on this task.
     pub task_id: Option<String>,
+    /// Only calls this executor principal runs, or ran last.
+    pub executor: Option<String>,
     /// `(created_at, id)` of the last row of the previous page.
     pub before: Option<(Time, String)>,
     pub limit: u32,

@@ -40,7 +40,9 @@ pub trait WorkStore: Send + Sync {
     fn actions<'a>(&'a self, approval_id: &'a str) -> BoxFuture<'a, Result<Vec<ActionRecord>>>;
     /// Approvals whose outcome is running, oldest decision first.
     fn running_outcomes(&self, limit: i64) -> BoxFuture<'_, Result<Vec<ApprovalRecord>>>;
-    /// Open tasks whose type pins an execution, oldest first.
+    /// Open tasks whose type pins an execution and whose gates let it move — none pending, and
+    /// none at all, or one approved or rejected (a task whose gates were all withdrawn waits for
+    /// a new one) — oldest first.
     fn open_executions(&self, limit: i64) -> BoxFuture<'_, Result<Vec<TaskRecord>>>;
     /// The comments of a task, oldest first.
     fn comments<'a>(&'a self, task_id: &'a str, limit: i64) -> BoxFuture<'a, Result<Vec<CommentRecord>>>;
@@ -54,7 +56,7 @@ macro_rules! task_type_columns {
 macro_rules! task_columns {
     () => {
         "SELECT id, workspace_id, task_type_id, title, custom_fields, status, created_by, \
-     row_version, created_at, updated_at, closed_at FROM tasks"
+     row_version, created_at, updated_at, closed_at, close_reason FROM tasks"
     };
 }
 macro_rules! run_columns {
@@ -66,12 +68,12 @@ macro_rules! approval_columns {
     () => {
         "SELECT id, task_id, gate, status, requested_by, request_comment, decided_by, \
      decided_at, comment, decision_authority, withdrawn_by, withdrawn_at, outcome_status, outcome_reaction, \
-     row_version, created_at, updated_at FROM approvals"
+     call_skill_id, call_inputs, row_version, created_at, updated_at FROM approvals"
     };
 }
 macro_rules! action_columns {
     () => {
-        "SELECT approval_id, action_index, action, status, invocation_id, result, error, \
+        "SELECT approval_id, action_index, action, skill_id, inputs, status, invocation_id, result, error, \
      attempts, row_version, created_at, updated_at FROM approval_actions"
     };
 }
@@ -142,8 +144,8 @@ macro_rules! work_store {
                             WorkChange::InsertTask(t) => {
                                 sqlx::query(
                                     "INSERT INTO tasks (id, workspace_id, task_type_id, title, custom_fields, status, \
-                                     created_by, row_version, created_at, updated_at, closed_at) \
-                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                                     created_by, row_version, created_at, updated_at, closed_at, close_reason) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                                 )
                                 .bind(&t.id)
                                 .bind(&t.workspace_id)
@@ -156,13 +158,14 @@ macro_rules! work_store {
                                 .bind(t.created_at)
                                 .bind(t.updated_at)
                                 .bind(t.closed_at)
+                                .bind(&t.close_reason)
                                 .execute(&mut *tx)
                                 .await?;
                             }
                             WorkChange::UpdateTask(t) => {
                                 let done = sqlx::query(
                                     "UPDATE tasks SET title = $3, custom_fields = $4, status = $5, row_version = $6, \
-                                     updated_at = $7, closed_at = $8 WHERE id = $1 AND row_version = $2",
+                                     updated_at = $7, closed_at = $8, close_reason = $9 WHERE id = $1 AND row_version = $2",
                                 )
                                 .bind(&t.id)
                                 .bind(t.row_version - 1)
@@ -172,6 +175,7 @@ macro_rules! work_store {
                                 .bind(t.row_version)
                                 .bind(t.updated_at)
                                 .bind(t.closed_at)
+                                .bind(&t.close_reason)
                                 .execute(&mut *tx)
                                 .await?;
                                 if done.rows_affected() == 0 {
@@ -217,8 +221,10 @@ macro_rules! work_store {
                                 sqlx::query(
                                     "INSERT INTO approvals (id, task_id, gate, status, requested_by, request_comment, \
                                      decided_by, decided_at, comment, decision_authority, withdrawn_by, withdrawn_at, \
-                                     outcome_status, outcome_reaction, row_version, created_at, updated_at) \
-                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+                                     outcome_status, outcome_reaction, row_version, created_at, updated_at, \
+                                     call_skill_id, call_inputs) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+                                     $18, $19)",
                                 )
                                 .bind(&a.id)
                                 .bind(&a.task_id)
@@ -237,6 +243,8 @@ macro_rules! work_store {
                                 .bind(a.row_version)
                                 .bind(a.created_at)
                                 .bind(a.updated_at)
+                                .bind(&a.call_skill_id)
+                                .bind(a.call_inputs.as_ref().map(Json))
                                 .execute(&mut *tx)
                                 .await?;
                             }
@@ -269,8 +277,8 @@ macro_rules! work_store {
                             WorkChange::InsertAction(a) => {
                                 sqlx::query(
                                     "INSERT INTO approval_actions (approval_id, action_index, action, status, \
-                                     invocation_id, result, error, attempts, row_version, created_at, updated_at) \
-                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                                     invocation_id, result, error, attempts, row_version, created_at, updated_at, \
+                                     skill_id, inputs) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                                 )
                                 .bind(&a.approval_id)
                                 .bind(a.action_index)
@@ -283,6 +291,8 @@ macro_rules! work_store {
                                 .bind(a.row_version)
                                 .bind(a.created_at)
                                 .bind(a.updated_at)
+                                .bind(&a.skill_id)
+                                .bind(a.inputs.as_ref().map(Json))
                                 .execute(&mut *tx)
                                 .await?;
                             }
@@ -488,7 +498,13 @@ macro_rules! work_store {
                     Ok(sqlx::query_as(concat!(
                         task_columns!(),
                         " WHERE status = 'open' AND EXISTS (SELECT 1 FROM task_types tt \
-                         WHERE tt.id = task_type_id AND tt.execution IS NOT NULL) ORDER BY created_at, id LIMIT $1"
+                         WHERE tt.id = task_type_id AND tt.execution IS NOT NULL) \
+                         AND NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE \
+                           AND g.status = 'pending') \
+                         AND (NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE) \
+                           OR EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE \
+                             AND g.status IN ('approved', 'rejected'))) \
+                         ORDER BY created_at, id LIMIT $1"
                     ))
                     .bind(limit)
                     .fetch_all(self.read())

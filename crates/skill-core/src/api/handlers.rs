@@ -180,3 +180,22 @@ pub(super) async fn disable_principal(
     let disabled = core.engine.disable_principal(&actor, &request, request_id(&id)).await?;
     Ok(axum::Json(disabled).into_response())
 }
+
+/// `POST /principals/{principal}/executor-allowance`.
+pub(super) async fn allow_executor(
+    State(core): State<Core>,
+    actor: Actor,
+    id: Option<Extension<RequestId>>,
+    Path(principal): Path<String>,
+    body: JsonBody<skill_api::ExecutorAllowance>,
+) -> Answer {
+    let request = body.read(&actor, "org.manage")?;
+    let allowed = core.engine.allow_executor(Some(&actor), &principal, &request, request_id(&id)).await?;
+    Ok(axum::Json(allowed).into_response())
+}
+
+/// `GET /principals/{principal}/executor-allowance`.
+pub(super) async fn executor_allowance(State(core): State<Core>, actor: Actor, Path(principal): Path<String>) -> Answer {
+    Ok(axum::Json(core.engine.executor_allowance(&actor, &principal).await?).into_response())
+}
+

@@ -187,7 +187,7 @@ async fn work_through_the_typed_client() {
     assert_eq!(decider.run(&run.id).await.expect("read").status, "running");
     let ended = EndRunRequest { status: "succeeded".into(), result: None, error: None };
     assert_eq!(clerk.end_run(&run.id, &ended).await.expect("ended").status, "succeeded");
-    let approval = ApprovalRequest { task_id: task.id.clone(), gate: None, comment: Some("ok?".into()) };
+    let approval = ApprovalRequest { task_id: task.id.clone(), gate: None, comment: Some("ok?".into()), call: None };
     let approval = clerk.request_approval(&approval).await.expect("asked");
     let decision = DecideRequest { outcome: "approved".into(), comment: Some("yes".into()) };
     assert_eq!(

@@ -77,6 +77,7 @@ impl Engine {
     ) -> Result<Option<ClaimOut>> {
         actor.require("skills.execute")?;
         let admission = admission(request)?;
+        super::allowance::check_admission(actor, &request.protocols, &admission)?;
         let wait = match request.wait_seconds {
             None => Duration::ZERO,
             Some(seconds) if seconds <= MAX_CLAIM_WAIT_SECONDS => Duration::from_secs(u64::from(seconds)),
@@ -527,7 +528,7 @@ impl Engine {
 
     /// The call `id` with its version, when `actor` holds its current lease (and the lease's
     /// session is still active).
-    async fn held(
+    pub(crate) async fn held(
         &self,
         actor: &Actor,
         id: &str,
@@ -608,7 +609,7 @@ fn admission(request: &ClaimRequest) -> Result<Admission> {
 
 /// `scheme://host[:port]` lower-case without a trailing `/` (or `stdio:<name>` exactly, for
 /// MCP); `422 invalid_executor_endpoint` otherwise.
-fn normalized_origin(field: &str, value: &str, stdio: bool) -> Result<String> {
+pub(crate) fn normalized_origin(field: &str, value: &str, stdio: bool) -> Result<String> {
     let refuse = || {
         Err(EngineError::new(
             Class::Invalid,

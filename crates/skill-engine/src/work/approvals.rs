@@ -6,11 +6,14 @@
 use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{
-    ActionOut, ApprovalOut, ApprovalRequest, DecideRequest, Items, OfTaskQuery, OutcomeOut, WithdrawRequest,
+    ActionOut, ApprovalOut, ApprovalRequest, DecideRequest, Items, OfTaskQuery, OutcomeOut, RequestedCall,
+    RequestedCallOut, WithdrawRequest,
 };
+use skill_contract::export::canonical;
 use skill_store::ErrorKind;
 use skill_store::records::{ActionRecord, ApprovalRecord, TaskTypeRecord, WorkChange};
 
+use super::preview::Decision;
 use super::tasks::task_terminal;
 use super::{comment_event, terminal};
 use crate::actor::Actor;
@@ -57,10 +60,38 @@ impl Engine {
         if terminal(&task.status) {
             return Err(task_terminal(&task));
         }
+        let call = match &request.call {
+            Some(call) => Some(self.requested_call(call).await?),
+            None => None,
+        };
+        let gate = request.gate.unwrap_or(true);
+        if call.is_some() && !gate {
+            return Err(EngineError::invalid_request(
+                "an approval asked for a call is a gate: only an approved gate authorizes a call",
+            )
+            .with("field", "gate"));
+        }
         let (approval, event) =
-            self.new_approval(actor, &task.id, request.gate.unwrap_or(true), request.comment.as_deref(), request_id)?;
+            self.new_approval(actor, &task.id, gate, request.comment.as_deref(), call, request_id)?;
         self.store.write_work(&[WorkChange::InsertApproval(approval.clone())], &[event]).await?;
-        Ok(approval_out(approval, Vec::new()))
+        self.approval_out(approval, Vec::new()).await
+    }
+
+    /// The call an approval is asked for, checked as an invoke would check it: a named version
+    /// that can be called, and inputs its contract takes. Answers the version's id and the
+    /// inputs, keys in order.
+    async fn requested_call(&self, call: &RequestedCall) -> Result<(String, Value)> {
+        if !call.skill.contains('@') {
+            return Err(EngineError::invalid_request(
+                "an approval asked for a call names the version it is for: call.skill is name@version",
+            )
+            .with("field", "call.skill"));
+        }
+        let skill = self.find(&call.skill).await.map_err(|error| error.with("field", "call.skill"))?.skill;
+        let contract = crate::invocations::invocable(&skill)?;
+        let inputs = canonical(&Value::Object(call.inputs.clone()));
+        self.check_inputs(&skill, contract, &inputs).await?;
+        Ok((skill.id, inputs))
     }
 
     /// A pending approval `actor` asks for on the task `task_id`, and its event.
@@ -70,6 +101,7 @@ impl Engine {
         task_id: &str,
         gate: bool,
         comment: Option<&str>,
+        call: Option<(String, Value)>,
         request_id: Option<&str>,
     ) -> Result<(ApprovalRecord, skill_store::records::Event)> {
         let comment = comment.unwrap_or_default().to_owned();
@@ -92,6 +124,8 @@ impl Engine {
             withdrawn_at: None,
             outcome_status: None,
             outcome_reaction: None,
+            call_skill_id: call.as_ref().map(|(skill, _)| skill.clone()),
+            call_inputs: call.map(|(_, inputs)| inputs),
             row_version: 1,
             created_at: now,
             updated_at: now,
@@ -99,7 +133,8 @@ impl Engine {
         let event = self.event(
             "approval.requested",
             format!("approval:{}", approval.id),
-            json!({"taskId": approval.task_id, "gate": approval.gate, "requestedBy": approval.requested_by}),
+            json!({"taskId": approval.task_id, "gate": approval.gate, "requestedBy": approval.requested_by,
+                   "callSkillId": approval.call_skill_id}),
             &Origin::of(actor, request_id),
         );
         Ok((approval, event))
@@ -111,7 +146,7 @@ impl Engine {
         let mut items = Vec::new();
         for approval in self.store.approvals(&task.id).await? {
             let actions = self.store.actions(&approval.id).await?;
-            items.push(approval_out(approval, actions));
+            items.push(self.approval_out(approval, actions).await?);
         }
         Ok(Items { items })
     }
@@ -120,7 +155,7 @@ impl Engine {
     pub async fn approval(&self, actor: &Actor, id: &str) -> Result<ApprovalOut> {
         let approval = self.visible_approval(actor, id).await?;
         let actions = self.store.actions(&approval.id).await?;
-        Ok(approval_out(approval, actions))
+        self.approval_out(approval, actions).await
     }
 
     /// Decides a pending approval: `approved` or `rejected`, with a comment. The decider holds
@@ -165,8 +200,18 @@ impl Engine {
                 return Err(task_terminal(&task));
             }
             let now = Utc::now();
-            let actions: Vec<Value> = if approval.gate {
-                outcome_actions(&self.store.task_type(&task.task_type_id).await?, &request.outcome)
+            // What the outcome calls, fixed now: the versions and the inputs this decision makes
+            // them with are the only calls it authorizes.
+            let planned = if approval.gate {
+                let task_type = self.store.task_type(&task.task_type_id).await?;
+                let decision = Decision {
+                    approval_id: &approval.id,
+                    outcome: &request.outcome,
+                    comment: &comment,
+                    decided_by: actor.id(),
+                    decided_at: now,
+                };
+                self.plan_outcome(&task, &task_type, &decision).await?
             } else {
                 Vec::new()
             };
@@ -176,18 +221,20 @@ impl Engine {
                 decided_at: Some(now),
                 comment: comment.clone(),
                 decision_authority: Some(actor.snapshot()),
-                outcome_status: (!actions.is_empty()).then(|| "running".to_owned()),
+                outcome_status: (!planned.is_empty()).then(|| "running".to_owned()),
                 row_version: approval.row_version + 1,
                 updated_at: now,
                 ..approval.clone()
             };
-            let rows: Vec<ActionRecord> = actions
+            let rows: Vec<ActionRecord> = planned
                 .into_iter()
                 .enumerate()
-                .map(|(index, action)| ActionRecord {
+                .map(|(index, planned)| ActionRecord {
                     approval_id: approval.id.clone(),
                     action_index: i32::try_from(index).unwrap_or(i32::MAX),
-                    action,
+                    action: planned.action,
+                    skill_id: planned.call.as_ref().and_then(|call| call.version.as_ref()).map(|skill| skill.id.clone()),
+                    inputs: planned.call.map(|call| canonical(&Value::Object(call.inputs))),
                     status: "pending".to_owned(),
                     invocation_id: None,
                     result: None,
@@ -208,10 +255,10 @@ impl Engine {
             let mut changes = vec![WorkChange::UpdateApproval(decided.clone())];
             changes.extend(rows.iter().cloned().map(WorkChange::InsertAction));
             if written(self.store.write_work(&changes, &[event]).await)? {
-                if !rows.is_empty() {
-                    self.outcomes_due.notify_one();
-                }
-                return Ok(approval_out(decided, rows));
+                // The outcome's actions, or a task's execution that the decision lets go on (or
+                // ends), are carried out next.
+                self.outcomes_due.notify_one();
+                return self.approval_out(decided, rows).await;
             }
         }
         Err(busy())
@@ -264,8 +311,9 @@ impl Engine {
                 changes.push(WorkChange::InsertComment(comment));
             }
             if written(self.store.write_work(&changes, &events).await)? {
+                self.outcomes_due.notify_one();
                 let actions = self.store.actions(&approval.id).await?;
-                return Ok(approval_out(withdrawn, actions));
+                return self.approval_out(withdrawn, actions).await;
             }
         }
         Err(busy())
@@ -284,7 +332,25 @@ impl Engine {
     }
 }
 
-pub(crate) fn approval_out(approval: ApprovalRecord, actions: Vec<ActionRecord>) -> ApprovalOut {
+impl Engine {
+    /// An approval as the API shows it, with its outcome's actions and the call it was asked for.
+    pub(crate) async fn approval_out(&self, approval: ApprovalRecord, actions: Vec<ActionRecord>) -> Result<ApprovalOut> {
+        let call = match (&approval.call_skill_id, &approval.call_inputs) {
+            (Some(id), Some(inputs)) => {
+                let skill = self.store.skill(id).await?.skill;
+                Some(RequestedCallOut {
+                    skill: format!("{}@{}", skill.name, skill.version),
+                    skill_id: skill.id,
+                    inputs: inputs.clone(),
+                })
+            }
+            _ => None,
+        };
+        Ok(approval_view(approval, actions, call))
+    }
+}
+
+fn approval_view(approval: ApprovalRecord, actions: Vec<ActionRecord>, call: Option<RequestedCallOut>) -> ApprovalOut {
     let outcome = approval.outcome_status.clone().map(|status| OutcomeOut {
         status,
         reaction: approval.outcome_reaction.clone(),
@@ -293,6 +359,8 @@ pub(crate) fn approval_out(approval: ApprovalRecord, actions: Vec<ActionRecord>)
             .map(|action| ActionOut {
                 index: action.action_index,
                 action: action.action,
+                skill_id: action.skill_id,
+                inputs: action.inputs,
                 status: action.status,
                 invocation_id: action.invocation_id,
                 result: action.result,
@@ -313,6 +381,7 @@ pub(crate) fn approval_out(approval: ApprovalRecord, actions: Vec<ActionRecord>)
         withdrawn_by: approval.withdrawn_by,
         withdrawn_at: approval.withdrawn_at.as_ref().map(view_time),
         outcome,
+        call,
         created_at: view_time(&approval.created_at),
         updated_at: view_time(&approval.updated_at),
     }

@@ -1,14 +1,69 @@
-//! The basis of an external write (reference §6): computed when a call is made, and checked
-//! again when an executor is about to take it, since the world may have changed while it waited.
+//! The basis of an external write (reference §6, bound tighter here): computed when a call is
+//! made, and checked again when an executor is about to take it, since the world may have
+//! changed while it waited.
+//!
+//! What a person decided is the only thing it authorizes:
+//! - an approval is spent only by the calls its outcome reserved when it was decided (the version
+//!   and the inputs fixed then, with the decider's authority), or by the one call it was
+//!   requested for (by its requester, with exactly those inputs);
+//! - the execution basis is the core's alone: only its execution worker makes such a call, with
+//!   the inputs the type maps from the task, once per task, and only while the task's gates let it
+//!   (none at all, or one approved; never past a pending, rejected or withdrawn one).
 
 use serde_json::{Value, json};
+use skill_contract::export::canonical_json;
 use skill_store::ErrorKind;
-use skill_store::records::{BasisState, InvocationRecord, RunRecord, SkillRecord, TaskRecord, TaskTypeRecord};
+use skill_store::records::{
+    ActionRecord, ApprovalRecord, BasisState, Gates, InvocationRecord, RunRecord, SkillRecord, TaskRecord,
+    TaskTypeRecord,
+};
 
 use super::tasks::task_terminal;
-use super::terminal;
+use super::{paths, task_view, terminal};
 use crate::Engine;
+use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
+
+/// A call the core makes itself, rather than a caller's own request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Internal<'a> {
+    /// An action of a decided gate's outcome: the call its decision reserved.
+    Outcome(&'a ActionRecord),
+    /// The task's execution, made by the execution worker in its own run.
+    Execution,
+}
+
+/// What a task's gate approvals make of its execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GateState {
+    /// No gate was asked for, or one was approved: the execution may run.
+    Open,
+    /// A gate waits for its decision: the execution waits.
+    Pending,
+    /// A gate was rejected: the execution never runs, the task ends.
+    Rejected,
+    /// Every gate was withdrawn: nothing was decided; the execution waits for a new gate.
+    Withdrawn,
+}
+
+impl GateState {
+    pub(crate) fn of(gates: Gates) -> Self {
+        if gates.rejected {
+            Self::Rejected
+        } else if gates.pending {
+            Self::Pending
+        } else if gates.any() && !gates.approved {
+            Self::Withdrawn
+        } else {
+            Self::Open
+        }
+    }
+}
+
+/// The gates of a task's approvals.
+pub(crate) fn gates_of(approvals: &[ApprovalRecord]) -> Gates {
+    Gates::of(approvals.iter().filter(|approval| approval.gate).map(|approval| approval.status.as_str()))
+}
 
 /// What the re-check at claim makes of a pending call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,8 +76,8 @@ pub(crate) enum Obstacle {
     Hold(&'static str),
 }
 
-/// The execution basis a call would have: the run and the task given, and the task's type pins
-/// exactly this version as its execution.
+/// The execution basis a call of `skill` would have: the run and the task given, and the task's
+/// type pins exactly this version as its execution.
 pub(crate) fn execution_candidate(
     skill: &SkillRecord,
     task: Option<&(TaskRecord, TaskTypeRecord)>,
@@ -35,59 +90,192 @@ pub(crate) fn execution_candidate(
     pinned.then(|| json!({"kind": "execution", "taskTypeId": task_type.id, "taskId": task.id, "runId": run.id}))
 }
 
+/// The inputs a task's execution calls with: the type's mapping filled from the task.
+pub(crate) fn execution_inputs(task: &TaskRecord, task_type: &TaskTypeRecord) -> Value {
+    let mapping = task_type.execution.as_ref().map_or(Value::Null, |execution| execution["inputs"].clone());
+    Value::Object(paths::fill(&mapping, &task_view(task, task_type)))
+}
+
+/// `403 skill_side_effect_not_authorized` for a call of `skill`, with why.
+fn unauthorized(skill: &SkillRecord, approval_id: Option<&str>, reason: &str, why: &str) -> EngineError {
+    let name = format!("{}@{}", skill.name, skill.version);
+    EngineError::new(
+        Class::Forbidden,
+        "skill_side_effect_not_authorized",
+        format!("{name} writes to the outside world and runs only on a basis: {why}"),
+    )
+    .with("skill", name)
+    .with("sideEffects", "external_write")
+    .with("approvalId", approval_id.map_or(Value::Null, |id| json!(id)))
+    .with("reason", reason)
+}
+
+/// Whether two inputs are the same document (canonical JSON).
+fn same_inputs(a: &Value, b: &Value) -> bool {
+    canonical_json(a) == canonical_json(b)
+}
+
+/// What a call with an approval basis must be, for the error that says what it covers.
+fn coverage(skill: &str, inputs: Option<&Value>, by: &str) -> Value {
+    json!({"skill": skill, "inputs": inputs, "by": by})
+}
+
 impl Engine {
-    /// The basis of a call (invoke step 13): the execution candidate, an approval's basis for an
-    /// external write, or the refusal (`skill_side_effect_not_authorized`, `task_terminal`,
-    /// `approval_required`). Whether the approval is spent already is the insert's to say (a
-    /// unique index), so two calls at once cannot both spend it.
+    /// The basis of a call (invoke step 13) by `actor` with `inputs`: the execution basis (the
+    /// core's execution only), an approval's for an external write it covers, or the refusal
+    /// (`skill_side_effect_not_authorized`, `approval_does_not_cover`, `task_terminal`,
+    /// `approval_required`, `gate_rejected`). Whether the approval (or the task's one execution
+    /// write) is spent already is the insert's to say (unique indexes), so two calls at once
+    /// cannot both spend it.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn basis(
         &self,
+        actor: &Actor,
         skill: &SkillRecord,
+        inputs: &Value,
         task: Option<&(TaskRecord, TaskTypeRecord)>,
         run: Option<&RunRecord>,
         approval_id: Option<&str>,
+        internal: Option<Internal<'_>>,
     ) -> Result<Option<Value>> {
-        let candidate = execution_candidate(skill, task, run);
-        if skill.side_effects.as_deref() != Some("external_write") {
-            return Ok(candidate);
-        }
-        let name = format!("{}@{}", skill.name, skill.version);
-        let unauthorized = || {
-            EngineError::new(
-                Class::Forbidden,
-                "skill_side_effect_not_authorized",
-                format!(
-                    "{name} writes to the outside world: it runs only on a basis (an approved gate of the same open task, or the task's execution)"
-                ),
-            )
-            .with("skill", name.clone())
-            .with("sideEffects", "external_write")
-            .with("approvalId", approval_id.map_or(Value::Null, |id| json!(id)))
-        };
-        let Some((task, _)) = task else { return Err(unauthorized()) };
-        let Some(approval_id) = approval_id else {
-            let Some(candidate) = candidate else { return Err(unauthorized()) };
-            if terminal(&task.status) {
-                return Err(task_terminal(task));
+        let writes = skill.side_effects.as_deref() == Some("external_write");
+        match internal {
+            Some(Internal::Execution) => self.execution_basis(skill, inputs, task, run).await.map(Some),
+            Some(Internal::Outcome(action)) if writes => {
+                self.outcome_basis(actor, skill, inputs, task, action).await.map(Some)
             }
-            let pending: Vec<Value> = self
-                .store
-                .approvals(&task.id)
-                .await?
-                .into_iter()
-                .filter(|approval| approval.gate && approval.status == "pending")
-                .map(|approval| json!({"approvalId": approval.id, "requestedBy": approval.requested_by}))
-                .collect();
-            if !pending.is_empty() {
-                return Err(EngineError::new(
+            Some(Internal::Outcome(_)) => Ok(None),
+            None if !writes => Ok(None),
+            None => self.requested_basis(actor, skill, inputs, task, run, approval_id).await.map(Some),
+        }
+    }
+
+    /// The execution basis: the worker's call in its run, with the type's inputs, while the
+    /// task is open and its gates let it.
+    async fn execution_basis(
+        &self,
+        skill: &SkillRecord,
+        inputs: &Value,
+        task: Option<&(TaskRecord, TaskTypeRecord)>,
+        run: Option<&RunRecord>,
+    ) -> Result<Value> {
+        let refuse = |why: &str| unauthorized(skill, None, "not_the_execution", why);
+        let Some(candidate) = execution_candidate(skill, task, run) else {
+            return Err(refuse("the task's type does not pin this version as its execution"));
+        };
+        let Some((task, task_type)) = task else { return Err(refuse("the execution names its task")) };
+        if !same_inputs(inputs, &execution_inputs(task, task_type)) {
+            return Err(refuse("an execution calls with exactly the inputs its type maps from the task"));
+        }
+        if terminal(&task.status) {
+            return Err(task_terminal(task));
+        }
+        let approvals = self.store.approvals(&task.id).await?;
+        match GateState::of(gates_of(&approvals)) {
+            GateState::Open => Ok(candidate),
+            GateState::Rejected => Err(EngineError::new(
+                Class::Conflict,
+                "gate_rejected",
+                "the task's gate was rejected: its execution never runs",
+            )
+            .with("taskId", task.id.clone())),
+            GateState::Pending => {
+                let pending: Vec<Value> = approvals
+                    .iter()
+                    .filter(|approval| approval.gate && approval.status == "pending")
+                    .map(|approval| json!({"approvalId": approval.id, "requestedBy": approval.requested_by}))
+                    .collect();
+                Err(EngineError::new(
                     Class::Conflict,
                     "approval_required",
-                    "the task has a pending gate approval: its external write waits for the decision",
+                    "the task has a pending gate approval: its execution waits for the decision",
                 )
                 .with("taskId", task.id.clone())
-                .with("pendingApprovals", json!(pending)));
+                .with("pendingApprovals", json!(pending)))
             }
-            return Ok(Some(candidate));
+            GateState::Withdrawn => Err(EngineError::new(
+                Class::Conflict,
+                "approval_required",
+                "the task's gate was withdrawn, so nothing was decided: its execution waits for a new gate to be approved",
+            )
+            .with("taskId", task.id.clone())
+            .with("pendingApprovals", json!([]))
+            .with("reason", "gate_withdrawn")),
+        }
+    }
+
+    /// The approval basis of an outcome's call: exactly the version and inputs its decision
+    /// reserved, on the approved gate of the same open task, with the decider's authority.
+    async fn outcome_basis(
+        &self,
+        actor: &Actor,
+        skill: &SkillRecord,
+        inputs: &Value,
+        task: Option<&(TaskRecord, TaskTypeRecord)>,
+        action: &ActionRecord,
+    ) -> Result<Value> {
+        let Some((task, _)) = task else {
+            return Err(unauthorized(skill, Some(&action.approval_id), "no_task", "an outcome acts on its task"));
+        };
+        if terminal(&task.status) {
+            return Err(task_terminal(task));
+        }
+        let approval = self.store.approval(&action.approval_id).await?;
+        let decided = approval.status == "approved"
+            && approval.gate
+            && approval.task_id == task.id
+            && approval.decided_by.as_deref() == Some(actor.id());
+        if !decided {
+            return Err(unauthorized(
+                skill,
+                Some(&approval.id),
+                "approval_not_approved",
+                "the outcome's approval is no longer an approved gate of this task",
+            ));
+        }
+        let reserved = action.skill_id.as_deref() == Some(skill.id.as_str())
+            && action.inputs.as_ref().is_some_and(|reserved| same_inputs(reserved, inputs));
+        if !reserved {
+            return Err(self.does_not_cover(&approval, skill).await?);
+        }
+        Ok(json!({"kind": "approval", "approvalId": approval.id, "decidedBy": approval.decided_by}))
+    }
+
+    /// The basis of a caller's own external write: only an approved gate requested for exactly
+    /// this call, by this caller.
+    async fn requested_basis(
+        &self,
+        actor: &Actor,
+        skill: &SkillRecord,
+        inputs: &Value,
+        task: Option<&(TaskRecord, TaskTypeRecord)>,
+        run: Option<&RunRecord>,
+        approval_id: Option<&str>,
+    ) -> Result<Value> {
+        let pair = task;
+        let Some((task, _)) = task else {
+            return Err(unauthorized(
+                skill,
+                approval_id,
+                "no_basis",
+                "an approved gate of the same open task, requested for this call",
+            ));
+        };
+        let Some(approval_id) = approval_id else {
+            if execution_candidate(skill, pair, run).is_some() {
+                return Err(unauthorized(
+                    skill,
+                    None,
+                    "execution_is_the_cores",
+                    "the task's execution is carried out by the core itself, once its gate is approved; a run of your own never authorizes it",
+                ));
+            }
+            return Err(unauthorized(
+                skill,
+                None,
+                "no_basis",
+                "an approved gate of the same open task, requested for this call",
+            ));
         };
         if terminal(&task.status) {
             return Err(task_terminal(task));
@@ -98,9 +286,51 @@ impl Engine {
             Err(error) => return Err(error.into()),
         };
         let Some(approval) = approval.filter(|a| a.status == "approved" && a.gate && a.task_id == task.id) else {
-            return Err(unauthorized());
+            return Err(unauthorized(
+                skill,
+                Some(approval_id),
+                "approval_not_approved",
+                "the approval must be an approved gate of the same open task",
+            ));
         };
-        Ok(Some(json!({"kind": "approval", "approvalId": approval.id, "decidedBy": approval.decided_by})))
+        let covered = approval.call_skill_id.as_deref() == Some(skill.id.as_str())
+            && approval.call_inputs.as_ref().is_some_and(|asked| same_inputs(asked, inputs))
+            && approval.requested_by == actor.id();
+        if !covered {
+            return Err(self.does_not_cover(&approval, skill).await?);
+        }
+        Ok(json!({"kind": "approval", "approvalId": approval.id, "decidedBy": approval.decided_by}))
+    }
+
+    /// `403 approval_does_not_cover`, with what the approval does cover: the calls its outcome
+    /// reserved (made by the core with the decider's authority) and the call it was requested for
+    /// (made by its requester).
+    async fn does_not_cover(&self, approval: &ApprovalRecord, skill: &SkillRecord) -> Result<EngineError> {
+        let mut covers = Vec::new();
+        for action in self.store.actions(&approval.id).await? {
+            if let Some(id) = &action.skill_id {
+                let reserved = self.store.skill(id).await?.skill;
+                let name = format!("{}@{}", reserved.name, reserved.version);
+                covers.push(coverage(&name, action.inputs.as_ref(), "outcome"));
+            }
+        }
+        if let Some(id) = &approval.call_skill_id {
+            let asked = self.store.skill(id).await?.skill;
+            let name = format!("{}@{}", asked.name, asked.version);
+            covers.push(coverage(&name, approval.call_inputs.as_ref(), "requester"));
+        }
+        let name = format!("{}@{}", skill.name, skill.version);
+        Ok(EngineError::new(
+            Class::Forbidden,
+            "approval_does_not_cover",
+            format!(
+                "approval {} does not cover this call of {name}: it covers only the calls its outcome names (made by the core) and the call it was requested for, with exactly those inputs, by its requester",
+                approval.id
+            ),
+        )
+        .with("approvalId", approval.id.clone())
+        .with("skill", name)
+        .with("covers", json!(covers)))
     }
 }
 
@@ -109,19 +339,22 @@ impl Engine {
 /// held or cancelled by its task's state.
 pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
     let kind = call.authorization_basis.as_ref().and_then(|basis| basis.get("kind")).and_then(Value::as_str);
+    let closed = state.task_status.as_deref().is_some_and(|status| status != "open");
     let from_basis = match kind {
         None => Obstacle::None,
-        Some(_) if state.task_status.as_deref().is_some_and(|status| status != "open") => {
-            Obstacle::Cancel("task_terminal")
-        }
+        Some("execution") => match GateState::of(state.gates) {
+            GateState::Rejected => Obstacle::Cancel("gate_rejected"),
+            _ if closed => Obstacle::Cancel("task_terminal"),
+            _ if state.run_status.as_deref() != Some("running") => Obstacle::Cancel("run_not_active"),
+            GateState::Pending => Obstacle::Hold("approval_required"),
+            GateState::Withdrawn => Obstacle::Cancel("approval_withdrawn"),
+            GateState::Open => Obstacle::None,
+        },
+        Some(_) if closed => Obstacle::Cancel("task_terminal"),
         Some("approval") if state.approval_status.as_deref() != Some("approved") => {
             Obstacle::Cancel("approval_withdrawn")
         }
-        Some("execution") if state.run_status.as_deref() != Some("running") => Obstacle::Cancel("run_not_active"),
-        Some("execution") if state.side_effects.as_deref() == Some("external_write") && state.pending_gate => {
-            Obstacle::Hold("approval_required")
-        }
-        Some("approval" | "execution") => Obstacle::None,
+        Some("approval") => Obstacle::None,
         // A kind this core does not know (a process step before processes exist) has no basis.
         Some(_) => Obstacle::Cancel("basis_unknown"),
     };
@@ -174,12 +407,12 @@ mod tests {
         }
     }
 
-    fn state(task: &str, approval: Option<&str>, run: Option<&str>, gate: bool, skill: &str) -> BasisState {
+    fn state(task: &str, approval: Option<&str>, run: Option<&str>, gates: &[&str], skill: &str) -> BasisState {
         BasisState {
             task_status: Some(task.into()),
             approval_status: approval.map(Into::into),
             run_status: run.map(Into::into),
-            pending_gate: gate,
+            gates: Gates::of(gates.iter().copied()),
             skill_status: skill.into(),
             side_effects: Some("external_write".into()),
             skill_name: "claim.send".into(),
@@ -188,29 +421,43 @@ mod tests {
     }
 
     #[test]
-    fn the_recheck_follows_the_reference_order() {
+    fn the_recheck_names_what_was_lost_first() {
         let approval = call(Some(json!({"kind": "approval", "approvalId": "a"})));
         let execution = call(Some(json!({"kind": "execution", "runId": "r"})));
         let none = call(None);
-        let ok = state("open", Some("approved"), Some("running"), false, "active");
+        let ok = state("open", Some("approved"), Some("running"), &[], "active");
         assert_eq!(recheck(&approval, &ok), Obstacle::None);
-        assert_eq!(recheck(&execution, &ok), Obstacle::None);
-        let closed = state("done", Some("approved"), Some("running"), false, "active");
+        assert_eq!(recheck(&execution, &ok), Obstacle::None, "no gate asked for");
+        let closed = state("done", Some("approved"), Some("running"), &[], "active");
         assert_eq!(recheck(&approval, &closed), Obstacle::Cancel("task_terminal"));
         assert_eq!(recheck(&execution, &closed), Obstacle::Cancel("task_terminal"));
         assert_eq!(recheck(&none, &closed), Obstacle::None, "a call without a basis outlives its task");
-        for gone in [Some("withdrawn"), Some("pending"), None] {
-            let withdrawn = state("open", gone, Some("running"), false, "active");
+        for gone in [Some("withdrawn"), Some("pending"), Some("rejected"), None] {
+            let withdrawn = state("open", gone, Some("running"), &[], "active");
             assert_eq!(recheck(&approval, &withdrawn), Obstacle::Cancel("approval_withdrawn"));
         }
-        let ended = state("open", None, Some("succeeded"), true, "disabled");
+        let ended = state("open", None, Some("succeeded"), &["pending"], "disabled");
         assert_eq!(recheck(&execution, &ended), Obstacle::Cancel("run_not_active"), "a lost basis is named first");
-        let gated = state("open", None, Some("running"), true, "active");
+        let gated = state("open", None, Some("running"), &["pending"], "active");
         assert_eq!(recheck(&execution, &gated), Obstacle::Hold("approval_required"));
-        let gated_disabled = state("open", None, Some("running"), true, "disabled");
+        let gated_disabled = state("open", None, Some("running"), &["pending"], "disabled");
         assert_eq!(recheck(&execution, &gated_disabled), Obstacle::Cancel("skill_disabled"), "even a held call");
-        let reading = BasisState { side_effects: Some("none".into()), ..gated };
-        assert_eq!(recheck(&execution, &reading), Obstacle::None, "only a write waits for the gate");
-        assert_eq!(recheck(&none, &state("open", None, None, false, "disabled")), Obstacle::Cancel("skill_disabled"));
+        assert_eq!(recheck(&none, &state("open", None, None, &[], "disabled")), Obstacle::Cancel("skill_disabled"));
+    }
+
+    #[test]
+    fn an_execution_moves_only_past_an_approved_gate() {
+        let execution = call(Some(json!({"kind": "execution", "runId": "r"})));
+        let at = |gates: &[&str]| recheck(&execution, &state("open", None, Some("running"), gates, "active"));
+        assert_eq!(at(&["approved"]), Obstacle::None);
+        assert_eq!(at(&["withdrawn", "approved"]), Obstacle::None, "a new gate approved after a withdrawn one");
+        assert_eq!(at(&["rejected"]), Obstacle::Cancel("gate_rejected"));
+        assert_eq!(at(&["approved", "rejected"]), Obstacle::Cancel("gate_rejected"), "one rejection ends it");
+        assert_eq!(at(&["withdrawn"]), Obstacle::Cancel("approval_withdrawn"), "withdrawn is not decided");
+        assert_eq!(at(&["approved", "pending"]), Obstacle::Hold("approval_required"));
+        let closed_rejected = state("failed", None, Some("running"), &["rejected"], "active");
+        assert_eq!(recheck(&execution, &closed_rejected), Obstacle::Cancel("gate_rejected"), "the gate is named");
+        assert_eq!(GateState::of(Gates::default()), GateState::Open);
+        assert_eq!(GateState::of(Gates::of(["withdrawn", "pending"])), GateState::Pending);
     }
 }

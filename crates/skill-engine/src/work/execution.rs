@@ -1,12 +1,17 @@
 //! Work carried out by a skill (reference §10.1): an open task whose type pins an `execution` is
 //! done by the core itself, as the principal [`EXECUTION_PRINCIPAL`] (an executor-kind
-//! principal holding only `skills.invoke` and `tasks.write`). For each such task it starts a
-//! run, calls the pinned version with the key `execution:<runId>` (the run and the task named,
-//! inputs mapped from the task), waits for the call within the bound of §9, then ends the run
-//! and closes the task by the call's result — `done` when it succeeded, `failed` otherwise.
+//! principal no token is issued for). The execution basis is this worker's alone. For each such
+//! task whose gates let it — no gate asked for, or one approved, none pending — it starts a run,
+//! calls the pinned version with the key `execution:<runId>` (the run and the task named, inputs
+//! mapped from the task), waits for the call within the bound of §9, then ends the run and closes
+//! the task by the call's result — `done` when it succeeded, `failed` otherwise. A rejected gate
+//! ends the task (`failed`, reason `gate_rejected`) without a call; a withdrawn one decides
+//! nothing: the task waits for a new gate (a call queued before it was withdrawn is cancelled
+//! at claim, and its run ends).
 //!
 //! Each step is written before the next and repeats safely (one running run per owner and task,
-//! one call per key, one execution call per run), so any core may do it and any may be killed.
+//! one call per key, one execution call per run and one that may write per task), so any core
+//! may do it and any may be killed.
 
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
@@ -14,7 +19,8 @@ use skill_api::InvokeRequest;
 use skill_store::ErrorKind;
 use skill_store::records::{RunRecord, TaskRecord, Time, WorkChange};
 
-use super::{paths, task_view, terminal};
+use super::basis::{GateState, Internal, execution_inputs, gates_of};
+use super::terminal;
 use crate::actor::Actor;
 use crate::cancellation::Cancellation;
 use crate::error::written;
@@ -23,7 +29,8 @@ use crate::{Engine, Origin};
 
 /// The name of the principal the core carries out executions as.
 pub const EXECUTION_PRINCIPAL: &str = "core.execution";
-/// The permissions it holds, organisation-wide.
+/// The permissions it holds, organisation-wide (the operator grants the contracts' own with
+/// `skill-core grant`).
 const EXECUTION_GRANTS: &[&str] = &["skills.invoke", "tasks.write"];
 /// The most tasks one pass looks at.
 const BATCH: i64 = 50;
@@ -84,8 +91,19 @@ impl Engine {
     async fn advance_execution(&self, actor: &Actor, task: &TaskRecord, now: Time) -> Result<usize> {
         let origin = Origin::of(actor, None);
         let runs = self.store.runs(&task.id).await?;
-        let run = runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == "running");
-        let run = match run {
+        let running = runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == "running");
+        let approvals = self.store.approvals(&task.id).await?;
+        match GateState::of(gates_of(&approvals)) {
+            GateState::Open => {}
+            // Nothing was decided yet (or the decision was taken back): wait.
+            GateState::Pending | GateState::Withdrawn => return Ok(0),
+            // A person said no: the task ends, and its execution never runs.
+            GateState::Rejected => {
+                let failure = json!({"code": "gate_rejected", "message": "the task's gate was rejected"});
+                return self.finish_execution(task, running.as_ref(), "failed", None, Some(failure), &origin).await;
+            }
+        }
+        let run = match running {
             Some(run) => run,
             None => {
                 let run = RunRecord {
@@ -120,40 +138,67 @@ impl Engine {
             execution["skill"].as_str().unwrap_or_default(),
             execution["version"].as_str().unwrap_or_default()
         );
+        let inputs = match execution_inputs(task, &task_type) {
+            Value::Object(inputs) => inputs,
+            _ => serde_json::Map::new(),
+        };
         let request = InvokeRequest {
-            inputs: Some(paths::fill(&execution["inputs"], &task_view(task, &task_type))),
+            inputs: Some(inputs),
             idempotency_key: Some(format!("execution:{}", run.id)),
             task_id: Some(task.id.clone()),
             run_id: Some(run.id.clone()),
             approval_id: None,
         };
-        let call = match self.invoke(actor, &skill, &request, None).await {
+        let call = match self.invoke_by(actor, &skill, &request, None, Some(Internal::Execution)).await {
             Ok(invoked) => invoked.invocation,
-            // A pending gate holds the execution's write: look again later.
-            Err(error) if error.code == "approval_required" => return Ok(0),
+            // The gates moved meanwhile: look again later.
+            Err(error) if matches!(error.code, "approval_required" | "gate_rejected") => return Ok(0),
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => return Err(error),
             Err(error) => {
                 let failure = json!({"code": error.code, "message": error.message});
-                return self.finish_execution(task, &run, "failed", None, Some(failure), &origin).await;
+                return self.finish_execution(task, Some(&run), "failed", None, Some(failure), &origin).await;
             }
         };
         match call.status.as_str() {
             "succeeded" => {
                 let result = json!({"skillInvocationId": call.id, "skill": skill, "status": call.status,
                                     "artifactId": call.artifact_id});
-                self.finish_execution(task, &run, "succeeded", Some(result), None, &origin).await
+                self.finish_execution(task, Some(&run), "succeeded", Some(result), None, &origin).await
+            }
+            "cancelled" if withdrawn_unclaimed(&call) => {
+                // Its gate was withdrawn before anyone ran it: nothing was sent. This run ends;
+                // a new gate approved starts the next one.
+                let failure = json!({"code": "gate_withdrawn", "message": "the task's gate was withdrawn before the call ran",
+                                     "skillInvocationId": call.id});
+                let (ended, event) = self.ended_run(&run, "cancelled", None, Some(failure), &origin);
+                Ok(usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?))
             }
             "failed" | "cancelled" => {
-                let code = call.error.as_ref().and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("unknown");
-                let failure = json!({"code": format!("skill_invocation_{}", call.status),
-                                     "message": format!("skill_invocation_{}: {code}", call.status),
+                let error = call.error.as_ref();
+                let code = error.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("unknown");
+                let message = error.and_then(|e| e.get("message")).and_then(Value::as_str);
+                let code = if code == "basis_revoked" && message == Some("gate_rejected") {
+                    "gate_rejected".to_owned()
+                } else {
+                    format!("skill_invocation_{}", call.status)
+                };
+                let failure = json!({"code": code,
+                                     "message": format!("skill_invocation_{}: {}", call.status,
+                                                        error.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("unknown")),
                                      "skillInvocationId": call.id});
-                self.finish_execution(task, &run, "failed", None, Some(failure), &origin).await
+                self.finish_execution(task, Some(&run), "failed", None, Some(failure), &origin).await
             }
             _ => {
                 let record = self.store.invocation(&call.id).await?;
                 let skill = self.store.skill(&record.skill_id).await?.skill;
-                if run.created_at + execution_bound(skill.contract.as_ref().unwrap_or(&Value::Null)) <= now {
+                // The wait counts from the run's start or the gate's approval, whichever is later.
+                let approved = approvals
+                    .iter()
+                    .filter(|approval| approval.gate && approval.status == "approved")
+                    .filter_map(|approval| approval.decided_at)
+                    .max();
+                let since = approved.map_or(run.created_at, |at| at.max(run.created_at));
+                if since + execution_bound(skill.contract.as_ref().unwrap_or(&Value::Null)) <= now {
                     let cause = Cancellation {
                         code: "basis_revoked",
                         reason: "execution_deadline",
@@ -174,21 +219,36 @@ impl Engine {
     async fn finish_execution(
         &self,
         task: &TaskRecord,
-        run: &RunRecord,
+        run: Option<&RunRecord>,
         status: &str,
         result: Option<Value>,
         error: Option<Value>,
         origin: &Origin,
     ) -> Result<usize> {
-        let (ended, run_event) = self.ended_run(run, status, result, error, origin);
-        let mut events = vec![run_event];
-        let mut changes = vec![WorkChange::UpdateRun(ended)];
+        let reason = error.as_ref().and_then(|e| e.get("code")).and_then(Value::as_str).map(str::to_owned);
+        let mut events = Vec::new();
+        let mut changes = Vec::new();
+        if let Some(run) = run {
+            let (ended, run_event) = self.ended_run(run, status, result, error, origin);
+            events.push(run_event);
+            changes.push(WorkChange::UpdateRun(ended));
+        }
         if !terminal(&task.status) {
-            let closed = self.closed(task, if status == "succeeded" { "done" } else { "failed" }, origin, &mut events);
+            let closed_as = if status == "succeeded" { "done" } else { "failed" };
+            let closed = self.closed_for(task, closed_as, reason.as_deref(), origin, &mut events);
             changes.push(WorkChange::UpdateTask(closed));
         }
         Ok(usize::from(written(self.store.write_work(&changes, &events).await)?))
     }
+}
+
+/// Whether `call` was cancelled at claim because its task's gate was withdrawn, before any
+/// executor took it: it wrote nothing, and the task's one execution write is still to come.
+fn withdrawn_unclaimed(call: &skill_api::InvocationOut) -> bool {
+    let error = call.error.as_ref();
+    call.attempt == 0
+        && error.and_then(|e| e.get("code")).and_then(Value::as_str) == Some("basis_revoked")
+        && error.and_then(|e| e.get("message")).and_then(Value::as_str) == Some("approval_withdrawn")
 }
 
 /// How long an execution waits for its call (§9): `maxAttempts × (2×timeout + 30 + backoff) + 30`

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use skill_api::InvokeRequest;
 use skill_store::records::{ActionRecord, ApprovalRecord, Event, InvocationRecord, Time, WorkChange};
 
-use super::{comment_event, paths, task_view, terminal};
+use super::basis::Internal;
+use super::{comment_event, terminal};
 use crate::actor::Actor;
 use crate::cancellation::Cancellation;
 use crate::error::written;
@@ -51,20 +52,13 @@ impl Engine {
 
     async fn advance_outcome(&self, approval: &ApprovalRecord, now: Time) -> Result<usize> {
         let task = self.store.task(&approval.task_id).await?;
-        let task_type = self.store.task_type(&task.task_type_id).await?;
-        let root = decision_root(
-            task_view(&task, &task_type),
-            json!({"id": approval.id, "comment": approval.comment, "decidedBy": approval.decided_by,
-                   "decidedAt": approval.decided_at.as_ref().map(crate::catalog::view_time),
-                   "outcome": approval.status}),
-        );
         let decider = self.decider(approval).await?;
         let system = Origin::default();
         let mut moved = 0;
         let mut actions = self.store.actions(&approval.id).await?;
         for action in &mut actions {
             let next = match action.status.as_str() {
-                "pending" => self.invoke_action(approval, action, decider.as_ref(), &root).await?,
+                "pending" => self.invoke_action(approval, action, decider.as_ref()).await?,
                 "invoked" => self.watch_action(action, now).await?,
                 _ => None,
             };
@@ -149,14 +143,13 @@ impl Engine {
         Ok(approval.decision_authority.as_ref().and_then(|snapshot| Actor::from_snapshot(principal, snapshot)))
     }
 
-    /// Makes the call of a pending action; a refusal fails the action, a passing failure (the
-    /// database) leaves it for the next pass.
+    /// Makes the call of a pending action — the version and the inputs its decision fixed; a
+    /// refusal fails the action, a passing failure (the database) leaves it for the next pass.
     async fn invoke_action(
         &self,
         approval: &ApprovalRecord,
         action: &ActionRecord,
         decider: Option<&Actor>,
-        root: &Value,
     ) -> Result<Option<(ActionRecord, Event)>> {
         let spec = action.action.get("invokeSkill").cloned().unwrap_or_default();
         let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -165,15 +158,19 @@ impl Engine {
                 json!({"code": "authority_inactive", "message": "the decider is disabled: its decision acts no more"});
             return Ok(Some(self.action_ended(action, "failed", None, Some(error))));
         };
-        let inputs = paths::fill(spec.get("inputs").unwrap_or(&json!({})), root);
+        let (Some(version), Some(Value::Object(inputs))) = (&action.skill_id, &action.inputs) else {
+            let error = json!({"code": "not_found",
+                               "message": format!("{skill} named no published version when the decision was made")});
+            return Ok(Some(self.action_ended(action, "failed", None, Some(error))));
+        };
         let request = InvokeRequest {
-            inputs: Some(inputs),
+            inputs: Some(inputs.clone()),
             idempotency_key: Some(format!("approval-outcome:{}:{}", approval.id, action.action_index)),
             task_id: Some(approval.task_id.clone()),
             run_id: None,
             approval_id: Some(approval.id.clone()),
         };
-        match self.invoke_checked(decider, &skill, &request).await {
+        match self.invoke_checked(decider, &skill, version, &request, action).await {
             Ok((call, created)) => {
                 let result = json!({"invocationId": call.id, "skill": skill, "status": call.status,
                                     "created": created, "authorizationBasis": call.authorization_basis});
@@ -202,21 +199,24 @@ impl Engine {
         }
     }
 
-    /// The call of an outcome: never a bare name that resolves to an external write.
+    /// The call of an outcome — of `version`, the one its decision resolved `skill` to: never a
+    /// bare name that resolves to an external write.
     async fn invoke_checked(
         &self,
         decider: &Actor,
         skill: &str,
+        version: &str,
         request: &InvokeRequest,
+        action: &ActionRecord,
     ) -> Result<(skill_api::InvocationOut, bool)> {
-        if !skill.contains('@') && self.find(skill).await?.skill.side_effects.as_deref() == Some("external_write") {
+        if !skill.contains('@') && self.find(version).await?.skill.side_effects.as_deref() == Some("external_write") {
             return Err(EngineError::new(
                 Class::Invalid,
                 "unpinned_external_write",
                 format!("{skill} writes to the outside world: an outcome names the version it was approved for"),
             ));
         }
-        let invoked = self.invoke(decider, skill, request, None).await?;
+        let invoked = self.invoke_by(decider, version, request, None, Some(Internal::Outcome(action))).await?;
         Ok((invoked.invocation, invoked.created))
     }
 

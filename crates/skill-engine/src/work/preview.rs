@@ -1,16 +1,20 @@
-//! What a decision would do, before it is made: each action of a gate's outcome as it would be
-//! carried out — for an `invokeSkill`, the version it calls with that version's side effects and
-//! risk, and the inputs it would receive with the expressions filled in from the task and the
-//! decision. The person deciding sees this; nothing is written.
+//! What a decision does, worked out once for both its moments: before it is made (the person
+//! deciding sees each action of the gate's outcome — for an `invokeSkill`, the version it calls
+//! with that version's side effects and risk, and the inputs it would receive with the
+//! expressions filled in from the task and the decision; nothing is written), and when it is made
+//! (the same plan, with the decider's comment, fixed in the decision's transaction: the only
+//! calls the approval covers).
 
 use chrono::Utc;
 use serde_json::{Map, Value, json};
+use skill_store::records::{SkillRecord, TaskRecord, TaskTypeRecord, Time};
 
 use super::approvals::{check_outcome, outcome_actions};
 use super::outcomes::decision_root;
 use super::{paths, task_view};
 use crate::Engine;
 use crate::actor::Actor;
+use crate::catalog::view_time;
 use crate::error::{Class, Result};
 
 /// One action of an outcome, as deciding would carry it out.
@@ -46,7 +50,70 @@ pub struct CalledVersion {
     pub status: String,
 }
 
+/// One action of a decision's outcome, planned: the action, and for an `invokeSkill` the version
+/// it resolves to and its filled-in inputs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Planned {
+    pub(crate) action: Value,
+    pub(crate) call: Option<PlannedCall>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PlannedCall {
+    pub(crate) skill: String,
+    pub(crate) version: Option<SkillRecord>,
+    pub(crate) inputs: Map<String, Value>,
+    pub(crate) from: Map<String, Value>,
+}
+
+/// Who decides, how, with which comment, and when.
+pub(crate) struct Decision<'a> {
+    pub(crate) approval_id: &'a str,
+    pub(crate) outcome: &'a str,
+    pub(crate) comment: &'a str,
+    pub(crate) decided_by: &'a str,
+    pub(crate) decided_at: Time,
+}
+
 impl Engine {
+    /// What deciding an approval of `task` as `decision` says does: each action of the type's gate
+    /// for that outcome, an `invokeSkill`'s version resolved and its inputs filled from `$.task…`
+    /// and `$.approval…`.
+    pub(crate) async fn plan_outcome(
+        &self,
+        task: &TaskRecord,
+        task_type: &TaskTypeRecord,
+        decision: &Decision<'_>,
+    ) -> Result<Vec<Planned>> {
+        let root = decision_root(
+            task_view(task, task_type),
+            json!({"id": decision.approval_id, "comment": decision.comment, "decidedBy": decision.decided_by,
+                   "decidedAt": view_time(&decision.decided_at), "outcome": decision.outcome}),
+        );
+        let mut planned = Vec::new();
+        for action in outcome_actions(task_type, decision.outcome) {
+            let Some(spec) = action.get("invokeSkill").cloned() else {
+                planned.push(Planned { action, call: None });
+                continue;
+            };
+            let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let written = spec.get("inputs").cloned().unwrap_or_else(|| json!({}));
+            let version = match self.find(&skill).await {
+                Ok(entry) => Some(entry.skill),
+                Err(error) if error.class == Class::NotFound => None,
+                Err(error) => return Err(error),
+            };
+            let call = PlannedCall {
+                skill,
+                version,
+                inputs: paths::fill(&written, &root),
+                from: written.as_object().cloned().unwrap_or_default(),
+            };
+            planned.push(Planned { action, call: Some(call) });
+        }
+        Ok(planned)
+    }
+
     /// The actions deciding approval `id` as `outcome` with `comment` would carry out, for a
     /// decider (`approvals.decide` in the task's workspace; anyone who may read the task sees it
     /// too, so that a reviewer without the right can still see what is asked).
@@ -64,39 +131,26 @@ impl Engine {
         }
         let task = self.store.task(&approval.task_id).await?;
         let task_type = self.store.task_type(&task.task_type_id).await?;
-        let actions = outcome_actions(&task_type, outcome);
-        let root = decision_root(
-            task_view(&task, &task_type),
-            json!({"id": approval.id, "comment": comment, "decidedBy": actor.id(),
-                   "decidedAt": crate::catalog::view_time(&Utc::now()), "outcome": outcome}),
-        );
-        let mut previews = Vec::new();
-        for action in actions {
-            let Some(spec) = action.get("invokeSkill").cloned() else {
-                previews.push(ActionPreview { action, call: None });
-                continue;
-            };
-            let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let written = spec.get("inputs").cloned().unwrap_or_else(|| json!({}));
-            let version = match self.find(&skill).await {
-                Ok(entry) => Some(CalledVersion {
-                    name: entry.skill.name,
-                    version: entry.skill.version,
-                    side_effects: entry.skill.side_effects.unwrap_or_else(|| "none".to_owned()),
-                    risk_level: entry.skill.risk_level.unwrap_or_else(|| "low".to_owned()),
-                    status: entry.skill.status,
+        let decision =
+            Decision { approval_id: &approval.id, outcome, comment, decided_by: actor.id(), decided_at: Utc::now() };
+        let planned = self.plan_outcome(&task, &task_type, &decision).await?;
+        Ok(planned
+            .into_iter()
+            .map(|planned| ActionPreview {
+                action: planned.action,
+                call: planned.call.map(|call| CallPreview {
+                    skill: call.skill,
+                    version: call.version.map(|skill| CalledVersion {
+                        name: skill.name,
+                        version: skill.version,
+                        side_effects: skill.side_effects.unwrap_or_else(|| "none".to_owned()),
+                        risk_level: skill.risk_level.unwrap_or_else(|| "low".to_owned()),
+                        status: skill.status,
+                    }),
+                    inputs: call.inputs,
+                    from: call.from,
                 }),
-                Err(error) if error.class == Class::NotFound => None,
-                Err(error) => return Err(error),
-            };
-            let call = CallPreview {
-                skill,
-                version,
-                inputs: paths::fill(&written, &root),
-                from: written.as_object().cloned().unwrap_or_default(),
-            };
-            previews.push(ActionPreview { action, call: Some(call) });
-        }
-        Ok(previews)
+            })
+            .collect())
     }
 }

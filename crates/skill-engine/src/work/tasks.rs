@@ -41,6 +41,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
             closed_at: None,
+            close_reason: None,
         };
         let event = self.event(
             "task.created",
@@ -53,7 +54,7 @@ impl Engine {
         let mut events = vec![event];
         if let Some(approval) = &request.approval {
             let (approval, event) =
-                self.new_approval(actor, &task.id, true, approval.comment.as_deref(), request_id)?;
+                self.new_approval(actor, &task.id, true, approval.comment.as_deref(), None, request_id)?;
             changes.push(WorkChange::InsertApproval(approval));
             events.push(event);
         }
@@ -173,16 +174,29 @@ impl Engine {
         origin: &Origin,
         events: &mut Vec<skill_store::records::Event>,
     ) -> TaskRecord {
+        self.closed_for(task, status, None, origin, events)
+    }
+
+    /// [`Engine::closed`] by the core, for `reason` (`gate_rejected`, …).
+    pub(crate) fn closed_for(
+        &self,
+        task: &TaskRecord,
+        status: &str,
+        reason: Option<&str>,
+        origin: &Origin,
+        events: &mut Vec<skill_store::records::Event>,
+    ) -> TaskRecord {
         let now = Utc::now();
         events.push(self.event(
             "task.closed",
             format!("task:{}", task.id),
-            json!({"status": status, "workspaceId": task.workspace_id}),
+            json!({"status": status, "workspaceId": task.workspace_id, "reason": reason}),
             origin,
         ));
         TaskRecord {
             status: status.to_owned(),
             closed_at: Some(now),
+            close_reason: reason.map(str::to_owned),
             updated_at: now,
             row_version: task.row_version + 1,
             ..task.clone()
@@ -254,6 +268,7 @@ pub(crate) fn task_out(task: TaskRecord, task_type: &TaskTypeRecord) -> TaskOut 
         created_at: view_time(&task.created_at),
         updated_at: view_time(&task.updated_at),
         closed_at: task.closed_at.as_ref().map(view_time),
+        close_reason: task.close_reason,
     }
 }
 

@@ -343,7 +343,7 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                     continue;
                 };
                 let gate = rng.chance(80);
-                let request = ApprovalRequest { task_id: task.clone(), gate: Some(gate), comment: None };
+                let request = ApprovalRequest { task_id: task.clone(), gate: Some(gate), comment: None, call: None };
                 let approval = w.engine.request_approval(&w.people[person], &request, None).await.expect(&at);
                 m.approvals.insert(approval.id, Approval { task, gate, status: "pending", requester: person });
                 "approval requested"

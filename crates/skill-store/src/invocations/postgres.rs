@@ -5,14 +5,15 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_SESSION,
-    InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take, UPDATE_CALL,
-    UPDATE_SESSION, claimable_sql, covered_sql, insert_call_sql, update_call_sql,
+    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED,
+    INSERT_SESSION, InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take,
+    UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql, insert_call_sql, update_call_sql,
 };
 use crate::backend::PgStore;
 use crate::error::{ErrorKind, Result, StoreError};
 use crate::records::{
-    Admission, ArtifactRecord, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time,
+    Admission, ArtifactRecord, BasisState, Event, Gates, Inserted, InvocationFilter, InvocationRecord, SessionRecord,
+    Time,
 };
 
 const CLAIMABLE: &str = claimable_sql!("jsonb_array_elements_text", "i.authorization_basis ->> 'approvalId'", "");
@@ -34,7 +35,7 @@ struct Candidate {
     basis_task_status: Option<String>,
     basis_approval_status: Option<String>,
     basis_run_status: Option<String>,
-    basis_pending_gate: bool,
+    basis_gates: i64,
     basis_skill_status: String,
     basis_side_effects: Option<String>,
     basis_skill_name: String,
@@ -47,7 +48,7 @@ impl Candidate {
             task_status: self.basis_task_status.clone(),
             approval_status: self.basis_approval_status.clone(),
             run_status: self.basis_run_status.clone(),
-            pending_gate: self.basis_pending_gate,
+            gates: Gates::from_bits(self.basis_gates),
             skill_status: self.basis_skill_status.clone(),
             side_effects: self.basis_side_effects.clone(),
             skill_name: self.basis_skill_name.clone(),
@@ -222,7 +223,18 @@ impl InvocationStore for PgStore {
                 .bind(before_id)
                 .bind(i64::from(f.limit))
                 .bind(&f.task_id)
+                .bind(&f.executor)
                 .fetch_all(self.read())
+                .await?)
+        })
+    }
+
+    fn claimed_by<'a>(&'a self, id: &'a str, principal_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            Ok(sqlx::query_scalar(CLAIMED_BY)
+                .bind(format!("skill_invocation:{id}"))
+                .bind(principal_id)
+                .fetch_one(self.read())
                 .await?)
         })
     }

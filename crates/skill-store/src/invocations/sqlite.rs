@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use rusqlite::types::Value as Arg;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_CALL,
+    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_CALL,
     INSERT_SESSION, InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take,
     UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql,
 };
@@ -16,7 +16,8 @@ use crate::lite::rows::{execute, one, rows};
 use crate::lite::rows::{int, invocation_values, json, maybe_text, maybe_time, text, time, update_values};
 use crate::lite::{bind_dollars, event_insert, invocation_row, session_row};
 use crate::records::{
-    Admission, ArtifactRecord, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time,
+    Admission, ArtifactRecord, BasisState, Event, Gates, Inserted, InvocationFilter, InvocationRecord, SessionRecord,
+    Time,
 };
 
 const CLAIMABLE: &str = claimable_sql!("json_each", "json_extract(i.authorization_basis, '$.approvalId')", "");
@@ -57,7 +58,7 @@ fn basis_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BasisState> {
         task_status: row.get(32)?,
         approval_status: row.get(33)?,
         run_status: row.get(34)?,
-        pending_gate: row.get(35)?,
+        gates: Gates::from_bits(row.get(35)?),
         skill_status: row.get(36)?,
         side_effects: row.get(37)?,
         skill_name: row.get(38)?,
@@ -103,8 +104,17 @@ impl InvocationStore for SqliteStore {
             maybe_text(before_id.as_deref()),
             int(f.limit),
             maybe_text(f.task_id.as_deref()),
+            maybe_text(f.executor.as_deref()),
         ];
         let found = self.lite.read(|connection| rows(connection, CALLS, &values, invocation_row));
+        Box::pin(async move { found })
+    }
+
+    fn claimed_by<'a>(&'a self, id: &'a str, principal_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let subject = format!("skill_invocation:{id}");
+        let found = self.lite.read(|connection| {
+            one(connection, CLAIMED_BY, &[text(&subject), text(principal_id)], |row| row.get::<_, bool>(0))
+        });
         Box::pin(async move { found })
     }
 

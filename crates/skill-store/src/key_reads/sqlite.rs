@@ -8,7 +8,8 @@ use crate::backend::SqliteStore;
 use crate::error::{ErrorKind, Result, StoreError};
 use crate::lite::rows::{get_json, get_maybe_json, get_maybe_time, get_time, one, rows, text};
 use crate::records::{
-    AccessToken, Credential, Grant, PackageInstall, PackageSettings, Principal, SkillEntry, SkillRecord,
+    AccessToken, Credential, ExecutorAllowance, Grant, PackageInstall, PackageSettings, Principal, SkillEntry,
+    SkillRecord,
 };
 
 /// A row of `select_skill!`: the version's columns, then the joined package's (null when no
@@ -45,8 +46,11 @@ fn skill_entry(row: &Row<'_>) -> rusqlite::Result<SkillEntry> {
     Ok(SkillEntry { skill, package })
 }
 
-/// A row of [`CREDENTIAL`]: the token (0–6), its principal (7–12), one grant or nulls (13–16).
-fn credential_row(row: &Row<'_>) -> rusqlite::Result<(AccessToken, Principal, Option<Grant>)> {
+/// A row of [`CREDENTIAL`]: the token (0–6), its principal (7–12), one grant or nulls (13–16),
+/// the principal's executor allowance (17).
+type CredentialRow = (AccessToken, Principal, Option<Grant>, Option<ExecutorAllowance>);
+
+fn credential_row(row: &Row<'_>) -> rusqlite::Result<CredentialRow> {
     let token = AccessToken {
         id: row.get(0)?,
         principal_id: row.get(1)?,
@@ -74,7 +78,17 @@ fn credential_row(row: &Row<'_>) -> rusqlite::Result<(AccessToken, Principal, Op
             created_at: get_time(row, 16)?,
         }),
     };
-    Ok((token, principal, grant))
+    let allowance = match row.get::<_, Option<String>>(17)? {
+        None => None,
+        Some(text) => Some(serde_json::from_str(&text).map_err(|error| {
+            rusqlite::Error::FromSqlConversionFailure(
+                17,
+                rusqlite::types::Type::Text,
+                format!("principals.executor_allowance is not an allowance: {error}").into(),
+            )
+        })?),
+    };
+    Ok((token, principal, grant, allowance))
 }
 
 fn settings_row(row: &Row<'_>) -> rusqlite::Result<(PackageSettings, String)> {
@@ -95,11 +109,11 @@ impl KeyReads for SqliteStore {
         let found = self.lite.read(|connection| rows(connection, CREDENTIAL, &[text(hash)], credential_row));
         Box::pin(async move {
             let mut found = found?.into_iter();
-            let Some((token, principal, first)) = found.next() else {
+            let Some((token, principal, first, allowance)) = found.next() else {
                 return Err(StoreError::new(ErrorKind::NotFound, "no token with this hash"));
             };
-            let grants = first.into_iter().chain(found.filter_map(|(_, _, grant)| grant)).collect();
-            Ok(Credential { token, principal, grants })
+            let grants = first.into_iter().chain(found.filter_map(|(_, _, grant, _)| grant)).collect();
+            Ok(Credential { token, principal, grants, allowance })
         })
     }
 

@@ -58,6 +58,9 @@ pub struct TaskRecord {
     pub created_at: Time,
     pub updated_at: Time,
     pub closed_at: Option<Time>,
+    /// Why the core closed it (`gate_rejected`, the code of its execution's failure); none when a
+    /// person closed it or it is open.
+    pub close_reason: Option<String>,
 }
 
 /// A principal's run on a task.
@@ -100,6 +103,11 @@ pub struct ApprovalRecord {
     pub outcome_status: Option<String>,
     /// The reaction that ran after the actions: `onSuccess`, `onFailure`, or none.
     pub outcome_reaction: Option<String>,
+    /// The version of the one call this approval was requested for, if any.
+    pub call_skill_id: Option<String>,
+    /// That call's inputs.
+    #[sqlx(json(nullable))]
+    pub call_inputs: Option<Value>,
     pub row_version: i32,
     pub created_at: Time,
     pub updated_at: Time,
@@ -113,6 +121,12 @@ pub struct ActionRecord {
     /// The action as the type declares it (`{invokeSkill: {skill, inputs, expect?}}`).
     #[sqlx(json)]
     pub action: Value,
+    /// The version an `invokeSkill` calls, as the decision resolved it (none when it resolved
+    /// to nothing, or the action calls nothing).
+    pub skill_id: Option<String>,
+    /// The inputs of that call, filled in when deciding: the only ones the approval covers.
+    #[sqlx(json(nullable))]
+    pub inputs: Option<Value>,
     /// `pending` (to invoke), `invoked` (its call runs), `succeeded`, `failed` or `skipped`.
     pub status: String,
     pub invocation_id: Option<String>,
@@ -175,8 +189,8 @@ pub struct BasisState {
     pub approval_status: Option<String>,
     /// The status of its run, when it has one (`None`: missing).
     pub run_status: Option<String>,
-    /// Whether the task has a pending gate approval.
-    pub pending_gate: bool,
+    /// What the task's gate approvals say (for a call on the task's execution).
+    pub gates: Gates,
     /// The status of the call's version.
     pub skill_status: String,
     /// The side effects of the call's version.
@@ -184,6 +198,43 @@ pub struct BasisState {
     /// The name and version of the call's version (for the event of a cancellation).
     pub skill_name: String,
     pub skill_version: String,
+}
+
+/// Which statuses a task's gate approvals have, together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gates {
+    pub pending: bool,
+    pub approved: bool,
+    pub rejected: bool,
+    pub withdrawn: bool,
+}
+
+impl Gates {
+    /// The gates from the statuses of a task's gate approvals.
+    pub fn of<'a>(statuses: impl IntoIterator<Item = &'a str>) -> Self {
+        statuses.into_iter().fold(Self::default(), |gates, status| gates.with(status))
+    }
+
+    /// The gates from the bits the claim's query adds up (pending 1, approved 2, rejected 4,
+    /// withdrawn 8).
+    pub fn from_bits(bits: i64) -> Self {
+        Self { pending: bits & 1 != 0, approved: bits & 2 != 0, rejected: bits & 4 != 0, withdrawn: bits & 8 != 0 }
+    }
+
+    fn with(self, status: &str) -> Self {
+        match status {
+            "pending" => Self { pending: true, ..self },
+            "approved" => Self { approved: true, ..self },
+            "rejected" => Self { rejected: true, ..self },
+            "withdrawn" => Self { withdrawn: true, ..self },
+            _ => self,
+        }
+    }
+
+    /// Whether the task has any gate approval.
+    pub fn any(self) -> bool {
+        self.pending || self.approved || self.rejected || self.withdrawn
+    }
 }
 
 /// An immutable artifact; its content is in the blob store under its SHA-256.

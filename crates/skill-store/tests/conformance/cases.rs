@@ -471,3 +471,50 @@ pub(crate) async fn an_install_recorded_again_is_journaled_once(db: Db) {
     db.store.record_install(&newer, &objects, &[], &changed).await.expect("a new hash");
     assert_eq!(db.store.events(0, Some("package:claims"), 100).await.expect("events").len(), 2);
 }
+
+pub(crate) async fn an_executor_carries_what_it_was_allowed_and_its_claims_are_journaled(db: Db) {
+    use skill_store::records::ExecutorAllowance;
+    let runner = principal("runner");
+    db.store.create_principal(&runner, &event("principal.created", "p")).await.expect("created");
+    let token = AccessToken {
+        id: id(),
+        principal_id: runner.id.clone(),
+        token_hash: "ef".repeat(32),
+        label: String::new(),
+        created_at: Utc::now(),
+        expires_at: None,
+        revoked_at: None,
+    };
+    db.store.create_token(&token, &event("token.created", "t")).await.expect("token");
+    assert_eq!(db.store.credential(&"ef".repeat(32)).await.expect("found").allowance, None, "nothing by default");
+    assert_eq!(db.store.executor_allowance(&runner.id).await.expect("read"), None);
+    let allowance = ExecutorAllowance {
+        protocols: vec!["local".to_owned()],
+        local: vec!["claims_integration.skills".to_owned()],
+        ..ExecutorAllowance::default()
+    };
+    db.store.set_executor_allowance(&runner.id, Some(&allowance), &event("principal.allowed", "p")).await.expect("set");
+    assert_eq!(db.store.credential(&"ef".repeat(32)).await.expect("found").allowance.as_ref(), Some(&allowance));
+    assert_eq!(db.store.executor_allowance(&runner.id).await.expect("read"), Some(allowance));
+    db.store.set_executor_allowance(&runner.id, None, &event("principal.allowed", "p")).await.expect("cleared");
+    assert_eq!(db.store.credential(&"ef".repeat(32)).await.expect("found").allowance, None);
+    let missing = db.store.set_executor_allowance("nobody", None, &event("principal.allowed", "p")).await;
+    assert_eq!(missing.expect_err("no principal").kind(), ErrorKind::NotFound);
+    // A row the allowance type cannot read is an error, never an empty allowance.
+    db.raw
+        .execute(&format!(
+            "UPDATE principals SET executor_allowance = '{{\"protocols\": 7}}' WHERE id = '{}'",
+            runner.id
+        ))
+        .await
+        .expect("raw update");
+    assert!(db.store.credential(&"ef".repeat(32)).await.is_err(), "a malformed allowance is refused");
+
+    // Who claimed a call, from the journal.
+    let mut claimed = event("skill.invocation_claimed", "skill_invocation:c-1");
+    claimed.actor_id = Some(runner.id.clone());
+    db.store.write_work(&[], &[claimed]).await.expect("journaled");
+    assert!(db.store.claimed_by("c-1", &runner.id).await.expect("read"));
+    assert!(!db.store.claimed_by("c-1", "someone").await.expect("read"));
+    assert!(!db.store.claimed_by("c-2", &runner.id).await.expect("read"));
+}

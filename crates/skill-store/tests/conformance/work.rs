@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use chrono::Utc;
 use serde_json::json;
 use skill_store::records::{
-    Admission, ApprovalRecord, BasisState, RunRecord, TaskRecord, TaskTypeRecord, WorkChange, Workspace,
+    Admission, ApprovalRecord, BasisState, Gates, RunRecord, TaskRecord, TaskTypeRecord, WorkChange, Workspace,
 };
 use skill_store::{Decision, ErrorKind};
 
@@ -41,6 +41,7 @@ async fn task(db: &Db, ana: &str) -> TaskRecord {
         created_at: now,
         updated_at: now,
         closed_at: None,
+        close_reason: None,
     };
     let changes = [WorkChange::InsertTaskType(task_type), WorkChange::InsertTask(task.clone())];
     db.store.write_work(&changes, &[event("task.created", "t")]).await.expect("task");
@@ -64,6 +65,8 @@ fn approval(task: &TaskRecord, requester: &str) -> ApprovalRecord {
         withdrawn_at: None,
         outcome_status: None,
         outcome_reaction: None,
+        call_skill_id: None,
+        call_inputs: None,
         row_version: 1,
         created_at: now,
         updated_at: now,
@@ -184,31 +187,166 @@ pub(crate) async fn a_call_names_only_a_task_and_a_run_of_it_that_exist(db: Db) 
         ..base.clone()
     };
     insert(&db, &fine).await;
-    // One execution call per run; one call per approval and version.
-    let execution = json!({"kind": "execution", "runId": own.id});
-    let first = skill_store::records::InvocationRecord {
-        authorization_basis: Some(execution.clone()),
+}
+
+/// The core's execution principal (an executor named `core.execution`), created in `db`.
+async fn execution_principal(db: &Db) -> String {
+    let core = skill_store::records::Principal { kind: "executor".into(), ..principal("core.execution") };
+    db.store.create_principal(&core, &event("principal.created", "p")).await.expect("core.execution");
+    core.id
+}
+
+/// An outcome action of `approval` that reserved a call of `skill` with `inputs`.
+fn reserved(approval: &ApprovalRecord, skill: &str, inputs: serde_json::Value) -> skill_store::records::ActionRecord {
+    let now = Utc::now();
+    skill_store::records::ActionRecord {
+        approval_id: approval.id.clone(),
+        action_index: 0,
+        action: json!({"invokeSkill": {"skill": "claim.lookup@1"}}),
+        skill_id: Some(skill.to_owned()),
+        inputs: Some(inputs),
+        status: "pending".into(),
+        invocation_id: None,
+        result: None,
+        error: None,
+        attempts: 0,
+        row_version: 1,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+async fn refused(db: &Db, call: &skill_store::records::InvocationRecord) -> ErrorKind {
+    db.store.insert_invocation(call, &event("skill.invocation_requested", "c")).await.expect_err("refused").kind()
+}
+
+pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes_once(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let bob = principal("bob");
+    db.store.create_principal(&bob, &event("principal.created", "p")).await.expect("bob");
+    let core = execution_principal(&db).await;
+    let task = task(&db, &ana).await;
+    let base = skill_store::records::InvocationRecord {
+        task_id: Some(task.id.clone()),
+        ..pending(&skill, &ana, "local", "claims.lookup", None)
+    };
+    // The execution basis: only the core's execution principal, in its own run.
+    let own = run(&task, &ana);
+    let core_run = run(&task, &core);
+    db.store
+        .write_work(&[WorkChange::InsertRun(own.clone()), WorkChange::InsertRun(core_run.clone())], &[])
+        .await
+        .expect("runs");
+    let execution = |run: &RunRecord| Some(json!({"kind": "execution", "runId": run.id}));
+    let person = skill_store::records::InvocationRecord {
         id: id(),
-        ..fine.clone()
+        run_id: Some(own.id.clone()),
+        authorization_basis: execution(&own),
+        ..base.clone()
+    };
+    assert_eq!(refused(&db, &person).await, ErrorKind::Refused("basis_not_covered"), "a person's own run");
+    let borrowed = skill_store::records::InvocationRecord { authority_principal_id: core.clone(), ..person.clone() };
+    assert_eq!(refused(&db, &borrowed).await, ErrorKind::Refused("basis_not_covered"), "in a run not its own");
+    let first = skill_store::records::InvocationRecord {
+        id: id(),
+        authority_principal_id: core.clone(),
+        run_id: Some(core_run.id.clone()),
+        authorization_basis: execution(&core_run),
+        ..base.clone()
     };
     insert(&db, &first).await;
-    let second =
-        skill_store::records::InvocationRecord { authorization_basis: Some(execution), id: id(), ..fine.clone() };
-    let error =
-        db.store.insert_invocation(&second, &event("skill.invocation_requested", "c")).await.expect_err("twice");
-    assert_eq!(error.kind(), ErrorKind::Conflict, "{error}");
-    let basis = json!({"kind": "approval", "approvalId": "a-1"});
-    let spend = skill_store::records::InvocationRecord {
-        authorization_basis: Some(basis.clone()),
+    // Once per run, and once per task whatever the runs …
+    let again = skill_store::records::InvocationRecord { id: id(), ..first.clone() };
+    assert_eq!(refused(&db, &again).await, ErrorKind::Conflict, "twice in a run");
+    let ended =
+        RunRecord { status: "cancelled".into(), ended_at: Some(Utc::now()), row_version: 2, ..core_run.clone() };
+    let next_run = run(&task, &core);
+    db.store
+        .write_work(&[WorkChange::UpdateRun(ended), WorkChange::InsertRun(next_run.clone())], &[])
+        .await
+        .expect("a second run");
+    let second = skill_store::records::InvocationRecord {
         id: id(),
-        run_id: None,
-        ..fine.clone()
+        run_id: Some(next_run.id.clone()),
+        authorization_basis: execution(&next_run),
+        ..first.clone()
     };
-    insert(&db, &spend).await;
-    let again =
-        skill_store::records::InvocationRecord { authorization_basis: Some(basis), id: id(), run_id: None, ..fine };
-    let error = db.store.insert_invocation(&again, &event("skill.invocation_requested", "c")).await.expect_err("spent");
-    assert_eq!(error.kind(), ErrorKind::Conflict, "{error}");
+    assert_eq!(refused(&db, &second).await, ErrorKind::Conflict, "a second run of the task");
+    // … but a call cancelled before anyone claimed it wrote nothing, and frees the task's one write.
+    let cancelled = skill_store::records::InvocationRecord {
+        status: "cancelled".into(),
+        finished_at: Some(Utc::now()),
+        error: Some(json!({"code": "basis_revoked", "message": "approval_withdrawn", "retryable": false})),
+        row_version: 2,
+        ..first.clone()
+    };
+    db.store.update_invocation(&cancelled, &[]).await.expect("cancelled unclaimed");
+    insert(&db, &second).await;
+
+    // An approval covers the calls its outcome reserved, with the decider's authority …
+    let asked = approval(&task, &ana);
+    db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
+    let approved = decided(&asked, &bob.id, "approved");
+    let action = reserved(&asked, &skill.id, json!({"claim": "C-1"}));
+    db.store
+        .write_work(&[WorkChange::UpdateApproval(approved), WorkChange::InsertAction(action)], &[])
+        .await
+        .expect("decided with its outcome");
+    let basis = Some(json!({"kind": "approval", "approvalId": asked.id}));
+    let outcome = skill_store::records::InvocationRecord {
+        id: id(),
+        authority_principal_id: bob.id.clone(),
+        inputs: json!({"claim": "C-1"}),
+        authorization_basis: basis.clone(),
+        ..base.clone()
+    };
+    let others =
+        skill_store::records::InvocationRecord { id: id(), inputs: json!({"claim": "C-2"}), ..outcome.clone() };
+    assert_eq!(refused(&db, &others).await, ErrorKind::Refused("basis_not_covered"), "other inputs");
+    let requester =
+        skill_store::records::InvocationRecord { id: id(), authority_principal_id: ana.clone(), ..outcome.clone() };
+    assert_eq!(refused(&db, &requester).await, ErrorKind::Refused("basis_not_covered"), "another authority");
+    insert(&db, &outcome).await;
+    let twice = skill_store::records::InvocationRecord { id: id(), ..outcome.clone() };
+    assert_eq!(refused(&db, &twice).await, ErrorKind::Conflict, "spent once per version");
+    // … and the call it was requested for, by its requester.
+    let for_call = ApprovalRecord {
+        call_skill_id: Some(skill.id.clone()),
+        call_inputs: Some(json!({"claim": "C-9"})),
+        ..approval(&task, &ana)
+    };
+    let half = ApprovalRecord { id: id(), call_inputs: None, ..for_call.clone() };
+    let error = db.store.write_work(&[WorkChange::InsertApproval(half)], &[]).await.expect_err("half a call");
+    assert!(matches!(error.kind(), ErrorKind::Refused(_) | ErrorKind::Invalid), "{error}");
+    db.store.write_work(&[WorkChange::InsertApproval(for_call.clone())], &[]).await.expect("asked for a call");
+    db.store
+        .write_work(&[WorkChange::UpdateApproval(decided(&for_call, &bob.id, "approved"))], &[])
+        .await
+        .expect("decided");
+    let basis = Some(json!({"kind": "approval", "approvalId": for_call.id}));
+    let call = skill_store::records::InvocationRecord {
+        id: id(),
+        inputs: json!({"claim": "C-9"}),
+        authorization_basis: basis,
+        ..base.clone()
+    };
+    let by_decider =
+        skill_store::records::InvocationRecord { id: id(), authority_principal_id: bob.id.clone(), ..call.clone() };
+    assert_eq!(refused(&db, &by_decider).await, ErrorKind::Refused("basis_not_covered"), "not its requester");
+    insert(&db, &call).await;
+    // By SQL, what a decision fixed never changes.
+    let sql = format!(
+        "UPDATE approval_actions SET inputs = '{{}}', row_version = row_version + 1 WHERE approval_id = '{}'",
+        asked.id
+    );
+    let error = db.raw.execute(&sql).await.expect_err("refused").to_string();
+    assert!(error.contains("row_version_required"), "{error}");
+    let sql = format!(
+        "UPDATE approvals SET call_inputs = '{{}}', row_version = row_version + 1 WHERE id = '{}'",
+        for_call.id
+    );
+    let error = db.raw.execute(&sql).await.expect_err("refused").to_string();
+    assert!(error.contains("work_immutable"), "{error}");
 }
 
 pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_it_cancels(db: Db) {
@@ -220,11 +358,14 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
     db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
     let gate = approval(&task, &ana);
     let approved = decided(&asked, &bob.id, "approved");
+    let inputs = pending(&skill, &ana, "local", "claims.lookup", None).inputs;
+    let outcome = WorkChange::InsertAction(reserved(&asked, &skill.id, inputs));
     db.store
-        .write_work(&[WorkChange::UpdateApproval(approved), WorkChange::InsertApproval(gate)], &[])
+        .write_work(&[WorkChange::UpdateApproval(approved), outcome, WorkChange::InsertApproval(gate)], &[])
         .await
         .expect("decided, and a pending gate");
-    let own = run(&task, &ana);
+    let core = execution_principal(&db).await;
+    let own = run(&task, &core);
     db.store.write_work(&[WorkChange::InsertRun(own.clone())], &[]).await.expect("run");
     let at = |minutes: i64| Utc::now() - chrono::Duration::minutes(minutes);
     let base = skill_store::records::InvocationRecord {
@@ -235,12 +376,14 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
         id: id(),
         available_at: at(3),
         run_id: Some(own.id.clone()),
+        authority_principal_id: core.clone(),
         authorization_basis: Some(json!({"kind": "execution", "runId": own.id})),
         ..base.clone()
     };
     let revoked = skill_store::records::InvocationRecord {
         id: id(),
         available_at: at(2),
+        authority_principal_id: bob.id.clone(),
         authorization_basis: Some(json!({"kind": "approval", "approvalId": asked.id})),
         ..base.clone()
     };
@@ -284,13 +427,18 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
     );
     let basis = |index: usize| seen[index].1.clone();
     assert_eq!(
-        (basis(0).task_status, basis(0).run_status, basis(0).pending_gate, basis(0).approval_status),
-        (Some("open".to_owned()), Some("running".to_owned()), true, None)
+        (basis(0).task_status, basis(0).run_status, basis(0).gates, basis(0).approval_status),
+        (
+            Some("open".to_owned()),
+            Some("running".to_owned()),
+            Gates { pending: true, approved: true, ..Gates::default() },
+            None
+        )
     );
     assert_eq!(basis(1).approval_status.as_deref(), Some("approved"));
     assert_eq!(
-        (basis(2).task_status, basis(2).pending_gate, basis(2).skill_status.as_str(), basis(2).skill_name.as_str()),
-        (None, false, "active", "claim.lookup")
+        (basis(2).task_status, basis(2).gates, basis(2).skill_status.as_str(), basis(2).skill_name.as_str()),
+        (None, Gates::default(), "active", "claim.lookup")
     );
     let status = |id: &str| {
         let db = &db;
