@@ -41,8 +41,8 @@ pub trait WorkStore: Send + Sync {
     /// Approvals whose outcome is running, oldest decision first.
     fn running_outcomes(&self, limit: i64) -> BoxFuture<'_, Result<Vec<ApprovalRecord>>>;
     /// Open tasks whose type pins an execution and whose gates let it move — none pending, and
-    /// none at all, or one approved or rejected (a task whose gates were all withdrawn waits for
-    /// a new one) — oldest first.
+    /// none at all, or one approved or rejected, or a run still running (a task whose gates were
+    /// all withdrawn waits for a new one once its run ended) — oldest first.
     fn open_executions(&self, limit: i64) -> BoxFuture<'_, Result<Vec<TaskRecord>>>;
     /// The comments of a task, oldest first.
     fn comments<'a>(&'a self, task_id: &'a str, limit: i64) -> BoxFuture<'a, Result<Vec<CommentRecord>>>;
@@ -503,7 +503,8 @@ macro_rules! work_store {
                            AND g.status = 'pending') \
                          AND (NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE) \
                            OR EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE \
-                             AND g.status IN ('approved', 'rejected'))) \
+                             AND g.status IN ('approved', 'rejected')) \
+                           OR EXISTS (SELECT 1 FROM runs r WHERE r.task_id = tasks.id AND r.status = 'running')) \
                          ORDER BY created_at, id LIMIT $1"
                     ))
                     .bind(limit)

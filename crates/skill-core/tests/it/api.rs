@@ -30,6 +30,15 @@ pub(crate) async fn token(engine: &Engine, name: &str, grants: &[&str]) -> Strin
     token_of_kind(engine, name, "person", grants).await
 }
 
+/// A token of an executor principal named `name` with `grants`, allowed to run what `allowance`
+/// (an executor allowance: `{protocols, local, httpOrigins, mcpOrigins, audiences}`) says.
+pub(crate) async fn executor_token(engine: &Engine, name: &str, grants: &[&str], allowance: Value) -> String {
+    let token = token_of_kind(engine, name, "executor", grants).await;
+    let allowance: skill_api::ExecutorAllowance = serde_json::from_value(allowance).expect("an allowance");
+    engine.allow_executor(None, name, &allowance, None).await.expect("allowed");
+    token
+}
+
 /// A token of a principal of `kind` (`person`, `agent`, `executor`) with `grants`.
 pub(crate) async fn token_of_kind(engine: &Engine, name: &str, kind: &str, grants: &[&str]) -> String {
     let request = TokenRequest {

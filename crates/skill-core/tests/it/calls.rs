@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use skill_engine::Engine;
 use skill_fixtures::Scratch;
 
-use crate::api::token;
+use crate::api::{executor_token, token};
 
 /// A core on 127.0.0.1 over one backend, with an admin (`org.manage`), a caller
 /// (`skills.invoke`) and an executor (`skills.execute`).
@@ -56,8 +56,16 @@ pub(crate) async fn core_with(backend: Backend, label: &str, blobs: Option<Arc<d
     tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
     let admin = token(&engine, "admin", &["org.manage"]).await;
     let caller = token(&engine, "caller", &["skills.invoke"]).await;
-    let executor = token(&engine, "executor", &["skills.execute"]).await;
+    let executor = executor_token(&engine, "executor", &["skills.execute"], test_allowance()).await;
     Core { base, engine, admin, caller, executor, http: reqwest::Client::new(), _folder: folder }
+}
+
+/// What the tests' executor may run: the test skills' modules, and the origins and audiences
+/// their endpoints name.
+pub(crate) fn test_allowance() -> Value {
+    json!({"protocols": ["local", "http", "mcp"], "local": ["claims", "claims_integration"],
+           "httpOrigins": ["https://svc.example", "https://new.example", "https://skills.example"],
+           "mcpOrigins": ["https://svc.example"], "audiences": ["svc-api", "claims-api"]})
 }
 
 /// A fresh database on the test command's PostgreSQL server.
@@ -149,7 +157,7 @@ impl Core {
     /// some of them in the background).
     pub(crate) async fn calls_of(&self, task: &str, count: usize) -> Vec<Value> {
         let listed = self
-            .until(&self.executor, "/skill-invocations?limit=200", |page| {
+            .until(&self.admin, "/skill-invocations?limit=200", |page| {
                 page["items"]
                     .as_array()
                     .is_some_and(|items| items.iter().filter(|c| c["taskId"] == task).count() >= count)

@@ -111,7 +111,16 @@ impl Desk {
     }
 
     async fn call(&self, id: &str) -> Value {
-        self.core.get(&self.core.executor, &format!("/skill-invocations/{id}")).await.ok(200).clone()
+        self.core.get(&self.core.admin, &format!("/skill-invocations/{id}")).await.ok(200).clone()
+    }
+
+    /// A gate on `task` asked by the writer for one call of `skill` with `inputs`, approved.
+    async fn approved_for(&self, task: &str, skill: &str, inputs: Value) -> String {
+        let body = json!({"taskId": task, "call": {"skill": skill, "inputs": inputs}});
+        let approval = id(self.core.post(&self.writer, "/approvals", &body).await.ok(201));
+        let decide = json!({"outcome": "approved", "comment": "ok"});
+        self.core.post(&self.decider, &format!("/approvals/{approval}:decide"), &decide).await.ok(200);
+        approval
     }
 }
 
@@ -355,29 +364,52 @@ async fn an_external_write_runs_only_on_a_basis() {
         send(&desk.writer, "1", on(&not_gate)).await.refused(403, "skill_side_effect_not_authorized");
         send(&desk.writer, "1", on("no-such-approval")).await.refused(403, "skill_side_effect_not_authorized");
 
-        // An approved gate: once per version, whatever became of the call; another version may reuse it.
+        // An approved gate covers only what was decided: a gate asked for nothing covers no call
+        // of its requester, and says what it does cover.
         let approval = desk.approved(&task).await;
-        let first = send(&desk.writer, "1", on(&approval)).await.ok(201).clone();
+        let uncovered = send(&desk.writer, "1", on(&approval)).await;
+        let details = &uncovered.refused(403, "approval_does_not_cover").body["error"]["details"];
+        assert_eq!((details["approvalId"].clone(), details["covers"].clone()), (json!(approval), json!([])));
+        // A gate asked for one call: exactly that call, by its requester, once.
+        let asked = json!({"claim": "k"});
+        let approval = desk.approved_for(&task, "claim.send@1", asked.clone()).await;
+        let on = |approval: &str, inputs: &Value| json!({"inputs": inputs, "taskId": task, "approvalId": approval});
+        let other = send(&desk.writer, "1", on(&approval, &json!({"claim": "other"}))).await;
+        let covers = &other.refused(403, "approval_does_not_cover").body["error"]["details"]["covers"];
+        assert_eq!(covers, &json!([{"skill": "claim.send@1", "inputs": asked, "by": "requester"}]));
+        send(&desk.decider, "1", on(&approval, &asked)).await.refused(403, "approval_does_not_cover");
+        send(&desk.writer, "2", on(&approval, &asked)).await.refused(403, "approval_does_not_cover");
+        let first = send(&desk.writer, "1", on(&approval, &asked)).await.ok(201).clone();
         assert_eq!(
             first["authorizationBasis"],
             json!({"kind": "approval", "approvalId": approval, "decidedBy": first["authorizationBasis"]["decidedBy"]})
         );
         assert_eq!(first["taskId"], task);
-        let first_id = id(&first);
-        core.act(&desk.writer, &first_id, "cancel", json!({})).await.ok(200);
-        let again =
-            send(&desk.writer, "1", json!({"inputs": {"claim": "d"}, "taskId": task, "approvalId": approval})).await;
+        // Once, whatever became of the call; a repeat of the same key is no second use.
+        core.act(&desk.writer, &id(&first), "cancel", json!({})).await.ok(200);
+        let again = send(&desk.writer, "1", on(&approval, &asked)).await;
         let details = &again.refused(409, "approval_already_used").body["error"]["details"];
         assert_eq!((details["approvalId"].clone(), details["skill"].clone()), (json!(approval), json!("claim.send@1")));
-        // A repeat of the same key is no second use.
-        let keyed =
-            json!({"inputs": {"claim": "k"}, "taskId": task, "approvalId": approval, "idempotencyKey": "send-k"});
+        let approval = desk.approved_for(&task, "claim.send@2", asked.clone()).await;
+        let keyed = json!({"inputs": asked, "taskId": task, "approvalId": approval, "idempotencyKey": "send-k"});
         let second_version = send(&desk.writer, "2", keyed.clone()).await.ok(201).clone();
         assert_eq!(send(&desk.writer, "2", keyed).await.ok(200)["id"], second_version["id"]);
+        // What a call is asked for is checked when asking: a named version, inputs it takes.
+        let writer = &desk.writer;
+        let ask = |call: Value| {
+            let body = json!({"taskId": task, "call": call});
+            async move { core.post(writer, "/approvals", &body).await }
+        };
+        ask(json!({"skill": "claim.send", "inputs": asked})).await.refused(400, "invalid_request");
+        ask(json!({"skill": "claim.send@1", "inputs": {"claim": "far too long a claim"}}))
+            .await
+            .refused(400, "invalid_skill_inputs");
+        ask(json!({"skill": "claim.nothing@1", "inputs": {}})).await.refused(404, "not_found");
 
         // Closed: task_terminal, before the approval is looked at.
+        let approval = desk.approved_for(&task, "claim.send@1", json!({"claim": "z"})).await;
         core.post(&desk.writer, &format!("/tasks/{task}:close"), &json!({"status": "done"})).await.ok(200);
-        send(&desk.writer, "1", on(&approval)).await.refused(409, "task_terminal");
+        send(&desk.writer, "1", on(&approval, &json!({"claim": "z"}))).await.refused(409, "task_terminal");
     })
     .await;
 }
@@ -406,23 +438,21 @@ async fn runs_and_executions_bound_the_calls_made_in_them() {
         core.post(&desk.writer, &format!("/runs/{run}:end"), &json!({"status": "cancelled"})).await.ok(200);
         classify(json!({"inputs": {"claim": "c"}, "runId": run})).await.refused(409, "run_not_active");
 
-        // An execution-pinned type: the run's call of its version carries the execution basis.
-        // (The core's own execution worker would take such a task; a person's run shows the rules.)
-        let auto = desk.task("auto", "C-3").await;
-        let pending = id(core.post(&desk.writer, "/approvals", &json!({"taskId": auto})).await.ok(201));
+        // An execution-pinned type: a person's own run never carries the task's execution. The
+        // pinned version's call is refused, naming why, whatever its inputs; a call that does
+        // not write is made, on no basis.
+        let body = json!({"workspace": "desk", "taskType": "auto", "title": "A claim",
+                          "customFields": {"claim": "C-3"}, "approval": {"comment": "send?"}});
+        let auto = id(core.post(&desk.writer, "/tasks", &body).await.ok(201));
         let run = id(core.post(&desk.writer, "/runs", &json!({"taskId": auto})).await.ok(201));
-        let execute = |key: &str| json!({"inputs": {"claim": "c"}, "runId": run, "idempotencyKey": key});
-        let held = core.invoke(&desk.writer, "claim.send@1", execute("e-1")).await;
-        let details = &held.refused(409, "approval_required").body["error"]["details"];
-        assert_eq!(details["pendingApprovals"][0]["approvalId"], pending);
-        core.post(&desk.writer, &format!("/approvals/{pending}:withdraw"), &json!({})).await.ok(200);
-        let call = core.invoke(&desk.writer, "claim.send@1", execute("e-1")).await.ok(201).clone();
-        assert_eq!(call["authorizationBasis"]["kind"], "execution");
-        assert_eq!(call["authorizationBasis"]["runId"], run);
-        let twice = core.invoke(&desk.writer, "claim.send@1", execute("e-2")).await;
-        twice.refused(409, "execution_already_invoked");
-        core.post(&desk.writer, &format!("/tasks/{auto}:close"), &json!({"status": "cancelled"})).await.ok(200);
-        core.invoke(&desk.writer, "claim.send@1", execute("e-3")).await.refused(409, "task_terminal");
+        for claim in ["C-3", "other"] {
+            let body = json!({"inputs": {"claim": claim}, "runId": run, "idempotencyKey": format!("e-{claim}")});
+            let own = core.invoke(&desk.writer, "claim.send@1", body).await;
+            let details = &own.refused(403, "skill_side_effect_not_authorized").body["error"]["details"];
+            assert_eq!(details["reason"], "execution_is_the_cores", "{claim}");
+        }
+        let read = core.invoke(&desk.writer, "claim.classify@1", json!({"inputs": {"claim": "c"}, "runId": run})).await;
+        assert_eq!(read.ok(201)["authorizationBasis"], Value::Null);
     })
     .await;
 }
@@ -437,9 +467,13 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
             let body = json!({"inputs": {"claim": "c"}, "taskId": task, "approvalId": approval, "idempotencyKey": key});
             async move { id(core.invoke(writer, "claim.send@1", body).await.ok(201)) }
         };
+        let approved = |task: String| {
+            let desk = &desk;
+            async move { desk.approved_for(&task, "claim.send@1", json!({"claim": "c"})).await }
+        };
         // Withdrawn while it waited.
         let task = desk.task("plain", "C-1").await;
-        let approval = desk.approved(&task).await;
+        let approval = approved(task.clone()).await;
         let call = send(&task, &approval, "w-1").await;
         core.post(&desk.decider, &format!("/approvals/{approval}:withdraw"), &json!({})).await.ok(200);
         assert_eq!(desk.claim_send(&call).await.status.as_u16(), 204);
@@ -451,14 +485,14 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
         assert_eq!(cancelled["error"]["details"]["initiator"], "system");
         // Its task closed while it waited.
         let task = desk.task("plain", "C-2").await;
-        let approval = desk.approved(&task).await;
+        let approval = approved(task.clone()).await;
         let call = send(&task, &approval, "t-1").await;
         core.post(&desk.writer, &format!("/tasks/{task}:close"), &json!({"status": "cancelled"})).await.ok(200);
         assert_eq!(desk.claim_send(&call).await.status.as_u16(), 204);
         assert_eq!(desk.call(&call).await["error"]["message"], "task_terminal");
         // Still valid: taken.
         let task = desk.task("plain", "C-3").await;
-        let approval = desk.approved(&task).await;
+        let approval = approved(task.clone()).await;
         let call = send(&task, &approval, "ok-1").await;
         let taken = desk.claim_send(&call).await;
         assert_eq!(taken.ok(200)["invocation"]["id"], call);
@@ -468,14 +502,38 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
             core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}})).await;
         assert_eq!(done.ok(200)["status"], "succeeded");
 
-        // An execution call whose run ended while it waited.
+        // The task's execution, queued by the core: a gate asked for while it waits holds it, and
+        // withdrawing that gate decides nothing — the call is cancelled at claim, its run ends,
+        // and the task waits for a new gate.
         let auto = desk.task("auto", "C-4").await;
-        let run = id(core.post(&desk.writer, "/runs", &json!({"taskId": auto})).await.ok(201));
-        let body = json!({"inputs": {"claim": "c"}, "runId": run, "idempotencyKey": "run-1"});
-        let call = id(core.invoke(&desk.writer, "claim.send@1", body).await.ok(201));
-        core.post(&desk.writer, &format!("/runs/{run}:end"), &json!({"status": "cancelled"})).await.ok(200);
-        assert_eq!(desk.claim_send(&call).await.status.as_u16(), 204);
-        assert_eq!(desk.call(&call).await["error"]["message"], "run_not_active");
+        let queued = id(&desk.core.calls_of(&auto, 1).await[0]);
+        let gate = id(core.post(&desk.writer, "/approvals", &json!({"taskId": auto})).await.ok(201));
+        assert_eq!(desk.claim_send(&queued).await.status.as_u16(), 204, "held while the gate is pending");
+        core.post(&desk.writer, &format!("/approvals/{gate}:withdraw"), &json!({})).await.ok(200);
+        assert_eq!(desk.claim_send(&queued).await.status.as_u16(), 204);
+        let withdrawn = desk.call(&queued).await;
+        assert_eq!(
+            (withdrawn["status"].clone(), withdrawn["error"]["message"].clone()),
+            (json!("cancelled"), json!("approval_withdrawn"))
+        );
+        let run = withdrawn["runId"].as_str().expect("a run").to_owned();
+        let ended = core.until(&desk.writer, &format!("/runs/{run}"), |run| run["status"] != "running").await;
+        assert_eq!((ended["status"].clone(), ended["error"]["code"].clone()), (json!("cancelled"), json!("gate_withdrawn")));
+        assert_eq!(core.get(&desk.writer, &format!("/tasks/{auto}")).await.ok(200)["status"], "open", "it waits");
+        // A new gate approved: the core makes the task's one execution call again, and it runs.
+        let gate = desk.approved(&auto).await;
+        let calls = desk.core.calls_of(&auto, 2).await;
+        let again = id(&calls[1]);
+        assert_eq!(desk.claim_send(&again).await.ok(200)["invocation"]["id"], again, "{gate}");
+        // Rejected while it waits: cancelled at claim naming the gate, and the task fails for it.
+        let auto = desk.task("auto", "C-5").await;
+        let queued = id(&desk.core.calls_of(&auto, 1).await[0]);
+        let gate = id(core.post(&desk.writer, "/approvals", &json!({"taskId": auto})).await.ok(201));
+        core.post(&desk.decider, &format!("/approvals/{gate}:decide"), &json!({"outcome": "rejected"})).await.ok(200);
+        let failed = core.until(&desk.writer, &format!("/tasks/{auto}"), |task| task["status"] != "open").await;
+        assert_eq!((failed["status"].clone(), failed["closeReason"].clone()), (json!("failed"), json!("gate_rejected")));
+        assert_eq!(desk.claim_send(&queued).await.status.as_u16(), 204);
+        assert_eq!(desk.call(&queued).await["error"]["message"], "gate_rejected");
         // A version disabled while its call waited: cancelled, even without a basis.
         let plain = id(core.invoke(&desk.writer, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await.ok(201));
         core.disable("claim.classify@1").await;
@@ -575,9 +633,19 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
             json!({"kind": "approval", "approvalId": approval, "decidedBy": decider})
         );
         assert_eq!(call["inputs"], json!({"claim": "C-7", "comment": "Apologise and refund."}));
-        // Once: the approval is spent for this version.
-        let again = json!({"inputs": {"claim": "C-7"}, "taskId": task, "approvalId": approval});
-        core.invoke(&desk.decider, "claim.send@1", again).await.refused(409, "approval_already_used");
+        // The approval covers that call only, made by the core: the decider's own call, with the
+        // same inputs or others, is not it.
+        for inputs in [json!({"claim": "C-7", "comment": "Apologise and refund."}), json!({"claim": "C-7"})] {
+            let again = json!({"inputs": inputs, "taskId": task, "approvalId": approval});
+            let refused = core.invoke(&desk.decider, "claim.send@1", again).await;
+            let covers = &refused.refused(403, "approval_does_not_cover").body["error"]["details"]["covers"];
+            assert_eq!(
+                covers,
+                &json!([{"skill": "claim.send@1", "by": "outcome",
+                         "inputs": {"claim": "C-7", "comment": "Apologise and refund."}}])
+            );
+        }
+        assert_eq!(decided["outcome"]["actions"][0]["inputs"], json!({"claim": "C-7", "comment": "Apologise and refund."}));
         // The call runs; its success with the expected output runs onSuccess: the task is done, with a comment.
         let call_id = id(&call);
         desk.run_send(&call_id, json!({"label": "sent"})).await;
@@ -659,7 +727,12 @@ async fn an_agent_calls_only_what_its_assignments_grant() {
         let agent = core.engine.issue_token(&request, &Origin::default()).await.expect("token");
         let (bot, bot_id) = (agent.token, agent.principal.id);
         let task = desk.task("plain", "C-1").await;
-        let approval = desk.approved(&task).await;
+        // The agent asks for a decision on its own call; a person approves it.
+        let ask = json!({"taskId": task, "call": {"skill": "claim.send@1", "inputs": {"claim": "c"}}});
+        let approval = id(core.post(&bot, "/approvals", &ask).await.ok(201));
+        core.post(&desk.decider, &format!("/approvals/{approval}:decide"), &json!({"outcome": "approved"}))
+            .await
+            .ok(200);
         let classify = json!({"inputs": {"claim": "c"}});
         let send = json!({"inputs": {"claim": "c"}, "taskId": task, "approvalId": approval});
         // Nothing assigned: nothing granted.

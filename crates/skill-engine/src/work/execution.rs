@@ -17,7 +17,7 @@ use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use skill_api::InvokeRequest;
 use skill_store::ErrorKind;
-use skill_store::records::{RunRecord, TaskRecord, Time, WorkChange};
+use skill_store::records::{InvocationRecord, RunRecord, TaskRecord, Time, WorkChange};
 
 use super::basis::{GateState, Internal, execution_inputs, gates_of};
 use super::terminal;
@@ -90,47 +90,6 @@ impl Engine {
 
     async fn advance_execution(&self, actor: &Actor, task: &TaskRecord, now: Time) -> Result<usize> {
         let origin = Origin::of(actor, None);
-        let runs = self.store.runs(&task.id).await?;
-        let running = runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == "running");
-        let approvals = self.store.approvals(&task.id).await?;
-        match GateState::of(gates_of(&approvals)) {
-            GateState::Open => {}
-            // Nothing was decided yet (or the decision was taken back): wait.
-            GateState::Pending | GateState::Withdrawn => return Ok(0),
-            // A person said no: the task ends, and its execution never runs.
-            GateState::Rejected => {
-                let failure = json!({"code": "gate_rejected", "message": "the task's gate was rejected"});
-                return self.finish_execution(task, running.as_ref(), "failed", None, Some(failure), &origin).await;
-            }
-        }
-        let run = match running {
-            Some(run) => run,
-            None => {
-                let run = RunRecord {
-                    id: self.new_id(),
-                    task_id: task.id.clone(),
-                    owner_principal_id: actor.id().to_owned(),
-                    status: "running".to_owned(),
-                    result: None,
-                    error: None,
-                    row_version: 1,
-                    created_at: now,
-                    ended_at: None,
-                };
-                let event = self.event(
-                    "run.started",
-                    format!("run:{}", run.id),
-                    json!({"taskId": task.id, "owner": actor.id(), "execution": true}),
-                    &origin,
-                );
-                match self.store.write_work(&[WorkChange::InsertRun(run.clone())], &[event]).await {
-                    Ok(()) => run,
-                    // Another core started it: the next pass carries on with it.
-                    Err(error) if error.kind() == ErrorKind::Conflict => return Ok(0),
-                    Err(error) => return Err(error.into()),
-                }
-            }
-        };
         let task_type = self.store.task_type(&task.task_type_id).await?;
         let Some(execution) = task_type.execution.clone() else { return Ok(0) };
         let skill = format!(
@@ -138,19 +97,33 @@ impl Engine {
             execution["skill"].as_str().unwrap_or_default(),
             execution["version"].as_str().unwrap_or_default()
         );
+        let runs = self.store.runs(&task.id).await?;
+        let running = runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == "running");
+        let approvals = self.store.approvals(&task.id).await?;
+        let state = GateState::of(gates_of(&approvals));
+        if state != GateState::Open {
+            return self.gated_execution(task, running.as_ref(), &skill, state, now, &origin).await;
+        }
+        let run = match running {
+            Some(run) => run,
+            None => match self.start_execution_run(actor, task, now, &origin).await? {
+                Some(run) => run,
+                None => return Ok(0),
+            },
+        };
         let inputs = match execution_inputs(task, &task_type) {
             Value::Object(inputs) => inputs,
             _ => serde_json::Map::new(),
         };
         let request = InvokeRequest {
             inputs: Some(inputs),
-            idempotency_key: Some(format!("execution:{}", run.id)),
+            idempotency_key: Some(execution_key(&run)),
             task_id: Some(task.id.clone()),
             run_id: Some(run.id.clone()),
             approval_id: None,
         };
         let call = match self.invoke_by(actor, &skill, &request, None, Some(Internal::Execution)).await {
-            Ok(invoked) => invoked.invocation,
+            Ok(invoked) => self.store.invocation(&invoked.invocation.id).await?,
             // The gates moved meanwhile: look again later.
             Err(error) if matches!(error.code, "approval_required" | "gate_rejected") => return Ok(0),
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => return Err(error),
@@ -159,60 +132,155 @@ impl Engine {
                 return self.finish_execution(task, Some(&run), "failed", None, Some(failure), &origin).await;
             }
         };
-        match call.status.as_str() {
+        if let Some(moved) = self.ended_execution(task, &run, &call, &skill, &origin).await? {
+            return Ok(moved);
+        }
+        // Still waiting: at most the bound of §9, counted from the run's start or the gate's
+        // approval, whichever is later.
+        let called = self.store.skill(&call.skill_id).await?.skill;
+        let approved =
+            approvals.iter().filter(|a| a.gate && a.status == "approved").filter_map(|a| a.decided_at).max();
+        let since = approved.map_or(run.created_at, |at| at.max(run.created_at));
+        if since + execution_bound(called.contract.as_ref().unwrap_or(&Value::Null)) <= now {
+            let cause =
+                Cancellation { code: "basis_revoked", reason: "execution_deadline", by: actor.id(), initiator: "system" };
+            let (cancelled, event) = self.cancelled(&call, &called, &cause, now, &origin);
+            if written(self.store.update_invocation(&cancelled, &[event]).await)? {
+                return Ok(1);
+            }
+        }
+        Ok(0)
+    }
+
+    /// A new run of the execution principal on `task`; `None` when another core started one.
+    async fn start_execution_run(
+        &self,
+        actor: &Actor,
+        task: &TaskRecord,
+        now: Time,
+        origin: &Origin,
+    ) -> Result<Option<RunRecord>> {
+        let run = RunRecord {
+            id: self.new_id(),
+            task_id: task.id.clone(),
+            owner_principal_id: actor.id().to_owned(),
+            status: "running".to_owned(),
+            result: None,
+            error: None,
+            row_version: 1,
+            created_at: now,
+            ended_at: None,
+        };
+        let event = self.event(
+            "run.started",
+            format!("run:{}", run.id),
+            json!({"taskId": task.id, "owner": actor.id(), "execution": true}),
+            origin,
+        );
+        match self.store.write_work(&[WorkChange::InsertRun(run.clone())], &[event]).await {
+            Ok(()) => Ok(Some(run)),
+            // Another core started it: the next pass carries on with it.
+            Err(error) if error.kind() == ErrorKind::Conflict => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// A task whose gates hold its execution. Rejected: the task fails (`gate_rejected`) once no
+    /// call of it runs. Withdrawn: a queued call is cancelled (nothing was decided) and its run
+    /// ends; the task waits for a new gate. Pending: it waits.
+    async fn gated_execution(
+        &self,
+        task: &TaskRecord,
+        run: Option<&RunRecord>,
+        skill: &str,
+        state: GateState,
+        now: Time,
+        origin: &Origin,
+    ) -> Result<usize> {
+        let call = match run {
+            Some(run) => self.execution_call(skill, run).await?,
+            None => None,
+        };
+        // A call an executor holds may be acting: it finishes, and its end decides.
+        if call.as_ref().is_some_and(|call| call.status == "running") || state == GateState::Pending {
+            return Ok(0);
+        }
+        if let (Some(run), Some(call)) = (run, &call)
+            && let Some(moved) = self.ended_execution(task, run, call, skill, origin).await?
+        {
+            return Ok(moved);
+        }
+        match (state, run, call) {
+            (GateState::Rejected, _, _) => {
+                let failure = json!({"code": "gate_rejected", "message": "the task's gate was rejected"});
+                self.finish_execution(task, run, "failed", None, Some(failure), origin).await
+            }
+            (GateState::Withdrawn, Some(_), Some(call)) if call.status == "pending" => {
+                let called = self.store.skill(&call.skill_id).await?.skill;
+                let cause =
+                    Cancellation { code: "basis_revoked", reason: "approval_withdrawn", by: "system", initiator: "system" };
+                let (cancelled, event) = self.cancelled(&call, &called, &cause, now, origin);
+                Ok(usize::from(written(self.store.update_invocation(&cancelled, &[event]).await)?))
+            }
+            (GateState::Withdrawn, Some(run), None) => {
+                let failure = json!({"code": "gate_withdrawn", "message": "the task's gate was withdrawn"});
+                let (ended, event) = self.ended_run(run, "cancelled", None, Some(failure), origin);
+                Ok(usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?))
+            }
+            _ => Ok(0),
+        }
+    }
+
+    /// The execution call of `run`, if it made one.
+    async fn execution_call(&self, skill: &str, run: &RunRecord) -> Result<Option<InvocationRecord>> {
+        let version = self.find(skill).await?.skill;
+        match self.store.invocation_by_key(&version.id, &execution_key(run)).await {
+            Ok(call) => Ok(Some(call)),
+            Err(error) if error.kind() == ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// What the end of the execution's `call` does: the run and the task end by it — but a call
+    /// cancelled because the task's gate was withdrawn before anyone ran it only ends its run
+    /// (nothing was written; a new gate approved makes the task's one write). `None` while the
+    /// call has not ended.
+    async fn ended_execution(
+        &self,
+        task: &TaskRecord,
+        run: &RunRecord,
+        call: &InvocationRecord,
+        skill: &str,
+        origin: &Origin,
+    ) -> Result<Option<usize>> {
+        let error = call.error.as_ref();
+        let code = error.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("unknown");
+        let reason = error.and_then(|e| e.get("message")).and_then(Value::as_str);
+        let moved = match call.status.as_str() {
             "succeeded" => {
                 let result = json!({"skillInvocationId": call.id, "skill": skill, "status": call.status,
                                     "artifactId": call.artifact_id});
-                self.finish_execution(task, Some(&run), "succeeded", Some(result), None, &origin).await
+                self.finish_execution(task, Some(run), "succeeded", Some(result), None, origin).await?
             }
-            "cancelled" if withdrawn_unclaimed(&call) => {
-                // Its gate was withdrawn before anyone ran it: nothing was sent. This run ends;
-                // a new gate approved starts the next one.
-                let failure = json!({"code": "gate_withdrawn", "message": "the task's gate was withdrawn before the call ran",
-                                     "skillInvocationId": call.id});
-                let (ended, event) = self.ended_run(&run, "cancelled", None, Some(failure), &origin);
-                Ok(usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?))
+            "cancelled" if call.attempt == 0 && code == "basis_revoked" && reason == Some("approval_withdrawn") => {
+                let failure = json!({"code": "gate_withdrawn", "skillInvocationId": call.id,
+                                     "message": "the task's gate was withdrawn before the call ran"});
+                let (ended, event) = self.ended_run(run, "cancelled", None, Some(failure), origin);
+                usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?)
             }
             "failed" | "cancelled" => {
-                let error = call.error.as_ref();
-                let code = error.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("unknown");
-                let message = error.and_then(|e| e.get("message")).and_then(Value::as_str);
-                let code = if code == "basis_revoked" && message == Some("gate_rejected") {
+                let failed = if code == "basis_revoked" && reason == Some("gate_rejected") {
                     "gate_rejected".to_owned()
                 } else {
                     format!("skill_invocation_{}", call.status)
                 };
-                let failure = json!({"code": code,
-                                     "message": format!("skill_invocation_{}: {}", call.status,
-                                                        error.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("unknown")),
+                let failure = json!({"code": failed, "message": format!("skill_invocation_{}: {code}", call.status),
                                      "skillInvocationId": call.id});
-                self.finish_execution(task, Some(&run), "failed", None, Some(failure), &origin).await
+                self.finish_execution(task, Some(run), "failed", None, Some(failure), origin).await?
             }
-            _ => {
-                let record = self.store.invocation(&call.id).await?;
-                let skill = self.store.skill(&record.skill_id).await?.skill;
-                // The wait counts from the run's start or the gate's approval, whichever is later.
-                let approved = approvals
-                    .iter()
-                    .filter(|approval| approval.gate && approval.status == "approved")
-                    .filter_map(|approval| approval.decided_at)
-                    .max();
-                let since = approved.map_or(run.created_at, |at| at.max(run.created_at));
-                if since + execution_bound(skill.contract.as_ref().unwrap_or(&Value::Null)) <= now {
-                    let cause = Cancellation {
-                        code: "basis_revoked",
-                        reason: "execution_deadline",
-                        by: actor.id(),
-                        initiator: "system",
-                    };
-                    let (cancelled, event) = self.cancelled(&record, &skill, &cause, now, &origin);
-                    if written(self.store.update_invocation(&cancelled, &[event]).await)? {
-                        return Ok(1);
-                    }
-                }
-                Ok(0)
-            }
-        }
+            _ => return Ok(None),
+        };
+        Ok(Some(moved))
     }
 
     /// Ends the run and closes the task by the run's end, in one transaction.
@@ -242,13 +310,9 @@ impl Engine {
     }
 }
 
-/// Whether `call` was cancelled at claim because its task's gate was withdrawn, before any
-/// executor took it: it wrote nothing, and the task's one execution write is still to come.
-fn withdrawn_unclaimed(call: &skill_api::InvocationOut) -> bool {
-    let error = call.error.as_ref();
-    call.attempt == 0
-        && error.and_then(|e| e.get("code")).and_then(Value::as_str) == Some("basis_revoked")
-        && error.and_then(|e| e.get("message")).and_then(Value::as_str) == Some("approval_withdrawn")
+/// The key of a run's execution call.
+fn execution_key(run: &RunRecord) -> String {
+    format!("execution:{}", run.id)
 }
 
 /// How long an execution waits for its call (§9): `maxAttempts × (2×timeout + 30 + backoff) + 30`
