@@ -55,7 +55,8 @@ pub use packages::{
 };
 pub use page::{Items, Page, PageQuery};
 pub use principals::{
-    AssignRequest, Assigned, AssignedSkill, DisableOut, DisableRequest, ExecutorAllowance, ExecutorAllowanceOut, Revoked,
+    AssignRequest, Assigned, AssignedSkill, DisableOut, DisableRequest, ExecutorAllowance, ExecutorAllowanceOut,
+    Revoked,
 };
 pub use skills::{
     DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest, PublishRequest,
@@ -65,8 +66,7 @@ pub use tokens::{AudienceTokenOut, AudienceTokenRequest};
 pub use work::{
     ActionOut, ApprovalOut, ApprovalRequest, CloseTaskRequest, CommentOut, CommentRequest, DecideRequest,
     EndRunRequest, OfTaskQuery, OutcomeOut, RequestedCall, RequestedCallOut, RunOut, RunRequest, TaskApproval, TaskOut,
-    TaskQuery, TaskRequest,
-    TaskTypeOut, TaskTypeQuery, TaskTypeRef, TaskTypeRequest, WithdrawRequest,
+    TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery, TaskTypeRef, TaskTypeRequest, WithdrawRequest,
 };
 
 /// The path every route of this crate is relative to.

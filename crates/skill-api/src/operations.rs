@@ -8,9 +8,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use crate::{
     ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, AudienceTokenOut, AudienceTokenRequest,
     CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, DisableOut, DisableRequest, EventOut,
-    EventsQuery, ExecutorAllowance, ExecutorAllowanceOut, FailRequest, HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest, Items,
-    ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SessionOut,
-    SessionRequest, SettingsOut, SettingsRequest, SkillOut,
+    EventsQuery, ExecutorAllowance, ExecutorAllowanceOut, FailRequest, HeartbeatRequest, InstallOut, InvocationOut,
+    InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest,
+    RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut, SettingsRequest, SkillOut,
 };
 use crate::{
     ApprovalOut, ApprovalRequest, CloseTaskRequest, CommentOut, CommentRequest, DecideRequest, EndRunRequest,

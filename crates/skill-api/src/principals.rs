@@ -114,4 +114,3 @@ pub struct ExecutorAllowanceOut {
     /// None: the operator allowed it nothing, and its claims are refused.
     pub allowance: Option<ExecutorAllowance>,
 }
-

@@ -6,9 +6,9 @@ use skill_api::operations::{Op, Operation};
 use skill_api::{
     ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, AudienceTokenOut, AudienceTokenRequest,
     CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, DisableOut, DisableRequest, EventOut,
-    EventsQuery, ExecutorAllowance, ExecutorAllowanceOut, FailRequest, Health, HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest,
-    Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, SessionOut,
-    SessionRequest, SettingsOut, SettingsRequest, SkillOut,
+    EventsQuery, ExecutorAllowance, ExecutorAllowanceOut, FailRequest, Health, HeartbeatRequest, InstallOut,
+    InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest,
+    PublishRequest, RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut, SettingsRequest, SkillOut,
 };
 use skill_contract::SkillDefinition;
 

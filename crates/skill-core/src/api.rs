@@ -52,7 +52,9 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::SetSettings => ("/packages/{key}/settings", on(filter, handlers::set_settings)),
         Op::IssueAudienceToken => ("/audience-tokens", on(filter, calls::audience_token)),
         Op::DisablePrincipal => ("/principals:disable", on(filter, handlers::disable_principal)),
-        Op::SetExecutorAllowance => ("/principals/{principal}/executor-allowance", on(filter, handlers::allow_executor)),
+        Op::SetExecutorAllowance => {
+            ("/principals/{principal}/executor-allowance", on(filter, handlers::allow_executor))
+        }
         Op::ReadExecutorAllowance => {
             ("/principals/{principal}/executor-allowance", on(filter, handlers::executor_allowance))
         }

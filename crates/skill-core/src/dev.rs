@@ -87,9 +87,10 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let core_url = format!("http://{}", listener.local_addr()?);
     let engine = engine.with_issuer(&core_url);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(skill_core::serve_until(engine.clone(), listener, skill_http::Limits::default(), async {
-        drop(stopped.await);
-    }));
+    let server =
+        tokio::spawn(skill_core::serve_until(engine.clone(), listener, skill_http::Limits::default(), async {
+            drop(stopped.await);
+        }));
 
     let host = match &args.krate {
         Some(name) => host_crate::locate(&folder, name),
@@ -279,8 +280,8 @@ async fn issue(engine: &Engine, name: &str, kind: &str, grants: &[String]) -> Re
     Ok(engine.issue_token(&request, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?.token)
 }
 
-/// What dev's executor runs: the package's local entrypoints, and the origins and audiences of
-/// its remote skills as dev serves them.
+/// What dev's executor runs: the modules of the package's local skills (its host offers every
+/// skill of them), and the origins and audiences of its remote skills as dev serves them.
 fn executor_allowance(
     loaded: &package::Loaded,
     needs: &remote::Needs,
@@ -294,9 +295,12 @@ fn executor_allowance(
         .filter(|object| object.document.pointer("/spec/contract/implementation/protocol") == Some(&json!("local")))
         .filter_map(|object| object.document.pointer("/spec/contract/implementation/entrypoint"))
         .filter_map(Value::as_str)
-        .map(str::to_owned)
+        .map(|entrypoint| entrypoint.split_once(':').map_or(entrypoint, |(module, _)| module).to_owned())
+        .collect::<std::collections::BTreeSet<String>>()
+        .into_iter()
         .collect();
-    let mut allowance = skill_api::ExecutorAllowance { protocols: vec!["local".to_owned()], local, ..Default::default() };
+    let mut allowance =
+        skill_api::ExecutorAllowance { protocols: vec!["local".to_owned()], local, ..Default::default() };
     if let Some(runs) = runs {
         if !runs.http_origins.is_empty() {
             allowance.protocols.push("http".to_owned());
@@ -304,7 +308,8 @@ fn executor_allowance(
         }
         if !runs.mcp_origins.is_empty() || !runs.stdio.is_empty() {
             allowance.protocols.push("mcp".to_owned());
-            allowance.mcp_origins = runs.mcp_origins.iter().cloned().chain(runs.stdio.iter().map(|name| format!("stdio:{name}"))).collect();
+            allowance.mcp_origins =
+                runs.mcp_origins.iter().cloned().chain(runs.stdio.iter().map(|name| format!("stdio:{name}"))).collect();
         }
         allowance.audiences = needs.http.audiences.union(&needs.mcp_http.audiences).cloned().collect();
     }

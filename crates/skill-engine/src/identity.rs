@@ -7,8 +7,8 @@ use skill_store::ErrorKind;
 use skill_store::records::{AccessToken, Grant, Principal, Time, Workspace};
 
 use crate::actor::{Actor, new_token, token_hash, usable};
-use crate::work::EXECUTION_PRINCIPAL;
 use crate::error::{Class, EngineError, Result};
+use crate::work::EXECUTION_PRINCIPAL;
 use crate::{Engine, Origin};
 
 /// The kinds of principal.
@@ -219,11 +219,11 @@ impl Engine {
         }
         match self.store.principal_by_name(name).await {
             Ok(principal) => Ok(principal),
-            Err(error) if error.kind() == ErrorKind::NotFound => Err(EngineError::not_found(&format!(
-                "principal {name}"
-            ))
-            .with("principal", name)
-            .with("hint", "a principal is made by its first token: skill-core token create --name <name>")),
+            Err(error) if error.kind() == ErrorKind::NotFound => {
+                Err(EngineError::not_found(&format!("principal {name}"))
+                    .with("principal", name)
+                    .with("hint", "a principal is made by its first token: skill-core token create --name <name>"))
+            }
             Err(error) => Err(error.into()),
         }
     }

@@ -15,8 +15,8 @@ use std::collections::HashMap;
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use skill_contract::export::canonical;
 use skill_api::{CancelRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_DOCUMENT_BYTES, Page};
+use skill_contract::export::canonical;
 use skill_store::ErrorKind;
 use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
 

@@ -195,7 +195,10 @@ pub(super) async fn allow_executor(
 }
 
 /// `GET /principals/{principal}/executor-allowance`.
-pub(super) async fn executor_allowance(State(core): State<Core>, actor: Actor, Path(principal): Path<String>) -> Answer {
+pub(super) async fn executor_allowance(
+    State(core): State<Core>,
+    actor: Actor,
+    Path(principal): Path<String>,
+) -> Answer {
     Ok(axum::Json(core.engine.executor_allowance(&actor, &principal).await?).into_response())
 }
-

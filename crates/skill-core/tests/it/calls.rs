@@ -351,9 +351,20 @@ async fn executors_take_only_what_they_declared() {
     each_backend("admission", |core| async move {
         core.publish(local("claim.classify", "none", (1, 0), &[])).await;
         core.publish(http_leaf("svc.plain", "https://svc.example/run", None)).await;
-        core.publish(http_leaf("svc.port", "https://svc.example:443/run", None)).await;
         core.publish(http_leaf("svc.aud", "https://svc.example/aud", Some("svc-api"))).await;
-        for reference in ["claim.classify@1", "svc.plain@1", "svc.port@1", "svc.aud@1"] {
+        // An endpoint is kept in one form, the one executors read it as.
+        for (endpoint, canonical) in [
+            ("https://svc.example:443/run", "https://svc.example/run"),
+            ("http://2130706433:80/x", "http://127.0.0.1/x"),
+        ] {
+            let refused = core.post(&core.admin, "/skills", &http_leaf("svc.port", endpoint, None)).await;
+            let details = &refused.refused(422, "invalid_skill_contract").body["error"]["details"];
+            assert_eq!(
+                (details["field"].clone(), details["canonical"].clone()),
+                (json!("implementation.endpoint"), json!(canonical))
+            );
+        }
+        for reference in ["claim.classify@1", "svc.plain@1", "svc.aud@1"] {
             let inputs = if reference.starts_with("claim") { json!({"claim": "c"}) } else { json!({}) };
             core.invoke(&core.caller, reference, json!({"inputs": inputs})).await.ok(201);
         }
@@ -367,8 +378,7 @@ async fn executors_take_only_what_they_declared() {
         assert_eq!(path.refused(422, "invalid_executor_endpoint").body["error"]["details"]["field"], "httpOrigins");
         // A remote protocol without origins, a local one without entrypoints: nothing.
         assert_eq!(core.claim(json!({"protocols": ["http", "local"]})).await.status, StatusCode::NO_CONTENT);
-        // Origins are compared as strings: https://svc.example does not admit https://svc.example:443/…,
-        // and an audience must be declared.
+        // An origin admits the endpoints under it, and an audience must be declared.
         let plain = core.claim(json!({"protocols": ["http"], "httpOrigins": ["HTTPS://SVC.EXAMPLE/"]})).await;
         assert_eq!(plain.ok(200)["skill"]["name"], "svc.plain");
         assert!(plain.body["skill"].get("config").is_none(), "never the catalog config");
@@ -380,8 +390,15 @@ async fn executors_take_only_what_they_declared() {
             .claim(json!({"protocols": ["http"], "httpOrigins": ["https://svc.example"], "audiences": ["svc-api"]}))
             .await;
         assert_eq!(aud.ok(200)["skill"]["name"], "svc.aud");
-        let port = core.claim(json!({"protocols": ["http"], "httpOrigins": ["https://svc.example:443"]})).await;
-        assert_eq!(port.ok(200)["skill"]["name"], "svc.port");
+        // Beyond what the operator allowed this executor: refused, naming what is allowed.
+        let beyond = core.claim(json!({"protocols": ["http"], "httpOrigins": ["https://other.example"]})).await;
+        let details = &beyond.refused(403, "executor_not_allowed").body["error"]["details"];
+        assert_eq!(
+            (details["field"].clone(), details["value"].clone()),
+            (json!("httpOrigins"), json!("https://other.example"))
+        );
+        let beyond = core.claim(json!({"protocols": ["local"], "localEntrypoints": ["elsewhere:run"]})).await;
+        beyond.refused(403, "executor_not_allowed");
         let local = core.claim(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY]})).await;
         let claimed = local.ok(200);
         assert_eq!(claimed["skill"]["contract"]["implementation"]["entrypoint"], CLASSIFY);
@@ -448,11 +465,12 @@ async fn leases_fence_out_the_executor_that_lost_them() {
                 "{verb}"
             );
         }
-        // Another executor holding skills.execute is not the holder either.
-        let other = token(&core.engine, "other-executor", &["skills.execute"]).await;
+        // Another executor holding skills.execute is not the holder either: to it the call does
+        // not exist.
+        let other = executor_token(&core.engine, "other-executor", &["skills.execute"], test_allowance()).await;
         core.act(&other, &id, "complete", json!({"fencingToken": 2, "output": {"label": "x"}}))
             .await
-            .refused(409, "stale_invocation_lease");
+            .refused(404, "not_found");
         let done = core
             .act(
                 &core.executor,
@@ -627,7 +645,7 @@ async fn a_lease_taken_with_a_session_ends_with_it() {
         let session_id = session["id"].as_str().expect("id").to_owned();
         assert_eq!(session["status"], "active");
         core.post(&core.executor, "/executor-sessions", &json!({"ttlSeconds": 5})).await.refused(400, "invalid_request");
-        let other = token(&core.engine, "other-executor", &["skills.execute"]).await;
+        let other = executor_token(&core.engine, "other-executor", &["skills.execute"], test_allowance()).await;
         core.post(&other, &format!("/executor-sessions/{session_id}:heartbeat"), &json!({})).await.refused(403, "session_owner_mismatch");
         core.post(&other, "/skill-invocations:claim", &json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "sessionId": session_id})).await.refused(403, "session_owner_mismatch");
         core.post(&core.executor, "/executor-sessions/nope:heartbeat", &json!({})).await.refused(404, "not_found");
@@ -710,30 +728,36 @@ async fn callers_list_their_own_calls_and_executors_all() {
             .ok(200)
             .clone();
         assert_eq!((ids(&third), third["nextCursor"].clone()), (vec![mine[0].clone()], Value::Null));
-        // Filters: the version, the status, the caller (others' only for executors).
+        // Filters: the version, the status, the caller (others' only with org.read).
         let routes = core.get(&core.caller, "/skill-invocations?skill=claim.route@1").await.ok(200).clone();
         assert_eq!(ids(&routes), [mine[3].clone(), mine[1].clone()]);
-        assert_eq!(
-            core.get(&core.executor, "/skill-invocations?status=pending").await.ok(200)["items"]
-                .as_array()
-                .map(Vec::len),
-            Some(6)
-        );
+        let count = |token: &str, query: String| {
+            let (core, token) = (&core, token.to_owned());
+            async move {
+                core.get(&token, &format!("/skill-invocations?{query}")).await.ok(200)["items"]
+                    .as_array()
+                    .map_or(0, Vec::len)
+            }
+        };
+        assert_eq!(count(&core.admin, "status=pending".into()).await, 6);
+        // An executor reads only the calls it holds or held: none of these, until it takes one.
+        assert_eq!(count(&core.executor, "status=pending".into()).await, 0);
+        core.get(&core.executor, &format!("/skill-invocations/{}", mine[0])).await.refused(404, "not_found");
+        let taken =
+            core.claim(json!({"protocols": ["local"], "localEntrypoints": ["claims.skills:claim_route"]})).await;
+        let taken = taken.ok(200)["invocation"]["id"].as_str().expect("an id").to_owned();
+        assert_eq!(count(&core.executor, String::new()).await, 1);
+        core.get(&core.executor, &format!("/skill-invocations/{taken}")).await.ok(200);
         let stranger_id = core.engine.authenticate(&stranger).await.expect("stranger").id().to_owned();
         core.get(&core.caller, &format!("/skill-invocations?caller={stranger_id}"))
             .await
             .refused(403, "permission_denied");
-        assert_eq!(
-            core.get(&core.executor, &format!("/skill-invocations?caller={stranger_id}")).await.ok(200)["items"]
-                .as_array()
-                .map(Vec::len),
-            Some(1)
-        );
+        core.get(&core.executor, &format!("/skill-invocations?caller={stranger_id}"))
+            .await
+            .refused(403, "permission_denied");
+        assert_eq!(count(&core.admin, format!("caller={stranger_id}")).await, 1);
         let future = (Utc::now() + Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        assert_eq!(
-            core.get(&core.executor, &format!("/skill-invocations?since={future}")).await.ok(200)["items"],
-            json!([])
-        );
+        assert_eq!(count(&core.admin, format!("since={future}")).await, 0);
         core.get(&core.caller, "/skill-invocations?status=lost").await.refused(422, "invalid_status");
         core.get(&core.caller, "/skill-invocations?since=yesterday").await.refused(400, "invalid_request");
         core.get(&core.caller, "/skill-invocations?cursor=garbage").await.refused(400, "invalid_request");
@@ -995,7 +1019,7 @@ async fn disabling_a_principal_cancels_its_calls_and_returns_what_it_ran() {
         let held = core.claim(take.clone()).await.ok(200).clone();
         assert_eq!(held["invocation"]["id"], running["id"]);
         // Another caller's call, run by an executor that is disabled next.
-        let runner = token(&core.engine, "runner", &["skills.execute"]).await;
+        let runner = executor_token(&core.engine, "runner", &["skills.execute"], test_allowance()).await;
         let theirs =
             core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}})).await.ok(201).clone();
         let taken = core.post(&runner, "/skill-invocations:claim", &take).await.ok(200).clone();
@@ -1030,7 +1054,7 @@ async fn disabling_a_principal_cancels_its_calls_and_returns_what_it_ran() {
         let read = |id: &Value| {
             let core = &core;
             let id = id.as_str().expect("id").to_owned();
-            async move { core.get(&core.executor, &format!("/skill-invocations/{id}")).await.ok(200).clone() }
+            async move { core.get(&core.admin, &format!("/skill-invocations/{id}")).await.ok(200).clone() }
         };
         let was_running = read(&running["id"]).await;
         assert_eq!(

@@ -12,7 +12,7 @@ use skill_fixtures::Scratch;
 use skill_sdk::core::http::HttpCore;
 use skill_sdk::core::{CoreAccess, KnowledgeRoute, stale_state_token};
 
-use crate::api::token;
+use crate::api::{executor_token, token};
 use crate::calls::{Core, each_backend};
 
 /// The state token of an empty knowledge slot.
@@ -148,7 +148,7 @@ async fn story(core: Core, executable: &Path) {
     // The package's host as the local executor.
     let _executor = executor(executable, &root, &core.executor, &outbox_folder);
     let cancelled = core
-        .until(&core.executor, &format!("/skill-invocations/{}", waiting["id"].as_str().expect("id")), |call| {
+        .until(&core.admin, &format!("/skill-invocations/{}", waiting["id"].as_str().expect("id")), |call| {
             call["status"] != "pending"
         })
         .await;
@@ -190,10 +190,11 @@ async fn story(core: Core, executable: &Path) {
     assert_eq!(sent[0]["output"]["status"], "sent");
     let comments = core.get(&clerk, &format!("/task-comments?task={claim}")).await.ok(200).clone();
     assert_eq!(comments["items"][0]["body"], "The approved reply was sent.", "the outcome's reaction");
-    // Once: the approval is spent for this version.
+    // The approval covered the outcome's call only: the clerk's own call with it, even with the
+    // same text, is not that call.
     let again = json!({"inputs": {"claim": "C-1002", "comment": comment}, "taskId": claim, "approvalId": approval, "idempotencyKey": "k-2"});
     let spent = send(&clerk, again.clone()).await;
-    assert_eq!(spent.refused(409, "approval_already_used").body["error"]["details"]["approvalId"], approval);
+    assert_eq!(spent.refused(403, "approval_does_not_cover").body["error"]["details"]["approvalId"], approval);
     // Closed: no further write on the task, whatever the approval.
     core.post(&clerk, &format!("/tasks/{claim}:close"), &json!({"status": "done"})).await.ok(200);
     send(&clerk, again).await.refused(409, "task_terminal");
@@ -209,12 +210,13 @@ async fn story(core: Core, executable: &Path) {
     .await;
     let run =
         core.post(&clerk, "/runs", &json!({"taskId": execution})).await.ok(201)["id"].as_str().expect("id").to_owned();
-    let held =
+    let own =
         send(&clerk, json!({"inputs": {"claim": "C-2001", "comment": reply}, "runId": run, "idempotencyKey": "e-1"}))
             .await;
     assert_eq!(
-        held.refused(409, "approval_required").body["error"]["details"]["pendingApprovals"].as_array().map(Vec::len),
-        Some(1)
+        own.refused(403, "skill_side_effect_not_authorized").body["error"]["details"]["reason"],
+        "execution_is_the_cores",
+        "a clerk's own run never sends the task's reply"
     );
     let gate = core.get(&clerk, &format!("/approvals?task={execution}")).await.ok(200)["items"][0]["id"]
         .as_str()
@@ -251,7 +253,9 @@ async fn import(core: Core, executable: &Path) {
     let clerk = token(&core.engine, "clerk", &["tasks.write@claims", "knowledge.write@claims"]).await;
     let outsider = token(&core.engine, "outsider", &["tasks.write@other", "knowledge.write@other"]).await;
     // The executor's account: it runs the skills and imports into the workspace's knowledge.
-    let account = token(&core.engine, "claims-executor", &["skills.execute", "knowledge.write@claims"]).await;
+    let allowance = json!({"protocols": ["local"], "local": ["claims_integration"]});
+    let account =
+        executor_token(&core.engine, "claims-executor", &["skills.execute", "knowledge.write@claims"], allowance).await;
     let outbox = Scratch::new("claims-import-outbox");
     let _executor = executor(executable, &root, &account, &outbox);
 

@@ -77,7 +77,14 @@ async fn every_operation_through_the_typed_client() {
                      "implementation": {"protocol": "local", "entrypoint": "claims.skills:classify"}}});
     core.publish(&serde_json::from_value(classify).expect("a request")).await.expect("published");
     let caller = Client::new(&api.base, token(&api.engine, "caller", &["skills.invoke"]).await).expect("a client");
-    let executor = Client::new(&api.base, token(&api.engine, "runner", &["skills.execute"]).await).expect("a client");
+    let runner = crate::api::executor_token(
+        &api.engine,
+        "runner",
+        &["skills.execute"],
+        json!({"protocols": ["local"], "local": ["claims.skills"]}),
+    )
+    .await;
+    let executor = Client::new(&api.base, runner).expect("a client");
     let invoke = InvokeRequest { idempotency_key: Some("k".into()), ..InvokeRequest::default() };
     let (call, created) = caller.invoke("claim.classify@1", &invoke).await.expect("invoked");
     assert!(created);

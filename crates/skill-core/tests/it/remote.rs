@@ -79,10 +79,16 @@ impl Core {
         running
     }
 
+    /// Sets what the tests' executor may run.
+    async fn allow(&self, allowance: Value) {
+        let allowance: skill_api::ExecutorAllowance = serde_json::from_value(allowance).expect("an allowance");
+        self.engine.allow_executor(None, "executor", &allowance, None).await.expect("allowed");
+    }
+
     /// The call `id` once it ended (within 20 s).
     async fn ended(&self, id: &str) -> Value {
         for _ in 0..200 {
-            let call = self.get(&self.executor, &format!("/skill-invocations/{id}")).await.ok(200).clone();
+            let call = self.get(&self.admin, &format!("/skill-invocations/{id}")).await.ok(200).clone();
             if matches!(call["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
                 return call;
             }
@@ -121,6 +127,7 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
 
         let root = core.base.trim_end_matches("/api/v1").to_owned();
         let origin = format!("https://localhost:{port}");
+        core.allow(json!({"protocols": ["http"], "httpOrigins": [origin], "audiences": [AUDIENCE]})).await;
         let executor = core.executor_process(
             &folder,
             &["--http-origin", &origin, "--private-host", "localhost", "--concurrency", "2"],
@@ -152,10 +159,12 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
         assert_eq!(output["caller"]["iss"], json!(root));
         assert_eq!(output["caller"]["scope"], "demo.call");
         assert_eq!(output["transport"], "http");
-        // The executor keeps its token for the audience: a second call carries the same one.
+        // Each call carries a token of its own, naming it.
+        assert_eq!(output["caller"]["invocation_id"], json!(id));
         let again = core.invoke(&core.caller, "whoami@1", json!({"inputs": {}})).await.ok(201).clone();
         let again = core.ended(again["id"].as_str().expect("id")).await;
-        assert_eq!(again["output"]["caller"]["jti"], output["caller"]["jti"], "one token for both calls");
+        assert_ne!(again["output"]["caller"]["jti"], output["caller"]["jti"], "a token per call");
+        assert_eq!(again["output"]["caller"]["invocation_id"], again["id"]);
 
         // A retryable skill error is retried until the attempts run out; a refusal fails at once
         // with the skill's own code.
@@ -273,6 +282,9 @@ async fn mcp_tools_run_through_the_executor_over_http_and_stdio() {
         })
         .to_string();
         let origin = format!("https://localhost:{port}");
+        core.allow(json!({"protocols": ["mcp"], "mcpOrigins": [origin, "stdio:claims", "stdio:claims-host"],
+                          "audiences": [AUDIENCE]}))
+            .await;
         let executor = core.executor_process(
             &folder,
             &["--mcp-origin", &origin, "--mcp-servers", &servers, "--private-host", "localhost", "--concurrency", "2"],

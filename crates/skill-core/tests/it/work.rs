@@ -518,7 +518,10 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
         );
         let run = withdrawn["runId"].as_str().expect("a run").to_owned();
         let ended = core.until(&desk.writer, &format!("/runs/{run}"), |run| run["status"] != "running").await;
-        assert_eq!((ended["status"].clone(), ended["error"]["code"].clone()), (json!("cancelled"), json!("gate_withdrawn")));
+        assert_eq!(
+            (ended["status"].clone(), ended["error"]["code"].clone()),
+            (json!("cancelled"), json!("gate_withdrawn"))
+        );
         assert_eq!(core.get(&desk.writer, &format!("/tasks/{auto}")).await.ok(200)["status"], "open", "it waits");
         // A new gate approved: the core makes the task's one execution call again, and it runs.
         let gate = desk.approved(&auto).await;
@@ -531,7 +534,10 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
         let gate = id(core.post(&desk.writer, "/approvals", &json!({"taskId": auto})).await.ok(201));
         core.post(&desk.decider, &format!("/approvals/{gate}:decide"), &json!({"outcome": "rejected"})).await.ok(200);
         let failed = core.until(&desk.writer, &format!("/tasks/{auto}"), |task| task["status"] != "open").await;
-        assert_eq!((failed["status"].clone(), failed["closeReason"].clone()), (json!("failed"), json!("gate_rejected")));
+        assert_eq!(
+            (failed["status"].clone(), failed["closeReason"].clone()),
+            (json!("failed"), json!("gate_rejected"))
+        );
         assert_eq!(desk.claim_send(&queued).await.status.as_u16(), 204);
         assert_eq!(desk.call(&queued).await["error"]["message"], "gate_rejected");
         // A version disabled while its call waited: cancelled, even without a basis.
@@ -645,7 +651,10 @@ async fn an_approved_gate_sends_with_the_deciders_authority_once() {
                          "inputs": {"claim": "C-7", "comment": "Apologise and refund."}}])
             );
         }
-        assert_eq!(decided["outcome"]["actions"][0]["inputs"], json!({"claim": "C-7", "comment": "Apologise and refund."}));
+        assert_eq!(
+            decided["outcome"]["actions"][0]["inputs"],
+            json!({"claim": "C-7", "comment": "Apologise and refund."})
+        );
         // The call runs; its success with the expected output runs onSuccess: the task is done, with a comment.
         let call_id = id(&call);
         desk.run_send(&call_id, json!({"label": "sent"})).await;

@@ -170,6 +170,7 @@ fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Value, Value
         )
         .with("field", field));
     }
+    super::endpoint::check_endpoint(field, endpoint)?;
     let from = contract["implementation"]["endpoint"].clone();
     let mut moved = contract.clone();
     moved["implementation"]["endpoint"] = json!(endpoint);

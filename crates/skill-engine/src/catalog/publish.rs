@@ -139,6 +139,10 @@ fn leaf(request: &PublishRequest, record: &mut SkillRecord) -> Result<()> {
             ),
         ));
     }
+    let normalized = contract.to_normalized_json();
+    if let Some(endpoint) = normalized["implementation"]["endpoint"].as_str() {
+        super::endpoint::check_endpoint("implementation.endpoint", endpoint)?;
+    }
     record.protocol = Some(protocol.to_owned());
     record.side_effects = Some(leaf.side_effects().as_str().to_owned());
     record.risk_level = Some(leaf.risk_level().as_str().to_owned());

@@ -101,7 +101,8 @@ fn checked(allowance: &ExecutorAllowance) -> Result<Kept> {
         }
         kept
     };
-    let http = allowance.http_origins.iter().map(|o| normalized_origin("httpOrigins", o, false)).collect::<Result<_>>()?;
+    let http =
+        allowance.http_origins.iter().map(|o| normalized_origin("httpOrigins", o, false)).collect::<Result<_>>()?;
     let mcp = allowance.mcp_origins.iter().map(|o| normalized_origin("mcpOrigins", o, true)).collect::<Result<_>>()?;
     Ok(Kept {
         protocols,
@@ -257,7 +258,10 @@ mod tests {
             ..ExecutorAllowance::default()
         };
         let kept = checked(&request).expect("an allowance");
-        assert_eq!((kept.protocols, kept.http_origins), (vec!["http".to_owned()], vec!["https://svc.example".to_owned()]));
+        assert_eq!(
+            (kept.protocols, kept.http_origins),
+            (vec!["http".to_owned()], vec!["https://svc.example".to_owned()])
+        );
         let local_without = ExecutorAllowance { local: vec!["m".into()], ..ExecutorAllowance::default() };
         assert_eq!(checked(&local_without).expect_err("local not allowed").code, "invalid_executor_allowance");
         let reserved = ExecutorAllowance { audiences: vec![" Skill-Core".into()], ..ExecutorAllowance::default() };

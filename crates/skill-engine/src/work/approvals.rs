@@ -233,7 +233,11 @@ impl Engine {
                     approval_id: approval.id.clone(),
                     action_index: i32::try_from(index).unwrap_or(i32::MAX),
                     action: planned.action,
-                    skill_id: planned.call.as_ref().and_then(|call| call.version.as_ref()).map(|skill| skill.id.clone()),
+                    skill_id: planned
+                        .call
+                        .as_ref()
+                        .and_then(|call| call.version.as_ref())
+                        .map(|skill| skill.id.clone()),
                     inputs: planned.call.map(|call| canonical(&Value::Object(call.inputs))),
                     status: "pending".to_owned(),
                     invocation_id: None,
@@ -334,7 +338,11 @@ impl Engine {
 
 impl Engine {
     /// An approval as the API shows it, with its outcome's actions and the call it was asked for.
-    pub(crate) async fn approval_out(&self, approval: ApprovalRecord, actions: Vec<ActionRecord>) -> Result<ApprovalOut> {
+    pub(crate) async fn approval_out(
+        &self,
+        approval: ApprovalRecord,
+        actions: Vec<ActionRecord>,
+    ) -> Result<ApprovalOut> {
         let call = match (&approval.call_skill_id, &approval.call_inputs) {
             (Some(id), Some(inputs)) => {
                 let skill = self.store.skill(id).await?.skill;

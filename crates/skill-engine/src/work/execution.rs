@@ -98,7 +98,8 @@ impl Engine {
             execution["version"].as_str().unwrap_or_default()
         );
         let runs = self.store.runs(&task.id).await?;
-        let running = runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == "running");
+        let running =
+            runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == "running");
         let approvals = self.store.approvals(&task.id).await?;
         let state = GateState::of(gates_of(&approvals));
         if state != GateState::Open {
@@ -138,12 +139,15 @@ impl Engine {
         // Still waiting: at most the bound of §9, counted from the run's start or the gate's
         // approval, whichever is later.
         let called = self.store.skill(&call.skill_id).await?.skill;
-        let approved =
-            approvals.iter().filter(|a| a.gate && a.status == "approved").filter_map(|a| a.decided_at).max();
+        let approved = approvals.iter().filter(|a| a.gate && a.status == "approved").filter_map(|a| a.decided_at).max();
         let since = approved.map_or(run.created_at, |at| at.max(run.created_at));
         if since + execution_bound(called.contract.as_ref().unwrap_or(&Value::Null)) <= now {
-            let cause =
-                Cancellation { code: "basis_revoked", reason: "execution_deadline", by: actor.id(), initiator: "system" };
+            let cause = Cancellation {
+                code: "basis_revoked",
+                reason: "execution_deadline",
+                by: actor.id(),
+                initiator: "system",
+            };
             let (cancelled, event) = self.cancelled(&call, &called, &cause, now, &origin);
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {
                 return Ok(1);
@@ -217,8 +221,12 @@ impl Engine {
             }
             (GateState::Withdrawn, Some(_), Some(call)) if call.status == "pending" => {
                 let called = self.store.skill(&call.skill_id).await?.skill;
-                let cause =
-                    Cancellation { code: "basis_revoked", reason: "approval_withdrawn", by: "system", initiator: "system" };
+                let cause = Cancellation {
+                    code: "basis_revoked",
+                    reason: "approval_withdrawn",
+                    by: "system",
+                    initiator: "system",
+                };
                 let (cancelled, event) = self.cancelled(&call, &called, &cause, now, origin);
                 Ok(usize::from(written(self.store.update_invocation(&cancelled, &[event]).await)?))
             }
