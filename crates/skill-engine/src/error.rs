@@ -104,13 +104,17 @@ impl std::fmt::Display for EngineError {
 impl std::error::Error for EngineError {}
 
 /// Store failures: a database guard's refusal keeps its code (409, or 422 for a reference the
-/// catalog lacks) with the store's message and details; unavailable stays retryable; anything
+/// catalog lacks, 403 for a basis that does not cover its call) with the store's message and details; unavailable stays retryable; anything
 /// else is internal (the message goes to the log, not to the caller).
 impl From<StoreError> for EngineError {
     fn from(error: StoreError) -> Self {
         match error.kind() {
             ErrorKind::Refused(code) => {
-                let class = if code == "unknown_reference" { Class::Invalid } else { Class::Conflict };
+                let class = match code {
+                    "unknown_reference" => Class::Invalid,
+                    "basis_not_covered" => Class::Forbidden,
+                    _ => Class::Conflict,
+                };
                 Self::new(class, code, error.message().to_owned()).with_details(error.details().clone())
             }
             ErrorKind::Unavailable => {

@@ -36,7 +36,7 @@ fn a_person_calls_skills_through_the_core_and_lists_the_calls() {
         .expect("skill-sdk runs");
     assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
     let caller = core.person("caller", &["skills.invoke", "claims.reply"]);
-    let executor_token = core.token("runner", &["skills.execute"]);
+    let executor_token = core.executor("runner", &["skills.execute"], &["claims_integration"]);
     let mut executor = Command::new(SDK);
     executor
         .args(["execute", "--package", &package, "claims-integration", "--core", &core.url, "--grace", "2"])

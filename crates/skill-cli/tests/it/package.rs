@@ -199,6 +199,18 @@ impl Served {
         self.token_of("person", name, grants)
     }
 
+    /// A token of a new executor `name` with `grants`, allowed to run the `local` modules.
+    pub(crate) fn executor(&self, name: &str, grants: &[&str], local: &[&str]) -> String {
+        let token = self.token_of("executor", name, grants);
+        let allowance = skill_api::ExecutorAllowance {
+            protocols: vec!["local".into()],
+            local: local.iter().map(|module| (*module).to_owned()).collect(),
+            ..skill_api::ExecutorAllowance::default()
+        };
+        self._runtime.block_on(self.engine.allow_executor(None, name, &allowance, None)).expect("allowed");
+        token
+    }
+
     fn token_of(&self, kind: &str, name: &str, grants: &[&str]) -> String {
         let request = TokenRequest {
             principal: name.into(),

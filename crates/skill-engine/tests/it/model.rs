@@ -1,14 +1,19 @@
-//! A model-based test of the basis rules: random sequences of what people, executors and
-//! operators do — create a task (with or without a gate), ask for, decide and withdraw
-//! approvals, start and end runs, invoke with and without an approval or a run, close tasks,
-//! disable a principal, claim, complete, fail, let leases expire — against the real engine on a
-//! real SQLite store. A model of the work predicts the answer of every call (its status or the
-//! exact refusal code); after every step the store is checked:
+//! A model-based test of the basis rules: random sequences of what people, executors, operators
+//! and the core's own workers do — create a task (with or without a gate), ask for approvals
+//! (some for one call), decide and withdraw them, start and end runs, invoke with and without an
+//! approval or a run, close tasks, disable a principal, claim, complete, fail, let leases expire,
+//! and let the core carry out outcomes and executions — against the real engine on a real SQLite
+//! store. A model of the work predicts the answer of every person's call (its status or the exact
+//! refusal code) and of every decision; after every step the store is checked:
 //!
 //! - no `external_write` call is claimed without a basis valid at that moment;
 //! - no call of a closed task is claimed on an approval or an execution basis;
-//! - an approval is spent at most once per skill version;
-//! - a run has at most one execution call.
+//! - no external write on an approval other than its outcome's (the version and inputs its
+//!   decision fixed, with the decider's authority) or its requested call's (by its requester);
+//! - no execution after a rejected or withdrawn gate: an execution call is claimed only while its
+//!   task has no pending or rejected gate, and either no gate or an approved one;
+//! - the execution basis is the core's alone: only its execution principal holds it;
+//! - an approval is spent at most once per skill version; a task's execution writes at most once.
 //!
 //! `SKILL_MODEL_CASES` (default 52, in four shards that run at once) × `SKILL_MODEL_STEPS`
 //! (default 2,000) operations — 104,000 — from the seed `SKILL_MODEL_SEED` (default fixed); a
@@ -18,13 +23,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chrono::{Duration, Utc};
-use serde_json::json;
+use serde_json::{Value, json};
 use skill_api::{
-    ApprovalRequest, CloseTaskRequest, DecideRequest, DisableRequest, EndRunRequest, InvokeRequest, PublishRequest,
-    RunRequest, TaskApproval, TaskRequest, TaskTypeRequest, WithdrawRequest,
+    ApprovalRequest, CloseTaskRequest, DecideRequest, DisableRequest, EndRunRequest, ExecutorAllowance,
+    InvokeRequest, PublishRequest, RequestedCall, RunRequest, TaskApproval, TaskRequest, TaskTypeRequest,
+    WithdrawRequest,
 };
 use skill_engine::{Actor, Engine, Origin, TokenRequest};
-use skill_store::records::InvocationFilter;
+use skill_store::records::{InvocationFilter, InvocationRecord};
 
 /// splitmix64: small, fast, and the same sequence on every machine.
 struct Rng(u64);
@@ -57,12 +63,14 @@ fn env_number(name: &str, default: u64) -> u64 {
 
 /// The skills of the model: two versions of one external write, and a read.
 const SKILLS: [&str; 3] = ["claim.send@1", "claim.send@2", "claim.read@1"];
+/// The task types: no execution; the send as the execution; a gate whose approval sends.
+const TYPES: [&str; 3] = ["plain@1", "auto@1", "reply@1"];
 
 #[derive(Debug, Clone)]
 struct Task {
     open: bool,
-    /// Its type pins `claim.send@1` as its execution.
-    execution: bool,
+    /// `plain@1`, `auto@1` or `reply@1`.
+    kind: &'static str,
 }
 
 #[derive(Debug, Clone)]
@@ -72,6 +80,8 @@ struct Approval {
     /// pending, approved, rejected, withdrawn.
     status: &'static str,
     requester: usize,
+    /// The call it was asked for: the skill and the inputs' `n`.
+    call: Option<(&'static str, u64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -85,7 +95,8 @@ struct Run {
 struct Call {
     status: String,
     fencing: i64,
-    authority: usize,
+    /// The person whose authority it has, if a person's.
+    authority: Option<usize>,
 }
 
 /// What the model knows of the work.
@@ -97,21 +108,17 @@ struct Model {
     calls: BTreeMap<String, Call>,
     /// (skill, approval) pairs an approval basis has spent.
     spent: BTreeSet<(String, String)>,
-    /// Runs with an execution call.
-    executed: BTreeSet<String>,
     disabled: BTreeSet<usize>,
 }
 
 impl Model {
-    fn pending_gate(&self, task: &str) -> bool {
-        self.approvals.values().any(|a| a.task == task && a.gate && a.status == "pending")
-    }
-
-    /// What invoking `skill` as `person` with these ids answers: `Ok(basis kind)` or the code.
+    /// What invoking `skill` with inputs `{n}` as `person` with these ids answers: `Ok(basis
+    /// kind)` or the code. A person's own call never has the execution basis.
     fn predict(
         &self,
         person: usize,
         skill: &str,
+        n: u64,
         task: Option<&str>,
         run: Option<&str>,
         approval: Option<&str>,
@@ -131,36 +138,20 @@ impl Model {
             (None, Some((_, run))) => Some(run.task.clone()),
             (None, None) => None,
         };
-        let candidate = match (&task, run) {
-            (Some(task), Some(_)) => self.tasks[task].execution && skill == "claim.send@1",
-            _ => false,
-        };
         if skill == "claim.read@1" {
-            return Ok(candidate.then_some("execution"));
+            return Ok(None);
         }
         let Some(task) = task else { return Err("skill_side_effect_not_authorized") };
-        let open = self.tasks[&task].open;
-        let Some(approval) = approval else {
-            if !candidate {
-                return Err("skill_side_effect_not_authorized");
-            }
-            if !open {
-                return Err("task_terminal");
-            }
-            if self.pending_gate(&task) {
-                return Err("approval_required");
-            }
-            if self.executed.contains(run.map(|(id, _)| id).unwrap_or_default()) {
-                return Err("execution_already_invoked");
-            }
-            return Ok(Some("execution"));
-        };
-        if !open {
+        let Some(approval) = approval else { return Err("skill_side_effect_not_authorized") };
+        if !self.tasks[&task].open {
             return Err("task_terminal");
         }
-        match self.approvals.get(approval) {
-            Some(a) if a.status == "approved" && a.gate && a.task == task => {}
-            _ => return Err("skill_side_effect_not_authorized"),
+        let Some(a) = self.approvals.get(approval).filter(|a| a.status == "approved" && a.gate && a.task == task)
+        else {
+            return Err("skill_side_effect_not_authorized");
+        };
+        if a.call.is_none_or(|(asked, asked_n)| asked != skill || asked_n != n) || a.requester != person {
+            return Err("approval_does_not_cover");
         }
         if self.spent.contains(&(skill.to_owned(), approval.to_owned())) {
             return Err("approval_already_used");
@@ -176,6 +167,8 @@ struct World {
     /// alice and carol write tasks and invoke; bob decides (and writes).
     people: Vec<Actor>,
     executor: Actor,
+    /// Principal ids: the people's, in order; the core's execution principal's once known.
+    ids: Vec<String>,
     _folder: Folder,
 }
 
@@ -187,10 +180,10 @@ impl Drop for Folder {
     }
 }
 
-async fn actor(engine: &Engine, name: &str, grants: &[&str]) -> Actor {
+async fn actor(engine: &Engine, name: &str, kind: &str, grants: &[&str]) -> Actor {
     let request = TokenRequest {
         principal: name.to_owned(),
-        kind: "person".to_owned(),
+        kind: kind.to_owned(),
         grants: grants.iter().map(|g| (*g).to_owned()).collect(),
         label: String::new(),
         expires_at: None,
@@ -218,24 +211,52 @@ async fn world(case: u64) -> World {
     let blobs = Arc::new(skill_store::FolderBlobs::new(folder.join("blobs")));
     let engine = Engine::new(Arc::clone(&store)).with_blobs(blobs);
     engine.create_workspace("desk", "desk", &Origin::default()).await.expect("workspace");
-    let admin = actor(&engine, "admin", &["org.manage"]).await;
+    let admin = actor(&engine, "admin", "person", &["org.manage"]).await;
     let writer = ["skills.invoke", "tasks.write@desk"];
     let people = vec![
-        actor(&engine, "alice", &writer).await,
-        actor(&engine, "bob", &["skills.invoke", "tasks.write@desk", "approvals.decide@desk"]).await,
-        actor(&engine, "carol", &writer).await,
+        actor(&engine, "alice", "person", &writer).await,
+        actor(&engine, "bob", "person", &["skills.invoke", "tasks.write@desk", "approvals.decide@desk"]).await,
+        actor(&engine, "carol", "person", &writer).await,
     ];
-    let executor = actor(&engine, "executor", &["skills.execute"]).await;
+    actor(&engine, "executor", "executor", &["skills.execute"]).await;
+    let allowed = ExecutorAllowance { protocols: vec!["local".into()], local: vec!["model".into()], ..Default::default() };
+    engine.allow_executor(None, "executor", &allowed, None).await.expect("allowed");
+    let executor = {
+        let request = TokenRequest {
+            principal: "executor".into(),
+            kind: "executor".into(),
+            grants: Vec::new(),
+            label: String::new(),
+            expires_at: None,
+        };
+        let issued = engine.issue_token(&request, &Origin::default()).await.expect("token");
+        engine.authenticate(&issued.token).await.expect("authenticates")
+    };
     for reference in SKILLS {
         let (name, version) = reference.split_once('@').expect("name@version");
         let side_effects = if name == "claim.send" { "external_write" } else { "none" };
         engine.publish(&admin, &leaf(name, version, side_effects), None).await.expect("published");
     }
-    for (key, execution) in [("plain", None), ("auto", Some(json!({"skill": "claim.send", "version": "1"})))] {
-        let request = TaskTypeRequest { key: key.to_owned(), version: "1".to_owned(), execution, ..Default::default() };
+    let reply = json!({"gates": {"default": {"outcomes": {"approved": [
+        {"invokeSkill": {"skill": "claim.send@1", "inputs": {"n": "$.task.customFields.n"},
+                         "onSuccess": [{"setTaskStatus": "done"}]}}]}}}});
+    for (key, execution, approval_schema) in [
+        ("plain", None, None),
+        ("auto", Some(json!({"skill": "claim.send", "version": "1", "inputs": {"n": "$.customFields.n"}})), None),
+        ("reply", None, Some(reply)),
+    ] {
+        let request = TaskTypeRequest {
+            key: key.to_owned(),
+            version: "1".to_owned(),
+            custom_fields: json!({"n": {"type": "integer"}}).as_object().cloned(),
+            execution,
+            approval_schema,
+            ..Default::default()
+        };
         engine.publish_task_type(&admin, &request, None).await.expect("a type");
     }
-    World { engine, admin, people, executor, _folder: Folder(folder) }
+    let ids = people.iter().map(|person| person.id().to_owned()).collect();
+    World { engine, admin, people, executor, ids, _folder: Folder(folder) }
 }
 
 /// The refusal code of an engine answer, or `ok`.
@@ -292,17 +313,24 @@ async fn shard(n: u64) {
         ("invoke refused", cases * 50),
         ("invoke accepted", cases * 50),
         ("+execution call", cases),
+        ("+outcome call", cases),
+        ("+requested call", cases / 2),
+        ("+does not cover", cases),
+        ("+execution write claimed", cases / 2),
     ] {
         assert!(totals.get(kind).copied().unwrap_or(0) >= at_least, "too few `{kind}`: {totals:?}");
     }
     eprintln!("model shard {n}: {operations} operations in {:.1} s: {totals:?}", started.elapsed().as_secs_f64());
 }
 
+fn count(totals: &mut BTreeMap<&'static str, u64>, kind: &'static str) {
+    *totals.entry(kind).or_default() += 1;
+}
+
 #[allow(clippy::too_many_lines)]
 async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'static str, u64>, seed: u64) {
-    let w = world(case).await;
+    let mut w = world(case).await;
     let mut m = Model::default();
-    let desk = || "desk".to_owned();
     for step in 0..steps {
         let at = format!("seed {seed:#x}, case {case}, step {step}");
         // A disabled person acts no more: someone else does.
@@ -310,79 +338,85 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
             disabled if m.disabled.contains(&disabled) => 0,
             person => person,
         };
-        let roll = rng.below(100);
-        let kind: &'static str = match roll {
+        let kind: &'static str = match rng.below(100) {
             0..=7 => {
-                let execution = rng.chance(40);
-                let gate = rng.chance(30);
+                let kind = TYPES[rng.below(3)];
+                let gate = rng.chance(35);
                 let request = TaskRequest {
-                    workspace: desk(),
-                    task_type: if execution { "auto@1" } else { "plain@1" }.to_owned(),
+                    workspace: "desk".to_owned(),
+                    task_type: kind.to_owned(),
                     title: "A claim".to_owned(),
-                    custom_fields: None,
+                    custom_fields: Some(json!({"n": rng.below(3)}).as_object().cloned().expect("an object")),
                     approval: gate.then(TaskApproval::default),
                 };
                 let task = w.engine.create_task(&w.people[person], &request, None).await.expect(&at);
-                m.tasks.insert(task.id.clone(), Task { open: true, execution });
+                m.tasks.insert(task.id.clone(), Task { open: true, kind });
                 if gate {
                     let listed = w
                         .engine
-                        .approvals(&w.admin_reader(), &skill_api::OfTaskQuery { task: task.id.clone() })
+                        .approvals(&w.people[1], &skill_api::OfTaskQuery { task: task.id.clone() })
                         .await
                         .expect(&at);
-                    let id = listed.items[0].id.clone();
-                    m.approvals
-                        .insert(id, Approval { task: task.id, gate: true, status: "pending", requester: person });
+                    let approval = Approval { task: task.id, gate: true, status: "pending", requester: person, call: None };
+                    m.approvals.insert(listed.items[0].id.clone(), approval);
                 }
                 "task created"
             }
-            8..=15 => {
+            8..=16 => {
                 let open: Vec<String> = m.tasks.iter().filter(|(_, t)| t.open).map(|(id, _)| id.clone()).collect();
                 let Some(task) = rng.pick(&open).cloned() else {
-                    continue_step(totals, "nothing to do");
+                    count(totals, "nothing to do");
                     continue;
                 };
-                let gate = rng.chance(80);
-                let request = ApprovalRequest { task_id: task.clone(), gate: Some(gate), comment: None, call: None };
-                let approval = w.engine.request_approval(&w.people[person], &request, None).await.expect(&at);
-                m.approvals.insert(approval.id, Approval { task, gate, status: "pending", requester: person });
+                let gate = rng.chance(85);
+                let call = rng.chance(45).then(|| (SKILLS[rng.below(3)], rng.below(3) as u64));
+                let request = ApprovalRequest {
+                    task_id: task.clone(),
+                    gate: Some(gate),
+                    comment: None,
+                    call: call.map(|(skill, n)| RequestedCall {
+                        skill: skill.to_owned(),
+                        inputs: json!({"n": n}).as_object().cloned().expect("an object"),
+                    }),
+                };
+                let result = w.engine.request_approval(&w.people[person], &request, None).await;
+                let expected = if call.is_some() && !gate { "invalid_request" } else { "ok" };
+                assert_eq!(code(&result), expected, "{at}: an approval asked for {call:?}, gate {gate}");
+                if let Ok(approval) = result {
+                    m.approvals.insert(approval.id, Approval { task, gate, status: "pending", requester: person, call });
+                }
                 "approval requested"
             }
-            16..=25 => {
+            17..=26 => {
                 let pending: Vec<String> =
                     m.approvals.iter().filter(|(_, a)| a.status == "pending").map(|(id, _)| id.clone()).collect();
                 let Some(id) = rng.pick(&pending).cloned() else {
-                    continue_step(totals, "nothing to do");
+                    count(totals, "nothing to do");
                     continue;
                 };
-                let outcome = if rng.chance(80) { "approved" } else { "rejected" };
-                let decider = &w.people[1];
-                let result = w
-                    .engine
-                    .decide(decider, &id, &DecideRequest { outcome: outcome.to_owned(), comment: None }, None)
-                    .await;
+                let outcome = if rng.chance(75) { "approved" } else { "rejected" };
+                let decide = DecideRequest { outcome: outcome.to_owned(), comment: None };
+                let result = w.engine.decide(&w.people[1], &id, &decide, None).await;
                 let approval = &m.approvals[&id];
-                let expected = if m.disabled.contains(&1) {
-                    "skipped"
-                } else if approval.requester == 1 {
+                let expected = if approval.requester == 1 {
                     "self_approval_refused"
                 } else if !m.tasks[&approval.task].open {
                     "task_terminal"
                 } else {
                     "ok"
                 };
-                if expected == "skipped" {
-                    continue_step(totals, "skipped (disabled)");
-                    continue;
-                }
                 assert_eq!(code(&result), expected, "{at}: decide {id}");
-                if expected == "ok" {
+                if let Ok(decided) = result {
+                    // What the decision reserved: the reply's send, with the task's own inputs.
+                    let reserved: Vec<&Value> = decided.outcome.iter().flat_map(|o| &o.actions).filter_map(|a| a.inputs.as_ref()).collect();
+                    let reply = approval.gate && outcome == "approved" && m.tasks[&approval.task].kind == "reply@1";
+                    assert_eq!(reserved.len(), usize::from(reply), "{at}: the outcome reserved its call");
                     m.approvals.get_mut(&id).expect("known").status =
                         if outcome == "approved" { "approved" } else { "rejected" };
                 }
                 "approval decided"
             }
-            26..=29 => {
+            27..=30 => {
                 let live: Vec<String> = m
                     .approvals
                     .iter()
@@ -390,17 +424,17 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                     .map(|(id, _)| id.clone())
                     .collect();
                 let Some(id) = rng.pick(&live).cloned() else {
-                    continue_step(totals, "nothing to do");
+                    count(totals, "nothing to do");
                     continue;
                 };
                 w.engine.withdraw(&w.people[person], &id, &WithdrawRequest::default(), None).await.expect(&at);
                 m.approvals.get_mut(&id).expect("known").status = "withdrawn";
                 "approval withdrawn"
             }
-            30..=35 => {
+            31..=34 => {
                 let open: Vec<String> = m.tasks.iter().filter(|(_, t)| t.open).map(|(id, _)| id.clone()).collect();
                 let Some(task) = rng.pick(&open).cloned() else {
-                    continue_step(totals, "nothing to do");
+                    count(totals, "nothing to do");
                     continue;
                 };
                 let result = w.engine.start_run(&w.people[person], &RunRequest { task_id: task.clone() }, None).await;
@@ -411,11 +445,11 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 }
                 "run started"
             }
-            36..=39 => {
+            35..=37 => {
                 let mine: Vec<String> =
                     m.runs.iter().filter(|(_, r)| r.running && r.owner == person).map(|(id, _)| id.clone()).collect();
                 let Some(id) = rng.pick(&mine).cloned() else {
-                    continue_step(totals, "nothing to do");
+                    count(totals, "nothing to do");
                     continue;
                 };
                 let request = EndRunRequest { status: "succeeded".to_owned(), result: None, error: None };
@@ -423,114 +457,11 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 m.runs.get_mut(&id).expect("known").running = false;
                 "run ended"
             }
-            40..=64 => {
-                // Mostly coherent calls (a run of one's own, an approval of the same task), some
-                // of anything.
-                let tasks: Vec<String> = m.tasks.keys().cloned().collect();
-                let all_runs: Vec<String> = m.runs.keys().cloned().collect();
-                let (mut skill, mut run, mut approval) = (SKILLS[rng.below(3)], None, None);
-                let task;
-                match rng.below(10) {
-                    0..=3 => {
-                        let mine: Vec<String> = m
-                            .runs
-                            .iter()
-                            .filter(|(_, r)| r.owner == person && r.running)
-                            .map(|(id, _)| id.clone())
-                            .collect();
-                        run = rng.pick(&mine).cloned();
-                        task = run.as_ref().map(|r| m.runs[r].task.clone());
-                        skill = if rng.chance(70) { "claim.send@1" } else { skill };
-                        if rng.chance(30) {
-                            let near: Vec<String> = m
-                                .approvals
-                                .iter()
-                                .filter(|(_, a)| Some(&a.task) == task.as_ref())
-                                .map(|(id, _)| id.clone())
-                                .collect();
-                            approval = rng.pick(&near).cloned();
-                        }
-                    }
-                    4..=7 => {
-                        task = rng.pick(&tasks).cloned();
-                        let near: Vec<String> = m
-                            .approvals
-                            .iter()
-                            .filter(|(_, a)| Some(&a.task) == task.as_ref())
-                            .map(|(id, _)| id.clone())
-                            .collect();
-                        approval = rng.pick(&near).cloned();
-                        skill = if rng.chance(80) { ["claim.send@1", "claim.send@2"][rng.below(2)] } else { skill };
-                    }
-                    _ => {
-                        task = if rng.chance(70) { rng.pick(&tasks).cloned() } else { None };
-                        run = if rng.chance(50) { rng.pick(&all_runs).cloned() } else { None };
-                        let ids: Vec<String> = m.approvals.keys().cloned().collect();
-                        approval = if rng.chance(50) { rng.pick(&ids).cloned() } else { None };
-                    }
-                }
-                // With a run and no task: the run's task.
-                let task = if run.is_some() && rng.chance(50) { None } else { task };
-                let expected = m.predict(person, skill, task.as_deref(), run.as_deref(), approval.as_deref());
-                let request = InvokeRequest {
-                    inputs: Some(serde_json::Map::new()),
-                    idempotency_key: None,
-                    task_id: task.clone(),
-                    run_id: run.clone(),
-                    approval_id: approval.clone(),
-                };
-                let result = w.engine.invoke(&w.people[person], skill, &request, None).await;
-                match (&expected, &result) {
-                    (Ok(kind), Ok(invoked)) => {
-                        let basis = invoked
-                            .invocation
-                            .authorization_basis
-                            .as_ref()
-                            .and_then(|b| b["kind"].as_str())
-                            .map(str::to_owned);
-                        assert_eq!(basis.as_deref(), *kind, "{at}: the basis of {skill}");
-                        let call = &invoked.invocation;
-                        match kind {
-                            Some("approval") => {
-                                assert!(
-                                    m.spent.insert((skill.to_owned(), approval.clone().expect("an approval"))),
-                                    "{at}"
-                                );
-                            }
-                            Some("execution") => {
-                                assert!(
-                                    m.executed.insert(call.run_id.clone().expect("a run")),
-                                    "{at}: a second execution call"
-                                );
-                            }
-                            _ => {}
-                        }
-                        m.calls.insert(
-                            call.id.clone(),
-                            Call { status: "pending".to_owned(), fencing: 0, authority: person },
-                        );
-                        if *kind == Some("execution") {
-                            *totals.entry("+execution call").or_default() += 1;
-                        }
-                        "invoke accepted"
-                    }
-                    (Err(wanted), Err(error)) => {
-                        assert_eq!(
-                            error.code, *wanted,
-                            "{at}: {skill} task={task:?} run={run:?} approval={approval:?}"
-                        );
-                        "invoke refused"
-                    }
-                    _ => panic!(
-                        "{at}: {skill} task={task:?} run={run:?} approval={approval:?}: expected {expected:?}, got {:?}",
-                        result.map(|i| i.invocation.id)
-                    ),
-                }
-            }
-            65..=68 => {
+            38..=60 => invoke(&w, &mut m, rng, person, &at, totals).await,
+            61..=63 => {
                 let open: Vec<String> = m.tasks.iter().filter(|(_, t)| t.open).map(|(id, _)| id.clone()).collect();
                 let Some(task) = rng.pick(&open).cloned() else {
-                    continue_step(totals, "nothing to do");
+                    count(totals, "nothing to do");
                     continue;
                 };
                 let status = ["done", "failed", "cancelled"][rng.below(3)].to_owned();
@@ -541,13 +472,13 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 m.tasks.get_mut(&task).expect("known").open = false;
                 "task closed"
             }
-            69 if step > steps / 2 && rng.chance(10) && !m.disabled.contains(&2) => {
+            64 if step > steps / 2 && rng.chance(10) && !m.disabled.contains(&2) => {
                 // carol leaves: her waiting and running calls are cancelled.
                 let request = DisableRequest { principal: "carol".to_owned(), reason: "offboarded".to_owned() };
                 w.engine.disable_principal(&w.admin, &request, None).await.expect(&at);
                 m.disabled.insert(2);
                 for (id, call) in &mut m.calls {
-                    if call.authority == 2 && matches!(call.status.as_str(), "pending" | "running") {
+                    if call.authority == Some(2) && matches!(call.status.as_str(), "pending" | "running") {
                         let stored = w.engine.store().invocation(id).await.expect(&at);
                         assert_eq!(
                             (stored.status.as_str(), stored.error.as_ref().map(|e| e["code"].clone())),
@@ -559,12 +490,19 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 }
                 "principal disabled"
             }
-            70..=81 => claim(&w, &mut m, &at, totals).await,
-            82..=93 => {
+            65..=70 => {
+                // The core carries out what it carries out itself: outcomes, then executions.
+                w.engine.run_outcomes(Utc::now()).await.expect(&at);
+                w.engine.run_executions(Utc::now()).await.expect(&at);
+                learn(&mut w, &mut m, &at, totals).await;
+                "workers ran"
+            }
+            71..=82 => claim(&w, &mut m, &at, totals).await,
+            83..=93 => {
                 let running: Vec<String> =
                     m.calls.iter().filter(|(_, c)| c.status == "running").map(|(id, _)| id.clone()).collect();
                 let Some(id) = rng.pick(&running).cloned() else {
-                    continue_step(totals, "nothing to do");
+                    count(totals, "nothing to do");
                     continue;
                 };
                 let fencing = m.calls[&id].fencing;
@@ -597,13 +535,162 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 "leases expired"
             }
         };
-        *totals.entry(kind).or_default() += 1;
+        count(totals, kind);
     }
-    check_spent(&w, &m, case).await;
+    check_whole(&w, &m, case).await;
 }
 
-fn continue_step(totals: &mut BTreeMap<&'static str, u64>, kind: &'static str) {
-    *totals.entry(kind).or_default() += 1;
+/// A person's call: mostly coherent ones (a run of one's own, an approval of the same task, the
+/// inputs an approval was asked for), some of anything; the model predicts the answer.
+async fn invoke(
+    w: &World,
+    m: &mut Model,
+    rng: &mut Rng,
+    person: usize,
+    at: &str,
+    totals: &mut BTreeMap<&'static str, u64>,
+) -> &'static str {
+    let tasks: Vec<String> = m.tasks.keys().cloned().collect();
+    let all_runs: Vec<String> = m.runs.keys().cloned().collect();
+    let (mut skill, mut run, mut approval, mut n) = (SKILLS[rng.below(3)], None, None, rng.below(3) as u64);
+    let task;
+    match rng.below(12) {
+        10 | 11 => {
+            // The call an approval of one's own was asked for, as asked.
+            let asked: Vec<(String, &'static str, u64)> = m
+                .approvals
+                .iter()
+                .filter(|(_, a)| a.requester == person && a.status == "approved")
+                .filter_map(|(id, a)| a.call.map(|(skill, n)| (id.clone(), skill, n)))
+                .collect();
+            let picked = rng.pick(&asked).cloned();
+            task = picked.as_ref().map(|(id, _, _)| m.approvals[id].task.clone());
+            if let Some((id, asked, asked_n)) = picked {
+                (approval, skill, n) = (Some(id), asked, asked_n);
+            }
+        }
+        0..=2 => {
+            let mine: Vec<String> =
+                m.runs.iter().filter(|(_, r)| r.owner == person && r.running).map(|(id, _)| id.clone()).collect();
+            run = rng.pick(&mine).cloned();
+            task = run.as_ref().map(|r| m.runs[r].task.clone());
+            skill = if rng.chance(70) { "claim.send@1" } else { skill };
+        }
+        3..=7 => {
+            task = rng.pick(&tasks).cloned();
+            let near: Vec<String> =
+                m.approvals.iter().filter(|(_, a)| Some(&a.task) == task.as_ref()).map(|(id, _)| id.clone()).collect();
+            approval = rng.pick(&near).cloned();
+            skill = if rng.chance(80) { ["claim.send@1", "claim.send@2"][rng.below(2)] } else { skill };
+            // Often exactly the call the approval was asked for.
+            if let Some((asked, asked_n)) = approval.as_ref().and_then(|a| m.approvals[a].call)
+                && rng.chance(70)
+            {
+                (skill, n) = (asked, asked_n);
+            }
+        }
+        _ => {
+            task = if rng.chance(70) { rng.pick(&tasks).cloned() } else { None };
+            run = if rng.chance(50) { rng.pick(&all_runs).cloned() } else { None };
+            let ids: Vec<String> = m.approvals.keys().cloned().collect();
+            approval = if rng.chance(50) { rng.pick(&ids).cloned() } else { None };
+        }
+    }
+    // With a run and no task: the run's task.
+    let task = if run.is_some() && rng.chance(50) { None } else { task };
+    let expected = m.predict(person, skill, n, task.as_deref(), run.as_deref(), approval.as_deref());
+    let request = InvokeRequest {
+        inputs: Some(json!({"n": n}).as_object().cloned().expect("an object")),
+        idempotency_key: None,
+        task_id: task.clone(),
+        run_id: run.clone(),
+        approval_id: approval.clone(),
+    };
+    let result = w.engine.invoke(&w.people[person], skill, &request, None).await;
+    match (&expected, &result) {
+        (Ok(kind), Ok(invoked)) => {
+            let call = &invoked.invocation;
+            let basis = call.authorization_basis.as_ref().and_then(|b| b["kind"].as_str()).map(str::to_owned);
+            assert_eq!(basis.as_deref(), *kind, "{at}: the basis of {skill}");
+            if *kind == Some("approval") {
+                assert!(m.spent.insert((skill.to_owned(), approval.clone().expect("an approval"))), "{at}");
+                count(totals, "+requested call");
+            }
+            m.calls.insert(call.id.clone(), Call { status: "pending".to_owned(), fencing: 0, authority: Some(person) });
+            "invoke accepted"
+        }
+        (Err(wanted), Err(error)) => {
+            assert_eq!(error.code, *wanted, "{at}: {skill} n={n} task={task:?} run={run:?} approval={approval:?}");
+            if error.code == "approval_does_not_cover" {
+                count(totals, "+does not cover");
+            }
+            "invoke refused"
+        }
+        _ => panic!(
+            "{at}: {skill} n={n} task={task:?} run={run:?} approval={approval:?}: expected {expected:?}, got {:?}",
+            result.map(|i| i.invocation.id)
+        ),
+    }
+}
+
+/// After the core's workers: the calls they made and cancelled, and the tasks they closed, as
+/// the store has them; each new call with a basis is the core's own (an outcome's, with the
+/// decider's authority; an execution's, by the execution principal).
+async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'static str, u64>) {
+    let store = w.engine.store();
+    let filter = InvocationFilter { limit: 100_000, ..InvocationFilter::default() };
+    for call in store.invocations(&filter).await.expect(at) {
+        let known = m.calls.get_mut(&call.id);
+        if let Some(known) = known {
+            known.status.clone_from(&call.status);
+            continue;
+        }
+        let kind = call.authorization_basis.as_ref().and_then(|b| b["kind"].as_str()).map(str::to_owned);
+        match kind.as_deref() {
+            Some("execution") => {
+                let authority = store.principal(&call.authority_principal_id).await.expect(at);
+                assert_eq!(authority.name, "core.execution", "{at}: an execution call not the core's");
+                if w.ids.len() == 3 {
+                    w.ids.push(authority.id);
+                }
+                count(totals, "+execution call");
+            }
+            Some("approval") => {
+                let approval = call.authorization_basis.as_ref().and_then(|b| b["approvalId"].as_str()).expect("an id");
+                let skill = store.skill(&call.skill_id).await.expect(at).skill;
+                let reference = format!("{}@{}", skill.name, skill.version);
+                assert!(m.spent.insert((reference, approval.to_owned())), "{at}: an approval spent twice");
+                assert_eq!(call.authority_principal_id, w.ids[1], "{at}: an outcome acts with the decider's authority");
+                count(totals, "+outcome call");
+            }
+            _ => {}
+        }
+        let authority = w.ids.iter().take(3).position(|id| *id == call.authority_principal_id);
+        m.calls.insert(call.id.clone(), Call { status: call.status.clone(), fencing: call.fencing_token, authority });
+    }
+    for (id, task) in &mut m.tasks {
+        if task.open {
+            task.open = store.task(id).await.expect(at).status == "open";
+        }
+    }
+}
+
+/// Whether `call`'s approval basis covers it exactly: its outcome's reserved call, with the
+/// decider's authority, or its requested call, by its requester.
+async fn covered(w: &World, call: &InvocationRecord, at: &str) -> bool {
+    let store = w.engine.store();
+    let id = call.authorization_basis.as_ref().and_then(|b| b["approvalId"].as_str()).expect("an approval");
+    let approval = store.approval(id).await.expect(at);
+    let canonical = skill_contract::export::canonical_json;
+    let outcome = store.actions(id).await.expect(at).iter().any(|action| {
+        action.skill_id.as_deref() == Some(call.skill_id.as_str())
+            && action.inputs.as_ref().map(canonical) == Some(canonical(&call.inputs))
+            && approval.decided_by.as_deref() == Some(call.authority_principal_id.as_str())
+    });
+    let requested = approval.call_skill_id.as_deref() == Some(call.skill_id.as_str())
+        && approval.call_inputs.as_ref().map(canonical) == Some(canonical(&call.inputs))
+        && approval.requested_by == call.authority_principal_id;
+    outcome || requested
 }
 
 /// One claim, checked: what it took had a basis valid now; what it cancelled had lost it.
@@ -618,24 +705,37 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
         m.calls.iter().filter(|(_, c)| c.status == "pending").map(|(id, _)| id.clone()).collect();
     for id in pending {
         let stored = store.invocation(&id).await.expect(at);
-        if stored.status == "cancelled" {
-            let error = stored.error.clone().unwrap_or_default();
-            assert_eq!(error["code"], "basis_revoked", "{at}: {id}");
-            let reason = error["message"].as_str().unwrap_or_default();
-            let basis = stored.authorization_basis.clone().unwrap_or_default();
-            let task_open = stored.task_id.as_ref().is_none_or(|t| m.tasks[t].open);
-            let lost = match reason {
-                "task_terminal" => !task_open,
-                "approval_withdrawn" => {
-                    basis["approvalId"].as_str().is_none_or(|a| m.approvals[a].status != "approved")
-                }
-                "run_not_active" => stored.run_id.as_ref().is_some_and(|r| !m.runs[r].running),
-                _ => false,
-            };
-            assert!(lost, "{at}: {id} cancelled for {reason} though its basis holds");
-            m.calls.get_mut(&id).expect("known").status = "cancelled".to_owned();
-            *totals.entry("+cancelled at claim").or_default() += 1;
+        if stored.status != "cancelled" {
+            continue;
         }
+        let error = stored.error.clone().unwrap_or_default();
+        assert_eq!(error["code"], "basis_revoked", "{at}: {id}");
+        let reason = error["message"].as_str().unwrap_or_default();
+        let basis = stored.authorization_basis.clone().unwrap_or_default();
+        let task_open = stored.task_id.as_ref().is_none_or(|t| m.tasks[t].open);
+        let gates = match &stored.task_id {
+            Some(task) => gates(w, task, at).await,
+            None => Vec::new(),
+        };
+        let lost = match (basis["kind"].as_str(), reason) {
+            (_, "task_terminal") => {
+                !task_open || store.task(stored.task_id.as_deref().unwrap_or_default()).await.expect(at).status != "open"
+            }
+            (Some("approval"), "approval_withdrawn") => {
+                basis["approvalId"].as_str().is_none_or(|a| m.approvals[a].status != "approved")
+            }
+            (Some("execution"), "approval_withdrawn") => {
+                !gates.is_empty() && !gates.iter().any(|s| matches!(s.as_str(), "approved" | "pending" | "rejected"))
+            }
+            (Some("execution"), "gate_rejected") => gates.iter().any(|s| s == "rejected"),
+            (Some("execution"), "run_not_active") => {
+                store.run(stored.run_id.as_deref().expect("a run")).await.expect(at).status != "running"
+            }
+            _ => false,
+        };
+        assert!(lost, "{at}: {id} cancelled for {reason} though its basis holds ({gates:?})");
+        m.calls.get_mut(&id).expect("known").status = "cancelled".to_owned();
+        count(totals, "+cancelled at claim");
     }
     let Some(claimed) = claimed else { return "claimed nothing" };
     let call = store.invocation(&claimed.invocation.id).await.expect(at);
@@ -659,51 +759,66 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
                 approval.status == "approved" && approval.gate && Some(&approval.task_id) == call.task_id.as_ref(),
                 "{at}: {approval:?}"
             );
+            assert!(covered(w, &call, at).await, "{at}: an external write on an approval that does not cover it");
         }
         "execution" => {
             let run = store.run(call.run_id.as_deref().expect("a run")).await.expect(at);
             assert_eq!(run.status, "running", "{at}: an execution call of an ended run claimed");
+            let owner = store.principal(&run.owner_principal_id).await.expect(at);
+            assert_eq!(owner.name, "core.execution", "{at}: an execution in a run not the core's");
+            let gates = gates(w, &run.task_id, at).await;
+            let open = !gates.iter().any(|s| matches!(s.as_str(), "pending" | "rejected"))
+                && (gates.is_empty() || gates.iter().any(|s| s == "approved"));
+            assert!(open, "{at}: an execution claimed past a pending, rejected or withdrawn gate: {gates:?}");
             if writes {
-                let gates = store.approvals(&run.task_id).await.expect(at);
-                assert!(!gates.iter().any(|a| a.gate && a.status == "pending"), "{at}: claimed past a pending gate");
+                count(totals, "+execution write claimed");
             }
         }
         "" => {}
         other => panic!("{at}: a basis of kind {other}"),
     }
-    let known = m.calls.get_mut(&call.id).expect("a call the model made");
+    let known = m.calls.get_mut(&call.id).expect("a call the model knows");
     assert_eq!(known.status, "pending", "{at}: only a pending call is claimed");
     known.status = "running".to_owned();
     known.fencing = call.fencing_token;
     "claimed"
 }
 
-/// At the end of a case, the whole store: one call per approval and version, one execution call
-/// per run.
-async fn check_spent(w: &World, m: &Model, case: u64) {
+/// The statuses of a task's gate approvals.
+async fn gates(w: &World, task: &str, at: &str) -> Vec<String> {
+    let approvals = w.engine.store().approvals(task).await.expect(at);
+    approvals.into_iter().filter(|a| a.gate).map(|a| a.status).collect()
+}
+
+/// At the end of a case, the whole store: one call per approval and version, each covered by its
+/// approval; one execution call per run, and one that may have written per task, each the core's.
+async fn check_whole(w: &World, m: &Model, case: u64) {
+    let at = format!("case {case}, at the end");
     let filter = InvocationFilter { limit: 100_000, ..InvocationFilter::default() };
     let calls = w.engine.store().invocations(&filter).await.expect("calls");
-    assert_eq!(calls.len(), m.calls.len(), "case {case}: the model knows every call");
+    assert_eq!(calls.len(), m.calls.len(), "{at}: the model knows every call");
     let mut approvals = BTreeSet::new();
     let mut runs = BTreeSet::new();
+    let mut writes = BTreeSet::new();
     for call in &calls {
         let Some(basis) = &call.authorization_basis else { continue };
         match basis["kind"].as_str() {
-            Some("approval") => assert!(
-                approvals.insert((call.skill_id.clone(), basis["approvalId"].as_str().unwrap_or_default().to_owned())),
-                "case {case}: an approval spent twice for one version"
-            ),
+            Some("approval") => {
+                assert!(
+                    approvals.insert((call.skill_id.clone(), basis["approvalId"].as_str().unwrap_or_default().to_owned())),
+                    "{at}: an approval spent twice for one version"
+                );
+                assert!(covered(w, call, &at).await, "{at}: an approval call it does not cover");
+            }
             Some("execution") => {
-                assert!(runs.insert(call.run_id.clone()), "case {case}: a run with two execution calls");
+                assert!(runs.insert(call.run_id.clone()), "{at}: a run with two execution calls");
+                if !(call.status == "cancelled" && call.attempt == 0) {
+                    assert!(writes.insert(call.task_id.clone()), "{at}: a task whose execution wrote twice");
+                }
+                let authority = w.engine.store().principal(&call.authority_principal_id).await.expect("principal");
+                assert_eq!(authority.name, "core.execution", "{at}");
             }
             _ => {}
         }
-    }
-}
-
-impl World {
-    /// Someone who reads every task (the decider).
-    fn admin_reader(&self) -> Actor {
-        self.people[1].clone()
     }
 }
