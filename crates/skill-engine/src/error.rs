@@ -88,11 +88,37 @@ impl EngineError {
                 code: self.code.to_owned(),
                 message: self.message.clone(),
                 retryable: self.retryable(),
-                details: self.details.clone(),
+                details: capped(&self.details),
                 request_id: request_id.map(str::to_owned),
             },
         }
     }
+}
+
+/// The longest string an error's details echo, in characters; the most items of a list.
+const ECHOED_CHARS: usize = 300;
+const ECHOED_ITEMS: usize = 100;
+
+/// `details` as an answer echoes them: every string at most [`ECHOED_CHARS`] characters (cut
+/// with `…`), every list at most [`ECHOED_ITEMS`] items, nesting at most eight deep — an error
+/// never carries back a caller's megabyte.
+fn capped(details: &Map<String, Value>) -> Map<String, Value> {
+    fn cap(value: &Value, depth: usize) -> Value {
+        match value {
+            Value::String(text) if text.chars().count() > ECHOED_CHARS => {
+                Value::String(format!("{}…", text.chars().take(ECHOED_CHARS).collect::<String>()))
+            }
+            Value::Array(items) if depth < 8 => {
+                Value::Array(items.iter().take(ECHOED_ITEMS).map(|item| cap(item, depth + 1)).collect())
+            }
+            Value::Object(map) if depth < 8 => {
+                Value::Object(map.iter().take(ECHOED_ITEMS).map(|(k, v)| (k.clone(), cap(v, depth + 1))).collect())
+            }
+            Value::Array(_) | Value::Object(_) => Value::String("…".to_owned()),
+            other => other.clone(),
+        }
+    }
+    details.iter().map(|(key, value)| (key.clone(), cap(value, 0))).collect()
 }
 
 impl std::fmt::Display for EngineError {

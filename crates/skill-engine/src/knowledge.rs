@@ -17,6 +17,12 @@ use crate::{Engine, Origin};
 /// The most entities one snapshot holds.
 pub const MAX_ENTITIES: usize = 10_000;
 
+/// The most entity rows one page of a query reads: a page whose conditions match few of them
+/// answers what it found with a cursor after the last row read.
+const MAX_QUERY_ROWS: i64 = 20_000;
+/// The most entities a recall from an anchor reads.
+pub const MAX_RECALL_ENTITIES: i64 = 20_000;
+
 /// The most entity rows a query reads at once (a batch grows to it while conditions leave a page
 /// unfilled; one key held by more slots than a batch has doubles it past this).
 const MAX_QUERY_BATCH: i64 = 8_192;
@@ -127,14 +133,35 @@ impl Engine {
         {
             return Err(invalid(&format!("where[{index}]"), "a condition is {attribute, op, value}"));
         }
-        let mut after = query.cursor.as_deref().map(knowledge::split_id).map(|(k, v)| (k.to_owned(), v.to_owned()));
+        if let Some((index, op)) = conditions.iter().enumerate().find_map(|(index, c)| {
+            let op = c.get("op").and_then(Value::as_str).unwrap_or_default();
+            (!knowledge::OPS.contains(&op)).then(|| (index, op.chars().take(40).collect::<String>()))
+        }) {
+            return Err(invalid(
+                &format!("where[{index}].op"),
+                format!("a condition's op is one of {}, not {op:?}", knowledge::OPS.join(", ")),
+            )
+            .with("allowed", json!(knowledge::OPS)));
+        }
+        let mut after = match query.cursor.as_deref() {
+            None => None,
+            Some(cursor) => match knowledge::split_id(cursor) {
+                (kind, key) if !kind.is_empty() && !key.is_empty() => Some((kind.to_owned(), key.to_owned())),
+                _ => return Err(invalid("cursor", "the cursor is not one this listing gave (nextCursor)")),
+            },
+        };
+        // At most this many rows are read for one page: a page whose conditions match few rows
+        // ends early, with a cursor to go on from.
+        let mut budget = MAX_QUERY_ROWS;
         // Rows are read in batches, so a page costs about what it answers, not the workspace: twice
         // the page first, then twice as many each time the conditions left the page unfilled.
         let mut batch = (limit as i64 + 1) * 2;
         let mut items: Vec<Value> = Vec::new();
+        let mut scanned_to: Option<(String, String)> = None;
         'pages: loop {
             let from = after.as_ref().map(|(kind, key)| (kind.as_str(), key.as_str()));
             let rows = self.store.knowledge_entities(&workspace, Some(&query.kinds), from, batch).await?;
+            budget -= rows.len() as i64;
             let full = rows.len() as i64 == batch;
             // Only whole keys: in a full batch the last key's rows may go on in the next one.
             let mut end = rows.len();
@@ -177,9 +204,16 @@ impl Engine {
                 break;
             }
             after = Some((rows[end - 1].kind.clone(), rows[end - 1].key.clone()));
-            batch = (batch * 2).min(MAX_QUERY_BATCH);
+            if budget <= 0 {
+                // The page ends here, short: its cursor goes on after the last row read.
+                scanned_to = after.clone();
+                break;
+            }
+            batch = (batch * 2).min(MAX_QUERY_BATCH).min(budget.max(1));
         }
-        let next_cursor = if items.len() > limit {
+        let next_cursor = if let Some((kind, key)) = scanned_to.filter(|_| items.len() <= limit) {
+            Some(knowledge::entity_id(&kind, &key))
+        } else if items.len() > limit {
             items.truncate(limit);
             items.last().map(|item| {
                 knowledge::entity_id(
@@ -379,8 +413,21 @@ impl Engine {
         let mut sections = Vec::new();
         let mut search = request.query.clone().unwrap_or_default();
         if let Some((kind, key)) = &anchor {
-            // Every entity of the workspace, the slot applied last winning a key.
-            let rows = self.store.knowledge_entities(&workspace, None, None, i64::MAX).await?;
+            // Every entity of the workspace (of the kinds asked for), the slot applied last winning
+            // a key — at most a bounded number.
+            let rows =
+                self.store.knowledge_entities(&workspace, request.kinds.as_deref(), None, MAX_RECALL_ENTITIES + 1).await?;
+            if rows.len() as i64 > MAX_RECALL_ENTITIES {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "recall_too_broad",
+                    format!(
+                        "a recall from an anchor reads the entities it relates: this workspace has more than {MAX_RECALL_ENTITIES} of the kinds asked for; name fewer `kinds`"
+                    ),
+                )
+                .with("field", "kinds")
+                .with("max", MAX_RECALL_ENTITIES));
+            }
             let mut entities: std::collections::BTreeMap<(String, String), Value> = std::collections::BTreeMap::new();
             for row in rows {
                 let item = knowledge::query_item(

@@ -38,6 +38,14 @@ pub trait WorkStore: Send + Sync {
     fn approvals<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Vec<ApprovalRecord>>>;
     /// The actions of an approval's outcome, in order.
     fn actions<'a>(&'a self, approval_id: &'a str) -> BoxFuture<'a, Result<Vec<ActionRecord>>>;
+    /// The pending approvals of open tasks in `workspaces` (every workspace when `None`) that
+    /// someone other than `decider` asked for, oldest first, at most `limit`.
+    fn approvals_to_decide<'a>(
+        &'a self,
+        workspaces: Option<&'a [String]>,
+        decider: &'a str,
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<ApprovalRecord>>>;
     /// Approvals whose outcome is running, oldest decision first.
     fn running_outcomes(&self, limit: i64) -> BoxFuture<'_, Result<Vec<ApprovalRecord>>>;
     /// Open tasks whose type pins an execution and whose gates let it move — none pending, and
@@ -478,6 +486,30 @@ macro_rules! work_store {
                         concat!(action_columns!(), " WHERE approval_id = $1 ORDER BY action_index"),
                         [approval_id]
                     )
+                })
+            }
+
+            fn approvals_to_decide<'a>(
+                &'a self,
+                workspaces: Option<&'a [String]>,
+                decider: &'a str,
+                limit: i64,
+            ) -> BoxFuture<'a, Result<Vec<ApprovalRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(concat!(
+                        "SELECT a.id, a.task_id, a.gate, a.status, a.requested_by, a.request_comment, a.decided_by, \
+                         a.decided_at, a.comment, a.decision_authority, a.withdrawn_by, a.withdrawn_at, \
+                         a.outcome_status, a.outcome_reaction, a.call_skill_id, a.call_inputs, a.row_version, \
+                         a.created_at, a.updated_at FROM approvals a JOIN tasks t ON t.id = a.task_id \
+                         WHERE a.status = 'pending' AND t.status = 'open' AND a.requested_by <> $2 \
+                         AND ($1 IS NULL OR t.workspace_id IN (SELECT value FROM ", $each, "($1))) \
+                         ORDER BY a.created_at, a.id LIMIT $3"
+                    ))
+                    .bind(workspaces.map(Json))
+                    .bind(decider)
+                    .bind(limit)
+                    .fetch_all(self.read())
+                    .await?)
                 })
             }
 

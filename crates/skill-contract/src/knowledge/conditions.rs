@@ -5,12 +5,16 @@
 //! numbers as numbers (booleans excluded), booleans by identity, anything else as text; `in` is
 //! any `eq`; `prefix` is equality or a start followed by `.` (so `62.011` is not under `62.01`);
 //! `lte`/`gte` compare numbers when the condition's value is a number, else ISO dates and times
-//! (naive ones in UTC; unreadable ones never match). An unknown op behaves like `gte`.
+//! (naive ones in UTC; unreadable ones never match). [`OPS`] are the ops there are: the core
+//! refuses a condition with any other (evaluated here, an unknown op behaves like `gte`).
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::Value;
 
 use super::fingerprint::python_float;
+
+/// The ops a condition may name.
+pub const OPS: &[&str] = &["eq", "in", "prefix", "lte", "gte", "exists"];
 
 fn number(value: &Value) -> Option<f64> {
     match value {

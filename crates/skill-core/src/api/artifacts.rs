@@ -87,6 +87,16 @@ pub(super) async fn read(
             })?,
         );
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+        // Content is data, never a page: no sniffing, no script, and what a browser would run
+        // (HTML, SVG, XML, scripts) only as a download.
+        headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("sandbox; default-src 'none'; frame-ancestors 'none'"),
+        );
+        if runnable(&content.media_type) {
+            headers.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment"));
+        }
         return Ok(response);
     }
     if rest.is_empty() || rest.contains('/') {
@@ -94,3 +104,31 @@ pub(super) async fn read(
     }
     Ok(axum::Json(core.engine.artifact(&actor, &rest, &query).await?).into_response())
 }
+
+/// Whether a browser would run content of `media_type` (a page, an image with scripts, a
+/// script), rather than show it as data.
+fn runnable(media_type: &str) -> bool {
+    let essence = media_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    matches!(
+        essence.as_str(),
+        "text/html" | "application/xhtml+xml" | "image/svg+xml" | "text/xml" | "application/xml"
+            | "text/javascript" | "application/javascript" | "application/ecmascript" | "text/ecmascript"
+            | "application/x-javascript" | "text/xsl" | "application/xslt+xml" | "multipart/x-mixed-replace"
+            | "application/pdf"
+    ) || essence.ends_with("+xml")
+        || essence.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn what_a_browser_would_run_is_a_download() {
+        for media in ["text/html", "TEXT/HTML; charset=utf-8", "image/svg+xml", "application/javascript", "application/atom+xml"] {
+            assert!(super::runnable(media), "{media}");
+        }
+        for media in ["text/plain", "application/json", "text/csv", "image/png"] {
+            assert!(!super::runnable(media), "{media}");
+        }
+    }
+}
+

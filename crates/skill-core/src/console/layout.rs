@@ -94,9 +94,20 @@ pub(super) async fn not_found() -> Response {
 
 /// A JSON value as readable text.
 pub(super) fn json(value: &Value) -> Markup {
-    match value {
-        Value::String(text) => html! { span.text { (text) } },
-        other => html! { pre.json { (serde_json::to_string_pretty(other).unwrap_or_default()) } },
+    capped_json(value, usize::MAX)
+}
+
+/// [`json`], showing at most `max` characters of it and saying how much there is.
+pub(super) fn capped_json(value: &Value, max: usize) -> Markup {
+    let (text, pre) = match value {
+        Value::String(text) => (text.clone(), false),
+        other => (serde_json::to_string_pretty(other).unwrap_or_default(), true),
+    };
+    let total = text.chars().count();
+    let shown: String = if total > max { text.chars().take(max).collect() } else { text };
+    html! {
+        @if pre { pre.json { (shown) } } @else { span.text { (shown) } }
+        @if total > max { p.note { "… shown in part: " (max) " of " (total) " characters." } }
     }
 }
 

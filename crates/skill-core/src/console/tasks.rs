@@ -14,7 +14,7 @@ use skill_api::{
 use skill_engine::work::{ActionPreview, CallPreview};
 use skill_engine::{Engine, EngineError};
 
-use super::layout::{badge, json, page, rendered};
+use super::layout::{badge, capped_json, json, page, rendered};
 use super::session::Viewer;
 use crate::Core;
 
@@ -47,49 +47,94 @@ impl<'a> Names<'a> {
     }
 }
 
-/// `GET /console/tasks`.
-pub(super) async fn list(State(core): State<Core>, viewer: Viewer) -> Response {
-    rendered(tasks_page(&core.engine, &viewer).await)
+/// The query of `GET /console/tasks`: the page after `cursor`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListQuery {
+    cursor: Option<String>,
 }
 
-async fn tasks_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineError> {
+/// Tasks on one page of the list.
+const TASKS_PER_PAGE: u32 = 50;
+/// The most approvals waiting for the viewer's decision the page lists.
+const TO_DECIDE: u32 = 500;
+/// The most characters of one custom field a task's page shows.
+const SHOWN_FIELD_CHARS: usize = 2_000;
+
+/// `GET /console/tasks`.
+pub(super) async fn list(
+    State(core): State<Core>,
+    viewer: Viewer,
+    axum::extract::Query(query): axum::extract::Query<ListQuery>,
+) -> Response {
+    rendered(tasks_page(&core.engine, &viewer, query.cursor).await)
+}
+
+async fn tasks_page(engine: &Engine, viewer: &Viewer, cursor: Option<String>) -> Result<Markup, EngineError> {
     let actor = &viewer.actor;
+    // Every pending approval the viewer may decide, in whichever task: the work waiting for them.
+    let to_decide = engine.approvals_to_decide(actor, TO_DECIDE).await?;
+    let mut names = Names::new(engine);
+    let mut waiting = Vec::new();
+    for (approval, task) in &to_decide {
+        waiting.push((approval, task, names.of(&approval.requested_by).await?));
+    }
+    let pending: std::collections::BTreeSet<&str> = to_decide.iter().map(|(_, task)| task.id.as_str()).collect();
     // Someone who reads tasks nowhere (an operator) has no tasks, not a refusal.
     let listed = if actor.can_somewhere("tasks.read") {
-        engine.tasks(actor, &TaskQuery { limit: Some(200), ..TaskQuery::default() }).await?.items
+        engine.tasks(actor, &TaskQuery { limit: Some(TASKS_PER_PAGE), cursor, ..TaskQuery::default() }).await?
     } else {
-        Vec::new()
+        skill_api::Page { items: Vec::new(), next_cursor: None }
     };
-    let mut rows = Vec::new();
-    for task in listed {
-        let approvals = engine.approvals(actor, &OfTaskQuery { task: task.id.clone() }).await?.items;
-        let pending = approvals.iter().filter(|a| a.status == "pending").count();
-        rows.push((task, pending));
-    }
-    // Pending approvals first, then open tasks; the newest first within each.
-    rows.sort_by_key(|(task, pending)| (*pending == 0, task.status != "open"));
     let body = html! {
         h1 { "Tasks" }
-        @if rows.is_empty() {
+        @if !waiting.is_empty() {
+            section #to-decide {
+                h2 { "Waiting for your decision" }
+                div.scroll {
+                    table.tasks {
+                        thead { tr { th { "Task" } th { "Type" } th { "Asked by" } th { "Asked" } } }
+                        tbody {
+                            @for (approval, task, asked_by) in &waiting {
+                                tr {
+                                    td { a href={ "/console/tasks/" (task.id) "#approval-" (approval.id) } { (task.title) } }
+                                    td { (task.task_type.key) "@" (task.task_type.version) }
+                                    td { (asked_by) }
+                                    td.time { (approval.created_at) }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if waiting.len() as u32 >= TO_DECIDE { p.note { "The oldest " (TO_DECIDE) " are listed." } }
+            }
+        }
+        @if listed.items.is_empty() {
             p.empty {
                 @if actor.can_somewhere("tasks.read") { "No task in your workspaces yet." }
                 @else { "You read the tasks of no workspace (tasks.read)." }
             }
         } @else {
-            div.scroll {
-                table.tasks {
-                    thead { tr { th { "Task" } th { "Type" } th { "Status" } th { "Approvals" } th { "Updated" } } }
-                    tbody {
-                        @for (task, pending) in &rows {
-                            tr {
-                                td { a href={ "/console/tasks/" (task.id) } { (task.title) } }
-                                td { (task.task_type.key) "@" (task.task_type.version) }
-                                td { (badge(&task.status)) }
-                                td { @if *pending > 0 { span.badge.pending { (pending) " pending" } } }
-                                td.time { (task.updated_at) }
+            section #tasks {
+                h2 { "All tasks" }
+                div.scroll {
+                    table.tasks {
+                        thead { tr { th { "Task" } th { "Type" } th { "Status" } th { "Approvals" } th { "Updated" } } }
+                        tbody {
+                            @for task in &listed.items {
+                                tr {
+                                    td { a href={ "/console/tasks/" (task.id) } { (task.title) } }
+                                    td { (task.task_type.key) "@" (task.task_type.version) }
+                                    td { (badge(&task.status)) }
+                                    td { @if pending.contains(task.id.as_str()) { span.badge.pending { "yours to decide" } } }
+                                    td.time { (task.updated_at) }
+                                }
                             }
                         }
                     }
+                }
+                @if let Some(next) = &listed.next_cursor {
+                    p.pages { a href={ "/console/tasks?cursor=" (next) } { "Older tasks →" } }
                 }
             }
         }
@@ -191,7 +236,7 @@ fn fields(task: &TaskOut) -> Markup {
             dl.fields {
                 dt { "Type" } dd { (task.task_type.key) "@" (task.task_type.version) }
                 dt { "Created" } dd.time { (task.created_at) }
-                @for (name, value) in &fields { dt { (name) } dd { (json(value)) } }
+                @for (name, value) in &fields { dt { (name) } dd { (capped_json(value, SHOWN_FIELD_CHARS)) } }
             }
         }
     }
@@ -249,6 +294,11 @@ impl Decision {
                     div.preview {
                         h4 { "Approving will" }
                         (preview(approve))
+                        @if let Some(call) = &approval.call {
+                            p { "and let " strong { (self.requested_by) } " make exactly this call, once: "
+                                strong.skill { (call.skill) } }
+                            (json(&call.inputs))
+                        }
                         h4 { "Rejecting will" }
                         (preview(reject))
                     }

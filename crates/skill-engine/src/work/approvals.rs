@@ -7,7 +7,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{
     ActionOut, ApprovalOut, ApprovalRequest, DecideRequest, Items, OfTaskQuery, OutcomeOut, RequestedCall,
-    RequestedCallOut, WithdrawRequest,
+    RequestedCallOut, TaskOut, WithdrawRequest,
 };
 use skill_contract::export::canonical;
 use skill_store::ErrorKind;
@@ -321,6 +321,24 @@ impl Engine {
             }
         }
         Err(busy())
+    }
+
+    /// The pending approvals `actor` may decide (`approvals.decide` in their tasks' workspaces, not
+    /// asked by `actor`), with their tasks, oldest first, at most `limit` (1 to 500).
+    pub async fn approvals_to_decide(&self, actor: &Actor, limit: u32) -> Result<Vec<(ApprovalOut, TaskOut)>> {
+        let workspaces = actor.workspaces_with("approvals.decide");
+        if workspaces.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(Vec::new());
+        }
+        let limit = i64::from(limit.clamp(1, 500));
+        let mut out = Vec::new();
+        for approval in self.store.approvals_to_decide(workspaces.as_deref(), actor.id(), limit).await? {
+            let task = self.store.task(&approval.task_id).await?;
+            let task_type = self.store.task_type(&task.task_type_id).await?;
+            let shown = self.approval_out(approval, Vec::new()).await?;
+            out.push((shown, super::tasks::task_out(task, &task_type)));
+        }
+        Ok(out)
     }
 
     /// The approval `id` if its task is visible to `actor`; `404` otherwise.

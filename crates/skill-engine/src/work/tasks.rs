@@ -226,9 +226,39 @@ pub(crate) fn task_terminal(task: &TaskRecord) -> EngineError {
     .with("status", task.status.clone())
 }
 
-/// The custom fields match the type's: each a declared field, each value valid against its
-/// schema.
+/// The most bytes of JSON a task's custom fields hold, and the most keys of objects in them.
+pub(crate) const MAX_FIELDS_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_FIELDS_KEYS: usize = 1_000;
+
+/// The keys of every object in `value`.
+fn keys_in(value: &Value) -> usize {
+    match value {
+        Value::Object(map) => map.len() + map.values().map(keys_in).sum::<usize>(),
+        Value::Array(items) => items.iter().map(keys_in).sum(),
+        _ => 0,
+    }
+}
+
+/// The custom fields fit the bounds and match the type's: each a declared field, each value
+/// valid against its schema.
 fn check_fields(task_type: &TaskTypeRecord, fields: &Value) -> Result<()> {
+    let bytes = serde_json::to_vec(fields).map_or(0, |bytes| bytes.len());
+    let keys = keys_in(fields);
+    for (limit, max, actual) in [("bytes", MAX_FIELDS_BYTES, bytes), ("keys", MAX_FIELDS_KEYS, keys)] {
+        if actual > max {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "custom_fields_too_large",
+                format!(
+                    "the customFields are {actual} {limit}; at most {max}: keep large content in an artifact of the task and name it in a field"
+                ),
+            )
+            .with("field", "customFields")
+            .with("limit", limit)
+            .with("max", max)
+            .with("actual", actual));
+        }
+    }
     let declared = task_type.spec.get("customFields").cloned().unwrap_or_else(|| json!({}));
     let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
                         "properties": declared, "additionalProperties": false});

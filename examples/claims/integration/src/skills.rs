@@ -147,10 +147,9 @@ pub struct SendIn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SendStatus {
-    /// Written to the outbox now.
+    /// In the outbox: written now, or by an earlier call with the same key and reply (a repeat
+    /// answers what the first call did).
     Sent,
-    /// This key was sent before with the same reply: nothing was written again.
-    AlreadySent,
     /// This key was sent before with another reply: nothing was written.
     Conflict,
 }
@@ -170,7 +169,7 @@ fn message_id(key: &str) -> String {
 /// Send the approved reply to the customer.
 ///
 /// Writes the reply into the claims outbox (`CLAIMS_OUTBOX_DIR`), once per idempotency key: a
-/// retry with the same key does not send a second message.
+/// retry with the same key and reply sends no second message and answers as the first did.
 #[skill(
     "claim.send_reply",
     version = "1",
@@ -209,7 +208,7 @@ pub fn send_reply(inputs: SendIn, ctx: SkillContext) -> Result<SendOut, SkillErr
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
             let sent = std::fs::read_to_string(&path).map_err(unavailable)?;
             let same = serde_json::from_str::<serde_json::Value>(&sent).is_ok_and(|sent| sent == message);
-            let status = if same { SendStatus::AlreadySent } else { SendStatus::Conflict };
+            let status = if same { SendStatus::Sent } else { SendStatus::Conflict };
             Ok(SendOut { status, message_id })
         }
         Err(error) => Err(unavailable(error)),
