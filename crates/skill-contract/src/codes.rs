@@ -566,6 +566,20 @@ pub const CODES: &[CodeInfo] = &[
         "the call's contract names no audience: it carries no token (422)",
     ),
     code(
+        "custom_fields_too_large",
+        ValidationError,
+        No,
+        "core",
+        "a task's custom fields are over 64 KiB of JSON or 1,000 keys (422, `details.limit`): keep large content in an artifact",
+    ),
+    code(
+        "recall_too_broad",
+        ValidationError,
+        No,
+        "core",
+        "a recall from an anchor would read more than 20,000 entities: name fewer `kinds` (422)",
+    ),
+    code(
         "basis_not_covered",
         PermissionDenied,
         No,
