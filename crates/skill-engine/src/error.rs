@@ -182,3 +182,24 @@ pub(crate) fn written(result: skill_store::Result<()>) -> Result<bool> {
 pub(crate) fn busy() -> EngineError {
     EngineError::new(Class::Unavailable, "unavailable", "the row is changing under heavy contention; retry")
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_error_echoes_at_most_a_little_of_what_it_was_sent() {
+        let long = "x".repeat(10_000);
+        let error = EngineError::new(Class::Invalid, "invalid_request", "no")
+            .with("value", long.clone())
+            .with("items", json!((0..500).collect::<Vec<_>>()))
+            .with("nested", json!({"deep": [{"text": long}]}));
+        let body = error.to_envelope(None).error.details;
+        assert_eq!(body["value"].as_str().map(|s| s.chars().count()), Some(ECHOED_CHARS + 1));
+        assert_eq!(body["items"].as_array().map(Vec::len), Some(ECHOED_ITEMS));
+        assert!(body["nested"]["deep"][0]["text"].as_str().is_some_and(|s| s.ends_with('…')));
+        assert_eq!(error.details["value"].as_str().map(str::len), Some(10_000), "the log keeps it whole");
+    }
+}

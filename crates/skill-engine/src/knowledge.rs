@@ -415,8 +415,10 @@ impl Engine {
         if let Some((kind, key)) = &anchor {
             // Every entity of the workspace (of the kinds asked for), the slot applied last winning
             // a key — at most a bounded number.
-            let rows =
-                self.store.knowledge_entities(&workspace, request.kinds.as_deref(), None, MAX_RECALL_ENTITIES + 1).await?;
+            let rows = self
+                .store
+                .knowledge_entities(&workspace, request.kinds.as_deref(), None, MAX_RECALL_ENTITIES + 1)
+                .await?;
             if rows.len() as i64 > MAX_RECALL_ENTITIES {
                 return Err(EngineError::new(
                     Class::Invalid,

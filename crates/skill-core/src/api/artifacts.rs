@@ -111,9 +111,19 @@ fn runnable(media_type: &str) -> bool {
     let essence = media_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     matches!(
         essence.as_str(),
-        "text/html" | "application/xhtml+xml" | "image/svg+xml" | "text/xml" | "application/xml"
-            | "text/javascript" | "application/javascript" | "application/ecmascript" | "text/ecmascript"
-            | "application/x-javascript" | "text/xsl" | "application/xslt+xml" | "multipart/x-mixed-replace"
+        "text/html"
+            | "application/xhtml+xml"
+            | "image/svg+xml"
+            | "text/xml"
+            | "application/xml"
+            | "text/javascript"
+            | "application/javascript"
+            | "application/ecmascript"
+            | "text/ecmascript"
+            | "application/x-javascript"
+            | "text/xsl"
+            | "application/xslt+xml"
+            | "multipart/x-mixed-replace"
             | "application/pdf"
     ) || essence.ends_with("+xml")
         || essence.is_empty()
@@ -123,7 +133,9 @@ fn runnable(media_type: &str) -> bool {
 mod tests {
     #[test]
     fn what_a_browser_would_run_is_a_download() {
-        for media in ["text/html", "TEXT/HTML; charset=utf-8", "image/svg+xml", "application/javascript", "application/atom+xml"] {
+        for media in
+            ["text/html", "TEXT/HTML; charset=utf-8", "image/svg+xml", "application/javascript", "application/atom+xml"]
+        {
             assert!(super::runnable(media), "{media}");
         }
         for media in ["text/plain", "application/json", "text/csv", "image/png"] {
@@ -131,4 +143,3 @@ mod tests {
         }
     }
 }
-

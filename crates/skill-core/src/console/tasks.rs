@@ -297,7 +297,7 @@ impl Decision {
                         @if let Some(call) = &approval.call {
                             p { "and let " strong { (self.requested_by) } " make exactly this call, once: "
                                 strong.skill { (call.skill) } }
-                            (json(&call.inputs))
+                            (capped_json(&call.inputs, SHOWN_FIELD_CHARS))
                         }
                         h4 { "Rejecting will" }
                         (preview(reject))
@@ -378,7 +378,7 @@ fn preview(actions: &[ActionPreview]) -> Markup {
                                             em { "the comment you write" }
                                         } @else {
                                             @match inputs.get(name) {
-                                                Some(value) => (json(value)),
+                                                Some(value) => (capped_json(value, SHOWN_FIELD_CHARS)),
                                                 None => em { "nothing (the task has no such value)" },
                                             }
                                         }

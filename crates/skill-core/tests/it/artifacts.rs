@@ -117,6 +117,25 @@ async fn artifacts_are_stored_whole_and_read_by_who_may() {
         let scan = core.post(&writer, "/artifacts", &body).await.ok(201)["id"].as_str().expect("id").to_owned();
         assert_eq!(raw(&core, &writer, &format!("/artifacts/{scan}/content")).await.3, binary);
 
+        // Content is data in a browser: never sniffed, never a page that runs; what a browser
+        // would run is a download.
+        for (media, attachment) in [("text/html", true), ("image/svg+xml", true), ("text/plain", false)] {
+            let body = json!({"workspace": "desk", "type": "page", "name": "x", "mediaType": media,
+                              "text": "<script>alert(document.cookie)</script>"});
+            let page = core.post(&writer, "/artifacts", &body).await.ok(201)["id"].as_str().expect("id").to_owned();
+            let answer = core
+                .http
+                .get(format!("{}/artifacts/{page}/content", core.base))
+                .bearer_auth(&writer)
+                .send()
+                .await
+                .expect("answers");
+            let header = |name: &str| answer.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            assert_eq!(header("x-content-type-options").as_deref(), Some("nosniff"), "{media}");
+            assert!(header("content-security-policy").is_some_and(|csp| csp.starts_with("sandbox")), "{media}");
+            assert_eq!(header("content-disposition").as_deref(), attachment.then_some("attachment"), "{media}");
+        }
+
         // Another workspace's principal: as if it were not there.
         for path in [format!("/artifacts/{id}"), format!("/artifacts/{id}/content")] {
             core.get(&outsider, &path).await.refused(404, "artifact_not_found");

@@ -6,7 +6,7 @@
 
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION, ORIGIN, SET_COOKIE};
-use serde_json::json;
+use serde_json::{Value, json};
 use skill_engine::Origin;
 
 use crate::api::token;
@@ -154,7 +154,7 @@ async fn people_decide_in_the_console_and_nothing_else_changes_anything() {
         assert_eq!(tasks.status, StatusCode::OK);
         let policy = tasks.headers.get(CONTENT_SECURITY_POLICY).and_then(|v| v.to_str().ok()).unwrap_or_default();
         assert!(policy.contains("script-src 'self'") && policy.contains("frame-ancestors 'none'"), "{policy}");
-        assert!(tasks.body.contains("1 pending"), "{}", tasks.body);
+        assert!(tasks.body.contains("yours to decide"), "{}", tasks.body);
         assert!(tasks.body.contains("Claim &lt;b&gt;C-7&lt;/b&gt;"), "the title is escaped");
         let page = console.get(Some(&cookie), &format!("/console/tasks/{task}")).await;
         assert_eq!(page.status, StatusCode::OK);
@@ -384,6 +384,53 @@ async fn operators_see_why_calls_wait_what_they_did_and_the_catalog() {
             console.get(Some(&outsider_cookie), &format!("/console/calls/{id}")).await.status,
             StatusCode::NOT_FOUND
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_tasks_page_lists_every_approval_waiting_for_the_viewer_and_pages_the_rest() {
+    each_backend("console-pages", |core| async move {
+        let core = core;
+        crate::claims::apply_package(&core).await;
+        core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+        let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims"]).await;
+        let reviewer = token(&core.engine, "reviewer", &["skills.invoke", "approvals.decide@claims"]).await;
+        let create = |title: String, fields: Value| {
+            let (core, clerk) = (&core, &clerk);
+            let body =
+                json!({"workspace": "claims", "taskType": "claim-reply@1", "title": title, "customFields": fields});
+            async move { core.post(clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("id").to_owned() }
+        };
+        // The oldest task asks for a decision, and holds a long field; 230 tasks come after it.
+        let long = "L".repeat(5_000);
+        let oldest = create("The oldest claim".to_owned(), json!({"claim": long})).await;
+        core.post(&clerk, "/approvals", &json!({"taskId": oldest})).await.ok(201);
+        for n in 0..230 {
+            create(format!("Claim {n}"), json!({"claim": format!("C-{n}")})).await;
+        }
+        let console = Console::new(&core);
+        let (cookie, _) = console.sign_in(&reviewer).await;
+        let page = console.get(Some(&cookie), "/console/tasks").await;
+        assert_eq!(page.status, StatusCode::OK);
+        let waiting = page.body.split("All tasks").next().expect("the page");
+        assert!(waiting.contains("Waiting for your decision") && waiting.contains("The oldest claim"), "{waiting}");
+        assert_eq!(page.body.matches("<tr>").count(), 1 + 1 + 1 + 50, "a header and a row each, and 50 tasks");
+        // The next pages, through their links, reach the oldest task.
+        let mut next = page.body.clone();
+        let mut seen = 0;
+        while let Some(at) = next.find("/console/tasks?cursor=") {
+            let link: String = next[at..].chars().take_while(|c| *c != '"').collect();
+            next = console.get(Some(&cookie), &link).await.body;
+            seen += 1;
+            assert!(seen < 10, "pages end");
+        }
+        assert_eq!(seen, 4, "231 tasks, 50 a page");
+        assert!(next.contains("The oldest claim"));
+        // A long field is shown in part, saying so.
+        let task = console.get(Some(&cookie), &format!("/console/tasks/{oldest}")).await;
+        assert!(task.body.contains("shown in part: 2000 of 5000 characters"), "{}", task.body.len());
+        assert!(!task.body.contains(&"L".repeat(2_001)));
     })
     .await;
 }

@@ -60,7 +60,7 @@ async fn a_reviewer_approves_in_the_browser_and_the_reply_is_sent_once() {
     let cookies = browser.cookies().await;
     let session = cookies.iter().find(|c| c["name"] == "skill_console").expect("the session cookie");
     assert_eq!((session["httpOnly"].clone(), session["sameSite"].clone()), (json!(true), json!("Strict")));
-    assert!(browser.find("table.tasks").await.text().await.contains("1 pending"));
+    assert!(browser.find("#to-decide table.tasks").await.text().await.contains("clerk"));
     browser.screenshot(screenshots, "tasks").await;
 
     // The task: its drafted reply, and what approving will do.

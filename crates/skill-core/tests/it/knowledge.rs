@@ -202,3 +202,55 @@ async fn a_query_pages_through_many_entities_and_keys_held_by_many_slots() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_query_and_a_recall_do_a_bounded_amount_of_work() {
+    each_backend("knowledge-bounds", |core| async move {
+        let core = core;
+        core.engine.create_workspace("claims", "claims", &Origin::default()).await.expect("workspace");
+        let writer = token(&core.engine, "bounded", &["knowledge.write@claims"]).await;
+        // 25,000 entities in three slots; only the last 5 match the condition below.
+        for (source, from, count) in [("a", 0, 10_000), ("b", 10_000, 10_000), ("c", 20_000, 5_000)] {
+            let entities: Vec<Value> = (from..from + count)
+                .map(|n| json!({"kind": "claim", "key": format!("C-{n:05}"), "attributes": {"amount": n}}))
+                .collect();
+            let body = json!({"workspaceId": "claims", "pack": "claims", "source": source, "entities": entities});
+            core.post(&writer, "/knowledge/snapshots", &body).await.ok(200);
+        }
+        let query = |body: Value| {
+            let (core, writer) = (&core, &writer);
+            async move { core.post(writer, "/knowledge/entities:query", &body).await }
+        };
+        // A selective condition: the first page stops after a bounded read, short, with a cursor;
+        // following the cursors finds exactly what matches.
+        let wanted = json!([{"attribute": "amount", "op": "gte", "value": 24_995}]);
+        let mut found = Vec::new();
+        let mut cursor = Value::Null;
+        let mut pages = 0;
+        loop {
+            let body = json!({"workspaceId": "claims", "kinds": ["claim"], "where": wanted, "cursor": cursor});
+            let page = query(body).await.ok(200).clone();
+            found.extend(page["items"].as_array().expect("items").iter().map(|i| i["key"].clone()));
+            pages += 1;
+            cursor = page["nextCursor"].clone();
+            if cursor.is_null() {
+                break;
+            }
+        }
+        assert!(pages >= 2, "the first page stopped at its bound ({pages} pages)");
+        let expected: Vec<Value> = (24_995..25_000).map(|n| json!(format!("C-{n:05}"))).collect();
+        assert_eq!(found, expected);
+        // An op there is not, a cursor this listing never gave: refused, naming the field.
+        let unknown = query(json!({"workspaceId": "claims", "kinds": ["claim"],
+                                   "where": [{"attribute": "amount", "op": "greater", "value": 1}]}))
+        .await;
+        assert_eq!(unknown.refused(400, "invalid_request").body["error"]["details"]["field"], "where[0].op");
+        let cursor = query(json!({"workspaceId": "claims", "kinds": ["claim"], "cursor": "garbage"})).await;
+        assert_eq!(cursor.refused(400, "invalid_request").body["error"]["details"]["field"], "cursor");
+        // A recall from an anchor over more entities than it reads: refused, saying how to narrow.
+        let recall = json!({"workspaceId": "claims", "anchor": {"kind": "claim", "key": "C-00001"}});
+        let broad = core.post(&writer, "/context/recall", &recall).await;
+        assert_eq!(broad.refused(422, "recall_too_broad").body["error"]["details"]["field"], "kinds");
+    })
+    .await;
+}

@@ -3,6 +3,7 @@
 
 mod api;
 mod artifacts;
+mod attacks;
 mod calls;
 mod claims;
 mod client;

@@ -235,6 +235,14 @@ async fn tasks_runs_approvals_and_comments_keep_their_rules() {
             create(&desk.writer, bad).await.refused(422, "invalid_custom_fields");
         }
         create(&desk.writer, json!({"workspace": "desk", "taskType": "plain", "title": ""})).await.refused(400, "invalid_request");
+        // Custom fields are bounded: bytes and keys, each refused naming the limit.
+        core.post(&core.admin, "/task-types", &json!({"key": "free", "version": "1", "customFields": {"notes": {}}})).await.ok(201);
+        let many: serde_json::Map<String, Value> = (0..1001).map(|n| (format!("k{n}"), json!(n))).collect();
+        for (notes, limit) in [(json!("x".repeat(70_000)), "bytes"), (Value::Object(many), "keys")] {
+            let bad = json!({"workspace": "desk", "taskType": "free@1", "title": "t", "customFields": {"notes": notes}});
+            let refused = create(&desk.writer, bad).await;
+            assert_eq!(refused.refused(422, "custom_fields_too_large").body["error"]["details"]["limit"], limit);
+        }
         // Visible in its workspace only; listed there.
         core.get(&desk.outsider, &format!("/tasks/{task_id}")).await.refused(404, "not_found");
         assert_eq!(core.get(&desk.decider, &format!("/tasks/{task_id}")).await.ok(200)["id"], task_id);

@@ -25,9 +25,8 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use skill_api::{
-    ApprovalRequest, CloseTaskRequest, DecideRequest, DisableRequest, EndRunRequest, ExecutorAllowance,
-    InvokeRequest, PublishRequest, RequestedCall, RunRequest, TaskApproval, TaskRequest, TaskTypeRequest,
-    WithdrawRequest,
+    ApprovalRequest, CloseTaskRequest, DecideRequest, DisableRequest, EndRunRequest, ExecutorAllowance, InvokeRequest,
+    PublishRequest, RequestedCall, RunRequest, TaskApproval, TaskRequest, TaskTypeRequest, WithdrawRequest,
 };
 use skill_engine::{Actor, Engine, Origin, TokenRequest};
 use skill_store::records::{InvocationFilter, InvocationRecord};
@@ -219,7 +218,8 @@ async fn world(case: u64) -> World {
         actor(&engine, "carol", "person", &writer).await,
     ];
     actor(&engine, "executor", "executor", &["skills.execute"]).await;
-    let allowed = ExecutorAllowance { protocols: vec!["local".into()], local: vec!["model".into()], ..Default::default() };
+    let allowed =
+        ExecutorAllowance { protocols: vec!["local".into()], local: vec!["model".into()], ..Default::default() };
     engine.allow_executor(None, "executor", &allowed, None).await.expect("allowed");
     let executor = {
         let request = TokenRequest {
@@ -357,7 +357,8 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                         .approvals(&w.people[1], &skill_api::OfTaskQuery { task: task.id.clone() })
                         .await
                         .expect(&at);
-                    let approval = Approval { task: task.id, gate: true, status: "pending", requester: person, call: None };
+                    let approval =
+                        Approval { task: task.id, gate: true, status: "pending", requester: person, call: None };
                     m.approvals.insert(listed.items[0].id.clone(), approval);
                 }
                 "task created"
@@ -383,7 +384,8 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 let expected = if call.is_some() && !gate { "invalid_request" } else { "ok" };
                 assert_eq!(code(&result), expected, "{at}: an approval asked for {call:?}, gate {gate}");
                 if let Ok(approval) = result {
-                    m.approvals.insert(approval.id, Approval { task, gate, status: "pending", requester: person, call });
+                    m.approvals
+                        .insert(approval.id, Approval { task, gate, status: "pending", requester: person, call });
                 }
                 "approval requested"
             }
@@ -408,7 +410,8 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 assert_eq!(code(&result), expected, "{at}: decide {id}");
                 if let Ok(decided) = result {
                     // What the decision reserved: the reply's send, with the task's own inputs.
-                    let reserved: Vec<&Value> = decided.outcome.iter().flat_map(|o| &o.actions).filter_map(|a| a.inputs.as_ref()).collect();
+                    let reserved: Vec<&Value> =
+                        decided.outcome.iter().flat_map(|o| &o.actions).filter_map(|a| a.inputs.as_ref()).collect();
                     let reply = approval.gate && outcome == "approved" && m.tasks[&approval.task].kind == "reply@1";
                     assert_eq!(reserved.len(), usize::from(reply), "{at}: the outcome reserved its call");
                     m.approvals.get_mut(&id).expect("known").status =
@@ -719,7 +722,8 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
         };
         let lost = match (basis["kind"].as_str(), reason) {
             (_, "task_terminal") => {
-                !task_open || store.task(stored.task_id.as_deref().unwrap_or_default()).await.expect(at).status != "open"
+                !task_open
+                    || store.task(stored.task_id.as_deref().unwrap_or_default()).await.expect(at).status != "open"
             }
             (Some("approval"), "approval_withdrawn") => {
                 basis["approvalId"].as_str().is_none_or(|a| m.approvals[a].status != "approved")
@@ -805,7 +809,8 @@ async fn check_whole(w: &World, m: &Model, case: u64) {
         match basis["kind"].as_str() {
             Some("approval") => {
                 assert!(
-                    approvals.insert((call.skill_id.clone(), basis["approvalId"].as_str().unwrap_or_default().to_owned())),
+                    approvals
+                        .insert((call.skill_id.clone(), basis["approvalId"].as_str().unwrap_or_default().to_owned())),
                     "{at}: an approval spent twice for one version"
                 );
                 assert!(covered(w, call, &at).await, "{at}: an approval call it does not cover");
