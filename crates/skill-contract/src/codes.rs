@@ -580,6 +580,13 @@ pub const CODES: &[CodeInfo] = &[
         "a recall from an anchor would read more than 20,000 entities: name fewer `kinds` (422)",
     ),
     code(
+        "token_for_another_call",
+        PermissionDenied,
+        No,
+        "host",
+        "the audience token names another call than the request's `invocationId` (403)",
+    ),
+    code(
         "basis_not_covered",
         PermissionDenied,
         No,

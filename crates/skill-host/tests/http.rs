@@ -99,6 +99,25 @@ async fn the_skill_sees_the_verified_caller_the_ids_and_the_settings() {
 }
 
 #[tokio::test]
+async fn a_token_issued_for_one_call_serves_that_call_only() {
+    let host = host();
+    let mut claims = good_claims();
+    claims["invocation_id"] = json!("inv-1");
+    let bound = sign("ec-1", &claims);
+    let body = |id: Value| json!({"invocationId": id, "inputs": {}}).to_string();
+    let ok = host.post("/skills/whoami@1", Some(&bound), body(json!("inv-1"))).await;
+    assert_eq!(ok.status(), StatusCode::OK);
+    for other in [json!("inv-2"), Value::Null] {
+        let (status, refused) = envelope(host.post("/skills/whoami@1", Some(&bound), body(other.clone())).await).await;
+        assert_eq!(
+            (status, refused["error"]["code"].clone()),
+            (StatusCode::FORBIDDEN, json!("token_for_another_call")),
+            "{other}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn refusals_crashes_and_retryable_failures_have_their_statuses() {
     let host = host();
     let cases = [
