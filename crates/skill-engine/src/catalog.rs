@@ -244,3 +244,30 @@ pub(crate) fn bounded_page<T: serde::Serialize>(
     let next_cursor = if kept.len() < count { kept.last().map(&cursor_of) } else { next_cursor };
     Page { items: kept, next_cursor }
 }
+
+/// The contract of a version that can be called: `409 skill_not_invocable` with the reason
+/// (`disabled`, `no_contract`, `composite`, `protocol_not_invocable`) otherwise.
+pub(crate) fn invocable(skill: &skill_store::records::SkillRecord) -> Result<&Value> {
+    let refuse = |reason: &str, message: String| {
+        Err(EngineError::new(Class::Conflict, "skill_not_invocable", message)
+            .with("skill", format!("{}@{}", skill.name, skill.version))
+            .with("skillId", skill.id.clone())
+            .with("reason", reason)
+            .with("protocol", json!(skill.protocol))
+            .with("status", skill.status.clone()))
+    };
+    let name = format!("{}@{}", skill.name, skill.version);
+    if skill.status == "disabled" {
+        return refuse("disabled", format!("{name} is disabled"));
+    }
+    if skill.composition.is_some() {
+        return refuse("composite", format!("{name} is a composite: call the skills it includes"));
+    }
+    let Some(contract) = &skill.contract else {
+        return refuse("no_contract", format!("{name} is a catalog entry without a contract"));
+    };
+    if !matches!(skill.protocol.as_deref(), Some("http" | "local" | "mcp")) {
+        return refuse("protocol_not_invocable", format!("{name} has no protocol the core calls"));
+    }
+    Ok(contract)
+}

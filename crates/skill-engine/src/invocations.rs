@@ -29,7 +29,7 @@ pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS, SessionView};
 
 use crate::actor::Actor;
 use crate::cancellation::Cancellation;
-use crate::catalog::{bounded_page, checked_limit};
+use crate::catalog::{bounded_page, checked_limit, invocable};
 use crate::error::{Class, EngineError, Result, busy, written};
 use crate::work::basis::Internal;
 use crate::{Engine, Origin};
@@ -524,33 +524,6 @@ fn checked_key(key: Option<&str>) -> Result<Option<String>> {
         .with("field", "idempotencyKey"));
     }
     Ok(Some(trimmed.to_owned()))
-}
-
-/// The contract of a version that can be called: `409 skill_not_invocable` with the reason
-/// (`disabled`, `no_contract`, `composite`, `protocol_not_invocable`) otherwise.
-pub(crate) fn invocable(skill: &SkillRecord) -> Result<&Value> {
-    let refuse = |reason: &str, message: String| {
-        Err(EngineError::new(Class::Conflict, "skill_not_invocable", message)
-            .with("skill", format!("{}@{}", skill.name, skill.version))
-            .with("skillId", skill.id.clone())
-            .with("reason", reason)
-            .with("protocol", json!(skill.protocol))
-            .with("status", skill.status.clone()))
-    };
-    let name = format!("{}@{}", skill.name, skill.version);
-    if skill.status == "disabled" {
-        return refuse("disabled", format!("{name} is disabled"));
-    }
-    if skill.composition.is_some() {
-        return refuse("composite", format!("{name} is a composite: call the skills it includes"));
-    }
-    let Some(contract) = &skill.contract else {
-        return refuse("no_contract", format!("{name} is a catalog entry without a contract"));
-    };
-    if !matches!(skill.protocol.as_deref(), Some("http" | "local" | "mcp")) {
-        return refuse("protocol_not_invocable", format!("{name} has no protocol the core calls"));
-    }
-    Ok(contract)
 }
 
 /// An endpoint as executors' origins are compared with it: lower-case, except `stdio:<name>`.

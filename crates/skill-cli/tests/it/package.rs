@@ -189,11 +189,6 @@ pub(crate) fn serve(label: &str) -> Served {
 }
 
 impl Served {
-    /// A token of a new agent `name` with `grants`.
-    pub(crate) fn token(&self, name: &str, grants: &[&str]) -> String {
-        self.token_of("agent", name, grants)
-    }
-
     /// A token of a new person `name` with `grants` (agents call only their assigned skills).
     pub(crate) fn person(&self, name: &str, grants: &[&str]) -> String {
         self.token_of("person", name, grants)

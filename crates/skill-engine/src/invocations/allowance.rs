@@ -8,7 +8,6 @@ use skill_api::{ExecutorAllowance, ExecutorAllowanceOut};
 use skill_store::ErrorKind;
 use skill_store::records::{Admission, ExecutorAllowance as Kept, Principal};
 
-use super::queue::normalized_origin;
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
 use crate::tokens::reserved_audience;
@@ -44,6 +43,56 @@ fn local_allowed(entries: &[String], entrypoint: &str) -> bool {
             || (!entry.contains(':')
                 && (module == entry || module.strip_prefix(entry.as_str()).is_some_and(|rest| rest.starts_with('.'))))
     })
+}
+
+/// `scheme://host[:port]` lower-case without a trailing `/` (or `stdio:<name>` exactly, for
+/// MCP); `422 invalid_executor_endpoint` otherwise.
+pub(crate) fn normalized_origin(field: &str, value: &str, stdio: bool) -> Result<String> {
+    let refuse = || {
+        Err(EngineError::new(
+            Class::Invalid,
+            "invalid_executor_endpoint",
+            format!(
+                "{field}: {:?} is not an origin `http(s)://host[:port]`{}",
+                cut(value, 200),
+                if stdio { " or `stdio:<name>`" } else { "" }
+            ),
+        )
+        .with("field", field)
+        .with("value", cut(value, 200)))
+    };
+    if stdio && let Some(name) = value.strip_prefix("stdio:") {
+        let ok =
+            (1..=100).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+        return if ok { Ok(value.to_owned()) } else { refuse() };
+    }
+    let lower = value.to_ascii_lowercase();
+    let lower = lower.strip_suffix('/').unwrap_or(&lower);
+    let Some(rest) = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://")) else { return refuse() };
+    let port = if let Some(inner) = rest.strip_prefix('[') {
+        let Some((address, after)) = inner.split_once(']') else { return refuse() };
+        if address.is_empty() || !address.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') {
+            return refuse();
+        }
+        after
+    } else {
+        let end = rest.find(':').unwrap_or(rest.len());
+        let host = &rest[..end];
+        if host.is_empty() || !host.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b))
+        {
+            return refuse();
+        }
+        &rest[end..]
+    };
+    let port_ok = port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|digits| (1..=5).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()));
+    if port_ok { Ok(lower.to_owned()) } else { refuse() }
+}
+
+fn cut(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
 }
 
 /// The allowance checked and normalized (origins lower-case, duplicates dropped).
@@ -272,5 +321,19 @@ mod tests {
             ..ExecutorAllowance::default()
         };
         assert_eq!(checked(&path).expect_err("a path").code, "invalid_executor_endpoint");
+    }
+
+    #[test]
+    fn origins_are_normalized_or_refused() {
+        assert_eq!(normalized_origin("httpOrigins", "HTTPS://Svc.Example/", false).expect("ok"), "https://svc.example");
+        assert_eq!(normalized_origin("httpOrigins", "http://[::1]:8080", false).expect("ok"), "http://[::1]:8080");
+        assert_eq!(normalized_origin("mcpEndpoints", "stdio:Tools", true).expect("ok"), "stdio:Tools");
+        for bad in
+            ["https://h/x", "ftp://h", "https://user@h", "https://h:123456", "https://", "stdio:x", "https://h?q"]
+        {
+            let error = normalized_origin("httpOrigins", bad, false).expect_err(bad);
+            assert_eq!(error.code, "invalid_executor_endpoint", "{bad}");
+        }
+        assert!(normalized_origin("mcpEndpoints", "stdio:a b", true).is_err());
     }
 }

@@ -11,9 +11,9 @@ use skill_api::{
 };
 use skill_contract::export::canonical;
 use skill_store::ErrorKind;
-use skill_store::records::{ActionRecord, ApprovalRecord, TaskTypeRecord, WorkChange};
+use skill_store::records::{ActionRecord, ApprovalRecord, WorkChange};
 
-use super::preview::Decision;
+use super::preview::{Decision, check_outcome};
 use super::tasks::task_terminal;
 use super::{comment_event, terminal};
 use crate::actor::Actor;
@@ -21,32 +21,6 @@ use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
 use crate::error::{busy, written};
 use crate::{Engine, Origin};
-
-/// The gate of a type's approval schema whose outcomes a gate approval runs.
-const GATE: &str = "default";
-
-/// `invalid_outcome` unless `outcome` is a decision: `approved` or `rejected`.
-pub(crate) fn check_outcome(outcome: &str) -> Result<()> {
-    if matches!(outcome, "approved" | "rejected") {
-        return Ok(());
-    }
-    Err(EngineError::new(
-        Class::Invalid,
-        "invalid_outcome",
-        format!("a decision is approved or rejected, not {outcome:?}"),
-    )
-    .with("field", "outcome"))
-}
-
-/// The actions a gate's `outcome` carries out, as the task type writes them.
-pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: &str) -> Vec<Value> {
-    task_type
-        .spec
-        .pointer(&format!("/approvalSchema/gates/{GATE}/outcomes/{outcome}"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
 
 impl Engine {
     /// Asks for a decision on an open task (`tasks.write` in its workspace).
@@ -88,7 +62,7 @@ impl Engine {
             .with("field", "call.skill"));
         }
         let skill = self.find(&call.skill).await.map_err(|error| error.with("field", "call.skill"))?.skill;
-        let contract = crate::invocations::invocable(&skill)?;
+        let contract = crate::catalog::invocable(&skill)?;
         let inputs = canonical(&Value::Object(call.inputs.clone()));
         self.check_inputs(&skill, contract, &inputs).await?;
         Ok((skill.id, inputs))

@@ -9,13 +9,38 @@ use chrono::Utc;
 use serde_json::{Map, Value, json};
 use skill_store::records::{SkillRecord, TaskRecord, TaskTypeRecord, Time};
 
-use super::approvals::{check_outcome, outcome_actions};
 use super::outcomes::decision_root;
 use super::{paths, task_view};
 use crate::Engine;
 use crate::actor::Actor;
 use crate::catalog::view_time;
-use crate::error::{Class, Result};
+use crate::error::{Class, EngineError, Result};
+
+/// The gate of a type's approval schema whose outcomes a gate approval runs.
+const GATE: &str = "default";
+
+/// `invalid_outcome` unless `outcome` is a decision: `approved` or `rejected`.
+pub(crate) fn check_outcome(outcome: &str) -> Result<()> {
+    if matches!(outcome, "approved" | "rejected") {
+        return Ok(());
+    }
+    Err(EngineError::new(
+        Class::Invalid,
+        "invalid_outcome",
+        format!("a decision is approved or rejected, not {outcome:?}"),
+    )
+    .with("field", "outcome"))
+}
+
+/// The actions a gate's `outcome` carries out, as the task type writes them.
+fn outcome_actions(task_type: &TaskTypeRecord, outcome: &str) -> Vec<Value> {
+    task_type
+        .spec
+        .pointer(&format!("/approvalSchema/gates/{GATE}/outcomes/{outcome}"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
 
 /// One action of an outcome, as deciding would carry it out.
 #[derive(Debug, Clone, PartialEq)]
