@@ -43,7 +43,12 @@ impl Core {
         let token = |name: &str, grant: &str| {
             let request = TokenRequest {
                 principal: name.to_owned(),
-                kind: if name == "caller" { "person" } else { "agent" }.to_owned(),
+                kind: match name {
+                    "caller" => "person",
+                    "runner" => "executor",
+                    _ => "agent",
+                }
+                .to_owned(),
                 grants: vec![grant.to_owned()],
                 label: String::new(),
                 expires_at: None,
@@ -52,6 +57,13 @@ impl Core {
         };
         let (admin, caller, executor) =
             (token("admin", "org.manage"), token("caller", "skills.invoke"), token("runner", "skills.execute"));
+        // What the runner may run is the operator's to say: the demo host's skills.
+        let allowance = skill_api::ExecutorAllowance {
+            protocols: vec!["local".to_owned()],
+            local: vec!["demo_host".to_owned()],
+            ..skill_api::ExecutorAllowance::default()
+        };
+        runtime.block_on(engine.allow_executor(None, "runner", &allowance, None)).expect("allowed");
         Self { runtime, base, engine, admin, caller, executor, http: reqwest::Client::new(), _folder: folder }
     }
 
