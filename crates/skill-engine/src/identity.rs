@@ -165,7 +165,7 @@ impl Engine {
     }
 
     /// Adds one grant with its event; `false` when the principal held it already.
-    async fn add_grant(
+    pub(crate) async fn add_grant(
         &self,
         principal: &Principal,
         permission: &str,

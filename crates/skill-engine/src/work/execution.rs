@@ -13,7 +13,7 @@
 //! one call per key, one execution call per run and one that may write per task), so any core
 //! may do it and any may be killed.
 
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use serde_json::{Value, json};
 use skill_api::InvokeRequest;
 use skill_store::ErrorKind;
@@ -52,20 +52,7 @@ impl Engine {
             if grants.iter().any(|grant| grant.workspace_id.is_none() && grant.permission == *permission) {
                 continue;
             }
-            let grant = skill_store::records::Grant {
-                id: self.new_id(),
-                principal_id: principal.id.clone(),
-                workspace_id: None,
-                permission: (*permission).to_owned(),
-                created_at: Utc::now(),
-            };
-            let event = self.event(
-                "grant.added",
-                format!("principal:{}", principal.id),
-                json!({"permission": permission, "workspaceId": null}),
-                &origin,
-            );
-            self.store.add_grant(&grant, &event).await?;
+            self.add_grant(&principal, permission, None, &origin).await?;
         }
         Ok(Actor::new(principal.clone(), self.store.grants(&principal.id).await?))
     }
