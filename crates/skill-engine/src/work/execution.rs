@@ -151,17 +151,7 @@ impl Engine {
         now: Time,
         origin: &Origin,
     ) -> Result<Option<RunRecord>> {
-        let run = RunRecord {
-            id: self.new_id(),
-            task_id: task.id.clone(),
-            owner_principal_id: actor.id().to_owned(),
-            status: "running".to_owned(),
-            result: None,
-            error: None,
-            row_version: 1,
-            created_at: now,
-            ended_at: None,
-        };
+        let run = self.new_run(&task.id, actor.id(), now);
         let event = self.event(
             "run.started",
             format!("run:{}", run.id),

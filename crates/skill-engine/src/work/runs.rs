@@ -21,17 +21,7 @@ impl Engine {
         if terminal(&task.status) {
             return Err(task_terminal(&task));
         }
-        let run = RunRecord {
-            id: self.new_id(),
-            task_id: task.id.clone(),
-            owner_principal_id: actor.id().to_owned(),
-            status: "running".to_owned(),
-            result: None,
-            error: None,
-            row_version: 1,
-            created_at: Utc::now(),
-            ended_at: None,
-        };
+        let run = self.new_run(&task.id, actor.id(), Utc::now());
         let event = self.event(
             "run.started",
             format!("run:{}", run.id),
@@ -56,6 +46,21 @@ impl Engine {
                 .with("runId", running.map_or(Value::Null, |run| json!(run.id))))
             }
             Err(error) => Err(error.into()),
+        }
+    }
+
+    /// A new running run of `owner` on the task `task_id`, started `now`.
+    pub(crate) fn new_run(&self, task_id: &str, owner: &str, now: skill_store::records::Time) -> RunRecord {
+        RunRecord {
+            id: self.new_id(),
+            task_id: task_id.to_owned(),
+            owner_principal_id: owner.to_owned(),
+            status: "running".to_owned(),
+            result: None,
+            error: None,
+            row_version: 1,
+            created_at: now,
+            ended_at: None,
         }
     }
 
