@@ -70,7 +70,7 @@ pub(crate) fn build(step: &str, more: &[&str]) -> Result<()> {
 }
 
 /// Tokens of an operator (`org.manage`), a caller (`skills.invoke`) and an executor
-/// (`skills.execute`), made straight in the database `db`.
+/// (`skills.execute`, allowed the demo host's skills), made straight in the database `db`.
 pub(crate) struct Tokens {
     pub(crate) admin: String,
     pub(crate) caller: String,
@@ -86,11 +86,24 @@ impl Tokens {
                     .args(["token", "create", "--db", db, "--name", name, "--kind", kind, "--grant", grant]),
             )
         };
-        Ok(Self {
+        let tokens = Self {
             admin: token("admin", "person", "org.manage")?,
             caller: token("caller", "person", "skills.invoke")?,
             executor: token("runner", "executor", "skills.execute")?,
-        })
+        };
+        // The operator allows the runner the demo host's skills, and nothing more.
+        output(Command::new(&core).args([
+            "allow",
+            "--db",
+            db,
+            "--principal",
+            "runner",
+            "--protocol",
+            "local",
+            "--local",
+            "demo_host",
+        ]))?;
+        Ok(tokens)
     }
 }
 

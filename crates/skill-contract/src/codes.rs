@@ -584,7 +584,7 @@ pub const CODES: &[CodeInfo] = &[
         PermissionDenied,
         No,
         "host",
-        "the audience token names another call than the request's `invocationId` (403)",
+        "the audience token was issued for another call: its `skill` or `invocation_id` is not the request's (403)",
     ),
     code(
         "basis_not_covered",

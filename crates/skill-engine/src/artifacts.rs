@@ -242,17 +242,21 @@ impl Engine {
 }
 
 impl Engine {
-    /// Whether `record` belongs to the task `task_id`, or the task's custom fields name it by id
-    /// (the input a task was created with, such as a register to import).
+    /// Whether `record` belongs to the task `task_id`, or is an artifact of the task's workspace
+    /// that the task's custom fields name by id (the input a task was created with, such as a
+    /// register to import) — never one of another workspace, whoever the call's authority.
     async fn of_task(&self, record: &ArtifactRecord, task_id: &str) -> Result<bool> {
-        if record.task_id.as_deref() == Some(task_id) {
-            return Ok(true);
-        }
         let task = match self.store.task(task_id).await {
             Ok(task) => task,
             Err(error) if error.kind() == ErrorKind::NotFound => return Ok(false),
             Err(error) => return Err(error.into()),
         };
+        if record.workspace_id != task.workspace_id {
+            return Ok(false);
+        }
+        if record.task_id.as_deref() == Some(task_id) {
+            return Ok(true);
+        }
         let named = |value: &serde_json::Value| value.as_str() == Some(record.id.as_str());
         Ok(task.custom_fields.as_object().is_some_and(|fields| {
             fields.values().any(|value| named(value) || value.as_array().is_some_and(|items| items.iter().any(named)))

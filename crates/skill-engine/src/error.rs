@@ -86,7 +86,7 @@ impl EngineError {
         skill_api::ErrorEnvelope {
             error: skill_api::ErrorBody {
                 code: self.code.to_owned(),
-                message: self.message.clone(),
+                message: capped_message(&self.message),
                 retryable: self.retryable(),
                 details: capped(&self.details),
                 request_id: request_id.map(str::to_owned),
@@ -98,6 +98,16 @@ impl EngineError {
 /// The longest string an error's details echo, in characters; the most items of a list.
 const ECHOED_CHARS: usize = 300;
 const ECHOED_ITEMS: usize = 100;
+
+/// The longest message an answer carries, in characters: a message that echoes a value is cut.
+const MESSAGE_CHARS: usize = 1_000;
+
+fn capped_message(message: &str) -> String {
+    if message.chars().count() <= MESSAGE_CHARS {
+        return message.to_owned();
+    }
+    format!("{}…", message.chars().take(MESSAGE_CHARS).collect::<String>())
+}
 
 /// `details` as an answer echoes them: every string at most [`ECHOED_CHARS`] characters (cut
 /// with `…`), every list at most [`ECHOED_ITEMS`] items, nesting at most eight deep — an error
@@ -201,5 +211,7 @@ mod tests {
         assert_eq!(body["items"].as_array().map(Vec::len), Some(ECHOED_ITEMS));
         assert!(body["nested"]["deep"][0]["text"].as_str().is_some_and(|s| s.ends_with('…')));
         assert_eq!(error.details["value"].as_str().map(str::len), Some(10_000), "the log keeps it whole");
+        let echoed = EngineError::new(Class::NotFound, "not_found", format!("no workspace {long}"));
+        assert_eq!(echoed.to_envelope(None).error.message.chars().count(), MESSAGE_CHARS + 1);
     }
 }

@@ -102,7 +102,8 @@ impl Engine {
                 ));
             }
         }
-        if request.principal == EXECUTION_PRINCIPAL {
+        // The core's own name, and any that would pass for it in a listing.
+        if request.principal.trim().eq_ignore_ascii_case(EXECUTION_PRINCIPAL) {
             return Err(reserved_principal());
         }
         let mut grants = Vec::new();

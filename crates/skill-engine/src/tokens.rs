@@ -4,7 +4,7 @@
 //! a day before that and signs only once it has been published for the lead time (an hour), so a
 //! host that cached the JWKS has seen it before any token names it. A token is issued to an
 //! executor for one call it holds under a live lease, for that call's contract audience and
-//! scopes and nothing wider, names the call (`invocation_id`), and lives five minutes at most and
+//! scopes and nothing wider, names the call and its version (`invocation_id`, `skill`), and lives five minutes at most and
 //! never past the lease.
 //!
 //! The database holds the private keys: whoever reads it can mint tokens for the skills, so it is
@@ -100,7 +100,7 @@ impl Engine {
 
     /// A token for the call `request.invocation_id`, which the executor `actor` holds under a
     /// live lease (`skills.execute`): for exactly that call's contract audience and scopes, bound
-    /// to it (its `invocation_id` claim), living five minutes at most and never past the lease.
+    /// to it (its `invocation_id` and `skill` claims, which hosts check), living five minutes at most and never past the lease.
     pub async fn audience_token(&self, actor: &Actor, request: &AudienceTokenRequest) -> Result<AudienceTokenOut> {
         actor.require("skills.execute")?;
         if !actor.is_executor() {
@@ -150,7 +150,7 @@ impl Engine {
         let claims = json!({
             "iss": self.issuer.name, "sub": actor.id(), "aud": audience, "iat": now.timestamp(),
             "nbf": now.timestamp(), "exp": expires.timestamp(), "jti": self.new_id(), "scope": scopes.join(" "),
-            "invocation_id": call.id,
+            "invocation_id": call.id, "skill": format!("{}@{}", skill.name, skill.version),
         });
         let token = sign(&key, &claims)?;
         Ok(AudienceTokenOut {

@@ -15,6 +15,7 @@ use std::time::Duration;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::Value;
+use skill_sdk::SkillError;
 
 pub use jwks::{Jwks, KeySet, MIN_REFRESH_INTERVAL};
 
@@ -122,6 +123,27 @@ pub fn access_from_env(get: impl Fn(&str) -> Option<String>, allow_anonymous: bo
 
 /// The claims of a verified token.
 pub type Claims = serde_json::Map<String, Value>;
+
+/// `Err` (`token_for_another_call`) when a token bound to one call — the core's audience tokens
+/// name its skill version (`skill`) and its id (`invocation_id`) — is used for another: a token
+/// the core issued for a read serves no write on the same host.
+pub fn token_covers(claims: &Claims, reference: &str, invocation_id: Option<&Value>) -> Result<(), SkillError> {
+    let refused = |what: &str| {
+        Err(SkillError::new("token_for_another_call")
+            .with_message(format!("the bearer token was issued for another call: its {what} is not this request's")))
+    };
+    if let Some(skill) = claims.get("skill").and_then(Value::as_str)
+        && skill != reference
+    {
+        return refused("skill");
+    }
+    if let Some(bound) = claims.get("invocation_id").and_then(Value::as_str)
+        && invocation_id.and_then(Value::as_str) != Some(bound)
+    {
+        return refused("invocationId");
+    }
+    Ok(())
+}
 
 fn map_error(kind: &ErrorKind) -> AuthError {
     match kind {

@@ -254,11 +254,9 @@ async fn call(
         Err(message) => return bad_request(message),
     };
     // A token the core issued for one call is good for that call only.
-    if let Some(bound) = caller.as_ref().and_then(|claims| claims.get("invocation_id")).and_then(Value::as_str)
-        && body.get("invocationId").and_then(Value::as_str) != Some(bound)
+    if let Some(claims) = &caller
+        && let Err(error) = crate::auth::token_covers(claims, &skill.reference(), body.get("invocationId"))
     {
-        let error = SkillError::new("token_for_another_call")
-            .with_message("the bearer token was issued for another call than the one this body names");
         return error_response(StatusCode::FORBIDDEN, &error);
     }
     let mut invocation = Invocation::new(Transport::Http).with_transport_meta(

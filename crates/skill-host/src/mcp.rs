@@ -104,6 +104,13 @@ impl McpHost {
             meta.get("skill/settings"),
         );
         if let Some(caller) = via.caller {
+            // A token the core issued for one call is good for that call only.
+            if let Some(claims) = caller.as_object()
+                && let Err(error) =
+                    crate::auth::token_covers(claims, &skill.reference(), meta.get("skill/invocationId"))
+            {
+                return failure(&error);
+            }
             invocation = invocation.with_caller(caller);
         }
         if let Some(id) = via.request_id {

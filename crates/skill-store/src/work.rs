@@ -49,8 +49,9 @@ pub trait WorkStore: Send + Sync {
     /// Approvals whose outcome is running, oldest decision first.
     fn running_outcomes(&self, limit: i64) -> BoxFuture<'_, Result<Vec<ApprovalRecord>>>;
     /// Open tasks whose type pins an execution and whose gates let it move — none pending, and
-    /// none at all, or one approved or rejected, or a run still running (a task whose gates were
-    /// all withdrawn waits for a new one once its run ended) — oldest first.
+    /// one approved or rejected, or a run still running, or no gate at all for an execution that
+    /// does not write (one that writes waits for a gate, as does one whose gates were all
+    /// withdrawn, once its run ended) — oldest first.
     fn open_executions(&self, limit: i64) -> BoxFuture<'_, Result<Vec<TaskRecord>>>;
     /// The comments of a task, oldest first.
     fn comments<'a>(&'a self, task_id: &'a str, limit: i64) -> BoxFuture<'a, Result<Vec<CommentRecord>>>;
@@ -140,7 +141,7 @@ macro_rules! unwritten {
 }
 
 macro_rules! work_store {
-    ($store:ty, $each:literal) => {
+    ($store:ty, $each:literal, $skill:literal, $version:literal) => {
         impl WorkStore for $store {
             fn write_work<'a>(&'a self, changes: &'a [WorkChange], events: &'a [Event]) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
@@ -533,10 +534,13 @@ macro_rules! work_store {
                          WHERE tt.id = task_type_id AND tt.execution IS NOT NULL) \
                          AND NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE \
                            AND g.status = 'pending') \
-                         AND (NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE) \
-                           OR EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE \
+                         AND (EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE \
                              AND g.status IN ('approved', 'rejected')) \
-                           OR EXISTS (SELECT 1 FROM runs r WHERE r.task_id = tasks.id AND r.status = 'running')) \
+                           OR EXISTS (SELECT 1 FROM runs r WHERE r.task_id = tasks.id AND r.status = 'running') \
+                           OR (NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE) \
+                             AND NOT EXISTS (SELECT 1 FROM task_types tt JOIN skills s ON s.name = ", $skill,
+                        " AND s.version = ", $version, " WHERE tt.id = task_type_id \
+                               AND s.side_effects = 'external_write'))) \
                          ORDER BY created_at, id LIMIT $1"
                     ))
                     .bind(limit)
@@ -561,5 +565,10 @@ macro_rules! work_store {
     };
 }
 
-work_store!(SqliteStore, "json_each");
-work_store!(PgStore, "jsonb_array_elements_text");
+work_store!(
+    SqliteStore,
+    "json_each",
+    "json_extract(tt.execution, '$.skill')",
+    "json_extract(tt.execution, '$.version')"
+);
+work_store!(PgStore, "jsonb_array_elements_text", "tt.execution ->> 'skill'", "tt.execution ->> 'version'");

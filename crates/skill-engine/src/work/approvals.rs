@@ -13,7 +13,7 @@ use skill_contract::export::canonical;
 use skill_store::ErrorKind;
 use skill_store::records::{ActionRecord, ApprovalRecord, WorkChange};
 
-use super::preview::{Decision, check_outcome};
+use super::preview::{Decision, check_outcome, outcome_actions};
 use super::tasks::task_terminal;
 use super::{comment_event, terminal};
 use crate::actor::Actor;
@@ -35,7 +35,7 @@ impl Engine {
             return Err(task_terminal(&task));
         }
         let call = match &request.call {
-            Some(call) => Some(self.requested_call(call).await?),
+            Some(call) => Some(self.requested_call(call, &task).await?),
             None => None,
         };
         let gate = request.gate.unwrap_or(true);
@@ -54,7 +54,11 @@ impl Engine {
     /// The call an approval is asked for, checked as an invoke would check it: a named version
     /// that can be called, and inputs its contract takes. Answers the version's id and the
     /// inputs, keys in order.
-    async fn requested_call(&self, call: &RequestedCall) -> Result<(String, Value)> {
+    async fn requested_call(
+        &self,
+        call: &RequestedCall,
+        task: &skill_store::records::TaskRecord,
+    ) -> Result<(String, Value)> {
         if !call.skill.contains('@') {
             return Err(EngineError::invalid_request(
                 "an approval asked for a call names the version it is for: call.skill is name@version",
@@ -63,6 +67,19 @@ impl Engine {
         }
         let skill = self.find(&call.skill).await.map_err(|error| error.with("field", "call.skill"))?.skill;
         let contract = crate::catalog::invocable(&skill)?;
+        // An approval authorizes one call of a version: a version its outcome calls is the
+        // outcome's.
+        let task_type = self.store.task_type(&task.task_type_id).await?;
+        for action in outcome_actions(&task_type, "approved") {
+            let Some(named) = action.pointer("/invokeSkill/skill").and_then(Value::as_str) else { continue };
+            if self.find(named).await.is_ok_and(|entry| entry.skill.id == skill.id) {
+                return Err(EngineError::invalid_request(format!(
+                    "the task's type calls {} when its gate is approved: an approval covers one call of a version, so ask for this call on a task of another type",
+                    call.skill
+                ))
+                .with("field", "call.skill"));
+            }
+        }
         let inputs = canonical(&Value::Object(call.inputs.clone()));
         self.check_inputs(&skill, contract, &inputs).await?;
         Ok((skill.id, inputs))

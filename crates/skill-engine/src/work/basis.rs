@@ -8,7 +8,8 @@
 //!   requested for (by its requester, with exactly those inputs);
 //! - the execution basis is the core's alone: only its execution worker makes such a call, with
 //!   the inputs the type maps from the task, once per task, and only while the task's gates let it
-//!   (none at all, or one approved; never past a pending, rejected or withdrawn one).
+//!   (one approved — or, for an execution that does not write, none asked for; never past a
+//!   pending, rejected or withdrawn one).
 
 use serde_json::{Value, json};
 use skill_contract::export::canonical_json;
@@ -36,26 +37,29 @@ pub(crate) enum Internal<'a> {
 /// What a task's gate approvals make of its execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GateState {
-    /// No gate was asked for, or one was approved: the execution may run.
+    /// A gate was approved (or, for an execution that does not write, none was asked for): the
+    /// execution may run.
     Open,
     /// A gate waits for its decision: the execution waits.
     Pending,
     /// A gate was rejected: the execution never runs, the task ends.
     Rejected,
-    /// Every gate was withdrawn: nothing was decided; the execution waits for a new gate.
-    Withdrawn,
+    /// Nothing was decided — no gate asked for an execution that writes, or every gate
+    /// withdrawn: the execution waits for a gate a person approves.
+    Undecided,
 }
 
 impl GateState {
-    pub(crate) fn of(gates: Gates) -> Self {
+    /// The state of an execution whose call `writes` (an external write) or not.
+    pub(crate) fn of(gates: Gates, writes: bool) -> Self {
         if gates.rejected {
             Self::Rejected
         } else if gates.pending {
             Self::Pending
-        } else if gates.any() && !gates.approved {
-            Self::Withdrawn
-        } else {
+        } else if gates.approved || !(gates.any() || writes) {
             Self::Open
+        } else {
+            Self::Undecided
         }
     }
 }
@@ -171,7 +175,8 @@ impl Engine {
             return Err(task_terminal(task));
         }
         let approvals = self.store.approvals(&task.id).await?;
-        match GateState::of(gates_of(&approvals)) {
+        let writes = skill.side_effects.as_deref() == Some("external_write");
+        match GateState::of(gates_of(&approvals), writes) {
             GateState::Open => Ok(candidate),
             GateState::Rejected => Err(EngineError::new(
                 Class::Conflict,
@@ -193,14 +198,14 @@ impl Engine {
                 .with("taskId", task.id.clone())
                 .with("pendingApprovals", json!(pending)))
             }
-            GateState::Withdrawn => Err(EngineError::new(
+            GateState::Undecided => Err(EngineError::new(
                 Class::Conflict,
                 "approval_required",
-                "the task's gate was withdrawn, so nothing was decided: its execution waits for a new gate to be approved",
+                "nothing was decided on the task: its execution writes to the outside world and waits for a gate approved by a person",
             )
             .with("taskId", task.id.clone())
             .with("pendingApprovals", json!([]))
-            .with("reason", "gate_withdrawn")),
+            .with("reason", if gates_of(&approvals).withdrawn { "gate_withdrawn" } else { "no_gate" })),
         }
     }
 
@@ -342,14 +347,16 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
     let closed = state.task_status.as_deref().is_some_and(|status| status != "open");
     let from_basis = match kind {
         None => Obstacle::None,
-        Some("execution") => match GateState::of(state.gates) {
-            GateState::Rejected => Obstacle::Cancel("gate_rejected"),
-            _ if closed => Obstacle::Cancel("task_terminal"),
-            _ if state.run_status.as_deref() != Some("running") => Obstacle::Cancel("run_not_active"),
-            GateState::Pending => Obstacle::Hold("approval_required"),
-            GateState::Withdrawn => Obstacle::Cancel("approval_withdrawn"),
-            GateState::Open => Obstacle::None,
-        },
+        Some("execution") => {
+            match GateState::of(state.gates, state.side_effects.as_deref() == Some("external_write")) {
+                GateState::Rejected => Obstacle::Cancel("gate_rejected"),
+                _ if closed => Obstacle::Cancel("task_terminal"),
+                _ if state.run_status.as_deref() != Some("running") => Obstacle::Cancel("run_not_active"),
+                GateState::Pending => Obstacle::Hold("approval_required"),
+                GateState::Undecided => Obstacle::Cancel("approval_withdrawn"),
+                GateState::Open => Obstacle::None,
+            }
+        }
         Some(_) if closed => Obstacle::Cancel("task_terminal"),
         Some("approval") if state.approval_status.as_deref() != Some("approved") => {
             Obstacle::Cancel("approval_withdrawn")
@@ -425,9 +432,13 @@ mod tests {
         let approval = call(Some(json!({"kind": "approval", "approvalId": "a"})));
         let execution = call(Some(json!({"kind": "execution", "runId": "r"})));
         let none = call(None);
-        let ok = state("open", Some("approved"), Some("running"), &[], "active");
+        let ok = state("open", Some("approved"), Some("running"), &["approved"], "active");
         assert_eq!(recheck(&approval, &ok), Obstacle::None);
-        assert_eq!(recheck(&execution, &ok), Obstacle::None, "no gate asked for");
+        assert_eq!(recheck(&execution, &ok), Obstacle::None, "an approved gate");
+        let ungated = state("open", None, Some("running"), &[], "active");
+        assert_eq!(recheck(&execution, &ungated), Obstacle::Cancel("approval_withdrawn"), "a write waits for a gate");
+        let reading = BasisState { side_effects: Some("none".into()), ..ungated };
+        assert_eq!(recheck(&execution, &reading), Obstacle::None, "a read needs no gate");
         let closed = state("done", Some("approved"), Some("running"), &[], "active");
         assert_eq!(recheck(&approval, &closed), Obstacle::Cancel("task_terminal"));
         assert_eq!(recheck(&execution, &closed), Obstacle::Cancel("task_terminal"));
@@ -457,7 +468,9 @@ mod tests {
         assert_eq!(at(&["approved", "pending"]), Obstacle::Hold("approval_required"));
         let closed_rejected = state("failed", None, Some("running"), &["rejected"], "active");
         assert_eq!(recheck(&execution, &closed_rejected), Obstacle::Cancel("gate_rejected"), "the gate is named");
-        assert_eq!(GateState::of(Gates::default()), GateState::Open);
-        assert_eq!(GateState::of(Gates::of(["withdrawn", "pending"])), GateState::Pending);
+        assert_eq!(GateState::of(Gates::default(), true), GateState::Undecided, "no write without a decision");
+        assert_eq!(GateState::of(Gates::default(), false), GateState::Open);
+        assert_eq!(GateState::of(Gates::of(["withdrawn"]), false), GateState::Undecided);
+        assert_eq!(GateState::of(Gates::of(["withdrawn", "pending"]), true), GateState::Pending);
     }
 }

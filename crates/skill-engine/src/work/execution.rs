@@ -1,12 +1,13 @@
 //! Work carried out by a skill (reference §10.1): an open task whose type pins an `execution` is
 //! done by the core itself, as the principal [`EXECUTION_PRINCIPAL`] (an executor-kind
 //! principal no token is issued for). The execution basis is this worker's alone. For each such
-//! task whose gates let it — no gate asked for, or one approved, none pending — it starts a run,
+//! task whose gates let it — one approved and none pending, or, for an execution that does not
+//! write to the outside world, no gate asked for — it starts a run,
 //! calls the pinned version with the key `execution:<runId>` (the run and the task named, inputs
 //! mapped from the task), waits for the call within the bound of §9, then ends the run and closes
 //! the task by the call's result — `done` when it succeeded, `failed` otherwise. A rejected gate
-//! ends the task (`failed`, reason `gate_rejected`) without a call; a withdrawn one decides
-//! nothing: the task waits for a new gate (a call queued before it was withdrawn is cancelled
+//! ends the task (`failed`, reason `gate_rejected`) without a call; without a gate, or with its
+//! gates withdrawn, an execution that writes waits for a gate a person approves (a call queued before it was withdrawn is cancelled
 //! at claim, and its run ends).
 //!
 //! Each step is written before the next and repeats safely (one running run per owner and task,
@@ -88,7 +89,8 @@ impl Engine {
         let running =
             runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == "running");
         let approvals = self.store.approvals(&task.id).await?;
-        let state = GateState::of(gates_of(&approvals));
+        let writes = self.find(&skill).await?.skill.side_effects.as_deref() == Some("external_write");
+        let state = GateState::of(gates_of(&approvals), writes);
         if state != GateState::Open {
             return self.gated_execution(task, running.as_ref(), &skill, state, now, &origin).await;
         }
@@ -196,7 +198,7 @@ impl Engine {
                 let failure = json!({"code": "gate_rejected", "message": "the task's gate was rejected"});
                 self.finish_execution(task, run, "failed", None, Some(failure), origin).await
             }
-            (GateState::Withdrawn, Some(_), Some(call)) if call.status == "pending" => {
+            (GateState::Undecided, Some(_), Some(call)) if call.status == "pending" => {
                 let called = self.store.skill(&call.skill_id).await?.skill;
                 let cause = Cancellation {
                     code: "basis_revoked",
@@ -207,7 +209,7 @@ impl Engine {
                 let (cancelled, event) = self.cancelled(&call, &called, &cause, now, origin);
                 Ok(usize::from(written(self.store.update_invocation(&cancelled, &[event]).await)?))
             }
-            (GateState::Withdrawn, Some(run), None) => {
+            (GateState::Undecided, Some(run), None) => {
                 let failure = json!({"code": "gate_withdrawn", "message": "the task's gate was withdrawn"});
                 let (ended, event) = self.ended_run(run, "cancelled", None, Some(failure), origin);
                 Ok(usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?))

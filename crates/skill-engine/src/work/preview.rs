@@ -33,7 +33,7 @@ pub(crate) fn check_outcome(outcome: &str) -> Result<()> {
 }
 
 /// The actions a gate's `outcome` carries out, as the task type writes them.
-fn outcome_actions(task_type: &TaskTypeRecord, outcome: &str) -> Vec<Value> {
+pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: &str) -> Vec<Value> {
     task_type
         .spec
         .pointer(&format!("/approvalSchema/gates/{GATE}/outcomes/{outcome}"))
@@ -158,7 +158,34 @@ impl Engine {
         let task_type = self.store.task_type(&task.task_type_id).await?;
         let decision =
             Decision { approval_id: &approval.id, outcome, comment, decided_by: actor.id(), decided_at: Utc::now() };
-        let planned = self.plan_outcome(&task, &task_type, &decision).await?;
+        let mut planned = self.plan_outcome(&task, &task_type, &decision).await?;
+        // A gate of an execution-pinned task also decides the execution: approving lets the core
+        // make its call, rejecting fails the task.
+        if let Some(execution) = task_type.execution.as_ref().filter(|_| !super::terminal(&task.status)) {
+            let skill = format!(
+                "{}@{}",
+                execution["skill"].as_str().unwrap_or_default(),
+                execution["version"].as_str().unwrap_or_default()
+            );
+            planned.push(if outcome == "approved" {
+                let version = match self.find(&skill).await {
+                    Ok(entry) => Some(entry.skill),
+                    Err(error) if error.class == Class::NotFound => None,
+                    Err(error) => return Err(error),
+                };
+                let inputs = match super::basis::execution_inputs(&task, &task_type) {
+                    Value::Object(inputs) => inputs,
+                    _ => Map::new(),
+                };
+                let from = execution["inputs"].as_object().cloned().unwrap_or_default();
+                Planned {
+                    action: json!({"execution": {"skill": skill}}),
+                    call: Some(PlannedCall { skill, version, inputs, from }),
+                }
+            } else {
+                Planned { action: json!({"setTaskStatus": "failed", "closeReason": "gate_rejected"}), call: None }
+            });
+        }
         Ok(planned
             .into_iter()
             .map(|planned| ActionPreview {
