@@ -584,7 +584,7 @@ pub const CODES: &[CodeInfo] = &[
         PermissionDenied,
         No,
         "host",
-        "the audience token was issued for another call: its `skill` or `invocation_id` is not the request's (403)",
+        "the audience token was issued for another call: its `endpoint`, `tool` or `invocation_id` is not the request's (403)",
     ),
     code(
         "basis_not_covered",

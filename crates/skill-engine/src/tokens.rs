@@ -4,7 +4,8 @@
 //! a day before that and signs only once it has been published for the lead time (an hour), so a
 //! host that cached the JWKS has seen it before any token names it. A token is issued to an
 //! executor for one call it holds under a live lease, for that call's contract audience and
-//! scopes and nothing wider, names the call and its version (`invocation_id`, `skill`), and lives five minutes at most and
+//! scopes and nothing wider, names the call, its version and what it reaches (`invocation_id`, `skill`, `endpoint`, `tool`),
+//! and lives five minutes at most and
 //! never past the lease.
 //!
 //! The database holds the private keys: whoever reads it can mint tokens for the skills, so it is
@@ -152,6 +153,17 @@ impl Engine {
             "nbf": now.timestamp(), "exp": expires.timestamp(), "jti": self.new_id(), "scope": scopes.join(" "),
             "invocation_id": call.id, "skill": format!("{}@{}", skill.name, skill.version),
         });
+        // What the call reaches, so that the host refuses the token for anything else.
+        let implementation = skill.contract.as_ref().map_or(Value::Null, |c| c["implementation"].clone());
+        let mut claims = claims;
+        if let Some(endpoint) = implementation["endpoint"].as_str() {
+            claims["endpoint"] = json!(endpoint);
+        }
+        if implementation["protocol"] == "mcp"
+            && let Some(tool) = implementation["entrypoint"].as_str()
+        {
+            claims["tool"] = json!(tool);
+        }
         let token = sign(&key, &claims)?;
         Ok(AudienceTokenOut {
             access_token: token,

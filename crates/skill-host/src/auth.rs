@@ -124,18 +124,38 @@ pub fn access_from_env(get: impl Fn(&str) -> Option<String>, allow_anonymous: bo
 /// The claims of a verified token.
 pub type Claims = serde_json::Map<String, Value>;
 
-/// `Err` (`token_for_another_call`) when a token bound to one call — the core's audience tokens
-/// name its skill version (`skill`) and its id (`invocation_id`) — is used for another: a token
-/// the core issued for a read serves no write on the same host.
-pub fn token_covers(claims: &Claims, reference: &str, invocation_id: Option<&Value>) -> Result<(), SkillError> {
+/// What a request to a host calls: an HTTP route's skill (`name@version`), or an MCP tool.
+#[derive(Debug, Clone, Copy)]
+pub enum Called<'a> {
+    Route(&'a str),
+    Tool(&'a str),
+}
+
+/// `Err` (`token_for_another_call`) when a token bound to one call is used for another. The core's
+/// audience tokens name the call (`invocation_id`) and what it calls — the contract's `endpoint`,
+/// and for MCP its `tool` — so a token the core issued for one skill serves no other skill on the
+/// same host, whatever its audience.
+pub fn token_covers(claims: &Claims, called: Called<'_>, invocation_id: Option<&Value>) -> Result<(), SkillError> {
     let refused = |what: &str| {
         Err(SkillError::new("token_for_another_call")
             .with_message(format!("the bearer token was issued for another call: its {what} is not this request's")))
     };
-    if let Some(skill) = claims.get("skill").and_then(Value::as_str)
-        && skill != reference
-    {
-        return refused("skill");
+    match called {
+        Called::Route(reference) => {
+            if let Some(endpoint) = claims.get("endpoint").and_then(Value::as_str) {
+                let path = endpoint.split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
+                if !path.ends_with(&format!("/skills/{reference}")) {
+                    return refused("endpoint");
+                }
+            }
+        }
+        Called::Tool(tool) => {
+            if let Some(bound) = claims.get("tool").and_then(Value::as_str)
+                && bound != tool
+            {
+                return refused("tool");
+            }
+        }
     }
     if let Some(bound) = claims.get("invocation_id").and_then(Value::as_str)
         && invocation_id.and_then(Value::as_str) != Some(bound)

@@ -255,7 +255,8 @@ async fn call(
     };
     // A token the core issued for one call is good for that call only.
     if let Some(claims) = &caller
-        && let Err(error) = crate::auth::token_covers(claims, &skill.reference(), body.get("invocationId"))
+        && let Err(error) =
+            crate::auth::token_covers(claims, crate::auth::Called::Route(&reference), body.get("invocationId"))
     {
         return error_response(StatusCode::FORBIDDEN, &error);
     }

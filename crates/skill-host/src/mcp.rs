@@ -107,7 +107,7 @@ impl McpHost {
             // A token the core issued for one call is good for that call only.
             if let Some(claims) = caller.as_object()
                 && let Err(error) =
-                    crate::auth::token_covers(claims, &skill.reference(), meta.get("skill/invocationId"))
+                    crate::auth::token_covers(claims, crate::auth::Called::Tool(name), meta.get("skill/invocationId"))
             {
                 return failure(&error);
             }

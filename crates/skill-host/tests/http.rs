@@ -108,7 +108,7 @@ async fn a_token_issued_for_one_call_serves_that_call_only() {
     let ok = host.post("/skills/whoami@1", Some(&bound), body(json!("inv-1"))).await;
     assert_eq!(ok.status(), StatusCode::OK);
     // … and for its skill only: a token issued for a read serves no write on the same host.
-    claims["skill"] = json!("echo@1");
+    claims["endpoint"] = json!("https://svc.example/prefix/skills/echo@1");
     let for_echo = sign("ec-1", &claims);
     let (status, refused) = envelope(host.post("/skills/whoami@1", Some(&for_echo), body(json!("inv-1"))).await).await;
     assert_eq!((status, refused["error"]["code"].clone()), (StatusCode::FORBIDDEN, json!("token_for_another_call")));

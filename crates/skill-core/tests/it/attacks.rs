@@ -178,6 +178,48 @@ async fn attacks(core: Core, executable: &Path) {
     core.post(&narrow, "/audience-tokens", &ask).await.refused(404, "not_found");
     core.post(&rogue, "/audience-tokens", &ask).await.refused(404, "not_found");
 
+    // 9. An agent (or anyone with tasks.write) creates an execution-pinned task without a gate:
+    //    nothing was decided, so nothing is sent — the execution waits for a gate a person approves.
+    let agent = crate::api::token_of_kind(&core.engine, "claims-agent", "agent", &["tasks.write@claims"]).await;
+    let body = json!({"workspace": "claims", "taskType": "claim-send@1", "title": "By an agent",
+                      "customFields": {"claim": "C-9002", "reply": "An agent alone sent this"}});
+    let ungated = id(core.post(&agent, "/tasks", &body).await.ok(201));
+    desk.settle().await;
+    assert!(core.calls_of(&ungated, 0).await.is_empty(), "no call without a decision");
+    // 10. A requested call of the version the type's outcome calls would share the outcome's one
+    //     call: refused when asked.
+    let reply_task = desk.task("claim-reply@1", json!({"claim": "C-10"}), false).await;
+    let ask = json!({"taskId": reply_task, "call": {"skill": "claim.send_reply@1",
+                                                    "inputs": {"claim": "C-10", "comment": "Mine"}}});
+    let shared = core.post(&clerk, "/approvals", &ask).await;
+    assert_eq!(shared.refused(400, "invalid_request").body["error"]["details"]["field"], "call.skill");
+    // 11. The reviewer of an execution's gate sees what approving does: the send, with the task's
+    //     text; rejecting fails the task.
+    let reviewing = core.engine.authenticate(&reviewer).await.expect("the reviewer");
+    let gate = desk.gate(&held).await;
+    let approving = core.engine.outcome_preview(&reviewing, &gate, "approved", "").await.expect("a preview");
+    let call = approving.iter().find_map(|action| action.call.clone()).expect("the execution's call");
+    assert_eq!(
+        (call.skill.as_str(), call.version.map(|v| v.side_effects), call.inputs.get("comment").cloned()),
+        ("claim.send_reply@1", Some("external_write".to_owned()), Some(json!("The task's text")))
+    );
+    let rejecting = core.engine.outcome_preview(&reviewing, &gate, "rejected", "").await.expect("a preview");
+    assert_eq!(rejecting[0].action["closeReason"], "gate_rejected");
+    // 12. An import task naming another workspace's artifact: the core's execution reads nothing
+    //     of that workspace, whatever its own reach.
+    core.engine.create_workspace("secret", "Secret", &skill_engine::Origin::default()).await.expect("workspace");
+    let hr = crate::api::token(&core.engine, "hr", &["tasks.write@secret"]).await;
+    let csv = "claim,customer,status\nS-1,SECRET-CUSTOMER,open\n";
+    let secret = json!({"workspace": "secret", "type": "claims_register", "name": "secret.csv",
+                        "mediaType": "text/csv", "text": csv});
+    let secret = id(core.post(&hr, "/artifacts", &secret).await.ok(201));
+    let import = desk.task("claim-import@1", json!({"artifact": secret, "scope": "stolen"}), false).await;
+    let ended = core.until(&clerk, &format!("/tasks/{import}"), |t| t["status"] != "open").await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    let claims = core.engine.store().workspace_by_key("claims").await.expect("claims").id;
+    let known = core.engine.store().knowledge_entities(&claims, None, None, 100).await.expect("entities");
+    assert!(known.iter().all(|entity| entity.key != "S-1"), "nothing of the secret register was imported");
+
     // The outbox holds the reviewers' replies, each once, and nothing else.
     desk.settle().await;
     let mut expected: Vec<(String, String)> =

@@ -277,12 +277,22 @@ async fn operators_see_why_calls_wait_what_they_did_and_the_catalog() {
         let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims", "claims.reply@claims"]).await;
         let operator = token(&core.engine, "operator", &["org.read"]).await;
         let console = Console::new(&core);
-        // No executor runs: an execution's send waits for one; a gate asked afterwards holds it.
+        let reviewer = token(&core.engine, "reviewer", &["skills.invoke", "approvals.decide@claims"]).await;
+        // No executor runs: an approved execution's send waits for one; a gate asked afterwards
+        // holds it.
         let task = |claim: &str| {
-            let (core, clerk) = (&core, &clerk);
+            let (core, clerk, reviewer) = (&core, &clerk, &reviewer);
             let body = json!({"workspace": "claims", "taskType": "claim-send@1", "title": format!("Send {claim}"),
-                              "customFields": {"claim": claim, "reply": "Sorry."}});
-            async move { core.post(clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("id").to_owned() }
+                              "customFields": {"claim": claim, "reply": "Sorry."}, "approval": {}});
+            async move {
+                let id = core.post(clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("id").to_owned();
+                let gates = core.get(clerk, &format!("/approvals?task={id}")).await.ok(200).clone();
+                let gate = gates["items"][0]["id"].as_str().expect("a gate").to_owned();
+                core.post(reviewer, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved"}))
+                    .await
+                    .ok(200);
+                id
+            }
         };
         let waiting = task("C-1").await;
         let held = task("C-2").await;

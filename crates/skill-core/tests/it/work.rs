@@ -79,6 +79,19 @@ impl Desk {
         id(self.core.post(&self.writer, "/tasks", &body).await.ok(201))
     }
 
+    /// A task of `task_type` asked for with its gate, and the gate approved: an execution that
+    /// writes runs only then.
+    async fn approved_task(&self, task_type: &str, claim: &str) -> String {
+        let body = json!({"workspace": "desk", "taskType": task_type, "title": "A claim",
+                          "customFields": {"claim": claim}, "approval": {"comment": "send?"}});
+        let task = id(self.core.post(&self.writer, "/tasks", &body).await.ok(201));
+        let listed = self.core.get(&self.writer, &format!("/approvals?task={task}")).await.ok(200).clone();
+        let gate = id(&listed["items"][0]);
+        let decide = json!({"outcome": "approved", "comment": "ok"});
+        self.core.post(&self.decider, &format!("/approvals/{gate}:decide"), &decide).await.ok(200);
+        task
+    }
+
     async fn approved(&self, task: &str) -> String {
         let approval = id(self.core.post(&self.writer, "/approvals", &json!({"taskId": task})).await.ok(201));
         self.core
@@ -510,13 +523,13 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
             core.act(&core.executor, &call, "complete", json!({"fencingToken": 1, "output": {"label": "sent"}})).await;
         assert_eq!(done.ok(200)["status"], "succeeded");
 
-        // The task's execution, queued by the core: a gate asked for while it waits holds it, and
-        // withdrawing that gate decides nothing — the call is cancelled at claim, its run ends,
-        // and the task waits for a new gate.
-        let auto = desk.task("auto", "C-4").await;
+        // The task's execution, queued by the core once its gate was approved: the approval taken
+        // back decides nothing any more — the call is cancelled (at claim, or by the core), its run
+        // ends, and the task waits for a new gate.
+        let auto = desk.approved_task("auto", "C-4").await;
         let queued = id(&desk.core.calls_of(&auto, 1).await[0]);
-        let gate = id(core.post(&desk.writer, "/approvals", &json!({"taskId": auto})).await.ok(201));
-        assert_eq!(desk.claim_send(&queued).await.status.as_u16(), 204, "held while the gate is pending");
+        let listed = core.get(&desk.writer, &format!("/approvals?task={auto}")).await.ok(200).clone();
+        let gate = id(&listed["items"][0]);
         core.post(&desk.writer, &format!("/approvals/{gate}:withdraw"), &json!({})).await.ok(200);
         assert_eq!(desk.claim_send(&queued).await.status.as_u16(), 204);
         let withdrawn = desk.call(&queued).await;
@@ -537,7 +550,7 @@ async fn a_waiting_call_whose_basis_is_gone_is_cancelled_when_claimed() {
         let again = id(&calls[1]);
         assert_eq!(desk.claim_send(&again).await.ok(200)["invocation"]["id"], again, "{gate}");
         // Rejected while it waits: cancelled at claim naming the gate, and the task fails for it.
-        let auto = desk.task("auto", "C-5").await;
+        let auto = desk.approved_task("auto", "C-5").await;
         let queued = id(&desk.core.calls_of(&auto, 1).await[0]);
         let gate = id(core.post(&desk.writer, "/approvals", &json!({"taskId": auto})).await.ok(201));
         core.post(&desk.decider, &format!("/approvals/{gate}:decide"), &json!({"outcome": "rejected"})).await.ok(200);
@@ -568,7 +581,15 @@ async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
     each_backend("work-execution", |core| async move {
         let desk = desk(core, "execution").await;
         let core = &desk.core;
+        // A task whose execution writes, asked for without a gate: nothing was decided, so nothing
+        // is called — until a person approves a gate.
         let task = desk.task("auto", "C-9").await;
+        for _ in 0..3 {
+            core.engine.run_executions(chrono::Utc::now()).await.expect("a pass");
+        }
+        assert!(desk.core.calls_of(&task, 0).await.is_empty(), "no call without a decision");
+        let first = id(core.post(&desk.writer, "/approvals", &json!({"taskId": task})).await.ok(201));
+        core.post(&desk.decider, &format!("/approvals/{first}:decide"), &json!({"outcome": "approved"})).await.ok(200);
         // The execution worker starts a run and calls the pinned version with the task's fields.
         let call = desk.core.calls_of(&task, 1).await.remove(0);
         let run = call["runId"].as_str().expect("a run").to_owned();
@@ -595,7 +616,7 @@ async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
         );
         assert_eq!(core.get(&desk.writer, &format!("/tasks/{task}")).await.ok(200)["status"], "done");
         // A failed call fails the run and the task.
-        let failing = desk.task("auto", "C-10").await;
+        let failing = desk.approved_task("auto", "C-10").await;
         let call = id(&desk.core.calls_of(&failing, 1).await[0]);
         desk.claim_send(&call).await.ok(200);
         let error = json!({"fencingToken": 1, "error": {"code": "mailbox_full", "message": "no room"}});
@@ -605,7 +626,7 @@ async fn the_core_carries_out_a_task_its_type_pins_to_a_skill() {
         // Exactly one execution call per task: the worker never made a second.
         assert_eq!(desk.core.calls_of(&failing, 1).await.len(), 1);
         // A call nobody runs within the execution's bound is cancelled, and the task fails.
-        let waiting = desk.task("auto", "C-11").await;
+        let waiting = desk.approved_task("auto", "C-11").await;
         let call = id(&desk.core.calls_of(&waiting, 1).await[0]);
         let later = chrono::Utc::now() + chrono::Duration::hours(1);
         for _ in 0..100 {
@@ -820,7 +841,7 @@ async fn an_execution_writes_its_typed_outputs_as_artifacts_of_their_types() {
         core.post(&core.admin, "/task-types", &typed(slots)).await.ok(201);
 
         // One call: each slot created, rejected with its reason, missing or absent; the call succeeds.
-        let task = desk.task("summarized", "C-1").await;
+        let task = desk.approved_task("summarized", "C-1").await;
         let call = id(&core.calls_of(&task, 1).await[0]);
         desk.run_send(&call, json!({"label": "sent", "summary": {"text": "Paid"}, "notes": {"text": 5}})).await;
         let done = desk.call(&call).await;
@@ -864,7 +885,7 @@ async fn an_execution_writes_its_typed_outputs_as_artifacts_of_their_types() {
 
         // A person's artifact of the type fits it; a typed output then supersedes it, and a second
         // slot of the same type supersedes the first.
-        let other = desk.task("summarized", "C-2").await;
+        let other = desk.approved_task("summarized", "C-2").await;
         let call = id(&core.calls_of(&other, 1).await[0]);
         let upload = |media: &str, metadata: Value, text: String| {
             json!({"taskId": other, "type": "claim.summary", "name": "draft.json", "mediaType": media,
