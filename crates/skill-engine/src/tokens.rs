@@ -277,3 +277,19 @@ fn sign(key: &SigningKey, claims: &Value) -> Result<String> {
     jsonwebtoken::encode(&header, claims, &EncodingKey::from_ec_der(&der))
         .map_err(|error| internal(&format!("signing a token: {error}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_audiences_are_named_whatever_their_case_or_spacing() {
+        for audience in
+            ["skill-core", " Skill-Core", "SKILL-EXECUTOR\t", "https://core.example/", "HTTPS://Core.Example"]
+        {
+            assert!(reserved_audience(audience, Some("https://core.example")), "{audience:?}");
+        }
+        assert!(!reserved_audience("claims-api", Some("https://core.example")));
+        assert!(!reserved_audience("https://core.example", None), "the issuer only when it is known");
+    }
+}

@@ -174,6 +174,11 @@ async fn artifacts_are_stored_whole_and_read_by_who_may() {
         core.claim(claim).await.ok(200);
         let (status, _, _, bytes) = raw(&core, &core.executor, &format!("{path}?forTask={task}")).await;
         assert_eq!((status, bytes.as_slice()), (200, csv.as_bytes()));
+        // … the artifacts of that task only: another of the same workspace, which the call's
+        // authority may read, is not the task's.
+        core.get(&core.executor, &format!("/artifacts/{scan}/content?forTask={task}"))
+            .await
+            .refused(404, "artifact_not_found");
         // The SDK's client, as a skill the executor runs reads it: the same behaviour as FakeCore.
         let root = core.base.trim_end_matches("/api/v1").to_owned();
         let http = HttpCore::new(&root, Some(core.executor.clone())).expect("the SDK's core client");

@@ -323,11 +323,17 @@ impl Engine {
         }
         let limit = i64::from(limit.clamp(1, 500));
         let mut out = Vec::new();
+        // Many approvals, few task types: each type read once.
+        let mut types: std::collections::HashMap<String, skill_store::records::TaskTypeRecord> =
+            std::collections::HashMap::new();
         for approval in self.store.approvals_to_decide(workspaces.as_deref(), actor.id(), limit).await? {
             let task = self.store.task(&approval.task_id).await?;
-            let task_type = self.store.task_type(&task.task_type_id).await?;
+            if !types.contains_key(&task.task_type_id) {
+                types.insert(task.task_type_id.clone(), self.store.task_type(&task.task_type_id).await?);
+            }
+            let task_type = &types[&task.task_type_id];
             let shown = self.approval_out(approval, Vec::new()).await?;
-            out.push((shown, super::tasks::task_out(task, &task_type)));
+            out.push((shown, super::tasks::task_out(task, task_type)));
         }
         Ok(out)
     }

@@ -114,6 +114,11 @@ fn unauthorized(skill: &SkillRecord, approval_id: Option<&str>, reason: &str, wh
     .with("reason", reason)
 }
 
+/// The basis a call spends `approval` with.
+fn approval_basis(approval: &ApprovalRecord) -> Value {
+    json!({"kind": "approval", "approvalId": approval.id, "decidedBy": approval.decided_by})
+}
+
 /// Whether two inputs are the same document (canonical JSON).
 fn same_inputs(a: &Value, b: &Value) -> bool {
     canonical_json(a) == canonical_json(b)
@@ -243,7 +248,7 @@ impl Engine {
         if !reserved {
             return Err(self.does_not_cover(&approval, skill).await?);
         }
-        Ok(json!({"kind": "approval", "approvalId": approval.id, "decidedBy": approval.decided_by}))
+        Ok(approval_basis(&approval))
     }
 
     /// The basis of a caller's own external write: only an approved gate requested for exactly
@@ -257,15 +262,16 @@ impl Engine {
         run: Option<&RunRecord>,
         approval_id: Option<&str>,
     ) -> Result<Value> {
-        let pair = task;
-        let Some((task, _)) = task else {
-            return Err(unauthorized(
+        let no_basis = || {
+            unauthorized(
                 skill,
                 approval_id,
                 "no_basis",
                 "an approved gate of the same open task, requested for this call",
-            ));
+            )
         };
+        let pair = task;
+        let Some((task, _)) = task else { return Err(no_basis()) };
         let Some(approval_id) = approval_id else {
             if execution_candidate(skill, pair, run).is_some() {
                 return Err(unauthorized(
@@ -275,12 +281,7 @@ impl Engine {
                     "the task's execution is carried out by the core itself, once its gate is approved; a run of your own never authorizes it",
                 ));
             }
-            return Err(unauthorized(
-                skill,
-                None,
-                "no_basis",
-                "an approved gate of the same open task, requested for this call",
-            ));
+            return Err(no_basis());
         };
         if terminal(&task.status) {
             return Err(task_terminal(task));
@@ -304,7 +305,7 @@ impl Engine {
         if !covered {
             return Err(self.does_not_cover(&approval, skill).await?);
         }
-        Ok(json!({"kind": "approval", "approvalId": approval.id, "decidedBy": approval.decided_by}))
+        Ok(approval_basis(&approval))
     }
 
     /// `403 approval_does_not_cover`, with what the approval does cover: the calls its outcome

@@ -18,7 +18,7 @@ use chrono::Duration;
 use serde_json::{Value, json};
 use skill_api::InvokeRequest;
 use skill_store::ErrorKind;
-use skill_store::records::{InvocationRecord, RunRecord, TaskRecord, Time, WorkChange};
+use skill_store::records::{InvocationRecord, RunRecord, SkillRecord, TaskRecord, Time, WorkChange};
 
 use super::basis::{GateState, Internal, execution_inputs, gates_of};
 use super::terminal;
@@ -89,10 +89,12 @@ impl Engine {
         let running =
             runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == "running");
         let approvals = self.store.approvals(&task.id).await?;
-        let writes = self.find(&skill).await?.skill.side_effects.as_deref() == Some("external_write");
+        // The pinned version, read once a pass: what it writes, and how long its call may take.
+        let version = self.find(&skill).await?.skill;
+        let writes = version.side_effects.as_deref() == Some("external_write");
         let state = GateState::of(gates_of(&approvals), writes);
         if state != GateState::Open {
-            return self.gated_execution(task, running.as_ref(), &skill, state, now, &origin).await;
+            return self.gated_execution(task, running.as_ref(), &version, state, now, &origin).await;
         }
         let run = match running {
             Some(run) => run,
@@ -127,17 +129,16 @@ impl Engine {
         }
         // Still waiting: at most the bound of §9, counted from the run's start or the gate's
         // approval, whichever is later.
-        let called = self.store.skill(&call.skill_id).await?.skill;
         let approved = approvals.iter().filter(|a| a.gate && a.status == "approved").filter_map(|a| a.decided_at).max();
         let since = approved.map_or(run.created_at, |at| at.max(run.created_at));
-        if since + execution_bound(called.contract.as_ref().unwrap_or(&Value::Null)) <= now {
+        if since + execution_bound(version.contract.as_ref().unwrap_or(&Value::Null)) <= now {
             let cause = Cancellation {
                 code: "basis_revoked",
                 reason: "execution_deadline",
                 by: actor.id(),
                 initiator: "system",
             };
-            let (cancelled, event) = self.cancelled(&call, &called, &cause, now, &origin);
+            let (cancelled, event) = self.cancelled(&call, &version, &cause, now, &origin);
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {
                 return Ok(1);
             }
@@ -175,15 +176,17 @@ impl Engine {
         &self,
         task: &TaskRecord,
         run: Option<&RunRecord>,
-        skill: &str,
+        version: &SkillRecord,
         state: GateState,
         now: Time,
         origin: &Origin,
     ) -> Result<usize> {
         let call = match run {
-            Some(run) => self.execution_call(skill, run).await?,
+            Some(run) => self.execution_call(version, run).await?,
             None => None,
         };
+        let skill = format!("{}@{}", version.name, version.version);
+        let skill = skill.as_str();
         // A call an executor holds may be acting: it finishes, and its end decides.
         if call.as_ref().is_some_and(|call| call.status == "running") || state == GateState::Pending {
             return Ok(0);
@@ -199,14 +202,13 @@ impl Engine {
                 self.finish_execution(task, run, "failed", None, Some(failure), origin).await
             }
             (GateState::Undecided, Some(_), Some(call)) if call.status == "pending" => {
-                let called = self.store.skill(&call.skill_id).await?.skill;
                 let cause = Cancellation {
                     code: "basis_revoked",
                     reason: "approval_withdrawn",
                     by: "system",
                     initiator: "system",
                 };
-                let (cancelled, event) = self.cancelled(&call, &called, &cause, now, origin);
+                let (cancelled, event) = self.cancelled(&call, version, &cause, now, origin);
                 Ok(usize::from(written(self.store.update_invocation(&cancelled, &[event]).await)?))
             }
             (GateState::Undecided, Some(run), None) => {
@@ -219,8 +221,7 @@ impl Engine {
     }
 
     /// The execution call of `run`, if it made one.
-    async fn execution_call(&self, skill: &str, run: &RunRecord) -> Result<Option<InvocationRecord>> {
-        let version = self.find(skill).await?.skill;
+    async fn execution_call(&self, version: &SkillRecord, run: &RunRecord) -> Result<Option<InvocationRecord>> {
         match self.store.invocation_by_key(&version.id, &execution_key(run)).await {
             Ok(call) => Ok(Some(call)),
             Err(error) if error.kind() == ErrorKind::NotFound => Ok(None),

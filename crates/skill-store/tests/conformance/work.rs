@@ -349,6 +349,33 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
     assert!(error.contains("work_immutable"), "{error}");
 }
 
+pub(crate) async fn the_approvals_to_decide_are_the_pending_ones_of_open_tasks_asked_by_others(db: Db) {
+    let (_, ana) = setup(&db).await;
+    let bob = principal("bob");
+    db.store.create_principal(&bob, &event("principal.created", "p")).await.expect("bob");
+    let (here, there, closed) = (task(&db, &ana).await, task(&db, &ana).await, task(&db, &ana).await);
+    let asked = approval(&here, &ana);
+    let own = approval(&here, &bob.id);
+    let decided = approval(&here, &ana);
+    let elsewhere = approval(&there, &ana);
+    let on_closed = approval(&closed, &ana);
+    let mut changes: Vec<WorkChange> = [&asked, &own, &decided, &elsewhere, &on_closed]
+        .iter()
+        .map(|a| WorkChange::InsertApproval((*a).clone()))
+        .collect();
+    changes.push(WorkChange::UpdateApproval(self::decided(&decided, &bob.id, "approved")));
+    let shut = TaskRecord { status: "done".into(), closed_at: Some(Utc::now()), row_version: 2, ..closed.clone() };
+    changes.push(WorkChange::UpdateTask(shut));
+    db.store.write_work(&changes, &[]).await.expect("written");
+    let ids = |found: Vec<ApprovalRecord>| found.into_iter().map(|a| a.id).collect::<Vec<_>>();
+    let everywhere = db.store.approvals_to_decide(None, &bob.id, 10).await.expect("read");
+    assert_eq!(ids(everywhere), [asked.id.clone(), elsewhere.id.clone()], "pending, of open tasks, not bob's own");
+    let only_here =
+        db.store.approvals_to_decide(Some(std::slice::from_ref(&here.workspace_id)), &bob.id, 10).await.expect("read");
+    assert_eq!(ids(only_here), [asked.id.clone()]);
+    assert_eq!(ids(db.store.approvals_to_decide(None, &bob.id, 1).await.expect("read")), [asked.id.clone()]);
+}
+
 pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_it_cancels(db: Db) {
     let (skill, ana) = setup(&db).await;
     let bob = principal("bob");
