@@ -372,8 +372,8 @@ pub(crate) async fn the_approvals_to_decide_are_the_pending_ones_of_open_tasks_a
     assert_eq!(ids(everywhere), [asked.id.clone(), elsewhere.id.clone()], "pending, of open tasks, not bob's own");
     let only_here =
         db.store.approvals_to_decide(Some(std::slice::from_ref(&here.workspace_id)), &bob.id, 10).await.expect("read");
-    assert_eq!(ids(only_here), [asked.id.clone()]);
-    assert_eq!(ids(db.store.approvals_to_decide(None, &bob.id, 1).await.expect("read")), [asked.id.clone()]);
+    assert_eq!(ids(only_here), vec![asked.id.clone()]);
+    assert_eq!(ids(db.store.approvals_to_decide(None, &bob.id, 1).await.expect("read")), vec![asked.id.clone()]);
 }
 
 pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_it_cancels(db: Db) {
