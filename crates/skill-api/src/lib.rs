@@ -65,8 +65,9 @@ pub use skills::{
 pub use tokens::{AudienceTokenOut, AudienceTokenRequest};
 pub use work::{
     ActionOut, ApprovalOut, ApprovalRequest, CloseTaskRequest, CommentOut, CommentRequest, DecideRequest,
-    EndRunRequest, OfTaskQuery, OutcomeOut, RequestedCall, RequestedCallOut, RunOut, RunRequest, TaskApproval, TaskOut,
-    TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery, TaskTypeRef, TaskTypeRequest, WithdrawRequest,
+    EndRunRequest, OfTaskQuery, OutcomeOut, RequestedCall, RequestedCallOut, RetryRequest, RunOut, RunRequest,
+    TaskApproval, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery, TaskTypeRef, TaskTypeRequest,
+    WithdrawRequest,
 };
 
 /// The path every route of this crate is relative to.

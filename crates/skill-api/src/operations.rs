@@ -14,8 +14,8 @@ use crate::{
 };
 use crate::{
     ApprovalOut, ApprovalRequest, CloseTaskRequest, CommentOut, CommentRequest, DecideRequest, EndRunRequest,
-    OfTaskQuery, RunOut, RunRequest, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery, TaskTypeRequest,
-    WithdrawRequest,
+    OfTaskQuery, RetryRequest, RunOut, RunRequest, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery,
+    TaskTypeRequest, WithdrawRequest,
 };
 use crate::{
     ArtifactOut, ArtifactQuery, ArtifactRequest, ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest, DocumentOut,
@@ -97,6 +97,7 @@ pub enum Op {
     ReadApproval,
     DecideApproval,
     WithdrawApproval,
+    RetryOutcome,
     AddComment,
     ListComments,
     PublishArtifactType,
@@ -667,7 +668,7 @@ pub const OPERATIONS: &[Operation] = &[
         request: Some(schema::<TaskRequest>),
         query: None,
         success: (201, Some(schema::<TaskOut>)),
-        errors: &[(404, "not_found"), (422, "invalid_custom_fields")],
+        errors: &[(400, "custom_field_required"), (404, "not_found"), (422, "invalid_custom_fields")],
         idempotency_key: true,
     },
     Operation {
@@ -806,6 +807,18 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<ApprovalOut>)),
         errors: &[(404, "not_found"), (409, "approval_not_withdrawable")],
+        idempotency_key: true,
+    },
+    Operation {
+        op: Op::RetryOutcome,
+        method: Method::Post,
+        path: "/approvals/{id}:retry",
+        summary: "Retry the actions of a decided outcome that failed for a retryable reason: the same versions with the same inputs, still bound to this approval",
+        permission: "approvals.decide in the task's workspace",
+        request: Some(schema::<RetryRequest>),
+        query: None,
+        success: (200, Some(schema::<ApprovalOut>)),
+        errors: &[(404, "not_found"), (409, "outcome_not_retryable"), (409, "task_terminal")],
         idempotency_key: true,
     },
     Operation {

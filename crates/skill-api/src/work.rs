@@ -239,6 +239,15 @@ pub struct WithdrawRequest {
     pub reason: Option<String>,
 }
 
+/// The body of `POST /approvals/{id}:retry`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RetryRequest {
+    /// Why it is retried (what was mended), kept as a comment on the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// One action of an approval's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -256,6 +265,16 @@ pub struct ActionOut {
     pub invocation_id: Option<String>,
     pub result: Option<Value>,
     pub error: Option<Value>,
+    /// Calls made for it, retries included.
+    #[serde(default)]
+    pub attempts: i32,
+    /// How many times a decider retried it.
+    #[serde(default)]
+    pub retries: i32,
+    /// It failed for a reason that may pass (the call's error is retryable, or nobody claimed
+    /// it): a decider may retry it (`POST /approvals/{id}:retry`).
+    #[serde(default)]
+    pub retryable: bool,
 }
 
 /// What a decision's outcome did.

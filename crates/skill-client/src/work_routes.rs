@@ -108,6 +108,11 @@ impl Client {
         Ok(self.send(call(Op::WithdrawApproval).parameters(&[id]).body(request)).await?.body)
     }
 
+    /// `POST /approvals/{id}:retry`.
+    pub async fn retry_outcome(&self, id: &str, request: &skill_api::RetryRequest) -> Result<ApprovalOut, ClientError> {
+        Ok(self.send(call(Op::RetryOutcome).parameters(&[id]).body(request)).await?.body)
+    }
+
     /// `POST /task-comments`.
     pub async fn comment(&self, request: &CommentRequest) -> Result<CommentOut, ClientError> {
         Ok(self.send(call(Op::AddComment).body(request)).await?.body)

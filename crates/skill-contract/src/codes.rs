@@ -478,6 +478,20 @@ pub const CODES: &[CodeInfo] = &[
         "core",
         "a task's customFields do not match its type's (422, `details.errors`)",
     ),
+    code(
+        "custom_field_required",
+        ValidationError,
+        No,
+        "core",
+        "a custom field that the task type's gate outcome or execution reads into a required input is missing (400, `details.field`, `details.missing`)",
+    ),
+    code(
+        "outcome_not_retryable",
+        ValidationError,
+        No,
+        "core",
+        "the approval's outcome has no action that failed for a retryable reason (it runs, succeeded, or failed for good), or its retries are used up (409, `details.reason`)",
+    ),
     code("run_owner_mismatch", PermissionDenied, No, "core", "the run belongs to another principal (403)"),
     code("run_not_active", ValidationError, No, "core", "the run has ended (409, `details.status`)"),
     code(

@@ -72,7 +72,7 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::ListApprovals => ("/approvals", on(filter, work::approvals)),
         Op::ReadApproval => ("/approvals/{*rest}", on(filter, work::approval)),
         Op::DecideApproval => ("/approvals/{*rest}", on(filter, work::approval_action)),
-        Op::WithdrawApproval => return None,
+        Op::WithdrawApproval | Op::RetryOutcome => return None,
         Op::AddComment => ("/task-comments", on(filter, work::add_comment)),
         Op::ListComments => ("/task-comments", on(filter, work::comments)),
         Op::PublishArtifactType => ("/artifact-types", on(filter, artifacts::publish_type)),

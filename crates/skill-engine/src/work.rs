@@ -7,9 +7,11 @@
 mod approvals;
 pub(crate) mod basis;
 mod execution;
+mod needs;
 mod outcomes;
 pub(crate) mod paths;
 mod preview;
+mod retry;
 mod runs;
 mod tasks;
 mod types;
@@ -26,8 +28,10 @@ use crate::error::{EngineError, Result};
 use crate::{Engine, Origin};
 
 pub use execution::EXECUTION_PRINCIPAL;
+pub use needs::FieldUse;
 pub use outcomes::SKILL_WAIT;
 pub use preview::{ActionPreview, CallPreview, CalledVersion};
+pub use retry::MAX_RETRIES;
 pub(crate) use runs::check_owned_and_running as runs_check;
 pub(crate) use tasks::task_view;
 pub(crate) use types::{task_type_out, type_exists};

@@ -165,6 +165,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (12, "artifact types", include_str!("../migrations/sqlite/0012_artifact_types.sql")),
     (13, "console sessions", include_str!("../migrations/sqlite/0013_console_sessions.sql")),
     (14, "bound bases", include_str!("../migrations/sqlite/0014_bound_bases.sql")),
+    (15, "outcome retries", include_str!("../migrations/sqlite/0015_outcome_retries.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -181,6 +182,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (12, "artifact types", include_str!("../migrations/postgres/0012_artifact_types.sql")),
     (13, "console sessions", include_str!("../migrations/postgres/0013_console_sessions.sql")),
     (14, "bound bases", include_str!("../migrations/postgres/0014_bound_bases.sql")),
+    (15, "outcome retries", include_str!("../migrations/postgres/0015_outcome_retries.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -83,7 +83,7 @@ macro_rules! approval_columns {
 macro_rules! action_columns {
     () => {
         "SELECT approval_id, action_index, action, skill_id, inputs, status, invocation_id, result, error, \
-     attempts, row_version, created_at, updated_at FROM approval_actions"
+     attempts, retries, row_version, created_at, updated_at FROM approval_actions"
     };
 }
 
@@ -287,7 +287,8 @@ macro_rules! work_store {
                                 sqlx::query(
                                     "INSERT INTO approval_actions (approval_id, action_index, action, status, \
                                      invocation_id, result, error, attempts, row_version, created_at, updated_at, \
-                                     skill_id, inputs) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                                     skill_id, inputs, retries) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
                                 )
                                 .bind(&a.approval_id)
                                 .bind(a.action_index)
@@ -302,13 +303,14 @@ macro_rules! work_store {
                                 .bind(a.updated_at)
                                 .bind(&a.skill_id)
                                 .bind(a.inputs.as_ref().map(Json))
+                                .bind(a.retries)
                                 .execute(&mut *tx)
                                 .await?;
                             }
                             WorkChange::UpdateAction(a) => {
                                 let done = sqlx::query(
                                     "UPDATE approval_actions SET status = $4, invocation_id = $5, result = $6, \
-                                     error = $7, attempts = $8, row_version = $9, updated_at = $10 \
+                                     error = $7, attempts = $8, row_version = $9, updated_at = $10, retries = $11 \
                                      WHERE approval_id = $1 AND action_index = $2 AND row_version = $3",
                                 )
                                 .bind(&a.approval_id)
@@ -321,6 +323,7 @@ macro_rules! work_store {
                                 .bind(a.attempts)
                                 .bind(a.row_version)
                                 .bind(a.updated_at)
+                                .bind(a.retries)
                                 .execute(&mut *tx)
                                 .await?;
                                 if done.rows_affected() == 0 {

@@ -58,6 +58,7 @@ conformance!(
     work::work_is_written_whole_and_guarded_by_the_database,
     work::a_call_names_only_a_task_and_a_run_of_it_that_exist,
     work::a_basis_covers_only_what_was_decided_and_an_execution_writes_once,
+    work::a_failed_action_is_retried_only_as_often_as_a_decider_asked,
     work::the_approvals_to_decide_are_the_pending_ones_of_open_tasks_asked_by_others,
     work::a_claim_reads_each_basis_passes_held_calls_and_writes_what_it_cancels,
     work::artifact_types_never_change_and_an_artifact_is_superseded_once,

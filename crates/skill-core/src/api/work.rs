@@ -148,7 +148,7 @@ pub(super) async fn approval(State(core): State<Core>, actor: Actor, Path(rest):
     Ok(ok(core.engine.approval(&actor, plain("approvals", &rest)?).await?))
 }
 
-/// `POST /approvals/{id}:decide|withdraw`.
+/// `POST /approvals/{id}:decide|withdraw|retry`.
 pub(super) async fn approval_action(
     State(core): State<Core>,
     actor: Actor,
@@ -167,9 +167,13 @@ pub(super) async fn approval_action(
             let body: WithdrawRequest = body.read_as_somewhere(&actor, "tasks.read")?;
             engine.withdraw(&actor, approval, &body, request).await?
         }
+        Some((approval, "retry")) => {
+            let body: skill_api::RetryRequest = body.read_as_somewhere(&actor, "approvals.decide")?;
+            engine.retry_outcome(&actor, approval, &body, request).await?
+        }
         _ => {
             return Err(EngineError::not_found(&format!(
-                "route POST …/approvals/{rest}; the actions are …/approvals/<id>:decide and :withdraw"
+                "route POST …/approvals/{rest}; the actions are …/approvals/<id>:decide, :withdraw and :retry"
             ))
             .into());
         }

@@ -379,6 +379,9 @@ fn preview(actions: &[ActionPreview]) -> Markup {
                                         } @else {
                                             @match inputs.get(name) {
                                                 Some(value) => (capped_json(value, SHOWN_FIELD_CHARS)),
+                                                None if version.as_ref().is_some_and(|v| v.required.contains(name)) => {
+                                                    span.badge.failed.missing { "missing — the call would fail: " (skill) " requires " (name) }
+                                                }
                                                 None => em { "nothing (the task has no such value)" },
                                             }
                                         }

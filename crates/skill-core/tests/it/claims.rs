@@ -41,8 +41,14 @@ impl Drop for Child {
 
 /// The messages in the outbox: `(claim, reply)`, sorted.
 pub(crate) fn outbox(folder: &Scratch) -> Vec<(String, String)> {
-    let mut sent: Vec<(String, String)> = std::fs::read_dir(folder.path())
+    outbox_in(folder.path())
+}
+
+/// The messages in the outbox folder `folder`: `(claim, reply)`, sorted.
+pub(crate) fn outbox_in(folder: &Path) -> Vec<(String, String)> {
+    let mut sent: Vec<(String, String)> = std::fs::read_dir(folder)
         .expect("the outbox")
+        .filter(|entry| entry.as_ref().is_ok_and(|entry| !entry.file_name().to_string_lossy().starts_with('.')))
         .map(|entry| {
             let text = std::fs::read_to_string(entry.expect("an entry").path()).expect("a message");
             let message: Value = serde_json::from_str(&text).expect("JSON");
@@ -354,4 +360,123 @@ async fn import(core: Core, executable: &Path) {
         .await
         .expect("a page");
     assert_eq!(again["items"].as_array().map(Vec::len), Some(2));
+}
+
+#[tokio::test]
+async fn an_outcome_failed_by_a_missing_folder_is_retried_once_the_folder_exists() {
+    let executable = host();
+    each_backend("claims-retry", |core| {
+        let executable = executable.clone();
+        async move { retried(core, &executable).await }
+    })
+    .await;
+}
+
+/// The approved reply fails to send (the outbox folder is missing), its approval is not spent: a
+/// decider retries the outcome once the folder exists, and exactly one reply goes out, under the
+/// same approval. A failure that will not pass cannot be retried; nobody but a decider retries.
+async fn retried(core: Core, executable: &Path) {
+    let root = apply_package(&core).await;
+    let (clerk, reviewer) = desk(&core).await;
+    let scratch = Scratch::new("claims-retry");
+    let folder = scratch.path().join("outbox");
+    let _executor = Child(
+        std::process::Command::new(executable)
+            .args(["execute", "--core", &root, "--concurrency", "2", "--grace", "5"])
+            .env("SKILL_CORE_TOKEN", &core.executor)
+            .env("CLAIMS_OUTBOX_DIR", &folder)
+            .env_remove("CONTROL_PLANE_URL")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the host executes"),
+    );
+    let body = json!({"workspace": "claims", "taskType": "claim-reply@1", "title": "C-1002",
+                      "customFields": {"claim": "C-1002"}});
+    let task = core.post(&clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("id").to_owned();
+    let approval =
+        core.post(&clerk, "/approvals", &json!({"taskId": task})).await.ok(201)["id"].as_str().expect("id").to_owned();
+    let reply = "We refund the full amount.";
+    let decided = json!({"outcome": "approved", "comment": reply});
+    core.post(&reviewer, &format!("/approvals/{approval}:decide"), &decided).await.ok(200);
+    let retry = |token: &str| {
+        let (core, token, path) = (&core, token.to_owned(), format!("/approvals/{approval}:retry"));
+        async move { core.post(&token, &path, &json!({"reason": "the outbox folder exists now"})).await }
+    };
+    // While the call still retries on its own, the outcome runs: nothing to retry yet.
+    let running = retry(&reviewer).await;
+    assert_eq!(running.refused(409, "outcome_not_retryable").body["error"]["details"]["reason"], "running");
+    let path = format!("/approvals/{approval}");
+    let mut failed = Value::Null;
+    for _ in 0..1_800 {
+        failed = core.get(&clerk, &path).await.ok(200).clone();
+        if failed["outcome"]["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let action = failed["outcome"]["actions"][0].clone();
+    assert_eq!(
+        (failed["outcome"]["status"].clone(), action["status"].clone(), action["error"]["code"].clone()),
+        (json!("failed"), json!("failed"), json!("outbox_unavailable")),
+        "{failed}"
+    );
+    assert_eq!((action["retryable"].clone(), action["attempts"].clone()), (json!(true), json!(1)), "{action}");
+    let first_call = action["invocationId"].as_str().expect("its call").to_owned();
+    // Only a decider retries; the clerk who asked only reads.
+    retry(&clerk).await.refused(403, "permission_denied");
+    std::fs::create_dir_all(&folder).expect("the outbox folder");
+    let again = retry(&reviewer).await.ok(200).clone();
+    assert_eq!(again["outcome"]["status"], "running", "{again}");
+    let ended = core.until(&clerk, &path, |a| a["outcome"]["status"] != "running").await;
+    let action = ended["outcome"]["actions"][0].clone();
+    assert_eq!(
+        (
+            ended["outcome"]["status"].clone(),
+            action["status"].clone(),
+            action["attempts"].clone(),
+            action["retries"].clone()
+        ),
+        (json!("succeeded"), json!("succeeded"), json!(2), json!(1)),
+        "{ended}"
+    );
+    let second_call = action["invocationId"].as_str().expect("its call").to_owned();
+    assert_ne!(first_call, second_call, "a retry is a new call");
+    let call = core.get(&core.admin, &format!("/skill-invocations/{second_call}")).await.ok(200).clone();
+    assert_eq!(
+        (call["authorizationBasis"]["approvalId"].clone(), call["authorizationBasis"]["retry"].clone()),
+        (json!(approval), json!(1)),
+        "the same approval, its first retry: {call}"
+    );
+    assert_eq!(call["idempotencyKey"], format!("approval-outcome:{approval}:0:retry-1"));
+    let messages = outbox_in(&folder);
+    assert_eq!(messages, [("C-1002".to_owned(), reply.to_owned())], "one reply, the approved text");
+    // A succeeded outcome is not retried; the reason was kept on the task; the journal has it.
+    assert_eq!(
+        retry(&reviewer).await.refused(409, "outcome_not_retryable").body["error"]["details"]["reason"],
+        "succeeded"
+    );
+    let comments = core.get(&clerk, &format!("/task-comments?task={task}")).await.ok(200).clone();
+    let bodies: Vec<&str> =
+        comments["items"].as_array().expect("items").iter().filter_map(|c| c["body"].as_str()).collect();
+    assert!(bodies.contains(&"the outbox folder exists now"), "{bodies:?}");
+    assert!(bodies.contains(&"The approved reply was sent."), "the retried action reacted: {bodies:?}");
+    let events = core.get(&core.admin, &format!("/events?subject=approval:{approval}")).await.ok(200).clone();
+    let retried: Vec<&Value> =
+        events["items"].as_array().expect("items").iter().filter(|e| e["kind"] == "approval.outcome_retried").collect();
+    assert_eq!(retried.len(), 1, "journaled once: {retried:?}");
+
+    // A failure that will not pass: the decider lacks the contract's permission.
+    let hasty = token(&core.engine, "hasty", &["skills.invoke", "tasks.write@claims", "approvals.decide@claims"]).await;
+    let task = core.post(&clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("id").to_owned();
+    let refused =
+        core.post(&clerk, "/approvals", &json!({"taskId": task})).await.ok(201)["id"].as_str().expect("id").to_owned();
+    core.post(&hasty, &format!("/approvals/{refused}:decide"), &decided).await.ok(200);
+    let ended = core.until(&clerk, &format!("/approvals/{refused}"), |a| a["outcome"]["status"] != "running").await;
+    assert_eq!(ended["outcome"]["actions"][0]["error"]["code"], "skill_permission_denied", "{ended}");
+    assert_eq!(ended["outcome"]["actions"][0]["retryable"], false);
+    let final_failure = core.post(&reviewer, &format!("/approvals/{refused}:retry"), &json!({})).await;
+    assert_eq!(final_failure.refused(409, "outcome_not_retryable").body["error"]["details"]["reason"], "not_retryable");
+    assert_eq!(outbox_in(&folder).len(), 1, "still one reply");
 }

@@ -248,6 +248,15 @@ async fn tasks_runs_approvals_and_comments_keep_their_rules() {
             create(&desk.writer, bad).await.refused(422, "invalid_custom_fields");
         }
         create(&desk.writer, json!({"workspace": "desk", "taskType": "plain", "title": ""})).await.refused(400, "invalid_request");
+        // A field the type's work reads into a required input, missing: refused when the task is
+        // created, naming it — not when an approved outcome fails and spends the approval.
+        for (kind, work) in [("claim-reply@1", "approved gate outcome calls claim.send@1"), ("auto@1", "execution calls claim.send@1")] {
+            let missing = json!({"workspace": "desk", "taskType": kind, "title": "t", "customFields": {}});
+            let refused = create(&desk.writer, missing).await;
+            let error = &refused.refused(400, "custom_field_required").body["error"];
+            assert_eq!(error["details"]["field"], "customFields.claim", "{error}");
+            assert!(error["message"].as_str().is_some_and(|m| m.contains(work) && m.contains("claim")), "{error}");
+        }
         // Custom fields are bounded: bytes and keys, each refused naming the limit.
         core.post(&core.admin, "/task-types", &json!({"key": "free", "version": "1", "customFields": {"notes": {}}})).await.ok(201);
         let many: serde_json::Map<String, Value> = (0..1001).map(|n| (format!("k{n}"), json!(n))).collect();

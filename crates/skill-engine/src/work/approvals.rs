@@ -235,6 +235,7 @@ impl Engine {
                     result: None,
                     error: None,
                     attempts: 0,
+                    retries: 0,
                     row_version: 1,
                     created_at: now,
                     updated_at: now,
@@ -380,6 +381,9 @@ fn approval_view(approval: ApprovalRecord, actions: Vec<ActionRecord>, call: Opt
         actions: actions
             .into_iter()
             .map(|action| ActionOut {
+                retryable: super::retry::retryable(&action),
+                attempts: action.attempts,
+                retries: action.retries,
                 index: action.action_index,
                 action: action.action,
                 skill_id: action.skill_id,

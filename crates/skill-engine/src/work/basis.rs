@@ -114,9 +114,13 @@ fn unauthorized(skill: &SkillRecord, approval_id: Option<&str>, reason: &str, wh
     .with("reason", reason)
 }
 
-/// The basis a call spends `approval` with.
-fn approval_basis(approval: &ApprovalRecord) -> Value {
-    json!({"kind": "approval", "approvalId": approval.id, "decidedBy": approval.decided_by})
+/// The basis a call spends `approval` with; retry `n` of an outcome's action names it.
+fn approval_basis(approval: &ApprovalRecord, retry: i32) -> Value {
+    let mut basis = json!({"kind": "approval", "approvalId": approval.id, "decidedBy": approval.decided_by});
+    if retry > 0 {
+        basis["retry"] = json!(retry);
+    }
+    basis
 }
 
 /// Whether two inputs are the same document (canonical JSON).
@@ -248,7 +252,7 @@ impl Engine {
         if !reserved {
             return Err(self.does_not_cover(&approval, skill).await?);
         }
-        Ok(approval_basis(&approval))
+        Ok(approval_basis(&approval, action.retries))
     }
 
     /// The basis of a caller's own external write: only an approved gate requested for exactly
@@ -305,7 +309,7 @@ impl Engine {
         if !covered {
             return Err(self.does_not_cover(&approval, skill).await?);
         }
-        Ok(approval_basis(&approval))
+        Ok(approval_basis(&approval, 0))
     }
 
     /// `403 approval_does_not_cover`, with what the approval does cover: the calls its outcome

@@ -5,7 +5,8 @@
 //! action's `onSuccess` (succeeded, and `expect` met) or `onFailure` reactions run, in one
 //! transaction with the outcome's end. A call left unclaimed for [`SKILL_WAIT`] is cancelled
 //! (`approval_outcome_skill_wait_expired`) and counts as failed; one cancelled because the task
-//! closed or the approval was withdrawn runs neither branch.
+//! closed or the approval was withdrawn runs neither branch. A failure that may pass can be
+//! retried by a decider (`retry.rs`): the retried actions run again and react again.
 //!
 //! Every step is written before the next is taken and repeats safely (the call's key names one
 //! call), so any number of cores may run this and any of them may be killed at any moment.
@@ -81,7 +82,10 @@ impl Engine {
         let mut events = Vec::new();
         let mut task_now = task.clone();
         let mut reaction = None;
-        for action in &actions {
+        // Reactions run once per action's end: after a retry, only the retried actions' (an
+        // action in retry round n was in every round before it, so the round is the most retries).
+        let round = actions.iter().map(|action| action.retries).max().unwrap_or_default();
+        for action in actions.iter().filter(|action| action.retries == round) {
             let branch = match action.status.as_str() {
                 "succeeded" => "onSuccess",
                 "failed" => "onFailure",
@@ -165,7 +169,7 @@ impl Engine {
         };
         let request = InvokeRequest {
             inputs: Some(inputs.clone()),
-            idempotency_key: Some(format!("approval-outcome:{}:{}", approval.id, action.action_index)),
+            idempotency_key: Some(super::retry::action_key(action)),
             task_id: Some(approval.task_id.clone()),
             run_id: None,
             approval_id: Some(approval.id.clone()),

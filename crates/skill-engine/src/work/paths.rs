@@ -62,6 +62,18 @@ pub(crate) fn lookup<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
     Some(here)
 }
 
+/// The name under `prefix` that `path` reads: `field_under("$.task.customFields.claim.id",
+/// &["task", "customFields"])` is `claim`; `None` when the path does not go below the prefix.
+pub(crate) fn field_under(path: &str, prefix: &[&str]) -> Option<String> {
+    let segments = parse(path)?;
+    let (head, tail) = (segments.get(..prefix.len())?, segments.get(prefix.len())?);
+    let under = head.iter().zip(prefix).all(|(segment, key)| matches!(segment, Segment::Key(k) if k == key));
+    match tail {
+        Segment::Key(name) if under => Some(name.clone()),
+        _ => None,
+    }
+}
+
 /// Inputs from a mapping: a path string alone is the whole input object; an object maps input
 /// names to paths (`$…`) or to literal values. A path that names nothing leaves its input out
 /// (the schema decides whether it may be missing).
@@ -127,5 +139,17 @@ mod tests {
         );
         assert_eq!(Value::Object(fill(&json!("$.task.customFields"), &root)), root["task"]["customFields"]);
         assert!(fill(&json!("$.approval.comment"), &root).is_empty(), "a path to a non-object gives no inputs");
+    }
+
+    #[test]
+    fn the_field_under_a_prefix_is_its_first_name() {
+        let fields = ["task", "customFields"];
+        assert_eq!(field_under("$.task.customFields.claim", &fields).as_deref(), Some("claim"));
+        assert_eq!(field_under("$.task.customFields.claim.id[0]", &fields).as_deref(), Some("claim"));
+        assert_eq!(field_under("$.task.customFields", &fields), None, "the whole object names no field");
+        assert_eq!(field_under("$.task.title", &fields), None);
+        assert_eq!(field_under("$.customFields[0]", &["customFields"]), None);
+        assert_eq!(field_under("$.customFields.reply", &["customFields"]).as_deref(), Some("reply"));
+        assert_eq!(field_under("not a path", &fields), None);
     }
 }

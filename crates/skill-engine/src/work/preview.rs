@@ -73,6 +73,10 @@ pub struct CalledVersion {
     pub side_effects: String,
     pub risk_level: String,
     pub status: String,
+    /// The inputs its contract requires: one the task cannot fill makes the call fail.
+    pub required: Vec<String>,
+    /// What each input becomes, as its schema says (`title`, else `description`).
+    pub labels: Map<String, Value>,
 }
 
 /// One action of a decision's outcome, planned: the action, and for an `invokeSkill` the version
@@ -193,6 +197,8 @@ impl Engine {
                 call: planned.call.map(|call| CallPreview {
                     skill: call.skill,
                     version: call.version.map(|skill| CalledVersion {
+                        required: super::needs::required_inputs(&skill),
+                        labels: input_labels(&skill),
                         name: skill.name,
                         version: skill.version,
                         side_effects: skill.side_effects.unwrap_or_else(|| "none".to_owned()),
@@ -205,4 +211,19 @@ impl Engine {
             })
             .collect())
     }
+}
+
+/// What each input of `skill` is, from its contract's input schema: the property's `title`, else
+/// its `description`.
+fn input_labels(skill: &SkillRecord) -> Map<String, Value> {
+    let properties = skill.contract.as_ref().and_then(|contract| contract.pointer("/inputs/properties"));
+    properties
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, schema)| {
+            let label = schema.get("title").or_else(|| schema.get("description")).and_then(Value::as_str)?;
+            Some((name.clone(), json!(label)))
+        })
+        .collect()
 }

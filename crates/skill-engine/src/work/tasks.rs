@@ -28,6 +28,7 @@ impl Engine {
         }
         let fields = Value::Object(request.custom_fields.clone().unwrap_or_default());
         check_fields(&task_type, &fields)?;
+        self.check_required_fields(&task_type, &fields).await?;
         let now = Utc::now();
         let task = TaskRecord {
             id: self.new_id(),

@@ -136,6 +136,9 @@ pub struct ActionRecord {
     #[sqlx(json(nullable))]
     pub error: Option<Value>,
     pub attempts: i32,
+    /// How many times a decider retried it after a retryable failure: the call of retry `n`
+    /// carries `"retry": n` in its basis (none for the first).
+    pub retries: i32,
     pub row_version: i32,
     pub created_at: Time,
     pub updated_at: Time,

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use chrono::Utc;
 use serde_json::json;
 use skill_store::records::{
-    Admission, ApprovalRecord, BasisState, Gates, RunRecord, TaskRecord, TaskTypeRecord, WorkChange, Workspace,
+    ActionRecord, Admission, ApprovalRecord, BasisState, Gates, RunRecord, TaskRecord, TaskTypeRecord, WorkChange,
+    Workspace,
 };
 use skill_store::{Decision, ErrorKind};
 
@@ -210,6 +211,7 @@ fn reserved(approval: &ApprovalRecord, skill: &str, inputs: serde_json::Value) -
         result: None,
         error: None,
         attempts: 0,
+        retries: 0,
         row_version: 1,
         created_at: now,
         updated_at: now,
@@ -347,6 +349,90 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
     );
     let error = db.raw.execute(&sql).await.expect_err("refused").to_string();
     assert!(error.contains("work_immutable"), "{error}");
+}
+
+pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let bob = principal("bob");
+    db.store.create_principal(&bob, &event("principal.created", "p")).await.expect("bob");
+    let task = task(&db, &ana).await;
+    let asked = approval(&task, &ana);
+    db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
+    let action = reserved(&asked, &skill.id, json!({"claim": "C-1"}));
+    db.store
+        .write_work(
+            &[
+                WorkChange::UpdateApproval(decided(&asked, &bob.id, "approved")),
+                WorkChange::InsertAction(action.clone()),
+            ],
+            &[],
+        )
+        .await
+        .expect("decided with its outcome");
+    let call = |retry: Option<i64>| {
+        let mut basis = json!({"kind": "approval", "approvalId": asked.id});
+        if let Some(retry) = retry {
+            basis["retry"] = json!(retry);
+        }
+        skill_store::records::InvocationRecord {
+            id: id(),
+            task_id: Some(task.id.clone()),
+            authority_principal_id: bob.id.clone(),
+            inputs: json!({"claim": "C-1"}),
+            authorization_basis: Some(basis),
+            ..pending(&skill, &ana, "local", "claims.lookup", None)
+        }
+    };
+    // Retry 1 before anyone asked for it is not covered.
+    assert_eq!(refused(&db, &call(Some(1))).await, ErrorKind::Refused("basis_not_covered"), "an unasked retry");
+    let first = call(None);
+    insert(&db, &first).await;
+    let invoked = ActionRecord {
+        status: "invoked".into(),
+        invocation_id: Some(first.id.clone()),
+        attempts: 1,
+        row_version: 2,
+        ..action.clone()
+    };
+    let failed = ActionRecord {
+        status: "failed".into(),
+        error: Some(json!({"code": "config_missing", "retryable": true})),
+        row_version: 3,
+        ..invoked.clone()
+    };
+    db.store.write_work(&[WorkChange::UpdateAction(invoked)], &[]).await.expect("invoked");
+    db.store.write_work(&[WorkChange::UpdateAction(failed.clone())], &[]).await.expect("failed");
+    // A failed action moves only by a retry: to pending, one more retry, its call let go.
+    let keeps_call = ActionRecord { status: "pending".into(), retries: 1, row_version: 4, ..failed.clone() };
+    let unwritten = db.store.write_work(&[WorkChange::UpdateAction(keeps_call)], &[]).await;
+    assert!(unwritten.is_err(), "a retry lets its earlier call go");
+    let two =
+        ActionRecord { status: "pending".into(), retries: 2, invocation_id: None, row_version: 4, ..failed.clone() };
+    assert!(db.store.write_work(&[WorkChange::UpdateAction(two)], &[]).await.is_err(), "one retry at a time");
+    let succeeded = ActionRecord { status: "succeeded".into(), row_version: 4, ..failed.clone() };
+    assert!(db.store.write_work(&[WorkChange::UpdateAction(succeeded)], &[]).await.is_err(), "failed stays failed");
+    let retried = ActionRecord {
+        status: "pending".into(),
+        retries: 1,
+        invocation_id: None,
+        error: None,
+        row_version: 4,
+        ..failed
+    };
+    db.store.write_work(&[WorkChange::UpdateAction(retried.clone())], &[]).await.expect("retried");
+    // Now retry 1 is covered, once; retry 2 is not, and the first call stays spent.
+    assert_eq!(refused(&db, &call(Some(2))).await, ErrorKind::Refused("basis_not_covered"), "one retry asked for");
+    assert_eq!(refused(&db, &call(None)).await, ErrorKind::Refused("basis_not_covered"), "the first call is past");
+    let second = call(Some(1));
+    insert(&db, &second).await;
+    assert_eq!(refused(&db, &call(Some(1))).await, ErrorKind::Conflict, "retry 1 is spent once");
+    // By SQL, the count of retries never moves without a retry.
+    let sql = format!(
+        "UPDATE approval_actions SET retries = 5, row_version = row_version + 1 WHERE approval_id = '{}'",
+        asked.id
+    );
+    let error = db.raw.execute(&sql).await.expect_err("refused").to_string();
+    assert!(error.contains("row_version_required"), "{error}");
 }
 
 pub(crate) async fn the_approvals_to_decide_are_the_pending_ones_of_open_tasks_asked_by_others(db: Db) {

@@ -192,16 +192,22 @@ pub fn send_reply(inputs: SendIn, ctx: SkillContext) -> Result<SendOut, SkillErr
             .with_detail("config", json!("CLAIMS_OUTBOX_DIR")));
     };
     let message_id = message_id(key);
-    let path = PathBuf::from(outbox).join(format!("{message_id}.json"));
+    let path = PathBuf::from(&outbox).join(format!("{message_id}.json"));
     let message = json!({"claim": inputs.claim, "reply": inputs.comment});
     let unavailable = |error: std::io::Error| {
         SkillError::new("outbox_unavailable")
             .with_message(format!("the claims outbox cannot be written: {}", error.kind()))
             .with_retryable(true)
     };
-    match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-        Ok(mut file) => {
-            file.write_all(message.to_string().as_bytes()).and_then(|()| file.sync_all()).map_err(unavailable)?;
+    // Written whole or not at all: the message goes to a file of its own first, and is linked
+    // under its key only once complete, so a failure leaves no half a reply behind.
+    let part = PathBuf::from(&outbox).join(format!(".{message_id}.{}.part", next_part()));
+    let written = std::fs::File::create(&part)
+        .and_then(|mut file| file.write_all(message.to_string().as_bytes()).and_then(|()| file.sync_all()))
+        .and_then(|()| std::fs::hard_link(&part, &path));
+    let _ = std::fs::remove_file(&part);
+    match written {
+        Ok(()) => {
             ctx.add_cost("message", 1.0);
             Ok(SendOut { status: SendStatus::Sent, message_id })
         }
@@ -213,6 +219,12 @@ pub fn send_reply(inputs: SendIn, ctx: SkillContext) -> Result<SendOut, SkillErr
         }
         Err(error) => Err(unavailable(error)),
     }
+}
+
+/// A number no other message of this process is being written under.
+fn next_part() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

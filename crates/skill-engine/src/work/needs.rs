@@ -1,0 +1,152 @@
+//! The custom fields a task type's work reads: the inputs its gate's outcomes and its execution
+//! fill from `customFields` that the called version requires. A task without one of them could
+//! never have its outcome or execution succeed — and would spend a person's approval finding
+//! out — so it is refused when it is created (`400 custom_field_required`).
+
+use serde_json::{Value, json};
+use skill_store::records::{SkillRecord, TaskTypeRecord};
+
+use super::paths;
+use super::preview::outcome_actions;
+use crate::Engine;
+use crate::error::{Class, EngineError, Result};
+
+/// One input of the type's work that a custom field fills.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldUse {
+    /// The custom field.
+    pub field: String,
+    /// The skill as the type names it (`name@version`, or a bare name).
+    pub skill: String,
+    /// The input of that skill the field fills.
+    pub input: String,
+    /// Which work reads it: `approved` or `rejected` (a gate's outcome) or `execution`.
+    pub by: &'static str,
+}
+
+/// Every input of `task_type`'s work that reads a custom field, without looking anything up.
+pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
+    let mut uses = Vec::new();
+    for outcome in ["approved", "rejected"] {
+        for action in outcome_actions(task_type, outcome) {
+            let Some(spec) = action.get("invokeSkill") else { continue };
+            let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default();
+            for (input, source) in spec.get("inputs").and_then(Value::as_object).into_iter().flatten() {
+                let field = source.as_str().and_then(|path| paths::field_under(path, &["task", "customFields"]));
+                if let Some(field) = field {
+                    uses.push(FieldUse { field, skill: skill.to_owned(), input: input.clone(), by: outcome });
+                }
+            }
+        }
+    }
+    if let Some(execution) = &task_type.execution {
+        let skill = format!(
+            "{}@{}",
+            execution["skill"].as_str().unwrap_or_default(),
+            execution["version"].as_str().unwrap_or_default()
+        );
+        for (input, source) in execution["inputs"].as_object().into_iter().flatten() {
+            if let Some(field) = source.as_str().and_then(|path| paths::field_under(path, &["customFields"])) {
+                uses.push(FieldUse { field, skill: skill.clone(), input: input.clone(), by: "execution" });
+            }
+        }
+    }
+    uses
+}
+
+/// Whether `skill`'s contract requires the input `name`.
+pub(crate) fn requires(skill: &SkillRecord, name: &str) -> bool {
+    required_inputs(skill).iter().any(|required| required == name)
+}
+
+/// The inputs `skill`'s contract requires.
+pub(crate) fn required_inputs(skill: &SkillRecord) -> Vec<String> {
+    skill
+        .contract
+        .as_ref()
+        .and_then(|contract| contract.pointer("/inputs/required"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+impl Engine {
+    /// The custom fields `task_type`'s work cannot do without: each use whose skill resolves and
+    /// requires the input (a whole-object execution mapping needs every required input).
+    pub async fn required_fields(&self, task_type: &TaskTypeRecord) -> Result<Vec<FieldUse>> {
+        let mut needed = Vec::new();
+        for found in field_uses(task_type) {
+            if let Some(skill) = self.resolved(&found.skill).await?
+                && requires(&skill, &found.input)
+            {
+                needed.push(found);
+            }
+        }
+        if let Some(execution) = &task_type.execution
+            && execution["inputs"].as_str() == Some("$.customFields")
+        {
+            let skill = format!(
+                "{}@{}",
+                execution["skill"].as_str().unwrap_or_default(),
+                execution["version"].as_str().unwrap_or_default()
+            );
+            if let Some(called) = self.resolved(&skill).await? {
+                for input in required_inputs(&called) {
+                    needed.push(FieldUse { field: input.clone(), skill: skill.clone(), input, by: "execution" });
+                }
+            }
+        }
+        Ok(needed)
+    }
+
+    /// The version `reference` names now; `None` when there is none.
+    async fn resolved(&self, reference: &str) -> Result<Option<SkillRecord>> {
+        match self.find(reference).await {
+            Ok(entry) => Ok(Some(entry.skill)),
+            Err(error) if error.class == Class::NotFound => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// `400 custom_field_required` when `fields` lacks one that `task_type`'s work requires. The
+    /// store is read only when a field some work reads is missing.
+    pub(crate) async fn check_required_fields(&self, task_type: &TaskTypeRecord, fields: &Value) -> Result<()> {
+        let present = |field: &str| fields.get(field).is_some_and(|value| !value.is_null());
+        let whole = task_type.execution.as_ref().is_some_and(|e| e["inputs"].as_str() == Some("$.customFields"));
+        if !whole && field_uses(task_type).iter().all(|found| present(&found.field)) {
+            return Ok(());
+        }
+        let missing: Vec<FieldUse> =
+            self.required_fields(task_type).await?.into_iter().filter(|need| !present(&need.field)).collect();
+        let Some(first) = missing.first() else { return Ok(()) };
+        let work = match first.by {
+            "execution" => "its execution calls".to_owned(),
+            outcome => format!("its {outcome} gate outcome calls"),
+        };
+        Err(EngineError::new(
+            Class::BadRequest,
+            "custom_field_required",
+            format!(
+                "the customFields need {field}: {key}@{version}'s {work} {skill}, whose input {input} is read from customFields.{field} and is required — add \"{field}\" to customFields",
+                field = first.field,
+                key = task_type.key,
+                version = task_type.version,
+                skill = first.skill,
+                input = first.input,
+            ),
+        )
+        .with("field", format!("customFields.{}", first.field))
+        .with(
+            "missing",
+            json!(
+                missing
+                    .iter()
+                    .map(|need| json!({"field": need.field, "skill": need.skill, "input": need.input, "by": need.by}))
+                    .collect::<Vec<_>>()
+            ),
+        ))
+    }
+}
