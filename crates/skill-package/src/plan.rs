@@ -243,16 +243,32 @@ pub async fn plan_with(
     }
     let mut changes = Vec::new();
     let mut composites: Vec<(String, Skill)> = Vec::new();
-    for object in loaded.package.objects.iter().filter(|object| object.kind == "Skill") {
-        let document = package::fill(&loaded.package, object, variables)
+    let objects: Vec<_> = loaded.package.objects.iter().filter(|object| object.kind == "Skill").collect();
+    // What is published of each object, read once; and the origins the installation gave the
+    // endpoint variables, as the published versions' endpoints show them.
+    let mut found = Vec::with_capacity(objects.len());
+    for object in &objects {
+        let published = match object.version() {
+            Some(version) => {
+                let reference = format!("{}@{version}", object.key);
+                core.find_skill(&reference)
+                    .await
+                    .map_err(|error| crate::failure::failure("reading", &reference, &error))?
+            }
+            None => None,
+        };
+        found.push(published);
+    }
+    let installed = installed_origins(&objects, &found);
+    // The installer's value first; an endpoint variable it does not set stays where the
+    // installation put it; the declared default only where there is nothing yet.
+    let lookup =
+        |name: &str| variables(name).filter(|value| !value.is_empty()).or_else(|| installed.get(name).cloned());
+    for (object, published) in objects.into_iter().zip(found) {
+        let document = package::fill(&loaded.package, object, &lookup)
             .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))?;
         let skill = Skill::from_document(&document, &NormalizeOptions::default())
             .map_err(|error| format!("{}: {error}", object.file))?;
-        let reference = skill.skill_ref().to_string();
-        let published = core
-            .find_skill(&reference)
-            .await
-            .map_err(|error| crate::failure::failure("reading", &reference, &error))?;
         let name = skill.name().as_str().to_owned();
         let linked = match &published {
             Some(published) => published.package.clone(),
@@ -292,6 +308,28 @@ pub async fn plan_with(
         }
     }
     Ok(changes)
+}
+
+/// The origin each endpoint variable has in the installation: for a published version whose
+/// package endpoint is `${NAME}<tail>` and whose endpoint now ends with `<tail>`, what comes before
+/// it. The first version that shows one decides.
+fn installed_origins(
+    objects: &[&package::PackageObject],
+    published: &[Option<SkillOut>],
+) -> std::collections::BTreeMap<String, String> {
+    let mut origins = std::collections::BTreeMap::new();
+    for (object, published) in objects.iter().zip(published) {
+        let (Some((name, tail)), Some(published)) = (package::endpoint_variable(object), published) else {
+            continue;
+        };
+        let endpoint = published.contract.as_ref().and_then(|contract| contract.pointer("/implementation/endpoint"));
+        if let Some(origin) = endpoint.and_then(serde_json::Value::as_str).and_then(|e| e.strip_suffix(tail.as_str()))
+            && !origin.is_empty()
+        {
+            origins.entry(name).or_insert_with(|| origin.to_owned());
+        }
+    }
+    origins
 }
 
 /// The package that installed `name` (in any version), if any.

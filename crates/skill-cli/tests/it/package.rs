@@ -372,6 +372,27 @@ fn a_package_cannot_publish_the_installers_token() {
     assert_eq!(applied.status.code(), Some(0), "{}", text(&applied.stderr));
     let published = core.skill("claim.lookup@1");
     assert_eq!(published["contract"]["implementation"]["endpoint"], "https://lookup.example/lookup");
+    // An installer who does not set the variable leaves the endpoint where the installation put
+    // it: no move back to a default (here there is none, and nothing is refused either).
+    let unset = copy.sdk(&["plan"], at);
+    assert_eq!(unset.status.code(), Some(0), "{}", text(&unset.stderr));
+    assert!(text(&unset.stdout).contains("0 to move"), "{}", text(&unset.stdout));
+    copy.edit(
+        "package.yaml",
+        "{kind: url, description: where the lookup runs}",
+        "{kind: url, description: where the lookup runs, default: 'https://default.example'}",
+    );
+    let with_default = copy.sdk(&["plan"], at);
+    assert!(
+        text(&with_default.stdout).contains("0 to move"),
+        "the default does not move it: {}",
+        text(&with_default.stdout)
+    );
+    apply.env("CLAIMS_LOOKUP_URL", "https://lookup-2.example");
+    let moved = apply.output().expect("runs");
+    assert_eq!(moved.status.code(), Some(0), "{}", text(&moved.stderr));
+    let published = core.skill("claim.lookup@1");
+    assert_eq!(published["contract"]["implementation"]["endpoint"], "https://lookup-2.example/lookup", "set, it moves");
 }
 
 /// A package that links to `/dev/zero` or a file outside it, or requires a path, is reported,

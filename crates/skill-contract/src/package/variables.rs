@@ -186,6 +186,17 @@ pub fn placeholder_problems(package: &Package) -> Vec<PackageProblem> {
     package.objects.iter().flat_map(|object| object_problems(package, object)).collect()
 }
 
+/// The variable a skill object's endpoint begins with, and the rest of the endpoint after it:
+/// `${CLAIMS_SKILLS_URL}/skills/claim.lookup@1` → (`CLAIMS_SKILLS_URL`, `/skills/claim.lookup@1`).
+pub fn endpoint_variable(object: &PackageObject) -> Option<(String, String)> {
+    if object.kind != "Skill" {
+        return None;
+    }
+    let endpoint = object.document.pointer("/spec/contract/implementation/endpoint")?.as_str()?;
+    let name = leading_variable(endpoint)?;
+    Some((name.to_owned(), endpoint[name.len() + 3..].to_owned()))
+}
+
 /// The document of `object` with its endpoint's variable filled: the installation's value
 /// (`lookup`, when set and not empty), else the declared default. Any placeholder problem, or a
 /// variable with neither, is refused with the file and path.
