@@ -10,7 +10,7 @@ mod variables;
 use serde_json::Value;
 
 pub use check::check;
-pub use variables::{Variable, endpoint_variable, fill, is_reserved_variable, placeholder_problems};
+pub use variables::{Variable, VariableKind, endpoint_variable, fill, is_reserved_variable, placeholder_problems};
 
 /// The kinds of catalog object a package may hold.
 pub const KINDS: &[&str] = &[

@@ -4,9 +4,12 @@
 //! when the package has `http` or `mcp` skills, the host serves them over https on loopback (or
 //! over stdio) and a remote executor calls them (`dev/remote.rs`) — until Ctrl-C.
 
+mod banner;
 mod remote;
+mod setup;
+mod stand_in;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -22,22 +25,36 @@ pub(crate) struct DevArgs {
     /// The package folder.
     #[arg(long, value_name = "DIR")]
     package: PathBuf,
-    /// Where the embedded database lives (default: <package>/.skill-core).
-    #[arg(long, value_name = "DIR")]
+    /// Where the embedded database, the artifacts and the folders the package's host uses live
+    /// (default: <package>/.skill-core, kept from run to run).
+    #[arg(long, value_name = "DIR", conflicts_with = "temp")]
     data: Option<PathBuf>,
+    /// Start on a throwaway data folder, removed when dev stops.
+    #[arg(long)]
+    temp: bool,
     /// The core's address.
     #[arg(long, default_value = "127.0.0.1:8700")]
     listen: String,
     /// The integration crate, when the package's integration/ folder is not a crate of its own.
     #[arg(long = "crate", value_name = "CRATE")]
     krate: Option<String>,
+    /// Log every request and the workers' steps (debug). Without it dev logs a line per call
+    /// that ends, per decision and per failure; SKILL_LOG (e.g. `debug`, `info,sqlx=warn`) sets
+    /// the filter outright.
+    #[arg(long, short)]
+    pub(crate) verbose: bool,
 }
+
+/// The log filter of a quiet dev: no request lines (`--verbose` shows them).
+pub(crate) const QUIET: &str = "info,skill_http::requests=warn";
+/// The log filter of `--verbose`: the core's own crates at `debug`.
+pub(crate) const VERBOSE: &str = "info,skill_http=debug,skill_engine=debug,skill_core=debug,skill_executor=debug,\
+skill_host=debug,skill_remote=debug,skill_sdk=debug";
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let folder =
         args.package.canonicalize().with_context(|| format!("no package folder {}", args.package.display()))?;
-    let data = args.data.clone().unwrap_or_else(|| folder.join(".skill-core"));
     let loaded = package::load(&folder).map_err(|error| anyhow::anyhow!(error))?;
     let problems = package::problems(&loaded);
     if !problems.is_empty() {
@@ -46,9 +63,12 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         }
         bail!("the package has {} problems: fix them, then run dev again", problems.len());
     }
-    let store =
-        skill_store::open(&data.display().to_string(), &Default::default()).await.context("opening the database")?;
-    let engine = Engine::new(store).with_blobs(std::sync::Arc::new(skill_store::FolderBlobs::new(data.join("blobs"))));
+    let data = setup::Data::new(&folder, args.data.as_deref(), args.temp)?;
+    let store = skill_store::open(&data.path.display().to_string(), &Default::default())
+        .await
+        .context("opening the database")?;
+    let engine =
+        Engine::new(store).with_blobs(std::sync::Arc::new(skill_store::FolderBlobs::new(data.path.join("blobs"))));
     // The developer holds what the package's contracts require, so trying things meets the
     // real rules (an external write still needs a basis); the host executes with its own token.
     // Work happens in the workspace `dev`; a second person, the reviewer, decides approvals (the
@@ -83,7 +103,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
 
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+        .with_context(|| format!("cannot listen on {}: another dev running? --listen another address", args.listen))?;
     let core_url = format!("http://{}", listener.local_addr()?);
     let engine = engine.with_issuer(&core_url);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -97,40 +117,56 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         None => host_crate::locate_own(&folder),
     }
     .map_err(|error| anyhow::anyhow!("{error}"))?;
-    eprintln!("building {} …", host.name);
+    eprintln!("building {} … (the first build takes a few minutes)", host.name);
     let build = host.clone();
     let executable = tokio::task::spawn_blocking(move || host_crate::build(&build))
         .await?
         .map_err(|error| anyhow::anyhow!("{error}"))?;
 
     // Remote skills: the host over https on loopback (http, mcp-http), the package's URL
-    // variables at it.
+    // variables at it — on the ports of the last run when they are free.
     let needs = remote::needs(&loaded);
-    let tls = if needs.any() { Some(remote::certificates(&data.join("dev-tls"))?) } else { None };
+    let tls = if needs.any() { Some(remote::certificates(&data.path.join("dev-tls"))?) } else { None };
+    let mut ports = setup::Ports::read(&data.path);
     let mut variables = std::collections::BTreeMap::new();
-    let mut hosts = Vec::new();
-    let mut lines_out = Vec::new();
-    if let Some(tls) = &tls {
-        if needs.http.count > 0 {
-            let (child, port) = remote::serve_host(&executable, "http", tls, &core_url, &needs.http).await?;
-            remote::point(&needs.http, &format!("https://localhost:{port}"), &mut variables);
-            lines_out.push(format!(
-                "  https     {} serves the {} http skills on https://localhost:{port} (a CA made for this run; tokens from this core)",
-                host.name, needs.http.count
-            ));
-            hosts.push(child);
+    let mut pending_hosts = Vec::new();
+    let mut lines: Vec<(String, String)> = Vec::new();
+    if tls.is_some() {
+        for (transport, served) in [("http", &needs.http), ("mcp-http", &needs.mcp_http)] {
+            if served.count == 0 {
+                continue;
+            }
+            let port = free_port(ports.wanted(transport))?;
+            ports.keep(transport, port);
+            remote::point(served, &format!("https://localhost:{port}"), &mut variables);
+            pending_hosts.push((transport, port));
         }
-        if needs.mcp_http.count > 0 {
-            let (child, port) = remote::serve_host(&executable, "mcp-http", tls, &core_url, &needs.mcp_http).await?;
-            remote::point(&needs.mcp_http, &format!("https://localhost:{port}"), &mut variables);
-            lines_out.push(format!(
-                "  mcp       {} serves the {} mcp tools on https://localhost:{port}/mcp",
-                host.name, needs.mcp_http.count
+    }
+    // The host's environment: the package's folders and variables, and a model.
+    let host_env = setup::host_env(&loaded, &data.path, &variables).await?;
+    let mut hosts = Vec::new();
+    if let Some(tls) = &tls {
+        for (transport, port) in pending_hosts {
+            let served = if transport == "http" { &needs.http } else { &needs.mcp_http };
+            let (child, port) =
+                remote::serve_host(&executable, transport, tls, &core_url, served, port, &host_env.vars, args.verbose)
+                    .await?;
+            let (label, what) = if transport == "http" {
+                ("https", format!("the {} http {}", served.count, plural(served.count, "skill")))
+            } else {
+                ("mcp", format!("the {} mcp {}", served.count, plural(served.count, "tool")))
+            };
+            lines.push((
+                label.to_owned(),
+                format!(
+                    "{} serves {what} on https://localhost:{port} (a CA made for dev; tokens from this core)",
+                    host.name
+                ),
             ));
             hosts.push(child);
         }
         for name in &needs.stdio {
-            lines_out.push(format!("  stdio     {} serve mcp-stdio answers stdio:{name}", host.name));
+            lines.push(("stdio".to_owned(), format!("{} serve mcp-stdio answers stdio:{name}", host.name)));
         }
     }
     let lookup = |name: &str| remote::lookup(&variables, name);
@@ -139,9 +175,9 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let changes = package::plan_with(&loaded, &client, &[], &lookup).await.map_err(|error| anyhow::anyhow!(error))?;
     if let Some(refused) = changes.iter().find(|change| change.is_refused()) {
         bail!(
-            "{}\n(the database in {} holds an older contract: raise spec.version, or remove that folder)",
+            "{}\n(the database in {} holds an older contract of this version: raise spec.version, or start on a fresh folder with `--temp`, or remove that folder)",
             refused.describe(),
-            data.display()
+            data.path.display()
         );
     }
     let applied = package::apply(&loaded, &client, &changes, |change| eprintln!("{}", change.describe()))
@@ -167,12 +203,23 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     execute
         .args(["execute", "--core", &core_url, "--concurrency", "4", "--grace", "5"])
         .env("SKILL_CORE_TOKEN", &executor_token)
+        .envs(&host_env.vars)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    if args.verbose {
+        execute.env("SKILL_LOG", VERBOSE);
+    }
     let (mut child, _) =
         remote::start(execute, "executing the local skills of this host", "the package's host did not start executing")
             .await?;
+    lines.insert(
+        0,
+        (
+            "executor".to_owned(),
+            format!("{} runs the package's local skills, claiming their calls from the core", host.name),
+        ),
+    );
 
     let (executor_stop, executor_stopped) = tokio::sync::oneshot::channel::<()>();
     let remote_executor = match (&tls, runs) {
@@ -184,63 +231,34 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
                 .cloned()
                 .chain(runs.stdio.iter().map(|name| format!("stdio:{name}")))
                 .collect();
-            lines_out.push(format!("  remote    an executor in this process calls {}", calls.join(", ")));
+            lines.push(("remote".to_owned(), format!("an executor in this process calls {}", calls.join(", "))));
             let stop = async move {
                 drop(executor_stopped.await);
             };
-            Some(remote::executor(&core_url, &executor_token, &executable, &runs, &needs, tls, stop)?)
+            Some(remote::executor(&core_url, &executor_token, &executable, &runs, &needs, tls, &host_env.vars, stop)?)
         }
         _ => None,
     };
+    lines.extend(host_env.notes.iter().cloned());
 
-    let done = match applied {
-        Applied::Done => "applied",
-        Applied::Already => "already applied",
-    };
-    let api = format!("{core_url}/api/v1");
-    println!("skill-core dev: package {} {} {done}", loaded.package.key, loaded.package.version);
-    println!("  core      {api}    (data: {})", shown(&data));
-    println!("  console   {core_url}/console    (sign in with the token or the reviewer's)");
-    println!("  token     {token}    ({}; a day)", grants.join(", "));
-    println!("  reviewer  {reviewer}    ({}; decides approvals)", reviewer_grants.join(", "));
-    println!(
-        "  executor  {} runs the package's local skills, claiming their calls from the core ({})",
-        host.name,
-        executor_grants.join(", ")
-    );
-    for line in &lines_out {
-        println!("{line}");
-    }
-    println!();
-    println!("Try:");
-    println!("  export SKILL_CORE_TOKEN={token}");
-    if let Some((reference, inputs)) = example_call(&loaded) {
-        let body = json!({"inputs": inputs});
-        println!(
-            "  curl -s -X POST -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" -H 'Content-Type: application/json' \\\n       {api}/skills/{reference}:invoke -d '{body}'"
-        );
-        println!(
-            "  curl -s -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" {api}/skill-invocations/<id from the answer>"
-        );
-        println!("  skill-sdk call {reference} --core {core_url} --input '{inputs}' --wait 10");
-    }
-    println!("  curl -s -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" '{api}/skill-invocations?limit=5'");
-    // A task type with a gate shows the decision; any other, the task.
-    let task_types: Vec<_> = loaded.package.objects.iter().filter(|object| object.kind == "TaskType").collect();
-    let gated = task_types.iter().find(|object| object.document.pointer("/spec/approvalSchema").is_some());
-    if let Some(key) = gated.or(task_types.first()).map(|object| &object.key) {
-        println!("Work (docs/work.md): a task, a gate approval, the reviewer's decision:");
-        println!(
-            "  curl -s -X POST -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" -H 'Content-Type: application/json' \\\n       {api}/tasks -d '{{\"workspace\": \"{DEV_WORKSPACE}\", \"taskType\": \"{key}\", \"title\": \"…\", \"customFields\": {{…}}}}'"
-        );
-        println!(
-            "  curl -s -X POST -H \"Authorization: Bearer $SKILL_CORE_TOKEN\" -H 'Content-Type: application/json' {api}/approvals -d '{{\"taskId\": \"<task id>\"}}'"
-        );
-        println!(
-            "  curl -s -X POST -H \"Authorization: Bearer {reviewer}\" -H 'Content-Type: application/json' \\\n       {api}/approvals/<approval id>:decide -d '{{\"outcome\": \"approved\", \"comment\": \"…\"}}'"
-        );
-    }
-    println!("Stop with Ctrl-C.");
+    let (sdk, sdk_folder) = sdk_on_path();
+    banner::print(&banner::Banner {
+        loaded: &loaded,
+        applied: match applied {
+            Applied::Done => "applied",
+            Applied::Already => "already applied",
+        },
+        core_url: &core_url,
+        data: data.shown(),
+        token: &token,
+        grants: &grants,
+        reviewer: &reviewer,
+        reviewer_grants: &reviewer_grants,
+        lines,
+        sdk_folder,
+        sdk,
+        workspace: DEV_WORKSPACE,
+    });
 
     tokio::select! {
         () = skill_http::stop_signal() => {}
@@ -261,8 +279,37 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     }
     let _ = stop.send(());
     server.await?.context("serving")?;
-    eprintln!("skill-core dev stopped");
+    drop(engine);
+    eprintln!("skill-core dev stopped{}", if args.temp { " (its data folder removed)" } else { "" });
     Ok(())
+}
+
+/// `wanted` when it is not 0, else a free loopback port.
+fn free_port(wanted: u16) -> Result<u16> {
+    if wanted != 0 {
+        return Ok(wanted);
+    }
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// `word` for `count` of it: `skill`, `skills`.
+fn plural(count: usize, word: &str) -> String {
+    if count == 1 { word.to_owned() } else { format!("{word}s") }
+}
+
+/// Whether `skill-sdk` runs here, and the folder to put on `PATH` for it when it is beside this
+/// binary but not on `PATH`.
+fn sdk_on_path() -> (bool, Option<String>) {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|folder| folder.join("skill-sdk").is_file()));
+    if on_path {
+        return (true, None);
+    }
+    let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(std::path::Path::to_path_buf));
+    match beside.filter(|folder| folder.join("skill-sdk").is_file()) {
+        Some(folder) => (true, Some(folder.display().to_string())),
+        None => (false, None),
+    }
 }
 
 /// The workspace `dev` does its work in.
@@ -331,46 +378,4 @@ fn required_permissions(loaded: &package::Loaded) -> Vec<String> {
     out.sort();
     out.dedup();
     out
-}
-
-fn shown(path: &Path) -> String {
-    std::env::current_dir()
-        .ok()
-        .and_then(|here| path.strip_prefix(here).ok().map(|relative| relative.display().to_string()))
-        .unwrap_or_else(|| path.display().to_string())
-}
-
-/// A skill without side effects and inputs that fit its schema, for the printed example.
-fn example_call(loaded: &package::Loaded) -> Option<(String, Value)> {
-    let skill = loaded.package.objects.iter().find(|object| {
-        object.kind == "Skill" && object.document.pointer("/spec/sideEffects").and_then(Value::as_str) == Some("none")
-    })?;
-    let version = skill.version()?;
-    let schema = skill.document.pointer("/spec/contract/inputs")?;
-    Some((format!("{}@{version}", skill.key), example(schema)))
-}
-
-/// The smallest value of `schema`'s shape: required properties only.
-fn example(schema: &Value) -> Value {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("object") => {
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            let properties = schema.get("properties");
-            let map = required
-                .into_iter()
-                .map(|name| (name.to_owned(), properties.and_then(|p| p.get(name)).map_or(json!("example"), example)))
-                .collect();
-            Value::Object(map)
-        }
-        Some("integer" | "number") => json!(1),
-        Some("boolean") => json!(false),
-        Some("array") => json!([]),
-        _ => json!("example"),
-    }
 }

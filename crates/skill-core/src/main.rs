@@ -27,9 +27,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run everything on one machine: the core on an embedded database, the package applied,
-    /// its skill host running as the local executor; prints how to call a skill through the
-    /// core. Ctrl-C stops all.
+    /// Run everything on one machine: the core on an embedded SQLite database, the package
+    /// applied, its skill host running as the local executor (with a folder for every `folder`
+    /// variable of the package, and a model for ctx.llm(): the installation's when SKILL_LLM_*
+    /// is set, else dev's stand-in), the console; prints tokens as `export` lines and commands
+    /// that paste. Quiet: a line per call that ends, per decision, per failure (--verbose or
+    /// SKILL_LOG for more). Ctrl-C stops all.
     Dev(dev::DevArgs),
     /// Serve the API (/api/v1, /healthz, /readyz, /.well-known/jwks.json) until SIGTERM or
     /// SIGINT.
@@ -50,6 +53,12 @@ enum Command {
         public_url: Option<String>,
         #[command(flatten)]
         bounds: Bounds,
+        /// Log at debug: executors' long-polling claims and heartbeats, health checks and key
+        /// fetches too (without it each of those is quiet; every other request, every call that
+        /// ends, every decision and every failure is a line). SKILL_LOG sets the filter outright
+        /// (`debug`, `info,sqlx=warn`, …); SKILL_LOG_FORMAT=json writes JSON lines.
+        #[arg(long, short)]
+        verbose: bool,
     },
     /// Issue or revoke personal access tokens, straight in the database (no running core
     /// needed): the way in before anyone holds org.manage.
@@ -222,7 +231,13 @@ enum TokenCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let logs = skill_http::init_logs("info");
+    let filter = match &cli.command {
+        Command::Dev(args) if args.verbose => dev::VERBOSE,
+        Command::Dev(_) => dev::QUIET,
+        Command::Serve { verbose: true, .. } => dev::VERBOSE,
+        _ => "info",
+    };
+    let logs = skill_http::init_logs(filter);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -277,7 +292,7 @@ async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
         Command::Executor(args) => executor::run(args).await,
-        Command::Serve { db, listen, issuer, public_url, bounds } => {
+        Command::Serve { db, listen, issuer, public_url, bounds, verbose: _ } => {
             let listener =
                 tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
             let address = listener.local_addr()?;

@@ -5,6 +5,7 @@
 mod allowance;
 mod costs;
 mod disable;
+pub(crate) mod ended;
 mod policy;
 mod queue;
 mod schemas;
@@ -481,6 +482,7 @@ impl Engine {
             let cause = Cancellation { code: "cancelled", reason: &reason, by: actor.id(), initiator: "principal" };
             let (cancelled, event) = self.cancelled(&call, &skill, &cause, now, &Origin::of(actor, request_id));
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {
+                ended::log(&cancelled, &skill.name, &skill.version);
                 return Ok(view::invocation_out(cancelled, &skill, now, &view::Looked::default()));
             }
         }

@@ -6,6 +6,7 @@
 
 mod approvals;
 pub(crate) mod basis;
+mod draft;
 mod execution;
 mod needs;
 mod outcomes;
@@ -27,6 +28,7 @@ use crate::catalog::view_time;
 use crate::error::{EngineError, Result};
 use crate::{Engine, Origin};
 
+pub use draft::{Draft, draft_of};
 pub use execution::EXECUTION_PRINCIPAL;
 pub use needs::FieldUse;
 pub use outcomes::SKILL_WAIT;

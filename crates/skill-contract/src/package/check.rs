@@ -136,6 +136,7 @@ impl References<'_> {
                 self.invoke_skills(object, schema, &format!("spec.{part}"), problems);
             }
         }
+        self.drafts(object, spec, problems);
         self.acceptance(object, spec, problems);
     }
 
@@ -186,6 +187,24 @@ impl References<'_> {
             }
         }
         self.resolve(object, path, skill, problems);
+    }
+
+    /// A gate's draft names a visible version that does not write.
+    fn drafts(&self, object: &PackageObject, spec: &Value, problems: &mut Vec<PackageProblem>) {
+        let Some(gates) = spec.pointer("/approvalSchema/gates").and_then(Value::as_object) else { return };
+        for (name, gate) in gates {
+            let Some(skill) = gate.pointer("/draft/skill").and_then(Value::as_str) else { continue };
+            let path = format!("spec.approvalSchema.gates.{name}.draft.skill");
+            if self.resolve(object, &path, skill, problems) == Some(SideEffects::ExternalWrite) {
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    &path,
+                    "invalid_task_type",
+                    format!("{skill} writes to the outside world: a draft is prepared by a skill that does not"),
+                    "draft with a none or external_read skill; the write is the gate's outcome",
+                ));
+            }
+        }
     }
 
     fn acceptance(&self, object: &PackageObject, spec: &Value, problems: &mut Vec<PackageProblem>) {

@@ -23,10 +23,40 @@ const RESERVED_PREFIX: &str = "SKILL_";
 /// One declared installation variable.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Variable {
+    /// What kind of value it holds (`spec.variables.NAME.kind`).
+    pub kind: VariableKind,
     /// What it is for (`spec.variables.NAME.description`).
     pub description: String,
     /// The value used when the installation does not set one.
     pub default: Option<String>,
+}
+
+/// What an installation variable holds. Every one is in the environment of the package's skill
+/// host (`ctx.config(NAME)`); a `url` may also begin a skill's endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VariableKind {
+    /// An origin such as `https://claims.example` (the default kind).
+    #[default]
+    Url,
+    /// A folder the host reads or writes; an installation makes it (`skill-core dev` makes one in
+    /// its data folder).
+    Folder,
+    /// Any other text the host reads.
+    Text,
+}
+
+impl VariableKind {
+    /// The words `kind` takes.
+    pub const WORDS: [&'static str; 3] = ["url", "folder", "text"];
+
+    fn parse(word: &str) -> Option<Self> {
+        match word {
+            "url" => Some(Self::Url),
+            "folder" => Some(Self::Folder),
+            "text" => Some(Self::Text),
+            _ => None,
+        }
+    }
 }
 
 /// Whether `name` is one of the platform's own variables.
@@ -102,8 +132,23 @@ pub(super) fn read(value: Option<&Value>, problems: &mut Vec<PackageProblem>) ->
                 continue;
             }
         };
+        let kind = match entry.get("kind") {
+            None | Some(Value::Null) => VariableKind::Url,
+            Some(word) => match word.as_str().and_then(VariableKind::parse) {
+                Some(kind) => kind,
+                None => {
+                    bad(
+                        format!("{path}.kind"),
+                        "invalid_package",
+                        format!("the kind of {name} is {word}: it is one of {}", VariableKind::WORDS.join(", ")),
+                        "url for an origin (what an endpoint may begin with), folder for a folder the host uses, text for anything else",
+                    );
+                    continue;
+                }
+            },
+        };
         let description = entry.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
-        variables.insert(name.clone(), Variable { description, default });
+        variables.insert(name.clone(), Variable { kind, description, default });
     }
     variables
 }
@@ -165,6 +210,21 @@ fn object_problems(package: &Package, object: &PackageObject) -> Vec<PackageProb
                 format!("a ${{…}} placeholder may only begin a skill's {ENDPOINT}"),
                 "write the value itself here; only the endpoint's origin differs between installations",
             )),
+            Some(name) if package.variables.get(&name).is_some_and(|v| v.kind != VariableKind::Url) => {
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    &found.path,
+                    "variable_not_allowed",
+                    format!(
+                        "the endpoint begins with ${{{name}}}, which package.yaml declares as a {} and not a url",
+                        match package.variables[&name].kind {
+                            VariableKind::Folder => "folder",
+                            _ => "text",
+                        }
+                    ),
+                    &format!("declare {name} with kind: url, or begin the endpoint with a url variable"),
+                ));
+            }
             Some(name) if !package.variables.contains_key(&name) => problems.push(PackageProblem::new(
                 &object.file,
                 &found.path,
@@ -273,6 +333,22 @@ mod tests {
         let document = fill(&package, &package.objects[0], &lookup).expect("filled");
         assert_eq!(document["spec"]["contract"]["implementation"]["endpoint"], "https://svc.example/skills/a.b@1");
         assert_eq!(document["spec"]["description"], "plain");
+    }
+
+    #[test]
+    fn a_variable_has_a_kind_and_only_a_url_begins_an_endpoint() {
+        let (package, problems) = package(
+            json!({"OUTBOX_DIR": {"kind": "folder", "description": "replies"}, "MODE": {"kind": "text", "default": "fast"},
+                   "SVC_URL": {"description": "no kind: a url"}, "ODD": {"kind": "path"}}),
+            vec![("Skill", skill("${OUTBOX_DIR}/x", "plain"))],
+        );
+        assert_eq!(codes(&problems), [("invalid_package", "spec.variables.ODD.kind")]);
+        let kinds: Vec<(&str, VariableKind)> = package.variables.iter().map(|(n, v)| (n.as_str(), v.kind)).collect();
+        assert_eq!(
+            kinds,
+            [("MODE", VariableKind::Text), ("OUTBOX_DIR", VariableKind::Folder), ("SVC_URL", VariableKind::Url)]
+        );
+        assert_eq!(codes(&placeholder_problems(&package)), [("variable_not_allowed", ENDPOINT)]);
     }
 
     #[test]

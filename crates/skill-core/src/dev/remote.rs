@@ -109,25 +109,33 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// Starts `executable serve <transport>` (`http` or `mcp-http`) on 127.0.0.1 over TLS, verifying
-/// tokens of the skills' one audience against `core_url`'s JWKS (anonymous when they name
-/// none); returns it and its port.
+/// Starts `executable serve <transport>` (`http` or `mcp-http`) on 127.0.0.1:`port` over TLS,
+/// with `env`, verifying tokens of the skills' one audience against `core_url`'s JWKS (anonymous
+/// when they name none); returns it and its port.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn serve_host(
     executable: &Path,
     transport: &str,
     tls: &DevTls,
     core_url: &str,
     served: &Served,
+    port: u16,
+    env: &BTreeMap<String, String>,
+    verbose: bool,
 ) -> Result<(tokio::process::Child, u16)> {
     let mut command = tokio::process::Command::new(executable);
     command
-        .args(["serve", transport, "--host", "127.0.0.1", "--port", "0", "--tls-cert"])
+        .args(["serve", transport, "--host", "127.0.0.1", "--port", &port.to_string(), "--tls-cert"])
         .arg(&tls.cert)
         .arg("--tls-key")
         .arg(&tls.key)
+        .envs(env)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    if verbose {
+        command.env("SKILL_LOG", super::VERBOSE);
+    }
     match audience(transport, served) {
         Some(audience) => {
             command
@@ -236,7 +244,8 @@ pub(crate) struct Runs {
     pub(crate) stdio: BTreeSet<String>,
 }
 
-/// Runs a remote executor until `stop` resolves.
+/// Runs a remote executor until `stop` resolves; its stdio servers get `env`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn executor(
     core_url: &str,
     token: &str,
@@ -244,13 +253,16 @@ pub(crate) fn executor(
     runs: &Runs,
     needs: &Needs,
     tls: &DevTls,
+    env: &BTreeMap<String, String>,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<tokio::task::JoinHandle<()>> {
     let pem = std::fs::read(&tls.ca)?;
+    let mut env = env.clone();
+    env.insert("SKILL_LOG".to_owned(), "warn".to_owned());
     let stdio_server = StdioServer {
         command: host.display().to_string(),
         args: vec!["serve".to_owned(), "mcp-stdio".to_owned()],
-        env: BTreeMap::from([("SKILL_LOG".to_owned(), "warn".to_owned())]),
+        env,
     };
     let config = Config {
         protocols: vec!["http".to_owned(), "mcp".to_owned()],

@@ -251,6 +251,8 @@ impl Engine {
             let mut changes = vec![WorkChange::UpdateApproval(decided.clone())];
             changes.extend(rows.iter().cloned().map(WorkChange::InsertAction));
             if written(self.store.write_work(&changes, &[event]).await)? {
+                tracing::info!(approval = %decided.id, task = %decided.task_id, outcome = %request.outcome,
+                               by = %actor.principal().name, actions = rows.len(), "approval decided");
                 // The outcome's actions, or a task's execution that the decision lets go on (or
                 // ends), are carried out next.
                 self.outcomes_due.notify_one();

@@ -140,6 +140,7 @@ impl Engine {
             };
             let (cancelled, event) = self.cancelled(&call, &version, &cause, now, &origin);
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {
+                crate::invocations::ended::log(&cancelled, &version.name, &version.version);
                 return Ok(1);
             }
         }
@@ -209,7 +210,11 @@ impl Engine {
                     initiator: "system",
                 };
                 let (cancelled, event) = self.cancelled(&call, version, &cause, now, origin);
-                Ok(usize::from(written(self.store.update_invocation(&cancelled, &[event]).await)?))
+                let wrote = written(self.store.update_invocation(&cancelled, &[event]).await)?;
+                if wrote {
+                    crate::invocations::ended::log(&cancelled, &version.name, &version.version);
+                }
+                Ok(usize::from(wrote))
             }
             (GateState::Undecided, Some(run), None) => {
                 let failure = json!({"code": "gate_withdrawn", "message": "the task's gate was withdrawn"});

@@ -123,8 +123,8 @@ impl Engine {
             self.required_fields(task_type).await?.into_iter().filter(|need| !present(&need.field)).collect();
         let Some(first) = missing.first() else { return Ok(()) };
         let work = match first.by {
-            "execution" => "its execution calls".to_owned(),
-            outcome => format!("its {outcome} gate outcome calls"),
+            "execution" => "execution calls".to_owned(),
+            outcome => format!("{outcome} gate outcome calls"),
         };
         Err(EngineError::new(
             Class::BadRequest,

@@ -132,6 +132,12 @@ impl Engine {
         changes.insert(0, WorkChange::UpdateApproval(ended));
         // A stale approval or task (a withdrawal, a close meanwhile): the next pass decides again.
         if written(self.store.write_work(&changes, &events).await)? {
+            let reaction = reaction.unwrap_or("none");
+            if status == "failed" {
+                tracing::warn!(approval = %approval.id, task = %approval.task_id, %status, %reaction, "approval outcome ended");
+            } else {
+                tracing::info!(approval = %approval.id, task = %approval.task_id, %status, %reaction, "approval outcome ended");
+            }
             moved += 1;
         }
         Ok(moved)
@@ -251,7 +257,11 @@ impl Engine {
             initiator: "system",
         };
         let (cancelled, event) = self.cancelled(call, &skill, &cause, now, &Origin::default());
-        Ok(written(self.store.update_invocation(&cancelled, &[event]).await)?.then_some(cancelled))
+        let wrote = written(self.store.update_invocation(&cancelled, &[event]).await)?;
+        if wrote {
+            crate::invocations::ended::log(&cancelled, &skill.name, &skill.version);
+        }
+        Ok(wrote.then_some(cancelled))
     }
 
     /// The action's end from its call's: succeeded when the call succeeded and every `expect`

@@ -17,7 +17,7 @@ use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
 
 /// The gate of a type's approval schema whose outcomes a gate approval runs.
-const GATE: &str = "default";
+pub(crate) const GATE: &str = "default";
 
 /// `invalid_outcome` unless `outcome` is a decision: `approved` or `rejected`.
 pub(crate) fn check_outcome(outcome: &str) -> Result<()> {

@@ -152,6 +152,8 @@ impl Engine {
                 changes.push(WorkChange::InsertComment(comment));
             }
             if written(self.store.write_work(&changes, &events).await)? {
+                tracing::info!(approval = %approval.id, task = %approval.task_id, by = %actor.principal().name,
+                               actions = retried.len(), "approval outcome retried");
                 self.outcomes_due.notify_one();
                 return self.approval(actor, &approval.id).await;
             }

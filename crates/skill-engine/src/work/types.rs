@@ -172,6 +172,11 @@ impl Engine {
         };
         for (name, gate) in gates {
             let here = format!("{field}.gates.{name}");
+            if let Some(draft) = gate.get("draft") {
+                let skill = draft.get("skill").and_then(Value::as_str).unwrap_or_default();
+                let found = if skill.contains('@') { self.skill_for_type(skill, planned).await? } else { None };
+                super::draft::check_draft(draft, &format!("{here}.draft"), found.as_ref())?;
+            }
             let Some(outcomes) = gate.get("outcomes") else { continue };
             let Some(outcomes) = outcomes.as_object() else {
                 return Err(invalid(&format!("{here}.outcomes"), "outcomes is an object: approved, rejected"));

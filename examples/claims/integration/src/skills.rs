@@ -139,7 +139,8 @@ pub async fn draft_reply(inputs: DraftIn, ctx: SkillContext) -> Result<DraftOut,
 pub struct SendIn {
     /// The claim's id in the claims register.
     pub claim: String,
-    /// The reply the person approved.
+    /// The reply the person approved, as the customer will read it.
+    #[schemars(title = "Reply to send")]
     pub comment: String,
 }
 

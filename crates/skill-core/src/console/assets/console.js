@@ -10,7 +10,7 @@
     if (document.visibilityState !== "visible" || live().length === 0) return;
     let response;
     try {
-      response = await fetch(window.location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } });
+      response = await fetch(window.location.href, { credentials: "same-origin", headers: { "Accept": "text/html", "X-Live-Refresh": "1" } });
     } catch (_) { return; }
     if (!response.ok || response.redirected) return;
     const fresh = new DOMParser().parseFromString(await response.text(), "text/html");

@@ -1,0 +1,247 @@
+//! What `skill-core dev` prints once everything runs: where things are, who the tokens are, and
+//! commands that paste — `export` lines for the address and every token, then commands that chain
+//! through shell variables (`TASK=$(… | jq -r .id)`), each runnable as printed, in order. Every
+//! indented line under "In another shell" is a shell line (comments included), which a test runs.
+
+use serde_json::{Map, Value, json};
+use skill_package as package;
+
+/// What the banner shows.
+pub(crate) struct Banner<'a> {
+    pub(crate) loaded: &'a package::Loaded,
+    pub(crate) applied: &'a str,
+    pub(crate) core_url: &'a str,
+    pub(crate) data: String,
+    pub(crate) token: &'a str,
+    pub(crate) grants: &'a [String],
+    pub(crate) reviewer: &'a str,
+    pub(crate) reviewer_grants: &'a [String],
+    /// `(label, text)` lines: the executor, the hosts, the folders, the model.
+    pub(crate) lines: Vec<(String, String)>,
+    /// The folder of `skill-sdk` when it is not on `PATH` but beside this binary.
+    pub(crate) sdk_folder: Option<String>,
+    /// Whether `skill-sdk` can be run at all.
+    pub(crate) sdk: bool,
+    /// The workspace work happens in.
+    pub(crate) workspace: &'a str,
+}
+
+#[allow(clippy::print_stdout)]
+pub(crate) fn print(banner: &Banner<'_>) {
+    println!("{}", render(banner));
+}
+
+/// The banner's text.
+pub(crate) fn render(banner: &Banner<'_>) -> String {
+    let package = &banner.loaded.package;
+    let url = banner.core_url;
+    let mut out = Vec::new();
+    out.push(format!("skill-core dev: package {} {} {}", package.key, package.version, banner.applied));
+    let mut lines = vec![
+        ("core".to_owned(), format!("{url}/api/v1    (data: {})", banner.data)),
+        ("console".to_owned(), format!("{url}/console    (sign in with the token below, or the reviewer's to decide)")),
+        ("you".to_owned(), format!("dev: {} (a day)", banner.grants.join(", "))),
+        ("reviewer".to_owned(), format!("dev-reviewer: {} (decides approvals)", banner.reviewer_grants.join(", "))),
+    ];
+    lines.extend(banner.lines.iter().cloned());
+    let width = lines.iter().map(|(label, _)| label.len()).max().unwrap_or(0).max(9);
+    for (label, text) in &lines {
+        out.push(format!("  {label:<width$} {text}"));
+    }
+    out.push(String::new());
+    out.push("In another shell (the commands use curl and jq):".to_owned());
+    out.push(format!("  export SKILL_CORE_URL={url}"));
+    out.push(format!("  export SKILL_CORE_TOKEN={}", banner.token));
+    out.push(format!("  export REVIEWER={}", banner.reviewer));
+    if let Some(folder) = &banner.sdk_folder {
+        out.push(format!("  export PATH=\"{folder}:$PATH\"    # skill-sdk, built beside skill-core"));
+    }
+    let auth = "-H \"Authorization: Bearer $SKILL_CORE_TOKEN\"";
+    let json_body = "-H 'Content-Type: application/json'";
+    if let Some((reference, inputs)) = example_call(banner.loaded) {
+        out.push(String::new());
+        out.push("A call through the core, run by the package's host:".to_owned());
+        let body = json!({"inputs": inputs}).to_string();
+        out.push(format!(
+            "  CALL=$(curl -s -X POST \"$SKILL_CORE_URL/api/v1/skills/{reference}:invoke\" {auth} {json_body} -d '{}' | jq -r .id)",
+            single_quoted(&body)
+        ));
+        out.push(format!(
+            "  sleep 1; curl -s \"$SKILL_CORE_URL/api/v1/skill-invocations/$CALL\" {auth} | jq '{{status, output, error}}'"
+        ));
+        if banner.sdk {
+            out.push(format!(
+                "  skill-sdk call {reference} --input '{}' --wait 10",
+                single_quoted(&inputs.to_string())
+            ));
+        }
+    }
+    if let Some(story) = story(banner.loaded, banner.workspace) {
+        out.push(String::new());
+        out.extend(story);
+    }
+    out.push(String::new());
+    out.push("Stop with Ctrl-C.".to_owned());
+    out.join("\n")
+}
+
+/// `text` inside single quotes: each `'` closed, escaped, and opened again.
+fn single_quoted(text: &str) -> String {
+    text.replace('\'', "'\\''")
+}
+
+/// `json` inside double quotes, with `$TASK` where it holds [`TASK`].
+fn with_task(json: &Value) -> String {
+    let text = json.to_string();
+    let escaped = text.replace('\\', "\\\\").replace('"', "\\\"").replace('$', "\\$").replace('`', "\\`");
+    escaped.replace(TASK, "$TASK")
+}
+
+/// Stands for the task's id in a body, until the shell puts `$TASK` there.
+const TASK: &str = "@@TASK@@";
+
+/// The lines that play a gated task type's story: the task with example fields, its draft when
+/// the type declares one, the gate approval, and where the reviewer decides.
+fn story(loaded: &package::Loaded, workspace: &str) -> Option<Vec<String>> {
+    let task_types: Vec<_> = loaded.package.objects.iter().filter(|object| object.kind == "TaskType").collect();
+    let gated = task_types.iter().find(|object| object.document.pointer("/spec/approvalSchema/gates").is_some())?;
+    let key = format!("{}@{}", gated.key, gated.version().unwrap_or("1"));
+    let spec = &gated.document["spec"];
+    let fields: Map<String, Value> = spec
+        .get("customFields")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(name, schema)| (name.clone(), sample(schema)))
+        .collect();
+    let name = spec.get("displayName").and_then(Value::as_str).unwrap_or(&gated.key);
+    let first = fields.values().find_map(Value::as_str).map(|value| format!(": {value}")).unwrap_or_default();
+    let auth = "-H \"Authorization: Bearer $SKILL_CORE_TOKEN\"";
+    let json_body = "-H 'Content-Type: application/json'";
+    let mut lines =
+        vec![format!("A task of {key}, its draft, and a gate approval the reviewer decides (docs/work.md):")];
+    let task =
+        json!({"workspace": workspace, "taskType": key, "title": format!("{name}{first}"), "customFields": fields});
+    lines.push(format!(
+        "  TASK=$(curl -s -X POST \"$SKILL_CORE_URL/api/v1/tasks\" {auth} {json_body} -d '{}' | jq -r .id)",
+        single_quoted(&task.to_string())
+    ));
+    if let Some(draft) = spec.pointer("/approvalSchema/gates/default/draft") {
+        let skill = draft.get("skill").and_then(Value::as_str).unwrap_or_default();
+        let inputs: Map<String, Value> = draft
+            .get("inputs")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(input, source)| {
+                let value = match source.as_str().and_then(|path| path.strip_prefix("$.customFields.")) {
+                    Some(field) => fields.get(field).cloned()?,
+                    None if source.as_str().is_some_and(|text| text.starts_with('$')) => return None,
+                    None => source.clone(),
+                };
+                Some((input.clone(), value))
+            })
+            .collect();
+        let body = json!({"taskId": TASK, "inputs": inputs});
+        lines.push(format!(
+            "  DRAFT=$(curl -s -X POST \"$SKILL_CORE_URL/api/v1/skills/{skill}:invoke\" {auth} {json_body} -d \"{}\" | jq -r .id)",
+            with_task(&body)
+        ));
+    }
+    let ask = json!({"taskId": TASK});
+    lines.push(format!(
+        "  APPROVAL=$(curl -s -X POST \"$SKILL_CORE_URL/api/v1/approvals\" {auth} {json_body} -d \"{}\" | jq -r .id)",
+        with_task(&ask)
+    ));
+    lines.push(
+        "  echo \"Decide at $SKILL_CORE_URL/console/tasks/$TASK — sign in with the reviewer's token (\\$REVIEWER)\""
+            .to_owned(),
+    );
+    lines.push(format!(
+        "  # or here: curl -s -X POST \"$SKILL_CORE_URL/api/v1/approvals/$APPROVAL:decide\" -H \"Authorization: Bearer $REVIEWER\" {json_body} -d '{{\"outcome\": \"approved\", \"comment\": \"…\"}}'"
+    ));
+    Some(lines)
+}
+
+/// A value for a field of `schema`: its first example, its default, else the smallest of its
+/// shape.
+fn sample(schema: &Value) -> Value {
+    schema
+        .get("examples")
+        .and_then(Value::as_array)
+        .and_then(|examples| examples.first())
+        .or_else(|| schema.get("default"))
+        .cloned()
+        .unwrap_or_else(|| example(schema))
+}
+
+/// A skill without side effects and inputs that fit its schema, for the printed example.
+fn example_call(loaded: &package::Loaded) -> Option<(String, Value)> {
+    let skill = loaded.package.objects.iter().find(|object| {
+        object.kind == "Skill" && object.document.pointer("/spec/sideEffects").and_then(Value::as_str) == Some("none")
+    })?;
+    let version = skill.version()?;
+    let schema = skill.document.pointer("/spec/contract/inputs")?;
+    Some((format!("{}@{version}", skill.key), example(schema)))
+}
+
+/// The smallest value of `schema`'s shape: required properties only (each its example when the
+/// schema gives one).
+fn example(schema: &Value) -> Value {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let properties = schema.get("properties");
+            let map = required
+                .into_iter()
+                .map(|name| (name.to_owned(), properties.and_then(|p| p.get(name)).map_or(json!("example"), sample)))
+                .collect();
+            Value::Object(map)
+        }
+        Some("integer" | "number") => json!(1),
+        Some("boolean") => json!(false),
+        Some("array") => json!([]),
+        _ => json!("example"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_with_the_task_is_double_quoted_for_the_shell() {
+        let body = json!({"taskId": TASK, "inputs": {"claim": "It's \"late\" — $5 `now`"}});
+        let quoted = with_task(&body);
+        assert_eq!(quoted, r#"{\"inputs\":{\"claim\":\"It's \\\"late\\\" — \$5 \`now\`\"},\"taskId\":\"$TASK\"}"#);
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("TASK=t-1; printf '%s' \"{quoted}\""))
+            .output()
+            .expect("sh runs");
+        let back: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        assert_eq!(back, json!({"taskId": "t-1", "inputs": {"claim": "It's \"late\" — $5 `now`"}}));
+        let single = single_quoted(r#"{"a": "it's"}"#);
+        let output =
+            std::process::Command::new("sh").arg("-c").arg(format!("printf '%s' '{single}'")).output().expect("sh");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), r#"{"a": "it's"}"#);
+    }
+
+    #[test]
+    fn a_field_takes_its_example_then_its_default() {
+        assert_eq!(sample(&json!({"type": "string", "examples": ["C-1002"], "default": "x"})), json!("C-1002"));
+        assert_eq!(sample(&json!({"type": "string", "default": "x"})), json!("x"));
+        assert_eq!(sample(&json!({"type": "integer"})), json!(1));
+        assert_eq!(
+            example(&json!({"type": "object", "properties": {"a": {"type": "string", "examples": ["A"]}, "b": {}},
+                             "required": ["a"]})),
+            json!({"a": "A"})
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! A task type's draft: what prepares the text a person reviews before deciding its gate. The
+//! type declares it beside the gate's outcomes —
+//! `approvalSchema.gates.default.draft: {skill: name@version, inputs, output}` — a pinned skill
+//! that does not write to the outside world, its inputs read from the task like an execution's,
+//! and the output field that holds the draft. Drafting is a task-bound call of that version by
+//! whoever drafts (its result is the task's `skill_result` artifact); the console offers it on
+//! the task's page and fills the decision's comment with the newest draft.
+
+use serde_json::{Map, Value};
+use skill_api::{InvocationOut, InvokeRequest};
+use skill_store::records::{SkillRecord, TaskTypeRecord};
+
+use super::preview::GATE;
+use super::tasks::task_terminal;
+use super::{paths, task_view, terminal};
+use crate::Engine;
+use crate::actor::Actor;
+use crate::error::{Class, EngineError, Result};
+
+/// A type's declared draft.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draft {
+    /// `name@version` of the skill that drafts.
+    pub skill: String,
+    /// Its inputs: an input name → a path over the task (`$.customFields.message`) or a literal.
+    pub inputs: Value,
+    /// The output field that holds the draft.
+    pub output: String,
+}
+
+/// The draft `task_type` declares, if any.
+pub fn draft_of(task_type: &TaskTypeRecord) -> Option<Draft> {
+    let draft = task_type.spec.pointer(&format!("/approvalSchema/gates/{GATE}/draft"))?;
+    Some(Draft {
+        skill: draft.get("skill")?.as_str()?.to_owned(),
+        inputs: draft.get("inputs").cloned().unwrap_or_else(|| Value::Object(Map::new())),
+        output: draft.get("output")?.as_str()?.to_owned(),
+    })
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> EngineError {
+    EngineError::new(Class::Invalid, "invalid_task_type", message).with("field", field)
+}
+
+/// Checks a declared draft against the version it names (`found`, `None` when there is none).
+pub(crate) fn check_draft(draft: &Value, field: &str, found: Option<&SkillRecord>) -> Result<()> {
+    let Some(object) = draft.as_object() else {
+        return Err(invalid(field, "a draft is {skill: name@version, inputs, output}"));
+    };
+    if let Some(unknown) = object.keys().find(|key| !matches!(key.as_str(), "skill" | "inputs" | "output")) {
+        return Err(invalid(&format!("{field}.{unknown}"), "a draft has skill, inputs and output"));
+    }
+    let skill = object.get("skill").and_then(Value::as_str).unwrap_or_default();
+    if !skill.contains('@') {
+        return Err(invalid(&format!("{field}.skill"), "a draft names the version that drafts: name@version"));
+    }
+    let Some(found) = found else {
+        return Err(EngineError::new(
+            Class::Invalid,
+            "unknown_reference",
+            format!("{skill} is not in the catalog: publish it first"),
+        )
+        .with("field", format!("{field}.skill"))
+        .with("value", skill));
+    };
+    if found.side_effects.as_deref() == Some("external_write") {
+        return Err(invalid(
+            &format!("{field}.skill"),
+            format!(
+                "{skill} writes to the outside world: a draft is prepared by a skill that does not, and the write is the gate's outcome"
+            ),
+        ));
+    }
+    match object.get("inputs") {
+        None => {}
+        Some(Value::Object(inputs)) => {
+            for (name, source) in inputs {
+                if let Value::String(text) = source
+                    && text.starts_with('$')
+                    && !paths::is_path(text)
+                {
+                    return Err(invalid(
+                        &format!("{field}.inputs.{name}"),
+                        format!("{text:?} is not a path: `$` then .name and [n] segments"),
+                    ));
+                }
+            }
+        }
+        Some(_) => return Err(invalid(&format!("{field}.inputs"), "inputs is an object: input → path or value")),
+    }
+    let output = object.get("output").and_then(Value::as_str).unwrap_or_default();
+    let declared = found
+        .contract
+        .as_ref()
+        .and_then(|contract| contract.pointer("/outputs/properties"))
+        .and_then(Value::as_object)
+        .is_some_and(|properties| properties.contains_key(output));
+    if !declared {
+        return Err(invalid(
+            &format!("{field}.output"),
+            format!("output names the field of {skill}'s output that holds the draft; {output:?} is not one"),
+        ));
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// The draft task `id`'s type declares, with its inputs filled from the task (`tasks.read`).
+    pub async fn task_draft(&self, actor: &Actor, id: &str) -> Result<Option<(Draft, Map<String, Value>)>> {
+        let task = self.visible_task(actor, id, None).await?;
+        let task_type = self.store.task_type(&task.task_type_id).await?;
+        Ok(draft_of(&task_type).map(|draft| {
+            let inputs = paths::fill(&draft.inputs, &task_view(&task, &task_type));
+            (draft, inputs)
+        }))
+    }
+
+    /// Drafts on task `id` (`tasks.write` in its workspace, and `skills.invoke`): the task-bound
+    /// call of its type's draft version, with the inputs read from the task. `404 no_draft` when
+    /// the type declares none.
+    pub async fn draft(&self, actor: &Actor, id: &str, request_id: Option<&str>) -> Result<InvocationOut> {
+        let task = self.visible_task(actor, id, Some("tasks.write")).await?;
+        if terminal(&task.status) {
+            return Err(task_terminal(&task));
+        }
+        let Some((draft, inputs)) = self.task_draft(actor, id).await? else {
+            return Err(
+                EngineError::new(Class::NotFound, "no_draft", "the task's type declares no draft").with("taskId", id)
+            );
+        };
+        let request = InvokeRequest {
+            inputs: Some(inputs),
+            idempotency_key: None,
+            task_id: Some(task.id.clone()),
+            run_id: None,
+            approval_id: None,
+        };
+        Ok(self.invoke(actor, &draft.skill, &request, request_id).await?.invocation)
+    }
+}
