@@ -17,12 +17,17 @@ mod call;
 mod catalog;
 mod costs;
 mod decide;
+mod decision;
 mod executors;
+mod forms;
+mod history;
 mod layout;
 mod queue;
+mod run;
 mod session;
 mod sign_in;
 mod tasks;
+mod work;
 
 use axum::Router;
 use axum::extract::Request;
@@ -46,11 +51,20 @@ pub fn router() -> Router<Core> {
         .route("/", get(tasks::home))
         .route("/sign-in", get(sign_in::form).post(sign_in::sign_in))
         .route("/sign-out", post(sign_in::sign_out))
-        .route("/tasks", get(tasks::list))
+        .route("/tasks", get(tasks::list).post(work::create_task))
+        .route("/tasks/new", get(work::new_task))
         .route("/tasks/{id}", get(tasks::task))
+        .route("/tasks/{id}/draft", post(work::draft))
+        .route("/tasks/{id}/approvals", post(work::ask))
+        .route("/tasks/{id}/comments", post(work::comment))
+        .route("/tasks/{id}/close", post(work::close))
         .route("/approvals/{id}/decide", post(decide::decide))
+        .route("/approvals/{id}/retry", post(work::retry))
         .route("/queue", get(queue::queue))
+        .route("/calls", get(history::calls))
         .route("/calls/{id}", get(call::call))
+        .route("/run", get(run::list))
+        .route("/run/{*reference}", get(run::form).post(run::run))
         .route("/catalog", get(catalog::catalog))
         .route("/executors", get(executors::executors))
         .route("/costs", get(costs::costs))

@@ -38,6 +38,7 @@ pub fn app_with(engine: Engine, console: console::Options) -> Router {
     Router::new()
         .nest("/api/v1", api::router())
         .nest("/console", console::router())
+        .route("/", get(root))
         .route("/healthz", get(|| async { axum::Json(Health { status: "ok".to_owned() }) }))
         .route("/readyz", get(ready))
         .route("/.well-known/jwks.json", get(jwks))
@@ -55,6 +56,26 @@ pub fn app_with(engine: Engine, console: console::Options) -> Router {
         .layer(axum::middleware::from_fn_with_state(core.clone(), api::idempotency::layer))
         .layer(axum::middleware::from_fn(skill_http::requests::log))
         .with_state(core)
+}
+
+/// `GET /`: a browser goes to the console; anything else learns where the API is.
+async fn root(headers: axum::http::HeaderMap) -> Response {
+    let browser = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|accept| accept.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/html"));
+    if browser {
+        return axum::response::Redirect::to("/console").into_response();
+    }
+    api::plumbing::Failure(
+        skill_engine::EngineError::new(
+            skill_engine::Class::NotFound,
+            "not_found",
+            "this is a skills core: the API is under /api/v1 (/api/v1/openapi.json lists it), the console at /console",
+        )
+        .with("route", "/"),
+    )
+    .into_response()
 }
 
 /// The public keys of the audience tokens (no token needed: hosts fetch it to verify them).

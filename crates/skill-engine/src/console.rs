@@ -113,3 +113,54 @@ mod tests {
         assert_ne!(a, b);
     }
 }
+
+/// What the console's new-task form needs of a type: the type, and the custom fields its work
+/// cannot do without (marked required in the form).
+#[derive(Debug, Clone)]
+pub struct TaskTypeForm {
+    pub task_type: skill_api::TaskTypeOut,
+    pub required: Vec<String>,
+}
+
+impl Engine {
+    /// The workspaces in which `actor` holds `permission`, by key.
+    pub async fn workspaces_where(
+        &self,
+        actor: &Actor,
+        permission: &str,
+    ) -> Result<Vec<skill_store::records::Workspace>> {
+        let mut found: Vec<_> =
+            self.store.workspaces().await?.into_iter().filter(|w| actor.can_in(permission, &w.id)).collect();
+        found.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(found)
+    }
+
+    /// A task type as the new-task form shows it (`tasks.read` somewhere, or `org.read`).
+    pub async fn task_type_form(&self, actor: &Actor, reference: &str) -> Result<TaskTypeForm> {
+        let task_type = self.task_type(actor, reference).await?;
+        let record = self.find_task_type(&format!("{}@{}", task_type.key, task_type.version)).await?;
+        let mut required: Vec<String> =
+            self.required_fields(&record).await?.into_iter().map(|need| need.field).collect();
+        required.sort();
+        required.dedup();
+        Ok(TaskTypeForm { task_type, required })
+    }
+}
+
+impl Engine {
+    /// The versions the console's run page offers `actor` (`skills.invoke`): leaf versions that
+    /// are not disabled, by name, at most `limit` (1 to 200). What `actor` may actually call is
+    /// the invoke's to say, as for any call.
+    pub async fn runnable_skills(&self, actor: &Actor, limit: u32) -> Result<Vec<skill_api::SkillOut>> {
+        actor.require("skills.invoke")?;
+        let filter = skill_store::records::SkillFilter::default();
+        let (entries, _) = self.page(filter, Some(limit.clamp(1, 200)), None).await?;
+        let mut found: Vec<skill_api::SkillOut> = entries
+            .into_iter()
+            .filter(|entry| entry.skill.contract.is_some() && entry.skill.status != "disabled")
+            .map(|entry| crate::catalog::skill_out(entry, false))
+            .collect();
+        found.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
+        Ok(found)
+    }
+}

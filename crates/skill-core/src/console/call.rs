@@ -7,13 +7,14 @@ use axum::response::Response;
 use maud::{Markup, html};
 use skill_engine::{Class, Engine, EngineError};
 
-use super::layout::{badge, json, page, rendered};
+use super::layout::{badge, json, page, rendered, when};
 use super::session::Viewer;
+use super::tasks::Names;
 use crate::Core;
 
 /// `GET /console/calls/{id}`.
 pub(super) async fn call(State(core): State<Core>, viewer: Viewer, Path(id): Path<String>) -> Response {
-    rendered(call_page(&core.engine, &viewer, &id).await)
+    rendered(&viewer, call_page(&core.engine, &viewer, &id).await)
 }
 
 async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup, EngineError> {
@@ -25,10 +26,20 @@ async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         Err(error) if error.class == Class::Forbidden => None,
         Err(error) => return Err(error),
     };
+    let mut names = Names::new(engine);
+    let authority = names.of(&call.authority_principal_id).await?;
+    let requester = match call.requested_by.kind.as_str() {
+        "principal" => names.of(&call.requested_by.reference).await?,
+        _ => call.requested_by.reference.clone(),
+    };
+    let executor = match &call.executor_principal_id {
+        Some(id) => Some(names.of(id).await?),
+        None => None,
+    };
     let title = format!("{}@{}", call.skill.name, call.skill.version);
     let body = html! {
         p.crumbs {
-            a href="/console/queue" { "Queue" }
+            a href="/console/calls" { "Calls" }
             @if let Some(task) = &call.task_id { " · " a href={ "/console/tasks/" (task) } { "its task" } }
         }
         div data-live="call" id="call" {
@@ -39,25 +50,25 @@ async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
             dl.fields {
                 dt { "Call" } dd { code { (call.id) } }
                 dt { "Attempt" } dd { (call.attempt) " of " (call.max_attempts) }
-                dt { "Requested by" } dd { (call.requested_by.kind) " " code { (call.requested_by.reference) } }
-                dt { "Authority" } dd { code { (call.authority_principal_id) } }
+                dt { "Requested by" } dd { (requester) @if call.requested_by.kind != "principal" { " (" (call.requested_by.kind) ")" } }
+                dt { "Authority" } dd { (authority) }
                 @if let Some(key) = &call.idempotency_key { dt { "Idempotency key" } dd { code { (key) } } }
                 dt { "Basis" } dd {
                     @match &call.authorization_basis { Some(basis) => (json(basis)), None => "none needed" }
                 }
-                dt { "Created" } dd.time { (call.created_at) }
-                dt { "Available" } dd.time { (call.available_at) }
-                @if let Some(at) = &call.started_at { dt { "Started" } dd.time { (at) } }
-                @if let Some(at) = &call.finished_at { dt { "Finished" } dd.time { (at) } }
-                @if let Some(executor) = &call.executor_principal_id {
+                dt { "Created" } dd { (when(&call.created_at)) }
+                dt { "Available" } dd { (when(&call.available_at)) }
+                @if let Some(at) = &call.started_at { dt { "Started" } dd { (when(at)) } }
+                @if let Some(at) = &call.finished_at { dt { "Finished" } dd { (when(at)) } }
+                @if let Some(executor) = &executor {
                     dt { "Executor" } dd {
-                        code { (executor) }
+                        (executor)
                         @if let Some(session) = &call.executor_session_id { " session " code { (session) } }
                         " · fencing token " (call.fencing_token)
                     }
                 }
-                @if let Some(lease) = &call.lease_expires_at { dt { "Lease until" } dd.time { (lease) } }
-                @if let Some(beat) = &call.heartbeat_at { dt { "Heartbeat" } dd.time { (beat) } }
+                @if let Some(lease) = &call.lease_expires_at { dt { "Lease until" } dd { (when(lease)) } }
+                @if let Some(beat) = &call.heartbeat_at { dt { "Heartbeat" } dd { (when(beat)) } }
                 @if let Some(artifact) = &call.artifact_id { dt { "Result artifact" } dd { code { (artifact) } } }
             }
             h2 { "Inputs" } (json(&call.inputs))
@@ -69,7 +80,7 @@ async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
                 h2 { "Events" }
                 ol.events {
                     @for event in events {
-                        li { span.time { (event.created_at) } " " strong { (event.kind) } (json(&event.data)) }
+                        li { (when(&event.created_at)) " " strong { (event.kind) } (json(&event.data)) }
                     }
                 }
             }

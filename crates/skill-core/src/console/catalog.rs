@@ -8,13 +8,13 @@ use maud::{Markup, html};
 use skill_api::{ListQuery, SkillOut};
 use skill_engine::{Engine, EngineError};
 
-use super::layout::{badge, json, page, rendered};
+use super::layout::{badge, json, page, rendered, when};
 use super::session::Viewer;
 use crate::Core;
 
 /// `GET /console/catalog`.
 pub(super) async fn catalog(State(core): State<Core>, viewer: Viewer) -> Response {
-    rendered(catalog_page(&core.engine, &viewer).await)
+    rendered(&viewer, catalog_page(&core.engine, &viewer).await)
 }
 
 fn kind(skill: &SkillOut) -> String {
@@ -31,13 +31,13 @@ async fn catalog_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, Engine
                 tbody {
                     @for skill in &listed.items {
                         tr {
-                            td { a href={ "/console/skills/" (skill.name) "@" (skill.version) } { (skill.name) "@" (skill.version) }
+                            td data-label="Skill" { a href={ "/console/skills/" (skill.name) "@" (skill.version) } { (skill.name) "@" (skill.version) }
                                  br; span.meta { (skill.description) } }
-                            td { (kind(skill)) }
-                            td { @if let Some(effects) = &skill.side_effects { (badge(effects)) } }
-                            td { @if let Some(risk) = &skill.risk_level { span class={ "badge risk-" (risk) } { (risk) } } }
-                            td { (badge(skill.status.as_str())) }
-                            td { @if let Some(package) = &skill.package { (package.key) } }
+                            td data-label="Kind" { (kind(skill)) }
+                            td data-label="Side effects" { @if let Some(effects) = &skill.side_effects { (badge(effects)) } }
+                            td data-label="Risk" { @if let Some(risk) = &skill.risk_level { span class={ "badge risk-" (risk) } { (risk) } } }
+                            td data-label="Status" { (badge(skill.status.as_str())) }
+                            td data-label="Package" { @if let Some(package) = &skill.package { (package.key) } }
                         }
                     }
                 }
@@ -50,7 +50,7 @@ async fn catalog_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, Engine
 
 /// `GET /console/skills/{reference}`.
 pub(super) async fn skill(State(core): State<Core>, viewer: Viewer, Path(reference): Path<String>) -> Response {
-    rendered(skill_page(&core.engine, &viewer, &reference).await)
+    rendered(&viewer, skill_page(&core.engine, &viewer, &reference).await)
 }
 
 async fn skill_page(engine: &Engine, viewer: &Viewer, reference: &str) -> Result<Markup, EngineError> {
@@ -71,7 +71,7 @@ async fn skill_page(engine: &Engine, viewer: &Viewer, reference: &str) -> Result
             @if let Some(risk) = &skill.risk_level { dt { "Risk" } dd { span class={ "badge risk-" (risk) } { "risk " (risk) } } }
             @if let Some(protocol) = &skill.protocol { dt { "Protocol" } dd { (protocol) } }
             dt { "Package" } dd { @match &skill.package { Some(package) => (package.key), None => "none" } }
-            dt { "Published" } dd.time { (skill.created_at) }
+            dt { "Published" } dd { (when(&skill.created_at)) }
             dt { "Assigned to" } dd {
                 @if assignees.is_empty() { "nobody" }
                 @for (name, read_only) in &assignees { span.assignee { (name) @if *read_only { " (read-only)" } } " " }

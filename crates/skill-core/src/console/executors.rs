@@ -8,13 +8,13 @@ use maud::{Markup, html};
 use serde_json::Value;
 use skill_engine::{Engine, EngineError};
 
-use super::layout::{badge, page, rendered};
+use super::layout::{badge, page, rendered, when};
 use super::session::Viewer;
 use crate::Core;
 
 /// `GET /console/executors`.
 pub(super) async fn executors(State(core): State<Core>, viewer: Viewer) -> Response {
-    rendered(executors_page(&core.engine, &viewer).await)
+    rendered(&viewer, executors_page(&core.engine, &viewer).await)
 }
 
 /// The names of one part of what a session covers.
@@ -48,8 +48,8 @@ async fn executors_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, Engi
                     @if view.session.draining { " " span.badge.pending { "stopping" } }
                 }
                 p.meta {
-                    "session " code { (view.session.id) } " · opened " span.time { (view.session.created_at) }
-                    " · heard of " span.time { (view.session.heartbeat_at) } " · until " span.time { (view.session.expires_at) }
+                    "session " code { (view.session.id) } " · opened " (when(&view.session.created_at))
+                    " · heard of " (when(&view.session.heartbeat_at)) " · until " (when(&view.session.expires_at))
                 }
                 p { "runs " strong { (view.running) } " call" @if view.running != 1 { "s" } " now" }
                 dl.fields {

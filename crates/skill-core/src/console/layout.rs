@@ -1,11 +1,17 @@
-//! The frame of every console page (head, navigation, sign-out), error pages, and the small
-//! pieces pages share (a JSON value, a status badge).
+//! The frame of every console page (head, navigation, sign-out), error pages (with the
+//! navigation when someone is signed in), and the small pieces pages share (a JSON value, a
+//! status badge, a time shown relative to now with the exact time on hover).
 
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
+use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, html};
 use serde_json::Value;
 use skill_engine::EngineError;
+
+use super::session::Viewer;
+use crate::Core;
 
 /// Who a page is for: the signed-in person's name and the session's CSRF token (for the
 /// sign-out form).
@@ -35,6 +41,8 @@ pub(super) fn page(title: &str, viewer: Option<For<'_>>, body: Markup) -> Markup
                     @if let Some(viewer) = viewer {
                         nav {
                             a href="/console/tasks" { "Tasks" }
+                            a href="/console/calls" { "Calls" }
+                            a href="/console/run" { "Run" }
                             a href="/console/queue" { "Queue" }
                             @if viewer.operator {
                                 a href="/console/catalog" { "Catalog" }
@@ -60,36 +68,39 @@ pub(super) fn answer(status: StatusCode, markup: Markup) -> Response {
     (status, Html(markup.into_string())).into_response()
 }
 
-/// A page, or the page of the error that stopped it.
-pub(super) fn rendered(page: Result<Markup, EngineError>) -> Response {
+/// A page for `viewer`, or the page of the error that stopped it.
+pub(super) fn rendered(viewer: &Viewer, page: Result<Markup, EngineError>) -> Response {
     match page {
         Ok(markup) => answer(StatusCode::OK, markup),
-        Err(error) => failure(&error),
+        Err(error) => failure(Some(viewer), &error),
     }
 }
 
 /// A page that says why nothing happened.
-pub(super) fn refused(title: &str, message: &str) -> Response {
+pub(super) fn refused(viewer: Option<&Viewer>, title: &str, message: &str) -> Response {
     let body = html! { h1 { (title) } p { (message) } p { a href="/console/tasks" { "Back to the tasks" } } };
-    answer(StatusCode::FORBIDDEN, page(title, None, body))
+    answer(StatusCode::FORBIDDEN, page(title, viewer.map(Viewer::frame), body))
 }
 
-/// The page of an engine error, with its status.
-pub(super) fn failure(error: &EngineError) -> Response {
+/// The page of an engine error, with its status (and the navigation for `viewer`).
+pub(super) fn failure(viewer: Option<&Viewer>, error: &EngineError) -> Response {
     let status = crate::api::plumbing::status(error.class);
+    let title = status.canonical_reason().unwrap_or("Error");
     let body = html! {
-        h1 { (status.canonical_reason().unwrap_or("Error")) }
+        h1 { (title) }
         p { (error.message) }
         p.code { "code: " code { (error.code) } }
         p { a href="/console/tasks" { "Back to the tasks" } }
     };
-    answer(status, page("Error", None, body))
+    answer(status, page(title, viewer.map(Viewer::frame), body))
 }
 
-/// Any console path that is not a page.
-pub(super) async fn not_found() -> Response {
+/// Any console path that is not a page (with the navigation when someone is signed in).
+pub(super) async fn not_found(State(core): State<Core>, request: Request) -> Response {
+    let (mut parts, _) = request.into_parts();
+    let viewer = <Viewer as axum::extract::FromRequestParts<Core>>::from_request_parts(&mut parts, &core).await.ok();
     let body = html! { h1 { "Not found" } p { "There is no such page." } p { a href="/console/tasks" { "Tasks" } } };
-    answer(StatusCode::NOT_FOUND, page("Not found", None, body))
+    answer(StatusCode::NOT_FOUND, page("Not found", viewer.as_ref().map(Viewer::frame), body))
 }
 
 /// A JSON value as readable text.
@@ -115,4 +126,63 @@ pub(super) fn capped_json(value: &Value, max: usize) -> Markup {
 pub(super) fn badge(status: &str) -> Markup {
     let class = format!("badge {}", status.replace(|c: char| !c.is_ascii_alphanumeric(), "-"));
     html! { span class=(class) { (status) } }
+}
+
+/// A time (RFC 3339) as people read it — "3 minutes ago", "in 20 seconds" — with the exact time
+/// on hover; a text that is no time is shown as it is.
+pub(super) fn when(at: &str) -> Markup {
+    match DateTime::parse_from_rfc3339(at) {
+        Ok(time) => {
+            let time = time.with_timezone(&Utc);
+            let exact = time.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+            html! { time.time datetime=(at) title=(exact) { (relative(time, Utc::now())) } }
+        }
+        Err(_) => html! { span.time { (at) } },
+    }
+}
+
+/// `time` said relative to `now`.
+fn relative(time: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let seconds = (now - time).num_seconds();
+    let (amount, future) = (seconds.unsigned_abs(), seconds < 0);
+    let said = |count: u64, unit: &str| {
+        let unit = if count == 1 { unit.to_owned() } else { format!("{unit}s") };
+        if future { format!("in {count} {unit}") } else { format!("{count} {unit} ago") }
+    };
+    match amount {
+        0..=9 => "just now".to_owned(),
+        10..=59 => said(amount, "second"),
+        60..=3_599 => said(amount / 60, "minute"),
+        3_600..=86_399 => said(amount / 3_600, "hour"),
+        86_400..=2_591_999 => said(amount / 86_400, "day"),
+        _ => time.format("%Y-%m-%d").to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use super::*;
+
+    #[test]
+    fn times_read_relative_to_now() {
+        let now = Utc::now();
+        for (ago, said) in [
+            (Duration::seconds(3), "just now"),
+            (Duration::seconds(42), "42 seconds ago"),
+            (Duration::seconds(61), "1 minute ago"),
+            (Duration::minutes(150), "2 hours ago"),
+            (Duration::days(3), "3 days ago"),
+            (Duration::seconds(-20), "in 20 seconds"),
+            (Duration::minutes(-1), "in 1 minute"),
+        ] {
+            assert_eq!(relative(now - ago, now), said);
+        }
+        let old = now - Duration::days(400);
+        assert_eq!(relative(old, now), old.format("%Y-%m-%d").to_string());
+        let shown = when("2026-01-02T03:04:05.123456Z").into_string();
+        assert!(shown.contains("title=\"2026-01-02 03:04:05 UTC\"") && shown.contains("datetime="), "{shown}");
+        assert_eq!(when("never").into_string(), "<span class=\"time\">never</span>");
+    }
 }

@@ -9,7 +9,7 @@ use maud::{Markup, html};
 use skill_api::{InvocationOut, InvocationQuery};
 use skill_engine::{Engine, EngineError};
 
-use super::layout::{badge, page, rendered};
+use super::layout::{badge, page, rendered, when};
 use super::session::Viewer;
 use crate::Core;
 
@@ -19,7 +19,7 @@ const SHOWN: [(&str, &str, u32); 3] =
 
 /// `GET /console/queue`.
 pub(super) async fn queue(State(core): State<Core>, viewer: Viewer) -> Response {
-    rendered(queue_page(&core.engine, &viewer).await)
+    rendered(&viewer, queue_page(&core.engine, &viewer).await)
 }
 
 async fn queue_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineError> {
@@ -56,21 +56,21 @@ async fn queue_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineEr
 fn row(call: &InvocationOut) -> Markup {
     html! {
         tr {
-            td {
+            td data-label="Call" {
                 a href={ "/console/calls/" (call.id) } { (call.skill.name) "@" (call.skill.version) }
                 " " (badge(&call.status))
                 @if let Some(task) = &call.task_id { br; a.meta href={ "/console/tasks/" (task) } { "its task" } }
             }
-            td { (call.attempt) " of " (call.max_attempts) }
-            td.time { (call.created_at) }
-            td {
+            td data-label="Attempt" { (call.attempt) " of " (call.max_attempts) }
+            td data-label="Created" { (when(&call.created_at)) }
+            td data-label="Why / what" {
                 @if let Some(waiting) = &call.waiting {
                     span class={ "badge waiting-" (waiting.reason) } { (waiting.reason) } " " span.why { (waiting.message) }
                 } @else if let Some(error) = &call.error {
                     code { (error.get("code").and_then(|c| c.as_str()).unwrap_or_default()) } " "
                     (error.get("message").and_then(|c| c.as_str()).unwrap_or_default())
                 } @else if let Some(lease) = &call.lease_expires_at {
-                    "leased until " span.time { (lease) }
+                    "leased until " (when(lease))
                 }
             }
         }

@@ -42,6 +42,7 @@ impl Viewer {
     pub(super) fn form_refusal(&self, headers: &HeaderMap, csrf: &str) -> Option<Response> {
         (!same_origin(headers) || !equal(csrf.as_bytes(), self.session.csrf.as_bytes())).then(|| {
             layout::refused(
+                Some(self),
                 "This form does not come from your console session",
                 "Nothing was changed. Reload the page and try again.",
             )
@@ -96,7 +97,7 @@ impl FromRequestParts<Core> for Viewer {
                 response.headers_mut().insert(header::SET_COOKIE, clear_cookie(core.console.secure_cookies));
                 Err(response)
             }
-            Err(error) => Err(layout::failure(&error)),
+            Err(error) => Err(layout::failure(None, &error)),
         }
     }
 }

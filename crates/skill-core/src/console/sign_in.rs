@@ -44,7 +44,7 @@ pub(super) struct SignIn {
 /// `POST /console/sign-in`: the token for a session, then the tasks.
 pub(super) async fn sign_in(State(core): State<Core>, headers: HeaderMap, Form(form): Form<SignIn>) -> Response {
     if !same_origin(&headers) {
-        return refused("This form does not come from this console", "Nothing was changed.");
+        return refused(None, "This form does not come from this console", "Nothing was changed.");
     }
     match core.engine.sign_in(&form.token, &Origin::default()).await {
         Ok(signed) => {
@@ -60,7 +60,7 @@ pub(super) async fn sign_in(State(core): State<Core>, headers: HeaderMap, Form(f
         Err(error) if error.class == Class::Forbidden => {
             answer(StatusCode::FORBIDDEN, sign_in_page(Some(&error.message)))
         }
-        Err(error) => failure(&error),
+        Err(error) => failure(None, &error),
     }
 }
 
@@ -82,7 +82,7 @@ pub(super) async fn sign_out(
         return refusal;
     }
     if let Err(error) = core.engine.sign_out(&viewer.session, &viewer.origin()).await {
-        return failure(&error);
+        return failure(Some(&viewer), &error);
     }
     let mut response = Redirect::to("/console/sign-in").into_response();
     response.headers_mut().insert(header::SET_COOKIE, clear_cookie(core.console.secure_cookies));

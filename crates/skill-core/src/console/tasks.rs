@@ -8,13 +8,12 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use serde_json::Value;
-use skill_api::{
-    ApprovalOut, ArtifactOut, ArtifactQuery, InvocationOut, InvocationQuery, OfTaskQuery, TaskOut, TaskQuery,
-};
-use skill_engine::work::{ActionPreview, CallPreview};
+use skill_api::{ArtifactOut, ArtifactQuery, InvocationOut, InvocationQuery, OfTaskQuery, TaskOut, TaskQuery};
+use skill_engine::work::Draft;
 use skill_engine::{Engine, EngineError};
 
-use super::layout::{badge, capped_json, json, page, rendered};
+use super::decision::Decision;
+use super::layout::{badge, capped_json, json, page, rendered, when};
 use super::session::Viewer;
 use crate::Core;
 
@@ -27,17 +26,17 @@ pub(super) async fn home() -> Response {
 }
 
 /// Principal names by id, looked up once a page.
-struct Names<'a> {
+pub(super) struct Names<'a> {
     engine: &'a Engine,
     known: BTreeMap<String, String>,
 }
 
 impl<'a> Names<'a> {
-    fn new(engine: &'a Engine) -> Self {
+    pub(super) fn new(engine: &'a Engine) -> Self {
         Self { engine, known: BTreeMap::new() }
     }
 
-    async fn of(&mut self, id: &str) -> Result<String, EngineError> {
+    pub(super) async fn of(&mut self, id: &str) -> Result<String, EngineError> {
         if let Some(name) = self.known.get(id) {
             return Ok(name.clone());
         }
@@ -67,7 +66,7 @@ pub(super) async fn list(
     viewer: Viewer,
     axum::extract::Query(query): axum::extract::Query<ListQuery>,
 ) -> Response {
-    rendered(tasks_page(&core.engine, &viewer, query.cursor).await)
+    rendered(&viewer, tasks_page(&core.engine, &viewer, query.cursor).await)
 }
 
 async fn tasks_page(engine: &Engine, viewer: &Viewer, cursor: Option<String>) -> Result<Markup, EngineError> {
@@ -87,7 +86,10 @@ async fn tasks_page(engine: &Engine, viewer: &Viewer, cursor: Option<String>) ->
         skill_api::Page { items: Vec::new(), next_cursor: None }
     };
     let body = html! {
-        h1 { "Tasks" }
+        div.heading {
+            h1 { "Tasks" }
+            @if actor.can_somewhere("tasks.write") { a.button.primary href="/console/tasks/new" { "New task" } }
+        }
         @if !waiting.is_empty() {
             section #to-decide {
                 h2 { "Waiting for your decision" }
@@ -97,10 +99,10 @@ async fn tasks_page(engine: &Engine, viewer: &Viewer, cursor: Option<String>) ->
                         tbody {
                             @for (approval, task, asked_by) in &waiting {
                                 tr {
-                                    td { a href={ "/console/tasks/" (task.id) "#approval-" (approval.id) } { (task.title) } }
-                                    td { (task.task_type.key) "@" (task.task_type.version) }
-                                    td { (asked_by) }
-                                    td.time { (approval.created_at) }
+                                    td data-label="Task" { a href={ "/console/tasks/" (task.id) "#approval-" (approval.id) } { (task.title) } }
+                                    td data-label="Type" { (task.task_type.key) "@" (task.task_type.version) }
+                                    td data-label="Asked by" { (asked_by) }
+                                    td data-label="Asked" { (when(&approval.created_at)) }
                                 }
                             }
                         }
@@ -123,11 +125,11 @@ async fn tasks_page(engine: &Engine, viewer: &Viewer, cursor: Option<String>) ->
                         tbody {
                             @for task in &listed.items {
                                 tr {
-                                    td { a href={ "/console/tasks/" (task.id) } { (task.title) } }
-                                    td { (task.task_type.key) "@" (task.task_type.version) }
-                                    td { (badge(&task.status)) }
-                                    td { @if pending.contains(task.id.as_str()) { span.badge.pending { "yours to decide" } } }
-                                    td.time { (task.updated_at) }
+                                    td data-label="Task" { a href={ "/console/tasks/" (task.id) } { (task.title) } }
+                                    td data-label="Type" { (task.task_type.key) "@" (task.task_type.version) }
+                                    td data-label="Status" { (badge(&task.status)) }
+                                    td data-label="Approvals" { @if pending.contains(task.id.as_str()) { span.badge.pending { "yours to decide" } } }
+                                    td data-label="Updated" { (when(&task.updated_at)) }
                                 }
                             }
                         }
@@ -166,6 +168,21 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         let author = names.of(&artifact.author_principal_id).await?;
         shown.push((artifact, text, author));
     }
+    // The type's draft: what makes it, and the newest one made (the text a decider starts from).
+    let draft = engine.task_draft(actor, &task.id).await?.map(|(draft, _)| draft);
+    let draft_text = draft.as_ref().and_then(|draft| {
+        calls
+            .iter()
+            .filter(|call| {
+                format!("{}@{}", call.skill.name, call.skill.version) == draft.skill && call.status == "succeeded"
+            })
+            .max_by(|a, b| a.created_at.cmp(&b.created_at))
+            .and_then(|call| call.output.as_ref()?.get(&draft.output)?.as_str().map(str::to_owned))
+    });
+    let mut callers = Vec::new();
+    for call in &calls {
+        callers.push(names.of(&call.authority_principal_id).await?);
+    }
     let mut decisions = Vec::new();
     for approval in approvals {
         let requested_by = names.of(&approval.requested_by).await?;
@@ -180,7 +197,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         } else {
             None
         };
-        decisions.push(Decision { approval, requested_by, decided_by, previews });
+        decisions.push(Decision { approval, requested_by, decided_by, previews, draft: draft_text.clone() });
     }
     let mut commented = Vec::new();
     for comment in comments {
@@ -190,7 +207,9 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
     let body = html! {
         p.crumbs { a href="/console/tasks" { "Tasks" } " / " (task.task_type.key) }
         h1 { (task.title) " " (badge(&task.status)) }
+        @if let Some(reason) = &task.close_reason { p.meta { "closed by the core: " code { (reason) } } }
         (fields(&task))
+        (actions(viewer, &task, draft.as_ref(), &decisions))
         section #approvals {
             h2 { "Approvals" }
             @if decisions.is_empty() { p.empty { "Nobody asked for an approval on this task." } }
@@ -204,13 +223,21 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         section #calls data-live="calls" {
             h2 { "Calls" }
             @if calls.is_empty() { p.empty { "No call on this task yet." } }
-            @for call in &calls { (call_card(call)) }
+            @for (call, caller) in calls.iter().zip(&callers) { (call_card(call, caller)) }
         }
         section #comments data-live="comments" {
             h2 { "Comments" }
             @if commented.is_empty() { p.empty { "No comment yet." } }
             @for (comment, author) in &commented {
-                article.comment { p.meta { (author) " · " span.time { (comment.created_at) } } p { (comment.body) } }
+                article.comment { p.meta { (author) " · " (when(&comment.created_at)) } p { (comment.body) } }
+            }
+        }
+        @if viewer.actor.can_in("tasks.write", &task.workspace_id) {
+            form.work.comment method="post" action={ "/console/tasks/" (task.id) "/comments" } {
+                input type="hidden" name="csrf" value=(viewer.session.csrf);
+                label for="comment-body" { "Add a comment" }
+                textarea #comment-body name="body" rows="3" maxlength="10000" required {}
+                div.buttons { button type="submit" { "Comment" } }
             }
         }
     };
@@ -219,7 +246,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
 
 /// `GET /console/tasks/{id}`.
 pub(super) async fn task(State(core): State<Core>, viewer: Viewer, Path(id): Path<String>) -> Response {
-    rendered(task_page(&core.engine, &viewer, &id).await)
+    rendered(&viewer, task_page(&core.engine, &viewer, &id).await)
 }
 
 /// Whether content of `media_type` is text a person can read in the page.
@@ -235,7 +262,7 @@ fn fields(task: &TaskOut) -> Markup {
             h2 { "Fields" }
             dl.fields {
                 dt { "Type" } dd { (task.task_type.key) "@" (task.task_type.version) }
-                dt { "Created" } dd.time { (task.created_at) }
+                dt { "Created" } dd { (when(&task.created_at)) }
                 @for (name, value) in &fields { dt { (name) } dd { (capped_json(value, SHOWN_FIELD_CHARS)) } }
             }
         }
@@ -246,7 +273,7 @@ fn artifact_card(artifact: &ArtifactOut, text: Option<&str>, author: &str) -> Ma
     html! {
         article.artifact {
             h3 { (artifact.name) " " span.kind { (artifact.kind) } }
-            p.meta { (artifact.media_type) " · " (artifact.size_bytes) " bytes · by " (author) " · " span.time { (artifact.created_at) } }
+            p.meta { (artifact.media_type) " · " (artifact.size_bytes) " bytes · by " (author) " · " (when(&artifact.created_at)) }
             @match text {
                 Some(text) => {
                     @match serde_json::from_str::<Value>(text).ok().filter(|_| artifact.media_type.contains("json")) {
@@ -260,11 +287,11 @@ fn artifact_card(artifact: &ArtifactOut, text: Option<&str>, author: &str) -> Ma
     }
 }
 
-fn call_card(call: &InvocationOut) -> Markup {
+fn call_card(call: &InvocationOut, caller: &str) -> Markup {
     html! {
         article.call id={ "call-" (call.id) } {
             h3 { a href={ "/console/calls/" (call.id) } { (call.skill.name) "@" (call.skill.version) } " " (badge(&call.status)) }
-            p.meta { "attempt " (call.attempt) " of " (call.max_attempts) " · " span.time { (call.created_at) } }
+            p.meta { "by " (caller) " · attempt " (call.attempt) " of " (call.max_attempts) " · " (when(&call.created_at)) }
             @if let Some(waiting) = &call.waiting { p.waiting { "Waiting: " (waiting.reason) } }
             @if let Some(output) = &call.output { h4 { "Output" } (json(output)) }
             @if let Some(error) = &call.error { h4 { "Error" } (json(error)) }
@@ -272,126 +299,44 @@ fn call_card(call: &InvocationOut) -> Markup {
     }
 }
 
-/// An approval with what the viewer may see and do about it.
-struct Decision {
-    approval: ApprovalOut,
-    requested_by: String,
-    decided_by: Option<String>,
-    previews: Option<(Vec<ActionPreview>, Vec<ActionPreview>)>,
-}
-
-impl Decision {
-    fn render(&self, viewer: &Viewer, task: &TaskOut) -> Markup {
-        let approval = &self.approval;
-        let may_decide = viewer.actor.can_in("approvals.decide", &task.workspace_id);
-        let own = approval.requested_by == viewer.actor.id();
-        html! {
-            article.approval id={ "approval-" (approval.id) } {
-                h3 { @if approval.gate { "Gate approval" } @else { "Approval" } " " (badge(&approval.status)) }
-                p.meta { "asked by " (self.requested_by) " · " span.time { (approval.created_at) } }
-                @if !approval.request_comment.is_empty() { blockquote { (approval.request_comment) } }
-                @if let Some((approve, reject)) = &self.previews {
-                    div.preview {
-                        h4 { "Approving will" }
-                        (preview(approve))
-                        @if let Some(call) = &approval.call {
-                            p { "and let " strong { (self.requested_by) } " make exactly this call, once: "
-                                strong.skill { (call.skill) } }
-                            (capped_json(&call.inputs, SHOWN_FIELD_CHARS))
-                        }
-                        h4 { "Rejecting will" }
-                        (preview(reject))
-                    }
-                    @if may_decide && !own && task.status == "open" {
-                        form.decide method="post" action={ "/console/approvals/" (approval.id) "/decide" } {
-                            input type="hidden" name="csrf" value=(viewer.session.csrf);
-                            label for={ "comment-" (approval.id) } { "Comment (the outcome receives it)" }
-                            textarea id={ "comment-" (approval.id) } name="comment" rows="4" maxlength="10000" {}
-                            div.buttons {
-                                button.approve type="submit" name="outcome" value="approved" { "Approve" }
-                                button.reject type="submit" name="outcome" value="rejected" { "Reject" }
-                            }
-                        }
-                    } @else if own {
-                        p.note { "You asked for this approval: someone else decides it." }
-                    } @else if !may_decide {
-                        p.note { "You may read this task but not decide its approvals (approvals.decide)." }
-                    }
-                } @else {
-                    p.meta.decided {
-                        @if let Some(by) = &self.decided_by { "decided by " (by) }
-                        @if let Some(at) = &approval.decided_at { " · " span.time { (at) } }
-                    }
-                    @if !approval.comment.is_empty() { blockquote { (approval.comment) } }
-                    @if let Some(outcome) = &approval.outcome {
-                        div.outcome data-live={ "outcome-" (approval.id) } id={ "outcome-" (approval.id) } {
-                            h4 { "Outcome " (badge(&outcome.status)) }
-                            @if let Some(reaction) = &outcome.reaction { p.meta { "reaction: " (reaction) } }
-                            ol.actions {
-                                @for action in &outcome.actions {
-                                    li {
-                                        (action_name(&action.action)) " " (badge(&action.status))
-                                        @if let Some(call) = &action.invocation_id {
-                                            " · " a href={ "/console/calls/" (call) } { "its call" }
-                                        }
-                                        @if let Some(error) = &action.error { (json(error)) }
-                                    }
-                                }
-                            }
-                        }
+/// What the viewer may start on the task: its draft, a gate approval, closing it.
+fn actions(viewer: &Viewer, task: &TaskOut, draft: Option<&Draft>, decisions: &[Decision]) -> Markup {
+    let writes = viewer.actor.can_in("tasks.write", &task.workspace_id);
+    if !writes || task.status != "open" {
+        return html! {};
+    }
+    let pending = decisions.iter().any(|decision| decision.approval.status == "pending" && decision.approval.gate);
+    let csrf = &viewer.session.csrf;
+    html! {
+        section #actions {
+            h2 { "Work on it" }
+            div.work-actions {
+                @if let Some(draft) = draft {
+                    form.work method="post" action={ "/console/tasks/" (task.id) "/draft" } {
+                        input type="hidden" name="csrf" value=(csrf);
+                        p.help { "A draft of the reply, made by " strong { (draft.skill) } " from the task's fields: \
+                                  the reviewer's text starts from the newest one." }
+                        div.buttons { button.primary type="submit" { "Draft with " (draft.skill) } }
                     }
                 }
-            }
-        }
-    }
-}
-
-/// What an action is, in a few words.
-fn action_name(action: &Value) -> String {
-    if let Some(skill) = action.pointer("/invokeSkill/skill").and_then(Value::as_str) {
-        return format!("call {skill}");
-    }
-    action.as_object().and_then(|o| o.keys().next().cloned()).unwrap_or_else(|| "action".to_owned())
-}
-
-fn preview(actions: &[ActionPreview]) -> Markup {
-    html! {
-        @if actions.is_empty() { p.empty { "do nothing more than record the decision." } }
-        ul.actions {
-            @for action in actions {
-                @match &action.call {
-                    Some(CallPreview { skill, version, inputs, from }) => {
-                        li.invoke {
-                            "call " strong.skill { (skill) }
-                            @match version {
-                                Some(called) => {
-                                    " — " (badge(&called.side_effects)) " " span class={ "badge risk-" (called.risk_level) } { "risk " (called.risk_level) }
-                                    @if called.status != "active" { " " (badge(&called.status)) }
-                                }
-                                None => { " — " span.badge.failed { "no such version: the call would fail" } }
-                            }
-                            dl.inputs {
-                                @for (name, expression) in from {
-                                    dt { (name) }
-                                    dd {
-                                        @if expression.as_str().is_some_and(|e| e.starts_with("$.approval.comment")) {
-                                            em { "the comment you write" }
-                                        } @else {
-                                            @match inputs.get(name) {
-                                                Some(value) => (capped_json(value, SHOWN_FIELD_CHARS)),
-                                                None if version.as_ref().is_some_and(|v| v.required.contains(name)) => {
-                                                    span.badge.failed.missing { "missing — the call would fail: " (skill) " requires " (name) }
-                                                }
-                                                None => em { "nothing (the task has no such value)" },
-                                            }
-                                        }
-                                        " " code.from { (expression.as_str().unwrap_or_default()) }
-                                    }
-                                }
-                            }
-                        }
+                @if !pending {
+                    form.work method="post" action={ "/console/tasks/" (task.id) "/approvals" } {
+                        input type="hidden" name="csrf" value=(csrf);
+                        label for="ask-comment" { "Ask for a gate approval — what should the reviewer know?" }
+                        textarea #ask-comment name="comment" rows="2" maxlength="10000" {}
+                        div.buttons { button type="submit" { "Ask for approval" } }
                     }
-                    None => li { (action_name(&action.action)) " " (json(&action.action)) },
+                }
+                form.work method="post" action={ "/console/tasks/" (task.id) "/close" } {
+                    input type="hidden" name="csrf" value=(csrf);
+                    label for="close-status" { "Close the task, for good" }
+                    select #close-status name="status" {
+                        option value="done" { "done" }
+                        option value="cancelled" { "cancelled" }
+                        option value="failed" { "failed" }
+                    }
+                    input type="text" name="comment" placeholder="Why (kept as a comment)" maxlength="10000";
+                    div.buttons { button.reject type="submit" { "Close" } }
                 }
             }
         }

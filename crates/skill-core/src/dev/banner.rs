@@ -219,7 +219,7 @@ mod tests {
     fn a_body_with_the_task_is_double_quoted_for_the_shell() {
         let body = json!({"taskId": TASK, "inputs": {"claim": "It's \"late\" — $5 `now`"}});
         let quoted = with_task(&body);
-        assert_eq!(quoted, r#"{\"inputs\":{\"claim\":\"It's \\\"late\\\" — \$5 \`now\`\"},\"taskId\":\"$TASK\"}"#);
+        assert_eq!(quoted, r#"{\"taskId\":\"$TASK\",\"inputs\":{\"claim\":\"It's \\\"late\\\" — \$5 \`now\`\"}}"#);
         let output = std::process::Command::new("sh")
             .arg("-c")
             .arg(format!("TASK=t-1; printf '%s' \"{quoted}\""))

@@ -1,0 +1,188 @@
+//! An approval on its task's page: who asked and why; while pending, what approving and
+//! rejecting will do (each call with its version, side effects, risk and inputs — an input the
+//! decider writes labelled by what it becomes, one the task cannot fill marked) and the form to
+//! decide, its text box pre-filled with the task's newest draft; once decided, the outcome and
+//! its actions, with a retry when a failure may pass.
+
+use maud::{Markup, html};
+use serde_json::Value;
+use skill_api::{ApprovalOut, TaskOut};
+use skill_engine::work::{ActionPreview, CallPreview};
+
+use super::layout::{badge, capped_json, json, when};
+use super::session::Viewer;
+
+/// The most characters of one value a preview shows.
+const SHOWN_CHARS: usize = 2_000;
+
+/// An approval with what the viewer may see and do about it.
+pub(super) struct Decision {
+    pub(super) approval: ApprovalOut,
+    pub(super) requested_by: String,
+    pub(super) decided_by: Option<String>,
+    pub(super) previews: Option<(Vec<ActionPreview>, Vec<ActionPreview>)>,
+    /// The task's newest draft, which the decider's text starts from.
+    pub(super) draft: Option<String>,
+}
+
+/// What the decider's text becomes when approving: the label of the input that reads
+/// `$.approval.comment` (its schema's title, else its description), and the call it goes to.
+fn comment_target(actions: &[ActionPreview]) -> Option<(String, String)> {
+    actions.iter().filter_map(|action| action.call.as_ref()).find_map(|call| {
+        let (input, _) = call.from.iter().find(|(_, expression)| reads_comment(expression))?;
+        let label = call
+            .version
+            .as_ref()
+            .and_then(|version| version.labels.get(input))
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("{input} of {}", call.skill), str::to_owned);
+        Some((label, format!("the input {input} of {}", call.skill)))
+    })
+}
+
+fn reads_comment(expression: &Value) -> bool {
+    expression.as_str().is_some_and(|e| e.starts_with("$.approval.comment"))
+}
+
+impl Decision {
+    pub(super) fn render(&self, viewer: &Viewer, task: &TaskOut) -> Markup {
+        let approval = &self.approval;
+        let may_decide = viewer.actor.can_in("approvals.decide", &task.workspace_id);
+        let own = approval.requested_by == viewer.actor.id();
+        let target = self.previews.as_ref().and_then(|(approve, _)| comment_target(approve));
+        html! {
+            article.approval id={ "approval-" (approval.id) } {
+                h3 { @if approval.gate { "Gate approval" } @else { "Approval" } " " (badge(&approval.status)) }
+                p.meta { "asked by " (self.requested_by) " · " (when(&approval.created_at)) }
+                @if !approval.request_comment.is_empty() { blockquote { (approval.request_comment) } }
+                @if let Some((approve, reject)) = &self.previews {
+                    div.preview {
+                        h4 { "Approving will" }
+                        (preview(approve, target.as_ref().map(|(label, _)| label.as_str())))
+                        @if let Some(call) = &approval.call {
+                            p { "and let " strong { (self.requested_by) } " make exactly this call, once: "
+                                strong.skill { (call.skill) } }
+                            (capped_json(&call.inputs, SHOWN_CHARS))
+                        }
+                        h4 { "Rejecting will" }
+                        (preview(reject, None))
+                    }
+                    @if may_decide && !own && task.status == "open" {
+                        form.decide method="post" action={ "/console/approvals/" (approval.id) "/decide" } {
+                            input type="hidden" name="csrf" value=(viewer.session.csrf);
+                            @match &target {
+                                Some((label, becomes)) => {
+                                    label for={ "comment-" (approval.id) } { (label) }
+                                    p.help {
+                                        "Approving sends this text as " (becomes) "."
+                                        @if self.draft.is_some() { " It starts from the task's draft: edit it as you see fit." }
+                                    }
+                                }
+                                None => label for={ "comment-" (approval.id) } { "Comment (kept with the decision)" },
+                            }
+                            textarea id={ "comment-" (approval.id) } name="comment" rows=(if target.is_some() { "10" } else { "4" }) maxlength="10000" {
+                                @if target.is_some() { (self.draft.clone().unwrap_or_default()) }
+                            }
+                            div.buttons {
+                                button.approve type="submit" name="outcome" value="approved" { "Approve" }
+                                button.reject type="submit" name="outcome" value="rejected" { "Reject" }
+                            }
+                        }
+                    } @else if own {
+                        p.note { "You asked for this approval: someone else decides it." }
+                    } @else if !may_decide {
+                        p.note { "You may read this task but not decide its approvals (approvals.decide)." }
+                    }
+                } @else {
+                    p.meta.decided {
+                        @if let Some(by) = &self.decided_by { "decided by " (by) }
+                        @if let Some(at) = &approval.decided_at { " · " (when(at)) }
+                    }
+                    @if !approval.comment.is_empty() { blockquote { (approval.comment) } }
+                    @if let Some(outcome) = &approval.outcome {
+                        div.outcome data-live={ "outcome-" (approval.id) } id={ "outcome-" (approval.id) } {
+                            h4 { "Outcome " (badge(&outcome.status)) }
+                            @if let Some(reaction) = &outcome.reaction { p.meta { "reaction: " (reaction) } }
+                            ol.actions {
+                                @for action in &outcome.actions {
+                                    li {
+                                        (action_name(&action.action)) " " (badge(&action.status))
+                                        @if action.attempts > 1 { " " span.meta { (action.attempts) " calls" } }
+                                        @if let Some(call) = &action.invocation_id {
+                                            " · " a href={ "/console/calls/" (call) } { "its call" }
+                                        }
+                                        @if let Some(error) = &action.error { (json(error)) }
+                                    }
+                                }
+                            }
+                            @let retryable = outcome.status == "failed" && outcome.actions.iter().any(|a| a.retryable);
+                            @if retryable && may_decide && task.status == "open" {
+                                form.retry method="post" action={ "/console/approvals/" (approval.id) "/retry" } {
+                                    input type="hidden" name="csrf" value=(viewer.session.csrf);
+                                    p.help { "The failure may pass (the call's error is retryable). Once its cause is mended, \
+                                              retry: the same calls with the same inputs, under this approval." }
+                                    label for={ "reason-" (approval.id) } { "What was mended (kept as a comment)" }
+                                    input type="text" id={ "reason-" (approval.id) } name="reason" maxlength="10000";
+                                    div.buttons { button type="submit" { "Retry the outcome" } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What an action is, in a few words.
+fn action_name(action: &Value) -> String {
+    if let Some(skill) = action.pointer("/invokeSkill/skill").and_then(Value::as_str) {
+        return format!("call {skill}");
+    }
+    action.as_object().and_then(|o| o.keys().next().cloned()).unwrap_or_else(|| "action".to_owned())
+}
+
+/// The actions of a decision; the input the decider writes is called by `written`'s label.
+fn preview(actions: &[ActionPreview], written: Option<&str>) -> Markup {
+    html! {
+        @if actions.is_empty() { p.empty { "do nothing more than record the decision." } }
+        ul.actions {
+            @for action in actions {
+                @match &action.call {
+                    Some(CallPreview { skill, version, inputs, from }) => {
+                        li.invoke {
+                            "call " strong.skill { (skill) }
+                            @match version {
+                                Some(called) => {
+                                    " — " (badge(&called.side_effects)) " " span class={ "badge risk-" (called.risk_level) } { "risk " (called.risk_level) }
+                                    @if called.status != "active" { " " (badge(&called.status)) }
+                                }
+                                None => { " — " span.badge.failed { "no such version: the call would fail" } }
+                            }
+                            dl.inputs {
+                                @for (name, expression) in from {
+                                    dt { (name) }
+                                    dd {
+                                        @if reads_comment(expression) {
+                                            em { "the text you write below" @if let Some(label) = written { " (" (label) ")" } }
+                                        } @else {
+                                            @match inputs.get(name) {
+                                                Some(value) => (capped_json(value, SHOWN_CHARS)),
+                                                None if version.as_ref().is_some_and(|v| v.required.contains(name)) => {
+                                                    span.badge.failed.missing { "missing — the call would fail: " (skill) " requires " (name) }
+                                                }
+                                                None => em { "nothing (the task has no such value)" },
+                                            }
+                                        }
+                                        " " code.from { (expression.as_str().unwrap_or_default()) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    None => li { (action_name(&action.action)) " " (json(&action.action)) },
+                }
+            }
+        }
+    }
+}
