@@ -207,8 +207,8 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if args.verbose {
-        execute.env("SKILL_LOG", VERBOSE);
+    if let Some(filter) = child_log(args.verbose) {
+        execute.env("SKILL_LOG", filter);
     }
     let (mut child, _) =
         remote::start(execute, "executing the local skills of this host", "the package's host did not start executing")
@@ -282,6 +282,15 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     drop(engine);
     eprintln!("skill-core dev stopped{}", if args.temp { " (its data folder removed)" } else { "" });
     Ok(())
+}
+
+/// The log filter of the hosts dev starts: as quiet or as verbose as dev, unless `SKILL_LOG`
+/// says otherwise (they read it themselves then).
+pub(crate) fn child_log(verbose: bool) -> Option<&'static str> {
+    if std::env::var_os("SKILL_LOG").is_some() {
+        return None;
+    }
+    Some(if verbose { VERBOSE } else { QUIET })
 }
 
 /// `wanted` when it is not 0, else a free loopback port.

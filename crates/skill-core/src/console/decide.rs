@@ -33,7 +33,8 @@ pub(super) async fn decide(
     if let Some(refusal) = viewer.form_refusal(&headers, &form.csrf) {
         return refusal;
     }
-    let comment = (!form.comment.trim().is_empty()).then(|| form.comment.clone());
+    // A browser sends a text box's lines with CRLF; the text is what the person saw.
+    let comment = (!form.comment.trim().is_empty()).then(|| super::forms::lines(&form.comment));
     let request = DecideRequest { outcome: form.outcome, comment };
     match core.engine.decide(&viewer.actor, &id, &request, viewer.request_id.as_deref()).await {
         Ok(decided) => {

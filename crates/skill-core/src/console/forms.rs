@@ -137,7 +137,7 @@ pub(super) fn read(schema: &Value, sent: &[(String, String)]) -> Result<Map<Stri
         }
         let Some(text) = value.filter(|text| !text.trim().is_empty()) else { continue };
         let read = match kind {
-            Kind::Line | Kind::Text | Kind::Choice => Value::String(text.to_owned()),
+            Kind::Line | Kind::Text | Kind::Choice => Value::String(lines(text)),
             Kind::Integer => text
                 .trim()
                 .parse::<i64>()
@@ -158,6 +158,11 @@ pub(super) fn read(schema: &Value, sent: &[(String, String)]) -> Result<Map<Stri
         out.insert(name.clone(), read);
     }
     Ok(out)
+}
+
+/// `text` with the CRLF line breaks a browser sends as `\n`.
+pub(super) fn lines(text: &str) -> String {
+    text.replace("\r\n", "\n")
 }
 
 /// The value of the plain (not generated) field `name` that a form sent.

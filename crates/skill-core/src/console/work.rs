@@ -29,7 +29,7 @@ fn refusal(viewer: &Viewer, headers: &HeaderMap, sent: &[(String, String)]) -> O
 
 /// `text` unless it is blank.
 fn given(text: Option<&str>) -> Option<String> {
-    text.map(str::trim).filter(|text| !text.is_empty()).map(str::to_owned)
+    text.map(str::trim).filter(|text| !text.is_empty()).map(forms::lines)
 }
 
 #[derive(Debug, Default, serde::Deserialize)]

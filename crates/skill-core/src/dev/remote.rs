@@ -133,8 +133,8 @@ pub(crate) async fn serve_host(
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if verbose {
-        command.env("SKILL_LOG", super::VERBOSE);
+    if let Some(filter) = super::child_log(verbose) {
+        command.env("SKILL_LOG", filter);
     }
     match audience(transport, served) {
         Some(audience) => {

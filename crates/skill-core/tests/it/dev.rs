@@ -1,109 +1,241 @@
-//! `skill-core dev --package examples/claims`: the README's main command, as a process.
+//! `skill-core dev --temp --package examples/claims` as a new user meets it: the commands it
+//! prints run in a shell as printed, in order (a call, then a claim task, its draft by dev's
+//! stand-in model, a gate approval); the reviewer signs in to the console in Chromium, finds the
+//! draft in the reply box and approves it; exactly that reply lands in the outbox dev made — with
+//! no variable set by hand. Idle, dev prints nothing; a call that fails prints one line with its
+//! code; stopped, it removes its throwaway data folder.
 
-use std::path::Path;
-use std::time::Duration;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use crate::running;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-/// The value after `label` on the line that starts with it (`  core    http://…`).
-fn field<'a>(lines: &'a [String], label: &str) -> &'a str {
-    let line = lines
-        .iter()
-        .find(|line| line.trim_start().starts_with(label))
-        .unwrap_or_else(|| panic!("a {label} line: {lines:?}"));
-    line.split_whitespace().nth(1).expect("a value")
+use crate::running::CORE;
+use crate::webdriver::Session;
+
+/// What dev's stand-in model says in every answer.
+const STAND_IN: &str = "dev's stand-in model — set SKILL_LLM_BASE_URL for a real one";
+
+/// `skill-core dev` as a child, its stdout and its stderr read line by line as they come.
+struct Dev {
+    child: Child,
+    out: Arc<Mutex<Vec<String>>>,
+    err: Arc<Mutex<Vec<String>>>,
 }
 
-#[test]
-fn dev_applies_the_package_and_calls_its_skills_through_the_core() {
-    let data = std::env::temp_dir().join(format!("skill-core-dev-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data);
+fn collect(stream: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&lines);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            kept.lock().expect("lines").push(line);
+        }
+    });
+    lines
+}
+
+impl Dev {
+    fn start(args: &[&str]) -> Self {
+        let mut command = Command::new(CORE);
+        command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        for name in ["SKILL_LOG", "SKILL_LLM_PROVIDER", "SKILL_LLM_BASE_URL", "CLAIMS_OUTBOX_DIR", "CLAIMS_SKILLS_URL"]
+        {
+            command.env_remove(name);
+        }
+        let mut child = command.spawn().expect("skill-core runs");
+        let out = collect(child.stdout.take().expect("stdout"));
+        let err = collect(child.stderr.take().expect("stderr"));
+        Self { child, out, err }
+    }
+
+    fn out(&self) -> Vec<String> {
+        self.out.lock().expect("lines").clone()
+    }
+
+    fn err(&self) -> Vec<String> {
+        self.err.lock().expect("lines").clone()
+    }
+
+    /// Stdout once a line says `done` (within `seconds`).
+    fn until(&mut self, seconds: u64, done: impl Fn(&str) -> bool) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(seconds);
+        loop {
+            let out = self.out();
+            if out.iter().any(|line| done(line)) {
+                return out;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("dev ended ({status}) before it was ready:\n{}\n{}", out.join("\n"), self.err().join("\n"));
+            }
+            assert!(Instant::now() < deadline, "dev was not ready in {seconds} s:\n{}", self.err().join("\n"));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text after the banner's `label` (`  model     …`).
+fn labelled<'a>(banner: &'a [String], label: &str) -> &'a str {
+    let line = banner
+        .iter()
+        .find(|line| line.strip_prefix("  ").is_some_and(|rest| rest.starts_with(&format!("{label} "))))
+        .unwrap_or_else(|| panic!("a {label} line in {banner:#?}"));
+    line.trim_start()[label.len()..].trim_start()
+}
+
+/// The shell lines under "In another shell", as printed (the indent taken off).
+fn printed_commands(banner: &[String]) -> Vec<String> {
+    let start = banner.iter().position(|line| line.starts_with("In another shell")).expect("the commands");
+    banner[start + 1..]
+        .iter()
+        .take_while(|line| !line.starts_with("Stop with"))
+        .filter_map(|line| line.strip_prefix("  ").map(str::to_owned))
+        .collect()
+}
+
+/// The reply files of `outbox`: `(claim, reply)`.
+fn replies(outbox: &Path) -> Vec<(String, String)> {
+    std::fs::read_dir(outbox)
+        .expect("the outbox dev made")
+        .filter_map(Result::ok)
+        .filter(|entry| !entry.file_name().to_string_lossy().starts_with('.'))
+        .map(|entry| {
+            let message: Value = serde_json::from_slice(&std::fs::read(entry.path()).expect("a reply")).expect("JSON");
+            (
+                message["claim"].as_str().unwrap_or_default().to_owned(),
+                message["reply"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_console() {
     let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claims");
-    let data_arg = data.display().to_string();
-    let package_arg = package.display().to_string();
-    let mut running =
-        running::start(&["dev", "--package", &package_arg, "--data", &data_arg, "--listen", "127.0.0.1:0"], true);
-    let lines = running.until(300, |line| line.starts_with("Stop with"));
-    assert_eq!(lines[0], "skill-core dev: package claims 1.0.0 applied");
-    let core = field(&lines, "core").to_owned();
-    assert!(field(&lines, "https").contains("claims-integration"), "the host serves the http skills: {lines:?}");
-    assert!(
-        lines.iter().any(|line| line.contains("remote    an executor in this process calls https://localhost:")),
-        "{lines:?}"
-    );
-    let token = field(&lines, "token").to_owned();
-    assert!(
-        lines.iter().any(|line| line.contains("claims.reply")),
-        "the token holds what the contracts require: {lines:?}"
-    );
-    // The printed invoke: `curl … \` and, on the next line, the URL and `-d '<body>'`.
-    let at = lines.iter().position(|line| line.contains("-X POST")).expect("an example call");
-    let printed = &lines[at + 1];
-    let url = printed.split_whitespace().find(|word| word.starts_with("http://")).expect("a URL").to_owned();
-    let body = printed.split('\'').nth(1).expect("a quoted body").to_owned();
-    assert!(url.starts_with(&core) && url.ends_with(":invoke"), "{url} calls the core");
+    let package = package.display().to_string();
+    let mut dev = Dev::start(&["dev", "--temp", "--package", &package, "--listen", "127.0.0.1:0"]);
+    let banner = dev.until(600, |line| line.starts_with("Stop with"));
+    assert_eq!(banner[0], "skill-core dev: package claims 1.0.0 applied", "{banner:#?}");
+    let data = labelled(&banner, "core").split("(data: ").nth(1).expect("the data folder").to_owned();
+    let data = PathBuf::from(data.trim_end_matches(", removed at stop)"));
+    assert!(data.is_dir(), "a throwaway data folder: {}", data.display());
+    let outbox = PathBuf::from(labelled(&banner, "CLAIMS_OUTBOX_DIR").trim_end_matches(" (made by dev)"));
+    assert!(outbox.starts_with(&data) && outbox.is_dir(), "the outbox folder, made by dev in its data: {outbox:?}");
+    assert!(labelled(&banner, "model").starts_with(STAND_IN), "{banner:#?}");
+    assert!(labelled(&banner, "https").contains("claims-integration serves the 1 http skill on https://localhost:"));
 
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    runtime.block_on(async {
-        let client = reqwest::Client::new();
-        let call = |url: String, body: String| {
-            let request = client.post(url).bearer_auth(&token).header("content-type", "application/json").body(body);
-            async move {
-                let answer = request.send().await.expect("the core answers");
-                (answer.status().as_u16(), answer.json::<Value>().await.expect("JSON"))
-            }
-        };
-        // A call's row once it ended (or after 30 s).
-        let ended = |created: Value| {
-            let id = created["id"].as_str().expect("an id").to_owned();
-            let (client, core, token) = (client.clone(), core.clone(), token.clone());
-            async move {
-                let deadline = std::time::Instant::now() + Duration::from_secs(30);
-                loop {
-                    let read = client.get(format!("{core}/skill-invocations/{id}")).bearer_auth(&token).send().await;
-                    let read: Value = read.expect("the core answers").json().await.expect("JSON");
-                    if read["status"] != "pending" && read["status"] != "running"
-                        || std::time::Instant::now() > deadline
-                    {
-                        break read;
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The printed commands, in a shell, in order: each succeeds.
+    let commands = printed_commands(&banner);
+    assert!(commands.iter().any(|line| line.starts_with("export REVIEWER=")), "{commands:#?}");
+    let script = format!(
+        "{}\nprintf 'TASK=%s\\nDRAFT=%s\\nAPPROVAL=%s\\n' \"$TASK\" \"$DRAFT\" \"$APPROVAL\"\n",
+        commands.join("\n")
+    );
+    let shell = Command::new("bash").args(["-e", "-o", "pipefail", "-c", &script]).output().expect("bash runs");
+    let said = String::from_utf8_lossy(&shell.stdout).to_string();
+    assert!(shell.status.success(), "{said}\n{}", String::from_utf8_lossy(&shell.stderr));
+    let variable = |name: &str| {
+        let value = said.lines().find_map(|line| line.strip_prefix(&format!("{name}="))).unwrap_or_default().to_owned();
+        assert!(value.len() == 36 && value.contains('-'), "{name} is an id, not {value:?}: {said}");
+        value
+    };
+    let (task, draft, approval) = (variable("TASK"), variable("DRAFT"), variable("APPROVAL"));
+    let export = |name: &str| {
+        let prefix = format!("export {name}=");
+        commands.iter().find_map(|line| line.strip_prefix(&prefix)).expect("an export line").to_owned()
+    };
+    let (url, token, reviewer) = (export("SKILL_CORE_URL"), export("SKILL_CORE_TOKEN"), export("REVIEWER"));
+    let api = |path: &str| format!("{url}/api/v1{path}");
+    // No connection kept between requests: dev closes idle ones (its header timeout).
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("a client");
+    let read = |path: String| {
+        let request = http.get(api(&path)).bearer_auth(&token);
+        async move { request.send().await.expect("the core answers").json::<Value>().await.expect("JSON") }
+    };
+    let ended = |path: String| {
+        let read = &read;
+        async move {
+            for _ in 0..300 {
+                let now = read(path.clone()).await;
+                if now["status"] != "pending" && now["status"] != "running" {
+                    return now;
                 }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-        };
-        // The printed call, as printed: through the core to the package's host and back.
-        let (status, created) = call(url.clone(), body.clone()).await;
-        assert_eq!(status, 201, "{created}");
-        let done = ended(created).await;
-        assert_eq!(done["status"], "succeeded", "{done}");
-        assert!(done["output"]["category"].is_string(), "{done}");
-        // The http skill: served by the package's host over https on loopback, called by the
-        // remote executor with a token from this core.
-        let (status, created) =
-            call(format!("{core}/skills/claim.lookup@1:invoke"), r#"{"inputs": {"claim": "C-1002"}}"#.to_owned()).await;
-        assert_eq!(status, 201, "{created}");
-        let looked = ended(created).await;
-        assert_eq!(looked["status"], "succeeded", "{looked}");
-        assert_eq!(looked["output"]["customer"], "Jonas Berg", "{looked}");
-        // An external write has no basis: refused, though the token holds its permission.
-        let send = format!("{core}/skills/claim.send_reply@1:invoke");
-        let inputs = r#"{"inputs": {"claim": "c-1", "comment": "Your refund is on its way."}, "idempotencyKey": "k"}"#;
-        let (status, refused) = call(send, inputs.to_owned()).await;
-        assert_eq!(
-            (status, refused["error"]["code"].as_str()),
-            (403, Some("skill_side_effect_not_authorized")),
-            "{refused}"
-        );
-    });
+            panic!("{path} did not end");
+        }
+    };
+    let drafted = ended(format!("/skill-invocations/{draft}")).await;
+    let text = drafted["output"]["draft"].as_str().unwrap_or_else(|| panic!("a draft: {drafted}")).to_owned();
+    assert!(text.contains(STAND_IN) && text.contains("has not arrived"), "the stand-in's draft of the message: {text}");
+    assert_eq!(read(format!("/approvals/{approval}")).await["status"], "pending");
 
-    running.stop(rustix::process::Signal::INT);
-    // The executor stopped with dev and closed its session.
-    let events = runtime.block_on(async {
-        let store = skill_store::open(&data_arg, &Default::default()).await.expect("the database");
-        store.events(0, None, 1000).await.expect("events")
-    });
-    assert!(events.iter().any(|event| event.kind == "executor.session_closed"), "the executor's session was closed");
-    assert!(events.iter().any(|event| event.kind == "skill.invocation_succeeded"));
-    let _ = std::fs::remove_dir_all(&data);
+    // The reviewer decides in the console: the draft is in the reply box, labelled as the reply.
+    let browser = Session::start(1280, 1200).await;
+    browser.open(&format!("{url}/console/sign-in")).await;
+    browser.find("#token").await.type_text(&reviewer).await;
+    browser.find("form button[type=submit]").await.click().await;
+    browser.until_text("main h1", 10, |h1| h1 == "Tasks").await;
+    browser.open(&format!("{url}/console/tasks/{task}")).await;
+    let form = browser.until_text("form.decide", 10, |form| form.contains("Reply to send")).await;
+    assert!(form.contains("claim.send_reply@1"), "{form}");
+    let boxed = browser.find("form.decide textarea").await.property("value").await;
+    assert_eq!(boxed, text, "the reply box holds the draft");
+    browser.find("button.approve").await.click().await;
+    browser.until_text(".outcome", 30, |outcome| outcome.contains("succeeded")).await;
+    drop(browser);
+    assert_eq!(replies(&outbox), [("C-1002".to_owned(), text.clone())], "one reply, the draft's text");
+    let decided = read(format!("/approvals/{approval}")).await;
+    assert_eq!(
+        (decided["status"].clone(), decided["outcome"]["status"].clone()),
+        (json!("approved"), json!("succeeded"))
+    );
+
+    // Idle, dev prints nothing for a minute (executors long-poll and heartbeat meanwhile).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (out, err) = (dev.out().len(), dev.err().len());
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let said: Vec<String> = dev.err()[err..].to_vec();
+    assert_eq!((dev.out().len(), said.clone()), (out, Vec::<String>::new()), "idle for a minute");
+
+    // A call that fails prints one line, with its code.
+    let lookup = http
+        .post(api("/skills/claim.lookup@1:invoke"))
+        .bearer_auth(&token)
+        .json(&json!({"inputs": {"claim": "C-9"}}))
+        .send()
+        .await
+        .expect("the core answers")
+        .json::<Value>()
+        .await
+        .expect("JSON");
+    let failed = ended(format!("/skill-invocations/{}", lookup["id"].as_str().expect("an id"))).await;
+    assert_eq!(failed["error"]["code"], "claim_not_found", "{failed}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lines: Vec<String> = dev.err()[err..].to_vec();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(lines[0].contains("code=claim_not_found") && lines[0].contains("skill=claim.lookup@1"), "{lines:?}");
+
+    // Stopped, its throwaway data folder is gone.
+    let pid = rustix::process::Pid::from_raw(i32::try_from(dev.child.id()).expect("a pid")).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("signalled");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = dev.child.try_wait().expect("waits") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "dev did not stop");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status}: {:#?}", dev.err());
+    assert!(!data.exists(), "--temp removes {}", data.display());
 }

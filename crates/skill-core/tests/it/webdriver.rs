@@ -167,4 +167,25 @@ impl Element<'_> {
         let path = format!("/element/{}/text", self.id);
         self.session.command(reqwest::Method::GET, &path, None).await.as_str().unwrap_or_default().to_owned()
     }
+
+    /// A DOM property (`value` of a text box: what it holds now).
+    pub(crate) async fn property(&self, name: &str) -> String {
+        let path = format!("/element/{}/property/{name}", self.id);
+        self.session.command(reqwest::Method::GET, &path, None).await.as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Chooses the option of a `select` whose value is `value`.
+    pub(crate) async fn choose(&self, value: &str) {
+        let selector = format!("option[value='{value}']");
+        let found = self
+            .session
+            .command(
+                reqwest::Method::POST,
+                &format!("/element/{}/element", self.id),
+                Some(json!({"using": "css selector", "value": selector})),
+            )
+            .await;
+        let id = found[ELEMENT].as_str().unwrap_or_else(|| panic!("an option {value}: {found}")).to_owned();
+        Element { session: self.session, id }.click().await;
+    }
 }

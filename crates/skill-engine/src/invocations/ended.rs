@@ -30,10 +30,10 @@ pub(crate) fn log(call: &InvocationRecord, name: &str, version: &str) {
         }
         (_, Some(at)) => {
             let took_ms = (at - call.created_at).num_milliseconds();
-            tracing::warn!(call = %call.id, %skill, %status, %attempt, took_ms, %task, %code, message = %message, "call ended");
+            tracing::warn!(call = %call.id, %skill, %status, %attempt, took_ms, %task, %code, reason = %message, "call ended");
         }
         ("pending", None) if call.error.is_some() => {
-            tracing::debug!(call = %call.id, %skill, %attempt, %code, message = %message, "call attempt failed; retried");
+            tracing::debug!(call = %call.id, %skill, %attempt, %code, reason = %message, "call attempt failed; retried");
         }
         _ => {}
     }
