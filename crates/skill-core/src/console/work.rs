@@ -260,7 +260,7 @@ pub(super) async fn comment(
         return refusal;
     }
     let request =
-        CommentRequest { task_id: id.clone(), body: forms::plain(&sent, "body").unwrap_or_default().to_owned() };
+        CommentRequest { task_id: id.clone(), body: forms::lines(forms::plain(&sent, "body").unwrap_or_default()) };
     match core.engine.add_comment(&viewer.actor, &request, viewer.request_id.as_deref()).await {
         Ok(_) => Redirect::to(&format!("/console/tasks/{id}#comments")).into_response(),
         Err(error) => failure(Some(&viewer), &error),

@@ -86,6 +86,15 @@ impl Console {
         Self::answer(request.send().await.expect("the console answers")).await
     }
 
+    /// `GET path` on the core's root, with `Accept: accept` when given.
+    pub(crate) async fn root_get(&self, path: &str, accept: Option<&str>) -> Page {
+        let mut request = self.http.get(format!("{}{path}", self.root));
+        if let Some(accept) = accept {
+            request = request.header(reqwest::header::ACCEPT, accept);
+        }
+        Self::answer(request.send().await.expect("the core answers")).await
+    }
+
     /// This console's own origin, as a browser sends it with a form.
     pub(crate) fn origin(&self) -> &str {
         &self.root
@@ -159,7 +168,7 @@ async fn people_decide_in_the_console_and_nothing_else_changes_anything() {
         let page = console.get(Some(&cookie), &format!("/console/tasks/{task}")).await;
         assert_eq!(page.status, StatusCode::OK);
         for shown in
-            ["claim.send_reply@1", "external_write", "risk high", "the comment you write", "$.approval.comment"]
+            ["claim.send_reply@1", "external_write", "risk high", "the text you write below", "$.approval.comment"]
         {
             assert!(page.body.contains(shown), "{shown} in the preview");
         }

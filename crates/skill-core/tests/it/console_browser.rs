@@ -69,7 +69,7 @@ async fn a_reviewer_approves_in_the_browser_and_the_reply_is_sent_once() {
     let artifacts = browser.find("#artifacts").await.text().await;
     assert!(artifacts.contains(draft), "the drafted reply is readable: {artifacts}");
     let preview = browser.find(".preview").await.text().await;
-    for shown in ["claim.send_reply@1", "external_write", "risk high", "C-1002", "the comment you write"] {
+    for shown in ["claim.send_reply@1", "external_write", "risk high", "C-1002", "the text you write below"] {
         assert!(preview.contains(shown), "{shown} in: {preview}");
     }
     browser.screenshot(screenshots, "decision").await;
@@ -136,4 +136,64 @@ async fn a_reviewer_approves_in_the_browser_and_the_reply_is_sent_once() {
     let page = browser.until_text("#call", 10, |text| text.contains("skill.invocation_requested")).await;
     assert!(page.contains("no_executor"), "{page}");
     browser.screenshot(screenshots, "invocation").await;
+}
+
+/// At a phone's width (390 px), a clerk creates a task from its type's form, runs a skill from
+/// its input form and reads the result, and finds the call in the history — every page fitting
+/// the screen, nothing to scroll sideways.
+#[tokio::test]
+async fn a_clerk_works_from_the_console_on_a_phone() {
+    let executable = host();
+    let screenshots = std::env::var("SKILL_CONSOLE_SCREENSHOTS").ok();
+    let screenshots = screenshots.as_deref();
+    let core = core(Backend::Sqlite, "console-phone").await;
+    let root = apply_package(&core).await;
+    let (clerk, _) = desk(&core).await;
+    let sent = Scratch::new("console-phone-outbox");
+    let _executor = executor(&executable, &root, &core.executor, &sent);
+
+    let phone = Session::start(390, 844).await;
+    phone.open(&format!("{root}/console/sign-in")).await;
+    phone.find("#token").await.type_text(&clerk).await;
+    phone.find("form button[type=submit]").await.click().await;
+    phone.until_text("main h1", 10, |text| text == "Tasks").await;
+    assert!(phone.fits().await, "the tasks page fits a phone");
+
+    // A task from the type's form.
+    phone.find("a[href='/console/tasks/new']").await.click().await;
+    phone.find("a[href='/console/tasks/new?type=claim-reply@1']").await.click().await;
+    phone.until_text("main h1", 10, |text| text.contains("Reply to a customer claim")).await;
+    phone.find("#new-workspace").await.choose("claims").await;
+    phone.find("#new-title").await.type_text("Broken kettle").await;
+    phone.find("#new-claim").await.type_text("C-1001").await;
+    phone.find("#new-message").await.type_text("The kettle I bought is broken.").await;
+    assert!(phone.fits().await, "the new task form fits a phone");
+    phone.screenshot(screenshots, "new-task-phone").await;
+    phone.find("form.work button[type=submit]").await.click().await;
+    phone.until_text("main h1", 10, |text| text.contains("Broken kettle")).await;
+    let fields = phone.find("#fields").await.text().await;
+    assert!(fields.contains("C-1001") && fields.contains("The kettle I bought is broken."), "{fields}");
+    assert!(phone.fits().await, "a task's page fits a phone");
+    phone.screenshot(screenshots, "task-phone").await;
+
+    // A skill run from its input form; its page shows the result as it comes.
+    phone.find("nav a[href='/console/run']").await.click().await;
+    phone.find("a[href='/console/run/claim.classify@1']").await.click().await;
+    phone.find("textarea[name='f.text']").await.type_text("The item arrived broken, I want a refund").await;
+    phone.screenshot(screenshots, "run-phone").await;
+    phone.find("form.work button[type=submit]").await.click().await;
+    let call = phone.until_text("#call", 20, |text| text.contains("succeeded")).await;
+    assert!(call.contains("\"category\": \"refund\""), "{call}");
+    assert!(call.contains("clerk"), "the caller by name: {call}");
+    assert!(phone.fits().await, "a call's page fits a phone");
+
+    // The history: the call, succeeded; a filter that matches nothing says so.
+    phone.find("nav a[href='/console/calls']").await.click().await;
+    let listed = phone.until_text("main", 10, |text| text.contains("claim.classify@1")).await;
+    assert!(listed.contains("succeeded") && listed.contains("clerk"), "{listed}");
+    assert!(phone.fits().await, "the history fits a phone");
+    phone.screenshot(screenshots, "calls-phone").await;
+    phone.find("#f-status").await.choose("failed").await;
+    phone.find("form.filters button").await.click().await;
+    phone.until_text("main", 10, |text| text.contains("No call matches.")).await;
 }

@@ -9,6 +9,7 @@ mod claims;
 mod client;
 mod console;
 mod console_browser;
+mod console_work;
 mod dev;
 mod heavy_contracts;
 mod hostile_api;

@@ -135,6 +135,16 @@ impl Session {
         std::fs::write(std::path::Path::new(folder).join(format!("{name}.png")), png).expect("written");
     }
 
+    /// What `script` (the body of a function) returns, run in the page.
+    pub(crate) async fn script(&self, script: &str) -> Value {
+        self.command(reqwest::Method::POST, "/execute/sync", Some(json!({"script": script, "args": []}))).await
+    }
+
+    /// Whether the page fits the window's width: nothing to scroll sideways.
+    pub(crate) async fn fits(&self) -> bool {
+        self.script("return document.documentElement.scrollWidth <= window.innerWidth;").await == json!(true)
+    }
+
     /// The cookies the browser holds for the page.
     pub(crate) async fn cookies(&self) -> Vec<Value> {
         self.command(reqwest::Method::GET, "/cookie", None).await.as_array().cloned().unwrap_or_default()
