@@ -119,7 +119,8 @@ pub fn run(command: PackageCommand) -> ExitCode {
             if *json {
                 println!("{}", json!({"package": loaded.package.key, "problems": []}));
             } else {
-                println!("{summary}: {} objects, no problems", loaded.package.objects.len());
+                let count = loaded.package.objects.len();
+                println!("{summary}: {count} object{}, no problems", if count == 1 { "" } else { "s" });
             }
             return ExitCode::SUCCESS;
         }

@@ -61,7 +61,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         for problem in &problems {
             eprintln!("{problem}");
         }
-        bail!("the package has {} problems: fix them, then run dev again", problems.len());
+        bail!("the package has {}: fix them, then run dev again", plural_count(problems.len(), "problem"));
     }
     let data = setup::Data::new(&folder, args.data.as_deref(), args.temp)?;
     let store = skill_store::open(&data.path.display().to_string(), &Default::default())
@@ -299,6 +299,11 @@ fn free_port(wanted: u16) -> Result<u16> {
         return Ok(wanted);
     }
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// `count` and `word` for that many: `1 problem`, `2 problems`.
+fn plural_count(count: usize, word: &str) -> String {
+    format!("{count} {}", plural(count, word))
 }
 
 /// `word` for `count` of it: `skill`, `skills`.

@@ -5,6 +5,7 @@
 mod endpoint;
 mod patch;
 mod publish;
+mod suggest;
 mod view;
 
 use chrono::Utc;
@@ -41,7 +42,11 @@ impl Engine {
     /// Reads one version (`org.read`, `skills.invoke` or `skills.execute`).
     pub async fn skill(&self, actor: &Actor, reference: &str) -> Result<SkillOut> {
         actor.require_any(&["org.read", "skills.invoke", "skills.execute"])?;
-        Ok(skill_out(self.find(reference).await?, actor.can("org.read")))
+        let entry = match self.find(reference).await {
+            Err(error) if error.class == Class::NotFound => return Err(self.with_suggestions(error, reference).await),
+            found => found?,
+        };
+        Ok(skill_out(entry, actor.can("org.read")))
     }
 
     /// Lists versions in publication order (`org.read`).

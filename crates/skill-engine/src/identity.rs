@@ -40,9 +40,36 @@ pub struct IssuedToken {
     pub principal: Principal,
 }
 
+/// Why a token does not let its holder in.
+#[derive(Debug, Clone, Copy)]
+enum TokenProblem {
+    Unknown,
+    Revoked,
+    Expired,
+    PrincipalDisabled,
+}
+
+/// `401 invalid_token`, saying why and what to do.
+fn invalid_token(problem: TokenProblem) -> EngineError {
+    let (reason, why) = match problem {
+        TokenProblem::Unknown => (
+            "unknown",
+            "no such token: check that it was copied whole (skp_ and 64 hex digits) and belongs to this core",
+        ),
+        TokenProblem::Revoked => ("revoked", "it was revoked: ask for a new one"),
+        TokenProblem::Expired => {
+            ("expired", "it has expired: ask for a new one (skill-core dev mints new ones at each start)")
+        }
+        TokenProblem::PrincipalDisabled => ("principal_disabled", "its principal is disabled: ask an operator"),
+    };
+    EngineError::new(Class::Unauthenticated, "invalid_token", format!("the token is not valid: {why}"))
+        .with("reason", reason)
+}
+
 impl Engine {
     /// The actor behind a bearer token; `invalid_token` when it is unknown, revoked, expired, or
-    /// its principal is disabled (one code for all, so a caller learns nothing about a token).
+    /// its principal is disabled — one code, with `details.reason` and what to do (which tells the
+    /// holder of a token nothing it could use: a guessed token is only ever `unknown`).
     pub async fn authenticate(&self, token: &str) -> Result<Actor> {
         let credential = self.live_credential(&token_hash(token)).await?;
         Ok(Actor::new(credential.principal, credential.grants).with_allowance(credential.allowance))
@@ -52,14 +79,20 @@ impl Engine {
     /// revoked, expired, or its principal is disabled. What a bearer token and a console session
     /// are both checked with.
     pub(crate) async fn live_credential(&self, hash: &str) -> Result<skill_store::records::Credential> {
-        let invalid = || EngineError::new(Class::Unauthenticated, "invalid_token", "the token is not valid");
         let credential = match self.store.credential(hash).await {
             Ok(found) => found,
-            Err(error) if error.kind() == ErrorKind::NotFound => return Err(invalid()),
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(invalid_token(TokenProblem::Unknown)),
             Err(error) => return Err(error.into()),
         };
         if !usable(&credential.token, &credential.principal) {
-            return Err(invalid());
+            let problem = if credential.token.revoked_at.is_some() {
+                TokenProblem::Revoked
+            } else if credential.principal.disabled_at.is_some() {
+                TokenProblem::PrincipalDisabled
+            } else {
+                TokenProblem::Expired
+            };
+            return Err(invalid_token(problem));
         }
         Ok(credential)
     }

@@ -70,7 +70,12 @@ impl Engine {
         internal: Option<Internal<'_>>,
     ) -> Result<Invoked> {
         actor.require("skills.invoke")?;
-        let SkillEntry { skill, .. } = self.find(reference).await?;
+        let SkillEntry { skill, .. } = match self.find(reference).await {
+            Err(error) if error.class == Class::NotFound && internal.is_none() => {
+                return Err(self.with_suggestions(error, reference).await);
+            }
+            found => found?,
+        };
         let key = checked_key(request.idempotency_key.as_deref())?;
         // Kept with its keys in order, so that equal inputs are stored as the same text.
         let inputs = canonical(&Value::Object(request.inputs.clone().unwrap_or_default()));

@@ -125,6 +125,7 @@ pub async fn run(
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let count = registry.skills().len();
+    let skills = if count == 1 { "skill" } else { "skills" };
     match args.transport {
         ServeTransport::Http => {
             let access = access(args, env)?;
@@ -136,7 +137,7 @@ pub async fn run(
             let listener = listen(args).await?;
             let address = listener.local_addr()?;
             eprintln!(
-                "serving {count} skills over http on {scheme}://{address} ({checked}); POST /skills/<name>@<version>"
+                "serving {count} {skills} over http on {scheme}://{address} ({checked}); POST /skills/<name>@<version>"
             );
             serve_on(listener, host.router(), args, tls, stop).await?;
             tracing::info!(running = calls.running(), "stopping: waiting for the calls in flight");
@@ -159,7 +160,7 @@ pub async fn run(
             let listener = listen(args).await?;
             let address = listener.local_addr()?;
             eprintln!(
-                "serving {count} skills over mcp-http on {scheme}://{address}/mcp ({checked}; Host: {})",
+                "serving {count} {skills} over mcp-http on {scheme}://{address}/mcp ({checked}; Host: {})",
                 allowed.0.join(", ")
             );
             serve_on(listener, router, args, tls, stop).await?;
@@ -170,7 +171,7 @@ pub async fn run(
         ServeTransport::McpStdio => {
             let host = McpHost::new(registry, &server_name())?;
             let calls = host.calls();
-            eprintln!("serving {count} skills over mcp-stdio");
+            eprintln!("serving {count} {skills} over mcp-stdio");
             let service = host
                 .serve(mcp_stdio::screened(tokio::io::stdin()))
                 .await

@@ -429,7 +429,9 @@ fn export_command(registry: &Registry, args: &ExportArgs) -> ExitCode {
     if args.check {
         match export::check(registry.skills(), &args.package, choice.as_ref()) {
             Ok(differences) if differences.is_empty() => {
-                println!("ok: {} skills match {}", registry.skills().len(), args.package.join("skills").display());
+                let count = registry.skills().len();
+                let noun = if count == 1 { "skill matches" } else { "skills match" };
+                println!("ok: {count} {noun} {}", args.package.join("skills").display());
                 ExitCode::SUCCESS
             }
             Ok(differences) => {

@@ -41,7 +41,7 @@ fn the_readme_quick_start_runs_as_written() {
     assert!(output.status.success(), "{stdout}\n{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines[0], "written ./skills/hello.greet.yaml");
-    assert_eq!(lines[1], "ok: 1 skills match ./skills");
+    assert_eq!(lines[1], "ok: 1 skill matches ./skills");
     let printed: serde_json::Value = serde_json::from_str(&lines[2..].join("\n")).expect("invoke prints JSON");
     assert_eq!(printed, serde_json::json!({"outputs": {"greeting": "Hello, Ada!"}, "cost": null}));
     let file = std::fs::read_to_string(tmp.join("hello/skills/hello.greet.yaml")).expect("exported");

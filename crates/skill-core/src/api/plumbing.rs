@@ -108,7 +108,14 @@ impl FromRequestParts<Core> for Actor {
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim());
         let Some(token) = token.filter(|token| !token.is_empty()) else {
-            return Err(Failure(EngineError::new(Class::Unauthenticated, "invalid_token", "the token is not valid")));
+            return Err(Failure(
+                EngineError::new(
+                    Class::Unauthenticated,
+                    "invalid_token",
+                    "the Authorization header is not a bearer token: send Authorization: Bearer skp_…",
+                )
+                .with("reason", "malformed"),
+            ));
         };
         Ok(core.engine.authenticate(token).await?)
     }

@@ -55,7 +55,7 @@ pub(super) async fn sign_in(State(core): State<Core>, headers: HeaderMap, Form(f
         }
         Err(error) if error.class == Class::Unauthenticated => answer(
             StatusCode::UNAUTHORIZED,
-            sign_in_page(Some("That token is not valid: it is unknown, revoked or expired.")),
+            sign_in_page(Some(&format!("That token does not sign you in: {}.", error.message))),
         ),
         Err(error) if error.class == Class::Forbidden => {
             answer(StatusCode::FORBIDDEN, sign_in_page(Some(&error.message)))

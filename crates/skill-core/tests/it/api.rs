@@ -160,12 +160,26 @@ async fn credentials_are_checked_first_and_permissions_per_route() {
     let missing = api.send(Method::GET, "/api/v1/skills/nope@1", None, None, &[]).await;
     refused(&missing, 401, "missing_authorization");
     assert!(missing.headers["www-authenticate"].to_str().expect("ASCII").starts_with("Bearer "));
-    refused(&api.send(Method::GET, "/api/v1/skills", Some("skp_forged"), None, &[]).await, 401, "invalid_token");
-    refused(
-        &api.send(Method::GET, "/api/v1/skills", None, None, &[("authorization", "Basic YTpi")]).await,
-        401,
-        "invalid_token",
-    );
+    // An invalid token says why, and what to do.
+    let forged = api.send(Method::GET, "/api/v1/skills", Some("skp_forged"), None, &[]).await;
+    refused(&forged, 401, "invalid_token");
+    assert_eq!(forged.body["error"]["details"]["reason"], "unknown");
+    assert!(forged.body["error"]["message"].as_str().is_some_and(|m| m.contains("copied whole")), "{}", forged.body);
+    let basic = api.send(Method::GET, "/api/v1/skills", None, None, &[("authorization", "Basic YTpi")]).await;
+    refused(&basic, 401, "invalid_token");
+    assert_eq!(basic.body["error"]["details"]["reason"], "malformed");
+    let request = skill_engine::TokenRequest {
+        principal: "leaving".into(),
+        kind: "person".into(),
+        grants: vec!["org.read".into()],
+        label: String::new(),
+        expires_at: None,
+    };
+    let issued = api.engine.issue_token(&request, &skill_engine::Origin::default()).await.expect("a token");
+    api.engine.revoke_token(&issued.record.id, &skill_engine::Origin::default()).await.expect("revoked");
+    let revoked = api.send(Method::GET, "/api/v1/skills", Some(&issued.token), None, &[]).await;
+    refused(&revoked, 401, "invalid_token");
+    assert_eq!(revoked.body["error"]["details"]["reason"], "revoked", "{}", revoked.body);
 
     let reader = token(&api.engine, "reader", &["org.read"]).await;
     let body = leaf("a.b", "1").to_string();

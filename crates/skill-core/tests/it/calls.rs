@@ -240,6 +240,11 @@ async fn invoke_checks_in_the_reference_order() {
         // 2. the version
         let missing = core.invoke(&core.caller, "claim.nothing@1", ok.clone()).await;
         assert_eq!(missing.refused(404, "not_found").body["error"]["details"]["skill"], "claim.nothing@1");
+        // A near miss says what was probably meant.
+        let typo = core.invoke(&core.caller, "claim.clasify@1", ok.clone()).await;
+        let error = &typo.refused(404, "not_found").body["error"];
+        assert_eq!(error["details"]["didYouMean"], json!(["claim.classify@1"]), "{error}");
+        assert!(error["message"].as_str().is_some_and(|m| m.ends_with("did you mean claim.classify@1?")), "{error}");
         // 3. the key's shape
         for key in ["   ", &"k".repeat(201)] {
             core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}, "idempotencyKey": key}))
@@ -1049,7 +1054,8 @@ async fn disabling_a_principal_cancels_its_calls_and_returns_what_it_ran() {
         assert_eq!(cancelled, expected, "{disabled}");
         core.post(&core.admin, "/principals:disable", &body).await.refused(409, "principal_disabled");
         // Its token stops at once.
-        core.get(&leaver, "/skills").await.refused(401, "invalid_token");
+        let gone = core.get(&leaver, "/skills").await;
+        assert_eq!(gone.refused(401, "invalid_token").body["error"]["details"]["reason"], "principal_disabled");
 
         let read = |id: &Value| {
             let core = &core;

@@ -189,7 +189,9 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     // The page offers to draft again: a second draft call, and the reply box starts from it.
     browser.find(&format!("form[action='/console/tasks/{task}/draft'] button")).await.click().await;
     let calls = browser
-        .until_text("#calls", 30, |calls| calls.matches("claim.draft_reply@1").count() == 2 && !calls.contains("pending"))
+        .until_text("#calls", 30, |calls| {
+            calls.matches("claim.draft_reply@1").count() == 2 && !calls.contains("pending")
+        })
         .await;
     assert!(!calls.contains("failed"), "{calls}");
     let form = browser.until_text("form.decide", 10, |form| form.contains("Reply to send")).await;
