@@ -1,5 +1,5 @@
 //! A real browser for the console's tests: Debian's Chromium and its ChromeDriver (installed from
-//! Debian's packages when missing), the driver listening on a free port of 127.0.0.1, stopped
+//! Debian's packages when missing, with curl and jq, which the test of dev's printed commands uses), the driver listening on a free port of 127.0.0.1, stopped
 //! when dropped.
 
 use std::path::Path;
@@ -23,7 +23,9 @@ pub(crate) struct Browser {
 impl Browser {
     /// Installs Chromium and ChromeDriver if needed, starts the driver and waits until it answers.
     pub(crate) fn start() -> Result<Self> {
-        if !Path::new(CHROMIUM).exists() || !Path::new(CHROMEDRIVER).exists() {
+        // The browser, and the shell tools `skill-core dev`'s printed commands use (a test runs them).
+        let missing = |program: &str| !Path::new("/usr/bin").join(program).exists();
+        if missing("chromium") || missing("chromedriver") || missing("curl") || missing("jq") {
             install()?;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -60,9 +62,9 @@ impl Drop for Browser {
 fn install() -> Result<()> {
     run("apt-get update", Command::new("apt-get").args(["update", "-qq"]))?;
     run(
-        "install Chromium and ChromeDriver from Debian's packages",
+        "install Chromium, ChromeDriver, curl and jq from Debian's packages",
         Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver"])
+            .args(["install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver", "curl", "jq"])
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
 }
