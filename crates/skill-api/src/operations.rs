@@ -818,7 +818,12 @@ pub const OPERATIONS: &[Operation] = &[
         request: Some(schema::<RetryRequest>),
         query: None,
         success: (200, Some(schema::<ApprovalOut>)),
-        errors: &[(404, "not_found"), (409, "outcome_not_retryable"), (409, "task_terminal")],
+        errors: &[
+            (403, "self_approval_refused"),
+            (404, "not_found"),
+            (409, "outcome_not_retryable"),
+            (409, "task_terminal"),
+        ],
         idempotency_key: true,
     },
     Operation {

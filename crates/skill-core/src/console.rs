@@ -70,7 +70,7 @@ pub fn router() -> Router<Core> {
         .route("/costs", get(costs::costs))
         .route("/skills/{*reference}", get(catalog::skill))
         .route("/assets/{name}", get(assets::asset))
-        .fallback(layout::not_found)
+        .fallback(not_found)
         .layer(axum::middleware::from_fn(headers))
 }
 
@@ -91,4 +91,17 @@ async fn headers(request: Request, next: Next) -> Response {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     response
+}
+
+/// Any console path that is not a page (with the navigation when someone is signed in).
+async fn not_found(axum::extract::State(core): axum::extract::State<Core>, request: Request) -> Response {
+    let (mut parts, _) = request.into_parts();
+    let viewer =
+        <session::Viewer as axum::extract::FromRequestParts<Core>>::from_request_parts(&mut parts, &core).await.ok();
+    let body =
+        maud::html! { h1 { "Not found" } p { "There is no such page." } p { a href="/console/tasks" { "Tasks" } } };
+    layout::answer(
+        axum::http::StatusCode::NOT_FOUND,
+        layout::page("Not found", viewer.as_ref().map(session::Viewer::frame), body),
+    )
 }

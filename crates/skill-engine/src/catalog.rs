@@ -43,7 +43,9 @@ impl Engine {
     pub async fn skill(&self, actor: &Actor, reference: &str) -> Result<SkillOut> {
         actor.require_any(&["org.read", "skills.invoke", "skills.execute"])?;
         let entry = match self.find(reference).await {
-            Err(error) if error.class == Class::NotFound => return Err(self.with_suggestions(error, reference).await),
+            Err(error) if error.class == Class::NotFound => {
+                return Err(self.with_suggestions(actor, error, reference).await);
+            }
             found => found?,
         };
         Ok(skill_out(entry, actor.can("org.read")))

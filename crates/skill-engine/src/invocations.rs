@@ -5,7 +5,6 @@
 mod allowance;
 mod costs;
 mod disable;
-pub(crate) mod ended;
 mod policy;
 mod queue;
 mod schemas;
@@ -72,7 +71,7 @@ impl Engine {
         actor.require("skills.invoke")?;
         let SkillEntry { skill, .. } = match self.find(reference).await {
             Err(error) if error.class == Class::NotFound && internal.is_none() => {
-                return Err(self.with_suggestions(error, reference).await);
+                return Err(self.with_suggestions(actor, error, reference).await);
             }
             found => found?,
         };
@@ -487,7 +486,7 @@ impl Engine {
             let cause = Cancellation { code: "cancelled", reason: &reason, by: actor.id(), initiator: "principal" };
             let (cancelled, event) = self.cancelled(&call, &skill, &cause, now, &Origin::of(actor, request_id));
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {
-                ended::log(&cancelled, &skill.name, &skill.version);
+                crate::ended::log(&cancelled, &skill.name, &skill.version);
                 return Ok(view::invocation_out(cancelled, &skill, now, &view::Looked::default()));
             }
         }

@@ -20,6 +20,7 @@ mod cancellation;
 pub mod catalog;
 pub mod console;
 mod discovery;
+mod ended;
 mod error;
 mod identity;
 pub mod invocations;

@@ -14,7 +14,7 @@ use crate::Core;
 
 /// `GET /console/calls/{id}`.
 pub(super) async fn call(State(core): State<Core>, viewer: Viewer, Path(id): Path<String>) -> Response {
-    rendered(&viewer, call_page(&core.engine, &viewer, &id).await)
+    rendered(viewer.frame(), call_page(&core.engine, &viewer, &id).await)
 }
 
 async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup, EngineError> {

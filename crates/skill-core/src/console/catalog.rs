@@ -14,7 +14,7 @@ use crate::Core;
 
 /// `GET /console/catalog`.
 pub(super) async fn catalog(State(core): State<Core>, viewer: Viewer) -> Response {
-    rendered(&viewer, catalog_page(&core.engine, &viewer).await)
+    rendered(viewer.frame(), catalog_page(&core.engine, &viewer).await)
 }
 
 fn kind(skill: &SkillOut) -> String {
@@ -50,7 +50,7 @@ async fn catalog_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, Engine
 
 /// `GET /console/skills/{reference}`.
 pub(super) async fn skill(State(core): State<Core>, viewer: Viewer, Path(reference): Path<String>) -> Response {
-    rendered(&viewer, skill_page(&core.engine, &viewer, &reference).await)
+    rendered(viewer.frame(), skill_page(&core.engine, &viewer, &reference).await)
 }
 
 async fn skill_page(engine: &Engine, viewer: &Viewer, reference: &str) -> Result<Markup, EngineError> {

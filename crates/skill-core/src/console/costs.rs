@@ -28,10 +28,10 @@ pub(super) async fn costs(State(core): State<Core>, viewer: Viewer, Query(period
         Some(Ok(days)) if PERIODS.contains(&days) => days,
         Some(_) => {
             let error = EngineError::invalid_request("the period is 1, 7, 30 or 90 days").with("field", "days");
-            return failure(Some(&viewer), &error);
+            return failure(Some(viewer.frame()), &error);
         }
     };
-    rendered(&viewer, costs_page(&core.engine, &viewer, days).await)
+    rendered(viewer.frame(), costs_page(&core.engine, &viewer, days).await)
 }
 
 fn table(title: &str, lines: &[CostLine], link: Option<&str>) -> Markup {

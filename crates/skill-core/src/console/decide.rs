@@ -40,6 +40,6 @@ pub(super) async fn decide(
         Ok(decided) => {
             Redirect::to(&format!("/console/tasks/{}#approval-{}", decided.task_id, decided.id)).into_response()
         }
-        Err(error) => failure(Some(&viewer), &error),
+        Err(error) => failure(Some(viewer.frame()), &error),
     }
 }

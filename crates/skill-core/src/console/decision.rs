@@ -116,7 +116,7 @@ impl Decision {
                                 }
                             }
                             @let retryable = outcome.status == "failed" && outcome.actions.iter().any(|a| a.retryable);
-                            @if retryable && may_decide && task.status == "open" {
+                            @if retryable && may_decide && !own && task.status == "open" {
                                 form.retry method="post" action={ "/console/approvals/" (approval.id) "/retry" } {
                                     input type="hidden" name="csrf" value=(viewer.session.csrf);
                                     p.help { "The failure may pass (the call's error is retryable). Once its cause is mended, \

@@ -14,7 +14,7 @@ use crate::Core;
 
 /// `GET /console/executors`.
 pub(super) async fn executors(State(core): State<Core>, viewer: Viewer) -> Response {
-    rendered(&viewer, executors_page(&core.engine, &viewer).await)
+    rendered(viewer.frame(), executors_page(&core.engine, &viewer).await)
 }
 
 /// The names of one part of what a session covers.

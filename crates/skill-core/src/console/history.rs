@@ -81,7 +81,7 @@ fn encode(text: &str) -> String {
 
 /// `GET /console/calls`.
 pub(super) async fn calls(State(core): State<Core>, viewer: Viewer, Query(filters): Query<Filters>) -> Response {
-    rendered(&viewer, history_page(&core.engine, &viewer, &filters).await)
+    rendered(viewer.frame(), history_page(&core.engine, &viewer, &filters).await)
 }
 
 async fn history_page(engine: &Engine, viewer: &Viewer, filters: &Filters) -> Result<Markup, EngineError> {

@@ -2,16 +2,12 @@
 //! navigation when someone is signed in), and the small pieces pages share (a JSON value, a
 //! status badge, a time shown relative to now with the exact time on hover).
 
-use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, html};
 use serde_json::Value;
 use skill_engine::EngineError;
-
-use super::session::Viewer;
-use crate::Core;
 
 /// Who a page is for: the signed-in person's name and the session's CSRF token (for the
 /// sign-out form).
@@ -69,7 +65,7 @@ pub(super) fn answer(status: StatusCode, markup: Markup) -> Response {
 }
 
 /// A page for `viewer`, or the page of the error that stopped it.
-pub(super) fn rendered(viewer: &Viewer, page: Result<Markup, EngineError>) -> Response {
+pub(super) fn rendered(viewer: For<'_>, page: Result<Markup, EngineError>) -> Response {
     match page {
         Ok(markup) => answer(StatusCode::OK, markup),
         Err(error) => failure(Some(viewer), &error),
@@ -77,13 +73,13 @@ pub(super) fn rendered(viewer: &Viewer, page: Result<Markup, EngineError>) -> Re
 }
 
 /// A page that says why nothing happened.
-pub(super) fn refused(viewer: Option<&Viewer>, title: &str, message: &str) -> Response {
+pub(super) fn refused(viewer: Option<For<'_>>, title: &str, message: &str) -> Response {
     let body = html! { h1 { (title) } p { (message) } p { a href="/console/tasks" { "Back to the tasks" } } };
-    answer(StatusCode::FORBIDDEN, page(title, viewer.map(Viewer::frame), body))
+    answer(StatusCode::FORBIDDEN, page(title, viewer, body))
 }
 
 /// The page of an engine error, with its status (and the navigation for `viewer`).
-pub(super) fn failure(viewer: Option<&Viewer>, error: &EngineError) -> Response {
+pub(super) fn failure(viewer: Option<For<'_>>, error: &EngineError) -> Response {
     let status = crate::api::plumbing::status(error.class);
     let title = status.canonical_reason().unwrap_or("Error");
     let body = html! {
@@ -92,15 +88,7 @@ pub(super) fn failure(viewer: Option<&Viewer>, error: &EngineError) -> Response 
         p.code { "code: " code { (error.code) } }
         p { a href="/console/tasks" { "Back to the tasks" } }
     };
-    answer(status, page(title, viewer.map(Viewer::frame), body))
-}
-
-/// Any console path that is not a page (with the navigation when someone is signed in).
-pub(super) async fn not_found(State(core): State<Core>, request: Request) -> Response {
-    let (mut parts, _) = request.into_parts();
-    let viewer = <Viewer as axum::extract::FromRequestParts<Core>>::from_request_parts(&mut parts, &core).await.ok();
-    let body = html! { h1 { "Not found" } p { "There is no such page." } p { a href="/console/tasks" { "Tasks" } } };
-    answer(StatusCode::NOT_FOUND, page("Not found", viewer.as_ref().map(Viewer::frame), body))
+    answer(status, page(title, viewer, body))
 }
 
 /// A JSON value as readable text.

@@ -19,7 +19,7 @@ const SHOWN: [(&str, &str, u32); 3] =
 
 /// `GET /console/queue`.
 pub(super) async fn queue(State(core): State<Core>, viewer: Viewer) -> Response {
-    rendered(&viewer, queue_page(&core.engine, &viewer).await)
+    rendered(viewer.frame(), queue_page(&core.engine, &viewer).await)
 }
 
 async fn queue_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineError> {

@@ -20,7 +20,7 @@ use crate::Core;
 
 /// `GET /console/run`.
 pub(super) async fn list(State(core): State<Core>, viewer: Viewer) -> Response {
-    rendered(&viewer, list_page(&core.engine, &viewer).await)
+    rendered(viewer.frame(), list_page(&core.engine, &viewer).await)
 }
 
 async fn list_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineError> {
@@ -55,7 +55,7 @@ struct Filled {
 
 /// `GET /console/run/{reference}`.
 pub(super) async fn form(State(core): State<Core>, viewer: Viewer, Path(reference): Path<String>) -> Response {
-    rendered(&viewer, form_page(&core.engine, &viewer, &reference, &Filled::default()).await)
+    rendered(viewer.frame(), form_page(&core.engine, &viewer, &reference, &Filled::default()).await)
 }
 
 fn contract_field<'a>(skill: &'a SkillOut, field: &str) -> Option<&'a Value> {
@@ -146,7 +146,7 @@ pub(super) async fn run(
     let engine = &core.engine;
     let skill = match engine.skill(&viewer.actor, &reference).await {
         Ok(skill) => skill,
-        Err(error) => return failure(Some(&viewer), &error),
+        Err(error) => return failure(Some(viewer.frame()), &error),
     };
     let schema = contract_field(&skill, "inputs").cloned().unwrap_or(Value::Null);
     let given =
@@ -182,7 +182,7 @@ pub(super) async fn run(
             }
             match form_page(engine, &viewer, &reference, &filled).await {
                 Ok(markup) => answer(StatusCode::UNPROCESSABLE_ENTITY, markup),
-                Err(error) => failure(Some(&viewer), &error),
+                Err(error) => failure(Some(viewer.frame()), &error),
             }
         }
     }

@@ -42,7 +42,7 @@ impl Viewer {
     pub(super) fn form_refusal(&self, headers: &HeaderMap, csrf: &str) -> Option<Response> {
         (!same_origin(headers) || !equal(csrf.as_bytes(), self.session.csrf.as_bytes())).then(|| {
             layout::refused(
-                Some(self),
+                Some(self.frame()),
                 "This form does not come from your console session",
                 "Nothing was changed. Reload the page and try again.",
             )

@@ -82,7 +82,7 @@ pub(super) async fn sign_out(
         return refusal;
     }
     if let Err(error) = core.engine.sign_out(&viewer.session, &viewer.origin()).await {
-        return failure(Some(&viewer), &error);
+        return failure(Some(viewer.frame()), &error);
     }
     let mut response = Redirect::to("/console/sign-in").into_response();
     response.headers_mut().insert(header::SET_COOKIE, clear_cookie(core.console.secure_cookies));

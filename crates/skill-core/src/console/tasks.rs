@@ -66,7 +66,7 @@ pub(super) async fn list(
     viewer: Viewer,
     axum::extract::Query(query): axum::extract::Query<ListQuery>,
 ) -> Response {
-    rendered(&viewer, tasks_page(&core.engine, &viewer, query.cursor).await)
+    rendered(viewer.frame(), tasks_page(&core.engine, &viewer, query.cursor).await)
 }
 
 async fn tasks_page(engine: &Engine, viewer: &Viewer, cursor: Option<String>) -> Result<Markup, EngineError> {
@@ -246,7 +246,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
 
 /// `GET /console/tasks/{id}`.
 pub(super) async fn task(State(core): State<Core>, viewer: Viewer, Path(id): Path<String>) -> Response {
-    rendered(&viewer, task_page(&core.engine, &viewer, &id).await)
+    rendered(viewer.frame(), task_page(&core.engine, &viewer, &id).await)
 }
 
 /// Whether content of `media_type` is text a person can read in the page.

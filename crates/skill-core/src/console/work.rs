@@ -41,7 +41,7 @@ pub(super) struct NewQuery {
 /// `GET /console/tasks/new[?type=key@version]`: the types to choose from, or the chosen type's form.
 pub(super) async fn new_task(State(core): State<Core>, viewer: Viewer, Query(query): Query<NewQuery>) -> Response {
     let filled = Filled::default();
-    rendered(&viewer, new_task_page(&core.engine, &viewer, query.task_type.as_deref(), &filled).await)
+    rendered(viewer.frame(), new_task_page(&core.engine, &viewer, query.task_type.as_deref(), &filled).await)
 }
 
 /// What a form held when it was sent back with an error.
@@ -151,7 +151,7 @@ pub(super) async fn create_task(
     let task_type = forms::plain(&sent, "type").unwrap_or_default().to_owned();
     let form = match engine.task_type_form(&viewer.actor, &task_type).await {
         Ok(form) => form,
-        Err(error) => return failure(Some(&viewer), &error),
+        Err(error) => return failure(Some(viewer.frame()), &error),
     };
     let schema =
         json!({"type": "object", "properties": form.task_type.spec.get("customFields").cloned().unwrap_or(json!({}))});
@@ -187,7 +187,7 @@ pub(super) async fn create_task(
             filled.error = Some(why);
             match new_task_page(engine, &viewer, Some(&task_type), &filled).await {
                 Ok(markup) => answer(StatusCode::UNPROCESSABLE_ENTITY, markup),
-                Err(error) => failure(Some(&viewer), &error),
+                Err(error) => failure(Some(viewer.frame()), &error),
             }
         }
     }
@@ -212,7 +212,7 @@ pub(super) async fn draft(
     let engine = &core.engine;
     let call = match engine.draft(&viewer.actor, &id, viewer.request_id.as_deref()).await {
         Ok(call) => call,
-        Err(error) => return failure(Some(&viewer), &error),
+        Err(error) => return failure(Some(viewer.frame()), &error),
     };
     let deadline = tokio::time::Instant::now() + DRAFT_WAIT;
     while tokio::time::Instant::now() < deadline {
@@ -244,7 +244,7 @@ pub(super) async fn ask(
     };
     match core.engine.request_approval(&viewer.actor, &request, viewer.request_id.as_deref()).await {
         Ok(approval) => Redirect::to(&format!("/console/tasks/{id}#approval-{}", approval.id)).into_response(),
-        Err(error) => failure(Some(&viewer), &error),
+        Err(error) => failure(Some(viewer.frame()), &error),
     }
 }
 
@@ -263,7 +263,7 @@ pub(super) async fn comment(
         CommentRequest { task_id: id.clone(), body: forms::lines(forms::plain(&sent, "body").unwrap_or_default()) };
     match core.engine.add_comment(&viewer.actor, &request, viewer.request_id.as_deref()).await {
         Ok(_) => Redirect::to(&format!("/console/tasks/{id}#comments")).into_response(),
-        Err(error) => failure(Some(&viewer), &error),
+        Err(error) => failure(Some(viewer.frame()), &error),
     }
 }
 
@@ -284,7 +284,7 @@ pub(super) async fn close(
     };
     match core.engine.close_task(&viewer.actor, &id, &request, viewer.request_id.as_deref()).await {
         Ok(_) => Redirect::to(&format!("/console/tasks/{id}")).into_response(),
-        Err(error) => failure(Some(&viewer), &error),
+        Err(error) => failure(Some(viewer.frame()), &error),
     }
 }
 
@@ -304,6 +304,6 @@ pub(super) async fn retry(
         Ok(approval) => {
             Redirect::to(&format!("/console/tasks/{}#approval-{}", approval.task_id, approval.id)).into_response()
         }
-        Err(error) => failure(Some(&viewer), &error),
+        Err(error) => failure(Some(viewer.frame()), &error),
     }
 }

@@ -245,6 +245,12 @@ async fn invoke_checks_in_the_reference_order() {
         let error = &typo.refused(404, "not_found").body["error"];
         assert_eq!(error["details"]["didYouMean"], json!(["claim.classify@1"]), "{error}");
         assert!(error["message"].as_str().is_some_and(|m| m.ends_with("did you mean claim.classify@1?")), "{error}");
+        let agent = crate::api::token_of_kind(&core.engine, "typo-agent", "agent", &["skills.invoke"]).await;
+        let quiet = core.invoke(&agent, "claim.clasify@1", ok.clone()).await;
+        assert!(
+            quiet.refused(404, "not_found").body["error"]["details"].get("didYouMean").is_none(),
+            "an agent learns no names"
+        );
         // 3. the key's shape
         for key in ["   ", &"k".repeat(201)] {
             core.invoke(&core.caller, "claim.classify@1", json!({"inputs": {"claim": "c"}, "idempotencyKey": key}))

@@ -134,8 +134,10 @@ async fn retry(core: &Core, console: &Console, clerk: &str, reviewer: &str) {
     let body =
         json!({"workspace": "claims", "taskType": "notes@1", "title": "A note", "customFields": {"claim": "C-5"}});
     let task = core.post(clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("id").to_owned();
+    // Asked by a lead who may decide too: the lead never retries its own approval's outcome.
+    let lead = token(&core.engine, "lead", &["skills.invoke", "tasks.write@claims", "approvals.decide@claims"]).await;
     let approval =
-        core.post(clerk, "/approvals", &json!({"taskId": task})).await.ok(201)["id"].as_str().expect("id").to_owned();
+        core.post(&lead, "/approvals", &json!({"taskId": task})).await.ok(201)["id"].as_str().expect("id").to_owned();
     core.post(reviewer, &format!("/approvals/{approval}:decide"), &json!({"outcome": "approved"})).await.ok(200);
     // The outcome's call fails for a reason that may pass.
     let take = json!({"protocols": ["local"], "localEntrypoints": ["claims.skills:claim_note"], "waitSeconds": 10});
@@ -156,6 +158,12 @@ async fn retry(core: &Core, console: &Console, clerk: &str, reviewer: &str) {
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
     let refused = console.post(Some(&clerk_cookie), &path, &[("csrf", &clerks.csrf()), ("reason", "x")], &origin).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    let (lead_cookie, _) = console.sign_in(&lead).await;
+    let leads = console.get(Some(&lead_cookie), &format!("/console/tasks/{task}")).await;
+    assert!(!leads.body.contains("Retry the outcome"), "not for who asked");
+    let own = console.post(Some(&lead_cookie), &path, &[("csrf", &leads.csrf()), ("reason", "x")], &origin).await;
+    assert_eq!(own.status, StatusCode::FORBIDDEN);
+    assert!(own.body.contains("self_approval_refused"), "{}", own.body);
     let retried = console
         .post(Some(&reviewer_cookie), &path, &[("csrf", &page.csrf()), ("reason", "The outbox is back.")], &origin)
         .await;

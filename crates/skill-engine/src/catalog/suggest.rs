@@ -5,6 +5,7 @@
 use skill_store::records::SkillFilter;
 
 use crate::Engine;
+use crate::actor::Actor;
 use crate::error::EngineError;
 
 /// The most published versions looked through for a suggestion.
@@ -45,8 +46,12 @@ pub(crate) fn closest(wanted: &str, known: &[String]) -> Vec<String> {
 }
 
 impl Engine {
-    /// `error` (a `404` for `reference`) with the closest published references, if any.
-    pub(crate) async fn with_suggestions(&self, error: EngineError, reference: &str) -> EngineError {
+    /// `error` (a `404` for `reference`) with the closest published references, if any — for
+    /// people and executors; an agent, which calls only what it is assigned, learns no other names.
+    pub(crate) async fn with_suggestions(&self, actor: &Actor, error: EngineError, reference: &str) -> EngineError {
+        if actor.principal().kind == "agent" {
+            return error;
+        }
         let filter = SkillFilter { limit: LOOKED_AT, ..SkillFilter::default() };
         let Ok(entries) = self.store.skills(&filter).await else { return error };
         let known: Vec<String> =

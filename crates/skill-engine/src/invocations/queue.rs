@@ -190,7 +190,7 @@ impl Engine {
                     let cause = Cancellation { code: "basis_revoked", reason, by: "system", initiator: "system" };
                     let skill = (basis.skill_name.as_str(), basis.skill_version.as_str());
                     let (cancelled, event) = cancellation(candidate, skill, &cause, now, &system);
-                    super::ended::log(&cancelled, skill.0, skill.1);
+                    crate::ended::log(&cancelled, skill.0, skill.1);
                     return Decision::Cancel(cancelled, vec![event]);
                 }
                 Obstacle::Hold(_) => return Decision::Pass,
@@ -346,7 +346,7 @@ impl Engine {
                 self.store.update_invocation_with_artifacts(&next, &artifacts, &events).await
             };
             if written(wrote)? {
-                super::ended::log(&next, &skill.name, &skill.version);
+                crate::ended::log(&next, &skill.name, &skill.version);
                 if next.task_id.is_some() {
                     // An outcome or an execution may be waiting for it.
                     self.outcomes_due.notify_one();
@@ -419,7 +419,7 @@ impl Engine {
             let origin = Origin::of(actor, request_id);
             let (next, event) = self.failed(call, &skill, error, None, now, &origin);
             if written(self.store.update_invocation(&next, &[event]).await)? {
-                super::ended::log(&next, &skill.name, &skill.version);
+                crate::ended::log(&next, &skill.name, &skill.version);
                 if next.status == "pending" {
                     self.ready.notify_one();
                 } else if next.task_id.is_some() {
@@ -444,7 +444,7 @@ impl Engine {
             match self.store.update_invocation(&next, &[event]).await {
                 Ok(()) => {
                     handled += 1;
-                    super::ended::log(&next, &skill.name, &skill.version);
+                    crate::ended::log(&next, &skill.name, &skill.version);
                     if next.status == "pending" {
                         self.ready.notify_one();
                     }

@@ -140,7 +140,7 @@ impl Engine {
             };
             let (cancelled, event) = self.cancelled(&call, &version, &cause, now, &origin);
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {
-                crate::invocations::ended::log(&cancelled, &version.name, &version.version);
+                crate::ended::log(&cancelled, &version.name, &version.version);
                 return Ok(1);
             }
         }
@@ -212,7 +212,7 @@ impl Engine {
                 let (cancelled, event) = self.cancelled(&call, version, &cause, now, origin);
                 let wrote = written(self.store.update_invocation(&cancelled, &[event]).await)?;
                 if wrote {
-                    crate::invocations::ended::log(&cancelled, &version.name, &version.version);
+                    crate::ended::log(&cancelled, &version.name, &version.version);
                 }
                 Ok(usize::from(wrote))
             }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use skill_store::records::{SkillRecord, TaskTypeRecord};
 
 use super::paths;
-use super::preview::outcome_actions;
+use super::preview::{outcome_actions, required_inputs, requires};
 use crate::Engine;
 use crate::error::{Class, EngineError, Result};
 
@@ -52,25 +52,6 @@ pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
         }
     }
     uses
-}
-
-/// Whether `skill`'s contract requires the input `name`.
-pub(crate) fn requires(skill: &SkillRecord, name: &str) -> bool {
-    required_inputs(skill).iter().any(|required| required == name)
-}
-
-/// The inputs `skill`'s contract requires.
-pub(crate) fn required_inputs(skill: &SkillRecord) -> Vec<String> {
-    skill
-        .contract
-        .as_ref()
-        .and_then(|contract| contract.pointer("/inputs/required"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
 }
 
 impl Engine {

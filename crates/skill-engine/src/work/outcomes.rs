@@ -259,7 +259,7 @@ impl Engine {
         let (cancelled, event) = self.cancelled(call, &skill, &cause, now, &Origin::default());
         let wrote = written(self.store.update_invocation(&cancelled, &[event]).await)?;
         if wrote {
-            crate::invocations::ended::log(&cancelled, &skill.name, &skill.version);
+            crate::ended::log(&cancelled, &skill.name, &skill.version);
         }
         Ok(wrote.then_some(cancelled))
     }

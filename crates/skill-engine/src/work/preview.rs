@@ -197,7 +197,7 @@ impl Engine {
                 call: planned.call.map(|call| CallPreview {
                     skill: call.skill,
                     version: call.version.map(|skill| CalledVersion {
-                        required: super::needs::required_inputs(&skill),
+                        required: required_inputs(&skill),
                         labels: input_labels(&skill),
                         name: skill.name,
                         version: skill.version,
@@ -211,6 +211,25 @@ impl Engine {
             })
             .collect())
     }
+}
+
+/// Whether `skill`'s contract requires the input `name`.
+pub(crate) fn requires(skill: &SkillRecord, name: &str) -> bool {
+    required_inputs(skill).iter().any(|required| required == name)
+}
+
+/// The inputs `skill`'s contract requires.
+pub(crate) fn required_inputs(skill: &SkillRecord) -> Vec<String> {
+    skill
+        .contract
+        .as_ref()
+        .and_then(|contract| contract.pointer("/inputs/required"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// What each input of `skill` is, from its contract's input schema: the property's `title`, else

@@ -52,7 +52,7 @@ fn not_retryable(approval: &ApprovalRecord, reason: &str, message: String) -> En
 
 impl Engine {
     /// Retries the actions of a decided outcome that failed for a retryable reason
-    /// (`approvals.decide` in the task's workspace, on an open task).
+    /// (`approvals.decide` in the task's workspace, not the approval's requester, on an open task).
     pub async fn retry_outcome(
         &self,
         actor: &Actor,
@@ -65,6 +65,15 @@ impl Engine {
             let task = self.store.task(&approval.task_id).await?;
             if !actor.can_in("approvals.decide", &task.workspace_id) {
                 return Err(EngineError::forbidden("approvals.decide").with("workspaceId", task.workspace_id));
+            }
+            // Retrying carries a decision out again: as with deciding, never by who asked for it.
+            if approval.requested_by == actor.id() {
+                return Err(EngineError::new(
+                    Class::Forbidden,
+                    "self_approval_refused",
+                    "you asked for this approval: another decider of the task retries its outcome",
+                )
+                .with("approvalId", approval.id.clone()));
             }
             if terminal(&task.status) {
                 return Err(task_terminal(&task));
