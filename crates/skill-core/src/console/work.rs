@@ -199,18 +199,10 @@ const DRAFT_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// `POST /console/tasks/{id}/draft`: the task's draft call, then the task once it ended (or
 /// after a while).
-pub(super) async fn draft(
-    State(core): State<Core>,
-    viewer: Viewer,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    Form(sent): Sent,
-) -> Response {
-    if let Some(refusal) = refusal(&viewer, &headers, &sent) {
-        return refusal;
-    }
+pub(super) async fn draft(State(core): State<Core>, posted: Posted) -> Response {
     let engine = &core.engine;
-    let call = match engine.draft(&viewer.actor, &id, viewer.request_id.as_deref()).await {
+    let (viewer, id) = (&posted.viewer, &posted.id);
+    let call = match engine.draft(&viewer.actor, id, viewer.request_id.as_deref()).await {
         Ok(call) => call,
         Err(error) => return failure(Some(viewer.frame()), &error),
     };
@@ -225,85 +217,76 @@ pub(super) async fn draft(
     Redirect::to(&format!("/console/tasks/{id}#approvals")).into_response()
 }
 
-/// `POST /console/tasks/{id}/approvals`: asks for a gate approval.
-pub(super) async fn ask(
-    State(core): State<Core>,
+/// A form posted to an action on one thing (`…/{id}/…`): who sent it, the id, and its fields —
+/// only once the form is the session's own (its CSRF token, the console's origin).
+pub(super) struct Posted {
     viewer: Viewer,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    Form(sent): Sent,
-) -> Response {
-    if let Some(refusal) = refusal(&viewer, &headers, &sent) {
-        return refusal;
+    id: String,
+    sent: Vec<(String, String)>,
+}
+
+impl axum::extract::FromRequest<Core> for Posted {
+    type Rejection = Response;
+
+    async fn from_request(request: axum::extract::Request, core: &Core) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = request.into_parts();
+        let viewer = <Viewer as axum::extract::FromRequestParts<Core>>::from_request_parts(&mut parts, core).await?;
+        let Path(id) = <Path<String> as axum::extract::FromRequestParts<Core>>::from_request_parts(&mut parts, core)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let headers = parts.headers.clone();
+        let request = axum::extract::Request::from_parts(parts, body);
+        let Form(sent) = Sent::from_request(request, core).await.map_err(IntoResponse::into_response)?;
+        if let Some(refusal) = refusal(&viewer, &headers, &sent) {
+            return Err(refusal);
+        }
+        Ok(Self { viewer, id, sent })
     }
-    let request = ApprovalRequest {
-        task_id: id.clone(),
-        gate: Some(true),
-        comment: given(forms::plain(&sent, "comment")),
-        call: None,
-    };
-    match core.engine.request_approval(&viewer.actor, &request, viewer.request_id.as_deref()).await {
-        Ok(approval) => Redirect::to(&format!("/console/tasks/{id}#approval-{}", approval.id)).into_response(),
-        Err(error) => failure(Some(viewer.frame()), &error),
+}
+
+impl Posted {
+    fn field(&self, name: &str) -> Option<String> {
+        given(forms::plain(&self.sent, name))
     }
+
+    /// The page at `to(made)` once done, else the page of the refusal.
+    fn then<T>(&self, done: Result<T, EngineError>, to: impl FnOnce(T) -> String) -> Response {
+        match done {
+            Ok(made) => Redirect::to(&to(made)).into_response(),
+            Err(error) => failure(Some(self.viewer.frame()), &error),
+        }
+    }
+}
+
+/// `POST /console/tasks/{id}/approvals`: asks for a gate approval.
+pub(super) async fn ask(State(core): State<Core>, posted: Posted) -> Response {
+    let request =
+        ApprovalRequest { task_id: posted.id.clone(), gate: Some(true), comment: posted.field("comment"), call: None };
+    let asked = core.engine.request_approval(&posted.viewer.actor, &request, posted.viewer.request_id.as_deref()).await;
+    posted.then(asked, |approval| format!("/console/tasks/{}#approval-{}", approval.task_id, approval.id))
 }
 
 /// `POST /console/tasks/{id}/comments`.
-pub(super) async fn comment(
-    State(core): State<Core>,
-    viewer: Viewer,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    Form(sent): Sent,
-) -> Response {
-    if let Some(refusal) = refusal(&viewer, &headers, &sent) {
-        return refusal;
-    }
-    let request =
-        CommentRequest { task_id: id.clone(), body: forms::lines(forms::plain(&sent, "body").unwrap_or_default()) };
-    match core.engine.add_comment(&viewer.actor, &request, viewer.request_id.as_deref()).await {
-        Ok(_) => Redirect::to(&format!("/console/tasks/{id}#comments")).into_response(),
-        Err(error) => failure(Some(viewer.frame()), &error),
-    }
+pub(super) async fn comment(State(core): State<Core>, posted: Posted) -> Response {
+    let body = forms::lines(forms::plain(&posted.sent, "body").unwrap_or_default());
+    let request = CommentRequest { task_id: posted.id.clone(), body };
+    let added = core.engine.add_comment(&posted.viewer.actor, &request, posted.viewer.request_id.as_deref()).await;
+    posted.then(added, |comment| format!("/console/tasks/{}#comments", comment.task_id))
 }
 
 /// `POST /console/tasks/{id}/close`.
-pub(super) async fn close(
-    State(core): State<Core>,
-    viewer: Viewer,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    Form(sent): Sent,
-) -> Response {
-    if let Some(refusal) = refusal(&viewer, &headers, &sent) {
-        return refusal;
-    }
-    let request = CloseTaskRequest {
-        status: forms::plain(&sent, "status").unwrap_or_default().to_owned(),
-        comment: given(forms::plain(&sent, "comment")),
-    };
-    match core.engine.close_task(&viewer.actor, &id, &request, viewer.request_id.as_deref()).await {
-        Ok(_) => Redirect::to(&format!("/console/tasks/{id}")).into_response(),
-        Err(error) => failure(Some(viewer.frame()), &error),
-    }
+pub(super) async fn close(State(core): State<Core>, posted: Posted) -> Response {
+    let status = forms::plain(&posted.sent, "status").unwrap_or_default().to_owned();
+    let request = CloseTaskRequest { status, comment: posted.field("comment") };
+    let actor = &posted.viewer.actor;
+    let closed = core.engine.close_task(actor, &posted.id, &request, posted.viewer.request_id.as_deref()).await;
+    posted.then(closed, |task| format!("/console/tasks/{}", task.id))
 }
 
 /// `POST /console/approvals/{id}/retry`: retries a failed outcome's retryable actions.
-pub(super) async fn retry(
-    State(core): State<Core>,
-    viewer: Viewer,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    Form(sent): Sent,
-) -> Response {
-    if let Some(refusal) = refusal(&viewer, &headers, &sent) {
-        return refusal;
-    }
-    let request = RetryRequest { reason: given(forms::plain(&sent, "reason")) };
-    match core.engine.retry_outcome(&viewer.actor, &id, &request, viewer.request_id.as_deref()).await {
-        Ok(approval) => {
-            Redirect::to(&format!("/console/tasks/{}#approval-{}", approval.task_id, approval.id)).into_response()
-        }
-        Err(error) => failure(Some(viewer.frame()), &error),
-    }
+pub(super) async fn retry(State(core): State<Core>, posted: Posted) -> Response {
+    let request = RetryRequest { reason: posted.field("reason") };
+    let actor = &posted.viewer.actor;
+    let retried = core.engine.retry_outcome(actor, &posted.id, &request, posted.viewer.request_id.as_deref()).await;
+    posted.then(retried, |approval| format!("/console/tasks/{}#approval-{}", approval.task_id, approval.id))
 }

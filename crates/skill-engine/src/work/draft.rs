@@ -74,16 +74,8 @@ pub(crate) fn check_draft(draft: &Value, field: &str, found: Option<&SkillRecord
     match object.get("inputs") {
         None => {}
         Some(Value::Object(inputs)) => {
-            for (name, source) in inputs {
-                if let Value::String(text) = source
-                    && text.starts_with('$')
-                    && !paths::is_path(text)
-                {
-                    return Err(invalid(
-                        &format!("{field}.inputs.{name}"),
-                        format!("{text:?} is not a path: `$` then .name and [n] segments"),
-                    ));
-                }
+            if let Some((name, text)) = paths::first_non_path(inputs) {
+                return Err(invalid(&format!("{field}.inputs.{name}"), paths::not_a_path(text)));
             }
         }
         Some(_) => return Err(invalid(&format!("{field}.inputs"), "inputs is an object: input → path or value")),

@@ -62,6 +62,19 @@ pub(crate) fn lookup<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
     Some(here)
 }
 
+/// The first input of `inputs` mapped from a `$…` text that is not a path, with that text.
+pub(crate) fn first_non_path(inputs: &serde_json::Map<String, Value>) -> Option<(&String, &String)> {
+    inputs.iter().find_map(|(name, source)| match source {
+        Value::String(text) if text.starts_with('$') && !is_path(text) => Some((name, text)),
+        _ => None,
+    })
+}
+
+/// What is wrong with `text`, which is no path.
+pub(crate) fn not_a_path(text: &str) -> String {
+    format!("{text:?} is not a path: `$` then .name and [n] segments")
+}
+
 /// The name under `prefix` that `path` reads: `field_under("$.task.customFields.claim.id",
 /// &["task", "customFields"])` is `claim`; `None` when the path does not go below the prefix.
 pub(crate) fn field_under(path: &str, prefix: &[&str]) -> Option<String> {

@@ -225,16 +225,8 @@ impl Engine {
             }
         }
         if let Some(Value::Object(inputs)) = invoke.get("inputs") {
-            for (name, source) in inputs {
-                if let Value::String(text) = source
-                    && text.starts_with('$')
-                    && !paths::is_path(text)
-                {
-                    return Err(invalid(
-                        &format!("{here}.inputs.{name}"),
-                        format!("{text:?} is not a path: `$` then .name and [n] segments"),
-                    ));
-                }
+            if let Some((name, text)) = paths::first_non_path(inputs) {
+                return Err(invalid(&format!("{here}.inputs.{name}"), paths::not_a_path(text)));
             }
         }
         for branch in ["onSuccess", "onFailure"] {
