@@ -224,10 +224,10 @@ impl Engine {
                 return Err(invalid(&format!("{here}.{part}"), format!("{part} is an object")));
             }
         }
-        if let Some(Value::Object(inputs)) = invoke.get("inputs") {
-            if let Some((name, text)) = paths::first_non_path(inputs) {
-                return Err(invalid(&format!("{here}.inputs.{name}"), paths::not_a_path(text)));
-            }
+        if let Some(Value::Object(inputs)) = invoke.get("inputs")
+            && let Some((name, text)) = paths::first_non_path(inputs)
+        {
+            return Err(invalid(&format!("{here}.inputs.{name}"), paths::not_a_path(text)));
         }
         for branch in ["onSuccess", "onFailure"] {
             if let Some(reactions) = invoke.get(branch) {
