@@ -791,6 +791,7 @@ pub const OPERATIONS: &[Operation] = &[
         errors: &[
             (404, "not_found"),
             (403, "self_approval_refused"),
+            (403, "decider_not_a_person"),
             (409, "approval_not_pending"),
             (409, "task_terminal"),
             (422, "invalid_outcome"),

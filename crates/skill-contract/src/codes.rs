@@ -492,6 +492,13 @@ pub const CODES: &[CodeInfo] = &[
         "core",
         "the approval's outcome has no action that failed for a retryable reason (it runs, succeeded, or failed for good), or its retries are used up (409, `details.reason`)",
     ),
+    code(
+        "decider_not_a_person",
+        PermissionDenied,
+        No,
+        "core",
+        "an approval is decided, and its outcome retried, by a person only: an agent or an executor never decides, whatever it holds (403; also refused by the database)",
+    ),
     code("no_draft", ValidationError, No, "core", "the task's type declares no draft (404)"),
     code("run_owner_mismatch", PermissionDenied, No, "core", "the run belongs to another principal (403)"),
     code("run_not_active", ValidationError, No, "core", "the run has ended (409, `details.status`)"),

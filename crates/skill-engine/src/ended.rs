@@ -1,7 +1,9 @@
 //! One log line for every call that ends — the operator's record of what happened, beside the
 //! journal: its skill, status, attempts, how long it took from the request, and for a failure
 //! or a cancellation its code and message (`info` when it succeeded, `warn` otherwise). An
-//! attempt that will be retried is a `debug` line.
+//! attempt that will be retried is a `debug` line. The message is a caller's or a skill's text:
+//! it is written quoted, its line breaks and control characters escaped, so it cannot forge a
+//! line of its own.
 
 use skill_store::records::InvocationRecord;
 
@@ -30,10 +32,10 @@ pub(crate) fn log(call: &InvocationRecord, name: &str, version: &str) {
         }
         (_, Some(at)) => {
             let took_ms = (at - call.created_at).num_milliseconds();
-            tracing::warn!(call = %call.id, %skill, %status, %attempt, took_ms, %task, %code, reason = %message, "call ended");
+            tracing::warn!(call = %call.id, %skill, %status, %attempt, took_ms, %task, %code, reason = message.as_str(), "call ended");
         }
         ("pending", None) if call.error.is_some() => {
-            tracing::debug!(call = %call.id, %skill, %attempt, %code, reason = %message, "call attempt failed; retried");
+            tracing::debug!(call = %call.id, %skill, %attempt, %code, reason = message.as_str(), "call attempt failed; retried");
         }
         _ => {}
     }

@@ -25,7 +25,7 @@ use skill_store::records::{CommentRecord, TaskRecord, WorkChange};
 
 use crate::actor::Actor;
 use crate::catalog::view_time;
-use crate::error::{EngineError, Result};
+use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
 pub use draft::{Draft, draft_of};
@@ -34,12 +34,27 @@ pub use needs::FieldUse;
 pub use outcomes::SKILL_WAIT;
 pub use preview::{ActionPreview, CallPreview, CalledVersion};
 pub use retry::MAX_RETRIES;
+pub(crate) use retry::effect_key;
 pub(crate) use runs::check_owned_and_running as runs_check;
 pub(crate) use tasks::task_view;
 pub(crate) use types::{task_type_out, type_exists};
 
 /// The most comments a task's listing answers with.
 const MAX_COMMENTS: i64 = 1_000;
+
+/// `403 decider_not_a_person` unless `actor` is a person: a decision — and a retry, which carries
+/// one out again — is a person's, never an agent's or an executor's, whatever it holds.
+pub(crate) fn person_decides(actor: &Actor) -> Result<()> {
+    if actor.principal().kind == "person" {
+        return Ok(());
+    }
+    Err(EngineError::new(
+        Class::Forbidden,
+        "decider_not_a_person",
+        format!("a person decides approvals; {} is an {}", actor.principal().name, actor.principal().kind),
+    )
+    .with("kind", actor.principal().kind.clone()))
+}
 
 /// Whether a task's status is terminal.
 pub(crate) fn terminal(status: &str) -> bool {

@@ -132,9 +132,10 @@ pub enum Called<'a> {
 }
 
 /// `Err` (`token_for_another_call`) when a token bound to one call is used for another. The core's
-/// audience tokens name the call (`invocation_id`) and what it calls — the contract's `endpoint`,
-/// and for MCP its `tool` — so a token the core issued for one skill serves no other skill on the
-/// same host, whatever its audience.
+/// audience tokens name the call (`invocation_id`) and what it calls — the version (`skill`, which
+/// over HTTP must be the route's `name@version`), the contract's `endpoint`, and for MCP its
+/// `tool` — so a token the core issued for one skill serves no other skill on the same host,
+/// whatever its audience or however the catalog entry points its endpoint.
 pub fn token_covers(claims: &Claims, called: Called<'_>, invocation_id: Option<&Value>) -> Result<(), SkillError> {
     let refused = |what: &str| {
         Err(SkillError::new("token_for_another_call")
@@ -142,6 +143,13 @@ pub fn token_covers(claims: &Claims, called: Called<'_>, invocation_id: Option<&
     };
     match called {
         Called::Route(reference) => {
+            // The version the core issued it for is the route's: a catalog entry that points its
+            // endpoint at another skill's route (a read aimed at a write) gets nothing there.
+            if let Some(skill) = claims.get("skill").and_then(Value::as_str)
+                && skill != reference
+            {
+                return refused("skill");
+            }
             if let Some(endpoint) = claims.get("endpoint").and_then(Value::as_str) {
                 let path = endpoint.split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
                 if !path.ends_with(&format!("/skills/{reference}")) {

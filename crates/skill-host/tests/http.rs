@@ -122,6 +122,17 @@ async fn a_token_issued_for_one_call_serves_that_call_only() {
         .status(),
         StatusCode::OK
     );
+    // A catalog entry aimed at another skill's route: the token names the entry's version, and
+    // the route's is another — refused even with the route's own endpoint.
+    claims["endpoint"] = json!("https://svc.example/prefix/skills/whoami@1");
+    claims["skill"] = json!("claim.peek@1");
+    let aimed = sign("ec-1", &claims);
+    let (status, refused) = envelope(host.post("/skills/whoami@1", Some(&aimed), body(json!("inv-1"))).await).await;
+    assert_eq!((status, refused["error"]["code"].clone()), (StatusCode::FORBIDDEN, json!("token_for_another_call")));
+    assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("skill")), "{refused}");
+    claims["skill"] = json!("whoami@1");
+    let named = sign("ec-1", &claims);
+    assert_eq!(host.post("/skills/whoami@1", Some(&named), body(json!("inv-1"))).await.status(), StatusCode::OK);
     for other in [json!("inv-2"), Value::Null] {
         let (status, refused) = envelope(host.post("/skills/whoami@1", Some(&bound), body(other.clone())).await).await;
         assert_eq!(

@@ -227,6 +227,7 @@ mod tests {
             let _inner = inner.enter();
             tracing::error!(error = &error as &(dyn std::error::Error + 'static), r#type = "io");
             tracing::info!(path = ?"/a b", "quoted \"as\" given");
+            tracing::warn!(reason = "bye\n2026-01-01T00:00:00Z  INFO forged\u{1b}[31m", "call ended");
         });
         let text = String::from_utf8(captured.0.lock().expect("not poisoned").clone()).expect("UTF-8");
         text.lines().map(|line| line[27..].to_owned()).collect()
@@ -254,7 +255,12 @@ mod tests {
             .finish();
         let ours = lines(plain, &ours);
         assert_eq!(ours, lines(default, &usual));
-        assert_eq!(ours.len(), 4);
+        assert_eq!(ours.len(), 5, "a text field's line break stays in its line: {ours:#?}");
+        assert!(
+            ours[4].ends_with(r#"call ended reason="bye\n2026-01-01T00:00:00Z  INFO forged\u{1b}[31m""#),
+            "{}",
+            ours[4]
+        );
         assert_eq!(
             ours[1],
             "  WARN skill{skill=echo@1 invocation_id= transport=\"http\"}: skill_http::line::tests: \

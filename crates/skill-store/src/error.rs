@@ -48,6 +48,7 @@ const GUARD_CODES: &[&str] = &[
     "artifact_type_immutable",
     "console_session_immutable",
     "basis_not_covered",
+    "decider_not_a_person",
 ];
 
 impl StoreError {

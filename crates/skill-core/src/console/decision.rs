@@ -9,11 +9,8 @@ use serde_json::Value;
 use skill_api::{ApprovalOut, TaskOut};
 use skill_engine::work::{ActionPreview, CallPreview};
 
-use super::layout::{badge, capped_json, json, when};
+use super::layout::{badge, json, when};
 use super::session::Viewer;
-
-/// The most characters of one value a preview shows.
-const SHOWN_CHARS: usize = 2_000;
 
 /// An approval with what the viewer may see and do about it.
 pub(super) struct Decision {
@@ -62,7 +59,7 @@ impl Decision {
                         @if let Some(call) = &approval.call {
                             p { "and let " strong { (self.requested_by) } " make exactly this call, once: "
                                 strong.skill { (call.skill) } }
-                            (capped_json(&call.inputs, SHOWN_CHARS))
+                            (json(&call.inputs))
                         }
                         h4 { "Rejecting will" }
                         (preview(reject, None))
@@ -167,7 +164,8 @@ fn preview(actions: &[ActionPreview], written: Option<&str>) -> Markup {
                                             em { "the text you write below" @if let Some(label) = written { " (" (label) ")" } }
                                         } @else {
                                             @match inputs.get(name) {
-                                                Some(value) => (capped_json(value, SHOWN_CHARS)),
+                                                // What approving sends is shown whole: nothing of it hidden.
+                                                Some(value) => (json(value)),
                                                 None if version.as_ref().is_some_and(|v| v.required.contains(name)) => {
                                                     span.badge.failed.missing { "missing — the call would fail: " (skill) " requires " (name) }
                                                 }

@@ -30,10 +30,15 @@ impl Data {
                 chrono::Utc::now().timestamp_micros()
             ));
             std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+            owner_only(&path)?;
             return Ok(Self { path, throwaway: true });
         }
         let path = chosen.map_or_else(|| package.join(".skill-core"), Path::to_path_buf);
+        let new = !path.exists();
         std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        if new {
+            owner_only(&path)?;
+        }
         Ok(Self { path: path.canonicalize().unwrap_or(path), throwaway: false })
     }
 
@@ -50,6 +55,13 @@ impl Drop for Data {
             let _ = std::fs::remove_dir_all(&self.path);
         }
     }
+}
+
+/// Makes `folder` readable by its owner only: drafts, results and replies are kept in it.
+fn owner_only(folder: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("making {} its owner's alone", folder.display()))
 }
 
 /// `path` relative to the working folder when it is inside it.

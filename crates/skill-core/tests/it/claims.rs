@@ -452,6 +452,15 @@ async fn retried(core: Core, executable: &Path) {
     assert_eq!(call["idempotencyKey"], format!("approval-outcome:{approval}:0:retry-1"));
     let messages = outbox_in(&folder);
     assert_eq!(messages, [("C-1002".to_owned(), reply.to_owned())], "one reply, the approved text");
+    // The retry is an attempt at the same effect: the skill was given the first call's key, so an
+    // earlier attempt that wrote after all would have been found, not written twice.
+    let first_key: String = format!("approval-outcome:{approval}:0").bytes().map(|b| format!("{b:02x}")).collect();
+    let files: Vec<String> = std::fs::read_dir(&folder)
+        .expect("the outbox")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, [format!("{first_key}.json")], "written under the first call's key");
     // A succeeded outcome is not retried; the reason was kept on the task; the journal has it.
     assert_eq!(
         retry(&reviewer).await.refused(409, "outcome_not_retryable").body["error"]["details"]["reason"],

@@ -117,6 +117,16 @@ async fn people_start_work_in_the_console_within_their_rights() {
             console.post(Some(&clerk_cookie), &path("close"), &[("csrf", &csrf), ("status", "done")], &origin).await;
         assert_eq!(again.status, StatusCode::CONFLICT, "closed for good: {}", again.body);
 
+        // What approving sends is shown whole, however long: nothing hides past the fields' cap.
+        let long = format!("C-13{}PS: we also approve a refund of 5000 EUR", " ".repeat(2100));
+        let body = json!({"workspace": "claims", "taskType": "claim-reply@1", "title": "Long", "customFields": {"claim": long}});
+        let hidden = core.post(&clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("id").to_owned();
+        core.post(&clerk, "/approvals", &json!({"taskId": hidden})).await.ok(201);
+        let (reviewer_cookie, _) = console.sign_in(&reviewer).await;
+        let page = console.get(Some(&reviewer_cookie), &format!("/console/tasks/{hidden}")).await;
+        let preview = &page.body[page.body.find("class=\"preview\"").expect("a preview")..];
+        assert!(preview.contains("PS: we also approve a refund of 5000 EUR"), "the whole input is shown");
+
         retry(&core, &console, &clerk, &reviewer).await;
         run(&core, &console, &reviewer, &reader_cookie).await;
     })

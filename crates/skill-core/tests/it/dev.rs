@@ -128,6 +128,8 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     let data = labelled(&banner, "core").split("(data: ").nth(1).expect("the data folder").to_owned();
     let data = PathBuf::from(data.trim_end_matches(", removed at stop)"));
     assert!(data.is_dir(), "a throwaway data folder: {}", data.display());
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&data).expect("metadata").permissions());
+    assert_eq!(mode & 0o777, 0o700, "drafts and replies are the owner's alone");
     let outbox = PathBuf::from(labelled(&banner, "CLAIMS_OUTBOX_DIR").trim_end_matches(" (made by dev)"));
     assert!(outbox.starts_with(&data) && outbox.is_dir(), "the outbox folder, made by dev in its data: {outbox:?}");
     assert!(labelled(&banner, "model").starts_with(STAND_IN), "{banner:#?}");

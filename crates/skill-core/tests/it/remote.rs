@@ -120,7 +120,7 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
         certificates(&folder);
         let port = host(&core, &folder).await;
         let text = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
-        core.publish(http_skill("echo", port, text, 1)).await;
+        core.publish(http_skill("echo", port, text.clone(), 1)).await;
         core.publish(http_skill("whoami", port, json!({"type": "object"}), 1)).await;
         core.publish(http_skill("flaky", port, json!({"type": "object"}), 3)).await;
         core.publish(http_skill("refuse", port, json!({"type": "object"}), 3)).await;
@@ -186,6 +186,18 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
             (refused["status"].clone(), refused["attempt"].clone(), refused["error"]["code"].clone()),
             (json!("failed"), json!(1), json!("order_unknown")),
             "{refused}"
+        );
+        // A catalog entry aimed at another skill's route gets nothing there: its token names the
+        // entry's version, not the route's.
+        let mut peek = http_skill("peek", port, text.clone(), 1);
+        peek["contract"]["implementation"]["endpoint"] = json!(format!("https://localhost:{port}/skills/echo@1"));
+        core.publish(peek).await;
+        let aimed = core.invoke(&core.caller, "peek@1", json!({"inputs": {"text": "sneaky"}})).await.ok(201).clone();
+        let aimed = core.ended(aimed["id"].as_str().expect("id")).await;
+        assert_eq!(
+            (aimed["status"].clone(), aimed["error"]["code"].clone()),
+            (json!("failed"), json!("token_for_another_call")),
+            "{aimed}"
         );
         // One session for all its workers, closed at the stop (the core answers meanwhile: the
         // wait runs off the test's runtime).

@@ -940,3 +940,33 @@ async fn an_execution_writes_its_typed_outputs_as_artifacts_of_their_types() {
     })
     .await;
 }
+
+/// A decision is a person's: an agent or an executor holding `approvals.decide` decides nothing
+/// (and retries nothing), so two agents — one asking, one deciding — never send without a person.
+#[tokio::test]
+async fn only_a_person_decides_an_approval() {
+    each_backend("work-people-decide", |core| async move {
+        let desk = desk(core, "people").await;
+        let core = &desk.core;
+        let task = desk.task("claim-reply@1", "C-3").await;
+        let approval = core.post(&desk.writer, "/approvals", &json!({"taskId": task})).await.ok(201)["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let grants = ["skills.invoke", "tasks.write@desk", "approvals.decide@desk"];
+        for kind in ["agent", "executor"] {
+            let robot = crate::api::token_of_kind(&core.engine, &format!("robot-{kind}"), kind, &grants).await;
+            let refused =
+                core.post(&robot, &format!("/approvals/{approval}:decide"), &json!({"outcome": "approved"})).await;
+            assert_eq!(refused.refused(403, "decider_not_a_person").body["error"]["details"]["kind"], kind);
+            core.post(&robot, &format!("/approvals/{approval}:retry"), &json!({}))
+                .await
+                .refused(403, "decider_not_a_person");
+        }
+        assert_eq!(core.get(&desk.writer, &format!("/approvals/{approval}")).await.ok(200)["status"], "pending");
+        core.post(&desk.decider, &format!("/approvals/{approval}:decide"), &json!({"outcome": "approved"}))
+            .await
+            .ok(200);
+    })
+    .await;
+}

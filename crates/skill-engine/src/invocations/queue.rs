@@ -153,7 +153,10 @@ impl Engine {
                 let contract = skill.contract.clone().unwrap_or_default();
                 let claimed = claimed_skill(&skill, &contract);
                 let settings = self.claim_settings(&skill.name).await?;
-                let invocation = view::invocation_out(running, &skill, now, &view::Looked::default());
+                // The executor hands the skill the key of the effect (a retried outcome's first key).
+                let effect = crate::work::effect_key(&running);
+                let mut invocation = view::invocation_out(running, &skill, now, &view::Looked::default());
+                invocation.idempotency_key = effect;
                 return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
             }
             let unknown = unknown.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();

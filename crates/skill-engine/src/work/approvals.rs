@@ -170,6 +170,7 @@ impl Engine {
             if !actor.can_in("approvals.decide", &task.workspace_id) {
                 return Err(EngineError::forbidden("approvals.decide").with("workspaceId", task.workspace_id));
             }
+            super::person_decides(actor)?;
             if approval.requested_by == actor.id() {
                 return Err(EngineError::new(
                     Class::Forbidden,

@@ -3,14 +3,15 @@
 //! for the same actions again. Each is the version with the inputs its decision fixed, made with
 //! the decider's authority as before and bound to the same approval: retry `n` of an action is the
 //! call whose basis carries `"retry": n` (the database covers a retry only as many times as a
-//! decider asked for one), with the key `approval-outcome:<approvalId>:<index>:retry-<n>`. Nothing
-//! else may spend it, and a failure that says it will not pass (a refusal, invalid output, an
-//! unmet `expect`) cannot be retried.
+//! decider asked for one), with the key `approval-outcome:<approvalId>:<index>:retry-<n>` — while
+//! the skill is given the first call's key, since every retry is an attempt at the same effect.
+//! Nothing else may spend it, and a failure that says it will not pass (a refusal, invalid output,
+//! an unmet `expect`) cannot be retried.
 
 use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{ApprovalOut, RetryRequest};
-use skill_store::records::{ActionRecord, ApprovalRecord, WorkChange};
+use skill_store::records::{ActionRecord, ApprovalRecord, InvocationRecord, WorkChange};
 
 use super::tasks::task_terminal;
 use super::{comment_event, terminal};
@@ -43,6 +44,19 @@ pub(crate) fn action_key(action: &ActionRecord) -> String {
     }
 }
 
+/// The key the skill is given for `call`: a retry of an outcome's action is one more attempt at
+/// the one effect its decision allowed, so the skill sees the first call's key — and an attempt
+/// that timed out but wrote after all is found by the retry, not written twice. Any other call's
+/// key as it is.
+pub(crate) fn effect_key(call: &InvocationRecord) -> Option<String> {
+    let key = call.idempotency_key.clone()?;
+    let retry = call.authorization_basis.as_ref().and_then(|basis| basis.get("retry")).and_then(Value::as_i64);
+    match retry {
+        Some(n) => Some(key.strip_suffix(&format!(":retry-{n}")).map_or(key.clone(), str::to_owned)),
+        None => Some(key),
+    }
+}
+
 /// `409 outcome_not_retryable` for `approval`, with why.
 fn not_retryable(approval: &ApprovalRecord, reason: &str, message: String) -> EngineError {
     EngineError::new(Class::Conflict, "outcome_not_retryable", message)
@@ -66,6 +80,7 @@ impl Engine {
             if !actor.can_in("approvals.decide", &task.workspace_id) {
                 return Err(EngineError::forbidden("approvals.decide").with("workspaceId", task.workspace_id));
             }
+            super::person_decides(actor)?;
             // Retrying carries a decision out again: as with deciding, never by who asked for it.
             if approval.requested_by == actor.id() {
                 return Err(EngineError::new(
@@ -168,5 +183,93 @@ impl Engine {
             }
         }
         Err(busy())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action(status: &str, error: Option<Value>, retries: i32) -> ActionRecord {
+        let now = chrono::Utc::now();
+        ActionRecord {
+            approval_id: "a".into(),
+            action_index: 0,
+            action: json!({}),
+            skill_id: Some("s".into()),
+            inputs: Some(json!({})),
+            status: status.into(),
+            invocation_id: None,
+            result: None,
+            error,
+            attempts: 1,
+            retries,
+            row_version: 1,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    #[test]
+    fn only_a_failure_that_may_pass_is_retried_and_only_so_often() {
+        let passing = Some(json!({"code": "outbox_unavailable", "retryable": true}));
+        assert!(retryable(&action("failed", passing.clone(), 0)));
+        assert!(!retryable(&action("failed", passing.clone(), MAX_RETRIES)), "retries run out");
+        assert!(!retryable(&action("succeeded", passing, 0)));
+        assert!(!retryable(&action(
+            "failed",
+            Some(json!({"code": "output_contract_violation", "retryable": false})),
+            0
+        )));
+        assert!(retryable(&action("failed", Some(json!({"code": "approval_outcome_skill_wait_expired"})), 0)));
+        assert!(!retryable(&action("failed", Some(json!({"code": "skill_permission_denied"})), 0)), "a refusal");
+        assert!(retryable(&action("failed", Some(json!({"code": "config_missing"})), 0)), "the table says it may pass");
+        assert_eq!(action_key(&action("pending", None, 0)), "approval-outcome:a:0");
+        assert_eq!(action_key(&action("pending", None, 2)), "approval-outcome:a:0:retry-2");
+    }
+
+    #[test]
+    fn a_retry_gives_the_skill_the_first_calls_key() {
+        let now = chrono::Utc::now();
+        let call = |key: &str, basis: Value| InvocationRecord {
+            id: "c".into(),
+            skill_id: "s".into(),
+            protocol: "local".into(),
+            target: "t".into(),
+            audience: None,
+            inputs: json!({}),
+            requested_by_kind: "principal".into(),
+            requested_by_ref: "p".into(),
+            authority_principal_id: "p".into(),
+            authorization_basis: Some(basis),
+            idempotency_key: Some(key.into()),
+            status: "running".into(),
+            attempt: 1,
+            max_attempts: 1,
+            available_at: now,
+            output: None,
+            error: None,
+            cost: None,
+            fencing_token: 1,
+            executor_principal_id: None,
+            executor_session_id: None,
+            lease_expires_at: None,
+            heartbeat_at: None,
+            task_id: None,
+            run_id: None,
+            artifact_id: None,
+            row_version: 1,
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            attempt_started_at: None,
+            finished_at: None,
+        };
+        let retried = call("approval-outcome:a:0:retry-2", json!({"kind": "approval", "approvalId": "a", "retry": 2}));
+        assert_eq!(effect_key(&retried).as_deref(), Some("approval-outcome:a:0"));
+        let first = call("approval-outcome:a:0", json!({"kind": "approval", "approvalId": "a"}));
+        assert_eq!(effect_key(&first).as_deref(), Some("approval-outcome:a:0"));
+        let odd = call("mine:retry-2", json!({"kind": "approval", "approvalId": "a", "retry": 3}));
+        assert_eq!(effect_key(&odd).as_deref(), Some("mine:retry-2"), "only its own retry's suffix comes off");
     }
 }

@@ -55,3 +55,18 @@ BEGIN
     RETURN NEW;
 END
 $$;
+
+-- A decision is a person's: an agent or an executor never decides an approval, whatever it holds
+-- (a retry carries the decision out with the decider's authority, so it follows from this).
+CREATE FUNCTION approvals_decided_by_person() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.decided_by IS NOT NULL AND (TG_OP = 'INSERT' OR OLD.decided_by IS NULL)
+        AND NOT EXISTS (SELECT 1 FROM principals WHERE id = NEW.decided_by AND kind = 'person')
+    THEN
+        RAISE EXCEPTION 'decider_not_a_person: a person decides an approval';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER approvals_decided_by_person BEFORE INSERT OR UPDATE ON approvals
+    FOR EACH ROW EXECUTE FUNCTION approvals_decided_by_person();

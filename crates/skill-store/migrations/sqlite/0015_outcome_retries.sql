@@ -40,3 +40,18 @@ WHEN json_extract(NEW.authorization_basis, '$.kind') = 'approval' AND NOT (
 BEGIN
     SELECT RAISE(ABORT, 'basis_not_covered: an approval covers only the calls its outcome names (and their retries a decider asked for) and the call it was requested for');
 END;
+
+-- A decision is a person's: an agent or an executor never decides an approval, whatever it holds
+-- (a retry carries the decision out with the decider's authority, so it follows from this).
+CREATE TRIGGER approvals_decided_by_person BEFORE UPDATE ON approvals
+WHEN NEW.decided_by IS NOT NULL AND OLD.decided_by IS NULL
+    AND NOT EXISTS (SELECT 1 FROM principals WHERE id = NEW.decided_by AND kind = 'person')
+BEGIN
+    SELECT RAISE(ABORT, 'decider_not_a_person: a person decides an approval');
+END;
+CREATE TRIGGER approvals_inserted_decided_by_person BEFORE INSERT ON approvals
+WHEN NEW.decided_by IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM principals WHERE id = NEW.decided_by AND kind = 'person')
+BEGIN
+    SELECT RAISE(ABORT, 'decider_not_a_person: a person decides an approval');
+END;

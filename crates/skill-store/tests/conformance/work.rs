@@ -358,6 +358,12 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
     let task = task(&db, &ana).await;
     let asked = approval(&task, &ana);
     db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
+    // A decision is a person's: an agent holding whatever it holds decides nothing.
+    let robot = skill_store::records::Principal { kind: "agent".into(), ..principal("robot") };
+    db.store.create_principal(&robot, &event("principal.created", "p")).await.expect("robot");
+    let by_agent =
+        db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &robot.id, "approved"))], &[]).await;
+    assert_eq!(by_agent.expect_err("refused").kind(), ErrorKind::Refused("decider_not_a_person"));
     let action = reserved(&asked, &skill.id, json!({"claim": "C-1"}));
     db.store
         .write_work(
