@@ -11,7 +11,7 @@ use skill_api::{
 };
 use skill_contract::export::canonical;
 use skill_store::ErrorKind;
-use skill_store::records::{ActionRecord, ApprovalRecord, WorkChange};
+use skill_store::records::{ActionRecord, ApprovalRecord, TaskRecord, WorkChange};
 
 use super::preview::{Decision, check_outcome, outcome_actions};
 use super::tasks::task_terminal;
@@ -165,20 +165,7 @@ impl Engine {
             return Err(EngineError::invalid_request("a comment is at most 10,000 characters").with("field", "comment"));
         }
         for _ in 0..5 {
-            let approval = self.visible_approval(actor, id).await?;
-            let task = self.store.task(&approval.task_id).await?;
-            if !actor.can_in("approvals.decide", &task.workspace_id) {
-                return Err(EngineError::forbidden("approvals.decide").with("workspaceId", task.workspace_id));
-            }
-            super::person_decides(actor)?;
-            if approval.requested_by == actor.id() {
-                return Err(EngineError::new(
-                    Class::Forbidden,
-                    "self_approval_refused",
-                    "the requester of an approval never decides it: ask someone else",
-                )
-                .with("approvalId", approval.id));
-            }
+            let (approval, task) = self.for_decider(actor, id).await?;
             if approval.status != "pending" {
                 return Err(EngineError::new(
                     Class::Conflict,
@@ -340,6 +327,27 @@ impl Engine {
             out.push((shown, super::tasks::task_out(task, task_type)));
         }
         Ok(out)
+    }
+
+    /// Approval `id` and its task, for `actor` to decide — or to retry the decision's outcome,
+    /// which carries it out again: `approvals.decide` in the task's workspace, a person, and not
+    /// who asked for it (`404` for an approval it may not see).
+    pub(crate) async fn for_decider(&self, actor: &Actor, id: &str) -> Result<(ApprovalRecord, TaskRecord)> {
+        let approval = self.visible_approval(actor, id).await?;
+        let task = self.store.task(&approval.task_id).await?;
+        if !actor.can_in("approvals.decide", &task.workspace_id) {
+            return Err(EngineError::forbidden("approvals.decide").with("workspaceId", task.workspace_id));
+        }
+        super::person_decides(actor)?;
+        if approval.requested_by == actor.id() {
+            return Err(EngineError::new(
+                Class::Forbidden,
+                "self_approval_refused",
+                "the requester of an approval never decides it, nor retries its outcome: ask someone else",
+            )
+            .with("approvalId", approval.id));
+        }
+        Ok((approval, task))
     }
 
     /// The approval `id` if its task is visible to `actor`; `404` otherwise.

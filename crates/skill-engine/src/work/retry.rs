@@ -75,21 +75,7 @@ impl Engine {
         request_id: Option<&str>,
     ) -> Result<ApprovalOut> {
         for _ in 0..5 {
-            let approval = self.visible_approval(actor, id).await?;
-            let task = self.store.task(&approval.task_id).await?;
-            if !actor.can_in("approvals.decide", &task.workspace_id) {
-                return Err(EngineError::forbidden("approvals.decide").with("workspaceId", task.workspace_id));
-            }
-            super::person_decides(actor)?;
-            // Retrying carries a decision out again: as with deciding, never by who asked for it.
-            if approval.requested_by == actor.id() {
-                return Err(EngineError::new(
-                    Class::Forbidden,
-                    "self_approval_refused",
-                    "you asked for this approval: another decider of the task retries its outcome",
-                )
-                .with("approvalId", approval.id.clone()));
-            }
+            let (approval, task) = self.for_decider(actor, id).await?;
             if terminal(&task.status) {
                 return Err(task_terminal(&task));
             }
