@@ -39,6 +39,15 @@ impl Engine {
         })
     }
 
+    /// The version `reference` names now; `None` when there is none.
+    pub(crate) async fn resolved(&self, reference: &str) -> Result<Option<skill_store::records::SkillRecord>> {
+        match self.find(reference).await {
+            Ok(entry) => Ok(Some(entry.skill)),
+            Err(error) if error.class == Class::NotFound => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Reads one version (`org.read`, `skills.invoke` or `skills.execute`).
     pub async fn skill(&self, actor: &Actor, reference: &str) -> Result<SkillOut> {
         actor.require_any(&["org.read", "skills.invoke", "skills.execute"])?;

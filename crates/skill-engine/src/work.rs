@@ -56,6 +56,16 @@ pub(crate) fn person_decides(actor: &Actor) -> Result<()> {
     .with("kind", actor.principal().kind.clone()))
 }
 
+/// `name@version` of the version `task_type`'s execution pins, if it has one.
+pub(crate) fn execution_reference(task_type: &skill_store::records::TaskTypeRecord) -> Option<String> {
+    let execution = task_type.execution.as_ref()?;
+    Some(format!(
+        "{}@{}",
+        execution["skill"].as_str().unwrap_or_default(),
+        execution["version"].as_str().unwrap_or_default()
+    ))
+}
+
 /// Whether a task's status is terminal.
 pub(crate) fn terminal(status: &str) -> bool {
     status != "open"

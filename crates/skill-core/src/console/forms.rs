@@ -160,6 +160,14 @@ pub(super) fn read(schema: &Value, sent: &[(String, String)]) -> Result<Map<Stri
     Ok(out)
 }
 
+/// The generated fields a form sent, as they were typed: what the form shows again when it is
+/// sent back with an error.
+pub(super) fn as_typed(sent: &[(String, String)]) -> Map<String, Value> {
+    sent.iter()
+        .filter_map(|(key, value)| Some((key.strip_prefix(PREFIX)?.to_owned(), Value::String(value.clone()))))
+        .collect()
+}
+
 /// `text` with the CRLF line breaks a browser sends as `\n`.
 pub(super) fn lines(text: &str) -> String {
     text.replace("\r\n", "\n")

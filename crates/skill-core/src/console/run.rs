@@ -175,10 +175,7 @@ pub(super) async fn run(
         Err(why) => {
             filled.error = Some(why);
             if filled.inputs.is_empty() {
-                filled.inputs = sent
-                    .iter()
-                    .filter_map(|(key, value)| Some((key.strip_prefix("f.")?.to_owned(), Value::String(value.clone()))))
-                    .collect();
+                filled.inputs = forms::as_typed(&sent);
             }
             match form_page(engine, &viewer, &reference, &filled).await {
                 Ok(markup) => answer(StatusCode::UNPROCESSABLE_ENTITY, markup),

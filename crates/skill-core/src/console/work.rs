@@ -179,10 +179,7 @@ pub(super) async fn create_task(
         Ok(task) => Redirect::to(&format!("/console/tasks/{}", task.id)).into_response(),
         Err(why) => {
             if filled.fields.is_empty() {
-                filled.fields = sent
-                    .iter()
-                    .filter_map(|(key, value)| Some((key.strip_prefix("f.")?.to_owned(), Value::String(value.clone()))))
-                    .collect();
+                filled.fields = forms::as_typed(&sent);
             }
             filled.error = Some(why);
             match new_task_page(engine, &viewer, Some(&task_type), &filled).await {
@@ -196,6 +193,8 @@ pub(super) async fn create_task(
 /// How long drafting waits for the draft before showing the task (a real model may take longer;
 /// the page shows the call meanwhile).
 const DRAFT_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+/// How often it looks meanwhile (a few reads a second for one person's click).
+const DRAFT_LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// `POST /console/tasks/{id}/draft`: the task's draft call, then the task once it ended (or
 /// after a while).
@@ -212,7 +211,7 @@ pub(super) async fn draft(State(core): State<Core>, posted: Posted) -> Response 
             Ok(now) if matches!(now.status.as_str(), "pending" | "running") => {}
             _ => break,
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        tokio::time::sleep(DRAFT_LOOK_EVERY).await;
     }
     Redirect::to(&format!("/console/tasks/{id}#approvals")).into_response()
 }

@@ -427,8 +427,12 @@ async fn retried(core: Core, executable: &Path) {
     // Only a decider retries; the clerk who asked only reads.
     retry(&clerk).await.refused(403, "permission_denied");
     std::fs::create_dir_all(&folder).expect("the outbox folder");
-    let again = retry(&reviewer).await.ok(200).clone();
+    // Two retries at once: one is made, the other finds the outcome running again.
+    let (first, second) = tokio::join!(retry(&reviewer), retry(&reviewer));
+    let (made, raced) = if first.status.as_u16() == 200 { (first, second) } else { (second, first) };
+    let again = made.ok(200).clone();
     assert_eq!(again["outcome"]["status"], "running", "{again}");
+    assert_eq!(raced.refused(409, "outcome_not_retryable").body["error"]["details"]["reason"], "running");
     let ended = core.until(&clerk, &path, |a| a["outcome"]["status"] != "running").await;
     let action = ended["outcome"]["actions"][0].clone();
     assert_eq!(

@@ -67,6 +67,14 @@ impl Timeouts {
     }
 }
 
+/// What a claim's taker noticed inside the store's transaction: a version whose timeout is not
+/// known yet (the claim stops and learns it), and the calls it cancelled (logged after the commit).
+#[derive(Debug, Default)]
+struct Seen {
+    unknown: Option<String>,
+    cancelled: Vec<(InvocationRecord, String, String)>,
+}
+
 impl Engine {
     /// Takes the oldest pending call the executor covers (`skills.execute`); `None` when there is
     /// none.
@@ -146,9 +154,15 @@ impl Engine {
     ) -> Result<Option<ClaimOut>> {
         for _ in 0..3 {
             let now = Utc::now();
-            let unknown = Arc::new(Mutex::new(None));
-            let take = self.taker(actor, request, origin, now, Arc::clone(&unknown));
-            if let Some(running) = self.store.claim(admission, now, take).await? {
+            let seen = Arc::new(Mutex::new(Seen::default()));
+            let take = self.taker(actor, request, origin, now, Arc::clone(&seen));
+            let claimed = self.store.claim(admission, now, take).await?;
+            // What the claim cancelled is logged once its transaction committed.
+            let seen = std::mem::take(&mut *seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+            for (cancelled, name, version) in &seen.cancelled {
+                crate::ended::log(cancelled, name, version);
+            }
+            if let Some(running) = claimed {
                 let skill = self.store.skill(&running.skill_id).await?.skill;
                 let contract = skill.contract.clone().unwrap_or_default();
                 let claimed = claimed_skill(&skill, &contract);
@@ -159,8 +173,7 @@ impl Engine {
                 invocation.idempotency_key = effect;
                 return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
             }
-            let unknown = unknown.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-            let Some(skill_id) = unknown else { return Ok(None) };
+            let Some(skill_id) = seen.unknown else { return Ok(None) };
             let skill = self.store.skill(&skill_id).await?.skill;
             self.timeouts.learn(&skill_id, skill.contract.as_ref().map(timeout_of));
         }
@@ -169,14 +182,7 @@ impl Engine {
 
     /// What a claim makes of a candidate: running under a new lease and fencing token, with its
     /// `skill.invocation_claimed` event. Runs inside the store's transaction, so it only computes.
-    fn taker(
-        &self,
-        actor: &Actor,
-        request: &ClaimRequest,
-        origin: &Origin,
-        now: Time,
-        unknown: Arc<Mutex<Option<String>>>,
-    ) -> Take {
+    fn taker(&self, actor: &Actor, request: &ClaimRequest, origin: &Origin, now: Time, seen: Arc<Mutex<Seen>>) -> Take {
         let timeouts = Arc::clone(&self.timeouts);
         let executor = actor.id().to_owned();
         let session = request.session_id.clone();
@@ -184,8 +190,8 @@ impl Engine {
         let origin = origin.clone();
         let system = Origin { actor_id: None, request_id: origin.request_id.clone() };
         Box::new(move |candidate: &InvocationRecord, basis: &BasisState| {
-            let mut unknown = unknown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if unknown.is_some() {
+            let mut seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if seen.unknown.is_some() {
                 return Decision::Stop;
             }
             match recheck(candidate, basis) {
@@ -193,7 +199,10 @@ impl Engine {
                     let cause = Cancellation { code: "basis_revoked", reason, by: "system", initiator: "system" };
                     let skill = (basis.skill_name.as_str(), basis.skill_version.as_str());
                     let (cancelled, event) = cancellation(candidate, skill, &cause, now, &system);
-                    crate::ended::log(&cancelled, skill.0, skill.1);
+                    // A store that tries its transaction again hands the same candidate again.
+                    if !seen.cancelled.iter().any(|(call, ..)| call.id == cancelled.id) {
+                        seen.cancelled.push((cancelled.clone(), skill.0.to_owned(), skill.1.to_owned()));
+                    }
                     return Decision::Cancel(cancelled, vec![event]);
                 }
                 Obstacle::Hold(_) => return Decision::Pass,
@@ -203,7 +212,7 @@ impl Engine {
                 Some(Some(timeout)) => timeout,
                 Some(None) => return Decision::Pass,
                 None => {
-                    *unknown = Some(candidate.skill_id.clone());
+                    seen.unknown = Some(candidate.skill_id.clone());
                     return Decision::Stop;
                 }
             };

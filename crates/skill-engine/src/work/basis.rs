@@ -378,10 +378,11 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn call(basis: Option<Value>) -> InvocationRecord {
+    /// A pending call with `basis`, on task `t` and run `r`.
+    pub(crate) fn call(basis: Option<Value>) -> InvocationRecord {
         let now = chrono::Utc::now();
         InvocationRecord {
             id: "c".into(),

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 use skill_api::{InvocationOut, InvokeRequest};
-use skill_store::records::{SkillRecord, TaskTypeRecord};
+use skill_store::records::{SkillRecord, TaskRecord, TaskTypeRecord};
 
 use super::preview::GATE;
 use super::tasks::task_terminal;
@@ -100,9 +100,14 @@ impl Engine {
     /// The draft task `id`'s type declares, with its inputs filled from the task (`tasks.read`).
     pub async fn task_draft(&self, actor: &Actor, id: &str) -> Result<Option<(Draft, Map<String, Value>)>> {
         let task = self.visible_task(actor, id, None).await?;
+        self.draft_for(&task).await
+    }
+
+    /// `task`'s type's draft, with its inputs filled from `task`.
+    async fn draft_for(&self, task: &TaskRecord) -> Result<Option<(Draft, Map<String, Value>)>> {
         let task_type = self.store.task_type(&task.task_type_id).await?;
         Ok(draft_of(&task_type).map(|draft| {
-            let inputs = paths::fill(&draft.inputs, &task_view(&task, &task_type));
+            let inputs = paths::fill(&draft.inputs, &task_view(task, &task_type));
             (draft, inputs)
         }))
     }
@@ -115,7 +120,7 @@ impl Engine {
         if terminal(&task.status) {
             return Err(task_terminal(&task));
         }
-        let Some((draft, inputs)) = self.task_draft(actor, id).await? else {
+        let Some((draft, inputs)) = self.draft_for(&task).await? else {
             return Err(
                 EngineError::new(Class::NotFound, "no_draft", "the task's type declares no draft").with("taskId", id)
             );

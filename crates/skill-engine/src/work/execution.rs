@@ -79,12 +79,7 @@ impl Engine {
     async fn advance_execution(&self, actor: &Actor, task: &TaskRecord, now: Time) -> Result<usize> {
         let origin = Origin::of(actor, None);
         let task_type = self.store.task_type(&task.task_type_id).await?;
-        let Some(execution) = task_type.execution.clone() else { return Ok(0) };
-        let skill = format!(
-            "{}@{}",
-            execution["skill"].as_str().unwrap_or_default(),
-            execution["version"].as_str().unwrap_or_default()
-        );
+        let Some(skill) = super::execution_reference(&task_type) else { return Ok(0) };
         let runs = self.store.runs(&task.id).await?;
         let running =
             runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == "running");

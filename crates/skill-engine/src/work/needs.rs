@@ -4,7 +4,7 @@
 //! out — so it is refused when it is created (`400 custom_field_required`).
 
 use serde_json::{Value, json};
-use skill_store::records::{SkillRecord, TaskTypeRecord};
+use skill_store::records::TaskTypeRecord;
 
 use super::paths;
 use super::preview::{outcome_actions, required_inputs, requires};
@@ -39,12 +39,7 @@ pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
             }
         }
     }
-    if let Some(execution) = &task_type.execution {
-        let skill = format!(
-            "{}@{}",
-            execution["skill"].as_str().unwrap_or_default(),
-            execution["version"].as_str().unwrap_or_default()
-        );
+    if let (Some(execution), Some(skill)) = (&task_type.execution, super::execution_reference(task_type)) {
         for (input, source) in execution["inputs"].as_object().into_iter().flatten() {
             if let Some(field) = source.as_str().and_then(|path| paths::field_under(path, &["customFields"])) {
                 uses.push(FieldUse { field, skill: skill.clone(), input: input.clone(), by: "execution" });
@@ -52,6 +47,11 @@ pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
         }
     }
     uses
+}
+
+/// Whether `task_type`'s execution takes the whole of `customFields` as its inputs.
+fn whole_object(task_type: &TaskTypeRecord) -> bool {
+    task_type.execution.as_ref().is_some_and(|execution| execution["inputs"].as_str() == Some("$.customFields"))
 }
 
 impl Engine {
@@ -66,38 +66,22 @@ impl Engine {
                 needed.push(found);
             }
         }
-        if let Some(execution) = &task_type.execution
-            && execution["inputs"].as_str() == Some("$.customFields")
+        if whole_object(task_type)
+            && let Some(skill) = super::execution_reference(task_type)
+            && let Some(called) = self.resolved(&skill).await?
         {
-            let skill = format!(
-                "{}@{}",
-                execution["skill"].as_str().unwrap_or_default(),
-                execution["version"].as_str().unwrap_or_default()
-            );
-            if let Some(called) = self.resolved(&skill).await? {
-                for input in required_inputs(&called) {
-                    needed.push(FieldUse { field: input.clone(), skill: skill.clone(), input, by: "execution" });
-                }
+            for input in required_inputs(&called) {
+                needed.push(FieldUse { field: input.clone(), skill: skill.clone(), input, by: "execution" });
             }
         }
         Ok(needed)
-    }
-
-    /// The version `reference` names now; `None` when there is none.
-    async fn resolved(&self, reference: &str) -> Result<Option<SkillRecord>> {
-        match self.find(reference).await {
-            Ok(entry) => Ok(Some(entry.skill)),
-            Err(error) if error.class == Class::NotFound => Ok(None),
-            Err(error) => Err(error),
-        }
     }
 
     /// `400 custom_field_required` when `fields` lacks one that `task_type`'s work requires. The
     /// store is read only when a field some work reads is missing.
     pub(crate) async fn check_required_fields(&self, task_type: &TaskTypeRecord, fields: &Value) -> Result<()> {
         let present = |field: &str| fields.get(field).is_some_and(|value| !value.is_null());
-        let whole = task_type.execution.as_ref().is_some_and(|e| e["inputs"].as_str() == Some("$.customFields"));
-        if !whole && field_uses(task_type).iter().all(|found| present(&found.field)) {
+        if !whole_object(task_type) && field_uses(task_type).iter().all(|found| present(&found.field)) {
             return Ok(());
         }
         let missing: Vec<FieldUse> =

@@ -127,11 +127,7 @@ impl Engine {
             };
             let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
             let written = spec.get("inputs").cloned().unwrap_or_else(|| json!({}));
-            let version = match self.find(&skill).await {
-                Ok(entry) => Some(entry.skill),
-                Err(error) if error.class == Class::NotFound => None,
-                Err(error) => return Err(error),
-            };
+            let version = self.resolved(&skill).await?;
             let call = PlannedCall {
                 skill,
                 version,
@@ -165,18 +161,11 @@ impl Engine {
         let mut planned = self.plan_outcome(&task, &task_type, &decision).await?;
         // A gate of an execution-pinned task also decides the execution: approving lets the core
         // make its call, rejecting fails the task.
-        if let Some(execution) = task_type.execution.as_ref().filter(|_| !super::terminal(&task.status)) {
-            let skill = format!(
-                "{}@{}",
-                execution["skill"].as_str().unwrap_or_default(),
-                execution["version"].as_str().unwrap_or_default()
-            );
+        if let (Some(execution), Some(skill)) = (task_type.execution.as_ref(), super::execution_reference(&task_type))
+            && !super::terminal(&task.status)
+        {
             planned.push(if outcome == "approved" {
-                let version = match self.find(&skill).await {
-                    Ok(entry) => Some(entry.skill),
-                    Err(error) if error.class == Class::NotFound => None,
-                    Err(error) => return Err(error),
-                };
+                let version = self.resolved(&skill).await?;
                 let inputs = match super::basis::execution_inputs(&task, &task_type) {
                     Value::Object(inputs) => inputs,
                     _ => Map::new(),

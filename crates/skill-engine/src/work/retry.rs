@@ -108,6 +108,14 @@ impl Engine {
                 }
             }
             let actions = self.store.actions(&approval.id).await?;
+            // Read after the approval: a retry made in between shows here first.
+            if actions.iter().any(|action| matches!(action.status.as_str(), "pending" | "invoked")) {
+                return Err(not_retryable(
+                    &approval,
+                    "running",
+                    "the outcome is still running: wait until its calls end".to_owned(),
+                ));
+            }
             let again: Vec<&ActionRecord> = actions.iter().filter(|action| retryable(action)).collect();
             if again.is_empty() {
                 let failures: Vec<Value> = actions
@@ -216,40 +224,9 @@ mod tests {
 
     #[test]
     fn a_retry_gives_the_skill_the_first_calls_key() {
-        let now = chrono::Utc::now();
         let call = |key: &str, basis: Value| InvocationRecord {
-            id: "c".into(),
-            skill_id: "s".into(),
-            protocol: "local".into(),
-            target: "t".into(),
-            audience: None,
-            inputs: json!({}),
-            requested_by_kind: "principal".into(),
-            requested_by_ref: "p".into(),
-            authority_principal_id: "p".into(),
-            authorization_basis: Some(basis),
             idempotency_key: Some(key.into()),
-            status: "running".into(),
-            attempt: 1,
-            max_attempts: 1,
-            available_at: now,
-            output: None,
-            error: None,
-            cost: None,
-            fencing_token: 1,
-            executor_principal_id: None,
-            executor_session_id: None,
-            lease_expires_at: None,
-            heartbeat_at: None,
-            task_id: None,
-            run_id: None,
-            artifact_id: None,
-            row_version: 1,
-            created_at: now,
-            updated_at: now,
-            started_at: None,
-            attempt_started_at: None,
-            finished_at: None,
+            ..super::super::basis::tests::call(Some(basis))
         };
         let retried = call("approval-outcome:a:0:retry-2", json!({"kind": "approval", "approvalId": "a", "retry": 2}));
         assert_eq!(effect_key(&retried).as_deref(), Some("approval-outcome:a:0"));

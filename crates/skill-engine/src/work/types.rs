@@ -470,11 +470,7 @@ impl Engine {
         if let Some(skill) = mine {
             return Ok(Some(skill.clone()));
         }
-        match self.find(reference).await {
-            Ok(found) => Ok(Some(found.skill)),
-            Err(error) if error.code == "not_found" => Ok(None),
-            Err(error) => Err(error),
-        }
+        self.resolved(reference).await
     }
 }
 
