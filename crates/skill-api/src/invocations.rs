@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use skill_contract::{RiskLevel, SideEffects};
+
+use crate::{Basis, CallStatus, RequesterKind};
 
 /// The largest `inputs` or `output` object, as JSON: 256 KiB.
 pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
@@ -38,7 +41,7 @@ pub struct CalledSkill {
 /// Who asked for a call: `principal`, `rule`, `approval`, `verification` or `run`, and its id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequestedBy {
-    pub kind: String,
+    pub kind: RequesterKind,
     #[serde(rename = "ref")]
     pub reference: String,
 }
@@ -55,10 +58,9 @@ pub struct InvocationOut {
     /// The principal on whose behalf the call acts.
     pub authority_principal_id: String,
     /// Why an external write may happen (`null` when none was needed).
-    pub authorization_basis: Option<Value>,
+    pub authorization_basis: Option<Basis>,
     pub idempotency_key: Option<String>,
-    /// `pending`, `running`, `succeeded`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: CallStatus,
     pub attempt: i32,
     pub max_attempts: i32,
     pub available_at: String,
@@ -165,8 +167,8 @@ pub struct ClaimedSkill {
     pub name: String,
     pub version: String,
     pub protocol: String,
-    pub side_effects: String,
-    pub risk_level: String,
+    pub side_effects: SideEffects,
+    pub risk_level: RiskLevel,
     pub contract: Value,
 }
 

@@ -20,6 +20,7 @@
 //! | the skill-facing routes the SDK calls | [`sdk_routes`] |
 
 mod artifacts;
+mod basis;
 mod envelope;
 mod events;
 mod invocations;
@@ -32,6 +33,7 @@ mod principals;
 mod protocol_schema;
 pub mod sdk_routes;
 mod skills;
+mod states;
 mod tokens;
 mod work;
 
@@ -39,6 +41,7 @@ pub use artifacts::{
     ArtifactOut, ArtifactQuery, ArtifactRequest, ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest,
     MAX_ARTIFACT_BYTES,
 };
+pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, HeldGrant};
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use events::{EventOut, EventsQuery};
 pub use invocations::{
@@ -60,7 +63,11 @@ pub use principals::{
 };
 pub use skills::{
     DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest, PublishRequest,
-    SkillKind, SkillOut, SkillStatus, etag, parse_etag,
+    SkillKind, SkillOut, etag, parse_etag,
+};
+pub use states::{
+    ActionStatus, ApprovalStatus, CallStatus, Lifecycle, OutcomeReaction, OutcomeStatus, OutputStatus, PrincipalKind,
+    RequesterKind, RunStatus, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
 };
 pub use tokens::{AudienceTokenOut, AudienceTokenRequest};
 pub use work::{

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use skill_contract::{API_VERSION, KIND, Skill, SkillBody, SkillMetadata, ToolDeclaration};
+use skill_contract::{API_VERSION, KIND, RiskLevel, SideEffects, Skill, SkillBody, SkillMetadata, ToolDeclaration};
+
+use crate::SkillStatus;
 
 /// The largest page of a skill listing, and the page when none is asked for.
 pub const MAX_PAGE: u32 = 200;
@@ -141,44 +143,6 @@ pub enum SkillKind {
     Catalog,
 }
 
-/// A version's status; it only moves forward.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SkillStatus {
-    Active,
-    Deprecated,
-    Disabled,
-}
-
-impl SkillStatus {
-    /// Every status, in the only order they move.
-    pub const ALL: [Self; 3] = [Self::Active, Self::Deprecated, Self::Disabled];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Deprecated => "deprecated",
-            Self::Disabled => "disabled",
-        }
-    }
-
-    /// The status `word` names, if any.
-    pub fn from_word(word: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|status| status.as_str() == word)
-    }
-
-    /// Every status's word, for messages and `details.allowed`.
-    pub fn words() -> Vec<&'static str> {
-        Self::ALL.iter().map(|status| status.as_str()).collect()
-    }
-}
-
-impl std::fmt::Display for SkillStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A skill version as the API returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -193,8 +157,8 @@ pub struct SkillOut {
     pub config: Value,
     pub input_schema: Option<Value>,
     pub output_schema: Option<Value>,
-    pub side_effects: Option<String>,
-    pub risk_level: Option<String>,
+    pub side_effects: Option<SideEffects>,
+    pub risk_level: Option<RiskLevel>,
     /// A leaf's normalized contract (every field present).
     pub contract: Option<Value>,
     /// A composite's includes (`name@version`).

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::{ActionCall, ActionStatus, ApprovalStatus, OutcomeReaction, OutcomeStatus, RunStatus, TaskStatus};
+
 /// The body of `POST /task-types`: one version of a task type, immutable once published. The
 /// fields are a package's `TaskType` spec; `key` is the document's key.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -109,7 +111,7 @@ pub struct TaskOut {
     pub title: String,
     pub custom_fields: Value,
     /// `open`, or one of the terminal `done`, `failed`, `cancelled`.
-    pub status: String,
+    pub status: TaskStatus,
     pub created_by: String,
     pub created_at: String,
     pub updated_at: String,
@@ -161,7 +163,7 @@ pub struct RunOut {
     pub task_id: String,
     pub owner_principal_id: String,
     /// `running`, or one of the terminal `succeeded`, `failed`, `cancelled`.
-    pub status: String,
+    pub status: RunStatus,
     pub result: Option<Value>,
     pub error: Option<Value>,
     pub created_at: String,
@@ -260,10 +262,10 @@ pub struct ActionOut {
     /// … and the inputs filled in when deciding: the call the approval covers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<Value>,
-    /// `pending`, `invoked`, `succeeded`, `failed` or `skipped`.
-    pub status: String,
+    pub status: ActionStatus,
     pub invocation_id: Option<String>,
-    pub result: Option<Value>,
+    /// The call it made.
+    pub result: Option<ActionCall>,
     pub error: Option<Value>,
     /// Calls made for it, retries included.
     #[serde(default)]
@@ -281,10 +283,9 @@ pub struct ActionOut {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OutcomeOut {
-    /// `running`, `succeeded`, `failed` or `skipped`.
-    pub status: String,
+    pub status: OutcomeStatus,
     /// `onSuccess` or `onFailure` once the reaction ran.
-    pub reaction: Option<String>,
+    pub reaction: Option<OutcomeReaction>,
     pub actions: Vec<ActionOut>,
 }
 
@@ -295,8 +296,7 @@ pub struct ApprovalOut {
     pub id: String,
     pub task_id: String,
     pub gate: bool,
-    /// `pending`, `approved`, `rejected` or `withdrawn`.
-    pub status: String,
+    pub status: ApprovalStatus,
     pub requested_by: String,
     pub request_comment: String,
     pub decided_by: Option<String>,

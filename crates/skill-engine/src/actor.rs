@@ -3,6 +3,7 @@
 
 use chrono::Utc;
 use sha2::{Digest, Sha256};
+use skill_api::{DecisionAuthority, HeldGrant, PrincipalKind};
 use skill_store::records::{ExecutorAllowance, Grant, Principal};
 
 use crate::error::{Class, EngineError, Result};
@@ -43,7 +44,7 @@ impl Actor {
 
     /// Whether the principal is an executor.
     pub fn is_executor(&self) -> bool {
-        self.principal.kind == "executor"
+        self.principal.kind == PrincipalKind::Executor
     }
 
     pub fn principal(&self) -> &Principal {
@@ -90,30 +91,30 @@ impl Actor {
     }
 
     /// The grants as a decision keeps them: `{principalId, grants: [{workspaceId, permission}]}`.
-    pub fn snapshot(&self) -> serde_json::Value {
-        let grants: Vec<serde_json::Value> = self
+    pub fn snapshot(&self) -> DecisionAuthority {
+        let grants = self
             .grants
             .iter()
-            .map(|grant| serde_json::json!({"workspaceId": grant.workspace_id, "permission": grant.permission}))
+            .map(|grant| HeldGrant { workspace_id: grant.workspace_id.clone(), permission: grant.permission.clone() })
             .collect();
-        serde_json::json!({"principalId": self.principal.id, "grants": grants})
+        DecisionAuthority { principal_id: self.principal.id.clone(), grants }
     }
 
     /// The grants of a snapshot [`Actor::snapshot`] made, for `principal`; `None` when the
     /// snapshot is not one.
-    pub fn from_snapshot(principal: Principal, snapshot: &serde_json::Value) -> Option<Self> {
-        let grants = snapshot.get("grants")?.as_array()?;
-        let mut kept = Vec::with_capacity(grants.len());
-        for grant in grants {
-            kept.push(Grant {
+    pub fn from_snapshot(principal: Principal, snapshot: &DecisionAuthority) -> Option<Self> {
+        let kept = snapshot
+            .grants
+            .iter()
+            .map(|grant| Grant {
                 id: String::new(),
                 principal_id: principal.id.clone(),
-                workspace_id: grant.get("workspaceId").and_then(serde_json::Value::as_str).map(str::to_owned),
-                permission: grant.get("permission")?.as_str()?.to_owned(),
+                workspace_id: grant.workspace_id.clone(),
+                permission: grant.permission.clone(),
                 created_at: principal.created_at,
-            });
-        }
-        (snapshot.get("principalId")?.as_str()? == principal.id).then(|| Self::new(principal, kept))
+            })
+            .collect();
+        (snapshot.principal_id == principal.id).then(|| Self::new(principal, kept))
     }
 
     /// `permission_denied` unless the principal holds `permission` organisation-wide.
@@ -177,7 +178,7 @@ mod tests {
     fn actor(grants: &[(Option<&str>, &str)]) -> Actor {
         let principal = Principal {
             id: "p".into(),
-            kind: "person".into(),
+            kind: PrincipalKind::Person,
             name: "ana".into(),
             display_name: String::new(),
             created_at: Utc::now(),

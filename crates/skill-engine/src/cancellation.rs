@@ -3,6 +3,7 @@
 //! fenced out either way.
 
 use serde_json::json;
+use skill_api::CallStatus;
 use skill_store::records::{InvocationRecord, SkillRecord};
 
 use crate::{Engine, Origin};
@@ -39,7 +40,7 @@ pub(crate) fn cancellation(
     now: skill_store::records::Time,
     origin: &Origin,
 ) -> (InvocationRecord, skill_store::records::Event) {
-    let was_running = call.status == "running";
+    let was_running = call.status == CallStatus::Running;
     let details = json!({"cancelledBy": cause.by, "initiator": cause.initiator, "wasRunning": was_running});
     let error = crate::lease::error_value(cause.code, false, cause.reason, Some(details));
     let event = crate::new_event(
@@ -50,5 +51,5 @@ pub(crate) fn cancellation(
                "wasRunning": was_running, "cancelledBy": cause.by, "initiator": cause.initiator}),
         origin,
     );
-    (crate::lease::ended(call, "cancelled", None, Some(error), now), event)
+    (crate::lease::ended(call, CallStatus::Cancelled, None, Some(error), now), event)
 }

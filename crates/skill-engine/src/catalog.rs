@@ -20,7 +20,7 @@ use crate::{Engine, Origin};
 
 pub(crate) use patch::{change_of, version_conflict};
 pub use publish::PROTOCOLS;
-pub(crate) use view::{kind, skill_out, status, time as view_time, to_skill};
+pub(crate) use view::{kind, skill_out, time as view_time, to_skill};
 
 impl Engine {
     /// The version `reference` names: an id, `name@version` (whatever its status), or a bare
@@ -63,15 +63,9 @@ impl Engine {
     /// Lists versions in publication order (`org.read`).
     pub async fn skills(&self, actor: &Actor, query: &ListQuery) -> Result<Page<SkillOut>> {
         actor.require("org.read")?;
-        if let Some(status) = &query.status {
-            check_status(status)?;
-        }
-        let filter = SkillFilter {
-            name: query.name.clone(),
-            status: query.status.clone(),
-            package: query.package.clone(),
-            ..SkillFilter::default()
-        };
+        let status = query.status.as_deref().map(check_status).transpose()?;
+        let filter =
+            SkillFilter { name: query.name.clone(), status, package: query.package.clone(), ..SkillFilter::default() };
         let (entries, next_cursor) = self.page(filter, query.limit, query.cursor.clone()).await?;
         let items: Vec<SkillOut> = entries.into_iter().map(|entry| skill_out(entry, true)).collect();
         Ok(bounded_page(items, next_cursor, |item| item.id.clone()))
@@ -120,7 +114,7 @@ impl Engine {
         }
         let principal = self.principal(principal_id).await?;
         let entry = self.find(reference).await?;
-        if status(&entry.skill) == SkillStatus::Disabled {
+        if entry.skill.status == SkillStatus::Disabled {
             return Err(EngineError::new(
                 Class::Invalid,
                 "skill_disabled",
@@ -180,7 +174,7 @@ impl Engine {
         for assignment in self.store.assignments(&principal.id).await? {
             let skill = self.store.skill(&assignment.skill_id).await?.skill;
             out.push(AssignedSkill {
-                status: status(&skill),
+                status: skill.status,
                 skill_id: skill.id,
                 name: skill.name,
                 version: skill.version,
@@ -273,7 +267,7 @@ pub(crate) fn invocable(skill: &skill_store::records::SkillRecord) -> Result<&Va
             .with("status", skill.status.clone()))
     };
     let name = format!("{}@{}", skill.name, skill.version);
-    if skill.status == "disabled" {
+    if skill.status == SkillStatus::Disabled {
         return refuse("disabled", format!("{name} is disabled"));
     }
     if skill.composition.is_some() {

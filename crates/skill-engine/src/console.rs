@@ -6,6 +6,7 @@
 
 use chrono::{Duration, Utc};
 use serde_json::json;
+use skill_api::{PrincipalKind, SkillStatus};
 use skill_store::ErrorKind;
 use skill_store::records::ConsoleSession;
 
@@ -40,7 +41,7 @@ impl Engine {
     /// `console_people_only` (agents and executors have no console).
     pub async fn sign_in(&self, token: &str, origin: &Origin) -> Result<SignedIn> {
         let credential = self.live_credential(&token_hash(token.trim())).await?;
-        if credential.principal.kind != "person" {
+        if credential.principal.kind != PrincipalKind::Person {
             return Err(EngineError::new(
                 Class::Forbidden,
                 "console_people_only",
@@ -157,7 +158,7 @@ impl Engine {
         let (entries, _) = self.page(filter, Some(limit.clamp(1, 200)), None).await?;
         let mut found: Vec<skill_api::SkillOut> = entries
             .into_iter()
-            .filter(|entry| entry.skill.contract.is_some() && entry.skill.status != "disabled")
+            .filter(|entry| entry.skill.contract.is_some() && entry.skill.status != SkillStatus::Disabled)
             .map(|entry| crate::catalog::skill_out(entry, false))
             .collect();
         found.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));

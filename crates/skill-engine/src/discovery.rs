@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use skill_api::{MetadataOut, Page};
+use skill_api::{MetadataOut, Page, SkillStatus};
 use skill_contract::composite::{self, Resolution};
 use skill_contract::{Skill, SkillBody, SkillDefinition, SkillMetadata, SkillRef};
 use skill_store::ErrorKind;
@@ -12,7 +12,7 @@ use skill_store::records::{SkillFilter, SkillRecord};
 
 use crate::Engine;
 use crate::actor::Actor;
-use crate::catalog::{bounded_page, kind, status, to_skill};
+use crate::catalog::{bounded_page, kind, to_skill};
 use crate::error::{Class, EngineError, Result, resolve_error};
 
 impl Engine {
@@ -47,7 +47,7 @@ impl Engine {
         cursor: Option<String>,
     ) -> Result<Page<MetadataOut>> {
         actor.require("org.read")?;
-        let filter = SkillFilter { status: Some("active".to_owned()), ..SkillFilter::default() };
+        let filter = SkillFilter { status: Some(SkillStatus::Active), ..SkillFilter::default() };
         let (entries, next_cursor) = self.page(filter, limit, cursor).await?;
         let mut items = Vec::new();
         for entry in entries {
@@ -128,5 +128,5 @@ fn includes(skill: &Skill) -> Vec<SkillRef> {
 }
 
 fn metadata_out(record: &SkillRecord, metadata: SkillMetadata) -> MetadataOut {
-    MetadataOut { metadata, id: record.id.clone(), status: status(record), kind: kind(record) }
+    MetadataOut { metadata, id: record.id.clone(), status: record.status, kind: kind(record) }
 }

@@ -180,6 +180,20 @@ pub type Result<T, E = EngineError> = std::result::Result<T, E>;
 
 /// Whether a version-checked write happened: `false` when the row moved on since it was read
 /// (the caller reads it again and decides anew), an error for anything else.
+/// The state a request names among `allowed` (`what` says of which thing: `a task's status`);
+/// `422 invalid_status` listing the allowed words otherwise.
+pub(crate) fn requested_state<S: skill_api::State>(word: &str, allowed: &[S], what: &str) -> Result<S> {
+    S::parse(word).ok().filter(|state| allowed.contains(state)).ok_or_else(|| {
+        let words: Vec<&str> = allowed.iter().map(|state| state.as_str()).collect();
+        EngineError::new(
+            Class::Invalid,
+            "invalid_status",
+            format!("{what} is one of {}, not {word:?}", words.join(", ")),
+        )
+        .with("allowed", words)
+    })
+}
+
 pub(crate) fn written(result: skill_store::Result<()>) -> Result<bool> {
     match result {
         Ok(()) => Ok(true),

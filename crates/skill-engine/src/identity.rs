@@ -3,6 +3,7 @@
 
 use chrono::Utc;
 use serde_json::json;
+use skill_api::{PrincipalKind, State};
 use skill_store::ErrorKind;
 use skill_store::records::{AccessToken, Grant, Principal, Time, Workspace};
 
@@ -12,7 +13,7 @@ use crate::work::EXECUTION_PRINCIPAL;
 use crate::{Engine, Origin};
 
 /// The kinds of principal.
-pub const PRINCIPAL_KINDS: &[&str] = &["person", "agent", "executor"];
+pub const PRINCIPAL_KINDS: &[&str] = PrincipalKind::WORDS;
 /// The longest life a token may be issued with (ten years).
 pub const MAX_TOKEN_DAYS: u32 = 3650;
 /// The longest token label, in characters.
@@ -110,14 +111,14 @@ impl Engine {
     /// Issues a token for a principal (created when missing) with organisation-wide grants —
     /// the operator's way in before anyone holds `org.manage`.
     pub async fn issue_token(&self, request: &TokenRequest, origin: &Origin) -> Result<IssuedToken> {
-        if !PRINCIPAL_KINDS.contains(&request.kind.as_str()) {
+        let Ok(kind) = PrincipalKind::parse(&request.kind) else {
             return Err(EngineError::new(
                 Class::Invalid,
                 "invalid_principal",
                 format!("a principal is one of {}, not {:?}", PRINCIPAL_KINDS.join(", "), request.kind),
             )
             .with("allowed", PRINCIPAL_KINDS.to_vec()));
-        }
+        };
         if request.label.chars().count() > MAX_LABEL_CHARS || request.label.chars().any(char::is_control) {
             return Err(EngineError::new(
                 Class::Invalid,
@@ -143,7 +144,7 @@ impl Engine {
         for written in &request.grants {
             grants.push(self.parse_grant(written).await?);
         }
-        let principal = self.principal_named(&request.principal, &request.kind, origin).await?;
+        let principal = self.principal_named(&request.principal, kind, origin).await?;
         for (permission, workspace_id) in grants {
             self.add_grant(&principal, &permission, workspace_id, origin).await?;
         }
@@ -249,7 +250,7 @@ impl Engine {
     /// principal is made on first use).
     async fn existing_principal(&self, name: &str, origin: &Origin) -> Result<Principal> {
         if name == EXECUTION_PRINCIPAL {
-            return self.principal_named(name, "executor", origin).await;
+            return self.principal_named(name, PrincipalKind::Executor, origin).await;
         }
         match self.store.principal_by_name(name).await {
             Ok(principal) => Ok(principal),
@@ -302,7 +303,7 @@ impl Engine {
         }
     }
 
-    pub(crate) async fn principal_named(&self, name: &str, kind: &str, origin: &Origin) -> Result<Principal> {
+    pub(crate) async fn principal_named(&self, name: &str, kind: PrincipalKind, origin: &Origin) -> Result<Principal> {
         match self.store.principal_by_name(name).await {
             Ok(principal) => return Ok(principal),
             Err(error) if error.kind() != ErrorKind::NotFound => return Err(error.into()),
@@ -317,7 +318,7 @@ impl Engine {
         }
         let principal = Principal {
             id: self.new_id(),
-            kind: kind.to_owned(),
+            kind,
             name: name.to_owned(),
             display_name: String::new(),
             created_at: Utc::now(),

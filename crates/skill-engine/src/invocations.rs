@@ -15,7 +15,10 @@ use std::collections::HashMap;
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use skill_api::{CancelRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_DOCUMENT_BYTES, Page};
+use skill_api::{
+    ApprovalStatus, Basis, CallStatus, CancelRequest, InvocationOut, InvocationQuery, InvokeRequest,
+    MAX_DOCUMENT_BYTES, Page, RequesterKind, State,
+};
 use skill_contract::export::canonical;
 use skill_store::ErrorKind;
 use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
@@ -30,7 +33,7 @@ pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS, SessionView};
 use crate::actor::Actor;
 use crate::cancellation::Cancellation;
 use crate::catalog::{bounded_page, checked_limit, invocable};
-use crate::error::{Class, EngineError, Result, busy, written};
+use crate::error::{Class, EngineError, Result, busy, requested_state, written};
 use crate::work::basis::Internal;
 use crate::{Engine, Origin};
 
@@ -159,9 +162,9 @@ impl Engine {
             .basis(actor, &skill, &inputs, task.as_ref(), run.as_ref(), request.approval_id.as_deref(), internal)
             .await?;
 
-        let requested_by: (String, String) = match &run {
-            Some(run) => ("run".to_owned(), run.id.clone()),
-            None => ("principal".to_owned(), actor.id().to_owned()),
+        let requested_by: (RequesterKind, String) = match &run {
+            Some(run) => (RequesterKind::Run, run.id.clone()),
+            None => (RequesterKind::Principal, actor.id().to_owned()),
         };
         let now = Utc::now();
         let implementation = &contract["implementation"];
@@ -177,12 +180,12 @@ impl Engine {
             target,
             audience: implementation["auth"]["audience"].as_str().map(str::to_owned),
             inputs,
-            requested_by_kind: requested_by.0.clone(),
+            requested_by_kind: requested_by.0,
             requested_by_ref: requested_by.1.clone(),
             authority_principal_id: actor.id().to_owned(),
             authorization_basis: basis.clone(),
             idempotency_key: key,
-            status: "pending".to_owned(),
+            status: CallStatus::Pending,
             attempt: 0,
             max_attempts: contract["retryPolicy"]["maxAttempts"].as_i64().map_or(1, |n| n.clamp(1, 10) as i32),
             available_at: now,
@@ -300,18 +303,17 @@ impl Engine {
     /// The pending gate approvals that hold a pending call: an external write on its task's
     /// execution waits while the task has one (the claim passes it over).
     async fn held_by(&self, call: &InvocationRecord) -> Result<Vec<String>> {
-        let execution = call.authorization_basis.as_ref().and_then(|basis| basis.get("kind")).and_then(Value::as_str)
-            == Some("execution");
-        let Some(task) = call.task_id.as_deref().filter(|_| call.status == "pending" && execution) else {
+        let execution = matches!(call.authorization_basis, Some(Basis::Execution { .. }));
+        let Some(task) = call.task_id.as_deref().filter(|_| call.status == CallStatus::Pending && execution) else {
             return Ok(Vec::new());
         };
         let approvals = self.store.approvals(task).await?;
-        Ok(approvals.into_iter().filter(|a| a.gate && a.status == "pending").map(|a| a.id).collect())
+        Ok(approvals.into_iter().filter(|a| a.gate && a.status == ApprovalStatus::Pending).map(|a| a.id).collect())
     }
 
     /// For a pending call that is available now, whether an active executor session covers it.
     async fn covered(&self, call: &InvocationRecord, now: skill_store::records::Time) -> Result<Option<bool>> {
-        if call.status != "pending" || call.available_at > now {
+        if call.status != CallStatus::Pending || call.available_at > now {
             return Ok(None);
         }
         Ok(Some(self.store.covered(&call.protocol, &call.target, call.audience.as_deref(), now).await?))
@@ -368,9 +370,11 @@ impl Engine {
             (_, false) => Some(actor.id().to_owned()),
             (None, true) => None,
         };
-        if let Some(status) = &query.status {
-            check_call_status(status)?;
-        }
+        let status = query
+            .status
+            .as_deref()
+            .map(|word| requested_state(word, CallStatus::ALL, "a call's status"))
+            .transpose()?;
         let skill_id = match &query.skill {
             Some(reference) => Some(self.find(reference).await?.skill.id),
             None => None,
@@ -400,7 +404,7 @@ impl Engine {
             }
         };
         let filter = InvocationFilter {
-            status: query.status.clone(),
+            status,
             skill_id,
             authority,
             created_after: time("since", &query.since)?,
@@ -469,9 +473,11 @@ impl Engine {
                 return Err(hidden());
             }
             let skill = self.store.skill(&call.skill_id).await?.skill;
-            match call.status.as_str() {
-                "cancelled" => return Ok(view::invocation_out(call, &skill, Utc::now(), &view::Looked::default())),
-                "succeeded" | "failed" => {
+            match call.status {
+                CallStatus::Cancelled => {
+                    return Ok(view::invocation_out(call, &skill, Utc::now(), &view::Looked::default()));
+                }
+                CallStatus::Succeeded | CallStatus::Failed => {
                     return Err(EngineError::new(
                         Class::Conflict,
                         "invocation_terminal",
@@ -496,23 +502,30 @@ impl Engine {
 
 /// The answer to an insert another call's basis refused: one execution call per run, one call
 /// per approval and version (whatever became of it).
-fn spent(skill: &SkillRecord, basis: Option<&Value>) -> EngineError {
+fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
     let name = format!("{}@{}", skill.name, skill.version);
-    let field = |key: &str| basis.and_then(|b| b.get(key)).cloned().unwrap_or(Value::Null);
-    match basis.and_then(|b| b.get("kind")).and_then(Value::as_str) {
-        Some("execution") => EngineError::new(
+    match basis {
+        Some(Basis::Execution { run_id, .. }) => EngineError::new(
             Class::Conflict,
             "execution_already_invoked",
             "this task has made its execution call already (one call of a task's execution may write)",
         )
-        .with("runId", field("runId"))
+        .with("runId", run_id.clone())
         .with("skill", name),
-        _ => EngineError::new(
+        Some(Basis::Approval { approval_id, .. }) => EngineError::new(
             Class::Conflict,
             "approval_already_used",
             format!("this approval authorized a call of {name} already (failed and cancelled calls spend it too)"),
         )
-        .with("approvalId", field("approvalId"))
+        .with("approvalId", approval_id.clone())
+        .with("skill", name),
+        // A call without a basis spends nothing: its key's conflict is the key's to answer.
+        None => EngineError::new(
+            Class::Conflict,
+            "approval_already_used",
+            format!("a call of {name} conflicted with one made already"),
+        )
+        .with("approvalId", serde_json::Value::Null)
         .with("skill", name),
     }
 }
@@ -535,18 +548,4 @@ fn checked_key(key: Option<&str>) -> Result<Option<String>> {
 /// An endpoint as executors' origins are compared with it: lower-case, except `stdio:<name>`.
 fn endpoint_target(endpoint: &str) -> String {
     if endpoint.starts_with("stdio:") { endpoint.to_owned() } else { endpoint.to_ascii_lowercase() }
-}
-
-const CALL_STATUSES: &[&str] = &["pending", "running", "succeeded", "failed", "cancelled"];
-
-fn check_call_status(word: &str) -> Result<()> {
-    if CALL_STATUSES.contains(&word) {
-        return Ok(());
-    }
-    Err(EngineError::new(
-        Class::Invalid,
-        "invalid_status",
-        format!("a call's status is one of {}, not {word:?}", CALL_STATUSES.join(", ")),
-    )
-    .with("allowed", json!(CALL_STATUSES)))
 }

@@ -2,6 +2,7 @@
 
 use chrono::Duration;
 use serde_json::{Value, json};
+use skill_api::{CallStatus, SessionStatus};
 use skill_store::records::{InvocationRecord, SessionRecord, Time};
 
 use crate::error::{Class, EngineError, Result};
@@ -25,7 +26,7 @@ pub(crate) fn lease_end(now: Time, attempt_start: Time, timeout: i64, requested:
 
 /// Whether a session can hold leases at `now`.
 pub(crate) fn session_active(session: &SessionRecord, now: Time) -> bool {
-    session.status == "active" && session.expires_at > now
+    session.status == SessionStatus::Active && session.expires_at > now
 }
 
 /// The check every heartbeat, completion and failure passes first: the caller holds the call's
@@ -37,7 +38,7 @@ pub(crate) fn check_holder(
     session_id: Option<&str>,
     now: Time,
 ) -> Result<()> {
-    let holds = call.status == "running"
+    let holds = call.status == CallStatus::Running
         && call.executor_principal_id.as_deref() == Some(executor)
         && call.fencing_token == fencing_token
         && call.lease_expires_at.is_some_and(|end| end > now)
@@ -60,13 +61,13 @@ pub(crate) fn check_holder(
 /// version on.
 pub(crate) fn ended(
     call: &InvocationRecord,
-    status: &str,
+    status: CallStatus,
     output: Option<Value>,
     error: Option<Value>,
     now: Time,
 ) -> InvocationRecord {
     InvocationRecord {
-        status: status.to_owned(),
+        status,
         output,
         error,
         lease_expires_at: None,

@@ -19,7 +19,7 @@ mod types;
 
 use chrono::Utc;
 use serde_json::json;
-use skill_api::{CommentOut, CommentRequest, Items, OfTaskQuery};
+use skill_api::{CommentOut, CommentRequest, Items, OfTaskQuery, PrincipalKind};
 use skill_store::ErrorKind;
 use skill_store::records::{CommentRecord, TaskRecord, WorkChange};
 
@@ -28,6 +28,7 @@ use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
+pub(crate) use basis::writes;
 pub use draft::{Draft, draft_of};
 pub use execution::EXECUTION_PRINCIPAL;
 pub use needs::FieldUse;
@@ -45,7 +46,7 @@ const MAX_COMMENTS: i64 = 1_000;
 /// `403 decider_not_a_person` unless `actor` is a person: a decision — and a retry, which carries
 /// one out again — is a person's, never an agent's or an executor's, whatever it holds.
 pub(crate) fn person_decides(actor: &Actor) -> Result<()> {
-    if actor.principal().kind == "person" {
+    if actor.principal().kind == PrincipalKind::Person {
         return Ok(());
     }
     Err(EngineError::new(
@@ -64,11 +65,6 @@ pub(crate) fn execution_reference(task_type: &skill_store::records::TaskTypeReco
         execution["skill"].as_str().unwrap_or_default(),
         execution["version"].as_str().unwrap_or_default()
     ))
-}
-
-/// Whether a task's status is terminal.
-pub(crate) fn terminal(status: &str) -> bool {
-    status != "open"
 }
 
 impl Engine {

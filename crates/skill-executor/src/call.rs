@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use skill_api::{ClaimOut, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut, ReportedError};
+use skill_api::{CallStatus, ClaimOut, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut, ReportedError};
 use skill_client::{Client, ClientError};
 use tokio::sync::watch;
 
@@ -141,7 +141,7 @@ async fn report(
         };
         match sent {
             // A rejected output is a failure the core recorded.
-            Ok(call) => return if call.status == "succeeded" { ended } else { End::Failed },
+            Ok(call) => return if call.status == CallStatus::Succeeded { ended } else { End::Failed },
             Err(error) if lease_lost(&error) => {
                 tracing::warn!(invocation = %id, code = error.code().unwrap_or_default(), "the lease was lost before the report: nothing is reported");
                 return End::Lost;

@@ -40,11 +40,11 @@ pub fn plan_skill(wanted: &Skill, published: Option<&SkillOut>) -> SkillPlan {
             }
             let contract = leaf.contract();
             for (field, value, stored) in [
-                ("sideEffects", leaf.side_effects().as_str(), &published.side_effects),
-                ("riskLevel", leaf.risk_level().as_str(), &published.risk_level),
-                ("protocol", contract.implementation().protocol().as_str(), &published.protocol),
+                ("sideEffects", leaf.side_effects().as_str(), published.side_effects.map(|s| s.as_str())),
+                ("riskLevel", leaf.risk_level().as_str(), published.risk_level.map(|r| r.as_str())),
+                ("protocol", contract.implementation().protocol().as_str(), published.protocol.as_deref()),
             ] {
-                if stored.as_deref() != Some(value) {
+                if stored != Some(value) {
                     immutable.push(field.to_owned());
                 }
             }
@@ -365,8 +365,8 @@ mod tests {
             config: json!({}),
             input_schema: None,
             output_schema: None,
-            side_effects: body.side_effects,
-            risk_level: body.risk_level,
+            side_effects: body.side_effects.map(|word| word.parse().expect("a word")),
+            risk_level: body.risk_level.map(|word| word.parse().expect("a word")),
             contract: body.contract,
             includes: None,
             tools: None,

@@ -166,6 +166,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (13, "console sessions", include_str!("../migrations/sqlite/0013_console_sessions.sql")),
     (14, "bound bases", include_str!("../migrations/sqlite/0014_bound_bases.sql")),
     (15, "outcome retries", include_str!("../migrations/sqlite/0015_outcome_retries.sql")),
+    (16, "state moves", include_str!("../migrations/sqlite/0016_state_moves.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -183,6 +184,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (13, "console sessions", include_str!("../migrations/postgres/0013_console_sessions.sql")),
     (14, "bound bases", include_str!("../migrations/postgres/0014_bound_bases.sql")),
     (15, "outcome retries", include_str!("../migrations/postgres/0015_outcome_retries.sql")),
+    (16, "state moves", include_str!("../migrations/postgres/0016_state_moves.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

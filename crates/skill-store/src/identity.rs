@@ -81,7 +81,7 @@ macro_rules! identity_store {
                          VALUES ($1, $2, $3, $4, $5, $6)",
                     )
                     .bind(&p.id)
-                    .bind(&p.kind)
+                    .bind(p.kind.as_str())
                     .bind(&p.name)
                     .bind(&p.display_name)
                     .bind(p.created_at)

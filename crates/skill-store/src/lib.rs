@@ -48,6 +48,7 @@ mod knowledge;
 mod lite;
 pub mod records;
 mod settings;
+mod states;
 mod work;
 
 use std::path::{Path, PathBuf};

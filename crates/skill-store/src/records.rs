@@ -5,6 +5,10 @@ mod work;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+use skill_api::{Basis, CallStatus, PrincipalKind, RequesterKind, SessionStatus, SkillStatus};
+use skill_contract::{RiskLevel, SideEffects};
+
+use crate::states::{JsonText, Nullable, Text};
 
 pub use work::{
     ActionRecord, ApprovalRecord, ArtifactRecord, ArtifactTypeRecord, BasisState, CommentRecord, DocumentRecord,
@@ -18,8 +22,8 @@ pub type Time = DateTime<Utc>;
 #[derive(sqlx::FromRow, Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     pub id: String,
-    /// `person`, `agent` or `executor`.
-    pub kind: String,
+    #[sqlx(try_from = "Text<PrincipalKind>")]
+    pub kind: PrincipalKind,
     /// Unique, 1..200 characters.
     pub name: String,
     pub display_name: String,
@@ -109,15 +113,17 @@ pub struct SkillRecord {
     pub input_schema: Option<Value>,
     #[sqlx(json(nullable))]
     pub output_schema: Option<Value>,
-    pub side_effects: Option<String>,
-    pub risk_level: Option<String>,
+    #[sqlx(try_from = "Nullable<SideEffects>")]
+    pub side_effects: Option<SideEffects>,
+    #[sqlx(try_from = "Nullable<RiskLevel>")]
+    pub risk_level: Option<RiskLevel>,
     #[sqlx(json(nullable))]
     pub contract: Option<Value>,
     /// `{"includes": [...], "tools": [...]}` of a composite.
     #[sqlx(json(nullable))]
     pub composition: Option<Value>,
-    /// `active`, `deprecated` or `disabled`.
-    pub status: String,
+    #[sqlx(try_from = "Text<SkillStatus>")]
+    pub status: SkillStatus,
     pub row_version: i32,
     pub created_at: Time,
     pub updated_at: Time,
@@ -163,7 +169,7 @@ pub struct SkillChange {
     pub config: Value,
     pub input_schema: Option<Value>,
     pub output_schema: Option<Value>,
-    pub status: String,
+    pub status: SkillStatus,
     pub contract: Option<Value>,
 }
 
@@ -175,7 +181,7 @@ impl SkillChange {
             config: skill.config.clone(),
             input_schema: skill.input_schema.clone(),
             output_schema: skill.output_schema.clone(),
-            status: skill.status.clone(),
+            status: skill.status,
             contract: skill.contract.clone(),
         }
     }
@@ -185,7 +191,7 @@ impl SkillChange {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SkillFilter {
     pub name: Option<String>,
-    pub status: Option<String>,
+    pub status: Option<SkillStatus>,
     /// Only skills whose name a package installed.
     pub package: Option<String>,
     /// The id of the last row of the previous page.
@@ -306,15 +312,15 @@ pub struct InvocationRecord {
     pub audience: Option<String>,
     #[sqlx(json)]
     pub inputs: Value,
-    /// `principal`, `rule`, `approval`, `verification` or `run`.
-    pub requested_by_kind: String,
+    #[sqlx(try_from = "Text<RequesterKind>")]
+    pub requested_by_kind: RequesterKind,
     pub requested_by_ref: String,
     pub authority_principal_id: String,
-    #[sqlx(json(nullable))]
-    pub authorization_basis: Option<Value>,
+    #[sqlx(try_from = "JsonText<Basis>")]
+    pub authorization_basis: Option<Basis>,
     pub idempotency_key: Option<String>,
-    /// `pending`, `running`, `succeeded`, `failed` or `cancelled`.
-    pub status: String,
+    #[sqlx(try_from = "Text<CallStatus>")]
+    pub status: CallStatus,
     pub attempt: i32,
     pub max_attempts: i32,
     pub available_at: Time,
@@ -343,7 +349,7 @@ pub struct InvocationRecord {
 /// Which calls a listing returns, newest first, before the cursor.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InvocationFilter {
-    pub status: Option<String>,
+    pub status: Option<CallStatus>,
     pub skill_id: Option<String>,
     /// Only calls on this principal's authority.
     pub authority: Option<String>,
@@ -381,8 +387,8 @@ pub struct Admission {
 pub struct SessionRecord {
     pub id: String,
     pub principal_id: String,
-    /// `active` or `closed`.
-    pub status: String,
+    #[sqlx(try_from = "Text<SessionStatus>")]
+    pub status: SessionStatus,
     #[sqlx(json)]
     pub capabilities: Value,
     /// What the executor last claimed with: `{localEntrypoints, httpOrigins, mcpEndpoints,

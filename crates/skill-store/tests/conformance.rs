@@ -11,6 +11,8 @@ mod cases;
 mod fixture;
 #[path = "conformance/guards.rs"]
 mod guards;
+#[path = "conformance/moves.rs"]
+mod moves;
 #[path = "conformance/work.rs"]
 mod work;
 
@@ -70,4 +72,10 @@ conformance!(
     guards::row_shapes_are_checked_by_the_database,
     guards::signing_keys_are_listed_while_published_and_never_change,
     guards::console_sessions_only_end_once,
+    guards::a_state_the_code_does_not_know_is_refused_when_read,
+    moves::calls_move_as_their_lifecycle_allows,
+    moves::sessions_move_as_their_lifecycle_allows,
+    moves::skills_move_as_their_lifecycle_allows,
+    moves::tasks_and_runs_move_as_their_lifecycles_allow,
+    moves::approvals_and_outcomes_move_as_their_lifecycles_allow,
 );

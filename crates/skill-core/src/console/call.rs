@@ -5,6 +5,7 @@
 use axum::extract::{Path, State};
 use axum::response::Response;
 use maud::{Markup, html};
+use skill_api::RequesterKind;
 use skill_engine::{Class, Engine, EngineError};
 
 use super::layout::{badge, json, page, rendered, when};
@@ -43,18 +44,18 @@ async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
             @if let Some(task) = &call.task_id { " · " a href={ "/console/tasks/" (task) } { "its task" } }
         }
         div data-live="call" id="call" {
-            h1 { (title) " " (badge(&call.status)) }
+            h1 { (title) " " (badge(call.status)) }
             @if let Some(waiting) = &call.waiting {
                 p.waiting { span class={ "badge waiting-" (waiting.reason) } { (waiting.reason) } " " (waiting.message) }
             }
             dl.fields {
                 dt { "Call" } dd { code { (call.id) } }
                 dt { "Attempt" } dd { (call.attempt) " of " (call.max_attempts) }
-                dt { "Requested by" } dd { (requester) @if call.requested_by.kind != "principal" { " (" (call.requested_by.kind) ")" } }
+                dt { "Requested by" } dd { (requester) @if call.requested_by.kind != RequesterKind::Principal { " (" (call.requested_by.kind) ")" } }
                 dt { "Authority" } dd { (authority) }
                 @if let Some(key) = &call.idempotency_key { dt { "Idempotency key" } dd { code { (key) } } }
                 dt { "Basis" } dd {
-                    @match &call.authorization_basis { Some(basis) => (json(basis)), None => "none needed" }
+                    @match call.authorization_basis.as_ref().and_then(|basis| serde_json::to_value(basis).ok()) { Some(basis) => (json(&basis)), None => "none needed" }
                 }
                 dt { "Created" } dd { (when(&call.created_at)) }
                 dt { "Available" } dd { (when(&call.available_at)) }

@@ -6,7 +6,7 @@
 
 use maud::{Markup, html};
 use serde_json::Value;
-use skill_api::{ApprovalOut, TaskOut};
+use skill_api::{ApprovalOut, OutcomeStatus, SkillStatus, TaskOut, TaskStatus};
 use skill_engine::work::{ActionPreview, CallPreview};
 
 use super::layout::{badge, json, when};
@@ -49,7 +49,7 @@ impl Decision {
         let target = self.previews.as_ref().and_then(|(approve, _)| comment_target(approve));
         html! {
             article.approval id={ "approval-" (approval.id) } {
-                h3 { @if approval.gate { "Gate approval" } @else { "Approval" } " " (badge(&approval.status)) }
+                h3 { @if approval.gate { "Gate approval" } @else { "Approval" } " " (badge(approval.status)) }
                 p.meta { "asked by " (self.requested_by) " · " (when(&approval.created_at)) }
                 @if !approval.request_comment.is_empty() { blockquote { (approval.request_comment) } }
                 @if let Some((approve, reject)) = &self.previews {
@@ -64,7 +64,7 @@ impl Decision {
                         h4 { "Rejecting will" }
                         (preview(reject, None))
                     }
-                    @if may_decide && !own && task.status == "open" {
+                    @if may_decide && !own && task.status == TaskStatus::Open {
                         form.decide method="post" action={ "/console/approvals/" (approval.id) "/decide" } {
                             input type="hidden" name="csrf" value=(viewer.session.csrf);
                             @match &target {
@@ -98,12 +98,12 @@ impl Decision {
                     @if !approval.comment.is_empty() { blockquote { (approval.comment) } }
                     @if let Some(outcome) = &approval.outcome {
                         div.outcome data-live={ "outcome-" (approval.id) } id={ "outcome-" (approval.id) } {
-                            h4 { "Outcome " (badge(&outcome.status)) }
+                            h4 { "Outcome " (badge(outcome.status)) }
                             @if let Some(reaction) = &outcome.reaction { p.meta { "reaction: " (reaction) } }
                             ol.actions {
                                 @for action in &outcome.actions {
                                     li {
-                                        (action_name(&action.action)) " " (badge(&action.status))
+                                        (action_name(&action.action)) " " (badge(action.status))
                                         @if action.attempts > 1 { " " span.meta { (action.attempts) " calls" } }
                                         @if let Some(call) = &action.invocation_id {
                                             " · " a href={ "/console/calls/" (call) } { "its call" }
@@ -112,8 +112,8 @@ impl Decision {
                                     }
                                 }
                             }
-                            @let retryable = outcome.status == "failed" && outcome.actions.iter().any(|a| a.retryable);
-                            @if retryable && may_decide && !own && task.status == "open" {
+                            @let retryable = outcome.status == OutcomeStatus::Failed && outcome.actions.iter().any(|a| a.retryable);
+                            @if retryable && may_decide && !own && task.status == TaskStatus::Open {
                                 form.retry method="post" action={ "/console/approvals/" (approval.id) "/retry" } {
                                     input type="hidden" name="csrf" value=(viewer.session.csrf);
                                     p.help { "The failure may pass (the call's error is retryable). Once its cause is mended, \
@@ -151,8 +151,8 @@ fn preview(actions: &[ActionPreview], written: Option<&str>) -> Markup {
                             "call " strong.skill { (skill) }
                             @match version {
                                 Some(called) => {
-                                    " — " (badge(&called.side_effects)) " " span class={ "badge risk-" (called.risk_level) } { "risk " (called.risk_level) }
-                                    @if called.status != "active" { " " (badge(&called.status)) }
+                                    " — " (badge(called.side_effects)) " " span class={ "badge risk-" (called.risk_level) } { "risk " (called.risk_level) }
+                                    @if called.status != SkillStatus::Active { " " (badge(called.status)) }
                                 }
                                 None => { " — " span.badge.failed { "no such version: the call would fail" } }
                             }

@@ -145,7 +145,7 @@ async fn history_page(engine: &Engine, viewer: &Viewer, filters: &Filters) -> Re
 fn row(call: &InvocationOut, by: &str) -> Markup {
     html! {
         tr {
-            td data-label="Call" { a href={ "/console/calls/" (call.id) } { (call.skill.name) "@" (call.skill.version) } " " (badge(&call.status)) }
+            td data-label="Call" { a href={ "/console/calls/" (call.id) } { (call.skill.name) "@" (call.skill.version) } " " (badge(call.status)) }
             td data-label="By" { (by) }
             td data-label="Task" { @if let Some(task) = &call.task_id { a href={ "/console/tasks/" (task) } { "its task" } } @else { "—" } }
             td data-label="Created" { (when(&call.created_at)) }

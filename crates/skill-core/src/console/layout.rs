@@ -111,7 +111,8 @@ pub(super) fn capped_json(value: &Value, max: usize) -> Markup {
 }
 
 /// A status as a badge whose class names it.
-pub(super) fn badge(status: &str) -> Markup {
+pub(super) fn badge(status: impl std::fmt::Display) -> Markup {
+    let status = status.to_string();
     let class = format!("badge {}", status.replace(|c: char| !c.is_ascii_alphanumeric(), "-"));
     html! { span class=(class) { (status) } }
 }

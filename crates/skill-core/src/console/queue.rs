@@ -58,7 +58,7 @@ fn row(call: &InvocationOut) -> Markup {
         tr {
             td data-label="Call" {
                 a href={ "/console/calls/" (call.id) } { (call.skill.name) "@" (call.skill.version) }
-                " " (badge(&call.status))
+                " " (badge(call.status))
                 @if let Some(task) = &call.task_id { br; a.meta href={ "/console/tasks/" (task) } { "its task" } }
             }
             td data-label="Attempt" { (call.attempt) " of " (call.max_attempts) }

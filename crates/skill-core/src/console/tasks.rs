@@ -8,7 +8,10 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use serde_json::Value;
-use skill_api::{ArtifactOut, ArtifactQuery, InvocationOut, InvocationQuery, OfTaskQuery, TaskOut, TaskQuery};
+use skill_api::{
+    ApprovalStatus, ArtifactOut, ArtifactQuery, CallStatus, InvocationOut, InvocationQuery, OfTaskQuery, TaskOut,
+    TaskQuery, TaskStatus,
+};
 use skill_engine::work::Draft;
 use skill_engine::{Engine, EngineError};
 
@@ -127,7 +130,7 @@ async fn tasks_page(engine: &Engine, viewer: &Viewer, cursor: Option<String>) ->
                                 tr {
                                     td data-label="Task" { a href={ "/console/tasks/" (task.id) } { (task.title) } }
                                     td data-label="Type" { (task.task_type.key) "@" (task.task_type.version) }
-                                    td data-label="Status" { (badge(&task.status)) }
+                                    td data-label="Status" { (badge(task.status)) }
                                     td data-label="Approvals" { @if pending.contains(task.id.as_str()) { span.badge.pending { "yours to decide" } } }
                                     td data-label="Updated" { (when(&task.updated_at)) }
                                 }
@@ -174,7 +177,8 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         calls
             .iter()
             .filter(|call| {
-                format!("{}@{}", call.skill.name, call.skill.version) == draft.skill && call.status == "succeeded"
+                format!("{}@{}", call.skill.name, call.skill.version) == draft.skill
+                    && call.status == CallStatus::Succeeded
             })
             .max_by(|a, b| a.created_at.cmp(&b.created_at))
             .and_then(|call| call.output.as_ref()?.get(&draft.output)?.as_str().map(str::to_owned))
@@ -190,7 +194,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
             Some(id) => Some(names.of(id).await?),
             None => None,
         };
-        let previews = if approval.status == "pending" {
+        let previews = if approval.status == ApprovalStatus::Pending {
             let approve = engine.outcome_preview(actor, &approval.id, "approved", "").await?;
             let reject = engine.outcome_preview(actor, &approval.id, "rejected", "").await?;
             Some((approve, reject))
@@ -206,7 +210,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
     }
     let body = html! {
         p.crumbs { a href="/console/tasks" { "Tasks" } " / " (task.task_type.key) }
-        h1 { (task.title) " " (badge(&task.status)) }
+        h1 { (task.title) " " (badge(task.status)) }
         @if let Some(reason) = &task.close_reason { p.meta { "closed by the core: " code { (reason) } } }
         (fields(&task))
         (actions(viewer, &task, draft.as_ref(), &decisions))
@@ -290,7 +294,7 @@ fn artifact_card(artifact: &ArtifactOut, text: Option<&str>, author: &str) -> Ma
 fn call_card(call: &InvocationOut, caller: &str) -> Markup {
     html! {
         article.call id={ "call-" (call.id) } {
-            h3 { a href={ "/console/calls/" (call.id) } { (call.skill.name) "@" (call.skill.version) } " " (badge(&call.status)) }
+            h3 { a href={ "/console/calls/" (call.id) } { (call.skill.name) "@" (call.skill.version) } " " (badge(call.status)) }
             p.meta { "by " (caller) " · attempt " (call.attempt) " of " (call.max_attempts) " · " (when(&call.created_at)) }
             @if let Some(waiting) = &call.waiting { p.waiting { "Waiting: " (waiting.reason) } }
             @if let Some(output) = &call.output { h4 { "Output" } (json(output)) }
@@ -302,10 +306,11 @@ fn call_card(call: &InvocationOut, caller: &str) -> Markup {
 /// What the viewer may start on the task: its draft, a gate approval, closing it.
 fn actions(viewer: &Viewer, task: &TaskOut, draft: Option<&Draft>, decisions: &[Decision]) -> Markup {
     let writes = viewer.actor.can_in("tasks.write", &task.workspace_id);
-    if !writes || task.status != "open" {
+    if !writes || task.status != TaskStatus::Open {
         return html! {};
     }
-    let pending = decisions.iter().any(|decision| decision.approval.status == "pending" && decision.approval.gate);
+    let pending =
+        decisions.iter().any(|decision| decision.approval.status == ApprovalStatus::Pending && decision.approval.gate);
     let csrf = &viewer.session.csrf;
     html! {
         section #actions {

@@ -10,7 +10,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 use skill_api::{
-    ApprovalRequest, CloseTaskRequest, CommentRequest, RetryRequest, TaskApproval, TaskRequest, TaskTypeQuery,
+    ApprovalRequest, CloseTaskRequest, CommentRequest, Lifecycle, RetryRequest, TaskApproval, TaskRequest,
+    TaskTypeQuery,
 };
 use skill_engine::{Engine, EngineError};
 
@@ -208,7 +209,7 @@ pub(super) async fn draft(State(core): State<Core>, posted: Posted) -> Response 
     let deadline = tokio::time::Instant::now() + DRAFT_WAIT;
     while tokio::time::Instant::now() < deadline {
         match engine.invocation(&viewer.actor, &call.id).await {
-            Ok(now) if matches!(now.status.as_str(), "pending" | "running") => {}
+            Ok(now) if !now.status.is_terminal() => {}
             _ => break,
         }
         tokio::time::sleep(DRAFT_LOOK_EVERY).await;

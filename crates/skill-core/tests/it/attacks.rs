@@ -200,8 +200,8 @@ async fn attacks(core: Core, executable: &Path) {
     let approving = core.engine.outcome_preview(&reviewing, &gate, "approved", "").await.expect("a preview");
     let call = approving.iter().find_map(|action| action.call.clone()).expect("the execution's call");
     assert_eq!(
-        (call.skill.as_str(), call.version.map(|v| v.side_effects), call.inputs.get("comment").cloned()),
-        ("claim.send_reply@1", Some("external_write".to_owned()), Some(json!("The task's text")))
+        (call.skill.as_str(), call.version.map(|v| v.side_effects.as_str()), call.inputs.get("comment").cloned()),
+        ("claim.send_reply@1", Some("external_write"), Some(json!("The task's text")))
     );
     let rejecting = core.engine.outcome_preview(&reviewing, &gate, "rejected", "").await.expect("a preview");
     assert_eq!(rejecting[0].action["closeReason"], "gate_rejected");

@@ -4,9 +4,9 @@
 use serde_json::json;
 use skill_api::operations::OPERATIONS;
 use skill_api::{
-    AssignRequest, CancelRequest, ClaimRequest, CompleteRequest, EventsQuery, FailRequest, HeartbeatRequest,
-    InvocationQuery, InvokeRequest, ListQuery, ObjectRef, PackageRef, PageQuery, PatchRequest, PublishRequest,
-    RecordRequest, ReportedError, SessionRequest, SkillKind, SkillStatus,
+    ApprovalStatus, AssignRequest, CallStatus, CancelRequest, ClaimRequest, CompleteRequest, EventsQuery, FailRequest,
+    HeartbeatRequest, InvocationQuery, InvokeRequest, ListQuery, ObjectRef, PackageRef, PageQuery, PatchRequest,
+    PublishRequest, RecordRequest, ReportedError, RunStatus, SessionRequest, SkillKind, SkillStatus, TaskStatus,
 };
 use skill_client::{Call, Client, ClientError};
 
@@ -103,7 +103,7 @@ async fn every_operation_through_the_typed_client() {
     executor.heartbeat(&call.id, &beat).await.expect("renewed");
     let output = json!({"label": "refund"}).as_object().cloned().expect("an object");
     let complete = CompleteRequest { fencing_token: 1, output, cost: None, session_id: Some(session.id.clone()) };
-    assert_eq!(executor.complete(&call.id, &complete).await.expect("completed").status, "succeeded");
+    assert_eq!(executor.complete(&call.id, &complete).await.expect("completed").status, CallStatus::Succeeded);
     assert_eq!(caller.invocation(&call.id).await.expect("read").output, Some(json!({"label": "refund"})));
     assert_eq!(caller.invocations(&InvocationQuery::default()).await.expect("a page").items.len(), 1);
     let terminal = caller.cancel(&call.id, &CancelRequest::default()).await.expect_err("finished");
@@ -191,9 +191,9 @@ async fn work_through_the_typed_client() {
     assert_eq!(decider.task(&task.id).await.expect("read").title, "T");
     assert_eq!(clerk.tasks(&TaskQuery::default()).await.expect("a page").items.len(), 1);
     let run = clerk.start_run(&RunRequest { task_id: task.id.clone() }).await.expect("a run");
-    assert_eq!(decider.run(&run.id).await.expect("read").status, "running");
+    assert_eq!(decider.run(&run.id).await.expect("read").status, RunStatus::Running);
     let ended = EndRunRequest { status: "succeeded".into(), result: None, error: None };
-    assert_eq!(clerk.end_run(&run.id, &ended).await.expect("ended").status, "succeeded");
+    assert_eq!(clerk.end_run(&run.id, &ended).await.expect("ended").status, RunStatus::Succeeded);
     let approval = ApprovalRequest { task_id: task.id.clone(), gate: None, comment: Some("ok?".into()), call: None };
     let approval = clerk.request_approval(&approval).await.expect("asked");
     let decision = DecideRequest { outcome: "approved".into(), comment: Some("yes".into()) };
@@ -201,12 +201,15 @@ async fn work_through_the_typed_client() {
         clerk.decide(&approval.id, &decision).await.expect_err("not a decider").code(),
         Some("permission_denied")
     );
-    assert_eq!(decider.decide(&approval.id, &decision).await.expect("decided").status, "approved");
+    assert_eq!(decider.decide(&approval.id, &decision).await.expect("decided").status, ApprovalStatus::Approved);
     assert_eq!(decider.approval(&approval.id).await.expect("read").comment, "yes");
-    assert_eq!(clerk.withdraw(&approval.id, &WithdrawRequest::default()).await.expect("withdrawn").status, "withdrawn");
+    assert_eq!(
+        clerk.withdraw(&approval.id, &WithdrawRequest::default()).await.expect("withdrawn").status,
+        ApprovalStatus::Withdrawn
+    );
     assert_eq!(clerk.approvals(&task.id).await.expect("approvals").len(), 1);
     clerk.comment(&CommentRequest { task_id: task.id.clone(), body: "done".into() }).await.expect("a comment");
     assert_eq!(decider.comments(&task.id).await.expect("comments")[0].body, "done");
     let closed = clerk.close_task(&task.id, &CloseTaskRequest { status: "done".into(), comment: None }).await;
-    assert_eq!(closed.expect("closed").status, "done");
+    assert_eq!(closed.expect("closed").status, TaskStatus::Done);
 }

@@ -3,14 +3,14 @@
 //! move). Guarded by `If-Match` against lost updates.
 
 use serde_json::{Value, json};
-use skill_api::{PatchRequest, SkillOut, etag, parse_etag};
+use skill_api::{Lifecycle, PatchRequest, SkillOut, SkillStatus, etag, parse_etag};
 use skill_contract::{NormalizeOptions, SideEffects, normalize};
 use skill_store::ErrorKind;
 use skill_store::records::{SkillChange, SkillRecord};
 
 use super::check_status;
 use super::publish::{checked_schema, contract_error};
-use super::view::{skill_out, status as stored_status};
+use super::view::skill_out;
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
@@ -107,9 +107,9 @@ pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result
         .with("skillId", current.id.clone())
         .with("fields", frozen));
     }
-    if let Some(word) = request.status.as_deref().filter(|status| *status != current.status) {
+    if let Some(word) = request.status.as_deref().filter(|status| *status != current.status.as_str()) {
         let status = check_status(word)?;
-        if status < stored_status(current) {
+        if !SkillStatus::allows(current.status, status) {
             return Err(EngineError::new(
                 Class::Conflict,
                 "invalid_status_transition",
@@ -118,10 +118,10 @@ pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result
                     current.status
                 ),
             )
-            .with("from", current.status.clone())
+            .with("from", current.status)
             .with("to", word));
         }
-        change.status = status.as_str().to_owned();
+        change.status = status;
         changed.push("status");
     }
     if let Some(endpoint) = &request.endpoint {
@@ -174,8 +174,7 @@ fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Value, Value
     let from = contract["implementation"]["endpoint"].clone();
     let mut moved = contract.clone();
     moved["implementation"]["endpoint"] = json!(endpoint);
-    let side_effects: SideEffects =
-        current.side_effects.as_deref().unwrap_or("none").parse().unwrap_or(SideEffects::None);
+    let side_effects: SideEffects = current.side_effects.unwrap_or_default();
     let normalized =
         normalize(&moved, side_effects, &NormalizeOptions::default()).map_err(|error| contract_error(&error))?;
     Ok((normalized.to_normalized_json(), from))

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use skill_api::{DEFAULT_VERSION, PublishRequest, SkillOut};
+use skill_api::{DEFAULT_VERSION, PublishRequest, SkillOut, SkillStatus};
 use skill_contract::{
     ContractError, NormalizeOptions, PolicyWord, RiskLevel, SideEffects, Skill, SkillBody, SkillRef, composite, schema,
 };
@@ -62,7 +62,7 @@ impl Engine {
             risk_level: None,
             contract: None,
             composition: None,
-            status: "active".to_owned(),
+            status: SkillStatus::Active,
             row_version: 1,
             created_at: now,
             updated_at: now,
@@ -144,8 +144,8 @@ fn leaf(request: &PublishRequest, record: &mut SkillRecord) -> Result<()> {
         super::endpoint::check_endpoint("implementation.endpoint", endpoint)?;
     }
     record.protocol = Some(protocol.to_owned());
-    record.side_effects = Some(leaf.side_effects().as_str().to_owned());
-    record.risk_level = Some(leaf.risk_level().as_str().to_owned());
+    record.side_effects = Some(leaf.side_effects());
+    record.risk_level = Some(leaf.risk_level());
     record.input_schema = Some(contract.inputs().clone());
     record.output_schema = Some(contract.outputs().clone());
     record.contract = Some(contract.to_normalized_json());
@@ -203,9 +203,9 @@ fn catalog_row(request: &PublishRequest, record: &mut SkillRecord) -> Result<()>
 }
 
 /// The policy word `value` when it is one of `W`'s words.
-fn word<W: PolicyWord>(field: &str, value: Option<&str>) -> Result<String> {
-    match value {
-        Some(text) if W::WORDS.contains(&text) => Ok(text.to_owned()),
+fn word<W: PolicyWord>(field: &str, value: Option<&str>) -> Result<W> {
+    match value.map(str::parse::<W>) {
+        Some(Ok(word)) => Ok(word),
         _ => Err(invalid_contract(field, &format!("`{field}` is one of {}", W::WORDS.join(", ")))
             .with("allowed", W::WORDS.to_vec())),
     }

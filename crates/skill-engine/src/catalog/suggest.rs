@@ -2,6 +2,7 @@
 //! (other versions of the same name first, then names a few edits away), so a `404` says what
 //! was probably meant.
 
+use skill_api::PrincipalKind;
 use skill_store::records::SkillFilter;
 
 use crate::Engine;
@@ -49,7 +50,7 @@ impl Engine {
     /// `error` (a `404` for `reference`) with the closest published references, if any — for
     /// people and executors; an agent, which calls only what it is assigned, learns no other names.
     pub(crate) async fn with_suggestions(&self, actor: &Actor, error: EngineError, reference: &str) -> EngineError {
-        if actor.principal().kind == "agent" {
+        if actor.principal().kind == PrincipalKind::Agent {
             return error;
         }
         let filter = SkillFilter { limit: LOOKED_AT, ..SkillFilter::default() };

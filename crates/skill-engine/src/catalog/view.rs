@@ -3,7 +3,7 @@
 //! `skill_api::PublishRequest`.
 
 use serde_json::{Map, Value};
-use skill_api::{PackageOut, PublishRequest, SkillKind, SkillOut, SkillStatus};
+use skill_api::{PackageOut, PublishRequest, SkillKind, SkillOut};
 use skill_contract::{NormalizeOptions, Skill};
 use skill_store::records::{PackageInstall, SkillEntry, SkillRecord};
 
@@ -13,12 +13,6 @@ pub(crate) fn kind(record: &SkillRecord) -> SkillKind {
         (None, Some(_)) => SkillKind::Composite,
         (None, None) => SkillKind::Catalog,
     }
-}
-
-/// A stored status; the database's CHECK keeps it one of the three, and anything else reads as
-/// `disabled` so that a damaged row is never offered for use.
-pub(crate) fn status(record: &SkillRecord) -> SkillStatus {
-    SkillStatus::from_word(&record.status).unwrap_or(SkillStatus::Disabled)
 }
 
 pub(crate) fn time(at: &skill_store::records::Time) -> String {
@@ -34,7 +28,7 @@ pub(crate) fn skill_out(entry: SkillEntry, show_config: bool) -> SkillOut {
     };
     SkillOut {
         kind: kind(&skill),
-        status: status(&skill),
+        status: skill.status,
         created_at: time(&skill.created_at),
         updated_at: time(&skill.updated_at),
         config: if show_config { skill.config } else { Value::Object(Map::new()) },
@@ -82,8 +76,8 @@ pub(crate) fn to_skill(record: &SkillRecord) -> Option<Result<Skill, skill_contr
         ..PublishRequest::default()
     };
     if let Some(contract) = &record.contract {
-        request.side_effects = record.side_effects.clone();
-        request.risk_level = record.risk_level.clone();
+        request.side_effects = record.side_effects.map(|s| s.as_str().to_owned());
+        request.risk_level = record.risk_level.map(|r| r.as_str().to_owned());
         request.contract = Some(contract.clone());
     } else if let Some(Value::Object(composition)) = &record.composition {
         let non_empty =

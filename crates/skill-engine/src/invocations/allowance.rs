@@ -4,7 +4,7 @@
 //! `skills.execute` token cannot take a call another executor was meant to run.
 
 use serde_json::{Value, json};
-use skill_api::{ExecutorAllowance, ExecutorAllowanceOut};
+use skill_api::{ExecutorAllowance, ExecutorAllowanceOut, PrincipalKind};
 use skill_store::ErrorKind;
 use skill_store::records::{Admission, ExecutorAllowance as Kept, Principal};
 
@@ -234,7 +234,7 @@ impl Engine {
             actor.require("org.manage")?;
         }
         let found = self.principal_by_reference(principal).await?;
-        if found.kind != "executor" || found.name == EXECUTION_PRINCIPAL {
+        if found.kind != PrincipalKind::Executor || found.name == EXECUTION_PRINCIPAL {
             return Err(invalid(
                 "principal",
                 format!(

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
+use skill_api::CallStatus;
 use skill_store::records::{InvocationFilter, Time};
 
 use crate::Engine;
@@ -89,7 +90,7 @@ impl Engine {
                 }
                 for line in lines {
                     line.calls += 1;
-                    line.succeeded += u64::from(call.status == "succeeded");
+                    line.succeeded += u64::from(call.status == CallStatus::Succeeded);
                     if let Some(cost) = &call.cost {
                         add(&mut line.totals, "", cost);
                     }

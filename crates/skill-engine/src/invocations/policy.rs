@@ -2,6 +2,7 @@
 //! assigned leaf, or a tool of an assigned composite's resolved set — and a read-only assignment
 //! never grants a tool that writes, whatever the composite contains.
 
+use skill_api::PrincipalKind;
 use skill_store::records::SkillRecord;
 
 use crate::Engine;
@@ -13,11 +14,11 @@ impl Engine {
     /// not grant `skill` (`not_assigned`) or grant it only read-only while it writes
     /// (`read_only`). People and executors are not gated by assignments.
     pub(crate) async fn check_tool_policy(&self, actor: &Actor, skill: &SkillRecord) -> Result<()> {
-        if actor.principal().kind != "agent" {
+        if actor.principal().kind != PrincipalKind::Agent {
             return Ok(());
         }
         let name = format!("{}@{}", skill.name, skill.version);
-        let writes = skill.side_effects.as_deref() == Some("external_write");
+        let writes = crate::work::writes(skill.side_effects);
         let mut read_only_grant = false;
         for assignment in self.store.assignments(actor.id()).await? {
             let granted = if assignment.skill_id == skill.id {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{
-    ClaimOut, ClaimRequest, ClaimedSkill, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut,
+    CallStatus, ClaimOut, ClaimRequest, ClaimedSkill, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut,
     MAX_DOCUMENT_BYTES,
 };
 use skill_store::records::{Admission, BasisState, InvocationRecord, SkillRecord, TaskRecord, Time};
@@ -217,7 +217,7 @@ impl Engine {
                 }
             };
             let running = InvocationRecord {
-                status: "running".to_owned(),
+                status: CallStatus::Running,
                 attempt: candidate.attempt + 1,
                 fencing_token: candidate.fencing_token + 1,
                 executor_principal_id: Some(executor.clone()),
@@ -327,7 +327,7 @@ impl Engine {
                 let next = InvocationRecord {
                     cost: cost.clone(),
                     artifact_id: artifact_id.clone(),
-                    ..ended(&call, "succeeded", Some(output.clone()), None, now)
+                    ..ended(&call, CallStatus::Succeeded, Some(output.clone()), None, now)
                 };
                 let event = self.event(
                     "skill.invocation_succeeded",
@@ -432,7 +432,7 @@ impl Engine {
             let (next, event) = self.failed(call, &skill, error, None, now, &origin);
             if written(self.store.update_invocation(&next, &[event]).await)? {
                 crate::ended::log(&next, &skill.name, &skill.version);
-                if next.status == "pending" {
+                if next.status == CallStatus::Pending {
                     self.ready.notify_one();
                 } else if next.task_id.is_some() {
                     self.outcomes_due.notify_one();
@@ -457,7 +457,7 @@ impl Engine {
                 Ok(()) => {
                     handled += 1;
                     crate::ended::log(&next, &skill.name, &skill.version);
-                    if next.status == "pending" {
+                    if next.status == CallStatus::Pending {
                         self.ready.notify_one();
                     }
                 }
@@ -497,7 +497,7 @@ impl Engine {
                 origin,
             );
             let next = InvocationRecord {
-                status: "pending".to_owned(),
+                status: CallStatus::Pending,
                 available_at,
                 error: Some(error),
                 cost: cost.or(call.cost.clone()),
@@ -517,8 +517,10 @@ impl Engine {
                    "maxAttempts": call.max_attempts, "taskId": call.task_id, "runId": call.run_id, "error": summary}),
             origin,
         );
-        let next =
-            InvocationRecord { cost: cost.or(call.cost.clone()), ..ended(&call, "failed", None, Some(error), now) };
+        let next = InvocationRecord {
+            cost: cost.or(call.cost.clone()),
+            ..ended(&call, CallStatus::Failed, None, Some(error), now)
+        };
         (next, event)
     }
 

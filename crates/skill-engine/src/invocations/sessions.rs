@@ -4,7 +4,7 @@
 
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
-use skill_api::{SessionOut, SessionRequest};
+use skill_api::{SessionOut, SessionRequest, SessionStatus};
 use skill_store::ErrorKind;
 use skill_store::records::{SessionRecord, Time};
 
@@ -40,7 +40,7 @@ impl Engine {
         let session = SessionRecord {
             id: self.new_id(),
             principal_id: actor.id().to_owned(),
-            status: "active".to_owned(),
+            status: SessionStatus::Active,
             capabilities: json!(request.capabilities),
             admission: json!({}),
             created_at: now,
@@ -94,7 +94,7 @@ impl Engine {
         for _ in 0..5 {
             let session = self.owned_session(actor, id).await?;
             let now = Utc::now();
-            if session.status == "closed" {
+            if session.status == SessionStatus::Closed {
                 return Ok(session_out(session, now));
             }
             let origin = Origin::of(actor, request_id);
@@ -115,7 +115,7 @@ impl Engine {
                 &origin,
             ));
             let closed = SessionRecord {
-                status: "closed".to_owned(),
+                status: SessionStatus::Closed,
                 closed_at: Some(now),
                 row_version: session.row_version + 1,
                 ..session
@@ -181,8 +181,11 @@ impl Engine {
         let now = Utc::now();
         let mut out = Vec::new();
         for session in self.store.sessions(limit).await? {
-            let running =
-                if session.status == "active" { self.store.session_calls(&session.id).await?.len() } else { 0 };
+            let running = if session.status == SessionStatus::Active {
+                self.store.session_calls(&session.id).await?.len()
+            } else {
+                0
+            };
             let covers = session.admission.clone();
             out.push(SessionView { session: session_out(session, now), covers, running });
         }
@@ -202,7 +205,11 @@ fn checked_ttl(ttl: Option<u32>) -> Result<u32> {
 }
 
 fn session_out(session: SessionRecord, now: Time) -> SessionOut {
-    let status = if session.status == "active" && session.expires_at <= now { "expired" } else { &session.status };
+    let status = if session.status == SessionStatus::Active && session.expires_at <= now {
+        "expired"
+    } else {
+        session.status.as_str()
+    };
     SessionOut {
         status: status.to_owned(),
         capabilities: match session.capabilities {

@@ -1,6 +1,6 @@
 //! A stored call as the API shows it.
 
-use skill_api::{CalledSkill, InvocationOut, RequestedBy, Waiting};
+use skill_api::{CallStatus, CalledSkill, InvocationOut, RequestedBy, Waiting};
 use skill_store::records::{InvocationRecord, SkillRecord, Time};
 
 use crate::catalog::view_time;
@@ -18,7 +18,7 @@ pub(crate) struct Looked {
 
 pub(crate) fn invocation_out(call: InvocationRecord, skill: &SkillRecord, now: Time, looked: &Looked) -> InvocationOut {
     let time = |t: Option<Time>| t.as_ref().map(view_time);
-    let waiting = (call.status == "pending").then(|| waiting(&call, now, looked));
+    let waiting = (call.status == CallStatus::Pending).then(|| waiting(&call, now, looked));
     InvocationOut {
         id: call.id,
         skill_id: call.skill_id,

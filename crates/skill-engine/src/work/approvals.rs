@@ -2,20 +2,21 @@
 //! decide in the task's workspace (`approvals.decide`), or withdrawn. A decided gate's outcome —
 //! the actions the type lists for that decision — is recorded with the decision, in the same
 //! transaction, and carried out by the outcome worker with the decider's authority.
+use skill_api::Lifecycle;
 
 use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{
-    ActionOut, ApprovalOut, ApprovalRequest, DecideRequest, Items, OfTaskQuery, OutcomeOut, RequestedCall,
-    RequestedCallOut, TaskOut, WithdrawRequest,
+    ActionOut, ActionStatus, ApprovalOut, ApprovalRequest, ApprovalStatus, DecideRequest, Items, OfTaskQuery,
+    OutcomeOut, OutcomeStatus, RequestedCall, RequestedCallOut, TaskOut, WithdrawRequest,
 };
 use skill_contract::export::canonical;
 use skill_store::ErrorKind;
 use skill_store::records::{ActionRecord, ApprovalRecord, TaskRecord, WorkChange};
 
+use super::comment_event;
 use super::preview::{Decision, check_outcome, outcome_actions};
 use super::tasks::task_terminal;
-use super::{comment_event, terminal};
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
@@ -31,7 +32,7 @@ impl Engine {
         request_id: Option<&str>,
     ) -> Result<ApprovalOut> {
         let task = self.visible_task(actor, &request.task_id, Some("tasks.write")).await?;
-        if terminal(&task.status) {
+        if task.status.is_terminal() {
             return Err(task_terminal(&task));
         }
         let call = match &request.call {
@@ -70,7 +71,7 @@ impl Engine {
         // An approval authorizes one call of a version: a version its outcome calls is the
         // outcome's.
         let task_type = self.store.task_type(&task.task_type_id).await?;
-        for action in outcome_actions(&task_type, "approved") {
+        for action in outcome_actions(&task_type, ApprovalStatus::Approved) {
             let Some(named) = action.pointer("/invokeSkill/skill").and_then(Value::as_str) else { continue };
             if self.find(named).await.is_ok_and(|entry| entry.skill.id == skill.id) {
                 return Err(EngineError::invalid_request(format!(
@@ -104,7 +105,7 @@ impl Engine {
             id: self.new_id(),
             task_id: task_id.to_owned(),
             gate,
-            status: "pending".to_owned(),
+            status: ApprovalStatus::Pending,
             requested_by: actor.id().to_owned(),
             request_comment: comment,
             decided_by: None,
@@ -159,14 +160,14 @@ impl Engine {
         request: &DecideRequest,
         request_id: Option<&str>,
     ) -> Result<ApprovalOut> {
-        check_outcome(&request.outcome)?;
+        let outcome = check_outcome(&request.outcome)?;
         let comment = request.comment.clone().unwrap_or_default();
         if comment.chars().count() > 10_000 {
             return Err(EngineError::invalid_request("a comment is at most 10,000 characters").with("field", "comment"));
         }
         for _ in 0..5 {
             let (approval, task) = self.for_decider(actor, id).await?;
-            if approval.status != "pending" {
+            if approval.status != ApprovalStatus::Pending {
                 return Err(EngineError::new(
                     Class::Conflict,
                     "approval_not_pending",
@@ -175,7 +176,7 @@ impl Engine {
                 .with("approvalId", approval.id)
                 .with("status", approval.status));
             }
-            if terminal(&task.status) {
+            if task.status.is_terminal() {
                 return Err(task_terminal(&task));
             }
             let now = Utc::now();
@@ -185,7 +186,7 @@ impl Engine {
                 let task_type = self.store.task_type(&task.task_type_id).await?;
                 let decision = Decision {
                     approval_id: &approval.id,
-                    outcome: &request.outcome,
+                    outcome,
                     comment: &comment,
                     decided_by: actor.id(),
                     decided_at: now,
@@ -195,12 +196,12 @@ impl Engine {
                 Vec::new()
             };
             let decided = ApprovalRecord {
-                status: request.outcome.clone(),
+                status: outcome,
                 decided_by: Some(actor.id().to_owned()),
                 decided_at: Some(now),
                 comment: comment.clone(),
                 decision_authority: Some(actor.snapshot()),
-                outcome_status: (!planned.is_empty()).then(|| "running".to_owned()),
+                outcome_status: (!planned.is_empty()).then_some(OutcomeStatus::Running),
                 row_version: approval.row_version + 1,
                 updated_at: now,
                 ..approval.clone()
@@ -218,7 +219,7 @@ impl Engine {
                         .and_then(|call| call.version.as_ref())
                         .map(|skill| skill.id.clone()),
                     inputs: planned.call.map(|call| canonical(&Value::Object(call.inputs))),
-                    status: "pending".to_owned(),
+                    status: ActionStatus::Pending,
                     invocation_id: None,
                     result: None,
                     error: None,
@@ -265,7 +266,7 @@ impl Engine {
             if approval.requested_by != actor.id() && !actor.can_in("approvals.decide", &task.workspace_id) {
                 return Err(EngineError::forbidden("approvals.decide").with("workspaceId", task.workspace_id));
             }
-            if !matches!(approval.status.as_str(), "pending" | "approved") {
+            if !approval.status.can_become(ApprovalStatus::Withdrawn) {
                 return Err(EngineError::new(
                     Class::Conflict,
                     "approval_not_withdrawable",
@@ -277,7 +278,7 @@ impl Engine {
             let now = Utc::now();
             let origin = Origin::of(actor, request_id);
             let withdrawn = ApprovalRecord {
-                status: "withdrawn".to_owned(),
+                status: ApprovalStatus::Withdrawn,
                 withdrawn_by: Some(actor.id().to_owned()),
                 withdrawn_at: Some(now),
                 row_version: approval.row_version + 1,
@@ -386,9 +387,9 @@ impl Engine {
 }
 
 fn approval_view(approval: ApprovalRecord, actions: Vec<ActionRecord>, call: Option<RequestedCallOut>) -> ApprovalOut {
-    let outcome = approval.outcome_status.clone().map(|status| OutcomeOut {
+    let outcome = approval.outcome_status.map(|status| OutcomeOut {
         status,
-        reaction: approval.outcome_reaction.clone(),
+        reaction: approval.outcome_reaction,
         actions: actions
             .into_iter()
             .map(|action| ActionOut {

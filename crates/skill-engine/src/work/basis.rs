@@ -12,6 +12,8 @@
 //!   pending, rejected or withdrawn one).
 
 use serde_json::{Value, json};
+use skill_api::{ApprovalStatus, Basis, Lifecycle, RunStatus, SkillStatus};
+use skill_contract::SideEffects;
 use skill_contract::export::canonical_json;
 use skill_store::ErrorKind;
 use skill_store::records::{
@@ -20,7 +22,7 @@ use skill_store::records::{
 };
 
 use super::tasks::task_terminal;
-use super::{paths, task_view, terminal};
+use super::{paths, task_view};
 use crate::Engine;
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
@@ -66,7 +68,7 @@ impl GateState {
 
 /// The gates of a task's approvals.
 pub(crate) fn gates_of(approvals: &[ApprovalRecord]) -> Gates {
-    Gates::of(approvals.iter().filter(|approval| approval.gate).map(|approval| approval.status.as_str()))
+    Gates::of(approvals.iter().filter(|approval| approval.gate).map(|approval| approval.status))
 }
 
 /// What the re-check at claim makes of a pending call.
@@ -80,18 +82,27 @@ pub(crate) enum Obstacle {
     Hold(&'static str),
 }
 
+/// Whether a skill with these side effects writes to the outside world (and so needs a basis).
+pub(crate) fn writes(side_effects: Option<SideEffects>) -> bool {
+    side_effects.is_some_and(SideEffects::writes)
+}
+
 /// The execution basis a call of `skill` would have: the run and the task given, and the task's
 /// type pins exactly this version as its execution.
 pub(crate) fn execution_candidate(
     skill: &SkillRecord,
     task: Option<&(TaskRecord, TaskTypeRecord)>,
     run: Option<&RunRecord>,
-) -> Option<Value> {
+) -> Option<Basis> {
     let ((task, task_type), run) = (task?, run?);
     let execution = task_type.execution.as_ref()?;
     let pinned = execution.get("skill").and_then(Value::as_str) == Some(skill.name.as_str())
         && execution.get("version").and_then(Value::as_str) == Some(skill.version.as_str());
-    pinned.then(|| json!({"kind": "execution", "taskTypeId": task_type.id, "taskId": task.id, "runId": run.id}))
+    pinned.then(|| Basis::Execution {
+        task_type_id: task_type.id.clone(),
+        task_id: task.id.clone(),
+        run_id: run.id.clone(),
+    })
 }
 
 /// The inputs a task's execution calls with: the type's mapping filled from the task.
@@ -109,18 +120,18 @@ fn unauthorized(skill: &SkillRecord, approval_id: Option<&str>, reason: &str, wh
         format!("{name} writes to the outside world and runs only on a basis: {why}"),
     )
     .with("skill", name)
-    .with("sideEffects", "external_write")
+    .with("sideEffects", SideEffects::ExternalWrite.as_str())
     .with("approvalId", approval_id.map_or(Value::Null, |id| json!(id)))
     .with("reason", reason)
 }
 
 /// The basis a call spends `approval` with; retry `n` of an outcome's action names it.
-fn approval_basis(approval: &ApprovalRecord, retry: i32) -> Value {
-    let mut basis = json!({"kind": "approval", "approvalId": approval.id, "decidedBy": approval.decided_by});
-    if retry > 0 {
-        basis["retry"] = json!(retry);
+fn approval_basis(approval: &ApprovalRecord, retry: i32) -> Basis {
+    Basis::Approval {
+        approval_id: approval.id.clone(),
+        decided_by: approval.decided_by.clone().unwrap_or_default(),
+        retry: (retry > 0).then_some(retry),
     }
-    basis
 }
 
 /// Whether two inputs are the same document (canonical JSON).
@@ -150,8 +161,8 @@ impl Engine {
         run: Option<&RunRecord>,
         approval_id: Option<&str>,
         internal: Option<Internal<'_>>,
-    ) -> Result<Option<Value>> {
-        let writes = skill.side_effects.as_deref() == Some("external_write");
+    ) -> Result<Option<Basis>> {
+        let writes = writes(skill.side_effects);
         match internal {
             Some(Internal::Execution) => self.execution_basis(skill, inputs, task, run).await.map(Some),
             Some(Internal::Outcome(action)) if writes => {
@@ -171,7 +182,7 @@ impl Engine {
         inputs: &Value,
         task: Option<&(TaskRecord, TaskTypeRecord)>,
         run: Option<&RunRecord>,
-    ) -> Result<Value> {
+    ) -> Result<Basis> {
         let refuse = |why: &str| unauthorized(skill, None, "not_the_execution", why);
         let Some(candidate) = execution_candidate(skill, task, run) else {
             return Err(refuse("the task's type does not pin this version as its execution"));
@@ -180,12 +191,11 @@ impl Engine {
         if !same_inputs(inputs, &execution_inputs(task, task_type)) {
             return Err(refuse("an execution calls with exactly the inputs its type maps from the task"));
         }
-        if terminal(&task.status) {
+        if task.status.is_terminal() {
             return Err(task_terminal(task));
         }
         let approvals = self.store.approvals(&task.id).await?;
-        let writes = skill.side_effects.as_deref() == Some("external_write");
-        match GateState::of(gates_of(&approvals), writes) {
+        match GateState::of(gates_of(&approvals), writes(skill.side_effects)) {
             GateState::Open => Ok(candidate),
             GateState::Rejected => Err(EngineError::new(
                 Class::Conflict,
@@ -196,7 +206,7 @@ impl Engine {
             GateState::Pending => {
                 let pending: Vec<Value> = approvals
                     .iter()
-                    .filter(|approval| approval.gate && approval.status == "pending")
+                    .filter(|approval| approval.gate && approval.status == ApprovalStatus::Pending)
                     .map(|approval| json!({"approvalId": approval.id, "requestedBy": approval.requested_by}))
                     .collect();
                 Err(EngineError::new(
@@ -227,15 +237,15 @@ impl Engine {
         inputs: &Value,
         task: Option<&(TaskRecord, TaskTypeRecord)>,
         action: &ActionRecord,
-    ) -> Result<Value> {
+    ) -> Result<Basis> {
         let Some((task, _)) = task else {
             return Err(unauthorized(skill, Some(&action.approval_id), "no_task", "an outcome acts on its task"));
         };
-        if terminal(&task.status) {
+        if task.status.is_terminal() {
             return Err(task_terminal(task));
         }
         let approval = self.store.approval(&action.approval_id).await?;
-        let decided = approval.status == "approved"
+        let decided = approval.status == ApprovalStatus::Approved
             && approval.gate
             && approval.task_id == task.id
             && approval.decided_by.as_deref() == Some(actor.id());
@@ -265,7 +275,7 @@ impl Engine {
         task: Option<&(TaskRecord, TaskTypeRecord)>,
         run: Option<&RunRecord>,
         approval_id: Option<&str>,
-    ) -> Result<Value> {
+    ) -> Result<Basis> {
         let no_basis = || {
             unauthorized(
                 skill,
@@ -287,7 +297,7 @@ impl Engine {
             }
             return Err(no_basis());
         };
-        if terminal(&task.status) {
+        if task.status.is_terminal() {
             return Err(task_terminal(task));
         }
         let approval = match self.store.approval(approval_id).await {
@@ -295,7 +305,9 @@ impl Engine {
             Err(error) if error.kind() == ErrorKind::NotFound => None,
             Err(error) => return Err(error.into()),
         };
-        let Some(approval) = approval.filter(|a| a.status == "approved" && a.gate && a.task_id == task.id) else {
+        let Some(approval) =
+            approval.filter(|a| a.status == ApprovalStatus::Approved && a.gate && a.task_id == task.id)
+        else {
             return Err(unauthorized(
                 skill,
                 Some(approval_id),
@@ -348,31 +360,26 @@ impl Engine {
 /// transaction: a lost basis is named before a disabled version; a call without a basis is not
 /// held or cancelled by its task's state.
 pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
-    let kind = call.authorization_basis.as_ref().and_then(|basis| basis.get("kind")).and_then(Value::as_str);
-    let closed = state.task_status.as_deref().is_some_and(|status| status != "open");
-    let from_basis = match kind {
+    let closed = state.task_status.is_some_and(Lifecycle::is_terminal);
+    let from_basis = match &call.authorization_basis {
         None => Obstacle::None,
-        Some("execution") => {
-            match GateState::of(state.gates, state.side_effects.as_deref() == Some("external_write")) {
-                GateState::Rejected => Obstacle::Cancel("gate_rejected"),
-                _ if closed => Obstacle::Cancel("task_terminal"),
-                _ if state.run_status.as_deref() != Some("running") => Obstacle::Cancel("run_not_active"),
-                GateState::Pending => Obstacle::Hold("approval_required"),
-                GateState::Undecided => Obstacle::Cancel("approval_withdrawn"),
-                GateState::Open => Obstacle::None,
-            }
-        }
-        Some(_) if closed => Obstacle::Cancel("task_terminal"),
-        Some("approval") if state.approval_status.as_deref() != Some("approved") => {
+        Some(Basis::Execution { .. }) => match GateState::of(state.gates, writes(state.side_effects)) {
+            GateState::Rejected => Obstacle::Cancel("gate_rejected"),
+            _ if closed => Obstacle::Cancel("task_terminal"),
+            _ if state.run_status != Some(RunStatus::Running) => Obstacle::Cancel("run_not_active"),
+            GateState::Pending => Obstacle::Hold("approval_required"),
+            GateState::Undecided => Obstacle::Cancel("approval_withdrawn"),
+            GateState::Open => Obstacle::None,
+        },
+        Some(Basis::Approval { .. }) if closed => Obstacle::Cancel("task_terminal"),
+        Some(Basis::Approval { .. }) if state.approval_status != Some(ApprovalStatus::Approved) => {
             Obstacle::Cancel("approval_withdrawn")
         }
-        Some("approval") => Obstacle::None,
-        // A kind this core does not know (a process step before processes exist) has no basis.
-        Some(_) => Obstacle::Cancel("basis_unknown"),
+        Some(Basis::Approval { .. }) => Obstacle::None,
     };
     match from_basis {
         Obstacle::Cancel(reason) => Obstacle::Cancel(reason),
-        _ if state.skill_status == "disabled" => Obstacle::Cancel("skill_disabled"),
+        _ if state.skill_status == SkillStatus::Disabled => Obstacle::Cancel("skill_disabled"),
         other => other,
     }
 }
@@ -382,7 +389,7 @@ pub(crate) mod tests {
     use super::*;
 
     /// A pending call with `basis`, on task `t` and run `r`.
-    pub(crate) fn call(basis: Option<Value>) -> InvocationRecord {
+    pub(crate) fn call(basis: Option<Basis>) -> InvocationRecord {
         let now = chrono::Utc::now();
         InvocationRecord {
             id: "c".into(),
@@ -391,12 +398,12 @@ pub(crate) mod tests {
             target: "t".into(),
             audience: None,
             inputs: json!({}),
-            requested_by_kind: "principal".into(),
+            requested_by_kind: skill_api::RequesterKind::Principal,
             requested_by_ref: "p".into(),
             authority_principal_id: "p".into(),
             authorization_basis: basis,
             idempotency_key: None,
-            status: "pending".into(),
+            status: skill_api::CallStatus::Pending,
             attempt: 0,
             max_attempts: 1,
             available_at: now,
@@ -421,29 +428,38 @@ pub(crate) mod tests {
     }
 
     fn state(task: &str, approval: Option<&str>, run: Option<&str>, gates: &[&str], skill: &str) -> BasisState {
+        let word = |word: &str| word.parse().expect("a state");
         BasisState {
-            task_status: Some(task.into()),
-            approval_status: approval.map(Into::into),
-            run_status: run.map(Into::into),
-            gates: Gates::of(gates.iter().copied()),
-            skill_status: skill.into(),
-            side_effects: Some("external_write".into()),
+            task_status: Some(word(task)),
+            approval_status: approval.map(|status| status.parse().expect("a state")),
+            run_status: run.map(|status| status.parse().expect("a state")),
+            gates: Gates::of(gates.iter().map(|status| status.parse().expect("a state"))),
+            skill_status: skill.parse().expect("a state"),
+            side_effects: Some(SideEffects::ExternalWrite),
             skill_name: "claim.send".into(),
             skill_version: "1".into(),
         }
     }
 
+    fn approval_of(id: &str) -> Basis {
+        Basis::Approval { approval_id: id.into(), decided_by: "d".into(), retry: None }
+    }
+
+    fn execution_of(run: &str) -> Basis {
+        Basis::Execution { task_type_id: "tt".into(), task_id: "t".into(), run_id: run.into() }
+    }
+
     #[test]
     fn the_recheck_names_what_was_lost_first() {
-        let approval = call(Some(json!({"kind": "approval", "approvalId": "a"})));
-        let execution = call(Some(json!({"kind": "execution", "runId": "r"})));
+        let approval = call(Some(approval_of("a")));
+        let execution = call(Some(execution_of("r")));
         let none = call(None);
         let ok = state("open", Some("approved"), Some("running"), &["approved"], "active");
         assert_eq!(recheck(&approval, &ok), Obstacle::None);
         assert_eq!(recheck(&execution, &ok), Obstacle::None, "an approved gate");
         let ungated = state("open", None, Some("running"), &[], "active");
         assert_eq!(recheck(&execution, &ungated), Obstacle::Cancel("approval_withdrawn"), "a write waits for a gate");
-        let reading = BasisState { side_effects: Some("none".into()), ..ungated };
+        let reading = BasisState { side_effects: Some(SideEffects::None), ..ungated };
         assert_eq!(recheck(&execution, &reading), Obstacle::None, "a read needs no gate");
         let closed = state("done", Some("approved"), Some("running"), &[], "active");
         assert_eq!(recheck(&approval, &closed), Obstacle::Cancel("task_terminal"));
@@ -464,7 +480,7 @@ pub(crate) mod tests {
 
     #[test]
     fn an_execution_moves_only_past_an_approved_gate() {
-        let execution = call(Some(json!({"kind": "execution", "runId": "r"})));
+        let execution = call(Some(execution_of("r")));
         let at = |gates: &[&str]| recheck(&execution, &state("open", None, Some("running"), gates, "active"));
         assert_eq!(at(&["approved"]), Obstacle::None);
         assert_eq!(at(&["withdrawn", "approved"]), Obstacle::None, "a new gate approved after a withdrawn one");
@@ -476,7 +492,8 @@ pub(crate) mod tests {
         assert_eq!(recheck(&execution, &closed_rejected), Obstacle::Cancel("gate_rejected"), "the gate is named");
         assert_eq!(GateState::of(Gates::default(), true), GateState::Undecided, "no write without a decision");
         assert_eq!(GateState::of(Gates::default(), false), GateState::Open);
-        assert_eq!(GateState::of(Gates::of(["withdrawn"]), false), GateState::Undecided);
-        assert_eq!(GateState::of(Gates::of(["withdrawn", "pending"]), true), GateState::Pending);
+        assert_eq!(GateState::of(Gates::of([ApprovalStatus::Withdrawn]), false), GateState::Undecided);
+        let withdrawn_and_pending = Gates::of([ApprovalStatus::Withdrawn, ApprovalStatus::Pending]);
+        assert_eq!(GateState::of(withdrawn_and_pending, true), GateState::Pending);
     }
 }

@@ -5,6 +5,7 @@
 //! and the output field that holds the draft. Drafting is a task-bound call of that version by
 //! whoever drafts (its result is the task's `skill_result` artifact); the console offers it on
 //! the task's page and fills the decision's comment with the newest draft.
+use skill_api::Lifecycle;
 
 use serde_json::{Map, Value};
 use skill_api::{InvocationOut, InvokeRequest};
@@ -12,7 +13,7 @@ use skill_store::records::{SkillRecord, TaskRecord, TaskTypeRecord};
 
 use super::preview::GATE;
 use super::tasks::task_terminal;
-use super::{paths, task_view, terminal};
+use super::{paths, task_view};
 use crate::Engine;
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
@@ -63,7 +64,7 @@ pub(crate) fn check_draft(draft: &Value, field: &str, found: Option<&SkillRecord
         .with("field", format!("{field}.skill"))
         .with("value", skill));
     };
-    if found.side_effects.as_deref() == Some("external_write") {
+    if super::writes(found.side_effects) {
         return Err(invalid(
             &format!("{field}.skill"),
             format!(
@@ -117,7 +118,7 @@ impl Engine {
     /// the type declares none.
     pub async fn draft(&self, actor: &Actor, id: &str, request_id: Option<&str>) -> Result<InvocationOut> {
         let task = self.visible_task(actor, id, Some("tasks.write")).await?;
-        if terminal(&task.status) {
+        if task.status.is_terminal() {
             return Err(task_terminal(&task));
         }
         let Some((draft, inputs)) = self.draft_for(&task).await? else {

@@ -13,6 +13,7 @@
 //! Each step is written before the next and repeats safely (one running run per owner and task,
 //! one call per key, one execution call per run and one that may write per task), so any core
 //! may do it and any may be killed.
+use skill_api::{ApprovalStatus, CallStatus, ExecutionResult, Lifecycle, PrincipalKind, RunStatus, TaskStatus};
 
 use chrono::Duration;
 use serde_json::{Value, json};
@@ -21,7 +22,6 @@ use skill_store::ErrorKind;
 use skill_store::records::{InvocationRecord, RunRecord, SkillRecord, TaskRecord, Time, WorkChange};
 
 use super::basis::{GateState, Internal, execution_inputs, gates_of};
-use super::terminal;
 use crate::actor::Actor;
 use crate::cancellation::Cancellation;
 use crate::error::written;
@@ -47,7 +47,7 @@ impl Engine {
     /// it with all its grants.
     pub async fn grant_execution(&self, permissions: &[&str]) -> Result<Actor> {
         let origin = Origin::default();
-        let principal = self.principal_named(EXECUTION_PRINCIPAL, "executor", &origin).await?;
+        let principal = self.principal_named(EXECUTION_PRINCIPAL, PrincipalKind::Executor, &origin).await?;
         let grants = self.store.grants(&principal.id).await?;
         for permission in permissions {
             if grants.iter().any(|grant| grant.workspace_id.is_none() && grant.permission == *permission) {
@@ -82,11 +82,11 @@ impl Engine {
         let Some(skill) = super::execution_reference(&task_type) else { return Ok(0) };
         let runs = self.store.runs(&task.id).await?;
         let running =
-            runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == "running");
+            runs.into_iter().rev().find(|run| run.owner_principal_id == actor.id() && run.status == RunStatus::Running);
         let approvals = self.store.approvals(&task.id).await?;
         // The pinned version, read once a pass: what it writes, and how long its call may take.
         let version = self.find(&skill).await?.skill;
-        let writes = version.side_effects.as_deref() == Some("external_write");
+        let writes = super::writes(version.side_effects);
         let state = GateState::of(gates_of(&approvals), writes);
         if state != GateState::Open {
             return self.gated_execution(task, running.as_ref(), &version, state, now, &origin).await;
@@ -116,7 +116,7 @@ impl Engine {
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => return Err(error),
             Err(error) => {
                 let failure = json!({"code": error.code, "message": error.message});
-                return self.finish_execution(task, Some(&run), "failed", None, Some(failure), &origin).await;
+                return self.finish_execution(task, Some(&run), RunStatus::Failed, None, Some(failure), &origin).await;
             }
         };
         if let Some(moved) = self.ended_execution(task, &run, &call, &skill, &origin).await? {
@@ -124,7 +124,11 @@ impl Engine {
         }
         // Still waiting: at most the bound of §9, counted from the run's start or the gate's
         // approval, whichever is later.
-        let approved = approvals.iter().filter(|a| a.gate && a.status == "approved").filter_map(|a| a.decided_at).max();
+        let approved = approvals
+            .iter()
+            .filter(|a| a.gate && a.status == ApprovalStatus::Approved)
+            .filter_map(|a| a.decided_at)
+            .max();
         let since = approved.map_or(run.created_at, |at| at.max(run.created_at));
         if since + execution_bound(version.contract.as_ref().unwrap_or(&Value::Null)) <= now {
             let cause = Cancellation {
@@ -184,7 +188,7 @@ impl Engine {
         let skill = format!("{}@{}", version.name, version.version);
         let skill = skill.as_str();
         // A call an executor holds may be acting: it finishes, and its end decides.
-        if call.as_ref().is_some_and(|call| call.status == "running") || state == GateState::Pending {
+        if call.as_ref().is_some_and(|call| call.status == CallStatus::Running) || state == GateState::Pending {
             return Ok(0);
         }
         if let (Some(run), Some(call)) = (run, &call)
@@ -195,9 +199,9 @@ impl Engine {
         match (state, run, call) {
             (GateState::Rejected, _, _) => {
                 let failure = json!({"code": "gate_rejected", "message": "the task's gate was rejected"});
-                self.finish_execution(task, run, "failed", None, Some(failure), origin).await
+                self.finish_execution(task, run, RunStatus::Failed, None, Some(failure), origin).await
             }
-            (GateState::Undecided, Some(_), Some(call)) if call.status == "pending" => {
+            (GateState::Undecided, Some(_), Some(call)) if call.status == CallStatus::Pending => {
                 let cause = Cancellation {
                     code: "basis_revoked",
                     reason: "approval_withdrawn",
@@ -213,7 +217,7 @@ impl Engine {
             }
             (GateState::Undecided, Some(run), None) => {
                 let failure = json!({"code": "gate_withdrawn", "message": "the task's gate was withdrawn"});
-                let (ended, event) = self.ended_run(run, "cancelled", None, Some(failure), origin);
+                let (ended, event) = self.ended_run(run, RunStatus::Cancelled, None, Some(failure), origin);
                 Ok(usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?))
             }
             _ => Ok(0),
@@ -244,19 +248,26 @@ impl Engine {
         let error = call.error.as_ref();
         let code = error.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("unknown");
         let reason = error.and_then(|e| e.get("message")).and_then(Value::as_str);
-        let moved = match call.status.as_str() {
-            "succeeded" => {
-                let result = json!({"skillInvocationId": call.id, "skill": skill, "status": call.status,
-                                    "artifactId": call.artifact_id});
-                self.finish_execution(task, Some(run), "succeeded", Some(result), None, origin).await?
+        let moved = match call.status {
+            CallStatus::Succeeded => {
+                let result = ExecutionResult {
+                    skill_invocation_id: call.id.clone(),
+                    skill: skill.to_owned(),
+                    status: call.status,
+                    artifact_id: call.artifact_id.clone(),
+                };
+                let result = serde_json::to_value(result).ok();
+                self.finish_execution(task, Some(run), RunStatus::Succeeded, result, None, origin).await?
             }
-            "cancelled" if call.attempt == 0 && code == "basis_revoked" && reason == Some("approval_withdrawn") => {
+            CallStatus::Cancelled
+                if call.attempt == 0 && code == "basis_revoked" && reason == Some("approval_withdrawn") =>
+            {
                 let failure = json!({"code": "gate_withdrawn", "skillInvocationId": call.id,
                                      "message": "the task's gate was withdrawn before the call ran"});
-                let (ended, event) = self.ended_run(run, "cancelled", None, Some(failure), origin);
+                let (ended, event) = self.ended_run(run, RunStatus::Cancelled, None, Some(failure), origin);
                 usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?)
             }
-            "failed" | "cancelled" => {
+            CallStatus::Failed | CallStatus::Cancelled => {
                 let failed = if code == "basis_revoked" && reason == Some("gate_rejected") {
                     "gate_rejected".to_owned()
                 } else {
@@ -264,9 +275,9 @@ impl Engine {
                 };
                 let failure = json!({"code": failed, "message": format!("skill_invocation_{}: {code}", call.status),
                                      "skillInvocationId": call.id});
-                self.finish_execution(task, Some(run), "failed", None, Some(failure), origin).await?
+                self.finish_execution(task, Some(run), RunStatus::Failed, None, Some(failure), origin).await?
             }
-            _ => return Ok(None),
+            CallStatus::Pending | CallStatus::Running => return Ok(None),
         };
         Ok(Some(moved))
     }
@@ -276,7 +287,7 @@ impl Engine {
         &self,
         task: &TaskRecord,
         run: Option<&RunRecord>,
-        status: &str,
+        status: RunStatus,
         result: Option<Value>,
         error: Option<Value>,
         origin: &Origin,
@@ -289,8 +300,8 @@ impl Engine {
             events.push(run_event);
             changes.push(WorkChange::UpdateRun(ended));
         }
-        if !terminal(&task.status) {
-            let closed_as = if status == "succeeded" { "done" } else { "failed" };
+        if !task.status.is_terminal() {
+            let closed_as = if status == RunStatus::Succeeded { TaskStatus::Done } else { TaskStatus::Failed };
             let closed = self.closed_for(task, closed_as, reason.as_deref(), origin, &mut events);
             changes.push(WorkChange::UpdateTask(closed));
         }

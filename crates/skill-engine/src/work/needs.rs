@@ -4,6 +4,7 @@
 //! out — so it is refused when it is created (`400 custom_field_required`).
 
 use serde_json::{Value, json};
+use skill_api::ApprovalStatus;
 use skill_store::records::TaskTypeRecord;
 
 use super::paths;
@@ -27,14 +28,14 @@ pub struct FieldUse {
 /// Every input of `task_type`'s work that reads a custom field, without looking anything up.
 pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
     let mut uses = Vec::new();
-    for outcome in ["approved", "rejected"] {
+    for outcome in [ApprovalStatus::Approved, ApprovalStatus::Rejected] {
         for action in outcome_actions(task_type, outcome) {
             let Some(spec) = action.get("invokeSkill") else { continue };
             let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default();
             for (input, source) in spec.get("inputs").and_then(Value::as_object).into_iter().flatten() {
                 let field = source.as_str().and_then(|path| paths::field_under(path, &["task", "customFields"]));
                 if let Some(field) = field {
-                    uses.push(FieldUse { field, skill: skill.to_owned(), input: input.clone(), by: outcome });
+                    uses.push(FieldUse { field, skill: skill.to_owned(), input: input.clone(), by: outcome.as_str() });
                 }
             }
         }

@@ -10,6 +10,7 @@
 //!
 //! Every step is written before the next is taken and repeats safely (the call's key names one
 //! call), so any number of cores may run this and any of them may be killed at any moment.
+use skill_api::{ActionCall, ActionStatus, CallStatus, Lifecycle, OutcomeReaction, OutcomeStatus, State, TaskStatus};
 
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
@@ -17,7 +18,7 @@ use skill_api::InvokeRequest;
 use skill_store::records::{ActionRecord, ApprovalRecord, Event, InvocationRecord, Time, WorkChange};
 
 use super::basis::Internal;
-use super::{comment_event, terminal};
+use super::comment_event;
 use crate::actor::Actor;
 use crate::cancellation::Cancellation;
 use crate::error::written;
@@ -58,10 +59,10 @@ impl Engine {
         let mut moved = 0;
         let mut actions = self.store.actions(&approval.id).await?;
         for action in &mut actions {
-            let next = match action.status.as_str() {
-                "pending" => self.invoke_action(approval, action, decider.as_ref()).await?,
-                "invoked" => self.watch_action(action, now).await?,
-                _ => None,
+            let next = match action.status {
+                ActionStatus::Pending => self.invoke_action(approval, action, decider.as_ref()).await?,
+                ActionStatus::Invoked => self.watch_action(action, now).await?,
+                ActionStatus::Succeeded | ActionStatus::Failed | ActionStatus::Skipped => None,
             };
             if let Some((next, event)) = next {
                 if written(self.store.write_work(&[WorkChange::UpdateAction(next.clone())], &[event]).await)? {
@@ -73,11 +74,11 @@ impl Engine {
                 }
             }
         }
-        if actions.iter().any(|action| matches!(action.status.as_str(), "pending" | "invoked")) {
+        if actions.iter().any(|action| matches!(action.status, ActionStatus::Pending | ActionStatus::Invoked)) {
             return Ok(moved);
         }
-        let succeeded = actions.iter().all(|action| action.status == "succeeded");
-        let skipped = actions.iter().all(|action| action.status == "skipped");
+        let succeeded = actions.iter().all(|action| action.status == ActionStatus::Succeeded);
+        let skipped = actions.iter().all(|action| action.status == ActionStatus::Skipped);
         let mut changes = Vec::new();
         let mut events = Vec::new();
         let mut task_now = task.clone();
@@ -86,16 +87,22 @@ impl Engine {
         // action in retry round n was in every round before it, so the round is the most retries).
         let round = actions.iter().map(|action| action.retries).max().unwrap_or_default();
         for action in actions.iter().filter(|action| action.retries == round) {
-            let branch = match action.status.as_str() {
-                "succeeded" => "onSuccess",
-                "failed" => "onFailure",
-                _ => continue,
+            let branch = match action.status {
+                ActionStatus::Succeeded => OutcomeReaction::OnSuccess,
+                ActionStatus::Failed => OutcomeReaction::OnFailure,
+                ActionStatus::Pending | ActionStatus::Invoked | ActionStatus::Skipped => continue,
             };
-            reaction = Some(if reaction == Some("onFailure") { "onFailure" } else { branch });
+            reaction =
+                Some(if reaction == Some(OutcomeReaction::OnFailure) { OutcomeReaction::OnFailure } else { branch });
             let reactions = action.action.pointer(&format!("/invokeSkill/{branch}")).and_then(Value::as_array);
             for step in reactions.into_iter().flatten() {
-                if let Some(status) = step.get("setTaskStatus").and_then(Value::as_str) {
-                    if !terminal(&task_now.status) {
+                // The type's publication let only a closing status through.
+                let closing = step.get("setTaskStatus").and_then(Value::as_str).map(TaskStatus::parse);
+                if let Some(status) = closing {
+                    let status = status.map_err(|unknown| {
+                        EngineError::new(Class::Internal, "internal_error", format!("setTaskStatus: {unknown}"))
+                    })?;
+                    if !task_now.status.is_terminal() {
                         task_now = self.closed(&task_now, status, &system, &mut events);
                     }
                 } else if let Some(text) = step.get("addComment").and_then(Value::as_str) {
@@ -110,15 +117,15 @@ impl Engine {
             changes.insert(0, WorkChange::UpdateTask(task_now));
         }
         let status = if skipped {
-            "skipped"
+            OutcomeStatus::Skipped
         } else if succeeded {
-            "succeeded"
+            OutcomeStatus::Succeeded
         } else {
-            "failed"
+            OutcomeStatus::Failed
         };
         let ended = ApprovalRecord {
-            outcome_status: Some(status.to_owned()),
-            outcome_reaction: reaction.map(str::to_owned),
+            outcome_status: Some(status),
+            outcome_reaction: reaction,
             row_version: approval.row_version + 1,
             updated_at: Utc::now(),
             ..approval.clone()
@@ -132,8 +139,8 @@ impl Engine {
         changes.insert(0, WorkChange::UpdateApproval(ended));
         // A stale approval or task (a withdrawal, a close meanwhile): the next pass decides again.
         if written(self.store.write_work(&changes, &events).await)? {
-            let reaction = reaction.unwrap_or("none");
-            if status == "failed" {
+            let reaction = reaction.map_or("none", |reaction| reaction.as_str());
+            if status == OutcomeStatus::Failed {
                 tracing::warn!(approval = %approval.id, task = %approval.task_id, %status, %reaction, "approval outcome ended");
             } else {
                 tracing::info!(approval = %approval.id, task = %approval.task_id, %status, %reaction, "approval outcome ended");
@@ -166,12 +173,12 @@ impl Engine {
         let Some(decider) = decider else {
             let error =
                 json!({"code": "authority_inactive", "message": "the decider is disabled: its decision acts no more"});
-            return Ok(Some(self.action_ended(action, "failed", None, Some(error))));
+            return Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(error))));
         };
         let (Some(version), Some(Value::Object(inputs))) = (&action.skill_id, &action.inputs) else {
             let error = json!({"code": "not_found",
                                "message": format!("{skill} named no published version when the decision was made")});
-            return Ok(Some(self.action_ended(action, "failed", None, Some(error))));
+            return Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(error))));
         };
         let request = InvokeRequest {
             inputs: Some(inputs.clone()),
@@ -182,10 +189,15 @@ impl Engine {
         };
         match self.invoke_checked(decider, &skill, version, &request, action).await {
             Ok((call, created)) => {
-                let result = json!({"invocationId": call.id, "skill": skill, "status": call.status,
-                                    "created": created, "authorizationBasis": call.authorization_basis});
+                let result = ActionCall {
+                    invocation_id: call.id.clone(),
+                    skill: skill.clone(),
+                    status: call.status,
+                    created,
+                    authorization_basis: call.authorization_basis.clone(),
+                };
                 let next = ActionRecord {
-                    status: "invoked".to_owned(),
+                    status: ActionStatus::Invoked,
                     invocation_id: Some(call.id.clone()),
                     result: Some(result),
                     attempts: action.attempts + 1,
@@ -204,7 +216,7 @@ impl Engine {
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => Err(error),
             Err(error) => {
                 let failure = json!({"code": error.code, "message": error.message, "details": error.details});
-                Ok(Some(self.action_ended(action, "failed", None, Some(failure))))
+                Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(failure))))
             }
         }
     }
@@ -219,7 +231,7 @@ impl Engine {
         request: &InvokeRequest,
         action: &ActionRecord,
     ) -> Result<(skill_api::InvocationOut, bool)> {
-        if !skill.contains('@') && self.find(version).await?.skill.side_effects.as_deref() == Some("external_write") {
+        if !skill.contains('@') && super::writes(self.find(version).await?.skill.side_effects) {
             return Err(EngineError::new(
                 Class::Invalid,
                 "unpinned_external_write",
@@ -234,15 +246,15 @@ impl Engine {
     async fn watch_action(&self, action: &ActionRecord, now: Time) -> Result<Option<(ActionRecord, Event)>> {
         let Some(id) = &action.invocation_id else { return Ok(None) };
         let call = self.store.invocation(id).await?;
-        let call = match call.status.as_str() {
-            "pending" if call.attempt == 0 && call.created_at + SKILL_WAIT <= now => {
+        let call = match call.status {
+            CallStatus::Pending if call.attempt == 0 && call.created_at + SKILL_WAIT <= now => {
                 match self.give_up(&call, now).await? {
                     Some(cancelled) => cancelled,
                     None => return Ok(None),
                 }
             }
-            "pending" | "running" => return Ok(None),
-            _ => call,
+            CallStatus::Pending | CallStatus::Running => return Ok(None),
+            CallStatus::Succeeded | CallStatus::Failed | CallStatus::Cancelled => call,
         };
         Ok(Some(self.ended_action(action, &call)))
     }
@@ -275,36 +287,35 @@ impl Engine {
         let error = call.error.as_ref();
         let code = error.and_then(|e| e.get("code")).and_then(Value::as_str);
         let reason = error.and_then(|e| e.get("message")).and_then(Value::as_str);
-        let status = match call.status.as_str() {
-            "succeeded" if met => "succeeded",
-            "cancelled"
+        let status = match call.status {
+            CallStatus::Succeeded if met => ActionStatus::Succeeded,
+            CallStatus::Cancelled
                 if code == Some("basis_revoked") && matches!(reason, Some("task_terminal" | "approval_withdrawn")) =>
             {
-                "skipped"
+                ActionStatus::Skipped
             }
-            _ => "failed",
+            _ => ActionStatus::Failed,
         };
-        let mut result = action.result.clone().unwrap_or_else(|| json!({}));
-        result["status"] = json!(call.status);
-        let failure = match (status, call.status.as_str()) {
-            ("failed", "succeeded") => {
+        let result = action.result.clone().map(|result| ActionCall { status: call.status, ..result });
+        let failure = match (status, call.status) {
+            (ActionStatus::Failed, CallStatus::Succeeded) => {
                 Some(json!({"code": "expectation_not_met", "message": "the output does not match expect"}))
             }
-            ("failed" | "skipped", _) => call.error.clone(),
+            (ActionStatus::Failed | ActionStatus::Skipped, _) => call.error.clone(),
             _ => None,
         };
-        self.action_ended(action, status, Some(result), failure)
+        self.action_ended(action, status, result, failure)
     }
 
     fn action_ended(
         &self,
         action: &ActionRecord,
-        status: &str,
-        result: Option<Value>,
+        status: ActionStatus,
+        result: Option<ActionCall>,
         error: Option<Value>,
     ) -> (ActionRecord, Event) {
         let next = ActionRecord {
-            status: status.to_owned(),
+            status,
             result: result.or_else(|| action.result.clone()),
             error,
             row_version: action.row_version + 1,

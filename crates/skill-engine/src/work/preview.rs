@@ -4,6 +4,8 @@
 //! expressions filled in from the task and the decision; nothing is written), and when it is made
 //! (the same plan, with the decider's comment, fixed in the decision's transaction: the only
 //! calls the approval covers).
+use skill_api::{ApprovalStatus, Lifecycle, SkillStatus, State};
+use skill_contract::{RiskLevel, SideEffects};
 
 use chrono::Utc;
 use serde_json::{Map, Value, json};
@@ -20,9 +22,10 @@ use crate::error::{Class, EngineError, Result};
 pub(crate) const GATE: &str = "default";
 
 /// `invalid_outcome` unless `outcome` is a decision: `approved` or `rejected`.
-pub(crate) fn check_outcome(outcome: &str) -> Result<()> {
-    if matches!(outcome, "approved" | "rejected") {
-        return Ok(());
+pub(crate) fn check_outcome(outcome: &str) -> Result<ApprovalStatus> {
+    match ApprovalStatus::parse(outcome) {
+        Ok(decided) if decided.decided() => return Ok(decided),
+        _ => {}
     }
     Err(EngineError::new(
         Class::Invalid,
@@ -33,7 +36,7 @@ pub(crate) fn check_outcome(outcome: &str) -> Result<()> {
 }
 
 /// The actions a gate's `outcome` carries out, as the task type writes them.
-pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: &str) -> Vec<Value> {
+pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: ApprovalStatus) -> Vec<Value> {
     task_type
         .spec
         .pointer(&format!("/approvalSchema/gates/{GATE}/outcomes/{outcome}"))
@@ -70,9 +73,9 @@ pub struct CallPreview {
 pub struct CalledVersion {
     pub name: String,
     pub version: String,
-    pub side_effects: String,
-    pub risk_level: String,
-    pub status: String,
+    pub side_effects: SideEffects,
+    pub risk_level: RiskLevel,
+    pub status: SkillStatus,
     /// The inputs its contract requires: one the task cannot fill makes the call fail.
     pub required: Vec<String>,
     /// What each input becomes, as its schema says (`title`, else `description`).
@@ -98,7 +101,7 @@ pub(crate) struct PlannedCall {
 /// Who decides, how, with which comment, and when.
 pub(crate) struct Decision<'a> {
     pub(crate) approval_id: &'a str,
-    pub(crate) outcome: &'a str,
+    pub(crate) outcome: ApprovalStatus,
     pub(crate) comment: &'a str,
     pub(crate) decided_by: &'a str,
     pub(crate) decided_at: Time,
@@ -149,7 +152,7 @@ impl Engine {
         outcome: &str,
         comment: &str,
     ) -> Result<Vec<ActionPreview>> {
-        check_outcome(outcome)?;
+        let outcome = check_outcome(outcome)?;
         let approval = self.visible_approval(actor, id).await?;
         if !approval.gate {
             return Ok(Vec::new());
@@ -162,9 +165,9 @@ impl Engine {
         // A gate of an execution-pinned task also decides the execution: approving lets the core
         // make its call, rejecting fails the task.
         if let (Some(execution), Some(skill)) = (task_type.execution.as_ref(), super::execution_reference(&task_type))
-            && !super::terminal(&task.status)
+            && !task.status.is_terminal()
         {
-            planned.push(if outcome == "approved" {
+            planned.push(if outcome == ApprovalStatus::Approved {
                 let version = self.resolved(&skill).await?;
                 let inputs = match super::basis::execution_inputs(&task, &task_type) {
                     Value::Object(inputs) => inputs,
@@ -190,8 +193,8 @@ impl Engine {
                         labels: input_labels(&skill),
                         name: skill.name,
                         version: skill.version,
-                        side_effects: skill.side_effects.unwrap_or_else(|| "none".to_owned()),
-                        risk_level: skill.risk_level.unwrap_or_else(|| "low".to_owned()),
+                        side_effects: skill.side_effects.unwrap_or_default(),
+                        risk_level: skill.risk_level.unwrap_or_default(),
                         status: skill.status,
                     }),
                     inputs: call.inputs,

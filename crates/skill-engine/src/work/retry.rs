@@ -7,14 +7,15 @@
 //! the skill is given the first call's key, since every retry is an attempt at the same effect.
 //! Nothing else may spend it, and a failure that says it will not pass (a refusal, invalid output,
 //! an unmet `expect`) cannot be retried.
+use skill_api::Lifecycle;
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use skill_api::{ApprovalOut, RetryRequest};
+use skill_api::{ActionStatus, ApprovalOut, Basis, OutcomeStatus, RetryRequest};
 use skill_store::records::{ActionRecord, ApprovalRecord, InvocationRecord, WorkChange};
 
+use super::comment_event;
 use super::tasks::task_terminal;
-use super::{comment_event, terminal};
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result, busy, written};
 use crate::{Engine, Origin};
@@ -24,7 +25,7 @@ pub const MAX_RETRIES: i32 = 10;
 
 /// Whether `action` failed for a reason that may pass and may be retried once more.
 pub(crate) fn retryable(action: &ActionRecord) -> bool {
-    let Some(error) = action.error.as_ref().filter(|_| action.status == "failed") else { return false };
+    let Some(error) = action.error.as_ref().filter(|_| action.status == ActionStatus::Failed) else { return false };
     let code = error.get("code").and_then(Value::as_str).unwrap_or_default();
     let passing = match error.get("retryable").and_then(Value::as_bool) {
         Some(retryable) => retryable,
@@ -50,7 +51,10 @@ pub(crate) fn action_key(action: &ActionRecord) -> String {
 /// key as it is.
 pub(crate) fn effect_key(call: &InvocationRecord) -> Option<String> {
     let key = call.idempotency_key.clone()?;
-    let retry = call.authorization_basis.as_ref().and_then(|basis| basis.get("retry")).and_then(Value::as_i64);
+    let retry = match &call.authorization_basis {
+        Some(Basis::Approval { retry, .. }) => *retry,
+        Some(Basis::Execution { .. }) | None => None,
+    };
     match retry {
         Some(n) => Some(key.strip_suffix(&format!(":retry-{n}")).map_or(key.clone(), str::to_owned)),
         None => Some(key),
@@ -76,40 +80,39 @@ impl Engine {
     ) -> Result<ApprovalOut> {
         for _ in 0..5 {
             let (approval, task) = self.for_decider(actor, id).await?;
-            if terminal(&task.status) {
+            if task.status.is_terminal() {
                 return Err(task_terminal(&task));
             }
-            let status = approval.outcome_status.clone().unwrap_or_default();
-            match status.as_str() {
-                _ if !matches!(approval.status.as_str(), "approved" | "rejected") => {
+            match approval.outcome_status {
+                _ if !approval.status.decided() => {
                     return Err(not_retryable(
                         &approval,
                         "not_decided",
                         format!("the approval is {}: only a decided approval's outcome is retried", approval.status),
                     ));
                 }
-                "failed" => {}
-                "running" => {
+                Some(OutcomeStatus::Failed) => {}
+                Some(OutcomeStatus::Running) => {
                     return Err(not_retryable(
                         &approval,
                         "running",
                         "the outcome is still running: wait until its calls end".to_owned(),
                     ));
                 }
-                "" => {
+                None => {
                     return Err(not_retryable(&approval, "no_outcome", "the decision did nothing to retry".to_owned()));
                 }
-                other => {
+                Some(other @ (OutcomeStatus::Succeeded | OutcomeStatus::Skipped)) => {
                     return Err(not_retryable(
                         &approval,
-                        other,
+                        other.as_str(),
                         format!("the outcome {other}: only a failed one is retried"),
                     ));
                 }
             }
             let actions = self.store.actions(&approval.id).await?;
             // Read after the approval: a retry made in between shows here first.
-            if actions.iter().any(|action| matches!(action.status.as_str(), "pending" | "invoked")) {
+            if actions.iter().any(|action| matches!(action.status, ActionStatus::Pending | ActionStatus::Invoked)) {
                 return Err(not_retryable(
                     &approval,
                     "running",
@@ -120,7 +123,7 @@ impl Engine {
             if again.is_empty() {
                 let failures: Vec<Value> = actions
                     .iter()
-                    .filter(|action| action.status == "failed")
+                    .filter(|action| action.status == ActionStatus::Failed)
                     .map(|action| {
                         json!({"index": action.action_index, "retries": action.retries,
                                "code": action.error.as_ref().and_then(|e| e.get("code")).cloned()})
@@ -137,7 +140,7 @@ impl Engine {
             let now = Utc::now();
             let origin = Origin::of(actor, request_id);
             let mut changes = vec![WorkChange::UpdateApproval(ApprovalRecord {
-                outcome_status: Some("running".to_owned()),
+                outcome_status: Some(OutcomeStatus::Running),
                 outcome_reaction: None,
                 row_version: approval.row_version + 1,
                 updated_at: now,
@@ -149,7 +152,7 @@ impl Engine {
                                     "previousInvocationId": action.invocation_id,
                                     "error": action.error.as_ref().and_then(|e| e.get("code")).cloned()}));
                 changes.push(WorkChange::UpdateAction(ActionRecord {
-                    status: "pending".to_owned(),
+                    status: ActionStatus::Pending,
                     invocation_id: None,
                     error: None,
                     retries: action.retries + 1,
@@ -192,7 +195,7 @@ mod tests {
             action: json!({}),
             skill_id: Some("s".into()),
             inputs: Some(json!({})),
-            status: status.into(),
+            status: status.parse().expect("a status"),
             invocation_id: None,
             result: None,
             error,
@@ -226,13 +229,16 @@ mod tests {
     fn a_retry_gives_the_skill_the_first_calls_key() {
         let call = |key: &str, basis: Value| InvocationRecord {
             idempotency_key: Some(key.into()),
-            ..super::super::basis::tests::call(Some(basis))
+            ..super::super::basis::tests::call(Some(serde_json::from_value(basis).expect("a basis")))
         };
-        let retried = call("approval-outcome:a:0:retry-2", json!({"kind": "approval", "approvalId": "a", "retry": 2}));
+        let retried = call(
+            "approval-outcome:a:0:retry-2",
+            json!({"kind": "approval", "approvalId": "a", "decidedBy": "d", "retry": 2}),
+        );
         assert_eq!(effect_key(&retried).as_deref(), Some("approval-outcome:a:0"));
-        let first = call("approval-outcome:a:0", json!({"kind": "approval", "approvalId": "a"}));
+        let first = call("approval-outcome:a:0", json!({"kind": "approval", "approvalId": "a", "decidedBy": "d"}));
         assert_eq!(effect_key(&first).as_deref(), Some("approval-outcome:a:0"));
-        let odd = call("mine:retry-2", json!({"kind": "approval", "approvalId": "a", "retry": 3}));
+        let odd = call("mine:retry-2", json!({"kind": "approval", "approvalId": "a", "decidedBy": "d", "retry": 3}));
         assert_eq!(effect_key(&odd).as_deref(), Some("mine:retry-2"), "only its own retry's suffix comes off");
     }
 }

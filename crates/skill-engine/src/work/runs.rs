@@ -1,16 +1,16 @@
 //! Runs: a principal's attempt at a task, started on an open task and ended by its owner.
+use skill_api::Lifecycle;
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use skill_api::{EndRunRequest, RunOut, RunRequest};
+use skill_api::{EndRunRequest, RunOut, RunRequest, RunStatus};
 use skill_store::ErrorKind;
 use skill_store::records::{RunRecord, WorkChange};
 
 use super::tasks::task_terminal;
-use super::terminal;
 use crate::actor::Actor;
 use crate::catalog::view_time;
-use crate::error::{Class, EngineError, Result};
+use crate::error::{Class, EngineError, Result, requested_state};
 use crate::error::{busy, written};
 use crate::{Engine, Origin};
 
@@ -18,7 +18,7 @@ impl Engine {
     /// Starts a run on an open task (`tasks.write` in its workspace); the caller owns it.
     pub async fn start_run(&self, actor: &Actor, request: &RunRequest, request_id: Option<&str>) -> Result<RunOut> {
         let task = self.visible_task(actor, &request.task_id, Some("tasks.write")).await?;
-        if terminal(&task.status) {
+        if task.status.is_terminal() {
             return Err(task_terminal(&task));
         }
         let run = self.new_run(&task.id, actor.id(), Utc::now());
@@ -37,7 +37,7 @@ impl Engine {
                     .await?
                     .into_iter()
                     .rev()
-                    .find(|other| other.owner_principal_id == actor.id() && other.status == "running");
+                    .find(|other| other.owner_principal_id == actor.id() && other.status == RunStatus::Running);
                 Err(EngineError::new(
                     Class::Conflict,
                     "run_already_running",
@@ -55,7 +55,7 @@ impl Engine {
             id: self.new_id(),
             task_id: task_id.to_owned(),
             owner_principal_id: owner.to_owned(),
-            status: "running".to_owned(),
+            status: RunStatus::Running,
             result: None,
             error: None,
             row_version: 1,
@@ -77,20 +77,17 @@ impl Engine {
         request: &EndRunRequest,
         request_id: Option<&str>,
     ) -> Result<RunOut> {
-        if !matches!(request.status.as_str(), "succeeded" | "failed" | "cancelled") {
-            return Err(EngineError::new(
-                Class::Invalid,
-                "invalid_status",
-                format!("a run ends succeeded, failed or cancelled, not {:?}", request.status),
-            )
-            .with("allowed", json!(["succeeded", "failed", "cancelled"])));
-        }
+        let status = requested_state(
+            &request.status,
+            &[RunStatus::Succeeded, RunStatus::Failed, RunStatus::Cancelled],
+            "a run's ending status",
+        )?;
         for _ in 0..5 {
             let run = self.visible_run(actor, id).await?;
             check_owned_and_running(actor, &run)?;
             let (ended, event) = self.ended_run(
                 &run,
-                &request.status,
+                status,
                 request.result.clone().map(Value::Object),
                 request.error.clone().map(Value::Object),
                 &Origin::of(actor, request_id),
@@ -106,13 +103,13 @@ impl Engine {
     pub(crate) fn ended_run(
         &self,
         run: &RunRecord,
-        status: &str,
+        status: RunStatus,
         result: Option<Value>,
         error: Option<Value>,
         origin: &Origin,
     ) -> (RunRecord, skill_store::records::Event) {
         let ended = RunRecord {
-            status: status.to_owned(),
+            status,
             result,
             error,
             ended_at: Some(Utc::now()),
@@ -147,7 +144,7 @@ pub(crate) fn check_owned_and_running(actor: &Actor, run: &RunRecord) -> Result<
         return Err(EngineError::new(Class::Forbidden, "run_owner_mismatch", "the run belongs to another principal")
             .with("runId", run.id.clone()));
     }
-    if run.status != "running" {
+    if run.status != RunStatus::Running {
         return Err(EngineError::new(Class::Conflict, "run_not_active", format!("the run has ended ({})", run.status))
             .with("runId", run.id.clone())
             .with("status", run.status.clone()));

@@ -1,18 +1,17 @@
 //! Tasks: created in a workspace with a type's custom fields, read, listed, closed.
+use skill_api::Lifecycle;
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use skill_api::{CloseTaskRequest, Page, TaskOut, TaskQuery, TaskRequest, TaskTypeRef};
+use skill_api::{CloseTaskRequest, Page, State, TaskOut, TaskQuery, TaskRequest, TaskStatus, TaskTypeRef};
 use skill_contract::schema::SchemaValidator;
 use skill_store::records::{TaskFilter, TaskRecord, TaskTypeRecord, WorkChange};
 
-use super::{comment_event, terminal};
+use super::comment_event;
 use crate::actor::Actor;
 use crate::catalog::{bounded_page, checked_limit, view_time};
-use crate::error::{Class, EngineError, Result};
+use crate::error::{Class, EngineError, Result, requested_state};
 use crate::{Engine, Origin};
-
-const TASK_STATUSES: &[&str] = &["open", "done", "failed", "cancelled"];
 
 impl Engine {
     /// Creates a task (`tasks.write` in the workspace), its custom fields checked against the
@@ -36,7 +35,7 @@ impl Engine {
             task_type_id: task_type.id.clone(),
             title: request.title.clone(),
             custom_fields: fields,
-            status: "open".to_owned(),
+            status: TaskStatus::Open,
             created_by: actor.id().to_owned(),
             row_version: 1,
             created_at: now,
@@ -85,16 +84,11 @@ impl Engine {
             None if readable.as_ref().is_some_and(Vec::is_empty) => return Err(EngineError::forbidden("tasks.read")),
             None => readable,
         };
-        if let Some(status) = &query.status
-            && !TASK_STATUSES.contains(&status.as_str())
-        {
-            return Err(EngineError::new(
-                Class::Invalid,
-                "invalid_status",
-                format!("a task's status is one of {}, not {status:?}", TASK_STATUSES.join(", ")),
-            )
-            .with("allowed", json!(TASK_STATUSES)));
-        }
+        let status = query
+            .status
+            .as_deref()
+            .map(|word| requested_state(word, TaskStatus::ALL, "a task's status"))
+            .transpose()?;
         let before = match &query.cursor {
             Some(cursor) => {
                 let task = self.store.task(cursor).await.map_err(|_| {
@@ -104,13 +98,7 @@ impl Engine {
             }
             None => None,
         };
-        let filter = TaskFilter {
-            workspaces,
-            status: query.status.clone(),
-            task_type_id: None,
-            before,
-            limit: i64::from(limit) + 1,
-        };
+        let filter = TaskFilter { workspaces, status, task_type_id: None, before, limit: i64::from(limit) + 1 };
         let mut found = self.store.tasks(&filter).await?;
         let more = found.len() > limit as usize;
         found.truncate(limit as usize);
@@ -136,23 +124,20 @@ impl Engine {
         request: &CloseTaskRequest,
         request_id: Option<&str>,
     ) -> Result<TaskOut> {
-        if !matches!(request.status.as_str(), "done" | "failed" | "cancelled") {
-            return Err(EngineError::new(
-                Class::Invalid,
-                "invalid_status",
-                format!("a task closes as done, failed or cancelled, not {:?}", request.status),
-            )
-            .with("allowed", json!(["done", "failed", "cancelled"])));
-        }
+        let status = requested_state(
+            &request.status,
+            &[TaskStatus::Done, TaskStatus::Failed, TaskStatus::Cancelled],
+            "a task's closing status",
+        )?;
         for _ in 0..5 {
             let task = self.visible_task(actor, id, Some("tasks.write")).await?;
-            if terminal(&task.status) {
+            if task.status.is_terminal() {
                 return Err(task_terminal(&task));
             }
             let origin = Origin::of(actor, request_id);
             let mut changes = Vec::new();
             let mut events = Vec::new();
-            let closed = self.closed(&task, &request.status, &origin, &mut events);
+            let closed = self.closed(&task, status, &origin, &mut events);
             changes.push(WorkChange::UpdateTask(closed.clone()));
             if let Some(text) = &request.comment {
                 let comment = self.comment(&task, actor.id(), text)?;
@@ -171,7 +156,7 @@ impl Engine {
     pub(crate) fn closed(
         &self,
         task: &TaskRecord,
-        status: &str,
+        status: TaskStatus,
         origin: &Origin,
         events: &mut Vec<skill_store::records::Event>,
     ) -> TaskRecord {
@@ -182,7 +167,7 @@ impl Engine {
     pub(crate) fn closed_for(
         &self,
         task: &TaskRecord,
-        status: &str,
+        status: TaskStatus,
         reason: Option<&str>,
         origin: &Origin,
         events: &mut Vec<skill_store::records::Event>,
@@ -195,7 +180,7 @@ impl Engine {
             origin,
         ));
         TaskRecord {
-            status: status.to_owned(),
+            status,
             closed_at: Some(now),
             close_reason: reason.map(str::to_owned),
             updated_at: now,

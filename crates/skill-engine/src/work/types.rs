@@ -3,7 +3,9 @@
 
 use chrono::Utc;
 use serde_json::{Map, Value, json};
-use skill_api::{Page, TaskTypeOut, TaskTypeQuery, TaskTypeRequest};
+use skill_api::{
+    ApprovalStatus, Lifecycle, Page, SkillStatus, State, TaskStatus, TaskTypeOut, TaskTypeQuery, TaskTypeRequest,
+};
 use skill_contract::SkillVersion;
 use skill_contract::schema::SchemaValidator;
 use skill_store::ErrorKind;
@@ -183,7 +185,7 @@ impl Engine {
             };
             for (outcome, actions) in outcomes {
                 let at = format!("{here}.outcomes.{outcome}");
-                if !matches!(outcome.as_str(), "approved" | "rejected") {
+                if !ApprovalStatus::parse(outcome).is_ok_and(ApprovalStatus::decided) {
                     return Err(invalid(&at, format!("an outcome is approved or rejected, not {outcome:?}")));
                 }
                 let Some(actions) = actions.as_array() else {
@@ -247,7 +249,7 @@ impl Engine {
                 .with("value", skill));
             }
         };
-        if !skill.contains('@') && found.side_effects.as_deref() == Some("external_write") {
+        if !skill.contains('@') && super::writes(found.side_effects) {
             return Err(EngineError::new(
                 Class::Invalid,
                 "unpinned_external_write",
@@ -290,7 +292,7 @@ impl Engine {
                 .with("field", path)
                 .with("value", skill));
             };
-            if found.side_effects.as_deref() != Some("external_write") {
+            if !super::writes(found.side_effects) {
                 continue;
             }
             let when = criterion.get("when");
@@ -448,7 +450,7 @@ impl Engine {
                 format!("{reference} has no contract: nothing to call"),
             ));
         }
-        if found.status == "disabled" {
+        if found.status == SkillStatus::Disabled {
             return Err(invalid_execution("execution", "disabled", format!("{reference} is disabled")));
         }
         Ok(json!({"skill": skill, "version": version, "inputs": inputs}))
@@ -509,7 +511,9 @@ fn check_reactions(reactions: &Value, field: &str) -> Result<()> {
             return Err(invalid(&here, format!("a reaction is one of {}", REACTIONS.join(", "))));
         };
         let ok = match name.as_str() {
-            "setTaskStatus" => matches!(value.as_str(), Some("done" | "failed" | "cancelled")),
+            "setTaskStatus" => {
+                value.as_str().and_then(|word| TaskStatus::parse(word).ok()).is_some_and(TaskStatus::is_terminal)
+            }
             "addComment" => value.as_str().is_some_and(|text| (1..=10_000).contains(&text.chars().count())),
             _ => false,
         };

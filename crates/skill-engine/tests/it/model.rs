@@ -26,8 +26,9 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use skill_api::{
-    ApprovalRequest, CloseTaskRequest, DecideRequest, DisableRequest, EndRunRequest, ExecutorAllowance, InvokeRequest,
-    PublishRequest, RequestedCall, RunRequest, TaskApproval, TaskRequest, TaskTypeRequest, WithdrawRequest,
+    ApprovalRequest, ApprovalStatus, Basis, CallStatus, CloseTaskRequest, DecideRequest, DisableRequest, EndRunRequest,
+    ExecutorAllowance, InvokeRequest, PublishRequest, RequestedCall, RunRequest, RunStatus, TaskApproval, TaskRequest,
+    TaskStatus, TaskTypeRequest, WithdrawRequest,
 };
 use skill_engine::{Actor, Engine, Origin, TokenRequest};
 use skill_store::records::{InvocationFilter, InvocationRecord};
@@ -77,8 +78,7 @@ struct Task {
 struct Approval {
     task: String,
     gate: bool,
-    /// pending, approved, rejected, withdrawn.
-    status: &'static str,
+    status: ApprovalStatus,
     requester: usize,
     /// The call it was asked for: the skill and the inputs' `n`.
     call: Option<(&'static str, u64)>,
@@ -93,7 +93,7 @@ struct Run {
 
 #[derive(Debug, Clone)]
 struct Call {
-    status: String,
+    status: CallStatus,
     fencing: i64,
     /// The person whose authority it has, if a person's.
     authority: Option<usize>,
@@ -146,7 +146,8 @@ impl Model {
         if !self.tasks[&task].open {
             return Err("task_terminal");
         }
-        let Some(a) = self.approvals.get(approval).filter(|a| a.status == "approved" && a.gate && a.task == task)
+        let Some(a) =
+            self.approvals.get(approval).filter(|a| a.status == ApprovalStatus::Approved && a.gate && a.task == task)
         else {
             return Err("skill_side_effect_not_authorized");
         };
@@ -358,8 +359,13 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                         .approvals(&w.people[1], &skill_api::OfTaskQuery { task: task.id.clone() })
                         .await
                         .expect(&at);
-                    let approval =
-                        Approval { task: task.id, gate: true, status: "pending", requester: person, call: None };
+                    let approval = Approval {
+                        task: task.id,
+                        gate: true,
+                        status: ApprovalStatus::Pending,
+                        requester: person,
+                        call: None,
+                    };
                     m.approvals.insert(listed.items[0].id.clone(), approval);
                 }
                 "task created"
@@ -389,14 +395,20 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 let expected = if call.is_some() && (!gate || outcome_calls) { "invalid_request" } else { "ok" };
                 assert_eq!(code(&result), expected, "{at}: an approval asked for {call:?}, gate {gate}");
                 if let Ok(approval) = result {
-                    m.approvals
-                        .insert(approval.id, Approval { task, gate, status: "pending", requester: person, call });
+                    m.approvals.insert(
+                        approval.id,
+                        Approval { task, gate, status: ApprovalStatus::Pending, requester: person, call },
+                    );
                 }
                 "approval requested"
             }
             17..=26 => {
-                let pending: Vec<String> =
-                    m.approvals.iter().filter(|(_, a)| a.status == "pending").map(|(id, _)| id.clone()).collect();
+                let pending: Vec<String> = m
+                    .approvals
+                    .iter()
+                    .filter(|(_, a)| a.status == ApprovalStatus::Pending)
+                    .map(|(id, _)| id.clone())
+                    .collect();
                 let Some(id) = rng.pick(&pending).cloned() else {
                     count(totals, "nothing to do");
                     continue;
@@ -420,7 +432,7 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                     let reply = approval.gate && outcome == "approved" && m.tasks[&approval.task].kind == "reply@1";
                     assert_eq!(reserved.len(), usize::from(reply), "{at}: the outcome reserved its call");
                     m.approvals.get_mut(&id).expect("known").status =
-                        if outcome == "approved" { "approved" } else { "rejected" };
+                        if outcome == "approved" { ApprovalStatus::Approved } else { ApprovalStatus::Rejected };
                 }
                 "approval decided"
             }
@@ -428,7 +440,9 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 let live: Vec<String> = m
                     .approvals
                     .iter()
-                    .filter(|(_, a)| matches!(a.status, "pending" | "approved") && a.requester == person)
+                    .filter(|(_, a)| {
+                        matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Approved) && a.requester == person
+                    })
                     .map(|(id, _)| id.clone())
                     .collect();
                 let Some(id) = rng.pick(&live).cloned() else {
@@ -436,7 +450,7 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                     continue;
                 };
                 w.engine.withdraw(&w.people[person], &id, &WithdrawRequest::default(), None).await.expect(&at);
-                m.approvals.get_mut(&id).expect("known").status = "withdrawn";
+                m.approvals.get_mut(&id).expect("known").status = ApprovalStatus::Withdrawn;
                 "approval withdrawn"
             }
             31..=34 => {
@@ -486,14 +500,14 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
                 w.engine.disable_principal(&w.admin, &request, None).await.expect(&at);
                 m.disabled.insert(2);
                 for (id, call) in &mut m.calls {
-                    if call.authority == Some(2) && matches!(call.status.as_str(), "pending" | "running") {
+                    if call.authority == Some(2) && matches!(call.status, CallStatus::Pending | CallStatus::Running) {
                         let stored = w.engine.store().invocation(id).await.expect(&at);
                         assert_eq!(
-                            (stored.status.as_str(), stored.error.as_ref().map(|e| e["code"].clone())),
-                            ("cancelled", Some(json!("basis_revoked"))),
+                            (stored.status, stored.error.as_ref().map(|e| e["code"].clone())),
+                            (CallStatus::Cancelled, Some(json!("basis_revoked"))),
                             "{at}"
                         );
-                        call.status = "cancelled".to_owned();
+                        call.status = CallStatus::Cancelled;
                     }
                 }
                 "principal disabled"
@@ -508,7 +522,7 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
             71..=82 => claim(&w, &mut m, &at, totals).await,
             83..=93 => {
                 let running: Vec<String> =
-                    m.calls.iter().filter(|(_, c)| c.status == "running").map(|(id, _)| id.clone()).collect();
+                    m.calls.iter().filter(|(_, c)| c.status == CallStatus::Running).map(|(id, _)| id.clone()).collect();
                 let Some(id) = rng.pick(&running).cloned() else {
                     count(totals, "nothing to do");
                     continue;
@@ -532,11 +546,11 @@ async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'
             _ => {
                 // Leases run out: every running call is back in the queue or failed.
                 let moved = w.engine.expire_leases(Utc::now() + Duration::hours(2)).await.expect(&at);
-                let running = m.calls.values().filter(|c| c.status == "running").count();
+                let running = m.calls.values().filter(|c| c.status == CallStatus::Running).count();
                 // (One sweep handles a batch; more would wait for the next.)
                 assert_eq!(moved, running.min(100), "{at}: every running call's lease ended");
                 for (id, call) in &mut m.calls {
-                    if call.status == "running" {
+                    if call.status == CallStatus::Running {
                         call.status = w.engine.store().invocation(id).await.expect(&at).status;
                     }
                 }
@@ -568,7 +582,7 @@ async fn invoke(
             let asked: Vec<(String, &'static str, u64)> = m
                 .approvals
                 .iter()
-                .filter(|(_, a)| a.requester == person && a.status == "approved")
+                .filter(|(_, a)| a.requester == person && a.status == ApprovalStatus::Approved)
                 .filter_map(|(id, a)| a.call.map(|(skill, n)| (id.clone(), skill, n)))
                 .collect();
             let picked = rng.pick(&asked).cloned();
@@ -618,13 +632,13 @@ async fn invoke(
     match (&expected, &result) {
         (Ok(kind), Ok(invoked)) => {
             let call = &invoked.invocation;
-            let basis = call.authorization_basis.as_ref().and_then(|b| b["kind"].as_str()).map(str::to_owned);
-            assert_eq!(basis.as_deref(), *kind, "{at}: the basis of {skill}");
+            let basis = call.authorization_basis.as_ref().map(Basis::kind);
+            assert_eq!(basis, *kind, "{at}: the basis of {skill}");
             if *kind == Some("approval") {
                 assert!(m.spent.insert((skill.to_owned(), approval.clone().expect("an approval"))), "{at}");
                 count(totals, "+requested call");
             }
-            m.calls.insert(call.id.clone(), Call { status: "pending".to_owned(), fencing: 0, authority: Some(person) });
+            m.calls.insert(call.id.clone(), Call { status: CallStatus::Pending, fencing: 0, authority: Some(person) });
             "invoke accepted"
         }
         (Err(wanted), Err(error)) => {
@@ -650,12 +664,11 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
     for call in store.invocations(&filter).await.expect(at) {
         let known = m.calls.get_mut(&call.id);
         if let Some(known) = known {
-            known.status.clone_from(&call.status);
+            known.status = call.status;
             continue;
         }
-        let kind = call.authorization_basis.as_ref().and_then(|b| b["kind"].as_str()).map(str::to_owned);
-        match kind.as_deref() {
-            Some("execution") => {
+        match &call.authorization_basis {
+            Some(Basis::Execution { .. }) => {
                 let authority = store.principal(&call.authority_principal_id).await.expect(at);
                 assert_eq!(authority.name, "core.execution", "{at}: an execution call not the core's");
                 if w.ids.len() == 3 {
@@ -663,22 +676,21 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
                 }
                 count(totals, "+execution call");
             }
-            Some("approval") => {
-                let approval = call.authorization_basis.as_ref().and_then(|b| b["approvalId"].as_str()).expect("an id");
+            Some(Basis::Approval { approval_id: approval, .. }) => {
                 let skill = store.skill(&call.skill_id).await.expect(at).skill;
                 let reference = format!("{}@{}", skill.name, skill.version);
-                assert!(m.spent.insert((reference, approval.to_owned())), "{at}: an approval spent twice");
+                assert!(m.spent.insert((reference, approval.clone())), "{at}: an approval spent twice");
                 assert_eq!(call.authority_principal_id, w.ids[1], "{at}: an outcome acts with the decider's authority");
                 count(totals, "+outcome call");
             }
-            _ => {}
+            None => {}
         }
         let authority = w.ids.iter().take(3).position(|id| *id == call.authority_principal_id);
-        m.calls.insert(call.id.clone(), Call { status: call.status.clone(), fencing: call.fencing_token, authority });
+        m.calls.insert(call.id.clone(), Call { status: call.status, fencing: call.fencing_token, authority });
     }
     for (id, task) in &mut m.tasks {
         if task.open {
-            task.open = store.task(id).await.expect(at).status == "open";
+            task.open = store.task(id).await.expect(at).status == TaskStatus::Open;
         }
     }
 }
@@ -687,7 +699,7 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
 /// decider's authority, or its requested call, by its requester.
 async fn covered(w: &World, call: &InvocationRecord, at: &str) -> bool {
     let store = w.engine.store();
-    let id = call.authorization_basis.as_ref().and_then(|b| b["approvalId"].as_str()).expect("an approval");
+    let id = call.authorization_basis.as_ref().and_then(Basis::approval_id).expect("an approval");
     let approval = store.approval(id).await.expect(at);
     let canonical = skill_contract::export::canonical_json;
     let outcome = store.actions(id).await.expect(at).iter().any(|action| {
@@ -710,74 +722,75 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
     let store = w.engine.store();
     // Whatever the claim cancelled on the way lost its basis.
     let pending: Vec<String> =
-        m.calls.iter().filter(|(_, c)| c.status == "pending").map(|(id, _)| id.clone()).collect();
+        m.calls.iter().filter(|(_, c)| c.status == CallStatus::Pending).map(|(id, _)| id.clone()).collect();
     for id in pending {
         let stored = store.invocation(&id).await.expect(at);
-        if stored.status != "cancelled" {
+        if stored.status != CallStatus::Cancelled {
             continue;
         }
         let error = stored.error.clone().unwrap_or_default();
         assert_eq!(error["code"], "basis_revoked", "{at}: {id}");
         let reason = error["message"].as_str().unwrap_or_default();
-        let basis = stored.authorization_basis.clone().unwrap_or_default();
+        let basis = stored.authorization_basis.clone();
         let task_open = stored.task_id.as_ref().is_none_or(|t| m.tasks[t].open);
         let gates = match &stored.task_id {
             Some(task) => gates(w, task, at).await,
             None => Vec::new(),
         };
-        let lost = match (basis["kind"].as_str(), reason) {
+        let lost = match (&basis, reason) {
             (_, "task_terminal") => {
                 !task_open
-                    || store.task(stored.task_id.as_deref().unwrap_or_default()).await.expect(at).status != "open"
+                    || store.task(stored.task_id.as_deref().unwrap_or_default()).await.expect(at).status
+                        != TaskStatus::Open
             }
-            (Some("approval"), "approval_withdrawn") => {
-                basis["approvalId"].as_str().is_none_or(|a| m.approvals[a].status != "approved")
+            (Some(Basis::Approval { approval_id, .. }), "approval_withdrawn") => {
+                m.approvals[approval_id].status != ApprovalStatus::Approved
             }
-            (Some("execution"), "approval_withdrawn") => {
-                !gates.iter().any(|s| matches!(s.as_str(), "approved" | "pending" | "rejected"))
-            }
-            (Some("execution"), "gate_rejected") => gates.iter().any(|s| s == "rejected"),
-            (Some("execution"), "run_not_active") => {
-                store.run(stored.run_id.as_deref().expect("a run")).await.expect(at).status != "running"
+            (Some(Basis::Execution { .. }), "approval_withdrawn") => !gates
+                .iter()
+                .any(|s| matches!(s, ApprovalStatus::Approved | ApprovalStatus::Pending | ApprovalStatus::Rejected)),
+            (Some(Basis::Execution { .. }), "gate_rejected") => gates.contains(&ApprovalStatus::Rejected),
+            (Some(Basis::Execution { .. }), "run_not_active") => {
+                store.run(stored.run_id.as_deref().expect("a run")).await.expect(at).status != RunStatus::Running
             }
             _ => false,
         };
         assert!(lost, "{at}: {id} cancelled for {reason} though its basis holds ({gates:?})");
-        m.calls.get_mut(&id).expect("known").status = "cancelled".to_owned();
+        m.calls.get_mut(&id).expect("known").status = CallStatus::Cancelled;
         count(totals, "+cancelled at claim");
     }
     let Some(claimed) = claimed else { return "claimed nothing" };
     let call = store.invocation(&claimed.invocation.id).await.expect(at);
-    let writes = claimed.skill.side_effects == "external_write";
+    let writes = claimed.skill.side_effects.writes();
     let basis = call.authorization_basis.clone();
-    let kind = basis.as_ref().and_then(|b| b["kind"].as_str()).unwrap_or_default().to_owned();
     if writes {
         assert!(basis.is_some(), "{at}: an external write claimed without a basis");
     }
     if let Some(task) = &call.task_id
-        && !kind.is_empty()
+        && basis.is_some()
     {
         let stored = store.task(task).await.expect(at);
-        assert_eq!(stored.status, "open", "{at}: a call of a closed task claimed on a basis");
+        assert_eq!(stored.status, TaskStatus::Open, "{at}: a call of a closed task claimed on a basis");
     }
-    match kind.as_str() {
-        "approval" => {
-            let approval =
-                store.approval(basis.as_ref().and_then(|b| b["approvalId"].as_str()).expect("an id")).await.expect(at);
+    match &basis {
+        Some(Basis::Approval { approval_id, .. }) => {
+            let approval = store.approval(approval_id).await.expect(at);
             assert!(
-                approval.status == "approved" && approval.gate && Some(&approval.task_id) == call.task_id.as_ref(),
+                approval.status == ApprovalStatus::Approved
+                    && approval.gate
+                    && Some(&approval.task_id) == call.task_id.as_ref(),
                 "{at}: {approval:?}"
             );
             assert!(covered(w, &call, at).await, "{at}: an external write on an approval that does not cover it");
         }
-        "execution" => {
+        Some(Basis::Execution { .. }) => {
             let run = store.run(call.run_id.as_deref().expect("a run")).await.expect(at);
-            assert_eq!(run.status, "running", "{at}: an execution call of an ended run claimed");
+            assert_eq!(run.status, RunStatus::Running, "{at}: an execution call of an ended run claimed");
             let owner = store.principal(&run.owner_principal_id).await.expect(at);
             assert_eq!(owner.name, "core.execution", "{at}: an execution in a run not the core's");
             let gates = gates(w, &run.task_id, at).await;
-            let open = !gates.iter().any(|s| matches!(s.as_str(), "pending" | "rejected"))
-                && (gates.iter().any(|s| s == "approved") || (gates.is_empty() && !writes));
+            let open = !gates.iter().any(|s| matches!(s, ApprovalStatus::Pending | ApprovalStatus::Rejected))
+                && (gates.contains(&ApprovalStatus::Approved) || (gates.is_empty() && !writes));
             assert!(
                 open,
                 "{at}: an execution claimed without an approved gate, or past a pending, rejected or withdrawn one: {gates:?}"
@@ -786,18 +799,17 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
                 count(totals, "+execution write claimed");
             }
         }
-        "" => {}
-        other => panic!("{at}: a basis of kind {other}"),
+        None => {}
     }
     let known = m.calls.get_mut(&call.id).expect("a call the model knows");
-    assert_eq!(known.status, "pending", "{at}: only a pending call is claimed");
-    known.status = "running".to_owned();
+    assert_eq!(known.status, CallStatus::Pending, "{at}: only a pending call is claimed");
+    known.status = CallStatus::Running;
     known.fencing = call.fencing_token;
     "claimed"
 }
 
 /// The statuses of a task's gate approvals.
-async fn gates(w: &World, task: &str, at: &str) -> Vec<String> {
+async fn gates(w: &World, task: &str, at: &str) -> Vec<ApprovalStatus> {
     let approvals = w.engine.store().approvals(task).await.expect(at);
     approvals.into_iter().filter(|a| a.gate).map(|a| a.status).collect()
 }
@@ -814,24 +826,22 @@ async fn check_whole(w: &World, m: &Model, case: u64) {
     let mut writes = BTreeSet::new();
     for call in &calls {
         let Some(basis) = &call.authorization_basis else { continue };
-        match basis["kind"].as_str() {
-            Some("approval") => {
+        match basis {
+            Basis::Approval { approval_id, .. } => {
                 assert!(
-                    approvals
-                        .insert((call.skill_id.clone(), basis["approvalId"].as_str().unwrap_or_default().to_owned())),
+                    approvals.insert((call.skill_id.clone(), approval_id.clone())),
                     "{at}: an approval spent twice for one version"
                 );
                 assert!(covered(w, call, &at).await, "{at}: an approval call it does not cover");
             }
-            Some("execution") => {
+            Basis::Execution { .. } => {
                 assert!(runs.insert(call.run_id.clone()), "{at}: a run with two execution calls");
-                if !(call.status == "cancelled" && call.attempt == 0) {
+                if !(call.status == CallStatus::Cancelled && call.attempt == 0) {
                     assert!(writes.insert(call.task_id.clone()), "{at}: a task whose execution wrote twice");
                 }
                 let authority = w.engine.store().principal(&call.authority_principal_id).await.expect("principal");
                 assert_eq!(authority.name, "core.execution", "{at}");
             }
-            _ => {}
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Calls and sessions on PostgreSQL, through sqlx.
 
 use futures::future::BoxFuture;
+use skill_api::{ApprovalStatus, RunStatus, SkillStatus, TaskStatus};
+use skill_contract::SideEffects;
 use sqlx::PgConnection;
 use sqlx::types::Json;
 
@@ -15,6 +17,7 @@ use crate::records::{
     Admission, ArtifactRecord, BasisState, Event, Gates, Inserted, InvocationFilter, InvocationRecord, SessionRecord,
     Time,
 };
+use crate::states::{Nullable, Text};
 
 const CLAIMABLE: &str = claimable_sql!("jsonb_array_elements_text", "i.authorization_basis ->> 'approvalId'", "");
 /// One candidate at a time, locked, skipping the rows other claims hold: concurrent claims each
@@ -32,12 +35,17 @@ const CANDIDATES: usize = 20;
 struct Candidate {
     #[sqlx(flatten)]
     call: InvocationRecord,
-    basis_task_status: Option<String>,
-    basis_approval_status: Option<String>,
-    basis_run_status: Option<String>,
+    #[sqlx(try_from = "Nullable<TaskStatus>")]
+    basis_task_status: Option<TaskStatus>,
+    #[sqlx(try_from = "Nullable<ApprovalStatus>")]
+    basis_approval_status: Option<ApprovalStatus>,
+    #[sqlx(try_from = "Nullable<RunStatus>")]
+    basis_run_status: Option<RunStatus>,
     basis_gates: i64,
-    basis_skill_status: String,
-    basis_side_effects: Option<String>,
+    #[sqlx(try_from = "Text<SkillStatus>")]
+    basis_skill_status: SkillStatus,
+    #[sqlx(try_from = "Nullable<SideEffects>")]
+    basis_side_effects: Option<SideEffects>,
     basis_skill_name: String,
     basis_skill_version: String,
 }
@@ -45,12 +53,12 @@ struct Candidate {
 impl Candidate {
     fn basis(&self) -> BasisState {
         BasisState {
-            task_status: self.basis_task_status.clone(),
-            approval_status: self.basis_approval_status.clone(),
-            run_status: self.basis_run_status.clone(),
+            task_status: self.basis_task_status,
+            approval_status: self.basis_approval_status,
+            run_status: self.basis_run_status,
             gates: Gates::from_bits(self.basis_gates),
-            skill_status: self.basis_skill_status.clone(),
-            side_effects: self.basis_side_effects.clone(),
+            skill_status: self.basis_skill_status,
+            side_effects: self.basis_side_effects,
             skill_name: self.basis_skill_name.clone(),
             skill_version: self.basis_skill_version.clone(),
         }
@@ -82,7 +90,7 @@ fn bind_update<'q>(
     query
         .bind(&c.id)
         .bind(c.row_version - 1)
-        .bind(&c.status)
+        .bind(c.status.as_str())
         .bind(c.attempt)
         .bind(c.available_at)
         .bind(c.output.as_ref().map(Json))
@@ -166,12 +174,12 @@ impl InvocationStore for PgStore {
                 .bind(&c.target)
                 .bind(&c.audience)
                 .bind(Json(&c.inputs))
-                .bind(&c.requested_by_kind)
+                .bind(c.requested_by_kind.as_str())
                 .bind(&c.requested_by_ref)
                 .bind(&c.authority_principal_id)
                 .bind(c.authorization_basis.as_ref().map(Json))
                 .bind(&c.idempotency_key)
-                .bind(&c.status)
+                .bind(c.status.as_str())
                 .bind(c.attempt)
                 .bind(c.max_attempts)
                 .bind(c.available_at)
@@ -214,7 +222,7 @@ impl InvocationStore for PgStore {
         Box::pin(async move {
             let (before_at, before_id) = f.before.clone().unzip();
             Ok(sqlx::query_as(CALLS)
-                .bind(&f.status)
+                .bind(f.status.map(|s| s.as_str()))
                 .bind(&f.skill_id)
                 .bind(&f.authority)
                 .bind(f.created_after)
@@ -409,7 +417,7 @@ impl InvocationStore for PgStore {
             sqlx::query(INSERT_SESSION)
                 .bind(&s.id)
                 .bind(&s.principal_id)
-                .bind(&s.status)
+                .bind(s.status.as_str())
                 .bind(Json(&s.capabilities))
                 .bind(s.created_at)
                 .bind(s.heartbeat_at)
@@ -444,7 +452,7 @@ impl InvocationStore for PgStore {
             let done = sqlx::query(UPDATE_SESSION)
                 .bind(&s.id)
                 .bind(s.row_version - 1)
-                .bind(&s.status)
+                .bind(s.status.as_str())
                 .bind(s.heartbeat_at)
                 .bind(s.expires_at)
                 .bind(s.closed_at)

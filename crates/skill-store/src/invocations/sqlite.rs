@@ -19,6 +19,7 @@ use crate::records::{
     Admission, ArtifactRecord, BasisState, Event, Gates, Inserted, InvocationFilter, InvocationRecord, SessionRecord,
     Time,
 };
+use crate::states;
 
 const CLAIMABLE: &str = claimable_sql!("json_each", "json_extract(i.authorization_basis, '$.approvalId')", "");
 const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')");
@@ -55,12 +56,12 @@ fn admission_values(a: &Admission, now: Time, limit: i64) -> Vec<Arg> {
 /// The state of a candidate's basis: the columns after the call's.
 fn basis_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BasisState> {
     Ok(BasisState {
-        task_status: row.get(32)?,
-        approval_status: row.get(33)?,
-        run_status: row.get(34)?,
+        task_status: states::get_maybe(row, 32)?,
+        approval_status: states::get_maybe(row, 33)?,
+        run_status: states::get_maybe(row, 34)?,
         gates: Gates::from_bits(row.get(35)?),
-        skill_status: row.get(36)?,
-        side_effects: row.get(37)?,
+        skill_status: states::get(row, 36)?,
+        side_effects: states::get_maybe(row, 37)?,
         skill_name: row.get(38)?,
         skill_version: row.get(39)?,
     })
@@ -95,7 +96,7 @@ impl InvocationStore for SqliteStore {
     fn invocations<'a>(&'a self, f: &'a InvocationFilter) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
         let (before_at, before_id) = f.before.clone().unzip();
         let values = [
-            maybe_text(f.status.as_deref()),
+            maybe_text(f.status.map(|s| s.as_str())),
             maybe_text(f.skill_id.as_deref()),
             maybe_text(f.authority.as_deref()),
             maybe_time(f.created_after),
@@ -262,7 +263,7 @@ impl InvocationStore for SqliteStore {
         let values = vec![
             text(&s.id),
             text(&s.principal_id),
-            text(&s.status),
+            text(s.status.as_str()),
             json(&s.capabilities),
             time(s.created_at),
             time(s.heartbeat_at),
@@ -298,7 +299,7 @@ impl InvocationStore for SqliteStore {
         let values = vec![
             text(&s.id),
             int(s.row_version - 1),
-            text(&s.status),
+            text(s.status.as_str()),
             time(s.heartbeat_at),
             time(s.expires_at),
             maybe_time(s.closed_at),

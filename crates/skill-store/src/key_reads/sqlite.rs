@@ -11,6 +11,7 @@ use crate::records::{
     AccessToken, Credential, ExecutorAllowance, Grant, PackageInstall, PackageSettings, Principal, SkillEntry,
     SkillRecord,
 };
+use crate::states;
 
 /// A row of `select_skill!`: the version's columns, then the joined package's (null when no
 /// package installed the name).
@@ -24,11 +25,11 @@ fn skill_entry(row: &Row<'_>) -> rusqlite::Result<SkillEntry> {
         config: get_json(row, 5)?,
         input_schema: get_maybe_json(row, 6)?,
         output_schema: get_maybe_json(row, 7)?,
-        side_effects: row.get(8)?,
-        risk_level: row.get(9)?,
+        side_effects: states::get_maybe(row, 8)?,
+        risk_level: states::get_maybe(row, 9)?,
         contract: get_maybe_json(row, 10)?,
         composition: get_maybe_json(row, 11)?,
-        status: row.get(12)?,
+        status: states::get(row, 12)?,
         row_version: row.get(13)?,
         created_at: get_time(row, 14)?,
         updated_at: get_time(row, 15)?,
@@ -62,7 +63,7 @@ fn credential_row(row: &Row<'_>) -> rusqlite::Result<CredentialRow> {
     };
     let principal = Principal {
         id: row.get(7)?,
-        kind: row.get(8)?,
+        kind: states::get(row, 8)?,
         name: row.get(9)?,
         display_name: row.get(10)?,
         created_at: get_time(row, 11)?,

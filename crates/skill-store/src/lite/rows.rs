@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::error::{ErrorKind, Result, StoreError};
 use crate::records::{Event, InvocationRecord, SessionRecord, Time};
+use crate::states;
 
 /// A time as sqlx writes it for SQLite (its text order is its time order).
 pub(crate) fn time_text(time: Time) -> String {
@@ -58,6 +59,15 @@ pub(crate) fn maybe_json(value: Option<&Value>) -> Arg {
     value.map_or(Arg::Null, json)
 }
 
+/// A fixed-shape document, kept as the same JSON text its `Value` would be.
+pub(crate) fn maybe_document<T: serde::Serialize>(value: Option<&T>) -> Arg {
+    match value.map(serde_json::to_value) {
+        Some(Ok(value)) => json(&value),
+        // A document of ours always serializes; should one not, nothing is kept rather than a lie.
+        Some(Err(_)) | None => Arg::Null,
+    }
+}
+
 pub(crate) fn int(value: impl Into<i64>) -> Arg {
     Arg::Integer(value.into())
 }
@@ -94,12 +104,12 @@ pub(crate) fn invocation_row(row: &Row<'_>) -> rusqlite::Result<InvocationRecord
         target: row.get(3)?,
         audience: row.get(4)?,
         inputs: get_json(row, 5)?,
-        requested_by_kind: row.get(6)?,
+        requested_by_kind: states::get(row, 6)?,
         requested_by_ref: row.get(7)?,
         authority_principal_id: row.get(8)?,
-        authorization_basis: get_maybe_json(row, 9)?,
+        authorization_basis: states::get_document(row, 9)?,
         idempotency_key: row.get(10)?,
-        status: row.get(11)?,
+        status: states::get(row, 11)?,
         attempt: row.get(12)?,
         max_attempts: row.get(13)?,
         available_at: get_time(row, 14)?,
@@ -132,12 +142,12 @@ pub(crate) fn invocation_values(c: &InvocationRecord) -> Vec<Arg> {
         text(&c.target),
         maybe_text(c.audience.as_deref()),
         json(&c.inputs),
-        text(&c.requested_by_kind),
+        text(c.requested_by_kind.as_str()),
         text(&c.requested_by_ref),
         text(&c.authority_principal_id),
-        maybe_json(c.authorization_basis.as_ref()),
+        maybe_document(c.authorization_basis.as_ref()),
         maybe_text(c.idempotency_key.as_deref()),
-        text(&c.status),
+        text(c.status.as_str()),
         int(c.attempt),
         int(c.max_attempts),
         time(c.available_at),
@@ -166,7 +176,7 @@ pub(crate) fn update_values(c: &InvocationRecord) -> Vec<Arg> {
     vec![
         text(&c.id),
         int(c.row_version - 1),
-        text(&c.status),
+        text(c.status.as_str()),
         int(c.attempt),
         time(c.available_at),
         maybe_json(c.output.as_ref()),
@@ -192,7 +202,7 @@ pub(crate) fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {
         id: row.get(0)?,
         principal_id: row.get(1)?,
-        status: row.get(2)?,
+        status: states::get(row, 2)?,
         capabilities: get_json(row, 3)?,
         admission: get_json(row, 4)?,
         created_at: get_time(row, 5)?,

@@ -2,8 +2,14 @@
 //! comments.
 
 use serde_json::Value;
+use skill_api::{
+    ActionCall, ActionStatus, ApprovalStatus, DecisionAuthority, OutcomeReaction, OutcomeStatus, RunStatus,
+    SkillStatus, TaskStatus,
+};
+use skill_contract::SideEffects;
 
 use super::Time;
+use crate::states::{JsonText, Nullable, Text};
 
 /// A published task type version (`task_types`): never changes.
 #[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
@@ -51,8 +57,8 @@ pub struct TaskRecord {
     pub title: String,
     #[sqlx(json)]
     pub custom_fields: Value,
-    /// `open`, or one of the terminal `done`, `failed`, `cancelled`.
-    pub status: String,
+    #[sqlx(try_from = "Text<TaskStatus>")]
+    pub status: TaskStatus,
     pub created_by: String,
     pub row_version: i32,
     pub created_at: Time,
@@ -69,8 +75,8 @@ pub struct RunRecord {
     pub id: String,
     pub task_id: String,
     pub owner_principal_id: String,
-    /// `running`, or one of the terminal `succeeded`, `failed`, `cancelled`.
-    pub status: String,
+    #[sqlx(try_from = "Text<RunStatus>")]
+    pub status: RunStatus,
     #[sqlx(json(nullable))]
     pub result: Option<Value>,
     #[sqlx(json(nullable))]
@@ -86,23 +92,25 @@ pub struct ApprovalRecord {
     pub id: String,
     pub task_id: String,
     pub gate: bool,
-    /// `pending`, `approved`, `rejected` or `withdrawn`.
-    pub status: String,
+    #[sqlx(try_from = "Text<ApprovalStatus>")]
+    pub status: ApprovalStatus,
     pub requested_by: String,
     pub request_comment: String,
     pub decided_by: Option<String>,
     pub decided_at: Option<Time>,
     pub comment: String,
-    /// The decider's authority when deciding: `{principalId, grants: [{workspaceId, permission}]}`.
-    #[sqlx(json(nullable))]
-    pub decision_authority: Option<Value>,
+    /// The decider's authority when deciding.
+    #[sqlx(try_from = "JsonText<DecisionAuthority>")]
+    pub decision_authority: Option<DecisionAuthority>,
     pub withdrawn_by: Option<String>,
     pub withdrawn_at: Option<Time>,
     /// `running` while the decision's actions run, then `succeeded`, `failed` or `skipped`; none
     /// when the decision has no actions.
-    pub outcome_status: Option<String>,
-    /// The reaction that ran after the actions: `onSuccess`, `onFailure`, or none.
-    pub outcome_reaction: Option<String>,
+    #[sqlx(try_from = "Nullable<OutcomeStatus>")]
+    pub outcome_status: Option<OutcomeStatus>,
+    /// The reaction that ran after the actions, if any.
+    #[sqlx(try_from = "Nullable<OutcomeReaction>")]
+    pub outcome_reaction: Option<OutcomeReaction>,
     /// The version of the one call this approval was requested for, if any.
     pub call_skill_id: Option<String>,
     /// That call's inputs.
@@ -127,12 +135,12 @@ pub struct ActionRecord {
     /// The inputs of that call, filled in when deciding: the only ones the approval covers.
     #[sqlx(json(nullable))]
     pub inputs: Option<Value>,
-    /// `pending` (to invoke), `invoked` (its call runs), `succeeded`, `failed` or `skipped`.
-    pub status: String,
+    #[sqlx(try_from = "Text<ActionStatus>")]
+    pub status: ActionStatus,
     pub invocation_id: Option<String>,
-    /// `{invocationId, skill, status, created, authorizationBasis}`.
-    #[sqlx(json(nullable))]
-    pub result: Option<Value>,
+    /// The call it made.
+    #[sqlx(try_from = "JsonText<ActionCall>")]
+    pub result: Option<ActionCall>,
     #[sqlx(json(nullable))]
     pub error: Option<Value>,
     pub attempts: i32,
@@ -176,7 +184,7 @@ pub enum WorkChange {
 pub struct TaskFilter {
     /// Only these workspaces; `None` for all.
     pub workspaces: Option<Vec<String>>,
-    pub status: Option<String>,
+    pub status: Option<TaskStatus>,
     pub task_type_id: Option<String>,
     /// After this `(created_at, id)` in listing order.
     pub before: Option<(Time, String)>,
@@ -184,20 +192,20 @@ pub struct TaskFilter {
 }
 
 /// What a claim re-checks of a pending call's basis, read in the claim's transaction.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BasisState {
     /// The status of the call's task, when it has one.
-    pub task_status: Option<String>,
+    pub task_status: Option<TaskStatus>,
     /// The status of the approval its basis names, when it names one (`None`: missing).
-    pub approval_status: Option<String>,
+    pub approval_status: Option<ApprovalStatus>,
     /// The status of its run, when it has one (`None`: missing).
-    pub run_status: Option<String>,
+    pub run_status: Option<RunStatus>,
     /// What the task's gate approvals say (for a call on the task's execution).
     pub gates: Gates,
     /// The status of the call's version.
-    pub skill_status: String,
+    pub skill_status: SkillStatus,
     /// The side effects of the call's version.
-    pub side_effects: Option<String>,
+    pub side_effects: Option<SideEffects>,
     /// The name and version of the call's version (for the event of a cancellation).
     pub skill_name: String,
     pub skill_version: String,
@@ -214,7 +222,7 @@ pub struct Gates {
 
 impl Gates {
     /// The gates from the statuses of a task's gate approvals.
-    pub fn of<'a>(statuses: impl IntoIterator<Item = &'a str>) -> Self {
+    pub fn of(statuses: impl IntoIterator<Item = ApprovalStatus>) -> Self {
         statuses.into_iter().fold(Self::default(), |gates, status| gates.with(status))
     }
 
@@ -224,13 +232,12 @@ impl Gates {
         Self { pending: bits & 1 != 0, approved: bits & 2 != 0, rejected: bits & 4 != 0, withdrawn: bits & 8 != 0 }
     }
 
-    fn with(self, status: &str) -> Self {
+    fn with(self, status: ApprovalStatus) -> Self {
         match status {
-            "pending" => Self { pending: true, ..self },
-            "approved" => Self { approved: true, ..self },
-            "rejected" => Self { rejected: true, ..self },
-            "withdrawn" => Self { withdrawn: true, ..self },
-            _ => self,
+            ApprovalStatus::Pending => Self { pending: true, ..self },
+            ApprovalStatus::Approved => Self { approved: true, ..self },
+            ApprovalStatus::Rejected => Self { rejected: true, ..self },
+            ApprovalStatus::Withdrawn => Self { withdrawn: true, ..self },
         }
     }
 

@@ -32,12 +32,12 @@ pub(crate) fn pending(
         target: target.to_owned(),
         audience: None,
         inputs: json!({"claim": "c-1"}),
-        requested_by_kind: "principal".to_owned(),
+        requested_by_kind: "principal".parse().expect("a state"),
         requested_by_ref: authority.to_owned(),
         authority_principal_id: authority.to_owned(),
         authorization_basis: None,
         idempotency_key: key.map(str::to_owned),
-        status: "pending".to_owned(),
+        status: "pending".parse().expect("a state"),
         attempt: 0,
         max_attempts: 3,
         available_at: now,
@@ -70,7 +70,7 @@ pub(crate) async fn insert(db: &Db, call: &InvocationRecord) {
 pub(crate) fn claimed(call: &InvocationRecord, executor: &str, lease: i64) -> InvocationRecord {
     let now = Utc::now();
     InvocationRecord {
-        status: "running".to_owned(),
+        status: "running".parse().expect("a state"),
         attempt: call.attempt + 1,
         fencing_token: call.fencing_token + 1,
         executor_principal_id: Some(executor.to_owned()),
@@ -189,7 +189,7 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
     let session = SessionRecord {
         id: id(),
         principal_id: ana.clone(),
-        status: "active".to_owned(),
+        status: "active".parse().expect("a state"),
         capabilities: json!(["skills.protocol.local"]),
         admission: json!({"localEntrypoints": ["claims.lookup"], "httpOrigins": ["https://svc.example"],
                           "mcpEndpoints": ["stdio:Tools"], "audiences": []}),
@@ -232,10 +232,14 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
     assert_eq!(in_session.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [long.id.as_str()]);
 
     // Closing the session puts its call back in the queue, in one transaction.
-    let closed =
-        SessionRecord { status: "closed".into(), closed_at: Some(Utc::now()), row_version: 2, ..session.clone() };
+    let closed = SessionRecord {
+        status: "closed".parse().expect("a state"),
+        closed_at: Some(Utc::now()),
+        row_version: 2,
+        ..session.clone()
+    };
     let back = InvocationRecord {
-        status: "pending".into(),
+        status: "pending".parse().expect("a state"),
         executor_principal_id: None,
         executor_session_id: None,
         lease_expires_at: None,
@@ -247,10 +251,10 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
     let stale = InvocationRecord { row_version: held.row_version, ..back.clone() };
     let error = db.store.update_session(&closed, &[stale], &[]).await.expect_err("stale");
     assert_eq!(error.kind(), ErrorKind::Stale);
-    assert_eq!(db.store.session(&session.id).await.expect("session").status, "active", "nothing written");
+    assert_eq!(db.store.session(&session.id).await.expect("session").status.as_str(), "active", "nothing written");
     db.store.update_session(&closed, &[back], &[event("executor.session_closed", "session")]).await.expect("closed");
-    assert_eq!(db.store.invocation(&long.id).await.expect("call").status, "pending");
-    assert_eq!(db.store.session(&session.id).await.expect("session").status, "closed");
+    assert_eq!(db.store.invocation(&long.id).await.expect("call").status.as_str(), "pending");
+    assert_eq!(db.store.session(&session.id).await.expect("session").status.as_str(), "closed");
     // A closed session stays closed, even by SQL.
     let sql = format!(
         "UPDATE executor_sessions SET status = 'active', closed_at = NULL, row_version = 3 WHERE id = '{}'",
@@ -303,7 +307,7 @@ pub(crate) async fn calls_are_guarded_by_the_database(db: Db) {
     let running = claimed(&call, &ana, 60);
     db.store.update_invocation(&running, &[]).await.expect("claimed");
     let done = InvocationRecord {
-        status: "succeeded".into(),
+        status: "succeeded".parse().expect("a state"),
         output: Some(json!({"ok": true})),
         lease_expires_at: None,
         finished_at: Some(Utc::now()),
@@ -312,7 +316,7 @@ pub(crate) async fn calls_are_guarded_by_the_database(db: Db) {
     };
     db.store.update_invocation(&done, &[]).await.expect("succeeded");
     let back = InvocationRecord {
-        status: "pending".into(),
+        status: "pending".parse().expect("a state"),
         output: None,
         finished_at: None,
         row_version: done.row_version + 1,
@@ -326,7 +330,7 @@ pub(crate) async fn calls_are_guarded_by_the_database(db: Db) {
     let running = claimed(&call, &ana, 60);
     db.store.update_invocation(&running, &[]).await.expect("claimed");
     let empty = InvocationRecord {
-        status: "succeeded".into(),
+        status: "succeeded".parse().expect("a state"),
         lease_expires_at: None,
         finished_at: Some(Utc::now()),
         row_version: running.row_version + 1,
@@ -389,7 +393,7 @@ pub(crate) async fn claims_at_once_each_take_their_own_call_in_queue_order(db: D
         .await
         .expect("claim");
     assert_eq!(declined, None);
-    assert_eq!(db.store.invocation(&queued[0]).await.expect("call").status, "pending");
+    assert_eq!(db.store.invocation(&queued[0]).await.expect("call").status.as_str(), "pending");
 
     // Twelve claims at once: twelve different calls, every one of them taken once.
     let claims = (0..12).map(|_| db.store.claim(&admission, Utc::now(), take_by(&ana)));
@@ -443,7 +447,7 @@ pub(crate) async fn disabling_a_principal_writes_it_with_its_calls_or_nothing(db
     insert(&db, &call).await;
     assert_eq!(db.store.calls_of_principal(&ana).await.expect("calls").len(), 1);
     let cancelled = InvocationRecord {
-        status: "cancelled".to_owned(),
+        status: "cancelled".parse().expect("a state"),
         finished_at: Some(Utc::now()),
         error: Some(json!({"code": "basis_revoked", "retryable": false, "message": "offboarded"})),
         row_version: call.row_version + 1,
@@ -462,7 +466,7 @@ pub(crate) async fn disabling_a_principal_writes_it_with_its_calls_or_nothing(db
         .await
         .expect("disabled");
     assert!(db.store.principal(&ana).await.expect("ana").disabled_at.is_some());
-    assert_eq!(db.store.invocation(&call.id).await.expect("call").status, "cancelled");
+    assert_eq!(db.store.invocation(&call.id).await.expect("call").status.as_str(), "cancelled");
     assert!(db.store.calls_of_principal(&ana).await.expect("calls").is_empty(), "nothing open is left");
     let again = db.store.disable_principal(&ana, Utc::now(), &[], &[event("principal.disabled", "p")]).await;
     assert_eq!(again.expect_err("disabled already").kind(), ErrorKind::Conflict);
@@ -476,7 +480,7 @@ pub(crate) async fn a_claim_with_a_draining_session_takes_nothing(db: Db) {
     let session = SessionRecord {
         id: id(),
         principal_id: ana.clone(),
-        status: "active".to_owned(),
+        status: "active".parse().expect("a state"),
         capabilities: json!([]),
         admission: json!({}),
         created_at: now,

@@ -3,6 +3,7 @@
 
 use chrono::Utc;
 use serde_json::json;
+use skill_api::PrincipalKind;
 use skill_store::records::{
     AccessToken, AssignOutcome, Assignment, Event, Grant, PackageInstall, PackageObject, PackagePlan, SkillChange,
     SkillFilter, SkillRecord, SkillUpdate, Workspace,
@@ -43,7 +44,7 @@ pub(crate) async fn principals_have_unique_names(db: Db) {
     assert_eq!(error.kind(), ErrorKind::Conflict, "{error}");
     assert_eq!(db.store.principal("no-such-id").await.expect_err("refused").kind(), ErrorKind::NotFound);
     let mut agent = principal("bot");
-    agent.kind = "agent".to_owned();
+    agent.kind = PrincipalKind::Agent;
     db.store.create_principal(&agent, &event("principal.created", "principal:z")).await.expect("agent");
     let names: Vec<String> = db.store.principals().await.expect("list").into_iter().map(|p| p.name).collect();
     assert_eq!(names, ["ana", "bot"]);
@@ -157,7 +158,7 @@ pub(crate) async fn bare_names_resolve_to_the_newest_active_version(db: Db) {
     }
     assert_eq!(db.store.newest_skill("claim.reply").await.expect("newest").skill.version, "3");
     let retire = |skill: &skill_store::records::SkillRecord, status: &str| {
-        let change = SkillChange { status: status.to_owned(), ..SkillChange::from_record(skill) };
+        let change = SkillChange { status: status.parse().expect("a state"), ..SkillChange::from_record(skill) };
         let store = db.store.clone();
         let id = skill.id.clone();
         async move { store.update_skill(&id, 1, &change, &event("skill.updated", "s")).await.expect("changed") }
@@ -168,14 +169,14 @@ pub(crate) async fn bare_names_resolve_to_the_newest_active_version(db: Db) {
     retire(&v1, "disabled").await;
     assert_eq!(db.store.newest_skill("claim.reply").await.expect("newest").skill.version, "3", "else deprecated");
     let v3_now = db.store.skill(&v3.id).await.expect("v3").skill;
-    let change = SkillChange { status: "disabled".to_owned(), ..SkillChange::from_record(&v3_now) };
+    let change = SkillChange { status: "disabled".parse().expect("a state"), ..SkillChange::from_record(&v3_now) };
     db.store.update_skill(&v3.id, 2, &change, &event("skill.updated", "s")).await.expect("disabled");
     assert_eq!(
         db.store.newest_skill("claim.reply").await.expect_err("refused").kind(),
         ErrorKind::NotFound,
         "never disabled"
     );
-    assert_eq!(db.store.skill_version("claim.reply", "1").await.expect("pinned").skill.status, "disabled");
+    assert_eq!(db.store.skill_version("claim.reply", "1").await.expect("pinned").skill.status.as_str(), "disabled");
 }
 
 pub(crate) async fn listings_page_in_publication_order_with_filters(db: Db) {
@@ -205,7 +206,8 @@ pub(crate) async fn listings_page_in_publication_order_with_filters(db: Db) {
     let versions: Vec<String> =
         db.store.skills(&odd).await.expect("odd").into_iter().map(|e| e.skill.version).collect();
     assert_eq!(versions, ["1", "3", "5"]);
-    let disabled = SkillFilter { status: Some("disabled".to_owned()), limit: 50, ..SkillFilter::default() };
+    let disabled =
+        SkillFilter { status: Some("disabled".parse().expect("a state")), limit: 50, ..SkillFilter::default() };
     assert!(db.store.skills(&disabled).await.expect("none").is_empty());
     let catalog = db.store.skill(&ids[1]).await.expect("catalog row").skill;
     assert_eq!((catalog.contract, catalog.protocol.as_deref()), (None, Some("custom")));

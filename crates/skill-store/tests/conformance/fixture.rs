@@ -25,6 +25,17 @@ impl Raw {
     }
 }
 
+impl Raw {
+    /// Runs several statements in one go on one connection (what a `PRAGMA` before them needs).
+    pub(crate) async fn batch(&self, sql: &str) -> Result<(), sqlx::Error> {
+        let sql = AssertSqlSafe(sql.to_owned());
+        match self {
+            Raw::Sqlite(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+            Raw::Postgres(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+        }
+    }
+}
+
 pub(crate) struct Db {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) raw: Raw,
@@ -80,7 +91,7 @@ pub(crate) fn event(kind: &str, subject: &str) -> Event {
 pub(crate) fn principal(name: &str) -> Principal {
     Principal {
         id: id(),
-        kind: "person".to_owned(),
+        kind: "person".parse().expect("a state"),
         name: name.to_owned(),
         display_name: format!("{name} (display)"),
         created_at: Utc::now(),
@@ -110,11 +121,11 @@ pub(crate) fn leaf(name: &str, version: &str) -> SkillRecord {
         config: json!({}),
         input_schema: Some(json!({"type": "object"})),
         output_schema: Some(json!({"type": "object"})),
-        side_effects: Some("external_read".to_owned()),
-        risk_level: Some("low".to_owned()),
+        side_effects: Some("external_read".parse().expect("a state")),
+        risk_level: Some("low".parse().expect("a state")),
         contract: Some(contract("https://skills.example/a")),
         composition: None,
-        status: "active".to_owned(),
+        status: "active".parse().expect("a state"),
         row_version: 1,
         created_at: now,
         updated_at: now,

@@ -90,7 +90,7 @@ pub(crate) async fn status_moves_only_forward(db: Db) {
     let skill = leaf("claim.classify", "1");
     publish(&db, &skill).await;
     let to = |status: &str, from: &skill_store::records::SkillRecord| SkillChange {
-        status: status.to_owned(),
+        status: status.parse().expect("a state"),
         ..SkillChange::from_record(from)
     };
     let deprecated = db
@@ -149,19 +149,18 @@ pub(crate) async fn published_versions_and_events_are_never_deleted_or_rewritten
 }
 
 pub(crate) async fn row_shapes_are_checked_by_the_database(db: Db) {
-    // A contract without its policy columns, a composite with a protocol, an unknown status.
+    // A contract without its policy columns, a composite with a protocol (an unknown status is
+    // `a_state_the_code_does_not_know_is_refused_when_read`'s).
     let no_policy = skill_store::records::SkillRecord { side_effects: None, ..leaf("a.b", "1") };
     let composite_with_protocol = skill_store::records::SkillRecord {
         contract: None,
         composition: Some(json!({"includes": ["a.b@1"], "tools": []})),
         ..leaf("a.c", "1")
     };
-    let odd_status = skill_store::records::SkillRecord { status: "paused".to_owned(), ..leaf("a.d", "1") };
     let wrong_protocol = skill_store::records::SkillRecord { protocol: Some("mcp".to_owned()), ..leaf("a.e", "1") };
     for (label, skill) in [
         ("no policy", no_policy),
         ("composite with protocol", composite_with_protocol),
-        ("odd status", odd_status),
         ("protocol differs from the contract", wrong_protocol),
     ] {
         let error = db.store.insert_skill(&skill, &event("skill.registered", "s")).await.expect_err("refused");
@@ -258,4 +257,38 @@ pub(crate) async fn console_sessions_only_end_once(db: Db) {
     assert!(db.store.console_session(&"ab".repeat(32)).await.expect("kept").ended_at.is_some());
     let reopen = "UPDATE console_sessions SET ended_at = NULL";
     assert!(refused(&db, reopen, reopen).await.contains("console_session_immutable"));
+}
+
+pub(crate) async fn a_state_the_code_does_not_know_is_refused_when_read(db: Db) {
+    let (skill, ana) = crate::calls::setup(&db).await;
+    let task = crate::work::task(&db, &ana).await;
+    let call = crate::calls::pending(&skill, &ana, "local", "claims.lookup", None);
+    crate::calls::insert(&db, &call).await;
+    // The database itself keeps a word it does not know out.
+    let odd = format!(
+        "UPDATE tasks SET status = 'paused', closed_at = created_at, row_version = row_version + 1 WHERE id = '{}'",
+        task.id
+    );
+    assert!(db.raw.execute(&odd).await.is_err(), "an unknown status written");
+    // Past its guards (as a damaged or foreign database would be), the row is not read as
+    // anything: the error names the table, the column and the word.
+    let bypass = match db.raw {
+        Raw::Sqlite(_) => "PRAGMA ignore_check_constraints = ON; DROP TRIGGER skill_invocations_lifecycle;",
+        Raw::Postgres(_) => {
+            "SET session_replication_role = replica; ALTER TABLE tasks DROP CONSTRAINT tasks_status_check; \
+             ALTER TABLE skill_invocations DROP CONSTRAINT skill_invocations_status_check;"
+        }
+    };
+    let damage = format!(
+        "{bypass} {odd}; UPDATE skill_invocations SET status = 'paused', row_version = row_version + 1 WHERE id = '{}';",
+        call.id
+    );
+    db.raw.batch(&damage).await.expect("the rows damaged");
+    let error = db.store.task(&task.id).await.expect_err("an unknown task status");
+    let message = error.to_string();
+    assert!(message.contains("tasks.status holds `paused`") && message.contains("task status"), "{message}");
+    assert!(message.contains("open, done, failed, cancelled"), "what it may hold: {message}");
+    let error = db.store.invocation(&call.id).await.expect_err("an unknown call status");
+    let message = error.to_string();
+    assert!(message.contains("skill_invocations.status holds `paused`"), "{message}");
 }

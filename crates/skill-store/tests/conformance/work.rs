@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use serde_json::json;
+use skill_api::{ApprovalStatus, Basis, CallStatus, DecisionAuthority, RunStatus, TaskStatus};
 use skill_store::records::{
     ActionRecord, Admission, ApprovalRecord, BasisState, Gates, RunRecord, TaskRecord, TaskTypeRecord, WorkChange,
     Workspace,
@@ -15,7 +16,7 @@ use crate::calls::{claimed, insert, pending, setup};
 use crate::fixture::{Db, event, id, principal};
 
 /// A workspace, a type and an open task in it, created by `ana`.
-async fn task(db: &Db, ana: &str) -> TaskRecord {
+pub(crate) async fn task(db: &Db, ana: &str) -> TaskRecord {
     let now = Utc::now();
     let workspace = Workspace { id: id(), key: format!("w{}", &id()[24..]), name: String::new(), created_at: now };
     db.store.create_workspace(&workspace, &event("workspace.created", "w")).await.expect("workspace");
@@ -36,7 +37,7 @@ async fn task(db: &Db, ana: &str) -> TaskRecord {
         task_type_id: task_type.id.clone(),
         title: "A claim".into(),
         custom_fields: json!({}),
-        status: "open".into(),
+        status: "open".parse().expect("a state"),
         created_by: ana.to_owned(),
         row_version: 1,
         created_at: now,
@@ -49,13 +50,13 @@ async fn task(db: &Db, ana: &str) -> TaskRecord {
     task
 }
 
-fn approval(task: &TaskRecord, requester: &str) -> ApprovalRecord {
+pub(crate) fn approval(task: &TaskRecord, requester: &str) -> ApprovalRecord {
     let now = Utc::now();
     ApprovalRecord {
         id: id(),
         task_id: task.id.clone(),
         gate: true,
-        status: "pending".into(),
+        status: "pending".parse().expect("a state"),
         requested_by: requester.to_owned(),
         request_comment: String::new(),
         decided_by: None,
@@ -74,12 +75,12 @@ fn approval(task: &TaskRecord, requester: &str) -> ApprovalRecord {
     }
 }
 
-fn run(task: &TaskRecord, owner: &str) -> RunRecord {
+pub(crate) fn run(task: &TaskRecord, owner: &str) -> RunRecord {
     RunRecord {
         id: id(),
         task_id: task.id.clone(),
         owner_principal_id: owner.to_owned(),
-        status: "running".into(),
+        status: "running".parse().expect("a state"),
         result: None,
         error: None,
         row_version: 1,
@@ -90,10 +91,10 @@ fn run(task: &TaskRecord, owner: &str) -> RunRecord {
 
 fn decided(approval: &ApprovalRecord, by: &str, status: &str) -> ApprovalRecord {
     ApprovalRecord {
-        status: status.into(),
+        status: status.parse().expect("a state"),
         decided_by: Some(by.to_owned()),
         decided_at: Some(Utc::now()),
-        decision_authority: Some(json!({"principalId": by, "grants": []})),
+        decision_authority: Some(DecisionAuthority { principal_id: by.to_owned(), grants: Vec::new() }),
         row_version: approval.row_version + 1,
         ..approval.clone()
     }
@@ -129,14 +130,19 @@ pub(crate) async fn work_is_written_whole_and_guarded_by_the_database(db: Db) {
     db.store.write_work(&[WorkChange::UpdateApproval(approved.clone())], &[]).await.expect("decided");
     let stale = db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &bob.id, "rejected"))], &[]).await;
     assert_eq!(stale.expect_err("stale").kind(), ErrorKind::Stale);
-    let flipped = ApprovalRecord { status: "rejected".into(), row_version: 3, ..approved.clone() };
+    let flipped = ApprovalRecord { status: "rejected".parse().expect("a state"), row_version: 3, ..approved.clone() };
     let refused = db.store.write_work(&[WorkChange::UpdateApproval(flipped)], &[]).await.expect_err("flip");
     assert_eq!(refused.kind(), ErrorKind::Refused("invalid_status_transition"), "{refused}");
 
     // A closed task stays as it was closed.
-    let closed = TaskRecord { status: "done".into(), closed_at: Some(Utc::now()), row_version: 2, ..task.clone() };
+    let closed = TaskRecord {
+        status: "done".parse().expect("a state"),
+        closed_at: Some(Utc::now()),
+        row_version: 2,
+        ..task.clone()
+    };
     db.store.write_work(&[WorkChange::UpdateTask(closed.clone())], &[event("task.closed", "t")]).await.expect("closed");
-    let reopened = TaskRecord { status: "open".into(), closed_at: None, row_version: 3, ..closed };
+    let reopened = TaskRecord { status: "open".parse().expect("a state"), closed_at: None, row_version: 3, ..closed };
     let refused = db.store.write_work(&[WorkChange::UpdateTask(reopened)], &[]).await.expect_err("reopened");
     assert_eq!(refused.kind(), ErrorKind::Refused("invalid_status_transition"), "{refused}");
 
@@ -192,13 +198,18 @@ pub(crate) async fn a_call_names_only_a_task_and_a_run_of_it_that_exist(db: Db) 
 
 /// The core's execution principal (an executor named `core.execution`), created in `db`.
 async fn execution_principal(db: &Db) -> String {
-    let core = skill_store::records::Principal { kind: "executor".into(), ..principal("core.execution") };
+    let core =
+        skill_store::records::Principal { kind: "executor".parse().expect("a state"), ..principal("core.execution") };
     db.store.create_principal(&core, &event("principal.created", "p")).await.expect("core.execution");
     core.id
 }
 
 /// An outcome action of `approval` that reserved a call of `skill` with `inputs`.
-fn reserved(approval: &ApprovalRecord, skill: &str, inputs: serde_json::Value) -> skill_store::records::ActionRecord {
+pub(crate) fn reserved(
+    approval: &ApprovalRecord,
+    skill: &str,
+    inputs: serde_json::Value,
+) -> skill_store::records::ActionRecord {
     let now = Utc::now();
     skill_store::records::ActionRecord {
         approval_id: approval.id.clone(),
@@ -206,7 +217,7 @@ fn reserved(approval: &ApprovalRecord, skill: &str, inputs: serde_json::Value) -
         action: json!({"invokeSkill": {"skill": "claim.lookup@1"}}),
         skill_id: Some(skill.to_owned()),
         inputs: Some(inputs),
-        status: "pending".into(),
+        status: "pending".parse().expect("a state"),
         invocation_id: None,
         result: None,
         error: None,
@@ -239,7 +250,9 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
         .write_work(&[WorkChange::InsertRun(own.clone()), WorkChange::InsertRun(core_run.clone())], &[])
         .await
         .expect("runs");
-    let execution = |run: &RunRecord| Some(json!({"kind": "execution", "runId": run.id}));
+    let execution = |run: &RunRecord| {
+        Some(Basis::Execution { task_type_id: "tt".into(), task_id: run.task_id.clone(), run_id: run.id.clone() })
+    };
     let person = skill_store::records::InvocationRecord {
         id: id(),
         run_id: Some(own.id.clone()),
@@ -260,8 +273,12 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
     // Once per run, and once per task whatever the runs …
     let again = skill_store::records::InvocationRecord { id: id(), ..first.clone() };
     assert_eq!(refused(&db, &again).await, ErrorKind::Conflict, "twice in a run");
-    let ended =
-        RunRecord { status: "cancelled".into(), ended_at: Some(Utc::now()), row_version: 2, ..core_run.clone() };
+    let ended = RunRecord {
+        status: "cancelled".parse().expect("a state"),
+        ended_at: Some(Utc::now()),
+        row_version: 2,
+        ..core_run.clone()
+    };
     let next_run = run(&task, &core);
     db.store
         .write_work(&[WorkChange::UpdateRun(ended), WorkChange::InsertRun(next_run.clone())], &[])
@@ -276,7 +293,7 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
     assert_eq!(refused(&db, &second).await, ErrorKind::Conflict, "a second run of the task");
     // … but a call cancelled before anyone claimed it wrote nothing, and frees the task's one write.
     let cancelled = skill_store::records::InvocationRecord {
-        status: "cancelled".into(),
+        status: "cancelled".parse().expect("a state"),
         finished_at: Some(Utc::now()),
         error: Some(json!({"code": "basis_revoked", "message": "approval_withdrawn", "retryable": false})),
         row_version: 2,
@@ -294,7 +311,7 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
         .write_work(&[WorkChange::UpdateApproval(approved), WorkChange::InsertAction(action)], &[])
         .await
         .expect("decided with its outcome");
-    let basis = Some(json!({"kind": "approval", "approvalId": asked.id}));
+    let basis = Some(Basis::Approval { approval_id: asked.id.clone(), decided_by: bob.id.clone(), retry: None });
     let outcome = skill_store::records::InvocationRecord {
         id: id(),
         authority_principal_id: bob.id.clone(),
@@ -325,7 +342,7 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
         .write_work(&[WorkChange::UpdateApproval(decided(&for_call, &bob.id, "approved"))], &[])
         .await
         .expect("decided");
-    let basis = Some(json!({"kind": "approval", "approvalId": for_call.id}));
+    let basis = Some(Basis::Approval { approval_id: for_call.id.clone(), decided_by: bob.id.clone(), retry: None });
     let call = skill_store::records::InvocationRecord {
         id: id(),
         inputs: json!({"claim": "C-9"}),
@@ -359,7 +376,7 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
     let asked = approval(&task, &ana);
     db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
     // A decision is a person's: an agent holding whatever it holds decides nothing.
-    let robot = skill_store::records::Principal { kind: "agent".into(), ..principal("robot") };
+    let robot = skill_store::records::Principal { kind: "agent".parse().expect("a state"), ..principal("robot") };
     db.store.create_principal(&robot, &event("principal.created", "p")).await.expect("robot");
     let by_agent =
         db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &robot.id, "approved"))], &[]).await;
@@ -375,11 +392,8 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
         )
         .await
         .expect("decided with its outcome");
-    let call = |retry: Option<i64>| {
-        let mut basis = json!({"kind": "approval", "approvalId": asked.id});
-        if let Some(retry) = retry {
-            basis["retry"] = json!(retry);
-        }
+    let call = |retry: Option<i32>| {
+        let basis = Basis::Approval { approval_id: asked.id.clone(), decided_by: bob.id.clone(), retry };
         skill_store::records::InvocationRecord {
             id: id(),
             task_id: Some(task.id.clone()),
@@ -394,14 +408,14 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
     let first = call(None);
     insert(&db, &first).await;
     let invoked = ActionRecord {
-        status: "invoked".into(),
+        status: "invoked".parse().expect("a state"),
         invocation_id: Some(first.id.clone()),
         attempts: 1,
         row_version: 2,
         ..action.clone()
     };
     let failed = ActionRecord {
-        status: "failed".into(),
+        status: "failed".parse().expect("a state"),
         error: Some(json!({"code": "config_missing", "retryable": true})),
         row_version: 3,
         ..invoked.clone()
@@ -409,16 +423,22 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
     db.store.write_work(&[WorkChange::UpdateAction(invoked)], &[]).await.expect("invoked");
     db.store.write_work(&[WorkChange::UpdateAction(failed.clone())], &[]).await.expect("failed");
     // A failed action moves only by a retry: to pending, one more retry, its call let go.
-    let keeps_call = ActionRecord { status: "pending".into(), retries: 1, row_version: 4, ..failed.clone() };
+    let keeps_call =
+        ActionRecord { status: "pending".parse().expect("a state"), retries: 1, row_version: 4, ..failed.clone() };
     let unwritten = db.store.write_work(&[WorkChange::UpdateAction(keeps_call)], &[]).await;
     assert!(unwritten.is_err(), "a retry lets its earlier call go");
-    let two =
-        ActionRecord { status: "pending".into(), retries: 2, invocation_id: None, row_version: 4, ..failed.clone() };
+    let two = ActionRecord {
+        status: "pending".parse().expect("a state"),
+        retries: 2,
+        invocation_id: None,
+        row_version: 4,
+        ..failed.clone()
+    };
     assert!(db.store.write_work(&[WorkChange::UpdateAction(two)], &[]).await.is_err(), "one retry at a time");
-    let succeeded = ActionRecord { status: "succeeded".into(), row_version: 4, ..failed.clone() };
+    let succeeded = ActionRecord { status: "succeeded".parse().expect("a state"), row_version: 4, ..failed.clone() };
     assert!(db.store.write_work(&[WorkChange::UpdateAction(succeeded)], &[]).await.is_err(), "failed stays failed");
     let retried = ActionRecord {
-        status: "pending".into(),
+        status: "pending".parse().expect("a state"),
         retries: 1,
         invocation_id: None,
         error: None,
@@ -456,7 +476,12 @@ pub(crate) async fn the_approvals_to_decide_are_the_pending_ones_of_open_tasks_a
         .map(|a| WorkChange::InsertApproval((*a).clone()))
         .collect();
     changes.push(WorkChange::UpdateApproval(self::decided(&decided, &bob.id, "approved")));
-    let shut = TaskRecord { status: "done".into(), closed_at: Some(Utc::now()), row_version: 2, ..closed.clone() };
+    let shut = TaskRecord {
+        status: "done".parse().expect("a state"),
+        closed_at: Some(Utc::now()),
+        row_version: 2,
+        ..closed.clone()
+    };
     changes.push(WorkChange::UpdateTask(shut));
     db.store.write_work(&changes, &[]).await.expect("written");
     let ids = |found: Vec<ApprovalRecord>| found.into_iter().map(|a| a.id).collect::<Vec<_>>();
@@ -496,14 +521,22 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
         available_at: at(3),
         run_id: Some(own.id.clone()),
         authority_principal_id: core.clone(),
-        authorization_basis: Some(json!({"kind": "execution", "runId": own.id})),
+        authorization_basis: Some(Basis::Execution {
+            task_type_id: "tt".into(),
+            task_id: own.task_id.clone(),
+            run_id: own.id.clone(),
+        }),
         ..base.clone()
     };
     let revoked = skill_store::records::InvocationRecord {
         id: id(),
         available_at: at(2),
         authority_principal_id: bob.id.clone(),
-        authorization_basis: Some(json!({"kind": "approval", "approvalId": asked.id})),
+        authorization_basis: Some(Basis::Approval {
+            approval_id: asked.id.clone(),
+            decided_by: bob.id.clone(),
+            retry: None,
+        }),
         ..base.clone()
     };
     let plain = skill_store::records::InvocationRecord { id: id(), available_at: at(1), task_id: None, ..base.clone() };
@@ -519,7 +552,7 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
                 Decision::Pass
             } else if call.id == revoked {
                 let mut cancelled = claimed(call, &ana, 60);
-                cancelled.status = "cancelled".into();
+                cancelled.status = "cancelled".parse().expect("a state");
                 cancelled.attempt = call.attempt;
                 cancelled.fencing_token = call.fencing_token;
                 cancelled.lease_expires_at = None;
@@ -548,13 +581,13 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
     assert_eq!(
         (basis(0).task_status, basis(0).run_status, basis(0).gates, basis(0).approval_status),
         (
-            Some("open".to_owned()),
-            Some("running".to_owned()),
+            Some(TaskStatus::Open),
+            Some(RunStatus::Running),
             Gates { pending: true, approved: true, ..Gates::default() },
             None
         )
     );
-    assert_eq!(basis(1).approval_status.as_deref(), Some("approved"));
+    assert_eq!(basis(1).approval_status, Some(ApprovalStatus::Approved));
     assert_eq!(
         (basis(2).task_status, basis(2).gates, basis(2).skill_status.as_str(), basis(2).skill_name.as_str()),
         (None, Gates::default(), "active", "claim.lookup")
@@ -564,13 +597,13 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
         let id = id.to_owned();
         async move { db.store.invocation(&id).await.expect("call").status }
     };
-    assert_eq!((status(&held.id).await, status(&revoked.id).await), ("pending".to_owned(), "cancelled".to_owned()));
+    assert_eq!((status(&held.id).await, status(&revoked.id).await), (CallStatus::Pending, CallStatus::Cancelled));
     // A claim that only passes and cancels writes its cancellations and takes nothing.
     let more = skill_store::records::InvocationRecord { id: id(), task_id: None, available_at: at(1), ..base.clone() };
     insert(&db, &more).await;
     let skip_all = Box::new(|_: &skill_store::records::InvocationRecord, _: &BasisState| Decision::Pass);
     assert_eq!(db.store.claim(&admission, Utc::now(), skip_all).await.expect("claim"), None);
-    assert_eq!(status(&more.id).await, "pending");
+    assert_eq!(status(&more.id).await, CallStatus::Pending);
 }
 
 pub(crate) async fn artifact_types_never_change_and_an_artifact_is_superseded_once(db: Db) {

@@ -1,0 +1,116 @@
+//! Why an external write may happen, and the other fixed-shape documents the core keeps about
+//! work: what a decider could do when deciding, and what an outcome's action did.
+
+use serde::{Deserialize, Serialize};
+
+use crate::CallStatus;
+
+/// The basis of a call that writes to the outside world (`authorizationBasis`). Every call of an
+/// `external_write` version has one; a call that does not write has none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind")]
+pub enum Basis {
+    /// An approved gate: the call its outcome reserved when it was decided (made by the core
+    /// with the decider's authority), or the one call it was requested for (made by its
+    /// requester) — with exactly the version and inputs fixed then.
+    #[serde(rename = "approval", rename_all = "camelCase")]
+    Approval {
+        approval_id: String,
+        /// The person who approved it.
+        decided_by: String,
+        /// Retry `n` of an outcome's action that failed for a reason that may pass (none for
+        /// the first call).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry: Option<i32>,
+    },
+    /// The task type's execution: the core's own call in its run, with the inputs the type maps
+    /// from the task, once per task, while the task's gates let it.
+    #[serde(rename = "execution", rename_all = "camelCase")]
+    Execution { task_type_id: String, task_id: String, run_id: String },
+}
+
+impl Basis {
+    /// The approval it spends, if it is an approval's.
+    pub fn approval_id(&self) -> Option<&str> {
+        match self {
+            Self::Approval { approval_id, .. } => Some(approval_id),
+            Self::Execution { .. } => None,
+        }
+    }
+
+    /// Its kind's word (`approval`, `execution`), as it is kept.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Approval { .. } => "approval",
+            Self::Execution { .. } => "execution",
+        }
+    }
+}
+
+/// A decider's authority as it was when deciding: what the outcome's calls are made with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionAuthority {
+    pub principal_id: String,
+    pub grants: Vec<HeldGrant>,
+}
+
+/// One permission a principal held, in a workspace or (`null`) in all of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldGrant {
+    pub workspace_id: Option<String>,
+    pub permission: String,
+}
+
+/// What an outcome's `invokeSkill` action did: the call it made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionCall {
+    pub invocation_id: String,
+    /// `name@version`.
+    pub skill: String,
+    /// The call's status when the action was carried out.
+    pub status: CallStatus,
+    /// Whether the call was made then (or one with its key existed).
+    pub created: bool,
+    pub authorization_basis: Option<Basis>,
+}
+
+/// The result of a run in which the core carried out a task's execution.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionResult {
+    pub skill_invocation_id: String,
+    /// `name@version`.
+    pub skill: String,
+    pub status: CallStatus,
+    /// The artifact made of its output, if any.
+    pub artifact_id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_basis_is_kept_as_it_always_was() {
+        let approval = Basis::Approval { approval_id: "a".into(), decided_by: "p".into(), retry: None };
+        assert_eq!(
+            serde_json::to_value(&approval).unwrap(),
+            json!({"kind": "approval", "approvalId": "a", "decidedBy": "p"})
+        );
+        let retried = Basis::Approval { approval_id: "a".into(), decided_by: "p".into(), retry: Some(2) };
+        assert_eq!(serde_json::to_value(&retried).unwrap()["retry"], json!(2));
+        let execution = Basis::Execution { task_type_id: "tt".into(), task_id: "t".into(), run_id: "r".into() };
+        assert_eq!(
+            serde_json::to_value(&execution).unwrap(),
+            json!({"kind": "execution", "taskTypeId": "tt", "taskId": "t", "runId": "r"})
+        );
+        let unknown = serde_json::from_value::<Basis>(json!({"kind": "process", "stepId": "s"}));
+        assert!(unknown.unwrap_err().to_string().contains("process"));
+        assert!(serde_json::from_value::<Basis>(json!({"kind": "approval"})).is_err(), "a basis names its approval");
+    }
+}
