@@ -18,8 +18,8 @@ pub enum Basis {
         approval_id: String,
         /// The person who approved it.
         decided_by: String,
-        /// Retry `n` of an outcome's action that failed for a reason that may pass (none for
-        /// the first call).
+        /// Retry `n` of an outcome's action that failed for a reason that may pass (left out
+        /// of the first call).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry: Option<i32>,
     },
@@ -75,6 +75,43 @@ pub struct ActionCall {
     /// Whether the call was made then (or one with its key existed).
     pub created: bool,
     pub authorization_basis: Option<Basis>,
+}
+
+/// Why an outcome's action, or a run of the core's, failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+    /// The refusal's details, when a call was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+    /// The call whose end it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill_invocation_id: Option<String>,
+}
+
+impl Failure {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { code: code.into(), message: message.into(), details: None, skill_invocation_id: None }
+    }
+}
+
+/// What became of one typed output slot of a call on a task (`outputs.<slot>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotOutcome {
+    pub status: crate::OutputStatus,
+    /// The slot's artifact type (not on a rejected value).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_id: Option<String>,
+    /// Why its value was rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// The result of a run in which the core carried out a task's execution.

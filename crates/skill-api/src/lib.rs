@@ -22,7 +22,6 @@
 mod artifacts;
 mod basis;
 mod envelope;
-mod events;
 mod invocations;
 mod knowledge;
 pub mod openapi;
@@ -41,9 +40,10 @@ pub use artifacts::{
     ArtifactOut, ArtifactQuery, ArtifactRequest, ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest,
     MAX_ARTIFACT_BYTES,
 };
-pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, HeldGrant};
+pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, Failure, HeldGrant, SlotOutcome};
 pub use envelope::{ErrorBody, ErrorEnvelope};
-pub use events::{EventOut, EventsQuery};
+pub mod events;
+pub use events::{EventData, EventOut, EventsQuery};
 pub use invocations::{
     CalledSkill, CancelRequest, ClaimOut, ClaimRequest, ClaimSettings, ClaimedSkill, CloseRequest, CompleteRequest,
     FailRequest, HeartbeatRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_DOCUMENT_BYTES, ReportedError,

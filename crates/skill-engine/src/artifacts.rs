@@ -5,8 +5,9 @@
 
 use base64::Engine as _;
 use chrono::Utc;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
+use skill_api::events::ArtifactCreated;
 use skill_api::{ArtifactOut, ArtifactQuery, ArtifactRequest, Items, MAX_ARTIFACT_BYTES};
 use skill_store::ErrorKind;
 use skill_store::records::ArtifactRecord;
@@ -181,14 +182,16 @@ impl Engine {
 
     /// The `artifact.created` event of `record`.
     pub(crate) fn artifact_event(&self, record: &ArtifactRecord, origin: &Origin) -> skill_store::records::Event {
-        self.event(
-            "artifact.created",
-            format!("artifact:{}", record.id),
-            json!({"workspaceId": record.workspace_id, "taskId": record.task_id, "runId": record.run_id,
-                   "type": record.kind, "sizeBytes": record.size_bytes, "sha256": record.sha256,
-                   "skillInvocationId": record.skill_invocation_id}),
-            origin,
-        )
+        let created = ArtifactCreated {
+            workspace_id: record.workspace_id.clone(),
+            task_id: record.task_id.clone(),
+            run_id: record.run_id.clone(),
+            kind: record.kind.clone(),
+            size_bytes: record.size_bytes,
+            sha256: record.sha256.clone(),
+            skill_invocation_id: record.skill_invocation_id.clone(),
+        };
+        self.event(format!("artifact:{}", record.id), &created, origin)
     }
 
     /// An artifact's metadata, if `actor` may read it.

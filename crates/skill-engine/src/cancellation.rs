@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use skill_api::CallStatus;
+use skill_api::events::InvocationCancelled;
 use skill_store::records::{InvocationRecord, SkillRecord};
 
 use crate::{Engine, Origin};
@@ -43,13 +44,19 @@ pub(crate) fn cancellation(
     let was_running = call.status == CallStatus::Running;
     let details = json!({"cancelledBy": cause.by, "initiator": cause.initiator, "wasRunning": was_running});
     let error = crate::lease::error_value(cause.code, false, cause.reason, Some(details));
-    let event = crate::new_event(
-        "skill.invocation_cancelled",
-        format!("skill_invocation:{}", call.id),
-        json!({"skillId": call.skill_id, "skill": name, "version": version, "attempt": call.attempt,
-               "taskId": call.task_id, "runId": call.run_id, "code": cause.code, "reason": cause.reason,
-               "wasRunning": was_running, "cancelledBy": cause.by, "initiator": cause.initiator}),
-        origin,
-    );
+    let cancelled = InvocationCancelled {
+        skill_id: call.skill_id.clone(),
+        skill: name.to_owned(),
+        version: version.to_owned(),
+        attempt: call.attempt,
+        task_id: call.task_id.clone(),
+        run_id: call.run_id.clone(),
+        code: cause.code.to_owned(),
+        reason: cause.reason.to_owned(),
+        was_running,
+        cancelled_by: cause.by.to_owned(),
+        initiator: cause.initiator.to_owned(),
+    };
+    let event = crate::new_event(format!("skill_invocation:{}", call.id), &cancelled, origin);
     (crate::lease::ended(call, CallStatus::Cancelled, None, Some(error), now), event)
 }

@@ -10,6 +10,7 @@ mod view;
 
 use chrono::Utc;
 use serde_json::{Value, json};
+use skill_api::events::{SkillAssigned, SkillRevoked};
 use skill_api::{AssignedSkill, DEFAULT_PAGE, ListQuery, MAX_PAGE, Page, SkillOut, SkillStatus};
 use skill_store::ErrorKind;
 use skill_store::records::{AssignOutcome, Assignment, SkillEntry, SkillFilter};
@@ -134,13 +135,12 @@ impl Engine {
             read_only,
             created_at: Utc::now(),
         };
-        let event = self.event(
-            "skill.assigned",
-            format!("principal:{}", principal.id),
-            json!({"skillId": entry.skill.id, "skill": format!("{}@{}", entry.skill.name, entry.skill.version),
-                   "readOnly": read_only}),
-            &Origin::of(actor, request_id),
-        );
+        let assigned = SkillAssigned {
+            skill_id: entry.skill.id.clone(),
+            skill: format!("{}@{}", entry.skill.name, entry.skill.version),
+            read_only,
+        };
+        let event = self.event(format!("principal:{}", principal.id), &assigned, &Origin::of(actor, request_id));
         Ok(self.store.assign_skill(&assignment, &event).await?)
     }
 
@@ -155,12 +155,8 @@ impl Engine {
         actor.require("org.manage")?;
         let principal = self.principal(principal_id).await?;
         let entry = self.find(reference).await?;
-        let event = self.event(
-            "skill.revoked",
-            format!("principal:{}", principal.id),
-            json!({"skillId": entry.skill.id}),
-            &Origin::of(actor, request_id),
-        );
+        let revoked = SkillRevoked { skill_id: entry.skill.id.clone() };
+        let event = self.event(format!("principal:{}", principal.id), &revoked, &Origin::of(actor, request_id));
         Ok(self.store.unassign_skill(&principal.id, &entry.skill.id, &event).await?)
     }
 

@@ -5,7 +5,7 @@
 //! memory: any core replica serves any session.
 
 use chrono::{Duration, Utc};
-use serde_json::json;
+use skill_api::events::{ConsoleSignedIn, ConsoleSignedOut};
 use skill_api::{PrincipalKind, SkillStatus};
 use skill_store::ErrorKind;
 use skill_store::records::ConsoleSession;
@@ -62,12 +62,12 @@ impl Engine {
             expires_at,
             ended_at: None,
         };
-        let event = self.event(
-            "console.signed_in",
-            format!("principal:{}", session.principal_id),
-            json!({"sessionId": session.id, "tokenId": credential.token.id, "expiresAt": crate::catalog::view_time(&expires_at)}),
-            origin,
-        );
+        let signed_in = ConsoleSignedIn {
+            session_id: session.id.clone(),
+            token_id: credential.token.id.clone(),
+            expires_at: crate::catalog::view_time(&expires_at),
+        };
+        let event = self.event(format!("principal:{}", session.principal_id), &signed_in, origin);
         self.store.insert_console_session(&session, &event).await?;
         Ok(SignedIn { secret, session })
     }
@@ -94,12 +94,8 @@ impl Engine {
 
     /// Ends a session (sign-out); ending an ended one changes nothing.
     pub async fn sign_out(&self, session: &ConsoleSession, origin: &Origin) -> Result<()> {
-        let event = self.event(
-            "console.signed_out",
-            format!("principal:{}", session.principal_id),
-            json!({"sessionId": session.id}),
-            origin,
-        );
+        let signed_out = ConsoleSignedOut { session_id: session.id.clone() };
+        let event = self.event(format!("principal:{}", session.principal_id), &signed_out, origin);
         self.store.end_console_session(&session.id, Utc::now(), &event).await?;
         Ok(())
     }

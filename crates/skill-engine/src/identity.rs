@@ -2,7 +2,7 @@
 //! an operator's first token.
 
 use chrono::Utc;
-use serde_json::json;
+use skill_api::events::{GrantAdded, GrantRemoved, PrincipalCreated, TokenCreated, TokenRevoked, WorkspaceCreated};
 use skill_api::{PrincipalKind, State};
 use skill_store::ErrorKind;
 use skill_store::records::{AccessToken, Grant, Principal, Time, Workspace};
@@ -158,12 +158,8 @@ impl Engine {
             expires_at: request.expires_at,
             revoked_at: None,
         };
-        let event = self.event(
-            "token.created",
-            format!("principal:{}", principal.id),
-            json!({"tokenId": record.id, "label": record.label}),
-            origin,
-        );
+        let created = TokenCreated { token_id: record.id.clone(), label: record.label.clone() };
+        let event = self.event(format!("principal:{}", principal.id), &created, origin);
         self.store.create_token(&record, &event).await?;
         Ok(IssuedToken { token, record, principal })
     }
@@ -214,12 +210,8 @@ impl Engine {
             permission: permission.to_owned(),
             created_at: Utc::now(),
         };
-        let event = self.event(
-            "grant.added",
-            format!("principal:{}", principal.id),
-            json!({"permission": permission, "workspaceId": workspace_id}),
-            origin,
-        );
+        let added = GrantAdded { permission: permission.to_owned(), workspace_id: workspace_id.clone() };
+        let event = self.event(format!("principal:{}", principal.id), &added, origin);
         Ok(self.store.add_grant(&grant, &event).await?)
     }
 
@@ -237,12 +229,8 @@ impl Engine {
     pub async fn revoke_grant(&self, name: &str, written: &str, origin: &Origin) -> Result<bool> {
         let (permission, workspace_id) = self.parse_grant(written).await?;
         let principal = self.existing_principal(name, origin).await?;
-        let event = self.event(
-            "grant.removed",
-            format!("principal:{}", principal.id),
-            json!({"permission": permission, "workspaceId": workspace_id}),
-            origin,
-        );
+        let removed = GrantRemoved { permission: permission.clone(), workspace_id: workspace_id.clone() };
+        let event = self.event(format!("principal:{}", principal.id), &removed, origin);
         Ok(self.store.remove_grant(&principal.id, workspace_id.as_deref(), &permission, &event).await?)
     }
 
@@ -265,7 +253,7 @@ impl Engine {
 
     /// Revokes a token by its id; `not_found` when there is no such live token.
     pub async fn revoke_token(&self, token_id: &str, origin: &Origin) -> Result<()> {
-        let event = self.event("token.revoked", format!("token:{token_id}"), json!({"tokenId": token_id}), origin);
+        let event = self.event(format!("token:{token_id}"), &TokenRevoked { token_id: token_id.to_owned() }, origin);
         match self.store.revoke_token(token_id, Utc::now(), &event).await {
             Err(error) if error.kind() == ErrorKind::NotFound => {
                 Err(EngineError::not_found("a live token with this id"))
@@ -288,12 +276,8 @@ impl Engine {
         }
         let workspace =
             Workspace { id: self.new_id(), key: key.to_owned(), name: name.to_owned(), created_at: Utc::now() };
-        let event = self.event(
-            "workspace.created",
-            format!("workspace:{}", workspace.id),
-            json!({"key": key, "name": name}),
-            origin,
-        );
+        let created = WorkspaceCreated { key: key.to_owned(), name: name.to_owned() };
+        let event = self.event(format!("workspace:{}", workspace.id), &created, origin);
         match self.store.create_workspace(&workspace, &event).await {
             Ok(()) => Ok(workspace),
             Err(error) if error.kind() == ErrorKind::Conflict => {
@@ -324,12 +308,8 @@ impl Engine {
             created_at: Utc::now(),
             disabled_at: None,
         };
-        let event = self.event(
-            "principal.created",
-            format!("principal:{}", principal.id),
-            json!({"name": name, "kind": kind}),
-            origin,
-        );
+        let created = PrincipalCreated { name: name.to_owned(), kind };
+        let event = self.event(format!("principal:{}", principal.id), &created, origin);
         match self.store.create_principal(&principal, &event).await {
             Ok(()) => Ok(principal),
             // Created by someone else in the meantime.

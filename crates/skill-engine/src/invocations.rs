@@ -15,6 +15,7 @@ use std::collections::HashMap;
 
 use chrono::Utc;
 use serde_json::{Value, json};
+use skill_api::events::{InvocationRequested, Requester};
 use skill_api::{
     ApprovalStatus, Basis, CallStatus, CancelRequest, InvocationOut, InvocationQuery, InvokeRequest,
     MAX_DOCUMENT_BYTES, Page, RequesterKind, State,
@@ -207,15 +208,18 @@ impl Engine {
             attempt_started_at: None,
             finished_at: None,
         };
-        let event = self.event(
-            "skill.invocation_requested",
-            format!("skill_invocation:{}", call.id),
-            json!({"skillId": skill.id, "skill": skill.name, "version": skill.version,
-                   "sideEffects": skill.side_effects, "riskLevel": skill.risk_level,
-                   "requestedBy": {"kind": requested_by.0, "ref": requested_by.1}, "taskId": call.task_id,
-                   "runId": call.run_id, "authorizationBasis": basis}),
-            &Origin::of(actor, request_id),
-        );
+        let requested = InvocationRequested {
+            skill_id: skill.id.clone(),
+            skill: skill.name.clone(),
+            version: skill.version.clone(),
+            side_effects: skill.side_effects,
+            risk_level: skill.risk_level,
+            requested_by: Requester { kind: requested_by.0, reference: requested_by.1.clone() },
+            task_id: call.task_id.clone(),
+            run_id: call.run_id.clone(),
+            authorization_basis: basis.clone(),
+        };
+        let event = self.event(format!("skill_invocation:{}", call.id), &requested, &Origin::of(actor, request_id));
         let inserted = match self.store.insert_invocation(&call, &event).await {
             Ok(inserted) => inserted,
             Err(error) if error.kind() == ErrorKind::Conflict => return Err(spent(&skill, basis.as_ref())),

@@ -5,6 +5,7 @@
 
 use chrono::Utc;
 use serde_json::{Value, json};
+use skill_api::events::{KnowledgeDocumentStored, KnowledgeSnapshotApplied};
 use skill_api::{EntityPage, EntityQuery, SnapshotPlan, SnapshotRequest};
 use skill_contract::knowledge::{self, State};
 use skill_store::ErrorKind;
@@ -96,13 +97,15 @@ impl Engine {
                     (kind.to_owned(), key.to_owned(), entity.clone())
                 })
                 .collect();
-            let event = self.event(
-                "knowledge.snapshot_applied",
-                format!("knowledge:{workspace}"),
-                json!({"pack": slot.0, "source": slot.1, "scope": slot.2, "opened": plan["opened"],
-                       "closed": plan["closed"], "stateToken": plan["stateToken"]}),
-                &Origin::of(actor, request_id),
-            );
+            let applied = KnowledgeSnapshotApplied {
+                pack: slot.0.clone(),
+                source: slot.1.clone(),
+                scope: slot.2.clone(),
+                opened: plan["opened"].clone(),
+                closed: plan["closed"].clone(),
+                state_token: plan["stateToken"].clone(),
+            };
+            let event = self.event(format!("knowledge:{workspace}"), &applied, &Origin::of(actor, request_id));
             match self.store.put_knowledge_slot(&record, &entities, &event).await {
                 Ok(()) => return Ok(plan_out(plan)),
                 // Another apply won: decide again on what it wrote.
@@ -372,12 +375,8 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        let event = self.event(
-            "knowledge.document_stored",
-            format!("knowledge:{workspace}"),
-            json!({"naturalKey": document.natural_key, "type": document.kind}),
-            &Origin::of(actor, request_id),
-        );
+        let stored = KnowledgeDocumentStored { natural_key: document.natural_key.clone(), kind: document.kind.clone() };
+        let event = self.event(format!("knowledge:{workspace}"), &stored, &Origin::of(actor, request_id));
         self.store.put_document(&document, &event).await?;
         Ok(skill_api::DocumentOut { natural_key: document.natural_key, status: "stored".to_owned() })
     }

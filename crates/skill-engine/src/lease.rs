@@ -1,8 +1,8 @@
 //! Lease arithmetic and the lease-holder check, as pure functions of a stored call.
 
 use chrono::Duration;
-use serde_json::{Value, json};
-use skill_api::{CallStatus, SessionStatus};
+use serde_json::Value;
+use skill_api::{CallStatus, ReportedError, SessionStatus};
 use skill_store::records::{InvocationRecord, SessionRecord, Time};
 
 use crate::error::{Class, EngineError, Result};
@@ -80,11 +80,8 @@ pub(crate) fn ended(
 
 /// `{code, retryable, message, details?}`, the error a call stores.
 pub(crate) fn error_value(code: &str, retryable: bool, message: &str, details: Option<Value>) -> Value {
-    let mut error = json!({"code": code, "retryable": retryable, "message": message});
-    if let Some(details) = details {
-        error["details"] = details;
-    }
-    error
+    let error = ReportedError { code: code.to_owned(), message: message.to_owned(), retryable, details };
+    serde_json::to_value(error).expect("an error serializes")
 }
 
 #[cfg(test)]

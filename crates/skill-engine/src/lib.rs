@@ -35,7 +35,7 @@ pub mod work;
 use std::sync::Arc;
 
 use chrono::Utc;
-use serde_json::Value;
+use skill_api::EventData;
 use skill_store::Store;
 use skill_store::records::Event;
 
@@ -144,19 +144,20 @@ impl Engine {
         uuid::Uuid::now_v7().to_string()
     }
 
-    pub(crate) fn event(&self, kind: &str, subject: String, data: Value, origin: &Origin) -> Event {
-        new_event(kind, subject, data, origin)
+    pub(crate) fn event<E: EventData>(&self, subject: String, data: &E, origin: &Origin) -> Event {
+        new_event(subject, data, origin)
     }
 }
 
-/// An event of `kind` about `subject`, now, by `origin`.
-pub(crate) fn new_event(kind: &str, subject: String, data: Value, origin: &Origin) -> Event {
+/// The event `data` is about `subject`, now, by `origin`.
+pub(crate) fn new_event<E: EventData>(subject: String, data: &E, origin: &Origin) -> Event {
     Event {
         seq: 0,
         id: uuid::Uuid::now_v7().to_string(),
-        kind: kind.to_owned(),
+        kind: E::KIND.to_owned(),
         subject,
-        data,
+        // An event's data is a struct of plain fields: it always serializes.
+        data: serde_json::to_value(data).expect("an event's data serializes"),
         actor_id: origin.actor_id.clone(),
         request_id: origin.request_id.clone(),
         created_at: Utc::now(),

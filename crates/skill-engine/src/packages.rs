@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use chrono::Utc;
-use serde_json::json;
+use skill_api::events::PackageInstalled;
 use skill_api::{ApplyOut, ApplyRequest, EventOut, InstallOut, ObjectRef, PackageRef, RecordRequest};
 use skill_contract::{Skill, SkillName, SkillRef};
 use skill_store::ErrorKind;
@@ -59,12 +59,14 @@ impl Engine {
         let (objects, adopt) = checked_objects(&request.objects, &request.adopt)?;
         self.check_known(&request.objects, &[]).await?;
         let install = install_of(&request.package, &request.install_hash, actor);
-        let event = self.event(
-            "package.installed",
-            format!("package:{}", install.key),
-            json!({"version": install.version, "installHash": install.install_hash, "objects": objects.len()}),
-            &Origin::of(actor, request_id),
-        );
+        let installed = PackageInstalled {
+            version: install.version.clone(),
+            install_hash: install.install_hash.clone(),
+            objects: objects.len(),
+            created: None,
+            patched: None,
+        };
+        let event = self.event(format!("package:{}", install.key), &installed, &Origin::of(actor, request_id));
         self.store.record_install(&install, &objects, &adopt, &event).await?;
         self.package(actor, &install.key).await
     }
@@ -167,7 +169,7 @@ impl Engine {
                 return Err(version_conflict(patch.row_version, current.skill.row_version).with("item", item));
             }
             let (change, data) = change_of(&current.skill, &patch.change).map_err(|error| error.with("item", item))?;
-            let event = self.event("skill.updated", format!("skill:{}", patch.id), data, &origin);
+            let event = self.event(format!("skill:{}", patch.id), &data, &origin);
             updates.push(SkillUpdate { id: patch.id.clone(), expected_row_version: patch.row_version, change, event });
         }
         // Task types, which may name the versions this plan publishes; one already published
@@ -197,13 +199,14 @@ impl Engine {
             task_types.push((record, event));
         }
         let install = install_of(&request.package, &request.install_hash, actor);
-        let event = self.event(
-            "package.installed",
-            format!("package:{}", install.key),
-            json!({"version": install.version, "installHash": install.install_hash, "objects": objects.len(),
-                   "created": creates.len(), "patched": updates.len()}),
-            &origin,
-        );
+        let installed = PackageInstalled {
+            version: install.version.clone(),
+            install_hash: install.install_hash.clone(),
+            objects: objects.len(),
+            created: Some(creates.len()),
+            patched: Some(updates.len()),
+        };
+        let event = self.event(format!("package:{}", install.key), &installed, &origin);
         let created_ids: Vec<String> = creates.iter().map(|(record, _)| record.id.clone()).collect();
         let patched_ids: Vec<String> = updates.iter().map(|update| update.id.clone()).collect();
         let published_types: Vec<_> =

@@ -4,6 +4,7 @@
 
 use chrono::Utc;
 use serde_json::{Value, json};
+use skill_api::events::PackageSettingsChanged;
 use skill_api::{ClaimSettings, SettingsOut, SettingsRequest};
 use skill_contract::schema::{SchemaValidator, check_schema_document};
 use skill_store::ErrorKind;
@@ -64,12 +65,9 @@ impl Engine {
             updated_by: Some(actor.id().to_owned()),
             ..current
         };
-        let event = self.event(
-            "package.settings_changed",
-            format!("package:{key}"),
-            json!({"valuesRevision": next.values_revision, "schemaRevision": next.schema_revision}),
-            &Origin::of(actor, request_id),
-        );
+        let changed =
+            PackageSettingsChanged { values_revision: next.values_revision, schema_revision: next.schema_revision };
+        let event = self.event(format!("package:{key}"), &changed, &Origin::of(actor, request_id));
         match self.store.set_package_values(&next, &event).await {
             Ok(()) => {}
             Err(error) if error.kind() == ErrorKind::Stale => {

@@ -20,6 +20,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chrono::{Duration, Utc};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
+use skill_api::events::SigningKeyCreated;
 use skill_api::{AudienceTokenOut, AudienceTokenRequest};
 use skill_store::records::{SigningKey, Time};
 
@@ -224,13 +225,13 @@ impl Engine {
 
     async fn new_signing_key(&self, now: Time) -> Result<SigningKey> {
         let key = generate(&self.new_id(), now)?;
-        let event = self.event(
-            "signing_key.created",
-            format!("signing_key:{}", key.kid),
-            json!({"kid": key.kid, "algorithm": key.algorithm, "signsUntil": view_time(&key.signs_until),
-                   "publishedUntil": view_time(&key.published_until)}),
-            &Origin::default(),
-        );
+        let created = SigningKeyCreated {
+            kid: key.kid.clone(),
+            algorithm: key.algorithm.clone(),
+            signs_until: view_time(&key.signs_until),
+            published_until: view_time(&key.published_until),
+        };
+        let event = self.event(format!("signing_key:{}", key.kid), &created, &Origin::default());
         self.store.insert_signing_key(&key, &event).await?;
         self.issuer.forget();
         Ok(key)

@@ -18,7 +18,7 @@ mod tasks;
 mod types;
 
 use chrono::Utc;
-use serde_json::json;
+use skill_api::events::TaskCommented;
 use skill_api::{CommentOut, CommentRequest, Items, OfTaskQuery, PrincipalKind};
 use skill_store::ErrorKind;
 use skill_store::records::{CommentRecord, TaskRecord, WorkChange};
@@ -125,12 +125,8 @@ impl Engine {
 }
 
 pub(crate) fn comment_event(comment: &CommentRecord, origin: &Origin) -> skill_store::records::Event {
-    crate::new_event(
-        "task.commented",
-        format!("task:{}", comment.task_id),
-        json!({"commentId": comment.id, "author": comment.author_principal_id}),
-        origin,
-    )
+    let commented = TaskCommented { comment_id: comment.id.clone(), author: comment.author_principal_id.clone() };
+    crate::new_event(format!("task:{}", comment.task_id), &commented, origin)
 }
 
 fn comment_out(comment: CommentRecord) -> CommentOut {

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
+use skill_api::{OutputStatus, SlotOutcome};
 use skill_store::records::{ArtifactRecord, InvocationRecord, SkillRecord, TaskRecord};
 
 use super::NewArtifact;
@@ -44,7 +45,23 @@ fn slots(spec: &Value) -> Vec<Slot<'_>> {
 }
 
 fn rejected(code: &str, message: &str) -> Value {
-    json!({"status": "rejected", "code": code, "message": message})
+    slot_outcome(SlotOutcome {
+        status: OutputStatus::Rejected,
+        kind: None,
+        artifact_id: None,
+        code: Some(code.to_owned()),
+        message: Some(message.to_owned()),
+    })
+}
+
+/// A slot's outcome as the call's `outputs` keep it.
+fn slot_outcome(outcome: SlotOutcome) -> Value {
+    serde_json::to_value(outcome).expect("an outcome serializes")
+}
+
+/// The outcome `status` of a slot of type `kind`.
+fn of_type(status: OutputStatus, kind: &str, artifact_id: Option<String>) -> Value {
+    slot_outcome(SlotOutcome { status, kind: Some(kind.to_owned()), artifact_id, code: None, message: None })
 }
 
 impl Engine {
@@ -72,13 +89,13 @@ impl Engine {
         for slot in slots(&task_type.spec) {
             let value = output.get(slot.key).filter(|value| !value.is_null());
             let Some(value) = value else {
-                let status = if slot.required { "missing" } else { "absent" };
-                typed.statuses.insert(slot.key.to_owned(), json!({"status": status, "type": slot.kind}));
+                let status = if slot.required { OutputStatus::Missing } else { OutputStatus::Absent };
+                typed.statuses.insert(slot.key.to_owned(), of_type(status, slot.kind, None));
                 continue;
             };
             let status = match self.typed_output(call, skill, task, run_id, &slot, value, &heads).await? {
                 Ok(artifact) => {
-                    let status = json!({"status": "created", "type": slot.kind, "artifactId": artifact.id});
+                    let status = of_type(OutputStatus::Created, slot.kind, Some(artifact.id.clone()));
                     heads.insert(slot.kind, Some(artifact.id.clone()));
                     typed.artifacts.push(artifact);
                     status

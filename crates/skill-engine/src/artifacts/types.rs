@@ -3,7 +3,8 @@
 //! artifact of that type is checked against.
 
 use chrono::Utc;
-use serde_json::{Value, json};
+use serde_json::Value;
+use skill_api::events::ArtifactTypePublished;
 use skill_api::{ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest, MAX_ARTIFACT_BYTES, Page};
 use skill_contract::SkillVersion;
 use skill_contract::schema::SchemaValidator;
@@ -64,13 +65,13 @@ impl Engine {
 
     /// The `artifact_type.published` event of `record`.
     pub(crate) fn artifact_type_event(&self, record: &ArtifactTypeRecord, origin: &Origin) -> Event {
-        self.event(
-            "artifact_type.published",
-            format!("artifact_type:{}", record.id),
-            json!({"key": record.key, "version": record.version, "mediaTypes": record.media_types,
-                   "maxBytes": record.max_bytes}),
-            origin,
-        )
+        let published = ArtifactTypePublished {
+            key: record.key.clone(),
+            version: record.version.clone(),
+            media_types: record.media_types.clone(),
+            max_bytes: record.max_bytes,
+        };
+        self.event(format!("artifact_type:{}", record.id), &published, origin)
     }
 
     /// One artifact type version: an id, `key@version` or a key (its newest version). Readable

@@ -3,6 +3,7 @@
 //! move). Guarded by `If-Match` against lost updates.
 
 use serde_json::{Value, json};
+use skill_api::events::{EndpointMove, SkillUpdated};
 use skill_api::{Lifecycle, PatchRequest, SkillOut, SkillStatus, etag, parse_etag};
 use skill_contract::{NormalizeOptions, SideEffects, normalize};
 use skill_store::ErrorKind;
@@ -37,7 +38,7 @@ impl Engine {
             return Err(version_conflict(expected, current.row_version));
         }
         let (change, data) = change_of(current, request)?;
-        let event = self.event("skill.updated", format!("skill:{}", current.id), data, &Origin::of(actor, request_id));
+        let event = self.event(format!("skill:{}", current.id), &data, &Origin::of(actor, request_id));
         let updated = match self.store.update_skill(&current.id, expected, &change, &event).await {
             Ok(updated) => updated,
             Err(error) if error.kind() == ErrorKind::Stale => {
@@ -56,7 +57,7 @@ impl Engine {
 
 /// The change `request` makes to `current`, checked by the rules of what a published version
 /// may change, and the data of its `skill.updated` event.
-pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result<(SkillChange, Value)> {
+pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result<(SkillChange, SkillUpdated)> {
     super::publish::no_secret(&serde_json::to_value(request).unwrap_or_default())?;
     let mut change = SkillChange::from_record(current);
     let mut changed: Vec<&str> = Vec::new();
@@ -128,17 +129,18 @@ pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result
         let (contract, from) = moved_contract(current, endpoint)?;
         if contract != *current.contract.as_ref().unwrap_or(&Value::Null) {
             change.contract = Some(contract);
-            moved = Some(json!({"from": from, "to": endpoint}));
+            moved = Some(EndpointMove { from, to: endpoint.clone() });
             changed.push("endpoint");
         }
     }
     if changed.is_empty() {
         return Err(EngineError::new(Class::Invalid, "empty_update", "the request changes nothing"));
     }
-    let mut data = json!({"changedFields": changed, "rowVersion": current.row_version + 1});
-    if let Some(moved) = moved {
-        data["endpoint"] = moved;
-    }
+    let data = SkillUpdated {
+        changed_fields: changed.into_iter().map(str::to_owned).collect(),
+        row_version: current.row_version + 1,
+        endpoint: moved,
+    };
     Ok((change, data))
 }
 

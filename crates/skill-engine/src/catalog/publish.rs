@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use chrono::Utc;
 use serde_json::{Value, json};
+use skill_api::events::SkillRegistered;
 use skill_api::{DEFAULT_VERSION, PublishRequest, SkillOut, SkillStatus};
 use skill_contract::{
     ContractError, NormalizeOptions, PolicyWord, RiskLevel, SideEffects, Skill, SkillBody, SkillRef, composite, schema,
@@ -86,16 +87,15 @@ impl Engine {
 
     /// The `skill.registered` event of `record`.
     pub(crate) fn registered_event(&self, record: &SkillRecord, origin: &Origin) -> skill_store::records::Event {
-        self.event(
-            "skill.registered",
-            format!("skill:{}", record.id),
-            json!({
-                "name": record.name, "version": record.version, "protocol": record.protocol,
-                "invocable": record.contract.is_some(), "sideEffects": record.side_effects,
-                "riskLevel": record.risk_level,
-            }),
-            origin,
-        )
+        let registered = SkillRegistered {
+            name: record.name.clone(),
+            version: record.version.clone(),
+            protocol: record.protocol.clone(),
+            invocable: record.contract.is_some(),
+            side_effects: record.side_effects,
+            risk_level: record.risk_level,
+        };
+        self.event(format!("skill:{}", record.id), &registered, origin)
     }
 
     /// A composite must resolve now: every include published (so no cycle can ever form) and no

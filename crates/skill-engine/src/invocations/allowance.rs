@@ -4,6 +4,7 @@
 //! `skills.execute` token cannot take a call another executor was meant to run.
 
 use serde_json::{Value, json};
+use skill_api::events::ExecutorAllowed;
 use skill_api::{ExecutorAllowance, ExecutorAllowanceOut, PrincipalKind};
 use skill_store::ErrorKind;
 use skill_store::records::{Admission, ExecutorAllowance as Kept, Principal};
@@ -247,12 +248,16 @@ impl Engine {
         }
         let kept = checked(allowance)?;
         let origin = actor.map_or_else(Origin::default, |actor| Origin::of(actor, request_id));
-        let event = self.event(
-            "principal.executor_allowed",
-            format!("principal:{}", found.id),
-            json!({"allowance": kept}),
-            &origin,
-        );
+        let allowed = ExecutorAllowed {
+            allowance: skill_api::ExecutorAllowance {
+                protocols: kept.protocols.clone(),
+                local: kept.local.clone(),
+                http_origins: kept.http_origins.clone(),
+                mcp_origins: kept.mcp_origins.clone(),
+                audiences: kept.audiences.clone(),
+            },
+        };
+        let event = self.event(format!("principal:{}", found.id), &allowed, &origin);
         self.store.set_executor_allowance(&found.id, Some(&kept), &event).await?;
         Ok(ExecutorAllowanceOut { principal_id: found.id, name: found.name, allowance: Some(shown(kept)) })
     }

@@ -5,7 +5,7 @@
 //! no attempt remains).
 
 use chrono::Utc;
-use serde_json::json;
+use skill_api::events::PrincipalDisabled;
 use skill_api::{DisableOut, DisableRequest};
 use skill_store::ErrorKind;
 
@@ -68,13 +68,14 @@ impl Engine {
                     events.push(event);
                 }
             }
-            events.push(self.event(
-                "principal.disabled",
-                format!("principal:{}", principal.id),
-                json!({"principalId": principal.id, "name": principal.name, "reason": reason,
-                       "cancelledCalls": cancelled.len(), "returnedCalls": returned.len()}),
-                &origin,
-            ));
+            let disabled = PrincipalDisabled {
+                principal_id: principal.id.clone(),
+                name: principal.name.clone(),
+                reason: reason.to_owned(),
+                cancelled_calls: cancelled.len(),
+                returned_calls: returned.len(),
+            };
+            events.push(self.event(format!("principal:{}", principal.id), &disabled, &origin));
             match self.store.disable_principal(&principal.id, now, &writes, &events).await {
                 Ok(()) => {
                     if !returned.is_empty() {

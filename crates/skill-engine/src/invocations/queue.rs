@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::{Value, json};
+use skill_api::events::{
+    FailureSummary, InvocationClaimed, InvocationFailed, InvocationRetryScheduled, InvocationSucceeded, RetriedError,
+};
 use skill_api::{
     CallStatus, ClaimOut, ClaimRequest, ClaimedSkill, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut,
     MAX_DOCUMENT_BYTES,
@@ -230,13 +233,13 @@ impl Engine {
                 row_version: candidate.row_version + 1,
                 ..candidate.clone()
             };
-            let event = crate::new_event(
-                "skill.invocation_claimed",
-                format!("skill_invocation:{}", running.id),
-                json!({"skillId": running.skill_id, "attempt": running.attempt, "fencingToken": running.fencing_token,
-                       "leaseExpiresAt": running.lease_expires_at.as_ref().map(crate::catalog::view_time)}),
-                &origin,
-            );
+            let claimed = InvocationClaimed {
+                skill_id: running.skill_id.clone(),
+                attempt: running.attempt,
+                fencing_token: running.fencing_token,
+                lease_expires_at: running.lease_expires_at.as_ref().map(crate::catalog::view_time),
+            };
+            let event = crate::new_event(format!("skill_invocation:{}", running.id), &claimed, &origin);
             Decision::Take(running, vec![event])
         })
     }
@@ -329,14 +332,18 @@ impl Engine {
                     artifact_id: artifact_id.clone(),
                     ..ended(&call, CallStatus::Succeeded, Some(output.clone()), None, now)
                 };
-                let event = self.event(
-                    "skill.invocation_succeeded",
-                    subject,
-                    json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
-                           "taskId": call.task_id, "runId": call.run_id, "artifactId": artifact_id, "cost": cost,
-                           "outputs": outputs}),
-                    &origin,
-                );
+                let succeeded = InvocationSucceeded {
+                    skill_id: skill.id.clone(),
+                    skill: skill.name.clone(),
+                    version: skill.version.clone(),
+                    attempt: call.attempt,
+                    task_id: call.task_id.clone(),
+                    run_id: call.run_id.clone(),
+                    artifact_id,
+                    cost: cost.clone(),
+                    outputs,
+                };
+                let event = self.event(subject, &succeeded, &origin);
                 (next, event)
             } else {
                 let bytes = serde_json::to_vec(&output).map_or(0, |bytes| bytes.len());
@@ -482,20 +489,23 @@ impl Engine {
     ) -> (InvocationRecord, skill_store::records::Event) {
         let retryable = error["retryable"] == true;
         let subject = format!("skill_invocation:{}", call.id);
-        let summary = json!({"code": error["code"], "retryable": retryable,
-                             "message": cut(error["message"].as_str().unwrap_or_default(), 500)});
+        let summary = FailureSummary {
+            code: error["code"].as_str().map(str::to_owned),
+            retryable,
+            message: cut(error["message"].as_str().unwrap_or_default(), 500),
+        };
         if retryable && call.attempt < call.max_attempts {
             let backoff =
                 skill.contract.as_ref().and_then(|c| c["retryPolicy"]["backoffSeconds"].as_i64()).unwrap_or(0);
             let available_at = now + chrono::Duration::seconds(backoff.max(0));
-            let event = self.event(
-                "skill.invocation_retry_scheduled",
-                subject,
-                json!({"skillId": skill.id, "attempt": call.attempt, "maxAttempts": call.max_attempts,
-                       "availableAt": crate::catalog::view_time(&available_at),
-                       "error": {"code": error["code"], "retryable": true}}),
-                origin,
-            );
+            let scheduled = InvocationRetryScheduled {
+                skill_id: skill.id.clone(),
+                attempt: call.attempt,
+                max_attempts: call.max_attempts,
+                available_at: crate::catalog::view_time(&available_at),
+                error: RetriedError { code: error["code"].as_str().map(str::to_owned), retryable: true },
+            };
+            let event = self.event(subject, &scheduled, origin);
             let next = InvocationRecord {
                 status: CallStatus::Pending,
                 available_at,
@@ -510,13 +520,17 @@ impl Engine {
             };
             return (next, event);
         }
-        let event = self.event(
-            "skill.invocation_failed",
-            subject,
-            json!({"skillId": skill.id, "skill": skill.name, "version": skill.version, "attempt": call.attempt,
-                   "maxAttempts": call.max_attempts, "taskId": call.task_id, "runId": call.run_id, "error": summary}),
-            origin,
-        );
+        let failed = InvocationFailed {
+            skill_id: skill.id.clone(),
+            skill: skill.name.clone(),
+            version: skill.version.clone(),
+            attempt: call.attempt,
+            max_attempts: call.max_attempts,
+            task_id: call.task_id.clone(),
+            run_id: call.run_id.clone(),
+            error: summary,
+        };
+        let event = self.event(subject, &failed, origin);
         let next = InvocationRecord {
             cost: cost.or(call.cost.clone()),
             ..ended(&call, CallStatus::Failed, None, Some(error), now)

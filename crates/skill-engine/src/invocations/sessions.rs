@@ -4,6 +4,7 @@
 
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
+use skill_api::events::{SessionClosed, SessionOpened};
 use skill_api::{SessionOut, SessionRequest, SessionStatus};
 use skill_store::ErrorKind;
 use skill_store::records::{SessionRecord, Time};
@@ -50,12 +51,12 @@ impl Engine {
             row_version: 1,
             draining_at: None,
         };
-        let event = self.event(
-            "executor.session_opened",
-            format!("executor_session:{}", session.id),
-            json!({"principalId": actor.id(), "capabilities": request.capabilities, "expiresAt": view_time(&session.expires_at)}),
-            &Origin::of(actor, request_id),
-        );
+        let opened = SessionOpened {
+            principal_id: actor.id().to_owned(),
+            capabilities: json!(request.capabilities),
+            expires_at: view_time(&session.expires_at),
+        };
+        let event = self.event(format!("executor_session:{}", session.id), &opened, &Origin::of(actor, request_id));
         self.store.insert_session(&session, &event).await?;
         Ok(session_out(session, now))
     }
@@ -108,12 +109,8 @@ impl Engine {
                 calls.push(next);
                 events.push(event);
             }
-            events.push(self.event(
-                "executor.session_closed",
-                format!("executor_session:{}", session.id),
-                json!({"principalId": actor.id(), "released": calls.len()}),
-                &origin,
-            ));
+            let closed = SessionClosed { principal_id: actor.id().to_owned(), released: calls.len() };
+            events.push(self.event(format!("executor_session:{}", session.id), &closed, &origin));
             let closed = SessionRecord {
                 status: SessionStatus::Closed,
                 closed_at: Some(now),

@@ -3,9 +3,10 @@
 //! the actions the type lists for that decision — is recorded with the decision, in the same
 //! transaction, and carried out by the outcome worker with the decider's authority.
 use skill_api::Lifecycle;
+use skill_api::events::{ApprovalDecided, ApprovalRequested, ApprovalWithdrawn};
 
 use chrono::Utc;
-use serde_json::{Value, json};
+use serde_json::Value;
 use skill_api::{
     ActionOut, ActionStatus, ApprovalOut, ApprovalRequest, ApprovalStatus, DecideRequest, Items, OfTaskQuery,
     OutcomeOut, OutcomeStatus, RequestedCall, RequestedCallOut, TaskOut, WithdrawRequest,
@@ -122,13 +123,13 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        let event = self.event(
-            "approval.requested",
-            format!("approval:{}", approval.id),
-            json!({"taskId": approval.task_id, "gate": approval.gate, "requestedBy": approval.requested_by,
-                   "callSkillId": approval.call_skill_id}),
-            &Origin::of(actor, request_id),
-        );
+        let requested = ApprovalRequested {
+            task_id: approval.task_id.clone(),
+            gate: approval.gate,
+            requested_by: approval.requested_by.clone(),
+            call_skill_id: approval.call_skill_id.clone(),
+        };
+        let event = self.event(format!("approval:{}", approval.id), &requested, &Origin::of(actor, request_id));
         Ok((approval, event))
     }
 
@@ -230,13 +231,14 @@ impl Engine {
                     updated_at: now,
                 })
                 .collect();
-            let event = self.event(
-                "approval.decided",
-                format!("approval:{}", approval.id),
-                json!({"taskId": approval.task_id, "outcome": request.outcome, "decidedBy": actor.id(),
-                       "gate": approval.gate, "actions": rows.len()}),
-                &Origin::of(actor, request_id),
-            );
+            let decision = ApprovalDecided {
+                task_id: approval.task_id.clone(),
+                outcome,
+                decided_by: actor.id().to_owned(),
+                gate: approval.gate,
+                actions: rows.len(),
+            };
+            let event = self.event(format!("approval:{}", approval.id), &decision, &Origin::of(actor, request_id));
             let mut changes = vec![WorkChange::UpdateApproval(decided.clone())];
             changes.extend(rows.iter().cloned().map(WorkChange::InsertAction));
             if written(self.store.write_work(&changes, &[event]).await)? {
@@ -285,12 +287,12 @@ impl Engine {
                 updated_at: now,
                 ..approval.clone()
             };
-            let mut events = vec![self.event(
-                "approval.withdrawn",
-                format!("approval:{}", approval.id),
-                json!({"taskId": approval.task_id, "withdrawnBy": actor.id(), "was": approval.status}),
-                &origin,
-            )];
+            let withdrawal = ApprovalWithdrawn {
+                task_id: approval.task_id.clone(),
+                withdrawn_by: actor.id().to_owned(),
+                was: approval.status,
+            };
+            let mut events = vec![self.event(format!("approval:{}", approval.id), &withdrawal, &origin)];
             let mut changes = vec![WorkChange::UpdateApproval(withdrawn.clone())];
             if let Some(reason) = &request.reason {
                 let comment = self.comment(&task, actor.id(), reason)?;

@@ -13,10 +13,13 @@
 //! Each step is written before the next and repeats safely (one running run per owner and task,
 //! one call per key, one execution call per run and one that may write per task), so any core
 //! may do it and any may be killed.
-use skill_api::{ApprovalStatus, CallStatus, ExecutionResult, Lifecycle, PrincipalKind, RunStatus, TaskStatus};
+use skill_api::events::RunStarted;
+use skill_api::{
+    ApprovalStatus, CallStatus, ExecutionResult, Failure, Lifecycle, PrincipalKind, RunStatus, TaskStatus,
+};
 
 use chrono::Duration;
-use serde_json::{Value, json};
+use serde_json::Value;
 use skill_api::InvokeRequest;
 use skill_store::ErrorKind;
 use skill_store::records::{InvocationRecord, RunRecord, SkillRecord, TaskRecord, Time, WorkChange};
@@ -35,6 +38,11 @@ pub const EXECUTION_PRINCIPAL: &str = "core.execution";
 const EXECUTION_GRANTS: &[&str] = &["skills.invoke", "tasks.write"];
 /// The most tasks one pass looks at.
 const BATCH: i64 = 50;
+
+/// A failure as a run keeps it.
+fn failure(failure: Failure) -> Value {
+    serde_json::to_value(failure).expect("a failure serializes")
+}
 
 impl Engine {
     /// The execution principal with its grants, made on first use.
@@ -115,7 +123,7 @@ impl Engine {
             Err(error) if matches!(error.code, "approval_required" | "gate_rejected") => return Ok(0),
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => return Err(error),
             Err(error) => {
-                let failure = json!({"code": error.code, "message": error.message});
+                let failure = failure(Failure::new(error.code, error.message));
                 return self.finish_execution(task, Some(&run), RunStatus::Failed, None, Some(failure), &origin).await;
             }
         };
@@ -155,12 +163,8 @@ impl Engine {
         origin: &Origin,
     ) -> Result<Option<RunRecord>> {
         let run = self.new_run(&task.id, actor.id(), now);
-        let event = self.event(
-            "run.started",
-            format!("run:{}", run.id),
-            json!({"taskId": task.id, "owner": actor.id(), "execution": true}),
-            origin,
-        );
+        let started = RunStarted { task_id: task.id.clone(), owner: actor.id().to_owned(), execution: Some(true) };
+        let event = self.event(format!("run:{}", run.id), &started, origin);
         match self.store.write_work(&[WorkChange::InsertRun(run.clone())], &[event]).await {
             Ok(()) => Ok(Some(run)),
             // Another core started it: the next pass carries on with it.
@@ -198,7 +202,7 @@ impl Engine {
         }
         match (state, run, call) {
             (GateState::Rejected, _, _) => {
-                let failure = json!({"code": "gate_rejected", "message": "the task's gate was rejected"});
+                let failure = failure(Failure::new("gate_rejected", "the task's gate was rejected"));
                 self.finish_execution(task, run, RunStatus::Failed, None, Some(failure), origin).await
             }
             (GateState::Undecided, Some(_), Some(call)) if call.status == CallStatus::Pending => {
@@ -216,7 +220,7 @@ impl Engine {
                 Ok(usize::from(wrote))
             }
             (GateState::Undecided, Some(run), None) => {
-                let failure = json!({"code": "gate_withdrawn", "message": "the task's gate was withdrawn"});
+                let failure = failure(Failure::new("gate_withdrawn", "the task's gate was withdrawn"));
                 let (ended, event) = self.ended_run(run, RunStatus::Cancelled, None, Some(failure), origin);
                 Ok(usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?))
             }
@@ -262,8 +266,10 @@ impl Engine {
             CallStatus::Cancelled
                 if call.attempt == 0 && code == "basis_revoked" && reason == Some("approval_withdrawn") =>
             {
-                let failure = json!({"code": "gate_withdrawn", "skillInvocationId": call.id,
-                                     "message": "the task's gate was withdrawn before the call ran"});
+                let failure = failure(Failure {
+                    skill_invocation_id: Some(call.id.clone()),
+                    ..Failure::new("gate_withdrawn", "the task's gate was withdrawn before the call ran")
+                });
                 let (ended, event) = self.ended_run(run, RunStatus::Cancelled, None, Some(failure), origin);
                 usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?)
             }
@@ -273,8 +279,10 @@ impl Engine {
                 } else {
                     format!("skill_invocation_{}", call.status)
                 };
-                let failure = json!({"code": failed, "message": format!("skill_invocation_{}: {code}", call.status),
-                                     "skillInvocationId": call.id});
+                let failure = failure(Failure {
+                    skill_invocation_id: Some(call.id.clone()),
+                    ..Failure::new(failed, format!("skill_invocation_{}: {code}", call.status))
+                });
                 self.finish_execution(task, Some(run), RunStatus::Failed, None, Some(failure), origin).await?
             }
             CallStatus::Pending | CallStatus::Running => return Ok(None),

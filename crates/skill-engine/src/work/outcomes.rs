@@ -10,7 +10,10 @@
 //!
 //! Every step is written before the next is taken and repeats safely (the call's key names one
 //! call), so any number of cores may run this and any of them may be killed at any moment.
-use skill_api::{ActionCall, ActionStatus, CallStatus, Lifecycle, OutcomeReaction, OutcomeStatus, State, TaskStatus};
+use skill_api::events::{ActionEnded, ActionInvoked, OutcomeEnded};
+use skill_api::{
+    ActionCall, ActionStatus, CallStatus, Failure, Lifecycle, OutcomeReaction, OutcomeStatus, State, TaskStatus,
+};
 
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
@@ -34,6 +37,11 @@ const BATCH: i64 = 50;
 /// (`id`, `comment`, `decidedBy`, `decidedAt`, `outcome`).
 pub(crate) fn decision_root(task: Value, approval: Value) -> Value {
     json!({"task": task, "approval": approval})
+}
+
+/// A failure as an action keeps it.
+fn failure(failure: Failure) -> Value {
+    serde_json::to_value(failure).expect("a failure serializes")
 }
 
 impl Engine {
@@ -130,12 +138,8 @@ impl Engine {
             updated_at: Utc::now(),
             ..approval.clone()
         };
-        events.push(self.event(
-            "approval.outcome_ended",
-            format!("approval:{}", approval.id),
-            json!({"taskId": approval.task_id, "status": status, "reaction": reaction}),
-            &system,
-        ));
+        let ended_event = OutcomeEnded { task_id: approval.task_id.clone(), status, reaction };
+        events.push(self.event(format!("approval:{}", approval.id), &ended_event, &system));
         changes.insert(0, WorkChange::UpdateApproval(ended));
         // A stale approval or task (a withdrawal, a close meanwhile): the next pass decides again.
         if written(self.store.write_work(&changes, &events).await)? {
@@ -172,12 +176,14 @@ impl Engine {
         let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
         let Some(decider) = decider else {
             let error =
-                json!({"code": "authority_inactive", "message": "the decider is disabled: its decision acts no more"});
+                failure(Failure::new("authority_inactive", "the decider is disabled: its decision acts no more"));
             return Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(error))));
         };
         let (Some(version), Some(Value::Object(inputs))) = (&action.skill_id, &action.inputs) else {
-            let error = json!({"code": "not_found",
-                               "message": format!("{skill} named no published version when the decision was made")});
+            let error = failure(Failure::new(
+                "not_found",
+                format!("{skill} named no published version when the decision was made"),
+            ));
             return Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(error))));
         };
         let request = InvokeRequest {
@@ -205,17 +211,15 @@ impl Engine {
                     updated_at: Utc::now(),
                     ..action.clone()
                 };
-                let event = self.event(
-                    "approval.action_invoked",
-                    format!("approval:{}", approval.id),
-                    json!({"index": action.action_index, "invocationId": call.id, "skill": skill}),
-                    &Origin::default(),
-                );
+                let invoked =
+                    ActionInvoked { index: action.action_index, invocation_id: call.id.clone(), skill: skill.clone() };
+                let event = self.event(format!("approval:{}", approval.id), &invoked, &Origin::default());
                 Ok(Some((next, event)))
             }
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => Err(error),
             Err(error) => {
-                let failure = json!({"code": error.code, "message": error.message, "details": error.details});
+                let failure =
+                    failure(Failure { details: Some(json!(error.details)), ..Failure::new(error.code, error.message) });
                 Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(failure))))
             }
         }
@@ -299,7 +303,7 @@ impl Engine {
         let result = action.result.clone().map(|result| ActionCall { status: call.status, ..result });
         let failure = match (status, call.status) {
             (ActionStatus::Failed, CallStatus::Succeeded) => {
-                Some(json!({"code": "expectation_not_met", "message": "the output does not match expect"}))
+                Some(failure(Failure::new("expectation_not_met", "the output does not match expect")))
             }
             (ActionStatus::Failed | ActionStatus::Skipped, _) => call.error.clone(),
             _ => None,
@@ -322,12 +326,8 @@ impl Engine {
             updated_at: Utc::now(),
             ..action.clone()
         };
-        let event = self.event(
-            "approval.action_ended",
-            format!("approval:{}", action.approval_id),
-            json!({"index": action.action_index, "status": status, "invocationId": action.invocation_id}),
-            &Origin::default(),
-        );
+        let ended = ActionEnded { index: action.action_index, status, invocation_id: action.invocation_id.clone() };
+        let event = self.event(format!("approval:{}", action.approval_id), &ended, &Origin::default());
         (next, event)
     }
 }

@@ -8,6 +8,7 @@
 //! Nothing else may spend it, and a failure that says it will not pass (a refusal, invalid output,
 //! an unmet `expect`) cannot be retried.
 use skill_api::Lifecycle;
+use skill_api::events::{OutcomeRetried, RetriedAction};
 
 use chrono::Utc;
 use serde_json::{Value, json};
@@ -148,9 +149,12 @@ impl Engine {
             })];
             let mut retried = Vec::new();
             for action in again {
-                retried.push(json!({"index": action.action_index, "retry": action.retries + 1,
-                                    "previousInvocationId": action.invocation_id,
-                                    "error": action.error.as_ref().and_then(|e| e.get("code")).cloned()}));
+                retried.push(RetriedAction {
+                    index: action.action_index,
+                    retry: action.retries + 1,
+                    previous_invocation_id: action.invocation_id.clone(),
+                    error: action.error.as_ref().and_then(|e| e.get("code")).and_then(Value::as_str).map(str::to_owned),
+                });
                 changes.push(WorkChange::UpdateAction(ActionRecord {
                     status: ActionStatus::Pending,
                     invocation_id: None,
@@ -161,12 +165,12 @@ impl Engine {
                     ..action.clone()
                 }));
             }
-            let mut events = vec![self.event(
-                "approval.outcome_retried",
-                format!("approval:{}", approval.id),
-                json!({"taskId": approval.task_id, "retriedBy": actor.id(), "actions": retried}),
-                &origin,
-            )];
+            let retry = OutcomeRetried {
+                task_id: approval.task_id.clone(),
+                retried_by: actor.id().to_owned(),
+                actions: retried,
+            };
+            let mut events = vec![self.event(format!("approval:{}", approval.id), &retry, &origin)];
             if let Some(reason) = &request.reason {
                 let comment = self.comment(&task, actor.id(), reason)?;
                 events.push(comment_event(&comment, &origin));
@@ -174,7 +178,7 @@ impl Engine {
             }
             if written(self.store.write_work(&changes, &events).await)? {
                 tracing::info!(approval = %approval.id, task = %approval.task_id, by = %actor.principal().name,
-                               actions = retried.len(), "approval outcome retried");
+                               actions = retry.actions.len(), "approval outcome retried");
                 self.outcomes_due.notify_one();
                 return self.approval(actor, &approval.id).await;
             }

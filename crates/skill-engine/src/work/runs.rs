@@ -1,5 +1,6 @@
 //! Runs: a principal's attempt at a task, started on an open task and ended by its owner.
 use skill_api::Lifecycle;
+use skill_api::events::{RunEnded, RunStarted};
 
 use chrono::Utc;
 use serde_json::{Value, json};
@@ -22,12 +23,9 @@ impl Engine {
             return Err(task_terminal(&task));
         }
         let run = self.new_run(&task.id, actor.id(), Utc::now());
-        let event = self.event(
-            "run.started",
-            format!("run:{}", run.id),
-            json!({"taskId": run.task_id, "owner": run.owner_principal_id}),
-            &Origin::of(actor, request_id),
-        );
+        let started =
+            RunStarted { task_id: run.task_id.clone(), owner: run.owner_principal_id.clone(), execution: None };
+        let event = self.event(format!("run:{}", run.id), &started, &Origin::of(actor, request_id));
         match self.store.write_work(&[WorkChange::InsertRun(run.clone())], &[event]).await {
             Ok(()) => Ok(run_out(run)),
             Err(error) if error.kind() == ErrorKind::Conflict => {
@@ -116,12 +114,7 @@ impl Engine {
             row_version: run.row_version + 1,
             ..run.clone()
         };
-        let event = self.event(
-            "run.ended",
-            format!("run:{}", run.id),
-            json!({"taskId": run.task_id, "status": status}),
-            origin,
-        );
+        let event = self.event(format!("run:{}", run.id), &RunEnded { task_id: run.task_id.clone(), status }, origin);
         (ended, event)
     }
 

@@ -1,5 +1,6 @@
 //! Tasks: created in a workspace with a type's custom fields, read, listed, closed.
 use skill_api::Lifecycle;
+use skill_api::events::{TaskClosed, TaskCreated};
 
 use chrono::Utc;
 use serde_json::{Value, json};
@@ -43,13 +44,12 @@ impl Engine {
             closed_at: None,
             close_reason: None,
         };
-        let event = self.event(
-            "task.created",
-            format!("task:{}", task.id),
-            json!({"workspaceId": task.workspace_id, "taskTypeId": task.task_type_id,
-                   "taskType": format!("{}@{}", task_type.key, task_type.version)}),
-            &Origin::of(actor, request_id),
-        );
+        let created = TaskCreated {
+            workspace_id: task.workspace_id.clone(),
+            task_type_id: task.task_type_id.clone(),
+            task_type: format!("{}@{}", task_type.key, task_type.version),
+        };
+        let event = self.event(format!("task:{}", task.id), &created, &Origin::of(actor, request_id));
         let mut changes = vec![WorkChange::InsertTask(task.clone())];
         let mut events = vec![event];
         if let Some(approval) = &request.approval {
@@ -173,12 +173,8 @@ impl Engine {
         events: &mut Vec<skill_store::records::Event>,
     ) -> TaskRecord {
         let now = Utc::now();
-        events.push(self.event(
-            "task.closed",
-            format!("task:{}", task.id),
-            json!({"status": status, "workspaceId": task.workspace_id, "reason": reason}),
-            origin,
-        ));
+        let closed = TaskClosed { status, workspace_id: task.workspace_id.clone(), reason: reason.map(str::to_owned) };
+        events.push(self.event(format!("task:{}", task.id), &closed, origin));
         TaskRecord {
             status,
             closed_at: Some(now),

@@ -3,6 +3,7 @@
 
 use chrono::Utc;
 use serde_json::{Map, Value, json};
+use skill_api::events::TaskTypePublished;
 use skill_api::{
     ApprovalStatus, Lifecycle, Page, SkillStatus, State, TaskStatus, TaskTypeOut, TaskTypeQuery, TaskTypeRequest,
 };
@@ -51,12 +52,12 @@ impl Engine {
 
     /// The `task_type.published` event of `record`.
     pub(crate) fn task_type_event(&self, record: &TaskTypeRecord, origin: &Origin) -> skill_store::records::Event {
-        self.event(
-            "task_type.published",
-            format!("task_type:{}", record.id),
-            json!({"key": record.key, "version": record.version, "execution": record.execution}),
-            origin,
-        )
+        let published = TaskTypePublished {
+            key: record.key.clone(),
+            version: record.version.clone(),
+            execution: record.execution.clone(),
+        };
+        self.event(format!("task_type:{}", record.id), &published, origin)
     }
 
     /// The record a publication of `request` writes, every rule checked; the skills it names

@@ -17,8 +17,9 @@
 //! - an approval is spent at most once per skill version; a task's execution writes at most once.
 //!
 //! `SKILL_MODEL_CASES` (default 52, in four shards that run at once) × `SKILL_MODEL_STEPS`
-//! (default 2,000) operations — 104,000 — from the seed `SKILL_MODEL_SEED` (default fixed); a
-//! failure names the seed, the case and the step.
+//! (default 2,000) operations — 104,000 — from the seed `SKILL_MODEL_SEED` (default fixed). A
+//! failing case is shrunk to the shortest sequence of its steps that still fails (`shrink`),
+//! reported step by step with the seed, and replayed alone with `SKILL_MODEL_REPLAY`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -32,6 +33,8 @@ use skill_api::{
 };
 use skill_engine::{Actor, Engine, Origin, TokenRequest};
 use skill_store::records::{InvocationFilter, InvocationRecord};
+
+mod shrink;
 
 /// splitmix64: small, fast, and the same sequence on every machine.
 struct Rng(u64);
@@ -205,7 +208,9 @@ fn leaf(name: &str, version: &str, side_effects: &str) -> PublishRequest {
 }
 
 async fn world(case: u64) -> World {
-    let folder = std::env::temp_dir().join(format!("skill-engine-model-{}-{case}", std::process::id()));
+    static WORLDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nth = WORLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let folder = std::env::temp_dir().join(format!("skill-engine-model-{}-{case}-{nth}", std::process::id()));
     let _ = std::fs::remove_dir_all(&folder);
     let options = skill_store::StoreOptions { sqlite_full_sync: false, ..Default::default() };
     let store = skill_store::open(folder.to_str().expect("utf-8"), &options).await.expect("store");
@@ -300,11 +305,28 @@ async fn shard(n: u64) {
     let seed = env_number("SKILL_MODEL_SEED", 0x5EED_0001);
     let started = std::time::Instant::now();
     let mut totals: BTreeMap<&'static str, u64> = BTreeMap::new();
+    if let Some(replay) = std::env::var("SKILL_MODEL_REPLAY").ok().filter(|_| n == 0) {
+        let case = shrink::replayed(seed, &replay);
+        if let Err(failed) = shrink::attempt(case.clone(), false).await {
+            panic!("{}", shrink::report(&case, case.steps.len(), &failed, 0));
+        }
+        return;
+    }
     let mine: Vec<u64> = (0..all).filter(|case| case % SHARDS == n).collect();
     let cases = mine.len() as u64;
     for case in mine {
-        let mut rng = Rng(seed ^ case.wrapping_mul(0x1000_0000_01B3));
-        run_case(case, steps, &mut rng, &mut totals, seed).await;
+        let case = Case::new(seed, case, steps, Flaw::None);
+        match shrink::attempt(case.clone(), false).await {
+            Ok(counted) => {
+                for (kind, count) in counted {
+                    *totals.entry(kind).or_default() += count;
+                }
+            }
+            Err(failed) => {
+                let (shortest, failure, replays) = shrink::shrink(&case, failed).await;
+                panic!("{}", shrink::report(&shortest, case.steps.len(), &failure, replays));
+            }
+        }
     }
     let operations: u64 = totals.iter().filter(|(kind, _)| !kind.starts_with('+')).map(|(_, n)| n).sum();
     assert_eq!(operations, cases * steps, "every step is one operation");
@@ -329,237 +351,298 @@ fn count(totals: &mut BTreeMap<&'static str, u64>, kind: &'static str) {
     *totals.entry(kind).or_default() += 1;
 }
 
+/// One case: its seed and number, the seed of each of its steps (each step draws only from its
+/// own, so any subsequence replays as it would have run), and the flaw the model carries.
+#[derive(Debug, Clone)]
+pub(crate) struct Case {
+    pub(crate) seed: u64,
+    pub(crate) case: u64,
+    pub(crate) steps: Vec<u64>,
+    pub(crate) flaw: Flaw,
+}
+
+impl Case {
+    fn new(seed: u64, case: u64, steps: u64, flaw: Flaw) -> Self {
+        let mut rng = Rng(seed ^ case.wrapping_mul(0x1000_0000_01B3));
+        Self { seed, case, steps: (0..steps).map(|_| rng.next()).collect(), flaw }
+    }
+}
+
+/// A mistake the harness's own test puts into the model, to see it caught and shrunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flaw {
+    None,
+    /// The model believes one may decide an approval one asked for.
+    SelfDecision,
+}
+
+const PEOPLE: [&str; 3] = ["alice", "bob", "carol"];
+
+/// What a step's roll does, as people read it (`{who}` is the step's person).
+fn operation(roll: usize) -> &'static str {
+    match roll {
+        0..=7 => "{who} creates a task",
+        8..=16 => "{who} asks for an approval",
+        17..=26 => "bob decides a pending approval",
+        27..=30 => "{who} withdraws an approval",
+        31..=34 => "{who} starts a run",
+        35..=37 => "{who} ends a run",
+        38..=60 => "{who} invokes a skill",
+        61..=63 => "{who} closes a task",
+        64 => "the operator disables carol (late in a case; else leases expire)",
+        65..=70 => "the core's workers run",
+        71..=82 => "the executor claims a call",
+        83..=93 => "the executor finishes a call",
+        _ => "the leases run out",
+    }
+}
+
 #[allow(clippy::too_many_lines)]
-async fn run_case(case: u64, steps: u64, rng: &mut Rng, totals: &mut BTreeMap<&'static str, u64>, seed: u64) {
-    let mut w = world(case).await;
+pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u64>, trail: &shrink::Trail) {
+    let (seed, steps) = (case.seed, case.steps.len());
+    let mut w = world(case.case).await;
     let mut m = Model::default();
-    for step in 0..steps {
-        let at = format!("seed {seed:#x}, case {case}, step {step}");
+    for (step, step_seed) in case.steps.iter().enumerate() {
+        let rng = &mut Rng(*step_seed);
+        let at = format!("seed {seed:#x}, case {}, step {step}", case.case);
         // A disabled person acts no more: someone else does.
         let person = match rng.below(3) {
             disabled if m.disabled.contains(&disabled) => 0,
             person => person,
         };
-        let kind: &'static str = match rng.below(100) {
-            0..=7 => {
-                let kind = TYPES[rng.below(3)];
-                let gate = rng.chance(50);
-                let request = TaskRequest {
-                    workspace: "desk".to_owned(),
-                    task_type: kind.to_owned(),
-                    title: "A claim".to_owned(),
-                    custom_fields: Some(json!({"n": rng.below(3)}).as_object().cloned().expect("an object")),
-                    approval: gate.then(TaskApproval::default),
-                };
-                let task = w.engine.create_task(&w.people[person], &request, None).await.expect(&at);
-                m.tasks.insert(task.id.clone(), Task { open: true, kind });
-                if gate {
-                    let listed = w
-                        .engine
-                        .approvals(&w.people[1], &skill_api::OfTaskQuery { task: task.id.clone() })
+        let roll = rng.below(100);
+        let doing = format!("{} [step seed {step_seed:#x}]", operation(roll).replace("{who}", PEOPLE[person]));
+        trail.lock().expect("the trail").push(doing.clone());
+        let kind: &'static str = 'step: {
+            match roll {
+                0..=7 => {
+                    let kind = TYPES[rng.below(3)];
+                    let gate = rng.chance(50);
+                    let request = TaskRequest {
+                        workspace: "desk".to_owned(),
+                        task_type: kind.to_owned(),
+                        title: "A claim".to_owned(),
+                        custom_fields: Some(json!({"n": rng.below(3)}).as_object().cloned().expect("an object")),
+                        approval: gate.then(TaskApproval::default),
+                    };
+                    let task = w.engine.create_task(&w.people[person], &request, None).await.expect(&at);
+                    m.tasks.insert(task.id.clone(), Task { open: true, kind });
+                    if gate {
+                        let listed = w
+                            .engine
+                            .approvals(&w.people[1], &skill_api::OfTaskQuery { task: task.id.clone() })
+                            .await
+                            .expect(&at);
+                        let approval = Approval {
+                            task: task.id,
+                            gate: true,
+                            status: ApprovalStatus::Pending,
+                            requester: person,
+                            call: None,
+                        };
+                        m.approvals.insert(listed.items[0].id.clone(), approval);
+                    }
+                    "task created"
+                }
+                8..=16 => {
+                    let open: Vec<String> = m.tasks.iter().filter(|(_, t)| t.open).map(|(id, _)| id.clone()).collect();
+                    let Some(task) = rng.pick(&open).cloned() else {
+                        break 'step "nothing to do";
+                    };
+                    let gate = rng.chance(85);
+                    let call = rng.chance(45).then(|| (SKILLS[rng.below(3)], rng.below(3) as u64));
+                    let request = ApprovalRequest {
+                        task_id: task.clone(),
+                        gate: Some(gate),
+                        comment: None,
+                        call: call.map(|(skill, n)| RequestedCall {
+                            skill: skill.to_owned(),
+                            inputs: json!({"n": n}).as_object().cloned().expect("an object"),
+                        }),
+                    };
+                    let result = w.engine.request_approval(&w.people[person], &request, None).await;
+                    // A call is asked for on a gate, and never of the version the type's approved outcome
+                    // calls (the approval covers one call of a version).
+                    let outcome_calls =
+                        m.tasks[&task].kind == "reply@1" && call.is_some_and(|(skill, _)| skill == "claim.send@1");
+                    let expected = if call.is_some() && (!gate || outcome_calls) { "invalid_request" } else { "ok" };
+                    assert_eq!(code(&result), expected, "{at}: an approval asked for {call:?}, gate {gate}");
+                    if let Ok(approval) = result {
+                        m.approvals.insert(
+                            approval.id,
+                            Approval { task, gate, status: ApprovalStatus::Pending, requester: person, call },
+                        );
+                    }
+                    "approval requested"
+                }
+                17..=26 => {
+                    let pending: Vec<String> = m
+                        .approvals
+                        .iter()
+                        .filter(|(_, a)| a.status == ApprovalStatus::Pending)
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    let Some(id) = rng.pick(&pending).cloned() else {
+                        break 'step "nothing to do";
+                    };
+                    let outcome = if rng.chance(75) { "approved" } else { "rejected" };
+                    let decide = DecideRequest { outcome: outcome.to_owned(), comment: None };
+                    let result = w.engine.decide(&w.people[1], &id, &decide, None).await;
+                    let approval = &m.approvals[&id];
+                    let expected = if approval.requester == 1 && case.flaw != Flaw::SelfDecision {
+                        "self_approval_refused"
+                    } else if !m.tasks[&approval.task].open {
+                        "task_terminal"
+                    } else {
+                        "ok"
+                    };
+                    assert_eq!(code(&result), expected, "{at}: decide {id}");
+                    if let Ok(decided) = result {
+                        // What the decision reserved: the reply's send, with the task's own inputs.
+                        let reserved: Vec<&Value> =
+                            decided.outcome.iter().flat_map(|o| &o.actions).filter_map(|a| a.inputs.as_ref()).collect();
+                        let reply = approval.gate && outcome == "approved" && m.tasks[&approval.task].kind == "reply@1";
+                        assert_eq!(reserved.len(), usize::from(reply), "{at}: the outcome reserved its call");
+                        m.approvals.get_mut(&id).expect("known").status =
+                            if outcome == "approved" { ApprovalStatus::Approved } else { ApprovalStatus::Rejected };
+                    }
+                    "approval decided"
+                }
+                27..=30 => {
+                    let live: Vec<String> = m
+                        .approvals
+                        .iter()
+                        .filter(|(_, a)| {
+                            matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Approved)
+                                && a.requester == person
+                        })
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    let Some(id) = rng.pick(&live).cloned() else {
+                        break 'step "nothing to do";
+                    };
+                    w.engine.withdraw(&w.people[person], &id, &WithdrawRequest::default(), None).await.expect(&at);
+                    m.approvals.get_mut(&id).expect("known").status = ApprovalStatus::Withdrawn;
+                    "approval withdrawn"
+                }
+                31..=34 => {
+                    let open: Vec<String> = m.tasks.iter().filter(|(_, t)| t.open).map(|(id, _)| id.clone()).collect();
+                    let Some(task) = rng.pick(&open).cloned() else {
+                        break 'step "nothing to do";
+                    };
+                    let result =
+                        w.engine.start_run(&w.people[person], &RunRequest { task_id: task.clone() }, None).await;
+                    let busy = m.runs.values().any(|r| r.task == task && r.owner == person && r.running);
+                    assert_eq!(code(&result), if busy { "run_already_running" } else { "ok" }, "{at}");
+                    if let Ok(run) = result {
+                        m.runs.insert(run.id, Run { task, owner: person, running: true });
+                    }
+                    "run started"
+                }
+                35..=37 => {
+                    let mine: Vec<String> = m
+                        .runs
+                        .iter()
+                        .filter(|(_, r)| r.running && r.owner == person)
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    let Some(id) = rng.pick(&mine).cloned() else {
+                        break 'step "nothing to do";
+                    };
+                    let request = EndRunRequest { status: "succeeded".to_owned(), result: None, error: None };
+                    w.engine.end_run(&w.people[person], &id, &request, None).await.expect(&at);
+                    m.runs.get_mut(&id).expect("known").running = false;
+                    "run ended"
+                }
+                38..=60 => invoke(&w, &mut m, rng, person, &at, totals).await,
+                61..=63 => {
+                    let open: Vec<String> = m.tasks.iter().filter(|(_, t)| t.open).map(|(id, _)| id.clone()).collect();
+                    let Some(task) = rng.pick(&open).cloned() else {
+                        break 'step "nothing to do";
+                    };
+                    let status = ["done", "failed", "cancelled"][rng.below(3)].to_owned();
+                    w.engine
+                        .close_task(&w.people[person], &task, &CloseTaskRequest { status, comment: None }, None)
                         .await
                         .expect(&at);
-                    let approval = Approval {
-                        task: task.id,
-                        gate: true,
-                        status: ApprovalStatus::Pending,
-                        requester: person,
-                        call: None,
+                    m.tasks.get_mut(&task).expect("known").open = false;
+                    "task closed"
+                }
+                64 if step > steps / 2 && rng.chance(10) && !m.disabled.contains(&2) => {
+                    // carol leaves: her waiting and running calls are cancelled.
+                    let request = DisableRequest { principal: "carol".to_owned(), reason: "offboarded".to_owned() };
+                    w.engine.disable_principal(&w.admin, &request, None).await.expect(&at);
+                    m.disabled.insert(2);
+                    for (id, call) in &mut m.calls {
+                        if call.authority == Some(2) && matches!(call.status, CallStatus::Pending | CallStatus::Running)
+                        {
+                            let stored = w.engine.store().invocation(id).await.expect(&at);
+                            assert_eq!(
+                                (stored.status, stored.error.as_ref().map(|e| e["code"].clone())),
+                                (CallStatus::Cancelled, Some(json!("basis_revoked"))),
+                                "{at}"
+                            );
+                            call.status = CallStatus::Cancelled;
+                        }
+                    }
+                    "principal disabled"
+                }
+                65..=70 => {
+                    // The core carries out what it carries out itself: outcomes, then executions.
+                    w.engine.run_outcomes(Utc::now()).await.expect(&at);
+                    w.engine.run_executions(Utc::now()).await.expect(&at);
+                    learn(&mut w, &mut m, &at, totals).await;
+                    "workers ran"
+                }
+                71..=82 => claim(&w, &mut m, &at, totals).await,
+                83..=93 => {
+                    let running: Vec<String> = m
+                        .calls
+                        .iter()
+                        .filter(|(_, c)| c.status == CallStatus::Running)
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    let Some(id) = rng.pick(&running).cloned() else {
+                        break 'step "nothing to do";
                     };
-                    m.approvals.insert(listed.items[0].id.clone(), approval);
+                    let fencing = m.calls[&id].fencing;
+                    let answer = if rng.chance(70) {
+                        let request = serde_json::from_value(json!({"fencingToken": fencing, "output": {"ok": true}}))
+                            .expect("complete");
+                        w.engine.complete(&w.executor, &id, &request, None).await.expect(&at)
+                    } else {
+                        let retryable = rng.chance(50);
+                        let request = serde_json::from_value(
+                            json!({"fencingToken": fencing, "error": {"code": "boom", "retryable": retryable}}),
+                        )
+                        .expect("fail");
+                        w.engine.fail(&w.executor, &id, &request, None).await.expect(&at)
+                    };
+                    m.calls.get_mut(&id).expect("known").status = answer.status;
+                    "call finished"
                 }
-                "task created"
-            }
-            8..=16 => {
-                let open: Vec<String> = m.tasks.iter().filter(|(_, t)| t.open).map(|(id, _)| id.clone()).collect();
-                let Some(task) = rng.pick(&open).cloned() else {
-                    count(totals, "nothing to do");
-                    continue;
-                };
-                let gate = rng.chance(85);
-                let call = rng.chance(45).then(|| (SKILLS[rng.below(3)], rng.below(3) as u64));
-                let request = ApprovalRequest {
-                    task_id: task.clone(),
-                    gate: Some(gate),
-                    comment: None,
-                    call: call.map(|(skill, n)| RequestedCall {
-                        skill: skill.to_owned(),
-                        inputs: json!({"n": n}).as_object().cloned().expect("an object"),
-                    }),
-                };
-                let result = w.engine.request_approval(&w.people[person], &request, None).await;
-                // A call is asked for on a gate, and never of the version the type's approved outcome
-                // calls (the approval covers one call of a version).
-                let outcome_calls =
-                    m.tasks[&task].kind == "reply@1" && call.is_some_and(|(skill, _)| skill == "claim.send@1");
-                let expected = if call.is_some() && (!gate || outcome_calls) { "invalid_request" } else { "ok" };
-                assert_eq!(code(&result), expected, "{at}: an approval asked for {call:?}, gate {gate}");
-                if let Ok(approval) = result {
-                    m.approvals.insert(
-                        approval.id,
-                        Approval { task, gate, status: ApprovalStatus::Pending, requester: person, call },
-                    );
-                }
-                "approval requested"
-            }
-            17..=26 => {
-                let pending: Vec<String> = m
-                    .approvals
-                    .iter()
-                    .filter(|(_, a)| a.status == ApprovalStatus::Pending)
-                    .map(|(id, _)| id.clone())
-                    .collect();
-                let Some(id) = rng.pick(&pending).cloned() else {
-                    count(totals, "nothing to do");
-                    continue;
-                };
-                let outcome = if rng.chance(75) { "approved" } else { "rejected" };
-                let decide = DecideRequest { outcome: outcome.to_owned(), comment: None };
-                let result = w.engine.decide(&w.people[1], &id, &decide, None).await;
-                let approval = &m.approvals[&id];
-                let expected = if approval.requester == 1 {
-                    "self_approval_refused"
-                } else if !m.tasks[&approval.task].open {
-                    "task_terminal"
-                } else {
-                    "ok"
-                };
-                assert_eq!(code(&result), expected, "{at}: decide {id}");
-                if let Ok(decided) = result {
-                    // What the decision reserved: the reply's send, with the task's own inputs.
-                    let reserved: Vec<&Value> =
-                        decided.outcome.iter().flat_map(|o| &o.actions).filter_map(|a| a.inputs.as_ref()).collect();
-                    let reply = approval.gate && outcome == "approved" && m.tasks[&approval.task].kind == "reply@1";
-                    assert_eq!(reserved.len(), usize::from(reply), "{at}: the outcome reserved its call");
-                    m.approvals.get_mut(&id).expect("known").status =
-                        if outcome == "approved" { ApprovalStatus::Approved } else { ApprovalStatus::Rejected };
-                }
-                "approval decided"
-            }
-            27..=30 => {
-                let live: Vec<String> = m
-                    .approvals
-                    .iter()
-                    .filter(|(_, a)| {
-                        matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Approved) && a.requester == person
-                    })
-                    .map(|(id, _)| id.clone())
-                    .collect();
-                let Some(id) = rng.pick(&live).cloned() else {
-                    count(totals, "nothing to do");
-                    continue;
-                };
-                w.engine.withdraw(&w.people[person], &id, &WithdrawRequest::default(), None).await.expect(&at);
-                m.approvals.get_mut(&id).expect("known").status = ApprovalStatus::Withdrawn;
-                "approval withdrawn"
-            }
-            31..=34 => {
-                let open: Vec<String> = m.tasks.iter().filter(|(_, t)| t.open).map(|(id, _)| id.clone()).collect();
-                let Some(task) = rng.pick(&open).cloned() else {
-                    count(totals, "nothing to do");
-                    continue;
-                };
-                let result = w.engine.start_run(&w.people[person], &RunRequest { task_id: task.clone() }, None).await;
-                let busy = m.runs.values().any(|r| r.task == task && r.owner == person && r.running);
-                assert_eq!(code(&result), if busy { "run_already_running" } else { "ok" }, "{at}");
-                if let Ok(run) = result {
-                    m.runs.insert(run.id, Run { task, owner: person, running: true });
-                }
-                "run started"
-            }
-            35..=37 => {
-                let mine: Vec<String> =
-                    m.runs.iter().filter(|(_, r)| r.running && r.owner == person).map(|(id, _)| id.clone()).collect();
-                let Some(id) = rng.pick(&mine).cloned() else {
-                    count(totals, "nothing to do");
-                    continue;
-                };
-                let request = EndRunRequest { status: "succeeded".to_owned(), result: None, error: None };
-                w.engine.end_run(&w.people[person], &id, &request, None).await.expect(&at);
-                m.runs.get_mut(&id).expect("known").running = false;
-                "run ended"
-            }
-            38..=60 => invoke(&w, &mut m, rng, person, &at, totals).await,
-            61..=63 => {
-                let open: Vec<String> = m.tasks.iter().filter(|(_, t)| t.open).map(|(id, _)| id.clone()).collect();
-                let Some(task) = rng.pick(&open).cloned() else {
-                    count(totals, "nothing to do");
-                    continue;
-                };
-                let status = ["done", "failed", "cancelled"][rng.below(3)].to_owned();
-                w.engine
-                    .close_task(&w.people[person], &task, &CloseTaskRequest { status, comment: None }, None)
-                    .await
-                    .expect(&at);
-                m.tasks.get_mut(&task).expect("known").open = false;
-                "task closed"
-            }
-            64 if step > steps / 2 && rng.chance(10) && !m.disabled.contains(&2) => {
-                // carol leaves: her waiting and running calls are cancelled.
-                let request = DisableRequest { principal: "carol".to_owned(), reason: "offboarded".to_owned() };
-                w.engine.disable_principal(&w.admin, &request, None).await.expect(&at);
-                m.disabled.insert(2);
-                for (id, call) in &mut m.calls {
-                    if call.authority == Some(2) && matches!(call.status, CallStatus::Pending | CallStatus::Running) {
-                        let stored = w.engine.store().invocation(id).await.expect(&at);
-                        assert_eq!(
-                            (stored.status, stored.error.as_ref().map(|e| e["code"].clone())),
-                            (CallStatus::Cancelled, Some(json!("basis_revoked"))),
-                            "{at}"
-                        );
-                        call.status = CallStatus::Cancelled;
+                _ => {
+                    // Leases run out: every running call is back in the queue or failed.
+                    let moved = w.engine.expire_leases(Utc::now() + Duration::hours(2)).await.expect(&at);
+                    let running = m.calls.values().filter(|c| c.status == CallStatus::Running).count();
+                    // (One sweep handles a batch; more would wait for the next.)
+                    assert_eq!(moved, running.min(100), "{at}: every running call's lease ended");
+                    for (id, call) in &mut m.calls {
+                        if call.status == CallStatus::Running {
+                            call.status = w.engine.store().invocation(id).await.expect(&at).status;
+                        }
                     }
+                    "leases expired"
                 }
-                "principal disabled"
-            }
-            65..=70 => {
-                // The core carries out what it carries out itself: outcomes, then executions.
-                w.engine.run_outcomes(Utc::now()).await.expect(&at);
-                w.engine.run_executions(Utc::now()).await.expect(&at);
-                learn(&mut w, &mut m, &at, totals).await;
-                "workers ran"
-            }
-            71..=82 => claim(&w, &mut m, &at, totals).await,
-            83..=93 => {
-                let running: Vec<String> =
-                    m.calls.iter().filter(|(_, c)| c.status == CallStatus::Running).map(|(id, _)| id.clone()).collect();
-                let Some(id) = rng.pick(&running).cloned() else {
-                    count(totals, "nothing to do");
-                    continue;
-                };
-                let fencing = m.calls[&id].fencing;
-                let answer = if rng.chance(70) {
-                    let request = serde_json::from_value(json!({"fencingToken": fencing, "output": {"ok": true}}))
-                        .expect("complete");
-                    w.engine.complete(&w.executor, &id, &request, None).await.expect(&at)
-                } else {
-                    let retryable = rng.chance(50);
-                    let request = serde_json::from_value(
-                        json!({"fencingToken": fencing, "error": {"code": "boom", "retryable": retryable}}),
-                    )
-                    .expect("fail");
-                    w.engine.fail(&w.executor, &id, &request, None).await.expect(&at)
-                };
-                m.calls.get_mut(&id).expect("known").status = answer.status;
-                "call finished"
-            }
-            _ => {
-                // Leases run out: every running call is back in the queue or failed.
-                let moved = w.engine.expire_leases(Utc::now() + Duration::hours(2)).await.expect(&at);
-                let running = m.calls.values().filter(|c| c.status == CallStatus::Running).count();
-                // (One sweep handles a batch; more would wait for the next.)
-                assert_eq!(moved, running.min(100), "{at}: every running call's lease ended");
-                for (id, call) in &mut m.calls {
-                    if call.status == CallStatus::Running {
-                        call.status = w.engine.store().invocation(id).await.expect(&at).status;
-                    }
-                }
-                "leases expired"
             }
         };
         count(totals, kind);
+        if let Some(last) = trail.lock().expect("the trail").last_mut() {
+            *last = format!("{doing} → {kind}");
+        }
     }
-    check_whole(&w, &m, case).await;
+    trail.lock().expect("the trail").push("the whole store checked at the end".to_owned());
+    check_whole(&w, &m, case.case).await;
 }
 
 /// A person's call: mostly coherent ones (a run of one's own, an approval of the same task, the
