@@ -136,18 +136,18 @@ mod tests {
     fn a_basis_is_kept_as_it_always_was() {
         let approval = Basis::Approval { approval_id: "a".into(), decided_by: "p".into(), retry: None };
         assert_eq!(
-            serde_json::to_value(&approval).unwrap(),
+            serde_json::to_value(&approval).expect("serializes"),
             json!({"kind": "approval", "approvalId": "a", "decidedBy": "p"})
         );
         let retried = Basis::Approval { approval_id: "a".into(), decided_by: "p".into(), retry: Some(2) };
-        assert_eq!(serde_json::to_value(&retried).unwrap()["retry"], json!(2));
+        assert_eq!(serde_json::to_value(&retried).expect("serializes")["retry"], json!(2));
         let execution = Basis::Execution { task_type_id: "tt".into(), task_id: "t".into(), run_id: "r".into() };
         assert_eq!(
-            serde_json::to_value(&execution).unwrap(),
+            serde_json::to_value(&execution).expect("serializes"),
             json!({"kind": "execution", "taskTypeId": "tt", "taskId": "t", "runId": "r"})
         );
         let unknown = serde_json::from_value::<Basis>(json!({"kind": "process", "stepId": "s"}));
-        assert!(unknown.unwrap_err().to_string().contains("process"));
+        assert!(unknown.expect_err("an unknown kind").to_string().contains("process"));
         assert!(serde_json::from_value::<Basis>(json!({"kind": "approval"})).is_err(), "a basis names its approval");
     }
 }

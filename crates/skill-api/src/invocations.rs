@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use skill_contract::{RiskLevel, SideEffects};
 
-use crate::{Basis, CallStatus, RequesterKind};
+use crate::{Basis, CallStatus, RequesterKind, WaitingReason};
 
 /// The largest `inputs` or `output` object, as JSON: 256 KiB.
 pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
@@ -90,9 +90,7 @@ pub struct InvocationOut {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Waiting {
-    /// `held_for_approval` (an external write of a task's execution while the task has a pending
-    /// gate approval), `backoff`, `no_executor` or `queued`.
-    pub reason: String,
+    pub reason: WaitingReason,
     /// The implementation an executor must cover: `local:<entrypoint>`, `http:<endpoint>`, …
     pub implementation: String,
     pub message: String,

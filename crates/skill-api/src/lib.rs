@@ -61,13 +61,16 @@ pub use principals::{
     AssignRequest, Assigned, AssignedSkill, DisableOut, DisableRequest, ExecutorAllowance, ExecutorAllowanceOut,
     Revoked,
 };
+/// The contract's policy words, as the API's answers and the core's rows hold them.
+pub use skill_contract::{Idempotency, RiskLevel, SideEffects};
 pub use skills::{
     DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest, PublishRequest,
     SkillKind, SkillOut, etag, parse_etag,
 };
 pub use states::{
-    ActionStatus, ApprovalStatus, CallStatus, Lifecycle, OutcomeReaction, OutcomeStatus, OutputStatus, PrincipalKind,
-    RequesterKind, RunStatus, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
+    ActionStatus, ApprovalStatus, CallStatus, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus, OutputStatus,
+    PrincipalKind, RequesterKind, RunStatus, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
+    WaitingReason,
 };
 pub use tokens::{AudienceTokenOut, AudienceTokenRequest};
 pub use work::{

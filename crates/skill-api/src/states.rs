@@ -320,6 +320,41 @@ states! {
     }
 }
 
+states! {
+    /// Why a pending call has not started.
+    WaitingReason, what = "waiting reason",
+    {
+        /// An external write of its task's execution, while the task has a pending gate approval.
+        HeldForApproval => "held_for_approval",
+        /// Retried after a failure: it waits until its next attempt is due.
+        Backoff => "backoff",
+        /// No open executor session covers its implementation.
+        NoExecutor => "no_executor",
+        /// It waits its turn.
+        Queued => "queued",
+    }
+}
+
+states! {
+    /// Why the core cancelled a call whose basis was lost (`basis_revoked`, the `message` of its
+    /// error), at a claim or by a worker.
+    LostBasis, what = "lost basis",
+    {
+        /// Its task closed.
+        TaskTerminal => "task_terminal",
+        /// Its approval is no longer approved (or an execution's gate was withdrawn).
+        ApprovalWithdrawn => "approval_withdrawn",
+        /// Its task's gate was rejected.
+        GateRejected => "gate_rejected",
+        /// The run of an execution ended.
+        RunNotActive => "run_not_active",
+        /// Its version was disabled.
+        SkillDisabled => "skill_disabled",
+        /// An execution's call waited past its deadline after its gate was approved.
+        ExecutionDeadline => "execution_deadline",
+    }
+}
+
 impl State for SideEffects {
     const WHAT: &'static str = "side effect";
     const ALL: &'static [Self] = &[Self::None, Self::ExternalRead, Self::ExternalWrite];
@@ -349,10 +384,10 @@ mod tests {
         for (state, word) in S::ALL.iter().zip(S::WORDS) {
             assert_eq!(state.as_str(), *word);
             assert_eq!(S::parse(word), Ok(*state));
-            assert_eq!(serde_json::to_value(state).unwrap(), serde_json::json!(word));
-            assert_eq!(serde_json::from_value::<S>(serde_json::json!(word)).unwrap(), *state);
+            assert_eq!(serde_json::to_value(state).expect("serializes"), serde_json::json!(word));
+            assert_eq!(serde_json::from_value::<S>(serde_json::json!(word)).expect("reads back"), *state);
         }
-        let unknown = S::parse("Pending ").unwrap_err();
+        let unknown = S::parse("Pending ").expect_err("not a state");
         assert!(unknown.to_string().contains(S::WHAT), "{unknown}");
         assert!(serde_json::from_value::<S>(serde_json::json!("nope")).is_err());
     }

@@ -260,7 +260,7 @@ pub(crate) fn invocable(skill: &skill_store::records::SkillRecord) -> Result<&Va
             .with("skillId", skill.id.clone())
             .with("reason", reason)
             .with("protocol", json!(skill.protocol))
-            .with("status", skill.status.clone()))
+            .with("status", skill.status))
     };
     let name = format!("{}@{}", skill.name, skill.version);
     if skill.status == SkillStatus::Disabled {

@@ -90,7 +90,8 @@ impl Engine {
             }
         }
         let contract = invocable(&skill)?;
-        if key.is_none() && contract["idempotency"] == "required" {
+        let idempotency = contract["idempotency"].as_str().and_then(|word| word.parse().ok());
+        if key.is_none() && idempotency == Some(skill_contract::Idempotency::Required) {
             return Err(EngineError::new(
                 Class::BadRequest,
                 "idempotency_key_required",

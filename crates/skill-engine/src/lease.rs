@@ -52,7 +52,7 @@ pub(crate) fn check_holder(
         "this executor does not hold the call's current lease: drop the call and report nothing",
     )
     .with("invocationId", call.id.clone())
-    .with("status", call.status.clone())
+    .with("status", call.status)
     .with("fencingToken", fencing_token)
     .with("currentFencingToken", call.fencing_token))
 }

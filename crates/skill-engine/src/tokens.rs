@@ -111,7 +111,7 @@ impl Engine {
                 "permission_denied",
                 "only an executor obtains audience tokens, for a call it holds",
             )
-            .with("kind", actor.principal().kind.clone()));
+            .with("kind", actor.principal().kind));
         }
         let (call, skill, now) =
             self.held(actor, &request.invocation_id, request.fencing_token, request.session_id.as_deref()).await?;

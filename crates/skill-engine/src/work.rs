@@ -54,7 +54,7 @@ pub(crate) fn person_decides(actor: &Actor) -> Result<()> {
         "decider_not_a_person",
         format!("a person decides approvals; {} is an {}", actor.principal().name, actor.principal().kind),
     )
-    .with("kind", actor.principal().kind.clone()))
+    .with("kind", actor.principal().kind))
 }
 
 /// `name@version` of the version `task_type`'s execution pins, if it has one.

@@ -68,7 +68,8 @@ async fn form_page(engine: &Engine, viewer: &Viewer, reference: &str, filled: &F
     let skill = engine.skill(actor, reference).await?;
     let reference = format!("{}@{}", skill.name, skill.version);
     let schema = contract_field(&skill, "inputs").cloned().unwrap_or(Value::Null);
-    let keyed = contract_field(&skill, "idempotency").and_then(Value::as_str) == Some("required");
+    let idempotency = contract_field(&skill, "idempotency").and_then(Value::as_str).and_then(|word| word.parse().ok());
+    let keyed = idempotency == Some(skill_api::Idempotency::Required);
     let writes = skill.side_effects.is_some_and(|effects| effects.writes());
     let tasks = if actor.can_somewhere("tasks.write") {
         let query = TaskQuery { status: Some("open".to_owned()), limit: Some(100), ..TaskQuery::default() };

@@ -178,7 +178,8 @@ fn sample(schema: &Value) -> Value {
 /// A skill without side effects and inputs that fit its schema, for the printed example.
 fn example_call(loaded: &package::Loaded) -> Option<(String, Value)> {
     let skill = loaded.package.objects.iter().find(|object| {
-        object.kind == "Skill" && object.document.pointer("/spec/sideEffects").and_then(Value::as_str) == Some("none")
+        let effects = object.document.pointer("/spec/sideEffects").and_then(Value::as_str);
+        object.kind == "Skill" && effects.and_then(|word| word.parse().ok()) == Some(skill_api::SideEffects::None)
     })?;
     let version = skill.version()?;
     let schema = skill.document.pointer("/spec/contract/inputs")?;

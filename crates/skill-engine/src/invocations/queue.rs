@@ -199,7 +199,12 @@ impl Engine {
             }
             match recheck(candidate, basis) {
                 Obstacle::Cancel(reason) => {
-                    let cause = Cancellation { code: "basis_revoked", reason, by: "system", initiator: "system" };
+                    let cause = Cancellation {
+                        code: "basis_revoked",
+                        reason: reason.as_str(),
+                        by: "system",
+                        initiator: "system",
+                    };
                     let skill = (basis.skill_name.as_str(), basis.skill_version.as_str());
                     let (cancelled, event) = cancellation(candidate, skill, &cause, now, &system);
                     // A store that tries its transaction again hands the same candidate again.
@@ -586,8 +591,8 @@ fn claimed_skill(skill: &SkillRecord, contract: &Value) -> ClaimedSkill {
         name: skill.name.clone(),
         version: skill.version.clone(),
         protocol: skill.protocol.clone().unwrap_or_default(),
-        side_effects: skill.side_effects.clone().unwrap_or_default(),
-        risk_level: skill.risk_level.clone().unwrap_or_default(),
+        side_effects: skill.side_effects.unwrap_or_default(),
+        risk_level: skill.risk_level.unwrap_or_default(),
         contract: contract.clone(),
     }
 }

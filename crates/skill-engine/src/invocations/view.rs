@@ -1,6 +1,6 @@
 //! A stored call as the API shows it.
 
-use skill_api::{CallStatus, CalledSkill, InvocationOut, RequestedBy, Waiting};
+use skill_api::{CallStatus, CalledSkill, InvocationOut, RequestedBy, Waiting, WaitingReason};
 use skill_store::records::{InvocationRecord, SkillRecord, Time};
 
 use crate::catalog::view_time;
@@ -60,7 +60,7 @@ fn waiting(call: &InvocationRecord, now: Time, looked: &Looked) -> Waiting {
     let implementation = implementation(call);
     if !looked.held_by.is_empty() {
         return Waiting {
-            reason: "held_for_approval".to_owned(),
+            reason: WaitingReason::HeldForApproval,
             message: format!(
                 "an external write of its task's execution: held until the task's gate approval {} is decided",
                 looked.held_by.join(", ")
@@ -70,14 +70,14 @@ fn waiting(call: &InvocationRecord, now: Time, looked: &Looked) -> Waiting {
     }
     if call.available_at > now {
         return Waiting {
-            reason: "backoff".to_owned(),
+            reason: WaitingReason::Backoff,
             message: format!("retried after a failure: waits until {}", view_time(&call.available_at)),
             implementation,
         };
     }
     if looked.covered == Some(false) {
         return Waiting {
-            reason: "no_executor".to_owned(),
+            reason: WaitingReason::NoExecutor,
             message: format!(
                 "no executor session covers {implementation}: start an executor that runs it (for a local skill, \
                  the package's host with `execute`), or check its allow-list"
@@ -86,7 +86,7 @@ fn waiting(call: &InvocationRecord, now: Time, looked: &Looked) -> Waiting {
         };
     }
     Waiting {
-        reason: "queued".to_owned(),
+        reason: WaitingReason::Queued,
         message: format!("waits for an executor that runs {implementation}"),
         implementation,
     }

@@ -12,7 +12,7 @@
 //!   pending, rejected or withdrawn one).
 
 use serde_json::{Value, json};
-use skill_api::{ApprovalStatus, Basis, Lifecycle, RunStatus, SkillStatus};
+use skill_api::{ApprovalStatus, Basis, Lifecycle, LostBasis, RunStatus, SkillStatus, WaitingReason};
 use skill_contract::SideEffects;
 use skill_contract::export::canonical_json;
 use skill_store::ErrorKind;
@@ -77,9 +77,9 @@ pub(crate) enum Obstacle {
     /// Nothing stands in the way.
     None,
     /// Its basis is gone: cancel it (`basis_revoked`) with this reason.
-    Cancel(&'static str),
-    /// Not now: leave it pending (this reason, for who looks).
-    Hold(&'static str),
+    Cancel(LostBasis),
+    /// Not now: leave it pending (held for an approval).
+    Hold(WaitingReason),
 }
 
 /// Whether a skill with these side effects writes to the outside world (and so needs a basis).
@@ -364,22 +364,22 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
     let from_basis = match &call.authorization_basis {
         None => Obstacle::None,
         Some(Basis::Execution { .. }) => match GateState::of(state.gates, writes(state.side_effects)) {
-            GateState::Rejected => Obstacle::Cancel("gate_rejected"),
-            _ if closed => Obstacle::Cancel("task_terminal"),
-            _ if state.run_status != Some(RunStatus::Running) => Obstacle::Cancel("run_not_active"),
-            GateState::Pending => Obstacle::Hold("approval_required"),
-            GateState::Undecided => Obstacle::Cancel("approval_withdrawn"),
+            GateState::Rejected => Obstacle::Cancel(LostBasis::GateRejected),
+            _ if closed => Obstacle::Cancel(LostBasis::TaskTerminal),
+            _ if state.run_status != Some(RunStatus::Running) => Obstacle::Cancel(LostBasis::RunNotActive),
+            GateState::Pending => Obstacle::Hold(WaitingReason::HeldForApproval),
+            GateState::Undecided => Obstacle::Cancel(LostBasis::ApprovalWithdrawn),
             GateState::Open => Obstacle::None,
         },
-        Some(Basis::Approval { .. }) if closed => Obstacle::Cancel("task_terminal"),
+        Some(Basis::Approval { .. }) if closed => Obstacle::Cancel(LostBasis::TaskTerminal),
         Some(Basis::Approval { .. }) if state.approval_status != Some(ApprovalStatus::Approved) => {
-            Obstacle::Cancel("approval_withdrawn")
+            Obstacle::Cancel(LostBasis::ApprovalWithdrawn)
         }
         Some(Basis::Approval { .. }) => Obstacle::None,
     };
     match from_basis {
         Obstacle::Cancel(reason) => Obstacle::Cancel(reason),
-        _ if state.skill_status == SkillStatus::Disabled => Obstacle::Cancel("skill_disabled"),
+        _ if state.skill_status == SkillStatus::Disabled => Obstacle::Cancel(LostBasis::SkillDisabled),
         other => other,
     }
 }
@@ -458,24 +458,39 @@ pub(crate) mod tests {
         assert_eq!(recheck(&approval, &ok), Obstacle::None);
         assert_eq!(recheck(&execution, &ok), Obstacle::None, "an approved gate");
         let ungated = state("open", None, Some("running"), &[], "active");
-        assert_eq!(recheck(&execution, &ungated), Obstacle::Cancel("approval_withdrawn"), "a write waits for a gate");
+        assert_eq!(
+            recheck(&execution, &ungated),
+            Obstacle::Cancel(LostBasis::ApprovalWithdrawn),
+            "a write waits for a gate"
+        );
         let reading = BasisState { side_effects: Some(SideEffects::None), ..ungated };
         assert_eq!(recheck(&execution, &reading), Obstacle::None, "a read needs no gate");
         let closed = state("done", Some("approved"), Some("running"), &[], "active");
-        assert_eq!(recheck(&approval, &closed), Obstacle::Cancel("task_terminal"));
-        assert_eq!(recheck(&execution, &closed), Obstacle::Cancel("task_terminal"));
+        assert_eq!(recheck(&approval, &closed), Obstacle::Cancel(LostBasis::TaskTerminal));
+        assert_eq!(recheck(&execution, &closed), Obstacle::Cancel(LostBasis::TaskTerminal));
         assert_eq!(recheck(&none, &closed), Obstacle::None, "a call without a basis outlives its task");
         for gone in [Some("withdrawn"), Some("pending"), Some("rejected"), None] {
             let withdrawn = state("open", gone, Some("running"), &[], "active");
-            assert_eq!(recheck(&approval, &withdrawn), Obstacle::Cancel("approval_withdrawn"));
+            assert_eq!(recheck(&approval, &withdrawn), Obstacle::Cancel(LostBasis::ApprovalWithdrawn));
         }
         let ended = state("open", None, Some("succeeded"), &["pending"], "disabled");
-        assert_eq!(recheck(&execution, &ended), Obstacle::Cancel("run_not_active"), "a lost basis is named first");
+        assert_eq!(
+            recheck(&execution, &ended),
+            Obstacle::Cancel(LostBasis::RunNotActive),
+            "a lost basis is named first"
+        );
         let gated = state("open", None, Some("running"), &["pending"], "active");
-        assert_eq!(recheck(&execution, &gated), Obstacle::Hold("approval_required"));
+        assert_eq!(recheck(&execution, &gated), Obstacle::Hold(WaitingReason::HeldForApproval));
         let gated_disabled = state("open", None, Some("running"), &["pending"], "disabled");
-        assert_eq!(recheck(&execution, &gated_disabled), Obstacle::Cancel("skill_disabled"), "even a held call");
-        assert_eq!(recheck(&none, &state("open", None, None, &[], "disabled")), Obstacle::Cancel("skill_disabled"));
+        assert_eq!(
+            recheck(&execution, &gated_disabled),
+            Obstacle::Cancel(LostBasis::SkillDisabled),
+            "even a held call"
+        );
+        assert_eq!(
+            recheck(&none, &state("open", None, None, &[], "disabled")),
+            Obstacle::Cancel(LostBasis::SkillDisabled)
+        );
     }
 
     #[test]
@@ -484,12 +499,16 @@ pub(crate) mod tests {
         let at = |gates: &[&str]| recheck(&execution, &state("open", None, Some("running"), gates, "active"));
         assert_eq!(at(&["approved"]), Obstacle::None);
         assert_eq!(at(&["withdrawn", "approved"]), Obstacle::None, "a new gate approved after a withdrawn one");
-        assert_eq!(at(&["rejected"]), Obstacle::Cancel("gate_rejected"));
-        assert_eq!(at(&["approved", "rejected"]), Obstacle::Cancel("gate_rejected"), "one rejection ends it");
-        assert_eq!(at(&["withdrawn"]), Obstacle::Cancel("approval_withdrawn"), "withdrawn is not decided");
-        assert_eq!(at(&["approved", "pending"]), Obstacle::Hold("approval_required"));
+        assert_eq!(at(&["rejected"]), Obstacle::Cancel(LostBasis::GateRejected));
+        assert_eq!(at(&["approved", "rejected"]), Obstacle::Cancel(LostBasis::GateRejected), "one rejection ends it");
+        assert_eq!(at(&["withdrawn"]), Obstacle::Cancel(LostBasis::ApprovalWithdrawn), "withdrawn is not decided");
+        assert_eq!(at(&["approved", "pending"]), Obstacle::Hold(WaitingReason::HeldForApproval));
         let closed_rejected = state("failed", None, Some("running"), &["rejected"], "active");
-        assert_eq!(recheck(&execution, &closed_rejected), Obstacle::Cancel("gate_rejected"), "the gate is named");
+        assert_eq!(
+            recheck(&execution, &closed_rejected),
+            Obstacle::Cancel(LostBasis::GateRejected),
+            "the gate is named"
+        );
         assert_eq!(GateState::of(Gates::default(), true), GateState::Undecided, "no write without a decision");
         assert_eq!(GateState::of(Gates::default(), false), GateState::Open);
         assert_eq!(GateState::of(Gates::of([ApprovalStatus::Withdrawn]), false), GateState::Undecided);

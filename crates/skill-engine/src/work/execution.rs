@@ -15,7 +15,8 @@
 //! may do it and any may be killed.
 use skill_api::events::RunStarted;
 use skill_api::{
-    ApprovalStatus, CallStatus, ExecutionResult, Failure, Lifecycle, PrincipalKind, RunStatus, TaskStatus,
+    ApprovalStatus, CallStatus, ExecutionResult, Failure, Lifecycle, LostBasis, PrincipalKind, RunStatus, State,
+    TaskStatus,
 };
 
 use chrono::Duration;
@@ -141,7 +142,7 @@ impl Engine {
         if since + execution_bound(version.contract.as_ref().unwrap_or(&Value::Null)) <= now {
             let cause = Cancellation {
                 code: "basis_revoked",
-                reason: "execution_deadline",
+                reason: LostBasis::ExecutionDeadline.as_str(),
                 by: actor.id(),
                 initiator: "system",
             };
@@ -208,7 +209,7 @@ impl Engine {
             (GateState::Undecided, Some(_), Some(call)) if call.status == CallStatus::Pending => {
                 let cause = Cancellation {
                     code: "basis_revoked",
-                    reason: "approval_withdrawn",
+                    reason: LostBasis::ApprovalWithdrawn.as_str(),
                     by: "system",
                     initiator: "system",
                 };
@@ -251,7 +252,11 @@ impl Engine {
     ) -> Result<Option<usize>> {
         let error = call.error.as_ref();
         let code = error.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("unknown");
-        let reason = error.and_then(|e| e.get("message")).and_then(Value::as_str);
+        let lost = error
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            .and_then(|word| LostBasis::parse(word).ok())
+            .filter(|_| code == "basis_revoked");
         let moved = match call.status {
             CallStatus::Succeeded => {
                 let result = ExecutionResult {
@@ -263,9 +268,7 @@ impl Engine {
                 let result = serde_json::to_value(result).ok();
                 self.finish_execution(task, Some(run), RunStatus::Succeeded, result, None, origin).await?
             }
-            CallStatus::Cancelled
-                if call.attempt == 0 && code == "basis_revoked" && reason == Some("approval_withdrawn") =>
-            {
+            CallStatus::Cancelled if call.attempt == 0 && lost == Some(LostBasis::ApprovalWithdrawn) => {
                 let failure = failure(Failure {
                     skill_invocation_id: Some(call.id.clone()),
                     ..Failure::new("gate_withdrawn", "the task's gate was withdrawn before the call ran")
@@ -274,7 +277,7 @@ impl Engine {
                 usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?)
             }
             CallStatus::Failed | CallStatus::Cancelled => {
-                let failed = if code == "basis_revoked" && reason == Some("gate_rejected") {
+                let failed = if lost == Some(LostBasis::GateRejected) {
                     "gate_rejected".to_owned()
                 } else {
                     format!("skill_invocation_{}", call.status)

@@ -12,7 +12,8 @@
 //! call), so any number of cores may run this and any of them may be killed at any moment.
 use skill_api::events::{ActionEnded, ActionInvoked, OutcomeEnded};
 use skill_api::{
-    ActionCall, ActionStatus, CallStatus, Failure, Lifecycle, OutcomeReaction, OutcomeStatus, State, TaskStatus,
+    ActionCall, ActionStatus, CallStatus, Failure, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus, State,
+    TaskStatus,
 };
 
 use chrono::{Duration, Utc};
@@ -294,7 +295,11 @@ impl Engine {
         let status = match call.status {
             CallStatus::Succeeded if met => ActionStatus::Succeeded,
             CallStatus::Cancelled
-                if code == Some("basis_revoked") && matches!(reason, Some("task_terminal" | "approval_withdrawn")) =>
+                if code == Some("basis_revoked")
+                    && matches!(
+                        reason.and_then(|word| LostBasis::parse(word).ok()),
+                        Some(LostBasis::TaskTerminal | LostBasis::ApprovalWithdrawn)
+                    ) =>
             {
                 ActionStatus::Skipped
             }

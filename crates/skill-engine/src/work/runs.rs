@@ -140,7 +140,7 @@ pub(crate) fn check_owned_and_running(actor: &Actor, run: &RunRecord) -> Result<
     if run.status != RunStatus::Running {
         return Err(EngineError::new(Class::Conflict, "run_not_active", format!("the run has ended ({})", run.status))
             .with("runId", run.id.clone())
-            .with("status", run.status.clone()));
+            .with("status", run.status));
     }
     Ok(())
 }

@@ -205,7 +205,7 @@ pub(crate) fn task_terminal(task: &TaskRecord) -> EngineError {
         format!("the task is closed ({}): nothing more happens on it", task.status),
     )
     .with("taskId", task.id.clone())
-    .with("status", task.status.clone())
+    .with("status", task.status)
 }
 
 /// The most bytes of JSON a task's custom fields hold, and the most keys of objects in them.
