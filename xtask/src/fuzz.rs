@@ -5,6 +5,11 @@
 //! it merges each corpus down to the inputs that add coverage, so the committed corpus stays
 //! small, and prints every target's executions, crashes and speed, with a total. A crash stops
 //! with the input's path under `fuzz/artifacts/`.
+//!
+//! The merge keeps the corpus lean: the fewest inputs that together reach every edge any input
+//! reaches (libFuzzer's set-cover merge, `-use_counters=0`: an edge counts once, whatever its hit
+//! count); `crash-*` and `regression-*` inputs are always kept. `cargo xtask fuzz min
+//! [TARGET...]` does only that.
 
 use std::process::{Child, Command, Stdio};
 
@@ -32,14 +37,26 @@ fn cargo_fuzz() -> Command {
     command
 }
 
-pub(crate) fn fuzz(arguments: &[String]) -> Result<()> {
-    let seconds: u64 = arguments.first().and_then(|s| s.parse().ok()).unwrap_or(120);
-    let chosen: Vec<&str> = arguments.iter().skip(1).map(String::as_str).collect();
-    let targets: Vec<&str> = if chosen.is_empty() { TARGETS.to_vec() } else { chosen };
+fn build_targets() -> Result<()> {
     if Command::new("cargo").args(["fuzz", "--version"]).output().map_or(true, |o| !o.status.success()) {
         run("install cargo-fuzz", Command::new("cargo").args(["install", "cargo-fuzz", "--locked"]))?;
     }
-    run("build the fuzz targets", cargo_fuzz().args(["build", "-s", "none", "-O"]))?;
+    run("build the fuzz targets", cargo_fuzz().args(["build", "-s", "none", "-O"]))
+}
+
+pub(crate) fn fuzz(arguments: &[String]) -> Result<()> {
+    if arguments.first().map(String::as_str) == Some("min") {
+        let chosen: Vec<&str> = arguments.iter().skip(1).map(String::as_str).collect();
+        build_targets()?;
+        for target in if chosen.is_empty() { TARGETS.to_vec() } else { chosen } {
+            minimize(target)?;
+        }
+        return Ok(());
+    }
+    let seconds: u64 = arguments.first().and_then(|s| s.parse().ok()).unwrap_or(120);
+    let chosen: Vec<&str> = arguments.iter().skip(1).map(String::as_str).collect();
+    let targets: Vec<&str> = if chosen.is_empty() { TARGETS.to_vec() } else { chosen };
+    build_targets()?;
     let mut total = 0u64;
     let mut rows = Vec::new();
     for pair in targets.chunks(2) {
@@ -82,16 +99,7 @@ pub(crate) fn fuzz(arguments: &[String]) -> Result<()> {
         }
     }
     for target in &targets {
-        let corpus = workspace_root().join("fuzz/corpus").join(target);
-        let merged = workspace_root().join("target/fuzz-merge").join(target);
-        let _ = std::fs::remove_dir_all(&merged);
-        std::fs::create_dir_all(&merged)?;
-        let quiet = Command::new(binary(target)).arg("-merge=1").arg(&merged).arg(&corpus).output()?;
-        if !quiet.status.success() {
-            bail!("merging the corpus of {target} failed: {}", String::from_utf8_lossy(&quiet.stderr));
-        }
-        std::fs::remove_dir_all(&corpus)?;
-        std::fs::rename(&merged, &corpus)?;
+        minimize(target)?;
     }
     println!("\n{:<16} {:>12} {:>10} {:>8} {:>10}", "target", "executions", "exec/s", "peak MB", "slowest s");
     for row in rows {
@@ -99,4 +107,57 @@ pub(crate) fn fuzz(arguments: &[String]) -> Result<()> {
     }
     println!("total {total} executions, 0 crashes, 0 timeouts, 0 over the memory limits ({seconds} s per target)");
     Ok(())
+}
+
+/// Replaces `fuzz/corpus/<target>/` by the fewest of its inputs that reach every edge it
+/// reaches (libFuzzer's set-cover merge, without hit counts), keeping crashes and regressions,
+/// and prints what it kept.
+fn minimize(target: &str) -> Result<()> {
+    let corpus = workspace_root().join("fuzz/corpus").join(target);
+    let lean = workspace_root().join("target/fuzz-merge").join(target);
+    let _ = std::fs::remove_dir_all(&lean);
+    std::fs::create_dir_all(&lean)?;
+    let merged = Command::new(binary(target))
+        .args(["-set_cover_merge=1", "-use_counters=0", "-rss_limit_mb=2048", "-timeout=10"])
+        .arg(&lean)
+        .arg(&corpus)
+        .output()?;
+    if !merged.status.success() {
+        bail!("merging the corpus of {target} failed: {}", String::from_utf8_lossy(&merged.stderr));
+    }
+    let before = std::fs::read_dir(&corpus)?.count();
+    for entry in std::fs::read_dir(&corpus)? {
+        let entry = entry?;
+        if kept_always(&entry.file_name().to_string_lossy()) {
+            std::fs::copy(entry.path(), lean.join(entry.file_name()))?;
+        }
+    }
+    std::fs::remove_dir_all(&corpus)?;
+    std::fs::rename(&lean, &corpus)?;
+    let (mut files, mut bytes) = (0, 0);
+    for entry in std::fs::read_dir(&corpus)? {
+        files += 1;
+        bytes += entry?.metadata()?.len();
+    }
+    let summary = String::from_utf8_lossy(&merged.stderr);
+    let reached = summary.lines().rev().find(|line| line.contains("new features added")).unwrap_or_default();
+    println!("{target:<16} {files:>6} inputs kept of {before:>6} ({bytes} bytes): {}", reached.trim());
+    Ok(())
+}
+
+/// An input the merge never drops: one that crashed once, or a regression written by hand.
+fn kept_always(name: &str) -> bool {
+    name.starts_with("crash-") || name.starts_with("regression-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crashes_and_regressions_are_kept_whatever_they_reach() {
+        assert!(kept_always("crash-5ba93c9db0cff93f52b521d7420e43f6eda2784f"));
+        assert!(kept_always("regression-token-without-kid"));
+        assert!(!kept_always("5ba93c9db0cff93f52b521d7420e43f6eda2784f"));
+    }
 }

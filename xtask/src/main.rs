@@ -45,7 +45,9 @@ commands:
            the core once; checks none is lost, no effect doubled, no fencing token reused:
            `fault [sqlite|postgres]`; figures in target/fault/
   fuzz     run the coverage-guided fuzz targets (crates/skill-fuzz) under libFuzzer:
-           `fuzz [SECONDS] [TARGET...]` (120 s each by default), then merge the corpus in fuzz/corpus/
+           `fuzz [SECONDS] [TARGET...]` (120 s each by default), then keep a lean corpus in
+           fuzz/corpus/ (the fewest inputs that reach every edge); `fuzz min [TARGET...]` only
+           makes the corpus lean
   help     this text";
 
 fn main() {
