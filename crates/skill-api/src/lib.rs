@@ -72,7 +72,7 @@ pub use states::{
     PrincipalKind, RequesterKind, RunStatus, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
     WaitingReason,
 };
-pub use tokens::{AudienceTokenOut, AudienceTokenRequest};
+pub use tokens::{AudienceClaims, AudienceTokenOut, AudienceTokenRequest};
 pub use work::{
     ActionOut, ApprovalOut, ApprovalRequest, CloseTaskRequest, CommentOut, CommentRequest, DecideRequest,
     EndRunRequest, OfTaskQuery, OutcomeOut, RequestedCall, RequestedCallOut, RetryRequest, RunOut, RunRequest,

@@ -33,3 +33,29 @@ pub struct AudienceTokenOut {
     /// The call it is for (its `invocation_id` claim).
     pub invocation_id: String,
 }
+
+/// The claims of an audience token the core signs: standard JWT claims, the call, and what the
+/// call reaches, so that a host refuses the token for anything else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AudienceClaims {
+    /// The core's issuer name.
+    pub iss: String,
+    /// The principal whose authority the call has.
+    pub sub: String,
+    pub aud: String,
+    pub iat: i64,
+    pub nbf: i64,
+    pub exp: i64,
+    pub jti: String,
+    /// The call's scopes, space-separated.
+    pub scope: String,
+    pub invocation_id: String,
+    /// `name@version`.
+    pub skill: String,
+    /// The endpoint of an `http` or `mcp` call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The tool of an `mcp` call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+}

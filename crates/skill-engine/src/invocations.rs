@@ -171,8 +171,10 @@ impl Engine {
         let now = Utc::now();
         let implementation = &contract["implementation"];
         let protocol = implementation["protocol"].as_str().unwrap_or_default().to_owned();
-        let target = match protocol.as_str() {
-            "local" => implementation["entrypoint"].as_str().unwrap_or_default().to_owned(),
+        let target = match skill_contract::Protocol::parse(&protocol) {
+            Some(skill_contract::Protocol::Local) => {
+                implementation["entrypoint"].as_str().unwrap_or_default().to_owned()
+            }
             _ => endpoint_target(implementation["endpoint"].as_str().unwrap_or_default()),
         };
         let call = InvocationRecord {

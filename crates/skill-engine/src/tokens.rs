@@ -21,7 +21,8 @@ use chrono::{Duration, Utc};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use skill_api::events::SigningKeyCreated;
-use skill_api::{AudienceTokenOut, AudienceTokenRequest};
+use skill_api::{AudienceClaims, AudienceTokenOut, AudienceTokenRequest};
+use skill_contract::Protocol;
 use skill_store::records::{SigningKey, Time};
 
 use crate::actor::Actor;
@@ -149,22 +150,23 @@ impl Engine {
         let key = self.signing_key(now).await?;
         let lease = call.lease_expires_at.unwrap_or(now);
         let expires = (now + Duration::seconds(TOKEN_SECONDS)).min(lease);
-        let claims = json!({
-            "iss": self.issuer.name, "sub": actor.id(), "aud": audience, "iat": now.timestamp(),
-            "nbf": now.timestamp(), "exp": expires.timestamp(), "jti": self.new_id(), "scope": scopes.join(" "),
-            "invocation_id": call.id, "skill": format!("{}@{}", skill.name, skill.version),
-        });
         // What the call reaches, so that the host refuses the token for anything else.
         let implementation = skill.contract.as_ref().map_or(Value::Null, |c| c["implementation"].clone());
-        let mut claims = claims;
-        if let Some(endpoint) = implementation["endpoint"].as_str() {
-            claims["endpoint"] = json!(endpoint);
-        }
-        if implementation["protocol"] == "mcp"
-            && let Some(tool) = implementation["entrypoint"].as_str()
-        {
-            claims["tool"] = json!(tool);
-        }
+        let mcp = implementation["protocol"].as_str().and_then(Protocol::parse) == Some(Protocol::Mcp);
+        let claims = AudienceClaims {
+            iss: self.issuer.name.clone(),
+            sub: actor.id().to_owned(),
+            aud: audience.to_owned(),
+            iat: now.timestamp(),
+            nbf: now.timestamp(),
+            exp: expires.timestamp(),
+            jti: self.new_id(),
+            scope: scopes.join(" "),
+            invocation_id: call.id.clone(),
+            skill: format!("{}@{}", skill.name, skill.version),
+            endpoint: implementation["endpoint"].as_str().map(str::to_owned),
+            tool: implementation["entrypoint"].as_str().filter(|_| mcp).map(str::to_owned),
+        };
         let token = sign(&key, &claims)?;
         Ok(AudienceTokenOut {
             access_token: token,
@@ -271,7 +273,7 @@ fn generate(kid: &str, now: Time) -> Result<SigningKey> {
     })
 }
 
-fn sign(key: &SigningKey, claims: &Value) -> Result<String> {
+fn sign(key: &SigningKey, claims: &AudienceClaims) -> Result<String> {
     let der = STANDARD.decode(&key.private_key).map_err(|_| internal("a stored signing key is not base64"))?;
     let mut header = Header::new(Algorithm::ES256);
     header.kid = Some(key.kid.clone());

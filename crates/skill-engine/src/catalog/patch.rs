@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use skill_api::events::{EndpointMove, SkillUpdated};
 use skill_api::{Lifecycle, PatchRequest, SkillOut, SkillStatus, etag, parse_etag};
-use skill_contract::{NormalizeOptions, SideEffects, normalize};
+use skill_contract::{NormalizeOptions, Protocol, SideEffects, normalize};
 use skill_store::ErrorKind;
 use skill_store::records::{SkillChange, SkillRecord};
 
@@ -164,7 +164,7 @@ fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Value, Value
         )
         .with("field", field));
     }
-    if contract["implementation"]["protocol"] == "local" {
+    if contract["implementation"]["protocol"].as_str().and_then(Protocol::parse) == Some(Protocol::Local) {
         return Err(EngineError::new(
             Class::Invalid,
             "invalid_skill_contract",
