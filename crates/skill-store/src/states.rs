@@ -38,31 +38,27 @@ pub(crate) struct Text<T>(pub(crate) T);
 /// A nullable state column as sqlx decodes it.
 pub(crate) struct Nullable<T>(pub(crate) Option<T>);
 
-impl<DB: Database, T> Type<DB> for Text<T>
-where
-    String: Type<DB>,
-{
-    fn type_info() -> DB::TypeInfo {
-        <String as Type<DB>>::type_info()
-    }
+/// A wrapper that sqlx sees as the column type `$inner` is.
+macro_rules! typed_as {
+    ($($wrapper:ident as $inner:ty),+) => {
+        $(
+            impl<DB: Database, T> Type<DB> for $wrapper<T>
+            where
+                $inner: Type<DB>,
+            {
+                fn type_info() -> DB::TypeInfo {
+                    <$inner as Type<DB>>::type_info()
+                }
 
-    fn compatible(ty: &DB::TypeInfo) -> bool {
-        <String as Type<DB>>::compatible(ty)
-    }
+                fn compatible(ty: &DB::TypeInfo) -> bool {
+                    <$inner as Type<DB>>::compatible(ty)
+                }
+            }
+        )+
+    };
 }
 
-impl<DB: Database, T> Type<DB> for Nullable<T>
-where
-    String: Type<DB>,
-{
-    fn type_info() -> DB::TypeInfo {
-        <String as Type<DB>>::type_info()
-    }
-
-    fn compatible(ty: &DB::TypeInfo) -> bool {
-        <String as Type<DB>>::compatible(ty)
-    }
-}
+typed_as!(Text as String, Nullable as String, JsonText as Json<serde_json::Value>);
 
 impl<'r, DB: Database, T: Stored> Decode<'r, DB> for Text<T>
 where
@@ -148,19 +144,6 @@ pub(crate) fn document<T: Document>(value: serde_json::Value) -> Result<T, Missh
 
 /// A nullable JSON column of a fixed shape, as sqlx decodes it.
 pub(crate) struct JsonText<T>(pub(crate) Option<T>);
-
-impl<DB: Database, T> Type<DB> for JsonText<T>
-where
-    Json<serde_json::Value>: Type<DB>,
-{
-    fn type_info() -> DB::TypeInfo {
-        <Json<serde_json::Value> as Type<DB>>::type_info()
-    }
-
-    fn compatible(ty: &DB::TypeInfo) -> bool {
-        <Json<serde_json::Value> as Type<DB>>::compatible(ty)
-    }
-}
 
 impl<'r, DB: Database, T: Document> Decode<'r, DB> for JsonText<T>
 where

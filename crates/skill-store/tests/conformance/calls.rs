@@ -61,6 +61,26 @@ pub(crate) fn pending(
     }
 }
 
+/// An active session of `executor`, open for a minute, admitting nothing in particular.
+pub(crate) async fn open_session(db: &Db, executor: &str) -> SessionRecord {
+    let now = Utc::now();
+    let session = SessionRecord {
+        id: id(),
+        principal_id: executor.to_owned(),
+        status: skill_api::SessionStatus::Active,
+        capabilities: json!([]),
+        admission: json!({}),
+        created_at: now,
+        heartbeat_at: now,
+        expires_at: now + Duration::seconds(60),
+        closed_at: None,
+        row_version: 1,
+        draining_at: None,
+    };
+    db.store.insert_session(&session, &event("executor.session_opened", "session")).await.expect("session");
+    session
+}
+
 pub(crate) async fn insert(db: &Db, call: &InvocationRecord) {
     let inserted = db.store.insert_invocation(call, &event("skill.invocation_requested", "call")).await;
     assert_eq!(inserted.expect("inserted"), Inserted::New);
@@ -476,21 +496,7 @@ pub(crate) async fn disabling_a_principal_writes_it_with_its_calls_or_nothing(db
 
 pub(crate) async fn a_claim_with_a_draining_session_takes_nothing(db: Db) {
     let (skill, ana) = setup(&db).await;
-    let now = Utc::now();
-    let session = SessionRecord {
-        id: id(),
-        principal_id: ana.clone(),
-        status: "active".parse().expect("a state"),
-        capabilities: json!([]),
-        admission: json!({}),
-        created_at: now,
-        heartbeat_at: now,
-        expires_at: now + Duration::seconds(60),
-        closed_at: None,
-        row_version: 1,
-        draining_at: None,
-    };
-    db.store.insert_session(&session, &event("executor.session_opened", "session")).await.expect("session");
+    let session = open_session(&db, &ana).await;
     insert(&db, &pending(&skill, &ana, "local", "claims.lookup", None)).await;
     let admission = Admission {
         local_entrypoints: vec!["claims.lookup".to_owned()],

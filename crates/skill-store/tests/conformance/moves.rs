@@ -15,7 +15,7 @@ use skill_api::{
 use skill_store::records::{ActionRecord, ApprovalRecord, InvocationRecord, SessionRecord, SkillChange, WorkChange};
 use skill_store::{ErrorKind, StoreError};
 
-use crate::calls::{insert, pending, setup};
+use crate::calls::{insert, open_session, pending, setup};
 use crate::fixture::{Db, event, id, leaf, principal, publish};
 use crate::work::{approval, reserved, run, task};
 
@@ -110,24 +110,7 @@ pub(crate) async fn calls_move_as_their_lifecycle_allows(db: Db) {
 
 pub(crate) async fn sessions_move_as_their_lifecycle_allows(db: Db) {
     let (_, ana) = setup(&db).await;
-    let create = async || {
-        let now = Utc::now();
-        let session = SessionRecord {
-            id: id(),
-            principal_id: ana.clone(),
-            status: SessionStatus::Active,
-            capabilities: json!([]),
-            admission: json!({}),
-            created_at: now,
-            heartbeat_at: now,
-            expires_at: now + Duration::seconds(60),
-            closed_at: None,
-            row_version: 1,
-            draining_at: None,
-        };
-        db.store.insert_session(&session, &event("executor.session_opened", "s")).await.expect("a session");
-        session
-    };
+    let create = async || open_session(&db, &ana).await;
     let step = async |session: SessionRecord, to: SessionStatus| {
         let closed_at = (to == SessionStatus::Closed).then(Utc::now);
         let next = SessionRecord { status: to, closed_at, row_version: session.row_version + 1, ..session };
