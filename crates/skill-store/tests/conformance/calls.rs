@@ -3,6 +3,7 @@
 
 use chrono::{Duration, Utc};
 use serde_json::json;
+use skill_api::{CallStatus, RequesterKind, SessionStatus};
 use skill_store::records::{Admission, BasisState, Inserted, InvocationRecord, SessionRecord, SkillRecord};
 use skill_store::{Decision, ErrorKind};
 
@@ -32,12 +33,12 @@ pub(crate) fn pending(
         target: target.to_owned(),
         audience: None,
         inputs: json!({"claim": "c-1"}),
-        requested_by_kind: "principal".parse().expect("a state"),
+        requested_by_kind: RequesterKind::Principal,
         requested_by_ref: authority.to_owned(),
         authority_principal_id: authority.to_owned(),
         authorization_basis: None,
         idempotency_key: key.map(str::to_owned),
-        status: "pending".parse().expect("a state"),
+        status: CallStatus::Pending,
         attempt: 0,
         max_attempts: 3,
         available_at: now,
@@ -90,7 +91,7 @@ pub(crate) async fn insert(db: &Db, call: &InvocationRecord) {
 pub(crate) fn claimed(call: &InvocationRecord, executor: &str, lease: i64) -> InvocationRecord {
     let now = Utc::now();
     InvocationRecord {
-        status: "running".parse().expect("a state"),
+        status: CallStatus::Running,
         attempt: call.attempt + 1,
         fencing_token: call.fencing_token + 1,
         executor_principal_id: Some(executor.to_owned()),
@@ -209,7 +210,7 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
     let session = SessionRecord {
         id: id(),
         principal_id: ana.clone(),
-        status: "active".parse().expect("a state"),
+        status: SessionStatus::Active,
         capabilities: json!(["skills.protocol.local"]),
         admission: json!({"localEntrypoints": ["claims.lookup"], "httpOrigins": ["https://svc.example"],
                           "mcpEndpoints": ["stdio:Tools"], "audiences": []}),
@@ -252,14 +253,10 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
     assert_eq!(in_session.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [long.id.as_str()]);
 
     // Closing the session puts its call back in the queue, in one transaction.
-    let closed = SessionRecord {
-        status: "closed".parse().expect("a state"),
-        closed_at: Some(Utc::now()),
-        row_version: 2,
-        ..session.clone()
-    };
+    let closed =
+        SessionRecord { status: SessionStatus::Closed, closed_at: Some(Utc::now()), row_version: 2, ..session.clone() };
     let back = InvocationRecord {
-        status: "pending".parse().expect("a state"),
+        status: CallStatus::Pending,
         executor_principal_id: None,
         executor_session_id: None,
         lease_expires_at: None,
@@ -327,7 +324,7 @@ pub(crate) async fn calls_are_guarded_by_the_database(db: Db) {
     let running = claimed(&call, &ana, 60);
     db.store.update_invocation(&running, &[]).await.expect("claimed");
     let done = InvocationRecord {
-        status: "succeeded".parse().expect("a state"),
+        status: CallStatus::Succeeded,
         output: Some(json!({"ok": true})),
         lease_expires_at: None,
         finished_at: Some(Utc::now()),
@@ -336,7 +333,7 @@ pub(crate) async fn calls_are_guarded_by_the_database(db: Db) {
     };
     db.store.update_invocation(&done, &[]).await.expect("succeeded");
     let back = InvocationRecord {
-        status: "pending".parse().expect("a state"),
+        status: CallStatus::Pending,
         output: None,
         finished_at: None,
         row_version: done.row_version + 1,
@@ -350,7 +347,7 @@ pub(crate) async fn calls_are_guarded_by_the_database(db: Db) {
     let running = claimed(&call, &ana, 60);
     db.store.update_invocation(&running, &[]).await.expect("claimed");
     let empty = InvocationRecord {
-        status: "succeeded".parse().expect("a state"),
+        status: CallStatus::Succeeded,
         lease_expires_at: None,
         finished_at: Some(Utc::now()),
         row_version: running.row_version + 1,
@@ -467,7 +464,7 @@ pub(crate) async fn disabling_a_principal_writes_it_with_its_calls_or_nothing(db
     insert(&db, &call).await;
     assert_eq!(db.store.calls_of_principal(&ana).await.expect("calls").len(), 1);
     let cancelled = InvocationRecord {
-        status: "cancelled".parse().expect("a state"),
+        status: CallStatus::Cancelled,
         finished_at: Some(Utc::now()),
         error: Some(json!({"code": "basis_revoked", "retryable": false, "message": "offboarded"})),
         row_version: call.row_version + 1,

@@ -4,6 +4,7 @@
 use chrono::Utc;
 use serde_json::json;
 use skill_api::PrincipalKind;
+use skill_api::SkillStatus;
 use skill_store::records::{
     AccessToken, AssignOutcome, Assignment, Event, Grant, PackageInstall, PackageObject, PackagePlan, SkillChange,
     SkillFilter, SkillRecord, SkillUpdate, Workspace,
@@ -169,7 +170,7 @@ pub(crate) async fn bare_names_resolve_to_the_newest_active_version(db: Db) {
     retire(&v1, "disabled").await;
     assert_eq!(db.store.newest_skill("claim.reply").await.expect("newest").skill.version, "3", "else deprecated");
     let v3_now = db.store.skill(&v3.id).await.expect("v3").skill;
-    let change = SkillChange { status: "disabled".parse().expect("a state"), ..SkillChange::from_record(&v3_now) };
+    let change = SkillChange { status: SkillStatus::Disabled, ..SkillChange::from_record(&v3_now) };
     db.store.update_skill(&v3.id, 2, &change, &event("skill.updated", "s")).await.expect("disabled");
     assert_eq!(
         db.store.newest_skill("claim.reply").await.expect_err("refused").kind(),
@@ -206,8 +207,7 @@ pub(crate) async fn listings_page_in_publication_order_with_filters(db: Db) {
     let versions: Vec<String> =
         db.store.skills(&odd).await.expect("odd").into_iter().map(|e| e.skill.version).collect();
     assert_eq!(versions, ["1", "3", "5"]);
-    let disabled =
-        SkillFilter { status: Some("disabled".parse().expect("a state")), limit: 50, ..SkillFilter::default() };
+    let disabled = SkillFilter { status: Some(SkillStatus::Disabled), limit: 50, ..SkillFilter::default() };
     assert!(db.store.skills(&disabled).await.expect("none").is_empty());
     let catalog = db.store.skill(&ids[1]).await.expect("catalog row").skill;
     assert_eq!((catalog.contract, catalog.protocol.as_deref()), (None, Some("custom")));

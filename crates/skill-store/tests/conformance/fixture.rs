@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use chrono::Utc;
 use serde_json::{Value, json};
+use skill_api::{PrincipalKind, SkillStatus};
+use skill_contract::{RiskLevel, SideEffects};
 use skill_store::records::{Event, Principal, SkillRecord};
 use skill_store::{PgStore, SqliteStore, Store, StoreOptions};
 use sqlx::{AssertSqlSafe, PgPool, SqlitePool};
@@ -91,7 +93,7 @@ pub(crate) fn event(kind: &str, subject: &str) -> Event {
 pub(crate) fn principal(name: &str) -> Principal {
     Principal {
         id: id(),
-        kind: "person".parse().expect("a state"),
+        kind: PrincipalKind::Person,
         name: name.to_owned(),
         display_name: format!("{name} (display)"),
         created_at: Utc::now(),
@@ -121,11 +123,11 @@ pub(crate) fn leaf(name: &str, version: &str) -> SkillRecord {
         config: json!({}),
         input_schema: Some(json!({"type": "object"})),
         output_schema: Some(json!({"type": "object"})),
-        side_effects: Some("external_read".parse().expect("a state")),
-        risk_level: Some("low".parse().expect("a state")),
+        side_effects: Some(SideEffects::ExternalRead),
+        risk_level: Some(RiskLevel::Low),
         contract: Some(contract("https://skills.example/a")),
         composition: None,
-        status: "active".parse().expect("a state"),
+        status: SkillStatus::Active,
         row_version: 1,
         created_at: now,
         updated_at: now,

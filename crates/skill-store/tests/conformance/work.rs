@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use serde_json::json;
-use skill_api::{ApprovalStatus, Basis, CallStatus, DecisionAuthority, RunStatus, TaskStatus};
+use skill_api::{
+    ActionStatus, ApprovalStatus, Basis, CallStatus, DecisionAuthority, PrincipalKind, RunStatus, TaskStatus,
+};
 use skill_store::records::{
     ActionRecord, Admission, ApprovalRecord, BasisState, Gates, RunRecord, TaskRecord, TaskTypeRecord, WorkChange,
     Workspace,
@@ -37,7 +39,7 @@ pub(crate) async fn task(db: &Db, ana: &str) -> TaskRecord {
         task_type_id: task_type.id.clone(),
         title: "A claim".into(),
         custom_fields: json!({}),
-        status: "open".parse().expect("a state"),
+        status: TaskStatus::Open,
         created_by: ana.to_owned(),
         row_version: 1,
         created_at: now,
@@ -56,7 +58,7 @@ pub(crate) fn approval(task: &TaskRecord, requester: &str) -> ApprovalRecord {
         id: id(),
         task_id: task.id.clone(),
         gate: true,
-        status: "pending".parse().expect("a state"),
+        status: ApprovalStatus::Pending,
         requested_by: requester.to_owned(),
         request_comment: String::new(),
         decided_by: None,
@@ -80,7 +82,7 @@ pub(crate) fn run(task: &TaskRecord, owner: &str) -> RunRecord {
         id: id(),
         task_id: task.id.clone(),
         owner_principal_id: owner.to_owned(),
-        status: "running".parse().expect("a state"),
+        status: RunStatus::Running,
         result: None,
         error: None,
         row_version: 1,
@@ -130,19 +132,14 @@ pub(crate) async fn work_is_written_whole_and_guarded_by_the_database(db: Db) {
     db.store.write_work(&[WorkChange::UpdateApproval(approved.clone())], &[]).await.expect("decided");
     let stale = db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &bob.id, "rejected"))], &[]).await;
     assert_eq!(stale.expect_err("stale").kind(), ErrorKind::Stale);
-    let flipped = ApprovalRecord { status: "rejected".parse().expect("a state"), row_version: 3, ..approved.clone() };
+    let flipped = ApprovalRecord { status: ApprovalStatus::Rejected, row_version: 3, ..approved.clone() };
     let refused = db.store.write_work(&[WorkChange::UpdateApproval(flipped)], &[]).await.expect_err("flip");
     assert_eq!(refused.kind(), ErrorKind::Refused("invalid_status_transition"), "{refused}");
 
     // A closed task stays as it was closed.
-    let closed = TaskRecord {
-        status: "done".parse().expect("a state"),
-        closed_at: Some(Utc::now()),
-        row_version: 2,
-        ..task.clone()
-    };
+    let closed = TaskRecord { status: TaskStatus::Done, closed_at: Some(Utc::now()), row_version: 2, ..task.clone() };
     db.store.write_work(&[WorkChange::UpdateTask(closed.clone())], &[event("task.closed", "t")]).await.expect("closed");
-    let reopened = TaskRecord { status: "open".parse().expect("a state"), closed_at: None, row_version: 3, ..closed };
+    let reopened = TaskRecord { status: TaskStatus::Open, closed_at: None, row_version: 3, ..closed };
     let refused = db.store.write_work(&[WorkChange::UpdateTask(reopened)], &[]).await.expect_err("reopened");
     assert_eq!(refused.kind(), ErrorKind::Refused("invalid_status_transition"), "{refused}");
 
@@ -198,8 +195,7 @@ pub(crate) async fn a_call_names_only_a_task_and_a_run_of_it_that_exist(db: Db) 
 
 /// The core's execution principal (an executor named `core.execution`), created in `db`.
 async fn execution_principal(db: &Db) -> String {
-    let core =
-        skill_store::records::Principal { kind: "executor".parse().expect("a state"), ..principal("core.execution") };
+    let core = skill_store::records::Principal { kind: PrincipalKind::Executor, ..principal("core.execution") };
     db.store.create_principal(&core, &event("principal.created", "p")).await.expect("core.execution");
     core.id
 }
@@ -217,7 +213,7 @@ pub(crate) fn reserved(
         action: json!({"invokeSkill": {"skill": "claim.lookup@1"}}),
         skill_id: Some(skill.to_owned()),
         inputs: Some(inputs),
-        status: "pending".parse().expect("a state"),
+        status: ActionStatus::Pending,
         invocation_id: None,
         result: None,
         error: None,
@@ -273,12 +269,8 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
     // Once per run, and once per task whatever the runs …
     let again = skill_store::records::InvocationRecord { id: id(), ..first.clone() };
     assert_eq!(refused(&db, &again).await, ErrorKind::Conflict, "twice in a run");
-    let ended = RunRecord {
-        status: "cancelled".parse().expect("a state"),
-        ended_at: Some(Utc::now()),
-        row_version: 2,
-        ..core_run.clone()
-    };
+    let ended =
+        RunRecord { status: RunStatus::Cancelled, ended_at: Some(Utc::now()), row_version: 2, ..core_run.clone() };
     let next_run = run(&task, &core);
     db.store
         .write_work(&[WorkChange::UpdateRun(ended), WorkChange::InsertRun(next_run.clone())], &[])
@@ -293,7 +285,7 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
     assert_eq!(refused(&db, &second).await, ErrorKind::Conflict, "a second run of the task");
     // … but a call cancelled before anyone claimed it wrote nothing, and frees the task's one write.
     let cancelled = skill_store::records::InvocationRecord {
-        status: "cancelled".parse().expect("a state"),
+        status: CallStatus::Cancelled,
         finished_at: Some(Utc::now()),
         error: Some(json!({"code": "basis_revoked", "message": "approval_withdrawn", "retryable": false})),
         row_version: 2,
@@ -376,7 +368,7 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
     let asked = approval(&task, &ana);
     db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
     // A decision is a person's: an agent holding whatever it holds decides nothing.
-    let robot = skill_store::records::Principal { kind: "agent".parse().expect("a state"), ..principal("robot") };
+    let robot = skill_store::records::Principal { kind: PrincipalKind::Agent, ..principal("robot") };
     db.store.create_principal(&robot, &event("principal.created", "p")).await.expect("robot");
     let by_agent =
         db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &robot.id, "approved"))], &[]).await;
@@ -408,14 +400,14 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
     let first = call(None);
     insert(&db, &first).await;
     let invoked = ActionRecord {
-        status: "invoked".parse().expect("a state"),
+        status: ActionStatus::Invoked,
         invocation_id: Some(first.id.clone()),
         attempts: 1,
         row_version: 2,
         ..action.clone()
     };
     let failed = ActionRecord {
-        status: "failed".parse().expect("a state"),
+        status: ActionStatus::Failed,
         error: Some(json!({"code": "config_missing", "retryable": true})),
         row_version: 3,
         ..invoked.clone()
@@ -423,22 +415,21 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
     db.store.write_work(&[WorkChange::UpdateAction(invoked)], &[]).await.expect("invoked");
     db.store.write_work(&[WorkChange::UpdateAction(failed.clone())], &[]).await.expect("failed");
     // A failed action moves only by a retry: to pending, one more retry, its call let go.
-    let keeps_call =
-        ActionRecord { status: "pending".parse().expect("a state"), retries: 1, row_version: 4, ..failed.clone() };
+    let keeps_call = ActionRecord { status: ActionStatus::Pending, retries: 1, row_version: 4, ..failed.clone() };
     let unwritten = db.store.write_work(&[WorkChange::UpdateAction(keeps_call)], &[]).await;
     assert!(unwritten.is_err(), "a retry lets its earlier call go");
     let two = ActionRecord {
-        status: "pending".parse().expect("a state"),
+        status: ActionStatus::Pending,
         retries: 2,
         invocation_id: None,
         row_version: 4,
         ..failed.clone()
     };
     assert!(db.store.write_work(&[WorkChange::UpdateAction(two)], &[]).await.is_err(), "one retry at a time");
-    let succeeded = ActionRecord { status: "succeeded".parse().expect("a state"), row_version: 4, ..failed.clone() };
+    let succeeded = ActionRecord { status: ActionStatus::Succeeded, row_version: 4, ..failed.clone() };
     assert!(db.store.write_work(&[WorkChange::UpdateAction(succeeded)], &[]).await.is_err(), "failed stays failed");
     let retried = ActionRecord {
-        status: "pending".parse().expect("a state"),
+        status: ActionStatus::Pending,
         retries: 1,
         invocation_id: None,
         error: None,
@@ -476,12 +467,7 @@ pub(crate) async fn the_approvals_to_decide_are_the_pending_ones_of_open_tasks_a
         .map(|a| WorkChange::InsertApproval((*a).clone()))
         .collect();
     changes.push(WorkChange::UpdateApproval(self::decided(&decided, &bob.id, "approved")));
-    let shut = TaskRecord {
-        status: "done".parse().expect("a state"),
-        closed_at: Some(Utc::now()),
-        row_version: 2,
-        ..closed.clone()
-    };
+    let shut = TaskRecord { status: TaskStatus::Done, closed_at: Some(Utc::now()), row_version: 2, ..closed.clone() };
     changes.push(WorkChange::UpdateTask(shut));
     db.store.write_work(&changes, &[]).await.expect("written");
     let ids = |found: Vec<ApprovalRecord>| found.into_iter().map(|a| a.id).collect::<Vec<_>>();
@@ -552,7 +538,7 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
                 Decision::Pass
             } else if call.id == revoked {
                 let mut cancelled = claimed(call, &ana, 60);
-                cancelled.status = "cancelled".parse().expect("a state");
+                cancelled.status = CallStatus::Cancelled;
                 cancelled.attempt = call.attempt;
                 cancelled.fencing_token = call.fencing_token;
                 cancelled.lease_expires_at = None;
