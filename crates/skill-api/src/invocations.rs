@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use skill_contract::{RiskLevel, SideEffects};
 
-use crate::{Basis, CallStatus, RequesterKind, WaitingReason};
+use crate::{Basis, CallStatus, RequesterKind, SessionState, WaitingReason};
 
 /// The largest `inputs` or `output` object, as JSON: 256 KiB.
 pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
@@ -275,8 +275,7 @@ pub struct CloseRequest {}
 pub struct SessionOut {
     pub id: String,
     pub principal_id: String,
-    /// `active`, `expired` or `closed`.
-    pub status: String,
+    pub status: SessionState,
     pub capabilities: Vec<String>,
     pub created_at: String,
     pub heartbeat_at: String,

@@ -69,7 +69,7 @@ pub use skills::{
 };
 pub use states::{
     ActionStatus, ApprovalStatus, CallStatus, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus, OutputStatus,
-    PrincipalKind, RequesterKind, RunStatus, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
+    PrincipalKind, RequesterKind, RunStatus, SessionState, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
     WaitingReason,
 };
 pub use tokens::{AudienceClaims, AudienceTokenOut, AudienceTokenRequest};

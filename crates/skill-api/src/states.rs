@@ -321,6 +321,24 @@ states! {
 }
 
 states! {
+    /// An executor session as the API shows it: the stored `active` or `closed`, or `expired` —
+    /// active in its row, but past its expiry (no claim is made with it any more).
+    SessionState, what = "session state",
+    { Active => "active", Expired => "expired", Closed => "closed" }
+}
+
+impl SessionState {
+    /// How a session stored as `status`, expiring (`expired`) or not, shows.
+    pub fn of(status: SessionStatus, expired: bool) -> Self {
+        match status {
+            SessionStatus::Active if expired => Self::Expired,
+            SessionStatus::Active => Self::Active,
+            SessionStatus::Closed => Self::Closed,
+        }
+    }
+}
+
+states! {
     /// Why a pending call has not started.
     WaitingReason, what = "waiting reason",
     {
@@ -402,6 +420,9 @@ mod tests {
         round_trip::<OutcomeReaction>();
         round_trip::<ActionStatus>();
         round_trip::<SessionStatus>();
+        round_trip::<SessionState>();
+        round_trip::<WaitingReason>();
+        round_trip::<LostBasis>();
         round_trip::<SkillStatus>();
         round_trip::<RequesterKind>();
         round_trip::<PrincipalKind>();
@@ -417,6 +438,8 @@ mod tests {
         assert!(ActionStatus::Skipped.is_terminal());
         assert!(TaskStatus::Done.is_terminal() && !TaskStatus::Open.is_terminal());
         assert!(CallStatus::allows(CallStatus::Succeeded, CallStatus::Succeeded), "staying is always allowed");
+        assert_eq!(SessionState::of(SessionStatus::Active, true), SessionState::Expired);
+        assert_eq!(SessionState::of(SessionStatus::Closed, true), SessionState::Closed, "closed before it expired");
         assert!(!CallStatus::allows(CallStatus::Pending, CallStatus::Succeeded));
     }
 }

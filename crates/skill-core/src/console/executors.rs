@@ -44,7 +44,7 @@ async fn executors_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, Engi
         @for view in &sessions {
             article.session data-live={ "session-" (view.session.id) } id={ "session-" (view.session.id) } {
                 h3 {
-                    (names[&view.session.principal_id]) " " (badge(&view.session.status))
+                    (names[&view.session.principal_id]) " " (badge(view.session.status))
                     @if view.session.draining { " " span.badge.pending { "stopping" } }
                 }
                 p.meta {

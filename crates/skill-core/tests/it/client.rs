@@ -6,7 +6,8 @@ use skill_api::operations::OPERATIONS;
 use skill_api::{
     ApprovalStatus, AssignRequest, CallStatus, CancelRequest, ClaimRequest, CompleteRequest, EventsQuery, FailRequest,
     HeartbeatRequest, InvocationQuery, InvokeRequest, ListQuery, ObjectRef, PackageRef, PageQuery, PatchRequest,
-    PublishRequest, RecordRequest, ReportedError, RunStatus, SessionRequest, SkillKind, SkillStatus, TaskStatus,
+    PublishRequest, RecordRequest, ReportedError, RunStatus, SessionRequest, SessionState, SkillKind, SkillStatus,
+    TaskStatus,
 };
 use skill_client::{Call, Client, ClientError};
 
@@ -114,8 +115,11 @@ async fn every_operation_through_the_typed_client() {
         session_id: None,
     };
     assert_eq!(executor.fail(&call.id, &failed).await.expect_err("finished").code(), Some("stale_invocation_lease"));
-    assert_eq!(executor.keep_session(&session.id, &SessionRequest::default()).await.expect("kept").status, "active");
-    assert_eq!(executor.close_session(&session.id).await.expect("closed").status, "closed");
+    assert_eq!(
+        executor.keep_session(&session.id, &SessionRequest::default()).await.expect("kept").status,
+        SessionState::Active
+    );
+    assert_eq!(executor.close_session(&session.id).await.expect("closed").status, SessionState::Closed);
 
     assert_eq!(core.openapi().await.expect("the document"), skill_api::openapi::document());
     assert_eq!(core.health().await.expect("health").status, "ok");

@@ -5,7 +5,7 @@
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use skill_api::events::{SessionClosed, SessionOpened};
-use skill_api::{SessionOut, SessionRequest, SessionStatus};
+use skill_api::{SessionOut, SessionRequest, SessionState, SessionStatus};
 use skill_store::ErrorKind;
 use skill_store::records::{SessionRecord, Time};
 
@@ -202,13 +202,8 @@ fn checked_ttl(ttl: Option<u32>) -> Result<u32> {
 }
 
 fn session_out(session: SessionRecord, now: Time) -> SessionOut {
-    let status = if session.status == SessionStatus::Active && session.expires_at <= now {
-        "expired"
-    } else {
-        session.status.as_str()
-    };
     SessionOut {
-        status: status.to_owned(),
+        status: SessionState::of(session.status, session.expires_at <= now),
         capabilities: match session.capabilities {
             Value::Array(items) => items.into_iter().filter_map(|item| item.as_str().map(str::to_owned)).collect(),
             _ => Vec::new(),
