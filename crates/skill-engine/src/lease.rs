@@ -81,7 +81,7 @@ pub(crate) fn ended(
 /// `{code, retryable, message, details?}`, the error a call stores.
 pub(crate) fn error_value(code: &str, retryable: bool, message: &str, details: Option<Value>) -> Value {
     let error = ReportedError { code: code.to_owned(), message: message.to_owned(), retryable, details };
-    serde_json::to_value(error).expect("an error serializes")
+    crate::document(&error)
 }
 
 #[cfg(test)]

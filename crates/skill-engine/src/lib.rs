@@ -149,6 +149,12 @@ impl Engine {
     }
 }
 
+/// A fixed-shape document of ours (an event's data, a failure, a typed output's outcome) as the
+/// JSON the rows keep: plain structs of strings, numbers and enums always serialize.
+pub(crate) fn document<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).expect("a document of ours serializes")
+}
+
 /// The event `data` is about `subject`, now, by `origin`.
 pub(crate) fn new_event<E: EventData>(subject: String, data: &E, origin: &Origin) -> Event {
     Event {
@@ -157,7 +163,7 @@ pub(crate) fn new_event<E: EventData>(subject: String, data: &E, origin: &Origin
         kind: E::KIND.to_owned(),
         subject,
         // An event's data is a struct of plain fields: it always serializes.
-        data: serde_json::to_value(data).expect("an event's data serializes"),
+        data: document(data),
         actor_id: origin.actor_id.clone(),
         request_id: origin.request_id.clone(),
         created_at: Utc::now(),

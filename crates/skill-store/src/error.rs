@@ -40,6 +40,7 @@ const GUARD_CODES: &[&str] = &[
     "row_version_required",
     "unknown_reference",
     "invocation_immutable",
+    "basis_unknown",
     "signing_key_immutable",
     "task_type_immutable",
     "work_immutable",

@@ -56,7 +56,7 @@ fn rejected(code: &str, message: &str) -> Value {
 
 /// A slot's outcome as the call's `outputs` keep it.
 fn slot_outcome(outcome: SlotOutcome) -> Value {
-    serde_json::to_value(outcome).expect("an outcome serializes")
+    crate::document(&outcome)
 }
 
 /// The outcome `status` of a slot of type `kind`.

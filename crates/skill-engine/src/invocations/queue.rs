@@ -213,7 +213,7 @@ impl Engine {
                     }
                     return Decision::Cancel(cancelled, vec![event]);
                 }
-                Obstacle::Hold(_) => return Decision::Pass,
+                Obstacle::Hold => return Decision::Pass,
                 Obstacle::None => {}
             }
             let timeout = match timeouts.get(&candidate.skill_id) {

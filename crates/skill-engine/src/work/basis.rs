@@ -12,7 +12,7 @@
 //!   pending, rejected or withdrawn one).
 
 use serde_json::{Value, json};
-use skill_api::{ApprovalStatus, Basis, Lifecycle, LostBasis, RunStatus, SkillStatus, WaitingReason};
+use skill_api::{ApprovalStatus, Basis, Lifecycle, LostBasis, RunStatus, SkillStatus};
 use skill_contract::SideEffects;
 use skill_contract::export::canonical_json;
 use skill_store::ErrorKind;
@@ -78,8 +78,8 @@ pub(crate) enum Obstacle {
     None,
     /// Its basis is gone: cancel it (`basis_revoked`) with this reason.
     Cancel(LostBasis),
-    /// Not now: leave it pending (held for an approval).
-    Hold(WaitingReason),
+    /// Not now: leave it pending (held for a pending gate approval).
+    Hold,
 }
 
 /// Whether a skill with these side effects writes to the outside world (and so needs a basis).
@@ -367,7 +367,7 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
             GateState::Rejected => Obstacle::Cancel(LostBasis::GateRejected),
             _ if closed => Obstacle::Cancel(LostBasis::TaskTerminal),
             _ if state.run_status != Some(RunStatus::Running) => Obstacle::Cancel(LostBasis::RunNotActive),
-            GateState::Pending => Obstacle::Hold(WaitingReason::HeldForApproval),
+            GateState::Pending => Obstacle::Hold,
             GateState::Undecided => Obstacle::Cancel(LostBasis::ApprovalWithdrawn),
             GateState::Open => Obstacle::None,
         },
@@ -480,7 +480,7 @@ pub(crate) mod tests {
             "a lost basis is named first"
         );
         let gated = state("open", None, Some("running"), &["pending"], "active");
-        assert_eq!(recheck(&execution, &gated), Obstacle::Hold(WaitingReason::HeldForApproval));
+        assert_eq!(recheck(&execution, &gated), Obstacle::Hold);
         let gated_disabled = state("open", None, Some("running"), &["pending"], "disabled");
         assert_eq!(
             recheck(&execution, &gated_disabled),
@@ -502,7 +502,7 @@ pub(crate) mod tests {
         assert_eq!(at(&["rejected"]), Obstacle::Cancel(LostBasis::GateRejected));
         assert_eq!(at(&["approved", "rejected"]), Obstacle::Cancel(LostBasis::GateRejected), "one rejection ends it");
         assert_eq!(at(&["withdrawn"]), Obstacle::Cancel(LostBasis::ApprovalWithdrawn), "withdrawn is not decided");
-        assert_eq!(at(&["approved", "pending"]), Obstacle::Hold(WaitingReason::HeldForApproval));
+        assert_eq!(at(&["approved", "pending"]), Obstacle::Hold);
         let closed_rejected = state("failed", None, Some("running"), &["rejected"], "active");
         assert_eq!(
             recheck(&execution, &closed_rejected),

@@ -40,11 +40,6 @@ const EXECUTION_GRANTS: &[&str] = &["skills.invoke", "tasks.write"];
 /// The most tasks one pass looks at.
 const BATCH: i64 = 50;
 
-/// A failure as a run keeps it.
-fn failure(failure: Failure) -> Value {
-    serde_json::to_value(failure).expect("a failure serializes")
-}
-
 impl Engine {
     /// The execution principal with its grants, made on first use.
     async fn execution_actor(&self) -> Result<Actor> {
@@ -124,7 +119,7 @@ impl Engine {
             Err(error) if matches!(error.code, "approval_required" | "gate_rejected") => return Ok(0),
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => return Err(error),
             Err(error) => {
-                let failure = failure(Failure::new(error.code, error.message));
+                let failure = crate::document(&Failure::new(error.code, error.message));
                 return self.finish_execution(task, Some(&run), RunStatus::Failed, None, Some(failure), &origin).await;
             }
         };
@@ -203,7 +198,7 @@ impl Engine {
         }
         match (state, run, call) {
             (GateState::Rejected, _, _) => {
-                let failure = failure(Failure::new("gate_rejected", "the task's gate was rejected"));
+                let failure = crate::document(&Failure::new("gate_rejected", "the task's gate was rejected"));
                 self.finish_execution(task, run, RunStatus::Failed, None, Some(failure), origin).await
             }
             (GateState::Undecided, Some(_), Some(call)) if call.status == CallStatus::Pending => {
@@ -221,7 +216,7 @@ impl Engine {
                 Ok(usize::from(wrote))
             }
             (GateState::Undecided, Some(run), None) => {
-                let failure = failure(Failure::new("gate_withdrawn", "the task's gate was withdrawn"));
+                let failure = crate::document(&Failure::new("gate_withdrawn", "the task's gate was withdrawn"));
                 let (ended, event) = self.ended_run(run, RunStatus::Cancelled, None, Some(failure), origin);
                 Ok(usize::from(written(self.store.write_work(&[WorkChange::UpdateRun(ended)], &[event]).await)?))
             }
@@ -265,11 +260,11 @@ impl Engine {
                     status: call.status,
                     artifact_id: call.artifact_id.clone(),
                 };
-                let result = serde_json::to_value(result).ok();
+                let result = Some(crate::document(&result));
                 self.finish_execution(task, Some(run), RunStatus::Succeeded, result, None, origin).await?
             }
             CallStatus::Cancelled if call.attempt == 0 && lost == Some(LostBasis::ApprovalWithdrawn) => {
-                let failure = failure(Failure {
+                let failure = crate::document(&Failure {
                     skill_invocation_id: Some(call.id.clone()),
                     ..Failure::new("gate_withdrawn", "the task's gate was withdrawn before the call ran")
                 });
@@ -282,7 +277,7 @@ impl Engine {
                 } else {
                     format!("skill_invocation_{}", call.status)
                 };
-                let failure = failure(Failure {
+                let failure = crate::document(&Failure {
                     skill_invocation_id: Some(call.id.clone()),
                     ..Failure::new(failed, format!("skill_invocation_{}: {code}", call.status))
                 });

@@ -40,11 +40,6 @@ pub(crate) fn decision_root(task: Value, approval: Value) -> Value {
     json!({"task": task, "approval": approval})
 }
 
-/// A failure as an action keeps it.
-fn failure(failure: Failure) -> Value {
-    serde_json::to_value(failure).expect("a failure serializes")
-}
-
 impl Engine {
     /// One pass over the outcomes that are running, at `now`: calls made, ended calls noted,
     /// finished outcomes reacted to. Answers how many actions or outcomes moved.
@@ -176,12 +171,14 @@ impl Engine {
         let spec = action.action.get("invokeSkill").cloned().unwrap_or_default();
         let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
         let Some(decider) = decider else {
-            let error =
-                failure(Failure::new("authority_inactive", "the decider is disabled: its decision acts no more"));
+            let error = crate::document(&Failure::new(
+                "authority_inactive",
+                "the decider is disabled: its decision acts no more",
+            ));
             return Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(error))));
         };
         let (Some(version), Some(Value::Object(inputs))) = (&action.skill_id, &action.inputs) else {
-            let error = failure(Failure::new(
+            let error = crate::document(&Failure::new(
                 "not_found",
                 format!("{skill} named no published version when the decision was made"),
             ));
@@ -219,8 +216,10 @@ impl Engine {
             }
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => Err(error),
             Err(error) => {
-                let failure =
-                    failure(Failure { details: Some(json!(error.details)), ..Failure::new(error.code, error.message) });
+                let failure = crate::document(&Failure {
+                    details: Some(json!(error.details)),
+                    ..Failure::new(error.code, error.message)
+                });
                 Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(failure))))
             }
         }
@@ -308,7 +307,7 @@ impl Engine {
         let result = action.result.clone().map(|result| ActionCall { status: call.status, ..result });
         let failure = match (status, call.status) {
             (ActionStatus::Failed, CallStatus::Succeeded) => {
-                Some(failure(Failure::new("expectation_not_met", "the output does not match expect")))
+                Some(crate::document(&Failure::new("expectation_not_met", "the output does not match expect")))
             }
             (ActionStatus::Failed | ActionStatus::Skipped, _) => call.error.clone(),
             _ => None,

@@ -33,3 +33,18 @@ END
 $$;
 CREATE TRIGGER approvals_outcome_moves BEFORE UPDATE ON approvals
     FOR EACH ROW EXECUTE FUNCTION approvals_outcome_moves();
+
+-- A call's basis is one of the kinds the code knows (skill_api::Basis): a row the core could not
+-- read back never gets in.
+CREATE FUNCTION skill_invocations_basis_kind() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.authorization_basis IS NOT NULL
+        AND COALESCE(NEW.authorization_basis ->> 'kind', '') NOT IN ('approval', 'execution')
+    THEN
+        RAISE EXCEPTION 'basis_unknown: a call''s basis is an approval or an execution';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER skill_invocations_basis_kind BEFORE INSERT ON skill_invocations
+    FOR EACH ROW EXECUTE FUNCTION skill_invocations_basis_kind();

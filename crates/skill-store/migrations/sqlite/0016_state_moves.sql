@@ -21,3 +21,12 @@ WHEN NEW.outcome_status IS NOT OLD.outcome_status AND NOT (
 BEGIN
     SELECT RAISE(ABORT, 'invalid_status_transition: an outcome runs, then ends, and runs again only when a failed one is retried');
 END;
+
+-- A call's basis is one of the kinds the code knows (skill_api::Basis): a row the core could not
+-- read back never gets in.
+CREATE TRIGGER skill_invocations_basis_kind BEFORE INSERT ON skill_invocations
+WHEN NEW.authorization_basis IS NOT NULL
+    AND COALESCE(json_extract(NEW.authorization_basis, '$.kind'), '') NOT IN ('approval', 'execution')
+BEGIN
+    SELECT RAISE(ABORT, 'basis_unknown: a call''s basis is an approval or an execution');
+END;

@@ -73,6 +73,7 @@ impl InvocationStore for SqliteStore {
         let key = [text(&c.skill_id), maybe_text(c.idempotency_key.as_deref())];
         let event = event.clone();
         Box::pin(self.lite.write(move |connection| {
+            let values = values?;
             if execute(connection, INSERT_CALL, &values)? == 1 {
                 event_insert(connection, &event)?;
                 return Ok(Inserted::New);

@@ -59,12 +59,12 @@ pub(crate) fn maybe_json(value: Option<&Value>) -> Arg {
     value.map_or(Arg::Null, json)
 }
 
-/// A fixed-shape document, kept as the same JSON text its `Value` would be.
-pub(crate) fn maybe_document<T: serde::Serialize>(value: Option<&T>) -> Arg {
-    match value.map(serde_json::to_value) {
-        Some(Ok(value)) => json(&value),
-        // A document of ours always serializes; should one not, nothing is kept rather than a lie.
-        Some(Err(_)) | None => Arg::Null,
+/// A fixed-shape document, kept as the same JSON text its `Value` would be; one that does not
+/// serialize is an error, never a `NULL` (which would say "no basis").
+pub(crate) fn maybe_document<T: serde::Serialize>(value: Option<&T>) -> Result<Arg> {
+    match value.map(serde_json::to_value).transpose() {
+        Ok(value) => Ok(value.as_ref().map_or(Arg::Null, json)),
+        Err(error) => Err(StoreError::new(ErrorKind::Internal, format!("a document does not serialize: {error}"))),
     }
 }
 
@@ -134,8 +134,8 @@ pub(crate) fn invocation_row(row: &Row<'_>) -> rusqlite::Result<InvocationRecord
 }
 
 /// Every column of a call, in the order of `invocation_columns!` (for an insert).
-pub(crate) fn invocation_values(c: &InvocationRecord) -> Vec<Arg> {
-    vec![
+pub(crate) fn invocation_values(c: &InvocationRecord) -> Result<Vec<Arg>> {
+    Ok(vec![
         text(&c.id),
         text(&c.skill_id),
         text(&c.protocol),
@@ -145,7 +145,7 @@ pub(crate) fn invocation_values(c: &InvocationRecord) -> Vec<Arg> {
         text(c.requested_by_kind.as_str()),
         text(&c.requested_by_ref),
         text(&c.authority_principal_id),
-        maybe_document(c.authorization_basis.as_ref()),
+        maybe_document(c.authorization_basis.as_ref())?,
         maybe_text(c.idempotency_key.as_deref()),
         text(c.status.as_str()),
         int(c.attempt),
@@ -168,7 +168,7 @@ pub(crate) fn invocation_values(c: &InvocationRecord) -> Vec<Arg> {
         maybe_time(c.started_at),
         maybe_time(c.attempt_started_at),
         maybe_time(c.finished_at),
-    ]
+    ])
 }
 
 /// The values of the call update shared with PostgreSQL (`UPDATE_CALL`), `$1` to `$19`.

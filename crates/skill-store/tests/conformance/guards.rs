@@ -264,6 +264,20 @@ pub(crate) async fn a_state_the_code_does_not_know_is_refused_when_read(db: Db) 
     let task = crate::work::task(&db, &ana).await;
     let call = crate::calls::pending(&skill, &ana, "local", "claims.lookup", None);
     crate::calls::insert(&db, &call).await;
+    // A basis of a kind the code does not know never gets in (a copy of the call with one is
+    // refused; the same copy without a basis goes in).
+    let copy = |id: &str, basis: &str| {
+        format!(
+            "DROP TABLE IF EXISTS copied; CREATE TEMP TABLE copied AS SELECT * FROM skill_invocations WHERE id = '{}'; \
+             UPDATE copied SET id = '{id}', idempotency_key = NULL, authorization_basis = {basis}; \
+             INSERT INTO skill_invocations SELECT * FROM copied; DROP TABLE copied;",
+            call.id
+        )
+    };
+    let foreign = db.raw.batch(&copy(&crate::fixture::id(), r#"'{"kind": "process", "stepId": "s"}'"#)).await;
+    let refused = foreign.expect_err("a basis of an unknown kind").to_string();
+    assert!(refused.contains("basis_unknown"), "{refused}");
+    db.raw.batch(&copy(&crate::fixture::id(), "NULL")).await.expect("the same copy without a basis");
     // The database itself keeps a word it does not know out.
     let odd = format!(
         "UPDATE tasks SET status = 'paused', closed_at = created_at, row_version = row_version + 1 WHERE id = '{}'",
