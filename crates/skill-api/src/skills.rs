@@ -268,8 +268,10 @@ mod tests {
 
     #[test]
     fn statuses_read_from_their_words_only() {
-        assert_eq!(SkillStatus::from_word("deprecated"), Some(SkillStatus::Deprecated));
-        assert_eq!(SkillStatus::from_word("Deprecated"), None);
+        use crate::State;
+
+        assert_eq!(SkillStatus::parse("deprecated"), Ok(SkillStatus::Deprecated));
+        assert!(SkillStatus::parse("Deprecated").is_err());
         assert!(SkillStatus::Active < SkillStatus::Disabled, "the order is the order of moves");
     }
 }

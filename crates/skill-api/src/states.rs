@@ -272,18 +272,6 @@ impl Lifecycle for SkillStatus {
         &[(Self::Active, Self::Deprecated), (Self::Active, Self::Disabled), (Self::Deprecated, Self::Disabled)];
 }
 
-impl SkillStatus {
-    /// The status `word` names, if any.
-    pub fn from_word(word: &str) -> Option<Self> {
-        <Self as State>::parse(word).ok()
-    }
-
-    /// Every status's word, for messages and `details.allowed`.
-    pub fn words() -> Vec<&'static str> {
-        Self::WORDS.to_vec()
-    }
-}
-
 states! {
     /// Who a call was requested by.
     RequesterKind, what = "requester kind",

@@ -215,14 +215,7 @@ pub(crate) fn checked_limit(limit: Option<u32>, default: u32, max: u32) -> Resul
 
 /// The status `word` names; `invalid_status` listing the allowed words otherwise.
 pub(crate) fn check_status(word: &str) -> Result<SkillStatus> {
-    SkillStatus::from_word(word).ok_or_else(|| {
-        EngineError::new(
-            Class::Invalid,
-            "invalid_status",
-            format!("a status is one of {}, not {word:?}", SkillStatus::words().join(", ")),
-        )
-        .with("allowed", SkillStatus::words())
-    })
+    crate::error::requested_state(word, <SkillStatus as skill_api::State>::ALL, "a status")
 }
 
 /// The most bytes of items one page answers with: a page stops early (its `nextCursor` after the
