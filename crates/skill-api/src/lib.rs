@@ -19,6 +19,7 @@
 //! | the OpenAPI 3.1 document built from them | [`openapi::document`] |
 //! | the skill-facing routes the SDK calls | [`sdk_routes`] |
 
+mod agents;
 mod artifacts;
 mod basis;
 mod envelope;
@@ -36,12 +37,15 @@ mod states;
 mod tokens;
 mod work;
 
+pub use agents::{AgentOut, AgentRequest, AgentTokenOut, AgentTokenRequest};
 pub use artifacts::{
     ArtifactOut, ArtifactQuery, ArtifactRequest, ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest,
     MAX_ARTIFACT_BYTES,
 };
 pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, Failure, HeldGrant, SlotOutcome};
 pub use envelope::{ErrorBody, ErrorEnvelope};
+/// The agent document (`kind: Agent`) the apply carries and the answers show.
+pub use skill_contract::agent;
 pub mod events;
 pub use events::{EventData, EventOut, EventsQuery};
 pub use invocations::{

@@ -22,7 +22,7 @@ pub struct ApplyRequest {
     /// Published versions to change, each at the row version the plan read.
     #[serde(default)]
     pub patch: Vec<PlannedPatch>,
-    /// The objects the package installs (skills by name).
+    /// The objects the package installs: skills by name, agents by key.
     pub objects: Vec<ObjectRef>,
     /// Objects of `objects` that another package installed and this install takes over;
     /// without it such an object is refused (`409 package_object_conflict`).
@@ -40,6 +40,11 @@ pub struct ApplyRequest {
     /// its task types are: `409 artifact_type_exists` for a published version that differs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifact_types: Vec<crate::ArtifactTypeRequest>,
+    /// The package's agents: each one's principal (named by its key) created or brought to what
+    /// the document says — its permissions, its assigned versions, an executor's allow-list —
+    /// whole. List them in `objects` as `{kind: Agent, key}` too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<crate::AgentRequest>,
 }
 
 /// One change of a package plan.
@@ -66,6 +71,9 @@ pub struct ApplyOut {
     /// The artifact type versions this apply published.
     #[serde(default)]
     pub artifact_types: Vec<crate::ArtifactTypeOut>,
+    /// The agents this apply created or changed.
+    #[serde(default)]
+    pub agents: Vec<crate::AgentOut>,
 }
 
 /// The body of `POST /packages:record`.
@@ -90,7 +98,8 @@ pub struct PackageRef {
     pub version: String,
 }
 
-/// An object a package installs: its kind (`Skill`) and key (the skill's name).
+/// An object a package installs: its kind (`Skill`, `Agent`) and key (the skill's name, the
+/// agent's key).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObjectRef {

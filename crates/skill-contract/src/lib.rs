@@ -15,6 +15,7 @@
 //! | protocol types | [`SkillErrorType`], [`SkillMetadata`], [`SkillDefinition`], [`SkillResult`], [`map_tool_error`] |
 //! | the wire error and the code registry | [`SkillError`], [`codes`] |
 //! | JSON Schema checks and validation | [`schema`] |
+//! | agents as packages declare them | [`agent`] |
 //! | packages: reading, the offline check, plans against a core | [`package`] |
 //! | the knowledge base's plans, state tokens and query conditions | [`knowledge`] |
 //!
@@ -38,6 +39,7 @@
 //! assert!(file.contains("    timeoutSeconds: 60\n"));
 //! ```
 
+pub mod agent;
 pub mod codes;
 pub mod composite;
 mod contract;

@@ -2,6 +2,7 @@
 //! operation matched exhaustively to its handler, so the OpenAPI document (built from the same
 //! table) lists exactly what is served.
 
+mod agents;
 mod artifacts;
 mod calls;
 mod handlers;
@@ -58,6 +59,9 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::ReadExecutorAllowance => {
             ("/principals/{principal}/executor-allowance", on(filter, handlers::executor_allowance))
         }
+        Op::ListAgents => ("/agents", on(filter, agents::list)),
+        Op::ReadAgent => ("/agents/{key}", on(filter, agents::read)),
+        Op::IssueAgentToken => ("/agents/{key}/tokens", on(filter, agents::issue_token)),
         Op::PublishTaskType => ("/task-types", on(filter, work::publish_task_type)),
         Op::ListTaskTypes => ("/task-types", on(filter, work::task_types)),
         Op::ReadTaskType => ("/task-types/{reference}", on(filter, work::task_type)),

@@ -79,6 +79,17 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
             .await
             .map_err(|error| anyhow::anyhow!("{error}"))?;
     }
+    // The workspaces the package's agents name (their requests, their grants) exist, and the
+    // developer and the reviewer work in them as in `dev`.
+    let agent_workspaces = agent_workspaces(&loaded);
+    for workspace in &agent_workspaces {
+        if engine.store().workspace_by_key(workspace).await.is_err() {
+            engine
+                .create_workspace(workspace, workspace, &Origin::default())
+                .await
+                .map_err(|error| anyhow::anyhow!("{error}"))?;
+        }
+    }
     let contract_permissions = required_permissions(&loaded);
     let with = |base: &[&str]| {
         let mut grants: Vec<String> = base.iter().map(|grant| (*grant).to_owned()).collect();
@@ -89,9 +100,26 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         }
         grants
     };
-    let grants = with(&["org.manage", "skills.invoke", "tasks.write@dev", "knowledge.write@dev"]);
+    // The developer installs the package, so holds what its agents are granted (an install
+    // grants at most what its installer has).
+    let mut grants = with(&["org.manage", "skills.invoke", "tasks.write@dev", "knowledge.write@dev"]);
+    let mut reviewer_grants = with(&["skills.invoke", "tasks.write@dev", "approvals.decide@dev"]);
+    for permission in agent_permissions(&loaded) {
+        if !grants.contains(&permission) {
+            grants.push(permission);
+        }
+    }
+    let add = |list: &mut Vec<String>, grant: String| {
+        if !list.contains(&grant) {
+            list.push(grant);
+        }
+    };
+    for workspace in &agent_workspaces {
+        add(&mut grants, format!("tasks.write@{workspace}"));
+        add(&mut reviewer_grants, format!("tasks.write@{workspace}"));
+        add(&mut reviewer_grants, format!("approvals.decide@{workspace}"));
+    }
     let token = issue(&engine, "dev", "person", &grants).await?;
-    let reviewer_grants = with(&["skills.invoke", "tasks.write@dev", "approvals.decide@dev"]);
     let reviewer = issue(&engine, "dev-reviewer", "person", &reviewer_grants).await?;
     // The core carries out execution-pinned tasks as its own principal: here it may do what the
     // package's contracts require.
@@ -241,6 +269,21 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     };
     lines.extend(host_env.notes.iter().cloned());
 
+    // A token for each agent the package declares (an executor's is its host's business).
+    let mut agents = Vec::new();
+    for object in loaded.package.objects.iter().filter(|object| object.kind == "Agent") {
+        let Ok(spec) = skill_api::agent::read_spec(&object.document["spec"]) else { continue };
+        if spec.identity.kind != skill_api::agent::AgentKind::Agent {
+            continue;
+        }
+        let request = skill_api::AgentTokenRequest { label: "skill-core dev".into(), expires_in_days: Some(1) };
+        let issued = engine
+            .issue_agent_token(None, &object.key, &request, &Origin::default())
+            .await
+            .map_err(|error| anyhow::anyhow!("a token for the agent {}: {error}", object.key))?;
+        agents.push(banner::AgentLine { key: object.key.clone(), token: issued.token, spec });
+    }
+
     let (sdk, sdk_folder) = sdk_on_path();
     banner::print(&banner::Banner {
         loaded: &loaded,
@@ -258,6 +301,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         sdk_folder,
         sdk,
         workspace: DEV_WORKSPACE,
+        agents: &agents,
     });
 
     tokio::select! {
@@ -324,6 +368,49 @@ fn sdk_on_path() -> (bool, Option<String>) {
         Some(folder) => (true, Some(folder.display().to_string())),
         None => (false, None),
     }
+}
+
+/// The workspaces the package's agents name: where their requests go and where they hold
+/// permissions.
+fn agent_workspaces(loaded: &package::Loaded) -> Vec<String> {
+    let mut out = Vec::new();
+    for spec in agent_specs(loaded) {
+        let named = spec.requests.iter().map(|requests| requests.workspace.clone()).chain(
+            spec.identity
+                .permissions
+                .iter()
+                .filter_map(|written| skill_api::agent::split_permission(written).1.map(str::to_owned)),
+        );
+        for workspace in named {
+            if !out.contains(&workspace) {
+                out.push(workspace);
+            }
+        }
+    }
+    out
+}
+
+/// Every permission the package's agents are granted, as written.
+fn agent_permissions(loaded: &package::Loaded) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for spec in agent_specs(loaded) {
+        for permission in spec.identity.permissions {
+            if !out.contains(&permission) {
+                out.push(permission);
+            }
+        }
+    }
+    out
+}
+
+fn agent_specs(loaded: &package::Loaded) -> Vec<skill_api::agent::AgentSpec> {
+    loaded
+        .package
+        .objects
+        .iter()
+        .filter(|object| object.kind == "Agent")
+        .filter_map(|object| skill_api::agent::read_spec(&object.document["spec"]).ok())
+        .collect()
 }
 
 /// The workspace `dev` does its work in.

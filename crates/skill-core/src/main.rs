@@ -199,13 +199,17 @@ enum WorkspaceCommand {
 #[derive(Debug, Subcommand)]
 enum TokenCommand {
     /// Issue a token (printed once, stored only as its hash) for a principal, creating it when
-    /// missing, with organisation-wide grants.
+    /// missing, with organisation-wide grants — or, with --agent, for an agent a package
+    /// installed, which acts with exactly what its document grants.
     Create {
         #[command(flatten)]
         db: Db,
         /// The principal's name.
-        #[arg(long)]
-        name: String,
+        #[arg(long, required_unless_present = "agent", conflicts_with = "agent")]
+        name: Option<String>,
+        /// The key of an agent a package installed (agents/*.yaml): the token is its principal's.
+        #[arg(long, value_name = "KEY", conflicts_with_all = ["kind", "grants"])]
+        agent: Option<String>,
         /// person, agent or executor (when the principal is created).
         #[arg(long, default_value = "person")]
         kind: String,
@@ -314,10 +318,23 @@ async fn run(cli: Cli) -> Result<()> {
             eprintln!("skill-core stopped");
             Ok(())
         }
-        Command::Token { command: TokenCommand::Create { db, name, kind, grants, label, expires_in_days } } => {
+        Command::Token { command: TokenCommand::Create { db, name, agent, kind, grants, label, expires_in_days } } => {
             let engine = engine(&db).await?;
+            if let Some(key) = agent {
+                let request = skill_api::AgentTokenRequest { label, expires_in_days };
+                let issued = engine
+                    .issue_agent_token(None, &key, &request, &Origin::default())
+                    .await
+                    .map_err(|error| anyhow::anyhow!("{error}"))?;
+                eprintln!(
+                    "token {} for the agent {} ({}); it is shown once, keep it now:",
+                    issued.token_id, issued.agent, issued.principal_id
+                );
+                println!("{}", issued.token);
+                return Ok(());
+            }
             let expires_at = expires_in_days.map(|days| chrono::Utc::now() + chrono::Duration::days(i64::from(days)));
-            let request = TokenRequest { principal: name, kind, grants, label, expires_at };
+            let request = TokenRequest { principal: name.unwrap_or_default(), kind, grants, label, expires_at };
             let issued =
                 engine.issue_token(&request, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?;
             eprintln!(

@@ -119,23 +119,6 @@ impl Engine {
             )
             .with("allowed", PRINCIPAL_KINDS.to_vec()));
         };
-        if request.label.chars().count() > MAX_LABEL_CHARS || request.label.chars().any(char::is_control) {
-            return Err(EngineError::new(
-                Class::Invalid,
-                "invalid_label",
-                format!("a token's label has at most {MAX_LABEL_CHARS} characters and no control characters"),
-            ));
-        }
-        if let Some(expires_at) = request.expires_at {
-            let now = Utc::now();
-            if expires_at <= now || expires_at > now + chrono::Duration::days(i64::from(MAX_TOKEN_DAYS)) {
-                return Err(EngineError::new(
-                    Class::Invalid,
-                    "invalid_expiry",
-                    format!("a token expires after now and within {MAX_TOKEN_DAYS} days"),
-                ));
-            }
-        }
         // The core's own name, and any that would pass for it in a listing.
         if request.principal.trim().eq_ignore_ascii_case(EXECUTION_PRINCIPAL) {
             return Err(reserved_principal());
@@ -144,18 +127,41 @@ impl Engine {
         for written in &request.grants {
             grants.push(self.parse_grant(written).await?);
         }
+        check_token_terms(&request.label, request.expires_at)?;
         let principal = self.principal_named(&request.principal, kind, origin).await?;
+        if !grants.is_empty() && self.store.agent_of(&principal.id).await?.is_some() {
+            return Err(EngineError::new(
+                Class::Conflict,
+                "agent_principal_conflict",
+                format!(
+                    "{} is an agent's principal: it holds what its document grants — change the agent document and apply the package, or issue a token with `skill-core token create --agent {}`",
+                    principal.name, principal.name
+                ),
+            ));
+        }
         for (permission, workspace_id) in grants {
             self.add_grant(&principal, &permission, workspace_id, origin).await?;
         }
+        self.mint_token(principal, &request.label, request.expires_at, origin).await
+    }
+
+    /// A new token for `principal`, with its event.
+    pub(crate) async fn mint_token(
+        &self,
+        principal: Principal,
+        label: &str,
+        expires_at: Option<Time>,
+        origin: &Origin,
+    ) -> Result<IssuedToken> {
+        check_token_terms(label, expires_at)?;
         let token = new_token();
         let record = AccessToken {
             id: self.new_id(),
             principal_id: principal.id.clone(),
             token_hash: token_hash(&token),
-            label: request.label.clone(),
+            label: label.to_owned(),
             created_at: Utc::now(),
-            expires_at: request.expires_at,
+            expires_at,
             revoked_at: None,
         };
         let created = TokenCreated { token_id: record.id.clone(), label: record.label.clone() };
@@ -317,6 +323,29 @@ impl Engine {
             Err(error) => Err(error.into()),
         }
     }
+}
+
+/// A token's label (at most 200 characters, none a control character) and expiry (after now,
+/// within ten years).
+fn check_token_terms(label: &str, expires_at: Option<Time>) -> Result<()> {
+    if label.chars().count() > MAX_LABEL_CHARS || label.chars().any(char::is_control) {
+        return Err(EngineError::new(
+            Class::Invalid,
+            "invalid_label",
+            format!("a token's label has at most {MAX_LABEL_CHARS} characters and no control characters"),
+        ));
+    }
+    if let Some(expires_at) = expires_at {
+        let now = Utc::now();
+        if expires_at <= now || expires_at > now + chrono::Duration::days(i64::from(MAX_TOKEN_DAYS)) {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_expiry",
+                format!("a token expires after now and within {MAX_TOKEN_DAYS} days"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `403 principal_reserved`: the core's execution principal acts only inside the core.

@@ -25,6 +25,7 @@ use skill_store::ErrorKind;
 use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
 
 pub use crate::lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
+pub(crate) use allowance::checked as checked_allowance;
 pub use costs::{CostLine, CostReport, MAX_COST_CALLS};
 pub use queue::MAX_CLAIM_WAIT_SECONDS;
 pub(crate) use queue::Timeouts;

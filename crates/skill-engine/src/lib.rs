@@ -15,6 +15,7 @@
 //! | errors, with the class a transport maps to a status | [`EngineError`], [`Class`] |
 
 mod actor;
+mod agents;
 pub mod artifacts;
 mod cancellation;
 pub mod catalog;

@@ -57,7 +57,7 @@ impl Engine {
         actor.require("org.manage")?;
         check_package_ref(&request.package, &request.install_hash)?;
         let (objects, adopt) = checked_objects(&request.objects, &request.adopt)?;
-        self.check_known(&request.objects, &[]).await?;
+        self.check_known(&request.objects, &[], &[]).await?;
         let install = install_of(&request.package, &request.install_hash, actor);
         let installed = PackageInstalled {
             version: install.version.clone(),
@@ -152,7 +152,8 @@ impl Engine {
             self.resolve_for_publication(skill, &planned).await.map_err(|error| error.with("item", item.clone()))?;
         }
         let created_names: Vec<&str> = creates.iter().map(|(record, _)| record.name.as_str()).collect();
-        self.check_known(&request.objects, &created_names).await?;
+        let agent_keys: Vec<&str> = request.agents.iter().map(|agent| agent.key.as_str()).collect();
+        self.check_known(&request.objects, &created_names, &agent_keys).await?;
         if let Some(schema) = &request.settings_schema {
             self.check_settings_schema(&request.package.key, schema).await?;
         }
@@ -198,6 +199,9 @@ impl Engine {
             let event = self.task_type_event(&record, &origin);
             task_types.push((record, event));
         }
+        let planned_task_types: Vec<_> = task_types.iter().map(|(record, _)| record.clone()).collect();
+        let planned = crate::agents::Planned { skills: &planned_records, task_types: &planned_task_types };
+        let agents = self.planned_agents(actor, &request.agents, &request.package.key, &planned, &origin).await?;
         let install = install_of(&request.package, &request.install_hash, actor);
         let installed = PackageInstalled {
             version: install.version.clone(),
@@ -213,6 +217,7 @@ impl Engine {
             task_types.iter().map(|(record, _)| crate::work::task_type_out(record.clone())).collect();
         let published_artifact_types: Vec<_> =
             planned_types.into_iter().map(crate::artifacts::types::artifact_type_out).collect();
+        let applied_agents: Vec<String> = agents.iter().map(|plan| plan.record.key.clone()).collect();
         let plan = PackagePlan {
             creates,
             updates,
@@ -222,6 +227,7 @@ impl Engine {
             settings_schema: request.settings_schema.clone(),
             task_types,
             artifact_types,
+            agents,
         };
         if let Err(error) = self.store.apply_package(&plan, &event).await {
             return Err(match error.kind() {
@@ -253,6 +259,13 @@ impl Engine {
             patched,
             task_types: published_types,
             artifact_types: published_artifact_types,
+            agents: {
+                let mut out = Vec::new();
+                for key in applied_agents {
+                    out.push(self.agent(actor, &key).await?);
+                }
+                out
+            },
         })
     }
 }
@@ -260,8 +273,25 @@ impl Engine {
 impl Engine {
     /// Every object names a skill the catalog has in some version, or one of `planned`
     /// (`422 unknown_reference` naming the first that does not).
-    async fn check_known(&self, objects: &[ObjectRef], planned: &[&str]) -> Result<()> {
+    async fn check_known(&self, objects: &[ObjectRef], planned: &[&str], agents: &[&str]) -> Result<()> {
         for (index, object) in objects.iter().enumerate() {
+            if object.kind == "Agent" {
+                let known = agents.contains(&object.key.as_str())
+                    || match self.store.agent(&object.key).await {
+                        Ok(_) => true,
+                        Err(error) if error.kind() == ErrorKind::NotFound => false,
+                        Err(error) => return Err(error.into()),
+                    };
+                if !known {
+                    return Err(EngineError::new(
+                        Class::Invalid,
+                        "unknown_reference",
+                        format!("the core has no agent {}: declare it in the same apply", object.key),
+                    )
+                    .with("field", format!("objects[{index}]")));
+                }
+                continue;
+            }
             if planned.contains(&object.key.as_str()) {
                 continue;
             }
@@ -332,9 +362,14 @@ fn checked_objects(objects: &[ObjectRef], adopt: &[ObjectRef]) -> Result<(Vec<Pa
     }
     let mut out = Vec::new();
     for (index, object) in objects.iter().enumerate() {
-        if object.kind != "Skill" || SkillName::new(&object.key).is_err() {
+        let known = match object.kind.as_str() {
+            "Skill" => SkillName::new(&object.key).is_ok(),
+            "Agent" => skill_contract::agent::is_agent_key(&object.key),
+            _ => false,
+        };
+        if !known {
             return Err(EngineError::invalid_request(format!(
-                "objects[{index}] is not a skill by name: {{kind: Skill, key: <skill name>}}"
+                "objects[{index}] is not a skill by name or an agent by key: {{kind: Skill | Agent, key: <name or key>}}"
             ))
             .with("field", format!("objects[{index}]")));
         }

@@ -50,6 +50,7 @@ pub async fn apply(
         settings_schema: loaded.package.settings.clone(),
         task_types: crate::task_types::task_type_requests(loaded)?,
         artifact_types: crate::task_types::artifact_type_requests(loaded)?,
+        agents: crate::task_types::agent_requests(loaded)?,
     };
     for change in &writes {
         match &change.plan {
@@ -68,8 +69,8 @@ pub async fn apply(
         .package
         .objects
         .iter()
-        .filter(|object| object.kind == "Skill")
-        .map(|object| ObjectRef { kind: "Skill".to_owned(), key: object.key.clone() })
+        .filter(|object| matches!(object.kind.as_str(), "Skill" | "Agent"))
+        .map(|object| ObjectRef { kind: object.kind.clone(), key: object.key.clone() })
         .collect();
     request.objects.sort();
     request.objects.dedup();

@@ -1,8 +1,8 @@
-//! A package's task types and artifact types as the core publishes them: each document's `spec`
+//! A package's task types, artifact types and agents as the core publishes them: each document's `spec`
 //! with its `key`, read into the API's request (an unknown field is named with its file).
 
 use serde_json::Value;
-use skill_api::{ArtifactTypeRequest, TaskTypeRequest};
+use skill_api::{AgentRequest, ArtifactTypeRequest, TaskTypeRequest};
 
 use crate::load::Loaded;
 
@@ -22,6 +22,18 @@ pub fn artifact_type_requests(loaded: &Loaded) -> Result<Vec<ArtifactTypeRequest
         .into_iter()
         .map(|(file, body)| serde_json::from_value(body).map_err(|error| format!("{file}: {error} ({fields})")))
         .collect()
+}
+
+/// The agents of the package, in file order: each document's key and spec (an unknown field or a
+/// wrong type named with its file and path).
+pub fn agent_requests(loaded: &Loaded) -> Result<Vec<AgentRequest>, String> {
+    let mut agents = Vec::new();
+    for object in loaded.package.objects.iter().filter(|object| object.kind == "Agent") {
+        let spec = skill_contract::agent::read_spec(&object.document["spec"])
+            .map_err(|problem| format!("{} at {}: {}", object.file, problem.path, problem.message))?;
+        agents.push(AgentRequest { key: object.key.clone(), spec });
+    }
+    Ok(agents)
 }
 
 /// Each `kind` document's spec with its key, and its file.

@@ -167,6 +167,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (14, "bound bases", include_str!("../migrations/sqlite/0014_bound_bases.sql")),
     (15, "outcome retries", include_str!("../migrations/sqlite/0015_outcome_retries.sql")),
     (16, "state moves", include_str!("../migrations/sqlite/0016_state_moves.sql")),
+    (17, "agents", include_str!("../migrations/sqlite/0017_agents.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -185,6 +186,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (14, "bound bases", include_str!("../migrations/postgres/0014_bound_bases.sql")),
     (15, "outcome retries", include_str!("../migrations/postgres/0015_outcome_retries.sql")),
     (16, "state moves", include_str!("../migrations/postgres/0016_state_moves.sql")),
+    (17, "agents", include_str!("../migrations/postgres/0017_agents.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -404,6 +404,10 @@ macro_rules! catalog_store {
                         update_skill_in!(tx, &update.id, update.expected_row_version, c, update.event.created_at);
                         crate::events::insert!(tx, &update.event);
                     }
+                    // Agents after the versions they are assigned, before the install links them.
+                    for agent in &plan.agents {
+                        crate::agents::apply_agent_in!(tx, agent);
+                    }
                     let (install, objects, adopt) = (&plan.install, &plan.objects[..], &plan.adopt[..]);
                     let installed = record_install_in!(tx, install, objects, adopt);
                     if let Some(schema) = &plan.settings_schema {
@@ -418,7 +422,7 @@ macro_rules! catalog_store {
                         crate::events::insert!(tx, published);
                     }
                     if installed || !plan.creates.is_empty() || !plan.updates.is_empty() || !plan.task_types.is_empty()
-                        || !plan.artifact_types.is_empty()
+                        || !plan.artifact_types.is_empty() || !plan.agents.is_empty()
                     {
                         crate::events::commit!(tx, event);
                     }

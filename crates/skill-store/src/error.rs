@@ -50,6 +50,8 @@ const GUARD_CODES: &[&str] = &[
     "console_session_immutable",
     "basis_not_covered",
     "decider_not_a_person",
+    "agent_principal_conflict",
+    "agent_cannot_decide",
 ];
 
 impl StoreError {

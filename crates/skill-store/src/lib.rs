@@ -33,6 +33,7 @@
 //! # });
 //! ```
 
+mod agents;
 mod artifacts;
 mod backend;
 mod catalog;
@@ -57,6 +58,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+pub use agents::AgentStore;
 pub use artifacts::{ArtifactStore, BlobStore, FolderBlobs, check_blob_name};
 pub use backend::{PgStore, SqliteStore, StoreOptions, redact};
 pub use catalog::CatalogStore;
@@ -84,6 +86,7 @@ pub enum Backend {
 /// Everything the core stores.
 pub trait Store:
     IdentityStore
+    + AgentStore
     + CatalogStore
     + InvocationStore
     + IdempotencyStore

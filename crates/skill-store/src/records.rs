@@ -6,6 +6,7 @@ mod work;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use skill_api::{Basis, CallStatus, PrincipalKind, RequesterKind, SessionStatus, SkillStatus};
+use skill_contract::agent::AgentSpec;
 use skill_contract::{RiskLevel, SideEffects};
 
 use crate::states::{JsonText, Nullable, Text};
@@ -210,6 +211,37 @@ pub struct Assignment {
     pub created_at: Time,
 }
 
+/// An agent a package declared: its document and the principal it made.
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct AgentRecord {
+    pub key: String,
+    pub principal_id: String,
+    #[sqlx(try_from = "Text<PrincipalKind>")]
+    pub kind: PrincipalKind,
+    pub package_key: Option<String>,
+    #[sqlx(try_from = "JsonText<AgentSpec>")]
+    pub spec: AgentSpec,
+    pub revision: i32,
+    pub created_at: Time,
+    pub updated_at: Time,
+}
+
+/// What applying an agent document writes, whole, in the install's transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentPlan {
+    /// The agent at its new revision.
+    pub record: AgentRecord,
+    /// The principal to create first, when the agent is new.
+    pub principal: Option<Principal>,
+    /// Every grant the principal holds afterwards (the others are removed).
+    pub grants: Vec<Grant>,
+    /// Every assignment it holds afterwards.
+    pub assignments: Vec<Assignment>,
+    /// An executor's allow-list (`None`: nothing).
+    pub allowance: Option<ExecutorAllowance>,
+    pub event: Event,
+}
+
 /// The last install of a package.
 #[derive(sqlx::FromRow, Debug, Clone, PartialEq, Eq)]
 pub struct PackageInstall {
@@ -285,6 +317,8 @@ pub struct PackagePlan {
     pub task_types: Vec<(TaskTypeRecord, Event)>,
     /// Artifact type versions to publish (before the task types), each with its event.
     pub artifact_types: Vec<(ArtifactTypeRecord, Event)>,
+    /// Agents to create or bring to their documents (after the versions they are assigned).
+    pub agents: Vec<AgentPlan>,
 }
 
 /// What assigning a version did.

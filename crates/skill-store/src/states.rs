@@ -8,6 +8,7 @@ use skill_api::{
     ActionStatus, ApprovalStatus, CallStatus, OutcomeReaction, OutcomeStatus, PrincipalKind, RequesterKind, RunStatus,
     SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
 };
+use skill_contract::agent::AgentSpec;
 use skill_contract::{RiskLevel, SideEffects};
 use sqlx::types::Json;
 use sqlx::{Database, Decode, Type, ValueRef};
@@ -174,6 +175,23 @@ impl Document for DecisionAuthority {
 
 impl Document for ActionCall {
     const AT: &'static str = "approval_actions.result";
+}
+
+impl Document for AgentSpec {
+    const AT: &'static str = "agents.spec";
+}
+
+/// A document column that is never NULL.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} is NULL, which it never is")]
+pub(crate) struct Missing(&'static str);
+
+impl TryFrom<JsonText<AgentSpec>> for AgentSpec {
+    type Error = Missing;
+
+    fn try_from(value: JsonText<AgentSpec>) -> Result<Self, Missing> {
+        value.0.ok_or(Missing(<AgentSpec as Document>::AT))
+    }
 }
 
 /// A nullable document column of a rusqlite row.

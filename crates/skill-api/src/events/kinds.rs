@@ -138,6 +138,20 @@ events! {
         read_only: bool,
     }
 
+    /// A package's agent document was applied: the agent's principal now holds exactly these
+    /// permissions and assignments (and, for an executor, this allow-list) (`agent:<key>`).
+    AgentApplied = "agent.applied" {
+        principal_id: String,
+        kind: String,
+        revision: i32,
+        package: String,
+        permissions: Vec<String>,
+        /// `name@version` of each assigned version, `(read-only)` after the read-only ones.
+        invoke: Vec<String>,
+        /// Whether the principal was created by this apply.
+        created: bool,
+    }
+
     /// An assignment was taken back (`principal:<id>`).
     SkillRevoked = "skill.revoked" {
         skill_id: String,

@@ -175,10 +175,13 @@ pub(crate) fn serve(label: &str) -> Served {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
         let url = format!("http://{}", listener.local_addr().expect("address"));
         tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
+        // The claims package's agents file their requests in the workspace `claims` and are
+        // granted what the installer must hold itself.
+        engine.create_workspace("claims", "Claims", &Origin::default()).await.expect("workspace");
         let request = TokenRequest {
             principal: "installer".into(),
             kind: "agent".into(),
-            grants: vec!["org.manage".into()],
+            grants: ["org.manage", "skills.invoke", "skills.execute", "claims.reply"].map(String::from).to_vec(),
             label: "test".into(),
             expires_at: None,
         };

@@ -52,15 +52,69 @@ pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
         }
     }
     let references = References { visible: &visible };
+    let executions = executions(std::iter::once(package).chain(required));
     for object in &package.objects {
         match object.kind.as_str() {
             "TaskType" => references.task_type(object, &mut problems),
             "WorkRule" => references.work_rule(object, &mut problems),
             "Process" => references.calls(object, &object.document["spec"], "spec", &mut problems),
+            "Agent" => agent(object, &executions, &mut problems),
             _ => {}
         }
     }
     problems
+}
+
+/// Task type key → the `name@version` of each of its versions' execution, in the packages given.
+fn executions<'a>(packages: impl Iterator<Item = &'a Package>) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for object in packages.flat_map(|package| &package.objects).filter(|object| object.kind == "TaskType") {
+        let execution = object.document.pointer("/spec/execution");
+        let skill = execution.and_then(|e| e.get("skill")).and_then(Value::as_str);
+        let version = execution.and_then(|e| e.get("version")).and_then(Value::as_str);
+        if let (Some(skill), Some(version)) = (skill, version) {
+            out.entry(object.key.clone()).or_default().push(format!("{skill}@{version}"));
+        }
+    }
+    out
+}
+
+/// An agent document: its key, its shape and rules, and — for the task types this package can
+/// see — that it is assigned each execution's version.
+fn agent(object: &PackageObject, executions: &BTreeMap<String, Vec<String>>, problems: &mut Vec<PackageProblem>) {
+    if !crate::agent::is_agent_key(&object.key) {
+        problems.push(PackageProblem::new(
+            &object.file,
+            "key",
+            "invalid_agent",
+            format!("{:?} is not an agent key (it is also the agent's principal name)", object.key),
+            "use 1 to 100 lower-case letters, digits, `.`, `_`, `-`, starting with a letter or digit",
+        ));
+    }
+    let spec = match crate::agent::read_spec(&object.document["spec"]) {
+        Ok(spec) => spec,
+        Err(found) => {
+            problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));
+            return;
+        }
+    };
+    for found in spec.problems() {
+        problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));
+    }
+    let invoked: Vec<&str> = spec.invoked().map(|(skill, _)| skill).collect();
+    for (index, key) in spec.work.task_types.iter().enumerate() {
+        for skill in executions.get(key).into_iter().flatten() {
+            if !invoked.contains(&skill.as_str()) {
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    &format!("spec.work.taskTypes[{index}]"),
+                    "execution_skill_not_invoked",
+                    format!("the task type {key} is carried out with {skill}, which the agent is not assigned"),
+                    &format!("add {skill} to spec.skills.invoke"),
+                ));
+            }
+        }
+    }
 }
 
 /// The side effects a skill's calls have: a composite writes when any of its tools may.

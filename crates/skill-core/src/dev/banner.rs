@@ -24,6 +24,27 @@ pub(crate) struct Banner<'a> {
     pub(crate) sdk: bool,
     /// The workspace work happens in.
     pub(crate) workspace: &'a str,
+    /// The package's agents, each with a token.
+    pub(crate) agents: &'a [AgentLine],
+}
+
+/// An agent of the package and the token dev issued for it.
+pub(crate) struct AgentLine {
+    pub(crate) key: String,
+    pub(crate) token: String,
+    pub(crate) spec: skill_api::agent::AgentSpec,
+}
+
+/// The shell variable an agent's token is exported as: `AGENT_TOKEN` for the first,
+/// `AGENT_TOKEN_<KEY>` for the others.
+fn agent_variable(index: usize, key: &str) -> String {
+    if index == 0 {
+        "AGENT_TOKEN".to_owned()
+    } else {
+        let upper: String =
+            key.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+        format!("AGENT_TOKEN_{upper}")
+    }
 }
 
 #[allow(clippy::print_stdout)]
@@ -43,6 +64,16 @@ pub(crate) fn render(banner: &Banner<'_>) -> String {
         ("you".to_owned(), format!("dev: {} (a day)", banner.grants.join(", "))),
         ("reviewer".to_owned(), format!("dev-reviewer: {} (decides approvals)", banner.reviewer_grants.join(", "))),
     ];
+    for agent in banner.agents {
+        let skills: Vec<&str> = agent.spec.invoked().map(|(skill, _)| skill).collect();
+        let requests = agent
+            .spec
+            .requests
+            .as_ref()
+            .map(|requests| format!("; its writes become requests in the workspace {}", requests.workspace))
+            .unwrap_or_default();
+        lines.push(("agent".to_owned(), format!("{}: {}{requests}", agent.key, skills.join(", "))));
+    }
     lines.extend(banner.lines.iter().cloned());
     let width = lines.iter().map(|(label, _)| label.len()).max().unwrap_or(0).max(9);
     for (label, text) in &lines {
@@ -53,6 +84,14 @@ pub(crate) fn render(banner: &Banner<'_>) -> String {
     out.push(format!("  export SKILL_CORE_URL={url}"));
     out.push(format!("  export SKILL_CORE_TOKEN={}", banner.token));
     out.push(format!("  export REVIEWER={}", banner.reviewer));
+    for (index, agent) in banner.agents.iter().enumerate() {
+        out.push(format!(
+            "  export {}={}    # the agent {}",
+            agent_variable(index, &agent.key),
+            agent.token,
+            agent.key
+        ));
+    }
     if let Some(folder) = &banner.sdk_folder {
         out.push(format!("  export PATH=\"{folder}:$PATH\"    # skill-sdk, built beside skill-core"));
     }

@@ -1,6 +1,7 @@
 //! The core's behaviour tests, one binary: the API through a real server, the typed client
 //! against it, the committed OpenAPI document, and `skill-core` as a process.
 
+mod agents;
 mod api;
 mod artifacts;
 mod attacks;

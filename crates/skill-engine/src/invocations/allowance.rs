@@ -97,7 +97,7 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 /// The allowance checked and normalized (origins lower-case, duplicates dropped).
-fn checked(allowance: &ExecutorAllowance) -> Result<Kept> {
+pub(crate) fn checked(allowance: &ExecutorAllowance) -> Result<Kept> {
     let mut protocols = Vec::new();
     for protocol in &allowance.protocols {
         if !PROTOCOLS.contains(&protocol.as_str()) {

@@ -1,0 +1,56 @@
+//! Agents: the principals a package declares (`agents/*.yaml`) with what they may call, the
+//! executor agents with what they may run, and tokens issued for them.
+
+use serde::{Deserialize, Serialize};
+use skill_contract::agent::{AgentKind, AgentSpec};
+
+/// An agent document as `POST /packages:apply` carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentRequest {
+    /// The agent's key, which is also its principal's name.
+    pub key: String,
+    pub spec: AgentSpec,
+}
+
+/// An agent as the core keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentOut {
+    pub key: String,
+    pub kind: AgentKind,
+    /// Its principal (named as the agent).
+    pub principal_id: String,
+    /// The package that installed it.
+    pub package: Option<String>,
+    /// Moves each time an install changes what the agent may do.
+    pub revision: i32,
+    pub spec: AgentSpec,
+    /// Whether its principal is disabled (its tokens do not work).
+    pub disabled: bool,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// The body of `POST /agents/{key}/tokens`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentTokenRequest {
+    /// A note on what the token is for (at most 200 characters).
+    #[serde(default)]
+    pub label: String,
+    /// Days until the token expires, 1 to 3650 (never when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_days: Option<u32>,
+}
+
+/// A token issued for an agent: the secret is shown once and stored only as its hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentTokenOut {
+    pub token: String,
+    pub token_id: String,
+    pub agent: String,
+    pub principal_id: String,
+    pub expires_at: Option<String>,
+}

@@ -1,0 +1,493 @@
+//! Agents as a package declares them (`agents/*.yaml`, `kind: Agent`): who the agent is (its
+//! kind and permissions), the skill versions assigned to it, the task types it works on, what an
+//! executor agent may run, and where the requests of an agent's writes go.
+//!
+//! The shape and the rules that need nothing but the document are here, so the offline check
+//! and the core refuse the same documents with the same paths; what needs the catalog
+//! (unknown versions, disabled ones, workspaces, the installer's own permissions) is the core's.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{SkillRef, is_permission};
+
+/// The permission an agent needs to call skills on its own account.
+pub const INVOKE_PERMISSION: &str = "skills.invoke";
+/// The permission an executor needs to claim calls.
+pub const EXECUTE_PERMISSION: &str = "skills.execute";
+/// The permission no agent ever holds: a person decides what an agent asked for.
+pub const DECIDE_PERMISSION: &str = "approvals.decide";
+/// The longest an agent's request may wait for a person (30 days), and the default (24 h).
+pub const MAX_REQUEST_SECONDS: u64 = 30 * 24 * 3600;
+pub const DEFAULT_REQUEST_SECONDS: u64 = 24 * 3600;
+
+/// The `spec` of an `Agent` document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentSpec {
+    /// A version of the document, for its author (the agent itself is not versioned: applying a
+    /// document replaces what the agent may do, whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub identity: AgentIdentity,
+    /// For an agent, `invoke`: the versions assigned to its principal; for an executor, what it
+    /// may run.
+    #[serde(default)]
+    pub skills: AgentSkills,
+    #[serde(default)]
+    pub work: AgentWork,
+    /// `{kind: skills}` for an executor agent (the package's skills executor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<ExecutorKind>,
+    /// Where an agent's external writes without a basis become requests a person decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<AgentRequests>,
+}
+
+/// Who the agent is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentIdentity {
+    pub kind: AgentKind,
+    /// `PERMISSION` organisation-wide or `PERMISSION@WORKSPACE` in one workspace.
+    #[serde(default)]
+    pub permissions: Vec<String>,
+}
+
+/// An agent that calls skills, or an executor that runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    Agent,
+    Executor,
+}
+
+impl AgentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Agent => "agent",
+            Self::Executor => "executor",
+        }
+    }
+}
+
+/// `spec.skills`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentSkills {
+    /// The versions assigned to the agent: `name@version`, or `{skill: name@version, readOnly:
+    /// true}` to list and call it only as far as it does not write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invoke: Vec<InvokeEntry>,
+    /// An executor's protocols: `local`, `http`, `mcp`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocols: Vec<String>,
+    /// An executor's local modules or `module:function` entrypoints.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub local: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http_origins: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_origins: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audiences: Vec<String>,
+}
+
+impl AgentSkills {
+    /// Whether any of the executor's allow-list is given.
+    pub fn declares_execution(&self) -> bool {
+        !(self.protocols.is_empty()
+            && self.local.is_empty()
+            && self.http_origins.is_empty()
+            && self.mcp_origins.is_empty()
+            && self.audiences.is_empty())
+    }
+}
+
+/// One assigned version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum InvokeEntry {
+    Pinned(String),
+    Detailed(DetailedEntry),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DetailedEntry {
+    pub skill: String,
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+impl InvokeEntry {
+    /// The `name@version` written.
+    pub fn skill(&self) -> &str {
+        match self {
+            Self::Pinned(skill) | Self::Detailed(DetailedEntry { skill, .. }) => skill,
+        }
+    }
+
+    pub fn read_only(&self) -> bool {
+        matches!(self, Self::Detailed(DetailedEntry { read_only: true, .. }))
+    }
+}
+
+/// `spec.work`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentWork {
+    /// The task types (by key) the agent works on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_types: Vec<String>,
+}
+
+/// `spec.executor`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecutorKind {
+    /// `skills`: the executor of a package's skills.
+    pub kind: String,
+}
+
+/// `spec.requests`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentRequests {
+    /// The workspace (by key) the request tasks are created in.
+    pub workspace: String,
+    /// How long a request waits for a person before it expires: `90m`, `24h`, `7d` (default
+    /// 24h, at most 30d).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<String>,
+}
+
+impl AgentRequests {
+    /// How long a request waits, in seconds.
+    pub fn expires_in_seconds(&self) -> u64 {
+        self.expires_in.as_deref().and_then(parse_duration).unwrap_or(DEFAULT_REQUEST_SECONDS)
+    }
+}
+
+/// `90s`, `30m`, `24h`, `7d`: a whole number of seconds, minutes, hours or days.
+pub fn parse_duration(text: &str) -> Option<u64> {
+    let unit = match text.chars().last()? {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => return None,
+    };
+    let digits = &text[..text.len() - 1];
+    if digits.is_empty() || digits.len() > 7 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok().map(|n| n * unit)
+}
+
+/// One thing wrong with an agent document, by its path in the document (`spec.identity.permissions[2]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentProblem {
+    pub path: String,
+    /// `invalid_agent`, or the reference's `skills_invoke_not_permitted`.
+    pub code: &'static str,
+    pub message: String,
+    pub hint: String,
+}
+
+fn problem(path: impl Into<String>, code: &'static str, message: impl Into<String>, hint: &str) -> AgentProblem {
+    AgentProblem { path: path.into(), code, message: message.into(), hint: hint.to_owned() }
+}
+
+/// Whether `key` names an agent: 1 to 100 lower-case letters, digits, `.`, `_`, `-`, starting
+/// with a letter or digit — it is also its principal's name.
+pub fn is_agent_key(key: &str) -> bool {
+    (1..=100).contains(&key.len())
+        && key.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+}
+
+/// Reads an agent document's `spec`: the spec, or the first problem of its shape (an unknown
+/// field, a wrong type), with its path.
+pub fn read_spec(spec: &Value) -> Result<AgentSpec, AgentProblem> {
+    let mut track = serde_path_to_error::Track::new();
+    let deserializer = serde_path_to_error::Deserializer::new(spec, &mut track);
+    AgentSpec::deserialize(deserializer).map_err(|error| {
+        let at = track.path().to_string();
+        let path = if at == "." { "spec".to_owned() } else { format!("spec.{at}") };
+        problem(
+            path,
+            "invalid_agent",
+            format!("the agent document does not read: {error}"),
+            "an agent's spec has identity {kind, permissions}, skills {invoke | protocols, local, httpOrigins, mcpOrigins, audiences}, work {taskTypes}, executor {kind: skills}, requests {workspace, expiresIn}",
+        )
+    })
+}
+
+/// A permission as an agent document writes it: the permission and the workspace key, if any.
+pub fn split_permission(written: &str) -> (&str, Option<&str>) {
+    match written.split_once('@') {
+        Some((permission, workspace)) => (permission, Some(workspace)),
+        None => (written, None),
+    }
+}
+
+impl AgentSpec {
+    /// The permission words the agent holds, whatever the workspace.
+    fn holds(&self, permission: &str) -> bool {
+        self.identity.permissions.iter().any(|written| split_permission(written).0 == permission)
+    }
+
+    /// The rules that need nothing but the document.
+    pub fn problems(&self) -> Vec<AgentProblem> {
+        let mut out = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (index, written) in self.identity.permissions.iter().enumerate() {
+            let path = format!("spec.identity.permissions[{index}]");
+            let (permission, workspace) = split_permission(written);
+            if !is_permission(permission) || workspace.is_some_and(|key| !crate::package::is_package_key(key)) {
+                out.push(problem(
+                    path,
+                    "invalid_agent",
+                    format!("{written:?} is not a permission: dotted lower-case words, optionally @<workspace key>"),
+                    "write e.g. skills.invoke or tasks.write@claims",
+                ));
+            } else if !seen.insert(written.as_str()) {
+                out.push(problem(path, "invalid_agent", format!("{written} is listed twice"), "list it once"));
+            } else if self.identity.kind == AgentKind::Agent && permission == DECIDE_PERMISSION {
+                out.push(problem(
+                    path,
+                    "invalid_agent",
+                    "an agent never decides approvals: a person decides what an agent asks for",
+                    "remove approvals.decide; grant it to the people who review the agent's requests",
+                ));
+            }
+        }
+        let mut skills = BTreeSet::new();
+        for (index, entry) in self.skills.invoke.iter().enumerate() {
+            let path = format!("spec.skills.invoke[{index}]");
+            match entry.skill().parse::<SkillRef>() {
+                Err(_) if !entry.skill().contains('@') => out.push(problem(
+                    path,
+                    "invalid_agent",
+                    format!("{} names no version: an agent is assigned pinned versions", entry.skill()),
+                    "write name@version",
+                )),
+                Err(error) => {
+                    out.push(problem(
+                        path,
+                        "invalid_agent",
+                        format!("{:?}: {error}", entry.skill()),
+                        "write name@version",
+                    ));
+                }
+                Ok(reference) if !skills.insert(reference.to_string()) => {
+                    out.push(problem(path, "invalid_agent", format!("{reference} is listed twice"), "list it once"));
+                }
+                Ok(_) => {}
+            }
+        }
+        if !self.skills.invoke.is_empty() && !self.holds(INVOKE_PERMISSION) {
+            out.push(problem(
+                "spec.identity.permissions",
+                "skills_invoke_not_permitted",
+                "the agent is assigned skills but does not hold skills.invoke",
+                "add skills.invoke to identity.permissions",
+            ));
+        }
+        for (index, key) in self.work.task_types.iter().enumerate() {
+            if key.is_empty() || key.len() > 200 || key.contains('@') {
+                out.push(problem(
+                    format!("spec.work.taskTypes[{index}]"),
+                    "invalid_agent",
+                    format!("{key:?} is not a task type key"),
+                    "name a task type by its key, without a version",
+                ));
+            }
+        }
+        match self.identity.kind {
+            AgentKind::Agent => self.agent_problems(&mut out),
+            AgentKind::Executor => self.executor_problems(&mut out),
+        }
+        for (field, value) in [("displayName", &self.display_name), ("description", &self.description)] {
+            if value.as_ref().is_some_and(|text| text.chars().count() > 2000) {
+                out.push(problem(
+                    format!("spec.{field}"),
+                    "invalid_agent",
+                    format!("{field} has at most 2000 characters"),
+                    "shorten it",
+                ));
+            }
+        }
+        out
+    }
+
+    fn agent_problems(&self, out: &mut Vec<AgentProblem>) {
+        if self.executor.is_some() || self.skills.declares_execution() {
+            out.push(problem(
+                if self.executor.is_some() { "spec.executor" } else { "spec.skills" },
+                "invalid_agent",
+                "an agent (identity.kind agent) runs no calls: protocols, local, origins and audiences are an executor's",
+                "remove them, or make a separate agent with identity.kind executor",
+            ));
+        }
+        if let Some(requests) = &self.requests {
+            if !crate::package::is_package_key(&requests.workspace) {
+                out.push(problem(
+                    "spec.requests.workspace",
+                    "invalid_agent",
+                    format!("{:?} is not a workspace key", requests.workspace),
+                    "name the workspace the requests go to by its key",
+                ));
+            }
+            if let Some(written) = &requests.expires_in {
+                let ok = parse_duration(written).is_some_and(|seconds| (60..=MAX_REQUEST_SECONDS).contains(&seconds));
+                if !ok {
+                    out.push(problem(
+                        "spec.requests.expiresIn",
+                        "invalid_agent",
+                        format!("{written:?} is not a duration from 1m to 30d"),
+                        "write a whole number and a unit: 90m, 24h, 7d",
+                    ));
+                }
+            }
+        }
+    }
+
+    fn executor_problems(&self, out: &mut Vec<AgentProblem>) {
+        if !self.skills.invoke.is_empty() {
+            out.push(problem(
+                "spec.skills.invoke",
+                "invalid_agent",
+                "an executor runs calls and makes none on its own account",
+                "assign the skills to an agent with identity.kind agent",
+            ));
+        }
+        if self.requests.is_some() {
+            out.push(problem(
+                "spec.requests",
+                "invalid_agent",
+                "an executor asks for nothing: requests are an agent's",
+                "remove requests",
+            ));
+        }
+        match &self.executor {
+            Some(executor) if executor.kind != "skills" => out.push(problem(
+                "spec.executor.kind",
+                "invalid_agent",
+                format!("{:?} is not an executor kind", executor.kind),
+                "write executor: {kind: skills}",
+            )),
+            Some(_) => {}
+            None => out.push(problem(
+                "spec.executor",
+                "invalid_agent",
+                "an executor agent says what kind of executor it is",
+                "add executor: {kind: skills}",
+            )),
+        }
+        if !self.holds(EXECUTE_PERMISSION) {
+            out.push(problem(
+                "spec.identity.permissions",
+                "invalid_agent",
+                "an executor does not hold skills.execute, so it could claim nothing",
+                "add skills.execute to identity.permissions",
+            ));
+        }
+        if self.skills.protocols.is_empty() {
+            out.push(problem(
+                "spec.skills.protocols",
+                "invalid_agent",
+                "an executor names the protocols it runs (an executor allowed nothing claims nothing)",
+                "write skills: {protocols: [local], local: [<module>]}",
+            ));
+        }
+    }
+
+    /// The versions assigned, as written, with their read-only flag.
+    pub fn invoked(&self) -> impl Iterator<Item = (&str, bool)> {
+        self.skills.invoke.iter().map(|entry| (entry.skill(), entry.read_only()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn codes(spec: Value) -> Vec<(String, &'static str)> {
+        match read_spec(&spec) {
+            Err(problem) => vec![(problem.path, problem.code)],
+            Ok(spec) => spec.problems().into_iter().map(|problem| (problem.path, problem.code)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_desk_agent_and_its_executor_read_clean() {
+        let desk = json!({
+            "identity": {"kind": "agent", "permissions": ["skills.invoke", "claims.read"]},
+            "skills": {"invoke": ["claim.classify@1", {"skill": "claim.send_reply@1", "readOnly": false}]},
+            "work": {"taskTypes": ["claim-reply"]},
+            "requests": {"workspace": "claims", "expiresIn": "24h"}
+        });
+        assert_eq!(codes(desk.clone()), []);
+        let spec = read_spec(&desk).expect("reads");
+        assert_eq!(spec.invoked().collect::<Vec<_>>(), [("claim.classify@1", false), ("claim.send_reply@1", false)]);
+        assert_eq!(spec.requests.expect("requests").expires_in_seconds(), 86_400);
+        let executor = json!({
+            "identity": {"kind": "executor", "permissions": ["skills.execute"]},
+            "executor": {"kind": "skills"},
+            "skills": {"protocols": ["local"], "local": ["claims_integration.skills"]}
+        });
+        assert_eq!(codes(executor), []);
+    }
+
+    #[test]
+    fn each_rule_names_its_path() {
+        let unknown = json!({"identity": {"kind": "agent"}, "skils": {}});
+        assert_eq!(codes(unknown)[0].1, "invalid_agent");
+        let kind = json!({"identity": {"kind": "robot"}});
+        assert_eq!(codes(kind), [("spec.identity.kind".to_owned(), "invalid_agent")]);
+        let no_invoke = json!({"identity": {"kind": "agent", "permissions": []}, "skills": {"invoke": ["a@1"]}});
+        assert_eq!(codes(no_invoke), [("spec.identity.permissions".to_owned(), "skills_invoke_not_permitted")]);
+        let unpinned = json!({"identity": {"kind": "agent", "permissions": ["skills.invoke"]},
+                              "skills": {"invoke": ["a", "a@1", {"skill": "a@1", "readOnly": true}]}});
+        let found = codes(unpinned);
+        assert_eq!(found[0], ("spec.skills.invoke[0]".to_owned(), "invalid_agent"));
+        assert_eq!(found[1], ("spec.skills.invoke[2]".to_owned(), "invalid_agent"), "listed twice");
+        let decide = json!({"identity": {"kind": "agent", "permissions": ["approvals.decide@claims", "bad perm"]}});
+        let found = codes(decide);
+        assert_eq!(
+            found.iter().map(|(path, _)| path.as_str()).collect::<Vec<_>>(),
+            ["spec.identity.permissions[0]", "spec.identity.permissions[1]"]
+        );
+        let runs = json!({"identity": {"kind": "agent"}, "skills": {"protocols": ["local"]}});
+        assert_eq!(codes(runs), [("spec.skills".to_owned(), "invalid_agent")]);
+        let expiry = json!({"identity": {"kind": "agent"}, "requests": {"workspace": "claims", "expiresIn": "31d"}});
+        assert_eq!(codes(expiry), [("spec.requests.expiresIn".to_owned(), "invalid_agent")]);
+        let executor = json!({"identity": {"kind": "executor", "permissions": ["skills.invoke"]},
+                              "skills": {"invoke": ["a@1"]}});
+        let paths: Vec<String> = codes(executor).into_iter().map(|(path, _)| path).collect();
+        assert_eq!(
+            paths,
+            ["spec.skills.invoke", "spec.executor", "spec.identity.permissions", "spec.skills.protocols"]
+        );
+    }
+
+    #[test]
+    fn durations_are_whole_units() {
+        assert_eq!(parse_duration("90m"), Some(5400));
+        assert_eq!(parse_duration("7d"), Some(604_800));
+        for bad in ["", "h", "1.5h", "-1h", "24", "1w", "99999999s"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+        assert!(is_agent_key("claims-desk") && !is_agent_key("Claims") && !is_agent_key("-x") && !is_agent_key(""));
+    }
+}

@@ -1,0 +1,354 @@
+//! Agents a package declares, through a real server on both backends: every refusal of the
+//! reference (and ours), each writing nothing; an agent's principal holding exactly what its
+//! document grants, again after a change; tokens for agents; an executor agent's allow-list.
+
+use serde_json::{Value, json};
+
+use crate::api::token;
+use crate::calls::{Backend, Core, core};
+
+fn leaf(name: &str, side_effects: &str) -> Value {
+    json!({"name": name, "version": "1", "description": "a leaf", "sideEffects": side_effects, "riskLevel": "low",
+           "contract": {"inputs": {"type": "object"}, "outputs": {"type": "object"}, "idempotency": "required",
+                        "implementation": {"protocol": "local", "entrypoint": format!("claims.skills:{}", name.replace('.', "_"))}}})
+}
+
+/// A desk agent's document, changed by `edit`.
+fn desk(edit: impl FnOnce(&mut Value)) -> Value {
+    let mut spec = json!({
+        "identity": {"kind": "agent", "permissions": ["skills.invoke", "claims.reply"]},
+        "skills": {"invoke": ["claim.classify@1", {"skill": "claim.send_reply@1", "readOnly": true}]},
+        "work": {"taskTypes": ["claim-send"]},
+        "requests": {"workspace": "claims"}
+    });
+    edit(&mut spec);
+    json!({"key": "claims-desk", "spec": spec})
+}
+
+fn executor_agent() -> Value {
+    json!({"key": "claims-skills", "spec": {
+        "identity": {"kind": "executor", "permissions": ["skills.execute"]},
+        "executor": {"kind": "skills"},
+        "skills": {"protocols": ["local"], "local": ["claims.skills"]}
+    }})
+}
+
+/// A package's apply with the two skills, the task type `claim-send` (carried out with
+/// `claim.send_reply@1`) and `agents`.
+fn apply_body(version: &str, agents: Vec<Value>) -> Value {
+    let mut objects =
+        vec![json!({"kind": "Skill", "key": "claim.classify"}), json!({"kind": "Skill", "key": "claim.send_reply"})];
+    objects.extend(agents.iter().map(|agent| json!({"kind": "Agent", "key": agent["key"]})));
+    json!({
+        "package": {"key": "claims", "version": version}, "installHash": format!("{:0>64}", version.replace('.', "")),
+        "create": [], "objects": objects, "agents": agents,
+        "taskTypes": [{"key": "claim-send", "version": "1",
+                       "execution": {"skill": "claim.send_reply", "version": "1", "inputs": "$.customFields"}}]
+    })
+}
+
+/// The installer: it may manage the organisation and holds what the agents are granted.
+async fn setup(backend: Backend, label: &str) -> (Core, String) {
+    let core = core(backend, label).await;
+    core.engine.create_workspace("claims", "Claims", &Default::default()).await.expect("workspace");
+    let installer =
+        token(&core.engine, "installer", &["org.manage", "skills.invoke", "claims.reply", "skills.execute"]).await;
+    for skill in [leaf("claim.classify", "none"), leaf("claim.send_reply", "external_write")] {
+        core.post(&installer, "/skills", &skill).await.ok(201);
+    }
+    (core, installer)
+}
+
+async fn events(core: &Core) -> usize {
+    core.engine.store().events(0, None, 1000).await.expect("events").len()
+}
+
+#[track_caller]
+fn detail<'a>(body: &'a Value, name: &str) -> &'a Value {
+    &body["error"]["details"][name]
+}
+
+async fn refusals(backend: Backend, label: &str) {
+    let (core, installer) = setup(backend, label).await;
+    // A disabled version, and a person whose name an agent might take.
+    core.post(&installer, "/skills", &leaf("claim.old", "none")).await.ok(201);
+    let old = core.get(&installer, "/skills/claim.old@1").await;
+    let etag = format!("\"skill-{}\"", old.body["rowVersion"]);
+    let disabled = core
+        .http
+        .patch(format!("{}/skills/claim.old@1", core.base))
+        .bearer_auth(&installer)
+        .header("If-Match", etag)
+        .json(&json!({"status": "disabled"}))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(disabled.status().as_u16(), 200);
+    token(&core.engine, "somebody", &[]).await;
+    let before = events(&core).await;
+
+    let cases: Vec<(Value, u16, &str, &str)> = vec![
+        (
+            desk(|spec| spec["identity"]["permissions"] = json!(["skills.invoke", "claims.reply", "claims.refund"])),
+            403,
+            "permission_escalation",
+            "",
+        ),
+        (
+            desk(|spec| spec["skills"]["invoke"] = json!(["claim.classify@1", "claim.nothing@1"])),
+            422,
+            "unknown_reference",
+            "spec.skills.invoke[1]",
+        ),
+        (
+            desk(|spec| spec["skills"]["invoke"] = json!(["claim.old@1", "claim.send_reply@1"])),
+            422,
+            "skill_disabled",
+            "spec.skills.invoke[0]",
+        ),
+        (
+            desk(|spec| spec["identity"]["permissions"] = json!(["claims.reply"])),
+            422,
+            "skills_invoke_not_permitted",
+            "spec.identity.permissions",
+        ),
+        (
+            desk(|spec| spec["skills"]["invoke"] = json!(["claim.classify@1"])),
+            422,
+            "execution_skill_not_invoked",
+            "spec.work.taskTypes[0]",
+        ),
+        (
+            desk(|spec| spec["work"]["taskTypes"] = json!(["claim-unknown"])),
+            422,
+            "unknown_reference",
+            "spec.work.taskTypes[0]",
+        ),
+        (
+            desk(|spec| spec["requests"]["workspace"] = json!("elsewhere")),
+            422,
+            "unknown_reference",
+            "spec.requests.workspace",
+        ),
+        (
+            desk(|spec| spec["identity"]["permissions"] = json!(["skills.invoke", "claims.reply", "approvals.decide"])),
+            422,
+            "invalid_agent",
+            "spec.identity.permissions[2]",
+        ),
+        (
+            desk(|spec| spec["skills"]["invoke"] = json!(["claim.classify", "claim.send_reply@1"])),
+            422,
+            "invalid_agent",
+            "spec.skills.invoke[0]",
+        ),
+        (json!({"key": "somebody", "spec": desk(|_| {})["spec"]}), 409, "agent_principal_conflict", "key"),
+        (json!({"key": "core.execution", "spec": desk(|_| {})["spec"]}), 422, "invalid_agent", "key"),
+    ];
+    for (agent, status, code, path) in cases {
+        let answer = core.post(&installer, "/packages:apply", &apply_body("1.0.0", vec![agent.clone()])).await;
+        answer.refused(status, code);
+        if !path.is_empty() {
+            assert_eq!(detail(&answer.body, "path"), path, "{}", answer.body);
+        }
+        assert_eq!(detail(&answer.body, "item"), "agents[0]", "{}", answer.body);
+        match code {
+            "permission_escalation" => assert_eq!(detail(&answer.body, "missing"), &json!(["claims.refund"])),
+            "unknown_reference" if path.starts_with("spec.skills") => {
+                assert_eq!(detail(&answer.body, "value"), "claim.nothing@1");
+            }
+            "skill_disabled" => assert_eq!(detail(&answer.body, "value"), "claim.old@1"),
+            "execution_skill_not_invoked" => {
+                assert_eq!(detail(&answer.body, "taskType"), "claim-send");
+                assert_eq!(detail(&answer.body, "skill"), "claim.send_reply@1");
+            }
+            _ => {}
+        }
+        // Nothing of the package was written: not the task type, not the install, no principal.
+        assert_eq!(events(&core).await, before, "{code}: {}", answer.body);
+        core.get(&installer, "/agents/claims-desk").await.refused(404, "not_found");
+    }
+    // An installer without a permission an executor agent grants.
+    let manager = token(&core.engine, "manager", &["org.manage"]).await;
+    let before = events(&core).await;
+    let answer = core.post(&manager, "/packages:apply", &apply_body("1.0.0", vec![executor_agent()])).await;
+    answer.refused(403, "permission_escalation");
+    assert_eq!(detail(&answer.body, "missing"), &json!(["skills.execute"]));
+    // An executor allow-list the core would refuse names its path.
+    let mut bad = executor_agent();
+    bad["spec"]["skills"]["local"] = json!(["not a module"]);
+    let answer = core.post(&installer, "/packages:apply", &apply_body("1.0.0", vec![bad])).await;
+    answer.refused(422, "invalid_executor_allowance");
+    assert_eq!(detail(&answer.body, "path"), "spec.skills.local");
+    assert_eq!(events(&core).await, before);
+}
+
+#[tokio::test]
+async fn every_refusal_of_an_agent_writes_nothing_on_sqlite() {
+    refusals(Backend::Sqlite, "agent-refusals").await;
+}
+
+#[tokio::test]
+async fn every_refusal_of_an_agent_writes_nothing_on_postgres() {
+    refusals(Backend::Postgres, "agent-refusals").await;
+}
+
+/// The versions assigned to `principal`: `name@version`, `(ro)` after read-only ones.
+async fn assigned(core: &Core, token: &str, principal: &str) -> Vec<String> {
+    let answer = core.get(token, &format!("/principals/{principal}/skills")).await;
+    let mut out: Vec<String> = answer.ok(200)["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|item| {
+            let read_only = if item["readOnly"] == true { " (ro)" } else { "" };
+            format!(
+                "{}@{}{read_only}",
+                item["name"].as_str().unwrap_or_default(),
+                item["version"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+async fn lifecycle(backend: Backend, label: &str) {
+    let (core, installer) = setup(backend, label).await;
+    let answer =
+        core.post(&installer, "/packages:apply", &apply_body("1.0.0", vec![desk(|_| {}), executor_agent()])).await;
+    let applied = answer.ok(200);
+    assert_eq!(applied["agents"].as_array().map(Vec::len), Some(2), "{applied}");
+    let agent = core.get(&installer, "/agents/claims-desk").await;
+    let agent = agent.ok(200);
+    assert_eq!(
+        (agent["kind"].as_str(), agent["revision"].as_i64(), agent["package"].as_str()),
+        (Some("agent"), Some(1), Some("claims"))
+    );
+    let principal = agent["principalId"].as_str().expect("principal").to_owned();
+    assert_eq!(assigned(&core, &installer, &principal).await, ["claim.classify@1", "claim.send_reply@1 (ro)"]);
+    let installed = core.get(&installer, "/packages/claims").await;
+    assert!(
+        installed.ok(200)["objects"]
+            .as_array()
+            .expect("objects")
+            .contains(&json!({"kind": "Agent", "key": "claims-desk"}))
+    );
+
+    // A token for the agent acts as its principal, with exactly the document's grants.
+    let issued =
+        core.post(&installer, "/agents/claims-desk/tokens", &json!({"label": "the desk", "expiresInDays": 7})).await;
+    let issued = issued.ok(201).clone();
+    assert_eq!(issued["principalId"], principal.as_str());
+    let desk_token = issued["token"].as_str().expect("a token").to_owned();
+    let mine = core.get(&desk_token, &format!("/principals/{principal}/skills")).await;
+    assert_eq!(mine.ok(200)["items"].as_array().map(Vec::len), Some(2));
+    // It calls what it is assigned, and nothing else; it may not manage (or issue itself tokens).
+    core.post(&desk_token, "/agents/claims-desk/tokens", &json!({})).await.refused(403, "permission_denied");
+    let call =
+        core.post(&desk_token, "/skills/claim.classify@1:invoke", &json!({"inputs": {}, "idempotencyKey": "k1"})).await;
+    call.ok(201);
+    // Read-only: the write is not granted to it.
+    let write = core
+        .post(&desk_token, "/skills/claim.send_reply@1:invoke", &json!({"inputs": {}, "idempotencyKey": "k2"}))
+        .await;
+    write.refused(403, "tool_not_authorized");
+    assert_eq!(write.body["error"]["details"]["reason"], "read_only");
+    // Bad token terms, an unknown agent.
+    core.post(&installer, "/agents/claims-desk/tokens", &json!({"expiresInDays": 0}))
+        .await
+        .refused(422, "invalid_expiry");
+    core.post(&installer, "/agents/nobody/tokens", &json!({})).await.refused(404, "not_found");
+    // A hand-made grant on an agent's principal is refused: its document is what it holds.
+    let request = skill_engine::TokenRequest {
+        principal: "claims-desk".into(),
+        kind: "agent".into(),
+        grants: vec!["org.manage".into()],
+        label: String::new(),
+        expires_at: None,
+    };
+    let refused = core.engine.issue_token(&request, &Default::default()).await.expect_err("refused");
+    assert_eq!(refused.code, "agent_principal_conflict");
+
+    // The same documents again: nothing moves.
+    let before = events(&core).await;
+    let mut again = apply_body("1.0.1", vec![desk(|_| {}), executor_agent()]);
+    core.post(&installer, "/packages:apply", &again).await.ok(200);
+    assert_eq!(core.get(&installer, "/agents/claims-desk").await.ok(200)["revision"], 1);
+    let journal = core.engine.store().events(0, None, 1000).await.expect("events");
+    assert!(
+        journal[before..].iter().all(|event| event.kind != "agent.applied"),
+        "an unchanged agent is not applied again"
+    );
+
+    // A changed document replaces the principal's rights whole.
+    let changed = desk(|spec| {
+        spec["identity"]["permissions"] = json!(["skills.invoke", "claims.reply", "tasks.read@claims"]);
+        spec["skills"]["invoke"] = json!(["claim.send_reply@1"]);
+    });
+    again = apply_body("1.0.2", vec![changed, executor_agent()]);
+    core.post(&installer, "/packages:apply", &again).await.refused(403, "permission_escalation");
+    let installer = token(&core.engine, "installer", &["tasks.read@claims"]).await;
+    let answer = core.post(&installer, "/packages:apply", &again).await;
+    answer.ok(200);
+    let agent = core.get(&installer, "/agents/claims-desk").await;
+    assert_eq!(agent.ok(200)["revision"], 2);
+    assert_eq!(assigned(&core, &installer, &principal).await, ["claim.send_reply@1"]);
+    let grants: Vec<(String, Option<String>)> = core
+        .engine
+        .store()
+        .grants(&principal)
+        .await
+        .expect("grants")
+        .into_iter()
+        .map(|grant| (grant.permission, grant.workspace_id.map(|_| "claims".to_owned())))
+        .collect();
+    assert_eq!(grants.len(), 3, "{grants:?}");
+    assert!(grants.contains(&("tasks.read".to_owned(), Some("claims".to_owned()))));
+    // Now it may call the write, which needs a basis like anybody's.
+    let write = core
+        .post(&desk_token, "/skills/claim.send_reply@1:invoke", &json!({"inputs": {}, "idempotencyKey": "k3"}))
+        .await;
+    write.refused(403, "skill_side_effect_not_authorized");
+    let dropped =
+        core.post(&desk_token, "/skills/claim.classify@1:invoke", &json!({"inputs": {}, "idempotencyKey": "k4"})).await;
+    dropped.refused(403, "tool_not_authorized");
+    assert_eq!(dropped.body["error"]["details"]["reason"], "not_assigned");
+    let journal = core.engine.store().events(0, None, 1000).await.expect("events");
+    let applied: Vec<&Value> =
+        journal.iter().filter(|event| event.kind == "agent.applied").map(|event| &event.data).collect();
+    assert_eq!(applied.len(), 3, "two agents, then one change");
+    assert_eq!(applied[2]["invoke"], json!(["claim.send_reply@1"]));
+    assert_eq!(applied[2]["created"], false);
+
+    // The executor agent claims within its allow-list only.
+    let executor = core.post(&installer, "/agents/claims-skills/tokens", &json!({})).await;
+    let executor = executor.ok(201)["token"].as_str().expect("token").to_owned();
+    let claim = |local: &str| json!({"protocols": ["local"], "localEntrypoints": [local]});
+    core.post(&executor, "/skill-invocations:claim", &claim("claims.skills:claim_classify")).await.ok(200);
+    let beyond = core.post(&executor, "/skill-invocations:claim", &claim("other.skills:x")).await;
+    beyond.refused(403, "executor_not_allowed");
+    let allowance = core.get(&installer, "/principals/claims-skills/executor-allowance").await;
+    assert_eq!(allowance.ok(200)["allowance"]["local"], json!(["claims.skills"]));
+    // An agent's kind stays.
+    let mut kind = executor_agent();
+    kind["key"] = json!("claims-desk");
+    core.post(&installer, "/packages:apply", &apply_body("1.0.3", vec![kind]))
+        .await
+        .refused(409, "agent_principal_conflict");
+    // Listing.
+    let listed = core.get(&installer, "/agents").await;
+    let keys: Vec<&str> =
+        listed.ok(200)["items"].as_array().expect("items").iter().filter_map(|a| a["key"].as_str()).collect();
+    assert_eq!(keys, ["claims-desk", "claims-skills"]);
+}
+
+#[tokio::test]
+async fn an_agent_holds_exactly_what_its_document_grants_on_sqlite() {
+    lifecycle(Backend::Sqlite, "agent-lifecycle").await;
+}
+
+#[tokio::test]
+async fn an_agent_holds_exactly_what_its_document_grants_on_postgres() {
+    lifecycle(Backend::Postgres, "agent-lifecycle").await;
+}

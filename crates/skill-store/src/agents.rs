@@ -1,0 +1,135 @@
+//! Agents: reading the agents packages declared; writing one is part of a package's apply
+//! ([`apply_agent_in`]), in the install's transaction.
+
+use futures::future::BoxFuture;
+
+use crate::backend::{PgStore, SqliteStore};
+use crate::error::Result;
+use crate::records::AgentRecord;
+
+pub trait AgentStore: Send + Sync {
+    fn agent<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<AgentRecord>>;
+    /// The agent whose principal is `principal_id`, if any.
+    fn agent_of<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Option<AgentRecord>>>;
+    fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentRecord>>>;
+}
+
+macro_rules! select_agent {
+    () => {
+        "SELECT key, principal_id, kind, package_key, spec, revision, created_at, updated_at FROM agents"
+    };
+}
+
+/// Writes the agent plan `$plan` inside `$tx`: the principal when new, the agent's row (at the
+/// revision after the one read: `Stale` when another apply moved it), then exactly its grants,
+/// assignments and allowance, and its event.
+macro_rules! apply_agent_in {
+    ($tx:ident, $plan:expr) => {{
+        let plan: &$crate::records::AgentPlan = $plan;
+        let agent = &plan.record;
+        if let Some(p) = &plan.principal {
+            sqlx::query(
+                "INSERT INTO principals (id, kind, name, display_name, created_at, disabled_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&p.id)
+            .bind(p.kind.as_str())
+            .bind(&p.name)
+            .bind(&p.display_name)
+            .bind(p.created_at)
+            .bind(p.disabled_at)
+            .execute(&mut *$tx)
+            .await?;
+        }
+        let written = sqlx::query(
+            "INSERT INTO agents (key, principal_id, kind, package_key, spec, revision, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             ON CONFLICT (key) DO UPDATE SET package_key = excluded.package_key, spec = excluded.spec, \
+             revision = excluded.revision, updated_at = excluded.updated_at \
+             WHERE agents.revision = excluded.revision - 1",
+        )
+        .bind(&agent.key)
+        .bind(&agent.principal_id)
+        .bind(agent.kind.as_str())
+        .bind(&agent.package_key)
+        .bind(sqlx::types::Json(&agent.spec))
+        .bind(agent.revision)
+        .bind(agent.created_at)
+        .bind(agent.updated_at)
+        .execute(&mut *$tx)
+        .await?;
+        if written.rows_affected() == 0 {
+            return Err($crate::error::StoreError::new(
+                $crate::error::ErrorKind::Stale,
+                format!("agent {} moved past revision {}", agent.key, agent.revision - 1),
+            ));
+        }
+        sqlx::query("DELETE FROM grants WHERE principal_id = $1").bind(&agent.principal_id).execute(&mut *$tx).await?;
+        for g in &plan.grants {
+            sqlx::query(
+                "INSERT INTO grants (id, principal_id, workspace_id, permission, created_at) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&g.id)
+            .bind(&g.principal_id)
+            .bind(&g.workspace_id)
+            .bind(&g.permission)
+            .bind(g.created_at)
+            .execute(&mut *$tx)
+            .await?;
+        }
+        sqlx::query("DELETE FROM skill_assignments WHERE principal_id = $1")
+            .bind(&agent.principal_id)
+            .execute(&mut *$tx)
+            .await?;
+        for a in &plan.assignments {
+            sqlx::query(
+                "INSERT INTO skill_assignments (principal_id, skill_id, metadata, created_at, read_only) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&a.principal_id)
+            .bind(&a.skill_id)
+            .bind(sqlx::types::Json(&a.metadata))
+            .bind(a.created_at)
+            .bind(a.read_only)
+            .execute(&mut *$tx)
+            .await?;
+        }
+        sqlx::query("UPDATE principals SET executor_allowance = $2 WHERE id = $1")
+            .bind(&agent.principal_id)
+            .bind(plan.allowance.as_ref().map(sqlx::types::Json))
+            .execute(&mut *$tx)
+            .await?;
+        crate::events::insert!($tx, &plan.event);
+    }};
+}
+pub(crate) use apply_agent_in;
+
+macro_rules! agent_store {
+    ($store:ty) => {
+        impl AgentStore for $store {
+            fn agent<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<AgentRecord>> {
+                Box::pin(async move {
+                    let sql = concat!(select_agent!(), " WHERE key = $1");
+                    Ok(sqlx::query_as(sql).bind(key).fetch_one(self.read()).await?)
+                })
+            }
+
+            fn agent_of<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Option<AgentRecord>>> {
+                Box::pin(async move {
+                    let sql = concat!(select_agent!(), " WHERE principal_id = $1");
+                    Ok(sqlx::query_as(sql).bind(principal_id).fetch_optional(self.read()).await?)
+                })
+            }
+
+            fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentRecord>>> {
+                Box::pin(async move {
+                    let sql = concat!(select_agent!(), " ORDER BY key");
+                    Ok(sqlx::query_as(sql).fetch_all(self.read()).await?)
+                })
+            }
+        }
+    };
+}
+
+agent_store!(SqliteStore);
+agent_store!(PgStore);
