@@ -3,4 +3,5 @@
 //! works as the package documentation writes it.
 
 pub mod call_command;
+pub mod image_command;
 pub mod package_command;

@@ -74,6 +74,11 @@ enum Subcommands {
         #[command(subcommand)]
         command: skill_cli::package_command::PackageCommand,
     },
+    /// Render container images of a package: `image skills` for its skills executor.
+    Image {
+        #[command(subcommand)]
+        command: skill_cli::image_command::ImageCommand,
+    },
     /// Preview the personal-data guard: what a model would see of a text.
     Pii {
         #[command(subcommand)]
@@ -152,6 +157,7 @@ fn main() -> ExitCode {
     let (package, krate, host_args): (PathBuf, String, Vec<OsString>) = match cli.command {
         Subcommands::Pii { command } => return pii(command),
         Subcommands::Package { command } => return skill_cli::package_command::run(command),
+        Subcommands::Image { command } => return skill_cli::image_command::run(command),
         Subcommands::Call(args) => return skill_cli::call_command::call(args),
         Subcommands::Calls(args) => return skill_cli::call_command::calls(args),
         Subcommands::List { krate, locate } => (locate.package, krate, vec!["list".into()]),

@@ -329,6 +329,27 @@ pub const CODES: &[CodeInfo] = &[
         "an install names a skill the catalog has in no version, not even in the same plan, or an agent names a version, task type or workspace the core does not have (422, `details.field` or `details.path`, `details.value`)",
     ),
     code(
+        "invalid_label",
+        ValidationError,
+        No,
+        "core",
+        "a token's label is longer than 200 characters or holds a control character (422)",
+    ),
+    code(
+        "invalid_expiry",
+        ValidationError,
+        No,
+        "core",
+        "a token's expiry is not after now and within ten years (422, `details.field`)",
+    ),
+    code(
+        "agent_cannot_decide",
+        PermissionDenied,
+        No,
+        "core",
+        "a grant of approvals.decide to an agent: an agent never decides an approval (403)",
+    ),
+    code(
         "invalid_agent",
         ValidationError,
         No,

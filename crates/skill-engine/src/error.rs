@@ -148,7 +148,7 @@ impl From<StoreError> for EngineError {
             ErrorKind::Refused(code) => {
                 let class = match code {
                     "unknown_reference" => Class::Invalid,
-                    "basis_not_covered" | "decider_not_a_person" => Class::Forbidden,
+                    "basis_not_covered" | "decider_not_a_person" | "agent_cannot_decide" => Class::Forbidden,
                     _ => Class::Conflict,
                 };
                 Self::new(class, code, error.message().to_owned()).with_details(error.details().clone())

@@ -37,6 +37,40 @@ impl LocalRunner {
         Self { skills: registry.skills().iter().map(|skill| (skill.entrypoint(), *skill)).collect(), core: None }
     }
 
+    /// Only the skills of `modules` (`module(.sub)*` or `module:function`); an error naming the
+    /// binary's modules when one of them holds none.
+    pub fn only(self, modules: &[String]) -> Result<Self, String> {
+        if modules.is_empty() {
+            return Ok(self);
+        }
+        let covers = |module: &str, entrypoint: &str| {
+            let of = entrypoint.split_once(':').map_or(entrypoint, |(path, _)| path);
+            module == entrypoint
+                || (!module.contains(':')
+                    && (of == module || of.strip_prefix(module).is_some_and(|rest| rest.starts_with('.'))))
+        };
+        if let Some(module) =
+            modules.iter().find(|module| !self.skills.keys().any(|entrypoint| covers(module, entrypoint)))
+        {
+            let mut known: Vec<&str> = self
+                .skills
+                .keys()
+                .map(|entrypoint| entrypoint.split_once(':').map_or(entrypoint.as_str(), |(m, _)| m))
+                .collect();
+            known.dedup();
+            return Err(format!(
+                "--modules: {module} holds none of this host's skills (its modules: {})",
+                known.join(", ")
+            ));
+        }
+        let skills = self
+            .skills
+            .into_iter()
+            .filter(|(entrypoint, _)| modules.iter().any(|module| covers(module, entrypoint)))
+            .collect();
+        Ok(Self { skills, ..self })
+    }
+
     /// The skills reach artifacts and knowledge through `core`.
     pub fn with_core(self, core: Arc<dyn CoreAccess>) -> Self {
         Self { core: Some(core), ..self }
@@ -141,7 +175,13 @@ pub fn execute(registry: &Registry, args: &ExecuteArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut runner = LocalRunner::new(registry);
+    let mut runner = match LocalRunner::new(registry).only(&args.modules) {
+        Ok(runner) => runner,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     if let Some(core) = core {
         runner = runner.with_core(core);
     }

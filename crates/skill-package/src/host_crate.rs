@@ -63,6 +63,12 @@ fn start_manifest(package: &Path) -> Result<PathBuf, HostError> {
 
 /// The start manifest and every crate of its workspace, from `cargo metadata`.
 fn workspace_crates(package: &Path) -> Result<(PathBuf, Vec<Value>), HostError> {
+    let (manifest, metadata) = metadata(package)?;
+    Ok((manifest, metadata["packages"].as_array().cloned().unwrap_or_default()))
+}
+
+/// The start manifest and `cargo metadata --no-deps` of its workspace.
+pub(crate) fn metadata(package: &Path) -> Result<(PathBuf, Value), HostError> {
     let manifest = start_manifest(package)?;
     let output = cargo()
         .args(["metadata", "--format-version", "1", "--no-deps", "--manifest-path"])
@@ -75,7 +81,7 @@ fn workspace_crates(package: &Path) -> Result<(PathBuf, Vec<Value>), HostError> 
     }
     let metadata: Value = serde_json::from_slice(&output.stdout)
         .map_err(|error| HostError::Metadata(format!("unreadable output: {error}")))?;
-    Ok((manifest, metadata["packages"].as_array().cloned().unwrap_or_default()))
+    Ok((manifest, metadata))
 }
 
 /// Finds the crate `name` in the workspace of the package's integration folder.

@@ -9,11 +9,13 @@
 //! | one skill version against what the core published | [`plan_skill`], [`SkillPlan`] |
 //! | the plan of a whole package, and carrying it out | [`plan`], [`apply`], [`Change`], [`Applied`] |
 //! | the integration crate and its host binary | [`host_crate`] |
+//! | the skills executor's container image (`skill-sdk image skills`) | [`image`] |
 
 mod apply;
 mod failure;
 mod files;
 pub mod host_crate;
+pub mod image;
 mod load;
 mod plan;
 mod task_types;

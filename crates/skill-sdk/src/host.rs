@@ -65,6 +65,10 @@ pub struct ExecuteArgs {
     /// Seconds running calls may finish after SIGTERM.
     #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub grace: u64,
+    /// Run only the skills of these modules (comma-separated module(.sub)* or module:function,
+    /// as local entrypoints are written); all of the binary's when absent.
+    #[arg(long, value_name = "M[,M…]", env = "SKILL_SDK_MODULES", value_delimiter = ',')]
+    pub modules: Vec<String>,
 }
 
 impl ExecuteArgs {
@@ -79,6 +83,14 @@ impl ExecuteArgs {
             "--grace".into(),
             self.grace.to_string().into(),
         ]
+        .into_iter()
+        .chain(
+            (!self.modules.is_empty())
+                .then(|| vec!["--modules".into(), self.modules.join(",").into()])
+                .into_iter()
+                .flatten(),
+        )
+        .collect()
     }
 }
 

@@ -65,6 +65,7 @@ conformance!(
     work::a_claim_reads_each_basis_passes_held_calls_and_writes_what_it_cancels,
     work::artifact_types_never_change_and_an_artifact_is_superseded_once,
     guards::a_published_contract_cannot_change_even_by_sql,
+    guards::agents_keep_their_kind_and_never_decide,
     guards::only_the_endpoint_of_a_contract_moves_and_stays_a_string,
     guards::status_moves_only_forward,
     guards::schemas_freeze_with_a_contract_and_stay_mutable_without,

@@ -3,5 +3,6 @@
 
 mod calls;
 mod cli;
+mod image;
 mod package;
 mod quickstart;

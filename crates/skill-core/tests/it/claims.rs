@@ -77,7 +77,12 @@ async fn a_person_approves_the_reply_and_the_outcome_sends_it_once() {
 pub(crate) async fn apply_package(core: &Core) -> String {
     let loaded = skill_package::load(&package()).expect("the package");
     let root = core.base.trim_end_matches("/api/v1").to_owned();
-    let client = skill_client::Client::new(&root, core.admin.clone()).expect("a client");
+    // The installer holds what the package's agents are granted, and their requests' workspace
+    // exists.
+    ensure_workspace(core, "claims").await;
+    let grants = ["org.manage", "skills.invoke", "skills.execute", "claims.reply"];
+    let installer = crate::api::token(&core.engine, "installer", &grants).await;
+    let client = skill_client::Client::new(&root, installer).expect("a client");
     let changes = skill_package::plan(&loaded, &client, &[]).await.expect("a plan");
     skill_package::apply(&loaded, &client, &changes, |_| {}).await.expect("applied");
     let types = core.get(&core.admin, "/task-types").await.ok(200).clone();
@@ -106,9 +111,16 @@ pub(crate) fn executor(executable: &Path, root: &str, token: &str, outbox: &Scra
     )
 }
 
+/// The workspace `key`, created unless the package's apply made it already.
+pub(crate) async fn ensure_workspace(core: &Core, key: &str) {
+    if core.engine.store().workspace_by_key(key).await.is_err() {
+        core.engine.create_workspace(key, "Claims desk", &Origin::default()).await.expect("workspace");
+    }
+}
+
 /// The workspace `claims` with its clerk (who asks) and reviewer (who decides): their tokens.
 pub(crate) async fn desk(core: &Core) -> (String, String) {
-    core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+    crate::claims::ensure_workspace(core, "claims").await;
     let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims", "claims.reply@claims"]).await;
     let reviewer = token(
         &core.engine,
@@ -253,7 +265,7 @@ async fn an_import_reads_its_register_and_applies_it_at_the_state_it_saw() {
 /// task's CSV artifact, previews the snapshot and applies it at the preview's state token.
 async fn import(core: Core, executable: &Path) {
     let root = apply_package(&core).await;
-    core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+    crate::claims::ensure_workspace(&core, "claims").await;
     core.engine.create_workspace("other", "Another desk", &Origin::default()).await.expect("workspace");
     let workspace = core.engine.store().workspace_by_key("claims").await.expect("the workspace").id;
     let clerk = token(&core.engine, "clerk", &["tasks.write@claims", "knowledge.write@claims"]).await;

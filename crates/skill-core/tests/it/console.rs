@@ -119,7 +119,7 @@ async fn people_decide_in_the_console_and_nothing_else_changes_anything() {
     each_backend("console", |core| async move {
         let core = core;
         crate::claims::apply_package(&core).await;
-        core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+        crate::claims::ensure_workspace(&core, "claims").await;
         let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims"]).await;
         let reviewer = token(&core.engine, "reviewer", &["skills.invoke", "approvals.decide@claims"]).await;
         let reader = token(&core.engine, "reader", &["tasks.read@claims"]).await;
@@ -281,7 +281,7 @@ async fn operators_see_why_calls_wait_what_they_did_and_the_catalog() {
     each_backend("console-operators", |core| async move {
         let core = core;
         crate::claims::apply_package(&core).await;
-        core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+        crate::claims::ensure_workspace(&core, "claims").await;
         core.engine.grant_execution(&["claims.reply"]).await.expect("the execution principal may reply");
         let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims", "claims.reply@claims"]).await;
         let operator = token(&core.engine, "operator", &["org.read"]).await;
@@ -412,7 +412,7 @@ async fn the_tasks_page_lists_every_approval_waiting_for_the_viewer_and_pages_th
     each_backend("console-pages", |core| async move {
         let core = core;
         crate::claims::apply_package(&core).await;
-        core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+        crate::claims::ensure_workspace(&core, "claims").await;
         let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims"]).await;
         let reviewer = token(&core.engine, "reviewer", &["skills.invoke", "approvals.decide@claims"]).await;
         let create = |title: String, fields: Value| {

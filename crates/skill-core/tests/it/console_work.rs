@@ -6,7 +6,6 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use skill_engine::Origin;
 
 use crate::api::token;
 use crate::calls::{Core, each_backend, local};
@@ -27,7 +26,7 @@ async fn people_start_work_in_the_console_within_their_rights() {
     each_backend("console-work", |core| async move {
         let core = core;
         crate::claims::apply_package(&core).await;
-        core.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
+        crate::claims::ensure_workspace(&core, "claims").await;
         let clerk = token(&core.engine, "clerk", &["skills.invoke", "tasks.write@claims"]).await;
         let reviewer =
             token(&core.engine, "reviewer", &["skills.invoke", "tasks.write@claims", "approvals.decide@claims"]).await;

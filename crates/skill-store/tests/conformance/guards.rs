@@ -306,3 +306,46 @@ pub(crate) async fn a_state_the_code_does_not_know_is_refused_when_read(db: Db) 
     let message = error.to_string();
     assert!(message.contains("skill_invocations.status holds `paused`"), "{message}");
 }
+
+/// Agents: no agent holds `approvals.decide`, an agent's principal is of its kind, an agent keeps
+/// its key, principal and kind, and a package links only agents that exist — whatever SQL tries.
+pub(crate) async fn agents_keep_their_kind_and_never_decide(db: Db) {
+    let mut agent = crate::fixture::principal("desk-bot");
+    agent.kind = skill_api::PrincipalKind::Agent;
+    db.store.create_principal(&agent, &event("principal.created", "p")).await.expect("principal");
+    let person = crate::fixture::principal("desk-person");
+    db.store.create_principal(&person, &event("principal.created", "q")).await.expect("person");
+    let (a, p) = (&agent.id, &person.id);
+    let grant = |principal: &str| {
+        format!(
+            "INSERT INTO grants (id, principal_id, workspace_id, permission, created_at) \
+             VALUES ('g-{principal}', '{principal}', NULL, 'approvals.decide', '2026-01-01T00:00:00Z')"
+        )
+    };
+    let error = refused(&db, &grant(a), &grant(a)).await;
+    assert!(error.contains("agent_cannot_decide"), "{error}");
+    assert_eq!(db.raw.execute(&grant(p)).await.expect("a person may decide"), 1);
+
+    let insert = |key: &str, principal: &str, kind: &str| {
+        format!(
+            "INSERT INTO agents (key, principal_id, kind, package_key, spec, revision, created_at, updated_at) \
+             VALUES ('{key}', '{principal}', '{kind}', NULL, '{{\"identity\": {{\"kind\": \"{kind}\"}}}}', 1, \
+             '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')"
+        )
+    };
+    let error = refused(&db, &insert("x", a, "executor"), &insert("x", a, "executor")).await;
+    assert!(error.contains("agent_principal_conflict"), "a principal of another kind: {error}");
+    assert_eq!(db.raw.execute(&insert("desk-bot", a, "agent")).await.expect("an agent"), 1);
+    for change in ["kind = 'executor'", "key = 'other'", "revision = 3", &format!("principal_id = '{p}'")] {
+        let sql = format!("UPDATE agents SET {change} WHERE key = 'desk-bot'");
+        let error = refused(&db, &sql, &sql).await;
+        assert!(error.contains("agent_principal_conflict"), "{change}: {error}");
+    }
+    let sql = "UPDATE agents SET revision = 2 WHERE key = 'desk-bot'";
+    assert_eq!(db.raw.execute(sql).await.expect("the revision moves by one"), 1);
+    let link = |key: &str| {
+        format!("INSERT INTO package_objects (kind, object_key, package_key) VALUES ('Agent', '{key}', 'claims')")
+    };
+    let error = refused(&db, &link("nobody"), &link("nobody")).await;
+    assert!(error.contains("unknown_reference"), "{error}");
+}
