@@ -24,9 +24,11 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("skill-executor", &["axum", "sqlx"]),
     ("skill-remote", &["axum", "sqlx"]),
     ("skill-blobs", &["axum", "rmcp"]),
-    // The core links no authoring crate. It links rmcp only as the remote executor's MCP client
-    // (through skill-remote); the server speaks no MCP.
+    // The core links no authoring crate. It links rmcp's server only through the gateway crate
+    // (and its client as the remote executor's, through skill-remote).
     ("skill-core", &["skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros"]),
+    // The gateway serves MCP over the engine: no authoring crate, no HTTP client.
+    ("skill-gateway", &["skill-sdk", "skill-host", "skill-cli", "reqwest"]),
 ];
 
 /// The workspace crates each crate may depend on (normal and build dependencies; tests may use
@@ -49,6 +51,8 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     // The blob stores beyond a folder (S3-compatible), behind skill-store's trait.
     ("skill-blobs", &["skill-store"]),
     ("skill-engine", &["skill-api", "skill-contract", "skill-store"]),
+    // The MCP gateway: rmcp's server over the engine.
+    ("skill-gateway", &["skill-api", "skill-engine"]),
     (
         "skill-core",
         &[
@@ -57,6 +61,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "skill-client",
             "skill-engine",
             "skill-executor",
+            "skill-gateway",
             "skill-http",
             "skill-package",
             "skill-remote",

@@ -4,13 +4,17 @@
 use serde::{Deserialize, Serialize};
 use skill_contract::agent::{AgentKind, AgentSpec};
 
+use crate::{InvocationOut, RequestStatus};
+
 /// An agent document as `POST /packages:apply` carries it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentRequest {
     /// The agent's key, which is also its principal's name.
     pub key: String,
-    pub spec: AgentSpec,
+    /// The document's spec (`AgentSpec`), read by the core with the document's paths.
+    #[schemars(with = "AgentSpec")]
+    pub spec: serde_json::Value,
 }
 
 /// An agent as the core keeps it.
@@ -53,4 +57,38 @@ pub struct AgentTokenOut {
     pub agent: String,
     pub principal_id: String,
     pub expires_at: Option<String>,
+}
+
+/// The MCP client an agent called through, as it named itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientInfo {
+    pub name: String,
+    pub version: String,
+}
+
+/// An agent's request for an external write it had no basis for: the exact call, the task and
+/// gate approval a person decides it with, and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRequestOut {
+    pub id: String,
+    /// The agent's key (its principal's name).
+    pub agent: String,
+    pub agent_principal_id: String,
+    /// `name@version`.
+    pub skill: String,
+    pub skill_id: String,
+    pub inputs: serde_json::Value,
+    pub client: ClientInfo,
+    pub status: RequestStatus,
+    pub task_id: String,
+    pub approval_id: String,
+    /// The call made once a person approved.
+    pub invocation_id: Option<String>,
+    /// That call, once made.
+    pub call: Option<Box<InvocationOut>>,
+    pub expires_at: String,
+    pub created_at: String,
+    pub ended_at: Option<String>,
 }

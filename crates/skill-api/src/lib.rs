@@ -37,7 +37,7 @@ mod states;
 mod tokens;
 mod work;
 
-pub use agents::{AgentOut, AgentRequest, AgentTokenOut, AgentTokenRequest};
+pub use agents::{AgentOut, AgentRequest, AgentRequestOut, AgentTokenOut, AgentTokenRequest, ClientInfo};
 pub use artifacts::{
     ArtifactOut, ArtifactQuery, ArtifactRequest, ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest,
     MAX_ARTIFACT_BYTES,
@@ -73,8 +73,8 @@ pub use skills::{
 };
 pub use states::{
     ActionStatus, ApprovalStatus, CallStatus, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus, OutputStatus,
-    PrincipalKind, RequesterKind, RunStatus, SessionState, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
-    WaitingReason,
+    PrincipalKind, RequestStatus, RequesterKind, RunStatus, SessionState, SessionStatus, SkillStatus, State,
+    TaskStatus, UnknownState, WaitingReason,
 };
 pub use tokens::{AudienceClaims, AudienceTokenOut, AudienceTokenRequest};
 pub use work::{

@@ -659,8 +659,15 @@ pub const OPERATIONS: &[Operation] = &[
         request: Some(schema::<AgentTokenRequest>),
         query: None,
         success: (201, Some(schema::<AgentTokenOut>)),
-        errors: &[(404, "not_found"), (409, "principal_disabled"), (422, "invalid_label"), (422, "invalid_expiry")],
-        idempotency_key: true,
+        errors: &[
+            (403, "permission_escalation"),
+            (404, "not_found"),
+            (409, "principal_disabled"),
+            (422, "invalid_label"),
+            (422, "invalid_expiry"),
+        ],
+        // The answer holds a token, which is shown once and never kept: no replay.
+        idempotency_key: false,
     },
     Operation {
         op: Op::PublishTaskType,

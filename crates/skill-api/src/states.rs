@@ -162,6 +162,34 @@ impl Lifecycle for TaskStatus {
 }
 
 states! {
+    /// Where an agent's request for an external write is: waiting for a person, approved (the
+    /// call made for it), ended with the call, or decided against, expired or withdrawn.
+    RequestStatus, what = "request status",
+    {
+        Pending => "pending",
+        Approved => "approved",
+        Succeeded => "succeeded",
+        Failed => "failed",
+        Rejected => "rejected",
+        Expired => "expired",
+        Withdrawn => "withdrawn",
+    }
+}
+
+impl Lifecycle for RequestStatus {
+    const MOVES: &'static [(Self, Self)] = &[
+        (Self::Pending, Self::Approved),
+        (Self::Pending, Self::Rejected),
+        (Self::Pending, Self::Expired),
+        (Self::Pending, Self::Withdrawn),
+        (Self::Pending, Self::Failed),
+        (Self::Approved, Self::Succeeded),
+        (Self::Approved, Self::Failed),
+        (Self::Approved, Self::Withdrawn),
+    ];
+}
+
+states! {
     /// Where a principal's run on a task is.
     RunStatus, what = "run status",
     { Running => "running", Succeeded => "succeeded", Failed => "failed", Cancelled => "cancelled" }
@@ -414,6 +442,7 @@ mod tests {
         round_trip::<SkillStatus>();
         round_trip::<RequesterKind>();
         round_trip::<PrincipalKind>();
+        round_trip::<RequestStatus>();
         round_trip::<OutputStatus>();
         round_trip::<SideEffects>();
         round_trip::<RiskLevel>();

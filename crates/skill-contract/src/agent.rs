@@ -19,6 +19,10 @@ pub const INVOKE_PERMISSION: &str = "skills.invoke";
 pub const EXECUTE_PERMISSION: &str = "skills.execute";
 /// The permission no agent ever holds: a person decides what an agent asked for.
 pub const DECIDE_PERMISSION: &str = "approvals.decide";
+/// The most permissions, assigned versions and task types an agent document lists.
+pub const MAX_PERMISSIONS: usize = 100;
+pub const MAX_INVOKE: usize = 500;
+pub const MAX_TASK_TYPES: usize = 100;
 /// The longest an agent's request may wait for a person (30 days), and the default (24 h).
 pub const MAX_REQUEST_SECONDS: u64 = 30 * 24 * 3600;
 pub const DEFAULT_REQUEST_SECONDS: u64 = 24 * 3600;
@@ -111,11 +115,25 @@ impl AgentSkills {
 }
 
 /// One assigned version.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum InvokeEntry {
     Pinned(String),
     Detailed(DetailedEntry),
+}
+
+impl<'de> Deserialize<'de> for InvokeEntry {
+    /// A string, or a mapping read with its own rules (so an unknown key or a wrong type is named).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match Value::deserialize(deserializer)? {
+            Value::String(skill) => Ok(Self::Pinned(skill)),
+            object @ Value::Object(_) => DetailedEntry::deserialize(object)
+                .map(Self::Detailed)
+                .map_err(|error| D::Error::custom(format!("an invoke entry {{skill, readOnly}}: {error}"))),
+            _ => Err(D::Error::custom("an invoke entry is name@version or {skill: name@version, readOnly: true}")),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -213,9 +231,23 @@ pub fn is_agent_key(key: &str) -> bool {
         && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
 }
 
+/// Whether `key` names a workspace: 1 to 100 lower-case letters, digits, `-` and `_`.
+pub fn is_workspace_key(key: &str) -> bool {
+    (1..=100).contains(&key.len())
+        && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_".contains(&b))
+}
+
 /// Reads an agent document's `spec`: the spec, or the first problem of its shape (an unknown
 /// field, a wrong type), with its path.
 pub fn read_spec(spec: &Value) -> Result<AgentSpec, AgentProblem> {
+    if !spec.is_object() {
+        return Err(problem(
+            "spec",
+            "invalid_agent",
+            "an agent's spec is a mapping",
+            "write spec: {identity: {kind, permissions}, skills: {...}, ...}",
+        ));
+    }
     let mut track = serde_path_to_error::Track::new();
     let deserializer = serde_path_to_error::Deserializer::new(spec, &mut track);
     AgentSpec::deserialize(deserializer).map_err(|error| {
@@ -247,11 +279,21 @@ impl AgentSpec {
     /// The rules that need nothing but the document.
     pub fn problems(&self) -> Vec<AgentProblem> {
         let mut out = Vec::new();
+        for (path, count, max) in [
+            ("spec.identity.permissions", self.identity.permissions.len(), MAX_PERMISSIONS),
+            ("spec.skills.invoke", self.skills.invoke.len(), MAX_INVOKE),
+            ("spec.work.taskTypes", self.work.task_types.len(), MAX_TASK_TYPES),
+        ] {
+            if count > max {
+                out.push(problem(path, "invalid_agent", format!("{count} entries; at most {max}"), "shorten the list"));
+                return out;
+            }
+        }
         let mut seen = BTreeSet::new();
         for (index, written) in self.identity.permissions.iter().enumerate() {
             let path = format!("spec.identity.permissions[{index}]");
             let (permission, workspace) = split_permission(written);
-            if !is_permission(permission) || workspace.is_some_and(|key| !crate::package::is_package_key(key)) {
+            if !is_permission(permission) || workspace.is_some_and(|key| !is_workspace_key(key)) {
                 out.push(problem(
                     path,
                     "invalid_agent",
@@ -260,16 +302,31 @@ impl AgentSpec {
                 ));
             } else if !seen.insert(written.as_str()) {
                 out.push(problem(path, "invalid_agent", format!("{written} is listed twice"), "list it once"));
-            } else if self.identity.kind == AgentKind::Agent && permission == DECIDE_PERMISSION {
+            } else if permission == DECIDE_PERMISSION {
                 out.push(problem(
                     path,
                     "invalid_agent",
-                    "an agent never decides approvals: a person decides what an agent asks for",
+                    "an agent never decides approvals (nor withdraws them): a person decides what an agent asks for",
                     "remove approvals.decide; grant it to the people who review the agent's requests",
+                ));
+            } else if self.identity.kind == AgentKind::Executor && permission == INVOKE_PERMISSION {
+                out.push(problem(
+                    path,
+                    "invalid_agent",
+                    "an executor runs calls and makes none on its own account, so it does not hold skills.invoke",
+                    "remove skills.invoke; assign skills to an agent with identity.kind agent",
+                ));
+            } else if self.identity.kind == AgentKind::Agent && permission == EXECUTE_PERMISSION {
+                out.push(problem(
+                    path,
+                    "invalid_agent",
+                    "an agent calls skills and runs none, so it does not hold skills.execute",
+                    "remove skills.execute; declare the package's executor as an agent with identity.kind executor",
                 ));
             }
         }
         let mut skills = BTreeSet::new();
+        let mut tools = std::collections::BTreeMap::new();
         for (index, entry) in self.skills.invoke.iter().enumerate() {
             let path = format!("spec.skills.invoke[{index}]");
             match entry.skill().parse::<SkillRef>() {
@@ -290,7 +347,18 @@ impl AgentSpec {
                 Ok(reference) if !skills.insert(reference.to_string()) => {
                     out.push(problem(path, "invalid_agent", format!("{reference} is listed twice"), "list it once"));
                 }
-                Ok(_) => {}
+                Ok(reference) => {
+                    // One MCP tool per skill name: two versions of one skill would be one tool.
+                    let tool = reference.name().as_str().replace('/', ".");
+                    if let Some(first) = tools.insert(tool.clone(), reference.to_string()) {
+                        out.push(problem(
+                            path,
+                            "invalid_agent",
+                            format!("{first} and {reference} would both be the agent's tool {tool}"),
+                            "assign one version of a skill to an agent",
+                        ));
+                    }
+                }
             }
         }
         if !self.skills.invoke.is_empty() && !self.holds(INVOKE_PERMISSION) {
@@ -338,7 +406,7 @@ impl AgentSpec {
             ));
         }
         if let Some(requests) = &self.requests {
-            if !crate::package::is_package_key(&requests.workspace) {
+            if !is_workspace_key(&requests.workspace) {
                 out.push(problem(
                     "spec.requests.workspace",
                     "invalid_agent",
@@ -477,8 +545,33 @@ mod tests {
         let paths: Vec<String> = codes(executor).into_iter().map(|(path, _)| path).collect();
         assert_eq!(
             paths,
-            ["spec.skills.invoke", "spec.executor", "spec.identity.permissions", "spec.skills.protocols"]
+            [
+                "spec.identity.permissions[0]",
+                "spec.skills.invoke",
+                "spec.executor",
+                "spec.identity.permissions",
+                "spec.skills.protocols"
+            ]
         );
+        // Nobody but a person decides; an agent does not execute; one tool per skill name.
+        let decides = json!({"identity": {"kind": "executor", "permissions": ["skills.execute", "approvals.decide"]},
+                             "executor": {"kind": "skills"}, "skills": {"protocols": ["local"]}});
+        assert_eq!(codes(decides), [("spec.identity.permissions[1]".to_owned(), "invalid_agent")]);
+        let executes = json!({"identity": {"kind": "agent", "permissions": ["skills.execute"]}});
+        assert_eq!(codes(executes), [("spec.identity.permissions[0]".to_owned(), "invalid_agent")]);
+        let two = json!({"identity": {"kind": "agent", "permissions": ["skills.invoke"]},
+                         "skills": {"invoke": ["a.b@1", "a.b@2"]}});
+        assert_eq!(codes(two), [("spec.skills.invoke[1]".to_owned(), "invalid_agent")]);
+        let many = json!({"identity": {"kind": "agent", "permissions": vec!["x.y"; 101]}});
+        assert_eq!(codes(many), [("spec.identity.permissions".to_owned(), "invalid_agent")]);
+        // The shape: a spec is a mapping, and an invoke entry names what is wrong in it.
+        assert_eq!(codes(json!([null, {"kind": "agent"}])), [("spec".to_owned(), "invalid_agent")]);
+        let spec = json!({"identity": {"kind": "agent"}, "skills": {"invoke": [{"skill": "a@1", "readOnly": "yes"}]}});
+        let entry = read_spec(&spec).expect_err("a string for a boolean");
+        assert!(entry.path.starts_with("spec.skills.invoke") && entry.message.contains("boolean"), "{entry:?}");
+        let spec = json!({"identity": {"kind": "agent"}, "skills": {"invoke": [{"skill": "a@1", "ro": true}]}});
+        let entry = read_spec(&spec).expect_err("an unknown key");
+        assert!(entry.message.contains("unknown field `ro`"), "{entry:?}");
     }
 
     #[test]

@@ -343,13 +343,6 @@ pub const CODES: &[CodeInfo] = &[
         "a token's expiry is not after now and within ten years (422, `details.field`)",
     ),
     code(
-        "agent_cannot_decide",
-        PermissionDenied,
-        No,
-        "core",
-        "a grant of approvals.decide to an agent: an agent never decides an approval (403)",
-    ),
-    code(
         "invalid_agent",
         ValidationError,
         No,

@@ -43,6 +43,8 @@ use crate::Core;
 pub struct Options {
     /// The console is reached over https (directly or through a proxy): cookies are `Secure`.
     pub secure_cookies: bool,
+    /// The MCP gateway at `/mcp` (its links to the console use the public address).
+    pub gateway: skill_gateway::Config,
 }
 
 /// The console's routes, to nest under `/console`.

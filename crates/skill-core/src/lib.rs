@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use skill_api::Health;
 use skill_engine::Engine;
+use tokio_util::sync::CancellationToken;
 
 /// What every handler shares.
 #[derive(Debug, Clone)]
@@ -34,8 +35,10 @@ pub fn app(engine: Engine) -> Router {
 
 /// [`app`] with the console's `/console` reached as `console` says.
 pub fn app_with(engine: Engine, console: console::Options) -> Router {
+    let gateway = skill_gateway::router(engine.clone(), console.gateway.clone(), CancellationToken::new());
     let core = Core { engine, console };
     Router::new()
+        .merge(gateway)
         .nest("/api/v1", api::router())
         .nest("/console", console::router())
         .route("/", get(root))
@@ -151,6 +154,9 @@ async fn carry_out_work(engine: Engine) {
         }
         if let Err(error) = engine.run_executions(now).await {
             tracing::warn!(error = %error, "carrying out task executions failed; it runs again shortly");
+        }
+        if let Err(error) = engine.run_agent_requests(now).await {
+            tracing::warn!(error = %error, "advancing agents' requests failed; it runs again shortly");
         }
     }
 }

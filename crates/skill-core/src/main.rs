@@ -239,7 +239,7 @@ fn main() -> ExitCode {
         Command::Dev(args) if args.verbose => dev::VERBOSE,
         Command::Dev(_) => dev::QUIET,
         Command::Serve { verbose: true, .. } => dev::VERBOSE,
-        _ => "info",
+        _ => "info,rmcp=warn",
     };
     let logs = skill_http::init_logs(filter);
     let runtime = match tokio::runtime::Runtime::new() {
@@ -306,7 +306,13 @@ async fn run(cli: Cli) -> Result<()> {
             if !public_url.starts_with("http://") && !public_url.starts_with("https://") {
                 anyhow::bail!("--public-url: an http:// or https:// address, not {public_url:?}");
             }
-            let console = skill_core::console::Options { secure_cookies: public_url.starts_with("https://") };
+            let console = skill_core::console::Options {
+                secure_cookies: public_url.starts_with("https://"),
+                gateway: skill_gateway::Config {
+                    public_url: public_url.to_owned(),
+                    ..skill_gateway::Config::default()
+                },
+            };
             let engine = engine(&db).await?.with_issuer(&issuer);
             // Before saying it serves: a SIGTERM from then on stops it cleanly.
             let stop = skill_http::stop_signal();

@@ -12,7 +12,7 @@ use skill_api::events::AgentApplied;
 use skill_api::{
     AgentOut, AgentRequest, AgentTokenOut, AgentTokenRequest, ExecutorAllowance, PrincipalKind, SkillStatus,
 };
-use skill_contract::agent::{AgentKind, is_agent_key, split_permission};
+use skill_contract::agent::{AgentKind, is_agent_key, read_spec, split_permission};
 use skill_store::ErrorKind;
 use skill_store::records::{AgentPlan, AgentRecord, Assignment, Grant, Principal, SkillRecord, TaskTypeRecord};
 
@@ -34,6 +34,12 @@ fn unknown(path: &str, value: &str, what: &str) -> EngineError {
         .with("value", value)
 }
 
+/// The objects an install lists and those it adopts.
+pub(crate) struct Objects<'a> {
+    pub objects: &'a [skill_store::records::PackageObject],
+    pub adopt: &'a [skill_store::records::PackageObject],
+}
+
 /// What the versions and task types of the same apply add to the catalog's.
 pub(crate) struct Planned<'a> {
     pub skills: &'a [SkillRecord],
@@ -49,6 +55,7 @@ impl Engine {
         actor: &Actor,
         wanted: &[AgentRequest],
         package: &str,
+        objects: &Objects<'_>,
         planned: &Planned<'_>,
         origin: &Origin,
     ) -> Result<Vec<AgentPlan>> {
@@ -58,6 +65,31 @@ impl Engine {
             let item = format!("agents[{index}]");
             if !keys.insert(request.key.as_str()) {
                 return Err(invalid("key", format!("the agent {} is declared twice", request.key)).with("item", item));
+            }
+            // An agent is an object of its package: another package's agent moves only by adoption.
+            let listed = |list: &[skill_store::records::PackageObject]| {
+                list.iter().any(|object| object.kind == "Agent" && object.key == request.key)
+            };
+            if !listed(objects.objects) {
+                return Err(EngineError::invalid_request(format!(
+                    "agents[{index}] ({}) is not among the install's objects: list it as {{kind: Agent, key: {}}}",
+                    request.key, request.key
+                ))
+                .with("field", "objects")
+                .with("item", item));
+            }
+            if let Ok(existing) = self.store.agent(&request.key).await
+                && existing.package_key.as_deref().is_some_and(|owner| owner != package)
+                && !listed(objects.adopt)
+            {
+                let owner = existing.package_key.unwrap_or_default();
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "package_object_conflict",
+                    format!("another package installed Agent {} (package {owner}): adopt it to move it to package {package}", request.key),
+                )
+                .with("objects", json!([{"kind": "Agent", "key": request.key, "package": owner}]))
+                .with("item", item));
             }
             let plan = self
                 .plan_agent(actor, request, package, planned, origin)
@@ -76,7 +108,11 @@ impl Engine {
         planned: &Planned<'_>,
         origin: &Origin,
     ) -> Result<Option<AgentPlan>> {
-        let (key, spec) = (&request.key, &request.spec);
+        let key = &request.key;
+        let spec = &read_spec(&request.spec).map_err(|found| {
+            EngineError::new(Class::Invalid, found.code, format!("{} ({})", found.message, found.hint))
+                .with("path", found.path)
+        })?;
         if !is_agent_key(key) || key.eq_ignore_ascii_case(EXECUTION_PRINCIPAL) {
             return Err(invalid(
                 "key",
@@ -404,6 +440,30 @@ impl Engine {
         };
         let agent = self.agent_record(key).await?;
         let principal = self.store.principal(&agent.principal_id).await?;
+        // A token acts with the agent's permissions: whoever asks for one holds them all.
+        if let Some(actor) = actor {
+            let mut missing = Vec::new();
+            for grant in self.store.grants(&principal.id).await? {
+                let held = match &grant.workspace_id {
+                    None => actor.can(&grant.permission),
+                    Some(workspace) => actor.can_in(&grant.permission, workspace),
+                };
+                if !held {
+                    missing.push(grant.permission);
+                }
+            }
+            if !missing.is_empty() {
+                return Err(EngineError::new(
+                    Class::Forbidden,
+                    "permission_escalation",
+                    format!(
+                        "a token of the agent {key} would act with {}, which you do not hold yourself",
+                        missing.join(", ")
+                    ),
+                )
+                .with("missing", json!(missing)));
+            }
+        }
         if principal.disabled_at.is_some() {
             return Err(EngineError::new(
                 Class::Conflict,
@@ -419,6 +479,25 @@ impl Engine {
             principal_id: agent.principal_id,
             expires_at: issued.record.expires_at.as_ref().map(view_time),
         })
+    }
+}
+
+impl Engine {
+    /// `409 agent_principal_conflict` when `principal` is an agent's: it holds exactly what its
+    /// document grants, so nothing of it is changed by hand (`what` says what was tried).
+    pub(crate) async fn not_an_agent(&self, principal: &Principal, what: &str) -> Result<()> {
+        match self.store.agent_of(&principal.id).await? {
+            None => Ok(()),
+            Some(agent) => Err(EngineError::new(
+                Class::Conflict,
+                "agent_principal_conflict",
+                format!(
+                    "{} is the principal of the agent {}: it holds exactly what its document grants, so {what} is refused — change the agent document and apply its package",
+                    principal.name, agent.key
+                ),
+            )
+            .with("agent", agent.key)),
+        }
     }
 }
 

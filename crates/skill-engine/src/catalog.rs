@@ -114,6 +114,7 @@ impl Engine {
             publish::no_secret(&json!({"metadata": metadata}))?;
         }
         let principal = self.principal(principal_id).await?;
+        self.not_an_agent(&principal, "an assignment made by hand").await?;
         let entry = self.find(reference).await?;
         if entry.skill.status == SkillStatus::Disabled {
             return Err(EngineError::new(
@@ -154,6 +155,7 @@ impl Engine {
     ) -> Result<bool> {
         actor.require("org.manage")?;
         let principal = self.principal(principal_id).await?;
+        self.not_an_agent(&principal, "an assignment taken back by hand").await?;
         let entry = self.find(reference).await?;
         let revoked = SkillRevoked { skill_id: entry.skill.id.clone() };
         let event = self.event(format!("principal:{}", principal.id), &revoked, &Origin::of(actor, request_id));
@@ -194,11 +196,9 @@ impl Engine {
         Ok(out)
     }
 
-    async fn principal(&self, id: &str) -> Result<skill_store::records::Principal> {
-        self.store.principal(id).await.map_err(|error| match error.kind() {
-            ErrorKind::NotFound => EngineError::not_found(&format!("principal {id}")),
-            _ => error.into(),
-        })
+    /// The principal whose id, else whose name, is `reference`.
+    async fn principal(&self, reference: &str) -> Result<skill_store::records::Principal> {
+        self.principal_by_reference(reference).await
     }
 }
 

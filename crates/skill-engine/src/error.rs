@@ -148,10 +148,13 @@ impl From<StoreError> for EngineError {
             ErrorKind::Refused(code) => {
                 let class = match code {
                     "unknown_reference" => Class::Invalid,
-                    "basis_not_covered" | "decider_not_a_person" | "agent_cannot_decide" => Class::Forbidden,
+                    "basis_not_covered" | "decider_not_a_person" => Class::Forbidden,
                     _ => Class::Conflict,
                 };
-                Self::new(class, code, error.message().to_owned()).with_details(error.details().clone())
+                // The guard's own words, from its code on (not the driver's prefix).
+                let message = error.message();
+                let message = message.find(code).map_or(message, |at| &message[at..]);
+                Self::new(class, code, message.to_owned()).with_details(error.details().clone())
             }
             ErrorKind::Unavailable => {
                 Self::new(Class::Unavailable, "unavailable", "the database is unavailable; retry later")

@@ -129,16 +129,8 @@ impl Engine {
         }
         check_token_terms(&request.label, request.expires_at)?;
         let principal = self.principal_named(&request.principal, kind, origin).await?;
-        if !grants.is_empty() && self.store.agent_of(&principal.id).await?.is_some() {
-            return Err(EngineError::new(
-                Class::Conflict,
-                "agent_principal_conflict",
-                format!(
-                    "{} is an agent's principal: it holds what its document grants — change the agent document and apply the package, or issue a token with `skill-core token create --agent {}`",
-                    principal.name, principal.name
-                ),
-            ));
-        }
+        // An agent's token comes from `token create --agent`, with what its document grants.
+        self.not_an_agent(&principal, "a token with grants made by hand (use skill-core token create --agent)").await?;
         for (permission, workspace_id) in grants {
             self.add_grant(&principal, &permission, workspace_id, origin).await?;
         }
@@ -228,6 +220,7 @@ impl Engine {
     pub async fn grant(&self, name: &str, written: &str, origin: &Origin) -> Result<bool> {
         let (permission, workspace_id) = self.parse_grant(written).await?;
         let principal = self.existing_principal(name, origin).await?;
+        self.not_an_agent(&principal, "a grant made by hand").await?;
         self.add_grant(&principal, &permission, workspace_id, origin).await
     }
 
@@ -235,6 +228,7 @@ impl Engine {
     pub async fn revoke_grant(&self, name: &str, written: &str, origin: &Origin) -> Result<bool> {
         let (permission, workspace_id) = self.parse_grant(written).await?;
         let principal = self.existing_principal(name, origin).await?;
+        self.not_an_agent(&principal, "a grant taken back by hand").await?;
         let removed = GrantRemoved { permission: permission.clone(), workspace_id: workspace_id.clone() };
         let event = self.event(format!("principal:{}", principal.id), &removed, origin);
         Ok(self.store.remove_grant(&principal.id, workspace_id.as_deref(), &permission, &event).await?)
@@ -299,6 +293,16 @@ impl Engine {
             Err(error) if error.kind() != ErrorKind::NotFound => return Err(error.into()),
             Err(_) => {}
         }
+        // A name that would pass for an agent's (its key, in other case or with spaces) is not
+        // given to anyone else.
+        let folded = name.trim().to_lowercase();
+        if let Some(agent) = self.store.agents().await?.into_iter().find(|agent| agent.key == folded) {
+            return Err(EngineError::new(
+                Class::Conflict,
+                "agent_principal_conflict",
+                format!("{name:?} would pass for the agent {}: choose another name", agent.key),
+            ));
+        }
         if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
             return Err(EngineError::new(
                 Class::Invalid,
@@ -333,7 +337,8 @@ fn check_token_terms(label: &str, expires_at: Option<Time>) -> Result<()> {
             Class::Invalid,
             "invalid_label",
             format!("a token's label has at most {MAX_LABEL_CHARS} characters and no control characters"),
-        ));
+        )
+        .with("field", "label"));
     }
     if let Some(expires_at) = expires_at {
         let now = Utc::now();

@@ -110,7 +110,10 @@ impl Engine {
         if let Some(run) = &run {
             crate::work::runs_check(actor, run)?;
         }
+        // An agent's approved request is made on the task the core made for it.
+        let request_made = matches!(internal, Some(Internal::Request));
         let task = match (&request.task_id, &run) {
+            (Some(task_id), _) if request_made => Some(self.store.task(task_id).await?),
             (Some(task_id), _) => Some(self.visible_task(actor, task_id, None).await?),
             (None, Some(run)) => Some(self.visible_task(actor, &run.task_id, None).await?),
             (None, None) => None,
@@ -127,7 +130,7 @@ impl Engine {
             .with("runId", run.id.clone()));
         }
         let task = match task {
-            Some(task) if !actor.can_in("tasks.write", &task.workspace_id) => {
+            Some(task) if !request_made && !actor.can_in("tasks.write", &task.workspace_id) => {
                 return Err(EngineError::forbidden("tasks.write").with("workspaceId", task.workspace_id));
             }
             Some(task) => {

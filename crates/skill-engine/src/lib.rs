@@ -29,6 +29,7 @@ pub mod keyed;
 pub mod knowledge;
 mod lease;
 pub mod packages;
+pub mod requests;
 mod settings;
 pub mod tokens;
 pub mod work;
@@ -66,6 +67,9 @@ pub struct Engine {
     outcomes_due: Arc<tokio::sync::Notify>,
     /// Where artifacts' content lives.
     blobs: Arc<dyn skill_store::BlobStore>,
+    /// Wakes those waiting for a call's end when one completes or fails through this engine (a
+    /// hint: waiters also look again on their own, for calls ended through other cores).
+    ended: Arc<tokio::sync::Notify>,
 }
 
 type BlobFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = skill_store::Result<T>> + Send + 'a>>;
@@ -112,6 +116,7 @@ impl Engine {
             issuer: Arc::default(),
             outcomes_due: Arc::default(),
             blobs: Arc::new(NoBlobs),
+            ended: Arc::default(),
         }
     }
 

@@ -56,6 +56,12 @@ impl Engine {
     ) -> Result<InstallOut> {
         actor.require("org.manage")?;
         check_package_ref(&request.package, &request.install_hash)?;
+        if let Some(index) = request.objects.iter().position(|object| object.kind == "Agent") {
+            return Err(EngineError::invalid_request(format!(
+                "objects[{index}] is an agent: agents are installed with their documents, by POST /packages:apply"
+            ))
+            .with("field", format!("objects[{index}]")));
+        }
         let (objects, adopt) = checked_objects(&request.objects, &request.adopt)?;
         self.check_known(&request.objects, &[], &[]).await?;
         let install = install_of(&request.package, &request.install_hash, actor);
@@ -201,7 +207,9 @@ impl Engine {
         }
         let planned_task_types: Vec<_> = task_types.iter().map(|(record, _)| record.clone()).collect();
         let planned = crate::agents::Planned { skills: &planned_records, task_types: &planned_task_types };
-        let agents = self.planned_agents(actor, &request.agents, &request.package.key, &planned, &origin).await?;
+        let listed = crate::agents::Objects { objects: &objects, adopt: &adopt };
+        let agents =
+            self.planned_agents(actor, &request.agents, &request.package.key, &listed, &planned, &origin).await?;
         let install = install_of(&request.package, &request.install_hash, actor);
         let installed = PackageInstalled {
             version: install.version.clone(),

@@ -29,9 +29,10 @@ pub fn artifact_type_requests(loaded: &Loaded) -> Result<Vec<ArtifactTypeRequest
 pub fn agent_requests(loaded: &Loaded) -> Result<Vec<AgentRequest>, String> {
     let mut agents = Vec::new();
     for object in loaded.package.objects.iter().filter(|object| object.kind == "Agent") {
-        let spec = skill_contract::agent::read_spec(&object.document["spec"])
+        let spec = &object.document["spec"];
+        skill_contract::agent::read_spec(spec)
             .map_err(|problem| format!("{} at {}: {}", object.file, problem.path, problem.message))?;
-        agents.push(AgentRequest { key: object.key.clone(), spec });
+        agents.push(AgentRequest { key: object.key.clone(), spec: spec.clone() });
     }
     Ok(agents)
 }

@@ -5,13 +5,32 @@ use futures::future::BoxFuture;
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::Result;
-use crate::records::AgentRecord;
+use crate::records::{AgentRecord, AgentRequestRecord};
 
 pub trait AgentStore: Send + Sync {
     fn agent<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<AgentRecord>>;
     /// The agent whose principal is `principal_id`, if any.
     fn agent_of<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Option<AgentRecord>>>;
     fn agents(&self) -> BoxFuture<'_, Result<Vec<AgentRecord>>>;
+    /// An agent's request for an external write (written with work: `WorkChange::InsertRequest`).
+    fn agent_request<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<AgentRequestRecord>>;
+    /// Requests still moving (pending or approved), those due first (the earliest expiry), at
+    /// most `limit`.
+    fn open_agent_requests(&self, limit: i64) -> BoxFuture<'_, Result<Vec<AgentRequestRecord>>>;
+    /// The open requests of an agent's principal, newest first, at most `limit`.
+    fn agent_requests_of<'a>(
+        &'a self,
+        principal_id: &'a str,
+        open_only: bool,
+        limit: i64,
+    ) -> BoxFuture<'a, Result<Vec<AgentRequestRecord>>>;
+}
+
+macro_rules! select_request {
+    () => {
+        "SELECT id, agent_principal_id, skill_id, inputs, client_name, client_version, task_id, approval_id, status, \
+         invocation_id, expires_at, row_version, created_at, updated_at, ended_at FROM agent_requests"
+    };
 }
 
 macro_rules! select_agent {
@@ -125,6 +144,44 @@ macro_rules! agent_store {
                 Box::pin(async move {
                     let sql = concat!(select_agent!(), " ORDER BY key");
                     Ok(sqlx::query_as(sql).fetch_all(self.read()).await?)
+                })
+            }
+
+            fn agent_request<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<AgentRequestRecord>> {
+                Box::pin(async move {
+                    let sql = concat!(select_request!(), " WHERE id = $1");
+                    Ok(sqlx::query_as(sql).bind(id).fetch_one(self.read()).await?)
+                })
+            }
+
+            fn open_agent_requests(&self, limit: i64) -> BoxFuture<'_, Result<Vec<AgentRequestRecord>>> {
+                Box::pin(async move {
+                    let sql = concat!(
+                        select_request!(),
+                        " WHERE status IN ('pending', 'approved') ORDER BY expires_at, id LIMIT $1"
+                    );
+                    Ok(sqlx::query_as(sql).bind(limit).fetch_all(self.read()).await?)
+                })
+            }
+
+            fn agent_requests_of<'a>(
+                &'a self,
+                principal_id: &'a str,
+                open_only: bool,
+                limit: i64,
+            ) -> BoxFuture<'a, Result<Vec<AgentRequestRecord>>> {
+                Box::pin(async move {
+                    let sql = concat!(
+                        select_request!(),
+                        " WHERE agent_principal_id = $1 AND (NOT $2 OR status IN ('pending', 'approved')) \
+                         ORDER BY created_at DESC, id DESC LIMIT $3"
+                    );
+                    Ok(sqlx::query_as(sql)
+                        .bind(principal_id)
+                        .bind(open_only)
+                        .bind(limit)
+                        .fetch_all(self.read())
+                        .await?)
                 })
             }
         }

@@ -168,6 +168,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (15, "outcome retries", include_str!("../migrations/sqlite/0015_outcome_retries.sql")),
     (16, "state moves", include_str!("../migrations/sqlite/0016_state_moves.sql")),
     (17, "agents", include_str!("../migrations/sqlite/0017_agents.sql")),
+    (18, "agent requests", include_str!("../migrations/sqlite/0018_agent_requests.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -187,6 +188,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (15, "outcome retries", include_str!("../migrations/postgres/0015_outcome_retries.sql")),
     (16, "state moves", include_str!("../migrations/postgres/0016_state_moves.sql")),
     (17, "agents", include_str!("../migrations/postgres/0017_agents.sql")),
+    (18, "agent requests", include_str!("../migrations/postgres/0018_agent_requests.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

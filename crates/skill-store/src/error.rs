@@ -51,7 +51,6 @@ const GUARD_CODES: &[&str] = &[
     "basis_not_covered",
     "decider_not_a_person",
     "agent_principal_conflict",
-    "agent_cannot_decide",
 ];
 
 impl StoreError {

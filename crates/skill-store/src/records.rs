@@ -12,8 +12,8 @@ use skill_contract::{RiskLevel, SideEffects};
 use crate::states::{JsonText, Nullable, Text};
 
 pub use work::{
-    ActionRecord, ApprovalRecord, ArtifactRecord, ArtifactTypeRecord, BasisState, CommentRecord, DocumentRecord,
-    EntityRecord, Gates, RunRecord, SlotRecord, TaskFilter, TaskRecord, TaskTypeRecord, WorkChange,
+    ActionRecord, AgentRequestRecord, ApprovalRecord, ArtifactRecord, ArtifactTypeRecord, BasisState, CommentRecord,
+    DocumentRecord, EntityRecord, Gates, RunRecord, SlotRecord, TaskFilter, TaskRecord, TaskTypeRecord, WorkChange,
 };
 
 /// A point in time, always UTC.

@@ -5,8 +5,8 @@
 use serde::de::DeserializeOwned;
 use skill_api::{ActionCall, Basis, DecisionAuthority};
 use skill_api::{
-    ActionStatus, ApprovalStatus, CallStatus, OutcomeReaction, OutcomeStatus, PrincipalKind, RequesterKind, RunStatus,
-    SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
+    ActionStatus, ApprovalStatus, CallStatus, OutcomeReaction, OutcomeStatus, PrincipalKind, RequestStatus,
+    RequesterKind, RunStatus, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
 };
 use skill_contract::agent::AgentSpec;
 use skill_contract::{RiskLevel, SideEffects};
@@ -118,6 +118,7 @@ stored! {
     SessionStatus => "executor_sessions.status",
     SkillStatus => "skills.status",
     PrincipalKind => "principals.kind",
+    RequestStatus => "agent_requests.status",
     SideEffects => "skills.side_effects",
     RiskLevel => "skills.risk_level",
 }

@@ -346,6 +346,49 @@ macro_rules! work_store {
                                 .execute(&mut *tx)
                                 .await?;
                             }
+                            WorkChange::InsertRequest(r) => {
+                                sqlx::query(
+                                    "INSERT INTO agent_requests (id, agent_principal_id, skill_id, inputs, client_name, \
+                                     client_version, task_id, approval_id, status, invocation_id, expires_at, row_version, \
+                                     created_at, updated_at, ended_at) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                                )
+                                .bind(&r.id)
+                                .bind(&r.agent_principal_id)
+                                .bind(&r.skill_id)
+                                .bind(Json(&r.inputs))
+                                .bind(&r.client_name)
+                                .bind(&r.client_version)
+                                .bind(&r.task_id)
+                                .bind(&r.approval_id)
+                                .bind(r.status.as_str())
+                                .bind(&r.invocation_id)
+                                .bind(r.expires_at)
+                                .bind(r.row_version)
+                                .bind(r.created_at)
+                                .bind(r.updated_at)
+                                .bind(r.ended_at)
+                                .execute(&mut *tx)
+                                .await?;
+                            }
+                            WorkChange::UpdateRequest(r) => {
+                                let done = sqlx::query(
+                                    "UPDATE agent_requests SET status = $3, invocation_id = $4, row_version = $5, \
+                                     updated_at = $6, ended_at = $7 WHERE id = $1 AND row_version = $2",
+                                )
+                                .bind(&r.id)
+                                .bind(r.row_version - 1)
+                                .bind(r.status.as_str())
+                                .bind(&r.invocation_id)
+                                .bind(r.row_version)
+                                .bind(r.updated_at)
+                                .bind(r.ended_at)
+                                .execute(&mut *tx)
+                                .await?;
+                                if done.rows_affected() == 0 {
+                                    unwritten!(tx, "agent_requests", &r.id);
+                                }
+                            }
                         }
                     }
                     for event in events {

@@ -7,7 +7,7 @@ use skill_contract::{RiskLevel, SideEffects};
 
 use crate::{
     ActionStatus, ApprovalStatus, Basis, ExecutorAllowance, OutcomeReaction, OutcomeStatus, PrincipalKind,
-    RequesterKind, RunStatus, TaskStatus,
+    RequestStatus, RequesterKind, RunStatus, TaskStatus,
 };
 
 /// The data of one kind of event.
@@ -150,6 +150,37 @@ events! {
         invoke: Vec<String>,
         /// Whether the principal was created by this apply.
         created: bool,
+    }
+
+    /// An agent asked for an external write it had no basis for: a task and a gate approval
+    /// for exactly that call wait for a person (`agent_request:<id>`).
+    AgentRequestCreated = "agent_request.created" {
+        agent_principal_id: String,
+        /// `name@version`.
+        skill: String,
+        skill_id: String,
+        task_id: String,
+        approval_id: String,
+        client_name: String,
+        client_version: String,
+        expires_at: String,
+    }
+
+    /// A person approved an agent's request and the core made its call, as the agent, with the
+    /// approval as its basis (`agent_request:<id>`).
+    AgentRequestInvoked = "agent_request.invoked" {
+        invocation_id: String,
+        approval_id: String,
+        decided_by: Option<String>,
+    }
+
+    /// An agent's request ended: its call succeeded or failed, or it was rejected, expired or
+    /// withdrawn (`agent_request:<id>`).
+    AgentRequestEnded = "agent_request.ended" {
+        status: RequestStatus,
+        invocation_id: Option<String>,
+        /// Why, when the call could not be made or the request did not get that far.
+        reason: Option<String>,
     }
 
     /// An assignment was taken back (`principal:<id>`).

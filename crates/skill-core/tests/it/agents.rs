@@ -336,6 +336,62 @@ async fn lifecycle(backend: Backend, label: &str) {
     core.post(&installer, "/packages:apply", &apply_body("1.0.3", vec![kind]))
         .await
         .refused(409, "agent_principal_conflict");
+    // Nothing of an agent's principal changes by hand: grants, assignments, its allow-list.
+    let by_hand = core.engine.grant("claims-desk", "org.read", &Default::default()).await.expect_err("refused");
+    assert_eq!(by_hand.code, "agent_principal_conflict");
+    let assign = json!({"skillId": "claim.classify@1"});
+    core.post(&installer, &format!("/principals/{principal}/skills"), &assign)
+        .await
+        .refused(409, "agent_principal_conflict");
+    core.post(&installer, "/principals/claims-desk/skills", &assign).await.refused(409, "agent_principal_conflict");
+    let allow = json!({"protocols": ["local"], "local": ["evil.mod"]});
+    core.post(&installer, "/principals/claims-skills/executor-allowance", &allow)
+        .await
+        .refused(409, "agent_principal_conflict");
+    // Nor does a name that would pass for it go to anyone else.
+    for name in ["Claims-Desk", " claims-desk "] {
+        let request = skill_engine::TokenRequest {
+            principal: name.into(),
+            kind: "person".into(),
+            grants: vec![],
+            label: String::new(),
+            expires_at: None,
+        };
+        let refused = core.engine.issue_token(&request, &Default::default()).await.expect_err("a look-alike");
+        assert_eq!(refused.code, "agent_principal_conflict", "{name}");
+    }
+    // Another package takes no agent over: listed, it is a conflict; unlisted, it is refused.
+    let mut other = apply_body("9.0.0", vec![desk(|_| {})]);
+    other["package"]["key"] = json!("other");
+    core.post(&installer, "/packages:apply", &other).await.refused(409, "package_object_conflict");
+    other["objects"] =
+        json!([{"kind": "Skill", "key": "claim.classify"}, {"kind": "Skill", "key": "claim.send_reply"}]);
+    let unlisted = core.post(&installer, "/packages:apply", &other).await;
+    assert_eq!(unlisted.refused(400, "invalid_request").body["error"]["details"]["field"], "objects");
+    let record = json!({"package": {"key": "other", "version": "1"}, "installHash": "0".repeat(64),
+                        "objects": [{"kind": "Agent", "key": "claims-desk"}]});
+    core.post(&installer, "/packages:record", &record).await.refused(400, "invalid_request");
+    assert_eq!(core.get(&installer, "/agents/claims-desk").await.ok(200)["package"], "claims");
+    // A token acts with the agent's permissions: whoever asks for one holds them all, and it is
+    // never kept for a replay.
+    let manager = token(&core.engine, "manager", &["org.manage"]).await;
+    let escalation = core.post(&manager, "/agents/claims-desk/tokens", &json!({})).await;
+    assert_eq!(
+        escalation.refused(403, "permission_escalation").body["error"]["details"]["missing"].as_array().map(Vec::len),
+        Some(3)
+    );
+    let keyed = |key: &str| {
+        core.http
+            .post(format!("{}/agents/claims-desk/tokens", core.base))
+            .bearer_auth(&installer)
+            .header("Idempotency-Key", key)
+            .json(&json!({}))
+            .send()
+    };
+    let first: Value = keyed("t1").await.expect("answers").json().await.expect("JSON");
+    let second: Value = keyed("t1").await.expect("answers").json().await.expect("JSON");
+    assert_ne!(first["token"], second["token"], "a token is never replayed");
+
     // Listing.
     let listed = core.get(&installer, "/agents").await;
     let keys: Vec<&str> =

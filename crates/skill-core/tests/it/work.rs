@@ -941,9 +941,8 @@ async fn an_execution_writes_its_typed_outputs_as_artifacts_of_their_types() {
     .await;
 }
 
-/// A decision is a person's: an agent never holds `approvals.decide`, and an executor holding it
-/// decides nothing (and retries nothing), so two robots — one asking, one deciding — never send
-/// without a person.
+/// A decision is a person's: no agent or executor ever holds `approvals.decide` (the database
+/// refuses the grant), so two robots — one asking, one deciding — never send without a person.
 #[tokio::test]
 async fn only_a_person_decides_an_approval() {
     each_backend("work-people-decide", |core| async move {
@@ -955,28 +954,24 @@ async fn only_a_person_decides_an_approval() {
             .expect("id")
             .to_owned();
         let grants = ["skills.invoke", "tasks.write@desk", "approvals.decide@desk"];
-        // An agent never even holds the permission: the database refuses the grant.
-        let request = skill_engine::TokenRequest {
-            principal: "robot-agent".into(),
-            kind: "agent".into(),
-            grants: grants.map(String::from).to_vec(),
-            label: String::new(),
-            expires_at: None,
-        };
-        let refused = core.engine.issue_token(&request, &Default::default()).await.expect_err("refused");
-        assert_eq!((refused.code, refused.class), ("agent_cannot_decide", skill_engine::Class::Forbidden));
-        let robot = crate::api::token_of_kind(&core.engine, "robot-agent", "agent", &grants[..2]).await;
-        core.post(&robot, &format!("/approvals/{approval}:decide"), &json!({"outcome": "approved"}))
-            .await
-            .refused(403, "permission_denied");
-        for kind in ["executor"] {
-            let robot = crate::api::token_of_kind(&core.engine, &format!("robot-{kind}"), kind, &grants).await;
-            let refused =
-                core.post(&robot, &format!("/approvals/{approval}:decide"), &json!({"outcome": "approved"})).await;
-            assert_eq!(refused.refused(403, "decider_not_a_person").body["error"]["details"]["kind"], kind);
-            core.post(&robot, &format!("/approvals/{approval}:retry"), &json!({}))
-                .await
-                .refused(403, "decider_not_a_person");
+        // A robot never even holds the permission: the database refuses the grant.
+        for kind in ["agent", "executor"] {
+            let request = skill_engine::TokenRequest {
+                principal: format!("robot-{kind}"),
+                kind: kind.into(),
+                grants: grants.map(String::from).to_vec(),
+                label: String::new(),
+                expires_at: None,
+            };
+            let refused = core.engine.issue_token(&request, &Default::default()).await.expect_err("refused");
+            assert_eq!((refused.code, refused.class), ("decider_not_a_person", skill_engine::Class::Forbidden));
+            assert!(refused.message.starts_with("decider_not_a_person: only a person"), "{}", refused.message);
+            let robot = crate::api::token_of_kind(&core.engine, &format!("robot-{kind}"), kind, &grants[..2]).await;
+            for verb in ["decide", "withdraw", "retry"] {
+                let body = if verb == "decide" { json!({"outcome": "approved"}) } else { json!({}) };
+                let refused = core.post(&robot, &format!("/approvals/{approval}:{verb}"), &body).await;
+                assert_eq!(refused.status.as_u16(), 403, "{kind} {verb}: {}", refused.body);
+            }
         }
         assert_eq!(core.get(&desk.writer, &format!("/approvals/{approval}")).await.ok(200)["status"], "pending");
         core.post(&desk.decider, &format!("/approvals/{approval}:decide"), &json!({"outcome": "approved"}))

@@ -246,6 +246,7 @@ impl Engine {
                 ),
             ));
         }
+        self.not_an_agent(&found, "an allow-list set by hand").await?;
         let kept = checked(allowance)?;
         let origin = actor.map_or_else(Origin::default, |actor| Origin::of(actor, request_id));
         let allowed = ExecutorAllowed {

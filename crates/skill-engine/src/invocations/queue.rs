@@ -371,6 +371,7 @@ impl Engine {
             };
             if written(wrote)? {
                 crate::ended::log(&next, &skill.name, &skill.version);
+                self.ended.notify_waiters();
                 if next.task_id.is_some() {
                     // An outcome or an execution may be waiting for it.
                     self.outcomes_due.notify_one();
@@ -444,6 +445,7 @@ impl Engine {
             let (next, event) = self.failed(call, &skill, error, None, now, &origin);
             if written(self.store.update_invocation(&next, &[event]).await)? {
                 crate::ended::log(&next, &skill.name, &skill.version);
+                self.ended.notify_waiters();
                 if next.status == CallStatus::Pending {
                     self.ready.notify_one();
                 } else if next.task_id.is_some() {

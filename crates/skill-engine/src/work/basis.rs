@@ -34,6 +34,9 @@ pub(crate) enum Internal<'a> {
     Outcome(&'a ActionRecord),
     /// The task's execution, made by the execution worker in its own run.
     Execution,
+    /// An agent's approved request, made by the core as the agent on the request's task: the
+    /// basis is the approval requested for exactly this call by this agent.
+    Request,
 }
 
 /// What a task's gate approvals make of its execution.
@@ -168,7 +171,11 @@ impl Engine {
             Some(Internal::Outcome(action)) if writes => {
                 self.outcome_basis(actor, skill, inputs, task, action).await.map(Some)
             }
+            Some(Internal::Outcome(_) | Internal::Request) if !writes => Ok(None),
             Some(Internal::Outcome(_)) => Ok(None),
+            Some(Internal::Request) => {
+                self.requested_basis(actor, skill, inputs, task, run, approval_id).await.map(Some)
+            }
             None if !writes => Ok(None),
             None => self.requested_basis(actor, skill, inputs, task, run, approval_id).await.map(Some),
         }

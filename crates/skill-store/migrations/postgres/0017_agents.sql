@@ -29,19 +29,20 @@ $$;
 CREATE TRIGGER agents_guard BEFORE INSERT OR UPDATE ON agents
     FOR EACH ROW EXECUTE FUNCTION agents_guard();
 
--- No agent decides an approval: a person decides what an agent asked for.
-CREATE FUNCTION grants_agent_decides() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Only a person holds approvals.decide: no agent or executor decides (or withdraws) what a person
+-- must decide.
+CREATE FUNCTION grants_only_people_decide() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.permission = 'approvals.decide'
-        AND EXISTS (SELECT 1 FROM principals p WHERE p.id = NEW.principal_id AND p.kind = 'agent')
+        AND EXISTS (SELECT 1 FROM principals p WHERE p.id = NEW.principal_id AND p.kind <> 'person')
     THEN
-        RAISE EXCEPTION 'agent_cannot_decide: an agent never holds approvals.decide';
+        RAISE EXCEPTION 'decider_not_a_person: only a person holds approvals.decide';
     END IF;
     RETURN NEW;
 END
 $$;
-CREATE TRIGGER grants_agent_decides BEFORE INSERT ON grants
-    FOR EACH ROW EXECUTE FUNCTION grants_agent_decides();
+CREATE TRIGGER grants_only_people_decide BEFORE INSERT ON grants
+    FOR EACH ROW EXECUTE FUNCTION grants_only_people_decide();
 
 -- A package links only agents that exist (written in the same transaction, before the install).
 CREATE FUNCTION package_objects_agent_known() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -25,12 +25,13 @@ BEGIN
     SELECT RAISE(ABORT, 'agent_principal_conflict: an agent keeps its key, principal and kind, and its revision moves by one');
 END;
 
--- No agent decides an approval: a person decides what an agent asked for.
-CREATE TRIGGER grants_agent_decides BEFORE INSERT ON grants
+-- Only a person holds approvals.decide: no agent or executor decides (or withdraws) what a person
+-- must decide.
+CREATE TRIGGER grants_only_people_decide BEFORE INSERT ON grants
 WHEN NEW.permission = 'approvals.decide'
-    AND EXISTS (SELECT 1 FROM principals p WHERE p.id = NEW.principal_id AND p.kind = 'agent')
+    AND EXISTS (SELECT 1 FROM principals p WHERE p.id = NEW.principal_id AND p.kind <> 'person')
 BEGIN
-    SELECT RAISE(ABORT, 'agent_cannot_decide: an agent never holds approvals.decide');
+    SELECT RAISE(ABORT, 'decider_not_a_person: only a person holds approvals.decide');
 END;
 
 -- A package links only agents that exist (written in the same transaction, before the install).

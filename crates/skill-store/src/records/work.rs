@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 use skill_api::{
-    ActionCall, ActionStatus, ApprovalStatus, DecisionAuthority, OutcomeReaction, OutcomeStatus, RunStatus,
-    SkillStatus, TaskStatus,
+    ActionCall, ActionStatus, ApprovalStatus, DecisionAuthority, OutcomeReaction, OutcomeStatus, RequestStatus,
+    RunStatus, SkillStatus, TaskStatus,
 };
 use skill_contract::SideEffects;
 
@@ -162,6 +162,31 @@ pub struct CommentRecord {
     pub created_at: Time,
 }
 
+/// An agent's request for an external write (`agent_requests`).
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct AgentRequestRecord {
+    pub id: String,
+    pub agent_principal_id: String,
+    /// The version the call is of.
+    pub skill_id: String,
+    #[sqlx(json)]
+    pub inputs: Value,
+    /// The MCP client's name and version, as it gave them.
+    pub client_name: String,
+    pub client_version: String,
+    pub task_id: String,
+    pub approval_id: String,
+    #[sqlx(try_from = "Text<RequestStatus>")]
+    pub status: RequestStatus,
+    /// The call made once a person approved.
+    pub invocation_id: Option<String>,
+    pub expires_at: Time,
+    pub row_version: i32,
+    pub created_at: Time,
+    pub updated_at: Time,
+    pub ended_at: Option<Time>,
+}
+
 /// One row a work write inserts or changes. A change carries the new row, one row version on
 /// from the stored one; a stored row that moved on makes the whole write `Stale`.
 #[derive(Debug, Clone, PartialEq)]
@@ -177,6 +202,9 @@ pub enum WorkChange {
     InsertAction(ActionRecord),
     UpdateAction(ActionRecord),
     InsertComment(CommentRecord),
+    InsertRequest(AgentRequestRecord),
+    /// Written when the stored row is at `row_version - 1` (`Stale` otherwise).
+    UpdateRequest(AgentRequestRecord),
 }
 
 /// Which tasks a listing wants, newest first.

@@ -307,7 +307,7 @@ pub(crate) async fn a_state_the_code_does_not_know_is_refused_when_read(db: Db) 
     assert!(message.contains("skill_invocations.status holds `paused`"), "{message}");
 }
 
-/// Agents: no agent holds `approvals.decide`, an agent's principal is of its kind, an agent keeps
+/// Agents: only a person holds `approvals.decide`, an agent's principal is of its kind, an agent keeps
 /// its key, principal and kind, and a package links only agents that exist — whatever SQL tries.
 pub(crate) async fn agents_keep_their_kind_and_never_decide(db: Db) {
     let mut agent = crate::fixture::principal("desk-bot");
@@ -323,7 +323,7 @@ pub(crate) async fn agents_keep_their_kind_and_never_decide(db: Db) {
         )
     };
     let error = refused(&db, &grant(a), &grant(a)).await;
-    assert!(error.contains("agent_cannot_decide"), "{error}");
+    assert!(error.contains("decider_not_a_person"), "{error}");
     assert_eq!(db.raw.execute(&grant(p)).await.expect("a person may decide"), 1);
 
     let insert = |key: &str, principal: &str, kind: &str| {

@@ -1,0 +1,676 @@
+//! What the MCP gateway asks of the domain: the tools a principal may call, a call through the
+//! gateway, and — the reason the gateway exists — an agent's external write without a basis
+//! turned into a **request**: a task of the built-in type `agent-request` in the workspace the
+//! agent's document names, with a gate approval requested for exactly that call (version and
+//! inputs). A person decides it; approved, the core makes exactly that call once, as the agent
+//! (its assignment and permissions checked again) with the approval as its basis. Rejected,
+//! withdrawn or expired, nothing is called.
+//!
+//! Every move of a request is one transaction with its event, computed from the rows and written
+//! only if the request has not moved meanwhile, so any number of cores may advance requests and
+//! none makes a call twice (the call's idempotency key is the request's, and an approval is spent
+//! once).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+use skill_api::events::ApprovalWithdrawn;
+use skill_api::events::{AgentRequestCreated, AgentRequestEnded, AgentRequestInvoked, TaskClosed, TaskCreated};
+use skill_api::{
+    AgentRequestOut, ApprovalStatus, CallStatus, ClientInfo, InvocationOut, InvokeRequest, Lifecycle, PrincipalKind,
+    RequestStatus, SkillStatus, TaskStatus,
+};
+use skill_store::ErrorKind;
+use skill_store::records::{
+    AgentRequestRecord, ApprovalRecord, Event, SkillFilter, SkillRecord, TaskRecord, TaskTypeRecord, Time, WorkChange,
+};
+
+use crate::actor::Actor;
+use crate::catalog::view_time;
+use crate::error::{Class, EngineError, Result, written};
+use crate::work::basis::Internal;
+use crate::{Engine, Origin};
+
+/// The built-in task type of agents' requests.
+pub const REQUEST_TYPE: &str = "agent-request";
+const REQUEST_TYPE_VERSION: &str = "1";
+/// The most tools a principal is shown.
+pub const MAX_TOOLS: usize = 1000;
+/// Requests one pass of the worker looks at.
+const BATCH: i64 = 100;
+
+/// A tool of the gateway: a leaf version the principal may call.
+#[derive(Debug, Clone)]
+pub struct GatewayTool {
+    pub skill: SkillRecord,
+}
+
+/// What a gateway call became.
+#[derive(Debug, Clone)]
+pub enum GatewayCall {
+    /// A call was queued (or an earlier one with the same key answered).
+    Called(Box<InvocationOut>),
+    /// The agent's write waits for a person.
+    Requested(Box<AgentRequestOut>),
+}
+
+/// Whether `skill` writes to the outside world.
+fn writes(skill: &SkillRecord) -> bool {
+    crate::work::writes(skill.side_effects)
+}
+
+/// Whether a version can be called at all (a leaf, active, with an invocable protocol).
+fn callable(skill: &SkillRecord) -> bool {
+    crate::catalog::invocable(skill).is_ok()
+}
+
+impl Engine {
+    /// The tools `actor` may call, in reference order: for an agent, the leaf versions its
+    /// assignments grant (directly, or as a tool of an assigned composite) — a read-only
+    /// assignment grants only what does not write; for anyone else holding `skills.invoke`, the
+    /// newest callable version of every skill.
+    pub async fn gateway_tools(&self, actor: &Actor) -> Result<Vec<GatewayTool>> {
+        actor.require("skills.invoke")?;
+        let mut tools: Vec<SkillRecord> = Vec::new();
+        let mut seen = BTreeSet::new();
+        if actor.principal().kind == PrincipalKind::Agent {
+            for assignment in self.store.assignments(actor.id()).await? {
+                let assigned = self.store.skill(&assignment.skill_id).await?.skill;
+                let leaves = if assigned.composition.is_some() {
+                    let Ok((_, resolution)) = self.resolve_record(&assigned).await else { continue };
+                    let mut leaves = Vec::new();
+                    for tool in resolution.tools().iter().filter(|tool| tool.source_type() == "skill") {
+                        if let Ok(entry) = self.find(&tool.skill().to_string()).await {
+                            leaves.push(entry.skill);
+                        }
+                    }
+                    leaves
+                } else {
+                    vec![assigned]
+                };
+                for leaf in leaves {
+                    if callable(&leaf) && !(assignment.read_only && writes(&leaf)) && seen.insert(leaf.id.clone()) {
+                        tools.push(leaf);
+                    }
+                }
+            }
+        } else {
+            let mut after = None;
+            loop {
+                let filter = SkillFilter {
+                    status: Some(SkillStatus::Active),
+                    after: after.clone(),
+                    limit: 500,
+                    ..SkillFilter::default()
+                };
+                let page = self.store.skills(&filter).await?;
+                let Some(last) = page.last() else { break };
+                after = Some(last.skill.id.clone());
+                for entry in page {
+                    if callable(&entry.skill) {
+                        // Publication order: a later version of a name replaces an earlier one.
+                        tools.retain(|tool: &SkillRecord| tool.name != entry.skill.name);
+                        tools.push(entry.skill);
+                    }
+                }
+                if tools.len() > MAX_TOOLS * 4 {
+                    break;
+                }
+            }
+        }
+        tools.sort_by(|a, b| (a.name.as_str(), a.version.as_str()).cmp(&(b.name.as_str(), b.version.as_str())));
+        tools.truncate(MAX_TOOLS);
+        Ok(tools.into_iter().map(|skill| GatewayTool { skill }).collect())
+    }
+
+    /// A call of `skill` through the gateway, with every check of a direct call. An agent's
+    /// external write without a basis becomes a request (when its document names where requests
+    /// go); anyone else's is refused as a direct call is.
+    pub async fn gateway_call(
+        &self,
+        actor: &Actor,
+        skill: &SkillRecord,
+        inputs: Map<String, Value>,
+        idempotency_key: Option<String>,
+        client: &ClientInfo,
+        request_id: Option<&str>,
+    ) -> Result<GatewayCall> {
+        let reference = format!("{}@{}", skill.name, skill.version);
+        let agent = actor.principal().kind == PrincipalKind::Agent;
+        if !(agent && writes(skill)) {
+            let request = InvokeRequest { inputs: Some(inputs), idempotency_key, ..InvokeRequest::default() };
+            let invoked = self.invoke(actor, &reference, &request, request_id).await?;
+            return Ok(GatewayCall::Called(Box::new(invoked.invocation)));
+        }
+        // Every check a direct call meets, in its order, up to the basis: a call without one
+        // fails there (`no_basis`) and nothing is written. Any other refusal is the answer.
+        let probe = InvokeRequest {
+            inputs: Some(inputs.clone()),
+            idempotency_key: Some(format!("gateway-probe:{}", self.new_id())),
+            ..InvokeRequest::default()
+        };
+        match self.invoke(actor, &reference, &probe, request_id).await {
+            Ok(invoked) => {
+                // Never without a task and an approval; kept in case a basis appears here.
+                return Ok(GatewayCall::Called(Box::new(invoked.invocation)));
+            }
+            Err(error)
+                if error.code == "skill_side_effect_not_authorized"
+                    && error.details.get("reason") == Some(&json!("no_basis")) => {}
+            Err(error) => return Err(error),
+        }
+        let request = self.create_request(actor, skill, inputs, client, request_id).await?;
+        Ok(GatewayCall::Requested(Box::new(request)))
+    }
+
+    /// The request task type, published by the core the first time it is needed.
+    async fn request_type(&self) -> Result<TaskTypeRecord> {
+        match self.store.task_type_version(REQUEST_TYPE, REQUEST_TYPE_VERSION).await {
+            Ok(found) => return Ok(found),
+            Err(error) if error.kind() != ErrorKind::NotFound => return Err(error.into()),
+            Err(_) => {}
+        }
+        let spec = json!({
+            "version": REQUEST_TYPE_VERSION,
+            "displayName": "An agent asks to write",
+            "description": "An agent asked for an external write it has no basis for: approving the gate makes exactly this call once, as the agent; rejecting it, or letting it expire, calls nothing.",
+            "customFields": {
+                "agent": {"type": "string", "description": "The agent that asks."},
+                "skill": {"type": "string", "description": "The version it asks to call (name@version)."},
+                "inputs": {"type": "object", "description": "Exactly the inputs of the call."},
+                "client": {"type": "string", "description": "The MCP client the agent asked through."}
+            }
+        });
+        let record = TaskTypeRecord {
+            id: self.new_id(),
+            key: REQUEST_TYPE.to_owned(),
+            version: REQUEST_TYPE_VERSION.to_owned(),
+            display_name: spec["displayName"].as_str().unwrap_or_default().to_owned(),
+            description: spec["description"].as_str().unwrap_or_default().to_owned(),
+            spec,
+            execution: None,
+            created_by: None,
+            created_at: Utc::now(),
+        };
+        let event = self.task_type_event(&record, &Origin::default());
+        match self.store.write_work(&[WorkChange::InsertTaskType(record.clone())], &[event]).await {
+            Ok(()) => Ok(record),
+            // Published by another call meanwhile.
+            Err(error) if error.kind() == ErrorKind::Conflict => {
+                Ok(self.store.task_type_version(REQUEST_TYPE, REQUEST_TYPE_VERSION).await?)
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The request for `actor`'s call of `skill` with `inputs`: its task, its gate approval for
+    /// exactly that call, and the request, in one transaction.
+    async fn create_request(
+        &self,
+        actor: &Actor,
+        skill: &SkillRecord,
+        inputs: Map<String, Value>,
+        client: &ClientInfo,
+        request_id: Option<&str>,
+    ) -> Result<AgentRequestOut> {
+        let reference = format!("{}@{}", skill.name, skill.version);
+        let Some(agent) = self.store.agent_of(actor.id()).await? else {
+            return Err(no_requests(&actor.principal().name, &reference));
+        };
+        let Some(requests) = agent.spec.requests.clone() else {
+            return Err(no_requests(&agent.key, &reference));
+        };
+        let workspace = match self.store.workspace_by_key(&requests.workspace).await {
+            Ok(found) => found,
+            Err(error) if error.kind() == ErrorKind::NotFound => {
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "request_workspace_missing",
+                    format!(
+                        "the agent {}'s requests go to the workspace {}, which does not exist: ask an operator",
+                        agent.key, requests.workspace
+                    ),
+                ));
+            }
+            Err(error) => return Err(error.into()),
+        };
+        let task_type = self.request_type().await?;
+        let client = ClientInfo {
+            name: client.name.chars().take(200).collect(),
+            version: client.version.chars().take(100).collect(),
+        };
+        let shown_client = if client.name.is_empty() {
+            "an MCP client".to_owned()
+        } else {
+            format!("{} {}", client.name, client.version).trim().to_owned()
+        };
+        let now = Utc::now();
+        let inputs = skill_contract::export::canonical(&Value::Object(inputs));
+        let task = TaskRecord {
+            id: self.new_id(),
+            workspace_id: workspace.id.clone(),
+            task_type_id: task_type.id.clone(),
+            title: format!("{} asks to call {reference}", agent.key).chars().take(500).collect(),
+            custom_fields: json!({"agent": agent.key, "skill": reference, "inputs": inputs, "client": shown_client}),
+            status: TaskStatus::Open,
+            created_by: actor.id().to_owned(),
+            row_version: 1,
+            created_at: now,
+            updated_at: now,
+            closed_at: None,
+            close_reason: None,
+        };
+        let origin = Origin::of(actor, request_id);
+        let created = TaskCreated {
+            workspace_id: task.workspace_id.clone(),
+            task_type_id: task_type.id.clone(),
+            task_type: format!("{REQUEST_TYPE}@{REQUEST_TYPE_VERSION}"),
+        };
+        let task_event = self.event(format!("task:{}", task.id), &created, &origin);
+        let comment = format!(
+            "The agent {} asks, through {shown_client}, to call {reference} ({}, risk {}) with the inputs below. Approving makes exactly this call once, as the agent; rejecting calls nothing.",
+            agent.key,
+            skill.side_effects.map_or("none", |s| s.as_str()),
+            skill.risk_level.map_or("unknown", |r| r.as_str()),
+        );
+        let (approval, approval_event) = self.new_approval(
+            actor,
+            &task.id,
+            true,
+            Some(&comment),
+            Some((skill.id.clone(), inputs.clone())),
+            request_id,
+        )?;
+        let expires_at =
+            now + chrono::Duration::seconds(i64::try_from(requests.expires_in_seconds()).unwrap_or(86_400));
+        let request = AgentRequestRecord {
+            id: self.new_id(),
+            agent_principal_id: actor.id().to_owned(),
+            skill_id: skill.id.clone(),
+            inputs,
+            client_name: client.name.clone(),
+            client_version: client.version.clone(),
+            task_id: task.id.clone(),
+            approval_id: approval.id.clone(),
+            status: RequestStatus::Pending,
+            invocation_id: None,
+            expires_at,
+            row_version: 1,
+            created_at: now,
+            updated_at: now,
+            ended_at: None,
+        };
+        let asked = AgentRequestCreated {
+            agent_principal_id: actor.id().to_owned(),
+            skill: reference,
+            skill_id: skill.id.clone(),
+            task_id: task.id.clone(),
+            approval_id: approval.id.clone(),
+            client_name: client.name,
+            client_version: client.version,
+            expires_at: view_time(&expires_at),
+        };
+        let request_event = self.event(format!("agent_request:{}", request.id), &asked, &origin);
+        let changes = [
+            WorkChange::InsertTask(task),
+            WorkChange::InsertApproval(approval),
+            WorkChange::InsertRequest(request.clone()),
+        ];
+        self.store.write_work(&changes, &[task_event, approval_event, request_event]).await?;
+        tracing::info!(request = %request.id, agent = %agent.key, skill = %asked_skill(skill), "an agent asks for a write");
+        self.request_out(request, &agent.key, None).await
+    }
+
+    /// An agent's request: its agent sees it, and so do holders of `org.read` and whoever reads
+    /// its task; `404` to anyone else.
+    pub async fn agent_request(&self, actor: &Actor, id: &str) -> Result<AgentRequestOut> {
+        let request = self.visible_request(actor, id).await?;
+        let agent = self.principal_name(&request.agent_principal_id).await?;
+        let call = match &request.invocation_id {
+            Some(call) => Some(self.invocation(&self.agent_actor(&request.agent_principal_id).await?, call).await?),
+            None => None,
+        };
+        self.request_out(request, &agent, call).await
+    }
+
+    /// The requests of the agent `actor`, newest first (open ones only when `open_only`).
+    pub async fn own_requests(&self, actor: &Actor, open_only: bool, limit: u32) -> Result<Vec<AgentRequestOut>> {
+        let limit = i64::from(limit.clamp(1, 200));
+        let mut out = Vec::new();
+        for request in self.store.agent_requests_of(actor.id(), open_only, limit).await? {
+            out.push(self.request_out(request, &actor.principal().name, None).await?);
+        }
+        Ok(out)
+    }
+
+    async fn visible_request(&self, actor: &Actor, id: &str) -> Result<AgentRequestRecord> {
+        let missing = || EngineError::not_found(&format!("request {id}"));
+        let request = match self.store.agent_request(id).await {
+            Ok(found) => found,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Err(missing()),
+            Err(error) => return Err(error.into()),
+        };
+        if request.agent_principal_id == actor.id() || actor.can("org.read") {
+            return Ok(request);
+        }
+        let task = self.store.task(&request.task_id).await?;
+        if actor.can_in("tasks.read", &task.workspace_id) { Ok(request) } else { Err(missing()) }
+    }
+
+    async fn request_out(
+        &self,
+        request: AgentRequestRecord,
+        agent: &str,
+        call: Option<InvocationOut>,
+    ) -> Result<AgentRequestOut> {
+        let skill = self.store.skill(&request.skill_id).await?.skill;
+        Ok(AgentRequestOut {
+            agent: agent.to_owned(),
+            agent_principal_id: request.agent_principal_id,
+            skill: format!("{}@{}", skill.name, skill.version),
+            skill_id: request.skill_id,
+            inputs: request.inputs,
+            client: ClientInfo { name: request.client_name, version: request.client_version },
+            status: request.status,
+            task_id: request.task_id,
+            approval_id: request.approval_id,
+            invocation_id: request.invocation_id,
+            call: call.map(Box::new),
+            expires_at: view_time(&request.expires_at),
+            created_at: view_time(&request.created_at),
+            ended_at: request.ended_at.as_ref().map(view_time),
+            id: request.id,
+        })
+    }
+
+    /// The agent withdraws its pending request: the approval is withdrawn, the task cancelled,
+    /// nothing is called. `409 request_decided` once a person decided it.
+    pub async fn withdraw_agent_request(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request_id: Option<&str>,
+    ) -> Result<AgentRequestOut> {
+        loop {
+            let request = self.visible_request(actor, id).await?;
+            if request.agent_principal_id != actor.id() {
+                return Err(EngineError::new(
+                    Class::Forbidden,
+                    "permission_denied",
+                    "only the agent that asked withdraws its request",
+                ));
+            }
+            if request.status != RequestStatus::Pending {
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "request_decided",
+                    format!("the request is {} already: only a pending one is withdrawn", request.status),
+                )
+                .with("status", request.status));
+            }
+            let approval = self.store.approval(&request.approval_id).await?;
+            if approval.status != ApprovalStatus::Pending {
+                // Decided meanwhile: the worker moves the request; say so.
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "request_decided",
+                    "a person decided the request meanwhile",
+                ));
+            }
+            let origin = Origin::of(actor, request_id);
+            let (changes, events) = self
+                .close_request(
+                    &request,
+                    Some(&approval),
+                    RequestStatus::Withdrawn,
+                    Some(actor.id()),
+                    "request_withdrawn",
+                    &origin,
+                )
+                .await?;
+            if written(self.store.write_work(&changes, &events).await)? {
+                return self.agent_request(actor, id).await;
+            }
+        }
+    }
+
+    /// One pass over the open requests at `now`: approved ones called, decided or expired ones
+    /// ended, ended calls noted. Answers how many requests moved.
+    pub async fn run_agent_requests(&self, now: Time) -> Result<usize> {
+        let mut moved = 0;
+        for request in self.store.open_agent_requests(BATCH).await? {
+            match self.advance_request(&request, now).await {
+                Ok(true) => moved += 1,
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(request = %request.id, error = %error, "advancing a request failed; it is tried again")
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    async fn advance_request(&self, request: &AgentRequestRecord, now: Time) -> Result<bool> {
+        let system = Origin::default();
+        match request.status {
+            RequestStatus::Pending => {
+                let approval = self.store.approval(&request.approval_id).await?;
+                let (changes, events) = match approval.status {
+                    ApprovalStatus::Approved => return self.call_request(request, &approval).await,
+                    ApprovalStatus::Rejected => {
+                        self.close_request(request, None, RequestStatus::Rejected, None, "request_rejected", &system)
+                            .await?
+                    }
+                    ApprovalStatus::Withdrawn => {
+                        self.close_request(request, None, RequestStatus::Withdrawn, None, "request_withdrawn", &system)
+                            .await?
+                    }
+                    ApprovalStatus::Pending if now >= request.expires_at => {
+                        self.close_request(
+                            request,
+                            Some(&approval),
+                            RequestStatus::Expired,
+                            None,
+                            "request_expired",
+                            &system,
+                        )
+                        .await?
+                    }
+                    ApprovalStatus::Pending => return Ok(false),
+                };
+                written(self.store.write_work(&changes, &events).await)
+            }
+            RequestStatus::Approved => {
+                let Some(call_id) = &request.invocation_id else { return Ok(false) };
+                let call = self.store.invocation(call_id).await?;
+                let ended = match call.status {
+                    CallStatus::Succeeded => RequestStatus::Succeeded,
+                    CallStatus::Failed | CallStatus::Cancelled => RequestStatus::Failed,
+                    _ => return Ok(false),
+                };
+                let reason = call.error.as_ref().and_then(|e| e["code"].as_str()).map(str::to_owned);
+                let (changes, events) = self
+                    .close_request(request, None, ended, None, reason.as_deref().unwrap_or("request_done"), &system)
+                    .await?;
+                written(self.store.write_work(&changes, &events).await)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// The approved request's call, made as the agent with the approval as its basis, once (the
+    /// key is the request's); a call that cannot be made ends the request as failed.
+    async fn call_request(&self, request: &AgentRequestRecord, approval: &ApprovalRecord) -> Result<bool> {
+        let skill = self.store.skill(&request.skill_id).await?.skill;
+        let reference = format!("{}@{}", skill.name, skill.version);
+        let made = match self.agent_actor(&request.agent_principal_id).await {
+            Ok(agent) => {
+                let call = InvokeRequest {
+                    inputs: request.inputs.as_object().cloned(),
+                    idempotency_key: Some(format!("agent-request:{}", request.id)),
+                    task_id: Some(request.task_id.clone()),
+                    approval_id: Some(request.approval_id.clone()),
+                    ..InvokeRequest::default()
+                };
+                self.invoke_by(&agent, &reference, &call, None, Some(Internal::Request)).await
+            }
+            Err(error) => Err(error),
+        };
+        let system = Origin::default();
+        let (changes, events) = match made {
+            Ok(invoked) => {
+                let mut next = request.clone();
+                next.status = RequestStatus::Approved;
+                next.invocation_id = Some(invoked.invocation.id.clone());
+                next.row_version += 1;
+                next.updated_at = Utc::now();
+                let data = AgentRequestInvoked {
+                    invocation_id: invoked.invocation.id.clone(),
+                    approval_id: approval.id.clone(),
+                    decided_by: approval.decided_by.clone(),
+                };
+                let event = self.event(format!("agent_request:{}", request.id), &data, &system);
+                tracing::info!(request = %request.id, call = %invoked.invocation.id, skill = %reference, "an approved request's call was made");
+                (vec![WorkChange::UpdateRequest(next)], vec![event])
+            }
+            Err(error) if error.class == Class::Unavailable || error.class == Class::Internal => return Err(error),
+            Err(error) => {
+                tracing::warn!(request = %request.id, code = error.code, reason = %error.message, "an approved request's call could not be made");
+                self.close_request(request, None, RequestStatus::Failed, None, error.code, &system).await?
+            }
+        };
+        written(self.store.write_work(&changes, &events).await)
+    }
+
+    /// The writes that end `request` as `status`: the request, its task closed, and — when it
+    /// was still pending — its approval withdrawn (by `by`, or by the core).
+    async fn close_request(
+        &self,
+        request: &AgentRequestRecord,
+        pending_approval: Option<&ApprovalRecord>,
+        status: RequestStatus,
+        by: Option<&str>,
+        reason: &str,
+        origin: &Origin,
+    ) -> Result<(Vec<WorkChange>, Vec<Event>)> {
+        debug_assert!(RequestStatus::allows(request.status, status) && status.is_terminal());
+        let now = Utc::now();
+        let mut changes = Vec::new();
+        let mut events = Vec::new();
+        if let Some(approval) = pending_approval {
+            let mut withdrawn = approval.clone();
+            withdrawn.status = ApprovalStatus::Withdrawn;
+            withdrawn.withdrawn_by = by.map(str::to_owned);
+            withdrawn.withdrawn_at = Some(now);
+            withdrawn.row_version += 1;
+            withdrawn.updated_at = now;
+            let data = ApprovalWithdrawn {
+                task_id: approval.task_id.clone(),
+                withdrawn_by: by.unwrap_or("core").to_owned(),
+                was: ApprovalStatus::Pending,
+            };
+            events.push(self.event(format!("approval:{}", approval.id), &data, origin));
+            changes.push(WorkChange::UpdateApproval(withdrawn));
+        }
+        let task = self.store.task(&request.task_id).await?;
+        if !task.status.is_terminal() {
+            let closed_as = match status {
+                RequestStatus::Succeeded => TaskStatus::Done,
+                RequestStatus::Failed => TaskStatus::Failed,
+                _ => TaskStatus::Cancelled,
+            };
+            let mut closed = task.clone();
+            closed.status = closed_as;
+            closed.closed_at = Some(now);
+            closed.close_reason = Some(reason.to_owned());
+            closed.row_version += 1;
+            closed.updated_at = now;
+            let data = TaskClosed {
+                status: closed_as,
+                workspace_id: task.workspace_id.clone(),
+                reason: Some(reason.to_owned()),
+            };
+            events.push(self.event(format!("task:{}", task.id), &data, origin));
+            changes.push(WorkChange::UpdateTask(closed));
+        }
+        let mut next = request.clone();
+        next.status = status;
+        next.row_version += 1;
+        next.updated_at = now;
+        next.ended_at = Some(now);
+        let data = AgentRequestEnded {
+            status,
+            invocation_id: request.invocation_id.clone(),
+            reason: (status != RequestStatus::Succeeded).then(|| reason.to_owned()),
+        };
+        events.push(self.event(format!("agent_request:{}", request.id), &data, origin));
+        changes.push(WorkChange::UpdateRequest(next));
+        tracing::info!(request = %request.id, status = %status, reason, "a request ended");
+        Ok((changes, events))
+    }
+
+    /// The agent whose principal is `id`, with its grants as they are now; `principal_disabled`
+    /// when it may not act.
+    async fn agent_actor(&self, id: &str) -> Result<Actor> {
+        let principal = self.store.principal(id).await?;
+        if principal.disabled_at.is_some() {
+            return Err(EngineError::new(
+                Class::Conflict,
+                "principal_disabled",
+                format!("{} is disabled", principal.name),
+            ));
+        }
+        let grants = self.store.grants(id).await?;
+        Ok(Actor::new(principal, grants))
+    }
+
+    /// Waits until the call `id` ended or `within` passed, woken by calls ending through this
+    /// engine and looking again on its own (calls end through other cores too). Answers the
+    /// call as the actor sees it.
+    pub async fn wait_for_end(&self, actor: &Actor, id: &str, within: Duration) -> Result<InvocationOut> {
+        let deadline = tokio::time::Instant::now() + within;
+        let mut pause = Duration::from_millis(2);
+        loop {
+            let ended = self.ended.notified();
+            let call = self.invocation(actor, id).await?;
+            if call.status.is_terminal() || tokio::time::Instant::now() >= deadline {
+                return Ok(call);
+            }
+            let _ = tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + pause), ended).await;
+            pause = (pause * 2).min(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until the request `id` ended or `within` passed, looking again at least every 100
+    /// ms (a decision may come through any core).
+    pub async fn wait_for_request(&self, actor: &Actor, id: &str, within: Duration) -> Result<AgentRequestOut> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let request = self.agent_request(actor, id).await?;
+            if request.status.is_terminal() || tokio::time::Instant::now() >= deadline {
+                return Ok(request);
+            }
+            let woken = self.ended.notified();
+            let _ =
+                tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + Duration::from_millis(100)), woken)
+                    .await;
+        }
+    }
+}
+
+fn asked_skill(skill: &SkillRecord) -> String {
+    format!("{}@{}", skill.name, skill.version)
+}
+
+/// `403 requests_not_configured`: the agent's writes have nowhere to wait for a person.
+fn no_requests(agent: &str, skill: &str) -> EngineError {
+    EngineError::new(
+        Class::Forbidden,
+        "skill_side_effect_not_authorized",
+        format!("{skill} writes to the outside world and runs only on a basis; {agent}'s agent document names no requests.workspace, so its writes cannot be asked for"),
+    )
+    .with("skill", skill)
+    .with("reason", "requests_not_configured")
+}

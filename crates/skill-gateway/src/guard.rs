@@ -1,0 +1,128 @@
+//! Before the MCP layer sees a request: a present `Origin` must be the core's own (the request's
+//! host, the public address, or loopback) — 403 otherwise, against DNS rebinding — and a bearer
+//! token must name a principal that may act (401 otherwise, with `WWW-Authenticate`). The actor
+//! travels to the handler in the request's extensions.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use skill_engine::Engine;
+
+use crate::Config;
+
+#[derive(Clone)]
+pub(crate) struct Guard {
+    engine: Engine,
+    /// `scheme://host[:port]` of the public address, lower-case; empty when not set.
+    public_origin: String,
+}
+
+impl Guard {
+    pub(crate) fn new(engine: Engine, config: &Config) -> Self {
+        let public_origin = origin_of(&config.public_url).unwrap_or_default();
+        Self { engine, public_origin }
+    }
+
+    /// Whether `origin` is this core's: the public address, the host the request named, or a
+    /// loopback name.
+    fn allowed(&self, origin: &str, host: Option<&str>) -> bool {
+        let Some(origin) = origin_of(origin) else { return false };
+        if !self.public_origin.is_empty() && origin == self.public_origin {
+            return true;
+        }
+        let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
+        if host.is_some_and(|host| host.eq_ignore_ascii_case(authority)) {
+            return true;
+        }
+        let name = match authority.strip_prefix('[') {
+            Some(rest) => rest.split(']').next().unwrap_or_default(),
+            None => authority.rsplit_once(':').map_or(authority, |(name, _)| name),
+        };
+        matches!(name, "localhost" | "127.0.0.1" | "::1")
+    }
+}
+
+/// `scheme://authority` of an http(s) address, lower-case, without a path; `None` otherwise.
+fn origin_of(address: &str) -> Option<String> {
+    let lower = address.trim().to_ascii_lowercase();
+    let (scheme, rest) = lower.split_once("://")?;
+    if !matches!(scheme, "http" | "https") {
+        return None;
+    }
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.is_empty() || authority.contains(['?', '#', '@']) {
+        return None;
+    }
+    Some(format!("{scheme}://{authority}"))
+}
+
+fn refuse(status: StatusCode, code: &str, message: String) -> Response {
+    let mut response =
+        (status, axum::Json(json!({"error": {"code": code, "message": message, "retryable": false}}))).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
+    let host = request.headers().get(header::HOST).and_then(|host| host.to_str().ok()).map(str::to_owned);
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let shown: String = String::from_utf8_lossy(origin.as_bytes()).chars().take(120).collect();
+        if !origin.to_str().is_ok_and(|origin| guard.allowed(origin, host.as_deref())) {
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "origin_not_allowed",
+                format!("origin {shown:?} is not this core's: a browser page of another site may not call /mcp"),
+            );
+        }
+    }
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim().to_owned());
+    let Some(token) = token.filter(|token| !token.is_empty()) else {
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "invalid_token",
+            "/mcp needs `Authorization: Bearer <token>`: an agent's token (skill-core token create --agent <key>) or a person's".to_owned(),
+        );
+    };
+    match guard.engine.authenticate(&token).await {
+        Ok(actor) => {
+            request.extensions_mut().insert(actor);
+            if let Some(host) = host {
+                request.extensions_mut().insert(crate::handler::RequestHost(host));
+            }
+            next.run(request).await
+        }
+        Err(error) if error.class == skill_engine::Class::Unauthenticated => {
+            refuse(StatusCode::UNAUTHORIZED, error.code, error.message)
+        }
+        Err(error) => {
+            tracing::warn!(error = %error.message, "authenticating an MCP request failed");
+            refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the core cannot check the token now; retry".to_owned(),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_the_cores_own() {
+        assert_eq!(origin_of("HTTPS://Core.Example/console"), Some("https://core.example".to_owned()));
+        assert_eq!(origin_of("null"), None);
+        assert_eq!(origin_of("file:///x"), None);
+    }
+}
