@@ -39,6 +39,16 @@ pub(crate) async fn core(backend: Backend, label: &str) -> Core {
 
 /// [`core`] with `blobs` as the store of artifacts' content (a scratch folder when `None`).
 pub(crate) async fn core_with(backend: Backend, label: &str, blobs: Option<Arc<dyn skill_store::BlobStore>>) -> Core {
+    core_serving(backend, label, blobs, skill_core::console::Options::default()).await
+}
+
+/// [`core_with`] served with `options` (the console's, the MCP gateway's).
+pub(crate) async fn core_serving(
+    backend: Backend,
+    label: &str,
+    blobs: Option<Arc<dyn skill_store::BlobStore>>,
+    options: skill_core::console::Options,
+) -> Core {
     let folder = Scratch::new(&format!("skill-core-calls-{label}"));
     let target = match backend {
         Backend::Sqlite => folder.path().to_str().expect("utf-8").to_owned(),
@@ -53,7 +63,13 @@ pub(crate) async fn core_with(backend: Backend, label: &str, blobs: Option<Arc<d
         .with_issuer_and_lead(&root, std::time::Duration::from_secs(2))
         .with_blobs(blobs.unwrap_or_else(|| Arc::new(skill_store::FolderBlobs::new(folder.path().join("blobs")))));
     let base = format!("{root}/api/v1");
-    tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
+    tokio::spawn(skill_core::serve_with(
+        engine.clone(),
+        listener,
+        Default::default(),
+        options,
+        skill_http::stop_signal(),
+    ));
     let admin = token(&engine, "admin", &["org.manage"]).await;
     let caller = token(&engine, "caller", &["skills.invoke"]).await;
     let executor = executor_token(&engine, "executor", &["skills.execute"], test_allowance()).await;

@@ -12,6 +12,7 @@ mod console;
 mod console_browser;
 mod console_work;
 mod dev;
+mod gateway;
 mod heavy_contracts;
 mod hostile_api;
 mod knowledge;

@@ -1,0 +1,292 @@
+//! The core's MCP gateway at `/mcp`, driven as raw JSON-RPC over streamable HTTP (the 2026-07-28
+//! revision, per-request capabilities), on both backends, with the claims package applied and its
+//! host executing: what each principal is shown, a read-only call's result, and an agent's write —
+//! a request a person decides — through the MCP Tasks extension and without it, approved,
+//! rejected, withdrawn and expired. Nothing is written without a person's approval, and an
+//! approved request writes once.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use skill_fixtures::Scratch;
+
+use crate::api::token;
+use crate::calls::{Backend, Core, core_serving};
+use crate::claims::{Child, apply_package, ensure_workspace, executor, host, outbox};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// One JSON-RPC request to `/mcp` as `token`; the response's message (the last `data:` line of an
+/// event stream, or the JSON body), with the HTTP status.
+async fn rpc(core: &Core, token: &str, method: &str, name: &str, params: Value, tasks: bool) -> (u16, Value) {
+    let root = core.base.trim_end_matches("/api/v1");
+    let mut params = params;
+    let capabilities = if tasks { json!({"extensions": {TASKS: {}}}) } else { json!({}) };
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+    params["_meta"]["io.modelcontextprotocol/clientInfo"] = json!({"name": "gateway-test", "version": "1.0"});
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    let mut request = core
+        .http
+        .post(format!("{root}/mcp"))
+        .bearer_auth(token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method)
+        .json(&body);
+    if !name.is_empty() {
+        request = request.header("Mcp-Name", name);
+    }
+    let answer = request.send().await.expect("the core answers");
+    let status = answer.status().as_u16();
+    let text = answer.text().await.expect("a body");
+    let message = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter(|data| !data.trim().is_empty())
+        .last()
+        .map_or_else(
+            || serde_json::from_str(&text).unwrap_or(Value::Null),
+            |data| serde_json::from_str(data).expect("JSON"),
+        );
+    (status, message)
+}
+
+async fn call(core: &Core, token: &str, tool: &str, arguments: Value, tasks: bool) -> Value {
+    let (status, message) =
+        rpc(core, token, "tools/call", tool, json!({"name": tool, "arguments": arguments}), tasks).await;
+    assert_eq!(status, 200, "{message}");
+    message["result"].clone()
+}
+
+async fn tools(core: &Core, token: &str) -> Vec<String> {
+    let (status, message) = rpc(core, token, "tools/list", "", json!({}), false).await;
+    assert_eq!(status, 200, "{message}");
+    message["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn task(core: &Core, token: &str, method: &str, id: &str) -> Value {
+    let (status, message) = rpc(core, token, method, id, json!({"taskId": id}), true).await;
+    assert_eq!(status, 200, "{message}");
+    message
+}
+
+/// The reviewer decides the pending approval of the request's task.
+async fn decide(core: &Core, reviewer: &str, task_id: &str, outcome: &str) {
+    let approvals = core.get(reviewer, &format!("/approvals?task={task_id}")).await;
+    let id = approvals.ok(200)["items"][0]["id"].as_str().expect("an approval").to_owned();
+    core.post(reviewer, &format!("/approvals/{id}:decide"), &json!({"outcome": outcome})).await.ok(200);
+}
+
+/// Polls `tasks/get` until the task leaves `working` (the core's worker makes the approved call).
+async fn settled(core: &Core, token: &str, id: &str) -> Value {
+    for _ in 0..200 {
+        let got = task(core, token, "tasks/get", id).await;
+        if got["result"]["status"] != "working" {
+            return got["result"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the request {id} never settled");
+}
+
+async fn story(core: Core, label: &str) {
+    let outbox_folder = Scratch::new(&format!("gateway-outbox-{label}"));
+    let root = apply_package(&core).await;
+    ensure_workspace(&core, "claims").await;
+    let issue = |agent: &str| {
+        let core = &core;
+        let agent = agent.to_owned();
+        async move {
+            let installer = token(&core.engine, "installer", &[]).await;
+            core.post(&installer, &format!("/agents/{agent}/tokens"), &json!({})).await.ok(201)["token"]
+                .as_str()
+                .expect("a token")
+                .to_owned()
+        }
+    };
+    let desk = issue("claims-desk").await;
+    let runner = issue("claims-skills").await;
+    let _executor: Child = executor(&host(), &root, &runner, &outbox_folder);
+    let reviewer = token(&core.engine, "reviewer", &["tasks.write@claims", "approvals.decide@claims"]).await;
+    let person = token(&core.engine, "somebody", &["skills.invoke"]).await;
+
+    // What each principal is shown: the agent its assignments and the status tool; a person
+    // every callable skill; nobody without a token anything.
+    assert_eq!(
+        tools(&core, &desk).await,
+        ["claim.classify", "claim.draft_reply", "claim.lookup", "claim.send_reply", "approval_status"]
+    );
+    let listed = tools(&core, &person).await;
+    assert!(
+        listed.contains(&"claim.import_rows".to_owned()) && !listed.contains(&"approval_status".to_owned()),
+        "{listed:?}"
+    );
+    let anonymous = core
+        .http
+        .post(format!("{root}/mcp"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await;
+    assert_eq!(anonymous.expect("answers").status().as_u16(), 401);
+    let foreign = core
+        .http
+        .post(format!("{root}/mcp"))
+        .bearer_auth(&desk)
+        .header("Origin", "https://evil.example")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await;
+    assert_eq!(foreign.expect("answers").status().as_u16(), 403);
+    let (_, listing) = rpc(&core, &desk, "tools/list", "", json!({}), false).await;
+    let send = listing["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "claim.send_reply")
+        .cloned()
+        .expect("listed");
+    assert_eq!(
+        (send["annotations"]["readOnlyHint"].clone(), send["annotations"]["destructiveHint"].clone()),
+        (json!(false), json!(true))
+    );
+    assert_eq!(
+        (send["_meta"]["skill/version"].clone(), send["_meta"]["skill/sideEffects"].clone()),
+        (json!("1"), json!("external_write"))
+    );
+
+    // A read-only call: its output, through the engine (a call of the agent's).
+    let classified = call(&core, &desk, "claim.classify", json!({"text": "The courier lost my parcel."}), false).await;
+    assert_eq!(classified["structuredContent"]["category"], "delivery", "{classified}");
+    assert_eq!(classified["isError"], false);
+    // Inputs the contract refuses are the same refusal as a direct call's.
+    let bad = call(&core, &desk, "claim.classify", json!({"text": 7}), false).await;
+    assert_eq!(
+        (
+            bad["isError"].clone(),
+            bad["content"][0]["text"].as_str().is_some_and(|t| t.contains("invalid_skill_inputs"))
+        ),
+        (json!(true), true)
+    );
+
+    // An agent's write, with the Tasks extension: a task, decided by a person, written once.
+    let created =
+        call(&core, &desk, "claim.send_reply", json!({"claim": "C-7", "comment": "Your parcel is on its way."}), true)
+            .await;
+    assert_eq!(
+        (created["resultType"].as_str(), created["status"].as_str()),
+        (Some("task"), Some("working")),
+        "{created}"
+    );
+    let first = created["taskId"].as_str().expect("a task id").to_owned();
+    assert!(outbox(&outbox_folder).is_empty(), "nothing written before a decision");
+    let request = core.get(&reviewer, &format!("/tasks?workspace=claims")).await;
+    let request_task = request.ok(200)["items"][0].clone();
+    assert_eq!(request_task["customFields"]["agent"], "claims-desk", "{request_task}");
+    assert_eq!(request_task["customFields"]["inputs"]["claim"], "C-7");
+    // The agent never decides its own request; the reviewer does.
+    let approvals =
+        core.get(&reviewer, &format!("/approvals?task={}", request_task["id"].as_str().unwrap_or_default())).await;
+    let approval = approvals.ok(200)["items"][0]["id"].as_str().expect("approval").to_owned();
+    let self_decided =
+        core.post(&desk, &format!("/approvals/{approval}:decide"), &json!({"outcome": "approved"})).await;
+    assert_eq!(self_decided.status.as_u16(), 403, "{}", self_decided.body);
+    // Asking again and again never makes the call.
+    for _ in 0..3 {
+        assert_eq!(task(&core, &desk, "tasks/get", &first).await["result"]["status"], "working");
+    }
+    assert!(outbox(&outbox_folder).is_empty());
+    decide(&core, &reviewer, request_task["id"].as_str().unwrap_or_default(), "approved").await;
+    let done = settled(&core, &desk, &first).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["structuredContent"]["status"], "sent", "{done}");
+    assert_eq!(outbox(&outbox_folder), [("C-7".to_owned(), "Your parcel is on its way.".to_owned())]);
+    // Another principal does not see the task.
+    let (_, other) = rpc(&core, &runner, "tasks/get", &first, json!({"taskId": first}), true).await;
+    assert!(other["error"].is_object(), "{other}");
+
+    // Without the Tasks extension: held briefly, then pending_approval; rejected, nothing is written.
+    let pending = call(&core, &desk, "claim.send_reply", json!({"claim": "C-8", "comment": "No."}), false).await;
+    assert_eq!(pending["isError"], true, "{pending}");
+    assert_eq!(pending["structuredContent"]["status"], "pending_approval", "{pending}");
+    let second = pending["structuredContent"]["requestId"].as_str().expect("a request id").to_owned();
+    assert!(pending["structuredContent"]["consoleUrl"].as_str().is_some_and(|url| url.contains("/console/tasks/")));
+    let status = call(&core, &desk, "approval_status", json!({"requestId": second}), false).await;
+    assert_eq!(status["structuredContent"]["status"], "pending");
+    let second_task = core
+        .engine
+        .agent_request(&core.engine.authenticate(&desk).await.expect("desk"), &second)
+        .await
+        .expect("request")
+        .task_id;
+    decide(&core, &reviewer, &second_task, "rejected").await;
+    let rejected = settled(&core, &desk, &second).await;
+    assert_eq!(
+        (rejected["status"].clone(), rejected["result"]["isError"].clone()),
+        (json!("completed"), json!(true)),
+        "{rejected}"
+    );
+    let status = call(&core, &desk, "approval_status", json!({"requestId": second}), false).await;
+    assert_eq!(status["structuredContent"]["status"], "rejected");
+
+    // Withdrawn by the agent; expired by time: nothing called either way.
+    let third =
+        call(&core, &desk, "claim.send_reply", json!({"claim": "C-9", "comment": "Later."}), true).await["taskId"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+    assert_eq!(task(&core, &desk, "tasks/cancel", &third).await["result"]["resultType"], "complete");
+    assert_eq!(task(&core, &desk, "tasks/get", &third).await["result"]["status"], "cancelled");
+    let fourth =
+        call(&core, &desk, "claim.send_reply", json!({"claim": "C-10", "comment": "Never."}), true).await["taskId"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+    core.engine.run_agent_requests(chrono::Utc::now() + chrono::Duration::days(2)).await.expect("a pass");
+    let expired = task(&core, &desk, "tasks/get", &fourth).await;
+    assert_eq!(expired["result"]["status"], "failed", "{expired}");
+    let fourth_task = core
+        .engine
+        .agent_request(&core.engine.authenticate(&desk).await.expect("desk"), &fourth)
+        .await
+        .expect("request")
+        .task_id;
+    let approvals = core.get(&reviewer, &format!("/approvals?task={fourth_task}")).await;
+    assert_eq!(approvals.ok(200)["items"][0]["status"], "withdrawn");
+    assert_eq!(outbox(&outbox_folder).len(), 1, "one approval, one reply");
+
+    // The journal says who asked, through which client, who decided, and what the call was.
+    let journal = core.engine.store().events(0, None, 5000).await.expect("events");
+    let of = |kind: &str| {
+        journal.iter().filter(|event| event.kind == kind).map(|event| event.data.clone()).collect::<Vec<_>>()
+    };
+    let asked = of("agent_request.created");
+    assert_eq!(asked.len(), 4);
+    assert_eq!(asked[0]["clientName"], "gateway-test");
+    let invoked = of("agent_request.invoked");
+    assert_eq!(invoked.len(), 1);
+    assert!(invoked[0]["decidedBy"].is_string());
+    let ended: Vec<String> =
+        of("agent_request.ended").iter().map(|data| data["status"].as_str().unwrap_or_default().to_owned()).collect();
+    assert_eq!(ended, ["succeeded", "rejected", "withdrawn", "expired"]);
+}
+
+fn options() -> skill_core::console::Options {
+    let gateway = skill_gateway::Config { hold: Duration::from_millis(500), ..skill_gateway::Config::default() };
+    skill_core::console::Options { gateway, ..skill_core::console::Options::default() }
+}
+
+#[tokio::test]
+async fn an_agents_write_waits_for_a_person_and_is_written_once_on_sqlite() {
+    story(core_serving(Backend::Sqlite, "gateway", None, options()).await, "sqlite").await;
+}
+
+#[tokio::test]
+async fn an_agents_write_waits_for_a_person_and_is_written_once_on_postgres() {
+    story(core_serving(Backend::Postgres, "gateway", None, options()).await, "postgres").await;
+}
