@@ -40,12 +40,8 @@ async fn rpc(core: &Core, token: &str, method: &str, name: &str, params: Value, 
     let answer = request.send().await.expect("the core answers");
     let status = answer.status().as_u16();
     let text = answer.text().await.expect("a body");
-    let message = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data: "))
-        .filter(|data| !data.trim().is_empty())
-        .last()
-        .map_or_else(
+    let message =
+        text.lines().filter_map(|line| line.strip_prefix("data: ")).rfind(|data| !data.trim().is_empty()).map_or_else(
             || serde_json::from_str(&text).unwrap_or(Value::Null),
             |data| serde_json::from_str(data).expect("JSON"),
         );
@@ -185,7 +181,7 @@ async fn story(core: Core, label: &str) {
     );
     let first = created["taskId"].as_str().expect("a task id").to_owned();
     assert!(outbox(&outbox_folder).is_empty(), "nothing written before a decision");
-    let request = core.get(&reviewer, &format!("/tasks?workspace=claims")).await;
+    let request = core.get(&reviewer, "/tasks?workspace=claims").await;
     let request_task = request.ok(200)["items"][0].clone();
     assert_eq!(request_task["customFields"]["agent"], "claims-desk", "{request_task}");
     assert_eq!(request_task["customFields"]["inputs"]["claim"], "C-7");
@@ -289,4 +285,68 @@ async fn an_agents_write_waits_for_a_person_and_is_written_once_on_sqlite() {
 #[tokio::test]
 async fn an_agents_write_waits_for_a_person_and_is_written_once_on_postgres() {
     story(core_serving(Backend::Postgres, "gateway", None, options()).await, "postgres").await;
+}
+
+/// The Python `mcp` client as an agent (no Tasks extension): what two agents are shown, a
+/// read-only call, and writes decided by a person — approved (written once) and rejected.
+#[tokio::test]
+async fn the_python_mcp_client_asks_and_a_person_decides() {
+    let core = core_serving(Backend::Sqlite, "gateway-python", None, options()).await;
+    let outbox_folder = Scratch::new("gateway-python-outbox");
+    let root = apply_package(&core).await;
+    ensure_workspace(&core, "claims").await;
+    let installer = token(&core.engine, "installer", &[]).await;
+    // A second package's agent that may only classify.
+    let reader = json!({"key": "claims-reader", "spec": {
+        "identity": {"kind": "agent", "permissions": ["skills.invoke"]},
+        "skills": {"invoke": ["claim.classify@1"]}
+    }});
+    let body = json!({"package": {"key": "readers", "version": "1"}, "installHash": "1".repeat(64),
+                      "objects": [{"kind": "Agent", "key": "claims-reader"}], "agents": [reader]});
+    core.post(&installer, "/packages:apply", &body).await.ok(200);
+    let issue = |agent: &'static str| {
+        let (core, installer) = (&core, &installer);
+        async move {
+            core.post(installer, &format!("/agents/{agent}/tokens"), &json!({})).await.ok(201)["token"]
+                .as_str()
+                .expect("a token")
+                .to_owned()
+        }
+    };
+    let (desk, reader, runner) =
+        (issue("claims-desk").await, issue("claims-reader").await, issue("claims-skills").await);
+    let _executor: Child = executor(&host(), &root, &runner, &outbox_folder);
+    let reviewer = token(&core.engine, "reviewer", &["tasks.write@claims", "approvals.decide@claims"]).await;
+    let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let output = tokio::process::Command::new(python)
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/gateway_client.py"))
+        .args([&root, &desk, &reader, &reviewer])
+        .output()
+        .await
+        .expect("the Python client runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the Python client failed (cargo xtask setup installs mcp): {stderr}");
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("a JSON report: {e}; {stderr}"));
+
+    assert_eq!(seen["reader_tools"], json!(["claim.classify"]), "an agent sees only its assignments");
+    assert_eq!(seen["reader_write"]["isError"], true);
+    assert!(seen["reader_write"]["content"][0]["text"].as_str().is_some_and(|t| t.contains("tool_not_authorized")));
+    let desk_tools: Vec<&str> =
+        seen["desk_tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(
+        desk_tools,
+        ["claim.classify", "claim.draft_reply", "claim.lookup", "claim.send_reply", "approval_status"]
+    );
+    assert_eq!(seen["classify"]["structuredContent"]["category"], "quality", "{}", seen["classify"]);
+    assert_eq!(seen["pending"]["structuredContent"]["status"], "pending_approval", "{}", seen["pending"]);
+    assert_eq!(seen["decided"], 200);
+    assert_eq!(seen["approved"]["structuredContent"]["status"], "succeeded", "{}", seen["approved"]);
+    assert_eq!(seen["approved"]["structuredContent"]["output"]["status"], "sent");
+    assert_eq!(seen["rejected"]["structuredContent"]["status"], "rejected", "{}", seen["rejected"]);
+    assert_eq!(seen["unknown_request"]["isError"], true);
+    assert_eq!(
+        outbox(&outbox_folder),
+        [("C-21".to_owned(), "A new one is on its way.".to_owned())],
+        "one reply: the approved one"
+    );
 }
