@@ -12,6 +12,7 @@
 //! origin, changes nothing. Every answer carries a strict Content-Security-Policy (scripts,
 //! styles and connections only to the console itself, no framing).
 
+mod agents;
 mod assets;
 mod call;
 mod catalog;
@@ -69,6 +70,7 @@ pub fn router() -> Router<Core> {
         .route("/run/{*reference}", get(run::form).post(run::run))
         .route("/catalog", get(catalog::catalog))
         .route("/executors", get(executors::executors))
+        .route("/agents", get(agents::agents))
         .route("/costs", get(costs::costs))
         .route("/skills/{*reference}", get(catalog::skill))
         .route("/assets/{name}", get(assets::asset))

@@ -345,6 +345,31 @@ impl Engine {
         Ok(out)
     }
 
+    /// The requests of the agent `key`, newest first, at most `limit` (`org.read`).
+    pub async fn requests_of_agent(
+        &self,
+        actor: &Actor,
+        key: &str,
+        open_only: bool,
+        limit: u32,
+    ) -> Result<Vec<AgentRequestOut>> {
+        actor.require("org.read")?;
+        let agent = match self.store.agent(key).await {
+            Ok(agent) => agent,
+            Err(error) if error.kind() == ErrorKind::NotFound => {
+                return Err(EngineError::not_found(&format!("agent {key}")));
+            }
+            Err(error) => return Err(error.into()),
+        };
+        let mut out = Vec::new();
+        for request in
+            self.store.agent_requests_of(&agent.principal_id, open_only, i64::from(limit.clamp(1, 200))).await?
+        {
+            out.push(self.request_out(request, key, None).await?);
+        }
+        Ok(out)
+    }
+
     async fn visible_request(&self, actor: &Actor, id: &str) -> Result<AgentRequestRecord> {
         let missing = || EngineError::not_found(&format!("request {id}"));
         let request = match self.store.agent_request(id).await {

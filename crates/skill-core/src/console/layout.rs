@@ -43,6 +43,7 @@ pub(super) fn page(title: &str, viewer: Option<For<'_>>, body: Markup) -> Markup
                             @if viewer.operator {
                                 a href="/console/catalog" { "Catalog" }
                                 a href="/console/executors" { "Executors" }
+                                a href="/console/agents" { "Agents" }
                                 a href="/console/costs" { "Costs" }
                             }
                         }

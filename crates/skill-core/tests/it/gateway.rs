@@ -197,7 +197,27 @@ async fn story(core: Core, label: &str) {
         assert_eq!(task(&core, &desk, "tasks/get", &first).await["result"]["status"], "working");
     }
     assert!(outbox(&outbox_folder).is_empty());
-    decide(&core, &reviewer, request_task["id"].as_str().unwrap_or_default(), "approved").await;
+    // The reviewer decides in the console, on the task's page: who asks, through which client,
+    // what approving will do, with exactly which inputs.
+    let console = crate::console::Console::new(&core);
+    let (cookie, _) = console.sign_in(&reviewer).await;
+    let task_page = console
+        .get(Some(&cookie), &format!("/console/tasks/{}", request_task["id"].as_str().unwrap_or_default()))
+        .await;
+    for shown in
+        ["claims-desk", "gateway-test", "claim.send_reply@1", "external_write", "Your parcel is on its way.", "C-7"]
+    {
+        assert!(task_page.body.contains(shown), "the request's page shows {shown}");
+    }
+    let decided = console
+        .post(
+            Some(&cookie),
+            &format!("/console/approvals/{approval}/decide"),
+            &[("outcome", "approved"), ("csrf", &task_page.csrf())],
+            console.origin(),
+        )
+        .await;
+    assert_eq!(decided.status.as_u16(), 303, "{}", decided.body);
     let done = settled(&core, &desk, &first).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["structuredContent"]["status"], "sent", "{done}");
@@ -256,13 +276,34 @@ async fn story(core: Core, label: &str) {
     assert_eq!(approvals.ok(200)["items"][0]["status"], "withdrawn");
     assert_eq!(outbox(&outbox_folder).len(), 1, "one approval, one reply");
 
+    // The operators' page of agents: what each may do, and its open requests.
+    let open = call(&core, &desk, "claim.send_reply", json!({"claim": "C-11", "comment": "Open."}), true).await;
+    assert_eq!(open["status"], "working");
+    let operator = token(&core.engine, "operator", &["org.read"]).await;
+    let (operator_cookie, _) = console.sign_in(&operator).await;
+    let agents_page = console.get(Some(&operator_cookie), "/console/agents").await;
+    assert_eq!(agents_page.status.as_u16(), 200);
+    for shown in [
+        "claims-desk",
+        "claims-skills",
+        "claims.reply",
+        "claim.send_reply@1",
+        "claims_integration.skills",
+        "the workspace",
+    ] {
+        assert!(agents_page.body.contains(shown), "the agents page shows {shown}");
+    }
+    assert_eq!(agents_page.body.matches("<li>").count(), 1, "one open request: {}", agents_page.body);
+    let (desk_console, _) = (console.get(Some(&cookie), "/console/agents").await, ());
+    assert_eq!(desk_console.status.as_u16(), 403, "a reviewer without org.read sees no agents");
+
     // The journal says who asked, through which client, who decided, and what the call was.
     let journal = core.engine.store().events(0, None, 5000).await.expect("events");
     let of = |kind: &str| {
         journal.iter().filter(|event| event.kind == kind).map(|event| event.data.clone()).collect::<Vec<_>>()
     };
     let asked = of("agent_request.created");
-    assert_eq!(asked.len(), 4);
+    assert_eq!(asked.len(), 5);
     assert_eq!(asked[0]["clientName"], "gateway-test");
     let invoked = of("agent_request.invoked");
     assert_eq!(invoked.len(), 1);
