@@ -64,6 +64,14 @@ pub(crate) fn render(banner: &Banner<'_>) -> String {
         ("you".to_owned(), format!("dev: {} (a day)", banner.grants.join(", "))),
         ("reviewer".to_owned(), format!("dev-reviewer: {} (decides approvals)", banner.reviewer_grants.join(", "))),
     ];
+    if !banner.agents.is_empty() {
+        lines.push((
+            "mcp".to_owned(),
+            format!(
+                "{url}/mcp    (an agent connects with its token; its writes wait for the reviewer: docs/agents.md)"
+            ),
+        ));
+    }
     for agent in banner.agents {
         let skills: Vec<&str> = agent.spec.invoked().map(|(skill, _)| skill).collect();
         let requests = agent

@@ -19,15 +19,26 @@ const TASKS: &str = "io.modelcontextprotocol/tasks";
 /// One JSON-RPC request to `/mcp` as `token`; the response's message (the last `data:` line of an
 /// event stream, or the JSON body), with the HTTP status.
 async fn rpc(core: &Core, token: &str, method: &str, name: &str, params: Value, tasks: bool) -> (u16, Value) {
-    let root = core.base.trim_end_matches("/api/v1");
+    rpc_at(&core.http, core.base.trim_end_matches("/api/v1"), token, method, name, params, tasks).await
+}
+
+/// [`rpc`] to the core at `root`.
+async fn rpc_at(
+    http: &reqwest::Client,
+    root: &str,
+    token: &str,
+    method: &str,
+    name: &str,
+    params: Value,
+    tasks: bool,
+) -> (u16, Value) {
     let mut params = params;
     let capabilities = if tasks { json!({"extensions": {TASKS: {}}}) } else { json!({}) };
     params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
     params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
     params["_meta"]["io.modelcontextprotocol/clientInfo"] = json!({"name": "gateway-test", "version": "1.0"});
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-    let mut request = core
-        .http
+    let mut request = http
         .post(format!("{root}/mcp"))
         .bearer_auth(token)
         .header("Accept", "application/json, text/event-stream")
@@ -390,4 +401,159 @@ async fn the_python_mcp_client_asks_and_a_person_decides() {
         [("C-21".to_owned(), "A new one is on its way.".to_owned())],
         "one reply: the approved one"
     );
+}
+
+/// `skill-core serve` on `db` at `port`, once it listens.
+fn serve_at(db: &str, port: u16) -> skill_fixtures::Running {
+    let listen = format!("127.0.0.1:{port}");
+    let mut running = crate::running::start(&["serve", "--db", db, "--listen", &listen], false);
+    running.until(30, |line| line.contains("on http://"));
+    running
+}
+
+/// A core killed (SIGKILL) while requests wait — one just approved, one not yet decided — answers
+/// the same task ids after its restart: the approved one is carried out once, the other waits for
+/// its decision. Nothing of a request lived in the killed process.
+#[test]
+fn a_core_killed_while_requests_wait_answers_the_same_task_ids_after_its_restart() {
+    let folder = Scratch::new("gateway-kill");
+    let outbox_folder = Scratch::new("gateway-kill-outbox");
+    let db = folder.path().join("db").display().to_string();
+    let cli = |args: &[&str]| {
+        let output = std::process::Command::new(crate::running::CORE).args(args).output().expect("skill-core runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    cli(&["workspace", "create", "--db", &db, "--key", "claims"]);
+    let installer = cli(&[
+        "token",
+        "create",
+        "--db",
+        &db,
+        "--name",
+        "installer",
+        "--grant",
+        "org.manage",
+        "--grant",
+        "skills.invoke",
+        "--grant",
+        "skills.execute",
+        "--grant",
+        "claims.reply",
+    ]);
+    let reviewer = cli(&[
+        "token",
+        "create",
+        "--db",
+        &db,
+        "--name",
+        "reviewer",
+        "--grant",
+        "tasks.write@claims",
+        "--grant",
+        "approvals.decide@claims",
+    ]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a port").local_addr().expect("address").port();
+    let root = format!("http://127.0.0.1:{port}");
+    let mut core = serve_at(&db, port);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    // No connection outlives the killed core.
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("a client");
+    let (desk, runner) = runtime.block_on(async {
+        let loaded =
+            skill_package::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claims"))
+                .expect("the package");
+        let client = skill_client::Client::new(&root, installer.clone()).expect("a client");
+        let changes = skill_package::plan(&loaded, &client, &[]).await.expect("a plan");
+        skill_package::apply(&loaded, &client, &changes, |_| {}).await.expect("applied");
+        let issue = |agent: &str| {
+            let (http, root, installer) = (&http, &root, &installer);
+            let agent = agent.to_owned();
+            async move {
+                let answer = http
+                    .post(format!("{root}/api/v1/agents/{agent}/tokens"))
+                    .bearer_auth(installer)
+                    .json(&json!({}))
+                    .send()
+                    .await;
+                let body: Value = answer.expect("answers").json().await.expect("JSON");
+                body["token"].as_str().expect("a token").to_owned()
+            }
+        };
+        (issue("claims-desk").await, issue("claims-skills").await)
+    });
+    let _executor: Child = executor(&host(), &root, &runner, &outbox_folder);
+    let ask = |claim: &str| {
+        runtime.block_on(async {
+            let params = json!({"name": "claim.send_reply", "arguments": {"claim": claim, "comment": format!("About {claim}.")}});
+            let (status, message) = rpc_at(&http, &root, &desk, "tools/call", "claim.send_reply", params, true).await;
+            assert_eq!(status, 200, "{message}");
+            message["result"]["taskId"].as_str().expect("a task").to_owned()
+        })
+    };
+    let (approved, undecided) = (ask("C-31"), ask("C-32"));
+    let task_of = |request: &str| {
+        runtime.block_on(async {
+            let listed = http.get(format!("{root}/api/v1/tasks?workspace=claims")).bearer_auth(&reviewer).send().await;
+            let listed: Value = listed.expect("answers").json().await.expect("JSON");
+            let claim = if request == approved { "C-31" } else { "C-32" };
+            let task = listed["items"]
+                .as_array()
+                .expect("tasks")
+                .iter()
+                .find(|t| t["customFields"]["inputs"]["claim"] == claim)
+                .cloned();
+            task.expect("the request's task")["id"].as_str().expect("id").to_owned()
+        })
+    };
+    let decide_now = |task: &str| {
+        runtime.block_on(async {
+            let approvals =
+                http.get(format!("{root}/api/v1/approvals?task={task}")).bearer_auth(&reviewer).send().await;
+            let approvals: Value = approvals.expect("answers").json().await.expect("JSON");
+            let id = approvals["items"][0]["id"].as_str().expect("an approval").to_owned();
+            let decided = http
+                .post(format!("{root}/api/v1/approvals/{id}:decide"))
+                .bearer_auth(&reviewer)
+                .json(&json!({"outcome": "approved"}))
+                .send()
+                .await;
+            assert_eq!(decided.expect("answers").status().as_u16(), 200);
+        })
+    };
+    let (approved_task, undecided_task) = (task_of(&approved), task_of(&undecided));
+    decide_now(&approved_task);
+    core.kill();
+    core = serve_at(&db, port);
+    let state = |task: &str| {
+        runtime.block_on(async {
+            let (_, message) = rpc_at(&http, &root, &desk, "tasks/get", task, json!({"taskId": task}), true).await;
+            message["result"].clone()
+        })
+    };
+    let settled = |task: &str| {
+        for _ in 0..300 {
+            let got = state(task);
+            if got["status"] != "working" {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("{task} never settled after the restart");
+    };
+    let first = settled(&approved);
+    assert_eq!(
+        (first["status"].as_str(), first["result"]["structuredContent"]["status"].as_str()),
+        (Some("completed"), Some("sent")),
+        "{first}"
+    );
+    assert_eq!(state(&undecided)["status"], "working", "the undecided request still waits");
+    decide_now(&undecided_task);
+    let second = settled(&undecided);
+    assert_eq!(second["status"], "completed", "{second}");
+    assert_eq!(
+        outbox(&outbox_folder),
+        [("C-31".to_owned(), "About C-31.".to_owned()), ("C-32".to_owned(), "About C-32.".to_owned())]
+    );
+    drop(core);
 }
