@@ -1,5 +1,6 @@
-//! The engine's behaviour tests, one binary: the catalog's rules, and the model-based test of
-//! the basis rules.
+//! The engine's behaviour tests, one binary: the catalog's rules, the model-based test of the
+//! basis rules, and agents' requests under random interleavings.
 
 mod catalog;
 mod model;
+mod requests;

@@ -1,0 +1,426 @@
+//! Agents' requests under random interleavings: an agent asks (through the gateway's call) for
+//! external writes; a person approves or rejects; the agent polls and withdraws; time makes them
+//! expire; the core's worker advances them; an executor claims, completes and fails the calls;
+//! the agent tries to spend an approval itself; the core restarts (a new engine over the same
+//! store) — in random order, against the real engine on a real SQLite store. After every step:
+//!
+//! - no `external_write` call without an approved basis: every call of the write version names an
+//!   approval that a person approved, requested by this agent for exactly this call;
+//! - at most one call per approval, whatever was retried, polled or restarted;
+//! - no call for a request that was rejected, withdrawn or expired;
+//! - a request that ended as succeeded delivers its call's output to its agent's poll;
+//!
+//! and once the work settles, every approved request's result reaches its poller.
+//!
+//! `SKILL_REQUESTS_CASES` (default 40, in four shards that run at once) ×
+//! `SKILL_REQUESTS_STEPS` (default 260) operations — 10,400 interleaved steps — from the seed
+//! `SKILL_REQUESTS_SEED`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use serde_json::{Value, json};
+use skill_api::{
+    AgentRequest, ApplyRequest, ApprovalStatus, Basis, CallStatus, ClientInfo, DecideRequest, InvokeRequest, Lifecycle,
+    PackageRef, PublishRequest, RequestStatus,
+};
+use skill_engine::requests::GatewayCall;
+use skill_engine::{Actor, Engine, Origin, TokenRequest};
+use skill_store::records::{InvocationFilter, SkillRecord};
+
+const WRITE: &str = "claim.send@1";
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+}
+
+struct World {
+    engine: Engine,
+    agent: Actor,
+    reviewer: Actor,
+    executor: Actor,
+    write: SkillRecord,
+    folder: std::path::PathBuf,
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}
+
+async fn actor(engine: &Engine, name: &str, kind: &str, grants: &[&str]) -> Actor {
+    let request = TokenRequest {
+        principal: name.to_owned(),
+        kind: kind.to_owned(),
+        grants: grants.iter().map(|g| (*g).to_owned()).collect(),
+        label: String::new(),
+        expires_at: None,
+    };
+    let issued = engine.issue_token(&request, &Origin::default()).await.expect("token");
+    engine.authenticate(&issued.token).await.expect("authenticates")
+}
+
+/// An engine over `store`, with the folder's blobs (a task-bound call's result is an artifact).
+fn engine_over(store: Arc<dyn skill_store::Store>, folder: &std::path::Path) -> Engine {
+    Engine::new(store).with_blobs(Arc::new(skill_store::FolderBlobs::new(folder.join("blobs"))))
+}
+
+async fn world(case: u64) -> World {
+    let folder = std::env::temp_dir().join(format!("skill-engine-requests-{}-{case}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    let options = skill_store::StoreOptions { sqlite_full_sync: false, ..Default::default() };
+    let store = skill_store::open(folder.to_str().expect("utf-8"), &options).await.expect("store");
+    let engine = engine_over(Arc::clone(&store), &folder);
+    engine.create_workspace("desk", "desk", &Origin::default()).await.expect("workspace");
+    let admin = actor(&engine, "admin", "person", &["org.manage", "skills.invoke", "skills.execute"]).await;
+    let publish: PublishRequest = serde_json::from_value(json!({
+        "name": "claim.send", "version": "1", "description": "Send.", "sideEffects": "external_write", "riskLevel": "high",
+        "contract": {"inputs": {"type": "object"}, "outputs": {"type": "object"}, "timeoutSeconds": 5,
+                     "idempotency": "natural", "retryPolicy": {"maxAttempts": 2, "backoffSeconds": 0},
+                     "implementation": {"protocol": "local", "entrypoint": "model:send"}}
+    }))
+    .expect("a publish request");
+    engine.publish(&admin, &publish, None).await.expect("published");
+    let desk = AgentRequest {
+        key: "desk-bot".into(),
+        spec: json!({"identity": {"kind": "agent", "permissions": ["skills.invoke"]},
+                     "skills": {"invoke": [WRITE]}, "requests": {"workspace": "desk", "expiresIn": "1h"}}),
+    };
+    let runner = AgentRequest {
+        key: "runner".into(),
+        spec: json!({"identity": {"kind": "executor", "permissions": ["skills.execute"]},
+                     "executor": {"kind": "skills"}, "skills": {"protocols": ["local"], "local": ["model"]}}),
+    };
+    let apply = ApplyRequest {
+        package: PackageRef { key: "desk".into(), version: "1".into() },
+        install_hash: "a".repeat(64),
+        create: Vec::new(),
+        patch: Vec::new(),
+        objects: serde_json::from_value(
+            json!([{"kind": "Agent", "key": "desk-bot"}, {"kind": "Agent", "key": "runner"}]),
+        )
+        .expect("objects"),
+        adopt: Vec::new(),
+        settings_schema: None,
+        task_types: Vec::new(),
+        artifact_types: Vec::new(),
+        agents: vec![desk, runner],
+    };
+    engine.apply_package(&admin, &apply, None).await.expect("applied");
+    let token = |key: &'static str| {
+        let engine = engine.clone();
+        async move {
+            let issued =
+                engine.issue_agent_token(None, key, &Default::default(), &Origin::default()).await.expect("token");
+            engine.authenticate(&issued.token).await.expect("authenticates")
+        }
+    };
+    let (agent, executor) = (token("desk-bot").await, token("runner").await);
+    let reviewer = actor(&engine, "reviewer", "person", &["tasks.write@desk", "approvals.decide@desk"]).await;
+    let write = engine.store().skill_version("claim.send", "1").await.expect("the version").skill;
+    World { engine, agent, reviewer, executor, write, folder }
+}
+
+/// What the model knows of one request: the decision a person took, if any.
+#[derive(Debug, Clone)]
+struct Asked {
+    id: String,
+    approval: String,
+    inputs: Value,
+    decided: Option<ApprovalStatus>,
+    withdrawn: bool,
+}
+
+/// Every invariant over the store, after a step.
+async fn check(w: &World, asked: &[Asked], at: &str) {
+    let store = w.engine.store();
+    let filter = InvocationFilter { limit: 10_000, ..Default::default() };
+    let calls = store.invocations(&filter).await.expect(at);
+    let mut per_approval: BTreeMap<String, usize> = BTreeMap::new();
+    for call in calls.iter().filter(|call| call.skill_id == w.write.id) {
+        let Some(Basis::Approval { approval_id, .. }) = &call.authorization_basis else {
+            panic!("{at}: a write without an approval basis: {call:?}");
+        };
+        let approval = store.approval(approval_id).await.expect(at);
+        assert_eq!(approval.status, ApprovalStatus::Approved, "{at}: a write on an approval a person did not approve");
+        assert_eq!(approval.call_skill_id.as_deref(), Some(w.write.id.as_str()), "{at}");
+        assert_eq!(approval.call_inputs.as_ref(), Some(&call.inputs), "{at}: a write with other inputs than asked");
+        assert_eq!(
+            (approval.requested_by.as_str(), call.authority_principal_id.as_str()),
+            (w.agent.id(), w.agent.id()),
+            "{at}"
+        );
+        *per_approval.entry(approval_id.clone()).or_default() += 1;
+    }
+    assert!(per_approval.values().all(|count| *count == 1), "{at}: an approval spent twice: {per_approval:?}");
+    for request in asked {
+        let stored = store.agent_request(&request.id).await.expect(at);
+        let called = per_approval.contains_key(&request.approval);
+        if request.decided == Some(ApprovalStatus::Rejected) || request.withdrawn {
+            assert!(!called, "{at}: a call for a request that was rejected or withdrawn");
+        }
+        if matches!(stored.status, RequestStatus::Rejected | RequestStatus::Expired | RequestStatus::Withdrawn) {
+            assert!(!called, "{at}: a call for a request that ended {}", stored.status);
+        }
+        if stored.status == RequestStatus::Succeeded {
+            let seen = w.engine.agent_request(&w.agent, &request.id).await.expect(at);
+            assert!(seen.call.and_then(|call| call.output).is_some(), "{at}: a succeeded request without its output");
+        }
+    }
+}
+
+/// One step; answers what it did.
+async fn step(w: &mut World, asked: &mut Vec<Asked>, rng: &mut Rng, at: &str) -> &'static str {
+    let engine = w.engine.clone();
+    let pick = |rng: &mut Rng, asked: &[Asked]| (!asked.is_empty()).then(|| rng.below(asked.len()));
+    match rng.below(100) {
+        0..=17 => {
+            let inputs = json!({"n": rng.below(1_000_000)});
+            let client = ClientInfo { name: "model".into(), version: "1".into() };
+            let called = engine
+                .gateway_call(&w.agent, &w.write, inputs.as_object().cloned().unwrap_or_default(), None, &client, None)
+                .await
+                .expect(at);
+            let GatewayCall::Requested(request) = called else { panic!("{at}: an agent's write without a basis ran") };
+            asked.push(Asked {
+                id: request.id,
+                approval: request.approval_id,
+                inputs,
+                decided: None,
+                withdrawn: false,
+            });
+            "ask"
+        }
+        18..=29 => {
+            let Some(i) = pick(rng, asked) else { return "nothing to poll" };
+            let seen = engine.agent_request(&w.agent, &asked[i].id).await.expect(at);
+            assert_eq!(seen.inputs, asked[i].inputs, "{at}");
+            "poll"
+        }
+        30..=45 => {
+            let Some(i) = pick(rng, asked) else { return "nothing to decide" };
+            let outcome = if rng.below(10) < 7 { "approved" } else { "rejected" };
+            let request: DecideRequest = serde_json::from_value(json!({"outcome": outcome})).expect("decide");
+            match engine.decide(&w.reviewer, &asked[i].approval, &request, None).await {
+                Ok(decided) => {
+                    assert!(asked[i].decided.is_none() && !asked[i].withdrawn, "{at}: decided twice");
+                    asked[i].decided = Some(decided.status);
+                    "decide"
+                }
+                Err(error) => {
+                    assert!(
+                        asked[i].decided.is_some()
+                            || asked[i].withdrawn
+                            || error.code == "invalid_status_transition"
+                            || error.class == skill_engine::Class::Conflict,
+                        "{at}: {error:?}"
+                    );
+                    "decide refused"
+                }
+            }
+        }
+        46..=53 => {
+            let Some(i) = pick(rng, asked) else { return "nothing to withdraw" };
+            match engine.withdraw_agent_request(&w.agent, &asked[i].id, None).await {
+                Ok(_) => {
+                    assert!(asked[i].decided.is_none(), "{at}: a decided request withdrawn");
+                    asked[i].withdrawn = true;
+                    "withdraw"
+                }
+                Err(error) => {
+                    assert_eq!(error.code, "request_decided", "{at}: {error:?}");
+                    "withdraw refused"
+                }
+            }
+        }
+        54 => {
+            engine.run_agent_requests(Utc::now() + Duration::hours(2)).await.expect(at);
+            // What was pending expired: the model learns it from the store.
+            for request in asked.iter_mut() {
+                let stored = engine.store().agent_request(&request.id).await.expect(at);
+                if stored.status == RequestStatus::Expired {
+                    request.withdrawn = true;
+                }
+            }
+            "expire"
+        }
+        55..=71 => {
+            engine.run_agent_requests(Utc::now()).await.expect(at);
+            "worker"
+        }
+        72..=83 => {
+            let request = serde_json::from_value(json!({"protocols": ["local"], "localEntrypoints": ["model:send"]}))
+                .expect("claim");
+            match engine.claim(&w.executor, &request, None).await.expect(at) {
+                Some(_) => "claim",
+                None => "nothing to claim",
+            }
+        }
+        84..=94 => {
+            let filter = InvocationFilter { limit: 10_000, ..Default::default() };
+            let running: Vec<_> = engine
+                .store()
+                .invocations(&filter)
+                .await
+                .expect(at)
+                .into_iter()
+                .filter(|call| call.status == CallStatus::Running)
+                .collect();
+            let Some(call) = running.get(rng.below(running.len())).filter(|_| !running.is_empty()) else {
+                return "nothing running";
+            };
+            if rng.below(10) < 8 {
+                let done =
+                    serde_json::from_value(json!({"fencingToken": call.fencing_token, "output": {"sent": true}}))
+                        .expect("complete");
+                engine.complete(&w.executor, &call.id, &done, None).await.expect(at);
+                "complete"
+            } else {
+                let failed = serde_json::from_value(
+                    json!({"fencingToken": call.fencing_token, "error": {"code": "boom", "retryable": true}}),
+                )
+                .expect("fail");
+                engine.fail(&w.executor, &call.id, &failed, None).await.expect(at);
+                "fail"
+            }
+        }
+        95..=97 => {
+            // The agent tries to spend an approval itself: never a second call, never a call of
+            // its own.
+            let Some(i) = pick(rng, asked) else { return "nothing to attack" };
+            let stored = engine.store().agent_request(&asked[i].id).await.expect(at);
+            let request = InvokeRequest {
+                inputs: asked[i].inputs.as_object().cloned(),
+                task_id: Some(stored.task_id),
+                approval_id: Some(asked[i].approval.clone()),
+                ..InvokeRequest::default()
+            };
+            assert!(
+                engine.invoke(&w.agent, WRITE, &request, None).await.is_err(),
+                "{at}: the agent spent an approval itself"
+            );
+            "attack"
+        }
+        _ => {
+            // A restart: nothing of the requests lived in the engine.
+            w.engine = engine_over(Arc::clone(engine.store()), &w.folder);
+            "restart"
+        }
+    }
+}
+
+/// The work settles: the worker and the executor run until nothing moves; every approved request
+/// ended, and a succeeded one's output reaches its poller.
+async fn settle(w: &World, asked: &[Asked], at: &str) {
+    for _ in 0..100 {
+        w.engine.run_agent_requests(Utc::now()).await.expect(at);
+        // The executor finishes what it holds and takes what waits.
+        let filter = InvocationFilter { limit: 10_000, ..Default::default() };
+        let running: Vec<_> = w
+            .engine
+            .store()
+            .invocations(&filter)
+            .await
+            .expect(at)
+            .into_iter()
+            .filter(|call| call.status == CallStatus::Running)
+            .collect();
+        for call in &running {
+            let done = serde_json::from_value(json!({"fencingToken": call.fencing_token, "output": {"sent": true}}))
+                .expect("complete");
+            w.engine.complete(&w.executor, &call.id, &done, None).await.expect(at);
+        }
+        let request =
+            serde_json::from_value(json!({"protocols": ["local"], "localEntrypoints": ["model:send"]})).expect("claim");
+        let claimed = w.engine.claim(&w.executor, &request, None).await.expect(at);
+        if let Some(claimed) = &claimed {
+            let done = serde_json::from_value(
+                json!({"fencingToken": claimed.invocation.fencing_token, "output": {"sent": true}}),
+            )
+            .expect("complete");
+            w.engine.complete(&w.executor, &claimed.invocation.id, &done, None).await.expect(at);
+        }
+        let open = w.engine.store().open_agent_requests(1000).await.expect(at);
+        if running.is_empty()
+            && claimed.is_none()
+            && open.iter().all(|request| request.status == RequestStatus::Pending)
+        {
+            break;
+        }
+    }
+    for request in asked.iter().filter(|request| request.decided == Some(ApprovalStatus::Approved)) {
+        let seen = w.engine.agent_request(&w.agent, &request.id).await.expect(at);
+        assert!(seen.status.is_terminal(), "{at}: an approved request never ended: {seen:?}");
+        if seen.status == RequestStatus::Succeeded {
+            assert_eq!(seen.call.and_then(|call| call.output), Some(json!({"sent": true})), "{at}");
+        }
+    }
+}
+
+const SHARDS: u64 = 4;
+
+#[allow(clippy::print_stderr)]
+async fn shard(n: u64) {
+    let all = env_number("SKILL_REQUESTS_CASES", 40);
+    let steps = env_number("SKILL_REQUESTS_STEPS", 260);
+    let seed = env_number("SKILL_REQUESTS_SEED", 0x5EED_0029);
+    let started = std::time::Instant::now();
+    let mut totals: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut requests = 0;
+    for case in (0..all).filter(|case| case % SHARDS == n) {
+        let mut rng = Rng(seed ^ case.wrapping_mul(0x9E37_79B9));
+        let mut w = world(case).await;
+        let mut asked = Vec::new();
+        for index in 0..steps {
+            let at = format!("seed {seed:#x} case {case} step {index}");
+            let did = step(&mut w, &mut asked, &mut rng, &at).await;
+            *totals.entry(did).or_default() += 1;
+            check(&w, &asked, &at).await;
+        }
+        settle(&w, &asked, &format!("seed {seed:#x} case {case} settled")).await;
+        check(&w, &asked, &format!("seed {seed:#x} case {case} settled")).await;
+        requests += asked.len();
+    }
+    eprintln!("requests shard {n}: {requests} requests, {totals:?} in {:?}", started.elapsed());
+    for needed in ["ask", "decide", "withdraw", "expire", "worker", "claim", "complete", "attack", "restart"] {
+        assert!(totals.get(needed).copied().unwrap_or(0) > 0, "the interleavings never reached {needed}: {totals:?}");
+    }
+}
+
+#[tokio::test]
+async fn random_requests_never_write_without_a_persons_approval_0() {
+    shard(0).await;
+}
+
+#[tokio::test]
+async fn random_requests_never_write_without_a_persons_approval_1() {
+    shard(1).await;
+}
+
+#[tokio::test]
+async fn random_requests_never_write_without_a_persons_approval_2() {
+    shard(2).await;
+}
+
+#[tokio::test]
+async fn random_requests_never_write_without_a_persons_approval_3() {
+    shard(3).await;
+}
