@@ -4,6 +4,7 @@
 
 mod bench_core;
 mod bench_export;
+mod bench_gateway;
 mod bench_host;
 mod browser;
 mod core_run;
@@ -38,7 +39,8 @@ commands:
   bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills),
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
            against bare rmcp and FastMCP), `bench core [sqlite|postgres]` (P4, invoke → claim →
-           complete through the core and a real executor), results in target/bench/; `bench
+           complete through the core and a real executor), `bench mcp-core` (the core's MCP gateway
+           against the API, and an agent's request), results in target/bench/; `bench
            console` (the console's pages with 10,000 calls in the store, beside the API's
            listing) prints its table and a JSON line
   fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
@@ -81,6 +83,7 @@ fn dispatch() -> Result<()> {
             Some("http") => bench_host::bench_http(),
             Some("mcp") => bench_host::bench_mcp(),
             Some("core") => bench_core::bench_core(std::env::args().nth(3).as_deref().unwrap_or("sqlite")),
+            Some("mcp-core") => bench_gateway::bench_gateway(),
             Some("console") => run(
                 "the console's pages with 10,000 calls (release)",
                 cargo().args([
@@ -96,7 +99,7 @@ fn dispatch() -> Result<()> {
                 ]),
             ),
             _ => {
-                eprintln!("usage: cargo xtask bench export|http|mcp|core|console [sqlite|postgres]");
+                eprintln!("usage: cargo xtask bench export|http|mcp|core|mcp-core|console [sqlite|postgres]");
                 std::process::exit(2)
             }
         },
