@@ -135,8 +135,8 @@ pub(crate) fn console_url(base: &str, request: &AgentRequestOut) -> String {
 }
 
 /// What a request answers while a person has not decided it: not the tool's output (nothing was
-/// written), so an `isError` result — whose structured content a client does not check against
-/// the tool's output schema — that says what to do.
+/// written), so an `isError` result holding one JSON text block that says what to do — no
+/// structured content, which clients would check against the tool's output schema.
 pub(crate) fn pending(request: &AgentRequestOut, console: &str) -> CallToolResult {
     let value = json!({
         "status": "pending_approval",
@@ -149,9 +149,7 @@ pub(crate) fn pending(request: &AgentRequestOut, console: &str) -> CallToolResul
             request.skill
         ),
     });
-    let mut result = CallToolResult::error(vec![ContentBlock::text(value.to_string())]);
-    result.structured_content = Some(value);
-    result
+    CallToolResult::error(vec![ContentBlock::text(value.to_string())])
 }
 
 /// What a request that ended answers: the call's result, or why nothing was called.

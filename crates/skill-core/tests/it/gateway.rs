@@ -240,9 +240,10 @@ async fn story(core: Core, label: &str) {
     // Without the Tasks extension: held briefly, then pending_approval; rejected, nothing is written.
     let pending = call(&core, &desk, "claim.send_reply", json!({"claim": "C-8", "comment": "No."}), false).await;
     assert_eq!(pending["isError"], true, "{pending}");
-    assert_eq!(pending["structuredContent"]["status"], "pending_approval", "{pending}");
-    let second = pending["structuredContent"]["requestId"].as_str().expect("a request id").to_owned();
-    assert!(pending["structuredContent"]["consoleUrl"].as_str().is_some_and(|url| url.contains("/console/tasks/")));
+    let asked: Value = serde_json::from_str(pending["content"][0]["text"].as_str().expect("a text")).expect("JSON");
+    assert_eq!(asked["status"], "pending_approval", "{pending}");
+    let second = asked["requestId"].as_str().expect("a request id").to_owned();
+    assert!(asked["consoleUrl"].as_str().is_some_and(|url| url.contains("/console/tasks/")));
     let status = call(&core, &desk, "approval_status", json!({"requestId": second}), false).await;
     assert_eq!(status["structuredContent"]["status"], "pending");
     let second_task = core
@@ -339,16 +340,14 @@ async fn an_agents_write_waits_for_a_person_and_is_written_once_on_postgres() {
     story(core_serving(Backend::Postgres, "gateway", None, options()).await, "postgres").await;
 }
 
-/// The Python `mcp` client as an agent (no Tasks extension): what two agents are shown, a
-/// read-only call, and writes decided by a person — approved (written once) and rejected.
-#[tokio::test]
-async fn the_python_mcp_client_asks_and_a_person_decides() {
-    let core = core_serving(Backend::Sqlite, "gateway-python", None, options()).await;
-    let outbox_folder = Scratch::new("gateway-python-outbox");
+/// A core with the claims package, its host executing, the desk agent, a second package's agent
+/// that may only classify, and a reviewer: `(core, root, desk, reader, reviewer, outbox, executor)`.
+async fn desk_and_reader(label: &str) -> (Core, String, String, String, String, Scratch, Child) {
+    let core = core_serving(Backend::Sqlite, label, None, options()).await;
+    let outbox_folder = Scratch::new(&format!("{label}-outbox"));
     let root = apply_package(&core).await;
     ensure_workspace(&core, "claims").await;
     let installer = token(&core.engine, "installer", &[]).await;
-    // A second package's agent that may only classify.
     let reader = json!({"key": "claims-reader", "spec": {
         "identity": {"kind": "agent", "permissions": ["skills.invoke"]},
         "skills": {"invoke": ["claim.classify@1"]}
@@ -356,19 +355,91 @@ async fn the_python_mcp_client_asks_and_a_person_decides() {
     let body = json!({"package": {"key": "readers", "version": "1"}, "installHash": "1".repeat(64),
                       "objects": [{"kind": "Agent", "key": "claims-reader"}], "agents": [reader]});
     core.post(&installer, "/packages:apply", &body).await.ok(200);
-    let issue = |agent: &'static str| {
-        let (core, installer) = (&core, &installer);
+    let mut tokens = Vec::new();
+    for agent in ["claims-desk", "claims-reader", "claims-skills"] {
+        let issued = core.post(&installer, &format!("/agents/{agent}/tokens"), &json!({})).await;
+        tokens.push(issued.ok(201)["token"].as_str().expect("a token").to_owned());
+    }
+    let executor = executor(&host(), &root, &tokens[2], &outbox_folder);
+    let reviewer = token(&core.engine, "reviewer", &["tasks.write@claims", "approvals.decide@claims"]).await;
+    let (desk, reader) = (tokens[0].clone(), tokens[1].clone());
+    (core, root, desk, reader, reviewer, outbox_folder, executor)
+}
+
+/// The TypeScript SDK's client as an agent, and the MCP Inspector's CLI: the same lists, a
+/// read-only call, and a write that waits for a person, is approved, and is sent once.
+#[tokio::test]
+async fn the_typescript_client_and_the_inspector_cli_see_the_gateway_as_the_agent_does() {
+    let (core, root, desk, reader, reviewer, outbox_folder, _executor) = desk_and_reader("gateway-ts").await;
+    let node = std::env::var("SKILL_TEST_NODE").unwrap_or_else(|_| ".".to_owned());
+    let output = tokio::process::Command::new("node")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/gateway_client.cjs"))
+        .args([&root, &desk, &reader, &reviewer])
+        .env("SKILL_TEST_NODE", &node)
+        .output()
+        .await
+        .expect("node runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the TypeScript client failed (cargo xtask setup installs it): {stderr}");
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("a JSON report: {e}; {stderr}"));
+    assert_eq!(seen["readerTools"], json!(["claim.classify"]));
+    assert_eq!(
+        seen["deskTools"],
+        json!(["claim.classify", "claim.draft_reply", "claim.lookup", "claim.send_reply", "approval_status"])
+    );
+    assert_eq!(seen["classify"]["structuredContent"]["category"], "delivery", "{}", seen["classify"]);
+    assert!(seen["pending"].get("thrown").is_none(), "the SDK takes a pending request as it is: {}", seen["pending"]);
+    assert_eq!(
+        (seen["pending"]["isError"].clone(), seen["request"]["status"].clone()),
+        (json!(true), json!("pending_approval"))
+    );
+    assert_eq!(seen["decided"], 200);
+    assert_eq!(seen["status"]["structuredContent"]["status"], "succeeded", "{}", seen["status"]);
+    assert_eq!(seen["status"]["structuredContent"]["output"]["status"], "sent");
+    assert_eq!(outbox(&outbox_folder), [("C-41".to_owned(), "Sent from TypeScript.".to_owned())]);
+
+    // The Inspector's CLI: the same list for the same token, and a read-only call's output.
+    let inspector = std::path::Path::new(&node).join("node_modules/.bin/mcp-inspector");
+    let run = |args: Vec<String>| {
+        let inspector = inspector.clone();
         async move {
-            core.post(installer, &format!("/agents/{agent}/tokens"), &json!({})).await.ok(201)["token"]
-                .as_str()
-                .expect("a token")
-                .to_owned()
+            let output =
+                tokio::process::Command::new(&inspector).args(&args).output().await.expect("the inspector runs");
+            assert!(output.status.success(), "the inspector failed: {}", String::from_utf8_lossy(&output.stderr));
+            serde_json::from_slice::<Value>(&output.stdout).expect("the inspector prints JSON")
         }
     };
-    let (desk, reader, runner) =
-        (issue("claims-desk").await, issue("claims-reader").await, issue("claims-skills").await);
-    let _executor: Child = executor(&host(), &root, &runner, &outbox_folder);
-    let reviewer = token(&core.engine, "reviewer", &["tasks.write@claims", "approvals.decide@claims"]).await;
+    let base = |token: &str| {
+        vec![
+            "--cli".to_owned(),
+            format!("{root}/mcp"),
+            "--transport".into(),
+            "http".into(),
+            "--header".into(),
+            format!("Authorization: Bearer {token}"),
+        ]
+    };
+    let mut listed = base(&reader);
+    listed.extend(["--method".into(), "tools/list".into()]);
+    let listed = run(listed).await;
+    let names: Vec<&str> =
+        listed["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["claim.classify"]);
+    let mut called = base(&desk);
+    called.extend(
+        ["--method", "tools/call", "--tool-name", "claim.classify", "--tool-arg", "text=The parcel arrived broken."]
+            .map(String::from),
+    );
+    let called = run(called).await;
+    assert_eq!(called["structuredContent"]["category"], "quality", "{called}");
+    drop(core);
+}
+
+/// The Python `mcp` client as an agent (no Tasks extension): what two agents are shown, a
+/// read-only call, and writes decided by a person — approved (written once) and rejected.
+#[tokio::test]
+async fn the_python_mcp_client_asks_and_a_person_decides() {
+    let (core, root, desk, reader, reviewer, outbox_folder, _executor) = desk_and_reader("gateway-python").await;
     let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let output = tokio::process::Command::new(python)
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/gateway_client.py"))
@@ -390,7 +461,9 @@ async fn the_python_mcp_client_asks_and_a_person_decides() {
         ["claim.classify", "claim.draft_reply", "claim.lookup", "claim.send_reply", "approval_status"]
     );
     assert_eq!(seen["classify"]["structuredContent"]["category"], "quality", "{}", seen["classify"]);
-    assert_eq!(seen["pending"]["structuredContent"]["status"], "pending_approval", "{}", seen["pending"]);
+    assert_eq!(seen["pending"]["isError"], true, "{}", seen["pending"]);
+    assert!(seen["pending"].get("structuredContent").is_none(), "nothing a client checks against the output schema");
+    assert_eq!(seen["pending_request"]["status"], "pending_approval", "{}", seen["pending"]);
     assert_eq!(seen["decided"], 200);
     assert_eq!(seen["approved"]["structuredContent"]["status"], "succeeded", "{}", seen["approved"]);
     assert_eq!(seen["approved"]["structuredContent"]["output"]["status"], "sent");
@@ -401,6 +474,7 @@ async fn the_python_mcp_client_asks_and_a_person_decides() {
         [("C-21".to_owned(), "A new one is on its way.".to_owned())],
         "one reply: the approved one"
     );
+    drop(core);
 }
 
 /// `skill-core serve` on `db` at `port`, once it listens.

@@ -51,12 +51,13 @@ async def main():
             seen["classify"] = dump(await client.call_tool("claim.classify", {"text": "My parcel arrived broken."}))
             pending = dump(await client.call_tool("claim.send_reply", {"claim": "C-21", "comment": "A new one is on its way."}))
             seen["pending"] = pending
-            request = pending["structuredContent"]
+            request = json.loads(pending["content"][0]["text"])
+            seen["pending_request"] = request
             seen["decided"] = await decide(root, reviewer, request["consoleUrl"], "approved")
             seen["approved"] = await settle(client, request["requestId"])
-            rejected = dump(await client.call_tool("claim.send_reply", {"claim": "C-22", "comment": "No."}))
-            seen["rejected_decided"] = await decide(root, reviewer, rejected["structuredContent"]["consoleUrl"], "rejected")
-            seen["rejected"] = await settle(client, rejected["structuredContent"]["requestId"])
+            rejected = json.loads(dump(await client.call_tool("claim.send_reply", {"claim": "C-22", "comment": "No."}))["content"][0]["text"])
+            seen["rejected_decided"] = await decide(root, reviewer, rejected["consoleUrl"], "rejected")
+            seen["rejected"] = await settle(client, rejected["requestId"])
             seen["unknown_request"] = dump(await client.call_tool("approval_status", {"requestId": "nope"}))
     print(json.dumps(seen, ensure_ascii=False))
 
