@@ -20,6 +20,8 @@ pub(super) struct Decision {
     pub(super) previews: Option<(Vec<ActionPreview>, Vec<ActionPreview>)>,
     /// The task's newest draft, which the decider's text starts from.
     pub(super) draft: Option<String>,
+    /// The side effects and risk of the version the approval was requested for, if any.
+    pub(super) called: Option<(skill_api::SideEffects, skill_api::RiskLevel)>,
 }
 
 /// What the decider's text becomes when approving: the label of the input that reads
@@ -55,10 +57,19 @@ impl Decision {
                 @if let Some((approve, reject)) = &self.previews {
                     div.preview {
                         h4 { "Approving will" }
-                        (preview(approve, target.as_ref().map(|(label, _)| label.as_str())))
+                        @if approval.call.is_none() || !approve.is_empty() {
+                            (preview(approve, target.as_ref().map(|(label, _)| label.as_str())))
+                        }
                         @if let Some(call) = &approval.call {
-                            p { "and let " strong { (self.requested_by) } " make exactly this call, once: "
-                                strong.skill { (call.skill) } }
+                            p.requested {
+                                @if !approve.is_empty() { "and " }
+                                "let " strong { (self.requested_by) } " make exactly this call, once: "
+                                strong.skill { (call.skill) }
+                                @if let Some((side_effects, risk)) = &self.called {
+                                    " — " (badge(*side_effects)) " " span class={ "badge risk-" (risk) } { "risk " (risk) }
+                                }
+                                " — with exactly these inputs:"
+                            }
                             (json(&call.inputs))
                         }
                         h4 { "Rejecting will" }

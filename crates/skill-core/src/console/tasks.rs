@@ -201,7 +201,17 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         } else {
             None
         };
-        decisions.push(Decision { approval, requested_by, decided_by, previews, draft: draft_text.clone() });
+        // The version an approval was asked for, shown with its side effects and risk.
+        let called = match &approval.call {
+            Some(call) => engine
+                .store()
+                .skill(&call.skill_id)
+                .await
+                .ok()
+                .and_then(|entry| entry.skill.side_effects.zip(entry.skill.risk_level)),
+            None => None,
+        };
+        decisions.push(Decision { approval, requested_by, decided_by, previews, draft: draft_text.clone(), called });
     }
     let mut commented = Vec::new();
     for comment in comments {

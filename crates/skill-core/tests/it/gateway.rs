@@ -631,3 +631,52 @@ fn a_core_killed_while_requests_wait_answers_the_same_task_ids_after_its_restart
     );
     drop(core);
 }
+
+/// The claims story told by an agent: it asks to send a reply through `/mcp` (an MCP task); the
+/// reviewer, in a real browser, opens the request's page from the task's status message, reads
+/// who asks and exactly what approving will call, and approves; the agent's `tasks/get` answers
+/// the sent reply, and the outbox holds exactly that one.
+#[tokio::test]
+async fn a_reviewer_approves_an_agents_request_in_the_browser() {
+    let (core, root, desk, _reader, reviewer, outbox_folder, _executor) = desk_and_reader("gateway-browser").await;
+    let asked = call(
+        &core,
+        &desk,
+        "claim.send_reply",
+        json!({"claim": "C-1002", "comment": "Your refund is on its way."}),
+        true,
+    )
+    .await;
+    let request = asked["taskId"].as_str().expect("a task id").to_owned();
+    let message = asked["statusMessage"].as_str().expect("a status message");
+    let page =
+        message.split_whitespace().find(|word| word.starts_with("http")).expect("the console's address").to_owned();
+
+    let browser = crate::webdriver::Session::start(1280, 1200).await;
+    browser.open(&format!("{root}/console/sign-in")).await;
+    browser.find("#token").await.type_text(&reviewer).await;
+    browser.find("form button[type=submit]").await.click().await;
+    browser.until_text("main h1", 10, |text| text == "Tasks").await;
+    assert!(
+        browser.find("#to-decide").await.text().await.contains("claims-desk"),
+        "the request waits for the reviewer"
+    );
+    browser.open(&page).await;
+    browser.until_text("main h1", 10, |text| text.contains("claims-desk asks to call claim.send_reply@1")).await;
+    let preview = browser.find(".preview").await.text().await;
+    for shown in ["claim.send_reply@1", "external_write", "C-1002", "Your refund is on its way."] {
+        assert!(preview.contains(shown), "{shown} in: {preview}");
+    }
+    assert!(outbox(&outbox_folder).is_empty(), "nothing sent before the decision");
+    browser.find("button.approve").await.click().await;
+    browser.until_text(".approval .decided", 10, |text| text.contains("decided by reviewer")).await;
+    let done = settled(&core, &desk, &request).await;
+    assert_eq!(
+        (done["status"].as_str(), done["result"]["structuredContent"]["status"].as_str()),
+        (Some("completed"), Some("sent")),
+        "{done}"
+    );
+    assert_eq!(outbox(&outbox_folder), [("C-1002".to_owned(), "Your refund is on its way.".to_owned())]);
+    let closed = browser.until_text(".status, main", 30, |text| text.contains("done")).await;
+    assert!(closed.contains("done"), "the request's task is done once its call succeeded");
+}
