@@ -171,6 +171,31 @@ async fn story(core: Core, label: &str) {
     let classified = call(&core, &desk, "claim.classify", json!({"text": "The courier lost my parcel."}), false).await;
     assert_eq!(classified["structuredContent"]["category"], "delivery", "{classified}");
     assert_eq!(classified["isError"], false);
+    // A call nobody runs (claim.lookup is served over https, and no executor here runs it): the
+    // client asked for progress, and hears it while the gateway waits; then it learns the call
+    // still runs, with its id.
+    let root_url = core.base.trim_end_matches("/api/v1").to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "claim.lookup",
+        "arguments": {"claim": "C-1"}, "_meta": {"progressToken": "p-1",
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let streamed = core
+        .http
+        .post(format!("{root_url}/mcp"))
+        .bearer_auth(&desk)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "claim.lookup")
+        .json(&body)
+        .send()
+        .await
+        .expect("answers")
+        .text()
+        .await
+        .expect("a stream");
+    let progress = streamed.matches("notifications/progress").count();
+    assert!(progress >= 2, "progress while it waits: {streamed}");
+    assert!(streamed.contains("call_still_running"), "{streamed}");
     // Inputs the contract refuses are the same refusal as a direct call's.
     let bad = call(&core, &desk, "claim.classify", json!({"text": 7}), false).await;
     assert_eq!(
@@ -326,7 +351,11 @@ async fn story(core: Core, label: &str) {
 }
 
 fn options() -> skill_core::console::Options {
-    let gateway = skill_gateway::Config { hold: Duration::from_millis(500), ..skill_gateway::Config::default() };
+    let gateway = skill_gateway::Config {
+        hold: Duration::from_millis(500),
+        call_wait: Duration::from_millis(2500),
+        ..skill_gateway::Config::default()
+    };
     skill_core::console::Options { gateway, ..skill_core::console::Options::default() }
 }
 
