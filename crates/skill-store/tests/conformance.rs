@@ -79,4 +79,5 @@ conformance!(
     moves::skills_move_as_their_lifecycle_allows,
     moves::tasks_and_runs_move_as_their_lifecycles_allow,
     moves::approvals_and_outcomes_move_as_their_lifecycles_allow,
+    moves::agents_requests_move_as_their_lifecycle_allows,
 );

@@ -9,10 +9,12 @@ use std::fmt::Display;
 use chrono::{Duration, Utc};
 use serde_json::json;
 use skill_api::{
-    ActionStatus, ApprovalStatus, CallStatus, DecisionAuthority, Lifecycle, OutcomeStatus, RunStatus, SessionStatus,
-    SkillStatus, TaskStatus,
+    ActionStatus, ApprovalStatus, CallStatus, DecisionAuthority, Lifecycle, OutcomeStatus, RequestStatus, RunStatus,
+    SessionStatus, SkillStatus, TaskStatus,
 };
-use skill_store::records::{ActionRecord, ApprovalRecord, InvocationRecord, SessionRecord, SkillChange, WorkChange};
+use skill_store::records::{
+    ActionRecord, AgentRequestRecord, ApprovalRecord, InvocationRecord, SessionRecord, SkillChange, WorkChange,
+};
 use skill_store::{ErrorKind, StoreError};
 
 use crate::calls::{insert, open_session, pending, setup};
@@ -246,4 +248,45 @@ fn next_index() -> i32 {
     use std::sync::atomic::{AtomicI32, Ordering};
     static NEXT: AtomicI32 = AtomicI32::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+pub(crate) async fn agents_requests_move_as_their_lifecycle_allows(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let create = async || {
+        let open = task(&db, &ana).await;
+        let asked = approval(&open, &ana);
+        let now = Utc::now();
+        let request = AgentRequestRecord {
+            id: id(),
+            agent_principal_id: ana.clone(),
+            skill_id: skill.id.clone(),
+            inputs: json!({"claim": "C-1"}),
+            client_name: "conformance".into(),
+            client_version: "1".into(),
+            task_id: open.id.clone(),
+            approval_id: asked.id.clone(),
+            status: RequestStatus::Pending,
+            invocation_id: None,
+            expires_at: now + Duration::hours(1),
+            row_version: 1,
+            created_at: now,
+            updated_at: now,
+            ended_at: None,
+        };
+        let changes = [WorkChange::InsertApproval(asked), WorkChange::InsertRequest(request.clone())];
+        db.store.write_work(&changes, &[]).await.expect("a request");
+        request
+    };
+    let step = async |request: AgentRequestRecord, to: RequestStatus| {
+        let now = Utc::now();
+        let next = AgentRequestRecord {
+            status: to,
+            row_version: request.row_version + 1,
+            updated_at: now,
+            ended_at: to.is_terminal().then_some(now),
+            ..request
+        };
+        db.store.write_work(&[WorkChange::UpdateRequest(next.clone())], &[]).await.map(|()| next)
+    };
+    every_move("request", RequestStatus::Pending, create, step).await;
 }
