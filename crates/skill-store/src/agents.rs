@@ -47,18 +47,7 @@ macro_rules! apply_agent_in {
         let plan: &$crate::records::AgentPlan = $plan;
         let agent = &plan.record;
         if let Some(p) = &plan.principal {
-            sqlx::query(
-                "INSERT INTO principals (id, kind, name, display_name, created_at, disabled_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&p.id)
-            .bind(p.kind.as_str())
-            .bind(&p.name)
-            .bind(&p.display_name)
-            .bind(p.created_at)
-            .bind(p.disabled_at)
-            .execute(&mut *$tx)
-            .await?;
+            crate::identity::insert_principal_in!($tx, p);
         }
         let written = sqlx::query(
             "INSERT INTO agents (key, principal_id, kind, package_key, spec, revision, created_at, updated_at) \

@@ -70,24 +70,33 @@ macro_rules! select_token {
     };
 }
 
+/// Inserts the principal `$p` inside `$tx`.
+macro_rules! insert_principal_in {
+    ($tx:ident, $p:expr) => {{
+        let p: &$crate::records::Principal = $p;
+        sqlx::query(
+            "INSERT INTO principals (id, kind, name, display_name, created_at, disabled_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&p.id)
+        .bind(p.kind.as_str())
+        .bind(&p.name)
+        .bind(&p.display_name)
+        .bind(p.created_at)
+        .bind(p.disabled_at)
+        .execute(&mut *$tx)
+        .await?;
+    }};
+}
+pub(crate) use insert_principal_in;
+
 macro_rules! identity_store {
     ($store:ty) => {
         impl IdentityStore for $store {
             fn create_principal<'a>(&'a self, p: &'a Principal, event: &'a Event) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
-                    sqlx::query(
-                        "INSERT INTO principals (id, kind, name, display_name, created_at, disabled_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6)",
-                    )
-                    .bind(&p.id)
-                    .bind(p.kind.as_str())
-                    .bind(&p.name)
-                    .bind(&p.display_name)
-                    .bind(p.created_at)
-                    .bind(p.disabled_at)
-                    .execute(&mut *tx)
-                    .await?;
+                    insert_principal_in!(tx, p);
                     crate::events::commit!(tx, event);
                     Ok(())
                 })

@@ -3,4 +3,5 @@
 
 mod catalog;
 mod model;
+mod random;
 mod requests;

@@ -29,27 +29,9 @@ use skill_engine::requests::GatewayCall;
 use skill_engine::{Actor, Engine, Origin, TokenRequest};
 use skill_store::records::{InvocationFilter, SkillRecord};
 
+use crate::random::{Rng, env_number};
+
 const WRITE: &str = "claim.send@1";
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
-}
 
 struct World {
     engine: Engine,
