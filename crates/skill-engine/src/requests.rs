@@ -465,7 +465,7 @@ impl Engine {
     /// ended, ended calls noted. Answers how many requests moved.
     pub async fn run_agent_requests(&self, now: Time) -> Result<usize> {
         let mut moved = 0;
-        for request in self.store.open_agent_requests(BATCH).await? {
+        for request in self.store.movable_agent_requests(now, BATCH).await? {
             match self.advance_request(&request, now).await {
                 Ok(true) => moved += 1,
                 Ok(false) => {}

@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::Result;
-use crate::records::{AgentRecord, AgentRequestRecord};
+use crate::records::{AgentRecord, AgentRequestRecord, Time};
 
 pub trait AgentStore: Send + Sync {
     fn agent<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<AgentRecord>>;
@@ -17,6 +17,10 @@ pub trait AgentStore: Send + Sync {
     /// Requests still moving (pending or approved), those due first (the earliest expiry), at
     /// most `limit`.
     fn open_agent_requests(&self, limit: i64) -> BoxFuture<'_, Result<Vec<AgentRequestRecord>>>;
+    /// Requests that can move at `now`, at most `limit`, the longest unchanged first: pending ones
+    /// whose approval a person decided or withdrew, or that expired; approved ones whose call is
+    /// still to make, or ended. Requests that only wait never hide those.
+    fn movable_agent_requests(&self, now: Time, limit: i64) -> BoxFuture<'_, Result<Vec<AgentRequestRecord>>>;
     /// The open requests of an agent's principal, newest first, at most `limit`.
     fn agent_requests_of<'a>(
         &'a self,
@@ -150,6 +154,25 @@ macro_rules! agent_store {
                         " WHERE status IN ('pending', 'approved') ORDER BY expires_at, id LIMIT $1"
                     );
                     Ok(sqlx::query_as(sql).bind(limit).fetch_all(self.read()).await?)
+                })
+            }
+
+            fn movable_agent_requests(&self, now: Time, limit: i64) -> BoxFuture<'_, Result<Vec<AgentRequestRecord>>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(
+                        "SELECT r.id, r.agent_principal_id, r.skill_id, r.inputs, r.client_name, r.client_version, \
+                         r.task_id, r.approval_id, r.status, r.invocation_id, r.expires_at, r.row_version, r.created_at, \
+                         r.updated_at, r.ended_at FROM agent_requests r JOIN approvals a ON a.id = r.approval_id \
+                         LEFT JOIN skill_invocations c ON c.id = r.invocation_id \
+                         WHERE (r.status = 'pending' AND (a.status <> 'pending' OR r.expires_at <= $1)) \
+                         OR (r.status = 'approved' AND (r.invocation_id IS NULL \
+                             OR c.status IN ('succeeded', 'failed', 'cancelled'))) \
+                         ORDER BY r.updated_at, r.id LIMIT $2",
+                    )
+                    .bind(now)
+                    .bind(limit)
+                    .fetch_all(self.read())
+                    .await?)
                 })
             }
 

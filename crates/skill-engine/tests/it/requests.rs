@@ -406,3 +406,26 @@ async fn random_requests_never_write_without_a_persons_approval_2() {
 async fn random_requests_never_write_without_a_persons_approval_3() {
     shard(3).await;
 }
+
+/// Requests that only wait never hide one that can move: behind more waiting requests than the
+/// worker looks at in one pass, an approved one is called in the next pass.
+#[tokio::test]
+async fn waiting_requests_never_hide_an_approved_one() {
+    let w = world(1000).await;
+    let client = ClientInfo { name: "model".into(), version: "1".into() };
+    let mut last = None;
+    for n in 0..150 {
+        let inputs = json!({"n": n}).as_object().cloned().unwrap_or_default();
+        let called = w.engine.gateway_call(&w.agent, &w.write, inputs, None, &client, None).await.expect("asked");
+        let GatewayCall::Requested(request) = called else { panic!("a write ran without a basis") };
+        last = Some(request);
+    }
+    let last = last.expect("requests");
+    let approve: DecideRequest = serde_json::from_value(json!({"outcome": "approved"})).expect("decide");
+    w.engine.decide(&w.reviewer, &last.approval_id, &approve, None).await.expect("decided");
+    let moved = w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
+    assert_eq!(moved, 1, "the approved request moved in one pass");
+    let seen = w.engine.agent_request(&w.agent, &last.id).await.expect("the request");
+    assert_eq!(seen.status, RequestStatus::Approved);
+    assert!(seen.invocation_id.is_some(), "its call was made");
+}
