@@ -82,6 +82,8 @@ pub struct AgentRequestOut {
     pub inputs: serde_json::Value,
     pub client: ClientInfo,
     pub status: RequestStatus,
+    /// Where its approval is: pending until a person decides.
+    pub decision: crate::ApprovalStatus,
     pub task_id: String,
     pub approval_id: String,
     /// The call made once a person approved.

@@ -721,7 +721,12 @@ pub const OPERATIONS: &[Operation] = &[
         request: Some(schema::<TaskRequest>),
         query: None,
         success: (201, Some(schema::<TaskOut>)),
-        errors: &[(400, "custom_field_required"), (404, "not_found"), (422, "invalid_custom_fields")],
+        errors: &[
+            (400, "custom_field_required"),
+            (403, "task_type_reserved"),
+            (404, "not_found"),
+            (422, "invalid_custom_fields"),
+        ],
         idempotency_key: true,
     },
     Operation {
@@ -846,6 +851,7 @@ pub const OPERATIONS: &[Operation] = &[
             (403, "self_approval_refused"),
             (403, "decider_not_a_person"),
             (409, "approval_not_pending"),
+            (409, "request_expired"),
             (409, "task_terminal"),
             (422, "invalid_outcome"),
         ],

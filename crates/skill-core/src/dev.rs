@@ -46,10 +46,10 @@ pub(crate) struct DevArgs {
 }
 
 /// The log filter of a quiet dev: no request lines (`--verbose` shows them).
-pub(crate) const QUIET: &str = "info,skill_http::requests=warn,rmcp=warn";
+pub(crate) const QUIET: &str = "info,skill_http::requests=warn,rmcp=error";
 /// The log filter of `--verbose`: the core's own crates at `debug`.
 pub(crate) const VERBOSE: &str = "info,skill_http=debug,skill_engine=debug,skill_core=debug,skill_executor=debug,\
-skill_host=debug,skill_remote=debug,skill_sdk=debug,skill_gateway=debug,rmcp=warn";
+skill_host=debug,skill_remote=debug,skill_sdk=debug,skill_gateway=debug,rmcp=error";
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub(crate) async fn run(args: DevArgs) -> Result<()> {

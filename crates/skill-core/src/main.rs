@@ -239,7 +239,7 @@ fn main() -> ExitCode {
         Command::Dev(args) if args.verbose => dev::VERBOSE,
         Command::Dev(_) => dev::QUIET,
         Command::Serve { verbose: true, .. } => dev::VERBOSE,
-        _ => "info,rmcp=warn",
+        _ => "info,rmcp=error",
     };
     let logs = skill_http::init_logs(filter);
     let runtime = match tokio::runtime::Runtime::new() {

@@ -542,7 +542,7 @@ fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
 }
 
 /// The key trimmed; `422 invalid_idempotency_key` when empty or longer than 200 characters.
-fn checked_key(key: Option<&str>) -> Result<Option<String>> {
+pub(crate) fn checked_key(key: Option<&str>) -> Result<Option<String>> {
     let Some(key) = key else { return Ok(None) };
     let trimmed = key.trim();
     if trimmed.is_empty() || trimmed.chars().count() > MAX_IDEMPOTENCY_KEY {

@@ -40,6 +40,8 @@ const REQUEST_TYPE_VERSION: &str = "1";
 pub const MAX_TOOLS: usize = 1000;
 /// Requests one pass of the worker looks at.
 const BATCH: i64 = 100;
+/// The most requests one agent may have waiting for a person at once.
+pub const MAX_OPEN_REQUESTS: usize = 100;
 
 /// A tool of the gateway: a leaf version the principal may call.
 #[derive(Debug, Clone)]
@@ -161,8 +163,47 @@ impl Engine {
                     && error.details.get("reason") == Some(&json!("no_basis")) => {}
             Err(error) => return Err(error),
         }
-        let request = self.create_request(actor, skill, inputs, client, request_id).await?;
+        // The agent's key names one request: the same key again answers it.
+        let key = crate::invocations::checked_key(idempotency_key.as_deref())?;
+        if let Some(key) = &key
+            && let Some(existing) = self.store.agent_request_by_key(actor.id(), key).await?
+        {
+            return self.keyed_request(actor, skill, &inputs, existing).await;
+        }
+        let request = match self.create_request(actor, skill, inputs.clone(), client, key.clone(), request_id).await {
+            // Two first requests with one key: the other one won.
+            Err(error) if error.code == "request_exists" => {
+                let key = key.unwrap_or_default();
+                let existing = self.store.agent_request_by_key(actor.id(), &key).await?;
+                let existing = existing.ok_or(error)?;
+                return self.keyed_request(actor, skill, &inputs, existing).await;
+            }
+            other => other?,
+        };
         Ok(GatewayCall::Requested(Box::new(request)))
+    }
+
+    /// The answer to an agent's key used before: its request when it asked for the same call,
+    /// `409 idempotency_key_reuse` otherwise.
+    async fn keyed_request(
+        &self,
+        actor: &Actor,
+        skill: &SkillRecord,
+        inputs: &Map<String, Value>,
+        existing: AgentRequestRecord,
+    ) -> Result<GatewayCall> {
+        let same = existing.skill_id == skill.id
+            && existing.inputs == skill_contract::export::canonical(&Value::Object(inputs.clone()));
+        if !same {
+            return Err(EngineError::new(
+                Class::Conflict,
+                "idempotency_key_reuse",
+                "this idempotency key already names another request: use a new key for a new call",
+            )
+            .with("requestId", existing.id));
+        }
+        let id = existing.id.clone();
+        Ok(GatewayCall::Requested(Box::new(self.agent_request(actor, &id).await?)))
     }
 
     /// The request task type, published by the core the first time it is needed.
@@ -213,8 +254,21 @@ impl Engine {
         skill: &SkillRecord,
         inputs: Map<String, Value>,
         client: &ClientInfo,
+        key: Option<String>,
         request_id: Option<&str>,
     ) -> Result<AgentRequestOut> {
+        let open = self.store.agent_requests_of(actor.id(), true, MAX_OPEN_REQUESTS as i64 + 1).await?;
+        if open.len() >= MAX_OPEN_REQUESTS {
+            return Err(EngineError::new(
+                Class::Conflict,
+                "too_many_requests",
+                format!(
+                    "{} has {MAX_OPEN_REQUESTS} requests waiting for a person: wait for their decisions, or withdraw some",
+                    actor.principal().name
+                ),
+            )
+            .with("open", open.len()));
+        }
         let reference = format!("{}@{}", skill.name, skill.version);
         let Some(agent) = self.store.agent_of(actor.id()).await? else {
             return Err(no_requests(&actor.principal().name, &reference));
@@ -237,14 +291,11 @@ impl Engine {
             Err(error) => return Err(error.into()),
         };
         let task_type = self.request_type().await?;
-        let client = ClientInfo {
-            name: client.name.chars().take(200).collect(),
-            version: client.version.chars().take(100).collect(),
-        };
+        let client = ClientInfo { name: shown(&client.name, 100), version: shown(&client.version, 50) };
         let shown_client = if client.name.is_empty() {
             "an MCP client".to_owned()
         } else {
-            format!("{} {}", client.name, client.version).trim().to_owned()
+            format!("the MCP client that calls itself \"{}\"", format!("{} {}", client.name, client.version).trim())
         };
         let now = Utc::now();
         let inputs = skill_contract::export::canonical(&Value::Object(inputs));
@@ -292,6 +343,7 @@ impl Engine {
             inputs,
             client_name: client.name.clone(),
             client_version: client.version.clone(),
+            idempotency_key: key,
             task_id: task.id.clone(),
             approval_id: approval.id.clone(),
             status: RequestStatus::Pending,
@@ -318,7 +370,13 @@ impl Engine {
             WorkChange::InsertApproval(approval),
             WorkChange::InsertRequest(request.clone()),
         ];
-        self.store.write_work(&changes, &[task_event, approval_event, request_event]).await?;
+        match self.store.write_work(&changes, &[task_event, approval_event, request_event]).await {
+            Ok(()) => {}
+            Err(error) if error.kind() == ErrorKind::Conflict && request.idempotency_key.is_some() => {
+                return Err(EngineError::new(Class::Conflict, "request_exists", "a request with this key exists"));
+            }
+            Err(error) => return Err(error.into()),
+        }
         tracing::info!(request = %request.id, agent = %agent.key, skill = %asked_skill(skill), "an agent asks for a write");
         self.request_out(request, &agent.key, None).await
     }
@@ -377,7 +435,14 @@ impl Engine {
             Err(error) if error.kind() == ErrorKind::NotFound => return Err(missing()),
             Err(error) => return Err(error.into()),
         };
-        if request.agent_principal_id == actor.id() || actor.can("org.read") {
+        if request.agent_principal_id == actor.id() {
+            return Ok(request);
+        }
+        // An agent sees its own requests only, whatever it may read.
+        if actor.principal().kind == PrincipalKind::Agent {
+            return Err(missing());
+        }
+        if actor.can("org.read") {
             return Ok(request);
         }
         let task = self.store.task(&request.task_id).await?;
@@ -391,7 +456,9 @@ impl Engine {
         call: Option<InvocationOut>,
     ) -> Result<AgentRequestOut> {
         let skill = self.store.skill(&request.skill_id).await?.skill;
+        let decision = self.store.approval(&request.approval_id).await?.status;
         Ok(AgentRequestOut {
+            decision,
             agent: agent.to_owned(),
             agent_principal_id: request.agent_principal_id,
             skill: format!("{}@{}", skill.name, skill.version),
@@ -482,6 +549,22 @@ impl Engine {
         match request.status {
             RequestStatus::Pending => {
                 let approval = self.store.approval(&request.approval_id).await?;
+                let task = self.store.task(&request.task_id).await?;
+                let agent = self.store.principal(&request.agent_principal_id).await?;
+                // Nobody can decide it any more: its task was closed, or its agent disabled.
+                let gone = if task.status.is_terminal() {
+                    Some("task_closed")
+                } else if agent.disabled_at.is_some() {
+                    Some("principal_disabled")
+                } else {
+                    None
+                };
+                if let (Some(reason), ApprovalStatus::Pending) = (gone, approval.status) {
+                    let (changes, events) = self
+                        .close_request(request, Some(&approval), RequestStatus::Withdrawn, None, reason, &system)
+                        .await?;
+                    return written(self.store.write_work(&changes, &events).await);
+                }
                 let (changes, events) = match approval.status {
                     ApprovalStatus::Approved => return self.call_request(request, &approval).await,
                     ApprovalStatus::Rejected => {
@@ -528,6 +611,21 @@ impl Engine {
     /// The approved request's call, made as the agent with the approval as its basis, once (the
     /// key is the request's); a call that cannot be made ends the request as failed.
     async fn call_request(&self, request: &AgentRequestRecord, approval: &ApprovalRecord) -> Result<bool> {
+        let system = Origin::default();
+        // A decision after the request expired decides nothing: it expired.
+        if approval.decided_at.is_some_and(|at| at > request.expires_at) {
+            let (changes, events) =
+                self.close_request(request, None, RequestStatus::Expired, None, "request_expired", &system).await?;
+            return written(self.store.write_work(&changes, &events).await);
+        }
+        // A decision by a person disabled since is not carried out.
+        if let Some(decider) = &approval.decided_by
+            && self.store.principal(decider).await?.disabled_at.is_some()
+        {
+            let (changes, events) =
+                self.close_request(request, None, RequestStatus::Failed, None, "decider_disabled", &system).await?;
+            return written(self.store.write_work(&changes, &events).await);
+        }
         let skill = self.store.skill(&request.skill_id).await?.skill;
         let reference = format!("{}@{}", skill.name, skill.version);
         let made = match self.agent_actor(&request.agent_principal_id).await {
@@ -543,7 +641,6 @@ impl Engine {
             }
             Err(error) => Err(error),
         };
-        let system = Origin::default();
         let (changes, events) = match made {
             Ok(invoked) => {
                 let mut next = request.clone();
@@ -664,11 +761,11 @@ impl Engine {
                 return Ok(call);
             }
             let _ = tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + pause), ended).await;
-            pause = (pause * 2).min(Duration::from_millis(100));
+            pause = (pause * 2).min(Duration::from_millis(500));
         }
     }
 
-    /// Waits until the request `id` ended or `within` passed, looking again at least every 100
+    /// Waits until the request `id` ended or `within` passed, looking again at least every 500
     /// ms (a decision may come through any core).
     pub async fn wait_for_request(&self, actor: &Actor, id: &str, within: Duration) -> Result<AgentRequestOut> {
         let deadline = tokio::time::Instant::now() + within;
@@ -679,10 +776,24 @@ impl Engine {
             }
             let woken = self.ended.notified();
             let _ =
-                tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + Duration::from_millis(100)), woken)
+                tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + Duration::from_millis(500)), woken)
                     .await;
         }
     }
+}
+
+/// What a client says of itself, fit to show a person: no control or direction-changing
+/// characters, at most `max` characters.
+fn shown(text: &str, max: usize) -> String {
+    let kept: String = text
+        .chars()
+        .filter(|c| {
+            !c.is_control()
+                && !matches!(*c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .take(max)
+        .collect();
+    kept.trim().to_owned()
 }
 
 fn asked_skill(skill: &SkillRecord) -> String {

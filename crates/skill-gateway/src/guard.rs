@@ -1,5 +1,5 @@
-//! Before the MCP layer sees a request: a present `Origin` must be the core's own (the request's
-//! host, the public address, or loopback) — 403 otherwise, against DNS rebinding — and a bearer
+//! Before the MCP layer sees a request: a present `Origin` must be the core's own (its public
+//! address, or loopback) — 403 otherwise, so no page of another site calls it — and a bearer
 //! token must name a principal that may act (401 otherwise, with `WWW-Authenticate`). The actor
 //! travels to the handler in the request's extensions.
 
@@ -25,17 +25,14 @@ impl Guard {
         Self { engine, public_origin }
     }
 
-    /// Whether `origin` is this core's: the public address, the host the request named, or a
-    /// loopback name.
-    fn allowed(&self, origin: &str, host: Option<&str>) -> bool {
+    /// Whether `origin` is this core's: its public address, or a loopback name (a page of any
+    /// other site — one whose name was made to point here included — is not).
+    fn allowed(&self, origin: &str) -> bool {
         let Some(origin) = origin_of(origin) else { return false };
         if !self.public_origin.is_empty() && origin == self.public_origin {
             return true;
         }
         let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
-        if host.is_some_and(|host| host.eq_ignore_ascii_case(authority)) {
-            return true;
-        }
         let name = match authority.strip_prefix('[') {
             Some(rest) => rest.split(']').next().unwrap_or_default(),
             None => authority.rsplit_once(':').map_or(authority, |(name, _)| name),
@@ -71,7 +68,7 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
     let host = request.headers().get(header::HOST).and_then(|host| host.to_str().ok()).map(str::to_owned);
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let shown: String = String::from_utf8_lossy(origin.as_bytes()).chars().take(120).collect();
-        if !origin.to_str().is_ok_and(|origin| guard.allowed(origin, host.as_deref())) {
+        if !origin.to_str().is_ok_and(|origin| guard.allowed(origin)) {
             return refuse(
                 StatusCode::FORBIDDEN,
                 "origin_not_allowed",

@@ -146,6 +146,12 @@ fn task_of(request: &AgentRequestOut, console: &str) -> Task {
         RequestStatus::Withdrawn => TaskStatus::Cancelled,
     };
     let message = match request.status {
+        RequestStatus::Pending if request.decision == skill_api::ApprovalStatus::Approved => {
+            "approved: the call is being made".to_owned()
+        }
+        RequestStatus::Pending if request.decision != skill_api::ApprovalStatus::Pending => {
+            format!("decided ({}): nothing will be called", request.decision)
+        }
         RequestStatus::Pending => format!("waiting for a person's decision: {console}"),
         RequestStatus::Approved => "approved: the call is being made".to_owned(),
         other => format!("the request is {other}"),
@@ -246,7 +252,15 @@ impl ServerHandler for Gateway {
                         }
                     })
                 });
-                let waited = self.engine.wait_for_end(&actor, &call.id, self.config.call_wait).await;
+                // A client that goes away (or cancels) stops the wait, not the call.
+                let waited = tokio::select! {
+                    waited = self.engine.wait_for_end(&actor, &call.id, self.config.call_wait) => waited,
+                    () = context.ct.cancelled() => Err(EngineError::new(
+                        skill_engine::Class::Conflict,
+                        "call_still_running",
+                        "the client stopped waiting; the call goes on",
+                    )),
+                };
                 if let Some(ticker) = ticker {
                     ticker.abort();
                 }
@@ -262,7 +276,10 @@ impl ServerHandler for Gateway {
                 if tasks {
                     return Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(&asked, &console))));
                 }
-                let held = self.engine.wait_for_request(&actor, &asked.id, self.config.hold).await;
+                let held = tokio::select! {
+                    held = self.engine.wait_for_request(&actor, &asked.id, self.config.hold) => held,
+                    () = context.ct.cancelled() => Ok(asked.as_ref().clone()),
+                };
                 Ok(match held {
                     Ok(request) if request.status.is_terminal() => tools::ended(&request),
                     Ok(request) => tools::pending(&request, &console),

@@ -49,7 +49,7 @@ impl Default for Config {
         Self {
             public_url: String::new(),
             hold: Duration::from_secs(20),
-            call_wait: Duration::from_secs(300),
+            call_wait: Duration::from_secs(60),
             max_body_bytes: 4 * 1024 * 1024,
         }
     }

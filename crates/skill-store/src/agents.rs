@@ -21,6 +21,17 @@ pub trait AgentStore: Send + Sync {
     /// whose approval a person decided or withdrew, or that expired; approved ones whose call is
     /// still to make, or ended. Requests that only wait never hide those.
     fn movable_agent_requests(&self, now: Time, limit: i64) -> BoxFuture<'_, Result<Vec<AgentRequestRecord>>>;
+    /// The request an approval was asked for, if any.
+    fn agent_request_of_approval<'a>(
+        &'a self,
+        approval_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AgentRequestRecord>>>;
+    /// The request an agent made with an idempotency key, if any.
+    fn agent_request_by_key<'a>(
+        &'a self,
+        principal_id: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AgentRequestRecord>>>;
     /// The open requests of an agent's principal, newest first, at most `limit`.
     fn agent_requests_of<'a>(
         &'a self,
@@ -32,8 +43,8 @@ pub trait AgentStore: Send + Sync {
 
 macro_rules! select_request {
     () => {
-        "SELECT id, agent_principal_id, skill_id, inputs, client_name, client_version, task_id, approval_id, status, \
-         invocation_id, expires_at, row_version, created_at, updated_at, ended_at FROM agent_requests"
+        "SELECT id, agent_principal_id, skill_id, inputs, client_name, client_version, idempotency_key, task_id, \
+         approval_id, status, invocation_id, expires_at, row_version, created_at, updated_at, ended_at FROM agent_requests"
     };
 }
 
@@ -157,14 +168,38 @@ macro_rules! agent_store {
                 })
             }
 
+            fn agent_request_of_approval<'a>(
+                &'a self,
+                approval_id: &'a str,
+            ) -> BoxFuture<'a, Result<Option<AgentRequestRecord>>> {
+                Box::pin(async move {
+                    let sql = concat!(select_request!(), " WHERE approval_id = $1");
+                    Ok(sqlx::query_as(sql).bind(approval_id).fetch_optional(self.read()).await?)
+                })
+            }
+
+            fn agent_request_by_key<'a>(
+                &'a self,
+                principal_id: &'a str,
+                key: &'a str,
+            ) -> BoxFuture<'a, Result<Option<AgentRequestRecord>>> {
+                Box::pin(async move {
+                    let sql = concat!(select_request!(), " WHERE agent_principal_id = $1 AND idempotency_key = $2");
+                    Ok(sqlx::query_as(sql).bind(principal_id).bind(key).fetch_optional(self.read()).await?)
+                })
+            }
+
             fn movable_agent_requests(&self, now: Time, limit: i64) -> BoxFuture<'_, Result<Vec<AgentRequestRecord>>> {
                 Box::pin(async move {
                     Ok(sqlx::query_as(
                         "SELECT r.id, r.agent_principal_id, r.skill_id, r.inputs, r.client_name, r.client_version, \
-                         r.task_id, r.approval_id, r.status, r.invocation_id, r.expires_at, r.row_version, r.created_at, \
-                         r.updated_at, r.ended_at FROM agent_requests r JOIN approvals a ON a.id = r.approval_id \
+                         r.idempotency_key, r.task_id, r.approval_id, r.status, r.invocation_id, r.expires_at, \
+                         r.row_version, r.created_at, r.updated_at, r.ended_at FROM agent_requests r \
+                         JOIN approvals a ON a.id = r.approval_id JOIN tasks t ON t.id = r.task_id \
+                         JOIN principals p ON p.id = r.agent_principal_id \
                          LEFT JOIN skill_invocations c ON c.id = r.invocation_id \
-                         WHERE (r.status = 'pending' AND (a.status <> 'pending' OR r.expires_at <= $1)) \
+                         WHERE (r.status = 'pending' AND (a.status <> 'pending' OR r.expires_at <= $1 \
+                             OR t.status <> 'open' OR p.disabled_at IS NOT NULL)) \
                          OR (r.status = 'approved' AND (r.invocation_id IS NULL \
                              OR c.status IN ('succeeded', 'failed', 'cancelled'))) \
                          ORDER BY r.updated_at, r.id LIMIT $2",

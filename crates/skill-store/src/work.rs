@@ -350,8 +350,8 @@ macro_rules! work_store {
                                 sqlx::query(
                                     "INSERT INTO agent_requests (id, agent_principal_id, skill_id, inputs, client_name, \
                                      client_version, task_id, approval_id, status, invocation_id, expires_at, row_version, \
-                                     created_at, updated_at, ended_at) \
-                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                                     created_at, updated_at, ended_at, idempotency_key) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
                                 )
                                 .bind(&r.id)
                                 .bind(&r.agent_principal_id)
@@ -368,6 +368,7 @@ macro_rules! work_store {
                                 .bind(r.created_at)
                                 .bind(r.updated_at)
                                 .bind(r.ended_at)
+                                .bind(&r.idempotency_key)
                                 .execute(&mut *tx)
                                 .await?;
                             }

@@ -181,6 +181,18 @@ impl Engine {
                 return Err(task_terminal(&task));
             }
             let now = Utc::now();
+            // An agent's request decides in time or not at all.
+            if let Some(asked) = self.store.agent_request_of_approval(&approval.id).await?
+                && now >= asked.expires_at
+            {
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "request_expired",
+                    "the agent's request expired before this decision: nothing will be called; the agent may ask again",
+                )
+                .with("requestId", asked.id)
+                .with("expiresAt", crate::catalog::view_time(&asked.expires_at)));
+            }
             // What the outcome calls, fixed now: the versions and the inputs this decision makes
             // them with are the only calls it authorizes.
             let planned = if approval.gate {

@@ -23,6 +23,14 @@ impl Engine {
             return Err(EngineError::forbidden("tasks.write").with("workspaceId", workspace));
         }
         let task_type = self.find_task_type(&request.task_type).await?;
+        if task_type.key == crate::requests::REQUEST_TYPE && task_type.created_by.is_none() {
+            return Err(EngineError::new(
+                Class::Forbidden,
+                "task_type_reserved",
+                "agent-request tasks are made by the core for an agent's call through /mcp, never by hand",
+            )
+            .with("field", "taskType"));
+        }
         if !(1..=500).contains(&request.title.chars().count()) {
             return Err(EngineError::invalid_request("a title is 1 to 500 characters").with("field", "title"));
         }

@@ -413,19 +413,103 @@ async fn random_requests_never_write_without_a_persons_approval_3() {
 async fn waiting_requests_never_hide_an_approved_one() {
     let w = world(1000).await;
     let client = ClientInfo { name: "model".into(), version: "1".into() };
-    let mut last = None;
-    for n in 0..150 {
+    // A second agent, whose one request comes after all of the first's.
+    let admin = actor(&w.engine, "operator", "person", &["org.manage", "skills.invoke"]).await;
+    let second = AgentRequest {
+        key: "desk-bot-2".into(),
+        spec: json!({"identity": {"kind": "agent", "permissions": ["skills.invoke"]},
+                     "skills": {"invoke": [WRITE]}, "requests": {"workspace": "desk"}}),
+    };
+    let apply = ApplyRequest {
+        package: PackageRef { key: "desk2".into(), version: "1".into() },
+        install_hash: "c".repeat(64),
+        create: Vec::new(),
+        patch: Vec::new(),
+        objects: serde_json::from_value(json!([{"kind": "Agent", "key": "desk-bot-2"}])).expect("objects"),
+        adopt: Vec::new(),
+        settings_schema: None,
+        task_types: Vec::new(),
+        artifact_types: Vec::new(),
+        agents: vec![second],
+    };
+    w.engine.apply_package(&admin, &apply, None).await.expect("applied");
+    let issued =
+        w.engine.issue_agent_token(None, "desk-bot-2", &Default::default(), &Origin::default()).await.expect("token");
+    let other = w.engine.authenticate(&issued.token).await.expect("authenticates");
+    for n in 0..100 {
         let inputs = json!({"n": n}).as_object().cloned().unwrap_or_default();
-        let called = w.engine.gateway_call(&w.agent, &w.write, inputs, None, &client, None).await.expect("asked");
-        let GatewayCall::Requested(request) = called else { panic!("a write ran without a basis") };
-        last = Some(request);
+        w.engine.gateway_call(&w.agent, &w.write, inputs, None, &client, None).await.expect("asked");
     }
-    let last = last.expect("requests");
+    let inputs = json!({"n": "last"}).as_object().cloned().unwrap_or_default();
+    let called = w.engine.gateway_call(&other, &w.write, inputs, None, &client, None).await.expect("asked");
+    let GatewayCall::Requested(last) = called else { panic!("a write ran without a basis") };
     let approve: DecideRequest = serde_json::from_value(json!({"outcome": "approved"})).expect("decide");
     w.engine.decide(&w.reviewer, &last.approval_id, &approve, None).await.expect("decided");
     let moved = w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
     assert_eq!(moved, 1, "the approved request moved in one pass");
-    let seen = w.engine.agent_request(&w.agent, &last.id).await.expect("the request");
+    let seen = w.engine.agent_request(&other, &last.id).await.expect("the request");
     assert_eq!(seen.status, RequestStatus::Approved);
     assert!(seen.invocation_id.is_some(), "its call was made");
+}
+
+/// What a hostile agent and careless people meet: an agent's key names one request; an agent
+/// has at most a hundred waiting; it sees only its own; a request whose task is closed, or whose
+/// decider is disabled before the call, calls nothing; nobody makes a request task by hand.
+#[tokio::test]
+async fn a_request_keeps_to_its_rules() {
+    let w = world(1001).await;
+    let client = ClientInfo { name: "mod\u{202e}el\u{7}".into(), version: "1".into() };
+    let ask = |n: u64, key: Option<&str>| {
+        let (engine, agent, write, client) = (w.engine.clone(), w.agent.clone(), w.write.clone(), client.clone());
+        let key = key.map(str::to_owned);
+        async move {
+            let inputs = json!({"n": n}).as_object().cloned().unwrap_or_default();
+            engine.gateway_call(&agent, &write, inputs, key, &client, None).await.map(|called| match called {
+                GatewayCall::Requested(request) => *request,
+                GatewayCall::Called(_) => panic!("a write ran without a basis"),
+            })
+        }
+    };
+    // The same key is the same request; another call under it is refused; a blank key too.
+    let first = ask(1, Some("k-1")).await.expect("asked");
+    assert_eq!(ask(1, Some("k-1")).await.expect("again").id, first.id);
+    assert_eq!(ask(2, Some("k-1")).await.expect_err("another call").code, "idempotency_key_reuse");
+    assert_eq!(ask(3, Some("  ")).await.expect_err("a blank key").code, "invalid_idempotency_key");
+    assert_eq!(first.client.name, "model", "what a client says of itself is shown without tricks");
+
+    // Another agent (or anybody's agent) does not see it; a person who reads tasks does.
+    let other = actor(&w.engine, "other-bot", "agent", &["skills.invoke"]).await;
+    assert_eq!(w.engine.agent_request(&other, &first.id).await.expect_err("hidden").code, "not_found");
+    assert!(w.engine.agent_request(&w.reviewer, &first.id).await.is_ok());
+
+    // Its task closed by a person: withdrawn, nothing called.
+    let close = serde_json::from_value(json!({"status": "cancelled"})).expect("close");
+    w.engine.close_task(&w.reviewer, &first.task_id, &close, None).await.expect("closed");
+    w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
+    let seen = w.engine.agent_request(&w.agent, &first.id).await.expect("seen");
+    assert_eq!((seen.status, seen.invocation_id), (RequestStatus::Withdrawn, None));
+
+    // Approved, then its decider disabled before the call is made: failed, nothing called.
+    let second = ask(4, None).await.expect("asked");
+    let approve: DecideRequest = serde_json::from_value(json!({"outcome": "approved"})).expect("decide");
+    w.engine.decide(&w.reviewer, &second.approval_id, &approve, None).await.expect("approved");
+    let admin = actor(&w.engine, "operator", "person", &["org.manage"]).await;
+    let disable = serde_json::from_value(json!({"principal": "reviewer", "reason": "compromised"})).expect("disable");
+    w.engine.disable_principal(&admin, &disable, None).await.expect("disabled");
+    w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
+    let seen = w.engine.agent_request(&w.agent, &second.id).await.expect("seen");
+    assert_eq!((seen.status, seen.invocation_id), (RequestStatus::Failed, None));
+
+    // At most a hundred waiting.
+    for n in 0..100 {
+        ask(100 + n, None).await.expect("asked");
+    }
+    assert_eq!(ask(999, None).await.expect_err("the hundred and first").code, "too_many_requests");
+
+    // Nobody makes an agent-request task by hand.
+    let person = actor(&w.engine, "clerk", "person", &["tasks.write@desk"]).await;
+    let forged = serde_json::from_value(json!({"workspace": "desk", "taskType": "agent-request@1", "title": "forged",
+                                               "customFields": {"agent": "desk-bot"}}))
+    .expect("a task");
+    assert_eq!(w.engine.create_task(&person, &forged, None).await.expect_err("reserved").code, "task_type_reserved");
 }

@@ -8,6 +8,8 @@ CREATE TABLE agent_requests (
     inputs TEXT NOT NULL CHECK (json_type(inputs) = 'object'),
     client_name TEXT NOT NULL DEFAULT '' CHECK (length(client_name) <= 200),
     client_version TEXT NOT NULL DEFAULT '' CHECK (length(client_version) <= 100),
+    -- The agent's key for the call: the same key again is the same request.
+    idempotency_key TEXT CHECK (idempotency_key IS NULL OR length(idempotency_key) BETWEEN 1 AND 200),
     task_id TEXT NOT NULL UNIQUE REFERENCES tasks (id),
     approval_id TEXT NOT NULL UNIQUE REFERENCES approvals (id),
     status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'succeeded', 'failed', 'rejected', 'expired', 'withdrawn')),
@@ -22,6 +24,9 @@ CREATE TABLE agent_requests (
 );
 CREATE INDEX agent_requests_open ON agent_requests (status, expires_at) WHERE status IN ('pending', 'approved');
 CREATE INDEX agent_requests_agent ON agent_requests (agent_principal_id, created_at);
+CREATE UNIQUE INDEX agent_requests_key ON agent_requests (agent_principal_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX agent_requests_approval ON agent_requests (approval_id);
 
 -- pending → approved | rejected | expired | withdrawn | failed (the approved call could not be made);
 -- approved → succeeded | failed | withdrawn.
@@ -31,7 +36,8 @@ WHEN (NEW.status IS NOT OLD.status AND NOT (
         (OLD.status = 'pending' AND NEW.status IN ('approved', 'rejected', 'expired', 'withdrawn', 'failed'))
         OR (OLD.status = 'approved' AND NEW.status IN ('succeeded', 'failed', 'withdrawn'))))
     OR NEW.agent_principal_id IS NOT OLD.agent_principal_id OR NEW.skill_id IS NOT OLD.skill_id
-    OR NEW.inputs IS NOT OLD.inputs OR NEW.task_id IS NOT OLD.task_id OR NEW.approval_id IS NOT OLD.approval_id
+    OR NEW.inputs IS NOT OLD.inputs OR NEW.task_id IS NOT OLD.task_id
+    OR NEW.idempotency_key IS NOT OLD.idempotency_key OR NEW.approval_id IS NOT OLD.approval_id
     OR NEW.created_at IS NOT OLD.created_at OR NEW.expires_at IS NOT OLD.expires_at
     OR (OLD.invocation_id IS NOT NULL AND NEW.invocation_id IS NOT OLD.invocation_id)
     OR NEW.row_version <> OLD.row_version + 1

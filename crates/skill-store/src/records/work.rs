@@ -174,6 +174,8 @@ pub struct AgentRequestRecord {
     /// The MCP client's name and version, as it gave them.
     pub client_name: String,
     pub client_version: String,
+    /// The agent's key for the call, if it gave one.
+    pub idempotency_key: Option<String>,
     pub task_id: String,
     pub approval_id: String,
     #[sqlx(try_from = "Text<RequestStatus>")]

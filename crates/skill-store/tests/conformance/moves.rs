@@ -263,6 +263,7 @@ pub(crate) async fn agents_requests_move_as_their_lifecycle_allows(db: Db) {
             inputs: json!({"claim": "C-1"}),
             client_name: "conformance".into(),
             client_version: "1".into(),
+            idempotency_key: None,
             task_id: open.id.clone(),
             approval_id: asked.id.clone(),
             status: RequestStatus::Pending,
