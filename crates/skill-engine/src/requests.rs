@@ -33,8 +33,7 @@ use crate::error::{Class, EngineError, Result, written};
 use crate::work::basis::Internal;
 use crate::{Engine, Origin};
 
-/// The built-in task type of agents' requests.
-pub const REQUEST_TYPE: &str = "agent-request";
+pub use crate::work::REQUEST_TYPE;
 const REQUEST_TYPE_VERSION: &str = "1";
 /// The most tools a principal is shown.
 pub const MAX_TOOLS: usize = 1000;

@@ -17,6 +17,10 @@ mod runs;
 mod tasks;
 mod types;
 
+/// The built-in task type of agents' requests (made by the core for an agent's write through
+/// the MCP gateway, never by hand).
+pub const REQUEST_TYPE: &str = "agent-request";
+
 use chrono::Utc;
 use skill_api::events::TaskCommented;
 use skill_api::{CommentOut, CommentRequest, Items, OfTaskQuery, PrincipalKind};
