@@ -36,7 +36,7 @@ use skill_store::records::{InvocationFilter, InvocationRecord};
 
 mod shrink;
 
-use crate::random::{Rng, env_number};
+use crate::random::{Rng, actor, env_number};
 
 /// The skills of the model: two versions of one external write, and a read.
 const SKILLS: [&str; 3] = ["claim.send@1", "claim.send@2", "claim.read@1"];
@@ -155,18 +155,6 @@ impl Drop for Folder {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-async fn actor(engine: &Engine, name: &str, kind: &str, grants: &[&str]) -> Actor {
-    let request = TokenRequest {
-        principal: name.to_owned(),
-        kind: kind.to_owned(),
-        grants: grants.iter().map(|g| (*g).to_owned()).collect(),
-        label: String::new(),
-        expires_at: None,
-    };
-    let issued = engine.issue_token(&request, &Origin::default()).await.expect("token");
-    engine.authenticate(&issued.token).await.expect("authenticates")
 }
 
 fn leaf(name: &str, version: &str, side_effects: &str) -> PublishRequest {

@@ -1,5 +1,7 @@
 //! What the random tests share: a small generator that gives the same sequence on every machine,
-//! and their sizes from the environment.
+//! their sizes from the environment, and the principals they act as.
+
+use skill_engine::{Actor, Engine, Origin, TokenRequest};
 
 /// splitmix64: small, fast, and the same sequence on every machine.
 pub(crate) struct Rng(pub(crate) u64);
@@ -28,4 +30,17 @@ impl Rng {
 
 pub(crate) fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+}
+
+/// A principal of `kind` named `name` with `grants`, as the engine authenticates it.
+pub(crate) async fn actor(engine: &Engine, name: &str, kind: &str, grants: &[&str]) -> Actor {
+    let request = TokenRequest {
+        principal: name.to_owned(),
+        kind: kind.to_owned(),
+        grants: grants.iter().map(|g| (*g).to_owned()).collect(),
+        label: String::new(),
+        expires_at: None,
+    };
+    let issued = engine.issue_token(&request, &Origin::default()).await.expect("token");
+    engine.authenticate(&issued.token).await.expect("authenticates")
 }

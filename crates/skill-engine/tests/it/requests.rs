@@ -26,10 +26,10 @@ use skill_api::{
     PackageRef, PublishRequest, RequestStatus,
 };
 use skill_engine::requests::GatewayCall;
-use skill_engine::{Actor, Engine, Origin, TokenRequest};
+use skill_engine::{Actor, Engine, Origin};
 use skill_store::records::{InvocationFilter, SkillRecord};
 
-use crate::random::{Rng, env_number};
+use crate::random::{Rng, actor, env_number};
 
 const WRITE: &str = "claim.send@1";
 
@@ -46,18 +46,6 @@ impl Drop for World {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.folder);
     }
-}
-
-async fn actor(engine: &Engine, name: &str, kind: &str, grants: &[&str]) -> Actor {
-    let request = TokenRequest {
-        principal: name.to_owned(),
-        kind: kind.to_owned(),
-        grants: grants.iter().map(|g| (*g).to_owned()).collect(),
-        label: String::new(),
-        expires_at: None,
-    };
-    let issued = engine.issue_token(&request, &Origin::default()).await.expect("token");
-    engine.authenticate(&issued.token).await.expect("authenticates")
 }
 
 /// An engine over `store`, with the folder's blobs (a task-bound call's result is an artifact).
