@@ -9,12 +9,14 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use skill_engine::Engine;
+use skill_http::mcp_screen as screen;
 
 use crate::Config;
 
 #[derive(Clone)]
 pub(crate) struct Guard {
     engine: Engine,
+    max_body_bytes: usize,
     /// `scheme://host[:port]` of the public address, lower-case; empty when not set.
     public_origin: String,
 }
@@ -22,7 +24,7 @@ pub(crate) struct Guard {
 impl Guard {
     pub(crate) fn new(engine: Engine, config: &Config) -> Self {
         let public_origin = origin_of(&config.public_url).unwrap_or_default();
-        Self { engine, public_origin }
+        Self { engine, public_origin, max_body_bytes: config.max_body_bytes }
     }
 
     /// Whether `origin` is this core's: its public address, or a loopback name (a page of any
@@ -96,7 +98,24 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
             if let Some(host) = host {
                 request.extensions_mut().insert(crate::handler::RequestHost(host));
             }
-            next.run(request).await
+            if request.method() != axum::http::Method::POST {
+                return next.run(request).await;
+            }
+            // Malformed messages are answered as JSON-RPC says, before rmcp sees them.
+            let (parts, body) = request.into_parts();
+            let Ok(bytes) = axum::body::to_bytes(body, guard.max_body_bytes).await else {
+                let refusal = screen::Refusal {
+                    id: serde_json::Value::Null,
+                    code: screen::INVALID_REQUEST,
+                    message: format!("the body is larger than {} bytes or could not be read", guard.max_body_bytes),
+                };
+                return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(refusal.to_json())).into_response();
+            };
+            if let Some(refusal) = screen::screen(&bytes) {
+                let status = if refusal.is_malformed() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+                return (status, axum::Json(refusal.to_json())).into_response();
+            }
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
         }
         Err(error) if error.class == skill_engine::Class::Unauthenticated => {
             refuse(StatusCode::UNAUTHORIZED, error.code, error.message)

@@ -7,7 +7,9 @@
 //! `_meta["skill/cost"]`; failure (an unknown tool included) is `isError` with one text block
 //! holding the error envelope.
 
-pub mod screen;
+/// What rmcp answers wrongly for malformed messages, screened before it sees them (shared with
+/// the core's gateway).
+pub use skill_http::mcp_screen as screen;
 mod tools;
 
 use std::collections::BTreeMap;

@@ -11,6 +11,7 @@
 mod bodies;
 mod line;
 mod logs;
+pub mod mcp_screen;
 pub mod requests;
 mod server;
 mod tls;

@@ -150,6 +150,22 @@ async fn story(core: Core, label: &str) {
         .send()
         .await;
     assert_eq!(foreign.expect("answers").status().as_u16(), 403);
+    // Malformed messages get the JSON-RPC answers, as the hosts give them.
+    for (body, code) in [("{not json", -32700), ("{\"jsonrpc\": \"2.0\"}", -32600)] {
+        let answer = core
+            .http
+            .post(format!("{root}/mcp"))
+            .bearer_auth(&desk)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+            .await
+            .expect("answers");
+        assert_eq!(answer.status().as_u16(), 400, "{body}");
+        let message: Value = answer.json().await.expect("JSON-RPC");
+        assert_eq!(message["error"]["code"], code, "{body}: {message}");
+    }
     let (_, listing) = rpc(&core, &desk, "tools/list", "", json!({}), false).await;
     let send = listing["result"]["tools"]
         .as_array()

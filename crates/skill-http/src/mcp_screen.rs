@@ -1,5 +1,5 @@
-//! What rmcp answers wrongly for malformed messages, answered here before it sees them — one
-//! check for stdio and streamable HTTP:
+//! What rmcp answers wrongly for malformed MCP messages, answered before it sees them — one
+//! check for the hosts' stdio and streamable HTTP and the core's gateway:
 //!
 //! | message | rmcp answers | answered here (JSON-RPC 2.0, MCP 2025-11-25) |
 //! |---|---|---|
