@@ -679,6 +679,7 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (201, Some(schema::<TaskTypeOut>)),
         errors: &[
+            (403, "task_type_reserved"),
             (409, "task_type_exists"),
             (422, "invalid_task_type"),
             (422, "invalid_task_execution"),

@@ -788,7 +788,8 @@ fn shown(text: &str, max: usize) -> String {
         .chars()
         .filter(|c| {
             !c.is_control()
-                && !matches!(*c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+                && !matches!(*c, '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+                    | '\u{2060}'..='\u{2069}' | '\u{feff}')
         })
         .take(max)
         .collect();

@@ -222,7 +222,18 @@ impl ServerHandler for Gateway {
             .into());
         };
         let meta = request.meta.as_ref().map_or(&context.meta.0.0, |meta| &meta.0.0);
-        let key = meta.get("skill/idempotencyKey").and_then(Value::as_str).map(str::to_owned);
+        let key = match meta.get("skill/idempotencyKey") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(key)) => Some(key.clone()),
+            Some(_) => {
+                return Ok(tools::failure(
+                    "invalid_idempotency_key",
+                    "_meta[\"skill/idempotencyKey\"] is a string of 1 to 200 characters",
+                    Value::Null,
+                )
+                .into());
+            }
+        };
         let client = client_of(&context);
         let request_id = context
             .extensions

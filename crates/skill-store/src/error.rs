@@ -51,6 +51,7 @@ const GUARD_CODES: &[&str] = &[
     "basis_not_covered",
     "decider_not_a_person",
     "agent_principal_conflict",
+    "too_many_requests",
 ];
 
 impl StoreError {

@@ -23,7 +23,7 @@ impl Engine {
             return Err(EngineError::forbidden("tasks.write").with("workspaceId", workspace));
         }
         let task_type = self.find_task_type(&request.task_type).await?;
-        if task_type.key == super::REQUEST_TYPE && task_type.created_by.is_none() {
+        if task_type.key == super::REQUEST_TYPE {
             return Err(EngineError::new(
                 Class::Forbidden,
                 "task_type_reserved",

@@ -79,6 +79,14 @@ impl Engine {
                 format!("a task type key is 1 to 200 of a-z 0-9 . _ - starting with a letter or digit, not {key:?}"),
             ));
         }
+        if key == super::REQUEST_TYPE {
+            return Err(EngineError::new(
+                Class::Forbidden,
+                "task_type_reserved",
+                format!("{key} is the core's own task type for agents' requests: publish yours under another key"),
+            )
+            .with("field", "key"));
+        }
         SkillVersion::new(&request.version).map_err(|error| invalid("version", error.to_string()))?;
         let mut spec = Map::new();
         spec.insert("version".into(), json!(request.version));

@@ -446,7 +446,7 @@ async fn waiting_requests_never_hide_an_approved_one() {
 #[tokio::test]
 async fn a_request_keeps_to_its_rules() {
     let w = world(1001).await;
-    let client = ClientInfo { name: "mod\u{202e}el\u{7}".into(), version: "1".into() };
+    let client = ClientInfo { name: "mod\u{202e}el\u{7}\u{61c}\u{2028}\u{feff}".into(), version: "1".into() };
     let ask = |n: u64, key: Option<&str>| {
         let (engine, agent, write, client) = (w.engine.clone(), w.agent.clone(), w.write.clone(), client.clone());
         let key = key.map(str::to_owned);
@@ -494,10 +494,35 @@ async fn a_request_keeps_to_its_rules() {
     }
     assert_eq!(ask(999, None).await.expect_err("the hundred and first").code, "too_many_requests");
 
+    // Nobody publishes the request type, in any version.
+    let admin = actor(&w.engine, "publisher", "person", &["org.manage"]).await;
+    let look_alike: skill_api::TaskTypeRequest =
+        serde_json::from_value(json!({"key": "agent-request", "version": "2"})).expect("a type");
+    let refused = w.engine.publish_task_type(&admin, &look_alike, None).await.expect_err("reserved");
+    assert_eq!(refused.code, "task_type_reserved");
     // Nobody makes an agent-request task by hand.
     let person = actor(&w.engine, "clerk", "person", &["tasks.write@desk"]).await;
     let forged = serde_json::from_value(json!({"workspace": "desk", "taskType": "agent-request@1", "title": "forged",
                                                "customFields": {"agent": "desk-bot"}}))
     .expect("a task");
     assert_eq!(w.engine.create_task(&person, &forged, None).await.expect_err("reserved").code, "task_type_reserved");
+}
+
+/// The cap holds when an agent asks many times at once: the database counts, not the code.
+#[tokio::test]
+async fn an_agent_asking_at_once_stays_within_its_hundred() {
+    let w = world(1002).await;
+    let client = ClientInfo { name: "model".into(), version: "1".into() };
+    let ask = |n: u64| {
+        let (engine, agent, write, client) = (w.engine.clone(), w.agent.clone(), w.write.clone(), client.clone());
+        async move {
+            let inputs = json!({"n": n}).as_object().cloned().unwrap_or_default();
+            engine.gateway_call(&agent, &write, inputs, None, &client, None).await
+        }
+    };
+    let asked = futures::future::join_all((0..130).map(ask)).await;
+    let made = asked.iter().filter(|answer| answer.is_ok()).count();
+    let refused: Vec<_> = asked.iter().filter_map(|answer| answer.as_ref().err()).collect();
+    assert!(refused.iter().all(|error| error.code == "too_many_requests"), "{refused:?}");
+    assert_eq!(made, 100, "exactly a hundred waiting");
 }

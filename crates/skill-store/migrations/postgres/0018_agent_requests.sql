@@ -54,3 +54,17 @@ END
 $$;
 CREATE TRIGGER agent_requests_moves BEFORE UPDATE OR DELETE ON agent_requests
     FOR EACH ROW EXECUTE FUNCTION agent_requests_moves();
+
+-- An agent has at most 100 requests waiting for a person: inserts of one agent take turns on a
+-- lock held to the end of their transaction, so concurrent ones count each other.
+CREATE FUNCTION agent_requests_open_limit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('agent_requests:' || NEW.agent_principal_id));
+    IF (SELECT count(*) FROM agent_requests WHERE agent_principal_id = NEW.agent_principal_id AND status = 'pending') >= 100 THEN
+        RAISE EXCEPTION 'too_many_requests: an agent has at most 100 requests waiting for a person';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER agent_requests_open_limit BEFORE INSERT ON agent_requests
+    FOR EACH ROW EXECUTE FUNCTION agent_requests_open_limit();

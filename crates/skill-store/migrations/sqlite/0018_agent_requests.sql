@@ -45,6 +45,13 @@ BEGIN
     SELECT RAISE(ABORT, 'invalid_status_transition: a request moves pending → approved → ended (or is rejected, expires or is withdrawn), keeps what it asks for, and makes its call once');
 END;
 
+-- An agent has at most 100 requests waiting for a person (SQLite's one writer makes the count exact).
+CREATE TRIGGER agent_requests_open_limit BEFORE INSERT ON agent_requests
+WHEN (SELECT count(*) FROM agent_requests WHERE agent_principal_id = NEW.agent_principal_id AND status = 'pending') >= 100
+BEGIN
+    SELECT RAISE(ABORT, 'too_many_requests: an agent has at most 100 requests waiting for a person');
+END;
+
 CREATE TRIGGER agent_requests_kept BEFORE DELETE ON agent_requests
 BEGIN
     SELECT RAISE(ABORT, 'work_immutable: a request is never deleted');
