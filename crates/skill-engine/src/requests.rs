@@ -98,6 +98,8 @@ impl Engine {
                 }
             }
         } else {
+            // Publication order: a later version of a name replaces an earlier one.
+            let mut newest: std::collections::BTreeMap<String, SkillRecord> = std::collections::BTreeMap::new();
             let mut after = None;
             loop {
                 let filter = SkillFilter {
@@ -109,21 +111,44 @@ impl Engine {
                 let page = self.store.skills(&filter).await?;
                 let Some(last) = page.last() else { break };
                 after = Some(last.skill.id.clone());
-                for entry in page {
-                    if callable(&entry.skill) {
-                        // Publication order: a later version of a name replaces an earlier one.
-                        tools.retain(|tool: &SkillRecord| tool.name != entry.skill.name);
-                        tools.push(entry.skill);
-                    }
-                }
-                if tools.len() > MAX_TOOLS * 4 {
-                    break;
+                for entry in page.into_iter().filter(|entry| callable(&entry.skill)) {
+                    newest.insert(entry.skill.name.clone(), entry.skill);
                 }
             }
+            tools.extend(newest.into_values());
         }
         tools.sort_by(|a, b| (a.name.as_str(), a.version.as_str()).cmp(&(b.name.as_str(), b.version.as_str())));
         tools.truncate(MAX_TOOLS);
         Ok(tools.into_iter().map(|skill| GatewayTool { skill }).collect())
+    }
+
+    /// The tool `name` (a skill's name with `/` as `.`) `actor` may call, if any: for an agent,
+    /// among its assignments; for anyone else, the newest callable version of that name —
+    /// without listing every tool.
+    pub async fn gateway_tool(&self, actor: &Actor, name: &str) -> Result<Option<GatewayTool>> {
+        let named = |skill: &SkillRecord| skill.name.replace('/', ".") == name;
+        if actor.principal().kind == PrincipalKind::Agent {
+            return Ok(self.gateway_tools(actor).await?.into_iter().find(|tool| named(&tool.skill)));
+        }
+        actor.require("skills.invoke")?;
+        // `ns/name` is shown as `ns.name`: each dot may stand for the one slash.
+        let mut candidates = vec![name.to_owned()];
+        candidates.extend(name.match_indices('.').map(|(at, _)| format!("{}/{}", &name[..at], &name[at + 1..])));
+        let mut found: Option<SkillRecord> = None;
+        for candidate in candidates {
+            let filter = SkillFilter {
+                name: Some(candidate),
+                status: Some(SkillStatus::Active),
+                limit: 500,
+                ..SkillFilter::default()
+            };
+            for entry in self.store.skills(&filter).await?.into_iter().filter(|entry| callable(&entry.skill)) {
+                if named(&entry.skill) && found.as_ref().is_none_or(|kept| kept.id < entry.skill.id) {
+                    found = Some(entry.skill);
+                }
+            }
+        }
+        Ok(found.map(|skill| GatewayTool { skill }))
     }
 
     /// A call of `skill` through the gateway, with every check of a direct call. An agent's

@@ -208,8 +208,8 @@ impl ServerHandler for Gateway {
         if request.name == APPROVAL_STATUS && self.asks(&actor).await {
             return Ok(self.approval_status(&actor, request.arguments.as_ref(), &base).await.into());
         }
-        let tools = self.tools(&actor).await?;
-        let Some(entry) = tools.iter().find(|entry| tools::tool_name(&entry.skill.name) == request.name) else {
+        let found = self.engine.gateway_tool(&actor, &request.name).await.map_err(|error| to_rpc(&error))?;
+        let Some(entry) = found.filter(|entry| entry.skill.name != APPROVAL_STATUS) else {
             return Ok(tools::failure(
                 "tool_not_authorized",
                 &format!(

@@ -212,6 +212,12 @@ async fn story(core: Core, label: &str) {
     let progress = streamed.matches("notifications/progress").count();
     assert!(progress >= 2, "progress while it waits: {streamed}");
     assert!(streamed.contains("call_still_running"), "{streamed}");
+    // A person calls a tool found by its name alone (the newest callable version); an unknown
+    // name is refused as not authorized.
+    let by_person = call(&core, &person, "claim.classify", json!({"text": "The courier lost my parcel."}), false).await;
+    assert_eq!(by_person["structuredContent"]["category"], "delivery", "{by_person}");
+    let unknown = call(&core, &person, "claim.nothing", json!({}), false).await;
+    assert!(unknown["content"][0]["text"].as_str().is_some_and(|t| t.contains("tool_not_authorized")), "{unknown}");
     // Inputs the contract refuses are the same refusal as a direct call's.
     let bad = call(&core, &desk, "claim.classify", json!({"text": 7}), false).await;
     assert_eq!(
