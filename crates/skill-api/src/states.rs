@@ -386,6 +386,8 @@ states! {
         SkillDisabled => "skill_disabled",
         /// An execution's call waited past its deadline after its gate was approved.
         ExecutionDeadline => "execution_deadline",
+        /// The person who decided its approval was disabled before the call was claimed.
+        DeciderDisabled => "decider_disabled",
     }
 }
 

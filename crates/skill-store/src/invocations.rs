@@ -89,8 +89,8 @@ pub trait InvocationStore: Send + Sync {
         now: Time,
     ) -> BoxFuture<'a, Result<bool>>;
 
-    /// The open calls a principal is in: pending or running on its authority, and running with
-    /// it as the executor.
+    /// The open calls a principal is in: pending or running on its authority, running with it as
+    /// the executor, and pending on an approval it decided.
     fn calls_of_principal<'a>(&'a self, principal_id: &'a str) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
     /// Disables the principal at `at` and writes `calls` (each one row version on) and `events`,
     /// in one transaction: `NotFound` when there is no such principal, `Conflict` when it is
@@ -181,12 +181,22 @@ const SESSION_CALLS: &str = concat!(
     invocation_columns!(),
     " FROM skill_invocations WHERE status = 'running' AND executor_session_id = $1 ORDER BY id"
 );
-const CALLS_OF_PRINCIPAL: &str = concat!(
-    "SELECT ",
-    invocation_columns!(),
-    " FROM skill_invocations WHERE (authority_principal_id = $1 AND status IN ('pending', 'running')) \
-     OR (status = 'running' AND executor_principal_id = $1) ORDER BY created_at, id"
-);
+/// The open calls `$1` is in; `$decider` is the backend's expression of the person named by the
+/// call's approval basis.
+macro_rules! calls_of_principal_sql {
+    ($decider:literal) => {
+        concat!(
+            "SELECT ",
+            $crate::invocations::invocation_columns!(),
+            " FROM skill_invocations WHERE (authority_principal_id = $1 AND status IN ('pending', 'running')) \
+             OR (status = 'running' AND executor_principal_id = $1) \
+             OR (status = 'pending' AND ",
+            $decider,
+            " = $1) ORDER BY created_at, id"
+        )
+    };
+}
+use calls_of_principal_sql;
 /// Sets `disabled_at` of an enabled principal.
 const DISABLE_PRINCIPAL: &str = "UPDATE principals SET disabled_at = $2 WHERE id = $1 AND disabled_at IS NULL";
 const PRINCIPAL_EXISTS: &str = "SELECT count(*) FROM principals WHERE id = $1";
@@ -221,6 +231,10 @@ macro_rules! claimable_sql {
                ELSE (SELECT a.status FROM approvals a WHERE a.id = ",
             $approval,
             ") END AS basis_approval_status, \
+             CASE WHEN i.authorization_basis IS NULL THEN 0 ELSE (SELECT count(*) FROM approvals a \
+               JOIN principals p ON p.id = a.decided_by WHERE a.id = ",
+            $approval,
+            " AND p.disabled_at IS NOT NULL) END AS basis_decider_disabled, \
              CASE WHEN i.run_id IS NULL THEN NULL \
                ELSE (SELECT r.status FROM runs r WHERE r.id = i.run_id) END AS basis_run_status, \
              CASE WHEN i.task_id IS NULL THEN 0 ELSE COALESCE((SELECT sum(DISTINCT CASE g.status \

@@ -382,6 +382,7 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
         Some(Basis::Approval { .. }) if state.approval_status != Some(ApprovalStatus::Approved) => {
             Obstacle::Cancel(LostBasis::ApprovalWithdrawn)
         }
+        Some(Basis::Approval { .. }) if state.decider_disabled => Obstacle::Cancel(LostBasis::DeciderDisabled),
         Some(Basis::Approval { .. }) => Obstacle::None,
     };
     match from_basis {
@@ -439,6 +440,7 @@ pub(crate) mod tests {
         BasisState {
             task_status: Some(word(task)),
             approval_status: approval.map(|status| status.parse().expect("a state")),
+            decider_disabled: false,
             run_status: run.map(|status| status.parse().expect("a state")),
             gates: Gates::of(gates.iter().map(|status| status.parse().expect("a state"))),
             skill_status: skill.parse().expect("a state"),
@@ -480,6 +482,10 @@ pub(crate) mod tests {
             let withdrawn = state("open", gone, Some("running"), &[], "active");
             assert_eq!(recheck(&approval, &withdrawn), Obstacle::Cancel(LostBasis::ApprovalWithdrawn));
         }
+        let approved = state("open", Some("approved"), None, &[], "active");
+        assert_eq!(recheck(&approval, &approved), Obstacle::None);
+        let disowned = BasisState { decider_disabled: true, ..approved };
+        assert_eq!(recheck(&approval, &disowned), Obstacle::Cancel(LostBasis::DeciderDisabled));
         let ended = state("open", None, Some("succeeded"), &["pending"], "disabled");
         assert_eq!(
             recheck(&execution, &ended),

@@ -526,3 +526,57 @@ async fn an_agent_asking_at_once_stays_within_its_hundred() {
     assert!(refused.iter().all(|error| error.code == "too_many_requests"), "{refused:?}");
     assert_eq!(made, 100, "exactly a hundred waiting");
 }
+
+/// A decision stops counting once its decider is disabled, even after the core queued the call:
+/// disabling cancels the waiting call, and a claim re-checks the decider in its own transaction
+/// (a call queued while the principal was being disabled is not made either).
+#[tokio::test]
+async fn a_disabled_decider_stops_a_queued_call() {
+    let w = world(1003).await;
+    let client = ClientInfo { name: "model".into(), version: "1".into() };
+    let second = actor(&w.engine, "second", "person", &["tasks.write@desk", "approvals.decide@desk"]).await;
+    let admin = actor(&w.engine, "operator", "person", &["org.manage"]).await;
+    let claim =
+        serde_json::from_value(json!({"protocols": ["local"], "localEntrypoints": ["model:send"]})).expect("claim");
+    let queued = |n: u64, decider: Actor| {
+        let (engine, agent, write, client) = (w.engine.clone(), w.agent.clone(), w.write.clone(), client.clone());
+        async move {
+            let inputs = json!({"n": n}).as_object().cloned().unwrap_or_default();
+            let called = engine.gateway_call(&agent, &write, inputs, None, &client, None).await.expect("asked");
+            let GatewayCall::Requested(request) = called else { panic!("a write ran without a basis") };
+            let approve: DecideRequest = serde_json::from_value(json!({"outcome": "approved"})).expect("decide");
+            engine.decide(&decider, &request.approval_id, &approve, None).await.expect("approved");
+            engine.run_agent_requests(Utc::now()).await.expect("a pass");
+            let seen = engine.agent_request(&agent, &request.id).await.expect("seen");
+            let call = seen.invocation_id.clone().expect("the call is queued");
+            (seen.id, call)
+        }
+    };
+
+    // Disabled through the API: the queued call is among those it cancelled.
+    let (request, call) = queued(1, w.reviewer.clone()).await;
+    let disable = serde_json::from_value(json!({"principal": "reviewer", "reason": "compromised"})).expect("disable");
+    let disabled = w.engine.disable_principal(&admin, &disable, None).await.expect("disabled");
+    assert_eq!(disabled.cancelled_calls, vec![call.clone()]);
+    assert!(w.engine.claim(&w.executor, &claim, None).await.expect("a claim").is_none(), "nothing to make");
+    let stored = w.engine.store().invocation(&call).await.expect("the call");
+    assert_eq!(stored.status, CallStatus::Cancelled);
+    assert_eq!(
+        stored.error.as_ref().map(|e| (e["code"].clone(), e["message"].clone())),
+        Some((json!("basis_revoked"), json!("decider_disabled")))
+    );
+    w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
+    let seen = w.engine.agent_request(&w.agent, &request).await.expect("seen");
+    assert_eq!(seen.status, RequestStatus::Failed);
+
+    // Disabled under the cancelling (only the principal's row changes): the claim refuses it.
+    let (request, call) = queued(2, second.clone()).await;
+    w.engine.store().disable_principal(second.id(), Utc::now(), &[], &[]).await.expect("disabled");
+    assert!(w.engine.claim(&w.executor, &claim, None).await.expect("a claim").is_none(), "nothing to make");
+    let stored = w.engine.store().invocation(&call).await.expect("the call");
+    assert_eq!((stored.status, stored.attempt), (CallStatus::Cancelled, 0), "never started");
+    assert_eq!(stored.error.as_ref().map(|e| e["message"].clone()), Some(json!("decider_disabled")));
+    w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
+    let seen = w.engine.agent_request(&w.agent, &request).await.expect("seen");
+    assert_eq!((seen.status, seen.call.map(|call| call.status)), (RequestStatus::Failed, Some(CallStatus::Cancelled)));
+}

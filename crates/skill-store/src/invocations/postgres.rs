@@ -7,9 +7,9 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED,
-    INSERT_SESSION, InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take,
-    UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql, insert_call_sql, update_call_sql,
+    CALL_BY_ID, CALL_BY_KEY, CALLS, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_SESSION, InvocationStore,
+    PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take, UPDATE_CALL, UPDATE_SESSION,
+    calls_of_principal_sql, claimable_sql, covered_sql, insert_call_sql, update_call_sql,
 };
 use crate::backend::PgStore;
 use crate::error::{ErrorKind, Result, StoreError};
@@ -19,6 +19,7 @@ use crate::records::{
 };
 use crate::states::{Nullable, Text};
 
+const CALLS_OF_PRINCIPAL: &str = calls_of_principal_sql!("authorization_basis ->> 'decidedBy'");
 const CLAIMABLE: &str = claimable_sql!("jsonb_array_elements_text", "i.authorization_basis ->> 'approvalId'", "");
 /// One candidate at a time, locked, skipping the rows other claims hold: concurrent claims each
 /// get their own call without waiting on one another.
@@ -39,6 +40,7 @@ struct Candidate {
     basis_task_status: Option<TaskStatus>,
     #[sqlx(try_from = "Nullable<ApprovalStatus>")]
     basis_approval_status: Option<ApprovalStatus>,
+    basis_decider_disabled: i64,
     #[sqlx(try_from = "Nullable<RunStatus>")]
     basis_run_status: Option<RunStatus>,
     basis_gates: i64,
@@ -55,6 +57,7 @@ impl Candidate {
         BasisState {
             task_status: self.basis_task_status,
             approval_status: self.basis_approval_status,
+            decider_disabled: self.basis_decider_disabled > 0,
             run_status: self.basis_run_status,
             gates: Gates::from_bits(self.basis_gates),
             skill_status: self.basis_skill_status,

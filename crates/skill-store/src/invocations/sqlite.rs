@@ -6,9 +6,9 @@ use rusqlite::Connection;
 use rusqlite::types::Value as Arg;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, CALLS_OF_PRINCIPAL, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_CALL,
-    INSERT_SESSION, InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take,
-    UPDATE_CALL, UPDATE_SESSION, claimable_sql, covered_sql,
+    CALL_BY_ID, CALL_BY_KEY, CALLS, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_CALL, INSERT_SESSION,
+    InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take, UPDATE_CALL,
+    UPDATE_SESSION, calls_of_principal_sql, claimable_sql, covered_sql,
 };
 use crate::backend::SqliteStore;
 use crate::error::{ErrorKind, Result, StoreError};
@@ -21,6 +21,7 @@ use crate::records::{
 };
 use crate::states;
 
+const CALLS_OF_PRINCIPAL: &str = calls_of_principal_sql!("json_extract(authorization_basis, '$.decidedBy')");
 const CLAIMABLE: &str = claimable_sql!("json_each", "json_extract(i.authorization_basis, '$.approvalId')", "");
 const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')");
 /// How many pending calls one claim looks at (the engine passes over calls it cannot take yet).
@@ -58,12 +59,13 @@ fn basis_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BasisState> {
     Ok(BasisState {
         task_status: states::get_maybe(row, 32)?,
         approval_status: states::get_maybe(row, 33)?,
-        run_status: states::get_maybe(row, 34)?,
-        gates: Gates::from_bits(row.get(35)?),
-        skill_status: states::get(row, 36)?,
-        side_effects: states::get_maybe(row, 37)?,
-        skill_name: row.get(38)?,
-        skill_version: row.get(39)?,
+        decider_disabled: row.get::<_, i64>(34)? > 0,
+        run_status: states::get_maybe(row, 35)?,
+        gates: Gates::from_bits(row.get(36)?),
+        skill_status: states::get(row, 37)?,
+        side_effects: states::get_maybe(row, 38)?,
+        skill_name: row.get(39)?,
+        skill_version: row.get(40)?,
     })
 }
 

@@ -228,6 +228,8 @@ pub struct BasisState {
     pub task_status: Option<TaskStatus>,
     /// The status of the approval its basis names, when it names one (`None`: missing).
     pub approval_status: Option<ApprovalStatus>,
+    /// Whether the person who decided that approval is disabled.
+    pub decider_disabled: bool,
     /// The status of its run, when it has one (`None`: missing).
     pub run_status: Option<RunStatus>,
     /// What the task's gate approvals say (for a call on the task's execution).

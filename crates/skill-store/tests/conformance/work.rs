@@ -555,6 +555,8 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
             }
         })
     };
+    // The person who decided the revoked call's approval is disabled since.
+    db.store.disable_principal(&bob.id, Utc::now(), &[], &[]).await.expect("bob disabled");
     let admission = Admission { local_entrypoints: vec!["claims.lookup".to_owned()], ..Admission::default() };
     let taken = db.store.claim(&admission, Utc::now(), judge).await.expect("claim").expect("a call");
     assert_eq!(taken.id, plain.id, "the held call passed, the revoked one cancelled, the next taken");
@@ -573,7 +575,8 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
             None
         )
     );
-    assert_eq!(basis(1).approval_status, Some(ApprovalStatus::Approved));
+    assert_eq!((basis(1).approval_status, basis(1).decider_disabled), (Some(ApprovalStatus::Approved), true));
+    assert!(!basis(0).decider_disabled && !basis(2).decider_disabled, "no approval basis, no decider");
     assert_eq!(
         (basis(2).task_status, basis(2).gates, basis(2).skill_status.as_str(), basis(2).skill_name.as_str()),
         (None, Gates::default(), "active", "claim.lookup")
