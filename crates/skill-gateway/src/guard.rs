@@ -12,10 +12,13 @@ use skill_engine::Engine;
 use skill_http::mcp_screen as screen;
 
 use crate::Config;
+use crate::dated;
+use crate::handler::{RequestHost, asks, base_of};
 
 #[derive(Clone)]
 pub(crate) struct Guard {
     engine: Engine,
+    config: std::sync::Arc<Config>,
     max_body_bytes: usize,
     /// `scheme://host[:port]` of the public address, lower-case; empty when not set.
     public_origin: String,
@@ -24,7 +27,12 @@ pub(crate) struct Guard {
 impl Guard {
     pub(crate) fn new(engine: Engine, config: &Config) -> Self {
         let public_origin = origin_of(&config.public_url).unwrap_or_default();
-        Self { engine, public_origin, max_body_bytes: config.max_body_bytes }
+        Self {
+            engine,
+            public_origin,
+            max_body_bytes: config.max_body_bytes,
+            config: std::sync::Arc::new(config.clone()),
+        }
     }
 
     /// Whether `origin` is this core's: its public address, or a loopback name (a page of any
@@ -96,7 +104,7 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
         Ok(actor) => {
             request.extensions_mut().insert(actor);
             if let Some(host) = host {
-                request.extensions_mut().insert(crate::handler::RequestHost(host));
+                request.extensions_mut().insert(RequestHost(host));
             }
             if request.method() != axum::http::Method::POST {
                 return next.run(request).await;
@@ -115,7 +123,31 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
                 let status = if refusal.is_malformed() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
                 return (status, axum::Json(refusal.to_json())).into_response();
             }
-            next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
+            let message: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            let dated = dated::speaks(&parts.headers);
+            let actor = parts.extensions.get::<skill_engine::Actor>().cloned();
+            if let Some(actor) = actor.filter(|_| dated && dated::takes(&message)) {
+                let host = parts.extensions.get::<RequestHost>().map(|host| host.0.clone());
+                let base = base_of(&guard.config, host.as_deref());
+                let passed = match dated::route(&guard.engine, &actor, &base, &parts.headers, message).await {
+                    dated::Route::Answer(answer) => return answer,
+                    dated::Route::Pass(passed) => passed.to_string(),
+                };
+                return next.run(Request::from_parts(parts, axum::body::Body::from(passed))).await;
+            }
+            let method = message["method"].as_str().unwrap_or_default().to_owned();
+            let asks = match parts.extensions.get::<skill_engine::Actor>() {
+                Some(actor) if dated && method == "tools/list" => asks(&guard.engine, actor).await,
+                _ => false,
+            };
+            let answer = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+            match method.as_str() {
+                "initialize" if message["params"]["protocolVersion"] == dated::REVISION => {
+                    dated::rewritten(answer, dated::declare).await
+                }
+                "tools/list" if asks => dated::rewritten(answer, dated::mark).await,
+                _ => answer,
+            }
         }
         Err(error) if error.class == skill_engine::Class::Unauthenticated => {
             refuse(StatusCode::UNAUTHORIZED, error.code, error.message)

@@ -46,28 +46,12 @@ impl Gateway {
 
     /// Where the console is: the public address, else the address the client used.
     fn base(&self, context: &RequestContext<RoleServer>) -> String {
-        if !self.config.public_url.is_empty() {
-            return self.config.public_url.clone();
-        }
         let host = context
             .extensions
             .get::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<RequestHost>())
-            .map_or_else(|| "127.0.0.1".to_owned(), |host| host.0.clone());
-        format!("http://{host}")
-    }
-
-    /// Whether `actor` is an agent whose document says where its requests go.
-    async fn asks(&self, actor: &Actor) -> bool {
-        actor.principal().kind == skill_api::PrincipalKind::Agent
-            && self
-                .engine
-                .store()
-                .agent_of(actor.id())
-                .await
-                .ok()
-                .flatten()
-                .is_some_and(|agent| agent.spec.requests.is_some())
+            .map(|host| host.0.as_str());
+        base_of(&self.config, host)
     }
 
     async fn tools(&self, actor: &Actor) -> Result<Vec<GatewayTool>, ErrorData> {
@@ -95,6 +79,20 @@ impl Gateway {
     }
 }
 
+/// Where the console is: the public address, else the `Host` the client used.
+pub(crate) fn base_of(config: &Config, host: Option<&str>) -> String {
+    if !config.public_url.is_empty() {
+        return config.public_url.clone();
+    }
+    format!("http://{}", host.unwrap_or("127.0.0.1"))
+}
+
+/// Whether `actor` is an agent whose document says where its requests go.
+pub(crate) async fn asks(engine: &Engine, actor: &Actor) -> bool {
+    actor.principal().kind == skill_api::PrincipalKind::Agent
+        && engine.store().agent_of(actor.id()).await.ok().flatten().is_some_and(|agent| agent.spec.requests.is_some())
+}
+
 /// The client as it named itself: in the request's `_meta` (2026-07-28), else at its
 /// `initialize` when the transport kept one, else its HTTP `User-Agent`. (A stateless service's
 /// own stand-in for an initialize names rmcp, not the client: it is not taken.)
@@ -107,12 +105,15 @@ fn client_of(context: &RequestContext<RoleServer>) -> ClientInfo {
     {
         return ClientInfo { name: info.name, version: info.version };
     }
-    let agent = context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.headers.get(axum::http::header::USER_AGENT))
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
+    match context.extensions.get::<axum::http::request::Parts>() {
+        Some(parts) => client_from_user_agent(&parts.headers),
+        None => ClientInfo { name: String::new(), version: String::new() },
+    }
+}
+
+/// The client as its HTTP `User-Agent` names it (`name/version …`).
+pub(crate) fn client_from_user_agent(headers: &axum::http::HeaderMap) -> ClientInfo {
+    let agent = headers.get(axum::http::header::USER_AGENT).and_then(|value| value.to_str().ok()).unwrap_or_default();
     let (name, version) = agent.split_whitespace().next().unwrap_or_default().split_once('/').unwrap_or((agent, ""));
     ClientInfo { name: name.chars().take(200).collect(), version: version.chars().take(100).collect() }
 }
@@ -125,20 +126,24 @@ fn envelope(error: &EngineError) -> CallToolResult {
 /// An engine error as a JSON-RPC error (for the methods that answer no tool result).
 fn to_rpc(error: &EngineError) -> ErrorData {
     let data = Some(json!({"code": error.code, "details": error.details}));
+    ErrorData::new(rmcp::model::ErrorCode(rpc_code(error)), error.message.clone(), data)
+}
+
+/// The JSON-RPC code of an engine error: the caller's request is wrong (-32600, -32602) or the
+/// core failed (-32603).
+pub(crate) fn rpc_code(error: &EngineError) -> i32 {
     match error.class {
-        skill_engine::Class::NotFound => ErrorData::invalid_params(error.message.clone(), data),
-        skill_engine::Class::Forbidden | skill_engine::Class::Unauthenticated => {
-            ErrorData::invalid_request(error.message.clone(), data)
-        }
-        skill_engine::Class::Conflict | skill_engine::Class::Invalid | skill_engine::Class::BadRequest => {
-            ErrorData::invalid_params(error.message.clone(), data)
-        }
-        _ => ErrorData::internal_error(error.message.clone(), data),
+        skill_engine::Class::Forbidden | skill_engine::Class::Unauthenticated => -32600,
+        skill_engine::Class::NotFound
+        | skill_engine::Class::Conflict
+        | skill_engine::Class::Invalid
+        | skill_engine::Class::BadRequest => -32602,
+        _ => -32603,
     }
 }
 
 /// A request as an MCP task.
-fn task_of(request: &AgentRequestOut, console: &str) -> Task {
+pub(crate) fn task_of(request: &AgentRequestOut, console: &str) -> Task {
     let status = match request.status {
         RequestStatus::Pending | RequestStatus::Approved => TaskStatus::Working,
         RequestStatus::Succeeded | RequestStatus::Failed | RequestStatus::Rejected => TaskStatus::Completed,
@@ -192,7 +197,7 @@ impl ServerHandler for Gateway {
             .filter(|entry| tools::tool_name(&entry.skill.name) != APPROVAL_STATUS)
             .map(tools::tool)
             .collect();
-        if self.asks(&actor).await {
+        if asks(&self.engine, &actor).await {
             listed.push(tools::approval_status_tool());
         }
         Ok(ListToolsResult::with_all_items(listed))
@@ -205,7 +210,7 @@ impl ServerHandler for Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         let actor = Self::actor(&context)?;
         let base = self.base(&context);
-        if request.name == APPROVAL_STATUS && self.asks(&actor).await {
+        if request.name == APPROVAL_STATUS && asks(&self.engine, &actor).await {
             return Ok(self.approval_status(&actor, request.arguments.as_ref(), &base).await.into());
         }
         let found = self.engine.gateway_tool(&actor, &request.name).await.map_err(|error| to_rpc(&error))?;
@@ -222,17 +227,9 @@ impl ServerHandler for Gateway {
             .into());
         };
         let meta = request.meta.as_ref().map_or(&context.meta.0.0, |meta| &meta.0.0);
-        let key = match meta.get("skill/idempotencyKey") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(key)) => Some(key.clone()),
-            Some(_) => {
-                return Ok(tools::failure(
-                    "invalid_idempotency_key",
-                    "_meta[\"skill/idempotencyKey\"] is a string of 1 to 200 characters",
-                    Value::Null,
-                )
-                .into());
-            }
+        let key = match tools::idempotency_key(meta) {
+            Ok(key) => key,
+            Err(error) => return Ok(envelope(&error).into()),
         };
         let client = client_of(&context);
         let request_id = context

@@ -12,8 +12,10 @@
 //! |---|---|
 //! | the router, the Origin and token guard | [`router`], `guard.rs` |
 //! | the MCP handler | `handler.rs` |
+//! | the tasks of the 2025-11-25 revision | `dated.rs` |
 //! | a version as a tool; results | `tools.rs` |
 
+mod dated;
 mod guard;
 mod handler;
 mod tools;

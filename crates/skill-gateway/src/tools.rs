@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use skill_api::{AgentRequestOut, CallStatus, InvocationOut, RequestStatus};
+use skill_engine::EngineError;
 use skill_engine::requests::GatewayTool;
 
 /// The read-only tool an agent asks about a request with (`{requestId}`).
@@ -126,6 +127,19 @@ pub(crate) fn call_result(call: &InvocationOut) -> CallToolResult {
             "the call has not ended yet: read it later with GET /api/v1/skill-invocations/{id}",
             json!({"invocationId": call.id, "status": call.status}),
         ),
+    }
+}
+
+/// The idempotency key a call names in `_meta["skill/idempotencyKey"]`, if any.
+pub(crate) fn idempotency_key(meta: &serde_json::Map<String, Value>) -> Result<Option<String>, EngineError> {
+    match meta.get("skill/idempotencyKey") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(key)) => Ok(Some(key.clone())),
+        Some(_) => Err(EngineError::new(
+            skill_engine::Class::BadRequest,
+            "invalid_idempotency_key",
+            "_meta[\"skill/idempotencyKey\"] is a string of 1 to 200 characters",
+        )),
     }
 }
 

@@ -417,6 +417,54 @@ async fn desk_and_reader(label: &str) -> (Core, String, String, String, String, 
     (core, root, desk, reader, reviewer, outbox_folder, executor)
 }
 
+/// A request of the 2025-11-25 revision to the core at `root`: the answer's JSON-RPC message.
+async fn dated(http: &reqwest::Client, root: &str, token: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params});
+    let answer = http
+        .post(format!("{root}/mcp"))
+        .bearer_auth(token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .json(&body)
+        .send()
+        .await
+        .expect("the core answers");
+    assert_eq!(answer.status().as_u16(), 200);
+    let text = answer.text().await.expect("a body");
+    let data = text.lines().filter_map(|line| line.strip_prefix("data: ")).rfind(|data| !data.trim().is_empty());
+    serde_json::from_str(data.unwrap_or(&text)).expect("JSON")
+}
+
+/// The 2025-11-25 revision's tasks keep to their agent: another principal neither reads, waits
+/// on nor withdraws them; a task asked of a tool that is no request is an ordinary call; a
+/// withdrawn task's result is an error, and nothing is written.
+#[tokio::test]
+async fn the_older_revisions_tasks_keep_to_their_agent() {
+    let (core, root, desk, reader, _reviewer, outbox_folder, _executor) = desk_and_reader("gateway-dated").await;
+    let http = &core.http;
+    let read =
+        json!({"name": "claim.classify", "arguments": {"text": "The courier never came."}, "task": {"ttl": 60000}});
+    let answered = dated(http, &root, &reader, "tools/call", read).await;
+    assert!(answered["result"].get("task").is_none(), "{answered}");
+    assert_eq!(answered["result"]["structuredContent"]["category"], "delivery", "{answered}");
+
+    let write = json!({"name": "claim.send_reply", "arguments": {"claim": "C-9", "comment": "No."}, "task": {}});
+    let created = dated(http, &root, &desk, "tools/call", write).await;
+    let id = created["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    assert_eq!(created["result"]["task"]["status"], "working");
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let refused = dated(http, &root, &reader, method, json!({"taskId": id})).await;
+        assert_eq!(refused["error"]["data"]["code"], "not_found", "{method}: {refused}");
+    }
+    let cancelled = dated(http, &root, &desk, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    let again = dated(http, &root, &desk, "tasks/cancel", json!({"taskId": id})).await;
+    assert!(again["error"]["code"].is_i64(), "a second withdrawal is refused: {again}");
+    let result = dated(http, &root, &desk, "tasks/result", json!({"taskId": id})).await;
+    assert_eq!(result["error"]["data"]["code"], "request_withdrawn", "{result}");
+    assert!(outbox(&outbox_folder).is_empty());
+}
+
 /// The TypeScript SDK's client as an agent, and the MCP Inspector's CLI: the same lists, a
 /// read-only call, and a write that waits for a person, is approved, and is sent once.
 #[tokio::test]
@@ -447,7 +495,39 @@ async fn the_typescript_client_and_the_inspector_cli_see_the_gateway_as_the_agen
     assert_eq!(seen["decided"], 200);
     assert_eq!(seen["status"]["structuredContent"]["status"], "succeeded", "{}", seen["status"]);
     assert_eq!(seen["status"]["structuredContent"]["output"]["status"], "sent");
-    assert_eq!(outbox(&outbox_folder), [("C-41".to_owned(), "Sent from TypeScript.".to_owned())]);
+
+    // The 2025-11-25 revision's tasks, as the SDK runs them.
+    assert!(seen["serverTasks"]["requests"]["tools"]["call"].is_object(), "{}", seen["serverTasks"]);
+    assert_eq!(seen["execution"], json!({"taskSupport": "optional"}));
+    let kinds = |messages: &Value| -> Vec<String> {
+        messages.as_array().into_iter().flatten().filter_map(|m| m["type"].as_str().map(str::to_owned)).collect()
+    };
+    let approved = &seen["approvedTask"];
+    let steps = kinds(approved);
+    assert_eq!(&steps[..4], ["taskCreated", "decided", "got", "taskStatus"], "{approved}");
+    assert_eq!(steps.last().map(String::as_str), Some("result"), "{approved}");
+    assert_eq!(approved[0]["task"]["status"], "working");
+    assert!(approved[0]["task"]["ttl"].as_u64().is_some_and(|ttl| ttl > 0), "{approved}");
+    assert_eq!(approved[1]["status"], 200);
+    let last = approved.as_array().and_then(|messages| messages.last()).cloned().unwrap_or_default();
+    assert_eq!(last["result"]["structuredContent"]["status"], "sent", "{approved}");
+    let rejected = &seen["rejectedTask"];
+    let last = rejected.as_array().and_then(|messages| messages.last()).cloned().unwrap_or_default();
+    assert_eq!(
+        (last["type"].as_str(), last["result"]["isError"].as_bool()),
+        (Some("result"), Some(true)),
+        "{rejected}"
+    );
+    assert!(last["result"]["content"][0]["text"].as_str().is_some_and(|text| text.contains("request_rejected")));
+    assert_eq!(
+        (seen["cancelled"]["status"].as_str(), seen["afterCancel"]["status"].as_str()),
+        (Some("cancelled"), Some("cancelled"))
+    );
+    assert_eq!(
+        outbox(&outbox_folder),
+        [("C-41".to_owned(), "Sent from TypeScript.".to_owned()), ("C-42".to_owned(), "Sent as a task.".to_owned())],
+        "the approved calls, once each; nothing of the rejected or withdrawn ones"
+    );
 
     // The Inspector's CLI: the same list for the same token, and a read-only call's output.
     let inspector = std::path::Path::new(&node).join("node_modules/.bin/mcp-inspector");

@@ -47,6 +47,25 @@ async function decide(root, reviewer, consoleUrl, outcome) {
   return answer.status;
 }
 
+// One write run as a task: every message the SDK's stream yields; once the task exists, a
+// person decides it (its status message names the console page) and tasks/get is asked too.
+async function stream(client, root, reviewer, args, outcome) {
+  const messages = [];
+  for await (const message of client.experimental.tasks.callToolStream({ name: "claim.send_reply", arguments: args })) {
+    if (message.type === "error") {
+      messages.push({ type: "error", error: String(message.error && message.error.message) });
+      continue;
+    }
+    messages.push(message);
+    if (message.type === "taskCreated") {
+      const consoleUrl = message.task.statusMessage.split(": ").pop();
+      messages.push({ type: "decided", status: await decide(root, reviewer, consoleUrl, outcome) });
+      messages.push({ type: "got", task: await client.experimental.tasks.getTask(message.task.taskId) });
+    }
+  }
+  return messages;
+}
+
 async function main() {
   const [root, desk, reader, reviewer] = process.argv.slice(2);
   const seen = {};
@@ -65,6 +84,22 @@ async function main() {
     if (!["pending", "approved"].includes(seen.status.structuredContent.status)) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  // The 2025-11-25 revision's tasks: the server declares them, the write is marked, so the SDK
+  // runs it as a task — tasks/get while a person decides, then tasks/result.
+  seen.serverTasks = client.getServerCapabilities().tasks || null;
+  const listed = (await client.listTools()).tools.find((tool) => tool.name === "claim.send_reply");
+  seen.execution = listed.execution || null;
+  seen.approvedTask = await stream(client, root, reviewer, { claim: "C-42", comment: "Sent as a task." }, "approved");
+  seen.rejectedTask = await stream(client, root, reviewer, { claim: "C-43", comment: "Never sent." }, "rejected");
+  // A task withdrawn before anyone decided it.
+  const asked = client.experimental.tasks.callToolStream({
+    name: "claim.send_reply",
+    arguments: { claim: "C-44", comment: "Withdrawn." },
+  });
+  const created = (await asked.next()).value;
+  seen.cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
+  seen.afterCancel = await client.experimental.tasks.getTask(created.task.taskId);
+  await asked.return();
   await client.close();
   process.stdout.write(JSON.stringify(seen));
 }
