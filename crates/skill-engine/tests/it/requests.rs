@@ -580,3 +580,49 @@ async fn a_disabled_decider_stops_a_queued_call() {
     let seen = w.engine.agent_request(&w.agent, &request).await.expect("seen");
     assert_eq!((seen.status, seen.call.map(|call| call.status)), (RequestStatus::Failed, Some(CallStatus::Cancelled)));
 }
+
+/// The checks of the random test are not vacuous: a write forged straight into the store —
+/// one without a basis, which only the engine refuses — fails them, while the honest history
+/// before it passes.
+#[tokio::test]
+async fn the_checks_catch_a_forged_write() {
+    let w = world(1004).await;
+    let client = ClientInfo { name: "model".into(), version: "1".into() };
+    let inputs = json!({"n": 1});
+    let called = w
+        .engine
+        .gateway_call(&w.agent, &w.write, inputs.as_object().cloned().unwrap_or_default(), None, &client, None)
+        .await
+        .expect("asked");
+    let GatewayCall::Requested(request) = called else { panic!("a write ran without a basis") };
+    let approve: DecideRequest = serde_json::from_value(json!({"outcome": "approved"})).expect("decide");
+    let decided = w.engine.decide(&w.reviewer, &request.approval_id, &approve, None).await.expect("approved");
+    w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
+    let asked = vec![Asked {
+        id: request.id.clone(),
+        approval: request.approval_id.clone(),
+        inputs,
+        decided: Some(decided.status),
+        withdrawn: false,
+    }];
+    check(&w, &asked, "honest").await;
+
+    let made = w.engine.agent_request(&w.agent, &request.id).await.expect("seen").invocation_id.expect("a call");
+    let mut forged = w.engine.store().invocation(&made).await.expect("the call");
+    forged.id = uuid::Uuid::now_v7().to_string();
+    forged.idempotency_key = None;
+    forged.authorization_basis = None;
+    let event = skill_store::records::Event {
+        seq: 0,
+        id: uuid::Uuid::now_v7().to_string(),
+        kind: "skill.invoked".into(),
+        subject: format!("invocation:{}", forged.id),
+        data: json!({}),
+        actor_id: Some(w.agent.id().to_owned()),
+        request_id: None,
+        created_at: Utc::now(),
+    };
+    w.engine.store().insert_invocation(&forged, &event).await.expect("the store takes what the engine refuses");
+    let caught = tokio::spawn(async move { check(&w, &asked, "forged").await }).await;
+    assert!(caught.is_err_and(|error| error.is_panic()), "a write without a basis went unnoticed");
+}
