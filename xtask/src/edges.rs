@@ -11,7 +11,8 @@ use crate::{cargo, workspace_root};
 
 /// Crates that must not appear in a crate's normal dependency tree.
 const FORBIDDEN: &[(&str, &[&str])] = &[
-    ("skill-contract", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
+    ("skill-contract", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest", "cel"]),
+    ("skill-conditions", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
     ("skill-api", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
     ("skill-sdk-macros", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
     // The SDK speaks HTTP as a client (the core, LLM providers); serving is skill-host's.
@@ -37,10 +38,13 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-contract", &[]),
     ("skill-api", &["skill-contract"]),
     ("skill-client", &["skill-api", "skill-contract"]),
-    ("skill-package", &["skill-api", "skill-client", "skill-contract"]),
+    ("skill-package", &["skill-api", "skill-client", "skill-conditions", "skill-contract"]),
     ("skill-sdk-macros", &["skill-contract"]),
     ("skill-sdk", &["skill-api", "skill-contract", "skill-sdk-macros"]),
     ("skill-http", &[]),
+    // CEL conditions: their own crate, so the contract (which every author compiles) does not
+    // build the CEL parser.
+    ("skill-conditions", &[]),
     // The executor loop: a client of the core, whatever runs the calls.
     ("skill-executor", &["skill-api", "skill-client"]),
     // The runners of remote skills: what an executor daemon calls, behind the network guard.

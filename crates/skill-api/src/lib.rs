@@ -31,6 +31,7 @@ mod packages;
 mod page;
 mod principals;
 mod protocol_schema;
+mod rules;
 pub mod sdk_routes;
 mod skills;
 mod states;
@@ -65,6 +66,10 @@ pub use principals::{
     AssignRequest, Assigned, AssignedSkill, DisableOut, DisableRequest, ExecutorAllowance, ExecutorAllowanceOut,
     Revoked,
 };
+pub use rules::{
+    ConditionOut, EvaluateOut, EvaluateRequest, FactDraft, FactOut, FactQuery, FactRequest, MAX_FACT_BYTES,
+    MAX_FACT_DEPTH, PlannedCall, PlannedWork, RuleEvaluationOut, RuleOut, RuleQuery, RuleRequest,
+};
 /// The contract's policy words, as the API's answers and the core's rows hold them.
 pub use skill_contract::{Idempotency, RiskLevel, SideEffects};
 pub use skills::{
@@ -73,8 +78,8 @@ pub use skills::{
 };
 pub use states::{
     ActionStatus, ApprovalStatus, CallStatus, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus, OutputStatus,
-    PrincipalKind, RequestStatus, RequesterKind, RunStatus, SessionState, SessionStatus, SkillStatus, State,
-    TaskStatus, UnknownState, WaitingReason,
+    PrincipalKind, RequestStatus, RequesterKind, RuleEvaluationStatus, RunStatus, SessionState, SessionStatus,
+    SkillStatus, State, TaskStatus, UnknownState, WaitingReason,
 };
 pub use tokens::{AudienceClaims, AudienceTokenOut, AudienceTokenRequest};
 pub use work::{

@@ -190,6 +190,37 @@ impl Lifecycle for RequestStatus {
 }
 
 states! {
+    /// Where one rule's evaluation of one fact is: the condition did not hold (or failed), or it
+    /// held and the interpretation is asked for, waited on, and the work ensured.
+    RuleEvaluationStatus, what = "rule evaluation status",
+    {
+        /// The condition held; the interpretation is not asked for yet (or the work not made).
+        Matched => "matched",
+        /// The condition did not hold: nothing to do.
+        NotMatched => "not_matched",
+        /// The interpretation's call was made; the evaluation waits for its end.
+        Waiting => "waiting",
+        /// The work was ensured.
+        Done => "done",
+        /// The condition, the call or the work failed (the error says which).
+        Failed => "failed",
+        /// The interpretation did not end within 24 hours.
+        Expired => "expired",
+    }
+}
+
+impl Lifecycle for RuleEvaluationStatus {
+    const MOVES: &'static [(Self, Self)] = &[
+        (Self::Matched, Self::Waiting),
+        (Self::Matched, Self::Done),
+        (Self::Matched, Self::Failed),
+        (Self::Waiting, Self::Done),
+        (Self::Waiting, Self::Failed),
+        (Self::Waiting, Self::Expired),
+    ];
+}
+
+states! {
     /// Where a principal's run on a task is.
     RunStatus, what = "run status",
     { Running => "running", Succeeded => "succeeded", Failed => "failed", Cancelled => "cancelled" }
@@ -445,6 +476,7 @@ mod tests {
         round_trip::<RequesterKind>();
         round_trip::<PrincipalKind>();
         round_trip::<RequestStatus>();
+        round_trip::<RuleEvaluationStatus>();
         round_trip::<OutputStatus>();
         round_trip::<SideEffects>();
         round_trip::<RiskLevel>();

@@ -53,6 +53,7 @@ pub mod package;
 mod policy;
 mod protocol;
 mod resolve_error;
+pub mod rule;
 pub mod schema;
 mod schema_bounds;
 mod secret_scan;

@@ -88,10 +88,26 @@ fn read_one(folder: &Path) -> Result<ReadOne, String> {
     Ok((package, problems, digest))
 }
 
-/// Every problem of the package: reading, requirements, and the offline check.
+/// Every problem of the package: reading, requirements, the offline check, and the conditions
+/// its rules are for (compiled as the core compiles them).
 pub fn problems(loaded: &Loaded) -> Vec<PackageProblem> {
     let mut all = loaded.problems.clone();
     all.extend(package::check(&loaded.package, &loaded.required));
+    for object in loaded.package.objects.iter().filter(|object| object.kind == "WorkRule") {
+        let Some(when) = object.document.pointer("/spec/on/when").and_then(serde_json::Value::as_str) else {
+            continue;
+        };
+        if let Err(error) = skill_conditions::Condition::compile_reading(when, &["fact"]) {
+            all.push(PackageProblem {
+                file: object.file.clone(),
+                path: "spec.on.when".to_owned(),
+                code: "invalid_condition",
+                message: format!("the condition does not compile: {error}"),
+                hint: "write a CEL expression over `fact` that is true or false, e.g. fact.data.amount > 100"
+                    .to_owned(),
+            });
+        }
+    }
     all
 }
 

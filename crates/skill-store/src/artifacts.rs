@@ -63,7 +63,7 @@ pub(crate) fn artifact_values(a: &ArtifactRecord) -> Vec<rusqlite::types::Value>
 /// Binds the values of [`INSERT_ARTIFACT`] with sqlx.
 macro_rules! bind_artifact {
     ($query:expr, $a:expr) => {{
-        let a: &ArtifactRecord = $a;
+        let a: &$crate::records::ArtifactRecord = $a;
         $query
             .bind(&a.id)
             .bind(&a.workspace_id)

@@ -169,6 +169,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (16, "state moves", include_str!("../migrations/sqlite/0016_state_moves.sql")),
     (17, "agents", include_str!("../migrations/sqlite/0017_agents.sql")),
     (18, "agent requests", include_str!("../migrations/sqlite/0018_agent_requests.sql")),
+    (19, "facts and rules", include_str!("../migrations/sqlite/0019_facts_rules.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -189,6 +190,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (16, "state moves", include_str!("../migrations/postgres/0016_state_moves.sql")),
     (17, "agents", include_str!("../migrations/postgres/0017_agents.sql")),
     (18, "agent requests", include_str!("../migrations/postgres/0018_agent_requests.sql")),
+    (19, "facts and rules", include_str!("../migrations/postgres/0019_facts_rules.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -421,8 +421,13 @@ macro_rules! catalog_store {
                         crate::work::insert_task_type_in!(tx, task_type);
                         crate::events::insert!(tx, published);
                     }
+                    // Rules after the agents they act as and the task types they ensure.
+                    for (rule, published) in &plan.rules {
+                        crate::rules::insert_rule_in!(tx, rule);
+                        crate::events::insert!(tx, published);
+                    }
                     if installed || !plan.creates.is_empty() || !plan.updates.is_empty() || !plan.task_types.is_empty()
-                        || !plan.artifact_types.is_empty() || !plan.agents.is_empty()
+                        || !plan.artifact_types.is_empty() || !plan.agents.is_empty() || !plan.rules.is_empty()
                     {
                         crate::events::commit!(tx, event);
                     }

@@ -48,6 +48,7 @@ mod keys;
 mod knowledge;
 mod lite;
 pub mod records;
+mod rules;
 mod settings;
 mod states;
 mod work;
@@ -70,6 +71,7 @@ pub use identity::IdentityStore;
 pub use invocations::{Decision, InvocationStore, Take};
 pub use keys::KeyStore;
 pub use knowledge::KnowledgeStore;
+pub use rules::RuleStore;
 pub use settings::SettingsStore;
 pub use work::WorkStore;
 
@@ -95,6 +97,7 @@ pub trait Store:
     + WorkStore
     + ArtifactStore
     + KnowledgeStore
+    + RuleStore
     + ConsoleStore
     + Journal
     + std::fmt::Debug

@@ -1,6 +1,7 @@
 //! The rows the store reads and writes: plain data, checked by the engine before they get here
 //! and by the database's constraints when they arrive.
 
+mod rules;
 mod work;
 
 use chrono::{DateTime, Utc};
@@ -11,6 +12,7 @@ use skill_contract::{RiskLevel, SideEffects};
 
 use crate::states::{JsonText, Nullable, Text};
 
+pub use rules::{FactRecord, RuleEvaluationRecord, RuleRecord, TaskOriginRecord};
 pub use work::{
     ActionRecord, AgentRequestRecord, ApprovalRecord, ArtifactRecord, ArtifactTypeRecord, BasisState, CommentRecord,
     DocumentRecord, EntityRecord, Gates, RunRecord, SlotRecord, TaskFilter, TaskRecord, TaskTypeRecord, WorkChange,
@@ -319,6 +321,8 @@ pub struct PackagePlan {
     pub artifact_types: Vec<(ArtifactTypeRecord, Event)>,
     /// Agents to create or bring to their documents (after the versions they are assigned).
     pub agents: Vec<AgentPlan>,
+    /// Work rule versions to publish (after the agents and task types), each with its event.
+    pub rules: Vec<(RuleRecord, Event)>,
 }
 
 /// What assigning a version did.

@@ -6,9 +6,10 @@ use serde::de::DeserializeOwned;
 use skill_api::{ActionCall, Basis, DecisionAuthority};
 use skill_api::{
     ActionStatus, ApprovalStatus, CallStatus, OutcomeReaction, OutcomeStatus, PrincipalKind, RequestStatus,
-    RequesterKind, RunStatus, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
+    RequesterKind, RuleEvaluationStatus, RunStatus, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
 };
 use skill_contract::agent::AgentSpec;
+use skill_contract::rule::RuleSpec;
 use skill_contract::{RiskLevel, SideEffects};
 use sqlx::types::Json;
 use sqlx::{Database, Decode, Type, ValueRef};
@@ -119,6 +120,7 @@ stored! {
     SkillStatus => "skills.status",
     PrincipalKind => "principals.kind",
     RequestStatus => "agent_requests.status",
+    RuleEvaluationStatus => "rule_evaluations.status",
     SideEffects => "skills.side_effects",
     RiskLevel => "skills.risk_level",
 }
@@ -192,6 +194,18 @@ impl TryFrom<JsonText<AgentSpec>> for AgentSpec {
 
     fn try_from(value: JsonText<AgentSpec>) -> Result<Self, Missing> {
         value.0.ok_or(Missing(<AgentSpec as Document>::AT))
+    }
+}
+
+impl Document for RuleSpec {
+    const AT: &'static str = "rules.spec";
+}
+
+impl TryFrom<JsonText<RuleSpec>> for RuleSpec {
+    type Error = Missing;
+
+    fn try_from(value: JsonText<RuleSpec>) -> Result<Self, Missing> {
+        value.0.ok_or(Missing(<RuleSpec as Document>::AT))
     }
 }
 

@@ -390,6 +390,82 @@ macro_rules! work_store {
                                     unwritten!(tx, "agent_requests", &r.id);
                                 }
                             }
+                            WorkChange::InsertEvaluation(e) => {
+                                sqlx::query(
+                                    "INSERT INTO rule_evaluations (id, fact_id, rule_id, status, invocation_id, task_ids, \
+                                     artifact_id, error, row_version, created_at, updated_at, ended_at) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                                )
+                                .bind(&e.id)
+                                .bind(&e.fact_id)
+                                .bind(&e.rule_id)
+                                .bind(e.status.as_str())
+                                .bind(&e.invocation_id)
+                                .bind(Json(&e.task_ids))
+                                .bind(&e.artifact_id)
+                                .bind(e.error.as_ref().map(Json))
+                                .bind(e.row_version)
+                                .bind(e.created_at)
+                                .bind(e.updated_at)
+                                .bind(e.ended_at)
+                                .execute(&mut *tx)
+                                .await?;
+                            }
+                            WorkChange::UpdateEvaluation(e) => {
+                                let done = sqlx::query(
+                                    "UPDATE rule_evaluations SET status = $3, invocation_id = $4, task_ids = $5, \
+                                     artifact_id = $6, error = $7, row_version = $8, updated_at = $9, ended_at = $10 \
+                                     WHERE id = $1 AND row_version = $2",
+                                )
+                                .bind(&e.id)
+                                .bind(e.row_version - 1)
+                                .bind(e.status.as_str())
+                                .bind(&e.invocation_id)
+                                .bind(Json(&e.task_ids))
+                                .bind(&e.artifact_id)
+                                .bind(e.error.as_ref().map(Json))
+                                .bind(e.row_version)
+                                .bind(e.updated_at)
+                                .bind(e.ended_at)
+                                .execute(&mut *tx)
+                                .await?;
+                                if done.rows_affected() == 0 {
+                                    unwritten!(tx, "rule_evaluations", &e.id);
+                                }
+                            }
+                            WorkChange::FactEvaluated { fact_id, at } => {
+                                let done =
+                                    sqlx::query("UPDATE facts SET evaluated_at = $2 WHERE id = $1 AND evaluated_at IS NULL")
+                                        .bind(fact_id)
+                                        .bind(at)
+                                        .execute(&mut *tx)
+                                        .await?;
+                                if done.rows_affected() == 0 {
+                                    return Err(StoreError::new(
+                                        ErrorKind::Stale,
+                                        format!("fact {fact_id} is evaluated already, or there is none"),
+                                    ));
+                                }
+                            }
+                            WorkChange::InsertTaskOrigin(o) => {
+                                sqlx::query(
+                                    "INSERT INTO task_origins (task_id, workspace_id, work_key, fact_id, evaluation_id, \
+                                     created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+                                )
+                                .bind(&o.task_id)
+                                .bind(&o.workspace_id)
+                                .bind(&o.work_key)
+                                .bind(&o.fact_id)
+                                .bind(&o.evaluation_id)
+                                .bind(o.created_at)
+                                .execute(&mut *tx)
+                                .await?;
+                            }
+                            WorkChange::InsertArtifact(a) => {
+                                crate::artifacts::bind_artifact!(sqlx::query(crate::artifacts::INSERT_ARTIFACT), a)
+                                    .execute(&mut *tx)
+                                    .await?;
+                            }
                         }
                     }
                     for event in events {

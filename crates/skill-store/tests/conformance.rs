@@ -13,6 +13,8 @@ mod fixture;
 mod guards;
 #[path = "conformance/moves.rs"]
 mod moves;
+#[path = "conformance/rules.rs"]
+mod rules;
 #[path = "conformance/work.rs"]
 mod work;
 
@@ -74,6 +76,10 @@ conformance!(
     guards::signing_keys_are_listed_while_published_and_never_change,
     guards::console_sessions_only_end_once,
     guards::a_state_the_code_does_not_know_is_refused_when_read,
+    rules::a_fact_is_one_per_key_and_evaluated_once,
+    rules::a_rule_acts_as_an_agent_and_never_interprets_with_a_write,
+    rules::evaluations_move_as_their_lifecycle_allows,
+    rules::a_work_key_names_one_task_and_a_waiting_evaluation_moves_when_its_call_ends,
     moves::calls_move_as_their_lifecycle_allows,
     moves::sessions_move_as_their_lifecycle_allows,
     moves::skills_move_as_their_lifecycle_allows,

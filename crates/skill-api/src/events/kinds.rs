@@ -7,7 +7,7 @@ use skill_contract::{RiskLevel, SideEffects};
 
 use crate::{
     ActionStatus, ApprovalStatus, Basis, ExecutorAllowance, OutcomeReaction, OutcomeStatus, PrincipalKind,
-    RequestStatus, RequesterKind, RunStatus, TaskStatus,
+    RequestStatus, RequesterKind, RuleEvaluationStatus, RunStatus, TaskStatus,
 };
 
 /// The data of one kind of event.
@@ -181,6 +181,61 @@ events! {
         invocation_id: Option<String>,
         /// Why, when the call could not be made or the request did not get that far.
         reason: Option<String>,
+    }
+
+    /// A fact was recorded (`fact:<id>`): the rules active now will evaluate it.
+    FactRecorded = "fact.recorded" {
+        workspace_id: String,
+        kind: String,
+        key: String,
+        /// How many rules' work lies behind it.
+        depth: u32,
+        source: Option<String>,
+        caused_by_task: Option<String>,
+    }
+
+    /// A version of a work rule was published (`rule:<id>`).
+    RulePublished = "rule.published" {
+        key: String,
+        version: String,
+        /// The fact kind it is for.
+        kind: String,
+        agent_principal_id: String,
+        /// `name@version` of its interpretation.
+        interpretation: Option<String>,
+        package: Option<String>,
+    }
+
+    /// A rule evaluated a fact (`rule_evaluation:<id>`): whether its condition held, or why it
+    /// stopped.
+    RuleEvaluated = "rule.evaluated" {
+        fact_id: String,
+        rule_id: String,
+        /// `key@version`.
+        rule: String,
+        status: RuleEvaluationStatus,
+        /// Why it failed at once (a condition's error, a suspected loop).
+        reason: Option<String>,
+    }
+
+    /// A rule's evaluation asked for its interpretation (`rule_evaluation:<id>`).
+    RuleInterpretationRequested = "rule.interpretation_requested" {
+        fact_id: String,
+        invocation_id: String,
+        /// `name@version`.
+        skill: String,
+    }
+
+    /// A rule's evaluation ended (`rule_evaluation:<id>`): the work it ensured, or why not.
+    RuleEvaluationEnded = "rule.evaluation_ended" {
+        fact_id: String,
+        status: RuleEvaluationStatus,
+        task_ids: Vec<String>,
+        /// The tasks it made (the others were there under their work keys).
+        created_task_ids: Vec<String>,
+        artifact_id: Option<String>,
+        /// The code of its error, when it failed or expired.
+        code: Option<String>,
     }
 
     /// An assignment was taken back (`principal:<id>`).

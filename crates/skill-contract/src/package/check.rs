@@ -53,16 +53,41 @@ pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
     }
     let references = References { visible: &visible };
     let executions = executions(std::iter::once(package).chain(required));
+    let objects = Objects::of(std::iter::once(package).chain(required));
     for object in &package.objects {
         match object.kind.as_str() {
             "TaskType" => references.task_type(object, &mut problems),
-            "WorkRule" => references.work_rule(object, &mut problems),
+            "WorkRule" => references.work_rule(object, &objects, &mut problems),
             "Process" => references.calls(object, &object.document["spec"], "spec", &mut problems),
             "Agent" => agent(object, &executions, &mut problems),
             _ => {}
         }
     }
     problems
+}
+
+/// The task type and agent keys the packages given declare.
+struct Objects {
+    task_types: std::collections::BTreeSet<String>,
+    agents: std::collections::BTreeSet<String>,
+}
+
+impl Objects {
+    fn of<'a>(packages: impl Iterator<Item = &'a Package>) -> Self {
+        let mut found = Self { task_types: Default::default(), agents: Default::default() };
+        for object in packages.flat_map(|package| &package.objects) {
+            match object.kind.as_str() {
+                "TaskType" => {
+                    found.task_types.insert(object.key.clone());
+                }
+                "Agent" => {
+                    found.agents.insert(object.key.clone());
+                }
+                _ => {}
+            }
+        }
+        found
+    }
 }
 
 /// Task type key → the `name@version` of each of its versions' execution, in the packages given.
@@ -286,26 +311,75 @@ impl References<'_> {
         }
     }
 
-    fn work_rule(&self, object: &PackageObject, problems: &mut Vec<PackageProblem>) {
-        let Some(skill) = object.document.pointer("/spec/interpretation/skill").and_then(Value::as_str) else { return };
-        let path = "spec.interpretation.skill";
-        if !skill.contains('@') {
+    /// A rule document: its shape and rules, its interpretation (pinned, visible, not writing),
+    /// the task types and the agent it names (declared here or in a required package).
+    fn work_rule(&self, object: &PackageObject, objects: &Objects, problems: &mut Vec<PackageProblem>) {
+        if !crate::rule::is_rule_key(&object.key) {
             problems.push(PackageProblem::new(
                 &object.file,
-                path,
-                "invalid_rule_interpretation",
-                format!("{skill} names no version; a rule interprets with one pinned version"),
-                "write name@version",
+                "key",
+                "invalid_rule",
+                format!("{:?} is not a rule key", object.key),
+                "use 1 to 200 lower-case letters, digits, `.`, `_`, `-`, starting with a letter or digit",
             ));
-            return;
         }
-        if self.resolve(object, path, skill, problems) == Some(SideEffects::ExternalWrite) {
+        let spec = match crate::rule::read_spec(&object.document["spec"]) {
+            Ok(spec) => spec,
+            Err(found) => {
+                problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));
+                return;
+            }
+        };
+        let found = spec.problems();
+        for found in &found {
             problems.push(PackageProblem::new(
                 &object.file,
-                path,
-                "rule_skill_side_effects",
-                format!("{skill} writes to the outside world, and a rule has no human decision to refer to"),
-                "interpret with a none or external_read skill; write through an approval outcome or a process step",
+                &found.path,
+                found.code,
+                found.message.clone(),
+                &found.hint,
+            ));
+        }
+        let path = "spec.interpretation.skill";
+        if let Some(skill) =
+            spec.interpretation.as_ref().map(|i| i.skill.as_str()).filter(|_| !found.iter().any(|p| p.path == path))
+        {
+            let before = problems.len();
+            match self.resolve(object, path, skill, problems) {
+                Some(SideEffects::ExternalWrite) => problems.push(PackageProblem::new(
+                    &object.file,
+                    path,
+                    "rule_skill_side_effects",
+                    format!("{skill} writes to the outside world, and a rule has no human decision to refer to"),
+                    "interpret with a none or external_read skill; write through an approval outcome or a process step",
+                )),
+                // The core's word for a rule's unknown interpretation.
+                None => problems.iter_mut().skip(before).for_each(|problem| problem.code = "unknown_skill"),
+                Some(_) => {}
+            }
+        }
+        for (path, task_type) in spec.task_types() {
+            let key = task_type.split('@').next().unwrap_or_default();
+            if !found.iter().any(|p| p.path == path) && !objects.task_types.contains(key) {
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    &path,
+                    "unknown_reference",
+                    format!("the task type {key} is not declared in this package or in a package it requires"),
+                    "declare it in task-types/, or require the package that declares it",
+                ));
+            }
+        }
+        if !found.iter().any(|p| p.path == "spec.identity.agent") && !objects.agents.contains(&spec.identity.agent) {
+            problems.push(PackageProblem::new(
+                &object.file,
+                "spec.identity.agent",
+                "unknown_reference",
+                format!(
+                    "the agent {} is not declared in this package or in a package it requires",
+                    spec.identity.agent
+                ),
+                "declare the agent the rule acts as in agents/, or require the package that declares it",
             ));
         }
     }

@@ -207,6 +207,16 @@ pub enum WorkChange {
     InsertRequest(AgentRequestRecord),
     /// Written when the stored row is at `row_version - 1` (`Stale` otherwise).
     UpdateRequest(AgentRequestRecord),
+    InsertEvaluation(super::RuleEvaluationRecord),
+    /// Written when the stored row is at `row_version - 1` (`Stale` otherwise).
+    UpdateEvaluation(super::RuleEvaluationRecord),
+    /// Sets a fact's `evaluated_at`, once (`Stale` when another write set it first).
+    FactEvaluated {
+        fact_id: String,
+        at: Time,
+    },
+    InsertTaskOrigin(super::TaskOriginRecord),
+    InsertArtifact(ArtifactRecord),
 }
 
 /// Which tasks a listing wants, newest first.
