@@ -147,7 +147,7 @@ impl From<StoreError> for EngineError {
         match error.kind() {
             ErrorKind::Refused(code) => {
                 let class = match code {
-                    "unknown_reference" => Class::Invalid,
+                    "unknown_reference" | "invalid_rule" | "rule_skill_side_effects" => Class::Invalid,
                     "basis_not_covered" | "decider_not_a_person" => Class::Forbidden,
                     _ => Class::Conflict,
                 };

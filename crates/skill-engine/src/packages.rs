@@ -236,6 +236,7 @@ impl Engine {
             task_types,
             artifact_types,
             agents,
+            rules: Vec::new(),
         };
         if let Err(error) = self.store.apply_package(&plan, &event).await {
             return Err(match error.kind() {

@@ -52,6 +52,10 @@ const GUARD_CODES: &[&str] = &[
     "decider_not_a_person",
     "agent_principal_conflict",
     "too_many_requests",
+    "rule_immutable",
+    "invalid_rule",
+    "rule_skill_side_effects",
+    "principal_disabled",
 ];
 
 impl StoreError {

@@ -181,18 +181,22 @@ const SESSION_CALLS: &str = concat!(
     invocation_columns!(),
     " FROM skill_invocations WHERE status = 'running' AND executor_session_id = $1 ORDER BY id"
 );
-/// The open calls `$1` is in; `$decider` is the backend's expression of the person named by the
-/// call's approval basis.
+/// The open calls `$1` is in: on its authority, run by it, and waiting on a decision it took —
+/// an approval basis it decided, or a task's execution whose gate it approved. `$decider` is the
+/// backend's expression of the person an approval basis names, `$kind` of the basis's kind.
 macro_rules! calls_of_principal_sql {
-    ($decider:literal) => {
+    ($decider:literal, $kind:literal) => {
         concat!(
             "SELECT ",
             $crate::invocations::invocation_columns!(),
-            " FROM skill_invocations WHERE (authority_principal_id = $1 AND status IN ('pending', 'running')) \
+            " FROM skill_invocations i WHERE (authority_principal_id = $1 AND status IN ('pending', 'running')) \
              OR (status = 'running' AND executor_principal_id = $1) \
              OR (status = 'pending' AND ",
             $decider,
-            " = $1) ORDER BY created_at, id"
+            " = $1) OR (status = 'pending' AND ",
+            $kind,
+            " = 'execution' AND EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE \
+               AND g.status = 'approved' AND g.decided_by = $1)) ORDER BY created_at, id"
         )
     };
 }
@@ -221,7 +225,7 @@ const UPDATE_SESSION: &str = "UPDATE executor_sessions SET status = $3, heartbea
 /// an endpoint equal to them or under them (`origin/…`), as strings: `https://h:443/x` is not
 /// under `https://h`.
 macro_rules! claimable_sql {
-    ($each:literal, $approval:literal, $lock:literal) => {
+    ($each:literal, $approval:literal, $kind:literal, $lock:literal) => {
         concat!(
             "SELECT ",
             $crate::invocations::invocation_columns!(),
@@ -232,9 +236,12 @@ macro_rules! claimable_sql {
             $approval,
             ") END AS basis_approval_status, \
              CASE WHEN i.authorization_basis IS NULL THEN 0 ELSE (SELECT count(*) FROM approvals a \
-               JOIN principals p ON p.id = a.decided_by WHERE a.id = ",
+               JOIN principals p ON p.id = a.decided_by WHERE p.disabled_at IS NOT NULL AND (a.id = ",
             $approval,
-            " AND p.disabled_at IS NOT NULL) END AS basis_decider_disabled, \
+            " OR (",
+            $kind,
+            " = 'execution' AND a.task_id = i.task_id AND a.gate = TRUE AND a.status = 'approved'))) \
+               END AS basis_decider_disabled, \
              CASE WHEN i.run_id IS NULL THEN NULL \
                ELSE (SELECT r.status FROM runs r WHERE r.id = i.run_id) END AS basis_run_status, \
              CASE WHEN i.task_id IS NULL THEN 0 ELSE COALESCE((SELECT sum(DISTINCT CASE g.status \

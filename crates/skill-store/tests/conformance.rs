@@ -66,6 +66,7 @@ conformance!(
     work::the_approvals_to_decide_are_the_pending_ones_of_open_tasks_asked_by_others,
     work::a_claim_reads_each_basis_passes_held_calls_and_writes_what_it_cancels,
     work::artifact_types_never_change_and_an_artifact_is_superseded_once,
+    work::a_disabled_principal_decides_nothing,
     guards::a_published_contract_cannot_change_even_by_sql,
     guards::agents_keep_their_kind_and_never_decide,
     guards::only_the_endpoint_of_a_contract_moves_and_stays_a_string,

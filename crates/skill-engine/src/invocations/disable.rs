@@ -1,14 +1,15 @@
 //! Disabling a principal (`org.manage`), in one transaction: its tokens stop working at once
 //! (every request reads the principal), the pending and running calls it is the authority of are
-//! cancelled (`basis_revoked`, the reason as the message), so are the pending calls whose basis
-//! is an approval it decided (`decider_disabled`; a claim re-checks the same, so a call queued
-//! meanwhile is not made either), and the running calls it executes for
+//! cancelled (`basis_revoked`, the reason as the message), so are the pending calls that stand
+//! on a decision it took — an approval it decided, a task's gate it approved — (`decider_disabled`;
+//! a claim re-checks the same, so a call queued meanwhile is not made either), and the running
+//! calls it executes for
 //! others go back to the queue as a retryable failure with the reason as the code (or fail, when
 //! no attempt remains).
 
 use chrono::Utc;
 use skill_api::events::PrincipalDisabled;
-use skill_api::{Basis, CallStatus, DisableOut, DisableRequest, LostBasis};
+use skill_api::{CallStatus, DisableOut, DisableRequest, LostBasis};
 use skill_store::ErrorKind;
 
 use crate::actor::Actor;
@@ -55,9 +56,9 @@ impl Engine {
             let (mut cancelled, mut returned) = (Vec::new(), Vec::new());
             for call in self.store.calls_of_principal(&principal.id).await? {
                 let skill = self.store.skill(&call.skill_id).await?.skill;
-                let decided = matches!(&call.authorization_basis,
-                    Some(Basis::Approval { decided_by, .. }) if *decided_by == principal.id);
-                if call.authority_principal_id == principal.id || (decided && call.status == CallStatus::Pending) {
+                // A pending call not on its authority is here for a decision it took (an
+                // approval basis, or the gate of a task's execution).
+                if call.authority_principal_id == principal.id || call.status == CallStatus::Pending {
                     // A call on its authority ends with the reason given; one on its decision
                     // with the lost basis's word, as a claim would name it.
                     let reason = if call.authority_principal_id == principal.id {

@@ -374,6 +374,7 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
             GateState::Rejected => Obstacle::Cancel(LostBasis::GateRejected),
             _ if closed => Obstacle::Cancel(LostBasis::TaskTerminal),
             _ if state.run_status != Some(RunStatus::Running) => Obstacle::Cancel(LostBasis::RunNotActive),
+            _ if state.decider_disabled => Obstacle::Cancel(LostBasis::DeciderDisabled),
             GateState::Pending => Obstacle::Hold,
             GateState::Undecided => Obstacle::Cancel(LostBasis::ApprovalWithdrawn),
             GateState::Open => Obstacle::None,
@@ -486,6 +487,8 @@ pub(crate) mod tests {
         assert_eq!(recheck(&approval, &approved), Obstacle::None);
         let disowned = BasisState { decider_disabled: true, ..approved };
         assert_eq!(recheck(&approval, &disowned), Obstacle::Cancel(LostBasis::DeciderDisabled));
+        let gate_by_the_disabled = BasisState { decider_disabled: true, ..ok.clone() };
+        assert_eq!(recheck(&execution, &gate_by_the_disabled), Obstacle::Cancel(LostBasis::DeciderDisabled));
         let ended = state("open", None, Some("succeeded"), &["pending"], "disabled");
         assert_eq!(
             recheck(&execution, &ended),

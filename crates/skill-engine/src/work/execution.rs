@@ -274,6 +274,10 @@ impl Engine {
             CallStatus::Failed | CallStatus::Cancelled => {
                 let failed = if lost == Some(LostBasis::GateRejected) {
                     "gate_rejected".to_owned()
+                } else if lost == Some(LostBasis::DeciderDisabled) {
+                    // The gate stays approved by someone who may no longer decide: the task fails
+                    // rather than run again on that decision.
+                    "decider_disabled".to_owned()
                 } else {
                     format!("skill_invocation_{}", call.status)
                 };

@@ -351,7 +351,7 @@ fn operation(roll: usize) -> &'static str {
         35..=37 => "{who} ends a run",
         38..=60 => "{who} invokes a skill",
         61..=63 => "{who} closes a task",
-        64 => "the operator disables carol (late in a case; else leases expire)",
+        64 => "the operator disables carol or bob (late in a case; else leases expire)",
         65..=70 => "the core's workers run",
         71..=82 => "the executor claims a call",
         83..=93 => "the executor finishes a call",
@@ -455,6 +455,9 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                         "self_approval_refused"
                     } else if !m.tasks[&approval.task].open {
                         "task_terminal"
+                    } else if m.disabled.contains(&1) {
+                        // bob's own actor, read before he was disabled: the database refuses.
+                        "principal_disabled"
                     } else {
                         "ok"
                     };
@@ -530,21 +533,44 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     m.tasks.get_mut(&task).expect("known").open = false;
                     "task closed"
                 }
-                64 if step > steps / 2 && rng.chance(10) && !m.disabled.contains(&2) => {
-                    // carol leaves: her waiting and running calls are cancelled.
-                    let request = DisableRequest { principal: "carol".to_owned(), reason: "offboarded".to_owned() };
+                64 if step > steps / 2 && rng.chance(10) => {
+                    // carol or bob (who decides) leaves: the waiting and running calls on their
+                    // authority are cancelled, and so are the waiting ones that stand on bob's
+                    // decisions (an approval he decided, a gate he approved).
+                    let who = if rng.chance(50) { 1 } else { 2 };
+                    if m.disabled.contains(&who) {
+                        break 'step "nothing to do";
+                    }
+                    let request = DisableRequest { principal: PEOPLE[who].to_owned(), reason: "offboarded".to_owned() };
+                    let mut standing = BTreeSet::new();
+                    for (id, call) in &m.calls {
+                        let stored = w.engine.store().invocation(id).await.expect(&at);
+                        if call.status == CallStatus::Pending && decides(&w, &stored, PEOPLE[who], &at).await {
+                            standing.insert(id.clone());
+                        }
+                    }
                     w.engine.disable_principal(&w.admin, &request, None).await.expect(&at);
-                    m.disabled.insert(2);
+                    m.disabled.insert(who);
                     for (id, call) in &mut m.calls {
-                        if call.authority == Some(2) && matches!(call.status, CallStatus::Pending | CallStatus::Running)
-                        {
+                        let on_authority = call.authority == Some(who)
+                            && matches!(call.status, CallStatus::Pending | CallStatus::Running);
+                        if on_authority || standing.contains(id) {
                             let stored = w.engine.store().invocation(id).await.expect(&at);
                             assert_eq!(
                                 (stored.status, stored.error.as_ref().map(|e| e["code"].clone())),
                                 (CallStatus::Cancelled, Some(json!("basis_revoked"))),
-                                "{at}"
+                                "{at}: {id} stood on {}",
+                                PEOPLE[who]
                             );
                             call.status = CallStatus::Cancelled;
+                            count(
+                                totals,
+                                if on_authority {
+                                    "+cancelled: authority disabled"
+                                } else {
+                                    "+cancelled: decider disabled"
+                                },
+                            );
                         }
                     }
                     "principal disabled"
@@ -795,6 +821,7 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
                 .iter()
                 .any(|s| matches!(s, ApprovalStatus::Approved | ApprovalStatus::Pending | ApprovalStatus::Rejected)),
             (Some(Basis::Execution { .. }), "gate_rejected") => gates.contains(&ApprovalStatus::Rejected),
+            (Some(_), "decider_disabled") => decider_disabled(w, &stored, at).await,
             (Some(Basis::Execution { .. }), "run_not_active") => {
                 store.run(stored.run_id.as_deref().expect("a run")).await.expect(at).status != RunStatus::Running
             }
@@ -817,6 +844,7 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
         let stored = store.task(task).await.expect(at);
         assert_eq!(stored.status, TaskStatus::Open, "{at}: a call of a closed task claimed on a basis");
     }
+    assert!(!decider_disabled(w, &call, at).await, "{at}: a call claimed on the decision of a disabled person");
     match &basis {
         Some(Basis::Approval { approval_id, .. }) => {
             let approval = store.approval(approval_id).await.expect(at);
@@ -851,6 +879,57 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
     known.status = CallStatus::Running;
     known.fencing = call.fencing_token;
     "claimed"
+}
+
+/// Whether a person whose decision `call` stands on is disabled: the decider of its approval, or
+/// one who approved its task's gate (for an execution).
+async fn decider_disabled(w: &World, call: &InvocationRecord, at: &str) -> bool {
+    let store = w.engine.store();
+    let deciders: Vec<String> = match &call.authorization_basis {
+        Some(Basis::Approval { approval_id, .. }) => {
+            store.approval(approval_id).await.expect(at).decided_by.into_iter().collect()
+        }
+        Some(Basis::Execution { task_id, .. }) => store
+            .approvals(task_id)
+            .await
+            .expect(at)
+            .into_iter()
+            .filter(|a| a.gate && a.status == ApprovalStatus::Approved)
+            .filter_map(|a| a.decided_by)
+            .collect(),
+        None => Vec::new(),
+    };
+    for decider in deciders {
+        if store.principal(&decider).await.expect(at).disabled_at.is_some() {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether `call` stands on a decision of the person named `name`.
+async fn decides(w: &World, call: &InvocationRecord, name: &str, at: &str) -> bool {
+    let store = w.engine.store();
+    let deciders: Vec<String> = match &call.authorization_basis {
+        Some(Basis::Approval { approval_id, .. }) => {
+            store.approval(approval_id).await.expect(at).decided_by.into_iter().collect()
+        }
+        Some(Basis::Execution { task_id, .. }) => store
+            .approvals(task_id)
+            .await
+            .expect(at)
+            .into_iter()
+            .filter(|a| a.gate && a.status == ApprovalStatus::Approved)
+            .filter_map(|a| a.decided_by)
+            .collect(),
+        None => Vec::new(),
+    };
+    for decider in deciders {
+        if store.principal(&decider).await.expect(at).name == name {
+            return true;
+        }
+    }
+    false
 }
 
 /// The statuses of a task's gate approvals.

@@ -19,13 +19,20 @@ use crate::records::{
 };
 use crate::states::{Nullable, Text};
 
-const CALLS_OF_PRINCIPAL: &str = calls_of_principal_sql!("authorization_basis ->> 'decidedBy'");
-const CLAIMABLE: &str = claimable_sql!("jsonb_array_elements_text", "i.authorization_basis ->> 'approvalId'", "");
+const CALLS_OF_PRINCIPAL: &str =
+    calls_of_principal_sql!("authorization_basis ->> 'decidedBy'", "authorization_basis ->> 'kind'");
+const CLAIMABLE: &str = claimable_sql!(
+    "jsonb_array_elements_text",
+    "i.authorization_basis ->> 'approvalId'",
+    "i.authorization_basis ->> 'kind'",
+    ""
+);
 /// One candidate at a time, locked, skipping the rows other claims hold: concurrent claims each
 /// get their own call without waiting on one another.
 const CLAIM_NEXT: &str = claimable_sql!(
     "jsonb_array_elements_text",
     "i.authorization_basis ->> 'approvalId'",
+    "i.authorization_basis ->> 'kind'",
     " FOR UPDATE OF i SKIP LOCKED"
 );
 /// How many candidates one claim judges at most (it passes over held ones).

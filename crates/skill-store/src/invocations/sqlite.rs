@@ -21,8 +21,16 @@ use crate::records::{
 };
 use crate::states;
 
-const CALLS_OF_PRINCIPAL: &str = calls_of_principal_sql!("json_extract(authorization_basis, '$.decidedBy')");
-const CLAIMABLE: &str = claimable_sql!("json_each", "json_extract(i.authorization_basis, '$.approvalId')", "");
+const CALLS_OF_PRINCIPAL: &str = calls_of_principal_sql!(
+    "json_extract(authorization_basis, '$.decidedBy')",
+    "json_extract(authorization_basis, '$.kind')"
+);
+const CLAIMABLE: &str = claimable_sql!(
+    "json_each",
+    "json_extract(i.authorization_basis, '$.approvalId')",
+    "json_extract(i.authorization_basis, '$.kind')",
+    ""
+);
 const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')");
 /// How many pending calls one claim looks at (the engine passes over calls it cannot take yet).
 const CANDIDATES: i64 = 20;

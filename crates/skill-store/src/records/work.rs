@@ -238,7 +238,8 @@ pub struct BasisState {
     pub task_status: Option<TaskStatus>,
     /// The status of the approval its basis names, when it names one (`None`: missing).
     pub approval_status: Option<ApprovalStatus>,
-    /// Whether the person who decided that approval is disabled.
+    /// Whether a person whose decision the call stands on is disabled: the one who decided its
+    /// approval, or one who approved its task's gate (for a call on the task's execution).
     pub decider_disabled: bool,
     /// The status of its run, when it has one (`None`: missing).
     pub run_status: Option<RunStatus>,

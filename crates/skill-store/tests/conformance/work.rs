@@ -576,7 +576,8 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
         )
     );
     assert_eq!((basis(1).approval_status, basis(1).decider_disabled), (Some(ApprovalStatus::Approved), true));
-    assert!(!basis(0).decider_disabled && !basis(2).decider_disabled, "no approval basis, no decider");
+    assert!(basis(0).decider_disabled, "the execution's task has a gate bob approved");
+    assert!(!basis(2).decider_disabled, "no basis, no decider");
     assert_eq!(
         (basis(2).task_status, basis(2).gates, basis(2).skill_status.as_str(), basis(2).skill_name.as_str()),
         (None, Gates::default(), "active", "claim.lookup")
@@ -668,4 +669,31 @@ pub(crate) async fn artifact_types_never_change_and_an_artifact_is_superseded_on
     assert_eq!(error.kind(), ErrorKind::Conflict, "{error}");
     assert_eq!(db.store.task_artifacts(&task.id).await.expect("listed").len(), 2, "the fork is not written");
     assert_eq!(db.store.task_head(&task.id, "skill_result").await.expect("none"), None);
+}
+
+/// A disabled principal decides nothing, whatever the code read before: the database refuses
+/// the decision.
+pub(crate) async fn a_disabled_principal_decides_nothing(db: Db) {
+    let (_, ana) = setup(&db).await;
+    let (bob, carol) = (principal("bob"), principal("carol"));
+    for person in [&bob, &carol] {
+        db.store.create_principal(person, &event("principal.created", "p")).await.expect("a person");
+    }
+    let open = task(&db, &ana).await;
+    let (first, second) = (approval(&open, &ana), approval(&open, &ana));
+    let asked = [WorkChange::InsertApproval(first.clone()), WorkChange::InsertApproval(second.clone())];
+    db.store.write_work(&asked, &[]).await.expect("asked");
+    db.store.disable_principal(&bob.id, Utc::now(), &[], &[]).await.expect("bob disabled");
+    for outcome in ["approved", "rejected"] {
+        let refused = db
+            .store
+            .write_work(&[WorkChange::UpdateApproval(decided(&first, &bob.id, outcome))], &[])
+            .await
+            .expect_err("bob may not decide");
+        assert_eq!(refused.kind(), ErrorKind::Refused("principal_disabled"), "{refused}");
+    }
+    db.store
+        .write_work(&[WorkChange::UpdateApproval(decided(&second, &carol.id, "approved"))], &[])
+        .await
+        .expect("carol decides");
 }
