@@ -357,6 +357,27 @@ pub const CODES: &[CodeInfo] = &[
         "an agent withdraws a request a person decided already (409)",
     ),
     code(
+        "too_many_waits",
+        ValidationError,
+        Yes,
+        "gateway",
+        "a principal has 16 calls or task waits open on this core: nothing was called; retry when some have ended",
+    ),
+    code(
+        "task_still_working",
+        ValidationError,
+        Yes,
+        "gateway",
+        "tasks/result waited its bound and the request still waits for a person: ask tasks/get, then tasks/result",
+    ),
+    code(
+        "request_withdrawn",
+        ToolExecutionFailure,
+        No,
+        "gateway",
+        "the agent's request was withdrawn: nothing was written",
+    ),
+    code(
         "too_many_requests",
         ValidationError,
         Yes,

@@ -91,6 +91,16 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::QueryEntities => ("/knowledge/entities:query", on(filter, knowledge::query)),
         Op::StoreDocument => ("/knowledge/documents", on(filter, knowledge::document)),
         Op::Recall => ("/context/recall", on(filter, knowledge::recall)),
+        // Served once the engine has facts and rules (in progress).
+        Op::RecordFact
+        | Op::ListFacts
+        | Op::ReadFact
+        | Op::PublishRule
+        | Op::ListRules
+        | Op::ReadRule
+        | Op::EvaluateRule => {
+            return None;
+        }
     };
     let (path, methods) = served;
     // A route without query parameters refuses any, as the ones with them refuse unknown ones.

@@ -76,6 +76,15 @@ impl Engine {
         Ok(Actor::new(credential.principal, credential.grants).with_allowance(credential.allowance))
     }
 
+    /// `invalid_token` when `actor`'s principal was disabled since it was authenticated: what a
+    /// long wait checks before it answers.
+    pub(crate) async fn still_enabled(&self, actor: &Actor) -> Result<()> {
+        match self.store.principal(actor.id()).await?.disabled_at {
+            Some(_) => Err(invalid_token(TokenProblem::PrincipalDisabled)),
+            None => Ok(()),
+        }
+    }
+
     /// The credential behind a token's hash while it may act: `invalid_token` when it is unknown,
     /// revoked, expired, or its principal is disabled. What a bearer token and a console session
     /// are both checked with.

@@ -545,11 +545,13 @@ fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
 pub(crate) fn checked_key(key: Option<&str>) -> Result<Option<String>> {
     let Some(key) = key else { return Ok(None) };
     let trimmed = key.trim();
-    if trimmed.is_empty() || trimmed.chars().count() > MAX_IDEMPOTENCY_KEY {
+    if trimmed.is_empty() || trimmed.chars().count() > MAX_IDEMPOTENCY_KEY || trimmed.chars().any(char::is_control) {
         return Err(EngineError::new(
             Class::Invalid,
             "invalid_idempotency_key",
-            format!("an idempotencyKey is 1 to {MAX_IDEMPOTENCY_KEY} characters after trimming"),
+            format!(
+                "an idempotencyKey is 1 to {MAX_IDEMPOTENCY_KEY} characters after trimming, none of them a control character"
+            ),
         )
         .with("field", "idempotencyKey"));
     }

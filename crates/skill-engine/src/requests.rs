@@ -41,6 +41,9 @@ pub const MAX_TOOLS: usize = 1000;
 const BATCH: i64 = 100;
 /// The most requests one agent may have waiting for a person at once.
 pub const MAX_OPEN_REQUESTS: usize = 100;
+/// The most requests an agent makes in an hour, withdrawn ones included: a person's workspace is
+/// not a place to flood.
+pub const MAX_REQUESTS_PER_HOUR: i64 = 500;
 
 /// A tool of the gateway: a leaf version the principal may call.
 #[derive(Debug, Clone)]
@@ -292,6 +295,18 @@ impl Engine {
                 ),
             )
             .with("open", open.len()));
+        }
+        let lately = self.store.agent_requests_since(actor.id(), Utc::now() - chrono::Duration::hours(1)).await?;
+        if lately >= MAX_REQUESTS_PER_HOUR {
+            return Err(EngineError::new(
+                Class::Conflict,
+                "too_many_requests",
+                format!(
+                    "{} made {lately} requests in the last hour, the most an agent makes: wait before asking again",
+                    actor.principal().name
+                ),
+            )
+            .with("lastHour", lately));
         }
         let reference = format!("{}@{}", skill.name, skill.version);
         let Some(agent) = self.store.agent_of(actor.id()).await? else {
@@ -782,6 +797,8 @@ impl Engine {
             let ended = self.ended.notified();
             let call = self.invocation(actor, id).await?;
             if call.status.is_terminal() || tokio::time::Instant::now() >= deadline {
+                // Someone disabled meanwhile learns nothing more.
+                self.still_enabled(actor).await?;
                 return Ok(call);
             }
             let _ = tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + pause), ended).await;
@@ -796,6 +813,8 @@ impl Engine {
         loop {
             let request = self.agent_request(actor, id).await?;
             if request.status.is_terminal() || tokio::time::Instant::now() >= deadline {
+                // Someone disabled meanwhile learns nothing more.
+                self.still_enabled(actor).await?;
                 return Ok(request);
             }
             let woken = self.ended.notified();

@@ -25,8 +25,14 @@ use crate::tools;
 /// The revision whose tasks this module speaks.
 pub(crate) const REVISION: &str = "2025-11-25";
 
-/// How long one wait of `tasks/result` lasts before it looks again (it waits until the end).
-const RESULT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+/// What a request of this revision is answered with.
+pub(crate) struct At<'a> {
+    pub(crate) engine: &'a Engine,
+    pub(crate) config: &'a crate::Config,
+    pub(crate) waits: &'a std::sync::Arc<crate::waits::Waits>,
+    /// Where the console is.
+    pub(crate) base: &'a str,
+}
 
 /// What the guard does with one message of this revision.
 pub(crate) enum Route {
@@ -51,11 +57,21 @@ pub(crate) fn takes(message: &Value) -> bool {
 }
 
 /// The answer to `message`, a request of this revision that [`takes`] names.
-pub(crate) async fn route(engine: &Engine, actor: &Actor, base: &str, headers: &HeaderMap, message: Value) -> Route {
+pub(crate) async fn route(at: &At<'_>, actor: &Actor, headers: &HeaderMap, message: Value) -> Route {
+    let (engine, base) = (at.engine, at.base);
     let id = message["id"].clone();
     let params = message["params"].as_object().cloned().unwrap_or_default();
-    let task_id = params.get("taskId").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let answered = match message["method"].as_str().unwrap_or_default() {
+    let method = message["method"].as_str().unwrap_or_default();
+    let task_id = match params.get("taskId") {
+        Some(Value::String(task_id)) if !task_id.is_empty() => task_id.clone(),
+        _ if method == "tools/call" => String::new(),
+        _ => {
+            let refusal = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602,
+                "message": "`params.taskId` is the id of a task this principal made, a string"}});
+            return Route::Answer(axum::Json(refusal).into_response());
+        }
+    };
+    let answered = match method {
         "tools/call" => match call(engine, actor, base, headers, &params).await {
             Some(answered) => answered,
             None => {
@@ -68,7 +84,17 @@ pub(crate) async fn route(engine: &Engine, actor: &Actor, base: &str, headers: &
         },
         "tasks/get" => engine.agent_request(actor, &task_id).await.map(|request| task(&request, base)),
         "tasks/cancel" => cancel(engine, actor, base, &task_id).await,
-        _ => result(engine, actor, &task_id).await,
+        _ => match at.waits.enter(actor.id()) {
+            Some(_wait) => result(engine, actor, &task_id, at.config.call_wait).await,
+            None => Err(EngineError::new(
+                skill_engine::Class::Unavailable,
+                "too_many_waits",
+                format!(
+                    "this principal already has {} waits open on this core: ask tasks/get, or tasks/result when some have ended",
+                    crate::waits::MAX_WAITS
+                ),
+            )),
+        },
     };
     Route::Answer(reply(id, answered))
 }
@@ -109,22 +135,25 @@ async fn cancel(engine: &Engine, actor: &Actor, base: &str, id: &str) -> Result<
     engine.agent_request(actor, id).await.map(|request| task(&request, base))
 }
 
-/// `tasks/result`: waits until the request ended; the call's result, or why there is none.
-async fn result(engine: &Engine, actor: &Actor, id: &str) -> Result<Value, EngineError> {
-    loop {
-        let request = engine.wait_for_request(actor, id, RESULT_WAIT).await?;
-        if !request.status.is_terminal() {
-            continue;
-        }
-        return match request.status {
-            RequestStatus::Expired | RequestStatus::Withdrawn => Err(EngineError::new(
-                skill_engine::Class::Conflict,
-                if request.status == RequestStatus::Expired { "request_expired" } else { "request_withdrawn" },
-                format!("the request is {}: nothing was written", request.status),
-            )
-            .with("requestId", request.id.as_str())),
-            _ => Ok(serde_json::to_value(tools::ended(&request)).unwrap_or_default()),
-        };
+/// `tasks/result`: waits until the request ended, at most `within`; the call's result, or why
+/// there is none. A request still waiting for a person after that answers `task_still_working`,
+/// so no connection is held for the day a decision may take.
+async fn result(engine: &Engine, actor: &Actor, id: &str, within: std::time::Duration) -> Result<Value, EngineError> {
+    let request = engine.wait_for_request(actor, id, within).await?;
+    match request.status {
+        status if !status.is_terminal() => Err(EngineError::new(
+            skill_engine::Class::Conflict,
+            "task_still_working",
+            format!("the request is {status}: ask tasks/get until it is not working, then tasks/result"),
+        )
+        .with("taskId", id)),
+        RequestStatus::Expired | RequestStatus::Withdrawn => Err(EngineError::new(
+            skill_engine::Class::Conflict,
+            if request.status == RequestStatus::Expired { "request_expired" } else { "request_withdrawn" },
+            format!("the request is {}: nothing was written", request.status),
+        )
+        .with("requestId", request.id.as_str())),
+        _ => Ok(serde_json::to_value(tools::ended(&request)).unwrap_or_default()),
     }
 }
 

@@ -19,20 +19,17 @@ use crate::handler::{RequestHost, asks, base_of};
 pub(crate) struct Guard {
     engine: Engine,
     config: std::sync::Arc<Config>,
+    waits: std::sync::Arc<crate::waits::Waits>,
     max_body_bytes: usize,
     /// `scheme://host[:port]` of the public address, lower-case; empty when not set.
     public_origin: String,
 }
 
 impl Guard {
-    pub(crate) fn new(engine: Engine, config: &Config) -> Self {
+    pub(crate) fn new(engine: Engine, config: &Config, waits: std::sync::Arc<crate::waits::Waits>) -> Self {
         let public_origin = origin_of(&config.public_url).unwrap_or_default();
-        Self {
-            engine,
-            public_origin,
-            max_body_bytes: config.max_body_bytes,
-            config: std::sync::Arc::new(config.clone()),
-        }
+        let config = std::sync::Arc::new(config.clone());
+        Self { engine, public_origin, max_body_bytes: config.max_body_bytes, config, waits }
     }
 
     /// Whether `origin` is this core's: its public address, or a loopback name (a page of any
@@ -127,9 +124,14 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
             let dated = dated::speaks(&parts.headers);
             let actor = parts.extensions.get::<skill_engine::Actor>().cloned();
             if let Some(actor) = actor.filter(|_| dated && dated::takes(&message)) {
+                // A notification (no id) asks for nothing: it is not carried out.
+                if message.get("id").is_none() {
+                    return StatusCode::ACCEPTED.into_response();
+                }
                 let host = parts.extensions.get::<RequestHost>().map(|host| host.0.clone());
                 let base = base_of(&guard.config, host.as_deref());
-                let passed = match dated::route(&guard.engine, &actor, &base, &parts.headers, message).await {
+                let at = dated::At { engine: &guard.engine, config: &guard.config, waits: &guard.waits, base: &base };
+                let passed = match dated::route(&at, &actor, &parts.headers, message).await {
                     dated::Route::Answer(answer) => return answer,
                     dated::Route::Pass(passed) => passed.to_string(),
                 };

@@ -17,6 +17,7 @@ use skill_engine::{Actor, Engine, EngineError};
 
 use crate::Config;
 use crate::tools::{self, APPROVAL_STATUS};
+use crate::waits::Waits;
 
 /// The `Host` a request named, for links when no public address is set.
 #[derive(Debug, Clone)]
@@ -27,11 +28,12 @@ pub(crate) struct RequestHost(pub(crate) String);
 pub(crate) struct Gateway {
     engine: Engine,
     config: Arc<Config>,
+    waits: Arc<Waits>,
 }
 
 impl Gateway {
-    pub(crate) fn new(engine: Engine, config: Arc<Config>) -> Self {
-        Self { engine, config }
+    pub(crate) fn new(engine: Engine, config: Arc<Config>, waits: Arc<Waits>) -> Self {
+        Self { engine, config, waits }
     }
 
     /// The actor the guard authenticated.
@@ -116,6 +118,18 @@ pub(crate) fn client_from_user_agent(headers: &axum::http::HeaderMap) -> ClientI
     let agent = headers.get(axum::http::header::USER_AGENT).and_then(|value| value.to_str().ok()).unwrap_or_default();
     let (name, version) = agent.split_whitespace().next().unwrap_or_default().split_once('/').unwrap_or((agent, ""));
     ClientInfo { name: name.chars().take(200).collect(), version: version.chars().take(100).collect() }
+}
+
+/// What a call answers when its principal holds as many waits as it may: nothing was made.
+pub(crate) fn too_many_waits() -> CallToolResult {
+    tools::failure(
+        "too_many_waits",
+        &format!(
+            "this principal already has {} calls waiting on this core: nothing was called; retry when some have ended",
+            crate::waits::MAX_WAITS
+        ),
+        json!({"retryable": true}),
+    )
 }
 
 /// An engine error as the `isError` result a skill's failure is.
@@ -230,6 +244,10 @@ impl ServerHandler for Gateway {
         let key = match tools::idempotency_key(meta) {
             Ok(key) => key,
             Err(error) => return Ok(envelope(&error).into()),
+        };
+        // Every call may wait (for its end, or for a person): a principal holds only so many.
+        let Some(_wait) = self.waits.enter(actor.id()) else {
+            return Ok(too_many_waits().into());
         };
         let client = client_of(&context);
         let request_id = context

@@ -13,12 +13,14 @@
 //! | the router, the Origin and token guard | [`router`], `guard.rs` |
 //! | the MCP handler | `handler.rs` |
 //! | the tasks of the 2025-11-25 revision | `dated.rs` |
+//! | how many long waits a principal holds | `waits.rs` |
 //! | a version as a tool; results | `tools.rs` |
 
 mod dated;
 mod guard;
 mod handler;
 mod tools;
+mod waits;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,9 +68,10 @@ pub fn router<S: Clone + Send + Sync + 'static>(engine: Engine, config: Config, 
         .with_cancellation_token(stop)
         // The guard checks `Origin` against the request's own host and the public address.
         .disable_allowed_hosts();
-    let gateway = handler::Gateway::new(engine.clone(), Arc::new(config.clone()));
+    let waits = Arc::new(waits::Waits::default());
+    let gateway = handler::Gateway::new(engine.clone(), Arc::new(config.clone()), Arc::clone(&waits));
     let service =
         StreamableHttpService::new(move || Ok(gateway.clone()), Arc::new(NeverSessionManager::default()), mcp_config);
-    let guard = guard::Guard::new(engine, &config);
+    let guard = guard::Guard::new(engine, &config, waits);
     Router::new().route_service("/mcp", service).layer(axum::middleware::from_fn_with_state(guard, guard::check))
 }

@@ -32,6 +32,8 @@ pub trait AgentStore: Send + Sync {
         principal_id: &'a str,
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<AgentRequestRecord>>>;
+    /// How many requests an agent's principal made since `since`.
+    fn agent_requests_since<'a>(&'a self, principal_id: &'a str, since: Time) -> BoxFuture<'a, Result<i64>>;
     /// The open requests of an agent's principal, newest first, at most `limit`.
     fn agent_requests_of<'a>(
         &'a self,
@@ -207,6 +209,18 @@ macro_rules! agent_store {
                     .bind(now)
                     .bind(limit)
                     .fetch_all(self.read())
+                    .await?)
+                })
+            }
+
+            fn agent_requests_since<'a>(&'a self, principal_id: &'a str, since: Time) -> BoxFuture<'a, Result<i64>> {
+                Box::pin(async move {
+                    Ok(sqlx::query_scalar(
+                        "SELECT count(*) FROM agent_requests WHERE agent_principal_id = $1 AND created_at >= $2",
+                    )
+                    .bind(principal_id)
+                    .bind(since)
+                    .fetch_one(self.read())
                     .await?)
                 })
             }

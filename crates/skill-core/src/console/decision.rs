@@ -91,6 +91,12 @@ impl Decision {
                             textarea id={ "comment-" (approval.id) } name="comment" rows=(if target.is_some() { "10" } else { "4" }) maxlength="10000" {
                                 @if target.is_some() { (self.draft.clone().unwrap_or_default()) }
                             }
+                            @if let Some(draft) = self.draft.as_deref().filter(|d| target.is_some() && d.chars().any(super::layout::is_hidden)) {
+                                p.note.warning {
+                                    "The draft holds characters that are invisible or change the direction of the text: "
+                                    (super::layout::visible(draft))
+                                }
+                            }
                             div.buttons {
                                 button.approve type="submit" name="outcome" value="approved" { "Approve" }
                                 button.reject type="submit" name="outcome" value="rejected" { "Reject" }

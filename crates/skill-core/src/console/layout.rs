@@ -105,10 +105,33 @@ pub(super) fn capped_json(value: &Value, max: usize) -> Markup {
     };
     let total = text.chars().count();
     let shown: String = if total > max { text.chars().take(max).collect() } else { text };
+    let shown = visible(&shown);
     html! {
         @if pre { pre.json { (shown) } } @else { span.text { (shown) } }
         @if total > max { p.note { "… shown in part: " (max) " of " (total) " characters." } }
     }
+}
+
+/// Whether `c` is invisible or changes the direction of the text around it — what could make
+/// the text a person reads differ from the text that is sent.
+pub(super) fn is_hidden(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{2069}' | '\u{feff}')
+        || (c.is_control() && !matches!(c, '\n' | '\t'))
+}
+
+/// `text` with every [`is_hidden`] character written out as `[U+XXXX]`, so a decider sees what
+/// is there, not what it makes the rest look like.
+pub(super) fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_hidden(c) {
+            out.push_str(&format!("[U+{:04X}]", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A status as a badge whose class names it.

@@ -455,6 +455,35 @@ async fn the_older_revisions_tasks_keep_to_their_agent() {
     for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
         let refused = dated(http, &root, &reader, method, json!({"taskId": id})).await;
         assert_eq!(refused["error"]["data"]["code"], "not_found", "{method}: {refused}");
+        let odd = dated(http, &root, &desk, method, json!({"taskId": 123})).await;
+        assert_eq!(odd["error"]["code"], -32602, "{method}: a task id is a string: {odd}");
+    }
+    // A notification asks for nothing: it withdraws nothing.
+    let notice = json!({"jsonrpc": "2.0", "method": "tasks/cancel", "params": {"taskId": id}});
+    let answer = http
+        .post(format!("{root}/mcp"))
+        .bearer_auth(&desk)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .json(&notice)
+        .send()
+        .await
+        .expect("the core answers");
+    assert_eq!(answer.status().as_u16(), 202);
+    let got = dated(http, &root, &desk, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(got["result"]["status"], "working", "{got}");
+    // tasks/result waits its bound, then says the task still works; a principal holds at most 16
+    // such waits at once.
+    let waits: Vec<_> = (0..16).map(|_| dated(http, &root, &desk, "tasks/result", json!({"taskId": id}))).collect();
+    let waiting = futures::future::join_all(waits);
+    let extra = async {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        dated(http, &root, &desk, "tasks/result", json!({"taskId": id})).await
+    };
+    let (waited, extra) = tokio::join!(waiting, extra);
+    assert_eq!(extra["error"]["data"]["code"], "too_many_waits", "{extra}");
+    for answer in waited {
+        assert_eq!(answer["error"]["data"]["code"], "task_still_working", "{answer}");
     }
     let cancelled = dated(http, &root, &desk, "tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
@@ -463,6 +492,21 @@ async fn the_older_revisions_tasks_keep_to_their_agent() {
     let result = dated(http, &root, &desk, "tasks/result", json!({"taskId": id})).await;
     assert_eq!(result["error"]["data"]["code"], "request_withdrawn", "{result}");
     assert!(outbox(&outbox_folder).is_empty());
+
+    // A principal disabled while it waits learns nothing more.
+    let write = json!({"name": "claim.send_reply", "arguments": {"claim": "C-10", "comment": "Later."}, "task": {}});
+    let created = dated(http, &root, &desk, "tools/call", write).await;
+    let later = created["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    let admin = token(&core.engine, "operator", &["org.manage"]).await;
+    let wait = dated(http, &root, &desk, "tasks/result", json!({"taskId": later}));
+    let disable = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        core.post(&admin, "/principals:disable", &json!({"principal": "claims-desk", "reason": "offboarded"}))
+            .await
+            .ok(200);
+    };
+    let (waited, ()) = tokio::join!(wait, disable);
+    assert_eq!(waited["error"]["data"]["code"], "invalid_token", "{waited}");
 }
 
 /// The TypeScript SDK's client as an agent, and the MCP Inspector's CLI: the same lists, a

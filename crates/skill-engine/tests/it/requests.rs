@@ -626,3 +626,20 @@ async fn the_checks_catch_a_forged_write() {
     let caught = tokio::spawn(async move { check(&w, &asked, "forged").await }).await;
     assert!(caught.is_err_and(|error| error.is_panic()), "a write without a basis went unnoticed");
 }
+
+/// Withdrawing does not make room without end: an agent makes at most 500 requests an hour.
+#[tokio::test]
+async fn an_agent_asks_at_most_five_hundred_times_an_hour() {
+    let w = world(1005).await;
+    let client = ClientInfo { name: "model".into(), version: "1".into() };
+    for n in 0..skill_engine::requests::MAX_REQUESTS_PER_HOUR {
+        let inputs = json!({"n": n}).as_object().cloned().unwrap_or_default();
+        let called = w.engine.gateway_call(&w.agent, &w.write, inputs, None, &client, None).await.expect("asked");
+        let GatewayCall::Requested(request) = called else { panic!("a write ran without a basis") };
+        w.engine.withdraw_agent_request(&w.agent, &request.id, None).await.expect("withdrawn");
+    }
+    let inputs = json!({"n": -1}).as_object().cloned().unwrap_or_default();
+    let refused = w.engine.gateway_call(&w.agent, &w.write, inputs, None, &client, None).await.expect_err("one too many");
+    assert_eq!(refused.code, "too_many_requests");
+    assert_eq!(refused.details["lastHour"], 500);
+}
