@@ -179,6 +179,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn hidden_characters_are_written_out() {
+        let trick = "your claim is \u{202e}devorppa\u{202c}.\nRegards\u{200b}";
+        assert_eq!(visible(trick), "your claim is [U+202E]devorppa[U+202C].\nRegards[U+200B]");
+        let shown = capped_json(&serde_json::json!({"comment": trick}), usize::MAX).into_string();
+        assert!(shown.contains("[U+202E]") && !shown.contains('\u{202e}'), "{shown}");
+    }
+
+    #[test]
     fn times_read_relative_to_now() {
         let now = Utc::now();
         for (ago, said) in [
