@@ -54,7 +54,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-store", &["skill-api", "skill-contract"]),
     // The blob stores beyond a folder (S3-compatible), behind skill-store's trait.
     ("skill-blobs", &["skill-store"]),
-    ("skill-engine", &["skill-api", "skill-contract", "skill-store"]),
+    ("skill-engine", &["skill-api", "skill-conditions", "skill-contract", "skill-store"]),
     // The MCP gateway: rmcp's server over the engine.
     ("skill-gateway", &["skill-api", "skill-engine", "skill-http"]),
     (

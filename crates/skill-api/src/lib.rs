@@ -47,6 +47,8 @@ pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, Failure, 
 pub use envelope::{ErrorBody, ErrorEnvelope};
 /// The agent document (`kind: Agent`) the apply carries and the answers show.
 pub use skill_contract::agent;
+/// The work rule document, as `POST /rules` and packages carry it.
+pub use skill_contract::rule;
 pub mod events;
 pub use events::{EventData, EventOut, EventsQuery};
 pub use invocations::{

@@ -45,6 +45,10 @@ pub struct ApplyRequest {
     /// whole. List them in `objects` as `{kind: Agent, key}` too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<crate::AgentRequest>,
+    /// Work rule versions to publish (after the agents they act as and the task types they
+    /// ensure); a version published already with the same document is left alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<crate::RuleRequest>,
 }
 
 /// One change of a package plan.
@@ -74,6 +78,9 @@ pub struct ApplyOut {
     /// The agents this apply created or changed.
     #[serde(default)]
     pub agents: Vec<crate::AgentOut>,
+    /// The work rule versions this apply published.
+    #[serde(default)]
+    pub rules: Vec<crate::RuleOut>,
 }
 
 /// The body of `POST /packages:record`.

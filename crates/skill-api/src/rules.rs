@@ -180,7 +180,7 @@ pub struct EvaluateOut {
     /// The interpretation's call it would request.
     pub call: Option<PlannedCall>,
     /// The work it would ensure: without an interpretation, whole; with one, what the fact alone
-    /// fills (paths into the output are shown as written).
+    /// fills (what reads the interpretation's output is empty or null: the call has not run).
     pub work: Vec<PlannedWork>,
 }
 

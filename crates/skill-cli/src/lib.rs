@@ -3,5 +3,6 @@
 //! works as the package documentation writes it.
 
 pub mod call_command;
+pub mod fact_command;
 pub mod image_command;
 pub mod package_command;

@@ -69,6 +69,11 @@ enum Subcommands {
     Call(skill_cli::call_command::CallArgs),
     /// List recent calls of a core (one's own, or all with skills.execute or org.read).
     Calls(skill_cli::call_command::CallsArgs),
+    /// Send facts to a core: what happened in the world, for its work rules.
+    Fact {
+        #[command(subcommand)]
+        command: skill_cli::fact_command::FactCommand,
+    },
     /// Check a package offline, or plan and apply it against a core.
     Package {
         #[command(subcommand)]
@@ -159,6 +164,7 @@ fn main() -> ExitCode {
         Subcommands::Package { command } => return skill_cli::package_command::run(command),
         Subcommands::Image { command } => return skill_cli::image_command::run(command),
         Subcommands::Call(args) => return skill_cli::call_command::call(args),
+        Subcommands::Fact { command } => return skill_cli::fact_command::fact(command),
         Subcommands::Calls(args) => return skill_cli::call_command::calls(args),
         Subcommands::List { krate, locate } => (locate.package, krate, vec!["list".into()]),
         Subcommands::Contract { krate, args, locate } => (locate.package, krate, args.to_args()),

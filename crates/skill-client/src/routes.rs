@@ -5,10 +5,11 @@ use serde_json::Value;
 use skill_api::operations::{Op, Operation};
 use skill_api::{
     ApplyOut, ApplyRequest, AssignRequest, Assigned, AssignedSkill, AudienceTokenOut, AudienceTokenRequest,
-    CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, DisableOut, DisableRequest, EventOut,
-    EventsQuery, ExecutorAllowance, ExecutorAllowanceOut, FailRequest, Health, HeartbeatRequest, InstallOut,
-    InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery, MetadataOut, Page, PageQuery, PatchRequest,
-    PublishRequest, RecordRequest, Revoked, SessionOut, SessionRequest, SettingsOut, SettingsRequest, SkillOut,
+    CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, DisableOut, DisableRequest, EvaluateOut,
+    EvaluateRequest, EventOut, EventsQuery, ExecutorAllowance, ExecutorAllowanceOut, FactOut, FactQuery, FactRequest,
+    FailRequest, Health, HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery,
+    MetadataOut, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, RuleOut, RuleRequest,
+    SessionOut, SessionRequest, SettingsOut, SettingsRequest, SkillOut,
 };
 use skill_contract::SkillDefinition;
 
@@ -129,6 +130,33 @@ impl Client {
     pub async fn invoke(&self, reference: &str, request: &InvokeRequest) -> Result<(InvocationOut, bool), ClientError> {
         let answer = self.send(call(Op::InvokeSkill).parameters(&[reference]).body(request)).await?;
         Ok((answer.body, answer.status == 201))
+    }
+
+    /// `POST /facts`: the fact, and whether this request recorded it (`201`) rather than found
+    /// the same fact recorded before (`200`).
+    pub async fn record_fact(&self, request: &FactRequest) -> Result<(FactOut, bool), ClientError> {
+        let answer = self.send(call(Op::RecordFact).body(request)).await?;
+        Ok((answer.body, answer.status == 201))
+    }
+
+    /// `GET /facts/{id}`: the fact and each rule's evaluation of it.
+    pub async fn fact(&self, id: &str) -> Result<FactOut, ClientError> {
+        Ok(self.send(call(Op::ReadFact).parameters(&[id])).await?.body)
+    }
+
+    /// `GET /facts`: one page of a workspace's facts, newest first.
+    pub async fn facts(&self, query: &FactQuery) -> Result<Page<FactOut>, ClientError> {
+        Ok(self.send(call(Op::ListFacts).query(query)).await?.body)
+    }
+
+    /// `POST /rules`.
+    pub async fn publish_rule(&self, request: &RuleRequest) -> Result<RuleOut, ClientError> {
+        Ok(self.send(call(Op::PublishRule).body(request)).await?.body)
+    }
+
+    /// `POST /rules/{reference}:evaluate`: the dry run.
+    pub async fn evaluate_rule(&self, reference: &str, request: &EvaluateRequest) -> Result<EvaluateOut, ClientError> {
+        Ok(self.send(call(Op::EvaluateRule).parameters(&[reference]).body(request)).await?.body)
     }
 
     /// `GET /skill-invocations`: one page of calls, newest first.

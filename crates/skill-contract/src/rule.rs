@@ -89,10 +89,10 @@ pub struct TaskWork {
     /// The task type, `key@version`.
     #[serde(rename = "type")]
     pub task_type: String,
-    /// What names this piece of work (a literal or a path): one task per workspace and work key,
-    /// however often the fact, the rule or the core repeats.
+    /// What names this piece of work (a literal, a path, or a text with `{{path}}`s): one task
+    /// per workspace and work key, however often the fact, the rule or the core repeats.
     pub work_key: String,
-    /// The task's title: a literal or a path.
+    /// The task's title: a literal, a path, or a text with `{{path}}`s (`Claim {{$.fact.key}}`).
     pub title: String,
     /// The task's fields: name → a literal or a path.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
@@ -270,6 +270,21 @@ impl RuleSpec {
             }
             for (field, value) in [("workKey", &task.work_key), ("title", &task.title)] {
                 value_problem(&Value::String(value.clone()), &format!("{at}.{field}"), reads_output, &mut out);
+                match template_paths(value) {
+                    Ok(paths) => {
+                        for path in paths {
+                            value_problem(
+                                &Value::String(path.to_owned()),
+                                &format!("{at}.{field}"),
+                                reads_output,
+                                &mut out,
+                            );
+                        }
+                    }
+                    Err(message) => {
+                        out.push(problem(format!("{at}.{field}"), "invalid_rule", message, "write {{$.fact.key}}"))
+                    }
+                }
                 if value.trim().is_empty() || value.chars().count() > 500 {
                     out.push(problem(
                         format!("{at}.{field}"),
@@ -301,6 +316,26 @@ impl RuleSpec {
         }
         out
     }
+}
+
+/// The paths a template reads: `Claim {{$.fact.data.claim}}` reads `$.fact.data.claim`; a text
+/// without `{{` reads none. An unclosed `{{` or one around no path is an error.
+pub fn template_paths(text: &str) -> Result<Vec<&str>, String> {
+    let mut paths = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            return Err(format!("{text:?} opens {{{{ without closing it"));
+        };
+        let path = after[..end].trim();
+        if !is_path(path) {
+            return Err(format!("{{{{{path}}}}} in {text:?} is not a path: `$` then .name and [n] segments"));
+        }
+        paths.push(path);
+        rest = &after[end + 2..];
+    }
+    Ok(paths)
 }
 
 /// The problems of a name → value mapping (inputs, custom fields).
@@ -411,6 +446,21 @@ mod tests {
         let mut none = spec();
         none["ensureWork"] = json!([]);
         assert!(read_spec(&none).expect("reads").problems().iter().any(|p| p.path == "spec.ensureWork"));
+    }
+
+    #[test]
+    fn templates_read_paths() {
+        assert_eq!(
+            template_paths("Claim {{$.fact.key}} ({{ $.interpretation.output.category }})"),
+            Ok(vec!["$.fact.key", "$.interpretation.output.category"])
+        );
+        assert_eq!(template_paths("plain"), Ok(vec![]));
+        assert!(template_paths("Claim {{$.fact.key").is_err());
+        assert!(template_paths("Claim {{fact.key}}").is_err());
+        let mut document = spec();
+        document["ensureWork"][0]["task"]["title"] = json!("Claim {{$.task.id}}");
+        let problems = read_spec(&document).expect("reads").problems();
+        assert!(problems.iter().any(|p| p.path == "spec.ensureWork[0].task.title"), "{problems:?}");
     }
 
     #[test]

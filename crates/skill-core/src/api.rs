@@ -9,6 +9,7 @@ mod handlers;
 pub(crate) mod idempotency;
 mod knowledge;
 pub mod plumbing;
+mod rules;
 mod strict;
 mod work;
 
@@ -91,16 +92,13 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::QueryEntities => ("/knowledge/entities:query", on(filter, knowledge::query)),
         Op::StoreDocument => ("/knowledge/documents", on(filter, knowledge::document)),
         Op::Recall => ("/context/recall", on(filter, knowledge::recall)),
-        // Served once the engine has facts and rules (in progress).
-        Op::RecordFact
-        | Op::ListFacts
-        | Op::ReadFact
-        | Op::PublishRule
-        | Op::ListRules
-        | Op::ReadRule
-        | Op::EvaluateRule => {
-            return None;
-        }
+        Op::RecordFact => ("/facts", on(filter, rules::record_fact)),
+        Op::ListFacts => ("/facts", on(filter, rules::facts)),
+        Op::ReadFact => ("/facts/{id}", on(filter, rules::fact)),
+        Op::PublishRule => ("/rules", on(filter, rules::publish_rule)),
+        Op::ListRules => ("/rules", on(filter, rules::rules)),
+        Op::ReadRule => ("/rules/{*rest}", on(filter, rules::rule)),
+        Op::EvaluateRule => ("/rules/{*rest}", on(filter, rules::evaluate_rule)),
     };
     let (path, methods) = served;
     // A route without query parameters refuses any, as the ones with them refuse unknown ones.

@@ -116,6 +116,8 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     };
     for workspace in &agent_workspaces {
         add(&mut grants, format!("tasks.write@{workspace}"));
+        // The developer sends facts there, as the world would (docs/rules.md).
+        add(&mut grants, format!("facts.write@{workspace}"));
         add(&mut reviewer_grants, format!("tasks.write@{workspace}"));
         add(&mut reviewer_grants, format!("approvals.decide@{workspace}"));
     }

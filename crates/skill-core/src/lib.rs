@@ -135,9 +135,11 @@ pub async fn serve_with(
 ) -> std::io::Result<()> {
     let sweep = tokio::spawn(sweep_leases(engine.clone()));
     let work = tokio::spawn(carry_out_work(engine.clone()));
+    let rules = tokio::spawn(evaluate_rules(engine.clone()));
     let served = skill_http::serve(listener, app_with(engine, console), limits, stop).await;
     sweep.abort();
     work.abort();
+    rules.abort();
     served
 }
 
@@ -157,6 +159,26 @@ async fn carry_out_work(engine: Engine) {
         }
         if let Err(error) = engine.run_agent_requests(now).await {
             tracing::warn!(error = %error, "advancing agents' requests failed; it runs again shortly");
+        }
+    }
+}
+
+/// Evaluates facts with the work rules, woken when a fact is recorded or a rule's call ends
+/// through this core, and at least every [`SWEEP_EVERY`] (facts and calls of other cores).
+/// Nothing here is authoritative: any number of cores evaluate, none a fact twice.
+async fn evaluate_rules(engine: Engine) {
+    loop {
+        engine.rules_due(SWEEP_EVERY).await;
+        loop {
+            match engine.run_rule_evaluations(chrono::Utc::now()).await {
+                // Work moved: there may be more right behind it.
+                Ok(moved) if moved > 0 => {}
+                Ok(_) => break,
+                Err(error) => {
+                    tracing::warn!(error = %error, "evaluating facts failed; it runs again shortly");
+                    break;
+                }
+            }
         }
     }
 }

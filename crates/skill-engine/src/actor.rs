@@ -13,8 +13,17 @@ pub const TOKEN_PREFIX: &str = "skp_";
 
 /// The permissions of the core. Contracts may require others (custom permissions), which are
 /// granted the same way.
-pub const PERMISSIONS: &[&str] =
-    &["org.manage", "org.read", "skills.invoke", "skills.execute", "tasks.read", "tasks.write", "approvals.decide"];
+pub const PERMISSIONS: &[&str] = &[
+    "org.manage",
+    "org.read",
+    "skills.invoke",
+    "skills.execute",
+    "tasks.read",
+    "tasks.write",
+    "approvals.decide",
+    "facts.read",
+    "facts.write",
+];
 
 /// A principal with its grants, as one request sees them.
 #[derive(Debug, Clone)]
@@ -138,7 +147,7 @@ impl Actor {
 }
 
 /// `org.manage` includes `org.read`; writing tasks and deciding approvals include reading tasks;
-/// writing knowledge includes reading it.
+/// writing knowledge includes reading it, and recording facts reading them.
 fn implies(held: &str, wanted: &str) -> bool {
     held == wanted
         || matches!(
@@ -146,6 +155,7 @@ fn implies(held: &str, wanted: &str) -> bool {
             ("org.manage", "org.read")
                 | ("tasks.write" | "approvals.decide", "tasks.read")
                 | ("knowledge.write", "knowledge.read")
+                | ("facts.write", "facts.read")
         )
 }
 

@@ -168,9 +168,10 @@ impl Engine {
             .basis(actor, &skill, &inputs, task.as_ref(), run.as_ref(), request.approval_id.as_deref(), internal)
             .await?;
 
-        let requested_by: (RequesterKind, String) = match &run {
-            Some(run) => (RequesterKind::Run, run.id.clone()),
-            None => (RequesterKind::Principal, actor.id().to_owned()),
+        let requested_by: (RequesterKind, String) = match (&run, internal) {
+            (Some(run), _) => (RequesterKind::Run, run.id.clone()),
+            (None, Some(Internal::Rule(evaluation))) => (RequesterKind::Rule, evaluation.to_owned()),
+            (None, _) => (RequesterKind::Principal, actor.id().to_owned()),
         };
         let now = Utc::now();
         let implementation = &contract["implementation"];

@@ -23,6 +23,7 @@ pub mod console;
 mod discovery;
 mod ended;
 mod error;
+mod facts;
 mod identity;
 pub mod invocations;
 pub mod keyed;
@@ -30,6 +31,7 @@ pub mod knowledge;
 mod lease;
 pub mod packages;
 pub mod requests;
+pub mod rules;
 mod settings;
 pub mod tokens;
 pub mod work;
@@ -70,6 +72,11 @@ pub struct Engine {
     /// Wakes those waiting for a call's end when one completes or fails through this engine (a
     /// hint: waiters also look again on their own, for calls ended through other cores).
     ended: Arc<tokio::sync::Notify>,
+    /// Wakes the rule evaluation when a fact is recorded or a rule's call ends through this
+    /// engine (a hint: it also looks on its own, for facts and calls of other cores).
+    rules_due: Arc<tokio::sync::Notify>,
+    /// Rules' conditions, compiled once per version.
+    conditions: Arc<rules::Conditions>,
 }
 
 type BlobFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = skill_store::Result<T>> + Send + 'a>>;
@@ -117,6 +124,8 @@ impl Engine {
             outcomes_due: Arc::default(),
             blobs: Arc::new(NoBlobs),
             ended: Arc::default(),
+            rules_due: Arc::default(),
+            conditions: Arc::default(),
         }
     }
 

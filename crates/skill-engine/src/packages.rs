@@ -210,6 +210,9 @@ impl Engine {
         let listed = crate::agents::Objects { objects: &objects, adopt: &adopt };
         let agents =
             self.planned_agents(actor, &request.agents, &request.package.key, &listed, &planned, &origin).await?;
+        let planned_agents: Vec<_> = agents.iter().map(|plan| plan.record.clone()).collect();
+        let rules =
+            self.planned_rules(actor, request, &planned_records, &planned_task_types, &planned_agents, &origin).await?;
         let install = install_of(&request.package, &request.install_hash, actor);
         let installed = PackageInstalled {
             version: install.version.clone(),
@@ -226,6 +229,7 @@ impl Engine {
         let published_artifact_types: Vec<_> =
             planned_types.into_iter().map(crate::artifacts::types::artifact_type_out).collect();
         let applied_agents: Vec<String> = agents.iter().map(|plan| plan.record.key.clone()).collect();
+        let published_rules: Vec<_> = rules.iter().map(|(record, _)| crate::rules::rule_out(record.clone())).collect();
         let plan = PackagePlan {
             creates,
             updates,
@@ -236,7 +240,7 @@ impl Engine {
             task_types,
             artifact_types,
             agents,
-            rules: Vec::new(),
+            rules,
         };
         if let Err(error) = self.store.apply_package(&plan, &event).await {
             return Err(match error.kind() {
@@ -275,7 +279,48 @@ impl Engine {
                 }
                 out
             },
+            rules: published_rules,
         })
+    }
+
+    /// The rule versions a package publishes, each checked against what the plan publishes with
+    /// it; one published already with the same document is left alone, one published otherwise
+    /// is `409 rule_exists`.
+    async fn planned_rules(
+        &self,
+        actor: &Actor,
+        request: &ApplyRequest,
+        skills: &[SkillRecord],
+        task_types: &[skill_store::records::TaskTypeRecord],
+        agents: &[skill_store::records::AgentRecord],
+        origin: &Origin,
+    ) -> Result<Vec<(skill_store::records::RuleRecord, skill_store::records::Event)>> {
+        let planned = crate::rules::Planned { skills, task_types, agents, package: Some(&request.package.key) };
+        let mut rules = Vec::new();
+        for (index, wanted) in request.rules.iter().enumerate() {
+            let item = format!("rules[{index}]");
+            let record =
+                self.prepare_rule(actor, wanted, &planned).await.map_err(|error| error.with("item", item.clone()))?;
+            match self.store.rule_version(&record.key, &record.version).await {
+                Ok(existing) if existing.spec == record.spec => continue,
+                Ok(_) => {
+                    return Err(EngineError::new(
+                        Class::Conflict,
+                        "rule_exists",
+                        format!(
+                            "{}@{} is published with another document: a published rule never changes; give this one a new version",
+                            record.key, record.version
+                        ),
+                    )
+                    .with("item", item));
+                }
+                Err(error) if error.kind() == ErrorKind::NotFound => {}
+                Err(error) => return Err(error.into()),
+            }
+            let event = self.rule_event(&record, origin);
+            rules.push((record, event));
+        }
+        Ok(rules)
     }
 }
 

@@ -774,7 +774,7 @@ impl Engine {
 
     /// The agent whose principal is `id`, with its grants as they are now; `principal_disabled`
     /// when it may not act.
-    async fn agent_actor(&self, id: &str) -> Result<Actor> {
+    pub(crate) async fn agent_actor(&self, id: &str) -> Result<Actor> {
         let principal = self.store.principal(id).await?;
         if principal.disabled_at.is_some() {
             return Err(EngineError::new(

@@ -41,7 +41,7 @@ pub use preview::{ActionPreview, CallPreview, CalledVersion};
 pub use retry::MAX_RETRIES;
 pub(crate) use retry::effect_key;
 pub(crate) use runs::check_owned_and_running as runs_check;
-pub(crate) use tasks::task_view;
+pub(crate) use tasks::{check_fields, task_view};
 pub(crate) use types::{task_type_out, type_exists};
 
 /// The most comments a task's listing answers with.

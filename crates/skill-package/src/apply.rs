@@ -51,6 +51,7 @@ pub async fn apply(
         task_types: crate::task_types::task_type_requests(loaded)?,
         artifact_types: crate::task_types::artifact_type_requests(loaded)?,
         agents: crate::task_types::agent_requests(loaded)?,
+        rules: crate::task_types::rule_requests(loaded)?,
     };
     for change in &writes {
         match &change.plan {

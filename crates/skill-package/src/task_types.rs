@@ -1,8 +1,8 @@
-//! A package's task types, artifact types and agents as the core publishes them: each document's `spec`
+//! A package's task types, artifact types, agents and work rules as the core publishes them: each document's `spec`
 //! with its `key`, read into the API's request (an unknown field is named with its file).
 
 use serde_json::Value;
-use skill_api::{AgentRequest, ArtifactTypeRequest, TaskTypeRequest};
+use skill_api::{AgentRequest, ArtifactTypeRequest, RuleRequest, TaskTypeRequest};
 
 use crate::load::Loaded;
 
@@ -35,6 +35,19 @@ pub fn agent_requests(loaded: &Loaded) -> Result<Vec<AgentRequest>, String> {
         agents.push(AgentRequest { key: object.key.clone(), spec: spec.clone() });
     }
     Ok(agents)
+}
+
+/// The work rules of the package, in file order: each document's key and spec (an unknown field
+/// or a wrong type named with its file and path).
+pub fn rule_requests(loaded: &Loaded) -> Result<Vec<RuleRequest>, String> {
+    let mut rules = Vec::new();
+    for object in loaded.package.objects.iter().filter(|object| object.kind == "WorkRule") {
+        let spec = &object.document["spec"];
+        skill_contract::rule::read_spec(spec)
+            .map_err(|problem| format!("{} at {}: {}", object.file, problem.path, problem.message))?;
+        rules.push(RuleRequest { key: object.key.clone(), spec: spec.clone() });
+    }
+    Ok(rules)
 }
 
 /// Each `kind` document's spec with its key, and its file.

@@ -127,6 +127,10 @@ pub(crate) fn render(banner: &Banner<'_>) -> String {
         out.push(String::new());
         out.extend(story);
     }
+    if let Some(story) = fact_story(banner.loaded, banner.sdk) {
+        out.push(String::new());
+        out.extend(story);
+    }
     out.push(String::new());
     out.push("Stop with Ctrl-C.".to_owned());
     out.join("\n")
@@ -207,6 +211,75 @@ fn story(loaded: &package::Loaded, workspace: &str) -> Option<Vec<String>> {
     lines.push(format!(
         "  # or here: curl -s -X POST \"$SKILL_CORE_URL/api/v1/approvals/$APPROVAL:decide\" -H \"Authorization: Bearer $REVIEWER\" {json_body} -d '{{\"outcome\": \"approved\", \"comment\": \"…\"}}'"
     ));
+    Some(lines)
+}
+
+/// A fact for the package's first work rule: its kind, data with each `$.fact.data.<field>` the
+/// rule reads (an example of the task field or skill input it fills), sent to the workspace its
+/// agent makes work in; then what the rule made of it.
+fn fact_story(loaded: &package::Loaded, sdk: bool) -> Option<Vec<String>> {
+    let objects = &loaded.package.objects;
+    let rule = objects.iter().find(|object| object.kind == "WorkRule")?;
+    let spec = skill_api::rule::read_spec(&rule.document["spec"]).ok()?;
+    let agent = objects.iter().find(|o| o.kind == "Agent" && o.key == spec.identity.agent)?;
+    let workspace = agent
+        .document
+        .pointer("/spec/identity/permissions")?
+        .as_array()?
+        .iter()
+        .find_map(|written| written.as_str()?.strip_prefix("tasks.write@").map(str::to_owned))?;
+    let mut data = Map::new();
+    let mut learn = |source: &Value, schema: Option<&Value>| {
+        if let Some(field) = source.as_str().and_then(|path| path.strip_prefix("$.fact.data.")) {
+            let field = field.split(['.', '[']).next().unwrap_or(field).to_owned();
+            let value = schema.map_or(json!("example"), sample);
+            let entry = data.entry(field).or_insert(Value::Null);
+            if entry.is_null() || *entry == json!("example") {
+                *entry = value;
+            }
+        }
+    };
+    for skill_api::rule::EnsureWork::Task(task) in &spec.ensure_work {
+        let key = task.task_type.split('@').next().unwrap_or_default();
+        let fields = objects
+            .iter()
+            .find(|o| o.kind == "TaskType" && o.key == key)
+            .and_then(|o| o.document.pointer("/spec/customFields").cloned());
+        for (name, source) in &task.custom_fields {
+            learn(source, fields.as_ref().and_then(|fields| fields.get(name)));
+        }
+    }
+    if let Some(interpretation) = &spec.interpretation {
+        let (name, version) = interpretation.skill.split_once('@')?;
+        let inputs = objects
+            .iter()
+            .find(|o| o.kind == "Skill" && o.key == name && o.version() == Some(version))
+            .and_then(|o| o.document.pointer("/spec/contract/inputs/properties").cloned());
+        for (name, source) in &interpretation.inputs {
+            learn(source, inputs.as_ref().and_then(|inputs| inputs.get(name)));
+        }
+    }
+    let auth = "-H \"Authorization: Bearer $SKILL_CORE_TOKEN\"";
+    let json_body = "-H 'Content-Type: application/json'";
+    let fact = json!({"workspace": workspace, "kind": spec.on.kind, "key": "message-1", "data": data});
+    let mut lines = vec![format!(
+        "A fact from the world: the rule {}@{} interprets it and opens the work (docs/rules.md):",
+        rule.key, spec.version
+    )];
+    lines.push(format!(
+        "  FACT=$(curl -s -X POST \"$SKILL_CORE_URL/api/v1/facts\" {auth} {json_body} -d '{}' | jq -r .id)",
+        single_quoted(&fact.to_string())
+    ));
+    lines.push(format!(
+        "  sleep 2; curl -s \"$SKILL_CORE_URL/api/v1/facts/$FACT\" {auth} | jq '.evaluations[] | {{rule, status, taskIds}}'"
+    ));
+    if sdk {
+        lines.push(format!(
+            "  skill-sdk fact send --workspace {workspace} --kind {} --key message-2 --data '{}'",
+            spec.on.kind,
+            single_quoted(&Value::Object(data).to_string())
+        ));
+    }
     Some(lines)
 }
 

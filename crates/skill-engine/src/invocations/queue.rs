@@ -376,6 +376,10 @@ impl Engine {
                     // An outcome or an execution may be waiting for it.
                     self.outcomes_due.notify_one();
                 }
+                if next.requested_by_kind == skill_api::RequesterKind::Rule {
+                    // A rule's evaluation waits for it.
+                    self.rules_due.notify_one();
+                }
                 return Ok(view::invocation_out(next, &skill, now, &view::Looked::default()));
             }
         }
@@ -450,6 +454,8 @@ impl Engine {
                     self.ready.notify_one();
                 } else if next.task_id.is_some() {
                     self.outcomes_due.notify_one();
+                } else if next.requested_by_kind == skill_api::RequesterKind::Rule {
+                    self.rules_due.notify_one();
                 }
                 return Ok(view::invocation_out(next, &skill, now, &view::Looked::default()));
             }

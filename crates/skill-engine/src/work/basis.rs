@@ -37,6 +37,9 @@ pub(crate) enum Internal<'a> {
     /// An agent's approved request, made by the core as the agent on the request's task: the
     /// basis is the approval requested for exactly this call by this agent.
     Request,
+    /// A rule's interpretation of a fact (the evaluation's id), made as the rule's agent: never a
+    /// write, so never a basis.
+    Rule(&'a str),
 }
 
 /// What a task's gate approvals make of its execution.
@@ -172,6 +175,13 @@ impl Engine {
                 self.outcome_basis(actor, skill, inputs, task, action).await.map(Some)
             }
             Some(Internal::Outcome(_) | Internal::Request) if !writes => Ok(None),
+            Some(Internal::Rule(_)) if !writes => Ok(None),
+            Some(Internal::Rule(_)) => Err(unauthorized(
+                skill,
+                None,
+                "rule_skill_side_effects",
+                "a rule has no human decision to refer to: it never calls a version that writes",
+            )),
             Some(Internal::Outcome(_)) => Ok(None),
             Some(Internal::Request) => {
                 self.requested_basis(actor, skill, inputs, task, run, approval_id).await.map(Some)

@@ -231,7 +231,7 @@ fn keys_in(value: &Value) -> usize {
 
 /// The custom fields fit the bounds and match the type's: each a declared field, each value
 /// valid against its schema.
-fn check_fields(task_type: &TaskTypeRecord, fields: &Value) -> Result<()> {
+pub(crate) fn check_fields(task_type: &TaskTypeRecord, fields: &Value) -> Result<()> {
     let bytes = serde_json::to_vec(fields).map_or(0, |bytes| bytes.len());
     let keys = keys_in(fields);
     for (limit, max, actual) in [("bytes", MAX_FIELDS_BYTES, bytes), ("keys", MAX_FIELDS_KEYS, keys)] {

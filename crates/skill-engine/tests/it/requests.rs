@@ -93,6 +93,7 @@ async fn world(case: u64) -> World {
         task_types: Vec::new(),
         artifact_types: Vec::new(),
         agents: vec![desk, runner],
+        rules: Vec::new(),
     };
     engine.apply_package(&admin, &apply, None).await.expect("applied");
     let token = |key: &'static str| {
@@ -419,6 +420,7 @@ async fn waiting_requests_never_hide_an_approved_one() {
         task_types: Vec::new(),
         artifact_types: Vec::new(),
         agents: vec![second],
+        rules: Vec::new(),
     };
     w.engine.apply_package(&admin, &apply, None).await.expect("applied");
     let issued =
@@ -639,7 +641,8 @@ async fn an_agent_asks_at_most_five_hundred_times_an_hour() {
         w.engine.withdraw_agent_request(&w.agent, &request.id, None).await.expect("withdrawn");
     }
     let inputs = json!({"n": -1}).as_object().cloned().unwrap_or_default();
-    let refused = w.engine.gateway_call(&w.agent, &w.write, inputs, None, &client, None).await.expect_err("one too many");
+    let refused =
+        w.engine.gateway_call(&w.agent, &w.write, inputs, None, &client, None).await.expect_err("one too many");
     assert_eq!(refused.code, "too_many_requests");
     assert_eq!(refused.details["lastHour"], 500);
 }

@@ -1,0 +1,470 @@
+//! Evaluating facts, durably and idempotently. For each fact not evaluated yet, each rule of its
+//! kind (the newest version of each key) is evaluated in one transaction with the fact's
+//! `evaluated_at`, so any core may evaluate and none twice. A matched evaluation asks for its
+//! interpretation (as the rule's agent, requester kind `rule`, key `rule:<ruleId>:<factId>`),
+//! waits for the call's end — woken when it ends, with polling only as the safety net — and
+//! ensures its work in one transaction with its end: a task per work key (found when one
+//! exists), the interpretation's result as a `skill_result` artifact, the task's origin. A call
+//! that has not ended after 24 hours is cancelled and the evaluation expires.
+
+use chrono::Duration;
+use serde_json::{Value, json};
+use skill_api::events::{RuleEvaluated, RuleEvaluationEnded, RuleInterpretationRequested, TaskCreated};
+use skill_api::{CallStatus, InvokeRequest, Lifecycle, MAX_FACT_DEPTH, RuleEvaluationStatus, TaskStatus};
+use skill_contract::rule::EnsureWork;
+use skill_store::ErrorKind;
+use skill_store::records::{
+    Event, FactRecord, InvocationRecord, RuleEvaluationRecord, RuleRecord, TaskOriginRecord, TaskRecord, Time,
+    WorkChange,
+};
+
+use super::{fill, filled};
+use crate::artifacts::NewArtifact;
+use crate::cancellation::Cancellation;
+use crate::error::{EngineError, Result};
+use crate::facts::fact_document;
+use crate::work::basis::Internal;
+use crate::{Engine, Origin};
+
+/// How long an evaluation waits for its interpretation before it expires.
+pub const RULE_WAIT_HOURS: i64 = 24;
+/// How many facts, and how many evaluations, one pass takes at most.
+const BATCH: i64 = 200;
+
+impl Engine {
+    /// Waits until a fact was recorded or a rule's call ended through this engine, or `within`
+    /// passed (facts and calls also arrive through other cores).
+    pub async fn rules_due(&self, within: std::time::Duration) {
+        let _ = tokio::time::timeout(within, self.rules_due.notified()).await;
+    }
+
+    /// One pass: evaluates the facts no rule evaluated yet, then moves every evaluation that can
+    /// move. Answers how many things moved.
+    pub async fn run_rule_evaluations(&self, now: Time) -> Result<usize> {
+        let mut moved = 0;
+        for fact in self.store.unevaluated_facts(BATCH).await? {
+            moved += self.evaluate_fact(&fact, now).await?;
+        }
+        let expired_before = now - Duration::hours(RULE_WAIT_HOURS);
+        for evaluation in self.store.movable_evaluations(expired_before, BATCH).await? {
+            moved += self.advance_evaluation(evaluation, now).await?;
+        }
+        Ok(moved)
+    }
+
+    /// Each rule of the fact's kind evaluated, with the fact's `evaluated_at`, in one
+    /// transaction: 0 when another core did it first.
+    async fn evaluate_fact(&self, fact: &FactRecord, now: Time) -> Result<usize> {
+        let rules = self.store.rules_for_kind(&fact.kind).await?;
+        let workspace = self.store.workspace_by_reference(&fact.workspace_id).await?;
+        let document = json!({"fact": fact_document(fact, &workspace.key)});
+        let mut changes = Vec::new();
+        let mut events = Vec::new();
+        let system = Origin::default();
+        for rule in &rules {
+            let (status, error) = if i64::from(fact.depth) > i64::from(MAX_FACT_DEPTH) {
+                let message = format!(
+                    "the fact comes from work that rules made {} times in a row: its evaluation stops here",
+                    fact.depth
+                );
+                (RuleEvaluationStatus::Failed, Some(json!({"code": "rule_loop_suspected", "message": message})))
+            } else if rule.spec.on.when.is_none() {
+                (RuleEvaluationStatus::Matched, None)
+            } else {
+                match self.condition(rule).and_then(|compiled| {
+                    compiled.eval(&document).map_err(|error| EngineError::invalid_request(error.message))
+                }) {
+                    Ok(true) => (RuleEvaluationStatus::Matched, None),
+                    Ok(false) => (RuleEvaluationStatus::NotMatched, None),
+                    Err(error) => (
+                        RuleEvaluationStatus::Failed,
+                        Some(
+                            json!({"code": "condition_error", "message": format!("the condition has no value: {}", error.message)}),
+                        ),
+                    ),
+                }
+            };
+            let evaluation = RuleEvaluationRecord {
+                id: self.new_id(),
+                fact_id: fact.id.clone(),
+                rule_id: rule.id.clone(),
+                status,
+                invocation_id: None,
+                task_ids: Vec::new(),
+                artifact_id: None,
+                error: error.clone(),
+                row_version: 1,
+                created_at: now,
+                updated_at: now,
+                ended_at: status.is_terminal().then_some(now),
+            };
+            let evaluated = RuleEvaluated {
+                fact_id: fact.id.clone(),
+                rule_id: rule.id.clone(),
+                rule: format!("{}@{}", rule.key, rule.version),
+                status,
+                reason: error.as_ref().and_then(|e| e["code"].as_str()).map(str::to_owned),
+            };
+            events.push(self.event(format!("rule_evaluation:{}", evaluation.id), &evaluated, &system));
+            changes.push(WorkChange::InsertEvaluation(evaluation));
+        }
+        changes.push(WorkChange::FactEvaluated { fact_id: fact.id.clone(), at: now });
+        match self.store.write_work(&changes, &events).await {
+            Ok(()) => Ok(1),
+            Err(error) if matches!(error.kind(), ErrorKind::Stale | ErrorKind::Conflict) => Ok(0),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Moves one evaluation: a matched one asks for its interpretation (or ensures its work when
+    /// it has none); a waiting one ensures its work once the call succeeded, fails with the call,
+    /// or expires.
+    async fn advance_evaluation(&self, evaluation: RuleEvaluationRecord, now: Time) -> Result<usize> {
+        let rule = self.store.rule(&evaluation.rule_id).await?;
+        let fact = self.store.fact(&evaluation.fact_id).await?;
+        match evaluation.status {
+            RuleEvaluationStatus::Matched if rule.spec.interpretation.is_some() => {
+                self.interpret(evaluation, &rule, &fact, now).await
+            }
+            RuleEvaluationStatus::Matched => self.ensure_work(evaluation, &rule, &fact, None, now).await,
+            RuleEvaluationStatus::Waiting => {
+                let Some(call_id) = evaluation.invocation_id.clone() else { return Ok(0) };
+                let call = self.store.invocation(&call_id).await?;
+                match call.status {
+                    CallStatus::Succeeded => self.ensure_work(evaluation, &rule, &fact, Some(&call), now).await,
+                    CallStatus::Failed | CallStatus::Cancelled => {
+                        let code = call.error.as_ref().and_then(|e| e["code"].as_str()).unwrap_or("call_failed");
+                        let (status, code) = if code == "rule_skill_wait_expired" {
+                            (RuleEvaluationStatus::Expired, code.to_owned())
+                        } else {
+                            (RuleEvaluationStatus::Failed, code.to_owned())
+                        };
+                        let message = call.error.as_ref().and_then(|e| e["message"].as_str()).unwrap_or_default();
+                        let error = json!({"code": code, "message": format!("the interpretation's call {}: {message}", call.status), "invocationId": call.id});
+                        self.end_evaluation(evaluation, status, error, now).await
+                    }
+                    CallStatus::Pending | CallStatus::Running => self.expire(evaluation, &call, now).await,
+                }
+            }
+            _ => Ok(0),
+        }
+    }
+
+    /// The interpretation's call, made as the rule's agent: the evaluation waits for it.
+    async fn interpret(
+        &self,
+        evaluation: RuleEvaluationRecord,
+        rule: &RuleRecord,
+        fact: &FactRecord,
+        now: Time,
+    ) -> Result<usize> {
+        let Some(interpretation) = &rule.spec.interpretation else { return Ok(0) };
+        let workspace = self.store.workspace_by_reference(&fact.workspace_id).await?;
+        let document = json!({"fact": fact_document(fact, &workspace.key)});
+        let call = InvokeRequest {
+            inputs: Some(filled(&interpretation.inputs, &document)),
+            idempotency_key: Some(format!("rule:{}:{}", rule.id, fact.id)),
+            ..InvokeRequest::default()
+        };
+        let invoked = match self.agent_actor(&rule.agent_principal_id).await {
+            Ok(agent) => {
+                let internal = Some(Internal::Rule(&evaluation.id));
+                self.invoke_by(&agent, &interpretation.skill, &call, None, internal).await
+            }
+            Err(error) => Err(error),
+        };
+        let invoked = match invoked {
+            Ok(invoked) => invoked,
+            Err(error) => {
+                let error = json!({"code": error.code, "message": format!("the interpretation could not be asked for: {}", error.message), "details": error.details});
+                return self.end_evaluation(evaluation, RuleEvaluationStatus::Failed, error, now).await;
+            }
+        };
+        let requested = RuleInterpretationRequested {
+            fact_id: fact.id.clone(),
+            invocation_id: invoked.invocation.id.clone(),
+            skill: interpretation.skill.clone(),
+        };
+        let event = self.event(format!("rule_evaluation:{}", evaluation.id), &requested, &Origin::default());
+        let next = RuleEvaluationRecord {
+            status: RuleEvaluationStatus::Waiting,
+            invocation_id: Some(invoked.invocation.id.clone()),
+            row_version: evaluation.row_version + 1,
+            updated_at: now,
+            ..evaluation
+        };
+        written(self.store.write_work(&[WorkChange::UpdateEvaluation(next)], &[event]).await)
+    }
+
+    /// A waiting evaluation past its bound: its call cancelled (`rule_skill_wait_expired`), then
+    /// it expires (a core killed between the two finds the call cancelled, and expires it).
+    async fn expire(&self, evaluation: RuleEvaluationRecord, call: &InvocationRecord, now: Time) -> Result<usize> {
+        if evaluation.created_at > now - Duration::hours(RULE_WAIT_HOURS) {
+            return Ok(0);
+        }
+        let skill = self.store.skill(&call.skill_id).await?.skill;
+        let cause = Cancellation {
+            code: "rule_skill_wait_expired",
+            reason: "the rule's interpretation did not end within 24 hours",
+            by: "system",
+            initiator: "system",
+        };
+        let (cancelled, event) = self.cancelled(call, &skill, &cause, now, &Origin::default());
+        match self.store.update_invocation(&cancelled, &[event]).await {
+            Ok(()) => {}
+            Err(error) if error.kind() == ErrorKind::Stale => return Ok(0),
+            Err(error) => return Err(error.into()),
+        }
+        let error = json!({"code": "rule_skill_wait_expired", "message": "the interpretation did not end within 24 hours: its call was cancelled", "invocationId": call.id});
+        self.end_evaluation(evaluation, RuleEvaluationStatus::Expired, error, now).await
+    }
+
+    /// The evaluation ended without work: failed or expired, with why.
+    async fn end_evaluation(
+        &self,
+        evaluation: RuleEvaluationRecord,
+        status: RuleEvaluationStatus,
+        error: Value,
+        now: Time,
+    ) -> Result<usize> {
+        let ended = RuleEvaluationEnded {
+            fact_id: evaluation.fact_id.clone(),
+            status,
+            task_ids: Vec::new(),
+            created_task_ids: Vec::new(),
+            artifact_id: None,
+            code: error["code"].as_str().map(str::to_owned),
+        };
+        let event = self.event(format!("rule_evaluation:{}", evaluation.id), &ended, &Origin::default());
+        let next = RuleEvaluationRecord {
+            status,
+            error: Some(error),
+            row_version: evaluation.row_version + 1,
+            updated_at: now,
+            ended_at: Some(now),
+            ..evaluation
+        };
+        written(self.store.write_work(&[WorkChange::UpdateEvaluation(next)], &[event]).await)
+    }
+
+    /// The work the rule ensures, the interpretation's result as its evidence, and the
+    /// evaluation's end, in one transaction. A work key taken meanwhile by another evaluation is
+    /// read again and its task linked instead.
+    async fn ensure_work(
+        &self,
+        evaluation: RuleEvaluationRecord,
+        rule: &RuleRecord,
+        fact: &FactRecord,
+        call: Option<&InvocationRecord>,
+        now: Time,
+    ) -> Result<usize> {
+        let workspace = self.store.workspace_by_reference(&fact.workspace_id).await?;
+        let mut document = json!({"fact": fact_document(fact, &workspace.key)});
+        if let Some(call) = call {
+            document["interpretation"] = json!({"output": call.output, "invocationId": call.id});
+        }
+        let agent = match self.agent_actor(&rule.agent_principal_id).await {
+            Ok(agent) => agent,
+            Err(error) => {
+                let error = json!({"code": error.code, "message": error.message});
+                return self.end_evaluation(evaluation, RuleEvaluationStatus::Failed, error, now).await;
+            }
+        };
+        for _ in 0..3 {
+            let planned = match self.planned_work(&evaluation, rule, fact, &agent, &document, now).await {
+                Ok(planned) => planned,
+                Err(error) => {
+                    let error = json!({"code": error.code, "message": format!("the work could not be made: {}", error.message), "details": error.details});
+                    return self.end_evaluation(evaluation, RuleEvaluationStatus::Failed, error, now).await;
+                }
+            };
+            let (mut changes, mut events, task_ids, created) = planned;
+            let artifact = match call {
+                Some(call) => Some(self.evidence(call, rule, fact, &evaluation, task_ids.first()).await?),
+                None => None,
+            };
+            let artifact_id = artifact.as_ref().map(|a| a.id.clone());
+            if let Some(artifact) = artifact {
+                changes.push(WorkChange::InsertArtifact(artifact));
+            }
+            let ended = RuleEvaluationEnded {
+                fact_id: fact.id.clone(),
+                status: RuleEvaluationStatus::Done,
+                task_ids: task_ids.clone(),
+                created_task_ids: created,
+                artifact_id: artifact_id.clone(),
+                code: None,
+            };
+            events.push(self.event(format!("rule_evaluation:{}", evaluation.id), &ended, &Origin::default()));
+            let next = RuleEvaluationRecord {
+                status: RuleEvaluationStatus::Done,
+                task_ids,
+                artifact_id,
+                row_version: evaluation.row_version + 1,
+                updated_at: now,
+                ended_at: Some(now),
+                ..evaluation.clone()
+            };
+            changes.push(WorkChange::UpdateEvaluation(next));
+            match self.store.write_work(&changes, &events).await {
+                Ok(()) => {
+                    self.outcomes_due.notify_one();
+                    return Ok(1);
+                }
+                // A work key taken meanwhile: read the origins again.
+                Err(error) if error.kind() == ErrorKind::Conflict => {}
+                Err(error) if error.kind() == ErrorKind::Stale => return Ok(0),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(crate::error::busy())
+    }
+
+    /// The tasks to make (and those already there under their work keys), their origins and
+    /// events: `(changes, events, every task id, the ids made)`.
+    #[allow(clippy::type_complexity)]
+    async fn planned_work(
+        &self,
+        evaluation: &RuleEvaluationRecord,
+        rule: &RuleRecord,
+        fact: &FactRecord,
+        agent: &crate::Actor,
+        document: &Value,
+        now: Time,
+    ) -> Result<(Vec<WorkChange>, Vec<Event>, Vec<String>, Vec<String>)> {
+        let (mut changes, mut events, mut task_ids, mut created) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        if !agent.can_in("tasks.write", &fact.workspace_id) {
+            return Err(EngineError::forbidden("tasks.write")
+                .with("workspaceId", fact.workspace_id.as_str())
+                .with("agent", agent.principal().name.as_str()));
+        }
+        for (index, work) in rule.spec.ensure_work.iter().enumerate() {
+            let EnsureWork::Task(task) = work;
+            let at = format!("spec.ensureWork[{index}].task");
+            let work_key = render(&task.work_key, document);
+            if !(1..=500).contains(&work_key.chars().count()) {
+                return Err(EngineError::new(
+                    crate::Class::Invalid,
+                    "invalid_rule",
+                    format!("the work key is {} characters; 1 to 500 (is the path right?)", work_key.chars().count()),
+                )
+                .with("path", format!("{at}.workKey")));
+            }
+            if let Some(origin) = self.store.origin_by_work_key(&fact.workspace_id, &work_key).await? {
+                task_ids.push(origin.task_id);
+                continue;
+            }
+            let task_type = self.find_task_type(&task.task_type).await?;
+            let title: String = render(&task.title, document).chars().take(500).collect();
+            let title = if title.trim().is_empty() { format!("{} {}", fact.kind, fact.key) } else { title };
+            let fields = Value::Object(
+                filled(&task.custom_fields, document).into_iter().filter(|(_, value)| !value.is_null()).collect(),
+            );
+            crate::work::check_fields(&task_type, &fields)
+                .map_err(|error| error.with("path", format!("{at}.customFields")))?;
+            self.check_required_fields(&task_type, &fields).await?;
+            let record = TaskRecord {
+                id: self.new_id(),
+                workspace_id: fact.workspace_id.clone(),
+                task_type_id: task_type.id.clone(),
+                title,
+                custom_fields: fields,
+                status: TaskStatus::Open,
+                created_by: rule.agent_principal_id.clone(),
+                row_version: 1,
+                created_at: now,
+                updated_at: now,
+                closed_at: None,
+                close_reason: None,
+            };
+            let made = TaskCreated {
+                workspace_id: record.workspace_id.clone(),
+                task_type_id: record.task_type_id.clone(),
+                task_type: format!("{}@{}", task_type.key, task_type.version),
+            };
+            events.push(self.event(format!("task:{}", record.id), &made, &Origin::default()));
+            let origin = TaskOriginRecord {
+                task_id: record.id.clone(),
+                workspace_id: record.workspace_id.clone(),
+                work_key,
+                fact_id: fact.id.clone(),
+                evaluation_id: evaluation.id.clone(),
+                created_at: now,
+            };
+            task_ids.push(record.id.clone());
+            created.push(record.id.clone());
+            changes.push(WorkChange::InsertTask(record));
+            changes.push(WorkChange::InsertTaskOrigin(origin));
+        }
+        Ok((changes, events, task_ids, created))
+    }
+
+    /// The interpretation's result as a `skill_result` artifact in the fact's workspace, linked
+    /// to the first task the evaluation ensured.
+    async fn evidence(
+        &self,
+        call: &InvocationRecord,
+        rule: &RuleRecord,
+        fact: &FactRecord,
+        evaluation: &RuleEvaluationRecord,
+        task: Option<&String>,
+    ) -> Result<skill_store::records::ArtifactRecord> {
+        let skill = self.store.skill(&call.skill_id).await?.skill;
+        let name = format!("{}@{}", skill.name, skill.version);
+        let content = json!({"invocationId": call.id, "skill": skill.name, "version": skill.version,
+                             "attempt": call.attempt, "output": call.output});
+        let bytes = serde_json::to_vec(&content).unwrap_or_default();
+        let metadata = json!({"skillId": skill.id, "invocationId": call.id, "factId": fact.id,
+                              "evaluationId": evaluation.id, "rule": format!("{}@{}", rule.key, rule.version)});
+        let new = NewArtifact {
+            author: &rule.agent_principal_id,
+            workspace: &fact.workspace_id,
+            task_id: task.cloned(),
+            run_id: None,
+            kind: "skill_result",
+            name: &name,
+            media_type: "application/json",
+            metadata,
+            skill_invocation_id: Some(call.id.clone()),
+        };
+        self.stored_artifact(new, &bytes).await
+    }
+}
+
+/// A work key or a title made from `document`: a path's value, or a text with each `{{path}}`
+/// replaced by its value.
+pub(crate) fn render(template: &str, document: &Value) -> String {
+    if template.starts_with('$') {
+        return text_of(&fill(&Value::String(template.to_owned()), document));
+    }
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        let path = after[..end].trim();
+        out.push_str(&text_of(&crate::work::paths::lookup(document, path).cloned().unwrap_or(Value::Null)));
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A filled value as text: a string as it is, anything else as JSON.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether a write landed: a row that moved meanwhile (another core) is not an error.
+fn written(result: skill_store::Result<()>) -> Result<usize> {
+    match result {
+        Ok(()) => Ok(1),
+        Err(error) if error.kind() == ErrorKind::Stale => Ok(0),
+        Err(error) => Err(error.into()),
+    }
+}
