@@ -22,6 +22,8 @@ pub(crate) struct Core {
     pub(crate) caller: String,
     pub(crate) executor: String,
     pub(crate) http: reqwest::Client,
+    /// The database (a SQLite folder or a PostgreSQL URL), for a second core over it.
+    pub(crate) target: String,
     /// The SQLite database and the blobs; removed when dropped. A test block that names only some
     /// fields of the core (`core.engine`) takes only those: bind the whole core (`let core = core;`).
     _folder: Scratch,
@@ -73,7 +75,7 @@ pub(crate) async fn core_serving(
     let admin = token(&engine, "admin", &["org.manage"]).await;
     let caller = token(&engine, "caller", &["skills.invoke"]).await;
     let executor = executor_token(&engine, "executor", &["skills.execute"], test_allowance()).await;
-    Core { base, engine, admin, caller, executor, http: reqwest::Client::new(), _folder: folder }
+    Core { base, engine, admin, caller, executor, http: reqwest::Client::new(), target, _folder: folder }
 }
 
 /// What the tests' executor may run: the test skills' modules, and the origins and audiences
@@ -130,6 +132,11 @@ impl Reply {
 }
 
 impl Core {
+    /// The folder of the SQLite database and of the blobs.
+    pub(crate) fn folder(&self) -> &std::path::Path {
+        self._folder.path()
+    }
+
     pub(crate) async fn post(&self, token: &str, path: &str, body: &Value) -> Reply {
         let answer = self.http.post(format!("{}{path}", self.base)).bearer_auth(token).json(body).send().await;
         let answer = answer.expect("the core answers");

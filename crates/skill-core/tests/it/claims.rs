@@ -80,7 +80,7 @@ pub(crate) async fn apply_package(core: &Core) -> String {
     // The installer holds what the package's agents are granted, and their requests' workspace
     // exists.
     ensure_workspace(core, "claims").await;
-    let grants = ["org.manage", "skills.invoke", "skills.execute", "claims.reply"];
+    let grants = ["org.manage", "skills.invoke", "skills.execute", "claims.reply", "tasks.write@claims"];
     let installer = crate::api::token(&core.engine, "installer", &grants).await;
     let client = skill_client::Client::new(&root, installer).expect("a client");
     let changes = skill_package::plan(&loaded, &client, &[]).await.expect("a plan");

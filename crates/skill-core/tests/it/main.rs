@@ -20,6 +20,7 @@ mod openapi_file;
 mod package_apply;
 mod process;
 mod remote;
+mod rules;
 mod running;
 mod slow_clients;
 mod tokens;

@@ -1,0 +1,287 @@
+//! Facts and work rules through the real core and the claims package's host as its executor: a
+//! customer's message arrives as a fact, the claim-intake rule has it classified and opens one
+//! reply task with the fact as its origin and the classification as its evidence — once,
+//! however often the fact is sent and however many cores evaluate; what a rule may not be is
+//! refused at every door; the dry run and the loop guard.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use skill_fixtures::Scratch;
+
+use crate::api::token;
+use crate::calls::{Backend, Core, core_serving};
+use crate::claims::{Child, apply_package, executor, host};
+
+/// The package applied, its executor running: `(core, executor, reader)`; the reader reads facts
+/// and tasks of the claims workspace.
+async fn intake(core: &Core, label: &str) -> (Child, String, Scratch) {
+    let root = apply_package(core).await;
+    let installer = token(&core.engine, "intake-installer", &["org.manage", "skills.execute"]).await;
+    let issued = core.post(&installer, "/agents/claims-skills/tokens", &json!({})).await;
+    let runner = issued.ok(201)["token"].as_str().expect("a token").to_owned();
+    let outbox = Scratch::new(&format!("{label}-outbox"));
+    let child = executor(&host(), &root, &runner, &outbox);
+    let reader = token(&core.engine, "reader", &["facts.read@claims", "tasks.read@claims"]).await;
+    (child, reader, outbox)
+}
+
+/// `GET /facts/{id}` until the rules are done with it (every evaluation ended).
+async fn settled(core: &Core, reader: &str, id: &str) -> Value {
+    for _ in 0..300 {
+        let fact = core.get(reader, &format!("/facts/{id}")).await.ok(200).clone();
+        let open = fact["evaluations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| matches!(e["status"].as_str(), Some("matched" | "waiting")));
+        if fact["evaluatedAt"].is_string() && !open {
+            return fact;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the fact {id} was never settled");
+}
+
+fn message(key: &str, claim: &str, text: &str) -> Value {
+    json!({"workspace": "claims", "kind": "claim.received", "key": key, "source": "email",
+           "data": {"claim": claim, "text": text}})
+}
+
+async fn story(core: Core, label: &str) {
+    let (_executor, reader, _outbox) = intake(&core, label).await;
+    let mailbox = token(&core.engine, "mailbox", &["facts.write@claims"]).await;
+
+    // A customer's message becomes one reply task, classified, with the fact as its origin.
+    let first = core.post(&mailbox, "/facts", &message("m-1", "C-7", "The courier never came.")).await;
+    let first = first.ok(201).clone();
+    let fact = settled(&core, &reader, first["id"].as_str().expect("an id")).await;
+    let evaluation = &fact["evaluations"][0];
+    assert_eq!(
+        (evaluation["rule"].as_str(), evaluation["status"].as_str()),
+        (Some("claim-intake@1"), Some("done")),
+        "{fact}"
+    );
+    let tasks = evaluation["taskIds"].as_array().expect("tasks").clone();
+    assert_eq!(tasks.len(), 1);
+    let task = core.get(&reader, &format!("/tasks/{}", tasks[0].as_str().unwrap_or_default())).await.ok(200).clone();
+    assert_eq!(task["title"], "Claim C-7: delivery", "{task}");
+    assert_eq!(task["customFields"], json!({"claim": "C-7", "message": "The courier never came."}));
+    // The interpretation's call was the rule's, as its agent, keyed by rule and fact.
+    let call = core
+        .get(&core.admin, &format!("/skill-invocations/{}", evaluation["invocationId"].as_str().unwrap_or_default()))
+        .await;
+    let call = call.ok(200).clone();
+    assert_eq!(
+        (call["requestedBy"]["kind"].as_str(), call["status"].as_str()),
+        (Some("rule"), Some("succeeded")),
+        "{call}"
+    );
+    assert!(call["idempotencyKey"].as_str().is_some_and(|key| key.starts_with("rule:")), "{call}");
+    // Its result is the task's evidence.
+    let artifact = evaluation["artifactId"].as_str().expect("evidence");
+    let evidence = core.get(&reader, &format!("/artifacts/{artifact}")).await.ok(200).clone();
+    assert_eq!(
+        (evidence["type"].as_str(), evidence["taskId"].as_str()),
+        (Some("skill_result"), tasks[0].as_str()),
+        "{evidence}"
+    );
+
+    // The same fact again is the same fact; other data under its key is refused.
+    let again = core.post(&mailbox, "/facts", &message("m-1", "C-7", "The courier never came.")).await;
+    assert_eq!(again.ok(200)["id"], first["id"]);
+    let other = core.post(&mailbox, "/facts", &message("m-1", "C-7", "Something else.")).await;
+    assert_eq!((other.status.as_u16(), other.body["error"]["code"].as_str()), (409, Some("fact_conflict")));
+
+    // Thirty messages while a second core evaluates the same database at once: each is
+    // evaluated once, and makes one task.
+    let store = skill_store::open(&core.target, &Default::default()).await.expect("the same database");
+    let second = skill_engine::Engine::new(store)
+        .with_blobs(Arc::new(skill_store::FolderBlobs::new(core.folder().join("blobs"))));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let racing = {
+        let (second, stop) = (second.clone(), Arc::clone(&stop));
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                second.run_rule_evaluations(chrono::Utc::now()).await.expect("the second core evaluates");
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+    };
+    let mut ids = Vec::new();
+    for n in 0..30 {
+        let sent = core
+            .post(&mailbox, "/facts", &message(&format!("m-{}", n + 2), &format!("C-{n}"), "My parcel is late."))
+            .await;
+        ids.push(sent.ok(201)["id"].as_str().expect("an id").to_owned());
+        // And each sent twice.
+        core.post(&mailbox, "/facts", &message(&format!("m-{}", n + 2), &format!("C-{n}"), "My parcel is late."))
+            .await
+            .ok(200);
+    }
+    for id in &ids {
+        let fact = settled(&core, &reader, id).await;
+        let evaluations = fact["evaluations"].as_array().expect("evaluations");
+        assert_eq!(evaluations.len(), 1, "one evaluation per rule: {fact}");
+        assert_eq!(evaluations[0]["status"], "done", "{fact}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    racing.await.expect("the second core stopped");
+    let listed = core.get(&reader, "/tasks?workspace=claims&limit=200").await.ok(200).clone();
+    let titles: Vec<&str> =
+        listed["items"].as_array().expect("items").iter().filter_map(|t| t["title"].as_str()).collect();
+    assert_eq!(titles.len(), 31, "one task per message: {titles:?}");
+    let events = core.get(&core.admin, "/events?limit=1000").await.ok(200).clone();
+    let evaluated = events["items"].as_array().into_iter().flatten().filter(|e| e["kind"] == "rule.evaluated").count();
+    assert_eq!(evaluated, 31, "one evaluation per fact, journaled once");
+}
+
+#[tokio::test]
+async fn a_customers_message_becomes_one_reply_task_on_sqlite() {
+    story(core_serving(Backend::Sqlite, "rules", None, Default::default()).await, "rules-sqlite").await;
+}
+
+#[tokio::test]
+async fn a_customers_message_becomes_one_reply_task_on_postgres() {
+    story(core_serving(Backend::Postgres, "rules", None, Default::default()).await, "rules-postgres").await;
+}
+
+/// What a rule may not be is refused with its code and path, writing nothing; a fact is checked
+/// as it arrives; the dry run says what a rule would make of a fact; a fact from work that rules
+/// made more than eight times in a row stops its evaluation.
+#[tokio::test]
+async fn rules_and_facts_keep_to_their_rules() {
+    let core = core_serving(Backend::Sqlite, "rules-refusals", None, Default::default()).await;
+    let (_executor, reader, _outbox) = intake(&core, "rules-refusals").await;
+    let rule = |interpretation: Value, when: &str, task_type: &str, agent: &str| {
+        json!({"key": "audit", "spec": {"version": "1", "identity": {"agent": agent},
+               "on": {"kind": "claim.received", "when": when}, "interpretation": interpretation,
+               "ensureWork": [{"task": {"type": task_type, "workKey": "$.fact.key", "title": "Audit"}}]}})
+    };
+    let classify = json!({"skill": "claim.classify@1", "inputs": {"text": "$.fact.data.text"}});
+    let cases = [
+        (
+            rule(json!({"skill": "claim.send_reply@1"}), "true", "claim-reply@1", "claims-intake"),
+            "rule_skill_side_effects",
+            "spec.interpretation.skill",
+        ),
+        (
+            rule(json!({"skill": "claim.classify"}), "true", "claim-reply@1", "claims-intake"),
+            "invalid_rule_interpretation",
+            "spec.interpretation.skill",
+        ),
+        (
+            rule(json!({"skill": "claim.classify@9"}), "true", "claim-reply@1", "claims-intake"),
+            "unknown_skill",
+            "spec.interpretation.skill",
+        ),
+        (
+            rule(classify.clone(), "true", "claim-audit@1", "claims-intake"),
+            "unknown_reference",
+            "spec.ensureWork[0].task.type",
+        ),
+        (rule(classify.clone(), "true", "claim-reply@1", "nobody"), "unknown_reference", "spec.identity.agent"),
+        (rule(classify.clone(), "true", "claim-reply@1", "claims-skills"), "invalid_rule", "spec.identity.agent"),
+        (
+            rule(classify.clone(), "fact.data.amount >", "claim-reply@1", "claims-intake"),
+            "invalid_condition",
+            "spec.on.when",
+        ),
+        (
+            rule(classify.clone(), "facts.size() > 0", "claim-reply@1", "claims-intake"),
+            "invalid_condition",
+            "spec.on.when",
+        ),
+        (
+            rule(json!({"skill": "claim.lookup@1"}), "true", "claim-reply@1", "claims-intake"),
+            "skills_invoke_not_permitted",
+            "spec.identity.agent",
+        ),
+    ];
+    for (body, code, path) in cases {
+        let answer = core.post(&core.admin, "/rules", &body).await;
+        assert_eq!(
+            (answer.body["error"]["code"].as_str(), answer.body["error"]["details"]["path"].as_str()),
+            (Some(code), Some(path)),
+            "{}",
+            answer.body
+        );
+    }
+    let bad = core
+        .post(&core.admin, "/rules", &rule(classify.clone(), "1 +\n  + 2 >", "claim-reply@1", "claims-intake"))
+        .await;
+    assert!(bad.body["error"]["details"]["line"].as_u64().is_some_and(|line| line >= 1), "{}", bad.body);
+    assert!(bad.body["error"]["details"]["column"].as_u64().is_some_and(|column| column >= 1), "{}", bad.body);
+    let listed = core.get(&core.admin, "/rules").await.ok(200).clone();
+    assert_eq!(listed["items"].as_array().map(Vec::len), Some(1), "only the package's rule: {listed}");
+
+    // A fact is checked as it arrives.
+    let mailbox = token(&core.engine, "mailbox", &["facts.write@claims", "tasks.read@claims"]).await;
+    crate::claims::ensure_workspace(&core, "elsewhere").await;
+    let stranger = token(&core.engine, "stranger", &["facts.write@elsewhere"]).await;
+    let send = |body: Value| {
+        let core = &core;
+        let mailbox = mailbox.clone();
+        async move { core.post(&mailbox, "/facts", &body).await }
+    };
+    let refused = send(json!({"workspace": "claims", "kind": "Claim Received", "key": "k", "data": {}})).await;
+    assert_eq!((refused.status.as_u16(), refused.body["error"]["details"]["field"].as_str()), (422, Some("kind")));
+    let refused = send(json!({"workspace": "claims", "kind": "claim.received", "key": "a\u{7}b", "data": {}})).await;
+    assert_eq!(refused.body["error"]["details"]["field"], "key");
+    let refused = send(
+        json!({"workspace": "claims", "kind": "claim.received", "key": "k", "data": {}, "occurredAt": "yesterday"}),
+    )
+    .await;
+    assert_eq!(refused.body["error"]["details"]["field"], "occurredAt");
+    let big = "x".repeat(300 * 1024);
+    let refused =
+        send(json!({"workspace": "claims", "kind": "claim.received", "key": "k", "data": {"text": big}})).await;
+    assert_eq!((refused.status.as_u16(), refused.body["error"]["code"].as_str()), (413, Some("fact_too_large")));
+    let refused = core.post(&stranger, "/facts", &message("k", "C-1", "hi")).await;
+    assert_eq!(refused.status.as_u16(), 403);
+    let none = core.get(&reader, "/facts?workspace=claims").await.ok(200).clone();
+    assert_eq!(none["items"], json!([]), "nothing refused was recorded");
+
+    // The dry run writes nothing.
+    let dry = json!({"fact": {"workspace": "claims", "kind": "claim.received", "key": "x", "data": {"claim": "C-9", "text": "Broken vase"}}});
+    let answer = core.post(&core.admin, "/rules/claim-intake:evaluate", &dry).await.ok(200).clone();
+    assert_eq!(
+        (answer["matched"].as_bool(), answer["condition"]["value"].as_bool()),
+        (Some(true), Some(true)),
+        "{answer}"
+    );
+    assert_eq!(answer["call"]["inputs"], json!({"text": "Broken vase"}));
+    assert_eq!(answer["work"][0]["workKey"], "message:x");
+    let unmatched = json!({"fact": {"workspace": "claims", "kind": "claim.received", "data": {"text": "no claim"}}});
+    let answer = core.post(&core.admin, "/rules/claim-intake@1:evaluate", &unmatched).await.ok(200).clone();
+    assert_eq!((answer["matched"].as_bool(), answer["call"].is_null()), (Some(false), true), "{answer}");
+    let none = core.get(&reader, "/facts?workspace=claims").await.ok(200).clone();
+    assert_eq!(none["items"], json!([]), "the dry run wrote nothing");
+
+    // A rule without interpretation on `loop.step` facts: each fact produced by the last one's
+    // task; past eight in a row the evaluation stops.
+    let looping = json!({"key": "loop", "spec": {"version": "1", "identity": {"agent": "claims-intake"},
+        "on": {"kind": "loop.step"},
+        "ensureWork": [{"task": {"type": "claim-reply@1", "workKey": "loop:{{$.fact.key}}", "title": "Step {{$.fact.key}}",
+                                 "customFields": {"claim": "$.fact.key", "message": "$.fact.key"}}}]}});
+    core.post(&core.admin, "/rules", &looping).await.ok(201);
+    let mut cause: Option<String> = None;
+    let mut last = Value::Null;
+    for step in 0..10 {
+        let mut body = json!({"workspace": "claims", "kind": "loop.step", "key": format!("s{step}"), "data": {}});
+        if let Some(task) = &cause {
+            body["causedByTask"] = json!(task);
+        }
+        let sent = core.post(&mailbox, "/facts", &body).await.ok(201).clone();
+        assert_eq!(sent["depth"], step, "{sent}");
+        last = settled(&core, &reader, sent["id"].as_str().unwrap_or_default()).await;
+        cause = last["evaluations"][0]["taskIds"][0].as_str().map(str::to_owned);
+    }
+    let stopped = &last["evaluations"][0];
+    assert_eq!(
+        (stopped["status"].as_str(), stopped["error"]["code"].as_str()),
+        (Some("failed"), Some("rule_loop_suspected")),
+        "{last}"
+    );
+}
