@@ -546,12 +546,17 @@ fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
 pub(crate) fn checked_key(key: Option<&str>) -> Result<Option<String>> {
     let Some(key) = key else { return Ok(None) };
     let trimmed = key.trim();
-    if trimmed.is_empty() || trimmed.chars().count() > MAX_IDEMPOTENCY_KEY || trimmed.chars().any(char::is_control) {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    };
+    if trimmed.is_empty() || trimmed.chars().count() > MAX_IDEMPOTENCY_KEY || trimmed.chars().any(hidden) {
         return Err(EngineError::new(
             Class::Invalid,
             "invalid_idempotency_key",
             format!(
-                "an idempotencyKey is 1 to {MAX_IDEMPOTENCY_KEY} characters after trimming, none of them a control character"
+                "an idempotencyKey is 1 to {MAX_IDEMPOTENCY_KEY} characters after trimming, none of them a control, invisible or direction-changing character"
             ),
         )
         .with("field", "idempotencyKey"));

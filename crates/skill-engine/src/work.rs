@@ -84,6 +84,13 @@ impl Engine {
         if !actor.can_in("tasks.read", &task.workspace_id) {
             return Err(hidden());
         }
+        // An agent's request is decided and handled by people: no agent reads or changes its task
+        // (its own agent follows it through the gateway).
+        if actor.principal().kind == skill_api::PrincipalKind::Agent
+            && self.store.task_type(&task.task_type_id).await?.key == REQUEST_TYPE
+        {
+            return Err(hidden());
+        }
         if let Some(permission) = permission
             && !actor.can_in(permission, &task.workspace_id)
         {

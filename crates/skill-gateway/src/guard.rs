@@ -124,9 +124,16 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
             let dated = dated::speaks(&parts.headers);
             let actor = parts.extensions.get::<skill_engine::Actor>().cloned();
             if let Some(actor) = actor.filter(|_| dated && dated::takes(&message)) {
-                // A notification (no id) asks for nothing: it is not carried out.
-                if message.get("id").is_none() {
-                    return StatusCode::ACCEPTED.into_response();
+                // A notification (no id) asks for nothing: it is not carried out. MCP's ids are
+                // strings or numbers, never null.
+                match message.get("id") {
+                    None => return StatusCode::ACCEPTED.into_response(),
+                    Some(serde_json::Value::String(_) | serde_json::Value::Number(_)) => {}
+                    Some(_) => {
+                        let refusal = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600,
+                            "message": "a request's id is a string or a number"}});
+                        return (StatusCode::BAD_REQUEST, axum::Json(refusal)).into_response();
+                    }
                 }
                 let host = parts.extensions.get::<RequestHost>().map(|host| host.0.clone());
                 let base = base_of(&guard.config, host.as_deref());

@@ -105,14 +105,26 @@ fn broken_references_fail_with_their_codes() {
     );
 
     let copy = Copy::new("rule");
-    copy.write(
-        "rules/triage.yaml",
-        &json!({"apiVersion": "taimen.ai/v1", "kind": "WorkRule", "key": "claims-triage",
-                "spec": {"interpretation": {"skill": "claim.send_reply@1"}}}),
-    );
+    copy.edit("rules/claim-intake.yaml", "skill: claim.classify@1", "skill: claim.send_reply@1");
     assert_eq!(
         problems(&copy),
-        [("rules/triage.yaml".into(), "spec.interpretation.skill".into(), "rule_skill_side_effects".into())]
+        [("rules/claim-intake.yaml".into(), "spec.interpretation.skill".into(), "rule_skill_side_effects".into())]
+    );
+    let copy = Copy::new("condition");
+    copy.edit("rules/claim-intake.yaml", "size(fact.data.text) > 0", "size(fact.data.text) >");
+    assert_eq!(
+        problems(&copy),
+        [("rules/claim-intake.yaml".into(), "spec.on.when".into(), "invalid_condition".into())]
+    );
+    let copy = Copy::new("rule-refs");
+    copy.edit("rules/claim-intake.yaml", "type: claim-reply@1", "type: claim-audit@1");
+    copy.edit("rules/claim-intake.yaml", "agent: claims-intake", "agent: nobody");
+    assert_eq!(
+        problems(&copy),
+        [
+            ("rules/claim-intake.yaml".into(), "spec.ensureWork[0].task.type".into(), "unknown_reference".into()),
+            ("rules/claim-intake.yaml".into(), "spec.identity.agent".into(), "unknown_reference".into())
+        ]
     );
 
     let copy = Copy::new("acceptance");

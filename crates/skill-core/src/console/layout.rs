@@ -60,9 +60,11 @@ pub(super) fn page(title: &str, viewer: Option<For<'_>>, body: Markup) -> Markup
     }
 }
 
-/// A page as an answer.
+/// A page as an answer: every character that is invisible or changes the direction of text —
+/// in a title, a comment, a field, a text box — written out (`[U+202E]`), so what a person reads
+/// is what is there (and what a form sends back is what they read).
 pub(super) fn answer(status: StatusCode, markup: Markup) -> Response {
-    (status, Html(markup.into_string())).into_response()
+    (status, Html(visible(&markup.into_string()))).into_response()
 }
 
 /// A page for `viewer`, or the page of the error that stopped it.
@@ -117,7 +119,7 @@ pub(super) fn capped_json(value: &Value, max: usize) -> Markup {
 pub(super) fn is_hidden(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
         | '\u{2060}'..='\u{2069}' | '\u{feff}')
-        || (c.is_control() && !matches!(c, '\n' | '\t'))
+        || (c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
 }
 
 /// `text` with every [`is_hidden`] character written out as `[U+XXXX]`, so a decider sees what
@@ -184,6 +186,14 @@ mod tests {
         assert_eq!(visible(trick), "your claim is [U+202E]devorppa[U+202C].\nRegards[U+200B]");
         let shown = capped_json(&serde_json::json!({"comment": trick}), usize::MAX).into_string();
         assert!(shown.contains("[U+202E]") && !shown.contains('\u{202e}'), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn every_page_writes_hidden_characters_out() {
+        let page = answer(StatusCode::OK, maud::html! { h1 { "Refund \u{202e}devorppa" } textarea { "ok\u{200b}" } });
+        let body = axum::body::to_bytes(page.into_body(), 1 << 20).await.expect("a body");
+        let text = String::from_utf8(body.to_vec()).expect("text");
+        assert!(text.contains("Refund [U+202E]devorppa") && text.contains("ok[U+200B]"), "{text}");
     }
 
     #[test]

@@ -458,6 +458,33 @@ async fn the_older_revisions_tasks_keep_to_their_agent() {
         let odd = dated(http, &root, &desk, method, json!({"taskId": 123})).await;
         assert_eq!(odd["error"]["code"], -32602, "{method}: a task id is a string: {odd}");
     }
+    // Another agent that writes tasks in the workspace neither sees nor touches the request's task.
+    let intake = core
+        .engine
+        .issue_agent_token(None, "claims-intake", &Default::default(), &skill_engine::Origin::default())
+        .await
+        .expect("a token")
+        .token;
+    let request_task = core.engine.store().agent_request(&id).await.expect("the request").task_id;
+    assert_eq!(core.get(&intake, &format!("/tasks/{request_task}")).await.status.as_u16(), 404);
+    let listed = core.get(&intake, "/tasks?workspace=claims").await.ok(200).clone();
+    assert!(!listed.to_string().contains(&request_task), "{listed}");
+    let close = core.post(&intake, &format!("/tasks/{request_task}:close"), &json!({"status": "cancelled"})).await;
+    assert_eq!(close.status.as_u16(), 404);
+    let comment = core.post(&intake, "/task-comments", &json!({"taskId": request_task, "body": "ok"})).await;
+    assert_eq!(comment.status.as_u16(), 404);
+    // An id is a string or a number.
+    let null_id = json!({"jsonrpc": "2.0", "id": null, "method": "tasks/cancel", "params": {"taskId": id}});
+    let answer = http
+        .post(format!("{root}/mcp"))
+        .bearer_auth(&desk)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .json(&null_id)
+        .send()
+        .await
+        .expect("the core answers");
+    assert_eq!(answer.status().as_u16(), 400);
     // A notification asks for nothing: it withdraws nothing.
     let notice = json!({"jsonrpc": "2.0", "method": "tasks/cancel", "params": {"taskId": id}});
     let answer = http

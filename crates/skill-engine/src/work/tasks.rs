@@ -118,6 +118,10 @@ impl Engine {
                 types.push(self.store.task_type(&task.task_type_id).await?);
             }
             let task_type = types.iter().find(|t| t.id == task.task_type_id).expect("invariant: read above");
+            // An agent's request is the business of people, never of another agent.
+            if task_type.key == super::REQUEST_TYPE && actor.principal().kind == skill_api::PrincipalKind::Agent {
+                continue;
+            }
             items.push(task_out(task, task_type));
         }
         Ok(bounded_page(items, next, |item| item.id.clone()))
