@@ -28,6 +28,8 @@ pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
     }
     problems.extend(super::placeholder_problems(package));
     let mut visible: BTreeMap<String, SideEffects> = BTreeMap::new();
+    // Skill documents of this package that do not read: what names them is not also unknown.
+    let mut broken = std::collections::BTreeSet::new();
     for (index, owner) in std::iter::once(package).chain(required).enumerate() {
         for object in owner.objects.iter().filter(|object| object.kind == "Skill") {
             let options = NormalizeOptions { allow_placeholders: true, allow_conditions: false, stored: false };
@@ -37,6 +39,9 @@ pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
                 }
                 // The problems of a required package are that package's to fix.
                 Err(error) if index == 0 => {
+                    if let Some(version) = object.version() {
+                        broken.insert(format!("{}@{version}", object.key));
+                    }
                     for violation in error.violations() {
                         problems.push(PackageProblem::new(
                             &object.file,
@@ -51,7 +56,7 @@ pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
             }
         }
     }
-    let references = References { visible: &visible };
+    let references = References { visible: &visible, broken: &broken };
     let executions = executions(std::iter::once(package).chain(required));
     let objects = Objects::of(std::iter::once(package).chain(required));
     for object in &package.objects {
@@ -156,6 +161,8 @@ fn writes(skill: &Skill) -> SideEffects {
 struct References<'a> {
     /// `name@version` → side effects, for every skill the package may name.
     visible: &'a BTreeMap<String, SideEffects>,
+    /// `name@version` of this package's skill documents that do not read (their own problems).
+    broken: &'a std::collections::BTreeSet<String>,
 }
 
 impl References<'_> {
@@ -341,8 +348,11 @@ impl References<'_> {
             ));
         }
         let path = "spec.interpretation.skill";
-        if let Some(skill) =
-            spec.interpretation.as_ref().map(|i| i.skill.as_str()).filter(|_| !found.iter().any(|p| p.path == path))
+        if let Some(skill) = spec
+            .interpretation
+            .as_ref()
+            .map(|i| i.skill.as_str())
+            .filter(|skill| !found.iter().any(|p| p.path == path) && !self.broken.contains(*skill))
         {
             let before = problems.len();
             match self.resolve(object, path, skill, problems) {
