@@ -20,6 +20,7 @@ mod costs;
 mod decide;
 mod decision;
 mod executors;
+mod facts;
 mod forms;
 mod history;
 mod layout;
@@ -71,6 +72,8 @@ pub fn router() -> Router<Core> {
         .route("/catalog", get(catalog::catalog))
         .route("/executors", get(executors::executors))
         .route("/agents", get(agents::agents))
+        .route("/facts", get(facts::facts))
+        .route("/facts/{id}", get(facts::fact))
         .route("/costs", get(costs::costs))
         .route("/skills/{*reference}", get(catalog::skill))
         .route("/assets/{name}", get(assets::asset))

@@ -151,6 +151,36 @@ impl Engine {
         Ok(Page { items: found.into_iter().map(|fact| fact_out(fact, Vec::new())).collect(), next_cursor })
     }
 
+    /// The workspaces whose facts `actor` reads: `(key, id)`, by key.
+    pub async fn fact_workspaces(&self, actor: &Actor) -> Result<Vec<(String, String)>> {
+        let readable = actor.workspaces_with("facts.read");
+        let mut found: Vec<(String, String)> = self
+            .store
+            .workspaces()
+            .await?
+            .into_iter()
+            .filter(|workspace| readable.as_ref().is_none_or(|ids| ids.contains(&workspace.id)))
+            .map(|workspace| (workspace.key, workspace.id))
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
+    /// Why a task exists, when a rule made it: the fact (its data only for who reads facts in
+    /// the workspace) and the evaluation (`tasks.read`).
+    pub async fn task_origin(&self, actor: &Actor, task_id: &str) -> Result<Option<(FactOut, RuleEvaluationOut)>> {
+        let task = self.visible_task(actor, task_id, None).await?;
+        let Some(origin) = self.store.task_origin(&task.id).await? else { return Ok(None) };
+        let mut fact = self.store.fact(&origin.fact_id).await?;
+        if !actor.can_in("facts.read", &fact.workspace_id) {
+            fact.data = Value::Null;
+        }
+        let evaluation = self.store.evaluation(&origin.evaluation_id).await?;
+        let rule = self.store.rule(&evaluation.rule_id).await?;
+        let evaluation = evaluation_out(evaluation, &format!("{}@{}", rule.key, rule.version));
+        Ok(Some((fact_out(fact, Vec::new()), evaluation)))
+    }
+
     /// One fact with each rule's evaluation of it (`facts.read` in its workspace).
     pub async fn fact(&self, actor: &Actor, id: &str) -> Result<FactOut> {
         let fact = match self.store.fact(id).await {

@@ -159,6 +159,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         .await?
         .items;
     let comments = engine.comments(actor, &of_task).await?.items;
+    let origin = engine.task_origin(actor, &task.id).await?;
     let mut names = Names::new(engine);
     let mut shown = Vec::new();
     for artifact in artifacts.items {
@@ -223,6 +224,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         h1 { (task.title) " " (badge(task.status)) }
         @if let Some(reason) = &task.close_reason { p.meta { "closed by the core: " code { (reason) } } }
         (fields(&task))
+        (super::facts::origin(origin.as_ref()))
         (actions(viewer, &task, draft.as_ref(), &decisions))
         section #approvals {
             h2 { "Approvals" }

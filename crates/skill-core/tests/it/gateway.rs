@@ -716,6 +716,8 @@ fn a_core_killed_while_requests_wait_answers_the_same_task_ids_after_its_restart
         "skills.execute",
         "--grant",
         "claims.reply",
+        "--grant",
+        "tasks.write@claims",
     ]);
     let reviewer = cli(&[
         "token",

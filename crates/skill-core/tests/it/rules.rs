@@ -88,6 +88,23 @@ async fn story(core: Core, label: &str) {
         "{evidence}"
     );
 
+    // The console: the workspace's facts, the fact's page with what the rule made of it, and on
+    // the task's page why it exists.
+    let console = crate::console::Console::new(&core);
+    let (cookie, _) = console.sign_in(&reader).await;
+    let listed = console.get(Some(&cookie), "/console/facts?workspace=claims").await;
+    assert!(listed.body.contains("claim.received") && listed.body.contains("m-1"), "{}", listed.body);
+    let fact_id = first["id"].as_str().unwrap_or_default();
+    let page = console.get(Some(&cookie), &format!("/console/facts/{fact_id}")).await;
+    assert!(page.body.contains("claim-intake@1") && page.body.contains("The courier never came."), "{}", page.body);
+    let task_id = tasks[0].as_str().unwrap_or_default();
+    let page = console.get(Some(&cookie), &format!("/console/tasks/{task_id}")).await;
+    assert!(
+        page.body.contains("Why it exists") && page.body.contains(&format!("/console/facts/{fact_id}")),
+        "{}",
+        page.body
+    );
+
     // The same fact again is the same fact; other data under its key is refused.
     let again = core.post(&mailbox, "/facts", &message("m-1", "C-7", "The courier never came.")).await;
     assert_eq!(again.ok(200)["id"], first["id"]);
