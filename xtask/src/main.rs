@@ -13,6 +13,7 @@ mod fault;
 mod fuzz;
 mod module_loops;
 mod postgres;
+mod rules_run;
 mod s3;
 
 use std::path::{Path, PathBuf};
@@ -40,12 +41,14 @@ commands:
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
            against bare rmcp and FastMCP), `bench core [sqlite|postgres]` (P4, invoke → claim →
            complete through the core and a real executor), `bench mcp-core` (the core's MCP gateway
-           against the API, and an agent's request), results in target/bench/; `bench
+           against the API, and an agent's request), `bench rules` (facts to their tasks through a
+           work rule), results in target/bench/; `bench
            console` (the console's pages with 10,000 calls in the store, beside the API's
            listing) prints its table and a JSON line
   fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
            the core once; checks none is lost, no effect doubled, no fencing token reused:
-           `fault [sqlite|postgres]`; figures in target/fault/
+           `fault [sqlite|postgres]`; `fault rules`: 1,000 facts while the executor and the core are
+           killed, each evaluated once; figures in target/fault/
   fuzz     run the coverage-guided fuzz targets (crates/skill-fuzz) under libFuzzer:
            `fuzz [SECONDS] [TARGET...]` (120 s each by default), then keep a lean corpus in
            fuzz/corpus/ (the fewest inputs that reach every edge); `fuzz min [TARGET...]` only
@@ -84,6 +87,7 @@ fn dispatch() -> Result<()> {
             Some("mcp") => bench_host::bench_mcp(),
             Some("core") => bench_core::bench_core(std::env::args().nth(3).as_deref().unwrap_or("sqlite")),
             Some("mcp-core") => bench_gateway::bench_gateway(),
+            Some("rules") => rules_run::bench_rules(),
             Some("console") => run(
                 "the console's pages with 10,000 calls (release)",
                 cargo().args([
@@ -99,11 +103,14 @@ fn dispatch() -> Result<()> {
                 ]),
             ),
             _ => {
-                eprintln!("usage: cargo xtask bench export|http|mcp|core|mcp-core|console [sqlite|postgres]");
+                eprintln!("usage: cargo xtask bench export|http|mcp|core|mcp-core|rules|console [sqlite|postgres]");
                 std::process::exit(2)
             }
         },
-        Some("fault") => fault::fault(std::env::args().nth(2).as_deref().unwrap_or("sqlite")),
+        Some("fault") => match std::env::args().nth(2).as_deref() {
+            Some("rules") => rules_run::fault_rules(),
+            other => fault::fault(other.unwrap_or("sqlite")),
+        },
         Some("fuzz") => fuzz::fuzz(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");

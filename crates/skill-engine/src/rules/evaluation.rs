@@ -1,6 +1,6 @@
 //! Evaluating facts, durably and idempotently. For each fact not evaluated yet, each rule of its
-//! kind (the newest version of each key) is evaluated in one transaction with the fact's
-//! `evaluated_at`, so any core may evaluate and none twice. A matched evaluation asks for its
+//! kind (the newest version of each key) is evaluated in the transaction that sets the fact's
+//! `evaluated_at` (a batch of facts at a time), so any core may evaluate and none twice. A matched evaluation asks for its
 //! interpretation (as the rule's agent, requester kind `rule`, key `rule:<ruleId>:<factId>`),
 //! waits for the call's end — woken when it ends, with polling only as the safety net — and
 //! ensures its work in one transaction with its end: a task per work key (found when one
@@ -30,6 +30,8 @@ use crate::{Engine, Origin};
 pub const RULE_WAIT_HOURS: i64 = 24;
 /// How many facts, and how many evaluations, one pass takes at most.
 const BATCH: i64 = 200;
+/// How many evaluations move at once.
+const PARALLEL: usize = 16;
 
 impl Engine {
     /// Waits until a fact was recorded or a rule's call ended through this engine, or `within`
@@ -41,27 +43,79 @@ impl Engine {
     /// One pass: evaluates the facts no rule evaluated yet, then moves every evaluation that can
     /// move. Answers how many things moved.
     pub async fn run_rule_evaluations(&self, now: Time) -> Result<usize> {
+        use futures::StreamExt;
         let mut moved = 0;
-        for fact in self.store.unevaluated_facts(BATCH).await? {
-            moved += self.evaluate_fact(&fact, now).await?;
+        let facts = self.store.unevaluated_facts(BATCH).await?;
+        if !facts.is_empty() {
+            moved += self.evaluate_facts(&facts, now).await?;
         }
         let expired_before = now - Duration::hours(RULE_WAIT_HOURS);
-        for evaluation in self.store.movable_evaluations(expired_before, BATCH).await? {
-            moved += self.advance_evaluation(evaluation, now).await?;
+        let movable = self.store.movable_evaluations(expired_before, BATCH).await?;
+        // Evaluations are independent: several move at once (each guarded by its row version).
+        let advanced: Vec<Result<usize>> = futures::stream::iter(movable)
+            .map(|evaluation| self.advance_evaluation(evaluation, now))
+            .buffer_unordered(PARALLEL)
+            .collect()
+            .await;
+        for one in advanced {
+            moved += one?;
         }
         Ok(moved)
     }
 
-    /// Each rule of the fact's kind evaluated, with the fact's `evaluated_at`, in one
-    /// transaction: 0 when another core did it first.
-    async fn evaluate_fact(&self, fact: &FactRecord, now: Time) -> Result<usize> {
-        let rules = self.store.rules_for_kind(&fact.kind).await?;
-        let workspace = self.store.workspace_by_reference(&fact.workspace_id).await?;
-        let document = json!({"fact": fact_document(fact, &workspace.key)});
+    /// The facts evaluated in one transaction; when another core took one of them first, each
+    /// on its own.
+    async fn evaluate_facts(&self, facts: &[FactRecord], now: Time) -> Result<usize> {
+        let (mut changes, mut events) = (Vec::new(), Vec::new());
+        // The rules of each kind and the key of each workspace, read once for the batch.
+        let mut rules: std::collections::HashMap<String, Vec<RuleRecord>> = std::collections::HashMap::new();
+        let mut workspaces: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+        for fact in facts {
+            if !rules.contains_key(&fact.kind) {
+                rules.insert(fact.kind.clone(), self.store.rules_for_kind(&fact.kind).await?);
+            }
+            if !workspaces.contains_key(&fact.workspace_id) {
+                let workspace = self.store.workspace_by_reference(&fact.workspace_id).await?;
+                workspaces.insert(fact.workspace_id.clone(), workspace.key);
+            }
+            let (of_kind, key) = (&rules[&fact.kind], &workspaces[&fact.workspace_id]);
+            let (more, journaled) = self.fact_changes(fact, of_kind, key, now);
+            changes.extend(more);
+            events.extend(journaled);
+        }
+        match self.store.write_work(&changes, &events).await {
+            Ok(()) => return Ok(facts.len()),
+            Err(error) if matches!(error.kind(), ErrorKind::Stale | ErrorKind::Conflict) => {}
+            Err(error) => return Err(error.into()),
+        }
+        let mut moved = 0;
+        for fact in facts {
+            let of_kind = rules.get(&fact.kind).map_or(&[][..], Vec::as_slice);
+            let key = workspaces.get(&fact.workspace_id).map_or("", String::as_str);
+            let (changes, events) = self.fact_changes(fact, of_kind, key, now);
+            moved += match self.store.write_work(&changes, &events).await {
+                Ok(()) => 1,
+                Err(error) if matches!(error.kind(), ErrorKind::Stale | ErrorKind::Conflict) => 0,
+                Err(error) => return Err(error.into()),
+            };
+        }
+        Ok(moved)
+    }
+
+    /// Each rule of the fact's kind evaluated, and the fact's `evaluated_at`: what one
+    /// transaction writes.
+    fn fact_changes(
+        &self,
+        fact: &FactRecord,
+        rules: &[RuleRecord],
+        workspace_key: &str,
+        now: Time,
+    ) -> (Vec<WorkChange>, Vec<Event>) {
+        let document = json!({"fact": fact_document(fact, workspace_key)});
         let mut changes = Vec::new();
         let mut events = Vec::new();
         let system = Origin::default();
-        for rule in &rules {
+        for rule in rules {
             let (status, error) = if i64::from(fact.depth) > i64::from(MAX_FACT_DEPTH) {
                 let message = format!(
                     "the fact comes from work that rules made {} times in a row: its evaluation stops here",
@@ -109,11 +163,7 @@ impl Engine {
             changes.push(WorkChange::InsertEvaluation(evaluation));
         }
         changes.push(WorkChange::FactEvaluated { fact_id: fact.id.clone(), at: now });
-        match self.store.write_work(&changes, &events).await {
-            Ok(()) => Ok(1),
-            Err(error) if matches!(error.kind(), ErrorKind::Stale | ErrorKind::Conflict) => Ok(0),
-            Err(error) => Err(error.into()),
-        }
+        (changes, events)
     }
 
     /// Moves one evaluation: a matched one asks for its interpretation (or ensures its work when
