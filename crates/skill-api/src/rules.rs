@@ -171,10 +171,13 @@ pub struct FactDraft {
 pub struct EvaluateOut {
     /// `key@version` of the version evaluated.
     pub rule: String,
-    /// Whether the fact is of the rule's kind and its condition holds.
+    /// Whether the fact is of the rule's kind, in a workspace its agent may work in, and its
+    /// condition holds.
     pub matched: bool,
     /// Whether the fact is of the rule's kind.
     pub kind_matches: bool,
+    /// Whether the rule's agent may make work in the fact's workspace (a rule works only there).
+    pub agent_may_work: bool,
     /// The condition's value, or why it has none.
     pub condition: ConditionOut,
     /// The interpretation's call it would request.

@@ -26,6 +26,57 @@ use serde_json::Value;
 
 /// The longest source accepted, in bytes.
 pub const MAX_SOURCE: usize = 2048;
+/// The deepest nesting of brackets a source may have.
+pub const MAX_NESTING: usize = 24;
+/// The stack the parser and the interpreter run on (they recurse over the expression).
+const STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// `work` on a thread of its own with a stack deep enough for any accepted expression: the
+/// caller's stack (a runtime's worker) is not what the expression's depth is measured against.
+fn on_deep_stack<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        match std::thread::Builder::new().name("condition".into()).stack_size(STACK_BYTES).spawn_scoped(scope, work) {
+            Ok(running) => running.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No thread to be had: the caller's own stack, which the nesting bound keeps safe.
+            Err(_) => unreachable_spawn(),
+        }
+    })
+}
+
+#[allow(clippy::panic)]
+fn unreachable_spawn() -> ! {
+    panic!("a thread for evaluating a condition could not be started")
+}
+
+/// The deepest nesting of `(`, `[` and `{` in `source`, outside string literals.
+fn nesting(source: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in source.chars() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '\'' | '"' => quote = Some(c),
+                '(' | '[' | '{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                ')' | ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+    }
+    deepest
+}
 
 /// Why a source is not a condition: the message, and where (1-based; 0 when the whole source).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,14 +144,31 @@ impl Condition {
         if source.trim().is_empty() {
             return Err(CompileError { message: "a condition is not blank".to_owned(), line: 0, column: 0 });
         }
-        let program = env().compile(source).map_err(|errors| {
-            let first = errors.errors.first();
-            let (line, column) = first.map_or((0, 0), |error| {
-                (usize::try_from(error.pos.0).unwrap_or(0), usize::try_from(error.pos.1).unwrap_or(0))
+        if nesting(source) > MAX_NESTING {
+            return Err(CompileError {
+                message: format!("a condition nests brackets at most {MAX_NESTING} deep"),
+                line: 0,
+                column: 0,
             });
-            let message = first.map_or_else(|| "not a CEL expression".to_owned(), |error| error.msg.clone());
-            CompileError { message, line, column }
-        })?;
+        }
+        let compiled = on_deep_stack(|| {
+            env().compile(source).map_err(|errors| {
+                let first = errors.errors.first();
+                let (line, column) = first.map_or((0, 0), |error| {
+                    (usize::try_from(error.pos.0).unwrap_or(0), usize::try_from(error.pos.1).unwrap_or(0))
+                });
+                let message = first.map_or_else(|| "not a CEL expression".to_owned(), |error| error.msg.clone());
+                CompileError { message, line, column }
+            })
+        });
+        let program = compiled?;
+        if nested_macro(program.expression(), false) {
+            return Err(CompileError {
+                message: "a macro (all, exists, exists_one, map, filter) inside another's body makes the cost grow with the square of the data: write it without nesting".to_owned(),
+                line: 0,
+                column: 0,
+            });
+        }
         Ok(Self { source: source.to_owned(), program })
     }
 
@@ -138,18 +206,70 @@ impl Condition {
         }
     }
 
-    /// Its CEL value over `input` (what [`Condition::eval`] judges).
+    /// Its CEL value over `input` (what [`Condition::eval`] judges), on a deep stack.
     fn value(&self, input: &Value) -> Result<cel::Value, EvalError> {
+        on_deep_stack(|| self.value_here(input))
+    }
+
+    fn value_here(&self, input: &Value) -> Result<cel::Value, EvalError> {
         let mut context = cel::Context::with_env(Arc::clone(env()));
         if let Value::Object(fields) = input {
             for (name, value) in fields {
-                let value = cel::to_value(value).map_err(|error| EvalError {
-                    message: format!("the input's field {name} is not a CEL value: {error}"),
-                })?;
-                context.add_variable_from_value(name.as_str(), value);
+                context.add_variable_from_value(name.as_str(), to_cel(value));
             }
         }
         self.program.execute(&context).map_err(|error| EvalError { message: error.to_string() })
+    }
+}
+
+/// A JSON value as CEL sees it: a whole number is an `int` (a `uint` only beyond an `int`'s
+/// range), any other number a `double`, an object a map with string keys.
+fn to_cel(value: &Value) -> cel::Value {
+    match value {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => cel::Value::Int(i),
+            (None, Some(u)) => cel::Value::UInt(u),
+            _ => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(text) => cel::Value::String(Arc::new(text.clone())),
+        Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(to_cel).collect())),
+        Value::Object(fields) => {
+            let map: std::collections::HashMap<cel::objects::Key, cel::Value> = fields
+                .iter()
+                .map(|(key, value)| (cel::objects::Key::String(Arc::new(key.clone())), to_cel(value)))
+                .collect();
+            cel::Value::Map(cel::objects::Map { map: Arc::new(map) })
+        }
+    }
+}
+
+/// Whether a comprehension (a macro's loop) sits inside another's body: `inside` says whether
+/// `expression` is in one already.
+fn nested_macro(expression: &cel::IdedExpr, inside: bool) -> bool {
+    use cel::common::ast::{EntryExpr, Expr};
+    match &expression.expr {
+        Expr::Comprehension(comprehension) => {
+            inside
+                || nested_macro(&comprehension.iter_range, inside)
+                || nested_macro(&comprehension.accu_init, inside)
+                || nested_macro(&comprehension.loop_cond, true)
+                || nested_macro(&comprehension.loop_step, true)
+                || nested_macro(&comprehension.result, inside)
+        }
+        Expr::Call(call) => call.target.iter().map(AsRef::as_ref).chain(&call.args).any(|e| nested_macro(e, inside)),
+        Expr::Select(select) => nested_macro(&select.operand, inside),
+        Expr::List(list) => list.elements.iter().any(|e| nested_macro(e, inside)),
+        Expr::Map(map) => map.entries.iter().any(|entry| match &entry.expr {
+            EntryExpr::MapEntry(entry) => nested_macro(&entry.key, inside) || nested_macro(&entry.value, inside),
+            EntryExpr::StructField(field) => nested_macro(&field.value, inside),
+        }),
+        Expr::Struct(fields) => fields.entries.iter().any(|entry| match &entry.expr {
+            EntryExpr::StructField(field) => nested_macro(&field.value, inside),
+            EntryExpr::MapEntry(entry) => nested_macro(&entry.value, inside),
+        }),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => false,
     }
 }
 
@@ -222,10 +342,33 @@ mod tests {
         let stray = Condition::compile_reading("facts.kind == 'x'", &["fact"]).expect_err("unknown variable");
         assert!(stray.message.contains("`facts`"), "{stray}");
         assert!(Condition::compile_reading("fact.kind == 'x'", &["fact"]).is_ok());
+        let arithmetic =
+            Condition::compile("fact.data.amount * 2 > 400 && fact.data.rate * 2.0 > 1.0").expect("compiles");
+        assert_eq!(
+            arithmetic.eval(&json!({"fact": {"data": {"amount": 250, "rate": 0.75}}})),
+            Ok(true),
+            "JSON numbers are ints and doubles"
+        );
         let missing = when.eval(&json!({"fact": {"kind": "claim.received", "data": {}}})).expect_err("no text");
         assert!(missing.message.contains("text"), "{missing}");
         let number = Condition::compile("1 + 2").expect("compiles");
         assert!(number.eval(&json!({})).expect_err("not a boolean").message.contains("not a boolean"));
+    }
+
+    #[test]
+    fn what_could_exhaust_the_core_is_refused() {
+        let deep = format!("{}true{}", "(".repeat(25), ")".repeat(25));
+        assert!(Condition::compile(&deep).expect_err("too deep").message.contains("nests"));
+        let fine = format!("{}true{}", "(".repeat(20), ")".repeat(20));
+        assert_eq!(Condition::compile(&fine).expect("20 deep compiles").eval(&json!({})), Ok(true));
+        assert_eq!(nesting("'((((' + \"))\" == x[0]"), 1, "brackets in strings do not count");
+        let chain = vec!["1"; 500].join("+") + " > 0";
+        assert_eq!(Condition::compile(&chain).expect("a long chain").eval(&json!({})), Ok(true));
+        let nested = "fact.items.exists(i, fact.items.exists(j, i != j && i == j))";
+        assert!(Condition::compile(nested).expect_err("nested macros").message.contains("nest"));
+        let sequential = "fact.items.exists(i, i > 2) && fact.items.map(x, x * 2).all(y, y > 0)";
+        let compiled = Condition::compile(sequential).expect("macros one after another");
+        assert_eq!(compiled.eval(&json!({"fact": {"items": [1, 2, 3]}})), Ok(true));
     }
 
     #[test]

@@ -137,9 +137,13 @@ impl Engine {
         }
         let before = match &query.cursor {
             Some(cursor) => {
-                let fact = self.store.fact(cursor).await.map_err(|_| {
-                    EngineError::invalid_request("the cursor is not one this listing gave").with("field", "cursor")
-                })?;
+                let fact =
+                    self.store.fact(cursor).await.ok().filter(|fact| fact.workspace_id == workspace).ok_or_else(
+                        || {
+                            EngineError::invalid_request("the cursor is not one this listing gave")
+                                .with("field", "cursor")
+                        },
+                    )?;
                 Some((fact.created_at, fact.id))
             }
             None => None,

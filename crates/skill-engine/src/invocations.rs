@@ -81,6 +81,17 @@ impl Engine {
             found => found?,
         };
         let key = checked_key(request.idempotency_key.as_deref())?;
+        // The keys the core gives its own calls are its alone: no caller takes one first.
+        if internal.is_none()
+            && let Some(key) = key.as_deref().filter(|key| RESERVED_KEYS.iter().any(|prefix| key.starts_with(prefix)))
+        {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "invalid_idempotency_key",
+                format!("{key:?}: keys starting with {} are the core's own", RESERVED_KEYS.join(" or ")),
+            )
+            .with("field", "idempotencyKey"));
+        }
         // Kept with its keys in order, so that equal inputs are stored as the same text.
         let inputs = canonical(&Value::Object(request.inputs.clone().unwrap_or_default()));
         if let Some(key) = &key {
@@ -543,6 +554,11 @@ fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
 }
 
 /// The key trimmed; `422 invalid_idempotency_key` when empty or longer than 200 characters.
+/// The prefixes of the idempotency keys of the calls the core makes itself: a rule's
+/// interpretation (`rule:<ruleId>:<factId>`) and an agent's approved request
+/// (`agent-request:<id>`).
+pub(crate) const RESERVED_KEYS: &[&str] = &["rule:", "agent-request:"];
+
 pub(crate) fn checked_key(key: Option<&str>) -> Result<Option<String>> {
     let Some(key) = key else { return Ok(None) };
     let trimmed = key.trim();

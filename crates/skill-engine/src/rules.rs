@@ -303,6 +303,10 @@ impl Engine {
         });
         let document = json!({"fact": fact});
         let kind_matches = draft.kind == rule.kind;
+        let agent_may_work = self
+            .agent_actor(&rule.agent_principal_id)
+            .await
+            .is_ok_and(|agent| agent.can_in("tasks.write", &workspace.id));
         let condition = match &rule.spec.on.when {
             None => ConditionOut { source: None, value: Some(true), error: None },
             Some(when) => {
@@ -317,7 +321,7 @@ impl Engine {
                 }
             }
         };
-        let matched = kind_matches && condition.value == Some(true);
+        let matched = kind_matches && agent_may_work && condition.value == Some(true);
         let call = rule.spec.interpretation.as_ref().filter(|_| matched).map(|interpretation| PlannedCall {
             skill: interpretation.skill.clone(),
             inputs: filled(&interpretation.inputs, &document),
@@ -339,7 +343,15 @@ impl Engine {
         } else {
             Vec::new()
         };
-        Ok(EvaluateOut { rule: format!("{}@{}", rule.key, rule.version), matched, kind_matches, condition, call, work })
+        Ok(EvaluateOut {
+            rule: format!("{}@{}", rule.key, rule.version),
+            matched,
+            kind_matches,
+            agent_may_work,
+            condition,
+            call,
+            work,
+        })
     }
 
     /// The rule's condition, compiled once per version.

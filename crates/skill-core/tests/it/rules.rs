@@ -225,6 +225,14 @@ async fn rules_and_facts_keep_to_their_rules() {
             answer.body
         );
     }
+    // What would exhaust the core: brackets nested deeper than 24, a macro inside another's body.
+    let deep = format!("{}true{}", "(".repeat(30), ")".repeat(30));
+    let nested = "fact.data.items.exists(i, fact.data.items.exists(j, i != j && i == j))";
+    for when in [deep.as_str(), nested] {
+        let answer =
+            core.post(&core.admin, "/rules", &rule(classify.clone(), when, "claim-reply@1", "claims-intake")).await;
+        assert_eq!(answer.body["error"]["code"], "invalid_condition", "{when}: {}", answer.body);
+    }
     let bad = core
         .post(&core.admin, "/rules", &rule(classify.clone(), "1 +\n  + 2 >", "claim-reply@1", "claims-intake"))
         .await;
@@ -259,6 +267,22 @@ async fn rules_and_facts_keep_to_their_rules() {
     assert_eq!(refused.status.as_u16(), 403);
     let none = core.get(&reader, "/facts?workspace=claims").await.ok(200).clone();
     assert_eq!(none["items"], json!([]), "nothing refused was recorded");
+    // The keys of the core's own calls are its alone.
+    let squat = json!({"inputs": {"text": "x"}, "idempotencyKey": "rule:anything:else"});
+    let answer = core.post(&core.caller, "/skills/claim.classify@1:invoke", &squat).await;
+    assert_eq!(answer.body["error"]["code"], "invalid_idempotency_key", "{}", answer.body);
+    // A fact of a workspace the rule's agent does not work in is not for the rule: nothing of it
+    // reaches the agent.
+    let elsewhere = json!({"workspace": "elsewhere", "kind": "claim.received", "key": "secret-1",
+                           "data": {"claim": "C-1", "text": "Not for the claims desk."}});
+    let sent = core.post(&stranger, "/facts", &elsewhere).await.ok(201).clone();
+    let admin_reads = token(&core.engine, "auditor", &["facts.read"]).await;
+    let fact = settled(&core, &admin_reads, sent["id"].as_str().unwrap_or_default()).await;
+    assert_eq!(fact["evaluations"], json!([]), "{fact}");
+    // A cursor of another workspace is no cursor of this listing.
+    let crossed =
+        core.get(&reader, &format!("/facts?workspace=claims&cursor={}", sent["id"].as_str().unwrap_or_default())).await;
+    assert_eq!(crossed.status.as_u16(), 400);
 
     // The dry run writes nothing.
     let dry = json!({"fact": {"workspace": "claims", "kind": "claim.received", "key": "x", "data": {"claim": "C-9", "text": "Broken vase"}}});

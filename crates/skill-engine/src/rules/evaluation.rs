@@ -70,16 +70,25 @@ impl Engine {
         // The rules of each kind and the key of each workspace, read once for the batch.
         let mut rules: std::collections::HashMap<String, Vec<RuleRecord>> = std::collections::HashMap::new();
         let mut workspaces: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+        // The agent each rule acts as (`None`: disabled), read once for the batch.
+        let mut agents: std::collections::HashMap<String, Option<crate::Actor>> = std::collections::HashMap::new();
         for fact in facts {
             if !rules.contains_key(&fact.kind) {
-                rules.insert(fact.kind.clone(), self.store.rules_for_kind(&fact.kind).await?);
+                let of_kind = self.store.rules_for_kind(&fact.kind).await?;
+                for rule in &of_kind {
+                    if !agents.contains_key(&rule.agent_principal_id) {
+                        let agent = self.agent_actor(&rule.agent_principal_id).await.ok();
+                        agents.insert(rule.agent_principal_id.clone(), agent);
+                    }
+                }
+                rules.insert(fact.kind.clone(), of_kind);
             }
             if !workspaces.contains_key(&fact.workspace_id) {
                 let workspace = self.store.workspace_by_reference(&fact.workspace_id).await?;
                 workspaces.insert(fact.workspace_id.clone(), workspace.key);
             }
             let (of_kind, key) = (&rules[&fact.kind], &workspaces[&fact.workspace_id]);
-            let (more, journaled) = self.fact_changes(fact, of_kind, key, now);
+            let (more, journaled) = self.fact_changes(fact, of_kind, &agents, key, now);
             changes.extend(more);
             events.extend(journaled);
         }
@@ -92,7 +101,7 @@ impl Engine {
         for fact in facts {
             let of_kind = rules.get(&fact.kind).map_or(&[][..], Vec::as_slice);
             let key = workspaces.get(&fact.workspace_id).map_or("", String::as_str);
-            let (changes, events) = self.fact_changes(fact, of_kind, key, now);
+            let (changes, events) = self.fact_changes(fact, of_kind, &agents, key, now);
             moved += match self.store.write_work(&changes, &events).await {
                 Ok(()) => 1,
                 Err(error) if matches!(error.kind(), ErrorKind::Stale | ErrorKind::Conflict) => 0,
@@ -108,6 +117,7 @@ impl Engine {
         &self,
         fact: &FactRecord,
         rules: &[RuleRecord],
+        agents: &std::collections::HashMap<String, Option<crate::Actor>>,
         workspace_key: &str,
         now: Time,
     ) -> (Vec<WorkChange>, Vec<Event>) {
@@ -116,7 +126,16 @@ impl Engine {
         let mut events = Vec::new();
         let system = Origin::default();
         for rule in rules {
-            let (status, error) = if i64::from(fact.depth) > i64::from(MAX_FACT_DEPTH) {
+            // A rule works where its agent may make work: a fact of another workspace is not
+            // for it (and reaches neither its agent nor its interpretation).
+            let agent = agents.get(&rule.agent_principal_id).cloned().flatten();
+            if agent.as_ref().is_some_and(|agent| !agent.can_in("tasks.write", &fact.workspace_id)) {
+                continue;
+            }
+            let (status, error) = if agent.is_none() {
+                let message = "the agent the rule acts as is disabled: nothing is interpreted or made";
+                (RuleEvaluationStatus::Failed, Some(json!({"code": "principal_disabled", "message": message})))
+            } else if i64::from(fact.depth) > i64::from(MAX_FACT_DEPTH) {
                 let message = format!(
                     "the fact comes from work that rules made {} times in a row: its evaluation stops here",
                     fact.depth
@@ -217,6 +236,11 @@ impl Engine {
             ..InvokeRequest::default()
         };
         let invoked = match self.agent_actor(&rule.agent_principal_id).await {
+            // Its rights may have changed since the fact was evaluated: nothing leaves the
+            // workspace for an agent that may not work there.
+            Ok(agent) if !agent.can_in("tasks.write", &fact.workspace_id) => {
+                Err(EngineError::forbidden("tasks.write").with("workspaceId", fact.workspace_id.as_str()))
+            }
             Ok(agent) => {
                 let internal = Some(Internal::Rule(&evaluation.id));
                 self.invoke_by(&agent, &interpretation.skill, &call, None, internal).await
