@@ -393,8 +393,8 @@ macro_rules! work_store {
                             WorkChange::InsertEvaluation(e) => {
                                 sqlx::query(
                                     "INSERT INTO rule_evaluations (id, fact_id, rule_id, status, invocation_id, task_ids, \
-                                     artifact_id, error, row_version, created_at, updated_at, ended_at) \
-                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                                     artifact_id, error, row_version, created_at, updated_at, ended_at, asks) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                                 )
                                 .bind(&e.id)
                                 .bind(&e.fact_id)
@@ -408,14 +408,15 @@ macro_rules! work_store {
                                 .bind(e.created_at)
                                 .bind(e.updated_at)
                                 .bind(e.ended_at)
+                                .bind(e.asks)
                                 .execute(&mut *tx)
                                 .await?;
                             }
                             WorkChange::UpdateEvaluation(e) => {
                                 let done = sqlx::query(
                                     "UPDATE rule_evaluations SET status = $3, invocation_id = $4, task_ids = $5, \
-                                     artifact_id = $6, error = $7, row_version = $8, updated_at = $9, ended_at = $10 \
-                                     WHERE id = $1 AND row_version = $2",
+                                     artifact_id = $6, error = $7, row_version = $8, updated_at = $9, ended_at = $10, \
+                                     asks = $11 WHERE id = $1 AND row_version = $2",
                                 )
                                 .bind(&e.id)
                                 .bind(e.row_version - 1)
@@ -427,6 +428,7 @@ macro_rules! work_store {
                                 .bind(e.row_version)
                                 .bind(e.updated_at)
                                 .bind(e.ended_at)
+                                .bind(e.asks)
                                 .execute(&mut *tx)
                                 .await?;
                                 if done.rows_affected() == 0 {

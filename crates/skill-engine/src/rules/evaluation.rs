@@ -32,6 +32,8 @@ pub const RULE_WAIT_HOURS: i64 = 24;
 const BATCH: i64 = 200;
 /// How many evaluations move at once.
 const PARALLEL: usize = 16;
+/// How many times an interpretation is asked for at most (again after a failure that may pass).
+const MAX_ASKS: i32 = 3;
 
 impl Engine {
     /// Waits until a fact was recorded or a rule's call ended through this engine, or `within`
@@ -163,6 +165,7 @@ impl Engine {
                 rule_id: rule.id.clone(),
                 status,
                 invocation_id: None,
+                asks: 1,
                 task_ids: Vec::new(),
                 artifact_id: None,
                 error: error.clone(),
@@ -201,6 +204,14 @@ impl Engine {
                 let call = self.store.invocation(&call_id).await?;
                 match call.status {
                     CallStatus::Succeeded => self.ensure_work(evaluation, &rule, &fact, Some(&call), now).await,
+                    // A failure that may pass (its executor died holding it) is asked for again,
+                    // with a new call, up to MAX_ASKS in all.
+                    CallStatus::Failed
+                        if call.error.as_ref().is_some_and(|e| e["retryable"] == true)
+                            && evaluation.asks < MAX_ASKS =>
+                    {
+                        self.interpret(evaluation, &rule, &fact, now).await
+                    }
                     CallStatus::Failed | CallStatus::Cancelled => {
                         let code = call.error.as_ref().and_then(|e| e["code"].as_str()).unwrap_or("call_failed");
                         let (status, code) = if code == "rule_skill_wait_expired" {
@@ -230,9 +241,18 @@ impl Engine {
         let Some(interpretation) = &rule.spec.interpretation else { return Ok(0) };
         let workspace = self.store.workspace_by_reference(&fact.workspace_id).await?;
         let document = json!({"fact": fact_document(fact, &workspace.key)});
+        // The first ask is keyed by rule and fact; an ask again (a waiting evaluation whose call
+        // failed for a reason that may pass) is a new call with its number.
+        let again = evaluation.status == RuleEvaluationStatus::Waiting;
+        let asks = if again { evaluation.asks + 1 } else { evaluation.asks };
+        let key = if asks == 1 {
+            format!("rule:{}:{}", rule.id, fact.id)
+        } else {
+            format!("rule:{}:{}:{asks}", rule.id, fact.id)
+        };
         let call = InvokeRequest {
             inputs: Some(filled(&interpretation.inputs, &document)),
-            idempotency_key: Some(format!("rule:{}:{}", rule.id, fact.id)),
+            idempotency_key: Some(key),
             ..InvokeRequest::default()
         };
         let invoked = match self.agent_actor(&rule.agent_principal_id).await {
@@ -263,6 +283,7 @@ impl Engine {
         let next = RuleEvaluationRecord {
             status: RuleEvaluationStatus::Waiting,
             invocation_id: Some(invoked.invocation.id.clone()),
+            asks,
             row_version: evaluation.row_version + 1,
             updated_at: now,
             ..evaluation

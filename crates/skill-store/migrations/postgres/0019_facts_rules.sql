@@ -78,14 +78,17 @@ $$;
 CREATE TRIGGER rules_guard BEFORE INSERT OR UPDATE OR DELETE ON rules FOR EACH ROW EXECUTE FUNCTION rules_guard();
 
 -- One rule's evaluation of one fact (skill_api::RuleEvaluationStatus):
--- matched → waiting | done | failed; waiting → done | failed | expired; not_matched, done,
--- failed and expired are final.
+-- matched → waiting | done | failed; waiting → done | failed | expired (or waiting again on a new
+-- call, when the interpretation is asked for again); not_matched, done, failed and expired are final.
 CREATE TABLE rule_evaluations (
     id TEXT PRIMARY KEY,
     fact_id TEXT NOT NULL REFERENCES facts (id),
     rule_id TEXT NOT NULL REFERENCES rules (id),
     status TEXT NOT NULL CHECK (status IN ('matched', 'not_matched', 'waiting', 'done', 'failed', 'expired')),
     invocation_id TEXT UNIQUE REFERENCES skill_invocations (id),
+    -- How many times the interpretation was asked for: a call that failed for a reason that may
+    -- pass (its executor died) is asked for again, at most three times in all.
+    asks INTEGER NOT NULL DEFAULT 1 CHECK (asks BETWEEN 1 AND 3),
     task_ids JSONB NOT NULL CHECK (jsonb_typeof(task_ids) = 'array'),
     artifact_id TEXT REFERENCES artifacts (id),
     error JSONB CHECK (error IS NULL OR jsonb_typeof(error) = 'object'),
@@ -110,7 +113,9 @@ BEGIN
         OR OLD.status IN ('not_matched', 'done', 'failed', 'expired')
         OR NEW.id IS DISTINCT FROM OLD.id OR NEW.fact_id IS DISTINCT FROM OLD.fact_id
         OR NEW.rule_id IS DISTINCT FROM OLD.rule_id OR NEW.created_at IS DISTINCT FROM OLD.created_at
-        OR (OLD.invocation_id IS NOT NULL AND NEW.invocation_id IS DISTINCT FROM OLD.invocation_id)
+        OR (OLD.invocation_id IS NOT NULL AND NEW.invocation_id IS DISTINCT FROM OLD.invocation_id
+            AND NOT (OLD.status = 'waiting' AND NEW.status = 'waiting' AND NEW.asks = OLD.asks + 1))
+        OR (NEW.asks <> OLD.asks AND NOT (NEW.asks = OLD.asks + 1 AND NEW.invocation_id IS DISTINCT FROM OLD.invocation_id))
         OR NEW.row_version <> OLD.row_version + 1
     THEN
         RAISE EXCEPTION 'invalid_status_transition: an evaluation moves matched → waiting → ended, asks for its interpretation once, and stays as it ended';

@@ -75,14 +75,17 @@ BEGIN
 END;
 
 -- One rule's evaluation of one fact (skill_api::RuleEvaluationStatus):
--- matched → waiting | done | failed; waiting → done | failed | expired; not_matched, done,
--- failed and expired are final.
+-- matched → waiting | done | failed; waiting → done | failed | expired (or waiting again on a new
+-- call, when the interpretation is asked for again); not_matched, done, failed and expired are final.
 CREATE TABLE rule_evaluations (
     id TEXT PRIMARY KEY,
     fact_id TEXT NOT NULL REFERENCES facts (id),
     rule_id TEXT NOT NULL REFERENCES rules (id),
     status TEXT NOT NULL CHECK (status IN ('matched', 'not_matched', 'waiting', 'done', 'failed', 'expired')),
     invocation_id TEXT UNIQUE REFERENCES skill_invocations (id),
+    -- How many times the interpretation was asked for: a call that failed for a reason that may
+    -- pass (its executor died) is asked for again, at most three times in all.
+    asks INTEGER NOT NULL DEFAULT 1 CHECK (asks BETWEEN 1 AND 3),
     task_ids TEXT NOT NULL CHECK (json_type(task_ids) = 'array'),
     artifact_id TEXT REFERENCES artifacts (id),
     error TEXT CHECK (error IS NULL OR json_type(error) = 'object'),
@@ -103,7 +106,9 @@ WHEN (NEW.status IS NOT OLD.status AND NOT (
     OR OLD.status IN ('not_matched', 'done', 'failed', 'expired')
     OR NEW.id IS NOT OLD.id OR NEW.fact_id IS NOT OLD.fact_id OR NEW.rule_id IS NOT OLD.rule_id
     OR NEW.created_at IS NOT OLD.created_at
-    OR (OLD.invocation_id IS NOT NULL AND NEW.invocation_id IS NOT OLD.invocation_id)
+    OR (OLD.invocation_id IS NOT NULL AND NEW.invocation_id IS NOT OLD.invocation_id
+        AND NOT (OLD.status = 'waiting' AND NEW.status = 'waiting' AND NEW.asks = OLD.asks + 1))
+    OR (NEW.asks <> OLD.asks AND NOT (NEW.asks = OLD.asks + 1 AND NEW.invocation_id IS NOT OLD.invocation_id))
     OR NEW.row_version <> OLD.row_version + 1
 BEGIN
     SELECT RAISE(ABORT, 'invalid_status_transition: an evaluation moves matched → waiting → ended, asks for its interpretation once, and stays as it ended');

@@ -52,6 +52,8 @@ pub struct RuleEvaluationRecord {
     #[sqlx(try_from = "Text<RuleEvaluationStatus>")]
     pub status: RuleEvaluationStatus,
     pub invocation_id: Option<String>,
+    /// How many times the interpretation was asked for (1 to 3).
+    pub asks: i32,
     #[sqlx(json)]
     pub task_ids: Vec<String>,
     pub artifact_id: Option<String>,

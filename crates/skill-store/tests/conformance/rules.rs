@@ -63,6 +63,7 @@ fn evaluation(fact: &FactRecord, rule: &RuleRecord, status: RuleEvaluationStatus
         rule_id: rule.id.clone(),
         status,
         invocation_id: None,
+        asks: 1,
         task_ids: Vec::new(),
         artifact_id: None,
         error: None,
@@ -226,6 +227,46 @@ pub(crate) async fn a_work_key_names_one_task_and_a_waiting_evaluation_moves_whe
     let ended = crate::moves::call_in(call.clone(), CallStatus::Cancelled, &bot);
     db.store.update_invocation(&ended, &[]).await.expect("the call ended");
     assert_eq!(db.store.movable_evaluations(soon, 10).await.expect("movable").len(), 1, "its call ended");
+
+    // Asked again: waiting on a new call, its ask counted, at most three in all.
+    let again = fact(&open, &ana, "C-2");
+    db.store.insert_fact(&again, &event("fact.recorded", "f")).await.expect("a fact");
+    let first_call = pending(&skill, &bot, "local", "claims.lookup", None);
+    insert(&db, &first_call).await;
+    let asked = RuleEvaluationRecord {
+        invocation_id: Some(first_call.id.clone()),
+        ..evaluation(&again, &the_rule, RuleEvaluationStatus::Waiting)
+    };
+    db.store.write_work(&[WorkChange::InsertEvaluation(asked.clone())], &[]).await.expect("waiting");
+    let mut latest = asked;
+    for ask in 2..=4 {
+        let call = pending(&skill, &bot, "local", "claims.lookup", None);
+        insert(&db, &call).await;
+        let moved = |asks: i32, call: &str| RuleEvaluationRecord {
+            invocation_id: Some(call.to_owned()),
+            asks,
+            row_version: latest.row_version + 1,
+            ..latest.clone()
+        };
+        let uncounted = db.store.write_work(&[WorkChange::UpdateEvaluation(moved(latest.asks, &call.id))], &[]).await;
+        assert!(uncounted.is_err(), "a new call is a new ask");
+        let same_call = db
+            .store
+            .write_work(
+                &[WorkChange::UpdateEvaluation(moved(ask, latest.invocation_id.as_deref().unwrap_or_default()))],
+                &[],
+            )
+            .await;
+        assert!(same_call.is_err(), "an ask is a new call");
+        let next = moved(ask, &call.id);
+        let written = db.store.write_work(&[WorkChange::UpdateEvaluation(next.clone())], &[]).await;
+        if ask <= 3 {
+            written.expect("asked again");
+            latest = next;
+        } else {
+            assert!(written.is_err(), "three asks at most");
+        }
+    }
 
     let origin = |task: &TaskRecord, key: &str| TaskOriginRecord {
         task_id: task.id.clone(),
