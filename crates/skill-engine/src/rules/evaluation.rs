@@ -29,9 +29,9 @@ use crate::{Engine, Origin};
 /// How long an evaluation waits for its interpretation before it expires.
 pub const RULE_WAIT_HOURS: i64 = 24;
 /// How many facts, and how many evaluations, one pass takes at most.
-const BATCH: i64 = 200;
+const BATCH: i64 = 500;
 /// How many evaluations move at once.
-const PARALLEL: usize = 16;
+const PARALLEL: usize = 64;
 /// How many times an interpretation is asked for at most (again after a failure that may pass).
 const MAX_ASKS: i32 = 3;
 
