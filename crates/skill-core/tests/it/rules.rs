@@ -225,6 +225,17 @@ async fn rules_and_facts_keep_to_their_rules() {
             answer.body
         );
     }
+    // Through a package's apply too (the core's check, whatever the installer's tooling did).
+    let writes = rule(json!({"skill": "claim.send_reply@1"}), "true", "claim-reply@1", "claims-intake");
+    let apply = json!({"package": {"key": "audits", "version": "1"}, "installHash": "d".repeat(64),
+                       "objects": [], "rules": [writes]});
+    let answer = core.post(&core.admin, "/packages:apply", &apply).await;
+    assert_eq!(
+        (answer.body["error"]["code"].as_str(), answer.body["error"]["details"]["item"].as_str()),
+        (Some("rule_skill_side_effects"), Some("rules[0]")),
+        "{}",
+        answer.body
+    );
     // What would exhaust the core: brackets nested deeper than 24, a macro inside another's body.
     let deep = format!("{}true{}", "(".repeat(30), ")".repeat(30));
     let nested = "fact.data.items.exists(i, fact.data.items.exists(j, i != j && i == j))";
