@@ -53,9 +53,22 @@ impl Engine {
         }
         let expired_before = now - Duration::hours(RULE_WAIT_HOURS);
         let movable = self.store.movable_evaluations(expired_before, BATCH).await?;
+        // The rules and their agents, read once for the pass.
+        let mut pass = Pass::default();
+        for evaluation in &movable {
+            if !pass.rules.contains_key(&evaluation.rule_id) {
+                let rule = self.store.rule(&evaluation.rule_id).await?;
+                if !pass.agents.contains_key(&rule.agent_principal_id) {
+                    let agent = self.agent_actor(&rule.agent_principal_id).await.ok();
+                    pass.agents.insert(rule.agent_principal_id.clone(), agent);
+                }
+                pass.rules.insert(rule.id.clone(), rule);
+            }
+        }
+        let pass = &pass;
         // Evaluations are independent: several move at once (each guarded by its row version).
         let advanced: Vec<Result<usize>> = futures::stream::iter(movable)
-            .map(|evaluation| self.advance_evaluation(evaluation, now))
+            .map(|evaluation| self.advance_evaluation(evaluation, pass, now))
             .buffer_unordered(PARALLEL)
             .collect()
             .await;
@@ -191,26 +204,27 @@ impl Engine {
     /// Moves one evaluation: a matched one asks for its interpretation (or ensures its work when
     /// it has none); a waiting one ensures its work once the call succeeded, fails with the call,
     /// or expires.
-    async fn advance_evaluation(&self, evaluation: RuleEvaluationRecord, now: Time) -> Result<usize> {
-        let rule = self.store.rule(&evaluation.rule_id).await?;
+    async fn advance_evaluation(&self, evaluation: RuleEvaluationRecord, pass: &Pass, now: Time) -> Result<usize> {
+        let Some(rule) = pass.rules.get(&evaluation.rule_id) else { return Ok(0) };
+        let rule = rule.clone();
         let fact = self.store.fact(&evaluation.fact_id).await?;
         match evaluation.status {
             RuleEvaluationStatus::Matched if rule.spec.interpretation.is_some() => {
-                self.interpret(evaluation, &rule, &fact, now).await
+                self.interpret(evaluation, &rule, &fact, pass, now).await
             }
-            RuleEvaluationStatus::Matched => self.ensure_work(evaluation, &rule, &fact, None, now).await,
+            RuleEvaluationStatus::Matched => self.ensure_work(evaluation, &rule, &fact, None, pass, now).await,
             RuleEvaluationStatus::Waiting => {
                 let Some(call_id) = evaluation.invocation_id.clone() else { return Ok(0) };
                 let call = self.store.invocation(&call_id).await?;
                 match call.status {
-                    CallStatus::Succeeded => self.ensure_work(evaluation, &rule, &fact, Some(&call), now).await,
+                    CallStatus::Succeeded => self.ensure_work(evaluation, &rule, &fact, Some(&call), pass, now).await,
                     // A failure that may pass (its executor died holding it) is asked for again,
                     // with a new call, up to MAX_ASKS in all.
                     CallStatus::Failed
                         if call.error.as_ref().is_some_and(|e| e["retryable"] == true)
                             && evaluation.asks < MAX_ASKS =>
                     {
-                        self.interpret(evaluation, &rule, &fact, now).await
+                        self.interpret(evaluation, &rule, &fact, pass, now).await
                     }
                     CallStatus::Failed | CallStatus::Cancelled => {
                         let code = call.error.as_ref().and_then(|e| e["code"].as_str()).unwrap_or("call_failed");
@@ -236,11 +250,12 @@ impl Engine {
         evaluation: RuleEvaluationRecord,
         rule: &RuleRecord,
         fact: &FactRecord,
+        pass: &Pass,
         now: Time,
     ) -> Result<usize> {
         let Some(interpretation) = &rule.spec.interpretation else { return Ok(0) };
-        let workspace = self.store.workspace_by_reference(&fact.workspace_id).await?;
-        let document = json!({"fact": fact_document(fact, &workspace.key)});
+        let workspace_key = pass.workspace_key(self, &fact.workspace_id).await?;
+        let document = json!({"fact": fact_document(fact, &workspace_key)});
         // The first ask is keyed by rule and fact; an ask again (a waiting evaluation whose call
         // failed for a reason that may pass) is a new call with its number.
         let again = evaluation.status == RuleEvaluationStatus::Waiting;
@@ -255,7 +270,7 @@ impl Engine {
             idempotency_key: Some(key),
             ..InvokeRequest::default()
         };
-        let invoked = match self.agent_actor(&rule.agent_principal_id).await {
+        let invoked = match pass.agent(self, &rule.agent_principal_id).await {
             // Its rights may have changed since the fact was evaluated: nothing leaves the
             // workspace for an agent that may not work there.
             Ok(agent) if !agent.can_in("tasks.write", &fact.workspace_id) => {
@@ -345,20 +360,22 @@ impl Engine {
     /// The work the rule ensures, the interpretation's result as its evidence, and the
     /// evaluation's end, in one transaction. A work key taken meanwhile by another evaluation is
     /// read again and its task linked instead.
+    #[allow(clippy::too_many_arguments)]
     async fn ensure_work(
         &self,
         evaluation: RuleEvaluationRecord,
         rule: &RuleRecord,
         fact: &FactRecord,
         call: Option<&InvocationRecord>,
+        pass: &Pass,
         now: Time,
     ) -> Result<usize> {
-        let workspace = self.store.workspace_by_reference(&fact.workspace_id).await?;
-        let mut document = json!({"fact": fact_document(fact, &workspace.key)});
+        let workspace_key = pass.workspace_key(self, &fact.workspace_id).await?;
+        let mut document = json!({"fact": fact_document(fact, &workspace_key)});
         if let Some(call) = call {
             document["interpretation"] = json!({"output": call.output, "invocationId": call.id});
         }
-        let agent = match self.agent_actor(&rule.agent_principal_id).await {
+        let agent = match pass.agent(self, &rule.agent_principal_id).await {
             Ok(agent) => agent,
             Err(error) => {
                 let error = json!({"code": error.code, "message": error.message});
@@ -544,6 +561,34 @@ pub(crate) fn render(template: &str, document: &Value) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// What one pass reads once for the evaluations it moves: their rules, the agents those act as
+/// (`None`: disabled or gone — read again to say why), the keys of the facts' workspaces.
+#[derive(Default)]
+struct Pass {
+    rules: std::collections::HashMap<String, RuleRecord>,
+    agents: std::collections::HashMap<String, Option<crate::Actor>>,
+    keys: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl Pass {
+    async fn workspace_key(&self, engine: &Engine, id: &str) -> Result<String> {
+        let known = self.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).cloned();
+        if let Some(key) = known {
+            return Ok(key);
+        }
+        let key = engine.store.workspace_by_reference(id).await?.key;
+        self.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.to_owned(), key.clone());
+        Ok(key)
+    }
+
+    async fn agent(&self, engine: &Engine, principal: &str) -> Result<crate::Actor> {
+        match self.agents.get(principal) {
+            Some(Some(agent)) => Ok(agent.clone()),
+            _ => engine.agent_actor(principal).await,
+        }
+    }
 }
 
 /// A filled value as text: a string as it is, anything else as JSON.
