@@ -73,7 +73,7 @@ pub use rules::{
     MAX_FACT_DEPTH, PlannedCall, PlannedWork, RuleEvaluationOut, RuleOut, RuleQuery, RuleRequest,
 };
 /// The contract's policy words, as the API's answers and the core's rows hold them.
-pub use skill_contract::{Idempotency, RiskLevel, SideEffects};
+pub use skill_contract::{Idempotency, RiskLevel, SideEffects, is_invisible_or_bidi};
 pub use skills::{
     DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest, PublishRequest,
     SkillKind, SkillOut, etag, parse_etag,

@@ -24,8 +24,6 @@ use crate::agent::is_agent_key;
 /// The most work one rule ensures per fact, and the most input or field mappings.
 pub const MAX_WORK: usize = 10;
 pub const MAX_MAPPINGS: usize = 100;
-/// The longest path, in characters.
-pub const MAX_PATH: usize = 500;
 
 /// The `spec` of a `WorkRule` document (with its `key`, the body of `POST /rules`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -129,33 +127,7 @@ pub fn is_fact_kind(kind: &str) -> bool {
         && kind.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
 }
 
-/// Whether `path` is `$` then `.name` and `[n]` segments (at most [`MAX_PATH`] characters).
-pub fn is_path(path: &str) -> bool {
-    let Some(mut rest) = path.strip_prefix('$') else { return false };
-    if path.chars().count() > MAX_PATH {
-        return false;
-    }
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix('.') {
-            let end = after.find(['.', '[']).unwrap_or(after.len());
-            let name = &after[..end];
-            let first = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-            if !first || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-                return false;
-            }
-            rest = &after[end..];
-        } else if let Some(after) = rest.strip_prefix('[') {
-            let Some((digits, tail)) = after.split_once(']') else { return false };
-            if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return false;
-            }
-            rest = tail;
-        } else {
-            return false;
-        }
-    }
-    true
-}
+pub use crate::paths::is_path;
 
 /// Reads a rule document's `spec`: the spec, or the first problem of its shape, with its path.
 pub fn read_spec(spec: &Value) -> Result<RuleSpec, RuleProblem> {

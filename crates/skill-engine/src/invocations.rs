@@ -562,11 +562,7 @@ pub(crate) const RESERVED_KEYS: &[&str] = &["rule:", "agent-request:"];
 pub(crate) fn checked_key(key: Option<&str>) -> Result<Option<String>> {
     let Some(key) = key else { return Ok(None) };
     let trimmed = key.trim();
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
-                | '\u{2060}'..='\u{2069}' | '\u{feff}')
-    };
+    let hidden = |c: char| c.is_control() || skill_contract::is_invisible_or_bidi(c);
     if trimmed.is_empty() || trimmed.chars().count() > MAX_IDEMPOTENCY_KEY || trimmed.chars().any(hidden) {
         return Err(EngineError::new(
             Class::Invalid,

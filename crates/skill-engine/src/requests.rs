@@ -828,15 +828,8 @@ impl Engine {
 /// What a client says of itself, fit to show a person: no control or direction-changing
 /// characters, at most `max` characters.
 fn shown(text: &str, max: usize) -> String {
-    let kept: String = text
-        .chars()
-        .filter(|c| {
-            !c.is_control()
-                && !matches!(*c, '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
-                    | '\u{2060}'..='\u{2069}' | '\u{feff}')
-        })
-        .take(max)
-        .collect();
+    let kept: String =
+        text.chars().filter(|c| !c.is_control() && !skill_contract::is_invisible_or_bidi(*c)).take(max).collect();
     kept.trim().to_owned()
 }
 

@@ -379,18 +379,10 @@ fn compile(source: &str) -> Result<Condition> {
     })
 }
 
-/// A value of a rule's document: a `$…` path read from `document` (null when it names
-/// nothing), or the literal.
-pub(crate) fn fill(value: &Value, document: &Value) -> Value {
-    match value {
-        Value::String(text) if text.starts_with('$') => paths::lookup(document, text).cloned().unwrap_or(Value::Null),
-        other => other.clone(),
-    }
-}
-
-/// Every value of `map` filled from `document`.
+/// The values of a rule's mapping (inputs, custom fields) read from `document`: a `$…` path's
+/// value (left out when it names nothing), or the literal.
 pub(crate) fn filled(map: &Map<String, Value>, document: &Value) -> Map<String, Value> {
-    map.iter().map(|(name, value)| (name.clone(), fill(value, document))).collect()
+    paths::fill(&Value::Object(map.clone()), document)
 }
 
 fn rule_exists(key: &str, version: &str) -> EngineError {

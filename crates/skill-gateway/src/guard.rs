@@ -120,8 +120,14 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
                 let status = if refusal.is_malformed() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
                 return (status, axum::Json(refusal.to_json())).into_response();
             }
-            let message: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
             let dated = dated::speaks(&parts.headers);
+            // Only the 2025-11-25 revision's messages (and an `initialize`, which names its
+            // revision in its body) are read here; the others go to the MCP service untouched.
+            let message: serde_json::Value = if dated || !parts.headers.contains_key("mcp-protocol-version") {
+                serde_json::from_slice(&bytes).unwrap_or_default()
+            } else {
+                serde_json::Value::Null
+            };
             let actor = parts.extensions.get::<skill_engine::Actor>().cloned();
             if let Some(actor) = actor.filter(|_| dated && dated::takes(&message)) {
                 // A notification (no id) asks for nothing: it is not carried out. MCP's ids are

@@ -148,11 +148,7 @@ macro_rules! rule_store {
 
             fn fact<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<FactRecord>> {
                 Box::pin(async move {
-                    let found = sqlx::query_as(concat!(select_fact!(), " WHERE id = $1"))
-                        .bind(id)
-                        .fetch_optional(self.read())
-                        .await?;
-                    found.ok_or_else(|| StoreError::new(ErrorKind::NotFound, format!("no fact {id}")))
+                    crate::work::one_row!(self, concat!(select_fact!(), " WHERE id = $1"), [id], format!("no fact {id}"))
                 })
             }
 
@@ -212,30 +208,19 @@ macro_rules! rule_store {
 
             fn rule<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<RuleRecord>> {
                 Box::pin(async move {
-                    let found =
-                        sqlx::query_as(concat!(select_rule!(), " WHERE id = $1")).bind(id).fetch_optional(self.read()).await?;
-                    found.ok_or_else(|| StoreError::new(ErrorKind::NotFound, format!("no rule {id}")))
+                    crate::work::one_row!(self, concat!(select_rule!(), " WHERE id = $1"), [id], format!("no rule {id}"))
                 })
             }
 
             fn rule_version<'a>(&'a self, key: &'a str, version: &'a str) -> BoxFuture<'a, Result<RuleRecord>> {
                 Box::pin(async move {
-                    let found = sqlx::query_as(concat!(select_rule!(), " WHERE key = $1 AND version = $2"))
-                        .bind(key)
-                        .bind(version)
-                        .fetch_optional(self.read())
-                        .await?;
-                    found.ok_or_else(|| StoreError::new(ErrorKind::NotFound, format!("no rule {key}@{version}")))
+                    crate::work::one_row!(self, concat!(select_rule!(), " WHERE key = $1 AND version = $2"), [key, version], format!("no rule {key}@{version}"))
                 })
             }
 
             fn newest_rule<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<RuleRecord>> {
                 Box::pin(async move {
-                    let found = sqlx::query_as(concat!(select_rule!(), " WHERE key = $1 ORDER BY created_at DESC, id DESC LIMIT 1"))
-                        .bind(key)
-                        .fetch_optional(self.read())
-                        .await?;
-                    found.ok_or_else(|| StoreError::new(ErrorKind::NotFound, format!("no rule {key}")))
+                    crate::work::one_row!(self, concat!(select_rule!(), " WHERE key = $1 ORDER BY created_at DESC, id DESC LIMIT 1"), [key], format!("no rule {key}"))
                 })
             }
 
@@ -270,11 +255,7 @@ macro_rules! rule_store {
 
             fn evaluation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<RuleEvaluationRecord>> {
                 Box::pin(async move {
-                    let found = sqlx::query_as(concat!(select_evaluation!(), " WHERE id = $1"))
-                        .bind(id)
-                        .fetch_optional(self.read())
-                        .await?;
-                    found.ok_or_else(|| StoreError::new(ErrorKind::NotFound, format!("no evaluation {id}")))
+                    crate::work::one_row!(self, concat!(select_evaluation!(), " WHERE id = $1"), [id], format!("no evaluation {id}"))
                 })
             }
 

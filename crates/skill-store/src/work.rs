@@ -118,6 +118,8 @@ macro_rules! one_row {
     }};
 }
 
+pub(crate) use one_row;
+
 /// Every row `$sql` finds with the arguments.
 macro_rules! all_rows {
     ($store:ident, $sql:expr, [$($arg:expr),*]) => {

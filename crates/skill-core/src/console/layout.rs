@@ -118,9 +118,7 @@ pub(super) fn capped_json(value: &Value, max: usize) -> Markup {
 /// Whether `c` is invisible or changes the direction of the text around it — what could make
 /// the text a person reads differ from the text that is sent.
 pub(super) fn is_hidden(c: char) -> bool {
-    matches!(c, '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
-        | '\u{2060}'..='\u{2069}' | '\u{feff}')
-        || (c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
+    skill_api::is_invisible_or_bidi(c) || (c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
 }
 
 /// `text` with every [`is_hidden`] character written out as `[U+XXXX]`, so a decider sees what

@@ -18,10 +18,10 @@ use skill_store::records::{
     WorkChange,
 };
 
-use super::{fill, filled};
+use super::filled;
 use crate::artifacts::NewArtifact;
 use crate::cancellation::Cancellation;
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Result, written};
 use crate::facts::fact_document;
 use crate::work::basis::Internal;
 use crate::{Engine, Origin};
@@ -303,7 +303,7 @@ impl Engine {
             updated_at: now,
             ..evaluation
         };
-        written(self.store.write_work(&[WorkChange::UpdateEvaluation(next)], &[event]).await)
+        written(self.store.write_work(&[WorkChange::UpdateEvaluation(next)], &[event]).await).map(usize::from)
     }
 
     /// A waiting evaluation past its bound: its call cancelled (`rule_skill_wait_expired`), then
@@ -354,7 +354,7 @@ impl Engine {
             ended_at: Some(now),
             ..evaluation
         };
-        written(self.store.write_work(&[WorkChange::UpdateEvaluation(next)], &[event]).await)
+        written(self.store.write_work(&[WorkChange::UpdateEvaluation(next)], &[event]).await).map(usize::from)
     }
 
     /// The work the rule ensures, the interpretation's result as its evidence, and the
@@ -547,7 +547,7 @@ impl Engine {
 /// replaced by its value.
 pub(crate) fn render(template: &str, document: &Value) -> String {
     if template.starts_with('$') {
-        return text_of(&fill(&Value::String(template.to_owned()), document));
+        return text_of(crate::work::paths::lookup(document, template).unwrap_or(&Value::Null));
     }
     let mut out = String::new();
     let mut rest = template;
@@ -597,14 +597,5 @@ fn text_of(value: &Value) -> String {
         Value::String(text) => text.clone(),
         Value::Null => String::new(),
         other => other.to_string(),
-    }
-}
-
-/// Whether a write landed: a row that moved meanwhile (another core) is not an error.
-fn written(result: skill_store::Result<()>) -> Result<usize> {
-    match result {
-        Ok(()) => Ok(1),
-        Err(error) if error.kind() == ErrorKind::Stale => Ok(0),
-        Err(error) => Err(error.into()),
     }
 }

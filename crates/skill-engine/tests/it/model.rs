@@ -881,11 +881,11 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
     "claimed"
 }
 
-/// Whether a person whose decision `call` stands on is disabled: the decider of its approval, or
-/// one who approved its task's gate (for an execution).
-async fn decider_disabled(w: &World, call: &InvocationRecord, at: &str) -> bool {
+/// The people whose decisions `call` stands on: the decider of its approval, or those who
+/// approved its task's gate (for an execution).
+async fn deciders(w: &World, call: &InvocationRecord, at: &str) -> Vec<skill_store::records::Principal> {
     let store = w.engine.store();
-    let deciders: Vec<String> = match &call.authorization_basis {
+    let ids: Vec<String> = match &call.authorization_basis {
         Some(Basis::Approval { approval_id, .. }) => {
             store.approval(approval_id).await.expect(at).decided_by.into_iter().collect()
         }
@@ -899,37 +899,21 @@ async fn decider_disabled(w: &World, call: &InvocationRecord, at: &str) -> bool 
             .collect(),
         None => Vec::new(),
     };
-    for decider in deciders {
-        if store.principal(&decider).await.expect(at).disabled_at.is_some() {
-            return true;
-        }
+    let mut people = Vec::new();
+    for id in ids {
+        people.push(store.principal(&id).await.expect(at));
     }
-    false
+    people
+}
+
+/// Whether a person whose decision `call` stands on is disabled.
+async fn decider_disabled(w: &World, call: &InvocationRecord, at: &str) -> bool {
+    deciders(w, call, at).await.iter().any(|person| person.disabled_at.is_some())
 }
 
 /// Whether `call` stands on a decision of the person named `name`.
 async fn decides(w: &World, call: &InvocationRecord, name: &str, at: &str) -> bool {
-    let store = w.engine.store();
-    let deciders: Vec<String> = match &call.authorization_basis {
-        Some(Basis::Approval { approval_id, .. }) => {
-            store.approval(approval_id).await.expect(at).decided_by.into_iter().collect()
-        }
-        Some(Basis::Execution { task_id, .. }) => store
-            .approvals(task_id)
-            .await
-            .expect(at)
-            .into_iter()
-            .filter(|a| a.gate && a.status == ApprovalStatus::Approved)
-            .filter_map(|a| a.decided_by)
-            .collect(),
-        None => Vec::new(),
-    };
-    for decider in deciders {
-        if store.principal(&decider).await.expect(at).name == name {
-            return true;
-        }
-    }
-    false
+    deciders(w, call, at).await.iter().any(|person| person.name == name)
 }
 
 /// The statuses of a task's gate approvals.
