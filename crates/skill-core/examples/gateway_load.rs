@@ -16,6 +16,9 @@
 
 #![allow(clippy::print_stdout)]
 
+#[path = "support/figures.rs"]
+mod figures;
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -55,14 +58,6 @@ fn args() -> Args {
         }
     }
     args
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
 }
 
 /// One `tools/call` through `/mcp`; whether it answered the tool's result (not an error).
@@ -140,8 +135,8 @@ async fn main() {
         }
         latencies.sort_by(f64::total_cmp);
         let result = json!({"mode": "request", "requests": latencies.len(), "refused": refused,
-                            "p50": percentile(&latencies, 0.5), "p95": percentile(&latencies, 0.95),
-                            "p99": percentile(&latencies, 0.99)});
+                            "p50": figures::percentile(&latencies, 0.5), "p95": figures::percentile(&latencies, 0.95),
+                            "p99": figures::percentile(&latencies, 0.99)});
         println!("{result}");
         return;
     }
@@ -179,6 +174,6 @@ async fn main() {
     latencies.sort_by(f64::total_cmp);
     let result = json!({"mode": args.mode, "clients": args.clients, "calls": latencies.len(), "failed": failed,
                         "perSecond": latencies.len() as f64 / elapsed,
-                        "p50": percentile(&latencies, 0.5), "p99": percentile(&latencies, 0.99)});
+                        "p50": figures::percentile(&latencies, 0.5), "p99": figures::percentile(&latencies, 0.99)});
     println!("{result}");
 }

@@ -12,6 +12,9 @@
 
 #![allow(clippy::print_stdout)]
 
+#[path = "support/figures.rs"]
+mod figures;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -56,14 +59,6 @@ fn args() -> Args {
         }
     }
     args
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[at.min(sorted.len() - 1)]
 }
 
 fn millis(at: &Value) -> Option<f64> {
@@ -170,7 +165,7 @@ async fn main() {
         json!({"facts": args.facts, "accepted": ids.len(), "retried": retried.load(Ordering::Relaxed),
                "sentSeconds": sent_in, "seconds": seconds, "evaluated": evaluated, "ended": ended,
                "perSecond": ids.len() as f64 / seconds.max(0.001),
-               "resumeP50Ms": percentile(&resumed, 0.5), "resumeP99Ms": percentile(&resumed, 0.99),
+               "resumeP50Ms": figures::percentile(&resumed, 0.5), "resumeP99Ms": figures::percentile(&resumed, 0.99),
                "resumeSamples": resumed.len()})
     );
 }

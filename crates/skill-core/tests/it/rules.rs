@@ -290,12 +290,34 @@ async fn rules_and_facts_keep_to_their_rules() {
     let admin_reads = token(&core.engine, "auditor", &["facts.read"]).await;
     let fact = settled(&core, &admin_reads, sent["id"].as_str().unwrap_or_default()).await;
     assert_eq!(fact["evaluations"], json!([]), "{fact}");
+    // Nor does a reader of the claims workspace read it.
+    let hidden = core.get(&reader, &format!("/facts/{}", sent["id"].as_str().unwrap_or_default())).await;
+    assert_eq!(hidden.status.as_u16(), 404);
+    // The same fact sent eight times at once is one fact, recorded once.
+    let same = message("burst-1", "C-3", "Sent at once.");
+    let sends = (0..8).map(|_| core.post(&mailbox, "/facts", &same));
+    let answers = futures::future::join_all(sends).await;
+    let created = answers.iter().filter(|answer| answer.status.as_u16() == 201).count();
+    let ids: std::collections::BTreeSet<String> =
+        answers.iter().map(|answer| answer.body["id"].as_str().unwrap_or_default().to_owned()).collect();
+    assert!(answers.iter().all(|answer| matches!(answer.status.as_u16(), 200 | 201)), "every send answered");
+    assert_eq!((created, ids.len()), (1, 1), "one recorded, the others answered with it");
+    // The dry run is for who reads the organisation's rules.
+    let refused = core
+        .post(
+            &mailbox,
+            "/rules/claim-intake:evaluate",
+            &json!({"fact": {"workspace": "claims", "kind": "k", "data": {}}}),
+        )
+        .await;
+    assert_eq!(refused.status.as_u16(), 403);
     // A cursor of another workspace is no cursor of this listing.
     let crossed =
         core.get(&reader, &format!("/facts?workspace=claims&cursor={}", sent["id"].as_str().unwrap_or_default())).await;
     assert_eq!(crossed.status.as_u16(), 400);
 
     // The dry run writes nothing.
+    let before = core.get(&reader, "/facts?workspace=claims").await.ok(200).clone();
     let dry = json!({"fact": {"workspace": "claims", "kind": "claim.received", "key": "x", "data": {"claim": "C-9", "text": "Broken vase"}}});
     let answer = core.post(&core.admin, "/rules/claim-intake:evaluate", &dry).await.ok(200).clone();
     assert_eq!(
@@ -309,7 +331,7 @@ async fn rules_and_facts_keep_to_their_rules() {
     let answer = core.post(&core.admin, "/rules/claim-intake@1:evaluate", &unmatched).await.ok(200).clone();
     assert_eq!((answer["matched"].as_bool(), answer["call"].is_null()), (Some(false), true), "{answer}");
     let none = core.get(&reader, "/facts?workspace=claims").await.ok(200).clone();
-    assert_eq!(none["items"], json!([]), "the dry run wrote nothing");
+    assert_eq!(none, before, "the dry run wrote nothing");
 
     // A rule without interpretation on `loop.step` facts: each fact produced by the last one's
     // task; past eight in a row the evaluation stops.
@@ -318,6 +340,8 @@ async fn rules_and_facts_keep_to_their_rules() {
         "ensureWork": [{"task": {"type": "claim-reply@1", "workKey": "loop:{{$.fact.key}}", "title": "Step {{$.fact.key}}",
                                  "customFields": {"claim": "$.fact.key", "message": "$.fact.key"}}}]}});
     core.post(&core.admin, "/rules", &looping).await.ok(201);
+    let again = core.post(&core.admin, "/rules", &looping).await;
+    assert_eq!((again.status.as_u16(), again.body["error"]["code"].as_str()), (409, Some("rule_exists")));
     let mut cause: Option<String> = None;
     let mut last = Value::Null;
     for step in 0..10 {
@@ -336,4 +360,42 @@ async fn rules_and_facts_keep_to_their_rules() {
         (Some("failed"), Some("rule_loop_suspected")),
         "{last}"
     );
+}
+
+/// An interpretation that no executor takes: after 24 hours its call is cancelled and the
+/// evaluation expires (`rule_skill_wait_expired`); no work is made.
+#[tokio::test]
+async fn an_interpretation_that_never_ends_expires() {
+    let core = core_serving(Backend::Sqlite, "rules-expiry", None, Default::default()).await;
+    apply_package(&core).await;
+    let mailbox = token(&core.engine, "mailbox", &["facts.write@claims"]).await;
+    let reader = token(&core.engine, "reader", &["facts.read@claims", "tasks.read@claims"]).await;
+    let sent = core.post(&mailbox, "/facts", &message("late-1", "C-5", "Nobody runs this.")).await.ok(201).clone();
+    let id = sent["id"].as_str().unwrap_or_default().to_owned();
+    let mut waiting = Value::Null;
+    for _ in 0..200 {
+        waiting = core.get(&reader, &format!("/facts/{id}")).await.ok(200).clone();
+        if waiting["evaluations"][0]["status"] == "waiting" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(waiting["evaluations"][0]["status"], "waiting", "{waiting}");
+    // A day later, nothing has run it.
+    let later = chrono::Utc::now() + chrono::Duration::hours(25);
+    core.engine.run_rule_evaluations(later).await.expect("a pass");
+    let expired = core.get(&reader, &format!("/facts/{id}")).await.ok(200).clone();
+    let evaluation = &expired["evaluations"][0];
+    assert_eq!(
+        (evaluation["status"].as_str(), evaluation["error"]["code"].as_str()),
+        (Some("expired"), Some("rule_skill_wait_expired")),
+        "{expired}"
+    );
+    assert_eq!(evaluation["taskIds"], json!([]));
+    let call = core
+        .get(&core.admin, &format!("/skill-invocations/{}", evaluation["invocationId"].as_str().unwrap_or_default()))
+        .await;
+    assert_eq!(call.ok(200)["status"], "cancelled");
+    let tasks = core.get(&reader, "/tasks?workspace=claims").await.ok(200).clone();
+    assert_eq!(tasks["items"], json!([]), "no work");
 }
