@@ -9,6 +9,9 @@
 
 #![allow(clippy::print_stdout)]
 
+#[path = "support/figures.rs"]
+mod figures;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -56,14 +59,6 @@ fn args() -> Args {
 
 fn time(value: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
     chrono::DateTime::parse_from_rfc3339(value.as_str()?).ok().map(|t| t.to_utc())
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
 }
 
 #[tokio::main]
@@ -198,8 +193,8 @@ async fn main() {
         "accepted": accepted.load(Ordering::Relaxed), "refused": refused.load(Ordering::Relaxed),
         "skipped": skipped.load(Ordering::Relaxed), "succeeded": succeeded, "failed": failed,
         "throughput": if span > 0.0 { succeeded as f64 / span } else { 0.0 },
-        "p50": percentile(&latencies, 0.5), "p99": percentile(&latencies, 0.99), "max": latencies.last().copied().unwrap_or(0.0),
-        "invokeP50": percentile(&invoke_ms, 0.5), "invokeP99": percentile(&invoke_ms, 0.99),
+        "p50": figures::percentile(&latencies, 0.5), "p99": figures::percentile(&latencies, 0.99), "max": latencies.last().copied().unwrap_or(0.0),
+        "invokeP50": figures::percentile(&invoke_ms, 0.5), "invokeP99": figures::percentile(&invoke_ms, 0.99),
         "retried": retried, "keys": keys.len(),
         "distinctKeys": keys.iter().collect::<std::collections::BTreeSet<_>>().len(),
     });
