@@ -87,9 +87,7 @@ impl Engine {
             created_at: now,
             evaluated_at: None,
         };
-        if let Some(first) = self.store.fact_by_key(&fact.workspace_id, &fact.kind, &fact.key).await? {
-            return same_fact(first, &fact).map(|first| (fact_out(first, Vec::new()), false));
-        }
+        // A fact sent again is the common case of no one: its insert's conflict says so.
         let recorded = FactRecorded {
             workspace_id: fact.workspace_id.clone(),
             kind: fact.kind.clone(),

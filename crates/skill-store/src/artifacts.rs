@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
-use sqlx::types::Json;
 
 use crate::backend::{PgStore, SqliteStore};
 use crate::error::{ErrorKind, Result, StoreError};
@@ -34,55 +33,6 @@ pub trait ArtifactStore: Send + Sync {
     fn running_authority<'a>(&'a self, executor: &'a str, task_id: &'a str) -> BoxFuture<'a, Result<Option<String>>>;
 }
 
-/// Inserts an artifact (`$1`..`$14` in the order of [`artifact_values`]).
-pub(crate) const INSERT_ARTIFACT: &str = "INSERT INTO artifacts (id, workspace_id, task_id, run_id, type, name, \
-     media_type, size_bytes, sha256, metadata, author_principal_id, skill_invocation_id, supersedes_id, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
-
-/// The values of [`INSERT_ARTIFACT`] for SQLite's hot path.
-pub(crate) fn artifact_values(a: &ArtifactRecord) -> Vec<rusqlite::types::Value> {
-    use crate::lite::rows::{int, json, maybe_text, text, time};
-    vec![
-        text(&a.id),
-        text(&a.workspace_id),
-        maybe_text(a.task_id.as_deref()),
-        maybe_text(a.run_id.as_deref()),
-        text(&a.kind),
-        text(&a.name),
-        text(&a.media_type),
-        int(a.size_bytes),
-        text(&a.sha256),
-        json(&a.metadata),
-        text(&a.author_principal_id),
-        maybe_text(a.skill_invocation_id.as_deref()),
-        maybe_text(a.supersedes_id.as_deref()),
-        time(a.created_at),
-    ]
-}
-
-/// Binds the values of [`INSERT_ARTIFACT`] with sqlx.
-macro_rules! bind_artifact {
-    ($query:expr, $a:expr) => {{
-        let a: &$crate::records::ArtifactRecord = $a;
-        $query
-            .bind(&a.id)
-            .bind(&a.workspace_id)
-            .bind(&a.task_id)
-            .bind(&a.run_id)
-            .bind(&a.kind)
-            .bind(&a.name)
-            .bind(&a.media_type)
-            .bind(a.size_bytes)
-            .bind(&a.sha256)
-            .bind(Json(&a.metadata))
-            .bind(&a.author_principal_id)
-            .bind(&a.skill_invocation_id)
-            .bind(&a.supersedes_id)
-            .bind(a.created_at)
-    }};
-}
-pub(crate) use bind_artifact;
-
 macro_rules! artifact_columns {
     () => {
         "SELECT id, workspace_id, task_id, run_id, type, name, media_type, size_bytes, sha256, metadata, \
@@ -96,30 +46,6 @@ macro_rules! artifact_type_columns {
          created_at FROM artifact_types"
     };
 }
-
-/// Inserts the artifact type `$t` inside `$tx`.
-macro_rules! insert_artifact_type_in {
-    ($tx:ident, $t:expr) => {{
-        let t: &$crate::records::ArtifactTypeRecord = $t;
-        sqlx::query(
-            "INSERT INTO artifact_types (id, key, version, display_name, description, media_types, max_bytes, \
-             metadata_schema, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(&t.id)
-        .bind(&t.key)
-        .bind(&t.version)
-        .bind(&t.display_name)
-        .bind(&t.description)
-        .bind(sqlx::types::Json(&t.media_types))
-        .bind(t.max_bytes)
-        .bind(t.metadata_schema.as_ref().map(sqlx::types::Json))
-        .bind(&t.created_by)
-        .bind(t.created_at)
-        .execute(&mut *$tx)
-        .await?;
-    }};
-}
-pub(crate) use insert_artifact_type_in;
 
 /// The one artifact type `$sql` finds with the arguments, or `NotFound` saying `$what`.
 macro_rules! one_type {
@@ -136,7 +62,7 @@ macro_rules! artifact_store {
             fn insert_artifact<'a>(&'a self, a: &'a ArtifactRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
                     let mut tx = self.write().await?;
-                    bind_artifact!(sqlx::query(INSERT_ARTIFACT), a).execute(&mut *tx).await?;
+                    crate::statements::run_in!(tx, &[crate::statements::insert_artifact(a)]);
                     crate::events::commit!(tx, event);
                     Ok(())
                 })

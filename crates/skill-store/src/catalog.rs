@@ -414,11 +414,11 @@ macro_rules! catalog_store {
                         crate::settings::settings_schema_in!(tx, &install.key, schema, install.installed_at);
                     }
                     for (artifact_type, published) in &plan.artifact_types {
-                        crate::artifacts::insert_artifact_type_in!(tx, artifact_type);
+                        crate::statements::run_in!(tx, &[crate::statements::insert_artifact_type(artifact_type)?]);
                         crate::events::insert!(tx, published);
                     }
                     for (task_type, published) in &plan.task_types {
-                        crate::work::insert_task_type_in!(tx, task_type);
+                        crate::statements::run_in!(tx, &[crate::statements::insert_task_type(task_type)]);
                         crate::events::insert!(tx, published);
                     }
                     // Rules after the agents they act as and the task types they ensure.

@@ -50,6 +50,7 @@ mod lite;
 pub mod records;
 mod rules;
 mod settings;
+mod statements;
 mod states;
 mod work;
 

@@ -15,6 +15,8 @@ pub trait RuleStore: Send + Sync {
     /// Inserts a fact with its event: `Conflict` when its workspace, kind and key are taken.
     fn insert_fact<'a>(&'a self, fact: &'a FactRecord, event: &'a Event) -> BoxFuture<'a, Result<()>>;
     fn fact<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<FactRecord>>;
+    /// The facts of `ids` that exist, in no particular order.
+    fn facts_by_ids<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<FactRecord>>>;
     fn fact_by_key<'a>(
         &'a self,
         workspace_id: &'a str,
@@ -117,32 +119,16 @@ macro_rules! insert_rule_in {
 pub(crate) use insert_rule_in;
 
 macro_rules! rule_store {
-    ($store:ty) => {
+    ($store:ty, $each:literal) => {
         impl RuleStore for $store {
             fn insert_fact<'a>(&'a self, f: &'a FactRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
+                Box::pin(self.write_statements(vec![crate::statements::insert_fact(f)], std::slice::from_ref(event)))
+            }
+
+            fn facts_by_ids<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<FactRecord>>> {
                 Box::pin(async move {
-                    let mut tx = self.write().await?;
-                    sqlx::query(
-                        "INSERT INTO facts (id, workspace_id, kind, key, data, occurred_at, source, depth, \
-                         caused_by_task, recorded_by, created_at, evaluated_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-                    )
-                    .bind(&f.id)
-                    .bind(&f.workspace_id)
-                    .bind(&f.kind)
-                    .bind(&f.key)
-                    .bind(Json(&f.data))
-                    .bind(f.occurred_at)
-                    .bind(&f.source)
-                    .bind(f.depth)
-                    .bind(&f.caused_by_task)
-                    .bind(&f.recorded_by)
-                    .bind(f.created_at)
-                    .bind(f.evaluated_at)
-                    .execute(&mut *tx)
-                    .await?;
-                    crate::events::commit!(tx, event);
-                    Ok(())
+                    let sql = concat!(select_fact!(), " WHERE id IN (SELECT value FROM ", $each, "($1))");
+                    Ok(sqlx::query_as(sql).bind(Json(ids)).fetch_all(self.read()).await?)
                 })
             }
 
@@ -311,5 +297,5 @@ macro_rules! rule_store {
     };
 }
 
-rule_store!(SqliteStore);
-rule_store!(PgStore);
+rule_store!(SqliteStore, "json_each");
+rule_store!(PgStore, "jsonb_array_elements_text");

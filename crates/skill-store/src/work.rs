@@ -87,29 +87,6 @@ macro_rules! action_columns {
     };
 }
 
-/// Inserts the task type `$t` inside `$tx`.
-macro_rules! insert_task_type_in {
-    ($tx:ident, $t:expr) => {{
-        let t: &$crate::records::TaskTypeRecord = $t;
-        sqlx::query(
-            "INSERT INTO task_types (id, key, version, display_name, description, spec, execution, created_by, \
-             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(&t.id)
-        .bind(&t.key)
-        .bind(&t.version)
-        .bind(&t.display_name)
-        .bind(&t.description)
-        .bind(sqlx::types::Json(&t.spec))
-        .bind(t.execution.as_ref().map(sqlx::types::Json))
-        .bind(&t.created_by)
-        .bind(t.created_at)
-        .execute(&mut *$tx)
-        .await?;
-    }};
-}
-pub(crate) use insert_task_type_in;
-
 /// The one row `$sql` finds with the arguments, or `NotFound` in `$what`'s words.
 macro_rules! one_row {
     ($store:ident, $sql:expr, [$($arg:expr),*], $what:expr) => {{
@@ -127,356 +104,12 @@ macro_rules! all_rows {
     };
 }
 
-/// `NotFound` or `Stale` for an update of `table`'s row `id` that wrote nothing.
-macro_rules! unwritten {
-    ($tx:ident, $table:literal, $id:expr) => {{
-        let id: &str = $id;
-        let stored: Option<i32> = sqlx::query_scalar(concat!("SELECT row_version FROM ", $table, " WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&mut *$tx)
-            .await?;
-        return Err(match stored {
-            None => StoreError::new(ErrorKind::NotFound, format!("no {} {id}", $table)),
-            Some(version) => StoreError::new(ErrorKind::Stale, format!("{} {id} is at row version {version}", $table)),
-        });
-    }};
-}
-
 macro_rules! work_store {
     ($store:ty, $each:literal, $skill:literal, $version:literal) => {
         impl WorkStore for $store {
             fn write_work<'a>(&'a self, changes: &'a [WorkChange], events: &'a [Event]) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
-                    let mut tx = self.write().await?;
-                    for change in changes {
-                        match change {
-                            WorkChange::InsertTaskType(t) => insert_task_type_in!(tx, t),
-                            WorkChange::InsertArtifactType(t) => crate::artifacts::insert_artifact_type_in!(tx, t),
-                            WorkChange::InsertTask(t) => {
-                                sqlx::query(
-                                    "INSERT INTO tasks (id, workspace_id, task_type_id, title, custom_fields, status, \
-                                     created_by, row_version, created_at, updated_at, closed_at, close_reason) \
-                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-                                )
-                                .bind(&t.id)
-                                .bind(&t.workspace_id)
-                                .bind(&t.task_type_id)
-                                .bind(&t.title)
-                                .bind(Json(&t.custom_fields))
-                                .bind(t.status.as_str())
-                                .bind(&t.created_by)
-                                .bind(t.row_version)
-                                .bind(t.created_at)
-                                .bind(t.updated_at)
-                                .bind(t.closed_at)
-                                .bind(&t.close_reason)
-                                .execute(&mut *tx)
-                                .await?;
-                            }
-                            WorkChange::UpdateTask(t) => {
-                                let done = sqlx::query(
-                                    "UPDATE tasks SET title = $3, custom_fields = $4, status = $5, row_version = $6, \
-                                     updated_at = $7, closed_at = $8, close_reason = $9 WHERE id = $1 AND row_version = $2",
-                                )
-                                .bind(&t.id)
-                                .bind(t.row_version - 1)
-                                .bind(&t.title)
-                                .bind(Json(&t.custom_fields))
-                                .bind(t.status.as_str())
-                                .bind(t.row_version)
-                                .bind(t.updated_at)
-                                .bind(t.closed_at)
-                                .bind(&t.close_reason)
-                                .execute(&mut *tx)
-                                .await?;
-                                if done.rows_affected() == 0 {
-                                    unwritten!(tx, "tasks", &t.id);
-                                }
-                            }
-                            WorkChange::InsertRun(r) => {
-                                sqlx::query(
-                                    "INSERT INTO runs (id, task_id, owner_principal_id, status, result, error, \
-                                     row_version, created_at, ended_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                                )
-                                .bind(&r.id)
-                                .bind(&r.task_id)
-                                .bind(&r.owner_principal_id)
-                                .bind(r.status.as_str())
-                                .bind(r.result.as_ref().map(Json))
-                                .bind(r.error.as_ref().map(Json))
-                                .bind(r.row_version)
-                                .bind(r.created_at)
-                                .bind(r.ended_at)
-                                .execute(&mut *tx)
-                                .await?;
-                            }
-                            WorkChange::UpdateRun(r) => {
-                                let done = sqlx::query(
-                                    "UPDATE runs SET status = $3, result = $4, error = $5, row_version = $6, \
-                                     ended_at = $7 WHERE id = $1 AND row_version = $2",
-                                )
-                                .bind(&r.id)
-                                .bind(r.row_version - 1)
-                                .bind(r.status.as_str())
-                                .bind(r.result.as_ref().map(Json))
-                                .bind(r.error.as_ref().map(Json))
-                                .bind(r.row_version)
-                                .bind(r.ended_at)
-                                .execute(&mut *tx)
-                                .await?;
-                                if done.rows_affected() == 0 {
-                                    unwritten!(tx, "runs", &r.id);
-                                }
-                            }
-                            WorkChange::InsertApproval(a) => {
-                                sqlx::query(
-                                    "INSERT INTO approvals (id, task_id, gate, status, requested_by, request_comment, \
-                                     decided_by, decided_at, comment, decision_authority, withdrawn_by, withdrawn_at, \
-                                     outcome_status, outcome_reaction, row_version, created_at, updated_at, \
-                                     call_skill_id, call_inputs) \
-                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-                                     $18, $19)",
-                                )
-                                .bind(&a.id)
-                                .bind(&a.task_id)
-                                .bind(a.gate)
-                                .bind(a.status.as_str())
-                                .bind(&a.requested_by)
-                                .bind(&a.request_comment)
-                                .bind(&a.decided_by)
-                                .bind(a.decided_at)
-                                .bind(&a.comment)
-                                .bind(a.decision_authority.as_ref().map(Json))
-                                .bind(&a.withdrawn_by)
-                                .bind(a.withdrawn_at)
-                                .bind(a.outcome_status.map(|s| s.as_str()))
-                                .bind(a.outcome_reaction.map(|r| r.as_str()))
-                                .bind(a.row_version)
-                                .bind(a.created_at)
-                                .bind(a.updated_at)
-                                .bind(&a.call_skill_id)
-                                .bind(a.call_inputs.as_ref().map(Json))
-                                .execute(&mut *tx)
-                                .await?;
-                            }
-                            WorkChange::UpdateApproval(a) => {
-                                let done = sqlx::query(
-                                    "UPDATE approvals SET status = $3, decided_by = $4, decided_at = $5, comment = $6, \
-                                     decision_authority = $7, withdrawn_by = $8, withdrawn_at = $9, \
-                                     outcome_status = $10, outcome_reaction = $11, row_version = $12, updated_at = $13 \
-                                     WHERE id = $1 AND row_version = $2",
-                                )
-                                .bind(&a.id)
-                                .bind(a.row_version - 1)
-                                .bind(a.status.as_str())
-                                .bind(&a.decided_by)
-                                .bind(a.decided_at)
-                                .bind(&a.comment)
-                                .bind(a.decision_authority.as_ref().map(Json))
-                                .bind(&a.withdrawn_by)
-                                .bind(a.withdrawn_at)
-                                .bind(a.outcome_status.map(|s| s.as_str()))
-                                .bind(a.outcome_reaction.map(|r| r.as_str()))
-                                .bind(a.row_version)
-                                .bind(a.updated_at)
-                                .execute(&mut *tx)
-                                .await?;
-                                if done.rows_affected() == 0 {
-                                    unwritten!(tx, "approvals", &a.id);
-                                }
-                            }
-                            WorkChange::InsertAction(a) => {
-                                sqlx::query(
-                                    "INSERT INTO approval_actions (approval_id, action_index, action, status, \
-                                     invocation_id, result, error, attempts, row_version, created_at, updated_at, \
-                                     skill_id, inputs, retries) \
-                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-                                )
-                                .bind(&a.approval_id)
-                                .bind(a.action_index)
-                                .bind(Json(&a.action))
-                                .bind(a.status.as_str())
-                                .bind(&a.invocation_id)
-                                .bind(a.result.as_ref().map(Json))
-                                .bind(a.error.as_ref().map(Json))
-                                .bind(a.attempts)
-                                .bind(a.row_version)
-                                .bind(a.created_at)
-                                .bind(a.updated_at)
-                                .bind(&a.skill_id)
-                                .bind(a.inputs.as_ref().map(Json))
-                                .bind(a.retries)
-                                .execute(&mut *tx)
-                                .await?;
-                            }
-                            WorkChange::UpdateAction(a) => {
-                                let done = sqlx::query(
-                                    "UPDATE approval_actions SET status = $4, invocation_id = $5, result = $6, \
-                                     error = $7, attempts = $8, row_version = $9, updated_at = $10, retries = $11 \
-                                     WHERE approval_id = $1 AND action_index = $2 AND row_version = $3",
-                                )
-                                .bind(&a.approval_id)
-                                .bind(a.action_index)
-                                .bind(a.row_version - 1)
-                                .bind(a.status.as_str())
-                                .bind(&a.invocation_id)
-                                .bind(a.result.as_ref().map(Json))
-                                .bind(a.error.as_ref().map(Json))
-                                .bind(a.attempts)
-                                .bind(a.row_version)
-                                .bind(a.updated_at)
-                                .bind(a.retries)
-                                .execute(&mut *tx)
-                                .await?;
-                                if done.rows_affected() == 0 {
-                                    return Err(StoreError::new(
-                                        ErrorKind::Stale,
-                                        format!("action {} of approval {} moved on", a.action_index, a.approval_id),
-                                    ));
-                                }
-                            }
-                            WorkChange::InsertComment(c) => {
-                                sqlx::query(
-                                    "INSERT INTO task_comments (id, task_id, author_principal_id, body, created_at) \
-                                     VALUES ($1, $2, $3, $4, $5)",
-                                )
-                                .bind(&c.id)
-                                .bind(&c.task_id)
-                                .bind(&c.author_principal_id)
-                                .bind(&c.body)
-                                .bind(c.created_at)
-                                .execute(&mut *tx)
-                                .await?;
-                            }
-                            WorkChange::InsertRequest(r) => {
-                                sqlx::query(
-                                    "INSERT INTO agent_requests (id, agent_principal_id, skill_id, inputs, client_name, \
-                                     client_version, task_id, approval_id, status, invocation_id, expires_at, row_version, \
-                                     created_at, updated_at, ended_at, idempotency_key) \
-                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-                                )
-                                .bind(&r.id)
-                                .bind(&r.agent_principal_id)
-                                .bind(&r.skill_id)
-                                .bind(Json(&r.inputs))
-                                .bind(&r.client_name)
-                                .bind(&r.client_version)
-                                .bind(&r.task_id)
-                                .bind(&r.approval_id)
-                                .bind(r.status.as_str())
-                                .bind(&r.invocation_id)
-                                .bind(r.expires_at)
-                                .bind(r.row_version)
-                                .bind(r.created_at)
-                                .bind(r.updated_at)
-                                .bind(r.ended_at)
-                                .bind(&r.idempotency_key)
-                                .execute(&mut *tx)
-                                .await?;
-                            }
-                            WorkChange::UpdateRequest(r) => {
-                                let done = sqlx::query(
-                                    "UPDATE agent_requests SET status = $3, invocation_id = $4, row_version = $5, \
-                                     updated_at = $6, ended_at = $7 WHERE id = $1 AND row_version = $2",
-                                )
-                                .bind(&r.id)
-                                .bind(r.row_version - 1)
-                                .bind(r.status.as_str())
-                                .bind(&r.invocation_id)
-                                .bind(r.row_version)
-                                .bind(r.updated_at)
-                                .bind(r.ended_at)
-                                .execute(&mut *tx)
-                                .await?;
-                                if done.rows_affected() == 0 {
-                                    unwritten!(tx, "agent_requests", &r.id);
-                                }
-                            }
-                            WorkChange::InsertEvaluation(e) => {
-                                sqlx::query(
-                                    "INSERT INTO rule_evaluations (id, fact_id, rule_id, status, invocation_id, task_ids, \
-                                     artifact_id, error, row_version, created_at, updated_at, ended_at, asks) \
-                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                                )
-                                .bind(&e.id)
-                                .bind(&e.fact_id)
-                                .bind(&e.rule_id)
-                                .bind(e.status.as_str())
-                                .bind(&e.invocation_id)
-                                .bind(Json(&e.task_ids))
-                                .bind(&e.artifact_id)
-                                .bind(e.error.as_ref().map(Json))
-                                .bind(e.row_version)
-                                .bind(e.created_at)
-                                .bind(e.updated_at)
-                                .bind(e.ended_at)
-                                .bind(e.asks)
-                                .execute(&mut *tx)
-                                .await?;
-                            }
-                            WorkChange::UpdateEvaluation(e) => {
-                                let done = sqlx::query(
-                                    "UPDATE rule_evaluations SET status = $3, invocation_id = $4, task_ids = $5, \
-                                     artifact_id = $6, error = $7, row_version = $8, updated_at = $9, ended_at = $10, \
-                                     asks = $11 WHERE id = $1 AND row_version = $2",
-                                )
-                                .bind(&e.id)
-                                .bind(e.row_version - 1)
-                                .bind(e.status.as_str())
-                                .bind(&e.invocation_id)
-                                .bind(Json(&e.task_ids))
-                                .bind(&e.artifact_id)
-                                .bind(e.error.as_ref().map(Json))
-                                .bind(e.row_version)
-                                .bind(e.updated_at)
-                                .bind(e.ended_at)
-                                .bind(e.asks)
-                                .execute(&mut *tx)
-                                .await?;
-                                if done.rows_affected() == 0 {
-                                    unwritten!(tx, "rule_evaluations", &e.id);
-                                }
-                            }
-                            WorkChange::FactEvaluated { fact_id, at } => {
-                                let done =
-                                    sqlx::query("UPDATE facts SET evaluated_at = $2 WHERE id = $1 AND evaluated_at IS NULL")
-                                        .bind(fact_id)
-                                        .bind(at)
-                                        .execute(&mut *tx)
-                                        .await?;
-                                if done.rows_affected() == 0 {
-                                    return Err(StoreError::new(
-                                        ErrorKind::Stale,
-                                        format!("fact {fact_id} is evaluated already, or there is none"),
-                                    ));
-                                }
-                            }
-                            WorkChange::InsertTaskOrigin(o) => {
-                                sqlx::query(
-                                    "INSERT INTO task_origins (task_id, workspace_id, work_key, fact_id, evaluation_id, \
-                                     created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-                                )
-                                .bind(&o.task_id)
-                                .bind(&o.workspace_id)
-                                .bind(&o.work_key)
-                                .bind(&o.fact_id)
-                                .bind(&o.evaluation_id)
-                                .bind(o.created_at)
-                                .execute(&mut *tx)
-                                .await?;
-                            }
-                            WorkChange::InsertArtifact(a) => {
-                                crate::artifacts::bind_artifact!(sqlx::query(crate::artifacts::INSERT_ARTIFACT), a)
-                                    .execute(&mut *tx)
-                                    .await?;
-                            }
-                        }
-                    }
-                    for event in events {
-                        crate::events::insert!(tx, event);
-                    }
-                    tx.commit().await?;
-                    Ok(())
+                    self.write_statements(statements_of(changes)?, events).await
                 })
             }
 
@@ -699,3 +332,46 @@ work_store!(
     "json_extract(tt.execution, '$.version')"
 );
 work_store!(PgStore, "jsonb_array_elements_text", "tt.execution ->> 'skill'", "tt.execution ->> 'version'");
+
+/// The statements of `changes`, in order.
+fn statements_of(changes: &[WorkChange]) -> Result<Vec<crate::statements::Statement>> {
+    changes.iter().map(crate::statements::of_change).collect()
+}
+
+impl SqliteStore {
+    /// Writes `statements` and `events` in one transaction of the writer thread, committed with
+    /// the others waiting for it.
+    pub(crate) async fn write_statements(
+        &self,
+        statements: Vec<crate::statements::Statement>,
+        events: &[Event],
+    ) -> Result<()> {
+        let events = events.to_vec();
+        self.lite
+            .write(move |connection| {
+                crate::statements::run_lite(connection, &statements)?;
+                for event in &events {
+                    crate::lite::event_insert(connection, event)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+}
+
+impl PgStore {
+    /// Writes `statements` and `events` in one transaction.
+    pub(crate) async fn write_statements(
+        &self,
+        statements: Vec<crate::statements::Statement>,
+        events: &[Event],
+    ) -> Result<()> {
+        let mut tx = self.write().await?;
+        crate::statements::run_in!(tx, &statements);
+        for event in events {
+            crate::events::insert!(tx, event);
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -14,8 +14,8 @@ use skill_api::{CallStatus, InvokeRequest, Lifecycle, MAX_FACT_DEPTH, RuleEvalua
 use skill_contract::rule::EnsureWork;
 use skill_store::ErrorKind;
 use skill_store::records::{
-    Event, FactRecord, InvocationRecord, RuleEvaluationRecord, RuleRecord, TaskOriginRecord, TaskRecord, Time,
-    WorkChange,
+    Event, FactRecord, InvocationRecord, RuleEvaluationRecord, RuleRecord, TaskOriginRecord, TaskRecord,
+    TaskTypeRecord, Time, WorkChange,
 };
 
 use super::filled;
@@ -55,6 +55,10 @@ impl Engine {
         let movable = self.store.movable_evaluations(expired_before, BATCH).await?;
         // The rules and their agents, read once for the pass.
         let mut pass = Pass::default();
+        let fact_ids: Vec<String> = movable.iter().map(|evaluation| evaluation.fact_id.clone()).collect();
+        if !fact_ids.is_empty() {
+            pass.facts = self.store.facts_by_ids(&fact_ids).await?.into_iter().map(|f| (f.id.clone(), f)).collect();
+        }
         for evaluation in &movable {
             if !pass.rules.contains_key(&evaluation.rule_id) {
                 let rule = self.store.rule(&evaluation.rule_id).await?;
@@ -74,6 +78,10 @@ impl Engine {
             .await;
         for one in advanced {
             moved += one?;
+        }
+        if pass.made_work.load(std::sync::atomic::Ordering::Relaxed) {
+            // Tasks whose types run an execution.
+            self.outcomes_due.notify_one();
         }
         Ok(moved)
     }
@@ -207,7 +215,10 @@ impl Engine {
     async fn advance_evaluation(&self, evaluation: RuleEvaluationRecord, pass: &Pass, now: Time) -> Result<usize> {
         let Some(rule) = pass.rules.get(&evaluation.rule_id) else { return Ok(0) };
         let rule = rule.clone();
-        let fact = self.store.fact(&evaluation.fact_id).await?;
+        let fact = match pass.facts.get(&evaluation.fact_id) {
+            Some(fact) => fact.clone(),
+            None => self.store.fact(&evaluation.fact_id).await?,
+        };
         match evaluation.status {
             RuleEvaluationStatus::Matched if rule.spec.interpretation.is_some() => {
                 self.interpret(evaluation, &rule, &fact, pass, now).await
@@ -383,7 +394,7 @@ impl Engine {
             }
         };
         for _ in 0..3 {
-            let planned = match self.planned_work(&evaluation, rule, fact, &agent, &document, now).await {
+            let planned = match self.planned_work(&evaluation, rule, fact, &agent, &document, pass, now).await {
                 Ok(planned) => planned,
                 Err(error) => {
                     let error = json!({"code": error.code, "message": format!("the work could not be made: {}", error.message), "details": error.details});
@@ -392,7 +403,7 @@ impl Engine {
             };
             let (mut changes, mut events, task_ids, created) = planned;
             let artifact = match call {
-                Some(call) => Some(self.evidence(call, rule, fact, &evaluation, task_ids.first()).await?),
+                Some(call) => Some(self.evidence(call, rule, fact, &evaluation, task_ids.first(), pass).await?),
                 None => None,
             };
             let artifact_id = artifact.as_ref().map(|a| a.id.clone());
@@ -420,7 +431,7 @@ impl Engine {
             changes.push(WorkChange::UpdateEvaluation(next));
             match self.store.write_work(&changes, &events).await {
                 Ok(()) => {
-                    self.outcomes_due.notify_one();
+                    pass.made_work.store(true, std::sync::atomic::Ordering::Relaxed);
                     return Ok(1);
                 }
                 // A work key taken meanwhile: read the origins again.
@@ -434,7 +445,7 @@ impl Engine {
 
     /// The tasks to make (and those already there under their work keys), their origins and
     /// events: `(changes, events, every task id, the ids made)`.
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     async fn planned_work(
         &self,
         evaluation: &RuleEvaluationRecord,
@@ -442,6 +453,7 @@ impl Engine {
         fact: &FactRecord,
         agent: &crate::Actor,
         document: &Value,
+        pass: &Pass,
         now: Time,
     ) -> Result<(Vec<WorkChange>, Vec<Event>, Vec<String>, Vec<String>)> {
         let (mut changes, mut events, mut task_ids, mut created) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -466,7 +478,7 @@ impl Engine {
                 task_ids.push(origin.task_id);
                 continue;
             }
-            let task_type = self.find_task_type(&task.task_type).await?;
+            let task_type = pass.task_type(self, &task.task_type).await?;
             let title: String = render(&task.title, document).chars().take(500).collect();
             let title = if title.trim().is_empty() { format!("{} {}", fact.kind, fact.key) } else { title };
             let fields = Value::Object(
@@ -520,8 +532,9 @@ impl Engine {
         fact: &FactRecord,
         evaluation: &RuleEvaluationRecord,
         task: Option<&String>,
+        pass: &Pass,
     ) -> Result<skill_store::records::ArtifactRecord> {
-        let skill = self.store.skill(&call.skill_id).await?.skill;
+        let skill = pass.skill(self, &call.skill_id).await?;
         let name = format!("{}@{}", skill.name, skill.version);
         let content = json!({"invocationId": call.id, "skill": skill.name, "version": skill.version,
                              "attempt": call.attempt, "output": call.output});
@@ -563,24 +576,46 @@ pub(crate) fn render(template: &str, document: &Value) -> String {
     out
 }
 
-/// What one pass reads once for the evaluations it moves: their rules, the agents those act as
-/// (`None`: disabled or gone — read again to say why), the keys of the facts' workspaces.
+/// What one pass reads once for the evaluations it moves: their rules and facts, the agents the
+/// rules act as (`None`: disabled or gone — read again to say why), the keys of the facts'
+/// workspaces, the task types and skills named (versions never change); and whether it made work.
 #[derive(Default)]
 struct Pass {
     rules: std::collections::HashMap<String, RuleRecord>,
+    facts: std::collections::HashMap<String, FactRecord>,
     agents: std::collections::HashMap<String, Option<crate::Actor>>,
     keys: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    task_types: std::sync::Mutex<std::collections::HashMap<String, TaskTypeRecord>>,
+    skills: std::sync::Mutex<std::collections::HashMap<String, skill_store::records::SkillRecord>>,
+    made_work: std::sync::atomic::AtomicBool,
+}
+
+/// The value `key` has in `map`, or the one `read` gives, kept.
+async fn kept<T: Clone>(
+    map: &std::sync::Mutex<std::collections::HashMap<String, T>>,
+    key: &str,
+    read: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let known = map.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key).cloned();
+    if let Some(value) = known {
+        return Ok(value);
+    }
+    let value = read.await?;
+    map.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.to_owned(), value.clone());
+    Ok(value)
 }
 
 impl Pass {
+    async fn task_type(&self, engine: &Engine, reference: &str) -> Result<TaskTypeRecord> {
+        kept(&self.task_types, reference, engine.find_task_type(reference)).await
+    }
+
+    async fn skill(&self, engine: &Engine, id: &str) -> Result<skill_store::records::SkillRecord> {
+        kept(&self.skills, id, async { Ok(engine.store.skill(id).await?.skill) }).await
+    }
+
     async fn workspace_key(&self, engine: &Engine, id: &str) -> Result<String> {
-        let known = self.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).cloned();
-        if let Some(key) = known {
-            return Ok(key);
-        }
-        let key = engine.store.workspace_by_reference(id).await?.key;
-        self.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.to_owned(), key.clone());
-        Ok(key)
+        kept(&self.keys, id, async { Ok(engine.store.workspace_by_reference(id).await?.key) }).await
     }
 
     async fn agent(&self, engine: &Engine, principal: &str) -> Result<crate::Actor> {

@@ -280,11 +280,8 @@ impl InvocationStore for PgStore {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let mut tx = self.write().await?;
-            for artifact in artifacts {
-                crate::artifacts::bind_artifact!(sqlx::query(crate::artifacts::INSERT_ARTIFACT), artifact)
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            let statements: Vec<_> = artifacts.iter().map(crate::statements::insert_artifact).collect();
+            crate::statements::run_in!(tx, &statements);
             update_call(&mut tx, call, None).await?;
             insert_events(&mut tx, events).await?;
             tx.commit().await?;

@@ -149,12 +149,10 @@ impl InvocationStore for SqliteStore {
         events: &'a [Event],
     ) -> BoxFuture<'a, Result<()>> {
         let call = call.clone();
-        let values: Vec<_> = artifacts.iter().map(crate::artifacts::artifact_values).collect();
+        let statements: Vec<_> = artifacts.iter().map(crate::statements::insert_artifact).collect();
         let events = events.to_vec();
         Box::pin(self.lite.write(move |connection| {
-            for values in &values {
-                execute(connection, crate::artifacts::INSERT_ARTIFACT, values)?;
-            }
+            crate::statements::run_lite(connection, &statements)?;
             update_call(connection, &call)?;
             for event in &events {
                 event_insert(connection, event)?;
