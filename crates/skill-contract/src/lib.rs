@@ -52,6 +52,7 @@ mod names;
 pub mod package;
 pub mod paths;
 mod policy;
+pub mod process;
 mod protocol;
 mod resolve_error;
 pub mod rule;

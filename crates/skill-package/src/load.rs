@@ -108,6 +108,25 @@ pub fn problems(loaded: &Loaded) -> Vec<PackageProblem> {
             });
         }
     }
+    for object in loaded.package.objects.iter().filter(|object| object.kind == "Process") {
+        let Ok(spec) = skill_contract::process::read_spec(&object.document["spec"]) else { continue };
+        for (path, source, reads_fact) in spec.conditions() {
+            let names: &[&str] = if reads_fact {
+                &["fact", "input", "vars", "steps", "instance"]
+            } else {
+                &["input", "vars", "steps", "instance"]
+            };
+            if let Err(error) = skill_conditions::Condition::compile_reading(source, names) {
+                all.push(PackageProblem {
+                    file: object.file.clone(),
+                    path,
+                    code: "invalid_condition",
+                    message: format!("the condition does not compile: {error}"),
+                    hint: format!("write a CEL expression over {} that is true or false", names.join(", ")),
+                });
+            }
+        }
+    }
     all
 }
 

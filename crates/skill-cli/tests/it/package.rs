@@ -147,11 +147,35 @@ fn broken_references_fail_with_their_codes() {
     copy.write(
         "processes/follow-up.yaml",
         &json!({"apiVersion": "taimen.ai/v1", "kind": "Process", "key": "follow-up",
-                "spec": {"steps": [{"id": "classify", "call": {"skill": "claim.classify@9", "input": {}}}]}}),
+                "spec": {"version": "1", "identity": {"agent": "claims-intake"}, "steps": [
+                    {"id": "classify", "call": {"skill": "claim.classify@9", "input": {"text": "$.input.text"}}},
+                    {"id": "send", "call": {"skill": "claim.send_reply@1", "input": {"claim": "$.input.claim"}}},
+                    {"id": "review", "task": {"type": "claim-audit@1", "title": "Audit {{$.input.claim}}"}},
+                    {"id": "route", "switch": {"cases": [{"when": "fact.kind == 'x'", "next": "done"}], "default": "done"}},
+                    {"id": "done", "end": {"status": "completed"}}]}}),
     );
+    // A process may call a version that writes (on the process basis): only the unknown
+    // version, the unknown task type and the condition reading what a switch has not.
     assert_eq!(
         problems(&copy),
-        [("processes/follow-up.yaml".into(), "spec.steps[0].call.skill".into(), "unknown_reference".into())]
+        [
+            ("processes/follow-up.yaml".into(), "spec.steps[0].call.skill".into(), "unknown_reference".into()),
+            ("processes/follow-up.yaml".into(), "spec.steps[2].task.type".into(), "unknown_reference".into()),
+            (
+                "processes/follow-up.yaml".into(),
+                "spec.steps[3].switch.cases[0].when".into(),
+                "invalid_condition".into()
+            )
+        ]
+    );
+    copy.edit("processes/follow-up.yaml", "agent: claims-intake", "agent: nobody");
+    assert!(
+        problems(&copy).contains(&(
+            "processes/follow-up.yaml".into(),
+            "spec.identity.agent".into(),
+            "unknown_reference".into()
+        )),
+        "the agent it runs as is declared"
     );
 
     let copy = Copy::new("contract");

@@ -63,7 +63,7 @@ pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
         match object.kind.as_str() {
             "TaskType" => references.task_type(object, &mut problems),
             "WorkRule" => references.work_rule(object, &objects, &mut problems),
-            "Process" => references.calls(object, &object.document["spec"], "spec", &mut problems),
+            "Process" => references.process(object, &objects, &mut problems),
             "Agent" => agent(object, &executions, &mut problems),
             _ => {}
         }
@@ -394,27 +394,65 @@ impl References<'_> {
         }
     }
 
-    /// Every `call: {skill: <literal>}` under `value` (process steps).
-    fn calls(&self, object: &PackageObject, value: &Value, path: &str, problems: &mut Vec<PackageProblem>) {
-        match value {
-            Value::Object(map) => {
-                for (key, item) in map {
-                    let here = format!("{path}.{key}");
-                    if key == "call"
-                        && let Some(skill) =
-                            item.get("skill").and_then(Value::as_str).filter(|skill| !skill.contains('$'))
-                    {
-                        self.resolve(object, &format!("{here}.skill"), skill, problems);
-                    }
-                    self.calls(object, item, &here, problems);
-                }
+    /// A process: its document, the versions its call steps name, the task types of its task
+    /// steps and the agent it runs as (a process may call a version that writes: on the process
+    /// basis, while its step is open).
+    fn process(&self, object: &PackageObject, objects: &Objects, problems: &mut Vec<PackageProblem>) {
+        if !crate::rule::is_rule_key(&object.key) {
+            problems.push(PackageProblem::new(
+                &object.file,
+                "key",
+                "invalid_process",
+                format!("{:?} is not a process key", object.key),
+                "use 1 to 200 lower-case letters, digits, `.`, `_`, `-`, starting with a letter or digit",
+            ));
+        }
+        let spec = match crate::process::read_spec(&object.document["spec"]) {
+            Ok(spec) => spec,
+            Err(found) => {
+                problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));
+                return;
             }
-            Value::Array(items) => {
-                for (index, item) in items.iter().enumerate() {
-                    self.calls(object, item, &format!("{path}[{index}]"), problems);
-                }
+        };
+        let found = spec.problems();
+        for found in &found {
+            problems.push(PackageProblem::new(
+                &object.file,
+                &found.path,
+                found.code,
+                found.message.clone(),
+                &found.hint,
+            ));
+        }
+        let flagged = |path: &str| found.iter().any(|p| p.path == path);
+        for (path, skill) in spec.skills() {
+            if !flagged(&path) && !self.broken.contains(skill) {
+                self.resolve(object, &path, skill, problems);
             }
-            _ => {}
+        }
+        for (path, task_type) in spec.task_types() {
+            let key = task_type.split('@').next().unwrap_or_default();
+            if !flagged(&path) && !objects.task_types.contains(key) {
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    &path,
+                    "unknown_reference",
+                    format!("the task type {key} is not declared in this package or in a package it requires"),
+                    "declare it in task-types/, or require the package that declares it",
+                ));
+            }
+        }
+        if !flagged("spec.identity.agent") && !objects.agents.contains(&spec.identity.agent) {
+            problems.push(PackageProblem::new(
+                &object.file,
+                "spec.identity.agent",
+                "unknown_reference",
+                format!(
+                    "the agent {} is not declared in this package or in a package it requires",
+                    spec.identity.agent
+                ),
+                "declare the agent the process runs as in agents/, or require the package that declares it",
+            ));
         }
     }
 }
