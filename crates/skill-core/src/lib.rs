@@ -150,7 +150,7 @@ pub async fn serve_with(
 async fn carry_out_work(engine: Engine) {
     loop {
         engine.outcomes_due(SWEEP_EVERY).await;
-        let now = chrono::Utc::now();
+        let now = engine.now();
         if let Err(error) = engine.run_outcomes(now).await {
             tracing::warn!(error = %error, "carrying out approval outcomes failed; it runs again shortly");
         }
@@ -170,7 +170,7 @@ async fn evaluate_rules(engine: Engine) {
     loop {
         engine.rules_due(SWEEP_EVERY).await;
         loop {
-            match engine.run_rule_evaluations(chrono::Utc::now()).await {
+            match engine.run_rule_evaluations(engine.now()).await {
                 // Work moved: there may be more right behind it.
                 Ok(moved) if moved > 0 => {}
                 Ok(_) => break,
@@ -195,7 +195,7 @@ async fn sweep_leases(engine: Engine) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     for round in 0u64.. {
         tick.tick().await;
-        match engine.expire_leases(chrono::Utc::now()).await {
+        match engine.expire_leases(engine.now()).await {
             Ok(0) => {}
             Ok(handled) => tracing::info!(handled, "leases expired"),
             Err(error) => tracing::warn!(error = %error, "the lease sweep failed; it runs again shortly"),

@@ -191,7 +191,7 @@ mod tests {
             kind: PrincipalKind::Person,
             name: "ana".into(),
             display_name: String::new(),
-            created_at: Utc::now(),
+            created_at: chrono::Utc::now(),
             disabled_at: None,
         };
         let grants = grants
@@ -201,7 +201,7 @@ mod tests {
                 principal_id: "p".into(),
                 workspace_id: workspace.map(str::to_owned),
                 permission: (*permission).to_owned(),
-                created_at: Utc::now(),
+                created_at: chrono::Utc::now(),
             })
             .collect();
         Actor::new(principal, grants)

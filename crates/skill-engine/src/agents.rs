@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 
-use chrono::Utc;
 use serde_json::json;
 use skill_api::events::AgentApplied;
 use skill_api::{
@@ -125,7 +124,7 @@ impl Engine {
             return Err(EngineError::new(Class::Invalid, found.code, format!("{} ({})", found.message, found.hint))
                 .with("path", found.path));
         }
-        let now = Utc::now();
+        let now = self.now();
         let (existing, principal) = self.agent_principal(key, spec.identity.kind).await?;
         let principal_id = principal.as_ref().map_or_else(|| self.new_id(), |found| found.id.clone());
 
@@ -427,7 +426,7 @@ impl Engine {
         let expires_at = match request.expires_in_days {
             None => None,
             Some(days) if (1..=crate::MAX_TOKEN_DAYS).contains(&days) => {
-                Some(Utc::now() + chrono::Duration::days(i64::from(days)))
+                Some(self.now() + chrono::Duration::days(i64::from(days)))
             }
             Some(_) => {
                 return Err(EngineError::new(

@@ -4,7 +4,6 @@
 //! fields name), as the authority of its running call of that task may read them.
 
 use base64::Engine as _;
-use chrono::Utc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use skill_api::events::ArtifactCreated;
@@ -176,7 +175,7 @@ impl Engine {
             author_principal_id: new.author.to_owned(),
             skill_invocation_id: new.skill_invocation_id,
             supersedes_id: None,
-            created_at: Utc::now(),
+            created_at: self.now(),
         })
     }
 

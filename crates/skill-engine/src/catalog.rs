@@ -8,7 +8,6 @@ mod publish;
 mod suggest;
 mod view;
 
-use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::events::{SkillAssigned, SkillRevoked};
 use skill_api::{AssignedSkill, DEFAULT_PAGE, ListQuery, MAX_PAGE, Page, SkillOut, SkillStatus};
@@ -134,7 +133,7 @@ impl Engine {
             skill_id: entry.skill.id.clone(),
             metadata,
             read_only,
-            created_at: Utc::now(),
+            created_at: self.now(),
         };
         let assigned = SkillAssigned {
             skill_id: entry.skill.id.clone(),

@@ -4,7 +4,7 @@
 //! disabled principal or a sign-out ends the session at the next request. Nothing is held in
 //! memory: any core replica serves any session.
 
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use skill_api::events::{ConsoleSignedIn, ConsoleSignedOut};
 use skill_api::{PrincipalKind, SkillStatus};
 use skill_store::ErrorKind;
@@ -48,7 +48,7 @@ impl Engine {
                 format!("the console is for people; {} is an {}", credential.principal.name, credential.principal.kind),
             ));
         }
-        let now = Utc::now();
+        let now = self.now();
         let most = now + Duration::hours(SESSION_HOURS);
         let expires_at = credential.token.expires_at.map_or(most, |expires| expires.min(most));
         let secret = secret();
@@ -80,7 +80,7 @@ impl Engine {
             Err(error) if error.kind() == ErrorKind::NotFound => return Err(session_invalid()),
             Err(error) => return Err(error.into()),
         };
-        if session.ended_at.is_some() || session.expires_at <= Utc::now() {
+        if session.ended_at.is_some() || session.expires_at <= self.now() {
             return Err(session_invalid());
         }
         let credential = match self.live_credential(&session.token_hash).await {
@@ -96,7 +96,7 @@ impl Engine {
     pub async fn sign_out(&self, session: &ConsoleSession, origin: &Origin) -> Result<()> {
         let signed_out = ConsoleSignedOut { session_id: session.id.clone() };
         let event = self.event(format!("principal:{}", session.principal_id), &signed_out, origin);
-        self.store.end_console_session(&session.id, Utc::now(), &event).await?;
+        self.store.end_console_session(&session.id, self.now(), &event).await?;
         Ok(())
     }
 }

@@ -59,7 +59,7 @@ impl Engine {
             .with("field", "data")
             .with("limit", MAX_FACT_BYTES));
         }
-        let now = Utc::now();
+        let now = self.now();
         let occurred_at = match &request.occurred_at {
             Some(text) => DateTime::parse_from_rfc3339(text).map(|at| at.with_timezone(&Utc)).map_err(|_| {
                 invalid("occurredAt", format!("{text:?} is not an RFC 3339 time (2026-12-03T10:00:00Z)"))

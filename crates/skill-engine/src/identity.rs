@@ -1,7 +1,6 @@
 //! Principals, personal access tokens and grants: authenticating a request, and bootstrapping
 //! an operator's first token.
 
-use chrono::Utc;
 use skill_api::events::{GrantAdded, GrantRemoved, PrincipalCreated, TokenCreated, TokenRevoked, WorkspaceCreated};
 use skill_api::{PrincipalKind, State};
 use skill_store::ErrorKind;
@@ -161,7 +160,7 @@ impl Engine {
             principal_id: principal.id.clone(),
             token_hash: token_hash(&token),
             label: label.to_owned(),
-            created_at: Utc::now(),
+            created_at: self.now(),
             expires_at,
             revoked_at: None,
         };
@@ -215,7 +214,7 @@ impl Engine {
             principal_id: principal.id.clone(),
             workspace_id: workspace_id.clone(),
             permission: permission.to_owned(),
-            created_at: Utc::now(),
+            created_at: self.now(),
         };
         let added = GrantAdded { permission: permission.to_owned(), workspace_id: workspace_id.clone() };
         let event = self.event(format!("principal:{}", principal.id), &added, origin);
@@ -263,7 +262,7 @@ impl Engine {
     /// Revokes a token by its id; `not_found` when there is no such live token.
     pub async fn revoke_token(&self, token_id: &str, origin: &Origin) -> Result<()> {
         let event = self.event(format!("token:{token_id}"), &TokenRevoked { token_id: token_id.to_owned() }, origin);
-        match self.store.revoke_token(token_id, Utc::now(), &event).await {
+        match self.store.revoke_token(token_id, self.now(), &event).await {
             Err(error) if error.kind() == ErrorKind::NotFound => {
                 Err(EngineError::not_found("a live token with this id"))
             }
@@ -284,7 +283,7 @@ impl Engine {
             ));
         }
         let workspace =
-            Workspace { id: self.new_id(), key: key.to_owned(), name: name.to_owned(), created_at: Utc::now() };
+            Workspace { id: self.new_id(), key: key.to_owned(), name: name.to_owned(), created_at: self.now() };
         let created = WorkspaceCreated { key: key.to_owned(), name: name.to_owned() };
         let event = self.event(format!("workspace:{}", workspace.id), &created, origin);
         match self.store.create_workspace(&workspace, &event).await {
@@ -324,7 +323,7 @@ impl Engine {
             kind,
             name: name.to_owned(),
             display_name: String::new(),
-            created_at: Utc::now(),
+            created_at: self.now(),
             disabled_at: None,
         };
         let created = PrincipalCreated { name: name.to_owned(), kind };
@@ -350,7 +349,7 @@ fn check_token_terms(label: &str, expires_at: Option<Time>) -> Result<()> {
         .with("field", "label"));
     }
     if let Some(expires_at) = expires_at {
-        let now = Utc::now();
+        let now = chrono::Utc::now();
         if expires_at <= now || expires_at > now + chrono::Duration::days(i64::from(MAX_TOKEN_DAYS)) {
             return Err(EngineError::new(
                 Class::Invalid,

@@ -13,7 +13,6 @@ mod view;
 
 use std::collections::HashMap;
 
-use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::events::{InvocationRequested, Requester};
 use skill_api::{
@@ -184,7 +183,7 @@ impl Engine {
             (None, Some(Internal::Rule(evaluation))) => (RequesterKind::Rule, evaluation.to_owned()),
             (None, _) => (RequesterKind::Principal, actor.id().to_owned()),
         };
-        let now = Utc::now();
+        let now = self.now();
         let implementation = &contract["implementation"];
         let protocol = implementation["protocol"].as_str().unwrap_or_default().to_owned();
         let target = match skill_contract::Protocol::parse(&protocol) {
@@ -267,7 +266,7 @@ impl Engine {
         let own = existing.authority_principal_id == actor.id();
         if own && existing.inputs == *inputs {
             return Ok(Invoked {
-                invocation: view::invocation_out(existing, skill, Utc::now(), &view::Looked::default()),
+                invocation: view::invocation_out(existing, skill, self.now(), &view::Looked::default()),
                 created: false,
             });
         }
@@ -318,7 +317,7 @@ impl Engine {
         }
         let call = self.visible_call(actor, id).await?;
         let skill = self.store.skill(&call.skill_id).await?.skill;
-        let now = Utc::now();
+        let now = self.now();
         let looked = view::Looked { covered: self.covered(&call, now).await?, held_by: self.held_by(&call).await? };
         Ok(view::invocation_out(call, &skill, now, &looked))
     }
@@ -441,7 +440,7 @@ impl Engine {
         let more = calls.len() > limit as usize;
         calls.truncate(limit as usize);
         let next = if more { calls.last().map(|call| call.id.clone()) } else { None };
-        let now = Utc::now();
+        let now = self.now();
         let mut items = Vec::with_capacity(calls.len());
         let mut skills: HashMap<String, SkillRecord> = HashMap::new();
         let mut coverage: HashMap<(String, Option<String>), Option<bool>> = HashMap::new();
@@ -498,7 +497,7 @@ impl Engine {
             let skill = self.store.skill(&call.skill_id).await?.skill;
             match call.status {
                 CallStatus::Cancelled => {
-                    return Ok(view::invocation_out(call, &skill, Utc::now(), &view::Looked::default()));
+                    return Ok(view::invocation_out(call, &skill, self.now(), &view::Looked::default()));
                 }
                 CallStatus::Succeeded | CallStatus::Failed => {
                     return Err(EngineError::new(
@@ -511,7 +510,7 @@ impl Engine {
                 }
                 _ => {}
             }
-            let now = Utc::now();
+            let now = self.now();
             let cause = Cancellation { code: "cancelled", reason: &reason, by: actor.id(), initiator: "principal" };
             let (cancelled, event) = self.cancelled(&call, &skill, &cause, now, &Origin::of(actor, request_id));
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {

@@ -2,7 +2,7 @@
 //! answered key is kept, what makes two requests the same. The transport carries the request and
 //! the answer; the store keeps them.
 
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use sha2::{Digest, Sha256};
 use skill_store::{Begun, StoredAnswer};
 
@@ -42,14 +42,14 @@ pub fn fingerprint(method: &str, path: &str, body: &[u8]) -> String {
 impl Engine {
     /// Takes `key` for the request `fingerprint` of `actor` (see [`Begun`]).
     pub async fn begin_keyed(&self, actor: &Actor, key: &str, fingerprint: &str) -> Result<Begun> {
-        let now = Utc::now();
+        let now = self.now();
         let pending_until = now + Duration::seconds(PENDING_SECONDS);
         Ok(self.store.begin_request(key, actor.id(), fingerprint, now, pending_until).await?)
     }
 
     /// Keeps the answer of the request that took `key`, for a day.
     pub async fn finish_keyed(&self, key: &str, answer: &StoredAnswer) -> Result<()> {
-        Ok(self.store.finish_request(key, answer, Utc::now() + Duration::hours(ANSWER_HOURS)).await?)
+        Ok(self.store.finish_request(key, answer, self.now() + Duration::hours(ANSWER_HOURS)).await?)
     }
 
     /// Frees `key` when its request's answer says nothing final (a retryable failure).
@@ -59,7 +59,7 @@ impl Engine {
 
     /// Deletes expired keys; how many.
     pub async fn purge_keyed(&self) -> Result<u64> {
-        Ok(self.store.purge_requests(Utc::now(), 1000).await?)
+        Ok(self.store.purge_requests(self.now(), 1000).await?)
     }
 }
 

@@ -3,7 +3,6 @@
 //! and entity queries by kind and attribute conditions. The plan, the token and the conditions
 //! are `skill_contract::knowledge`'s, which the SDK's `FakeCore` uses too.
 
-use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::events::{KnowledgeDocumentStored, KnowledgeSnapshotApplied};
 use skill_api::{EntityPage, EntityQuery, SnapshotPlan, SnapshotRequest};
@@ -78,7 +77,7 @@ impl Engine {
             }
             let new_token = knowledge::state_token(&wanted);
             let plan = knowledge::plan(&current, &wanted, new_token.clone());
-            let now = Utc::now();
+            let now = self.now();
             let record = SlotRecord {
                 workspace_id: workspace.clone(),
                 pack: slot.0.clone(),
@@ -362,7 +361,7 @@ impl Engine {
             };
             links.push(Value::String(stored));
         }
-        let now = Utc::now();
+        let now = self.now();
         let document = skill_store::records::DocumentRecord {
             workspace_id: workspace.clone(),
             natural_key: request.natural_key.clone(),

@@ -86,13 +86,12 @@ pub(crate) fn error_value(code: &str, retryable: bool, message: &str, details: O
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
 
     use super::*;
 
     #[test]
     fn leases_are_clamped_and_capped_by_the_attempt() {
-        let now = Utc::now();
+        let now = chrono::Utc::now();
         assert_eq!(lease_end(now, now, 60, None), now + Duration::seconds(90));
         assert_eq!(lease_end(now, now, 1, Some(2)), now + Duration::seconds(10), "at least 10 s");
         assert_eq!(lease_end(now, now, 3600, Some(100_000)), now + Duration::seconds(3600), "at most an hour");

@@ -19,6 +19,7 @@ mod agents;
 pub mod artifacts;
 mod cancellation;
 pub mod catalog;
+pub mod clock;
 pub mod console;
 mod discovery;
 mod ended;
@@ -38,13 +39,13 @@ pub mod work;
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use skill_api::EventData;
 use skill_store::Store;
 use skill_store::records::Event;
 
 pub use actor::{Actor, PERMISSIONS, TOKEN_PREFIX, new_token, token_hash};
 pub use catalog::MAX_PAGE_BYTES;
+pub use clock::{Clock, MovedClock, SystemClock};
 pub use error::{Class, EngineError, Result};
 pub use identity::{IssuedToken, MAX_LABEL_CHARS, MAX_TOKEN_DAYS, PRINCIPAL_KINDS, TokenRequest};
 pub use invocations::Invoked;
@@ -77,6 +78,8 @@ pub struct Engine {
     rules_due: Arc<tokio::sync::Notify>,
     /// Rules' conditions, compiled once per version.
     conditions: Arc<rules::Conditions>,
+    /// Where the time is read.
+    clock: Arc<dyn clock::Clock>,
 }
 
 type BlobFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = skill_store::Result<T>> + Send + 'a>>;
@@ -126,7 +129,20 @@ impl Engine {
             ended: Arc::default(),
             rules_due: Arc::default(),
             conditions: Arc::default(),
+            clock: Arc::new(clock::SystemClock),
         }
+    }
+
+    /// The engine reading the time from `clock` (tests move it).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn clock::Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The time now, as the engine's clock says.
+    pub fn now(&self) -> skill_store::records::Time {
+        self.clock.now()
     }
 
     /// The engine with `blobs` as the store of artifacts' content (without one, storing or
@@ -181,6 +197,6 @@ pub(crate) fn new_event<E: EventData>(subject: String, data: &E, origin: &Origin
         data: document(data),
         actor_id: origin.actor_id.clone(),
         request_id: origin.request_id.clone(),
-        created_at: Utc::now(),
+        created_at: chrono::Utc::now(),
     }
 }

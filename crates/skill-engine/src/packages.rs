@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use chrono::Utc;
 use skill_api::events::PackageInstalled;
 use skill_api::{ApplyOut, ApplyRequest, EventOut, InstallOut, ObjectRef, PackageRef, RecordRequest};
 use skill_contract::{Skill, SkillName, SkillRef};
@@ -372,7 +371,7 @@ fn install_of(package: &PackageRef, install_hash: &str, actor: &Actor) -> Packag
         key: package.key.clone(),
         version: package.version.clone(),
         install_hash: install_hash.to_owned(),
-        installed_at: Utc::now(),
+        installed_at: chrono::Utc::now(),
         installed_by: Some(actor.id().to_owned()),
     }
 }

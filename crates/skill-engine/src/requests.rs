@@ -14,7 +14,6 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use chrono::Utc;
 use serde_json::{Map, Value, json};
 use skill_api::events::ApprovalWithdrawn;
 use skill_api::events::{AgentRequestCreated, AgentRequestEnded, AgentRequestInvoked, TaskClosed, TaskCreated};
@@ -260,7 +259,7 @@ impl Engine {
             spec,
             execution: None,
             created_by: None,
-            created_at: Utc::now(),
+            created_at: self.now(),
         };
         let event = self.task_type_event(&record, &Origin::default());
         match self.store.write_work(&[WorkChange::InsertTaskType(record.clone())], &[event]).await {
@@ -296,7 +295,7 @@ impl Engine {
             )
             .with("open", open.len()));
         }
-        let lately = self.store.agent_requests_since(actor.id(), Utc::now() - chrono::Duration::hours(1)).await?;
+        let lately = self.store.agent_requests_since(actor.id(), self.now() - chrono::Duration::hours(1)).await?;
         if lately >= MAX_REQUESTS_PER_HOUR {
             return Err(EngineError::new(
                 Class::Conflict,
@@ -336,7 +335,7 @@ impl Engine {
         } else {
             format!("the MCP client that calls itself \"{}\"", format!("{} {}", client.name, client.version).trim())
         };
-        let now = Utc::now();
+        let now = self.now();
         let inputs = skill_contract::export::canonical(&Value::Object(inputs));
         let task = TaskRecord {
             id: self.new_id(),
@@ -686,7 +685,7 @@ impl Engine {
                 next.status = RequestStatus::Approved;
                 next.invocation_id = Some(invoked.invocation.id.clone());
                 next.row_version += 1;
-                next.updated_at = Utc::now();
+                next.updated_at = self.now();
                 let data = AgentRequestInvoked {
                     invocation_id: invoked.invocation.id.clone(),
                     approval_id: approval.id.clone(),
@@ -717,7 +716,7 @@ impl Engine {
         origin: &Origin,
     ) -> Result<(Vec<WorkChange>, Vec<Event>)> {
         debug_assert!(RequestStatus::allows(request.status, status) && status.is_terminal());
-        let now = Utc::now();
+        let now = self.now();
         let mut changes = Vec::new();
         let mut events = Vec::new();
         if let Some(approval) = pending_approval {

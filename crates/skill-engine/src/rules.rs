@@ -12,7 +12,6 @@ mod evaluation;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use chrono::Utc;
 use serde_json::{Map, Value, json};
 use skill_api::events::RulePublished;
 use skill_api::{
@@ -128,7 +127,7 @@ impl Engine {
             interpretation_skill_id: interpretation.map(|skill| skill.id),
             package_key: planned.package.map(str::to_owned),
             published_by: actor.id().to_owned(),
-            created_at: Utc::now(),
+            created_at: self.now(),
             spec,
         })
     }
@@ -299,7 +298,7 @@ impl Engine {
         let fact = json!({
             "id": Value::Null, "workspace": workspace.key, "workspaceId": workspace.id, "kind": draft.kind,
             "key": draft.key, "data": draft.data, "source": draft.source,
-            "occurredAt": draft.occurred_at.clone().unwrap_or_else(|| view_time(&Utc::now())), "depth": 0,
+            "occurredAt": draft.occurred_at.clone().unwrap_or_else(|| view_time(&self.now())), "depth": 0,
         });
         let document = json!({"fact": fact});
         let kind_matches = draft.kind == rule.kind;

@@ -2,7 +2,6 @@
 //! still fit the values already set), the values an operator sets (checked against it, no
 //! secrets, versioned), and what a claim hands to the executor.
 
-use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::events::PackageSettingsChanged;
 use skill_api::{ClaimSettings, SettingsOut, SettingsRequest};
@@ -61,7 +60,7 @@ impl Engine {
         let next = PackageSettings {
             values,
             values_revision: current.values_revision + 1,
-            updated_at: Utc::now(),
+            updated_at: self.now(),
             updated_by: Some(actor.id().to_owned()),
             ..current
         };

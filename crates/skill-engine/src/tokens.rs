@@ -17,7 +17,7 @@ use std::time::{Duration as StdDuration, Instant};
 use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use skill_api::events::SigningKeyCreated;
@@ -182,7 +182,7 @@ impl Engine {
     /// here when there is none yet, so a host that fetches the JWKS before the first token is
     /// issued already knows the key that token will name.
     pub async fn jwks(&self) -> Result<Value> {
-        let now = Utc::now();
+        let now = self.now();
         let mut keys = self.published_keys(now).await?;
         if keys.is_empty() {
             self.new_signing_key(now).await?;
@@ -194,7 +194,7 @@ impl Engine {
     /// Makes a new signing key now: published at once, signing after the lead time, the previous
     /// ones published until they expire; returns its `kid`.
     pub async fn rotate_signing_key(&self) -> Result<String> {
-        let key = self.new_signing_key(Utc::now()).await?;
+        let key = self.new_signing_key(self.now()).await?;
         Ok(key.kid)
     }
 

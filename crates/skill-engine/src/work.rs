@@ -21,7 +21,6 @@ mod types;
 /// the MCP gateway, never by hand).
 pub const REQUEST_TYPE: &str = "agent-request";
 
-use chrono::Utc;
 use skill_api::events::TaskCommented;
 use skill_api::{CommentOut, CommentRequest, Items, OfTaskQuery, PrincipalKind};
 use skill_store::ErrorKind;
@@ -130,7 +129,7 @@ impl Engine {
             task_id: task.id.clone(),
             author_principal_id: author.to_owned(),
             body: body.to_owned(),
-            created_at: Utc::now(),
+            created_at: self.now(),
         })
     }
 }

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::events::SkillRegistered;
 use skill_api::{DEFAULT_VERSION, PublishRequest, SkillOut, SkillStatus};
@@ -49,7 +48,7 @@ impl Engine {
             Some(object @ Value::Object(_)) => object.clone(),
             Some(_) => return Err(invalid_contract("config", "`config` must be a JSON object")),
         };
-        let now = Utc::now();
+        let now = self.now();
         let record = SkillRecord {
             id: self.new_id(),
             name: request.name.clone(),

@@ -7,7 +7,6 @@
 //! others go back to the queue as a retryable failure with the reason as the code (or fail, when
 //! no attempt remains).
 
-use chrono::Utc;
 use skill_api::events::PrincipalDisabled;
 use skill_api::{CallStatus, DisableOut, DisableRequest, LostBasis};
 use skill_store::ErrorKind;
@@ -50,7 +49,7 @@ impl Engine {
             if principal.disabled_at.is_some() {
                 return Err(disabled_already(&principal.id));
             }
-            let now = Utc::now();
+            let now = self.now();
             let mut writes = Vec::new();
             let mut events = Vec::new();
             let (mut cancelled, mut returned) = (Vec::new(), Vec::new());

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::events::{
     FailureSummary, InvocationClaimed, InvocationFailed, InvocationRetryScheduled, InvocationSucceeded, RetriedError,
@@ -114,7 +113,7 @@ impl Engine {
         }
         let origin = Origin::of(actor, request_id);
         if self.expiry_due() {
-            self.expire_leases(Utc::now()).await?;
+            self.expire_leases(self.now()).await?;
         }
         let deadline = tokio::time::Instant::now() + wait;
         loop {
@@ -156,7 +155,7 @@ impl Engine {
         origin: &Origin,
     ) -> Result<Option<ClaimOut>> {
         for _ in 0..3 {
-            let now = Utc::now();
+            let now = self.now();
             let seen = Arc::new(Mutex::new(Seen::default()));
             let take = self.taker(actor, request, origin, now, Arc::clone(&seen));
             let claimed = self.store.claim(admission, now, take).await?;
@@ -251,7 +250,7 @@ impl Engine {
 
     /// Whether this claim looks for expired leases: the first claim after [`EXPIRY_EVERY_MS`].
     fn expiry_due(&self) -> bool {
-        let now = Utc::now().timestamp_millis();
+        let now = self.now().timestamp_millis();
         let last = self.expired_at.load(std::sync::atomic::Ordering::Relaxed);
         now - last >= EXPIRY_EVERY_MS
             && self
@@ -582,7 +581,7 @@ impl Engine {
         session_id: Option<&str>,
     ) -> Result<(InvocationRecord, SkillRecord, Time)> {
         let call = self.visible_call(actor, id).await?;
-        let now = Utc::now();
+        let now = self.now();
         check_holder(&call, actor.id(), fencing_token, session_id, now)?;
         if let Some(session_id) = &call.executor_session_id {
             self.own_active_session(actor, session_id).await?;

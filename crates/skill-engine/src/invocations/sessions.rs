@@ -2,7 +2,7 @@
 //! lease taken with a session ends with it (a closed or expired session's running calls go back
 //! to the queue as `lease_expired`).
 
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use serde_json::{Value, json};
 use skill_api::events::{SessionClosed, SessionOpened};
 use skill_api::{SessionOut, SessionRequest, SessionState, SessionStatus};
@@ -37,7 +37,7 @@ impl Engine {
             return Err(EngineError::invalid_request("`capabilities` are at most 50 words of 1 to 100 characters")
                 .with("field", "capabilities"));
         }
-        let now = Utc::now();
+        let now = self.now();
         let session = SessionRecord {
             id: self.new_id(),
             principal_id: actor.id().to_owned(),
@@ -68,7 +68,7 @@ impl Engine {
         let ttl = checked_ttl(request.ttl_seconds)?;
         for _ in 0..5 {
             let session = self.own_active_session(actor, id).await?;
-            let now = Utc::now();
+            let now = self.now();
             let draining = session.draining_at.is_some() || request.draining == Some(true);
             let next = SessionRecord {
                 heartbeat_at: now,
@@ -94,7 +94,7 @@ impl Engine {
         actor.require("skills.execute")?;
         for _ in 0..5 {
             let session = self.owned_session(actor, id).await?;
-            let now = Utc::now();
+            let now = self.now();
             if session.status == SessionStatus::Closed {
                 return Ok(session_out(session, now));
             }
@@ -148,7 +148,7 @@ impl Engine {
     /// [`Self::owned_session`], and still active (`409 session_not_active` otherwise).
     pub(crate) async fn own_active_session(&self, actor: &Actor, id: &str) -> Result<SessionRecord> {
         let session = self.owned_session(actor, id).await?;
-        if !session_active(&session, Utc::now()) {
+        if !session_active(&session, self.now()) {
             return Err(EngineError::new(
                 Class::Conflict,
                 "session_not_active",
@@ -175,7 +175,7 @@ impl Engine {
     pub async fn sessions(&self, actor: &Actor, limit: u32) -> Result<Vec<SessionView>> {
         actor.require_any(&["org.read", "skills.execute"])?;
         let limit = limit.clamp(1, 200);
-        let now = Utc::now();
+        let now = self.now();
         let mut out = Vec::new();
         for session in self.store.sessions(limit).await? {
             let running = if session.status == SessionStatus::Active {

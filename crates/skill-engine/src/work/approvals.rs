@@ -5,7 +5,6 @@
 use skill_api::Lifecycle;
 use skill_api::events::{ApprovalDecided, ApprovalRequested, ApprovalWithdrawn};
 
-use chrono::Utc;
 use serde_json::Value;
 use skill_api::{
     ActionOut, ActionStatus, ApprovalOut, ApprovalRequest, ApprovalStatus, DecideRequest, Items, OfTaskQuery,
@@ -101,7 +100,7 @@ impl Engine {
         if comment.chars().count() > 10_000 {
             return Err(EngineError::invalid_request("a comment is at most 10,000 characters").with("field", "comment"));
         }
-        let now = Utc::now();
+        let now = self.now();
         let approval = ApprovalRecord {
             id: self.new_id(),
             task_id: task_id.to_owned(),
@@ -180,7 +179,7 @@ impl Engine {
             if task.status.is_terminal() {
                 return Err(task_terminal(&task));
             }
-            let now = Utc::now();
+            let now = self.now();
             // An agent's request decides in time or not at all.
             if let Some(asked) = self.store.agent_request_of_approval(&approval.id).await?
                 && now >= asked.expires_at
@@ -289,7 +288,7 @@ impl Engine {
                 .with("approvalId", approval.id)
                 .with("status", approval.status));
             }
-            let now = Utc::now();
+            let now = self.now();
             let origin = Origin::of(actor, request_id);
             let withdrawn = ApprovalRecord {
                 status: ApprovalStatus::Withdrawn,

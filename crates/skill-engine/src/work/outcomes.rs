@@ -16,7 +16,7 @@ use skill_api::{
     TaskStatus,
 };
 
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use serde_json::{Value, json};
 use skill_api::InvokeRequest;
 use skill_store::records::{ActionRecord, ApprovalRecord, Event, InvocationRecord, Time, WorkChange};
@@ -131,7 +131,7 @@ impl Engine {
             outcome_status: Some(status),
             outcome_reaction: reaction,
             row_version: approval.row_version + 1,
-            updated_at: Utc::now(),
+            updated_at: self.now(),
             ..approval.clone()
         };
         let ended_event = OutcomeEnded { task_id: approval.task_id.clone(), status, reaction };
@@ -206,7 +206,7 @@ impl Engine {
                     result: Some(result),
                     attempts: action.attempts + 1,
                     row_version: action.row_version + 1,
-                    updated_at: Utc::now(),
+                    updated_at: self.now(),
                     ..action.clone()
                 };
                 let invoked =
@@ -327,7 +327,7 @@ impl Engine {
             result: result.or_else(|| action.result.clone()),
             error,
             row_version: action.row_version + 1,
-            updated_at: Utc::now(),
+            updated_at: self.now(),
             ..action.clone()
         };
         let ended = ActionEnded { index: action.action_index, status, invocation_id: action.invocation_id.clone() };

@@ -7,7 +7,6 @@
 use skill_api::{ApprovalStatus, Lifecycle, SkillStatus, State};
 use skill_contract::{RiskLevel, SideEffects};
 
-use chrono::Utc;
 use serde_json::{Map, Value, json};
 use skill_store::records::{SkillRecord, TaskRecord, TaskTypeRecord, Time};
 
@@ -160,7 +159,7 @@ impl Engine {
         let task = self.store.task(&approval.task_id).await?;
         let task_type = self.store.task_type(&task.task_type_id).await?;
         let decision =
-            Decision { approval_id: &approval.id, outcome, comment, decided_by: actor.id(), decided_at: Utc::now() };
+            Decision { approval_id: &approval.id, outcome, comment, decided_by: actor.id(), decided_at: self.now() };
         let mut planned = self.plan_outcome(&task, &task_type, &decision).await?;
         // A gate of an execution-pinned task also decides the execution: approving lets the core
         // make its call, rejecting fails the task.

@@ -10,7 +10,6 @@
 use skill_api::Lifecycle;
 use skill_api::events::{OutcomeRetried, RetriedAction};
 
-use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{ActionStatus, ApprovalOut, Basis, OutcomeStatus, RetryRequest};
 use skill_store::records::{ActionRecord, ApprovalRecord, InvocationRecord, WorkChange};
@@ -138,7 +137,7 @@ impl Engine {
                 };
                 return Err(not_retryable(&approval, reason, message).with("failures", json!(failures)));
             }
-            let now = Utc::now();
+            let now = self.now();
             let origin = Origin::of(actor, request_id);
             let mut changes = vec![WorkChange::UpdateApproval(ApprovalRecord {
                 outcome_status: Some(OutcomeStatus::Running),

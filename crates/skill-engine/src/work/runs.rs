@@ -2,7 +2,6 @@
 use skill_api::Lifecycle;
 use skill_api::events::{RunEnded, RunStarted};
 
-use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{EndRunRequest, RunOut, RunRequest, RunStatus};
 use skill_store::ErrorKind;
@@ -22,7 +21,7 @@ impl Engine {
         if task.status.is_terminal() {
             return Err(task_terminal(&task));
         }
-        let run = self.new_run(&task.id, actor.id(), Utc::now());
+        let run = self.new_run(&task.id, actor.id(), self.now());
         let started =
             RunStarted { task_id: run.task_id.clone(), owner: run.owner_principal_id.clone(), execution: None };
         let event = self.event(format!("run:{}", run.id), &started, &Origin::of(actor, request_id));
@@ -110,7 +109,7 @@ impl Engine {
             status,
             result,
             error,
-            ended_at: Some(Utc::now()),
+            ended_at: Some(self.now()),
             row_version: run.row_version + 1,
             ..run.clone()
         };

@@ -2,7 +2,6 @@
 use skill_api::Lifecycle;
 use skill_api::events::{TaskClosed, TaskCreated};
 
-use chrono::Utc;
 use serde_json::{Value, json};
 use skill_api::{CloseTaskRequest, Page, State, TaskOut, TaskQuery, TaskRequest, TaskStatus, TaskTypeRef};
 use skill_contract::schema::SchemaValidator;
@@ -37,7 +36,7 @@ impl Engine {
         let fields = Value::Object(request.custom_fields.clone().unwrap_or_default());
         check_fields(&task_type, &fields)?;
         self.check_required_fields(&task_type, &fields).await?;
-        let now = Utc::now();
+        let now = self.now();
         let task = TaskRecord {
             id: self.new_id(),
             workspace_id: workspace,
@@ -184,7 +183,7 @@ impl Engine {
         origin: &Origin,
         events: &mut Vec<skill_store::records::Event>,
     ) -> TaskRecord {
-        let now = Utc::now();
+        let now = self.now();
         let closed = TaskClosed { status, workspace_id: task.workspace_id.clone(), reason: reason.map(str::to_owned) };
         events.push(self.event(format!("task:{}", task.id), &closed, origin));
         TaskRecord {

@@ -1,7 +1,6 @@
 //! Task types: publication (every rule checked, the spec normalized), reading and listing. A
 //! published version never changes (the database refuses any update).
 
-use chrono::Utc;
 use serde_json::{Map, Value, json};
 use skill_api::events::TaskTypePublished;
 use skill_api::{
@@ -133,7 +132,7 @@ impl Engine {
             spec: Value::Object(spec),
             execution,
             created_by: Some(actor.id().to_owned()),
-            created_at: Utc::now(),
+            created_at: self.now(),
         })
     }
 
