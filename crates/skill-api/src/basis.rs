@@ -27,6 +27,18 @@ pub enum Basis {
     /// from the task, once per task, while the task's gates let it.
     #[serde(rename = "execution", rename_all = "camelCase")]
     Execution { task_type_id: String, task_id: String, run_id: String },
+    /// A call step of a running process instance that names exactly this version: the core's
+    /// own call, valid while the step (its activity) is open.
+    #[serde(rename = "process", rename_all = "camelCase")]
+    Process {
+        instance_id: String,
+        /// The step's run (`StepOut.id`).
+        activity_id: String,
+        /// The step's id in the definition.
+        step: String,
+        definition_key: String,
+        definition_version: String,
+    },
 }
 
 impl Basis {
@@ -34,7 +46,7 @@ impl Basis {
     pub fn approval_id(&self) -> Option<&str> {
         match self {
             Self::Approval { approval_id, .. } => Some(approval_id),
-            Self::Execution { .. } => None,
+            Self::Execution { .. } | Self::Process { .. } => None,
         }
     }
 
@@ -43,6 +55,7 @@ impl Basis {
         match self {
             Self::Approval { .. } => "approval",
             Self::Execution { .. } => "execution",
+            Self::Process { .. } => "process",
         }
     }
 }

@@ -30,6 +30,7 @@ pub mod operations;
 mod packages;
 mod page;
 mod principals;
+mod processes;
 mod protocol_schema;
 mod rules;
 pub mod sdk_routes;
@@ -48,6 +49,7 @@ pub use envelope::{ErrorBody, ErrorEnvelope};
 /// The agent document (`kind: Agent`) the apply carries and the answers show.
 pub use skill_contract::agent;
 /// The work rule document, as `POST /rules` and packages carry it.
+pub use skill_contract::process;
 pub use skill_contract::rule;
 pub mod events;
 pub use events::{EventData, EventOut, EventsQuery};
@@ -68,6 +70,10 @@ pub use principals::{
     AssignRequest, Assigned, AssignedSkill, DisableOut, DisableRequest, ExecutorAllowance, ExecutorAllowanceOut,
     Revoked,
 };
+pub use processes::{
+    CancelInstanceRequest, InstanceOut, InstanceQuery, MAX_INPUT_BYTES, ProcessOut, ProcessQuery, ProcessRequest,
+    StartRequest, StepOut,
+};
 pub use rules::{
     ConditionOut, EvaluateOut, EvaluateRequest, FactDraft, FactOut, FactQuery, FactRequest, MAX_FACT_BYTES,
     MAX_FACT_DEPTH, PlannedCall, PlannedWork, RuleEvaluationOut, RuleOut, RuleQuery, RuleRequest,
@@ -79,9 +85,9 @@ pub use skills::{
     SkillKind, SkillOut, etag, parse_etag,
 };
 pub use states::{
-    ActionStatus, ApprovalStatus, CallStatus, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus, OutputStatus,
-    PrincipalKind, RequestStatus, RequesterKind, RuleEvaluationStatus, RunStatus, SessionState, SessionStatus,
-    SkillStatus, State, TaskStatus, UnknownState, WaitingReason,
+    ActionStatus, ApprovalStatus, CallStatus, InstanceStatus, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus,
+    OutputStatus, PrincipalKind, RequestStatus, RequesterKind, RuleEvaluationStatus, RunStatus, SessionState,
+    SessionStatus, SkillStatus, State, StepStatus, TaskStatus, UnknownState, WaitingReason,
 };
 pub use tokens::{AudienceClaims, AudienceTokenOut, AudienceTokenRequest};
 pub use work::{

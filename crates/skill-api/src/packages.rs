@@ -49,6 +49,10 @@ pub struct ApplyRequest {
     /// ensure); a version published already with the same document is left alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<crate::RuleRequest>,
+    /// Process versions to publish (after the agents they run as and the task types they make);
+    /// a version published already with the same document is left alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<crate::ProcessRequest>,
 }
 
 /// One change of a package plan.
@@ -81,6 +85,9 @@ pub struct ApplyOut {
     /// The work rule versions this apply published.
     #[serde(default)]
     pub rules: Vec<crate::RuleOut>,
+    /// The process versions this apply published.
+    #[serde(default)]
+    pub processes: Vec<crate::ProcessOut>,
 }
 
 /// The body of `POST /packages:record`.

@@ -221,6 +221,38 @@ impl Lifecycle for RuleEvaluationStatus {
 }
 
 states! {
+    /// Where a process instance is: running (moving, or waiting for a call, a task, a fact or a
+    /// time), or ended.
+    InstanceStatus, what = "process instance status",
+    {
+        Running => "running",
+        /// An `end {status: completed}` step, or past its last step.
+        Completed => "completed",
+        /// An `end {status: failed}` step, or a step that failed with nowhere to go.
+        Failed => "failed",
+        /// Cancelled by a person (with a reason).
+        Cancelled => "cancelled",
+    }
+}
+
+impl Lifecycle for InstanceStatus {
+    const MOVES: &'static [(Self, Self)] =
+        &[(Self::Running, Self::Completed), (Self::Running, Self::Failed), (Self::Running, Self::Cancelled)];
+}
+
+states! {
+    /// Where one step of an instance is: open while it runs or waits, then done, failed, or
+    /// closed without a result (its instance ended, or its call is asked for again as a new step).
+    StepStatus, what = "process step status",
+    { Open => "open", Done => "done", Failed => "failed", Closed => "closed" }
+}
+
+impl Lifecycle for StepStatus {
+    const MOVES: &'static [(Self, Self)] =
+        &[(Self::Open, Self::Done), (Self::Open, Self::Failed), (Self::Open, Self::Closed)];
+}
+
+states! {
     /// Where a principal's run on a task is.
     RunStatus, what = "run status",
     { Running => "running", Succeeded => "succeeded", Failed => "failed", Cancelled => "cancelled" }
@@ -419,6 +451,10 @@ states! {
         ExecutionDeadline => "execution_deadline",
         /// The person who decided its approval was disabled before the call was claimed.
         DeciderDisabled => "decider_disabled",
+        /// Its process instance was cancelled (or is gone).
+        ProcessCancelled => "process_cancelled",
+        /// Its process step closed (the instance moved on or ended) before the call was claimed.
+        ProcessStepClosed => "process_step_closed",
     }
 }
 
@@ -477,6 +513,8 @@ mod tests {
         round_trip::<PrincipalKind>();
         round_trip::<RequestStatus>();
         round_trip::<RuleEvaluationStatus>();
+        round_trip::<InstanceStatus>();
+        round_trip::<StepStatus>();
         round_trip::<OutputStatus>();
         round_trip::<SideEffects>();
         round_trip::<RiskLevel>();

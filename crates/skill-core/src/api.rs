@@ -9,6 +9,7 @@ mod handlers;
 pub(crate) mod idempotency;
 mod knowledge;
 pub mod plumbing;
+mod processes;
 mod rules;
 mod strict;
 mod work;
@@ -99,6 +100,13 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::ListRules => ("/rules", on(filter, rules::rules)),
         Op::ReadRule => ("/rules/{*rest}", on(filter, rules::rule)),
         Op::EvaluateRule => ("/rules/{*rest}", on(filter, rules::evaluate_rule)),
+        Op::PublishProcess => ("/processes", on(filter, processes::publish)),
+        Op::ListProcesses => ("/processes", on(filter, processes::list)),
+        Op::ReadProcess => ("/processes/{*rest}", on(filter, processes::read)),
+        Op::StartProcess => ("/processes/{*rest}", on(filter, processes::start)),
+        Op::ListInstances => ("/process-instances", on(filter, processes::instances)),
+        Op::ReadInstance => ("/process-instances/{*rest}", on(filter, processes::instance)),
+        Op::CancelInstance => ("/process-instances/{*rest}", on(filter, processes::cancel)),
     };
     let (path, methods) = served;
     // A route without query parameters refuses any, as the ones with them refuse unknown ones.

@@ -136,10 +136,12 @@ pub async fn serve_with(
     let sweep = tokio::spawn(sweep_leases(engine.clone()));
     let work = tokio::spawn(carry_out_work(engine.clone()));
     let rules = tokio::spawn(evaluate_rules(engine.clone()));
+    let processes = tokio::spawn(advance_processes(engine.clone()));
     let served = skill_http::serve(listener, app_with(engine, console), limits, stop).await;
     sweep.abort();
     work.abort();
     rules.abort();
+    processes.abort();
     served
 }
 
@@ -176,6 +178,27 @@ async fn evaluate_rules(engine: Engine) {
                 Ok(_) => break,
                 Err(error) => {
                     tracing::warn!(error = %error, "evaluating facts failed; it runs again shortly");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Advances process instances, woken when an instance starts, a process's call ends or a fact
+/// is recorded through this core, and at least every [`SWEEP_EVERY`] (timers, tasks closed,
+/// calls and facts of other cores). Nothing here is authoritative: any number of cores advance
+/// instances, none a step twice.
+async fn advance_processes(engine: Engine) {
+    loop {
+        engine.processes_due(SWEEP_EVERY).await;
+        loop {
+            match engine.run_processes(engine.now()).await {
+                // Work moved: there may be more right behind it.
+                Ok(moved) if moved > 0 => {}
+                Ok(_) => break,
+                Err(error) => {
+                    tracing::warn!(error = %error, "advancing process instances failed; it runs again shortly");
                     break;
                 }
             }

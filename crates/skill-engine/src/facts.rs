@@ -100,6 +100,7 @@ impl Engine {
         match self.store.insert_fact(&fact, &event).await {
             Ok(()) => {
                 self.rules_due.notify_one();
+                self.processes_due.notify_one();
                 Ok((fact_out(fact, Vec::new()), true))
             }
             // Sent twice at once: the other one was first.

@@ -541,6 +541,13 @@ fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
         )
         .with("approvalId", approval_id.clone())
         .with("skill", name),
+        Some(Basis::Process { activity_id, .. }) => EngineError::new(
+            Class::Conflict,
+            "process_step_already_invoked",
+            format!("this process step made its call of {name} already (one call per step run)"),
+        )
+        .with("activityId", activity_id.clone())
+        .with("skill", name),
         // A call without a basis spends nothing: its key's conflict is the key's to answer.
         None => EngineError::new(
             Class::Conflict,
@@ -555,8 +562,8 @@ fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
 /// The key trimmed; `422 invalid_idempotency_key` when empty or longer than 200 characters.
 /// The prefixes of the idempotency keys of the calls the core makes itself: a rule's
 /// interpretation (`rule:<ruleId>:<factId>`) and an agent's approved request
-/// (`agent-request:<id>`).
-pub(crate) const RESERVED_KEYS: &[&str] = &["rule:", "agent-request:"];
+/// (`agent-request:<id>`), and a process's call step (`process:<activity id>`).
+pub(crate) const RESERVED_KEYS: &[&str] = &["rule:", "agent-request:", "process:"];
 
 pub(crate) fn checked_key(key: Option<&str>) -> Result<Option<String>> {
     let Some(key) = key else { return Ok(None) };

@@ -31,6 +31,7 @@ pub mod keyed;
 pub mod knowledge;
 mod lease;
 pub mod packages;
+pub mod processes;
 pub mod requests;
 pub mod rules;
 mod settings;
@@ -78,6 +79,9 @@ pub struct Engine {
     rules_due: Arc<tokio::sync::Notify>,
     /// Rules' conditions, compiled once per version.
     conditions: Arc<rules::Conditions>,
+    /// Wakes the process worker when an instance starts, a process's call ends or a fact is
+    /// recorded through this engine (a hint: it also looks every second on its own).
+    processes_due: Arc<tokio::sync::Notify>,
     /// Where the time is read.
     clock: Arc<dyn clock::Clock>,
 }
@@ -129,6 +133,7 @@ impl Engine {
             ended: Arc::default(),
             rules_due: Arc::default(),
             conditions: Arc::default(),
+            processes_due: Arc::default(),
             clock: Arc::new(clock::SystemClock),
         }
     }

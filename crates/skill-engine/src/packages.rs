@@ -212,6 +212,9 @@ impl Engine {
         let planned_agents: Vec<_> = agents.iter().map(|plan| plan.record.clone()).collect();
         let rules =
             self.planned_rules(actor, request, &planned_records, &planned_task_types, &planned_agents, &origin).await?;
+        let processes = self
+            .planned_processes(actor, request, &planned_records, &planned_task_types, &planned_agents, &origin)
+            .await?;
         let install = install_of(&request.package, &request.install_hash, actor);
         let installed = PackageInstalled {
             version: install.version.clone(),
@@ -229,6 +232,8 @@ impl Engine {
             planned_types.into_iter().map(crate::artifacts::types::artifact_type_out).collect();
         let applied_agents: Vec<String> = agents.iter().map(|plan| plan.record.key.clone()).collect();
         let published_rules: Vec<_> = rules.iter().map(|(record, _)| crate::rules::rule_out(record.clone())).collect();
+        let published_processes: Vec<_> =
+            processes.iter().map(|(record, _)| crate::processes::process_out(record.clone())).collect();
         let plan = PackagePlan {
             creates,
             updates,
@@ -240,6 +245,7 @@ impl Engine {
             artifact_types,
             agents,
             rules,
+            processes,
         };
         if let Err(error) = self.store.apply_package(&plan, &event).await {
             return Err(match error.kind() {
@@ -279,6 +285,7 @@ impl Engine {
                 out
             },
             rules: published_rules,
+            processes: published_processes,
         })
     }
 
@@ -320,6 +327,50 @@ impl Engine {
             rules.push((record, event));
         }
         Ok(rules)
+    }
+}
+
+impl Engine {
+    /// The process versions a package publishes, each checked against what the plan publishes
+    /// with it; one published already with the same document is left alone, one published
+    /// otherwise is `409 process_exists`.
+    async fn planned_processes(
+        &self,
+        actor: &Actor,
+        request: &ApplyRequest,
+        skills: &[SkillRecord],
+        task_types: &[skill_store::records::TaskTypeRecord],
+        agents: &[skill_store::records::AgentRecord],
+        origin: &Origin,
+    ) -> Result<Vec<(skill_store::records::ProcessRecord, skill_store::records::Event)>> {
+        let planned = crate::rules::Planned { skills, task_types, agents, package: Some(&request.package.key) };
+        let mut processes = Vec::new();
+        for (index, wanted) in request.processes.iter().enumerate() {
+            let item = format!("processes[{index}]");
+            let record = self
+                .prepare_process(actor, wanted, &planned)
+                .await
+                .map_err(|error| error.with("item", item.clone()))?;
+            match self.store.process_version(&record.key, &record.version).await {
+                Ok(existing) if existing.spec == record.spec => continue,
+                Ok(_) => {
+                    return Err(EngineError::new(
+                        Class::Conflict,
+                        "process_exists",
+                        format!(
+                            "{}@{} is published with another document: a published process never changes; give this one a new version",
+                            record.key, record.version
+                        ),
+                    )
+                    .with("item", item));
+                }
+                Err(error) if error.kind() == ErrorKind::NotFound => {}
+                Err(error) => return Err(error.into()),
+            }
+            let event = self.process_event(&record, origin);
+            processes.push((record, event));
+        }
+        Ok(processes)
     }
 }
 

@@ -25,6 +25,7 @@ use skill_store::ErrorKind;
 use skill_store::records::{AgentRecord, Event, RuleRecord, SkillRecord, TaskTypeRecord};
 
 pub use evaluation::RULE_WAIT_HOURS;
+pub(crate) use evaluation::render;
 
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
@@ -221,7 +222,12 @@ impl Engine {
     }
 
     /// A task type the rule ensures work of: published (or published with it).
-    async fn ensured_type(&self, path: &str, reference: &str, planned: &[TaskTypeRecord]) -> Result<TaskTypeRecord> {
+    pub(crate) async fn ensured_type(
+        &self,
+        path: &str,
+        reference: &str,
+        planned: &[TaskTypeRecord],
+    ) -> Result<TaskTypeRecord> {
         let (key, version) = reference.split_once('@').unwrap_or((reference, ""));
         if let Some(found) = planned.iter().find(|t| t.key == key && t.version == version) {
             return Ok(found.clone());

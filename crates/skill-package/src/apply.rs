@@ -52,6 +52,7 @@ pub async fn apply(
         artifact_types: crate::task_types::artifact_type_requests(loaded)?,
         agents: crate::task_types::agent_requests(loaded)?,
         rules: crate::task_types::rule_requests(loaded)?,
+        processes: crate::task_types::process_requests(loaded)?,
     };
     for change in &writes {
         match &change.plan {

@@ -26,4 +26,4 @@ pub use load::{Loaded, load, problems};
 pub use plan::{Change, SkillPlan, plan, plan_skill, plan_with, refusal, subset};
 /// A skill document of the package with its endpoint's installation variable filled.
 pub use skill_contract::package::{VariableKind, fill};
-pub use task_types::{agent_requests, artifact_type_requests, rule_requests, task_type_requests};
+pub use task_types::{agent_requests, artifact_type_requests, process_requests, rule_requests, task_type_requests};

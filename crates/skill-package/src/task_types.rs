@@ -2,7 +2,7 @@
 //! with its `key`, read into the API's request (an unknown field is named with its file).
 
 use serde_json::Value;
-use skill_api::{AgentRequest, ArtifactTypeRequest, RuleRequest, TaskTypeRequest};
+use skill_api::{AgentRequest, ArtifactTypeRequest, ProcessRequest, RuleRequest, TaskTypeRequest};
 
 use crate::load::Loaded;
 
@@ -62,4 +62,17 @@ fn spec_bodies(loaded: &Loaded, kind: &str) -> Result<Vec<(String, Value)>, Stri
         bodies.push((object.file.clone(), Value::Object(body)));
     }
     Ok(bodies)
+}
+
+/// The processes of the package, in file order: each document's key and spec (an unknown field
+/// or a wrong type named with its file and path).
+pub fn process_requests(loaded: &Loaded) -> Result<Vec<ProcessRequest>, String> {
+    let mut processes = Vec::new();
+    for object in loaded.package.objects.iter().filter(|object| object.kind == "Process") {
+        let spec = &object.document["spec"];
+        skill_contract::process::read_spec(spec)
+            .map_err(|problem| format!("{} at {}: {}", object.file, problem.path, problem.message))?;
+        processes.push(ProcessRequest { key: object.key.clone(), spec: spec.clone() });
+    }
+    Ok(processes)
 }

@@ -171,6 +171,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (18, "agent requests", include_str!("../migrations/sqlite/0018_agent_requests.sql")),
     (19, "facts and rules", include_str!("../migrations/sqlite/0019_facts_rules.sql")),
     (20, "enabled deciders", include_str!("../migrations/sqlite/0020_enabled_deciders.sql")),
+    (21, "processes", include_str!("../migrations/sqlite/0021_processes.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -193,6 +194,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (18, "agent requests", include_str!("../migrations/postgres/0018_agent_requests.sql")),
     (19, "facts and rules", include_str!("../migrations/postgres/0019_facts_rules.sql")),
     (20, "enabled deciders", include_str!("../migrations/postgres/0020_enabled_deciders.sql")),
+    (21, "processes", include_str!("../migrations/postgres/0021_processes.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -426,8 +426,13 @@ macro_rules! catalog_store {
                         crate::rules::insert_rule_in!(tx, rule);
                         crate::events::insert!(tx, published);
                     }
+                    for (process, published) in &plan.processes {
+                        crate::statements::run_in!(tx, &[crate::statements::insert_process(process)?]);
+                        crate::events::insert!(tx, published);
+                    }
                     if installed || !plan.creates.is_empty() || !plan.updates.is_empty() || !plan.task_types.is_empty()
                         || !plan.artifact_types.is_empty() || !plan.agents.is_empty() || !plan.rules.is_empty()
+                        || !plan.processes.is_empty()
                     {
                         crate::events::commit!(tx, event);
                     }

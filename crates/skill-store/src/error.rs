@@ -56,6 +56,8 @@ const GUARD_CODES: &[&str] = &[
     "invalid_rule",
     "rule_skill_side_effects",
     "principal_disabled",
+    "process_immutable",
+    "invalid_process",
 ];
 
 impl StoreError {

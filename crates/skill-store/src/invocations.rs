@@ -225,7 +225,7 @@ const UPDATE_SESSION: &str = "UPDATE executor_sessions SET status = $3, heartbea
 /// an endpoint equal to them or under them (`origin/…`), as strings: `https://h:443/x` is not
 /// under `https://h`.
 macro_rules! claimable_sql {
-    ($each:literal, $approval:literal, $kind:literal, $lock:literal) => {
+    ($each:literal, $approval:literal, $kind:literal, $instance:literal, $activity:literal, $lock:literal) => {
         concat!(
             "SELECT ",
             $crate::invocations::invocation_columns!(),
@@ -248,7 +248,17 @@ macro_rules! claimable_sql {
                WHEN 'pending' THEN 1 WHEN 'approved' THEN 2 WHEN 'rejected' THEN 4 WHEN 'withdrawn' THEN 8 ELSE 0 END) \
                FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE), 0) END AS basis_gates, \
              s.skill_state AS basis_skill_status, s.skill_effects AS basis_side_effects, \
-             s.skill_name AS basis_skill_name, s.skill_version AS basis_skill_version \
+             s.skill_name AS basis_skill_name, s.skill_version AS basis_skill_version, \
+             CASE WHEN ",
+            $kind,
+            " = 'process' THEN (SELECT pi.status FROM process_instances pi WHERE pi.id = ",
+            $instance,
+            ") END AS basis_instance_status, \
+             CASE WHEN ",
+            $kind,
+            " = 'process' THEN (SELECT ps.status FROM process_steps ps WHERE ps.id = ",
+            $activity,
+            ") END AS basis_activity_status \
              FROM skill_invocations i JOIN (SELECT id AS skill_ref, status AS skill_state, \
                side_effects AS skill_effects, name AS skill_name, version AS skill_version FROM skills) s \
                ON s.skill_ref = i.skill_id \

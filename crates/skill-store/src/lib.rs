@@ -47,6 +47,7 @@ mod key_reads;
 mod keys;
 mod knowledge;
 mod lite;
+mod processes;
 pub mod records;
 mod rules;
 mod settings;
@@ -72,6 +73,7 @@ pub use identity::IdentityStore;
 pub use invocations::{Decision, InvocationStore, Take};
 pub use keys::KeyStore;
 pub use knowledge::KnowledgeStore;
+pub use processes::ProcessStore;
 pub use rules::RuleStore;
 pub use settings::SettingsStore;
 pub use work::WorkStore;
@@ -99,6 +101,7 @@ pub trait Store:
     + ArtifactStore
     + KnowledgeStore
     + RuleStore
+    + ProcessStore
     + ConsoleStore
     + Journal
     + std::fmt::Debug

@@ -1,6 +1,7 @@
 //! The rows the store reads and writes: plain data, checked by the engine before they get here
 //! and by the database's constraints when they arrive.
 
+mod processes;
 mod rules;
 mod work;
 
@@ -12,6 +13,7 @@ use skill_contract::{RiskLevel, SideEffects};
 
 use crate::states::{JsonText, Nullable, Text};
 
+pub use processes::{InstanceRecord, ProcessRecord, StepRecord};
 pub use rules::{FactRecord, RuleEvaluationRecord, RuleRecord, TaskOriginRecord};
 pub use work::{
     ActionRecord, AgentRequestRecord, ApprovalRecord, ArtifactRecord, ArtifactTypeRecord, BasisState, CommentRecord,
@@ -323,6 +325,8 @@ pub struct PackagePlan {
     pub agents: Vec<AgentPlan>,
     /// Work rule versions to publish (after the agents and task types), each with its event.
     pub rules: Vec<(RuleRecord, Event)>,
+    /// Process versions to publish, each with its event.
+    pub processes: Vec<(ProcessRecord, Event)>,
 }
 
 /// What assigning a version did.

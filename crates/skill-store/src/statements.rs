@@ -45,6 +45,8 @@ pub(crate) fn row_version_sql(table: &'static str) -> &'static str {
         "runs" => "SELECT row_version FROM runs WHERE id = $1",
         "approvals" => "SELECT row_version FROM approvals WHERE id = $1",
         "agent_requests" => "SELECT row_version FROM agent_requests WHERE id = $1",
+        "process_instances" => "SELECT row_version FROM process_instances WHERE id = $1",
+        "process_steps" => "SELECT row_version FROM process_steps WHERE id = $1",
         _ => "SELECT row_version FROM rule_evaluations WHERE id = $1",
     }
 }
@@ -153,6 +155,23 @@ pub(crate) fn insert_artifact(a: &ArtifactRecord) -> Statement {
             time(a.created_at),
         ],
     )
+}
+
+pub(crate) fn insert_process(p: &crate::records::ProcessRecord) -> Result<Statement> {
+    Ok(insert(
+        "INSERT INTO processes (id, key, version, spec, agent_principal_id, package_key, published_by, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        vec![
+            text(&p.id),
+            text(&p.key),
+            text(&p.version),
+            document(Some(&p.spec))?,
+            text(&p.agent_principal_id),
+            maybe_text(p.package_key.as_deref()),
+            text(&p.published_by),
+            time(p.created_at),
+        ],
+    ))
 }
 
 pub(crate) fn insert_fact(f: &FactRecord) -> Statement {
@@ -439,6 +458,94 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
             ],
         ),
         WorkChange::InsertArtifact(a) => insert_artifact(a),
+        WorkChange::InsertInstance(i) => insert(
+            "INSERT INTO process_instances (id, process_id, process_key, workspace_id, key, input, vars, status, \
+             at_step, wake_at, error, started_by, row_version, created_at, updated_at, ended_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+            vec![
+                text(&i.id),
+                text(&i.process_id),
+                text(&i.process_key),
+                text(&i.workspace_id),
+                text(&i.key),
+                json(&i.input),
+                json(&i.vars),
+                text(i.status.as_str()),
+                maybe_text(i.at_step.as_deref()),
+                Arg::Time(i.wake_at),
+                maybe_json(i.error.as_ref()),
+                text(&i.started_by),
+                Arg::Int(Some(i.row_version)),
+                time(i.created_at),
+                time(i.updated_at),
+                Arg::Time(i.ended_at),
+            ],
+        ),
+        WorkChange::UpdateInstance(i) => versioned(
+            "UPDATE process_instances SET vars = $3, status = $4, at_step = $5, wake_at = $6, error = $7, \
+             row_version = $8, updated_at = $9, ended_at = $10 WHERE id = $1 AND row_version = $2",
+            vec![
+                text(&i.id),
+                Arg::Int(Some(i.row_version - 1)),
+                json(&i.vars),
+                text(i.status.as_str()),
+                maybe_text(i.at_step.as_deref()),
+                Arg::Time(i.wake_at),
+                maybe_json(i.error.as_ref()),
+                Arg::Int(Some(i.row_version)),
+                time(i.updated_at),
+                Arg::Time(i.ended_at),
+            ],
+            "process_instances",
+            &i.id,
+        ),
+        WorkChange::InsertStep(t) => insert(
+            "INSERT INTO process_steps (id, instance_id, seq, step_id, action, status, attempt, skill_id, inputs, \
+             invocation_id, task_id, fact_id, wait_kind, output, error, wake_at, row_version, started_at, \
+             ended_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+            vec![
+                text(&t.id),
+                text(&t.instance_id),
+                Arg::Int(Some(t.seq)),
+                text(&t.step_id),
+                text(&t.action),
+                text(t.status.as_str()),
+                Arg::Int(Some(t.attempt)),
+                maybe_text(t.skill_id.as_deref()),
+                maybe_json(t.inputs.as_ref()),
+                maybe_text(t.invocation_id.as_deref()),
+                maybe_text(t.task_id.as_deref()),
+                maybe_text(t.fact_id.as_deref()),
+                maybe_text(t.wait_kind.as_deref()),
+                maybe_json(t.output.as_ref()),
+                maybe_json(t.error.as_ref()),
+                Arg::Time(t.wake_at),
+                Arg::Int(Some(t.row_version)),
+                time(t.started_at),
+                Arg::Time(t.ended_at),
+            ],
+        ),
+        WorkChange::UpdateStep(t) => versioned(
+            "UPDATE process_steps SET status = $3, invocation_id = $4, task_id = $5, fact_id = $6, wait_kind = $7, \
+             output = $8, error = $9, wake_at = $10, row_version = $11, ended_at = $12 \
+             WHERE id = $1 AND row_version = $2",
+            vec![
+                text(&t.id),
+                Arg::Int(Some(t.row_version - 1)),
+                text(t.status.as_str()),
+                maybe_text(t.invocation_id.as_deref()),
+                maybe_text(t.task_id.as_deref()),
+                maybe_text(t.fact_id.as_deref()),
+                maybe_text(t.wait_kind.as_deref()),
+                maybe_json(t.output.as_ref()),
+                maybe_json(t.error.as_ref()),
+                Arg::Time(t.wake_at),
+                Arg::Int(Some(t.row_version)),
+                Arg::Time(t.ended_at),
+            ],
+            "process_steps",
+            &t.id,
+        ),
     })
 }
 

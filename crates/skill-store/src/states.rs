@@ -5,8 +5,9 @@
 use serde::de::DeserializeOwned;
 use skill_api::{ActionCall, Basis, DecisionAuthority};
 use skill_api::{
-    ActionStatus, ApprovalStatus, CallStatus, OutcomeReaction, OutcomeStatus, PrincipalKind, RequestStatus,
-    RequesterKind, RuleEvaluationStatus, RunStatus, SessionStatus, SkillStatus, State, TaskStatus, UnknownState,
+    ActionStatus, ApprovalStatus, CallStatus, InstanceStatus, OutcomeReaction, OutcomeStatus, PrincipalKind,
+    RequestStatus, RequesterKind, RuleEvaluationStatus, RunStatus, SessionStatus, SkillStatus, State, StepStatus,
+    TaskStatus, UnknownState,
 };
 use skill_contract::agent::AgentSpec;
 use skill_contract::rule::RuleSpec;
@@ -121,6 +122,8 @@ stored! {
     PrincipalKind => "principals.kind",
     RequestStatus => "agent_requests.status",
     RuleEvaluationStatus => "rule_evaluations.status",
+    InstanceStatus => "process_instances.status",
+    StepStatus => "process_steps.status",
     SideEffects => "skills.side_effects",
     RiskLevel => "skills.risk_level",
 }
@@ -206,6 +209,18 @@ impl TryFrom<JsonText<RuleSpec>> for RuleSpec {
 
     fn try_from(value: JsonText<RuleSpec>) -> Result<Self, Missing> {
         value.0.ok_or(Missing(<RuleSpec as Document>::AT))
+    }
+}
+
+impl Document for skill_contract::process::ProcessSpec {
+    const AT: &'static str = "processes.spec";
+}
+
+impl TryFrom<JsonText<skill_contract::process::ProcessSpec>> for skill_contract::process::ProcessSpec {
+    type Error = Missing;
+
+    fn try_from(value: JsonText<Self>) -> Result<Self, Missing> {
+        value.0.ok_or(Missing(<Self as Document>::AT))
     }
 }
 

@@ -6,8 +6,8 @@ use serde_json::Value;
 use skill_contract::{RiskLevel, SideEffects};
 
 use crate::{
-    ActionStatus, ApprovalStatus, Basis, ExecutorAllowance, OutcomeReaction, OutcomeStatus, PrincipalKind,
-    RequestStatus, RequesterKind, RuleEvaluationStatus, RunStatus, TaskStatus,
+    ActionStatus, ApprovalStatus, Basis, ExecutorAllowance, InstanceStatus, OutcomeReaction, OutcomeStatus,
+    PrincipalKind, RequestStatus, RequesterKind, RuleEvaluationStatus, RunStatus, StepStatus, TaskStatus,
 };
 
 /// The data of one kind of event.
@@ -235,6 +235,55 @@ events! {
         created_task_ids: Vec<String>,
         artifact_id: Option<String>,
         /// The code of its error, when it failed or expired.
+        code: Option<String>,
+    }
+
+    /// A version of a process was published (`process:<id>`).
+    ProcessPublished = "process.published" {
+        key: String,
+        version: String,
+        agent_principal_id: String,
+        /// The versions its call steps name (`name@version`).
+        skills: Vec<String>,
+        package: Option<String>,
+    }
+
+    /// An instance of a process started (`process_instance:<id>`).
+    ProcessStarted = "process.started" {
+        process_id: String,
+        /// `key@version`.
+        process: String,
+        workspace_id: String,
+        key: String,
+        /// What started it: `api`, `rule`.
+        by: String,
+    }
+
+    /// A step of an instance began (`process_instance:<id>`).
+    ProcessStepStarted = "process.step_started" {
+        activity_id: String,
+        step: String,
+        action: String,
+        attempt: i32,
+    }
+
+    /// A step of an instance ended (`process_instance:<id>`): done, failed, or closed.
+    ProcessStepEnded = "process.step_ended" {
+        activity_id: String,
+        step: String,
+        status: StepStatus,
+        invocation_id: Option<String>,
+        task_id: Option<String>,
+        /// The code of its error, when it failed.
+        code: Option<String>,
+    }
+
+    /// An instance ended (`process_instance:<id>`): completed, failed, or cancelled.
+    ProcessEnded = "process.ended" {
+        status: InstanceStatus,
+        /// The step it ended at.
+        step: Option<String>,
+        /// The code of its error, when it failed or was cancelled.
         code: Option<String>,
     }
 

@@ -24,6 +24,8 @@ pub(crate) struct Core {
     pub(crate) http: reqwest::Client,
     /// The database (a SQLite folder or a PostgreSQL URL), for a second core over it.
     pub(crate) target: String,
+    /// The core's clock: a test moves it forward (a week's wait in milliseconds).
+    pub(crate) clock: Arc<skill_engine::MovedClock>,
     /// The SQLite database and the blobs; removed when dropped. A test block that names only some
     /// fields of the core (`core.engine`) takes only those: bind the whole core (`let core = core;`).
     _folder: Scratch,
@@ -61,7 +63,9 @@ pub(crate) async fn core_serving(
     let root = format!("http://{}", listener.local_addr().expect("address"));
     // New signing keys sign two seconds after they are published (an hour in service), so the
     // rotation test sees the hand-over.
+    let clock = Arc::new(skill_engine::MovedClock::default());
     let engine = Engine::new(Arc::clone(&store))
+        .with_clock(Arc::clone(&clock) as Arc<dyn skill_engine::Clock>)
         .with_issuer_and_lead(&root, std::time::Duration::from_secs(2))
         .with_blobs(blobs.unwrap_or_else(|| Arc::new(skill_store::FolderBlobs::new(folder.path().join("blobs")))));
     let base = format!("{root}/api/v1");
@@ -75,7 +79,7 @@ pub(crate) async fn core_serving(
     let admin = token(&engine, "admin", &["org.manage"]).await;
     let caller = token(&engine, "caller", &["skills.invoke"]).await;
     let executor = executor_token(&engine, "executor", &["skills.execute"], test_allowance()).await;
-    Core { base, engine, admin, caller, executor, http: reqwest::Client::new(), target, _folder: folder }
+    Core { base, engine, admin, caller, executor, http: reqwest::Client::new(), target, clock, _folder: folder }
 }
 
 /// What the tests' executor may run: the test skills' modules, and the origins and audiences

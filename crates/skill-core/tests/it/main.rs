@@ -19,6 +19,7 @@ mod knowledge;
 mod openapi_file;
 mod package_apply;
 mod process;
+mod processes;
 mod remote;
 mod rules;
 mod running;

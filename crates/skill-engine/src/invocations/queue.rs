@@ -379,6 +379,10 @@ impl Engine {
                     // A rule's evaluation waits for it.
                     self.rules_due.notify_one();
                 }
+                if is_process_call(&next) {
+                    // A process step waits for it.
+                    self.processes_due.notify_one();
+                }
                 return Ok(view::invocation_out(next, &skill, now, &view::Looked::default()));
             }
         }
@@ -455,6 +459,9 @@ impl Engine {
                     self.outcomes_due.notify_one();
                 } else if next.requested_by_kind == skill_api::RequesterKind::Rule {
                     self.rules_due.notify_one();
+                }
+                if next.status != CallStatus::Pending && is_process_call(&next) {
+                    self.processes_due.notify_one();
                 }
                 return Ok(view::invocation_out(next, &skill, now, &view::Looked::default()));
             }
@@ -654,4 +661,9 @@ fn admission(request: &ClaimRequest) -> Result<Admission> {
 
 fn cut(text: &str, max: usize) -> String {
     text.chars().take(max).collect()
+}
+
+/// Whether a process step made the call (its key is the step's).
+fn is_process_call(call: &skill_store::records::InvocationRecord) -> bool {
+    call.idempotency_key.as_deref().is_some_and(|key| key.starts_with("process:"))
 }

@@ -40,6 +40,13 @@ pub(crate) enum Internal<'a> {
     /// A rule's interpretation of a fact (the evaluation's id), made as the rule's agent: never a
     /// write, so never a basis.
     Rule(&'a str),
+    /// A call step of a process instance, made as the process's agent: a write stands on the
+    /// process basis while the step is open.
+    Process {
+        instance: &'a skill_store::records::InstanceRecord,
+        step: &'a skill_store::records::StepRecord,
+        process: &'a skill_store::records::ProcessRecord,
+    },
 }
 
 /// What a task's gate approvals make of its execution.
@@ -117,6 +124,41 @@ pub(crate) fn execution_inputs(task: &TaskRecord, task_type: &TaskTypeRecord) ->
     Value::Object(paths::fill(&mapping, &task_view(task, task_type)))
 }
 
+/// The process basis of a call step's call: a running instance's open call step that fixed
+/// exactly this version and these inputs.
+fn process_basis(
+    skill: &SkillRecord,
+    inputs: &Value,
+    instance: &skill_store::records::InstanceRecord,
+    step: &skill_store::records::StepRecord,
+    process: &skill_store::records::ProcessRecord,
+) -> Result<Basis> {
+    let open = instance.status == skill_api::InstanceStatus::Running
+        && step.status == skill_api::StepStatus::Open
+        && step.instance_id == instance.id
+        && step.action == "call";
+    if !open {
+        return Err(unauthorized(skill, None, "process_step_closed", "the process step is no longer open"));
+    }
+    let fixed = step.skill_id.as_deref() == Some(skill.id.as_str())
+        && step.inputs.as_ref().is_some_and(|fixed| same_inputs(fixed, inputs));
+    if !fixed {
+        return Err(unauthorized(
+            skill,
+            None,
+            "not_the_process_step",
+            "a process step covers exactly the version and inputs it opened with",
+        ));
+    }
+    Ok(Basis::Process {
+        instance_id: instance.id.clone(),
+        activity_id: step.id.clone(),
+        step: step.step_id.clone(),
+        definition_key: process.key.clone(),
+        definition_version: process.version.clone(),
+    })
+}
+
 /// `403 skill_side_effect_not_authorized` for a call of `skill`, with why.
 fn unauthorized(skill: &SkillRecord, approval_id: Option<&str>, reason: &str, why: &str) -> EngineError {
     let name = format!("{}@{}", skill.name, skill.version);
@@ -183,6 +225,10 @@ impl Engine {
                 "a rule has no human decision to refer to: it never calls a version that writes",
             )),
             Some(Internal::Outcome(_)) => Ok(None),
+            Some(Internal::Process { .. }) if !writes => Ok(None),
+            Some(Internal::Process { instance, step, process }) => {
+                process_basis(skill, inputs, instance, step, process).map(Some)
+            }
             Some(Internal::Request) => {
                 self.requested_basis(actor, skill, inputs, task, run, approval_id).await.map(Some)
             }
@@ -395,6 +441,11 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
         }
         Some(Basis::Approval { .. }) if state.decider_disabled => Obstacle::Cancel(LostBasis::DeciderDisabled),
         Some(Basis::Approval { .. }) => Obstacle::None,
+        Some(Basis::Process { .. }) => match (state.instance_status, state.activity_status) {
+            (Some(skill_api::InstanceStatus::Running), Some(skill_api::StepStatus::Open)) => Obstacle::None,
+            (None | Some(skill_api::InstanceStatus::Cancelled), _) => Obstacle::Cancel(LostBasis::ProcessCancelled),
+            _ => Obstacle::Cancel(LostBasis::ProcessStepClosed),
+        },
     };
     match from_basis {
         Obstacle::Cancel(reason) => Obstacle::Cancel(reason),
@@ -458,6 +509,8 @@ pub(crate) mod tests {
             side_effects: Some(SideEffects::ExternalWrite),
             skill_name: "claim.send".into(),
             skill_version: "1".into(),
+            instance_status: None,
+            activity_status: None,
         }
     }
 
@@ -515,6 +568,42 @@ pub(crate) mod tests {
         );
         assert_eq!(
             recheck(&none, &state("open", None, None, &[], "disabled")),
+            Obstacle::Cancel(LostBasis::SkillDisabled)
+        );
+    }
+
+    #[test]
+    fn a_process_write_holds_only_while_its_step_is_open() {
+        let process = call(Some(Basis::Process {
+            instance_id: "i".into(),
+            activity_id: "s".into(),
+            step: "send".into(),
+            definition_key: "p".into(),
+            definition_version: "1".into(),
+        }));
+        let at = |instance: Option<&str>, step: Option<&str>, skill: &str| BasisState {
+            task_status: None,
+            instance_status: instance.map(|s| s.parse().expect("a state")),
+            activity_status: step.map(|s| s.parse().expect("a state")),
+            ..state("open", None, None, &[], skill)
+        };
+        assert_eq!(recheck(&process, &at(Some("running"), Some("open"), "active")), Obstacle::None);
+        assert_eq!(
+            recheck(&process, &at(Some("cancelled"), Some("closed"), "active")),
+            Obstacle::Cancel(LostBasis::ProcessCancelled)
+        );
+        assert_eq!(recheck(&process, &at(None, None, "active")), Obstacle::Cancel(LostBasis::ProcessCancelled));
+        for (instance, step) in
+            [("running", "closed"), ("running", "failed"), ("failed", "closed"), ("completed", "done")]
+        {
+            assert_eq!(
+                recheck(&process, &at(Some(instance), Some(step), "active")),
+                Obstacle::Cancel(LostBasis::ProcessStepClosed),
+                "{instance}/{step}"
+            );
+        }
+        assert_eq!(
+            recheck(&process, &at(Some("running"), Some("open"), "disabled")),
             Obstacle::Cancel(LostBasis::SkillDisabled)
         );
     }

@@ -53,7 +53,7 @@ pub(crate) fn effect_key(call: &InvocationRecord) -> Option<String> {
     let key = call.idempotency_key.clone()?;
     let retry = match &call.authorization_basis {
         Some(Basis::Approval { retry, .. }) => *retry,
-        Some(Basis::Execution { .. }) | None => None,
+        Some(Basis::Execution { .. } | Basis::Process { .. }) | None => None,
     };
     match retry {
         Some(n) => Some(key.strip_suffix(&format!(":retry-{n}")).map_or(key.clone(), str::to_owned)),

@@ -754,6 +754,7 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
                 assert_eq!(call.authority_principal_id, w.ids[1], "{at}: an outcome acts with the decider's authority");
                 count(totals, "+outcome call");
             }
+            Some(Basis::Process { .. }) => panic!("{at}: the model runs no process, yet a call stands on one"),
             None => {}
         }
         let authority = w.ids.iter().take(3).position(|id| *id == call.authority_principal_id);
@@ -856,6 +857,7 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
             );
             assert!(covered(w, &call, at).await, "{at}: an external write on an approval that does not cover it");
         }
+        Some(Basis::Process { .. }) => panic!("{at}: the model runs no process, yet a call stands on one"),
         Some(Basis::Execution { .. }) => {
             let run = store.run(call.run_id.as_deref().expect("a run")).await.expect(at);
             assert_eq!(run.status, RunStatus::Running, "{at}: an execution call of an ended run claimed");
@@ -897,7 +899,8 @@ async fn deciders(w: &World, call: &InvocationRecord, at: &str) -> Vec<skill_sto
             .filter(|a| a.gate && a.status == ApprovalStatus::Approved)
             .filter_map(|a| a.decided_by)
             .collect(),
-        None => Vec::new(),
+        // A process step stands on no one's decision.
+        Some(Basis::Process { .. }) | None => Vec::new(),
     };
     let mut people = Vec::new();
     for id in ids {
@@ -950,6 +953,7 @@ async fn check_whole(w: &World, m: &Model, case: u64) {
                 let authority = w.engine.store().principal(&call.authority_principal_id).await.expect("principal");
                 assert_eq!(authority.name, "core.execution", "{at}");
             }
+            Basis::Process { .. } => panic!("{at}: the model runs no process, yet a call stands on one"),
         }
     }
 }

@@ -94,6 +94,7 @@ async fn world(case: u64) -> World {
         artifact_types: Vec::new(),
         agents: vec![desk, runner],
         rules: Vec::new(),
+        processes: Vec::new(),
     };
     engine.apply_package(&admin, &apply, None).await.expect("applied");
     let token = |key: &'static str| {
@@ -421,6 +422,7 @@ async fn waiting_requests_never_hide_an_approved_one() {
         artifact_types: Vec::new(),
         agents: vec![second],
         rules: Vec::new(),
+        processes: Vec::new(),
     };
     w.engine.apply_package(&admin, &apply, None).await.expect("applied");
     let issued =

@@ -1,7 +1,7 @@
 //! Calls and sessions on PostgreSQL, through sqlx.
 
 use futures::future::BoxFuture;
-use skill_api::{ApprovalStatus, RunStatus, SkillStatus, TaskStatus};
+use skill_api::{ApprovalStatus, InstanceStatus, RunStatus, SkillStatus, StepStatus, TaskStatus};
 use skill_contract::SideEffects;
 use sqlx::PgConnection;
 use sqlx::types::Json;
@@ -25,6 +25,8 @@ const CLAIMABLE: &str = claimable_sql!(
     "jsonb_array_elements_text",
     "i.authorization_basis ->> 'approvalId'",
     "i.authorization_basis ->> 'kind'",
+    "i.authorization_basis ->> 'instanceId'",
+    "i.authorization_basis ->> 'activityId'",
     ""
 );
 /// One candidate at a time, locked, skipping the rows other claims hold: concurrent claims each
@@ -33,6 +35,8 @@ const CLAIM_NEXT: &str = claimable_sql!(
     "jsonb_array_elements_text",
     "i.authorization_basis ->> 'approvalId'",
     "i.authorization_basis ->> 'kind'",
+    "i.authorization_basis ->> 'instanceId'",
+    "i.authorization_basis ->> 'activityId'",
     " FOR UPDATE OF i SKIP LOCKED"
 );
 /// How many candidates one claim judges at most (it passes over held ones).
@@ -57,6 +61,10 @@ struct Candidate {
     basis_side_effects: Option<SideEffects>,
     basis_skill_name: String,
     basis_skill_version: String,
+    #[sqlx(try_from = "Nullable<InstanceStatus>")]
+    basis_instance_status: Option<InstanceStatus>,
+    #[sqlx(try_from = "Nullable<StepStatus>")]
+    basis_activity_status: Option<StepStatus>,
 }
 
 impl Candidate {
@@ -71,6 +79,8 @@ impl Candidate {
             side_effects: self.basis_side_effects,
             skill_name: self.basis_skill_name.clone(),
             skill_version: self.basis_skill_version.clone(),
+            instance_status: self.basis_instance_status,
+            activity_status: self.basis_activity_status,
         }
     }
 }

@@ -29,6 +29,8 @@ const CLAIMABLE: &str = claimable_sql!(
     "json_each",
     "json_extract(i.authorization_basis, '$.approvalId')",
     "json_extract(i.authorization_basis, '$.kind')",
+    "json_extract(i.authorization_basis, '$.instanceId')",
+    "json_extract(i.authorization_basis, '$.activityId')",
     ""
 );
 const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')");
@@ -74,6 +76,8 @@ fn basis_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BasisState> {
         side_effects: states::get_maybe(row, 38)?,
         skill_name: row.get(39)?,
         skill_version: row.get(40)?,
+        instance_status: states::get_maybe(row, 41)?,
+        activity_status: states::get_maybe(row, 42)?,
     })
 }
 

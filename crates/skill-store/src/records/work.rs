@@ -217,6 +217,12 @@ pub enum WorkChange {
     },
     InsertTaskOrigin(super::TaskOriginRecord),
     InsertArtifact(ArtifactRecord),
+    InsertInstance(super::InstanceRecord),
+    /// Written when the stored row is one version behind.
+    UpdateInstance(super::InstanceRecord),
+    InsertStep(super::StepRecord),
+    /// Written when the stored row is one version behind.
+    UpdateStep(super::StepRecord),
 }
 
 /// Which tasks a listing wants, newest first.
@@ -252,6 +258,9 @@ pub struct BasisState {
     /// The name and version of the call's version (for the event of a cancellation).
     pub skill_name: String,
     pub skill_version: String,
+    /// For a call on a process step: its instance's status (`None`: missing) and its step's.
+    pub instance_status: Option<skill_api::InstanceStatus>,
+    pub activity_status: Option<skill_api::StepStatus>,
 }
 
 /// Which statuses a task's gate approvals have, together.

@@ -342,6 +342,7 @@ pub(crate) async fn packages_take_skills_only_by_adoption(db: Db) {
         artifact_types: Vec::new(),
         agents: Vec::new(),
         rules: Vec::new(),
+        processes: Vec::new(),
     };
     let error = db.store.apply_package(&plan, &installed("rival")).await.expect_err("taken in a plan too");
     assert_eq!(error.kind(), ErrorKind::Refused("package_object_conflict"), "{error}");
@@ -419,6 +420,7 @@ pub(crate) async fn package_plans_apply_whole_or_not_at_all(db: Db) {
         artifact_types: Vec::new(),
         agents: Vec::new(),
         rules: Vec::new(),
+        processes: Vec::new(),
     };
     let installed = event("package.installed", "package:claims");
 
@@ -464,6 +466,7 @@ pub(crate) async fn an_install_recorded_again_is_journaled_once(db: Db) {
         artifact_types: Vec::new(),
         agents: Vec::new(),
         rules: Vec::new(),
+        processes: Vec::new(),
     };
     let events: Vec<Event> = (0..4).map(|_| event("package.installed", "package:claims")).collect();
     let writes = events.iter().map(|installed| db.store.apply_package(&plan, installed));

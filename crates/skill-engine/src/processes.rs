@@ -1,0 +1,578 @@
+//! Processes: publication (every rule of the document checked, the conditions compiled, every
+//! reference resolved — the versions its call steps name, the task types of its task steps, the
+//! agent its instances run as), reading, starting an instance (idempotent by its key), reading
+//! and cancelling instances. A published version never changes.
+//!
+//! | what | where |
+//! |---|---|
+//! | publication, starting, reading, cancelling | here |
+//! | advancing instances, durable and once | `processes/advance.rs` |
+
+mod advance;
+
+use serde_json::{Map, Value, json};
+use skill_api::events::{ProcessEnded, ProcessPublished, ProcessStarted, ProcessStepEnded};
+use skill_api::{
+    CancelInstanceRequest, InstanceOut, InstanceQuery, InstanceStatus, Lifecycle, MAX_INPUT_BYTES, Page, ProcessOut,
+    ProcessQuery, ProcessRequest, SkillStatus, StartRequest, StepOut, StepStatus,
+};
+use skill_conditions::Condition;
+use skill_contract::SkillRef;
+use skill_contract::process::ProcessSpec;
+use skill_store::ErrorKind;
+use skill_store::records::{AgentRecord, Event, InstanceRecord, ProcessRecord, StepRecord, WorkChange};
+
+pub use advance::MAX_TRANSITIONS;
+
+use crate::actor::Actor;
+use crate::catalog::{checked_limit, view_time};
+use crate::error::{Class, EngineError, Result, written};
+use crate::rules::Planned;
+use crate::{Engine, Origin};
+
+/// What a switch's condition reads; a wait's for a fact reads `fact` too.
+const SWITCH_READS: &[&str] = &["input", "vars", "steps", "instance"];
+const WAIT_READS: &[&str] = &["fact", "input", "vars", "steps", "instance"];
+
+fn invalid(path: &str, message: impl Into<String>) -> EngineError {
+    EngineError::new(Class::Invalid, "invalid_process", message).with("path", path)
+}
+
+/// A condition of a process compiled: `422 invalid_condition` with where, when it is not one.
+pub(crate) fn compile(path: &str, source: &str, reads_fact: bool) -> Result<Condition> {
+    Condition::compile_reading(source, if reads_fact { WAIT_READS } else { SWITCH_READS }).map_err(|error| {
+        EngineError::new(Class::Invalid, "invalid_condition", format!("{path} does not compile: {error}"))
+            .with("path", path)
+            .with("line", error.line)
+            .with("column", error.column)
+    })
+}
+
+impl Engine {
+    /// Publishes a process version (`org.manage`).
+    pub async fn publish_process(
+        &self,
+        actor: &Actor,
+        request: &ProcessRequest,
+        request_id: Option<&str>,
+    ) -> Result<ProcessOut> {
+        actor.require("org.manage")?;
+        let record = self.prepare_process(actor, request, &Planned::default()).await?;
+        let event = self.process_event(&record, &Origin::of(actor, request_id));
+        match self.store.insert_process(&record, &event).await {
+            Ok(()) => Ok(process_out(record)),
+            Err(error) if error.kind() == ErrorKind::Conflict => Err(EngineError::new(
+                Class::Conflict,
+                "process_exists",
+                format!(
+                    "{}@{} is published already: a published process never changes; publish another version",
+                    record.key, record.version
+                ),
+            )
+            .with("process", format!("{}@{}", record.key, record.version))),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The `process.published` event of `record`.
+    pub(crate) fn process_event(&self, record: &ProcessRecord, origin: &Origin) -> Event {
+        let published = ProcessPublished {
+            key: record.key.clone(),
+            version: record.version.clone(),
+            agent_principal_id: record.agent_principal_id.clone(),
+            skills: record.spec.skills().map(|(_, skill)| skill.to_owned()).collect(),
+            package: record.package_key.clone(),
+        };
+        self.event(format!("process:{}", record.id), &published, origin)
+    }
+
+    /// The record a publication of `request` writes, every rule checked; what it names is looked
+    /// up among `planned` first, then the catalog.
+    pub(crate) async fn prepare_process(
+        &self,
+        actor: &Actor,
+        request: &ProcessRequest,
+        planned: &Planned<'_>,
+    ) -> Result<ProcessRecord> {
+        if !skill_contract::rule::is_rule_key(&request.key) {
+            return Err(invalid(
+                "key",
+                format!(
+                    "{:?} is not a process key: 1 to 200 of a-z 0-9 . _ - starting with a letter or digit",
+                    request.key
+                ),
+            ));
+        }
+        let spec = skill_contract::process::read_spec(&request.spec)
+            .map_err(|found| EngineError::new(Class::Invalid, found.code, found.message).with("path", found.path))?;
+        if let Some(found) = spec.problems().into_iter().next() {
+            return Err(EngineError::new(Class::Invalid, found.code, format!("{} ({})", found.message, found.hint))
+                .with("path", found.path));
+        }
+        for (path, source, reads_fact) in spec.conditions() {
+            compile(&path, source, reads_fact)?;
+        }
+        let mut called = Vec::new();
+        for (path, skill) in spec.skills() {
+            let reference: SkillRef =
+                skill.parse().map_err(|_| invalid(&path, format!("{skill:?} is not name@version")))?;
+            let skill = self.called_version(&path, &reference, planned).await?;
+            called.push((path, skill));
+        }
+        let agent = self.process_agent(&spec, &called, planned).await?;
+        for (path, task_type) in spec.task_types() {
+            self.ensured_type(&path, task_type, planned.task_types).await?;
+        }
+        Ok(ProcessRecord {
+            id: self.new_id(),
+            key: request.key.clone(),
+            version: spec.version.clone(),
+            agent_principal_id: agent.principal_id,
+            package_key: planned.package.map(str::to_owned),
+            published_by: actor.id().to_owned(),
+            created_at: self.now(),
+            spec,
+        })
+    }
+
+    /// A version a call step names: known, enabled, with a contract (it may write: on the
+    /// process basis).
+    async fn called_version(
+        &self,
+        path: &str,
+        reference: &SkillRef,
+        planned: &Planned<'_>,
+    ) -> Result<skill_store::records::SkillRecord> {
+        let (name, version) = (reference.name().as_str(), reference.version().as_str());
+        let found = match planned.skills.iter().find(|s| s.name == name && s.version == version) {
+            Some(skill) => Some(skill.clone()),
+            None => match self.store.skill_version(name, version).await {
+                Ok(entry) => Some(entry.skill),
+                Err(error) if error.kind() == ErrorKind::NotFound => None,
+                Err(error) => return Err(error.into()),
+            },
+        };
+        let Some(skill) = found else {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "unknown_skill",
+                format!("{reference} is not in the catalog: publish it, or name a version it has"),
+            )
+            .with("path", path)
+            .with("value", reference.to_string()));
+        };
+        if skill.status == SkillStatus::Disabled {
+            return Err(EngineError::new(Class::Invalid, "skill_disabled", format!("{reference} is disabled"))
+                .with("path", path)
+                .with("value", reference.to_string()));
+        }
+        if skill.contract.is_none() {
+            return Err(invalid(
+                path,
+                format!("{reference} has no contract: a process calls versions the core can call"),
+            ));
+        }
+        Ok(skill)
+    }
+
+    /// The agent the instances run as: known, an agent, assigned every version the process calls.
+    async fn process_agent(
+        &self,
+        spec: &ProcessSpec,
+        called: &[(String, skill_store::records::SkillRecord)],
+        planned: &Planned<'_>,
+    ) -> Result<AgentRecord> {
+        let path = "spec.identity.agent";
+        let key = spec.identity.agent.as_str();
+        let agent = match planned.agents.iter().find(|agent| agent.key == key) {
+            Some(agent) => agent.clone(),
+            None => self.store.agent(key).await.map_err(|error| match error.kind() {
+                ErrorKind::NotFound => EngineError::new(
+                    Class::Invalid,
+                    "unknown_reference",
+                    format!("no agent {key}: declare it (agents/{key}.yaml) in the package, or in one it requires"),
+                )
+                .with("path", path)
+                .with("value", key),
+                _ => error.into(),
+            })?,
+        };
+        if agent.spec.identity.kind != skill_contract::agent::AgentKind::Agent {
+            return Err(invalid(
+                path,
+                format!("{key} is an executor: a process runs as an agent (identity.kind agent)"),
+            ));
+        }
+        for (at, skill) in called {
+            let reference = format!("{}@{}", skill.name, skill.version);
+            if !agent.spec.invoked().any(|(assigned, _)| assigned == reference) {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "skills_invoke_not_permitted",
+                    format!("the agent {key} is not assigned {reference}, which {at} calls"),
+                )
+                .with("path", path)
+                .with("missing", reference));
+            }
+        }
+        Ok(agent)
+    }
+
+    /// One process version: an id, `key@version`, or a key (its newest version) (`org.read`).
+    pub async fn process(&self, actor: &Actor, reference: &str) -> Result<ProcessOut> {
+        actor.require("org.read")?;
+        self.find_process(reference).await.map(process_out)
+    }
+
+    pub(crate) async fn find_process(&self, reference: &str) -> Result<ProcessRecord> {
+        let found = if let Some((key, version)) = reference.split_once('@') {
+            self.store.process_version(key, version).await
+        } else if uuid::Uuid::try_parse(reference).is_ok() {
+            self.store.process(reference).await
+        } else {
+            self.store.newest_process(reference).await
+        };
+        found.map_err(|error| match error.kind() {
+            ErrorKind::NotFound => EngineError::not_found(&format!("process {reference}")).with("process", reference),
+            _ => error.into(),
+        })
+    }
+
+    /// Process versions in publication order (`org.read`).
+    pub async fn processes(&self, actor: &Actor, query: &ProcessQuery) -> Result<Page<ProcessOut>> {
+        actor.require("org.read")?;
+        let limit = checked_limit(query.limit, 50, 200)?;
+        let mut found =
+            self.store.processes(query.key.as_deref(), query.cursor.as_deref(), i64::from(limit) + 1).await?;
+        let more = found.len() > limit as usize;
+        found.truncate(limit as usize);
+        let next_cursor = if more { found.last().map(|process| process.id.clone()) } else { None };
+        Ok(Page { items: found.into_iter().map(process_out).collect(), next_cursor })
+    }
+
+    /// Starts an instance of a process version in a workspace (`tasks.write` there), or answers
+    /// the one its key made before (the same input; other input is `409 process_key_reuse`).
+    pub async fn start_process(
+        &self,
+        actor: &Actor,
+        reference: &str,
+        request: &StartRequest,
+        request_id: Option<&str>,
+    ) -> Result<InstanceOut> {
+        let workspace = self.find_workspace(&request.workspace).await?;
+        if !actor.can_in("tasks.write", &workspace) {
+            return Err(EngineError::forbidden("tasks.write").with("workspaceId", workspace));
+        }
+        let process = self.find_process(reference).await?;
+        let input = checked_input(&request.input)?;
+        let key = match &request.key {
+            Some(key) => checked_key(key)?,
+            None => self.new_id(),
+        };
+        self.start_instance(&process, &workspace, &key, input, actor.id(), "api", &Origin::of(actor, request_id)).await
+    }
+
+    /// An instance of `process` in `workspace` under `key`: made, or the one there (`created`
+    /// says which).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn start_instance(
+        &self,
+        process: &ProcessRecord,
+        workspace: &str,
+        key: &str,
+        input: Value,
+        started_by: &str,
+        by: &str,
+        origin: &Origin,
+    ) -> Result<InstanceOut> {
+        let wanted = input.clone();
+        let same = |found: InstanceRecord| -> Result<InstanceOut> {
+            if found.input != wanted || found.process_id != process.id {
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "process_key_reuse",
+                    format!(
+                        "an instance of {} in this workspace has the key {key:?} with another input or version: a key names one instance",
+                        process.key
+                    ),
+                )
+                .with("instanceId", found.id));
+            }
+            Ok(instance_out(found, Vec::new(), &format!("{}@{}", process.key, process.version), false))
+        };
+        if let Some(found) = self.store.instance_by_key(workspace, &process.key, key).await? {
+            return same(found);
+        }
+        let now = self.now();
+        let first = process.spec.steps.first().map(|step| step.id.clone());
+        let record = InstanceRecord {
+            id: self.new_id(),
+            process_id: process.id.clone(),
+            process_key: process.key.clone(),
+            workspace_id: workspace.to_owned(),
+            key: key.to_owned(),
+            input,
+            vars: json!({}),
+            status: InstanceStatus::Running,
+            at_step: first,
+            wake_at: Some(now),
+            error: None,
+            started_by: started_by.to_owned(),
+            row_version: 1,
+            created_at: now,
+            updated_at: now,
+            ended_at: None,
+        };
+        let started = ProcessStarted {
+            process_id: process.id.clone(),
+            process: format!("{}@{}", process.key, process.version),
+            workspace_id: workspace.to_owned(),
+            key: key.to_owned(),
+            by: by.to_owned(),
+        };
+        let event = self.event(format!("process_instance:{}", record.id), &started, origin);
+        match self.store.write_work(&[WorkChange::InsertInstance(record.clone())], &[event]).await {
+            Ok(()) => {
+                self.processes_due.notify_one();
+                Ok(instance_out(record, Vec::new(), &started.process, true))
+            }
+            // Started twice at once: the other one was first.
+            Err(error) if error.kind() == ErrorKind::Conflict => {
+                let found = self.store.instance_by_key(workspace, &process.key, key).await?;
+                same(found.ok_or_else(|| EngineError::from(error))?)
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// An instance with its steps (`tasks.read` in its workspace).
+    pub async fn instance(&self, actor: &Actor, id: &str) -> Result<InstanceOut> {
+        let instance = self.visible_instance(actor, id, "tasks.read").await?;
+        let process = self.store.process(&instance.process_id).await?;
+        let steps = self.store.steps(&instance.id).await?;
+        Ok(instance_out(instance, steps, &format!("{}@{}", process.key, process.version), false))
+    }
+
+    /// The instance `id`, when the actor may `permission` in its workspace (else `404`, so its
+    /// existence is not told).
+    async fn visible_instance(&self, actor: &Actor, id: &str, permission: &str) -> Result<InstanceRecord> {
+        let missing = || EngineError::not_found(&format!("process instance {id}")).with("instanceId", id);
+        let instance = self.store.instance(id).await.map_err(|error| match error.kind() {
+            ErrorKind::NotFound => missing(),
+            _ => error.into(),
+        })?;
+        if !actor.can_in("tasks.read", &instance.workspace_id) {
+            return Err(missing());
+        }
+        if !actor.can_in(permission, &instance.workspace_id) {
+            return Err(EngineError::forbidden(permission).with("workspaceId", instance.workspace_id.clone()));
+        }
+        Ok(instance)
+    }
+
+    /// A workspace's instances, newest first (`tasks.read` there).
+    pub async fn instances(&self, actor: &Actor, query: &InstanceQuery) -> Result<Page<InstanceOut>> {
+        let limit = checked_limit(query.limit, 50, 200)?;
+        let workspace = self.find_workspace(&query.workspace).await?;
+        if !actor.can_in("tasks.read", &workspace) {
+            return Err(EngineError::forbidden("tasks.read").with("workspaceId", workspace));
+        }
+        let before = match &query.cursor {
+            Some(cursor) => {
+                let at = self.store.instance(cursor).await.map_err(|_| {
+                    EngineError::new(Class::BadRequest, "invalid_request", "the cursor names no instance")
+                        .with("field", "cursor")
+                })?;
+                Some((at.created_at, at.id))
+            }
+            None => None,
+        };
+        let mut found = self
+            .store
+            .instances(&workspace, query.process.as_deref(), query.status, before, i64::from(limit) + 1)
+            .await?;
+        let more = found.len() > limit as usize;
+        found.truncate(limit as usize);
+        let next_cursor = if more { found.last().map(|instance| instance.id.clone()) } else { None };
+        let mut items = Vec::new();
+        for instance in found {
+            let process = self.store.process(&instance.process_id).await?;
+            items.push(instance_out(instance, Vec::new(), &format!("{}@{}", process.key, process.version), false));
+        }
+        Ok(Page { items, next_cursor })
+    }
+
+    /// Cancels a running instance with a reason (`tasks.write` in its workspace): its open step
+    /// closes (a pending call of it is cancelled at claim, `process_step_closed` or
+    /// `process_cancelled`; one already claimed runs to its end).
+    pub async fn cancel_instance(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: &CancelInstanceRequest,
+        request_id: Option<&str>,
+    ) -> Result<InstanceOut> {
+        let reason = request.reason.trim();
+        if reason.is_empty() || reason.chars().count() > 500 || reason.chars().any(skill_api::is_invisible_or_bidi) {
+            return Err(EngineError::new(
+                Class::BadRequest,
+                "invalid_request",
+                "a reason is 1 to 500 characters, without invisible or direction-changing ones",
+            )
+            .with("field", "reason"));
+        }
+        for _ in 0..3 {
+            let instance = self.visible_instance(actor, id, "tasks.write").await?;
+            if instance.status.is_terminal() {
+                return Err(EngineError::new(
+                    Class::Conflict,
+                    "instance_ended",
+                    format!("the instance is {} already", instance.status),
+                )
+                .with("status", instance.status.as_str()));
+            }
+            let now = self.now();
+            let origin = Origin::of(actor, request_id);
+            let mut changes = Vec::new();
+            let mut events = Vec::new();
+            let steps = self.store.steps(&instance.id).await?;
+            if let Some(open) = steps.iter().find(|step| step.status == StepStatus::Open) {
+                let closed = StepRecord {
+                    status: StepStatus::Closed,
+                    error: Some(json!({"code": "process_cancelled", "message": reason})),
+                    wake_at: None,
+                    row_version: open.row_version + 1,
+                    ended_at: Some(now),
+                    ..open.clone()
+                };
+                events.push(self.event(format!("process_instance:{}", instance.id), &step_ended(&closed), &origin));
+                changes.push(WorkChange::UpdateStep(closed));
+            }
+            let ended = ProcessEnded {
+                status: InstanceStatus::Cancelled,
+                step: instance.at_step.clone(),
+                code: Some("process_cancelled".to_owned()),
+            };
+            events.push(self.event(format!("process_instance:{}", instance.id), &ended, &origin));
+            let cancelled = InstanceRecord {
+                status: InstanceStatus::Cancelled,
+                wake_at: None,
+                error: Some(json!({"code": "process_cancelled", "message": reason, "by": actor.id()})),
+                row_version: instance.row_version + 1,
+                updated_at: now,
+                ended_at: Some(now),
+                ..instance
+            };
+            changes.push(WorkChange::UpdateInstance(cancelled));
+            if written(self.store.write_work(&changes, &events).await)? {
+                return self.instance(actor, id).await;
+            }
+        }
+        Err(crate::error::busy())
+    }
+}
+
+/// The `process.step_ended` event of a step that ended.
+pub(crate) fn step_ended(step: &StepRecord) -> ProcessStepEnded {
+    ProcessStepEnded {
+        activity_id: step.id.clone(),
+        step: step.step_id.clone(),
+        status: step.status,
+        invocation_id: step.invocation_id.clone(),
+        task_id: step.task_id.clone(),
+        code: step.error.as_ref().and_then(|e| e["code"].as_str()).map(str::to_owned),
+    }
+}
+
+/// An instance's input: an object of at most 256 KiB.
+fn checked_input(input: &Value) -> Result<Value> {
+    let input = if input.is_null() { Value::Object(Map::new()) } else { input.clone() };
+    if !input.is_object() {
+        return Err(EngineError::new(Class::Invalid, "invalid_input", "an instance's input is an object")
+            .with("field", "input"));
+    }
+    let size = serde_json::to_vec(&input).map_or(usize::MAX, |bytes| bytes.len());
+    if size > MAX_INPUT_BYTES {
+        return Err(EngineError::new(
+            Class::TooLarge,
+            "invalid_input",
+            format!("the input is {size} bytes as JSON; at most {MAX_INPUT_BYTES}"),
+        )
+        .with("field", "input")
+        .with("maxBytes", MAX_INPUT_BYTES));
+    }
+    Ok(input)
+}
+
+/// An instance's key: 1 to 200 characters without control, invisible or direction-changing ones.
+fn checked_key(key: &str) -> Result<String> {
+    let bad = key.chars().any(|c| c.is_control() || skill_api::is_invisible_or_bidi(c));
+    if key.is_empty() || key.chars().count() > 200 || bad {
+        return Err(EngineError::new(
+            Class::Invalid,
+            "invalid_input",
+            "a key is 1 to 200 characters without control, invisible or direction-changing ones",
+        )
+        .with("field", "key"));
+    }
+    Ok(key.to_owned())
+}
+
+pub(crate) fn process_out(record: ProcessRecord) -> ProcessOut {
+    ProcessOut {
+        id: record.id,
+        key: record.key,
+        version: record.version,
+        spec: record.spec,
+        agent_principal_id: record.agent_principal_id,
+        package: record.package_key,
+        published_by: record.published_by,
+        created_at: view_time(&record.created_at),
+    }
+}
+
+pub(crate) fn instance_out(
+    record: InstanceRecord,
+    steps: Vec<StepRecord>,
+    process: &str,
+    created: bool,
+) -> InstanceOut {
+    InstanceOut {
+        id: record.id,
+        process_id: record.process_id,
+        process: process.to_owned(),
+        workspace_id: record.workspace_id,
+        key: record.key,
+        status: record.status,
+        input: record.input,
+        vars: record.vars,
+        step: record.at_step,
+        wake_at: record.wake_at.as_ref().map(view_time),
+        error: record.error,
+        started_by: record.started_by,
+        created_at: view_time(&record.created_at),
+        updated_at: view_time(&record.updated_at),
+        ended_at: record.ended_at.as_ref().map(view_time),
+        created,
+        steps: steps.into_iter().map(step_out).collect(),
+    }
+}
+
+fn step_out(step: StepRecord) -> StepOut {
+    StepOut {
+        id: step.id,
+        seq: step.seq,
+        step: step.step_id,
+        action: step.action,
+        status: step.status,
+        attempt: step.attempt,
+        invocation_id: step.invocation_id,
+        task_id: step.task_id,
+        fact_id: step.fact_id,
+        output: step.output,
+        error: step.error,
+        wake_at: step.wake_at.as_ref().map(view_time),
+        started_at: view_time(&step.started_at),
+        ended_at: step.ended_at.as_ref().map(view_time),
+    }
+}

@@ -1,0 +1,699 @@
+//! Advancing instances, durably and once. A pass takes the running instances that can move —
+//! their time came, the call their open step waits for ended, the task it waits for closed, or
+//! (woken by facts) a fact may have come — and moves each as far as it goes: a step ends, the
+//! next one begins, until the instance waits or ends. Every move is written with the instance's
+//! row version, so two cores never move one instance twice (the second's write is stale and it
+//! lets go); a core killed mid-step leaves rows another core picks up where they stand.
+//!
+//! A call step is opened (its version and inputs fixed on its row) before its call is made, with
+//! the key `process:<activity id>`: a core killed between the two makes the same call again,
+//! which is the same call. An `external_write` version runs on the process basis, which the
+//! database lets only this step's open row cover. A retry is a new row, so a new key.
+
+use chrono::Duration;
+use serde_json::{Map, Value, json};
+use skill_api::events::{ProcessEnded, ProcessStepStarted, TaskCreated};
+use skill_api::{CallStatus, InstanceStatus, InvokeRequest, Lifecycle, StepStatus, TaskStatus};
+use skill_contract::export::canonical;
+use skill_contract::process::{Action, EndStatus, ProcessSpec, Step, parse_duration};
+use skill_store::ErrorKind;
+use skill_store::records::{Event, InstanceRecord, ProcessRecord, StepRecord, TaskRecord, Time, WorkChange};
+
+use super::{compile, step_ended};
+use crate::error::{EngineError, Result};
+use crate::work::basis::Internal;
+use crate::{Actor, Engine, Origin};
+
+/// How many steps one instance runs without waiting before it fails as a suspected endless loop.
+pub const MAX_TRANSITIONS: usize = 1000;
+/// How many instances one pass takes at most, and how many move at once.
+const BATCH: i64 = 200;
+const PARALLEL: usize = 32;
+/// How many facts of its kind a wait looks at, newest first.
+const FACTS_LOOKED_AT: i64 = 200;
+
+/// What moving an instance came to.
+enum Moved {
+    /// It waits (or ended): write and stop.
+    Waits,
+    /// The next step is up: go on.
+    Next,
+}
+
+/// An instance being moved: its row and steps as they will be once written, and what to write.
+struct Moving<'a> {
+    process: &'a ProcessRecord,
+    instance: InstanceRecord,
+    steps: Vec<StepRecord>,
+    changes: Vec<WorkChange>,
+    events: Vec<Event>,
+    /// Whether the instance's row is among `changes` already.
+    touched: bool,
+}
+
+impl Moving<'_> {
+    fn open(&self) -> Option<StepRecord> {
+        self.steps.iter().rev().find(|step| step.status == StepStatus::Open).cloned()
+    }
+
+    /// The document paths and conditions read: `input`, `vars`, `steps.<id>` (its last run), `instance`.
+    fn document(&self) -> Value {
+        let mut steps = Map::new();
+        for step in &self.steps {
+            steps.insert(
+                step.step_id.clone(),
+                json!({"status": step.status, "output": step.output, "error": step.error, "attempt": step.attempt,
+                       "invocationId": step.invocation_id, "taskId": step.task_id, "factId": step.fact_id}),
+            );
+        }
+        json!({"input": self.instance.input, "vars": self.instance.vars, "steps": steps,
+               "instance": {"id": self.instance.id, "key": self.instance.key, "workspace": self.instance.workspace_id}})
+    }
+
+    fn step_def(&self, id: &str) -> Option<&Step> {
+        self.process.spec.step(id)
+    }
+
+    /// The step after `step`: its `next`, or the one after it in the list (none: the end).
+    fn after(&self, step: &Step) -> Option<String> {
+        step.next.clone().or_else(|| next_in_list(&self.process.spec, &step.id))
+    }
+}
+
+fn next_in_list(spec: &ProcessSpec, id: &str) -> Option<String> {
+    let at = spec.steps.iter().position(|step| step.id == id)?;
+    spec.steps.get(at + 1).map(|step| step.id.clone())
+}
+
+impl Engine {
+    /// Waits until something an instance may wait for happened through this engine (a start, a
+    /// call's end, a fact, a task's close), or `within` passed.
+    pub async fn processes_due(&self, within: std::time::Duration) {
+        let _ = tokio::time::timeout(within, self.processes_due.notified()).await;
+    }
+
+    /// One pass: moves every instance that can move at `now`. Answers how many moved.
+    pub async fn run_processes(&self, now: Time) -> Result<usize> {
+        use futures::StreamExt;
+        let mut found = self.store.movable_instances(now, BATCH).await?;
+        for waiting in self.store.waiting_for_facts(BATCH).await? {
+            if !found.iter().any(|instance| instance.id == waiting.id) {
+                found.push(waiting);
+            }
+        }
+        let mut processes: std::collections::HashMap<String, ProcessRecord> = std::collections::HashMap::new();
+        for instance in &found {
+            if !processes.contains_key(&instance.process_id) {
+                processes.insert(instance.process_id.clone(), self.store.process(&instance.process_id).await?);
+            }
+        }
+        let processes = &processes;
+        let moved: Vec<Result<usize>> = futures::stream::iter(found)
+            .map(|instance| async move {
+                let process = &processes[&instance.process_id];
+                self.advance(process, instance, now).await
+            })
+            .buffer_unordered(PARALLEL)
+            .collect()
+            .await;
+        let mut count = 0;
+        for one in moved {
+            count += one?;
+        }
+        Ok(count)
+    }
+
+    /// Moves one instance as far as it goes; `0` when another core moved it first.
+    async fn advance(&self, process: &ProcessRecord, instance: InstanceRecord, now: Time) -> Result<usize> {
+        let steps = self.store.steps(&instance.id).await?;
+        let mut moving = Moving { process, instance, steps, changes: Vec::new(), events: Vec::new(), touched: false };
+        let agent = match self.agent_actor(&process.agent_principal_id).await {
+            Ok(agent) => agent,
+            Err(error) => {
+                let error =
+                    json!({"code": error.code, "message": format!("the agent the process runs as: {}", error.message)});
+                self.end_instance(&mut moving, InstanceStatus::Failed, Some(error), now);
+                return self.flush(&mut moving, now).await.map(usize::from);
+            }
+        };
+        let mut transitions = 0;
+        let mut moved = false;
+        loop {
+            transitions += 1;
+            if transitions > MAX_TRANSITIONS {
+                let error = json!({"code": "process_loop_suspected",
+                                   "message": format!("{MAX_TRANSITIONS} steps ran without waiting once")});
+                self.end_instance(&mut moving, InstanceStatus::Failed, Some(error), now);
+                return self.flush(&mut moving, now).await.map(usize::from);
+            }
+            let step = match moving.open() {
+                Some(open) => self.move_open(&mut moving, &agent, open, now).await?,
+                None => self.enter(&mut moving, now).await?,
+            };
+            match step {
+                Some(Moved::Next) => moved = true,
+                Some(Moved::Waits) => {
+                    if moving.touched || !moving.changes.is_empty() {
+                        moved = true;
+                        if !self.flush(&mut moving, now).await? {
+                            return Ok(0);
+                        }
+                    }
+                    return Ok(usize::from(moved));
+                }
+                // Another core moved it.
+                None => return Ok(0),
+            }
+        }
+    }
+
+    /// Writes what the move made, with the instance's row one version on; `false` when the
+    /// instance moved on meanwhile (another core moves it).
+    async fn flush(&self, moving: &mut Moving<'_>, now: Time) -> Result<bool> {
+        let mut next = moving.instance.clone();
+        next.row_version += 1;
+        next.updated_at = now;
+        let mut changes = std::mem::take(&mut moving.changes);
+        changes.push(WorkChange::UpdateInstance(next.clone()));
+        let events = std::mem::take(&mut moving.events);
+        match self.store.write_work(&changes, &events).await {
+            Ok(()) => {
+                moving.instance = next;
+                moving.touched = false;
+                // The rows written are one version on from what they were.
+                Ok(true)
+            }
+            Err(error) if matches!(error.kind(), ErrorKind::Stale | ErrorKind::Conflict) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Ends the instance (its open step closed, if any).
+    fn end_instance(&self, moving: &mut Moving<'_>, status: InstanceStatus, error: Option<Value>, now: Time) {
+        if let Some(open) = moving.open() {
+            let closed = StepRecord {
+                status: StepStatus::Closed,
+                row_version: open.row_version + 1,
+                ended_at: Some(now),
+                wake_at: None,
+                ..open
+            };
+            self.replace_step(moving, closed);
+        }
+        let code = error.as_ref().and_then(|e| e["code"].as_str()).map(str::to_owned);
+        let ended = ProcessEnded { status, step: moving.instance.at_step.clone(), code };
+        moving.events.push(self.event(format!("process_instance:{}", moving.instance.id), &ended, &Origin::default()));
+        moving.instance.status = status;
+        moving.instance.error = error;
+        moving.instance.wake_at = None;
+        moving.instance.ended_at = Some(now);
+        moving.touched = true;
+    }
+
+    /// Puts `step` (one version on) in place of its row, to be written; a row not written yet is
+    /// inserted as it is now.
+    fn replace_step(&self, moving: &mut Moving<'_>, step: StepRecord) {
+        if step.status != StepStatus::Open {
+            moving.events.push(self.event(
+                format!("process_instance:{}", moving.instance.id),
+                &step_ended(&step),
+                &Origin::default(),
+            ));
+        }
+        let inserted = moving.changes.iter_mut().find_map(|change| match change {
+            WorkChange::InsertStep(inserted) if inserted.id == step.id => Some(inserted),
+            _ => None,
+        });
+        let step = match inserted {
+            Some(inserted) => {
+                *inserted = StepRecord { row_version: 1, ..step };
+                inserted.clone()
+            }
+            None => {
+                moving.changes.push(WorkChange::UpdateStep(step.clone()));
+                step
+            }
+        };
+        if let Some(at) = moving.steps.iter().position(|s| s.id == step.id) {
+            moving.steps[at] = step;
+        }
+    }
+
+    /// A new step row (open, or already ended for the steps that end at once).
+    fn new_step(&self, moving: &mut Moving<'_>, step: &Step, attempt: i32, now: Time) -> StepRecord {
+        let seq = moving.steps.last().map_or(1, |last| last.seq + 1);
+        let action = step.action().map_or("set", Action::word);
+        let record = StepRecord {
+            id: self.new_id(),
+            instance_id: moving.instance.id.clone(),
+            seq,
+            step_id: step.id.clone(),
+            action: action.to_owned(),
+            status: StepStatus::Open,
+            attempt,
+            skill_id: None,
+            inputs: None,
+            invocation_id: None,
+            task_id: None,
+            fact_id: None,
+            wait_kind: None,
+            output: None,
+            error: None,
+            wake_at: None,
+            row_version: 1,
+            started_at: now,
+            ended_at: None,
+        };
+        let started = ProcessStepStarted {
+            activity_id: record.id.clone(),
+            step: step.id.clone(),
+            action: action.to_owned(),
+            attempt,
+        };
+        moving.events.push(self.event(
+            format!("process_instance:{}", moving.instance.id),
+            &started,
+            &Origin::default(),
+        ));
+        record
+    }
+
+    /// Ends the open (or just made) step `step` with `status`, and points the instance at `next`
+    /// (none: it completes).
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        moving: &mut Moving<'_>,
+        step: StepRecord,
+        status: StepStatus,
+        output: Option<Value>,
+        error: Option<Value>,
+        next: Option<String>,
+        now: Time,
+    ) -> Moved {
+        let ended = StepRecord {
+            status,
+            output,
+            error,
+            wake_at: None,
+            row_version: step.row_version + 1,
+            ended_at: Some(now),
+            ..step
+        };
+        self.replace_step(moving, ended);
+        moving.instance.wake_at = Some(now);
+        moving.touched = true;
+        match next {
+            Some(next) => {
+                moving.instance.at_step = Some(next);
+                Moved::Next
+            }
+            None => {
+                self.end_instance(moving, InstanceStatus::Completed, None, now);
+                Moved::Waits
+            }
+        }
+    }
+
+    /// A step that failed with nowhere to go: the instance fails with its error.
+    fn fail_step(&self, moving: &mut Moving<'_>, step: StepRecord, error: Value, code: &str, now: Time) -> Moved {
+        let ended = StepRecord {
+            status: StepStatus::Failed,
+            error: Some(error.clone()),
+            wake_at: None,
+            row_version: step.row_version + 1,
+            ended_at: Some(now),
+            ..step.clone()
+        };
+        self.replace_step(moving, ended);
+        let failure = json!({"code": code, "message": format!("step {} failed", step.step_id), "step": step.step_id,
+                             "cause": error});
+        self.end_instance(moving, InstanceStatus::Failed, Some(failure), now);
+        Moved::Waits
+    }
+
+    /// Enters the step the instance is at: the steps that end at once end; the others open.
+    async fn enter(&self, moving: &mut Moving<'_>, now: Time) -> Result<Option<Moved>> {
+        let Some(at) = moving.instance.at_step.clone() else {
+            self.end_instance(moving, InstanceStatus::Completed, None, now);
+            return Ok(Some(Moved::Waits));
+        };
+        let Some(step) = moving.step_def(&at).cloned() else {
+            let error = json!({"code": "invalid_process", "message": format!("the process has no step {at}")});
+            self.end_instance(moving, InstanceStatus::Failed, Some(error), now);
+            return Ok(Some(Moved::Waits));
+        };
+        let mut record = self.new_step(moving, &step, 1, now);
+        let document = moving.document();
+        if let Some(Action::Call(call)) = step.action() {
+            // Its version and inputs are fixed on its row: the call its process basis covers.
+            match self.find(&call.skill).await {
+                Ok(entry) => record.skill_id = Some(entry.skill.id),
+                Err(error) => {
+                    let error = json!({"code": error.code, "message": error.message});
+                    moving.steps.push(record.clone());
+                    moving.changes.push(WorkChange::InsertStep(record.clone()));
+                    return Ok(Some(self.fail_step(moving, record, error, "process_step_failed", now)));
+                }
+            }
+            record.inputs = Some(canonical(&Value::Object(crate::rules::filled(&call.input, &document))));
+        }
+        moving.steps.push(record.clone());
+        moving.changes.push(WorkChange::InsertStep(record.clone()));
+        moving.touched = true;
+        let next = moving.after(&step);
+        Ok(Some(match step.action() {
+            Some(Action::Set(values)) => {
+                let filled = crate::rules::filled(values, &document);
+                if let Value::Object(vars) = &mut moving.instance.vars {
+                    for (name, value) in &filled {
+                        vars.insert(name.clone(), value.clone());
+                    }
+                }
+                self.finish(moving, record, StepStatus::Done, Some(Value::Object(filled)), None, next, now)
+            }
+            Some(Action::Switch(switch)) => {
+                let mut chosen = None;
+                for (index, case) in switch.cases.iter().enumerate() {
+                    let path = format!("steps[{}].switch.cases[{index}].when", step.id);
+                    match compile(&path, &case.when, false)
+                        .and_then(|c| c.eval(&document).map_err(|e| EngineError::invalid_request(e.message)))
+                    {
+                        Ok(true) => {
+                            chosen = Some(case.next.clone());
+                            break;
+                        }
+                        Ok(false) => {}
+                        Err(error) => {
+                            let error = json!({"code": "condition_error", "message": error.message, "case": index});
+                            return Ok(Some(self.fail_step(moving, record, error, "process_step_failed", now)));
+                        }
+                    }
+                }
+                let next = chosen.unwrap_or_else(|| switch.default.clone());
+                self.finish(moving, record, StepStatus::Done, Some(json!({"next": next})), None, Some(next), now)
+            }
+            Some(Action::End(end)) => {
+                let ended = StepRecord {
+                    status: StepStatus::Done,
+                    row_version: record.row_version + 1,
+                    ended_at: Some(now),
+                    ..record
+                };
+                self.replace_step(moving, ended);
+                let (status, error) = match end.status {
+                    EndStatus::Completed => (InstanceStatus::Completed, None),
+                    EndStatus::Failed => (
+                        InstanceStatus::Failed,
+                        Some(json!({"code": "process_ended_failed", "message": end.reason.clone().unwrap_or_default(),
+                                    "step": step.id})),
+                    ),
+                };
+                self.end_instance(moving, status, error, now);
+                Moved::Waits
+            }
+            // The call is made, the task made, as the open step moves (next).
+            Some(Action::Call(_) | Action::Task(_)) => Moved::Next,
+            Some(Action::Wait(wait)) => {
+                let wake = if let Some(text) = &wait.for_ {
+                    parse_duration(text).map(|seconds| now + seconds_of(seconds))
+                } else if let Some(until) = &wait.until {
+                    let text = crate::rules::render(until, &document);
+                    match chrono::DateTime::parse_from_rfc3339(&text) {
+                        Ok(at) => Some(at.to_utc()),
+                        Err(_) => {
+                            let error = json!({"code": "invalid_process",
+                                               "message": format!("wait.until is {text:?}, not an RFC 3339 time")});
+                            return Ok(Some(self.fail_step(moving, record, error, "process_step_failed", now)));
+                        }
+                    }
+                } else {
+                    wait.timeout.as_deref().and_then(parse_duration).map(|seconds| now + seconds_of(seconds))
+                };
+                let kind = wait.fact.as_ref().map(|fact| fact.kind.clone());
+                let waiting = StepRecord { wake_at: wake, wait_kind: kind, ..record };
+                self.replace_step(moving, waiting);
+                // It looks at once: a time passed, or a fact that came before, counts.
+                Moved::Next
+            }
+            None => {
+                let error = json!({"code": "invalid_process", "message": "the step has no one action"});
+                self.fail_step(moving, record, error, "process_step_failed", now)
+            }
+        }))
+    }
+
+    /// Moves the open step: a call is made or its end read, a task made or its close read, a
+    /// wait's time or fact looked for. `None`: another core moved the instance.
+    async fn move_open(
+        &self,
+        moving: &mut Moving<'_>,
+        agent: &Actor,
+        open: StepRecord,
+        now: Time,
+    ) -> Result<Option<Moved>> {
+        let Some(step) = moving.step_def(&open.step_id).cloned() else {
+            let error =
+                json!({"code": "invalid_process", "message": format!("the process has no step {}", open.step_id)});
+            return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
+        };
+        let next = moving.after(&step);
+        match step.action() {
+            Some(Action::Call(call)) => self.move_call(moving, agent, open, &step, call, next, now).await,
+            Some(Action::Task(task)) => self.move_task(moving, open, task, next, now).await.map(Some),
+            Some(Action::Wait(wait)) => self.move_wait(moving, open, &step, wait, next, now).await.map(Some),
+            // The others end as they are entered: an open one was left by a core that died.
+            _ => Ok(Some(self.finish(moving, open, StepStatus::Done, None, None, next, now))),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn move_call(
+        &self,
+        moving: &mut Moving<'_>,
+        agent: &Actor,
+        open: StepRecord,
+        step: &Step,
+        call: &skill_contract::process::CallStep,
+        next: Option<String>,
+        now: Time,
+    ) -> Result<Option<Moved>> {
+        let Some(invocation_id) = open.invocation_id.clone() else {
+            if open.wake_at.is_some_and(|at| at > now) {
+                // A retry's backoff.
+                moving.instance.wake_at = open.wake_at;
+                return Ok(Some(Moved::Waits));
+            }
+            // The step's row must be written before the call is made: the process basis names it.
+            if (!moving.changes.is_empty() || moving.touched) && !self.flush(moving, now).await? {
+                return Ok(None);
+            }
+            let request = InvokeRequest {
+                inputs: open.inputs.clone().and_then(|inputs| inputs.as_object().cloned()),
+                idempotency_key: Some(format!("process:{}", open.id)),
+                ..InvokeRequest::default()
+            };
+            let internal = Internal::Process { instance: &moving.instance, step: &open, process: moving.process };
+            let invoked = self.invoke_by(agent, &call.skill, &request, None, Some(internal)).await;
+            let invoked = match invoked {
+                Ok(invoked) => invoked,
+                Err(error) => {
+                    let error = json!({"code": error.code, "message": error.message, "details": error.details});
+                    return Ok(Some(self.step_failed(moving, open, step, call, error, now)));
+                }
+            };
+            let called = StepRecord {
+                invocation_id: Some(invoked.invocation.id.clone()),
+                row_version: open.row_version + 1,
+                ..open
+            };
+            self.replace_step(moving, called);
+            moving.instance.wake_at = None;
+            moving.touched = true;
+            if !self.flush(moving, now).await? {
+                return Ok(None);
+            }
+            return Ok(Some(Moved::Next));
+        };
+        let made = self.store.invocation(&invocation_id).await?;
+        Ok(Some(match made.status {
+            CallStatus::Pending | CallStatus::Running => {
+                moving.instance.wake_at = None;
+                Moved::Waits
+            }
+            CallStatus::Succeeded => self.finish(moving, open, StepStatus::Done, made.output.clone(), None, next, now),
+            CallStatus::Failed | CallStatus::Cancelled => {
+                let error = made.error.clone().unwrap_or_else(|| json!({"code": "call_failed"}));
+                let error = json!({"code": error["code"], "message": error["message"], "invocationId": made.id});
+                self.step_failed(moving, open, step, call, error, now)
+            }
+        }))
+    }
+
+    /// A call step that failed: asked for again (a new row, so a new call) while attempts
+    /// remain, then on to `onFailure`, or the instance fails.
+    fn step_failed(
+        &self,
+        moving: &mut Moving<'_>,
+        open: StepRecord,
+        step: &Step,
+        call: &skill_contract::process::CallStep,
+        error: Value,
+        now: Time,
+    ) -> Moved {
+        let attempts = call.retry.as_ref().map_or(1, |retry| retry.attempts);
+        if u32::try_from(open.attempt).unwrap_or(u32::MAX) < attempts {
+            let failed = StepRecord {
+                status: StepStatus::Failed,
+                error: Some(error),
+                wake_at: None,
+                row_version: open.row_version + 1,
+                ended_at: Some(now),
+                ..open.clone()
+            };
+            self.replace_step(moving, failed);
+            let backoff = call.retry.as_ref().and_then(|r| r.backoff.as_deref()).and_then(parse_duration).unwrap_or(0);
+            let mut again = self.new_step(moving, step, open.attempt + 1, now);
+            again.skill_id = open.skill_id.clone();
+            again.inputs = open.inputs.clone();
+            again.wake_at = (backoff > 0).then(|| now + seconds_of(backoff));
+            moving.steps.push(again.clone());
+            moving.changes.push(WorkChange::InsertStep(again.clone()));
+            moving.instance.wake_at = Some(again.wake_at.unwrap_or(now));
+            moving.touched = true;
+            return Moved::Waits;
+        }
+        match &call.on_failure {
+            Some(target) => self.finish(moving, open, StepStatus::Failed, None, Some(error), Some(target.clone()), now),
+            None => self.fail_step(moving, open, error, "process_step_failed", now),
+        }
+    }
+
+    async fn move_task(
+        &self,
+        moving: &mut Moving<'_>,
+        open: StepRecord,
+        task: &skill_contract::process::TaskStep,
+        next: Option<String>,
+        now: Time,
+    ) -> Result<Moved> {
+        let Some(task_id) = open.task_id.clone() else {
+            let document = moving.document();
+            let task_type = match self.find_task_type(&task.task_type).await {
+                Ok(found) => found,
+                Err(error) => {
+                    let error = json!({"code": error.code, "message": error.message});
+                    return Ok(self.fail_step(moving, open, error, "process_step_failed", now));
+                }
+            };
+            let title: String = crate::rules::render(&task.title, &document).chars().take(500).collect();
+            let title =
+                if title.trim().is_empty() { format!("{} {}", moving.process.key, open.step_id) } else { title };
+            let fields = Value::Object(
+                crate::rules::filled(&task.custom_fields, &document)
+                    .into_iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .collect(),
+            );
+            if let Err(error) = crate::work::check_fields(&task_type, &fields) {
+                let error = json!({"code": error.code, "message": error.message});
+                return Ok(self.fail_step(moving, open, error, "process_step_failed", now));
+            }
+            let record = TaskRecord {
+                id: self.new_id(),
+                workspace_id: moving.instance.workspace_id.clone(),
+                task_type_id: task_type.id.clone(),
+                title,
+                custom_fields: fields,
+                status: TaskStatus::Open,
+                created_by: moving.process.agent_principal_id.clone(),
+                row_version: 1,
+                created_at: now,
+                updated_at: now,
+                closed_at: None,
+                close_reason: None,
+            };
+            let made = TaskCreated {
+                workspace_id: record.workspace_id.clone(),
+                task_type_id: record.task_type_id.clone(),
+                task_type: format!("{}@{}", task_type.key, task_type.version),
+            };
+            moving.events.push(self.event(format!("task:{}", record.id), &made, &Origin::default()));
+            let waiting = StepRecord { task_id: Some(record.id.clone()), row_version: open.row_version + 1, ..open };
+            moving.changes.push(WorkChange::InsertTask(record));
+            self.replace_step(moving, waiting);
+            moving.instance.wake_at = None;
+            moving.touched = true;
+            self.outcomes_due.notify_one();
+            return Ok(Moved::Waits);
+        };
+        let found = self.store.task(&task_id).await?;
+        if !found.status.is_terminal() {
+            moving.instance.wake_at = None;
+            return Ok(Moved::Waits);
+        }
+        let output = json!({"id": found.id, "status": found.status, "closeReason": found.close_reason,
+                            "customFields": found.custom_fields});
+        Ok(self.finish(moving, open, StepStatus::Done, Some(output), None, next, now))
+    }
+
+    async fn move_wait(
+        &self,
+        moving: &mut Moving<'_>,
+        open: StepRecord,
+        step: &Step,
+        wait: &skill_contract::process::WaitStep,
+        next: Option<String>,
+        now: Time,
+    ) -> Result<Moved> {
+        let Some(fact_wait) = &wait.fact else {
+            // A timer.
+            if open.wake_at.is_none_or(|at| at <= now) {
+                let output = json!({"firedAt": crate::catalog::view_time(&now)});
+                return Ok(self.finish(moving, open, StepStatus::Done, Some(output), None, next, now));
+            }
+            moving.instance.wake_at = open.wake_at;
+            return Ok(Moved::Waits);
+        };
+        let taken: Vec<String> = moving.steps.iter().filter_map(|s| s.fact_id.clone()).collect();
+        let mut facts =
+            self.store.facts(&moving.instance.workspace_id, Some(&fact_wait.kind), None, FACTS_LOOKED_AT).await?;
+        facts.retain(|fact| fact.created_at >= moving.instance.created_at && !taken.contains(&fact.id));
+        facts.reverse();
+        let workspace_key = self.store.workspace_by_reference(&moving.instance.workspace_id).await?.key;
+        let mut document = moving.document();
+        for fact in facts {
+            let matched = match &fact_wait.when {
+                None => true,
+                Some(when) => {
+                    document["fact"] = json!(crate::facts::fact_document(&fact, &workspace_key));
+                    let path = format!("steps[{}].wait.fact.when", step.id);
+                    // A fact the condition cannot read is not the one waited for.
+                    compile(&path, when, true)
+                        .and_then(|c| c.eval(&document).map_err(|e| EngineError::invalid_request(e.message)))
+                        .unwrap_or_default()
+                }
+            };
+            if matched {
+                let output = json!(crate::facts::fact_document(&fact, &workspace_key));
+                let taken = StepRecord { fact_id: Some(fact.id.clone()), ..open };
+                return Ok(self.finish(moving, taken, StepStatus::Done, Some(output), None, next, now));
+            }
+        }
+        if open.wake_at.is_some_and(|at| at <= now) {
+            let error = json!({"code": "process_wait_timed_out", "message": format!("no {} fact came in time", fact_wait.kind)});
+            return Ok(match &wait.on_timeout {
+                Some(target) => {
+                    self.finish(moving, open, StepStatus::Failed, None, Some(error), Some(target.clone()), now)
+                }
+                None => self.fail_step(moving, open, error, "process_wait_timed_out", now),
+            });
+        }
+        moving.instance.wake_at = open.wake_at;
+        Ok(Moved::Waits)
+    }
+}
+
+fn seconds_of(seconds: u64) -> Duration {
+    Duration::seconds(i64::try_from(seconds).unwrap_or(i64::MAX / 1000))
+}
