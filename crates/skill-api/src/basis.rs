@@ -159,8 +159,22 @@ mod tests {
             serde_json::to_value(&execution).expect("serializes"),
             json!({"kind": "execution", "taskTypeId": "tt", "taskId": "t", "runId": "r"})
         );
-        let unknown = serde_json::from_value::<Basis>(json!({"kind": "process", "stepId": "s"}));
-        assert!(unknown.expect_err("an unknown kind").to_string().contains("process"));
+        let process = Basis::Process {
+            instance_id: "i".into(),
+            activity_id: "s".into(),
+            step: "send".into(),
+            definition_key: "p".into(),
+            definition_version: "1".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&process).expect("serializes"),
+            json!({"kind": "process", "instanceId": "i", "activityId": "s", "step": "send", "definitionKey": "p",
+                   "definitionVersion": "1"})
+        );
+        let partial = serde_json::from_value::<Basis>(json!({"kind": "process", "stepId": "s"}));
+        assert!(partial.expect_err("a process basis names its instance").to_string().contains("instanceId"));
+        let unknown = serde_json::from_value::<Basis>(json!({"kind": "delegation"}));
+        assert!(unknown.expect_err("an unknown kind").to_string().contains("delegation"));
         assert!(serde_json::from_value::<Basis>(json!({"kind": "approval"})).is_err(), "a basis names its approval");
     }
 }

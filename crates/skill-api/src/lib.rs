@@ -76,7 +76,7 @@ pub use processes::{
 };
 pub use rules::{
     ConditionOut, EvaluateOut, EvaluateRequest, FactDraft, FactOut, FactQuery, FactRequest, MAX_FACT_BYTES,
-    MAX_FACT_DEPTH, PlannedCall, PlannedWork, RuleEvaluationOut, RuleOut, RuleQuery, RuleRequest,
+    MAX_FACT_DEPTH, PlannedCall, PlannedProcess, PlannedWork, RuleEvaluationOut, RuleOut, RuleQuery, RuleRequest,
 };
 /// The contract's policy words, as the API's answers and the core's rows hold them.
 pub use skill_contract::{Idempotency, RiskLevel, SideEffects, is_invisible_or_bidi};

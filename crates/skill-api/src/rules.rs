@@ -132,6 +132,9 @@ pub struct RuleEvaluationOut {
     pub invocation_id: Option<String>,
     /// The tasks it ensured (made, or found under their work keys).
     pub task_ids: Vec<String>,
+    /// The process instances it ensured (started, or found under their keys).
+    #[serde(default)]
+    pub instance_ids: Vec<String>,
     /// The interpretation's result kept as a `skill_result` artifact (the work's evidence).
     pub artifact_id: Option<String>,
     /// Why it failed or expired: `{code, message, ...}`.
@@ -185,6 +188,9 @@ pub struct EvaluateOut {
     /// The work it would ensure: without an interpretation, whole; with one, what the fact alone
     /// fills (what reads the interpretation's output is empty or null: the call has not run).
     pub work: Vec<PlannedWork>,
+    /// The process instances it would start, filled the same way.
+    #[serde(default)]
+    pub processes: Vec<PlannedProcess>,
 }
 
 /// A condition's value over one input.
@@ -218,4 +224,15 @@ pub struct PlannedWork {
     pub work_key: Value,
     pub title: Value,
     pub custom_fields: Map<String, Value>,
+}
+
+/// A process instance a rule would start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedProcess {
+    /// `key@version`.
+    pub process: String,
+    /// The instance's key.
+    pub work_key: Value,
+    pub input: Map<String, Value>,
 }

@@ -1,7 +1,7 @@
 //! Work rules as a package declares them (`rules/*.yaml`, `kind: WorkRule`) and the API publishes
 //! them: which facts the rule is for (`on {kind, when}`), the skill that interprets a fact
 //! (`interpretation {skill: name@version, inputs}`), and the work it ensures (`ensureWork: [{task:
-//! {type, workKey, title, customFields}}]`). The rule acts as an agent (`identity.agent`): that
+//! {type, workKey, title, customFields}} | {process: {process, workKey, input}}]`). The rule acts as an agent (`identity.agent`): that
 //! agent's principal is the authority of the interpretation's call and the creator of the work.
 //!
 //! Values of `inputs`, `workKey`, `title` and `customFields` are literals, or paths over the
@@ -78,6 +78,22 @@ pub struct Interpretation {
 pub enum EnsureWork {
     /// A task, made once per work key in the fact's workspace.
     Task(TaskWork),
+    /// A process instance, started once per work key (its key) in the fact's workspace.
+    Process(ProcessWork),
+}
+
+/// `ensureWork[].process`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProcessWork {
+    /// The process, `key@version`.
+    pub process: String,
+    /// What names this piece of work (a literal, a path, or a text with `{{path}}`s): the
+    /// instance's key, one instance per workspace, process and key.
+    pub work_key: String,
+    /// The instance's input: name → a literal or a path.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub input: Map<String, Value>,
 }
 
 /// `ensureWork[].task`.
@@ -161,8 +177,19 @@ impl RuleSpec {
 
     /// The task types (`key@version`) the rule ensures work of, with their paths.
     pub fn task_types(&self) -> impl Iterator<Item = (String, &str)> {
-        self.ensure_work.iter().enumerate().map(|(index, work)| match work {
-            EnsureWork::Task(task) => (format!("spec.ensureWork[{index}].task.type"), task.task_type.as_str()),
+        self.ensure_work.iter().enumerate().filter_map(|(index, work)| match work {
+            EnsureWork::Task(task) => Some((format!("spec.ensureWork[{index}].task.type"), task.task_type.as_str())),
+            EnsureWork::Process(_) => None,
+        })
+    }
+
+    /// The processes (`key@version`) the rule starts instances of, with their paths.
+    pub fn processes(&self) -> impl Iterator<Item = (String, &str)> {
+        self.ensure_work.iter().enumerate().filter_map(|(index, work)| match work {
+            EnsureWork::Process(process) => {
+                Some((format!("spec.ensureWork[{index}].process.process"), process.process.as_str()))
+            }
+            EnsureWork::Task(_) => None,
         })
     }
 
@@ -226,7 +253,13 @@ impl RuleSpec {
         }
         let mut keys = BTreeSet::new();
         for (index, work) in self.ensure_work.iter().enumerate() {
-            let EnsureWork::Task(task) = work;
+            let task = match work {
+                EnsureWork::Task(task) => task,
+                EnsureWork::Process(process) => {
+                    process_problems(process, index, reads_output, &mut keys, &mut out);
+                    continue;
+                }
+            };
             let at = format!("spec.ensureWork[{index}].task");
             let pinned = task
                 .task_type
@@ -288,6 +321,51 @@ impl RuleSpec {
         }
         out
     }
+}
+
+/// The problems of one `ensureWork[].process`.
+fn process_problems<'a>(
+    process: &'a ProcessWork,
+    index: usize,
+    reads_output: bool,
+    keys: &mut BTreeSet<&'a String>,
+    out: &mut Vec<RuleProblem>,
+) {
+    let at = format!("spec.ensureWork[{index}].process");
+    let pinned = process
+        .process
+        .split_once('@')
+        .is_some_and(|(key, version)| is_rule_key(key) && crate::SkillVersion::new(version).is_ok());
+    if !pinned {
+        out.push(problem(
+            format!("{at}.process"),
+            "invalid_rule",
+            format!("{:?} is not a pinned process: key@version", process.process),
+            "write e.g. claim-handling@1",
+        ));
+    }
+    let path = format!("{at}.workKey");
+    value_problem(&Value::String(process.work_key.clone()), &path, reads_output, out);
+    match template_paths(&process.work_key) {
+        Ok(paths) => {
+            for read in paths {
+                value_problem(&Value::String(read.to_owned()), &path, reads_output, out);
+            }
+        }
+        Err(message) => out.push(problem(path.clone(), "invalid_rule", message, "write {{$.fact.key}}")),
+    }
+    if process.work_key.trim().is_empty() || process.work_key.chars().count() > 200 {
+        out.push(problem(path, "invalid_rule", "workKey is 1 to 200 characters", "write a literal or a path"));
+    }
+    if !keys.insert(&process.work_key) {
+        out.push(problem(
+            format!("{at}.workKey"),
+            "invalid_rule",
+            format!("{} names two pieces of work of this rule", process.work_key),
+            "give each piece of work its own work key",
+        ));
+    }
+    mappings(&process.input, &format!("{at}.input"), reads_output, out);
 }
 
 /// The paths a template reads: `Claim {{$.fact.data.claim}}` reads `$.fact.data.claim`; a text
@@ -418,6 +496,30 @@ mod tests {
         let mut none = spec();
         none["ensureWork"] = json!([]);
         assert!(read_spec(&none).expect("reads").problems().iter().any(|p| p.path == "spec.ensureWork"));
+    }
+
+    #[test]
+    fn a_rule_may_start_a_process() {
+        let mut document = spec();
+        document["ensureWork"] = json!([{"process": {"process": "claim-handling@1", "workKey": "claim:{{$.fact.key}}",
+                                                      "input": {"claim": "$.fact.data.claim", "category": "$.interpretation.output.category"}}}]);
+        let rule = read_spec(&document).expect("reads");
+        assert_eq!(rule.problems(), []);
+        assert_eq!(
+            rule.processes().map(|(p, r)| (p, r.to_owned())).collect::<Vec<_>>(),
+            [("spec.ensureWork[0].process.process".to_owned(), "claim-handling@1".to_owned())]
+        );
+        assert_eq!(rule.task_types().count(), 0);
+        for (pointer, value, path) in [
+            ("/ensureWork/0/process/process", json!("claim-handling"), "spec.ensureWork[0].process.process"),
+            ("/ensureWork/0/process/workKey", json!("$.task.id"), "spec.ensureWork[0].process.workKey"),
+            ("/ensureWork/0/process/input/claim", json!("$.fact..x"), "spec.ensureWork[0].process.input.claim"),
+        ] {
+            let mut changed = document.clone();
+            *changed.pointer_mut(pointer).expect(pointer) = value;
+            let problems = read_spec(&changed).expect("reads").problems();
+            assert!(problems.iter().any(|p| p.path == path), "{pointer}: {problems:?}");
+        }
     }
 
     #[test]

@@ -246,6 +246,7 @@ pub(crate) fn evaluation_out(evaluation: RuleEvaluationRecord, rule: &str) -> Ru
         status: evaluation.status,
         invocation_id: evaluation.invocation_id,
         task_ids: evaluation.task_ids,
+        instance_ids: evaluation.instance_ids,
         artifact_id: evaluation.artifact_id,
         error: evaluation.error,
         created_at: view_time(&evaluation.created_at),

@@ -206,14 +206,22 @@ impl Engine {
         }
         let planned_task_types: Vec<_> = task_types.iter().map(|(record, _)| record.clone()).collect();
         let planned = crate::agents::Planned { skills: &planned_records, task_types: &planned_task_types };
+
         let listed = crate::agents::Objects { objects: &objects, adopt: &adopt };
         let agents =
             self.planned_agents(actor, &request.agents, &request.package.key, &listed, &planned, &origin).await?;
         let planned_agents: Vec<_> = agents.iter().map(|plan| plan.record.clone()).collect();
-        let rules =
-            self.planned_rules(actor, request, &planned_records, &planned_task_types, &planned_agents, &origin).await?;
         let processes = self
             .planned_processes(actor, request, &planned_records, &planned_task_types, &planned_agents, &origin)
+            .await?;
+        let planned_processes: Vec<_> = processes.iter().map(|(record, _)| record.clone()).collect();
+        let rules = self
+            .planned_rules(
+                actor,
+                request,
+                (&planned_records, &planned_task_types, &planned_agents, &planned_processes),
+                &origin,
+            )
             .await?;
         let install = install_of(&request.package, &request.install_hash, actor);
         let installed = PackageInstalled {
@@ -292,16 +300,21 @@ impl Engine {
     /// The rule versions a package publishes, each checked against what the plan publishes with
     /// it; one published already with the same document is left alone, one published otherwise
     /// is `409 rule_exists`.
+    #[allow(clippy::type_complexity)]
     async fn planned_rules(
         &self,
         actor: &Actor,
         request: &ApplyRequest,
-        skills: &[SkillRecord],
-        task_types: &[skill_store::records::TaskTypeRecord],
-        agents: &[skill_store::records::AgentRecord],
+        (skills, task_types, agents, processes): (
+            &[SkillRecord],
+            &[skill_store::records::TaskTypeRecord],
+            &[skill_store::records::AgentRecord],
+            &[skill_store::records::ProcessRecord],
+        ),
         origin: &Origin,
     ) -> Result<Vec<(skill_store::records::RuleRecord, skill_store::records::Event)>> {
-        let planned = crate::rules::Planned { skills, task_types, agents, package: Some(&request.package.key) };
+        let planned =
+            crate::rules::Planned { skills, task_types, agents, processes, package: Some(&request.package.key) };
         let mut rules = Vec::new();
         for (index, wanted) in request.rules.iter().enumerate() {
             let item = format!("rules[{index}]");
@@ -343,7 +356,8 @@ impl Engine {
         agents: &[skill_store::records::AgentRecord],
         origin: &Origin,
     ) -> Result<Vec<(skill_store::records::ProcessRecord, skill_store::records::Event)>> {
-        let planned = crate::rules::Planned { skills, task_types, agents, package: Some(&request.package.key) };
+        let planned =
+            crate::rules::Planned { skills, task_types, agents, processes: &[], package: Some(&request.package.key) };
         let mut processes = Vec::new();
         for (index, wanted) in request.processes.iter().enumerate() {
             let item = format!("processes[{index}]");

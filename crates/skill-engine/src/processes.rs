@@ -304,6 +304,49 @@ impl Engine {
             return same(found);
         }
         let now = self.now();
+        let (record, event) = self.new_instance_by(process, workspace, key, input, started_by, by, now, origin);
+        let process_ref = format!("{}@{}", process.key, process.version);
+        match self.store.write_work(&[WorkChange::InsertInstance(record.clone())], &[event]).await {
+            Ok(()) => {
+                self.processes_due.notify_one();
+                Ok(instance_out(record, Vec::new(), &process_ref, true))
+            }
+            // Started twice at once: the other one was first.
+            Err(error) if error.kind() == ErrorKind::Conflict => {
+                let found = self.store.instance_by_key(workspace, &process.key, key).await?;
+                same(found.ok_or_else(|| EngineError::from(error))?)
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// A new instance of `process` and its `process.started` event (not written).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new_instance(
+        &self,
+        process: &ProcessRecord,
+        workspace: &str,
+        key: &str,
+        input: Value,
+        started_by: &str,
+        by: &str,
+        now: skill_store::records::Time,
+    ) -> (InstanceRecord, Event) {
+        self.new_instance_by(process, workspace, key, input, started_by, by, now, &Origin::default())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn new_instance_by(
+        &self,
+        process: &ProcessRecord,
+        workspace: &str,
+        key: &str,
+        input: Value,
+        started_by: &str,
+        by: &str,
+        now: skill_store::records::Time,
+        origin: &Origin,
+    ) -> (InstanceRecord, Event) {
         let first = process.spec.steps.first().map(|step| step.id.clone());
         let record = InstanceRecord {
             id: self.new_id(),
@@ -331,18 +374,7 @@ impl Engine {
             by: by.to_owned(),
         };
         let event = self.event(format!("process_instance:{}", record.id), &started, origin);
-        match self.store.write_work(&[WorkChange::InsertInstance(record.clone())], &[event]).await {
-            Ok(()) => {
-                self.processes_due.notify_one();
-                Ok(instance_out(record, Vec::new(), &started.process, true))
-            }
-            // Started twice at once: the other one was first.
-            Err(error) if error.kind() == ErrorKind::Conflict => {
-                let found = self.store.instance_by_key(workspace, &process.key, key).await?;
-                same(found.ok_or_else(|| EngineError::from(error))?)
-            }
-            Err(error) => Err(error.into()),
-        }
+        (record, event)
     }
 
     /// An instance with its steps (`tasks.read` in its workspace).

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use skill_api::events::RulePublished;
 use skill_api::{
-    ConditionOut, EvaluateOut, EvaluateRequest, Page, PlannedCall, PlannedWork, RuleOut, RuleQuery, RuleRequest,
-    SkillStatus,
+    ConditionOut, EvaluateOut, EvaluateRequest, Page, PlannedCall, PlannedProcess, PlannedWork, RuleOut, RuleQuery,
+    RuleRequest, SkillStatus,
 };
 use skill_conditions::Condition;
 use skill_contract::rule::{EnsureWork, RuleSpec};
@@ -51,6 +51,7 @@ pub(crate) struct Planned<'a> {
     pub(crate) skills: &'a [SkillRecord],
     pub(crate) task_types: &'a [TaskTypeRecord],
     pub(crate) agents: &'a [AgentRecord],
+    pub(crate) processes: &'a [skill_store::records::ProcessRecord],
     pub(crate) package: Option<&'a str>,
 }
 
@@ -118,6 +119,9 @@ impl Engine {
         let agent = self.rule_agent(&spec, interpretation.as_ref(), planned).await?;
         for (path, task_type) in spec.task_types() {
             self.ensured_type(&path, task_type, planned.task_types).await?;
+        }
+        for (path, process) in spec.processes() {
+            self.ensured_process(&path, process, planned.processes).await?;
         }
         Ok(RuleRecord {
             id: self.new_id(),
@@ -245,6 +249,30 @@ impl Engine {
         }
     }
 
+    /// A process the rule starts instances of: published (or published with it).
+    pub(crate) async fn ensured_process(
+        &self,
+        path: &str,
+        reference: &str,
+        planned: &[skill_store::records::ProcessRecord],
+    ) -> Result<skill_store::records::ProcessRecord> {
+        let (key, version) = reference.split_once('@').unwrap_or((reference, ""));
+        if let Some(found) = planned.iter().find(|p| p.key == key && p.version == version) {
+            return Ok(found.clone());
+        }
+        match self.store.process_version(key, version).await {
+            Ok(found) => Ok(found),
+            Err(error) if error.kind() == ErrorKind::NotFound => Err(EngineError::new(
+                Class::Invalid,
+                "unknown_reference",
+                format!("no process {reference}: publish it first, or with the rule in one package"),
+            )
+            .with("path", path)
+            .with("value", reference)),
+            Err(error) => Err(error.into()),
+        }
+    }
+
     /// One rule version: an id, `key@version`, or a key (its newest version) (`org.read`).
     pub async fn rule(&self, actor: &Actor, reference: &str) -> Result<RuleOut> {
         actor.require("org.read")?;
@@ -336,19 +364,37 @@ impl Engine {
             rule.spec
                 .ensure_work
                 .iter()
-                .map(|work| match work {
-                    EnsureWork::Task(task) => PlannedWork {
+                .filter_map(|work| match work {
+                    EnsureWork::Task(task) => Some(PlannedWork {
                         task_type: task.task_type.clone(),
                         work_key: Value::String(evaluation::render(&task.work_key, &document)),
                         title: Value::String(evaluation::render(&task.title, &document)),
                         custom_fields: filled(&task.custom_fields, &document),
-                    },
+                    }),
+                    EnsureWork::Process(_) => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let processes = if matched {
+            rule.spec
+                .ensure_work
+                .iter()
+                .filter_map(|work| match work {
+                    EnsureWork::Process(process) => Some(PlannedProcess {
+                        process: process.process.clone(),
+                        work_key: Value::String(evaluation::render(&process.work_key, &document)),
+                        input: filled(&process.input, &document),
+                    }),
+                    EnsureWork::Task(_) => None,
                 })
                 .collect()
         } else {
             Vec::new()
         };
         Ok(EvaluateOut {
+            processes,
             rule: format!("{}@{}", rule.key, rule.version),
             matched,
             kind_matches,

@@ -83,8 +83,8 @@ macro_rules! select_rule {
 
 macro_rules! select_evaluation {
     () => {
-        "SELECT id, fact_id, rule_id, status, invocation_id, asks, task_ids, artifact_id, error, row_version, created_at, \
-         updated_at, ended_at FROM rule_evaluations"
+        "SELECT id, fact_id, rule_id, status, invocation_id, asks, task_ids, instance_ids, artifact_id, error, \
+         row_version, created_at, updated_at, ended_at FROM rule_evaluations"
     };
 }
 
@@ -262,8 +262,8 @@ macro_rules! rule_store {
             ) -> BoxFuture<'_, Result<Vec<RuleEvaluationRecord>>> {
                 Box::pin(async move {
                     Ok(sqlx::query_as(
-                        "SELECT e.id, e.fact_id, e.rule_id, e.status, e.invocation_id, e.asks, e.task_ids, e.artifact_id, \
-                         e.error, e.row_version, e.created_at, e.updated_at, e.ended_at FROM rule_evaluations e \
+                        "SELECT e.id, e.fact_id, e.rule_id, e.status, e.invocation_id, e.asks, e.task_ids, e.instance_ids, \
+                         e.artifact_id, e.error, e.row_version, e.created_at, e.updated_at, e.ended_at FROM rule_evaluations e \
                          LEFT JOIN skill_invocations c ON c.id = e.invocation_id \
                          WHERE e.status = 'matched' OR (e.status = 'waiting' AND \
                              (c.status IN ('succeeded', 'failed', 'cancelled') OR e.created_at <= $1)) \

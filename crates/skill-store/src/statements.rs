@@ -402,8 +402,8 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
         ),
         WorkChange::InsertEvaluation(e) => insert(
             "INSERT INTO rule_evaluations (id, fact_id, rule_id, status, invocation_id, task_ids, artifact_id, \
-             error, row_version, created_at, updated_at, ended_at, asks) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+             error, row_version, created_at, updated_at, ended_at, asks, instance_ids) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
             vec![
                 text(&e.id),
                 text(&e.fact_id),
@@ -418,11 +418,12 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
                 time(e.updated_at),
                 Arg::Time(e.ended_at),
                 Arg::Int(Some(e.asks)),
+                document(Some(&e.instance_ids))?,
             ],
         ),
         WorkChange::UpdateEvaluation(e) => versioned(
             "UPDATE rule_evaluations SET status = $3, invocation_id = $4, task_ids = $5, artifact_id = $6, \
-             error = $7, row_version = $8, updated_at = $9, ended_at = $10, asks = $11 \
+             error = $7, row_version = $8, updated_at = $9, ended_at = $10, asks = $11, instance_ids = $12 \
              WHERE id = $1 AND row_version = $2",
             vec![
                 text(&e.id),
@@ -436,6 +437,7 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
                 time(e.updated_at),
                 Arg::Time(e.ended_at),
                 Arg::Int(Some(e.asks)),
+                document(Some(&e.instance_ids))?,
             ],
             "rule_evaluations",
             &e.id,

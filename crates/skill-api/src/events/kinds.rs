@@ -233,6 +233,9 @@ events! {
         task_ids: Vec<String>,
         /// The tasks it made (the others were there under their work keys).
         created_task_ids: Vec<String>,
+        /// The process instances it ensured, and those it started.
+        instance_ids: Vec<String>,
+        created_instance_ids: Vec<String>,
         artifact_id: Option<String>,
         /// The code of its error, when it failed or expired.
         code: Option<String>,

@@ -24,7 +24,7 @@ impl Copy {
     fn new(label: &str) -> Self {
         let scratch = Scratch::new(&format!("skill-package-{label}"));
         let root = scratch.path();
-        for folder in ["skills", "task-types", "artifact-types", "agents", "rules"] {
+        for folder in ["skills", "task-types", "artifact-types", "agents", "rules", "processes"] {
             let target = root.join("claims").join(folder);
             std::fs::create_dir_all(&target).expect("folder");
             for entry in std::fs::read_dir(example().join(folder)).expect("example folder") {
@@ -86,7 +86,7 @@ fn the_claims_package_checks_clean() {
     let copy = Copy::new("clean");
     let output = copy.sdk(&["check"], None);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    assert_eq!(text(&output.stdout), "package claims 1.0.0: 13 objects, no problems\n");
+    assert_eq!(text(&output.stdout), "package claims 1.0.0: 15 objects, no problems\n");
 }
 
 #[test]

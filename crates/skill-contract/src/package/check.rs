@@ -75,11 +75,13 @@ pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
 struct Objects {
     task_types: std::collections::BTreeSet<String>,
     agents: std::collections::BTreeSet<String>,
+    processes: std::collections::BTreeSet<String>,
 }
 
 impl Objects {
     fn of<'a>(packages: impl Iterator<Item = &'a Package>) -> Self {
-        let mut found = Self { task_types: Default::default(), agents: Default::default() };
+        let mut found =
+            Self { task_types: Default::default(), agents: Default::default(), processes: Default::default() };
         for object in packages.flat_map(|package| &package.objects) {
             match object.kind.as_str() {
                 "TaskType" => {
@@ -87,6 +89,9 @@ impl Objects {
                 }
                 "Agent" => {
                     found.agents.insert(object.key.clone());
+                }
+                "Process" => {
+                    found.processes.insert(object.key.clone());
                 }
                 _ => {}
             }
@@ -377,6 +382,18 @@ impl References<'_> {
                     "unknown_reference",
                     format!("the task type {key} is not declared in this package or in a package it requires"),
                     "declare it in task-types/, or require the package that declares it",
+                ));
+            }
+        }
+        for (path, process) in spec.processes() {
+            let key = process.split('@').next().unwrap_or_default();
+            if !found.iter().any(|p| p.path == path) && !objects.processes.contains(key) {
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    &path,
+                    "unknown_reference",
+                    format!("the process {key} is not declared in this package or in a package it requires"),
+                    "declare it in processes/, or require the package that declares it",
                 ));
             }
         }

@@ -239,7 +239,11 @@ fn fact_story(loaded: &package::Loaded, sdk: bool) -> Option<Vec<String>> {
             }
         }
     };
-    for skill_api::rule::EnsureWork::Task(task) in &spec.ensure_work {
+    let tasks = spec.ensure_work.iter().filter_map(|work| match work {
+        skill_api::rule::EnsureWork::Task(task) => Some(task),
+        skill_api::rule::EnsureWork::Process(_) => None,
+    });
+    for task in tasks {
         let key = task.task_type.split('@').next().unwrap_or_default();
         let fields = objects
             .iter()

@@ -313,3 +313,82 @@ async fn processes_keep_to_their_rules() {
     let listed = core.get(&clerk, "/process-instances?workspace=claims").await.ok(200).clone();
     assert_eq!(listed["items"].as_array().map(Vec::len), Some(1));
 }
+
+/// A work rule starts a process instance once per work key: two messages about one claim start
+/// one instance, with the fact and the interpretation as its input; the dry run shows it.
+#[tokio::test]
+async fn a_rule_starts_one_instance_per_work_key() {
+    let core = core_serving(Backend::Sqlite, "processes-rule", None, Default::default()).await;
+    let root = apply_package(&core).await;
+    let sent = Scratch::new("processes-rule-outbox");
+    let _executor = executor(&host(), &root, &runner(&core).await, &sent);
+    let installer = token(&core.engine, "rule-installer", &["org.manage"]).await;
+    let rule = json!({"key": "follow-up-intake", "spec": {"version": "1", "identity": {"agent": "claims-intake"},
+        "on": {"kind": "claim.received"},
+        "interpretation": {"skill": "claim.classify@1", "inputs": {"text": "$.fact.data.text"}},
+        "ensureWork": [{"process": {"process": "claim-follow-up@1", "workKey": "claim:{{$.fact.data.claim}}",
+                                     "input": {"claim": "$.fact.data.claim", "message": "$.fact.data.text",
+                                               "followUp": "Is all well?", "category": "$.interpretation.output.category"}}}]}});
+    core.post(&installer, "/rules", &rule).await.ok(201);
+    let mut unknown = rule.clone();
+    unknown["key"] = json!("other");
+    unknown["spec"]["ensureWork"][0]["process"]["process"] = json!("claim-nothing@1");
+    let refused = core.post(&installer, "/rules", &unknown).await;
+    assert_eq!(
+        (
+            refused.status.as_u16(),
+            refused.body["error"]["code"].as_str(),
+            refused.body["error"]["details"]["path"].as_str()
+        ),
+        (422, Some("unknown_reference"), Some("spec.ensureWork[0].process.process")),
+        "{}",
+        refused.body
+    );
+    let dry = core
+        .post(
+            &core.admin,
+            "/rules/follow-up-intake:evaluate",
+            &json!({"fact": {"workspace": "claims", "kind": "claim.received",
+              "key": "x", "data": {"claim": "C-40", "text": "Where is it?"}}}),
+        )
+        .await
+        .ok(200)
+        .clone();
+    assert_eq!(
+        (dry["processes"][0]["process"].as_str(), dry["processes"][0]["workKey"].as_str()),
+        (Some("claim-follow-up@1"), Some("claim:C-40")),
+        "{dry}"
+    );
+
+    let mailbox = token(&core.engine, "mailbox", &["facts.write@claims"]).await;
+    let reader = token(&core.engine, "reader", &["facts.read@claims", "tasks.read@claims"]).await;
+    let mut instances = Vec::new();
+    for key in ["m-1", "m-2"] {
+        let fact = json!({"workspace": "claims", "kind": "claim.received", "key": key,
+                          "data": {"claim": "C-40", "text": "Where is my parcel?"}});
+        let id = core.post(&mailbox, "/facts", &fact).await.ok(201)["id"].as_str().expect("an id").to_owned();
+        let mut last = Value::Null;
+        for _ in 0..300 {
+            last = core.get(&reader, &format!("/facts/{id}")).await.ok(200).clone();
+            let ours = last["evaluations"].as_array().into_iter().flatten().find(|e| e["rule"] == "follow-up-intake@1");
+            if ours.is_some_and(|e| e["status"] == "done") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let ours = last["evaluations"].as_array().into_iter().flatten().find(|e| e["rule"] == "follow-up-intake@1");
+        let ours = ours.unwrap_or_else(|| panic!("no evaluation: {last}"));
+        assert_eq!(ours["status"], "done", "{last}");
+        instances.push(ours["instanceIds"][0].as_str().expect("an instance").to_owned());
+    }
+    assert_eq!(instances[0], instances[1], "one instance per work key");
+    let instance = core.get(&reader, &format!("/process-instances/{}", instances[0])).await.ok(200).clone();
+    assert_eq!(
+        (instance["key"].as_str(), instance["input"]["claim"].as_str(), instance["input"]["followUp"].as_str()),
+        (Some("claim:C-40"), Some("C-40"), Some("Is all well?")),
+        "{instance}"
+    );
+    assert!(instance["input"]["category"].is_string(), "the interpretation's output: {instance}");
+    let listed = core.get(&reader, "/process-instances?workspace=claims&process=claim-follow-up").await.ok(200).clone();
+    assert_eq!(listed["items"].as_array().map(Vec::len), Some(1), "{listed}");
+}

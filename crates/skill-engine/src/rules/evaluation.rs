@@ -188,6 +188,7 @@ impl Engine {
                 invocation_id: None,
                 asks: 1,
                 task_ids: Vec::new(),
+                instance_ids: Vec::new(),
                 artifact_id: None,
                 error: error.clone(),
                 row_version: 1,
@@ -353,6 +354,8 @@ impl Engine {
             status,
             task_ids: Vec::new(),
             created_task_ids: Vec::new(),
+            instance_ids: Vec::new(),
+            created_instance_ids: Vec::new(),
             artifact_id: None,
             code: error["code"].as_str().map(str::to_owned),
         };
@@ -401,7 +404,8 @@ impl Engine {
                     return self.end_evaluation(evaluation, RuleEvaluationStatus::Failed, error, now).await;
                 }
             };
-            let (mut changes, mut events, task_ids, created) = planned;
+            let Ensured { mut changes, mut events, task_ids, created, instance_ids, started } = planned;
+            let started_any = !started.is_empty();
             let artifact = match call {
                 Some(call) => Some(self.evidence(call, rule, fact, &evaluation, task_ids.first(), pass).await?),
                 None => None,
@@ -415,6 +419,8 @@ impl Engine {
                 status: RuleEvaluationStatus::Done,
                 task_ids: task_ids.clone(),
                 created_task_ids: created,
+                instance_ids: instance_ids.clone(),
+                created_instance_ids: started,
                 artifact_id: artifact_id.clone(),
                 code: None,
             };
@@ -422,6 +428,7 @@ impl Engine {
             let next = RuleEvaluationRecord {
                 status: RuleEvaluationStatus::Done,
                 task_ids,
+                instance_ids,
                 artifact_id,
                 row_version: evaluation.row_version + 1,
                 updated_at: now,
@@ -432,6 +439,10 @@ impl Engine {
             match self.store.write_work(&changes, &events).await {
                 Ok(()) => {
                     pass.made_work.store(true, std::sync::atomic::Ordering::Relaxed);
+                    if !started_any {
+                        return Ok(1);
+                    }
+                    self.processes_due.notify_one();
                     return Ok(1);
                 }
                 // A work key taken meanwhile: read the origins again.
@@ -443,9 +454,9 @@ impl Engine {
         Err(crate::error::busy())
     }
 
-    /// The tasks to make (and those already there under their work keys), their origins and
-    /// events: `(changes, events, every task id, the ids made)`.
-    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
+    /// The tasks to make and the instances to start (and those already there under their work
+    /// keys), with the tasks' origins and the events.
+    #[allow(clippy::too_many_arguments)]
     async fn planned_work(
         &self,
         evaluation: &RuleEvaluationRecord,
@@ -455,15 +466,23 @@ impl Engine {
         document: &Value,
         pass: &Pass,
         now: Time,
-    ) -> Result<(Vec<WorkChange>, Vec<Event>, Vec<String>, Vec<String>)> {
-        let (mut changes, mut events, mut task_ids, mut created) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    ) -> Result<Ensured> {
+        let mut ensured = Ensured::default();
         if !agent.can_in("tasks.write", &fact.workspace_id) {
             return Err(EngineError::forbidden("tasks.write")
                 .with("workspaceId", fact.workspace_id.as_str())
                 .with("agent", agent.principal().name.as_str()));
         }
         for (index, work) in rule.spec.ensure_work.iter().enumerate() {
-            let EnsureWork::Task(task) = work;
+            let task = match work {
+                EnsureWork::Task(task) => task,
+                EnsureWork::Process(process) => {
+                    let at = format!("spec.ensureWork[{index}].process");
+                    self.ensure_instance(&mut ensured, process, &at, rule, fact, document, pass, now).await?;
+                    continue;
+                }
+            };
+            let Ensured { changes, events, task_ids, created, .. } = &mut ensured;
             let at = format!("spec.ensureWork[{index}].task");
             let work_key = render(&task.work_key, document);
             if !(1..=500).contains(&work_key.chars().count()) {
@@ -520,7 +539,45 @@ impl Engine {
             changes.push(WorkChange::InsertTask(record));
             changes.push(WorkChange::InsertTaskOrigin(origin));
         }
-        Ok((changes, events, task_ids, created))
+        Ok(ensured)
+    }
+
+    /// A process instance the rule ensures: the one its key names in the fact's workspace, or
+    /// one started with the evaluation's end (started by the rule's agent).
+    #[allow(clippy::too_many_arguments)]
+    async fn ensure_instance(
+        &self,
+        ensured: &mut Ensured,
+        work: &skill_contract::rule::ProcessWork,
+        at: &str,
+        rule: &RuleRecord,
+        fact: &FactRecord,
+        document: &Value,
+        pass: &Pass,
+        now: Time,
+    ) -> Result<()> {
+        let key = render(&work.work_key, document);
+        if !(1..=200).contains(&key.chars().count()) {
+            return Err(EngineError::new(
+                crate::Class::Invalid,
+                "invalid_rule",
+                format!("the work key is {} characters; 1 to 200 (is the path right?)", key.chars().count()),
+            )
+            .with("path", format!("{at}.workKey")));
+        }
+        let process = pass.process(self, &work.process).await?;
+        if let Some(found) = self.store.instance_by_key(&fact.workspace_id, &process.key, &key).await? {
+            ensured.instance_ids.push(found.id);
+            return Ok(());
+        }
+        let input = Value::Object(filled(&work.input, document));
+        let (record, event) =
+            self.new_instance(&process, &fact.workspace_id, &key, input, &rule.agent_principal_id, "rule", now);
+        ensured.instance_ids.push(record.id.clone());
+        ensured.started.push(record.id.clone());
+        ensured.events.push(event);
+        ensured.changes.push(WorkChange::InsertInstance(record));
+        Ok(())
     }
 
     /// The interpretation's result as a `skill_result` artifact in the fact's workspace, linked
@@ -576,6 +633,17 @@ pub(crate) fn render(template: &str, document: &Value) -> String {
     out
 }
 
+/// What an evaluation ensures: the writes and events, every task and instance, and those made.
+#[derive(Default)]
+struct Ensured {
+    changes: Vec<WorkChange>,
+    events: Vec<Event>,
+    task_ids: Vec<String>,
+    created: Vec<String>,
+    instance_ids: Vec<String>,
+    started: Vec<String>,
+}
+
 /// What one pass reads once for the evaluations it moves: their rules and facts, the agents the
 /// rules act as (`None`: disabled or gone — read again to say why), the keys of the facts'
 /// workspaces, the task types and skills named (versions never change); and whether it made work.
@@ -587,6 +655,7 @@ struct Pass {
     keys: std::sync::Mutex<std::collections::HashMap<String, String>>,
     task_types: std::sync::Mutex<std::collections::HashMap<String, TaskTypeRecord>>,
     skills: std::sync::Mutex<std::collections::HashMap<String, skill_store::records::SkillRecord>>,
+    processes: std::sync::Mutex<std::collections::HashMap<String, skill_store::records::ProcessRecord>>,
     made_work: std::sync::atomic::AtomicBool,
 }
 
@@ -608,6 +677,10 @@ async fn kept<T: Clone>(
 impl Pass {
     async fn task_type(&self, engine: &Engine, reference: &str) -> Result<TaskTypeRecord> {
         kept(&self.task_types, reference, engine.find_task_type(reference)).await
+    }
+
+    async fn process(&self, engine: &Engine, reference: &str) -> Result<skill_store::records::ProcessRecord> {
+        kept(&self.processes, reference, engine.find_process(reference)).await
     }
 
     async fn skill(&self, engine: &Engine, id: &str) -> Result<skill_store::records::SkillRecord> {

@@ -160,3 +160,6 @@ BEGIN
     RETURN NEW;
 END
 $$;
+
+-- A work rule may start process instances: the ones an evaluation ensured.
+ALTER TABLE rule_evaluations ADD COLUMN instance_ids JSONB NOT NULL DEFAULT '[]'::jsonb CHECK (jsonb_typeof(instance_ids) = 'array');

@@ -146,3 +146,6 @@ WHEN NEW.authorization_basis IS NOT NULL
 BEGIN
     SELECT RAISE(ABORT, 'basis_unknown: a call''s basis is an approval, an execution or a process step');
 END;
+
+-- A work rule may start process instances: the ones an evaluation ensured.
+ALTER TABLE rule_evaluations ADD COLUMN instance_ids TEXT NOT NULL DEFAULT '[]' CHECK (json_type(instance_ids) = 'array');

@@ -56,6 +56,9 @@ pub struct RuleEvaluationRecord {
     pub asks: i32,
     #[sqlx(json)]
     pub task_ids: Vec<String>,
+    /// The process instances it ensured.
+    #[sqlx(json)]
+    pub instance_ids: Vec<String>,
     pub artifact_id: Option<String>,
     #[sqlx(json(nullable))]
     pub error: Option<Value>,
