@@ -13,6 +13,8 @@ mod fixture;
 mod guards;
 #[path = "conformance/moves.rs"]
 mod moves;
+#[path = "conformance/processes.rs"]
+mod processes;
 #[path = "conformance/rules.rs"]
 mod rules;
 #[path = "conformance/work.rs"]
@@ -77,6 +79,7 @@ conformance!(
     guards::signing_keys_are_listed_while_published_and_never_change,
     guards::console_sessions_only_end_once,
     guards::a_state_the_code_does_not_know_is_refused_when_read,
+    processes::a_process_basis_holds_only_while_its_step_is_open,
     rules::a_fact_is_one_per_key_and_evaluated_once,
     rules::a_rule_acts_as_an_agent_and_never_interprets_with_a_write,
     rules::evaluations_move_as_their_lifecycle_allows,

@@ -65,6 +65,7 @@ fn evaluation(fact: &FactRecord, rule: &RuleRecord, status: RuleEvaluationStatus
         invocation_id: None,
         asks: 1,
         task_ids: Vec::new(),
+        instance_ids: Vec::new(),
         artifact_id: None,
         error: None,
         row_version: 1,
