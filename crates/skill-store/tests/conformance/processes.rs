@@ -187,5 +187,8 @@ pub(crate) async fn a_process_basis_holds_only_while_its_step_is_open(db: Db) {
     }
     let steps = db.store.steps(&running.id).await.expect("steps");
     assert_eq!(steps.iter().map(|s| (s.seq, s.status)).collect::<Vec<_>>(), [(1, StepStatus::Closed)]);
-    assert_eq!(db.store.instance_by_key(&workspace, "follow-up", "k").await.expect("read").map(|i| i.id), Some(running.id));
+    assert_eq!(
+        db.store.instance_by_key(&workspace, "follow-up", "k").await.expect("read").map(|i| i.id),
+        Some(running.id)
+    );
 }
