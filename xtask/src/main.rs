@@ -13,6 +13,7 @@ mod fault;
 mod fuzz;
 mod module_loops;
 mod postgres;
+mod processes_run;
 mod rules_run;
 mod s3;
 
@@ -42,7 +43,8 @@ commands:
            against bare rmcp and FastMCP), `bench core [sqlite|postgres]` (P4, invoke → claim →
            complete through the core and a real executor), `bench mcp-core` (the core's MCP gateway
            against the API, and an agent's request), `bench rules` (facts to their tasks through a
-           work rule), results in target/bench/; `bench
+           work rule), `bench processes` (instances of a three-step process), results in
+           target/bench/; `bench
            console` (the console's pages with 10,000 calls in the store, beside the API's
            listing) prints its table and a JSON line
   fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
@@ -88,6 +90,7 @@ fn dispatch() -> Result<()> {
             Some("core") => bench_core::bench_core(std::env::args().nth(3).as_deref().unwrap_or("sqlite")),
             Some("mcp-core") => bench_gateway::bench_gateway(),
             Some("rules") => rules_run::bench_rules(),
+            Some("processes") => processes_run::bench_processes(),
             Some("console") => run(
                 "the console's pages with 10,000 calls (release)",
                 cargo().args([
@@ -103,7 +106,9 @@ fn dispatch() -> Result<()> {
                 ]),
             ),
             _ => {
-                eprintln!("usage: cargo xtask bench export|http|mcp|core|mcp-core|rules|console [sqlite|postgres]");
+                eprintln!(
+                    "usage: cargo xtask bench export|http|mcp|core|mcp-core|rules|processes|console [sqlite|postgres]"
+                );
                 std::process::exit(2)
             }
         },

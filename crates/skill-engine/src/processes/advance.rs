@@ -107,11 +107,21 @@ impl Engine {
                 processes.insert(instance.process_id.clone(), self.store.process(&instance.process_id).await?);
             }
         }
-        let processes = &processes;
+        // The agents the processes run as, read once for the pass (one that cannot be read is
+        // read again, to say why, by the instance it stops).
+        let mut agents: std::collections::HashMap<String, Actor> = std::collections::HashMap::new();
+        for process in processes.values() {
+            if !agents.contains_key(&process.agent_principal_id)
+                && let Ok(agent) = self.agent_actor(&process.agent_principal_id).await
+            {
+                agents.insert(process.agent_principal_id.clone(), agent);
+            }
+        }
+        let (processes, agents) = (&processes, &agents);
         let moved: Vec<Result<usize>> = futures::stream::iter(found)
             .map(|instance| async move {
                 let process = &processes[&instance.process_id];
-                self.advance(process, instance, now).await
+                self.advance(process, agents.get(&process.agent_principal_id), instance, now).await
             })
             .buffer_unordered(PARALLEL)
             .collect()
@@ -124,10 +134,20 @@ impl Engine {
     }
 
     /// Moves one instance as far as it goes; `0` when another core moved it first.
-    async fn advance(&self, process: &ProcessRecord, instance: InstanceRecord, now: Time) -> Result<usize> {
+    async fn advance(
+        &self,
+        process: &ProcessRecord,
+        agent: Option<&Actor>,
+        instance: InstanceRecord,
+        now: Time,
+    ) -> Result<usize> {
         let steps = self.store.steps(&instance.id).await?;
         let mut moving = Moving { process, instance, steps, changes: Vec::new(), events: Vec::new(), touched: false };
-        let agent = match self.agent_actor(&process.agent_principal_id).await {
+        let agent = match agent {
+            Some(agent) => Ok(agent.clone()),
+            None => self.agent_actor(&process.agent_principal_id).await,
+        };
+        let agent = match agent {
             Ok(agent) => agent,
             Err(error) => {
                 let error =

@@ -274,7 +274,7 @@ pub(crate) async fn a_state_the_code_does_not_know_is_refused_when_read(db: Db) 
             call.id
         )
     };
-    let foreign = db.raw.batch(&copy(&crate::fixture::id(), r#"'{"kind": "process", "stepId": "s"}'"#)).await;
+    let foreign = db.raw.batch(&copy(&crate::fixture::id(), r#"'{"kind": "delegation", "stepId": "s"}'"#)).await;
     let refused = foreign.expect_err("a basis of an unknown kind").to_string();
     assert!(refused.contains("basis_unknown"), "{refused}");
     db.raw.batch(&copy(&crate::fixture::id(), "NULL")).await.expect("the same copy without a basis");
