@@ -24,6 +24,7 @@ mod facts;
 mod forms;
 mod history;
 mod layout;
+mod processes;
 mod queue;
 mod run;
 mod session;
@@ -74,6 +75,9 @@ pub fn router() -> Router<Core> {
         .route("/agents", get(agents::agents))
         .route("/facts", get(facts::facts))
         .route("/facts/{id}", get(facts::fact))
+        .route("/processes", get(processes::instances))
+        .route("/processes/{id}", get(processes::instance))
+        .route("/processes/{id}/cancel", post(processes::cancel))
         .route("/costs", get(costs::costs))
         .route("/skills/{*reference}", get(catalog::skill))
         .route("/assets/{name}", get(assets::asset))

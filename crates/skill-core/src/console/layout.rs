@@ -41,6 +41,7 @@ pub(super) fn page(title: &str, viewer: Option<For<'_>>, body: Markup) -> Markup
                             a href="/console/run" { "Run" }
                             a href="/console/queue" { "Queue" }
                             a href="/console/facts" { "Facts" }
+                            a href="/console/processes" { "Processes" }
                             @if viewer.operator {
                                 a href="/console/catalog" { "Catalog" }
                                 a href="/console/executors" { "Executors" }

@@ -220,8 +220,8 @@ pub(super) async fn draft(State(core): State<Core>, posted: Posted) -> Response 
 /// A form posted to an action on one thing (`…/{id}/…`): who sent it, the id, and its fields —
 /// only once the form is the session's own (its CSRF token, the console's origin).
 pub(super) struct Posted {
-    viewer: Viewer,
-    id: String,
+    pub(super) viewer: Viewer,
+    pub(super) id: String,
     sent: Vec<(String, String)>,
 }
 
@@ -245,12 +245,12 @@ impl axum::extract::FromRequest<Core> for Posted {
 }
 
 impl Posted {
-    fn field(&self, name: &str) -> Option<String> {
+    pub(super) fn field(&self, name: &str) -> Option<String> {
         given(forms::plain(&self.sent, name))
     }
 
     /// The page at `to(made)` once done, else the page of the refusal.
-    fn then<T>(&self, done: Result<T, EngineError>, to: impl FnOnce(T) -> String) -> Response {
+    pub(super) fn then<T>(&self, done: Result<T, EngineError>, to: impl FnOnce(T) -> String) -> Response {
         match done {
             Ok(made) => Redirect::to(&to(made)).into_response(),
             Err(error) => failure(Some(self.viewer.frame()), &error),

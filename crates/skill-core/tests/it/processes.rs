@@ -88,6 +88,18 @@ async fn story(core: Core, label: &str) {
     );
     assert_eq!(basis["instanceId"].as_str(), Some(id.as_str()));
     assert!(call["idempotencyKey"].as_str().is_some_and(|key| key.starts_with("process:")), "{call}");
+    // The console: the workspace's instances, and the instance's steps as a timeline.
+    let console = crate::console::Console::new(&core);
+    let (cookie, _) = console.sign_in(&clerk).await;
+    let listed = console.get(Some(&cookie), "/console/processes?workspace=claims").await;
+    assert!(listed.body.contains("claim-follow-up@1") && listed.body.contains("C-11"), "{}", listed.body);
+    let page = console.get(Some(&cookie), &format!("/console/processes/{id}")).await;
+    let call_link = format!("/console/calls/{}", follow_up["invocationId"].as_str().unwrap_or_default());
+    for shown in ["follow-up", "week", "completed", call_link.as_str()] {
+        assert!(page.body.contains(shown), "{shown}: {}", page.body);
+    }
+    assert!(!page.body.contains("Cancel the instance"), "an ended instance is not cancelled");
+
     // Moving it again sends nothing more.
     assert_eq!(core.engine.run_processes(core.engine.now()).await.expect("moves nothing"), 0);
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -173,10 +185,20 @@ async fn the_process_basis_holds_only_while_its_step_is_open() {
         calls.push(step(&pending, "send")["invocationId"].as_str().expect("a call").to_owned());
         ids.push(id);
     }
-    let cancelled = core
-        .post(&clerk, &format!("/process-instances/{}:cancel", ids[0]), &json!({"reason": "the customer called"}))
-        .await;
-    let cancelled = cancelled.ok(200).clone();
+    // Cancelled by a person in the console (the form carries the session's token).
+    let console = crate::console::Console::new(&core);
+    let (cookie, _) = console.sign_in(&clerk).await;
+    let page = console.get(Some(&cookie), &format!("/console/processes/{}", ids[0])).await;
+    assert!(page.body.contains("Cancel the instance"), "{}", page.body);
+    let action = format!("/console/processes/{}/cancel", ids[0]);
+    let forged = console.post(Some(&cookie), &action, &[("reason", "x"), ("csrf", "nope")], console.origin()).await;
+    assert_ne!(forged.status.as_u16(), 303, "a form without the session's token changes nothing");
+    let csrf = page.csrf();
+    let reason = [("reason", "the customer called"), ("csrf", csrf.as_str())];
+    let posted = console.post(Some(&cookie), &action, &reason, console.origin()).await;
+    assert_eq!(posted.status.as_u16(), 303, "{}", posted.body);
+    let cancelled = core.get(&clerk, &format!("/process-instances/{}", ids[0])).await.ok(200).clone();
+    assert_eq!(cancelled["error"]["message"], "the customer called");
     assert_eq!(
         (cancelled["status"].as_str(), step(&cancelled, "send")["status"].as_str()),
         (Some("cancelled"), Some("closed"))
