@@ -45,6 +45,8 @@ pub trait ProcessStore: Send + Sync {
     /// The steps an instance ran, in order.
     fn steps<'a>(&'a self, instance_id: &'a str) -> BoxFuture<'a, Result<Vec<StepRecord>>>;
     fn step<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<StepRecord>>;
+    /// The steps the instances `ids` ran, by instance and in order.
+    fn steps_of<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<StepRecord>>>;
     /// The step that made a task, if a process made it.
     fn step_of_task<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Option<StepRecord>>>;
     /// Running instances that can move at `now`, the longest unchanged first, at most `limit`:
@@ -77,7 +79,7 @@ macro_rules! select_step {
 }
 
 macro_rules! process_store {
-    ($store:ty) => {
+    ($store:ty, $each:literal) => {
         impl ProcessStore for $store {
             fn insert_process<'a>(&'a self, p: &'a ProcessRecord, event: &'a Event) -> BoxFuture<'a, Result<()>> {
                 Box::pin(async move {
@@ -200,6 +202,18 @@ macro_rules! process_store {
                 })
             }
 
+            fn steps_of<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<StepRecord>>> {
+                Box::pin(async move {
+                    let sql = concat!(
+                        select_step!(),
+                        " WHERE instance_id IN (SELECT value FROM ",
+                        $each,
+                        "($1)) ORDER BY instance_id, seq"
+                    );
+                    Ok(sqlx::query_as(sql).bind(sqlx::types::Json(ids)).fetch_all(self.read()).await?)
+                })
+            }
+
             fn step_of_task<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Option<StepRecord>>> {
                 Box::pin(async move {
                     let sql = concat!(select_step!(), " WHERE task_id = $1");
@@ -237,5 +251,5 @@ macro_rules! process_store {
     };
 }
 
-process_store!(SqliteStore);
-process_store!(PgStore);
+process_store!(SqliteStore, "json_each");
+process_store!(PgStore, "jsonb_array_elements_text");

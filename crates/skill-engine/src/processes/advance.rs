@@ -117,15 +117,26 @@ impl Engine {
                 agents.insert(process.agent_principal_id.clone(), agent);
             }
         }
+        // Their steps, read in one query.
+        let ids: Vec<String> = found.iter().map(|instance| instance.id.clone()).collect();
+        let mut steps: std::collections::HashMap<String, Vec<StepRecord>> = std::collections::HashMap::new();
+        if !ids.is_empty() {
+            for step in self.store.steps_of(&ids).await? {
+                steps.entry(step.instance_id.clone()).or_default().push(step);
+            }
+        }
         let (processes, agents) = (&processes, &agents);
-        let moved: Vec<Result<usize>> = futures::stream::iter(found)
-            .map(|instance| async move {
-                let process = &processes[&instance.process_id];
-                self.advance(process, agents.get(&process.agent_principal_id), instance, now).await
-            })
-            .buffer_unordered(PARALLEL)
-            .collect()
-            .await;
+        let moved: Vec<Result<usize>> = futures::stream::iter(found.into_iter().map(|instance| {
+            let read = steps.remove(&instance.id).unwrap_or_default();
+            (instance, read)
+        }))
+        .map(|(instance, read)| async move {
+            let process = &processes[&instance.process_id];
+            self.advance(process, agents.get(&process.agent_principal_id), instance, read, now).await
+        })
+        .buffer_unordered(PARALLEL)
+        .collect()
+        .await;
         let mut count = 0;
         for one in moved {
             count += one?;
@@ -139,9 +150,9 @@ impl Engine {
         process: &ProcessRecord,
         agent: Option<&Actor>,
         instance: InstanceRecord,
+        steps: Vec<StepRecord>,
         now: Time,
     ) -> Result<usize> {
-        let steps = self.store.steps(&instance.id).await?;
         let mut moving = Moving { process, instance, steps, changes: Vec::new(), events: Vec::new(), touched: false };
         let agent = match agent {
             Some(agent) => Ok(agent.clone()),
