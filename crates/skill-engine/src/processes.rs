@@ -264,12 +264,26 @@ impl Engine {
             return Err(EngineError::forbidden("tasks.write").with("workspaceId", workspace));
         }
         let process = self.find_process(reference).await?;
+        self.agent_may_work(&process, &workspace).await?;
         let input = checked_input(&request.input)?;
         let key = match &request.key {
             Some(key) => checked_key(key)?,
             None => self.new_id(),
         };
         self.start_instance(&process, &workspace, &key, input, actor.id(), "api", &Origin::of(actor, request_id)).await
+    }
+
+    /// `403` unless the agent `process` runs as may work in `workspace` (`tasks.write` there): an
+    /// instance works, and writes, only where its agent was let work — whoever starts it.
+    pub(crate) async fn agent_may_work(&self, process: &ProcessRecord, workspace: &str) -> Result<()> {
+        let agent = self.agent_actor(&process.agent_principal_id).await?;
+        if agent.can_in("tasks.write", workspace) {
+            return Ok(());
+        }
+        Err(EngineError::forbidden("tasks.write")
+            .with("workspaceId", workspace)
+            .with("agent", agent.principal().name.as_str())
+            .with("reason", "the process's agent may not work in this workspace"))
     }
 
     /// An instance of `process` in `workspace` under `key`: made, or the one there (`created`

@@ -44,11 +44,8 @@ pub trait ProcessStore: Send + Sync {
     ) -> BoxFuture<'a, Result<Vec<InstanceRecord>>>;
     /// The steps an instance ran, in order.
     fn steps<'a>(&'a self, instance_id: &'a str) -> BoxFuture<'a, Result<Vec<StepRecord>>>;
-    fn step<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<StepRecord>>;
     /// The steps the instances `ids` ran, by instance and in order.
     fn steps_of<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<StepRecord>>>;
-    /// The step that made a task, if a process made it.
-    fn step_of_task<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Option<StepRecord>>>;
     /// Running instances that can move at `now`, the longest unchanged first, at most `limit`:
     /// their time came (a timer, a backoff, a step to enter), the call their open step waits for
     /// ended, or the task it waits for closed.
@@ -196,12 +193,6 @@ macro_rules! process_store {
                 })
             }
 
-            fn step<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<StepRecord>> {
-                Box::pin(async move {
-                    crate::work::one_row!(self, concat!(select_step!(), " WHERE id = $1"), [id], format!("no process step {id}"))
-                })
-            }
-
             fn steps_of<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<StepRecord>>> {
                 Box::pin(async move {
                     let sql = concat!(
@@ -211,13 +202,6 @@ macro_rules! process_store {
                         "($1)) ORDER BY instance_id, seq"
                     );
                     Ok(sqlx::query_as(sql).bind(sqlx::types::Json(ids)).fetch_all(self.read()).await?)
-                })
-            }
-
-            fn step_of_task<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Option<StepRecord>>> {
-                Box::pin(async move {
-                    let sql = concat!(select_step!(), " WHERE task_id = $1");
-                    Ok(sqlx::query_as(sql).bind(task_id).fetch_optional(self.read()).await?)
                 })
             }
 

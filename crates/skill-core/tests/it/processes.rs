@@ -320,6 +320,24 @@ async fn processes_keep_to_their_rules() {
         )
         .await;
     assert_eq!(bidi.status.as_u16(), 422);
+    // A clerk of another workspace cannot have the process's agent work (and write) there.
+    crate::claims::ensure_workspace(&core, "elsewhere").await;
+    let other_clerk = token(&core.engine, "other-clerk", &["tasks.write@elsewhere", "tasks.read@elsewhere"]).await;
+    let foreign = core
+        .post(
+            &other_clerk,
+            "/processes/claim-follow-up:start",
+            &json!({"workspace": "elsewhere", "input": {"claim": "C-1"}}),
+        )
+        .await;
+    assert_eq!(
+        (foreign.status.as_u16(), foreign.body["error"]["details"]["agent"].as_str()),
+        (403, Some("claims-follow-up")),
+        "{}",
+        foreign.body
+    );
+    let none = core.get(&other_clerk, "/process-instances?workspace=elsewhere").await.ok(200).clone();
+    assert_eq!(none["items"].as_array().map(Vec::len), Some(0), "nothing was started");
     let outsider = token(&core.engine, "outsider", &["facts.read@claims"]).await;
     let elsewhere =
         core.post(&outsider, "/processes/claim-follow-up:start", &json!({"workspace": "claims", "input": {}})).await;

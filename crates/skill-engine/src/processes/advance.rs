@@ -626,6 +626,10 @@ impl Engine {
                     .filter(|(_, v)| !v.is_null())
                     .collect(),
             );
+            if let Err(error) = self.agent_may_work(moving.process, &moving.instance.workspace_id).await {
+                let error = json!({"code": error.code, "message": error.message, "details": error.details});
+                return Ok(self.fail_step(moving, open, error, "process_step_failed", now));
+            }
             if let Err(error) = crate::work::check_fields(&task_type, &fields) {
                 let error = json!({"code": error.code, "message": error.message});
                 return Ok(self.fail_step(moving, open, error, "process_step_failed", now));

@@ -566,6 +566,7 @@ impl Engine {
             .with("path", format!("{at}.workKey")));
         }
         let process = pass.process(self, &work.process).await?;
+        self.agent_may_work(&process, &fact.workspace_id).await.map_err(|error| error.with("path", at))?;
         if let Some(found) = self.store.instance_by_key(&fact.workspace_id, &process.key, &key).await? {
             ensured.instance_ids.push(found.id);
             return Ok(());
