@@ -38,6 +38,10 @@ pub enum Basis {
         step: String,
         definition_key: String,
         definition_version: String,
+        /// The decision it stands on: an approved gate of a task the instance waited for
+        /// (`decidedBy` on the step), and the person who approved it.
+        approval_id: String,
+        decided_by: String,
     },
 }
 

@@ -124,6 +124,8 @@ pub struct StepOut {
     pub task_id: Option<String>,
     /// The fact a wait took.
     pub fact_id: Option<String>,
+    /// A call step that writes to the outside world: the approved gate it stands on.
+    pub approval_id: Option<String>,
     /// What later steps read as `$.steps.<id>.output`.
     pub output: Option<Value>,
     pub error: Option<Value>,

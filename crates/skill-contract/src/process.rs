@@ -2,10 +2,11 @@
 //! publishes them: durable multi-step work, run by the core step after step as an agent
 //! (`identity.agent`). Each step has an `id` and exactly one of:
 //!
-//! - `call {skill: name@version, input, retry?, onFailure?}` — a call as the process's agent; an
-//!   `external_write` version runs on the process basis while the step is open;
-//! - `task {type: key@version, title, customFields}` — a task made for people, waited for until
-//!   it closes;
+//! - `call {skill: name@version, input, retry?, onFailure?, decidedBy?}` — a call as the
+//!   process's agent; an `external_write` version runs on the process basis while the step is
+//!   open, and only on the decision of the task step it names (`decidedBy`);
+//! - `task {type: key@version, title, customFields, approval?, draft?}` — a task made for
+//!   people (with a gate asked for, and its draft made), waited for until it closes;
 //! - `wait {fact: {kind, when?}, timeout?, onTimeout?} | {for: duration} | {until: time}` — a
 //!   durable wait for a fact of the instance's workspace or for a time;
 //! - `switch {cases: [{when, next}], default}` — the first case whose CEL condition holds;
@@ -91,6 +92,12 @@ pub struct CallStep {
     /// The step to go on to when the call failed for good; without one the instance fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<String>,
+    /// The task step whose decision the call stands on: a version that writes to the outside
+    /// world needs one. The call is made only when that step's task closed `done` with a gate a
+    /// person other than the instance's starter approved, and its inputs read only literals,
+    /// `$.instance…` and that step's output (the task as it closed, with the decision).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
 }
 
 /// `call.retry`.
@@ -115,6 +122,22 @@ pub struct TaskStep {
     pub title: String,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub custom_fields: Map<String, Value>,
+    /// Asks for a gate approval with the task, as the process's agent (a person decides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<TaskApproval>,
+    /// Makes the type's draft on the task as soon as it is made: a call of the draft's version
+    /// bound to the task, whose output the reviewer starts from.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub draft: bool,
+}
+
+/// `task.approval`: the gate asked for with the task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskApproval {
+    /// The request's comment: a literal, a path, or a text with `{{path}}`s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 /// `wait`: exactly one of `fact`, `for`, `until`.
@@ -277,7 +300,7 @@ pub fn read_spec(spec: &Value) -> Result<ProcessSpec, RuleProblem> {
         problem(
             path,
             format!("the process document does not read: {error}"),
-            "a step has id, one of call {skill, input, retry, onFailure}, task {type, title, customFields}, wait {fact | for | until, timeout, onTimeout}, switch {cases, default}, set, end {status}, and next",
+            "a step has id, one of call {skill, input, retry, onFailure, decidedBy}, task {type, title, customFields, approval, draft}, wait {fact | for | until, timeout, onTimeout}, switch {cases, default}, set, end {status}, and next",
         )
     })
 }
@@ -419,6 +442,9 @@ impl ProcessSpec {
                 if let Some(on_failure) = &call.on_failure {
                     target(format!("{at}.call.onFailure"), on_failure, out);
                 }
+                if let Some(decided_by) = &call.decided_by {
+                    self.decided_problems(&at, &step.id, decided_by, &call.input, out);
+                }
             }
             Action::Task(task) => {
                 let pinned = task
@@ -446,6 +472,21 @@ impl ProcessSpec {
                     out.push(problem(path, "the title is 1 to 500 characters", "write a literal or a path"));
                 }
                 mappings(&task.custom_fields, &format!("{at}.task.customFields"), ids, out);
+                if let Some(comment) = task.approval.as_ref().and_then(|a| a.comment.as_ref()) {
+                    let path = format!("{at}.task.approval.comment");
+                    value_problem(&Value::String(comment.clone()), &path, ids, out);
+                    match template_paths(comment) {
+                        Ok(paths) => {
+                            for read in paths {
+                                value_problem(&Value::String(read.to_owned()), &path, ids, out);
+                            }
+                        }
+                        Err(message) => out.push(problem(path.clone(), message, "write {{$.input.claim}}")),
+                    }
+                    if comment.chars().count() > 10_000 {
+                        out.push(problem(path, "a comment has at most 10,000 characters", "shorten it"));
+                    }
+                }
             }
             Action::Wait(wait) => self.wait_problems(&at, wait, ids, out),
             Action::Switch(switch) => {
@@ -481,6 +522,48 @@ impl ProcessSpec {
             Action::End(end) => {
                 if end.reason.as_ref().is_some_and(|reason| reason.chars().count() > 500) {
                     out.push(problem(format!("{at}.end.reason"), "a reason has at most 500 characters", "shorten it"));
+                }
+            }
+        }
+    }
+
+    /// `call.decidedBy` names a task step, and the call's inputs read only what that decision
+    /// fixed: literals, `$.instance…` and `$.steps.<decidedBy>.output…`.
+    fn decided_problems(
+        &self,
+        at: &str,
+        id: &str,
+        decided_by: &str,
+        input: &Map<String, Value>,
+        out: &mut Vec<RuleProblem>,
+    ) {
+        let path = format!("{at}.call.decidedBy");
+        match self.step(decided_by) {
+            Some(decider) if decider.task.is_some() && decider.id != id => {}
+            _ => out.push(problem(
+                path,
+                format!("{decided_by:?} is not a task step of this process"),
+                "name the task step whose approved gate decides this call (a person reviews its task)",
+            )),
+        }
+        let allowed = [format!("$.steps.{decided_by}.output"), "$.instance".to_owned()];
+        for (name, value) in input {
+            let mut read = Vec::new();
+            string_leaves(value, &mut read);
+            for text in read.into_iter().filter(|text| text.starts_with('$')) {
+                let fits = allowed.iter().any(|root| {
+                    text == root.as_str()
+                        || text.starts_with(&format!("{root}."))
+                        || text.starts_with(&format!("{root}["))
+                });
+                if !fits {
+                    out.push(problem(
+                        format!("{at}.call.input.{name}"),
+                        format!(
+                            "{text:?}: a call that stands on step {decided_by}'s decision reads only what the decision fixed — literals, $.instance… and $.steps.{decided_by}.output…"
+                        ),
+                        "put the value in the reviewed task's customFields and read it from there, or write it in the process",
+                    ));
                 }
             }
         }
@@ -554,6 +637,16 @@ impl ProcessSpec {
         .iter()
         .filter(|b| **b)
         .count()
+    }
+}
+
+/// Every string inside `value` (an object's values, an array's items).
+fn string_leaves<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+    match value {
+        Value::String(text) => out.push(text),
+        Value::Array(items) => items.iter().for_each(|item| string_leaves(item, out)),
+        Value::Object(map) => map.values().for_each(|item| string_leaves(item, out)),
+        _ => {}
     }
 }
 
@@ -635,7 +728,10 @@ mod tests {
                                            "default": "stop"}},
                 {"id": "later", "wait": {"for": "7d"}},
                 {"id": "remember", "set": {"followedUp": true}},
-                {"id": "follow", "call": {"skill": "claim.follow_up@1", "input": {"claim": "$.input.claim"}}, "next": "done"},
+                {"id": "follow", "call": {"skill": "claim.follow_up@1", "decidedBy": "review",
+                                          "input": {"claim": "$.steps.review.output.customFields.claim",
+                                                    "text": "Was your claim settled?", "instance": "$.instance.id"}},
+                 "next": "done"},
                 {"id": "stop", "end": {"status": "failed", "reason": "the reply was not sent"}},
                 {"id": "done", "end": {"status": "completed"}}
             ]
@@ -685,6 +781,16 @@ mod tests {
             ),
             ("/steps/4/set", json!({"Bad Name": 1}), "spec.steps[4].set.Bad Name"),
             ("/steps/5/next", json!("nowhere"), "spec.steps[5].next"),
+            ("/steps/5/call/decidedBy", json!("later"), "spec.steps[5].call.decidedBy"),
+            ("/steps/5/call/decidedBy", json!("nowhere"), "spec.steps[5].call.decidedBy"),
+            ("/steps/5/call/input/claim", json!("$.input.claim"), "spec.steps[5].call.input.claim"),
+            ("/steps/5/call/input/text", json!({"nested": ["$.vars.text"]}), "spec.steps[5].call.input.text"),
+            ("/steps/5/call/input/claim", json!("$.steps.review.outputs"), "spec.steps[5].call.input.claim"),
+            (
+                "/steps/1/task",
+                json!({"type": "claim-reply@1", "title": "x", "approval": {"comment": "Drafted: {{$.steps.nope.output}}"}}),
+                "spec.steps[1].task.approval.comment",
+            ),
             ("/steps/7/id", json!("stop"), "spec.steps[7].id"),
             ("/steps/4/id", json!("Remember"), "spec.steps[4].id"),
             ("/identity/agent", json!("Desk Bot"), "spec.identity.agent"),

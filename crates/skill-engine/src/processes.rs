@@ -117,6 +117,18 @@ impl Engine {
             let reference: SkillRef =
                 skill.parse().map_err(|_| invalid(&path, format!("{skill:?} is not name@version")))?;
             let skill = self.called_version(&path, &reference, planned).await?;
+            let at = path.trim_end_matches(".call.skill");
+            let undecided = spec.steps.iter().enumerate().any(|(index, step)| {
+                format!("spec.steps[{index}]") == at && step.call.as_ref().is_some_and(|c| c.decided_by.is_none())
+            });
+            if undecided && crate::work::basis::writes(skill.side_effects) {
+                return Err(invalid(
+                    &format!("{at}.call.decidedBy"),
+                    format!(
+                        "{reference} writes to the outside world, and a process writes only what a person decided: name the task step whose approved gate decides this call (decidedBy), and read its inputs from that step's output"
+                    ),
+                ));
+            }
             called.push((path, skill));
         }
         let agent = self.process_agent(&spec, &called, planned).await?;
@@ -448,6 +460,16 @@ impl Engine {
         Ok(Page { items, next_cursor })
     }
 
+    /// The instance whose task step made task `id` (`tasks.read` in its workspace), if a process
+    /// made it: `(instance id, key@version, step)`.
+    pub async fn task_process(&self, actor: &Actor, id: &str) -> Result<Option<(String, String, String)>> {
+        let task = self.visible_task(actor, id, None).await?;
+        let Some(step) = self.store.step_of_task(&task.id).await? else { return Ok(None) };
+        let instance = self.store.instance(&step.instance_id).await?;
+        let process = self.store.process(&instance.process_id).await?;
+        Ok(Some((instance.id, format!("{}@{}", process.key, process.version), step.step_id)))
+    }
+
     /// Cancels a running instance with a reason (`tasks.write` in its workspace): its open step
     /// closes (a pending call of it is cancelled at claim, `process_step_closed` or
     /// `process_cancelled`; one already claimed runs to its end).
@@ -615,6 +637,7 @@ fn step_out(step: StepRecord) -> StepOut {
         invocation_id: step.invocation_id,
         task_id: step.task_id,
         fact_id: step.fact_id,
+        approval_id: step.approval_id,
         output: step.output,
         error: step.error,
         wake_at: step.wake_at.as_ref().map(view_time),

@@ -172,6 +172,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (19, "facts and rules", include_str!("../migrations/sqlite/0019_facts_rules.sql")),
     (20, "enabled deciders", include_str!("../migrations/sqlite/0020_enabled_deciders.sql")),
     (21, "processes", include_str!("../migrations/sqlite/0021_processes.sql")),
+    (22, "decided writes", include_str!("../migrations/sqlite/0022_decided_writes.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -195,6 +196,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (19, "facts and rules", include_str!("../migrations/postgres/0019_facts_rules.sql")),
     (20, "enabled deciders", include_str!("../migrations/postgres/0020_enabled_deciders.sql")),
     (21, "processes", include_str!("../migrations/postgres/0021_processes.sql")),
+    (22, "decided writes", include_str!("../migrations/postgres/0022_decided_writes.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

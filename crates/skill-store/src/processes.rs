@@ -44,6 +44,8 @@ pub trait ProcessStore: Send + Sync {
     ) -> BoxFuture<'a, Result<Vec<InstanceRecord>>>;
     /// The steps an instance ran, in order.
     fn steps<'a>(&'a self, instance_id: &'a str) -> BoxFuture<'a, Result<Vec<StepRecord>>>;
+    /// The task step that made task `task_id`, if a process made it.
+    fn step_of_task<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Option<StepRecord>>>;
     /// The steps the instances `ids` ran, by instance and in order.
     fn steps_of<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<StepRecord>>>;
     /// Running instances that can move at `now`, the longest unchanged first, at most `limit`:
@@ -71,7 +73,7 @@ macro_rules! select_instance {
 macro_rules! select_step {
     () => {
         "SELECT id, instance_id, seq, step_id, action, status, attempt, skill_id, inputs, invocation_id, task_id, \
-         fact_id, wait_kind, output, error, wake_at, row_version, started_at, ended_at FROM process_steps"
+         fact_id, wait_kind, output, error, wake_at, row_version, started_at, ended_at, approval_id FROM process_steps"
     };
 }
 
@@ -190,6 +192,13 @@ macro_rules! process_store {
                 Box::pin(async move {
                     let sql = concat!(select_step!(), " WHERE instance_id = $1 ORDER BY seq");
                     Ok(sqlx::query_as(sql).bind(instance_id).fetch_all(self.read()).await?)
+                })
+            }
+
+            fn step_of_task<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Option<StepRecord>>> {
+                Box::pin(async move {
+                    let sql = concat!(select_step!(), " WHERE task_id = $1");
+                    Ok(sqlx::query_as(sql).bind(task_id).fetch_optional(self.read()).await?)
                 })
             }
 

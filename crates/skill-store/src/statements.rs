@@ -504,7 +504,8 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
         WorkChange::InsertStep(t) => insert(
             "INSERT INTO process_steps (id, instance_id, seq, step_id, action, status, attempt, skill_id, inputs, \
              invocation_id, task_id, fact_id, wait_kind, output, error, wake_at, row_version, started_at, \
-             ended_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+             ended_at, approval_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18, $19, $20)",
             vec![
                 text(&t.id),
                 text(&t.instance_id),
@@ -525,6 +526,7 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
                 Arg::Int(Some(t.row_version)),
                 time(t.started_at),
                 Arg::Time(t.ended_at),
+                maybe_text(t.approval_id.as_deref()),
             ],
         ),
         WorkChange::UpdateStep(t) => versioned(

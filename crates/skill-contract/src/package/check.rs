@@ -413,7 +413,7 @@ impl References<'_> {
 
     /// A process: its document, the versions its call steps name, the task types of its task
     /// steps and the agent it runs as (a process may call a version that writes: on the process
-    /// basis, while its step is open).
+    /// basis, while its step is open, on the decision of the task step it names).
     fn process(&self, object: &PackageObject, objects: &Objects, problems: &mut Vec<PackageProblem>) {
         if !crate::rule::is_rule_key(&object.key) {
             problems.push(PackageProblem::new(
@@ -444,7 +444,20 @@ impl References<'_> {
         let flagged = |path: &str| found.iter().any(|p| p.path == path);
         for (path, skill) in spec.skills() {
             if !flagged(&path) && !self.broken.contains(skill) {
-                self.resolve(object, &path, skill, problems);
+                let writes = self.resolve(object, &path, skill, problems) == Some(SideEffects::ExternalWrite);
+                let at = path.trim_end_matches(".call.skill");
+                let undecided = spec.steps.iter().enumerate().any(|(index, step)| {
+                    format!("spec.steps[{index}]") == at && step.call.as_ref().is_some_and(|c| c.decided_by.is_none())
+                });
+                if writes && undecided {
+                    problems.push(PackageProblem::new(
+                        &object.file,
+                        &format!("{at}.call.decidedBy"),
+                        "invalid_process",
+                        format!("{skill} writes to the outside world: a process writes only what a person decided"),
+                        "name the task step whose approved gate decides this call (decidedBy: <task step>), and read its inputs from that step's output",
+                    ));
+                }
             }
         }
         for (path, task_type) in spec.task_types() {

@@ -160,6 +160,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         .items;
     let comments = engine.comments(actor, &of_task).await?.items;
     let origin = engine.task_origin(actor, &task.id).await?;
+    let made_by = engine.task_process(actor, &task.id).await?;
     let mut names = Names::new(engine);
     let mut shown = Vec::new();
     for artifact in artifacts.items {
@@ -225,6 +226,15 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         @if let Some(reason) = &task.close_reason { p.meta { "closed by the core: " code { (reason) } } }
         (fields(&task))
         (super::facts::origin(origin.as_ref()))
+        @if let Some((instance, process, step)) = &made_by {
+            section #process {
+                h2 { "The process it belongs to" }
+                p {
+                    "Step " code { (step) } " of " a href={ "/console/processes/" (instance) } { "an instance of " code { (process) } }
+                    " made it, and goes on when it closes."
+                }
+            }
+        }
         (actions(viewer, &task, draft.as_ref(), &decisions))
         section #approvals {
             h2 { "Approvals" }

@@ -96,9 +96,21 @@ pub(crate) async fn apply_package(core: &Core) -> String {
 
 /// The package's host as the local executor of the core at `root`, with `token`.
 pub(crate) fn executor(executable: &Path, root: &str, token: &str, outbox: &Scratch) -> Child {
+    executor_with(executable, root, token, outbox, &[])
+}
+
+/// [`executor`] with more of the host's environment (a model: `SKILL_LLM_*`).
+pub(crate) fn executor_with(
+    executable: &Path,
+    root: &str,
+    token: &str,
+    outbox: &Scratch,
+    env: &[(&str, &str)],
+) -> Child {
     Child(
         std::process::Command::new(executable)
             .args(["execute", "--core", root, "--concurrency", "2", "--grace", "5"])
+            .envs(env.iter().copied())
             .env("SKILL_CORE_TOKEN", token)
             .env("CLAIMS_OUTBOX_DIR", outbox.path())
             .env_remove("CONTROL_PLANE_URL")

@@ -1,9 +1,14 @@
-//! Processes through the real core and the claims package's host as its executor: the
-//! claim-follow-up process classifies a claim, waits a week (a core whose clock is moved jumps
-//! it), and writes to the customer once on the process basis; starting is idempotent by key; the
-//! process basis is the core's alone, and a pending call whose step closed or whose instance was
-//! cancelled is cancelled at claim.
+//! Processes through the real core and the claims package's host as its executor, with a local
+//! model speaking the OpenAI-compatible protocol: a customer's message arrives as a fact, the
+//! claim-intake rule starts the claim-handling process, which opens the reply task with its
+//! draft; a person approves the reply in the console and it is sent once; a week later (a core
+//! whose clock is moved jumps it) the follow-up is sent once on the process basis, standing on
+//! that person's decision. The process basis is the core's alone, and never without a person's
+//! decision: a pending call whose step closed or whose instance was cancelled is cancelled at
+//! claim, and a write whose review was decided by its own starter, or by no one, is never made.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -11,13 +16,41 @@ use skill_fixtures::Scratch;
 
 use crate::api::token;
 use crate::calls::{Backend, Core, core_serving};
-use crate::claims::{Child, apply_package, executor, host, outbox};
+use crate::claims::{Child, apply_package, executor, executor_with, host, outbox};
 
 /// The claims executor's token.
 async fn runner(core: &Core) -> String {
     let installer = token(&core.engine, "process-installer", &["org.manage", "skills.execute"]).await;
     let issued = core.post(&installer, "/agents/claims-skills/tokens", &json!({})).await;
     issued.ok(201)["token"].as_str().expect("a token").to_owned()
+}
+
+/// A model on loopback speaking the OpenAI-compatible protocol: every completion is a draft
+/// quoting the customer. Answers its base URL and how many completions it made.
+async fn model() -> (String, Arc<AtomicUsize>) {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = asked.clone();
+    let answer = move |axum::Json(body): axum::Json<Value>| {
+        let counted = counted.clone();
+        async move {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let prompt = body["messages"]
+                .as_array()
+                .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
+                .and_then(|m| m["content"].as_str())
+                .unwrap_or_default()
+                .to_owned();
+            let content = json!({"draft": format!("We are sorry to read: {prompt} We are on it.")}).to_string();
+            axum::Json(json!({"id": "c-1", "object": "chat.completion", "model": "test-model",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}))
+        }
+    };
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let base = format!("http://{}/v1", listener.local_addr().expect("an address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, asked)
 }
 
 /// `GET /process-instances/{id}` until `done` holds.
@@ -33,6 +66,19 @@ async fn until(core: &Core, reader: &str, id: &str, done: impl Fn(&Value) -> boo
     panic!("the instance {id} never got there: {last}");
 }
 
+/// `GET /skill-invocations/{id}` until it ended.
+async fn ended_call(core: &Core, id: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..400 {
+        last = core.get(&core.admin, &format!("/skill-invocations/{id}")).await.ok(200).clone();
+        if matches!(last["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the call {id} never ended: {last}");
+}
+
 /// The last run of step `step` of an instance.
 fn step<'a>(instance: &'a Value, step: &str) -> &'a Value {
     instance["steps"]
@@ -41,39 +87,122 @@ fn step<'a>(instance: &'a Value, step: &str) -> &'a Value {
         .unwrap_or(&Value::Null)
 }
 
+/// The fact's evaluation by `rule`, once it ended.
+async fn evaluation(core: &Core, reader: &str, fact: &str, rule: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..300 {
+        last = core.get(reader, &format!("/facts/{fact}")).await.ok(200).clone();
+        let ours = last["evaluations"].as_array().into_iter().flatten().find(|e| e["rule"] == rule);
+        if let Some(ours) = ours.filter(|e| matches!(e["status"].as_str(), Some("done" | "failed"))) {
+            return ours.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{rule} never ended its evaluation of {fact}: {last}");
+}
+
 async fn story(core: Core, label: &str) {
     let root = apply_package(&core).await;
     let runner = runner(&core).await;
     let sent = Scratch::new(&format!("{label}-outbox"));
-    let _executor = executor(&host(), &root, &runner, &sent);
-    let clerk = token(&core.engine, "clerk", &["tasks.write@claims", "tasks.read@claims"]).await;
-    let input = json!({"claim": "C-11", "message": "My parcel is late.", "followUp": "Did your parcel arrive?"});
-    let start = json!({"workspace": "claims", "input": input, "key": "C-11"});
+    let (base, asked) = model().await;
+    let llm = [
+        ("SKILL_LLM_PROVIDER", "openai"),
+        ("SKILL_LLM_BASE_URL", base.as_str()),
+        ("SKILL_LLM_API_KEY", "test-key"),
+        ("SKILL_LLM_MODELS", "test-model"),
+    ];
+    let _executor = executor_with(&host(), &root, &runner, &sent, &llm);
+    let mailbox = token(&core.engine, "mailbox", &["facts.write@claims"]).await;
+    let reader = token(&core.engine, "reader", &["facts.read@claims", "tasks.read@claims"]).await;
+    let reviewer = token(
+        &core.engine,
+        "reviewer",
+        &["skills.invoke", "tasks.write@claims", "tasks.read@claims", "claims.reply@claims", "approvals.decide@claims"],
+    )
+    .await;
 
-    // Started once: the same key answers the same instance; another input under it is refused.
-    let started = core.post(&clerk, "/processes/claim-follow-up:start", &start).await.ok(201).clone();
-    let id = started["id"].as_str().expect("an id").to_owned();
-    assert_eq!((started["process"].as_str(), started["status"].as_str()), (Some("claim-follow-up@1"), Some("running")));
-    let again = core.post(&clerk, "/processes/claim-follow-up:start", &start).await;
-    assert_eq!(again.ok(200)["id"], started["id"]);
-    let mut other = start.clone();
-    other["input"]["claim"] = json!("C-12");
-    let refused = core.post(&clerk, "/processes/claim-follow-up:start", &other).await;
-    assert_eq!((refused.status.as_u16(), refused.body["error"]["code"].as_str()), (409, Some("process_key_reuse")));
+    // A customer's message: the rule classifies it and starts the process, once per message.
+    let fact = json!({"workspace": "claims", "kind": "claim.received", "key": "m-11", "source": "email",
+                      "data": {"claim": "C-11", "text": "The courier never came."}});
+    let fact_id = core.post(&mailbox, "/facts", &fact).await.ok(201)["id"].as_str().expect("an id").to_owned();
+    let evaluated = evaluation(&core, &reader, &fact_id, "claim-intake@1").await;
+    assert_eq!(evaluated["status"], "done", "{evaluated}");
+    let id = evaluated["instanceIds"][0].as_str().expect("an instance").to_owned();
+    core.post(&mailbox, "/facts", &fact).await.ok(200);
 
-    // Classified, remembered, and waiting a week: nothing is sent yet.
-    let waiting = until(&core, &clerk, &id, |i| step(i, "week")["status"] == "open").await;
-    assert_eq!(step(&waiting, "classify")["status"], "done", "{waiting}");
-    assert!(waiting["vars"]["category"].is_string(), "{waiting}");
-    assert_eq!(waiting["vars"]["category"], step(&waiting, "classify")["output"]["category"]);
+    // The review: a claim-reply task made by the process's agent, its gate asked for, its draft
+    // made by the model on the task.
+    let reviewing = until(&core, &reader, &id, |i| {
+        step(i, "review")["taskId"].is_string() && step(i, "review")["invocationId"].is_string()
+    })
+    .await;
+    assert_eq!(
+        (reviewing["process"].as_str(), reviewing["key"].as_str()),
+        (Some("claim-handling@1"), Some("message:m-11"))
+    );
+    assert_eq!(reviewing["vars"]["category"], "delivery", "the rule's classification: {reviewing}");
+    assert_eq!(step(&reviewing, "classify"), &Value::Null, "not classified twice");
+    let task_id = step(&reviewing, "review")["taskId"].as_str().expect("a task").to_owned();
+    let task = core.get(&reader, &format!("/tasks/{task_id}")).await.ok(200).clone();
+    assert_eq!(task["title"], "Claim C-11: delivery", "{task}");
+    assert_eq!(task["customFields"], json!({"claim": "C-11", "message": "The courier never came."}));
+    let draft = ended_call(&core, step(&reviewing, "review")["invocationId"].as_str().unwrap_or_default()).await;
+    assert_eq!(
+        (draft["status"].as_str(), draft["taskId"].as_str()),
+        (Some("succeeded"), Some(task_id.as_str())),
+        "{draft}"
+    );
+    assert!(draft["output"]["draft"].as_str().is_some_and(|d| d.contains("The courier never came.")), "{draft}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    let artifacts = core.get(&reader, &format!("/artifacts?task={task_id}")).await.ok(200).clone();
+    assert!(
+        artifacts["items"].as_array().into_iter().flatten().any(|a| a["skillInvocationId"] == draft["id"]),
+        "the draft is the task's artifact: {artifacts}"
+    );
+    let approvals = core.get(&reader, &format!("/approvals?task={task_id}")).await.ok(200).clone();
+    let gate = approvals["items"][0].clone();
+    assert_eq!((gate["status"].as_str(), gate["gate"].as_bool()), (Some("pending"), Some(true)), "{approvals}");
+    assert!(outbox(&sent).is_empty(), "nothing is sent before a person decides");
+
+    // A person approves the reply in the console, from the draft, edited.
+    let console = crate::console::Console::new(&core);
+    let (cookie, _) = console.sign_in(&reviewer).await;
+    let page = console.get(Some(&cookie), &format!("/console/tasks/{task_id}")).await;
+    assert!(
+        page.body.contains("We are sorry to read: The courier never came."),
+        "the box starts from the draft: {}",
+        page.body
+    );
+    let csrf = page.csrf();
+    let decide = format!("/console/approvals/{}/decide", gate["id"].as_str().unwrap_or_default());
+    let reply = "We are sorry: your parcel left our depot today.";
+    let form = [("outcome", "approved"), ("comment", reply), ("csrf", csrf.as_str())];
+    let decided = console.post(Some(&cookie), &decide, &form, console.origin()).await;
+    assert_eq!(decided.status.as_u16(), 303, "{}", decided.body);
+
+    // The reply is sent once, the task closes, and the instance waits a week.
+    let waiting = until(&core, &reader, &id, |i| step(i, "week")["status"] == "open").await;
+    assert_eq!(outbox(&sent), [("C-11".to_owned(), reply.to_owned())]);
+    let review = step(&waiting, "review");
+    assert_eq!(
+        (review["output"]["status"].as_str(), review["output"]["approval"]["id"].as_str()),
+        (Some("done"), gate["id"].as_str()),
+        "{waiting}"
+    );
     assert!(step(&waiting, "week")["wakeAt"].is_string(), "{waiting}");
-    assert!(outbox(&sent).is_empty());
 
     // A week later (the core's clock moved eight days): the timer fires within a second, the
-    // follow-up is written once, on the process basis, and the instance completes.
+    // follow-up is written once, on the process basis and the reviewer's decision.
     core.clock.advance(chrono::Duration::days(8));
-    let done = until(&core, &clerk, &id, |i| i["status"] == "completed").await;
-    assert_eq!(outbox(&sent), [("C-11".to_owned(), "Did your parcel arrive?".to_owned())]);
+    let done = until(&core, &reader, &id, |i| i["status"] == "completed").await;
+    let written = outbox(&sent);
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert!(written.contains(&("C-11".to_owned(), reply.to_owned())), "{written:?}");
+    assert!(
+        written.iter().any(|(claim, text)| claim == "C-11" && text.starts_with("A week ago we answered your claim.")),
+        "{written:?}"
+    );
     let follow_up = step(&done, "follow-up");
     let call = core
         .get(&core.admin, &format!("/skill-invocations/{}", follow_up["invocationId"].as_str().unwrap_or_default()))
@@ -87,30 +216,41 @@ async fn story(core: Core, label: &str) {
         "{call}"
     );
     assert_eq!(basis["instanceId"].as_str(), Some(id.as_str()));
+    assert_eq!(basis["approvalId"], gate["id"], "it stands on the reviewer's decision: {call}");
+    let decision = core.get(&reader, &format!("/approvals/{}", gate["id"].as_str().unwrap_or_default())).await;
+    assert_eq!(basis["decidedBy"], decision.ok(200)["decidedBy"]);
+    assert_eq!(follow_up["approvalId"], gate["id"]);
     assert!(call["idempotencyKey"].as_str().is_some_and(|key| key.starts_with("process:")), "{call}");
-    // The console: the workspace's instances, and the instance's steps as a timeline.
-    let console = crate::console::Console::new(&core);
-    let (cookie, _) = console.sign_in(&clerk).await;
+
+    // The console: the workspace's instances, the instance's steps as a timeline, and on the
+    // task's page the process that made it.
+    let (cookie, _) = console.sign_in(&reviewer).await;
     let listed = console.get(Some(&cookie), "/console/processes?workspace=claims").await;
-    assert!(listed.body.contains("claim-follow-up@1") && listed.body.contains("C-11"), "{}", listed.body);
+    assert!(listed.body.contains("claim-handling@1") && listed.body.contains("message:m-11"), "{}", listed.body);
     let page = console.get(Some(&cookie), &format!("/console/processes/{id}")).await;
     let call_link = format!("/console/calls/{}", follow_up["invocationId"].as_str().unwrap_or_default());
-    for shown in ["follow-up", "week", "completed", call_link.as_str()] {
+    let task_link = format!("/console/tasks/{task_id}");
+    for shown in ["follow-up", "week", "review", "completed", call_link.as_str(), task_link.as_str()] {
         assert!(page.body.contains(shown), "{shown}: {}", page.body);
     }
     assert!(!page.body.contains("Cancel the instance"), "an ended instance is not cancelled");
+    let task_page = console.get(Some(&cookie), &task_link).await;
+    assert!(task_page.body.contains(&format!("/console/processes/{id}")), "why it exists: {}", task_page.body);
 
     // Moving it again sends nothing more.
     assert_eq!(core.engine.run_processes(core.engine.now()).await.expect("moves nothing"), 0);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(outbox(&sent).len(), 1);
+    assert_eq!(outbox(&sent).len(), 2);
     let kinds: Vec<String> =
         done["steps"].as_array().expect("steps").iter().map(|s| format!("{}:{}", s["step"], s["status"])).collect();
+    let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
     assert_eq!(
         kinds,
         [
-            "\"classify\":\"done\"",
-            "\"remember\":\"done\"",
+            "\"classified\":\"done\"",
+            "\"known\":\"done\"",
+            "\"review\":\"done\"",
+            "\"replied\":\"done\"",
             "\"week\":\"done\"",
             "\"follow-up\":\"done\"",
             "\"done\":\"done\""
@@ -119,29 +259,53 @@ async fn story(core: Core, label: &str) {
 }
 
 #[tokio::test]
-async fn a_claim_is_followed_up_once_on_sqlite() {
+async fn a_claim_is_handled_from_message_to_follow_up_on_sqlite() {
     story(core_serving(Backend::Sqlite, "processes", None, Default::default()).await, "processes-sqlite").await;
 }
 
 #[tokio::test]
-async fn a_claim_is_followed_up_once_on_postgres() {
+async fn a_claim_is_handled_from_message_to_follow_up_on_postgres() {
     story(core_serving(Backend::Postgres, "processes", None, Default::default()).await, "processes-postgres").await;
 }
 
-/// The process basis is the core's alone; a pending write whose instance was cancelled or whose
-/// step closed before an executor took it is cancelled at claim, and nothing is sent.
+/// A process that asks for a review, then writes on its decision: `decided-send`.
+fn decided_send() -> Value {
+    json!({"key": "decided-send", "spec": {"version": "1", "identity": {"agent": "claims-handling"},
+        "steps": [
+            {"id": "review", "task": {"type": "claim-reply@1", "title": "Review {{$.input.claim}}",
+                                      "customFields": {"claim": "$.input.claim"}, "approval": {"comment": "Decide"}}},
+            {"id": "send", "call": {"skill": "claim.send_reply@1", "decidedBy": "review",
+                "input": {"claim": "$.steps.review.output.customFields.claim", "comment": "hello"}}}]}})
+}
+
+/// Starts `decided-send` for `claim` as `starter`; answers the instance and its review's task and
+/// gate once made.
+async fn review_of(core: &Core, starter: &str, claim: &str) -> (String, String, String) {
+    let start = json!({"workspace": "claims", "key": claim, "input": {"claim": claim}});
+    let started = core.post(starter, "/processes/decided-send:start", &start).await.ok(201).clone();
+    let id = started["id"].as_str().expect("an id").to_owned();
+    let made = until(core, starter, &id, |i| step(i, "review")["taskId"].is_string()).await;
+    let task = step(&made, "review")["taskId"].as_str().expect("a task").to_owned();
+    let gates = core.get(starter, &format!("/approvals?task={task}")).await.ok(200).clone();
+    let gate = gates["items"][0]["id"].as_str().expect("a gate").to_owned();
+    (id, task, gate)
+}
+
+/// The process basis is the core's alone and stands on a person's decision; a pending write
+/// whose instance was cancelled or whose step closed before an executor took it is cancelled at
+/// claim, and nothing is sent.
 #[tokio::test]
 async fn the_process_basis_holds_only_while_its_step_is_open() {
     let core = core_serving(Backend::Sqlite, "processes-basis", None, Default::default()).await;
     let root = apply_package(&core).await;
-    let installer =
-        token(&core.engine, "basis-installer", &["org.manage", "claims.reply", "skills.invoke", "tasks.write@claims"])
-            .await;
-    let send_now = json!({"key": "send-now", "spec": {"version": "1", "identity": {"agent": "claims-follow-up"},
-        "steps": [{"id": "send", "call": {"skill": "claim.send_reply@1",
-                   "input": {"claim": "$.input.claim", "comment": "$.input.text"}}}]}});
-    core.post(&installer, "/processes", &send_now).await.ok(201);
+    core.post(&core.admin, "/processes", &decided_send()).await.ok(201);
     let clerk = token(&core.engine, "clerk", &["tasks.write@claims", "tasks.read@claims", "skills.invoke"]).await;
+    let reviewer = token(
+        &core.engine,
+        "reviewer",
+        &["tasks.write@claims", "tasks.read@claims", "approvals.decide@claims", "claims.reply@claims", "skills.invoke"],
+    )
+    .await;
 
     // A caller cannot take a process step's key, nor write as the process's agent without it.
     let taken = core
@@ -157,7 +321,13 @@ async fn the_process_basis_holds_only_while_its_step_is_open() {
         "{}",
         taken.body
     );
-    let agent = core.post(&installer, "/agents/claims-follow-up/tokens", &json!({})).await;
+    let installer = token(
+        &core.engine,
+        "basis-installer",
+        &["org.manage", "claims.reply", "skills.invoke", "tasks.read@claims", "tasks.write@claims"],
+    )
+    .await;
+    let agent = core.post(&installer, "/agents/claims-handling/tokens", &json!({})).await;
     let agent = agent.ok(201)["token"].as_str().expect("a token").to_owned();
     let direct = core
         .post(
@@ -173,16 +343,22 @@ async fn the_process_basis_holds_only_while_its_step_is_open() {
         direct.body
     );
 
-    // Two instances whose write waits for an executor: one is cancelled, the other's step is
-    // closed (as when its instance moved on).
+    // Two instances whose write, decided by the reviewer, waits for an executor (none runs yet:
+    // the review's own outcome waits too, and its task is closed by hand): one is cancelled, the
+    // other's step is closed (as when its instance moved on).
     let mut calls = Vec::new();
     let mut ids = Vec::new();
-    for key in ["cancelled", "closed"] {
-        let start = json!({"workspace": "claims", "key": key, "input": {"claim": format!("C-{key}"), "text": "hello"}});
-        let started = core.post(&clerk, "/processes/send-now:start", &start).await.ok(201).clone();
-        let id = started["id"].as_str().expect("an id").to_owned();
+    for key in ["C-cancelled", "C-closed"] {
+        let (id, task, gate) = review_of(&core, &clerk, key).await;
+        core.post(&reviewer, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved", "comment": "ok"}))
+            .await
+            .ok(200);
+        core.post(&clerk, &format!("/tasks/{task}:close"), &json!({"status": "done"})).await.ok(200);
         let pending = until(&core, &clerk, &id, |i| step(i, "send")["invocationId"].is_string()).await;
-        calls.push(step(&pending, "send")["invocationId"].as_str().expect("a call").to_owned());
+        let call = step(&pending, "send")["invocationId"].as_str().expect("a call").to_owned();
+        let made = core.get(&core.admin, &format!("/skill-invocations/{call}")).await.ok(200).clone();
+        assert_eq!(made["authorizationBasis"]["approvalId"].as_str(), Some(gate.as_str()), "{made}");
+        calls.push(call);
         ids.push(id);
     }
     // Cancelled by a person in the console (the form carries the session's token).
@@ -228,21 +404,97 @@ async fn the_process_basis_holds_only_while_its_step_is_open() {
     let sent = Scratch::new("processes-basis-outbox");
     let _executor: Child = executor(&host(), &root, &runner(&core).await, &sent);
     for (call, reason) in calls.iter().zip(["process_cancelled", "process_step_closed"]) {
-        let mut last = Value::Null;
-        for _ in 0..200 {
-            last = core.get(&core.admin, &format!("/skill-invocations/{call}")).await.ok(200).clone();
-            if last["status"] == "cancelled" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let last = ended_call(&core, call).await;
         assert_eq!(
             (last["status"].as_str(), last["error"]["code"].as_str(), last["error"]["message"].as_str()),
             (Some("cancelled"), Some("basis_revoked"), Some(reason)),
             "{last}"
         );
     }
+    tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(outbox(&sent).is_empty(), "nothing was written");
+}
+
+/// A process writes only what a person other than its starter decided: a write that reads what
+/// the starter gave is refused at publication; a review its starter approved, or one closed
+/// without an approved gate, makes no call (the database refuses such a basis too: the store's
+/// conformance case).
+#[tokio::test]
+async fn a_process_writes_only_what_another_person_decided() {
+    let core = core_serving(Backend::Sqlite, "processes-decided", None, Default::default()).await;
+    let root = apply_package(&core).await;
+    let sent = Scratch::new("processes-decided-outbox");
+    let _executor = executor(&host(), &root, &runner(&core).await, &sent);
+    core.post(&core.admin, "/processes", &decided_send()).await.ok(201);
+
+    // Publication: a write with no decision, or reading what the starter gave, is refused.
+    let mut undecided = decided_send();
+    undecided["key"] = json!("undecided");
+    undecided["spec"]["steps"][1]["call"].as_object_mut().expect("a call").remove("decidedBy");
+    let mut starters = decided_send();
+    starters["key"] = json!("starters-text");
+    starters["spec"]["steps"][1]["call"]["input"]["comment"] = json!("$.input.text");
+    let mut not_a_task = decided_send();
+    not_a_task["key"] = json!("not-a-task");
+    not_a_task["spec"]["steps"][1]["call"]["decidedBy"] = json!("send");
+    for (body, path) in [
+        (undecided, "spec.steps[1].call.decidedBy"),
+        (starters, "spec.steps[1].call.input.comment"),
+        (not_a_task, "spec.steps[1].call.decidedBy"),
+    ] {
+        let refused = core.post(&core.admin, "/processes", &body).await;
+        assert_eq!(
+            (
+                refused.status.as_u16(),
+                refused.body["error"]["code"].as_str(),
+                refused.body["error"]["details"]["path"].as_str()
+            ),
+            (422, Some("invalid_process"), Some(path)),
+            "{}",
+            refused.body
+        );
+    }
+
+    // A lead who may decide starts an instance and approves its review: no write.
+    let lead = token(
+        &core.engine,
+        "lead",
+        &["tasks.write@claims", "tasks.read@claims", "approvals.decide@claims", "claims.reply@claims", "skills.invoke"],
+    )
+    .await;
+    let (own, _, gate) = review_of(&core, &lead, "C-own").await;
+    core.post(&lead, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved", "comment": "mine"}))
+        .await
+        .ok(200);
+    let failed = until(&core, &lead, &own, |i| i["status"] == "failed").await;
+    assert_eq!(
+        (failed["error"]["code"].as_str(), step(&failed, "send")["invocationId"].as_str()),
+        (Some("process_write_not_decided"), None),
+        "{failed}"
+    );
+    // A review closed without an approved gate (its gate rejected): no write.
+    let reviewer = token(
+        &core.engine,
+        "reviewer",
+        &["tasks.write@claims", "tasks.read@claims", "approvals.decide@claims", "claims.reply@claims", "skills.invoke"],
+    )
+    .await;
+    let (rejected, task, gate) = review_of(&core, &lead, "C-rejected").await;
+    core.post(&reviewer, &format!("/approvals/{gate}:decide"), &json!({"outcome": "rejected"})).await.ok(200);
+    core.post(&lead, &format!("/tasks/{task}:close"), &json!({"status": "done"})).await.ok(200);
+    let failed = until(&core, &lead, &rejected, |i| i["status"] == "failed").await;
+    assert_eq!(failed["error"]["code"], "process_write_not_decided", "{failed}");
+    // A review its reviewer approved: one write, on the decision.
+    let (decided, _, gate) = review_of(&core, &lead, "C-decided").await;
+    core.post(&reviewer, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved", "comment": "fine"}))
+        .await
+        .ok(200);
+    let done = until(&core, &lead, &decided, |i| i["status"] == "completed").await;
+    assert_eq!(step(&done, "send")["approvalId"].as_str(), Some(gate.as_str()));
+    let written = outbox(&sent);
+    assert!(written.contains(&("C-decided".to_owned(), "hello".to_owned())), "{written:?}");
+    assert!(!written.iter().any(|(claim, text)| claim == "C-own" && text == "hello"), "{written:?}");
+    assert!(!written.iter().any(|(claim, _)| claim == "C-rejected"), "{written:?}");
 }
 
 /// What a process may not be is refused with its code and path at publication; an instance's
@@ -255,22 +507,22 @@ async fn processes_keep_to_their_rules() {
     let process = |steps: Value, agent: &str| json!({"key": "p", "spec": {"version": "1", "identity": {"agent": agent}, "steps": steps}});
     let cases = [
         (
-            process(json!([{"id": "a", "call": {"skill": "claim.classify"}}]), "claims-follow-up"),
+            process(json!([{"id": "a", "call": {"skill": "claim.classify"}}]), "claims-handling"),
             "invalid_process",
             "spec.steps[0].call.skill",
         ),
         (
-            process(json!([{"id": "a", "call": {"skill": "claim.nothing@1"}}]), "claims-follow-up"),
+            process(json!([{"id": "a", "call": {"skill": "claim.nothing@1"}}]), "claims-handling"),
             "unknown_skill",
             "spec.steps[0].call.skill",
         ),
         (
-            process(json!([{"id": "a", "call": {"skill": "claim.draft_reply@1"}}]), "claims-follow-up"),
+            process(json!([{"id": "a", "call": {"skill": "claim.lookup@1"}}]), "claims-handling"),
             "skills_invoke_not_permitted",
             "spec.identity.agent",
         ),
         (
-            process(json!([{"id": "a", "task": {"type": "claim-nothing@1", "title": "t"}}]), "claims-follow-up"),
+            process(json!([{"id": "a", "task": {"type": "claim-nothing@1", "title": "t"}}]), "claims-handling"),
             "unknown_reference",
             "spec.steps[0].task.type",
         ),
@@ -278,13 +530,13 @@ async fn processes_keep_to_their_rules() {
         (
             process(
                 json!([{"id": "a", "switch": {"cases": [{"when": "fact.x", "next": "a"}], "default": "a"}}]),
-                "claims-follow-up",
+                "claims-handling",
             ),
             "invalid_condition",
             "spec.steps[0].switch.cases[0].when",
         ),
         (
-            process(json!([{"id": "a", "wait": {"for": "1d"}, "next": "b"}]), "claims-follow-up"),
+            process(json!([{"id": "a", "wait": {"for": "1d"}, "next": "b"}]), "claims-handling"),
             "invalid_process",
             "spec.steps[0].next",
         ),
@@ -307,15 +559,14 @@ async fn processes_keep_to_their_rules() {
 
     let clerk = token(&core.engine, "clerk", &["tasks.write@claims", "tasks.read@claims"]).await;
     for (input, status) in [(json!([1]), 422), (json!({"big": "x".repeat(300 * 1024)}), 413)] {
-        let refused = core
-            .post(&clerk, "/processes/claim-follow-up:start", &json!({"workspace": "claims", "input": input}))
-            .await;
+        let refused =
+            core.post(&clerk, "/processes/claim-handling:start", &json!({"workspace": "claims", "input": input})).await;
         assert_eq!((refused.status.as_u16(), refused.body["error"]["code"].as_str()), (status, Some("invalid_input")));
     }
     let bidi = core
         .post(
             &clerk,
-            "/processes/claim-follow-up:start",
+            "/processes/claim-handling:start",
             &json!({"workspace": "claims", "input": {}, "key": "a\u{202e}b"}),
         )
         .await;
@@ -326,13 +577,13 @@ async fn processes_keep_to_their_rules() {
     let foreign = core
         .post(
             &other_clerk,
-            "/processes/claim-follow-up:start",
+            "/processes/claim-handling:start",
             &json!({"workspace": "elsewhere", "input": {"claim": "C-1"}}),
         )
         .await;
     assert_eq!(
         (foreign.status.as_u16(), foreign.body["error"]["details"]["agent"].as_str()),
-        (403, Some("claims-follow-up")),
+        (403, Some("claims-handling")),
         "{}",
         foreign.body
     );
@@ -340,10 +591,10 @@ async fn processes_keep_to_their_rules() {
     assert_eq!(none["items"].as_array().map(Vec::len), Some(0), "nothing was started");
     let outsider = token(&core.engine, "outsider", &["facts.read@claims"]).await;
     let elsewhere =
-        core.post(&outsider, "/processes/claim-follow-up:start", &json!({"workspace": "claims", "input": {}})).await;
+        core.post(&outsider, "/processes/claim-handling:start", &json!({"workspace": "claims", "input": {}})).await;
     assert_eq!(elsewhere.status.as_u16(), 403);
     let started = core
-        .post(&clerk, "/processes/claim-follow-up:start", &json!({"workspace": "claims", "input": {"claim": "C-1"}}))
+        .post(&clerk, "/processes/claim-handling:start", &json!({"workspace": "claims", "input": {"claim": "C-1"}}))
         .await
         .ok(201)
         .clone();
@@ -364,11 +615,11 @@ async fn a_rule_starts_one_instance_per_work_key() {
     let _executor = executor(&host(), &root, &runner(&core).await, &sent);
     let installer = token(&core.engine, "rule-installer", &["org.manage"]).await;
     let rule = json!({"key": "follow-up-intake", "spec": {"version": "1", "identity": {"agent": "claims-intake"},
-        "on": {"kind": "claim.received"},
+        "on": {"kind": "claim.escalated"},
         "interpretation": {"skill": "claim.classify@1", "inputs": {"text": "$.fact.data.text"}},
-        "ensureWork": [{"process": {"process": "claim-follow-up@1", "workKey": "claim:{{$.fact.data.claim}}",
+        "ensureWork": [{"process": {"process": "claim-handling@1", "workKey": "claim:{{$.fact.data.claim}}",
                                      "input": {"claim": "$.fact.data.claim", "message": "$.fact.data.text",
-                                               "followUp": "Is all well?", "category": "$.interpretation.output.category"}}}]}});
+                                               "escalated": true, "category": "$.interpretation.output.category"}}}]}});
     core.post(&installer, "/rules", &rule).await.ok(201);
     let mut unknown = rule.clone();
     unknown["key"] = json!("other");
@@ -388,7 +639,7 @@ async fn a_rule_starts_one_instance_per_work_key() {
         .post(
             &core.admin,
             "/rules/follow-up-intake:evaluate",
-            &json!({"fact": {"workspace": "claims", "kind": "claim.received",
+            &json!({"fact": {"workspace": "claims", "kind": "claim.escalated",
               "key": "x", "data": {"claim": "C-40", "text": "Where is it?"}}}),
         )
         .await
@@ -396,7 +647,7 @@ async fn a_rule_starts_one_instance_per_work_key() {
         .clone();
     assert_eq!(
         (dry["processes"][0]["process"].as_str(), dry["processes"][0]["workKey"].as_str()),
-        (Some("claim-follow-up@1"), Some("claim:C-40")),
+        (Some("claim-handling@1"), Some("claim:C-40")),
         "{dry}"
     );
 
@@ -404,7 +655,7 @@ async fn a_rule_starts_one_instance_per_work_key() {
     let reader = token(&core.engine, "reader", &["facts.read@claims", "tasks.read@claims"]).await;
     let mut instances = Vec::new();
     for key in ["m-1", "m-2"] {
-        let fact = json!({"workspace": "claims", "kind": "claim.received", "key": key,
+        let fact = json!({"workspace": "claims", "kind": "claim.escalated", "key": key,
                           "data": {"claim": "C-40", "text": "Where is my parcel?"}});
         let id = core.post(&mailbox, "/facts", &fact).await.ok(201)["id"].as_str().expect("an id").to_owned();
         let mut last = Value::Null;
@@ -424,11 +675,11 @@ async fn a_rule_starts_one_instance_per_work_key() {
     assert_eq!(instances[0], instances[1], "one instance per work key");
     let instance = core.get(&reader, &format!("/process-instances/{}", instances[0])).await.ok(200).clone();
     assert_eq!(
-        (instance["key"].as_str(), instance["input"]["claim"].as_str(), instance["input"]["followUp"].as_str()),
-        (Some("claim:C-40"), Some("C-40"), Some("Is all well?")),
+        (instance["key"].as_str(), instance["input"]["claim"].as_str(), instance["input"]["escalated"].as_bool()),
+        (Some("claim:C-40"), Some("C-40"), Some(true)),
         "{instance}"
     );
     assert!(instance["input"]["category"].is_string(), "the interpretation's output: {instance}");
-    let listed = core.get(&reader, "/process-instances?workspace=claims&process=claim-follow-up").await.ok(200).clone();
+    let listed = core.get(&reader, "/process-instances?workspace=claims&process=claim-handling").await.ok(200).clone();
     assert_eq!(listed["items"].as_array().map(Vec::len), Some(1), "{listed}");
 }

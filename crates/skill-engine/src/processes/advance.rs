@@ -70,6 +70,31 @@ impl Moving<'_> {
                "instance": {"id": self.instance.id, "key": self.instance.key, "workspace": self.instance.workspace_id}})
     }
 
+    /// The approved gate a call standing on task step `decider` may write on: that step's last
+    /// run ended with its task `done` and a gate approved by someone other than the starter.
+    fn decision(&self, decider: &str) -> std::result::Result<String, String> {
+        let Some(ran) = self.steps.iter().rev().find(|step| step.step_id == decider) else {
+            return Err(format!("step {decider}, whose decision this write stands on, has not run"));
+        };
+        let output = ran.output.as_ref().filter(|_| ran.status == StepStatus::Done && ran.action == "task");
+        let Some(output) = output else {
+            return Err(format!("step {decider}'s task has not closed"));
+        };
+        if output["status"] != "done" {
+            return Err(format!("step {decider}'s task closed {}, not done", output["status"]));
+        }
+        let approval = &output["approval"];
+        let (Some(id), Some(decided_by)) = (approval["id"].as_str(), approval["decidedBy"].as_str()) else {
+            return Err(format!("no gate of step {decider}'s task was approved"));
+        };
+        if decided_by == self.instance.started_by {
+            return Err(format!(
+                "the gate of step {decider}'s task was approved by whoever started the instance: a write needs another person's decision"
+            ));
+        }
+        Ok(id.to_owned())
+    }
+
     fn step_def(&self, id: &str) -> Option<&Step> {
         self.process.spec.step(id)
     }
@@ -294,6 +319,7 @@ impl Engine {
             row_version: 1,
             started_at: now,
             ended_at: None,
+            approval_id: None,
         };
         let started = ProcessStepStarted {
             activity_id: record.id.clone(),
@@ -388,6 +414,28 @@ impl Engine {
                 }
             }
             record.inputs = Some(canonical(&Value::Object(crate::rules::filled(&call.input, &document))));
+            if let Some(decider) = &call.decided_by {
+                match moving.decision(decider) {
+                    Ok(approval_id) => record.approval_id = Some(approval_id),
+                    Err(message) => {
+                        let error = json!({"code": "process_write_not_decided", "message": message});
+                        moving.steps.push(record.clone());
+                        moving.changes.push(WorkChange::InsertStep(record.clone()));
+                        return Ok(Some(match &call.on_failure {
+                            Some(target) => self.finish(
+                                moving,
+                                record,
+                                StepStatus::Failed,
+                                None,
+                                Some(error),
+                                Some(target.clone()),
+                                now,
+                            ),
+                            None => self.fail_step(moving, record, error, "process_write_not_decided", now),
+                        }));
+                    }
+                }
+            }
         }
         moving.steps.push(record.clone());
         moving.changes.push(WorkChange::InsertStep(record.clone()));
@@ -491,7 +539,7 @@ impl Engine {
         let next = moving.after(&step);
         match step.action() {
             Some(Action::Call(call)) => self.move_call(moving, agent, open, &step, call, next, now).await,
-            Some(Action::Task(task)) => self.move_task(moving, open, task, next, now).await.map(Some),
+            Some(Action::Task(task)) => self.move_task(moving, agent, open, task, next, now).await,
             Some(Action::Wait(wait)) => self.move_wait(moving, open, &step, wait, next, now).await.map(Some),
             // The others end as they are entered: an open one was left by a core that died.
             _ => Ok(Some(self.finish(moving, open, StepStatus::Done, None, None, next, now))),
@@ -587,6 +635,7 @@ impl Engine {
             let mut again = self.new_step(moving, step, open.attempt + 1, now);
             again.skill_id = open.skill_id.clone();
             again.inputs = open.inputs.clone();
+            again.approval_id = open.approval_id.clone();
             again.wake_at = (backoff > 0).then(|| now + seconds_of(backoff));
             moving.steps.push(again.clone());
             moving.changes.push(WorkChange::InsertStep(again.clone()));
@@ -600,21 +649,24 @@ impl Engine {
         }
     }
 
+    /// A task step: the task made (with its gate asked for), its draft made, then its close read.
+    /// `None`: another core moved the instance.
     async fn move_task(
         &self,
         moving: &mut Moving<'_>,
+        agent: &Actor,
         open: StepRecord,
         task: &skill_contract::process::TaskStep,
         next: Option<String>,
         now: Time,
-    ) -> Result<Moved> {
+    ) -> Result<Option<Moved>> {
         let Some(task_id) = open.task_id.clone() else {
             let document = moving.document();
             let task_type = match self.find_task_type(&task.task_type).await {
                 Ok(found) => found,
                 Err(error) => {
                     let error = json!({"code": error.code, "message": error.message});
-                    return Ok(self.fail_step(moving, open, error, "process_step_failed", now));
+                    return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
                 }
             };
             let title: String = crate::rules::render(&task.title, &document).chars().take(500).collect();
@@ -628,11 +680,15 @@ impl Engine {
             );
             if let Err(error) = self.agent_may_work(moving.process, &moving.instance.workspace_id).await {
                 let error = json!({"code": error.code, "message": error.message, "details": error.details});
-                return Ok(self.fail_step(moving, open, error, "process_step_failed", now));
+                return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
             }
-            if let Err(error) = crate::work::check_fields(&task_type, &fields) {
-                let error = json!({"code": error.code, "message": error.message});
-                return Ok(self.fail_step(moving, open, error, "process_step_failed", now));
+            let checked = match crate::work::check_fields(&task_type, &fields) {
+                Ok(()) => self.check_required_fields(&task_type, &fields).await,
+                Err(error) => Err(error),
+            };
+            if let Err(error) = checked {
+                let error = json!({"code": error.code, "message": error.message, "details": error.details});
+                return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
             }
             let record = TaskRecord {
                 id: self.new_id(),
@@ -655,21 +711,92 @@ impl Engine {
             };
             moving.events.push(self.event(format!("task:{}", record.id), &made, &Origin::default()));
             let waiting = StepRecord { task_id: Some(record.id.clone()), row_version: open.row_version + 1, ..open };
-            moving.changes.push(WorkChange::InsertTask(record));
+            let made_id = record.id.clone();
+            // Written before the step's row that names it (which may be among the changes).
+            moving.changes.insert(0, WorkChange::InsertTask(record));
+            if let Some(approval) = &task.approval {
+                // The gate a person decides, asked for by the agent with the task.
+                let comment = approval
+                    .comment
+                    .as_deref()
+                    .map(|comment| crate::rules::render(comment, &document).chars().take(10_000).collect::<String>());
+                let (approval, event) = self.new_approval(agent, &made_id, true, comment.as_deref(), None, None)?;
+                moving.changes.insert(1, WorkChange::InsertApproval(approval));
+                moving.events.push(event);
+            }
             self.replace_step(moving, waiting);
             moving.instance.wake_at = None;
             moving.touched = true;
             self.outcomes_due.notify_one();
-            return Ok(Moved::Waits);
+            if !task.draft {
+                return Ok(Some(Moved::Waits));
+            }
+            // The draft is a call bound to the task: the task is written first.
+            if !self.flush(moving, now).await? {
+                return Ok(None);
+            }
+            return Ok(Some(Moved::Next));
         };
         let found = self.store.task(&task_id).await?;
         if !found.status.is_terminal() {
+            if task.draft && open.invocation_id.is_none() && open.error.is_none() {
+                self.draft_task(moving, agent, open, &found).await?;
+            }
             moving.instance.wake_at = None;
-            return Ok(Moved::Waits);
+            return Ok(Some(Moved::Waits));
         }
+        // The decision later steps may stand on: the newest approved gate.
+        let approvals = self.store.approvals(&found.id).await?;
+        let decided = approvals
+            .iter()
+            .filter(|a| a.gate && a.status == skill_api::ApprovalStatus::Approved)
+            .max_by(|a, b| a.decided_at.cmp(&b.decided_at))
+            .map(|a| {
+                json!({"id": a.id, "decidedBy": a.decided_by, "comment": a.comment,
+                       "decidedAt": a.decided_at.as_ref().map(crate::catalog::view_time)})
+            });
         let output = json!({"id": found.id, "status": found.status, "closeReason": found.close_reason,
-                            "customFields": found.custom_fields});
-        Ok(self.finish(moving, open, StepStatus::Done, Some(output), None, next, now))
+                            "customFields": found.custom_fields, "approval": decided});
+        Ok(Some(self.finish(moving, open, StepStatus::Done, Some(output), None, next, now)))
+    }
+
+    /// Makes the task's draft: its type's draft version, bound to the task, as the agent, once
+    /// (the key `process:<activity>:draft`). A refusal is kept on the step, and shown on the task.
+    async fn draft_task(
+        &self,
+        moving: &mut Moving<'_>,
+        agent: &Actor,
+        open: StepRecord,
+        task: &TaskRecord,
+    ) -> Result<()> {
+        let drafted = match self.draft_for(task).await? {
+            None => {
+                Err(EngineError::new(crate::error::Class::Invalid, "no_draft", "the task's type declares no draft"))
+            }
+            Some((draft, inputs)) => {
+                let request = InvokeRequest {
+                    inputs: Some(inputs),
+                    idempotency_key: Some(format!("process:{}:draft", open.id)),
+                    task_id: Some(task.id.clone()),
+                    ..InvokeRequest::default()
+                };
+                let internal = Internal::Process { instance: &moving.instance, step: &open, process: moving.process };
+                self.invoke_by(agent, &draft.skill, &request, None, Some(internal)).await
+            }
+        };
+        let step = match drafted {
+            Ok(invoked) => {
+                StepRecord { invocation_id: Some(invoked.invocation.id), row_version: open.row_version + 1, ..open }
+            }
+            Err(error) => {
+                tracing::warn!(task = %task.id, code = %error.code, "a process step could not draft its task: {}", error.message);
+                let error = json!({"code": error.code, "message": error.message, "details": error.details});
+                StepRecord { error: Some(error), row_version: open.row_version + 1, ..open }
+            }
+        };
+        self.replace_step(moving, step);
+        moving.touched = true;
+        Ok(())
     }
 
     async fn move_wait(

@@ -125,13 +125,15 @@ pub(crate) fn execution_inputs(task: &TaskRecord, task_type: &TaskTypeRecord) ->
 }
 
 /// The process basis of a call step's call: a running instance's open call step that fixed
-/// exactly this version and these inputs.
+/// exactly this version and these inputs, and the approved gate it stands on — decided by a
+/// person other than whoever started the instance.
 fn process_basis(
     skill: &SkillRecord,
     inputs: &Value,
     instance: &skill_store::records::InstanceRecord,
     step: &skill_store::records::StepRecord,
     process: &skill_store::records::ProcessRecord,
+    decision: Option<&skill_store::records::ApprovalRecord>,
 ) -> Result<Basis> {
     let open = instance.status == skill_api::InstanceStatus::Running
         && step.status == skill_api::StepStatus::Open
@@ -150,12 +152,27 @@ fn process_basis(
             "a process step covers exactly the version and inputs it opened with",
         ));
     }
+    let decided = decision.and_then(|approval| {
+        let decider = approval.decided_by.as_ref()?;
+        (approval.gate && approval.status == ApprovalStatus::Approved && *decider != instance.started_by)
+            .then(|| (approval.id.clone(), decider.clone()))
+    });
+    let Some((approval_id, decided_by)) = decided else {
+        return Err(unauthorized(
+            skill,
+            None,
+            "process_write_not_decided",
+            "a process writes only on a gate a person other than the instance's starter approved (the step's decidedBy)",
+        ));
+    };
     Ok(Basis::Process {
         instance_id: instance.id.clone(),
         activity_id: step.id.clone(),
         step: step.step_id.clone(),
         definition_key: process.key.clone(),
         definition_version: process.version.clone(),
+        approval_id,
+        decided_by,
     })
 }
 
@@ -227,7 +244,11 @@ impl Engine {
             Some(Internal::Outcome(_)) => Ok(None),
             Some(Internal::Process { .. }) if !writes => Ok(None),
             Some(Internal::Process { instance, step, process }) => {
-                process_basis(skill, inputs, instance, step, process).map(Some)
+                let decision = match &step.approval_id {
+                    Some(id) => Some(self.store.approval(id).await?),
+                    None => None,
+                };
+                process_basis(skill, inputs, instance, step, process, decision.as_ref()).map(Some)
             }
             Some(Internal::Request) => {
                 self.requested_basis(actor, skill, inputs, task, run, approval_id).await.map(Some)
@@ -442,6 +463,9 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
         Some(Basis::Approval { .. }) if state.decider_disabled => Obstacle::Cancel(LostBasis::DeciderDisabled),
         Some(Basis::Approval { .. }) => Obstacle::None,
         Some(Basis::Process { .. }) => match (state.instance_status, state.activity_status) {
+            (Some(skill_api::InstanceStatus::Running), Some(skill_api::StepStatus::Open)) if state.decider_disabled => {
+                Obstacle::Cancel(LostBasis::DeciderDisabled)
+            }
             (Some(skill_api::InstanceStatus::Running), Some(skill_api::StepStatus::Open)) => Obstacle::None,
             (None | Some(skill_api::InstanceStatus::Cancelled), _) => Obstacle::Cancel(LostBasis::ProcessCancelled),
             _ => Obstacle::Cancel(LostBasis::ProcessStepClosed),
@@ -580,6 +604,8 @@ pub(crate) mod tests {
             step: "send".into(),
             definition_key: "p".into(),
             definition_version: "1".into(),
+            approval_id: "a".into(),
+            decided_by: "reviewer".into(),
         }));
         let at = |instance: Option<&str>, step: Option<&str>, skill: &str| BasisState {
             task_status: None,
@@ -606,6 +632,8 @@ pub(crate) mod tests {
             recheck(&process, &at(Some("running"), Some("open"), "disabled")),
             Obstacle::Cancel(LostBasis::SkillDisabled)
         );
+        let disowned = BasisState { decider_disabled: true, ..at(Some("running"), Some("open"), "active") };
+        assert_eq!(recheck(&process, &disowned), Obstacle::Cancel(LostBasis::DeciderDisabled));
     }
 
     #[test]

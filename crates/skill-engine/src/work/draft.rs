@@ -105,7 +105,7 @@ impl Engine {
     }
 
     /// `task`'s type's draft, with its inputs filled from `task`.
-    async fn draft_for(&self, task: &TaskRecord) -> Result<Option<(Draft, Map<String, Value>)>> {
+    pub(crate) async fn draft_for(&self, task: &TaskRecord) -> Result<Option<(Draft, Map<String, Value>)>> {
         let task_type = self.store.task_type(&task.task_type_id).await?;
         Ok(draft_of(&task_type).map(|draft| {
             let inputs = paths::fill(&draft.inputs, &task_view(task, &task_type));

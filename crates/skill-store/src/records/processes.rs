@@ -77,4 +77,6 @@ pub struct StepRecord {
     pub row_version: i32,
     pub started_at: Time,
     pub ended_at: Option<Time>,
+    /// A call step on the process basis: the approved gate it stands on, fixed when it opened.
+    pub approval_id: Option<String>,
 }

@@ -91,7 +91,7 @@ pub(crate) fn run(task: &TaskRecord, owner: &str) -> RunRecord {
     }
 }
 
-fn decided(approval: &ApprovalRecord, by: &str, status: &str) -> ApprovalRecord {
+pub(crate) fn decided(approval: &ApprovalRecord, by: &str, status: &str) -> ApprovalRecord {
     ApprovalRecord {
         status: status.parse().expect("a state"),
         decided_by: Some(by.to_owned()),

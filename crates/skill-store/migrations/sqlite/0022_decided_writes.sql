@@ -1,0 +1,39 @@
+-- A process writes only what a person decided: a call step on the process basis fixes, on its
+-- row, the approval it stands on — an approved gate of a task an earlier task step of the same
+-- instance waited for, closed done, decided by someone other than whoever started the instance.
+ALTER TABLE process_steps ADD COLUMN approval_id TEXT REFERENCES approvals (id);
+
+DROP TRIGGER process_steps_moves;
+CREATE TRIGGER process_steps_moves BEFORE UPDATE ON process_steps
+WHEN OLD.status <> 'open'
+    OR NEW.id IS NOT OLD.id OR NEW.instance_id IS NOT OLD.instance_id OR NEW.seq IS NOT OLD.seq
+    OR NEW.step_id IS NOT OLD.step_id OR NEW.action IS NOT OLD.action OR NEW.attempt IS NOT OLD.attempt
+    OR NEW.skill_id IS NOT OLD.skill_id OR NEW.inputs IS NOT OLD.inputs OR NEW.started_at IS NOT OLD.started_at
+    OR NEW.approval_id IS NOT OLD.approval_id
+    OR (OLD.invocation_id IS NOT NULL AND NEW.invocation_id IS NOT OLD.invocation_id)
+    OR (OLD.task_id IS NOT NULL AND NEW.task_id IS NOT OLD.task_id)
+    OR NEW.row_version <> OLD.row_version + 1
+BEGIN
+    SELECT RAISE(ABORT, 'invalid_status_transition: a step moves while open, names its call, task and decision once, and stays as it ended');
+END;
+
+DROP TRIGGER skill_invocations_process_covered;
+CREATE TRIGGER skill_invocations_process_covered BEFORE INSERT ON skill_invocations
+WHEN json_extract(NEW.authorization_basis, '$.kind') = 'process' AND NOT EXISTS (
+    SELECT 1 FROM process_steps s JOIN process_instances i ON i.id = s.instance_id
+        JOIN processes p ON p.id = i.process_id
+        JOIN approvals a ON a.id = s.approval_id
+        JOIN tasks t ON t.id = a.task_id
+        JOIN process_steps d ON d.task_id = t.id AND d.instance_id = i.id
+    WHERE s.id = json_extract(NEW.authorization_basis, '$.activityId')
+        AND i.id = json_extract(NEW.authorization_basis, '$.instanceId')
+        AND s.status = 'open' AND i.status = 'running' AND s.action = 'call'
+        AND s.skill_id = NEW.skill_id AND s.inputs = NEW.inputs
+        AND p.agent_principal_id = NEW.authority_principal_id
+        AND a.id = json_extract(NEW.authorization_basis, '$.approvalId')
+        AND a.decided_by = json_extract(NEW.authorization_basis, '$.decidedBy')
+        AND a.gate = 1 AND a.status = 'approved' AND a.decided_by <> i.started_by
+        AND t.status = 'done' AND d.action = 'task' AND d.status = 'done')
+BEGIN
+    SELECT RAISE(ABORT, 'basis_not_covered: a process step covers only the call it opened for, by its instance''s agent, while it is open, on a gate a person other than the starter approved on a task of the instance that closed done');
+END;
