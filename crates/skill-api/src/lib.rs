@@ -48,8 +48,9 @@ pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, Failure, 
 pub use envelope::{ErrorBody, ErrorEnvelope};
 /// The agent document (`kind: Agent`) the apply carries and the answers show.
 pub use skill_contract::agent;
-/// The work rule document, as `POST /rules` and packages carry it.
+/// The process document, as `POST /processes` and packages carry it.
 pub use skill_contract::process;
+/// The work rule document, as `POST /rules` and packages carry it.
 pub use skill_contract::rule;
 pub mod events;
 pub use events::{EventData, EventOut, EventsQuery};

@@ -243,6 +243,36 @@ fn fact_story(loaded: &package::Loaded, sdk: bool) -> Option<Vec<String>> {
         skill_api::rule::EnsureWork::Task(task) => Some(task),
         skill_api::rule::EnsureWork::Process(_) => None,
     });
+    // A process's input: an example of the task field its task steps fill from it.
+    let processes: Vec<_> = spec
+        .ensure_work
+        .iter()
+        .filter_map(|work| match work {
+            skill_api::rule::EnsureWork::Process(process) => Some(process),
+            skill_api::rule::EnsureWork::Task(_) => None,
+        })
+        .collect();
+    for started in &processes {
+        let key = started.process.split('@').next().unwrap_or_default();
+        let process = objects
+            .iter()
+            .find(|o| o.kind == "Process" && o.key == key)
+            .and_then(|o| skill_api::process::read_spec(&o.document["spec"]).ok());
+        for (name, source) in &started.input {
+            let read = format!("$.input.{name}");
+            let field =
+                process.iter().flat_map(|p| p.steps.iter()).filter_map(|step| step.task.as_ref()).find_map(|task| {
+                    let (field, _) =
+                        task.custom_fields.iter().find(|(_, value)| value.as_str() == Some(read.as_str()))?;
+                    let type_key = task.task_type.split('@').next().unwrap_or_default();
+                    objects
+                        .iter()
+                        .find(|o| o.kind == "TaskType" && o.key == type_key)
+                        .and_then(|o| o.document.pointer(&format!("/spec/customFields/{field}")).cloned())
+                });
+            learn(source, field.as_ref());
+        }
+    }
     for task in tasks {
         let key = task.task_type.split('@').next().unwrap_or_default();
         let fields = objects
@@ -267,7 +297,7 @@ fn fact_story(loaded: &package::Loaded, sdk: bool) -> Option<Vec<String>> {
     let json_body = "-H 'Content-Type: application/json'";
     let fact = json!({"workspace": workspace, "kind": spec.on.kind, "key": "message-1", "data": data});
     let mut lines = vec![format!(
-        "A fact from the world: the rule {}@{} interprets it and opens the work (docs/rules.md):",
+        "A fact from the world: the rule {}@{} interprets it and opens the work (docs/rules.md, docs/processes.md):",
         rule.key, spec.version
     )];
     lines.push(format!(
@@ -275,8 +305,16 @@ fn fact_story(loaded: &package::Loaded, sdk: bool) -> Option<Vec<String>> {
         single_quoted(&fact.to_string())
     ));
     lines.push(format!(
-        "  sleep 2; curl -s \"$SKILL_CORE_URL/api/v1/facts/$FACT\" {auth} | jq '.evaluations[] | {{rule, status, taskIds}}'"
+        "  sleep 2; curl -s \"$SKILL_CORE_URL/api/v1/facts/$FACT\" {auth} | jq '.evaluations[] | {{rule, status, taskIds, instanceIds}}'"
     ));
+    if !processes.is_empty() {
+        lines.push(format!(
+            "  INSTANCE=$(curl -s \"$SKILL_CORE_URL/api/v1/facts/$FACT\" {auth} | jq -r '.evaluations[0].instanceIds[0]')"
+        ));
+        lines.push(format!(
+            "  sleep 2; curl -s \"$SKILL_CORE_URL/api/v1/process-instances/$INSTANCE\" {auth} | jq '{{process, status, step, steps: [.steps[] | {{step, status, taskId}}]}}'"
+        ));
+    }
     if sdk {
         lines.push(format!(
             "  skill-sdk fact send --workspace {workspace} --kind {} --key message-2 --data '{}'",

@@ -98,8 +98,21 @@ async fn a_reviewer_approves_in_the_browser_and_the_reply_is_sent_once() {
     browser.screenshot(screenshots, "task").await;
     assert_eq!(outbox(&sent), [("C-1002".to_owned(), comment.to_owned())], "one reply, with the comment");
 
-    // Another approval is asked; signing out, the reader sees it and no decision.
-    core.post(&clerk, "/approvals", &json!({"taskId": task})).await.ok(201);
+    // The reply sent, the outcome closed the task. Another task asks for approval; signing out,
+    // the reader sees it and no decision.
+    core.until(&clerk, &format!("/tasks/{task}"), |t| t["status"] == "done").await;
+    let task = core
+        .post(
+            &clerk,
+            "/tasks",
+            &json!({"workspace": "claims", "taskType": "claim-reply@1", "title": "Lost parcel, claim C-1003",
+                    "customFields": {"claim": "C-1003"}, "approval": {"comment": "send it?"}}),
+        )
+        .await
+        .ok(201)["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
     browser.find("form.sign-out button").await.click().await;
     browser.until_text("main h1", 10, |text| text == "Sign in").await;
     browser.open(&format!("{root}/console/tasks/{task}")).await;

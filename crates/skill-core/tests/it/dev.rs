@@ -139,7 +139,7 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     let commands = printed_commands(&banner);
     assert!(commands.iter().any(|line| line.starts_with("export REVIEWER=")), "{commands:#?}");
     let script = format!(
-        "{}\nprintf 'TASK=%s\\nDRAFT=%s\\nAPPROVAL=%s\\n' \"$TASK\" \"$DRAFT\" \"$APPROVAL\"\n",
+        "{}\nprintf 'TASK=%s\\nDRAFT=%s\\nAPPROVAL=%s\\nINSTANCE=%s\\n' \"$TASK\" \"$DRAFT\" \"$APPROVAL\" \"$INSTANCE\"\n",
         commands.join("\n")
     );
     let shell = Command::new("bash").args(["-e", "-o", "pipefail", "-c", &script]).output().expect("bash runs");
@@ -180,6 +180,23 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     let text = drafted["output"]["draft"].as_str().unwrap_or_else(|| panic!("a draft: {drafted}")).to_owned();
     assert!(text.contains(STAND_IN) && text.contains("has not arrived"), "the stand-in's draft of the message: {text}");
     assert_eq!(read(format!("/approvals/{approval}")).await["status"], "pending");
+    // The fact the commands sent: the rule started claim-handling, whose review task has the
+    // stand-in's draft and a gate for the reviewer.
+    let instance = variable("INSTANCE");
+    let mut review = Value::Null;
+    for _ in 0..300 {
+        let now = read(format!("/process-instances/{instance}")).await;
+        review =
+            now["steps"].as_array().into_iter().flatten().find(|s| s["step"] == "review").cloned().unwrap_or_default();
+        if review["invocationId"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let drafted_review =
+        ended(format!("/skill-invocations/{}", review["invocationId"].as_str().unwrap_or_default())).await;
+    assert_eq!(drafted_review["status"], "succeeded", "{drafted_review}");
+    assert_eq!(drafted_review["taskId"], review["taskId"], "the draft is the review task's: {drafted_review}");
 
     // The reviewer decides in the console: the draft is in the reply box, labelled as the reply.
     let browser = Session::start(1280, 1200).await;

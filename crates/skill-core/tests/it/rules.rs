@@ -1,8 +1,9 @@
 //! Facts and work rules through the real core and the claims package's host as its executor: a
-//! customer's message arrives as a fact, the claim-intake rule has it classified and opens one
-//! reply task with the fact as its origin and the classification as its evidence — once,
-//! however often the fact is sent and however many cores evaluate; what a rule may not be is
-//! refused at every door; the dry run and the loop guard.
+//! customer's message arrives as a fact, the claim-intake rule has it classified and starts one
+//! claim-handling process for it, which opens the reply task — once, however often the fact is
+//! sent and however many cores evaluate; a rule that ensures a task makes it with the fact as
+//! its origin and the classification as its evidence; what a rule may not be is refused at every
+//! door; the dry run and the loop guard.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,9 +64,22 @@ async fn story(core: Core, label: &str) {
         (Some("claim-intake@1"), Some("done")),
         "{fact}"
     );
-    let tasks = evaluation["taskIds"].as_array().expect("tasks").clone();
-    assert_eq!(tasks.len(), 1);
-    let task = core.get(&reader, &format!("/tasks/{}", tasks[0].as_str().unwrap_or_default())).await.ok(200).clone();
+    assert_eq!(evaluation["taskIds"], json!([]), "{fact}");
+    let instance = evaluation["instanceIds"][0].as_str().expect("an instance").to_owned();
+    // The process opens the reply task, with the rule's classification.
+    let mut started = Value::Null;
+    for _ in 0..300 {
+        started = core.get(&reader, &format!("/process-instances/{instance}")).await.ok(200).clone();
+        let review = started["steps"].as_array().into_iter().flatten().find(|s| s["step"] == "review");
+        if review.is_some_and(|r| r["taskId"].is_string()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!((started["process"].as_str(), started["key"].as_str()), (Some("claim-handling@1"), Some("message:m-1")));
+    let review = started["steps"].as_array().into_iter().flatten().find(|s| s["step"] == "review").cloned();
+    let task_id = review.and_then(|r| r["taskId"].as_str().map(str::to_owned)).expect("the review's task");
+    let task = core.get(&reader, &format!("/tasks/{task_id}")).await.ok(200).clone();
     assert_eq!(task["title"], "Claim C-7: delivery", "{task}");
     assert_eq!(task["customFields"], json!({"claim": "C-7", "message": "The courier never came."}));
     // The interpretation's call was the rule's, as its agent, keyed by rule and fact.
@@ -79,17 +93,13 @@ async fn story(core: Core, label: &str) {
         "{call}"
     );
     assert!(call["idempotencyKey"].as_str().is_some_and(|key| key.starts_with("rule:")), "{call}");
-    // Its result is the task's evidence.
+    // Its result is kept as evidence in the workspace (no task of the rule's to hold it).
     let artifact = evaluation["artifactId"].as_str().expect("evidence");
     let evidence = core.get(&reader, &format!("/artifacts/{artifact}")).await.ok(200).clone();
-    assert_eq!(
-        (evidence["type"].as_str(), evidence["taskId"].as_str()),
-        (Some("skill_result"), tasks[0].as_str()),
-        "{evidence}"
-    );
+    assert_eq!((evidence["type"].as_str(), evidence["taskId"].as_str()), (Some("skill_result"), None), "{evidence}");
 
     // The console: the workspace's facts, the fact's page with what the rule made of it, and on
-    // the task's page why it exists.
+    // the task's page the process it belongs to.
     let console = crate::console::Console::new(&core);
     let (cookie, _) = console.sign_in(&reader).await;
     let listed = console.get(Some(&cookie), "/console/facts?workspace=claims").await;
@@ -97,10 +107,10 @@ async fn story(core: Core, label: &str) {
     let fact_id = first["id"].as_str().unwrap_or_default();
     let page = console.get(Some(&cookie), &format!("/console/facts/{fact_id}")).await;
     assert!(page.body.contains("claim-intake@1") && page.body.contains("The courier never came."), "{}", page.body);
-    let task_id = tasks[0].as_str().unwrap_or_default();
     let page = console.get(Some(&cookie), &format!("/console/tasks/{task_id}")).await;
     assert!(
-        page.body.contains("Why it exists") && page.body.contains(&format!("/console/facts/{fact_id}")),
+        page.body.contains("The process it belongs to")
+            && page.body.contains(&format!("/console/processes/{instance}")),
         "{}",
         page.body
     );
@@ -112,7 +122,7 @@ async fn story(core: Core, label: &str) {
     assert_eq!((other.status.as_u16(), other.body["error"]["code"].as_str()), (409, Some("fact_conflict")));
 
     // Thirty messages while a second core evaluates the same database at once: each is
-    // evaluated once, and makes one task.
+    // evaluated once, and starts one instance.
     let store = skill_store::open(&core.target, &Default::default()).await.expect("the same database");
     let second = skill_engine::Engine::new(store)
         .with_blobs(Arc::new(skill_store::FolderBlobs::new(core.folder().join("blobs"))));
@@ -145,22 +155,21 @@ async fn story(core: Core, label: &str) {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     racing.await.expect("the second core stopped");
-    let listed = core.get(&reader, "/tasks?workspace=claims&limit=200").await.ok(200).clone();
-    let titles: Vec<&str> =
-        listed["items"].as_array().expect("items").iter().filter_map(|t| t["title"].as_str()).collect();
-    assert_eq!(titles.len(), 31, "one task per message: {titles:?}");
+    let listed = core.get(&reader, "/process-instances?workspace=claims&limit=200").await.ok(200).clone();
+    let keys: Vec<&str> = listed["items"].as_array().expect("items").iter().filter_map(|t| t["key"].as_str()).collect();
+    assert_eq!(keys.len(), 31, "one instance per message: {keys:?}");
     let events = core.get(&core.admin, "/events?limit=1000").await.ok(200).clone();
     let evaluated = events["items"].as_array().into_iter().flatten().filter(|e| e["kind"] == "rule.evaluated").count();
     assert_eq!(evaluated, 31, "one evaluation per fact, journaled once");
 }
 
 #[tokio::test]
-async fn a_customers_message_becomes_one_reply_task_on_sqlite() {
+async fn a_customers_message_starts_one_claim_handling_on_sqlite() {
     story(core_serving(Backend::Sqlite, "rules", None, Default::default()).await, "rules-sqlite").await;
 }
 
 #[tokio::test]
-async fn a_customers_message_becomes_one_reply_task_on_postgres() {
+async fn a_customers_message_starts_one_claim_handling_on_postgres() {
     story(core_serving(Backend::Postgres, "rules", None, Default::default()).await, "rules-postgres").await;
 }
 
@@ -326,7 +335,11 @@ async fn rules_and_facts_keep_to_their_rules() {
         "{answer}"
     );
     assert_eq!(answer["call"]["inputs"], json!({"text": "Broken vase"}));
-    assert_eq!(answer["work"][0]["workKey"], "message:x");
+    assert_eq!(
+        (answer["processes"][0]["process"].as_str(), answer["processes"][0]["workKey"].as_str()),
+        (Some("claim-handling@1"), Some("message:x")),
+        "{answer}"
+    );
     let unmatched = json!({"fact": {"workspace": "claims", "kind": "claim.received", "data": {"text": "no claim"}}});
     let answer = core.post(&core.admin, "/rules/claim-intake@1:evaluate", &unmatched).await.ok(200).clone();
     assert_eq!((answer["matched"].as_bool(), answer["call"].is_null()), (Some(false), true), "{answer}");
@@ -353,6 +366,19 @@ async fn rules_and_facts_keep_to_their_rules() {
         assert_eq!(sent["depth"], step, "{sent}");
         last = settled(&core, &reader, sent["id"].as_str().unwrap_or_default()).await;
         cause = last["evaluations"][0]["taskIds"][0].as_str().map(str::to_owned);
+        if step == 0 {
+            // A task a rule made says why it exists: the fact, on its page.
+            let console = crate::console::Console::new(&core);
+            let (cookie, _) = console.sign_in(&reader).await;
+            let page =
+                console.get(Some(&cookie), &format!("/console/tasks/{}", cause.clone().unwrap_or_default())).await;
+            let fact = sent["id"].as_str().unwrap_or_default();
+            assert!(
+                page.body.contains("Why it exists") && page.body.contains(&format!("/console/facts/{fact}")),
+                "{}",
+                page.body
+            );
+        }
     }
     let stopped = &last["evaluations"][0];
     assert_eq!(
