@@ -169,11 +169,13 @@ mod tests {
             step: "send".into(),
             definition_key: "p".into(),
             definition_version: "1".into(),
+            approval_id: "a".into(),
+            decided_by: "reviewer".into(),
         };
         assert_eq!(
             serde_json::to_value(&process).expect("serializes"),
             json!({"kind": "process", "instanceId": "i", "activityId": "s", "step": "send", "definitionKey": "p",
-                   "definitionVersion": "1"})
+                   "definitionVersion": "1", "approvalId": "a", "decidedBy": "reviewer"})
         );
         let partial = serde_json::from_value::<Basis>(json!({"kind": "process", "stepId": "s"}));
         assert!(partial.expect_err("a process basis names its instance").to_string().contains("instanceId"));

@@ -521,6 +521,13 @@ pub const CODES: &[CodeInfo] = &[
         "a process waited for a fact past its timeout with no step to go on to: its instance failed",
     ),
     code(
+        "process_write_not_decided",
+        PermissionDenied,
+        No,
+        "core",
+        "a process's external write has no person's decision to stand on: the task step it names (`decidedBy`) did not close done with a gate approved by someone other than the instance's starter; no call is made",
+    ),
+    code(
         "process_loop_suspected",
         ToolExecutionFailure,
         No,

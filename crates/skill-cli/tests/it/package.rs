@@ -117,12 +117,12 @@ fn broken_references_fail_with_their_codes() {
         [("rules/claim-intake.yaml".into(), "spec.on.when".into(), "invalid_condition".into())]
     );
     let copy = Copy::new("rule-refs");
-    copy.edit("rules/claim-intake.yaml", "type: claim-reply@1", "type: claim-audit@1");
+    copy.edit("rules/claim-intake.yaml", "process: claim-handling@1", "process: claim-audit@1");
     copy.edit("rules/claim-intake.yaml", "agent: claims-intake", "agent: nobody");
     assert_eq!(
         problems(&copy),
         [
-            ("rules/claim-intake.yaml".into(), "spec.ensureWork[0].task.type".into(), "unknown_reference".into()),
+            ("rules/claim-intake.yaml".into(), "spec.ensureWork[0].process.process".into(), "unknown_reference".into()),
             ("rules/claim-intake.yaml".into(), "spec.identity.agent".into(), "unknown_reference".into())
         ]
     );
@@ -154,12 +154,13 @@ fn broken_references_fail_with_their_codes() {
                     {"id": "route", "switch": {"cases": [{"when": "fact.kind == 'x'", "next": "done"}], "default": "done"}},
                     {"id": "done", "end": {"status": "completed"}}]}}),
     );
-    // A process may call a version that writes (on the process basis): only the unknown
+    // A process calls a version that writes only on a person's decision (decidedBy); the unknown
     // version, the unknown task type and the condition reading what a switch has not.
     assert_eq!(
         problems(&copy),
         [
             ("processes/follow-up.yaml".into(), "spec.steps[0].call.skill".into(), "unknown_reference".into()),
+            ("processes/follow-up.yaml".into(), "spec.steps[1].call.decidedBy".into(), "invalid_process".into()),
             ("processes/follow-up.yaml".into(), "spec.steps[2].task.type".into(), "unknown_reference".into()),
             (
                 "processes/follow-up.yaml".into(),
