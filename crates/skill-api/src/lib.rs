@@ -94,8 +94,8 @@ pub use tokens::{AudienceClaims, AudienceTokenOut, AudienceTokenRequest};
 pub use work::{
     ActionOut, ApprovalOut, ApprovalRequest, CloseTaskRequest, CommentOut, CommentRequest, DecideRequest,
     EndRunRequest, OfTaskQuery, OutcomeOut, RequestedCall, RequestedCallOut, RetryRequest, RunOut, RunRequest,
-    TaskApproval, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeQuery, TaskTypeRef, TaskTypeRequest,
-    WithdrawRequest,
+    TaskApproval, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeProcess, TaskTypeQuery, TaskTypeRef,
+    TaskTypeRequest, WithdrawRequest,
 };
 
 /// The path every route of this crate is relative to.

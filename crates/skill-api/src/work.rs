@@ -35,6 +35,22 @@ pub struct TaskTypeRequest {
     pub execution: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_schema: Option<Value>,
+    /// A process every task of the type starts, in the task's transaction: `{process:
+    /// key@version, input}`, its input filled from the task (`$.id`, `$.title`,
+    /// `$.customFields.<name>`), its key `task:<task id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<TaskTypeProcess>,
+}
+
+/// `TaskTypeRequest.process`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskTypeProcess {
+    /// The process, `key@version`.
+    pub process: String,
+    /// The instance's input: name → a literal or a path over the task.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub input: Map<String, Value>,
 }
 
 /// A task type version as the API shows it.

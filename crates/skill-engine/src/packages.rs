@@ -183,11 +183,16 @@ impl Engine {
         let planned_records: Vec<SkillRecord> = creates.iter().map(|(record, _)| record.clone()).collect();
         let artifact_types = self.planned_artifact_types(actor, &request.artifact_types, &origin).await?;
         let planned_types: Vec<_> = artifact_types.iter().map(|(record, _)| record.clone()).collect();
+        let wanted_processes: Vec<String> = request
+            .processes
+            .iter()
+            .map(|process| format!("{}@{}", process.key, process.spec["version"].as_str().unwrap_or_default()))
+            .collect();
         let mut task_types = Vec::new();
         for (index, wanted) in request.task_types.iter().enumerate() {
             let item = format!("taskTypes[{index}]");
             let record = self
-                .prepare_task_type(actor, wanted, &planned_records, &planned_types)
+                .prepare_task_type(actor, wanted, &planned_records, &planned_types, &wanted_processes)
                 .await
                 .map_err(|error| error.with("item", item.clone()))?;
             match self.store.task_type_version(&wanted.key, &wanted.version).await {

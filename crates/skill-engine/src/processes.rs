@@ -460,6 +460,28 @@ impl Engine {
         Ok(Page { items, next_cursor })
     }
 
+    /// The instance a new task of `task_type` starts when the type names a process — key
+    /// `task:<task id>`, input filled from the task, started by the task's creator — to be
+    /// written with the task. `403` when the process's agent may not work in its workspace.
+    pub(crate) async fn task_instance(
+        &self,
+        task: &skill_store::records::TaskRecord,
+        task_type: &skill_store::records::TaskTypeRecord,
+    ) -> Result<Option<(InstanceRecord, Event)>> {
+        let Some(named) = task_type.spec.get("process") else { return Ok(None) };
+        let Ok(named) = serde_json::from_value::<skill_api::TaskTypeProcess>(named.clone()) else {
+            return Ok(None);
+        };
+        let process = self.find_process(&named.process).await?;
+        self.agent_may_work(&process, &task.workspace_id).await?;
+        let view = crate::work::task_view(task, task_type);
+        let input = Value::Object(crate::rules::filled(&named.input, &view));
+        let key = format!("task:{}", task.id);
+        let now = self.now();
+        self.processes_due.notify_one();
+        Ok(Some(self.new_instance(&process, &task.workspace_id, &key, input, &task.created_by, "task", now)))
+    }
+
     /// The instance whose task step made task `id` (`tasks.read` in its workspace), if a process
     /// made it: `(instance id, key@version, step)`.
     pub async fn task_process(&self, actor: &Actor, id: &str) -> Result<Option<(String, String, String)>> {

@@ -179,6 +179,19 @@ fn broken_references_fail_with_their_codes() {
         "the agent it runs as is declared"
     );
 
+    let copy = Copy::new("task-process");
+    copy.write(
+        "task-types/claim-watch.yaml",
+        &json!({"apiVersion": "taimen.ai/v1", "kind": "TaskType", "key": "claim-watch",
+                "spec": {"version": "1", "process": {"process": "claim-nothing@1", "input": {"claim": "$.customFields.claim"}}}}),
+    );
+    assert_eq!(
+        problems(&copy),
+        [("task-types/claim-watch.yaml".into(), "spec.process.process".into(), "unknown_reference".into())]
+    );
+    copy.edit("task-types/claim-watch.yaml", "claim-nothing@1", "claim-handling@1");
+    assert_eq!(problems(&copy), [], "a task type may start a process of its package");
+
     let copy = Copy::new("contract");
     copy.edit("skills/claim.classify.yaml", "timeoutSeconds: 5", "timeoutSeconds: 0");
     assert_eq!(

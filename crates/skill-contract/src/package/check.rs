@@ -61,7 +61,7 @@ pub fn check(package: &Package, required: &[Package]) -> Vec<PackageProblem> {
     let objects = Objects::of(std::iter::once(package).chain(required));
     for object in &package.objects {
         match object.kind.as_str() {
-            "TaskType" => references.task_type(object, &mut problems),
+            "TaskType" => references.task_type(object, &objects, &mut problems),
             "WorkRule" => references.work_rule(object, &objects, &mut problems),
             "Process" => references.process(object, &objects, &mut problems),
             "Agent" => agent(object, &executions, &mut problems),
@@ -205,8 +205,29 @@ impl References<'_> {
         None
     }
 
-    fn task_type(&self, object: &PackageObject, problems: &mut Vec<PackageProblem>) {
+    fn task_type(&self, object: &PackageObject, objects: &Objects, problems: &mut Vec<PackageProblem>) {
         let spec = &object.document["spec"];
+        if let Some(process) = spec.get("process") {
+            let named = process.get("process").and_then(Value::as_str).unwrap_or_default();
+            let key = named.split_once('@').map(|(key, _)| key);
+            match key {
+                None => problems.push(PackageProblem::new(
+                    &object.file,
+                    "spec.process.process",
+                    "invalid_task_type",
+                    format!("{named:?} is not a pinned process: key@version"),
+                    "write process: {process: <key>@<version>, input: {...}}",
+                )),
+                Some(key) if !objects.processes.contains(key) => problems.push(PackageProblem::new(
+                    &object.file,
+                    "spec.process.process",
+                    "unknown_reference",
+                    format!("the process {key} is not declared in this package or in a package it requires"),
+                    "declare it in processes/, or require the package that declares it",
+                )),
+                Some(_) => {}
+            }
+        }
         if let Some(execution) = spec.get("execution").filter(|value| value.is_object()) {
             let skill = execution.get("skill").and_then(Value::as_str).unwrap_or_default();
             let version = execution.get("version").and_then(Value::as_str).unwrap_or_default();

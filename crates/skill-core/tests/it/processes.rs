@@ -683,3 +683,63 @@ async fn a_rule_starts_one_instance_per_work_key() {
     let listed = core.get(&reader, "/process-instances?workspace=claims&process=claim-handling").await.ok(200).clone();
     assert_eq!(listed["items"].as_array().map(Vec::len), Some(1), "{listed}");
 }
+
+/// A task type that names a process starts an instance with every task of it, in the task's
+/// transaction (key `task:<id>`, input read from the task); the process must exist when the type
+/// is published, and its agent may work where the task is made, or the task is refused.
+#[tokio::test]
+async fn a_task_type_starts_its_process_with_each_task() {
+    let core = core_serving(Backend::Sqlite, "processes-task-type", None, Default::default()).await;
+    apply_package(&core).await;
+    let watch = json!({"key": "claim-watch", "spec": {"version": "1", "identity": {"agent": "claims-handling"},
+        "steps": [{"id": "note", "set": {"claim": "$.input.claim"}}, {"id": "later", "wait": {"for": "1d"}}]}});
+    core.post(&core.admin, "/processes", &watch).await.ok(201);
+    let task_type = |process: &str| {
+        json!({"key": "claim-watched", "version": "1", "customFields": {"claim": {"type": "string"}},
+               "process": {"process": process, "input": {"claim": "$.customFields.claim", "task": "$.id"}}})
+    };
+    let unknown = core.post(&core.admin, "/task-types", &task_type("claim-nothing@1")).await;
+    assert_eq!(
+        (
+            unknown.status.as_u16(),
+            unknown.body["error"]["code"].as_str(),
+            unknown.body["error"]["details"]["path"].as_str()
+        ),
+        (422, Some("unknown_reference"), Some("process.process")),
+        "{}",
+        unknown.body
+    );
+    let unpinned = core.post(&core.admin, "/task-types", &task_type("claim-watch")).await;
+    assert_eq!(unpinned.status.as_u16(), 422, "{}", unpinned.body);
+    core.post(&core.admin, "/task-types", &task_type("claim-watch@1")).await.ok(201);
+
+    let clerk = token(&core.engine, "clerk", &["tasks.write@claims", "tasks.read@claims"]).await;
+    let body = json!({"workspace": "claims", "taskType": "claim-watched@1", "title": "Watch C-5",
+                      "customFields": {"claim": "C-5"}});
+    let task = core.post(&clerk, "/tasks", &body).await.ok(201)["id"].as_str().expect("an id").to_owned();
+    let listed = core.get(&clerk, "/process-instances?workspace=claims&process=claim-watch").await.ok(200).clone();
+    let instance = &listed["items"][0];
+    assert_eq!(
+        (instance["key"].as_str(), instance["input"]["claim"].as_str(), instance["input"]["task"].as_str()),
+        (Some(format!("task:{task}").as_str()), Some("C-5"), Some(task.as_str())),
+        "{listed}"
+    );
+    let id = instance["id"].as_str().expect("an id").to_owned();
+    let waiting = until(&core, &clerk, &id, |i| step(i, "later")["status"] == "open").await;
+    assert_eq!(waiting["vars"]["claim"], "C-5");
+
+    // Where the process's agent may not work, the task is refused and nothing is written.
+    crate::claims::ensure_workspace(&core, "elsewhere").await;
+    let other = token(&core.engine, "other-clerk", &["tasks.write@elsewhere", "tasks.read@elsewhere"]).await;
+    let mut elsewhere = body.clone();
+    elsewhere["workspace"] = json!("elsewhere");
+    let refused = core.post(&other, "/tasks", &elsewhere).await;
+    assert_eq!(
+        (refused.status.as_u16(), refused.body["error"]["details"]["agent"].as_str()),
+        (403, Some("claims-handling")),
+        "{}",
+        refused.body
+    );
+    let none = core.get(&other, "/tasks?workspace=elsewhere").await.ok(200).clone();
+    assert_eq!(none["items"].as_array().map(Vec::len), Some(0), "no task: {none}");
+}

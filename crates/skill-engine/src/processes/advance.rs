@@ -710,10 +710,21 @@ impl Engine {
                 task_type: format!("{}@{}", task_type.key, task_type.version),
             };
             moving.events.push(self.event(format!("task:{}", record.id), &made, &Origin::default()));
+            let started = match self.task_instance(&record, &task_type).await {
+                Ok(started) => started,
+                Err(error) => {
+                    let error = json!({"code": error.code, "message": error.message, "details": error.details});
+                    return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
+                }
+            };
             let waiting = StepRecord { task_id: Some(record.id.clone()), row_version: open.row_version + 1, ..open };
             let made_id = record.id.clone();
             // Written before the step's row that names it (which may be among the changes).
             moving.changes.insert(0, WorkChange::InsertTask(record));
+            if let Some((instance, event)) = started {
+                moving.changes.push(WorkChange::InsertInstance(instance));
+                moving.events.push(event);
+            }
             if let Some(approval) = &task.approval {
                 // The gate a person decides, asked for by the agent with the task.
                 let comment = approval

@@ -536,8 +536,13 @@ impl Engine {
             };
             task_ids.push(record.id.clone());
             created.push(record.id.clone());
+            let started = self.task_instance(&record, &task_type).await?;
             changes.push(WorkChange::InsertTask(record));
             changes.push(WorkChange::InsertTaskOrigin(origin));
+            if let Some((instance, event)) = started {
+                changes.push(WorkChange::InsertInstance(instance));
+                events.push(event);
+            }
         }
         Ok(ensured)
     }

@@ -59,6 +59,10 @@ impl Engine {
         let event = self.event(format!("task:{}", task.id), &created, &Origin::of(actor, request_id));
         let mut changes = vec![WorkChange::InsertTask(task.clone())];
         let mut events = vec![event];
+        if let Some((instance, started)) = self.task_instance(&task, &task_type).await? {
+            changes.push(WorkChange::InsertInstance(instance));
+            events.push(started);
+        }
         if let Some(approval) = &request.approval {
             let (approval, event) =
                 self.new_approval(actor, &task.id, true, approval.comment.as_deref(), None, request_id)?;

@@ -40,7 +40,7 @@ impl Engine {
         request_id: Option<&str>,
     ) -> Result<TaskTypeOut> {
         actor.require("org.manage")?;
-        let record = self.prepare_task_type(actor, request, &[], &[]).await?;
+        let record = self.prepare_task_type(actor, request, &[], &[], &[]).await?;
         let event = self.task_type_event(&record, &Origin::of(actor, request_id));
         match self.store.write_work(&[WorkChange::InsertTaskType(record.clone())], &[event]).await {
             Ok(()) => Ok(task_type_out(record)),
@@ -67,6 +67,7 @@ impl Engine {
         request: &TaskTypeRequest,
         planned: &[SkillRecord],
         planned_types: &[ArtifactTypeRecord],
+        planned_processes: &[String],
     ) -> Result<TaskTypeRecord> {
         let key = request.key.as_str();
         let key_ok = key.len() <= 200
@@ -123,6 +124,10 @@ impl Engine {
         if let Some(execution) = &execution {
             spec.insert("execution".into(), execution.clone());
         }
+        if let Some(process) = &request.process {
+            self.checked_task_process(process, planned_processes).await?;
+            spec.insert("process".into(), json!(process));
+        }
         Ok(TaskTypeRecord {
             id: self.new_id(),
             key: key.to_owned(),
@@ -168,6 +173,43 @@ impl Engine {
             ErrorKind::NotFound => missing(),
             _ => error.into(),
         })
+    }
+
+    /// A task type's process: a pinned version, published or published with it (`planned`,
+    /// `key@version`), whose input reads the task.
+    async fn checked_task_process(&self, process: &skill_api::TaskTypeProcess, planned: &[String]) -> Result<()> {
+        let pinned = process
+            .process
+            .split_once('@')
+            .is_some_and(|(key, version)| skill_contract::rule::is_rule_key(key) && SkillVersion::new(version).is_ok());
+        if !pinned {
+            return Err(invalid(
+                "process.process",
+                format!("{:?} is not a pinned process: key@version", process.process),
+            ));
+        }
+        if !planned.contains(&process.process) {
+            self.find_process(&process.process).await.map_err(|_| {
+                EngineError::new(
+                    Class::Invalid,
+                    "unknown_reference",
+                    format!("no process {}: publish it first, or with the task type in its package", process.process),
+                )
+                .with("path", "process.process")
+                .with("value", process.process.clone())
+            })?;
+        }
+        if process.input.len() > skill_contract::rule::MAX_MAPPINGS {
+            return Err(invalid("process.input", format!("at most {} inputs", skill_contract::rule::MAX_MAPPINGS)));
+        }
+        for (name, value) in &process.input {
+            if let Some(path) = value.as_str().filter(|text| text.starts_with('$'))
+                && skill_contract::paths::parse(path).is_none()
+            {
+                return Err(invalid(&format!("process.input.{name}"), format!("{path:?} is not a path over the task")));
+            }
+        }
+        Ok(())
     }
 
     /// An approval or completion schema: `{gates: {<name>: {outcomes: {approved|rejected:
