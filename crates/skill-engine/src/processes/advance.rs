@@ -756,11 +756,12 @@ impl Engine {
             moving.instance.wake_at = None;
             return Ok(Some(Moved::Waits));
         }
-        // The decision later steps may stand on: the newest approved gate.
+        // The decision later steps may stand on: the newest approved gate (one asked for a
+        // single call decides that call alone).
         let approvals = self.store.approvals(&found.id).await?;
         let decided = approvals
             .iter()
-            .filter(|a| a.gate && a.status == skill_api::ApprovalStatus::Approved)
+            .filter(|a| a.gate && a.status == skill_api::ApprovalStatus::Approved && a.call_skill_id.is_none())
             .max_by(|a, b| a.decided_at.cmp(&b.decided_at))
             .map(|a| {
                 json!({"id": a.id, "decidedBy": a.decided_by, "comment": a.comment,

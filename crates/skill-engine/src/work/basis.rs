@@ -154,7 +154,10 @@ fn process_basis(
     }
     let decided = decision.and_then(|approval| {
         let decider = approval.decided_by.as_ref()?;
-        (approval.gate && approval.status == ApprovalStatus::Approved && *decider != instance.started_by)
+        (approval.gate
+            && approval.status == ApprovalStatus::Approved
+            && approval.call_skill_id.is_none()
+            && *decider != instance.started_by)
             .then(|| (approval.id.clone(), decider.clone()))
     });
     let Some((approval_id, decided_by)) = decided else {
@@ -463,6 +466,11 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
         Some(Basis::Approval { .. }) if state.decider_disabled => Obstacle::Cancel(LostBasis::DeciderDisabled),
         Some(Basis::Approval { .. }) => Obstacle::None,
         Some(Basis::Process { .. }) => match (state.instance_status, state.activity_status) {
+            (Some(skill_api::InstanceStatus::Running), Some(skill_api::StepStatus::Open))
+                if state.approval_status != Some(ApprovalStatus::Approved) =>
+            {
+                Obstacle::Cancel(LostBasis::ApprovalWithdrawn)
+            }
             (Some(skill_api::InstanceStatus::Running), Some(skill_api::StepStatus::Open)) if state.decider_disabled => {
                 Obstacle::Cancel(LostBasis::DeciderDisabled)
             }
@@ -609,6 +617,7 @@ pub(crate) mod tests {
         }));
         let at = |instance: Option<&str>, step: Option<&str>, skill: &str| BasisState {
             task_status: None,
+            approval_status: Some(ApprovalStatus::Approved),
             instance_status: instance.map(|s| s.parse().expect("a state")),
             activity_status: step.map(|s| s.parse().expect("a state")),
             ..state("open", None, None, &[], skill)
@@ -634,6 +643,11 @@ pub(crate) mod tests {
         );
         let disowned = BasisState { decider_disabled: true, ..at(Some("running"), Some("open"), "active") };
         assert_eq!(recheck(&process, &disowned), Obstacle::Cancel(LostBasis::DeciderDisabled));
+        let withdrawn = BasisState {
+            approval_status: Some(ApprovalStatus::Withdrawn),
+            ..at(Some("running"), Some("open"), "active")
+        };
+        assert_eq!(recheck(&process, &withdrawn), Obstacle::Cancel(LostBasis::ApprovalWithdrawn));
     }
 
     #[test]

@@ -14,7 +14,12 @@
 //!   one: an execution call is claimed only while its task has no pending or rejected gate and an
 //!   approved one (a call that does not write, also with no gate at all);
 //! - the execution basis is the core's alone: only its execution principal holds it;
-//! - an approval is spent at most once per skill version; a task's execution writes at most once.
+//! - an approval is spent at most once per skill version; a task's execution writes at most once;
+//! - processes (people start and cancel instances of a process whose review task's gate, asked
+//!   for by its agent, decides a write; the core's workers move them): a call on a process basis
+//!   is the process agent's, of exactly what its open step fixed, claimed only while that step is
+//!   open in a running instance, on a gate approved by someone other than the instance's starter
+//!   on a task of the instance that closed done — once per step run.
 //!
 //! `SKILL_MODEL_CASES` (default 52, in four shards that run at once) × `SKILL_MODEL_STEPS`
 //! (default 2,000) operations — 104,000 — from the seed `SKILL_MODEL_SEED` (default fixed). A
@@ -27,9 +32,10 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use skill_api::{
-    ApprovalRequest, ApprovalStatus, Basis, CallStatus, CloseTaskRequest, DecideRequest, DisableRequest, EndRunRequest,
-    ExecutorAllowance, InvokeRequest, PublishRequest, RequestedCall, RunRequest, RunStatus, TaskApproval, TaskRequest,
-    TaskStatus, TaskTypeRequest, WithdrawRequest,
+    AgentRequest, ApplyRequest, ApprovalRequest, ApprovalStatus, Basis, CallStatus, CancelInstanceRequest,
+    CloseTaskRequest, DecideRequest, DisableRequest, EndRunRequest, ExecutorAllowance, InstanceStatus, InvokeRequest,
+    PackageRef, ProcessRequest, PublishRequest, RequestedCall, RunRequest, RunStatus, StartRequest, StepStatus,
+    TaskApproval, TaskRequest, TaskStatus, TaskTypeRequest, WithdrawRequest,
 };
 use skill_engine::{Actor, Engine, Origin, TokenRequest};
 use skill_store::records::{InvocationFilter, InvocationRecord};
@@ -60,6 +66,15 @@ struct Approval {
     call: Option<(&'static str, u64)>,
 }
 
+/// Who asked for the review gates a process's agent asks for: no person.
+const AGENT: usize = usize::MAX;
+
+#[derive(Debug, Clone)]
+struct Instance {
+    starter: usize,
+    running: bool,
+}
+
 #[derive(Debug, Clone)]
 struct Run {
     task: String,
@@ -85,6 +100,7 @@ struct Model {
     /// (skill, approval) pairs an approval basis has spent.
     spent: BTreeSet<(String, String)>,
     disabled: BTreeSet<usize>,
+    instances: BTreeMap<String, Instance>,
 }
 
 impl Model {
@@ -146,6 +162,8 @@ struct World {
     executor: Actor,
     /// Principal ids: the people's, in order; the core's execution principal's once known.
     ids: Vec<String>,
+    /// The principal the process runs as.
+    agent: String,
     _folder: Folder,
 }
 
@@ -223,8 +241,48 @@ async fn world(case: u64) -> World {
         };
         engine.publish_task_type(&admin, &request, None).await.expect("a type");
     }
+    // A process: a review task whose gate its agent asks for, then the write it decides.
+    let review = TaskTypeRequest {
+        key: "review".to_owned(),
+        version: "1".to_owned(),
+        custom_fields: json!({"n": {"type": "integer"}}).as_object().cloned(),
+        ..Default::default()
+    };
+    let agent = AgentRequest {
+        key: "proc-bot".into(),
+        spec: json!({"identity": {"kind": "agent", "permissions": ["skills.invoke", "tasks.write@desk", "tasks.read@desk"]},
+                     "skills": {"invoke": ["claim.send@1"]}}),
+    };
+    let process = ProcessRequest {
+        key: "decided-send".into(),
+        spec: json!({"version": "1", "identity": {"agent": "proc-bot"}, "steps": [
+            {"id": "review", "task": {"type": "review@1", "title": "Review {{$.input.n}}",
+                                      "customFields": {"n": "$.input.n"}, "approval": {}}},
+            {"id": "send", "call": {"skill": "claim.send@1", "decidedBy": "review",
+                                    "input": {"n": "$.steps.review.output.customFields.n"},
+                                    "retry": {"attempts": 2}}}]}),
+    };
+    let apply = ApplyRequest {
+        package: PackageRef { key: "model".into(), version: "1".into() },
+        install_hash: "b".repeat(64),
+        create: Vec::new(),
+        patch: Vec::new(),
+        objects: serde_json::from_value(json!([{"kind": "Agent", "key": "proc-bot"}])).expect("objects"),
+        adopt: Vec::new(),
+        settings_schema: None,
+        task_types: vec![review],
+        artifact_types: Vec::new(),
+        agents: vec![agent],
+        rules: Vec::new(),
+        processes: vec![process],
+    };
+    let installer =
+        actor(&engine, "installer", "person", &["org.manage", "skills.invoke", "tasks.write@desk", "tasks.read@desk"])
+            .await;
+    engine.apply_package(&installer, &apply, None).await.expect("the process applied");
+    let agent = engine.store().agent("proc-bot").await.expect("the agent").principal_id;
     let ids = people.iter().map(|person| person.id().to_owned()).collect();
-    World { engine, admin, people, executor, ids, _folder: Folder(folder) }
+    World { engine, admin, people, executor, ids, agent, _folder: Folder(folder) }
 }
 
 /// The refusal code of an engine answer, or `ok`.
@@ -295,7 +353,7 @@ async fn shard(n: u64) {
     for (kind, at_least) in [
         ("claimed", cases * 50),
         // Rare by nature: a call must wait long enough for its basis to go (about one a case).
-        ("+cancelled at claim", cases / 2),
+        ("+cancelled at claim", cases / 4),
         ("invoke refused", cases * 50),
         ("invoke accepted", cases * 50),
         ("+execution call", cases),
@@ -303,6 +361,8 @@ async fn shard(n: u64) {
         ("+requested call", cases / 2),
         ("+does not cover", cases),
         ("+execution write claimed", cases / 2),
+        ("+process write claimed", cases),
+        ("+write not decided", cases),
     ] {
         assert!(totals.get(kind).copied().unwrap_or(0) >= at_least, "too few `{kind}`: {totals:?}");
     }
@@ -355,6 +415,8 @@ fn operation(roll: usize) -> &'static str {
         65..=70 => "the core's workers run",
         71..=82 => "the executor claims a call",
         83..=93 => "the executor finishes a call",
+        100..=105 => "{who} starts a process instance",
+        106..=108 => "{who} cancels a process instance",
         _ => "the leases run out",
     }
 }
@@ -372,7 +434,7 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
             disabled if m.disabled.contains(&disabled) => 0,
             person => person,
         };
-        let roll = rng.below(100);
+        let roll = rng.below(110);
         let doing = format!("{} [step seed {step_seed:#x}]", operation(roll).replace("{who}", PEOPLE[person]));
         trail.lock().expect("the trail").push(doing.clone());
         let kind: &'static str = 'step: {
@@ -522,10 +584,24 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                 38..=60 => invoke(&w, &mut m, rng, person, &at, totals).await,
                 61..=63 => {
                     let open: Vec<String> = m.tasks.iter().filter(|(_, t)| t.open).map(|(id, _)| id.clone()).collect();
-                    let Some(task) = rng.pick(&open).cloned() else {
-                        break 'step "nothing to do";
+                    // Often a review whose gate was approved: done, as a reviewer would close it.
+                    let reviewed: Vec<String> = open
+                        .iter()
+                        .filter(|id| {
+                            m.tasks[*id].kind == "review@1"
+                                && m.approvals.values().any(|a| a.task == **id && a.status == ApprovalStatus::Approved)
+                        })
+                        .cloned()
+                        .collect();
+                    let (task, status) = match rng.pick(&reviewed).cloned().filter(|_| rng.chance(70)) {
+                        Some(task) => (task, "done".to_owned()),
+                        None => {
+                            let Some(task) = rng.pick(&open).cloned() else {
+                                break 'step "nothing to do";
+                            };
+                            (task, ["done", "failed", "cancelled"][rng.below(3)].to_owned())
+                        }
                     };
-                    let status = ["done", "failed", "cancelled"][rng.below(3)].to_owned();
                     w.engine
                         .close_task(&w.people[person], &task, &CloseTaskRequest { status, comment: None }, None)
                         .await
@@ -579,6 +655,7 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     // The core carries out what it carries out itself: outcomes, then executions.
                     w.engine.run_outcomes(Utc::now()).await.expect(&at);
                     w.engine.run_executions(Utc::now()).await.expect(&at);
+                    w.engine.run_processes(Utc::now()).await.expect(&at);
                     learn(&mut w, &mut m, &at, totals).await;
                     "workers ran"
                 }
@@ -608,6 +685,28 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     };
                     m.calls.get_mut(&id).expect("known").status = answer.status;
                     "call finished"
+                }
+                100..=105 => {
+                    let request =
+                        StartRequest { workspace: "desk".to_owned(), input: json!({"n": rng.below(3)}), key: None };
+                    let started = w.engine.start_process(&w.people[person], "decided-send@1", &request, None).await;
+                    let started = started.expect(&at);
+                    m.instances.insert(started.id, Instance { starter: person, running: true });
+                    "instance started"
+                }
+                106..=108 => {
+                    let ids: Vec<String> = m.instances.keys().cloned().collect();
+                    let Some(id) = rng.pick(&ids).cloned() else {
+                        break 'step "nothing to do";
+                    };
+                    let request = CancelInstanceRequest { reason: "changed our mind".to_owned() };
+                    let result = w.engine.cancel_instance(&w.people[person], &id, &request, None).await;
+                    let stored = w.engine.store().instance(&id).await.expect(&at);
+                    let running = m.instances[&id].running && stored.status == InstanceStatus::Cancelled;
+                    let expected = if m.instances[&id].running && running { "ok" } else { "instance_ended" };
+                    assert_eq!(code(&result), expected, "{at}: cancel {id} ({:?})", stored.status);
+                    m.instances.get_mut(&id).expect("known").running = false;
+                    "instance cancelled"
                 }
                 _ => {
                     // Leases run out: every running call is back in the queue or failed.
@@ -754,7 +853,10 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
                 assert_eq!(call.authority_principal_id, w.ids[1], "{at}: an outcome acts with the decider's authority");
                 count(totals, "+outcome call");
             }
-            Some(Basis::Process { .. }) => panic!("{at}: the model runs no process, yet a call stands on one"),
+            Some(Basis::Process { .. }) => {
+                assert_eq!(call.authority_principal_id, w.agent, "{at}: a process call not its agent's");
+                count(totals, "+process call");
+            }
             None => {}
         }
         let authority = w.ids.iter().take(3).position(|id| *id == call.authority_principal_id);
@@ -765,6 +867,77 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
             task.open = store.task(id).await.expect(at).status == TaskStatus::Open;
         }
     }
+    // The review tasks the instances made, and the gates their agent asked for.
+    for (id, instance) in &mut m.instances {
+        let stored = store.instance(id).await.expect(at);
+        let steps = store.steps(id).await.expect(at);
+        let undecided = stored.error.as_ref().is_some_and(|e| e["code"] == "process_write_not_decided");
+        if instance.running && undecided {
+            // Refused for want of a decision: its review closed otherwise than done, or no one but
+            // its starter approved it.
+            let review = steps.iter().rev().find(|s| s.action == "task").and_then(|s| s.task_id.clone());
+            let review = review.expect("a review ran");
+            let done = store.task(&review).await.expect(at).status == TaskStatus::Done;
+            let starter = &w.ids[instance.starter];
+            let decided = store.approvals(&review).await.expect(at).iter().any(|a| {
+                a.gate
+                    && a.call_skill_id.is_none()
+                    && a.status == ApprovalStatus::Approved
+                    && a.decided_by.as_ref().is_some_and(|d| d != starter)
+            });
+            assert!(!(done && decided), "{at}: {id} refused its write though another person decided it");
+            count(totals, "+write not decided");
+        }
+        if instance.running && stored.status == InstanceStatus::Completed {
+            count(totals, "+instance completed");
+        }
+        instance.running = stored.status == InstanceStatus::Running;
+        for step in steps {
+            let Some(task) = step.task_id.filter(|task| !m.tasks.contains_key(task)) else { continue };
+            let open = store.task(&task).await.expect(at).status == TaskStatus::Open;
+            for approval in store.approvals(&task).await.expect(at) {
+                assert_eq!(approval.requested_by, w.agent, "{at}: a review's gate is its agent's");
+                let asked =
+                    Approval { task: task.clone(), gate: true, status: approval.status, requester: AGENT, call: None };
+                m.approvals.insert(approval.id, asked);
+            }
+            m.tasks.insert(task, Task { open, kind: "review@1" });
+            count(totals, "+review task");
+        }
+    }
+}
+
+/// Whether a call on the process basis is covered now: its step's row open in a running
+/// instance, fixing its version, inputs and approval; the approval an approved gate of a task an
+/// earlier step of the instance closed done, decided by a person other than the starter; the
+/// process's agent its authority.
+async fn process_covered(w: &World, call: &InvocationRecord, at: &str, now: bool) -> bool {
+    let store = w.engine.store();
+    let Some(Basis::Process { instance_id, activity_id, approval_id, decided_by, .. }) = &call.authorization_basis
+    else {
+        return false;
+    };
+    let instance = store.instance(instance_id).await.expect(at);
+    let steps = store.steps(instance_id).await.expect(at);
+    let Some(step) = steps.iter().find(|s| s.id == *activity_id) else { return false };
+    let canonical = skill_contract::export::canonical_json;
+    let fixed = step.skill_id.as_deref() == Some(call.skill_id.as_str())
+        && step.inputs.as_ref().map(canonical) == Some(canonical(&call.inputs))
+        && step.approval_id.as_deref() == Some(approval_id.as_str());
+    let live = instance.status == InstanceStatus::Running && step.status == StepStatus::Open;
+    let approval = store.approval(approval_id).await.expect(at);
+    let reviewed = steps.iter().any(|s| {
+        s.action == "task" && s.status == StepStatus::Done && s.task_id.as_deref() == Some(approval.task_id.as_str())
+    });
+    let task_done = store.task(&approval.task_id).await.expect(at).status == TaskStatus::Done;
+    // Approved when the call is claimed; at the end, it may have been withdrawn since.
+    let stands = approval.status == ApprovalStatus::Approved || (!now && approval.status == ApprovalStatus::Withdrawn);
+    let decided = approval.gate
+        && stands
+        && approval.call_skill_id.is_none()
+        && approval.decided_by.as_deref() == Some(decided_by.as_str())
+        && *decided_by != instance.started_by;
+    fixed && (live || !now) && reviewed && task_done && decided && call.authority_principal_id == w.agent
 }
 
 /// Whether `call`'s approval basis covers it exactly: its outcome's reserved call, with the
@@ -823,6 +996,17 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
                 .any(|s| matches!(s, ApprovalStatus::Approved | ApprovalStatus::Pending | ApprovalStatus::Rejected)),
             (Some(Basis::Execution { .. }), "gate_rejected") => gates.contains(&ApprovalStatus::Rejected),
             (Some(_), "decider_disabled") => decider_disabled(w, &stored, at).await,
+            (Some(Basis::Process { approval_id, .. }), "approval_withdrawn") => {
+                store.approval(approval_id).await.expect(at).status != ApprovalStatus::Approved
+            }
+            (Some(Basis::Process { instance_id, .. }), "process_cancelled") => {
+                store.instance(instance_id).await.expect(at).status == InstanceStatus::Cancelled
+            }
+            (Some(Basis::Process { instance_id, activity_id, .. }), "process_step_closed") => {
+                let steps = store.steps(instance_id).await.expect(at);
+                steps.iter().any(|s| s.id == *activity_id && s.status != StepStatus::Open)
+                    || store.instance(instance_id).await.expect(at).status != InstanceStatus::Running
+            }
             (Some(Basis::Execution { .. }), "run_not_active") => {
                 store.run(stored.run_id.as_deref().expect("a run")).await.expect(at).status != RunStatus::Running
             }
@@ -857,7 +1041,10 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
             );
             assert!(covered(w, &call, at).await, "{at}: an external write on an approval that does not cover it");
         }
-        Some(Basis::Process { .. }) => panic!("{at}: the model runs no process, yet a call stands on one"),
+        Some(Basis::Process { .. }) => {
+            assert!(process_covered(w, &call, at, true).await, "{at}: a process write claimed without its basis");
+            count(totals, "+process write claimed");
+        }
         Some(Basis::Execution { .. }) => {
             let run = store.run(call.run_id.as_deref().expect("a run")).await.expect(at);
             assert_eq!(run.status, RunStatus::Running, "{at}: an execution call of an ended run claimed");
@@ -899,8 +1086,11 @@ async fn deciders(w: &World, call: &InvocationRecord, at: &str) -> Vec<skill_sto
             .filter(|a| a.gate && a.status == ApprovalStatus::Approved)
             .filter_map(|a| a.decided_by)
             .collect(),
-        // A process step stands on no one's decision.
-        Some(Basis::Process { .. }) | None => Vec::new(),
+        // A process step stands on the decision of its review's gate.
+        Some(Basis::Process { approval_id, .. }) => {
+            store.approval(approval_id).await.expect(at).decided_by.into_iter().collect()
+        }
+        None => Vec::new(),
     };
     let mut people = Vec::new();
     for id in ids {
@@ -935,6 +1125,7 @@ async fn check_whole(w: &World, m: &Model, case: u64) {
     let mut approvals = BTreeSet::new();
     let mut runs = BTreeSet::new();
     let mut writes = BTreeSet::new();
+    let mut activities = BTreeSet::new();
     for call in &calls {
         let Some(basis) = &call.authorization_basis else { continue };
         match basis {
@@ -953,7 +1144,10 @@ async fn check_whole(w: &World, m: &Model, case: u64) {
                 let authority = w.engine.store().principal(&call.authority_principal_id).await.expect("principal");
                 assert_eq!(authority.name, "core.execution", "{at}");
             }
-            Basis::Process { .. } => panic!("{at}: the model runs no process, yet a call stands on one"),
+            Basis::Process { activity_id, .. } => {
+                assert!(activities.insert(activity_id.clone()), "{at}: a step run with two calls");
+                assert!(process_covered(w, call, &at, false).await, "{at}: a process call its basis does not cover");
+            }
         }
     }
 }

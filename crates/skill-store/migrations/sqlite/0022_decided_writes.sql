@@ -1,6 +1,7 @@
 -- A process writes only what a person decided: a call step on the process basis fixes, on its
 -- row, the approval it stands on — an approved gate of a task an earlier task step of the same
--- instance waited for, closed done, decided by someone other than whoever started the instance.
+-- instance waited for, closed done, decided by someone other than whoever started the instance
+-- (a gate asked for no single call: one that was is a decision on that call alone).
 ALTER TABLE process_steps ADD COLUMN approval_id TEXT REFERENCES approvals (id);
 
 DROP TRIGGER process_steps_moves;
@@ -32,7 +33,7 @@ WHEN json_extract(NEW.authorization_basis, '$.kind') = 'process' AND NOT EXISTS 
         AND p.agent_principal_id = NEW.authority_principal_id
         AND a.id = json_extract(NEW.authorization_basis, '$.approvalId')
         AND a.decided_by = json_extract(NEW.authorization_basis, '$.decidedBy')
-        AND a.gate = 1 AND a.status = 'approved' AND a.decided_by <> i.started_by
+        AND a.gate = 1 AND a.status = 'approved' AND a.decided_by <> i.started_by AND a.call_skill_id IS NULL
         AND t.status = 'done' AND d.action = 'task' AND d.status = 'done')
 BEGIN
     SELECT RAISE(ABORT, 'basis_not_covered: a process step covers only the call it opened for, by its instance''s agent, while it is open, on a gate a person other than the starter approved on a task of the instance that closed done');
