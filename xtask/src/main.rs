@@ -13,6 +13,7 @@ mod fault;
 mod fuzz;
 mod module_loops;
 mod postgres;
+mod processes_fault;
 mod processes_run;
 mod rules_run;
 mod s3;
@@ -50,7 +51,10 @@ commands:
   fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
            the core once; checks none is lost, no effect doubled, no fencing token reused:
            `fault [sqlite|postgres]`; `fault rules`: 1,000 facts while the executor and the core are
-           killed, each evaluated once; figures in target/fault/
+           killed, each evaluated once; `fault processes`: 500 instances of a four-step process
+           with a person's review and an external write while the executor and the core are
+           killed, each completed, each step run once, each write made once; figures in
+           target/fault/
   fuzz     run the coverage-guided fuzz targets (crates/skill-fuzz) under libFuzzer:
            `fuzz [SECONDS] [TARGET...]` (120 s each by default), then keep a lean corpus in
            fuzz/corpus/ (the fewest inputs that reach every edge); `fuzz min [TARGET...]` only
@@ -114,6 +118,7 @@ fn dispatch() -> Result<()> {
         },
         Some("fault") => match std::env::args().nth(2).as_deref() {
             Some("rules") => rules_run::fault_rules(),
+            Some("processes") => processes_fault::fault_processes(),
             other => fault::fault(other.unwrap_or("sqlite")),
         },
         Some("fuzz") => fuzz::fuzz(&std::env::args().skip(2).collect::<Vec<_>>()),
