@@ -79,6 +79,19 @@ impl Engine {
             }
             found => found?,
         };
+        self.invoke_version(actor, skill, request, request_id, internal).await
+    }
+
+    /// [`Engine::invoke_by`] of a version already read (a process step read it to fix it).
+    pub(crate) async fn invoke_version(
+        &self,
+        actor: &Actor,
+        skill: skill_store::records::SkillRecord,
+        request: &InvokeRequest,
+        request_id: Option<&str>,
+        internal: Option<Internal<'_>>,
+    ) -> Result<Invoked> {
+        actor.require("skills.invoke")?;
         let key = checked_key(request.idempotency_key.as_deref())?;
         // The keys the core gives its own calls are its alone: no caller takes one first.
         if internal.is_none()
@@ -93,7 +106,11 @@ impl Engine {
         }
         // Kept with its keys in order, so that equal inputs are stored as the same text.
         let inputs = canonical(&Value::Object(request.inputs.clone().unwrap_or_default()));
-        if let Some(key) = &key {
+        // A process step's call that does not write is looked up by its key only if its insert
+        // meets one (a core that died after making it): the insert answers the call there.
+        let process_made = matches!(internal, Some(Internal::Process { .. }));
+        let looked_up = !(process_made && !crate::work::writes(skill.side_effects));
+        if let Some(key) = key.as_ref().filter(|_| looked_up) {
             match self.store.invocation_by_key(&skill.id, key).await {
                 Ok(existing) => return self.repeat(actor, &skill, existing, &inputs),
                 Err(error) if error.kind() == ErrorKind::NotFound => {}
@@ -246,7 +263,9 @@ impl Engine {
         match inserted {
             Inserted::New => {
                 self.ready.notify_one();
-                let looked = view::Looked { covered: self.covered(&call, now).await?, held_by: Vec::new() };
+                // Whether an executor covers it is told to callers; a process step does not ask.
+                let covered = if process_made { None } else { self.covered(&call, now).await? };
+                let looked = view::Looked { covered, held_by: Vec::new() };
                 Ok(Invoked { invocation: view::invocation_out(call, &skill, now, &looked), created: true })
             }
             // Two first calls with one key: the other one won; this is a repeat of it.

@@ -49,6 +49,8 @@ struct Moving<'a> {
     events: Vec<Event>,
     /// Whether the instance's row is among `changes` already.
     touched: bool,
+    /// The version the call step just entered fixed, read then (its call is made next).
+    entered: Option<skill_store::records::SkillRecord>,
 }
 
 impl Moving<'_> {
@@ -178,7 +180,8 @@ impl Engine {
         steps: Vec<StepRecord>,
         now: Time,
     ) -> Result<usize> {
-        let mut moving = Moving { process, instance, steps, changes: Vec::new(), events: Vec::new(), touched: false };
+        let mut moving =
+            Moving { process, instance, steps, changes: Vec::new(), events: Vec::new(), touched: false, entered: None };
         let agent = match agent {
             Some(agent) => Ok(agent.clone()),
             None => self.agent_actor(&process.agent_principal_id).await,
@@ -405,7 +408,10 @@ impl Engine {
         if let Some(Action::Call(call)) = step.action() {
             // Its version and inputs are fixed on its row: the call its process basis covers.
             match self.find(&call.skill).await {
-                Ok(entry) => record.skill_id = Some(entry.skill.id),
+                Ok(entry) => {
+                    record.skill_id = Some(entry.skill.id.clone());
+                    moving.entered = Some(entry.skill);
+                }
                 Err(error) => {
                     let error = json!({"code": error.code, "message": error.message});
                     moving.steps.push(record.clone());
@@ -572,8 +578,12 @@ impl Engine {
                 idempotency_key: Some(format!("process:{}", open.id)),
                 ..InvokeRequest::default()
             };
+            let entered = moving.entered.take().filter(|skill| open.skill_id.as_deref() == Some(skill.id.as_str()));
             let internal = Internal::Process { instance: &moving.instance, step: &open, process: moving.process };
-            let invoked = self.invoke_by(agent, &call.skill, &request, None, Some(internal)).await;
+            let invoked = match entered {
+                Some(skill) => self.invoke_version(agent, skill, &request, None, Some(internal)).await,
+                None => self.invoke_by(agent, &call.skill, &request, None, Some(internal)).await,
+            };
             let invoked = match invoked {
                 Ok(invoked) => invoked,
                 Err(error) => {
