@@ -528,7 +528,7 @@ impl ProcessSpec {
     }
 
     /// `call.decidedBy` names a task step, and the call's inputs read only what that decision
-    /// fixed: literals, `$.instance…` and `$.steps.<decidedBy>.output…`.
+    /// fixed: literals, `$.instance.id`, `$.instance.workspace` and `$.steps.<decidedBy>.output…`.
     fn decided_problems(
         &self,
         at: &str,
@@ -546,7 +546,9 @@ impl ProcessSpec {
                 "name the task step whose approved gate decides this call (a person reviews its task)",
             )),
         }
-        let allowed = [format!("$.steps.{decided_by}.output"), "$.instance".to_owned()];
+        // The instance's key is the starter's (or a rule's work key): not the decision's.
+        let allowed =
+            [format!("$.steps.{decided_by}.output"), "$.instance.id".to_owned(), "$.instance.workspace".to_owned()];
         for (name, value) in input {
             let mut read = Vec::new();
             string_leaves(value, &mut read);
@@ -560,7 +562,7 @@ impl ProcessSpec {
                     out.push(problem(
                         format!("{at}.call.input.{name}"),
                         format!(
-                            "{text:?}: a call that stands on step {decided_by}'s decision reads only what the decision fixed — literals, $.instance… and $.steps.{decided_by}.output…"
+                            "{text:?}: a call that stands on step {decided_by}'s decision reads only what the decision fixed — literals, $.instance.id, $.instance.workspace and $.steps.{decided_by}.output…"
                         ),
                         "put the value in the reviewed task's customFields and read it from there, or write it in the process",
                     ));
@@ -701,6 +703,24 @@ fn value_problem(value: &Value, at: &str, ids: &BTreeMap<&str, usize>, out: &mut
             return;
         }
     };
+    if root == "instance" && !matches!(segments.get(1), None | Some(Segment::Key(_))) {
+        out.push(problem(
+            at,
+            format!("{text} reads no field of the instance"),
+            "read $.instance.id, .key or .workspace",
+        ));
+        return;
+    }
+    if root == "instance"
+        && let Some(Segment::Key(field)) = segments.get(1)
+        && !["id", "key", "workspace"].contains(&field.as_str())
+    {
+        out.push(problem(
+            at,
+            format!("{text} reads the instance's {field:?}, which it has not"),
+            "read $.instance.id, .key or .workspace",
+        ));
+    }
     if root == "steps"
         && let Some(Segment::Key(id)) = segments.get(1)
         && !ids.contains_key(id.as_str())
@@ -786,6 +806,8 @@ mod tests {
             ("/steps/5/call/input/claim", json!("$.input.claim"), "spec.steps[5].call.input.claim"),
             ("/steps/5/call/input/text", json!({"nested": ["$.vars.text"]}), "spec.steps[5].call.input.text"),
             ("/steps/5/call/input/claim", json!("$.steps.review.outputs"), "spec.steps[5].call.input.claim"),
+            ("/steps/5/call/input/instance", json!("$.instance.key"), "spec.steps[5].call.input.instance"),
+            ("/steps/0/call/input/claim", json!("$.instance.startedBy"), "spec.steps[0].call.input.claim"),
             (
                 "/steps/1/task",
                 json!({"type": "claim-reply@1", "title": "x", "approval": {"comment": "Drafted: {{$.steps.nope.output}}"}}),

@@ -109,7 +109,7 @@ impl Engine {
         // A process step's call that does not write is looked up by its key only if its insert
         // meets one (a core that died after making it): the insert answers the call there.
         let process_made = matches!(internal, Some(Internal::Process { .. }));
-        let looked_up = !(process_made && !crate::work::writes(skill.side_effects));
+        let looked_up = !process_made || crate::work::writes(skill.side_effects);
         if let Some(key) = key.as_ref().filter(|_| looked_up) {
             match self.store.invocation_by_key(&skill.id, key).await {
                 Ok(existing) => return self.repeat(actor, &skill, existing, &inputs),

@@ -461,12 +461,15 @@ impl Engine {
     }
 
     /// The instance a new task of `task_type` starts when the type names a process — key
-    /// `task:<task id>`, input filled from the task, started by the task's creator — to be
-    /// written with the task. `403` when the process's agent may not work in its workspace.
+    /// `task:<task id>`, input filled from the task, its starter `starter` (the person behind the
+    /// task: its creator, the recorder of a rule's fact, the starter of the instance whose step
+    /// made it) — to be written with the task. `403` when the process's agent may not work in
+    /// its workspace.
     pub(crate) async fn task_instance(
         &self,
         task: &skill_store::records::TaskRecord,
         task_type: &skill_store::records::TaskTypeRecord,
+        starter: &str,
     ) -> Result<Option<(InstanceRecord, Event)>> {
         let Some(named) = task_type.spec.get("process") else { return Ok(None) };
         let Ok(named) = serde_json::from_value::<skill_api::TaskTypeProcess>(named.clone()) else {
@@ -479,7 +482,46 @@ impl Engine {
         let key = format!("task:{}", task.id);
         let now = self.now();
         self.processes_due.notify_one();
-        Ok(Some(self.new_instance(&process, &task.workspace_id, &key, input, &task.created_by, "task", now)))
+        Ok(Some(self.new_instance(&process, &task.workspace_id, &key, input, starter, "task", now)))
+    }
+
+    /// The writes a decision on task `id` decides, when a process's task step made it: each call
+    /// step standing on that step (`decidedBy`), with its version and the inputs it will have as
+    /// far as the task fixes them now (what reads the decision itself is left out). `tasks.read`.
+    pub async fn decided_writes(&self, actor: &Actor, id: &str) -> Result<Vec<(String, String, Value)>> {
+        let task = self.visible_task(actor, id, None).await?;
+        let Some(step) = self.store.step_of_task(&task.id).await? else { return Ok(Vec::new()) };
+        let instance = self.store.instance(&step.instance_id).await?;
+        let process = self.store.process(&instance.process_id).await?;
+        let document = json!({
+            "steps": {step.step_id.clone(): {"output": {"id": task.id, "customFields": task.custom_fields}}},
+            "instance": {"id": instance.id, "workspace": instance.workspace_id},
+        });
+        let mut writes = Vec::new();
+        for later in &process.spec.steps {
+            let Some(call) = later.call.as_ref().filter(|call| call.decided_by.as_deref() == Some(&step.step_id))
+            else {
+                continue;
+            };
+            let inputs = Value::Object(crate::rules::filled(&call.input, &document));
+            writes.push((later.id.clone(), call.skill.clone(), inputs));
+        }
+        Ok(writes)
+    }
+
+    /// How many instances started one another through task types before `instance`: its task
+    /// step's task started an instance, whose task step's task started one, … (counted up to
+    /// `limit`).
+    pub(crate) async fn chain_depth(&self, instance: &InstanceRecord, limit: usize) -> Result<usize> {
+        let mut depth = 0;
+        let mut key = instance.key.clone();
+        while depth < limit {
+            let Some(task) = key.strip_prefix("task:") else { break };
+            let Some(step) = self.store.step_of_task(task).await? else { break };
+            key = self.store.instance(&step.instance_id).await?.key;
+            depth += 1;
+        }
+        Ok(depth)
     }
 
     /// The instance whose task step made task `id` (`tasks.read` in its workspace), if a process

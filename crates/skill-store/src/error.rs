@@ -58,6 +58,7 @@ const GUARD_CODES: &[&str] = &[
     "principal_disabled",
     "process_immutable",
     "invalid_process",
+    "task_terminal",
 ];
 
 impl StoreError {

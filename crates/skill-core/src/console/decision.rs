@@ -22,6 +22,9 @@ pub(super) struct Decision {
     pub(super) draft: Option<String>,
     /// The side effects and risk of the version the approval was requested for, if any.
     pub(super) called: Option<(skill_api::SideEffects, skill_api::RiskLevel)>,
+    /// Whether the task's process decides writes on its gates (shown under "The process it
+    /// belongs to").
+    pub(super) process_writes: bool,
 }
 
 /// What the decider's text becomes when approving: the label of the input that reads
@@ -57,8 +60,16 @@ impl Decision {
                 @if let Some((approve, reject)) = &self.previews {
                     div.preview {
                         h4 { "Approving will" }
-                        @if approval.call.is_none() || !approve.is_empty() {
+                        @let decides_process = self.process_writes && approval.gate && approval.call.is_none();
+                        @if (approval.call.is_none() || !approve.is_empty()) && !(decides_process && approve.is_empty()) {
                             (preview(approve, target.as_ref().map(|(label, _)| label.as_str())))
+                        }
+                        @if decides_process {
+                            p.requested {
+                                @if !approve.is_empty() { "and " }
+                                "decide the writes of the process this task belongs to ("
+                                a href="#process" { "below" } "): they are made once the task closes done"
+                            }
                         }
                         @if let Some(call) = &approval.call {
                             p.requested {

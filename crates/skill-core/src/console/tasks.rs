@@ -161,6 +161,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
     let comments = engine.comments(actor, &of_task).await?.items;
     let origin = engine.task_origin(actor, &task.id).await?;
     let made_by = engine.task_process(actor, &task.id).await?;
+    let decided_writes = engine.decided_writes(actor, &task.id).await?;
     let mut names = Names::new(engine);
     let mut shown = Vec::new();
     for artifact in artifacts.items {
@@ -213,7 +214,16 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
                 .and_then(|entry| entry.skill.side_effects.zip(entry.skill.risk_level)),
             None => None,
         };
-        decisions.push(Decision { approval, requested_by, decided_by, previews, draft: draft_text.clone(), called });
+        let process_writes = !decided_writes.is_empty();
+        decisions.push(Decision {
+            approval,
+            requested_by,
+            decided_by,
+            previews,
+            draft: draft_text.clone(),
+            called,
+            process_writes,
+        });
     }
     let mut commented = Vec::new();
     for comment in comments {
@@ -232,6 +242,16 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
                 p {
                     "Step " code { (step) } " of " a href={ "/console/processes/" (instance) } { "an instance of " code { (process) } }
                     " made it, and goes on when it closes."
+                }
+                @if !decided_writes.is_empty() {
+                    p.note {
+                        "A gate of this task approved by someone other than whoever started the instance, with the task closed "
+                        strong { "done" } ", lets the process make these writes to the outside world, once:"
+                    }
+                    @for (step, skill, inputs) in &decided_writes {
+                        p { "Step " code { (step) } ": " strong { (skill) } ", with" }
+                        pre.decided { (super::layout::visible(&serde_json::to_string_pretty(inputs).unwrap_or_default())) }
+                    }
                 }
             }
         }

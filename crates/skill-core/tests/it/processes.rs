@@ -434,12 +434,16 @@ async fn a_process_writes_only_what_another_person_decided() {
     let mut starters = decided_send();
     starters["key"] = json!("starters-text");
     starters["spec"]["steps"][1]["call"]["input"]["comment"] = json!("$.input.text");
+    let mut instance_key = decided_send();
+    instance_key["key"] = json!("instance-key");
+    instance_key["spec"]["steps"][1]["call"]["input"]["comment"] = json!("$.instance.key");
     let mut not_a_task = decided_send();
     not_a_task["key"] = json!("not-a-task");
     not_a_task["spec"]["steps"][1]["call"]["decidedBy"] = json!("send");
     for (body, path) in [
         (undecided, "spec.steps[1].call.decidedBy"),
         (starters, "spec.steps[1].call.input.comment"),
+        (instance_key, "spec.steps[1].call.input.comment"),
         (not_a_task, "spec.steps[1].call.decidedBy"),
     ] {
         let refused = core.post(&core.admin, "/processes", &body).await;
@@ -479,8 +483,12 @@ async fn a_process_writes_only_what_another_person_decided() {
         &["tasks.write@claims", "tasks.read@claims", "approvals.decide@claims", "claims.reply@claims", "skills.invoke"],
     )
     .await;
+    // (A rejection stands: a new gate asked for after it and approved decides nothing.)
     let (rejected, task, gate) = review_of(&core, &lead, "C-rejected").await;
     core.post(&reviewer, &format!("/approvals/{gate}:decide"), &json!({"outcome": "rejected"})).await.ok(200);
+    let again = core.post(&lead, "/approvals", &json!({"taskId": task, "comment": "please"})).await.ok(201).clone();
+    let again = again["id"].as_str().unwrap_or_default();
+    core.post(&reviewer, &format!("/approvals/{again}:decide"), &json!({"outcome": "approved"})).await.ok(200);
     core.post(&lead, &format!("/tasks/{task}:close"), &json!({"status": "done"})).await.ok(200);
     let failed = until(&core, &lead, &rejected, |i| i["status"] == "failed").await;
     assert_eq!(failed["error"]["code"], "process_write_not_decided", "{failed}");
@@ -491,8 +499,52 @@ async fn a_process_writes_only_what_another_person_decided() {
         .ok(200);
     let done = until(&core, &lead, &decided, |i| i["status"] == "completed").await;
     assert_eq!(step(&done, "send")["approvalId"].as_str(), Some(gate.as_str()));
+    // One decision, one write: a process that loops back to its write makes it once.
+    let mut looping = decided_send();
+    looping["key"] = json!("decided-loop");
+    looping["spec"]["steps"][1]["next"] = json!("send");
+    core.post(&core.admin, "/processes", &looping).await.ok(201);
+    let start = json!({"workspace": "claims", "key": "C-loop", "input": {"claim": "C-loop"}});
+    let id =
+        core.post(&lead, "/processes/decided-loop:start", &start).await.ok(201)["id"].as_str().expect("id").to_owned();
+    let made = until(&core, &lead, &id, |i| step(i, "review")["taskId"].is_string()).await;
+    let task = step(&made, "review")["taskId"].as_str().expect("a task").to_owned();
+    let gates = core.get(&lead, &format!("/approvals?task={task}")).await.ok(200).clone();
+    let gate_id = gates["items"][0]["id"].as_str().expect("a gate").to_owned();
+    core.post(&reviewer, &format!("/approvals/{gate_id}:decide"), &json!({"outcome": "approved"})).await.ok(200);
+    core.post(&lead, &format!("/tasks/{task}:close"), &json!({"status": "done"})).await.ok(200);
+    let looped = until(&core, &lead, &id, |i| i["status"] == "failed").await;
+    assert_eq!(looped["error"]["code"], "process_write_not_decided", "{looped}");
+    let sends: Vec<&Value> = looped["steps"].as_array().into_iter().flatten().filter(|s| s["step"] == "send").collect();
+    assert_eq!(sends.iter().filter(|s| s["invocationId"].is_string()).count(), 1, "{looped}");
+    // A decision taken after its task closed is refused, whatever the order of the requests.
+    let (_, task, gate) = review_of(&core, &lead, "C-late").await;
+    core.post(&lead, &format!("/tasks/{task}:close"), &json!({"status": "done"})).await.ok(200);
+    let late = core.post(&reviewer, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved"})).await;
+    assert_eq!((late.status.as_u16(), late.body["error"]["code"].as_str()), (409, Some("task_terminal")));
+    // The person behind a chain is its starter: a task type that starts the process, its task
+    // made by the lead, whose review the lead approves, writes nothing.
+    let chained = json!({"key": "claim-decided", "version": "1", "customFields": {"claim": {"type": "string"}},
+                         "process": {"process": "decided-send@1", "input": {"claim": "$.customFields.claim"}}});
+    core.post(&core.admin, "/task-types", &chained).await.ok(201);
+    let body = json!({"workspace": "claims", "taskType": "claim-decided@1", "title": "C-chain", "customFields": {"claim": "C-chain"}});
+    let outer = core.post(&lead, "/tasks", &body).await.ok(201)["id"].as_str().expect("id").to_owned();
+    let listed = core.get(&lead, "/process-instances?workspace=claims&process=decided-send").await.ok(200).clone();
+    let inner = listed["items"].as_array().into_iter().flatten().find(|i| i["key"] == format!("task:{outer}"));
+    let inner = inner.and_then(|i| i["id"].as_str()).expect("the instance the task started").to_owned();
+    let made = until(&core, &lead, &inner, |i| step(i, "review")["taskId"].is_string()).await;
+    let review = step(&made, "review")["taskId"].as_str().expect("a task").to_owned();
+    let gates = core.get(&lead, &format!("/approvals?task={review}")).await.ok(200).clone();
+    let gate_id = gates["items"][0]["id"].as_str().expect("a gate").to_owned();
+    core.post(&lead, &format!("/approvals/{gate_id}:decide"), &json!({"outcome": "approved"})).await.ok(200);
+    core.post(&lead, &format!("/tasks/{review}:close"), &json!({"status": "done"})).await.ok(200);
+    let failed = until(&core, &lead, &inner, |i| i["status"] == "failed").await;
+    assert_eq!(failed["error"]["code"], "process_write_not_decided", "{failed}");
+
     let written = outbox(&sent);
     assert!(written.contains(&("C-decided".to_owned(), "hello".to_owned())), "{written:?}");
+    assert_eq!(written.iter().filter(|(claim, _)| claim == "C-loop").count(), 1, "{written:?}");
+    assert!(!written.iter().any(|(claim, _)| claim == "C-chain" || claim == "C-late"), "{written:?}");
     assert!(!written.iter().any(|(claim, text)| claim == "C-own" && text == "hello"), "{written:?}");
     assert!(!written.iter().any(|(claim, _)| claim == "C-rejected"), "{written:?}");
 }
@@ -742,4 +794,40 @@ async fn a_task_type_starts_its_process_with_each_task() {
     );
     let none = core.get(&other, "/tasks?workspace=elsewhere").await.ok(200).clone();
     assert_eq!(none["items"].as_array().map(Vec::len), Some(0), "no task: {none}");
+
+    // A task type and a process that start each other stop after eight in a row.
+    let installer = token(
+        &core.engine,
+        "chain-installer",
+        &["org.manage", "claims.reply", "skills.invoke", "tasks.read@claims", "tasks.write@claims"],
+    )
+    .await;
+    let apply = json!({"package": {"key": "chain", "version": "1"}, "installHash": "f".repeat(64), "objects": [],
+        "taskTypes": [{"key": "again", "version": "1", "process": {"process": "again-process@1", "input": {"task": "$.id"}}}],
+        "processes": [{"key": "again-process", "spec": {"version": "1", "identity": {"agent": "claims-handling"},
+            "steps": [{"id": "a", "task": {"type": "again@1", "title": "again"}}]}}]});
+    let applied = core.post(&installer, "/packages:apply", &apply).await;
+    assert!(applied.status.is_success(), "{}", applied.body);
+    core.post(&clerk, "/tasks", &json!({"workspace": "claims", "taskType": "again@1", "title": "seed"})).await.ok(201);
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        last = core
+            .get(&clerk, "/process-instances?workspace=claims&process=again-process&limit=200")
+            .await
+            .ok(200)
+            .clone();
+        if last["items"].as_array().into_iter().flatten().any(|i| i["status"] == "failed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let items = last["items"].as_array().cloned().unwrap_or_default();
+    let failed: Vec<&Value> = items.iter().filter(|i| i["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "{last}");
+    assert_eq!(failed[0]["error"]["code"], "process_loop_suspected", "{last}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after =
+        core.get(&clerk, "/process-instances?workspace=claims&process=again-process&limit=200").await.ok(200).clone();
+    assert_eq!(after["items"].as_array().map(Vec::len), Some(items.len()), "no more: {after}");
+    assert!(items.len() <= 9, "{} instances", items.len());
 }

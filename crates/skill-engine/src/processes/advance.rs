@@ -26,6 +26,10 @@ use crate::{Actor, Engine, Origin};
 
 /// How many steps one instance runs without waiting before it fails as a suspected endless loop.
 pub const MAX_TRANSITIONS: usize = 1000;
+/// How many step runs one instance makes at most before it fails as a suspected endless loop.
+pub(crate) const MAX_STEP_RUNS: usize = 10_000;
+/// How many instances in a row may start one another through their tasks' types.
+pub(crate) const MAX_CHAIN: usize = 8;
 /// How many instances one pass takes at most, and how many move at once.
 const BATCH: i64 = 200;
 const PARALLEL: usize = 32;
@@ -75,6 +79,17 @@ impl Moving<'_> {
     /// The approved gate a call standing on task step `decider` may write on: that step's last
     /// run ended with its task `done` and a gate approved by someone other than the starter.
     fn decision(&self, decider: &str) -> std::result::Result<String, String> {
+        let id = self.decided(decider)?;
+        // One decision, one write: the step run that fixed it (and its retries).
+        if self.steps.iter().any(|step| step.approval_id.as_deref() == Some(id.as_str())) {
+            return Err(format!(
+                "the decision of step {decider} covered a write already: a write needs a decision of its own"
+            ));
+        }
+        Ok(id)
+    }
+
+    fn decided(&self, decider: &str) -> std::result::Result<String, String> {
         let Some(ran) = self.steps.iter().rev().find(|step| step.step_id == decider) else {
             return Err(format!("step {decider}, whose decision this write stands on, has not run"));
         };
@@ -84,6 +99,9 @@ impl Moving<'_> {
         };
         if output["status"] != "done" {
             return Err(format!("step {decider}'s task closed {}, not done", output["status"]));
+        }
+        if output["rejected"] == true {
+            return Err(format!("a gate of step {decider}'s task was rejected: a rejection stands"));
         }
         let approval = &output["approval"];
         let (Some(id), Some(decided_by)) = (approval["id"].as_str(), approval["decidedBy"].as_str()) else {
@@ -403,6 +421,12 @@ impl Engine {
             self.end_instance(moving, InstanceStatus::Failed, Some(error), now);
             return Ok(Some(Moved::Waits));
         };
+        if moving.steps.len() >= MAX_STEP_RUNS {
+            let error = json!({"code": "process_loop_suspected",
+                               "message": format!("{MAX_STEP_RUNS} steps ran in one instance")});
+            self.end_instance(moving, InstanceStatus::Failed, Some(error), now);
+            return Ok(Some(Moved::Waits));
+        }
         let mut record = self.new_step(moving, &step, 1, now);
         let document = moving.document();
         if let Some(Action::Call(call)) = step.action() {
@@ -720,7 +744,14 @@ impl Engine {
                 task_type: format!("{}@{}", task_type.key, task_type.version),
             };
             moving.events.push(self.event(format!("task:{}", record.id), &made, &Origin::default()));
-            let started = match self.task_instance(&record, &task_type).await {
+            if task_type.spec.get("process").is_some()
+                && self.chain_depth(&moving.instance, MAX_CHAIN).await? >= MAX_CHAIN
+            {
+                let error = json!({"code": "process_loop_suspected",
+                                   "message": format!("{MAX_CHAIN} instances in a row started one another through their tasks")});
+                return Ok(Some(self.fail_step(moving, open, error, "process_loop_suspected", now)));
+            }
+            let started = match self.task_instance(&record, &task_type, &moving.instance.started_by).await {
                 Ok(started) => started,
                 Err(error) => {
                     let error = json!({"code": error.code, "message": error.message, "details": error.details});
@@ -777,8 +808,12 @@ impl Engine {
                 json!({"id": a.id, "decidedBy": a.decided_by, "comment": a.comment,
                        "decidedAt": a.decided_at.as_ref().map(crate::catalog::view_time)})
             });
+        let rejected = approvals
+            .iter()
+            .any(|a| a.gate && a.status == skill_api::ApprovalStatus::Rejected && a.call_skill_id.is_none());
+        let decided = if rejected { None } else { decided };
         let output = json!({"id": found.id, "status": found.status, "closeReason": found.close_reason,
-                            "customFields": found.custom_fields, "approval": decided});
+                            "customFields": found.custom_fields, "approval": decided, "rejected": rejected});
         Ok(Some(self.finish(moving, open, StepStatus::Done, Some(output), None, next, now)))
     }
 

@@ -478,7 +478,7 @@ impl Engine {
                 EnsureWork::Task(task) => task,
                 EnsureWork::Process(process) => {
                     let at = format!("spec.ensureWork[{index}].process");
-                    self.ensure_instance(&mut ensured, process, &at, rule, fact, document, pass, now).await?;
+                    self.ensure_instance(&mut ensured, process, &at, fact, document, pass, now).await?;
                     continue;
                 }
             };
@@ -536,7 +536,7 @@ impl Engine {
             };
             task_ids.push(record.id.clone());
             created.push(record.id.clone());
-            let started = self.task_instance(&record, &task_type).await?;
+            let started = self.task_instance(&record, &task_type, &fact.recorded_by).await?;
             changes.push(WorkChange::InsertTask(record));
             changes.push(WorkChange::InsertTaskOrigin(origin));
             if let Some((instance, event)) = started {
@@ -548,14 +548,13 @@ impl Engine {
     }
 
     /// A process instance the rule ensures: the one its key names in the fact's workspace, or
-    /// one started with the evaluation's end (started by the rule's agent).
+    /// one started with the evaluation's end (its starter whoever recorded the fact).
     #[allow(clippy::too_many_arguments)]
     async fn ensure_instance(
         &self,
         ensured: &mut Ensured,
         work: &skill_contract::rule::ProcessWork,
         at: &str,
-        rule: &RuleRecord,
         fact: &FactRecord,
         document: &Value,
         pass: &Pass,
@@ -578,7 +577,9 @@ impl Engine {
         }
         let input = Value::Object(filled(&work.input, document));
         let (record, event) =
-            self.new_instance(&process, &fact.workspace_id, &key, input, &rule.agent_principal_id, "rule", now);
+            // Its starter is whoever recorded the fact: the person behind the work, whom a write's
+            // decision must come from someone other than.
+            self.new_instance(&process, &fact.workspace_id, &key, input, &fact.recorded_by, "rule", now);
         ensured.instance_ids.push(record.id.clone());
         ensured.started.push(record.id.clone());
         ensured.events.push(event);

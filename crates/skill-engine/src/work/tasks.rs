@@ -59,7 +59,7 @@ impl Engine {
         let event = self.event(format!("task:{}", task.id), &created, &Origin::of(actor, request_id));
         let mut changes = vec![WorkChange::InsertTask(task.clone())];
         let mut events = vec![event];
-        if let Some((instance, started)) = self.task_instance(&task, &task_type).await? {
+        if let Some((instance, started)) = self.task_instance(&task, &task_type, actor.id()).await? {
             changes.push(WorkChange::InsertInstance(instance));
             events.push(started);
         }

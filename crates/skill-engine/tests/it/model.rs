@@ -879,12 +879,13 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
             let review = review.expect("a review ran");
             let done = store.task(&review).await.expect(at).status == TaskStatus::Done;
             let starter = &w.ids[instance.starter];
-            let decided = store.approvals(&review).await.expect(at).iter().any(|a| {
-                a.gate
-                    && a.call_skill_id.is_none()
-                    && a.status == ApprovalStatus::Approved
-                    && a.decided_by.as_ref().is_some_and(|d| d != starter)
-            });
+            let gates = store.approvals(&review).await.expect(at);
+            let gates: Vec<_> = gates.iter().filter(|a| a.gate && a.call_skill_id.is_none()).collect();
+            // A rejection stands; else an approval by another person decides.
+            let decided = !gates.iter().any(|a| a.status == ApprovalStatus::Rejected)
+                && gates.iter().any(|a| {
+                    a.status == ApprovalStatus::Approved && a.decided_by.as_ref().is_some_and(|d| d != starter)
+                });
             assert!(!(done && decided), "{at}: {id} refused its write though another person decided it");
             count(totals, "+write not decided");
         }

@@ -48,10 +48,31 @@ BEGIN
             AND a.id = NEW.authorization_basis ->> 'approvalId'
             AND a.decided_by = NEW.authorization_basis ->> 'decidedBy'
             AND a.gate AND a.status = 'approved' AND a.decided_by <> i.started_by AND a.call_skill_id IS NULL
-            AND t.status = 'done' AND d.action = 'task' AND d.status = 'done')
+            AND t.status = 'done' AND d.action = 'task' AND d.status = 'done'
+            AND NOT EXISTS (SELECT 1 FROM approvals r WHERE r.task_id = t.id AND r.gate
+                AND r.status = 'rejected' AND r.call_skill_id IS NULL))
     THEN
         RAISE EXCEPTION 'basis_not_covered: a process step covers only the call it opened for, by its instance''s agent, while it is open, on a gate a person other than the starter approved on a task of the instance that closed done';
     END IF;
     RETURN NEW;
 END
 $$;
+
+-- A decision covers one write: the step run that fixed it, and that run's retries.
+CREATE UNIQUE INDEX process_steps_decision ON process_steps (approval_id, attempt) WHERE approval_id IS NOT NULL;
+
+-- A decision is taken on an open task only, whatever the code read before: the task's row is
+-- read under a share lock, so a close committing at the same time is seen or waits.
+CREATE FUNCTION approvals_decided_on_open_task() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.status = 'pending' AND NEW.status IN ('approved', 'rejected') THEN
+        PERFORM 1 FROM tasks t WHERE t.id = NEW.task_id AND t.status = 'open' FOR SHARE;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'task_terminal: a closed task takes no decision';
+        END IF;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER approvals_decided_on_open_task BEFORE UPDATE ON approvals
+    FOR EACH ROW EXECUTE FUNCTION approvals_decided_on_open_task();

@@ -34,7 +34,20 @@ WHEN json_extract(NEW.authorization_basis, '$.kind') = 'process' AND NOT EXISTS 
         AND a.id = json_extract(NEW.authorization_basis, '$.approvalId')
         AND a.decided_by = json_extract(NEW.authorization_basis, '$.decidedBy')
         AND a.gate = 1 AND a.status = 'approved' AND a.decided_by <> i.started_by AND a.call_skill_id IS NULL
-        AND t.status = 'done' AND d.action = 'task' AND d.status = 'done')
+        AND t.status = 'done' AND d.action = 'task' AND d.status = 'done'
+            AND NOT EXISTS (SELECT 1 FROM approvals r WHERE r.task_id = t.id AND r.gate = 1
+                AND r.status = 'rejected' AND r.call_skill_id IS NULL))
 BEGIN
     SELECT RAISE(ABORT, 'basis_not_covered: a process step covers only the call it opened for, by its instance''s agent, while it is open, on a gate a person other than the starter approved on a task of the instance that closed done');
+END;
+
+-- A decision covers one write: the step run that fixed it, and that run's retries.
+CREATE UNIQUE INDEX process_steps_decision ON process_steps (approval_id, attempt) WHERE approval_id IS NOT NULL;
+
+-- A decision is taken on an open task only, whatever the code read before.
+CREATE TRIGGER approvals_decided_on_open_task BEFORE UPDATE ON approvals
+WHEN OLD.status = 'pending' AND NEW.status IN ('approved', 'rejected')
+    AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = NEW.task_id AND t.status <> 'open')
+BEGIN
+    SELECT RAISE(ABORT, 'task_terminal: a closed task takes no decision');
 END;

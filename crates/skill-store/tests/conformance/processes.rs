@@ -200,6 +200,22 @@ pub(crate) async fn a_process_basis_holds_only_while_its_step_is_open(db: Db) {
     let error = db.store.insert_invocation(&twice, &event("skill.invocation_requested", "c")).await;
     assert_eq!(error.expect_err("once per step run").kind(), ErrorKind::Conflict);
 
+    // A decision taken on a closed task is refused, whatever the code read before.
+    let late = approval(&open_task, &desk.id);
+    db.store.write_work(&[WorkChange::InsertApproval(late.clone())], &[]).await.expect("asked");
+    let error = db.store.write_work(&[WorkChange::UpdateApproval(decided(&late, &bob.id, "approved"))], &[]).await;
+    assert!(error.expect_err("a closed task").to_string().contains("task_terminal"));
+    // One decision, one write: another step run naming the same decision is refused.
+    let reused = StepRecord {
+        approval_id: Some(gate.clone()),
+        step_id: "again".into(),
+        status: StepStatus::Done,
+        ended_at: Some(Utc::now()),
+        ..step(&running, 9, &skill.id)
+    };
+    let error = db.store.write_work(&[WorkChange::InsertStep(reused)], &[]).await.expect_err("used once");
+    assert!(matches!(error.kind(), ErrorKind::Conflict), "{error}");
+
     // A review its starter decided, or no one, covers no write.
     for (key, starter, decider) in [("own", bob.id.clone(), Some(bob.id.clone())), ("none", ana.clone(), None)] {
         let other = instance(&published, &workspace, key, &starter);
