@@ -6,8 +6,9 @@
 //! lets go); a core killed mid-step leaves rows another core picks up where they stand.
 //!
 //! A call step is opened (its version and inputs fixed on its row) before its call is made, with
-//! the key `process:<activity id>`: a core killed between the two makes the same call again,
-//! which is the same call. An `external_write` version runs on the process basis, which the
+//! the key `process:<activity id>` (a retry: `process:<first run's id>:retry-<n>`, whose skill is
+//! given the first run's key): a core killed between the two makes the same call again, which is
+//! the same call. An `external_write` version runs on the process basis, which the
 //! database lets only this step's open row cover. A retry is a new row, so a new key.
 
 use chrono::Duration;
@@ -597,9 +598,21 @@ impl Engine {
             if (!moving.changes.is_empty() || moving.touched) && !self.flush(moving, now).await? {
                 return Ok(None);
             }
+            // A retry's key names the step's first run: the skill is given that run's key, so
+            // each retry is one more attempt at the same effect (`work::effect_key`).
+            let first = moving
+                .steps
+                .iter()
+                .rev()
+                .find(|step| step.step_id == open.step_id && step.attempt == 1 && step.seq < open.seq)
+                .filter(|_| open.attempt > 1);
+            let key = match first {
+                Some(first) => format!("process:{}:retry-{}", first.id, open.attempt - 1),
+                None => format!("process:{}", open.id),
+            };
             let request = InvokeRequest {
                 inputs: open.inputs.clone().and_then(|inputs| inputs.as_object().cloned()),
-                idempotency_key: Some(format!("process:{}", open.id)),
+                idempotency_key: Some(key),
                 ..InvokeRequest::default()
             };
             let entered = moving.entered.take().filter(|skill| open.skill_id.as_deref() == Some(skill.id.as_str()));

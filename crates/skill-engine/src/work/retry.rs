@@ -51,6 +51,14 @@ pub(crate) fn action_key(action: &ActionRecord) -> String {
 /// key as it is.
 pub(crate) fn effect_key(call: &InvocationRecord) -> Option<String> {
     let key = call.idempotency_key.clone()?;
+    // A process step's retry, `process:<first run>:retry-<n>`: the first run's key.
+    if key.starts_with("process:")
+        && let Some((first, n)) = key.rsplit_once(":retry-")
+        && !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Some(first.to_owned());
+    }
     let retry = match &call.authorization_basis {
         Some(Basis::Approval { retry, .. }) => *retry,
         Some(Basis::Execution { .. } | Basis::Process { .. }) | None => None,
@@ -243,5 +251,10 @@ mod tests {
         assert_eq!(effect_key(&first).as_deref(), Some("approval-outcome:a:0"));
         let odd = call("mine:retry-2", json!({"kind": "approval", "approvalId": "a", "decidedBy": "d", "retry": 3}));
         assert_eq!(effect_key(&odd).as_deref(), Some("mine:retry-2"), "only its own retry's suffix comes off");
+        let step = json!({"kind": "process", "instanceId": "i", "activityId": "s2", "step": "send",
+                          "definitionKey": "p", "definitionVersion": "1", "approvalId": "a", "decidedBy": "d"});
+        assert_eq!(effect_key(&call("process:s1:retry-1", step.clone())).as_deref(), Some("process:s1"));
+        assert_eq!(effect_key(&call("process:s1", step.clone())).as_deref(), Some("process:s1"));
+        assert_eq!(effect_key(&call("process:s1:draft", step)).as_deref(), Some("process:s1:draft"));
     }
 }

@@ -853,8 +853,19 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
                 assert_eq!(call.authority_principal_id, w.ids[1], "{at}: an outcome acts with the decider's authority");
                 count(totals, "+outcome call");
             }
-            Some(Basis::Process { .. }) => {
+            Some(Basis::Process { instance_id, activity_id, .. }) => {
                 assert_eq!(call.authority_principal_id, w.agent, "{at}: a process call not its agent's");
+                // A retry's key names the first run, whose key its skill is given.
+                let steps = store.steps(instance_id).await.expect(at);
+                let run = steps.iter().find(|s| s.id == *activity_id).expect("its step run");
+                let first = steps.iter().find(|s| s.step_id == run.step_id && s.attempt == 1).expect("the first run");
+                let key = if run.attempt > 1 {
+                    count(totals, "+process retry");
+                    format!("process:{}:retry-{}", first.id, run.attempt - 1)
+                } else {
+                    format!("process:{}", run.id)
+                };
+                assert_eq!(call.idempotency_key.as_deref(), Some(key.as_str()), "{at}");
                 count(totals, "+process call");
             }
             None => {}
