@@ -107,6 +107,21 @@ impl Tokens {
     }
 }
 
+/// A person's token named `name` holding `grants`, made straight in the database `db`.
+pub(crate) fn person_token(db: &str, name: &str, grants: &[&str]) -> Result<String> {
+    let mut command = Command::new(release("skill-core"));
+    command.args(["token", "create", "--db", db, "--name", name]);
+    for grant in grants {
+        command.args(["--grant", grant]);
+    }
+    output(&mut command)
+}
+
+/// A loopback address nothing listens on now, to serve on.
+pub(crate) fn free_listen() -> Result<String> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.to_string())
+}
+
 /// Publishes the demo host's `name@version` (its contract as the host prints it) to the core at
 /// `url`.
 pub(crate) fn publish_demo(url: &str, admin: &str, reference: &str) -> Result<()> {

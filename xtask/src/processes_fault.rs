@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use crate::core_run::{Tokens, build, output, publish_demo, release, start};
+use crate::core_run::{Tokens, build, free_listen, output, person_token, publish_demo, release, start};
 use crate::target_dir;
 
 const INSTANCES: usize = 500;
@@ -72,21 +72,11 @@ pub(crate) fn fault_processes() -> Result<()> {
     let core = release("skill-core");
     let Tokens { admin: _, caller: _, executor: runner } = Tokens::create(&db)?;
     output(Command::new(&core).args(["workspace", "create", "--db", &db, "--key", "desk"]))?;
-    let token = |name: &str, grants: &[&str]| {
-        let mut command = Command::new(&core);
-        command.args(["token", "create", "--db", &db, "--name", name]);
-        for grant in grants {
-            command.args(["--grant", grant]);
-        }
-        output(&mut command)
-    };
-    let installer = token("installer", &["org.manage", "skills.invoke", "tasks.write@desk", "tasks.read@desk"])?;
-    let starter = token("starter", &["tasks.write@desk", "tasks.read@desk"])?;
-    let reviewer = token("reviewer", &["tasks.write@desk", "tasks.read@desk", "approvals.decide@desk"])?;
-    let listen = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0")?;
-        probe.local_addr()?.to_string()
-    };
+    let installer =
+        person_token(&db, "installer", &["org.manage", "skills.invoke", "tasks.write@desk", "tasks.read@desk"])?;
+    let starter = person_token(&db, "starter", &["tasks.write@desk", "tasks.read@desk"])?;
+    let reviewer = person_token(&db, "reviewer", &["tasks.write@desk", "tasks.read@desk", "approvals.decide@desk"])?;
+    let listen = free_listen()?;
     let url = format!("http://{listen}");
     let api = |path: &str| format!("{url}/api/v1{path}");
     let mut core_process = start(&mut serve(&db, &listen), &folder.join("core.log"), " on http://")?.0;

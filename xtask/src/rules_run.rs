@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::core_run::{Process, Tokens, build, output, publish_demo, release, start};
+use crate::core_run::{Process, Tokens, build, free_listen, output, person_token, publish_demo, release, start};
 use crate::target_dir;
 
 const FACTS_PER_SECOND_BAR: f64 = 500.0;
@@ -69,20 +69,9 @@ fn setup(folder: &std::path::Path) -> Result<Setup> {
     let core = release("skill-core");
     let Tokens { admin: _, caller: _, executor: runner } = Tokens::create(&db)?;
     output(Command::new(&core).args(["workspace", "create", "--db", &db, "--key", "desk"]))?;
-    let token = |name: &str, grants: &[&str]| {
-        let mut command = Command::new(&core);
-        command.args(["token", "create", "--db", &db, "--name", name]);
-        for grant in grants {
-            command.args(["--grant", grant]);
-        }
-        output(&mut command)
-    };
-    let installer = token("installer", &["org.manage", "skills.invoke", "tasks.write@desk"])?;
-    let sender = token("sender", &["facts.write@desk", "org.read"])?;
-    let listen = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0")?;
-        probe.local_addr()?.to_string()
-    };
+    let installer = person_token(&db, "installer", &["org.manage", "skills.invoke", "tasks.write@desk"])?;
+    let sender = person_token(&db, "sender", &["facts.write@desk", "org.read"])?;
+    let listen = free_listen()?;
     let url = format!("http://{listen}");
     let (core_process, _) = start(&mut serve(&db, &listen), &folder.join("core.log"), " on http://")?;
     publish_demo(&url, &installer, "echo@1")?;

@@ -313,9 +313,15 @@ impl ProcessSpec {
 
     /// The versions the process calls (`name@version`), with their paths.
     pub fn skills(&self) -> impl Iterator<Item = (String, &str)> {
-        self.steps.iter().enumerate().filter_map(|(index, step)| {
-            step.call.as_ref().map(|call| (format!("spec.steps[{index}].call.skill"), call.skill.as_str()))
-        })
+        self.calls().map(|(at, call)| (format!("{at}.skill"), call.skill.as_str()))
+    }
+
+    /// The call steps, each with its path (`spec.steps[n].call`).
+    pub fn calls(&self) -> impl Iterator<Item = (String, &CallStep)> {
+        self.steps
+            .iter()
+            .enumerate()
+            .filter_map(|(index, step)| step.call.as_ref().map(|call| (format!("spec.steps[{index}].call"), call)))
     }
 
     /// The task types (`key@version`) the process makes tasks of, with their paths.

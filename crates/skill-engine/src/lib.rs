@@ -50,6 +50,7 @@ pub use clock::{Clock, MovedClock, SystemClock};
 pub use error::{Class, EngineError, Result};
 pub use identity::{IssuedToken, MAX_LABEL_CHARS, MAX_TOKEN_DAYS, PRINCIPAL_KINDS, TokenRequest};
 pub use invocations::Invoked;
+pub use processes::TaskProcess;
 
 /// The domain over one store. Cheap to clone; holds nothing authoritative in memory, so any
 /// number of engines (core replicas) can share a database.

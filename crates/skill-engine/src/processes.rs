@@ -48,6 +48,18 @@ pub(crate) fn compile(path: &str, source: &str, reads_fact: bool) -> Result<Cond
     })
 }
 
+/// The process a task belongs to: the instance whose task step made it, and the writes a
+/// decision on the task decides (`(step, name@version, inputs)`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskProcess {
+    pub instance_id: String,
+    /// `key@version`.
+    pub process: String,
+    /// The task step that made it.
+    pub step: String,
+    pub writes: Vec<(String, String, Value)>,
+}
+
 impl Engine {
     /// Publishes a process version (`org.manage`).
     pub async fn publish_process(
@@ -113,17 +125,14 @@ impl Engine {
             compile(&path, source, reads_fact)?;
         }
         let mut called = Vec::new();
-        for (path, skill) in spec.skills() {
+        for (at, call) in spec.calls() {
+            let path = format!("{at}.skill");
             let reference: SkillRef =
-                skill.parse().map_err(|_| invalid(&path, format!("{skill:?} is not name@version")))?;
+                call.skill.parse().map_err(|_| invalid(&path, format!("{:?} is not name@version", call.skill)))?;
             let skill = self.called_version(&path, &reference, planned).await?;
-            let at = path.trim_end_matches(".call.skill");
-            let undecided = spec.steps.iter().enumerate().any(|(index, step)| {
-                format!("spec.steps[{index}]") == at && step.call.as_ref().is_some_and(|c| c.decided_by.is_none())
-            });
-            if undecided && crate::work::basis::writes(skill.side_effects) {
+            if call.decided_by.is_none() && crate::work::basis::writes(skill.side_effects) {
                 return Err(invalid(
-                    &format!("{at}.call.decidedBy"),
+                    &format!("{at}.decidedBy"),
                     format!(
                         "{reference} writes to the outside world, and a process writes only what a person decided: name the task step whose approved gate decides this call (decidedBy), and read its inputs from that step's output"
                     ),
@@ -405,9 +414,20 @@ impl Engine {
 
     /// An instance with its steps (`tasks.read` in its workspace).
     pub async fn instance(&self, actor: &Actor, id: &str) -> Result<InstanceOut> {
-        let instance = self.visible_instance(actor, id, "tasks.read").await?;
+        let mut instance = self.visible_instance(actor, id, "tasks.read").await?;
         let process = self.store.process(&instance.process_id).await?;
-        let steps = self.store.steps(&instance.id).await?;
+        // The instance and its steps as of one write: every move writes its steps with the
+        // instance's row one version on, so the same version read before and after the steps
+        // means the steps are those of that version (else a core moved it meanwhile: again).
+        let mut steps = self.store.steps(&instance.id).await?;
+        for _ in 0..5 {
+            let again = self.store.instance(&instance.id).await?;
+            if again.row_version == instance.row_version {
+                break;
+            }
+            instance = again;
+            steps = self.store.steps(&instance.id).await?;
+        }
         Ok(instance_out(instance, steps, &format!("{}@{}", process.key, process.version), false))
     }
 
@@ -481,16 +501,16 @@ impl Engine {
         let input = Value::Object(crate::rules::filled(&named.input, &view));
         let key = format!("task:{}", task.id);
         let now = self.now();
-        self.processes_due.notify_one();
         Ok(Some(self.new_instance(&process, &task.workspace_id, &key, input, starter, "task", now)))
     }
 
-    /// The writes a decision on task `id` decides, when a process's task step made it: each call
-    /// step standing on that step (`decidedBy`), with its version and the inputs it will have as
-    /// far as the task fixes them now (what reads the decision itself is left out). `tasks.read`.
-    pub async fn decided_writes(&self, actor: &Actor, id: &str) -> Result<Vec<(String, String, Value)>> {
+    /// The instance whose task step made task `id` (`tasks.read` in its workspace), if a process
+    /// made it, with the writes a decision on the task decides: each call step standing on that
+    /// step (`decidedBy`), with its version and the inputs it will have as far as the task fixes
+    /// them now (what reads the decision itself is left out).
+    pub async fn task_process(&self, actor: &Actor, id: &str) -> Result<Option<TaskProcess>> {
         let task = self.visible_task(actor, id, None).await?;
-        let Some(step) = self.store.step_of_task(&task.id).await? else { return Ok(Vec::new()) };
+        let Some(step) = self.store.step_of_task(&task.id).await? else { return Ok(None) };
         let instance = self.store.instance(&step.instance_id).await?;
         let process = self.store.process(&instance.process_id).await?;
         let document = json!({
@@ -506,7 +526,12 @@ impl Engine {
             let inputs = Value::Object(crate::rules::filled(&call.input, &document));
             writes.push((later.id.clone(), call.skill.clone(), inputs));
         }
-        Ok(writes)
+        Ok(Some(TaskProcess {
+            instance_id: instance.id,
+            process: format!("{}@{}", process.key, process.version),
+            step: step.step_id,
+            writes,
+        }))
     }
 
     /// How many instances started one another through task types before `instance`: its task
@@ -522,16 +547,6 @@ impl Engine {
             depth += 1;
         }
         Ok(depth)
-    }
-
-    /// The instance whose task step made task `id` (`tasks.read` in its workspace), if a process
-    /// made it: `(instance id, key@version, step)`.
-    pub async fn task_process(&self, actor: &Actor, id: &str) -> Result<Option<(String, String, String)>> {
-        let task = self.visible_task(actor, id, None).await?;
-        let Some(step) = self.store.step_of_task(&task.id).await? else { return Ok(None) };
-        let instance = self.store.instance(&step.instance_id).await?;
-        let process = self.store.process(&instance.process_id).await?;
-        Ok(Some((instance.id, format!("{}@{}", process.key, process.version), step.step_id)))
     }
 
     /// Cancels a running instance with a reason (`tasks.write` in its workspace): its open step

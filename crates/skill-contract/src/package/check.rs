@@ -463,17 +463,14 @@ impl References<'_> {
             ));
         }
         let flagged = |path: &str| found.iter().any(|p| p.path == path);
-        for (path, skill) in spec.skills() {
+        for (at, call) in spec.calls() {
+            let (path, skill) = (format!("{at}.skill"), call.skill.as_str());
             if !flagged(&path) && !self.broken.contains(skill) {
                 let writes = self.resolve(object, &path, skill, problems) == Some(SideEffects::ExternalWrite);
-                let at = path.trim_end_matches(".call.skill");
-                let undecided = spec.steps.iter().enumerate().any(|(index, step)| {
-                    format!("spec.steps[{index}]") == at && step.call.as_ref().is_some_and(|c| c.decided_by.is_none())
-                });
-                if writes && undecided {
+                if writes && call.decided_by.is_none() {
                     problems.push(PackageProblem::new(
                         &object.file,
-                        &format!("{at}.call.decidedBy"),
+                        &format!("{at}.decidedBy"),
                         "invalid_process",
                         format!("{skill} writes to the outside world: a process writes only what a person decided"),
                         "name the task step whose approved gate decides this call (decidedBy: <task step>), and read its inputs from that step's output",

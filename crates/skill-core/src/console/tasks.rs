@@ -161,7 +161,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
     let comments = engine.comments(actor, &of_task).await?.items;
     let origin = engine.task_origin(actor, &task.id).await?;
     let made_by = engine.task_process(actor, &task.id).await?;
-    let decided_writes = engine.decided_writes(actor, &task.id).await?;
+    let decided_writes = made_by.as_ref().map(|made| made.writes.as_slice()).unwrap_or_default();
     let mut names = Names::new(engine);
     let mut shown = Vec::new();
     for artifact in artifacts.items {
@@ -236,7 +236,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         @if let Some(reason) = &task.close_reason { p.meta { "closed by the core: " code { (reason) } } }
         (fields(&task))
         (super::facts::origin(origin.as_ref()))
-        @if let Some((instance, process, step)) = &made_by {
+        @if let Some(skill_engine::TaskProcess { instance_id: instance, process, step, .. }) = &made_by {
             section #process {
                 h2 { "The process it belongs to" }
                 p {
@@ -248,7 +248,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
                         "A gate of this task approved by someone other than whoever started the instance, with the task closed "
                         strong { "done" } ", lets the process make these writes to the outside world, once:"
                     }
-                    @for (step, skill, inputs) in &decided_writes {
+                    @for (step, skill, inputs) in decided_writes {
                         p { "Step " code { (step) } ": " strong { (skill) } ", with" }
                         pre.decided { (super::layout::visible(&serde_json::to_string_pretty(inputs).unwrap_or_default())) }
                     }

@@ -405,7 +405,8 @@ impl Engine {
                 }
             };
             let Ensured { mut changes, mut events, task_ids, created, instance_ids, started } = planned;
-            let started_any = !started.is_empty();
+            // An instance started: the rule's, or one a task it made started (its type names a process).
+            let started_any = !started.is_empty() || changes.iter().any(|c| matches!(c, WorkChange::InsertInstance(_)));
             let artifact = match call {
                 Some(call) => Some(self.evidence(call, rule, fact, &evaluation, task_ids.first(), pass).await?),
                 None => None,

@@ -59,9 +59,11 @@ impl Engine {
         let event = self.event(format!("task:{}", task.id), &created, &Origin::of(actor, request_id));
         let mut changes = vec![WorkChange::InsertTask(task.clone())];
         let mut events = vec![event];
-        if let Some((instance, started)) = self.task_instance(&task, &task_type, actor.id()).await? {
+        let started = self.task_instance(&task, &task_type, actor.id()).await?;
+        let starts = started.is_some();
+        if let Some((instance, event)) = started {
             changes.push(WorkChange::InsertInstance(instance));
-            events.push(started);
+            events.push(event);
         }
         if let Some(approval) = &request.approval {
             let (approval, event) =
@@ -70,6 +72,9 @@ impl Engine {
             events.push(event);
         }
         self.store.write_work(&changes, &events).await?;
+        if starts {
+            self.processes_due.notify_one();
+        }
         Ok(task_out(task, &task_type))
     }
 
