@@ -72,8 +72,8 @@ pub use principals::{
     Revoked,
 };
 pub use processes::{
-    CancelInstanceRequest, InstanceOut, InstanceQuery, MAX_INPUT_BYTES, ProcessOut, ProcessQuery, ProcessRequest,
-    StartRequest, StepOut,
+    CancelInstanceRequest, InstanceOut, InstanceQuery, InstanceStepsQuery, MAX_INPUT_BYTES, ProcessOut, ProcessQuery,
+    ProcessRequest, StartRequest, StepOut,
 };
 pub use rules::{
     ConditionOut, EvaluateOut, EvaluateRequest, FactDraft, FactOut, FactQuery, FactRequest, MAX_FACT_BYTES,

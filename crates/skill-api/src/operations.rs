@@ -23,7 +23,8 @@ use crate::{
     DocumentRequest, EntityPage, EntityQuery, RecallAnswer, RecallRequest, SnapshotPlan, SnapshotRequest,
 };
 use crate::{
-    CancelInstanceRequest, InstanceOut, InstanceQuery, ProcessOut, ProcessQuery, ProcessRequest, StartRequest,
+    CancelInstanceRequest, InstanceOut, InstanceQuery, InstanceStepsQuery, ProcessOut, ProcessQuery, ProcessRequest,
+    StartRequest,
 };
 use crate::{EvaluateOut, EvaluateRequest, FactOut, FactQuery, FactRequest, RuleOut, RuleQuery, RuleRequest};
 
@@ -1241,10 +1242,10 @@ pub const OPERATIONS: &[Operation] = &[
         op: Op::ReadInstance,
         method: Method::Get,
         path: "/process-instances/{id}",
-        summary: "An instance with its steps as they ran",
+        summary: "An instance with its steps as they ran, a page at a time (`stepsAfter`, `stepsLimit`; `stepsNext` when more follow)",
         permission: "tasks.read in the instance's workspace",
         request: None,
-        query: None,
+        query: Some(schema::<InstanceStepsQuery>),
         success: (200, Some(schema::<InstanceOut>)),
         errors: &[(404, "not_found")],
         idempotency_key: false,

@@ -100,9 +100,25 @@ pub struct InstanceOut {
     /// Whether this answer made it (`false`: a start with its key had made it before).
     #[serde(default)]
     pub created: bool,
-    /// Its steps as they ran, oldest first (on `GET /process-instances/{id}`; empty in lists).
+    /// Its steps as they ran, oldest first (on `GET /process-instances/{id}`, a page of them;
+    /// empty in lists).
     #[serde(default)]
     pub steps: Vec<StepOut>,
+    /// More steps follow: pass this as `stepsAfter` for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_next: Option<i32>,
+}
+
+/// `GET /process-instances/{id}`: which of its steps to answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InstanceStepsQuery {
+    /// The steps after this `seq` (the `stepsNext` of the page before); from the first without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_after: Option<i32>,
+    /// How many steps at most: 1 to 1,000, 200 without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_limit: Option<u32>,
 }
 
 /// One step of an instance as it ran (a step run again — a call's retry, a loop — is a row of

@@ -13,8 +13,8 @@ mod advance;
 use serde_json::{Map, Value, json};
 use skill_api::events::{ProcessEnded, ProcessPublished, ProcessStarted, ProcessStepEnded};
 use skill_api::{
-    CancelInstanceRequest, InstanceOut, InstanceQuery, InstanceStatus, Lifecycle, MAX_INPUT_BYTES, Page, ProcessOut,
-    ProcessQuery, ProcessRequest, SkillStatus, StartRequest, StepOut, StepStatus,
+    CancelInstanceRequest, InstanceOut, InstanceQuery, InstanceStatus, InstanceStepsQuery, Lifecycle, MAX_INPUT_BYTES,
+    Page, ProcessOut, ProcessQuery, ProcessRequest, SkillStatus, StartRequest, StepOut, StepStatus, TaskStatus,
 };
 use skill_conditions::Condition;
 use skill_contract::SkillRef;
@@ -285,7 +285,7 @@ impl Engine {
             return Err(EngineError::forbidden("tasks.write").with("workspaceId", workspace));
         }
         let process = self.find_process(reference).await?;
-        self.agent_may_work(&process, &workspace).await?;
+        self.agent_may_work(&process, &workspace).await.map_err(|error| unnamed_agent(error, actor))?;
         let input = checked_input(&request.input)?;
         let key = match &request.key {
             Some(key) => checked_key(key)?,
@@ -413,22 +413,37 @@ impl Engine {
     }
 
     /// An instance with its steps (`tasks.read` in its workspace).
-    pub async fn instance(&self, actor: &Actor, id: &str) -> Result<InstanceOut> {
+    pub async fn instance(&self, actor: &Actor, id: &str, query: &InstanceStepsQuery) -> Result<InstanceOut> {
+        let limit = match query.steps_limit {
+            None => 200,
+            Some(limit @ 1..=1000) => i64::from(limit),
+            Some(other) => {
+                return Err(EngineError::invalid_request(format!("`stepsLimit` is 1 to 1000, not {other}"))
+                    .with("field", "stepsLimit")
+                    .with("max", 1000));
+            }
+        };
+        let after = query.steps_after.unwrap_or(0).max(0);
         let mut instance = self.visible_instance(actor, id, "tasks.read").await?;
         let process = self.store.process(&instance.process_id).await?;
         // The instance and its steps as of one write: every move writes its steps with the
         // instance's row one version on, so the same version read before and after the steps
         // means the steps are those of that version (else a core moved it meanwhile: again).
-        let mut steps = self.store.steps(&instance.id).await?;
+        let mut steps = self.store.steps_page(&instance.id, after, limit + 1).await?;
         for _ in 0..5 {
             let again = self.store.instance(&instance.id).await?;
             if again.row_version == instance.row_version {
                 break;
             }
             instance = again;
-            steps = self.store.steps(&instance.id).await?;
+            steps = self.store.steps_page(&instance.id, after, limit + 1).await?;
         }
-        Ok(instance_out(instance, steps, &format!("{}@{}", process.key, process.version), false))
+        let more = steps.len() > usize::try_from(limit).unwrap_or(usize::MAX);
+        steps.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        let next = if more { steps.last().map(|step| step.seq) } else { None };
+        let mut out = instance_out(instance, steps, &format!("{}@{}", process.key, process.version), false);
+        out.steps_next = next;
+        Ok(out)
     }
 
     /// The instance `id`, when the actor may `permission` in its workspace (else `404`, so its
@@ -551,7 +566,8 @@ impl Engine {
 
     /// Cancels a running instance with a reason (`tasks.write` in its workspace): its open step
     /// closes (a pending call of it is cancelled at claim, `process_step_closed` or
-    /// `process_cancelled`; one already claimed runs to its end).
+    /// `process_cancelled`; one already claimed runs to its end), and the open task it waits for
+    /// is cancelled with it (`process_cancelled`).
     pub async fn cancel_instance(
         &self,
         actor: &Actor,
@@ -594,6 +610,21 @@ impl Engine {
                 };
                 events.push(self.event(format!("process_instance:{}", instance.id), &step_ended(&closed), &origin));
                 changes.push(WorkChange::UpdateStep(closed));
+                // The task it waits for is the process's work: it is cancelled with it, so no
+                // decision is taken on it any more (nor an outcome run on one).
+                if let Some(task_id) = &open.task_id {
+                    let task = self.store.task(task_id).await?;
+                    if !task.status.is_terminal() {
+                        let closed = self.closed_for(
+                            &task,
+                            TaskStatus::Cancelled,
+                            Some("process_cancelled"),
+                            &origin,
+                            &mut events,
+                        );
+                        changes.insert(0, WorkChange::UpdateTask(closed));
+                    }
+                }
             }
             let ended = ProcessEnded {
                 status: InstanceStatus::Cancelled,
@@ -612,11 +643,20 @@ impl Engine {
             };
             changes.push(WorkChange::UpdateInstance(cancelled));
             if written(self.store.write_work(&changes, &events).await)? {
-                return self.instance(actor, id).await;
+                return self.instance(actor, id, &InstanceStepsQuery::default()).await;
             }
         }
         Err(crate::error::busy())
     }
+}
+
+/// `error` without the agent's name for a caller who may not read the process (`org.read`),
+/// which names it.
+pub(crate) fn unnamed_agent(mut error: EngineError, actor: &Actor) -> EngineError {
+    if !actor.can("org.read") {
+        error.details.remove("agent");
+    }
+    error
 }
 
 /// The `process.step_ended` event of a step that ended.
@@ -702,6 +742,7 @@ pub(crate) fn instance_out(
         ended_at: record.ended_at.as_ref().map(view_time),
         created,
         steps: steps.into_iter().map(step_out).collect(),
+        steps_next: None,
     }
 }
 

@@ -44,6 +44,9 @@ pub trait ProcessStore: Send + Sync {
     ) -> BoxFuture<'a, Result<Vec<InstanceRecord>>>;
     /// The steps an instance ran, in order.
     fn steps<'a>(&'a self, instance_id: &'a str) -> BoxFuture<'a, Result<Vec<StepRecord>>>;
+    /// At most `limit` steps of an instance after the step `after` (its `seq`), oldest first.
+    fn steps_page<'a>(&'a self, instance_id: &'a str, after: i32, limit: i64)
+    -> BoxFuture<'a, Result<Vec<StepRecord>>>;
     /// The task step that made task `task_id`, if a process made it.
     fn step_of_task<'a>(&'a self, task_id: &'a str) -> BoxFuture<'a, Result<Option<StepRecord>>>;
     /// The steps the instances `ids` ran, by instance and in order.
@@ -192,6 +195,18 @@ macro_rules! process_store {
                 Box::pin(async move {
                     let sql = concat!(select_step!(), " WHERE instance_id = $1 ORDER BY seq");
                     Ok(sqlx::query_as(sql).bind(instance_id).fetch_all(self.read()).await?)
+                })
+            }
+
+            fn steps_page<'a>(
+                &'a self,
+                instance_id: &'a str,
+                after: i32,
+                limit: i64,
+            ) -> BoxFuture<'a, Result<Vec<StepRecord>>> {
+                Box::pin(async move {
+                    let sql = concat!(select_step!(), " WHERE instance_id = $1 AND seq > $2 ORDER BY seq LIMIT $3");
+                    Ok(sqlx::query_as(sql).bind(instance_id).bind(after).bind(limit).fetch_all(self.read()).await?)
                 })
             }
 

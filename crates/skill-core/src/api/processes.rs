@@ -6,7 +6,7 @@ use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use skill_api::{CancelInstanceRequest, InstanceQuery, ProcessQuery, ProcessRequest, StartRequest};
+use skill_api::{CancelInstanceRequest, InstanceQuery, InstanceStepsQuery, ProcessQuery, ProcessRequest, StartRequest};
 use skill_engine::{Actor, EngineError};
 use skill_http::requests::RequestId;
 
@@ -71,11 +71,16 @@ pub(super) async fn instances(
 }
 
 /// `GET /process-instances/{id}`.
-pub(super) async fn instance(State(core): State<Core>, actor: Actor, Path(rest): Path<String>) -> Answer {
+pub(super) async fn instance(
+    State(core): State<Core>,
+    actor: Actor,
+    Path(rest): Path<String>,
+    QueryOf(query): QueryOf<InstanceStepsQuery>,
+) -> Answer {
     if rest.is_empty() || rest.contains([':', '/']) {
         return Err(EngineError::not_found(&format!("route GET …/process-instances/{rest}")).into());
     }
-    Ok(axum::Json(core.engine.instance(&actor, &rest).await?).into_response())
+    Ok(axum::Json(core.engine.instance(&actor, &rest, &query).await?).into_response())
 }
 
 /// `POST /process-instances/{id}:cancel`.

@@ -6,7 +6,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
-use skill_api::{CancelInstanceRequest, InstanceOut, InstanceQuery, InstanceStatus, StepOut};
+use skill_api::{CancelInstanceRequest, InstanceOut, InstanceQuery, InstanceStatus, InstanceStepsQuery, StepOut};
 use skill_engine::{Engine, EngineError};
 
 use super::layout::{badge, capped_json, page, rendered, when};
@@ -79,13 +79,31 @@ async fn instances_page(engine: &Engine, viewer: &Viewer, listing: &Listing) -> 
     Ok(page("Processes", Some(viewer.frame()), body))
 }
 
-/// `GET /console/processes/{id}`.
-pub(super) async fn instance(State(core): State<Core>, viewer: Viewer, Path(id): Path<String>) -> Response {
-    rendered(viewer.frame(), instance_page(&core.engine, &viewer, &id).await)
+/// Which page of an instance's steps.
+#[derive(Debug, Deserialize)]
+pub(super) struct StepsPage {
+    #[serde(rename = "stepsAfter")]
+    steps_after: Option<i32>,
 }
 
-async fn instance_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup, EngineError> {
-    let instance = engine.instance(&viewer.actor, id).await?;
+/// `GET /console/processes/{id}`.
+pub(super) async fn instance(
+    State(core): State<Core>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    Query(steps): Query<StepsPage>,
+) -> Response {
+    rendered(viewer.frame(), instance_page(&core.engine, &viewer, &id, steps.steps_after).await)
+}
+
+async fn instance_page(
+    engine: &Engine,
+    viewer: &Viewer,
+    id: &str,
+    steps_after: Option<i32>,
+) -> Result<Markup, EngineError> {
+    let query = InstanceStepsQuery { steps_after, steps_limit: None };
+    let instance = engine.instance(&viewer.actor, id, &query).await?;
     let title = format!("{} {}", instance.process, instance.key);
     let body = html! {
         p.crumbs { a href="/console/processes" { "Processes" } " / " (instance.process) }
@@ -101,7 +119,13 @@ async fn instance_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Mar
         }
         section #steps {
             h2 { "Steps" }
-            ol.timeline { @for step in &instance.steps { (step_item(step)) } }
+            @if steps_after.is_some_and(|after| after > 0) {
+                p { a href={ "/console/processes/" (instance.id) } { "The first steps" } }
+            }
+            ol.timeline start=[instance.steps.first().map(|step| step.seq)] { @for step in &instance.steps { (step_item(step)) } }
+            @if let Some(next) = instance.steps_next {
+                p { a href={ "/console/processes/" (instance.id) "?stepsAfter=" (next) } { "Later steps" } }
+            }
         }
         section #vars { h2 { "Variables" } (capped_json(&instance.vars, SHOWN_CHARS)) }
         section #input { h2 { "Input" } (capped_json(&instance.input, SHOWN_CHARS)) }

@@ -636,10 +636,24 @@ async fn processes_keep_to_their_rules() {
         )
         .await;
     assert_eq!(
-        (foreign.status.as_u16(), foreign.body["error"]["details"]["agent"].as_str()),
+        (foreign.status.as_u16(), foreign.body["error"]["details"].get("agent")),
+        (403, None),
+        "the agent is named only to who may read the process: {}",
+        foreign.body
+    );
+    let other_reader = token(&core.engine, "other-reader", &["tasks.write@elsewhere", "org.read"]).await;
+    let named = core
+        .post(
+            &other_reader,
+            "/processes/claim-handling:start",
+            &json!({"workspace": "elsewhere", "input": {"claim": "C-1"}}),
+        )
+        .await;
+    assert_eq!(
+        (named.status.as_u16(), named.body["error"]["details"]["agent"].as_str()),
         (403, Some("claims-handling")),
         "{}",
-        foreign.body
+        named.body
     );
     let none = core.get(&other_clerk, "/process-instances?workspace=elsewhere").await.ok(200).clone();
     assert_eq!(none["items"].as_array().map(Vec::len), Some(0), "nothing was started");
@@ -789,11 +803,12 @@ async fn a_task_type_starts_its_process_with_each_task() {
     elsewhere["workspace"] = json!("elsewhere");
     let refused = core.post(&other, "/tasks", &elsewhere).await;
     assert_eq!(
-        (refused.status.as_u16(), refused.body["error"]["details"]["agent"].as_str()),
-        (403, Some("claims-handling")),
+        (refused.status.as_u16(), refused.body["error"]["details"]["reason"].as_str()),
+        (403, Some("the process's agent may not work in this workspace")),
         "{}",
         refused.body
     );
+    assert!(refused.body["error"]["details"].get("agent").is_none(), "named only to who reads processes");
     let none = core.get(&other, "/tasks?workspace=elsewhere").await.ok(200).clone();
     assert_eq!(none["items"].as_array().map(Vec::len), Some(0), "no task: {none}");
 
@@ -832,4 +847,94 @@ async fn a_task_type_starts_its_process_with_each_task() {
         core.get(&clerk, "/process-instances?workspace=claims&process=again-process&limit=200").await.ok(200).clone();
     assert_eq!(after["items"].as_array().map(Vec::len), Some(items.len()), "no more: {after}");
     assert!(items.len() <= 9, "{} instances", items.len());
+}
+
+/// Cancelling an instance cancels the task it waits for (no decision is taken on it after); a
+/// call step's retries wait longer each time (the backoff, doubled), each a new call with its
+/// own key; an instance's steps are read a page at a time.
+#[tokio::test]
+async fn cancelling_closes_the_task_and_retries_back_off() {
+    let core = core_serving(Backend::Sqlite, "processes-cancel-retry", None, Default::default()).await;
+    let root = apply_package(&core).await;
+    core.post(&core.admin, "/processes", &decided_send()).await.ok(201);
+    let clerk = token(&core.engine, "clerk", &["tasks.write@claims", "tasks.read@claims", "skills.invoke"]).await;
+    let reviewer = token(
+        &core.engine,
+        "reviewer",
+        &["tasks.write@claims", "tasks.read@claims", "approvals.decide@claims", "claims.reply@claims"],
+    )
+    .await;
+    let (id, task, gate) = review_of(&core, &clerk, "C-gone").await;
+    let cancelled =
+        core.post(&clerk, &format!("/process-instances/{id}:cancel"), &json!({"reason": "withdrawn"})).await;
+    assert_eq!(cancelled.ok(200)["status"], "cancelled");
+    let closed = core.get(&clerk, &format!("/tasks/{task}")).await.ok(200).clone();
+    assert_eq!(
+        (closed["status"].as_str(), closed["closeReason"].as_str()),
+        (Some("cancelled"), Some("process_cancelled")),
+        "{closed}"
+    );
+    let late = core.post(&reviewer, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved"})).await;
+    assert_eq!(
+        (late.status.as_u16(), late.body["error"]["code"].as_str()),
+        (409, Some("task_terminal")),
+        "{}",
+        late.body
+    );
+
+    // A draft with no model: every call fails (llm_not_configured); three attempts, 10 s, then 20 s apart.
+    let retrying = json!({"key": "retrying", "spec": {"version": "1", "identity": {"agent": "claims-handling"},
+        "steps": [{"id": "draft", "call": {"skill": "claim.draft_reply@1", "input": {"claim": "$.input.claim"},
+                                           "retry": {"attempts": 3, "backoff": "10s"}}}]}});
+    core.post(&core.admin, "/processes", &retrying).await.ok(201);
+    let sent = Scratch::new("processes-retry-outbox");
+    let _executor: Child = executor(&host(), &root, &runner(&core).await, &sent);
+    let start = json!({"workspace": "claims", "key": "R-1", "input": {"claim": "late again"}});
+    let started = core.post(&clerk, "/processes/retrying:start", &start).await.ok(201).clone();
+    let id = started["id"].as_str().expect("an id").to_owned();
+    let runs = |instance: &Value| instance["steps"].as_array().map_or(0, Vec::len);
+    let time = |value: &Value| chrono::DateTime::parse_from_rfc3339(value.as_str().expect("a time")).expect("RFC 3339");
+    let mut keys = Vec::new();
+    for (attempt, backoff) in [(1, 10), (2, 20)] {
+        let waiting = until(&core, &clerk, &id, |i| runs(i) == attempt + 1).await;
+        let failed = &waiting["steps"][attempt - 1];
+        assert_eq!(
+            (failed["status"].as_str(), failed["error"]["code"].as_str()),
+            (Some("failed"), Some("llm_not_configured"))
+        );
+        let again = &waiting["steps"][attempt];
+        assert_eq!((again["attempt"].as_u64(), again["invocationId"].as_str()), (Some(attempt as u64 + 1), None));
+        let waited = time(&again["wakeAt"]) - time(&failed["endedAt"]);
+        assert_eq!(waited.num_seconds(), backoff, "{waiting}");
+        assert_eq!(waiting["wakeAt"], again["wakeAt"], "the instance looks again then");
+        let call = core
+            .get(&core.admin, &format!("/skill-invocations/{}", failed["invocationId"].as_str().unwrap_or_default()))
+            .await;
+        keys.push(call.ok(200)["idempotencyKey"].as_str().expect("a key").to_owned());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let still = core.get(&clerk, &format!("/process-instances/{id}")).await.ok(200).clone();
+        assert!(still["steps"][attempt]["invocationId"].is_null(), "no call before its time: {still}");
+        core.clock.advance(chrono::Duration::seconds(backoff));
+    }
+    let failed = until(&core, &clerk, &id, |i| i["status"] == "failed").await;
+    assert_eq!((runs(&failed), failed["error"]["code"].as_str()), (3, Some("process_step_failed")), "{failed}");
+    let first = failed["steps"][0]["id"].as_str().expect("an id");
+    assert_eq!(keys, [format!("process:{first}"), format!("process:{first}:retry-1")]);
+
+    // The steps a page at a time.
+    let page = core.get(&clerk, &format!("/process-instances/{id}?stepsLimit=2")).await.ok(200).clone();
+    assert_eq!((runs(&page), page["stepsNext"].as_i64()), (2, Some(2)), "{page}");
+    let rest = core.get(&clerk, &format!("/process-instances/{id}?stepsAfter=2&stepsLimit=2")).await.ok(200).clone();
+    assert_eq!(
+        (runs(&rest), rest["steps"][0]["attempt"].as_i64(), rest.get("stepsNext")),
+        (1, Some(3), None),
+        "{rest}"
+    );
+    let refused = core.get(&clerk, &format!("/process-instances/{id}?stepsLimit=0")).await;
+    assert_eq!(
+        (refused.status.as_u16(), refused.body["error"]["details"]["field"].as_str()),
+        (400, Some("stepsLimit")),
+        "{}",
+        refused.body
+    );
 }

@@ -29,6 +29,8 @@ use crate::{Actor, Engine, Origin};
 pub const MAX_TRANSITIONS: usize = 1000;
 /// How many step runs one instance makes at most before it fails as a suspected endless loop.
 pub(crate) const MAX_STEP_RUNS: usize = 10_000;
+/// The backoff of a step's retries when its `retry` names none.
+const DEFAULT_BACKOFF_SECONDS: u64 = 1;
 /// How many instances in a row may start one another through their tasks' types.
 pub(crate) const MAX_CHAIN: usize = 8;
 /// How many instances one pass takes at most, and how many move at once.
@@ -678,7 +680,7 @@ impl Engine {
                 ..open.clone()
             };
             self.replace_step(moving, failed);
-            let backoff = call.retry.as_ref().and_then(|r| r.backoff.as_deref()).and_then(parse_duration).unwrap_or(0);
+            let backoff = retry_delay(call.retry.as_ref().and_then(|r| r.backoff.as_deref()), open.attempt);
             let mut again = self.new_step(moving, step, open.attempt + 1, now);
             again.skill_id = open.skill_id.clone();
             again.inputs = open.inputs.clone();
@@ -926,6 +928,29 @@ impl Engine {
     }
 }
 
+/// How long the retry after failed attempt `attempt` waits: the backoff (1 s without one),
+/// doubled for each attempt before, at most an hour (or the backoff, when longer).
+fn retry_delay(backoff: Option<&str>, attempt: i32) -> u64 {
+    let base = backoff.and_then(parse_duration).unwrap_or(DEFAULT_BACKOFF_SECONDS);
+    let doublings = u32::try_from(attempt.saturating_sub(1)).unwrap_or(0).min(20);
+    base.saturating_mul(1 << doublings).min(base.max(3600))
+}
+
 fn seconds_of(seconds: u64) -> Duration {
     Duration::seconds(i64::try_from(seconds).unwrap_or(i64::MAX / 1000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retry_delay;
+
+    #[test]
+    fn retries_wait_longer_each_time() {
+        assert_eq!([1, 2, 3, 4].map(|n| retry_delay(None, n)), [1, 2, 4, 8]);
+        assert_eq!([1, 2, 3].map(|n| retry_delay(Some("30s"), n)), [30, 60, 120]);
+        assert_eq!(retry_delay(Some("0s"), 5), 0, "0s retries at once");
+        assert_eq!(retry_delay(Some("40m"), 3), 3600, "an hour at most");
+        assert_eq!(retry_delay(Some("2h"), 4), 7200, "a backoff longer than an hour is kept");
+        assert_eq!(retry_delay(None, 10), 512);
+    }
 }

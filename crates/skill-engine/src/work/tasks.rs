@@ -59,7 +59,10 @@ impl Engine {
         let event = self.event(format!("task:{}", task.id), &created, &Origin::of(actor, request_id));
         let mut changes = vec![WorkChange::InsertTask(task.clone())];
         let mut events = vec![event];
-        let started = self.task_instance(&task, &task_type, actor.id()).await?;
+        let started = self
+            .task_instance(&task, &task_type, actor.id())
+            .await
+            .map_err(|error| crate::processes::unnamed_agent(error, actor))?;
         let starts = started.is_some();
         if let Some((instance, event)) = started {
             changes.push(WorkChange::InsertInstance(instance));

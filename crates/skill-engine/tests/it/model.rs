@@ -260,7 +260,7 @@ async fn world(case: u64) -> World {
                                       "customFields": {"n": "$.input.n"}, "approval": {}}},
             {"id": "send", "call": {"skill": "claim.send@1", "decidedBy": "review",
                                     "input": {"n": "$.steps.review.output.customFields.n"},
-                                    "retry": {"attempts": 2}}}]}),
+                                    "retry": {"attempts": 2, "backoff": "0s"}}}]}),
     };
     let apply = ApplyRequest {
         package: PackageRef { key: "model".into(), version: "1".into() },
@@ -699,6 +699,9 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     let Some(id) = rng.pick(&ids).cloned() else {
                         break 'step "nothing to do";
                     };
+                    // The task the instance waits for, if any: cancelled with it.
+                    let steps = skill_store::ProcessStore::steps(&**w.engine.store(), &id).await.expect(&at);
+                    let waited = steps.iter().find(|s| s.status == StepStatus::Open).and_then(|s| s.task_id.clone());
                     let request = CancelInstanceRequest { reason: "changed our mind".to_owned() };
                     let result = w.engine.cancel_instance(&w.people[person], &id, &request, None).await;
                     let stored = w.engine.store().instance(&id).await.expect(&at);
@@ -706,6 +709,18 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     let expected = if m.instances[&id].running && running { "ok" } else { "instance_ended" };
                     assert_eq!(code(&result), expected, "{at}: cancel {id} ({:?})", stored.status);
                     m.instances.get_mut(&id).expect("known").running = false;
+                    if let Some(task) =
+                        waited.filter(|task| expected == "ok" && m.tasks.get(task).is_some_and(|t| t.open))
+                    {
+                        let closed = w.engine.store().task(&task).await.expect(&at);
+                        assert_eq!(
+                            closed.status,
+                            TaskStatus::Cancelled,
+                            "{at}: the instance's task is cancelled with it"
+                        );
+                        m.tasks.get_mut(&task).expect("known").open = false;
+                        count(totals, "+task cancelled with its instance");
+                    }
                     "instance cancelled"
                 }
                 _ => {
