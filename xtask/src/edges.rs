@@ -21,6 +21,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("skill-store", &["axum", "rmcp", "hyper", "reqwest"]),
     // The domain knows no transport and no SQL dialect.
     ("skill-engine", &["axum", "rmcp", "hyper", "reqwest"]),
+    // The scenario runner drives the engine in process: no transport, no authoring crate.
+    ("skill-scenarios", &["axum", "rmcp", "hyper", "reqwest", "skill-sdk", "skill-host"]),
     ("skill-client", &["axum", "rmcp", "sqlx"]),
     ("skill-executor", &["axum", "sqlx"]),
     ("skill-remote", &["axum", "sqlx"]),
@@ -72,7 +74,11 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "skill-store",
         ],
     ),
-    ("skill-cli", &["skill-api", "skill-client", "skill-package", "skill-sdk"]),
+    // Package scenario tests: a scratch core (the engine on its own SQLite database) whose
+    // skills mocks answer; used by `skill-sdk package test` and the core's /packages:test.
+    ("skill-scenarios", &["skill-api", "skill-conditions", "skill-contract", "skill-engine", "skill-store"]),
+    // The authoring command; `package test` embeds the scenario runner (and so a scratch core).
+    ("skill-cli", &["skill-api", "skill-client", "skill-package", "skill-scenarios", "skill-sdk"]),
     ("claims-integration", &["skill-host", "skill-sdk"]),
     // The fuzz targets drive the parsers of the core, the hosts and the contract crate.
     ("skill-fuzz", &["skill-api", "skill-contract", "skill-core", "skill-host"]),

@@ -27,6 +27,7 @@ mod invocations;
 mod knowledge;
 pub mod openapi;
 pub mod operations;
+mod package_tests;
 mod packages;
 mod page;
 mod principals;
@@ -62,6 +63,7 @@ pub use invocations::{
 pub use knowledge::{
     DocumentOut, DocumentRequest, EntityPage, EntityQuery, RecallAnswer, RecallRequest, SnapshotPlan, SnapshotRequest,
 };
+pub use package_tests::{MAX_TESTS, PackageTestOut, PackageTestRequest, TestFailure, TestFile, TestOutcome};
 pub use packages::{
     ApplyOut, ApplyRequest, InstallOut, MAX_APPLY_BYTES, ObjectRef, PackageRef, PlannedPatch, RecordRequest,
     SettingsOut, SettingsRequest,

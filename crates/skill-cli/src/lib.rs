@@ -6,3 +6,4 @@ pub mod call_command;
 pub mod fact_command;
 pub mod image_command;
 pub mod package_command;
+pub mod test_command;

@@ -46,6 +46,10 @@ pub enum PackageCommand {
         #[command(flatten)]
         adopt: Adopt,
     },
+    /// Test the package: its skill files against the integration code (contracts), the offline
+    /// check, then its scenario tests (tests/*.test.yaml) on a scratch core with the skills'
+    /// calls answered by mocks. Exit 0 only when every stage passed.
+    Test(crate::test_command::TestArgs),
 }
 
 #[derive(Debug, Args)]
@@ -83,6 +87,7 @@ pub fn run(command: PackageCommand) -> ExitCode {
         }
     };
     let folder = match &command {
+        PackageCommand::Test(args) => return crate::test_command::run(args),
         PackageCommand::Check { folder, .. }
         | PackageCommand::Plan { folder, .. }
         | PackageCommand::Apply { folder, .. } => folder.package.clone(),
@@ -127,6 +132,7 @@ pub fn run(command: PackageCommand) -> ExitCode {
         PackageCommand::Plan { core, adopt, .. } | PackageCommand::Apply { core, adopt, .. } => {
             (core.core.clone(), adopt.names.clone())
         }
+        PackageCommand::Test(args) => return crate::test_command::run(args),
     };
     let (core, adopt) = core;
     let Some(token) = std::env::var("SKILL_CORE_TOKEN").ok().filter(|token| !token.is_empty()) else {

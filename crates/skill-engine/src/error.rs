@@ -55,6 +55,16 @@ impl EngineError {
         self
     }
 
+    /// The error as told to a caller who may read the organisation's definitions (`org.read`)
+    /// or not: without, it does not name the agent a process runs as.
+    #[must_use]
+    pub(crate) fn shown_to(mut self, reads_definitions: bool) -> Self {
+        if !reads_definitions {
+            self.details.remove("agent");
+        }
+        self
+    }
+
     pub fn with_details(mut self, details: Map<String, Value>) -> Self {
         self.details.extend(details);
         self

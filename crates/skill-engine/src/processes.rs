@@ -285,7 +285,7 @@ impl Engine {
             return Err(EngineError::forbidden("tasks.write").with("workspaceId", workspace));
         }
         let process = self.find_process(reference).await?;
-        self.agent_may_work(&process, &workspace).await.map_err(|error| unnamed_agent(error, actor))?;
+        self.agent_may_work(&process, &workspace).await.map_err(|error| error.shown_to(actor.can("org.read")))?;
         let input = checked_input(&request.input)?;
         let key = match &request.key {
             Some(key) => checked_key(key)?,
@@ -648,15 +648,6 @@ impl Engine {
         }
         Err(crate::error::busy())
     }
-}
-
-/// `error` without the agent's name for a caller who may not read the process (`org.read`),
-/// which names it.
-pub(crate) fn unnamed_agent(mut error: EngineError, actor: &Actor) -> EngineError {
-    if !actor.can("org.read") {
-        error.details.remove("agent");
-    }
-    error
 }
 
 /// The `process.step_ended` event of a step that ended.

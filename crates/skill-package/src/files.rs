@@ -33,7 +33,37 @@ pub(crate) struct FileText {
 pub(crate) fn read_package(root: &Path) -> std::io::Result<(Vec<FileText>, Vec<PackageProblem>)> {
     let mut walk = Walk { root, paths: Vec::new(), problems: Vec::new(), visited: BTreeSet::new() };
     walk.folder(root, 0)?;
-    let Walk { mut paths, mut problems, .. } = walk;
+    let Walk { paths, problems, .. } = walk;
+    Ok(read_paths(paths, problems))
+}
+
+/// The scenario tests of the package in `root` (canonical): its `tests/**/*.test.yaml`, read
+/// as the package's files are, in path order.
+pub(crate) fn read_tests(root: &Path) -> std::io::Result<(Vec<FileText>, Vec<PackageProblem>)> {
+    let folder = root.join("tests");
+    if !folder.is_dir() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    if !folder.canonicalize()?.starts_with(root) {
+        let refused = problem(
+            "tests",
+            "link_outside_package",
+            "the tests folder points outside the package folder, which is never read".to_owned(),
+            "keep the tests inside the package",
+        );
+        return Ok((Vec::new(), vec![refused]));
+    }
+    let mut walk = Walk { root, paths: Vec::new(), problems: Vec::new(), visited: BTreeSet::new() };
+    walk.folder(&folder, 1)?;
+    let Walk { mut paths, problems, .. } = walk;
+    paths.retain(|(relative, _)| relative.ends_with(".test.yaml"));
+    Ok(read_paths(paths, problems))
+}
+
+fn read_paths(
+    mut paths: Vec<(String, PathBuf)>,
+    mut problems: Vec<PackageProblem>,
+) -> (Vec<FileText>, Vec<PackageProblem>) {
     paths.sort();
     let mut files = Vec::new();
     let mut total = 0u64;
@@ -55,7 +85,7 @@ pub(crate) fn read_package(root: &Path) -> std::io::Result<(Vec<FileText>, Vec<P
             Err(refusal) => problems.push(refusal.problem(&relative)),
         }
     }
-    Ok((files, problems))
+    (files, problems)
 }
 
 fn problem(file: &str, code: &'static str, message: String, hint: &str) -> PackageProblem {

@@ -10,6 +10,7 @@
 //! | the plan of a whole package, and carrying it out | [`plan`], [`apply`], [`Change`], [`Applied`] |
 //! | the integration crate and its host binary | [`host_crate`] |
 //! | the skills executor's container image (`skill-sdk image skills`) | [`image`] |
+//! | the scenario tests and the packages a scratch core installs for them | [`test_files`], [`test_request`] |
 
 mod apply;
 mod failure;
@@ -18,12 +19,14 @@ pub mod host_crate;
 pub mod image;
 mod load;
 mod plan;
+mod scenarios;
 mod task_types;
 
 pub use apply::{Applied, apply};
 pub use files::{MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_PACKAGE_BYTES};
 pub use load::{Loaded, load, problems};
 pub use plan::{Change, SkillPlan, plan, plan_skill, plan_with, refusal, subset};
+pub use scenarios::{UnreadTest, test_files, test_request};
 /// A skill document of the package with its endpoint's installation variable filled.
 pub use skill_contract::package::{VariableKind, fill};
 pub use task_types::{agent_requests, artifact_type_requests, process_requests, rule_requests, task_type_requests};

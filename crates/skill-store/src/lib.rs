@@ -109,6 +109,9 @@ pub trait Store:
     fn backend(&self) -> Backend;
     /// Answers when the database does (`/readyz`).
     fn ping(&self) -> BoxFuture<'_, Result<()>>;
+    /// Writes a consistent copy of the whole database to the new file `file` (SQLite only: the
+    /// scratch cores package tests run on start each test from one).
+    fn copy_into<'a>(&'a self, file: &'a Path) -> BoxFuture<'a, Result<()>>;
 }
 
 impl Store for SqliteStore {
@@ -119,6 +122,16 @@ impl Store for SqliteStore {
     fn ping(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             sqlx::query("SELECT 1").execute(&self.reader).await?;
+            Ok(())
+        })
+    }
+
+    fn copy_into<'a>(&'a self, file: &'a Path) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let Some(file) = file.to_str() else {
+                return Err(StoreError::new(ErrorKind::Invalid, "the copy's path is not UTF-8"));
+            };
+            sqlx::query("VACUUM INTO $1").bind(file).execute(&self.reader).await?;
             Ok(())
         })
     }
@@ -134,6 +147,12 @@ impl Store for PgStore {
             sqlx::query("SELECT 1").execute(&self.pool).await?;
             Ok(())
         })
+    }
+
+    fn copy_into<'a>(&'a self, _file: &'a Path) -> BoxFuture<'a, Result<()>> {
+        Box::pin(
+            async move { Err(StoreError::new(ErrorKind::Invalid, "only a SQLite database is copied into a file")) },
+        )
     }
 }
 

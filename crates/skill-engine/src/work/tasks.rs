@@ -62,7 +62,7 @@ impl Engine {
         let started = self
             .task_instance(&task, &task_type, actor.id())
             .await
-            .map_err(|error| crate::processes::unnamed_agent(error, actor))?;
+            .map_err(|error| error.shown_to(actor.can("org.read")))?;
         let starts = started.is_some();
         if let Some((instance, event)) = started {
             changes.push(WorkChange::InsertInstance(instance));

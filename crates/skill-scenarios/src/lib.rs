@@ -1,0 +1,134 @@
+//! A package's scenario tests (`tests/*.test.yaml`) run on a scratch core whose skills are
+//! answered by mocks: the runner `skill-sdk package test` embeds and the core's
+//! `POST /packages:test` uses. A test never touches a real core's data: every run makes a
+//! SQLite database of its own (the packages installed once), and every test starts from a copy.
+//!
+//! | what | where |
+//! |---|---|
+//! | the test file, read as written | [`file`] |
+//! | the template database and each test's copy | [`scratch`] |
+//! | the mock executor, and the mock outputs checked before any step | [`mock`] |
+//! | a test's steps and expectations | [`steps`] |
+//! | the human summary and JUnit XML | [`report`] |
+
+pub mod file;
+pub mod mock;
+pub mod report;
+pub mod scratch;
+pub mod steps;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use skill_api::{MAX_TESTS, PackageTestOut, PackageTestRequest, TestFailure, TestOutcome};
+
+/// How long one test may take.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs the tests of `request` on scratch cores made in `folder` (removed after). Refused as a
+/// whole (`too_many_tests`, `package_refused`, …) when it cannot run at all.
+pub async fn run(request: &PackageTestRequest, folder: &Path) -> Result<PackageTestOut, Box<TestFailure>> {
+    let started = Instant::now();
+    if request.tests.is_empty() || request.tests.len() > MAX_TESTS {
+        return Err(Box::new(
+            TestFailure::new(
+                "too_many_tests",
+                Some("tests".to_owned()),
+                format!("one run has 1 to {MAX_TESTS} tests, not {}", request.tests.len()),
+            )
+            .hinted("split the tests over several runs"),
+        ));
+    }
+    let Some(tested) = request.packages.last() else {
+        return Err(Box::new(TestFailure::new("invalid_request", Some("packages".to_owned()), "no package to test")));
+    };
+    let read: Vec<_> = request.tests.iter().map(|file| file::read(&file.document)).collect();
+    let mut workspaces: BTreeSet<String> = read.iter().flatten().map(|test| test.given.workspace.clone()).collect();
+    workspaces.insert("test".to_owned());
+    let template = scratch::Template::make(folder, &request.packages, &workspaces).await?;
+    let mut tests = Vec::with_capacity(read.len());
+    for (file, test) in request.tests.iter().zip(read) {
+        let began = Instant::now();
+        let name = file.document.get("name").and_then(|name| name.as_str()).unwrap_or(&file.file).to_owned();
+        let (failure, warnings) = match test {
+            Err(refusal) => (Some(*refusal), Vec::new()),
+            Ok(test) => match subject_reference(tested, &test) {
+                Err(refusal) => (Some(*refusal), Vec::new()),
+                Ok(subject) => one(&template, &test, subject, request.allow_unmocked).await,
+            },
+        };
+        tests.push(TestOutcome {
+            file: file.file.clone(),
+            name,
+            passed: failure.is_none(),
+            seconds: began.elapsed().as_secs_f64(),
+            failure,
+            warnings,
+        });
+    }
+    drop(template);
+    let passed = tests.iter().filter(|test| test.passed).count();
+    Ok(PackageTestOut { failed: tests.len() - passed, passed, tests, seconds: started.elapsed().as_secs_f64() })
+}
+
+async fn one(
+    template: &scratch::Template,
+    test: &file::Test,
+    subject: String,
+    allow_unmocked: bool,
+) -> (Option<TestFailure>, Vec<TestFailure>) {
+    let scratch = match template.scratch().await {
+        Ok(scratch) => scratch,
+        Err(failure) => return (Some(*failure), Vec::new()),
+    };
+    let mut run = steps::Run::new(scratch, test, subject, allow_unmocked);
+    let outcome = tokio::time::timeout(TEST_TIMEOUT, run.run()).await;
+    let failure = match outcome {
+        Ok(Ok(())) => None,
+        Ok(Err(failure)) => Some(*failure),
+        Err(_) => Some(TestFailure::new(
+            "test_timeout",
+            None,
+            format!("the test did not end within {} s", TEST_TIMEOUT.as_secs()),
+        )),
+    };
+    let warnings = std::mem::take(&mut run.warnings);
+    run.s.discard();
+    (failure, warnings)
+}
+
+/// `key@version` of the test's subject: its version, or the one the package under test has.
+fn subject_reference(package: &skill_api::ApplyRequest, test: &file::Test) -> Result<String, Box<TestFailure>> {
+    if let Some(version) = &test.version {
+        return Ok(format!("{}@{version}", test.key));
+    }
+    let spec_version = |spec: &serde_json::Value| spec["version"].as_str().map(str::to_owned);
+    let versions: Vec<String> = match test.subject {
+        file::Subject::TaskType => {
+            package.task_types.iter().filter(|t| t.key == test.key).map(|t| t.version.clone()).collect()
+        }
+        file::Subject::Rule => {
+            package.rules.iter().filter(|r| r.key == test.key).filter_map(|r| spec_version(&r.spec)).collect()
+        }
+        file::Subject::Process => {
+            package.processes.iter().filter(|p| p.key == test.key).filter_map(|p| spec_version(&p.spec)).collect()
+        }
+    };
+    match versions.as_slice() {
+        [one] => Ok(format!("{}@{one}", test.key)),
+        [] => Err(Box::new(
+            TestFailure::new(
+                "unknown_reference",
+                Some(test.subject.field().to_owned()),
+                format!("package {} has no {} {}", package.package.key, test.subject.field(), test.key),
+            )
+            .hinted("name an object of the package under test"),
+        )),
+        _ => Err(Box::new(TestFailure::new(
+            "invalid_test",
+            Some("version".to_owned()),
+            format!("the package has {} versions of {}: name one with `version`", versions.len(), test.key),
+        ))),
+    }
+}
