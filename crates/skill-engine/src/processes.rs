@@ -423,7 +423,16 @@ impl Engine {
                     .with("max", 1000));
             }
         };
-        let after = query.steps_after.unwrap_or(0).max(0);
+        let after = match query.steps_after {
+            None => 0,
+            Some(after) if after >= 0 => after,
+            Some(other) => {
+                return Err(EngineError::invalid_request(format!(
+                    "`stepsAfter` is the seq of a step (the stepsNext of the page before), not {other}"
+                ))
+                .with("field", "stepsAfter"));
+            }
+        };
         let mut instance = self.visible_instance(actor, id, "tasks.read").await?;
         let process = self.store.process(&instance.process_id).await?;
         // The instance and its steps as of one write: every move writes its steps with the
@@ -584,7 +593,7 @@ impl Engine {
             )
             .with("field", "reason"));
         }
-        for _ in 0..3 {
+        for _ in 0..5 {
             let instance = self.visible_instance(actor, id, "tasks.write").await?;
             if instance.status.is_terminal() {
                 return Err(EngineError::new(

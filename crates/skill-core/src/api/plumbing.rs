@@ -269,10 +269,9 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Failure> {
         ));
     }
     serde_path_to_error::deserialize(value).map_err(|error| {
-        let path = error.path().to_string();
         let mut failure = EngineError::invalid_request(format!("the body does not fit: {}", error.inner()));
-        if path != "." {
-            failure = failure.with("field", path);
+        if let Some(field) = named_field(&error.path().to_string(), &error.inner().to_string()) {
+            failure = failure.with("field", field);
         }
         Failure(failure)
     })
@@ -303,9 +302,39 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for QueryOf
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match Query::<T>::from_request_parts(parts, state).await {
             Ok(Query(query)) => Ok(Self(query)),
-            Err(rejection) => Err(Failure(EngineError::invalid_request(rejection.body_text()))),
+            Err(rejection) => Err(Failure(query_refused(&rejection))),
         }
     }
+}
+
+/// The field a deserialization error is about: its path, or for an unknown or missing field
+/// (refused at the top, path `.`) the name serde's message gives.
+fn named_field(path: &str, message: &str) -> Option<String> {
+    if path != "." {
+        return Some(path.to_owned());
+    }
+    ["unknown field `", "missing field `"]
+        .iter()
+        .find_map(|lead| message.strip_prefix(lead))
+        .and_then(|rest| rest.split_once('`'))
+        .map(|(name, _)| name.to_owned())
+}
+
+/// A query string that does not fit: `400 invalid_request`, with the parameter in
+/// `details.field` as a body's field is named.
+fn query_refused(rejection: &axum::extract::rejection::QueryRejection) -> EngineError {
+    let failure = EngineError::invalid_request(rejection.body_text());
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+    while let Some(error) = source {
+        if let Some(found) = error.downcast_ref::<serde_path_to_error::Error<serde::de::value::Error>>() {
+            return match named_field(&found.path().to_string(), &found.inner().to_string()) {
+                Some(field) => failure.with("field", field),
+                None => failure,
+            };
+        }
+        source = error.source();
+    }
+    failure
 }
 
 /// A JSON response with a status and, for one skill version, its ETag.
@@ -322,6 +351,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_query_that_does_not_fit_names_its_parameter() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        #[allow(dead_code)]
+        struct Paged {
+            steps_limit: Option<u32>,
+        }
+        let field = |query: &str| {
+            let uri: axum::http::Uri = format!("/x?{query}").parse().expect("a URI");
+            let Err(rejection) = Query::<Paged>::try_from_uri(&uri) else { panic!("{query} fits") };
+            query_refused(&rejection).details.get("field").and_then(|f| f.as_str()).map(str::to_owned)
+        };
+        assert_eq!(field("stepsLimit=abc").as_deref(), Some("stepsLimit"));
+        assert_eq!(field("stepsLimit=-1").as_deref(), Some("stepsLimit"));
+        assert_eq!(field("foo=1").as_deref(), Some("foo"));
+    }
+
+    #[test]
     fn nul_characters_are_refused_raw_or_escaped() {
         #[derive(Debug, serde::Deserialize)]
         #[allow(dead_code)]
@@ -333,5 +380,7 @@ mod tests {
         assert!(parse::<Body>(br#"{"name": "a\\u0000"}"#).is_ok(), "an escaped backslash is not a NUL");
         let Err(Failure(error)) = parse::<Body>(br#"{"name": 7}"#) else { panic!("a number is not a name") };
         assert_eq!((error.code, error.details["field"].as_str()), ("invalid_request", Some("name")));
+        let Err(Failure(missing)) = parse::<Body>(br"{}") else { panic!("a name is required") };
+        assert_eq!(missing.details["field"].as_str(), Some("name"));
     }
 }

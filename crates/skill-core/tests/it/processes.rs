@@ -930,11 +930,35 @@ async fn cancelling_closes_the_task_and_retries_back_off() {
         (1, Some(3), None),
         "{rest}"
     );
-    let refused = core.get(&clerk, &format!("/process-instances/{id}?stepsLimit=0")).await;
+    for (query, field) in
+        [("stepsLimit=0", "stepsLimit"), ("stepsAfter=-1", "stepsAfter"), ("stepsLimit=abc", "stepsLimit")]
+    {
+        let refused = core.get(&clerk, &format!("/process-instances/{id}?{query}")).await;
+        assert_eq!(
+            (refused.status.as_u16(), refused.body["error"]["details"]["field"].as_str()),
+            (400, Some(field)),
+            "{query}: {}",
+            refused.body
+        );
+    }
+
+    // Retries due at once that loop back through onFailure are a loop like any other: the
+    // instance fails after 1,000 steps without a wait, it does not run hot.
+    let looping = json!({"key": "looping", "spec": {"version": "1", "identity": {"agent": "claims-handling"},
+        "steps": [{"id": "c", "call": {"skill": "claim.classify@1", "input": {"text": 123},
+                                       "retry": {"attempts": 10, "backoff": "0s"}, "onFailure": "c"}}]}});
+    core.post(&core.admin, "/processes", &looping).await.ok(201);
+    let start = json!({"workspace": "claims", "key": "L-1", "input": {}});
+    let started = core.post(&clerk, "/processes/looping:start", &start).await.ok(201).clone();
+    let id = started["id"].as_str().expect("an id").to_owned();
+    let ended = until(&core, &clerk, &id, |i| i["status"] != "running").await;
     assert_eq!(
-        (refused.status.as_u16(), refused.body["error"]["details"]["field"].as_str()),
-        (400, Some("stepsLimit")),
+        (ended["status"].as_str(), ended["error"]["code"].as_str()),
+        (Some("failed"), Some("process_loop_suspected")),
         "{}",
-        refused.body
+        ended["error"]
     );
+    let last = core.get(&clerk, &format!("/process-instances/{id}?stepsAfter=990")).await.ok(200).clone();
+    let runs = last["steps"].as_array().map_or(0, Vec::len) + 990;
+    assert!(runs <= 1001, "it stopped at the guard, not later: {runs} step runs");
 }

@@ -454,18 +454,15 @@ impl Engine {
                         let error = json!({"code": "process_write_not_decided", "message": message});
                         moving.steps.push(record.clone());
                         moving.changes.push(WorkChange::InsertStep(record.clone()));
-                        return Ok(Some(match &call.on_failure {
-                            Some(target) => self.finish(
-                                moving,
-                                record,
-                                StepStatus::Failed,
-                                None,
-                                Some(error),
-                                Some(target.clone()),
-                                now,
-                            ),
-                            None => self.fail_step(moving, record, error, "process_write_not_decided", now),
-                        }));
+                        let target = call.on_failure.as_ref();
+                        return Ok(Some(self.failed_to(
+                            moving,
+                            record,
+                            error,
+                            target,
+                            "process_write_not_decided",
+                            now,
+                        )));
                     }
                 }
             }
@@ -690,11 +687,27 @@ impl Engine {
             moving.changes.push(WorkChange::InsertStep(again.clone()));
             moving.instance.wake_at = Some(again.wake_at.unwrap_or(now));
             moving.touched = true;
-            return Moved::Waits;
+            // A retry due at once is made in this move: the loop guard counts it as a step that
+            // did not wait (a `0s` backoff looping through onFailure is caught like any loop).
+            return if again.wake_at.is_some() { Moved::Waits } else { Moved::Next };
         }
-        match &call.on_failure {
-            Some(target) => self.finish(moving, open, StepStatus::Failed, None, Some(error), Some(target.clone()), now),
-            None => self.fail_step(moving, open, error, "process_step_failed", now),
+        self.failed_to(moving, open, error, call.on_failure.as_ref(), "process_step_failed", now)
+    }
+
+    /// A step that failed for good: on to `target` (its `onFailure` or `onTimeout`), else the
+    /// instance fails with `code`.
+    fn failed_to(
+        &self,
+        moving: &mut Moving<'_>,
+        step: StepRecord,
+        error: Value,
+        target: Option<&String>,
+        code: &str,
+        now: Time,
+    ) -> Moved {
+        match target {
+            Some(target) => self.finish(moving, step, StepStatus::Failed, None, Some(error), Some(target.clone()), now),
+            None => self.fail_step(moving, step, error, code, now),
         }
     }
 
@@ -916,12 +929,7 @@ impl Engine {
         }
         if open.wake_at.is_some_and(|at| at <= now) {
             let error = json!({"code": "process_wait_timed_out", "message": format!("no {} fact came in time", fact_wait.kind)});
-            return Ok(match &wait.on_timeout {
-                Some(target) => {
-                    self.finish(moving, open, StepStatus::Failed, None, Some(error), Some(target.clone()), now)
-                }
-                None => self.fail_step(moving, open, error, "process_wait_timed_out", now),
-            });
+            return Ok(self.failed_to(moving, open, error, wait.on_timeout.as_ref(), "process_wait_timed_out", now));
         }
         moving.instance.wake_at = open.wake_at;
         Ok(Moved::Waits)
