@@ -150,9 +150,8 @@ fn scenarios(folder: &Path, loaded: &package::Loaded, allow_unmocked: bool) -> R
             .enable_all()
             .build()
             .map_err(|error| format!("cannot start the runtime: {error}"))?;
-        let scratch = std::env::temp_dir().join(format!("skill-package-test-{}", uuid_like()));
         runtime
-            .block_on(skill_scenarios::run(&request, &scratch))
+            .block_on(skill_scenarios::run(&request, &std::env::temp_dir()))
             .map_err(|failure| format!("{}: {}", failure.code, failure.message))?
     };
     for broken in unread {
@@ -167,10 +166,4 @@ fn scenarios(folder: &Path, loaded: &package::Loaded, allow_unmocked: bool) -> R
         out.failed += 1;
     }
     Ok(Some(out))
-}
-
-/// A name no other run takes at once: the process and the time.
-fn uuid_like() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    format!("{}-{nanos}", std::process::id())
 }

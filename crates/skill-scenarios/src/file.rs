@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 use skill_api::TestFailure;
 use skill_conditions::Condition;
 
+/// The workspace a test works in when its `given` names none.
+pub const DEFAULT_WORKSPACE: &str = "test";
 /// The most steps one test has.
 pub const MAX_STEPS: usize = 500;
 
@@ -230,7 +232,7 @@ pub fn read(document: &Value) -> Result<Test, Refusal> {
 }
 
 fn given(value: Option<&Value>, subject: Subject) -> Result<Given, Refusal> {
-    let mut given = Given { workspace: "test".to_owned(), ..Given::default() };
+    let mut given = Given { workspace: DEFAULT_WORKSPACE.to_owned(), ..Given::default() };
     let Some(value) = value.filter(|value| !value.is_null()) else {
         if subject == Subject::TaskType {
             given.task = Some(GivenTask::default());
@@ -417,7 +419,7 @@ fn read_step(value: &Value, n: usize, subject: Subject) -> Result<Step, Refusal>
             }
             Action::Approve {
                 approved,
-                by: text(fields.get("by"), &format!("{at}.by"))?.unwrap_or_else(|| "reviewer".to_owned()),
+                by: text(fields.get("by"), &format!("{at}.by"))?.unwrap_or_else(|| crate::scratch::REVIEWER.to_owned()),
                 comment: text(fields.get("comment"), &format!("{at}.comment"))?,
                 task_step: text(fields.get("task"), &format!("{at}.task"))?,
             }

@@ -26,9 +26,10 @@ use skill_api::{MAX_TESTS, PackageTestOut, PackageTestRequest, TestFailure, Test
 /// How long one test may take.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Runs the tests of `request` on scratch cores made in `folder` (removed after). Refused as a
-/// whole (`too_many_tests`, `package_refused`, …) when it cannot run at all.
-pub async fn run(request: &PackageTestRequest, folder: &Path) -> Result<PackageTestOut, Box<TestFailure>> {
+/// Runs the tests of `request` on scratch cores made in a new folder under `under` (the system's
+/// temporary folder, say; removed after). Refused as a whole (`too_many_tests`,
+/// `package_refused`, …) when it cannot run at all.
+pub async fn run(request: &PackageTestRequest, under: &Path) -> Result<PackageTestOut, Box<TestFailure>> {
     let started = Instant::now();
     if request.tests.is_empty() || request.tests.len() > MAX_TESTS {
         return Err(Box::new(
@@ -45,8 +46,9 @@ pub async fn run(request: &PackageTestRequest, folder: &Path) -> Result<PackageT
     };
     let read: Vec<_> = request.tests.iter().map(|file| file::read(&file.document)).collect();
     let mut workspaces: BTreeSet<String> = read.iter().flatten().map(|test| test.given.workspace.clone()).collect();
-    workspaces.insert("test".to_owned());
-    let template = scratch::Template::make(folder, &request.packages, &workspaces).await?;
+    workspaces.insert(file::DEFAULT_WORKSPACE.to_owned());
+    let folder = under.join(format!("skill-package-test-{}", uuid::Uuid::now_v7()));
+    let template = scratch::Template::make(&folder, &request.packages, &workspaces).await?;
     let mut tests = Vec::with_capacity(read.len());
     for (file, test) in request.tests.iter().zip(read) {
         let began = Instant::now();

@@ -13,14 +13,9 @@ use skill_store::records::{InvocationFilter, InvocationRecord};
 use crate::file::{Answer, Reply};
 use crate::scratch::{Scratch, origin};
 
-/// What became of a call the mock has seen.
-#[derive(Debug, Clone)]
-enum Fate {
-    /// Answered (or to be, once it may be claimed) with this answer.
-    Answer(Reply),
-    /// Left pending: a timeout, or no answer.
-    Pending,
-}
+/// What becomes of a call the mock has seen: answered with this reply (once it may be claimed),
+/// or left pending (`None`: a timeout, or no answer).
+type Fate = Option<Reply>;
 
 /// The mock's memory over one test: each call's fate, fixed when first seen, and how many calls
 /// of each version it has seen.
@@ -32,9 +27,9 @@ pub struct Mock {
     pub unmocked: Vec<TestFailure>,
 }
 
-/// The calls of the scratch core, oldest first.
-pub async fn calls(scratch: &Scratch) -> Result<Vec<InvocationRecord>, Box<TestFailure>> {
-    let filter = InvocationFilter { limit: 1000, ..InvocationFilter::default() };
+/// The calls of the scratch core (of one status when given), oldest first.
+pub async fn calls(scratch: &Scratch, status: Option<CallStatus>) -> Result<Vec<InvocationRecord>, Box<TestFailure>> {
+    let filter = InvocationFilter { limit: 1000, status, ..InvocationFilter::default() };
     let mut found = scratch.engine.store().invocations(&filter).await.map_err(|error| {
         Box::new(TestFailure::new("scratch_core_failed", None, format!("cannot read the calls: {error}")))
     })?;
@@ -44,23 +39,31 @@ pub async fn calls(scratch: &Scratch) -> Result<Vec<InvocationRecord>, Box<TestF
 
 impl Mock {
     /// Answers what it can of the pending calls; how many it moved.
+    /// Whether a call of `pending` is one the mock has not seen yet.
+    pub fn meets_new(&self, pending: &[InvocationRecord]) -> bool {
+        pending.iter().any(|call| !self.fates.contains_key(&call.id))
+    }
+
+    /// Answers what it can of the `pending` calls (`step_of`: the process step of each step run,
+    /// for answers that name one); how many it moved.
     pub async fn pass(
         &mut self,
         scratch: &Scratch,
         mocks: &BTreeMap<String, Vec<Answer>>,
+        pending: &[InvocationRecord],
         step_of: &HashMap<String, String>,
     ) -> Result<usize, Box<TestFailure>> {
         let mut moved = 0;
-        for call in calls(scratch).await?.into_iter().filter(|call| call.status == CallStatus::Pending) {
+        for call in pending {
             let fate = match self.fates.get(&call.id) {
                 Some(fate) => fate.clone(),
                 None => {
-                    let fate = self.fate(scratch, &call, mocks, step_of).await?;
+                    let fate = self.fate(scratch, call, mocks, step_of).await?;
                     self.fates.insert(call.id.clone(), fate.clone());
                     fate
                 }
             };
-            let Fate::Answer(reply) = fate else { continue };
+            let Some(reply) = fate else { continue };
             if call.available_at > scratch.engine.now() {
                 continue;
             }
@@ -113,7 +116,8 @@ impl Mock {
                     };
                     scratch.engine.fail(&scratch.executor, &call.id, &request, None).await.map(|_| ())
                 }
-                Reply::Timeout => Ok(()),
+                // Never a fate: a timeout leaves the call pending.
+                Reply::Timeout => continue,
             };
             answered.map_err(|error| {
                 Box::new(TestFailure::new(
@@ -152,7 +156,7 @@ impl Mock {
                 )
                 .hinted(hint),
             );
-            return Ok(Fate::Pending);
+            return Ok(None);
         };
         let step = call
             .idempotency_key
@@ -166,8 +170,8 @@ impl Mock {
             .filter(|answer| answer.step.is_none() || answer.step.as_ref() == step)
             .filter(|answer| answer.when.as_ref().is_none_or(|when| when.eval(&document).unwrap_or(false)))
             .collect();
-        let Some(answer) = fitting.get(index.min(fitting.len().saturating_sub(1))).filter(|_| !fitting.is_empty())
-        else {
+        // The n-th fitting answer; past the last, the last again (none fitting: none).
+        let Some(answer) = fitting.get(index.min(fitting.len().saturating_sub(1))) else {
             self.unmocked.push(
                 TestFailure::new(
                     "unmocked_skill_call",
@@ -181,11 +185,11 @@ impl Mock {
                 )
                 .hinted("add an answer whose step and when fit this call"),
             );
-            return Ok(Fate::Pending);
+            return Ok(None);
         };
         Ok(match &answer.reply {
-            Reply::Timeout => Fate::Pending,
-            reply => Fate::Answer(reply.clone()),
+            Reply::Timeout => None,
+            reply => Some(reply.clone()),
         })
     }
 }

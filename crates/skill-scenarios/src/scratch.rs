@@ -36,6 +36,7 @@ pub struct Scratch {
     pub executor: Actor,
     grants: Vec<String>,
     file: PathBuf,
+    blobs: PathBuf,
 }
 
 fn failure(message: impl Into<String>) -> Box<TestFailure> {
@@ -58,16 +59,33 @@ async fn actor(engine: &Engine, name: &str, kind: &str, grants: &[String]) -> Re
 }
 
 impl Template {
-    /// Makes the template in `folder` (which it owns): the workspaces, people and executor, and
-    /// `packages` installed in order. A package the scratch core refuses fails the whole run.
+    /// Makes the template in the new folder `folder` (which it owns and removes when dropped,
+    /// or when making it fails): the workspaces, people and executor, and `packages` installed
+    /// in order. A package the scratch core refuses fails the whole run.
     pub async fn make(
         folder: &Path,
         packages: &[ApplyRequest],
         workspaces: &BTreeSet<String>,
     ) -> Result<Self, Box<TestFailure>> {
-        let _ = std::fs::remove_dir_all(folder);
-        std::fs::create_dir_all(folder)
-            .map_err(|error| failure(format!("cannot make {}: {error}", folder.display())))?;
+        // A folder of its own, made now: one already there (another run's, or a link placed
+        // there) is never written into.
+        if let Some(parent) = folder.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|error| failure(format!("cannot make {}: {error}", parent.display())))?;
+        }
+        std::fs::create_dir(folder).map_err(|error| failure(format!("cannot make {}: {error}", folder.display())))?;
+        let made = Self::fill(folder, packages, workspaces).await;
+        if made.is_err() {
+            let _ = std::fs::remove_dir_all(folder);
+        }
+        made
+    }
+
+    async fn fill(
+        folder: &Path,
+        packages: &[ApplyRequest],
+        workspaces: &BTreeSet<String>,
+    ) -> Result<Self, Box<TestFailure>> {
         let data = folder.join("template");
         let options = skill_store::StoreOptions { sqlite_full_sync: false, ..Default::default() };
         let store = skill_store::open(&data.display().to_string(), &options)
@@ -145,8 +163,10 @@ impl Template {
             .map_err(|error| failure(format!("cannot open a test's database: {error}")))?;
         let clock = Arc::new(MovedClock::default());
         // Artifacts' content (a task-bound call's result) in a folder of the test's own.
-        let blobs = Arc::new(skill_store::FolderBlobs::new(self.folder.join(format!("test-{nth}-blobs"))));
-        let engine = Engine::new(store).with_clock(clock.clone()).with_blobs(blobs);
+        let blobs = self.folder.join(format!("test-{nth}-blobs"));
+        let engine = Engine::new(store)
+            .with_clock(clock.clone())
+            .with_blobs(Arc::new(skill_store::FolderBlobs::new(blobs.clone())));
         let mut people = BTreeMap::new();
         let mut executor = None;
         for (name, token) in &self.tokens {
@@ -158,7 +178,7 @@ impl Template {
             }
         }
         let executor = executor.ok_or_else(|| failure("the mock executor is missing"))?;
-        Ok(Scratch { engine, clock, people, executor, grants: self.grants.clone(), file })
+        Ok(Scratch { engine, clock, people, executor, grants: self.grants.clone(), file, blobs })
     }
 }
 
@@ -182,16 +202,12 @@ impl Scratch {
 
     /// Removes the test's database.
     pub fn discard(self) {
-        let file = self.file.clone();
+        let (file, blobs) = (self.file.clone(), self.blobs.clone());
         drop(self);
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
         }
-        let _ =
-            std::fs::remove_dir_all(file.with_extension("").with_file_name(format!(
-                "{}-blobs",
-                file.file_stem().and_then(|stem| stem.to_str()).unwrap_or_default()
-            )));
+        let _ = std::fs::remove_dir_all(blobs);
     }
 }
 

@@ -14,7 +14,7 @@ use skill_engine::{Actor, EngineError};
 
 use crate::file::{Action, Expect, Subject, Test};
 use crate::mock::{Mock, calls};
-use crate::scratch::{REVIEWER, Scratch, TESTER};
+use crate::scratch::{Scratch, TESTER};
 
 /// The most rounds the work gets to settle after a step.
 pub const SETTLE_ROUNDS: usize = 50;
@@ -61,6 +61,40 @@ pub fn subset(expected: &Value, actual: &Value) -> bool {
         }
         _ => expected == actual,
     }
+}
+
+/// Whether every `wanted` item fits an `actual` one of its own (a matching: augmenting paths, so
+/// an order of the list never makes a fitting set look unfitting).
+pub fn each_in_its_own<W, A>(wanted: &[W], actual: &[A], fits: impl Fn(&W, &A) -> bool) -> bool {
+    fn assign<W, A>(
+        at: usize,
+        wanted: &[W],
+        actual: &[A],
+        fits: &impl Fn(&W, &A) -> bool,
+        taken_by: &mut [Option<usize>],
+        tried: &mut [bool],
+    ) -> bool {
+        for (slot, candidate) in actual.iter().enumerate() {
+            if tried[slot] || !fits(&wanted[at], candidate) {
+                continue;
+            }
+            tried[slot] = true;
+            let free = match taken_by[slot] {
+                None => true,
+                Some(other) => assign(other, wanted, actual, fits, taken_by, tried),
+            };
+            if free {
+                taken_by[slot] = Some(at);
+                return true;
+            }
+        }
+        false
+    }
+    let mut taken_by = vec![None; actual.len()];
+    (0..wanted.len()).all(|at| {
+        let mut tried = vec![false; actual.len()];
+        assign(at, wanted, actual, &fits, &mut taken_by, &mut tried)
+    })
 }
 
 impl<'a> Run<'a> {
@@ -197,7 +231,7 @@ impl<'a> Run<'a> {
             Action::Advance(seconds) => {
                 self.s.clock.advance(chrono::Duration::seconds(i64::try_from(*seconds).unwrap_or(i64::MAX / 1000)));
             }
-            Action::Expect(expect) => return self.expect(path, expect).await,
+            Action::Expect(expect) => return self.expect(&format!("{path}.expect"), expect).await,
         }
         self.settle().await
     }
@@ -252,8 +286,11 @@ impl<'a> Run<'a> {
             moved += engine.run_outcomes(now).await.map_err(|e| broken(&e))?;
             moved += engine.run_executions(now).await.map_err(|e| broken(&e))?;
             moved += engine.run_agent_requests(now).await.map_err(|e| broken(&e))?;
-            let step_of = if wants_steps { self.step_map().await? } else { HashMap::new() };
-            moved += self.mock.pass(&self.s, &self.test.mocks, &step_of).await?;
+            let pending = calls(&self.s, Some(skill_api::CallStatus::Pending)).await?;
+            // The steps of the instances are read only for a call met now, when an answer names one.
+            let step_of =
+                if wants_steps && self.mock.meets_new(&pending) { self.step_map().await? } else { HashMap::new() };
+            moved += self.mock.pass(&self.s, &self.test.mocks, &pending, &step_of).await?;
             for unmocked in std::mem::take(&mut self.mock.unmocked) {
                 if !self.allow_unmocked {
                     return Err(Box::new(unmocked));
@@ -302,7 +339,7 @@ impl<'a> Run<'a> {
         };
         // The calls requested since the previous expectation.
         let mut new_calls = Vec::new();
-        for call in calls(&self.s).await? {
+        for call in calls(&self.s, None).await? {
             if self.seen_calls.insert(call.id.clone()) {
                 let skill = self
                     .s
@@ -327,16 +364,7 @@ impl<'a> Run<'a> {
                     None => json!({"skill": call.skill}),
                 })
                 .collect();
-            let mut free: Vec<bool> = vec![true; actual_calls.len()];
-            let mut matched = expected.len() == actual_calls.len();
-            for call in &wanted {
-                let found = actual_calls.iter().enumerate().position(|(at, actual)| free[at] && subset(call, actual));
-                match found {
-                    Some(at) => free[at] = false,
-                    None => matched = false,
-                }
-            }
-            if !matched {
+            if wanted.len() != actual_calls.len() || !each_in_its_own(&wanted, &actual_calls, subset) {
                 let message = format!(
                     "expected {} call{} since the previous expectation, each containing what is listed; {} were requested",
                     wanted.len(),
@@ -380,7 +408,7 @@ impl<'a> Run<'a> {
             }
         }
         if let Some(expected) = &expect.ensure_work {
-            let fits = |wanted: &Value, actual: &Value| -> bool {
+            let fits = |wanted: &Value, actual: &Value| {
                 let Value::Object(wanted) = wanted else { return false };
                 wanted.iter().all(|(key, value)| match (key.as_str(), value, actual.get(key)) {
                     ("taskType" | "process", Value::String(reference), Some(Value::String(have))) => {
@@ -390,15 +418,7 @@ impl<'a> Run<'a> {
                     _ => false,
                 })
             };
-            let mut free = vec![true; work.len()];
-            let mut matched = expected.len() == work.len();
-            for wanted in expected {
-                match work.iter().enumerate().position(|(at, actual)| free[at] && fits(wanted, actual)) {
-                    Some(at) => free[at] = false,
-                    None => matched = false,
-                }
-            }
-            if !matched {
+            if expected.len() != work.len() || !each_in_its_own(expected, &work, fits) {
                 let message = format!(
                     "expected {} piece(s) of work made since the previous expectation; {} were",
                     expected.len(),
@@ -441,16 +461,10 @@ impl<'a> Run<'a> {
                         .await
                         .map_err(|e| broken(&e))?;
                     let bodies: Vec<String> = found.items.into_iter().map(|c| c.body).collect();
-                    let mut free = vec![true; bodies.len()];
-                    for text in wanted {
-                        match bodies.iter().enumerate().position(|(at, body)| free[at] && body.contains(text.as_str()))
-                        {
-                            Some(at) => free[at] = false,
-                            None => {
-                                let message = format!("no comment of the task contains {text:?}");
-                                return Err(failed("comments", message, json!(wanted), json!(bodies)));
-                            }
-                        }
+                    if !each_in_its_own(wanted, &bodies, |text: &String, body: &String| body.contains(text.as_str())) {
+                        let message =
+                            "the task's comments do not contain each text listed, each in a comment of its own";
+                        return Err(failed("comments", message.to_owned(), json!(wanted), json!(bodies)));
                     }
                 }
             }
@@ -525,11 +539,35 @@ impl<'a> Run<'a> {
     }
 }
 
-/// The reviewer's name, for the docs and the defaults.
-pub const DEFAULT_DECIDER: &str = REVIEWER;
-
 impl std::fmt::Debug for Run<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Run").field("test", &self.test.name).field("scratch", &self.s).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{each_in_its_own, subset};
+
+    #[test]
+    fn each_wanted_item_takes_a_call_of_its_own() {
+        let calls = [json!({"skill": "x@1", "inputs": {"a": 1}}), json!({"skill": "x@1", "inputs": {"a": 2}})];
+        // The first wanted fits both calls; taking the first call for it must not leave the
+        // second wanted without one.
+        let wanted = [json!({"skill": "x@1"}), json!({"skill": "x@1", "inputs": {"a": 1}})];
+        assert!(each_in_its_own(&wanted, &calls, subset));
+        let twice = [json!({"skill": "x@1", "inputs": {"a": 1}}), json!({"skill": "x@1", "inputs": {"a": 1}})];
+        assert!(!each_in_its_own(&twice, &calls, subset), "one call counts once");
+        assert!(!each_in_its_own(&[json!({"skill": "y@1"})], &calls, subset));
+        assert!(each_in_its_own::<serde_json::Value, serde_json::Value>(&[], &calls, subset));
+    }
+
+    #[test]
+    fn subset_compares_objects_key_by_key_and_the_rest_whole() {
+        assert!(subset(&json!({"a": {"b": 1}}), &json!({"a": {"b": 1, "c": 2}, "d": 3})));
+        assert!(!subset(&json!({"a": [1]}), &json!({"a": [1, 2]})), "lists are equal or not");
+        assert!(!subset(&json!({"a": 1}), &json!({})));
     }
 }

@@ -9,22 +9,22 @@ use serde_json::{Value, json};
 use skill_engine::{Engine, Origin, TokenRequest};
 use skill_fixtures::Scratch;
 
-const SDK: &str = env!("CARGO_BIN_EXE_skill-sdk");
+pub(crate) const SDK: &str = env!("CARGO_BIN_EXE_skill-sdk");
 
-fn example() -> PathBuf {
+pub(crate) fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claims")
 }
 
-/// A copy of the claims package (its YAML files) in a folder named `claims`.
-struct Copy {
+/// A copy of the claims package (its YAML files and scenario tests) in a folder named `claims`.
+pub(crate) struct Copy {
     scratch: Scratch,
 }
 
 impl Copy {
-    fn new(label: &str) -> Self {
+    pub(crate) fn new(label: &str) -> Self {
         let scratch = Scratch::new(&format!("skill-package-{label}"));
         let root = scratch.path();
-        for folder in ["skills", "task-types", "artifact-types", "agents", "rules", "processes"] {
+        for folder in ["skills", "task-types", "artifact-types", "agents", "rules", "processes", "tests"] {
             let target = root.join("claims").join(folder);
             std::fs::create_dir_all(&target).expect("folder");
             for entry in std::fs::read_dir(example().join(folder)).expect("example folder") {
@@ -36,11 +36,11 @@ impl Copy {
         Self { scratch }
     }
 
-    fn package(&self) -> PathBuf {
+    pub(crate) fn package(&self) -> PathBuf {
         self.scratch.path().join("claims")
     }
 
-    fn edit(&self, file: &str, from: &str, to: &str) {
+    pub(crate) fn edit(&self, file: &str, from: &str, to: &str) {
         self.scratch.edit(&format!("claims/{file}"), from, to);
     }
 
@@ -48,7 +48,7 @@ impl Copy {
         self.scratch.write(&format!("claims/{file}"), &skill_contract::yaml::to_string(document));
     }
 
-    fn sdk(&self, args: &[&str], core: Option<(&str, &str)>) -> Output {
+    pub(crate) fn sdk(&self, args: &[&str], core: Option<(&str, &str)>) -> Output {
         let mut command = Command::new(SDK);
         command.args(["package"]).args(args).arg("--package").arg(self.package()).env_remove("CI");
         if let Some((url, token)) = core {
@@ -58,7 +58,7 @@ impl Copy {
     }
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 

@@ -1,0 +1,138 @@
+//! `skill-sdk package test`: the claims package's own scenario tests pass through every stage;
+//! copies broken on purpose fail with the code, the path in the test file, and what was expected
+//! against what happened.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::package::{Copy, SDK, example, text};
+
+/// `package test --json` on `copy` (`extra` arguments after): the exit code and the report.
+fn tested(copy: &Copy, extra: &[&str]) -> (Option<i32>, Value) {
+    let mut args = vec!["test", "--json"];
+    args.extend_from_slice(extra);
+    let output = copy.sdk(&args, None);
+    let report = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("JSON ({error}): {} {}", text(&output.stdout), text(&output.stderr)));
+    (output.status.code(), report)
+}
+
+/// The outcome of the test named `name`.
+fn outcome<'a>(report: &'a Value, file: &str) -> &'a Value {
+    report["scenarios"]["tests"]
+        .as_array()
+        .and_then(|tests| tests.iter().find(|test| test["file"] == file))
+        .unwrap_or_else(|| panic!("no outcome of {file}: {report}"))
+}
+
+fn stage<'a>(report: &'a Value, name: &str) -> &'a str {
+    report["stages"]
+        .as_array()
+        .and_then(|stages| stages.iter().find(|stage| stage["stage"] == name))
+        .and_then(|stage| stage["status"].as_str())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_claims_package_passes_every_stage() {
+    let junit = skill_fixtures::Scratch::new("skill-package-test-junit");
+    let file = junit.path().join("junit.xml");
+    // The package as it is in the repository: its integration crate is built and its skill
+    // files compared with the code, then the check, then the scenarios.
+    let output = Command::new(SDK)
+        .args(["package", "test", "--package"])
+        .arg(example())
+        .arg("--junit")
+        .arg(&file)
+        .env_remove("CI")
+        .output()
+        .expect("skill-sdk runs");
+    let said = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{said}{}", text(&output.stderr));
+    for line in ["contracts  passed", "check      passed", "scenarios  passed   4 passed, 0 failed"] {
+        assert!(said.contains(line), "{line:?} in {said}");
+    }
+    assert!(said.contains("ok   a claim is answered, then followed up once a week later"), "{said}");
+    let xml = std::fs::read_to_string(&file).expect("the JUnit file");
+    assert_eq!(xml.matches("<testcase ").count(), 4, "{xml}");
+    assert!(xml.contains("failures=\"0\"") && !xml.contains("<failure"), "{xml}");
+}
+
+#[test]
+fn broken_scenarios_fail_saying_where_and_why() {
+    // A mock output outside the skill's output schema, before any step runs.
+    let copy = Copy::new("scenario-schema");
+    copy.edit("tests/claim-reply.test.yaml", "{status: sent, message_id: m-1}", "{status: lost, message_id: m-1}");
+    let (code, report) = tested(&copy, &[]);
+    assert_eq!((code, stage(&report, "scenarios")), (Some(1), "failed"));
+    let failure = &outcome(&report, "tests/claim-reply.test.yaml")["failure"];
+    assert_eq!(
+        (failure["code"].as_str(), failure["path"].as_str()),
+        (Some("mock_output_invalid"), Some("mocks.skills.claim.send_reply@1[0].output")),
+        "{failure}"
+    );
+    assert!(failure["message"].as_str().is_some_and(|m| m.contains("/status")), "{failure}");
+    assert_eq!(outcome(&report, "tests/claim-handling.test.yaml")["passed"], true, "the others still pass");
+
+    // A call no mock answers: a failure naming the version, with the hint; with
+    // --allow-unmocked a warning, and the reply is never sent (so the task stays open).
+    let copy = Copy::new("scenario-unmocked");
+    copy.edit(
+        "tests/claim-reply.test.yaml",
+        "    claim.send_reply@1:\n    - output: {status: sent, message_id: m-1}\n",
+        "    {}\n",
+    );
+    copy.edit("tests/claim-reply.test.yaml", "mocks:\n  skills:\n    {}\n", "");
+    let (code, report) = tested(&copy, &[]);
+    assert_eq!(code, Some(1));
+    let failure = &outcome(&report, "tests/claim-reply.test.yaml")["failure"];
+    assert_eq!(failure["code"], "unmocked_skill_call", "{failure}");
+    assert!(failure["message"].as_str().is_some_and(|m| m.contains("claim.send_reply@1")), "{failure}");
+    assert_eq!(failure["hint"].as_str().map(|h| h.starts_with("add mocks.skills.claim.send_reply@1")), Some(true));
+    let (code, report) = tested(&copy, &["--allow-unmocked"]);
+    let test = outcome(&report, "tests/claim-reply.test.yaml");
+    assert_eq!(code, Some(1));
+    assert_eq!(test["warnings"][0]["code"], "unmocked_skill_call", "{test}");
+    assert_eq!(
+        (test["failure"]["code"].as_str(), test["failure"]["path"].as_str(), test["failure"]["actual"].as_str()),
+        (Some("expectation_failed"), Some("steps[2].expect.status"), Some("open")),
+        "{test}"
+    );
+
+    // A wrong expectation: where, what was expected, what happened.
+    let copy = Copy::new("scenario-expect");
+    copy.edit("tests/claim-handling.test.yaml", "    step: review\n", "    step: week\n");
+    let (code, report) = tested(&copy, &[]);
+    assert_eq!(code, Some(1));
+    let failure = &outcome(&report, "tests/claim-handling.test.yaml")["failure"];
+    assert_eq!(
+        (failure["path"].as_str(), failure["expected"].as_str(), failure["actual"].as_str()),
+        (Some("steps[1].expect.step"), Some("week"), Some("review")),
+        "{failure}"
+    );
+    // An external write where none is expected is named, with its inputs.
+    let copy = Copy::new("scenario-write");
+    copy.edit("tests/claim-reply.test.yaml", "    status: done\n", "    status: done\n    noSideEffects: true\n");
+    let (_, report) = tested(&copy, &[]);
+    let failure = &outcome(&report, "tests/claim-reply.test.yaml")["failure"];
+    assert_eq!(failure["path"], "steps[2].expect.noSideEffects", "{failure}");
+    assert_eq!(failure["actual"][0]["skill"], "claim.send_reply@1", "{failure}");
+
+    // A rule that would request an external write never reaches the scenarios: the check refuses it.
+    let copy = Copy::new("scenario-rule");
+    copy.edit("rules/claim-intake.yaml", "skill: claim.classify@1", "skill: claim.send_reply@1");
+    let (code, report) = tested(&copy, &[]);
+    assert_eq!((code, stage(&report, "check"), stage(&report, "scenarios")), (Some(1), "failed", "skipped"));
+
+    // A test file that cannot be read fails as itself, and says why; the rest run.
+    let copy = Copy::new("scenario-invalid");
+    copy.edit("tests/claim-reply-rejected.test.yaml", "- approve:", "- verify:");
+    std::fs::write(copy.package().join("tests/broken.test.yaml"), "name: [unclosed").expect("a file");
+    let (code, report) = tested(&copy, &[]);
+    assert_eq!(code, Some(1));
+    let failure = &outcome(&report, "tests/claim-reply-rejected.test.yaml")["failure"];
+    assert_eq!((failure["code"].as_str(), failure["path"].as_str()), (Some("invalid_test"), Some("steps[0].verify")));
+    assert_eq!(outcome(&report, "tests/broken.test.yaml")["failure"]["code"], "invalid_test");
+    assert_eq!(report["scenarios"]["passed"], 3, "{report}");
+}
