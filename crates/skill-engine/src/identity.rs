@@ -272,10 +272,7 @@ impl Engine {
 
     /// Creates a workspace; `workspace_exists` when the key is taken.
     pub async fn create_workspace(&self, key: &str, name: &str, origin: &Origin) -> Result<Workspace> {
-        let valid = !key.is_empty()
-            && key.len() <= 100
-            && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-        if !valid {
+        if !skill_contract::agent::is_workspace_key(key) {
             return Err(EngineError::new(
                 Class::Invalid,
                 "invalid_workspace",

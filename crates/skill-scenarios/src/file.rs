@@ -242,6 +242,12 @@ fn given(value: Option<&Value>, subject: Subject) -> Result<Given, Refusal> {
     let map = object(value, "given")?;
     only(map, "given", &["workspace", "task", "facts"])?;
     if let Some(workspace) = text(map.get("workspace"), "given.workspace")? {
+        if !skill_contract::agent::is_workspace_key(&workspace) {
+            return Err(invalid(
+                "given.workspace",
+                format!("a workspace key is 1 to 100 lowercase letters, digits, - or _, not {workspace:?}"),
+            ));
+        }
         given.workspace = workspace;
     }
     if let Some(task) = map.get("task") {
@@ -522,4 +528,68 @@ fn expect(body: &Value, at: &str, subject: Subject) -> Result<Expect, Refusal> {
     }
     expect.result = text(fields.get("result"), &format!("{at}.result"))?;
     Ok(expect)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{Action, Reply, Subject, read};
+
+    fn refused(document: &Value) -> (String, String) {
+        let refusal = read(document).expect_err("refused");
+        (refusal.path.clone().unwrap_or_default(), refusal.message.clone())
+    }
+
+    #[test]
+    fn a_test_is_read_as_written() {
+        let test = read(&json!({"name": "n", "subject": "process", "process": "p", "version": 2,
+            "mocks": {"skills": {"a.b@1": [{"output": {"x": 1}, "step": "s", "when": "input.x > 0"}, {"timeout": true}]}},
+            "steps": [{"start": {"input": {"x": 1}}}, {"advance": "25h"}, {"expect": {"step": "s", "vars": {"x": 1}}}]}))
+        .expect("read");
+        assert_eq!((test.subject, test.key.as_str(), test.version.as_deref()), (Subject::Process, "p", Some("2")));
+        assert_eq!(test.given.workspace, "test");
+        let answers = &test.mocks["a.b@1"];
+        assert!(matches!(answers[0].reply, Reply::Output(_)) && matches!(answers[1].reply, Reply::Timeout));
+        assert_eq!(answers[0].path, "mocks.skills.a.b@1[0]");
+        assert!(matches!(test.steps[1].action, Action::Advance(90_000)));
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_refused_at_its_path() {
+        let base = |steps: Value| json!({"name": "n", "subject": "rule", "rule": "r", "steps": steps});
+        let fact = json!([{"fact": {"kind": "k"}}]);
+        let cases = [
+            (
+                json!({"name": "n", "rule": "r", "subject": "rule", "steps": fact, "given": {"workspace": "No Spaces"}}),
+                "given.workspace",
+            ),
+            (json!({"name": "n", "subject": "rule", "rule": "r", "steps": fact, "extra": 1}), "extra"),
+            (json!({"name": "", "subject": "rule", "rule": "r", "steps": fact}), "name"),
+            (json!({"name": "n", "subject": "rule", "steps": fact}), "rule"),
+            (base(json!([{"start": {}}])), "steps[0].start"),
+            (base(json!([{"fact": {"kind": "k"}, "expect": {}}])), "steps[0]"),
+            (base(json!([{"expect": {"step": "x"}}])), "steps[0].expect.step"),
+            (json!({"name": "n", "process": "p", "steps": [{"advance": "1w"}]}), "steps[0].advance"),
+            (
+                json!({"name": "n", "process": "p", "steps": [{"start": {}}],
+                       "mocks": {"skills": {"a@1": [{"output": {}, "timeout": true}]}}}),
+                "mocks.skills.a@1[0]",
+            ),
+            (
+                json!({"name": "n", "process": "p", "steps": [{"start": {}}], "mocks": {"skills": {"a": [{"timeout": true}]}}}),
+                "mocks.skills.a",
+            ),
+            (
+                json!({"name": "n", "process": "p", "steps": [{"start": {}}],
+                       "mocks": {"skills": {"a@1": [{"timeout": true, "when": "input.x >"}]}}}),
+                "mocks.skills.a@1[0].when",
+            ),
+        ];
+        for (document, path) in cases {
+            assert_eq!(refused(&document).0, path, "{document}");
+        }
+        let (_, message) = refused(&base(json!([{"verify": {}}])));
+        assert!(message.contains("not supported"), "{message}");
+    }
 }
