@@ -12,7 +12,7 @@ use skill_api::{
 };
 use skill_engine::{Actor, EngineError};
 
-use crate::file::{Action, Expect, Subject, Test};
+use crate::file::{Action, Expect, FactIn, Subject, Test};
 use crate::mock::{Mock, calls};
 use crate::scratch::{Scratch, TESTER};
 
@@ -60,6 +60,19 @@ pub fn subset(expected: &Value, actual: &Value) -> bool {
             wanted.iter().all(|(key, value)| found.get(key).is_some_and(|have| subset(value, have)))
         }
         _ => expected == actual,
+    }
+}
+
+/// The tester's record of `fact` in `workspace`.
+fn fact_request(fact: &FactIn, workspace: &str) -> FactRequest {
+    FactRequest {
+        workspace: workspace.to_owned(),
+        kind: fact.kind.clone(),
+        key: fact.key.clone(),
+        data: fact.data.clone(),
+        occurred_at: None,
+        source: None,
+        caused_by_task: None,
     }
 }
 
@@ -144,16 +157,7 @@ impl<'a> Run<'a> {
             self.task = Some(made.id);
         }
         for (n, fact) in self.test.given.facts.iter().enumerate() {
-            let request = FactRequest {
-                workspace: workspace.clone(),
-                kind: fact.kind.clone(),
-                key: fact.key.clone(),
-                data: fact.data.clone(),
-                occurred_at: None,
-                source: None,
-                caused_by_task: None,
-            };
-            self.s.engine.record_fact(&tester, &request, None).await.map_err(|error| {
+            self.s.engine.record_fact(&tester, &fact_request(fact, &workspace), None).await.map_err(|error| {
                 let mut failure = *refused(&format!("given.facts[{n}]"), "the given fact was refused", &error);
                 failure.code = "given_refused".to_owned();
                 Box::new(failure)
@@ -209,16 +213,7 @@ impl<'a> Run<'a> {
                     .map_err(|error| refused(path, "the task could not be closed", &error))?;
             }
             Action::Fact(fact) => {
-                let request = FactRequest {
-                    workspace,
-                    kind: fact.kind.clone(),
-                    key: fact.key.clone(),
-                    data: fact.data.clone(),
-                    occurred_at: None,
-                    source: None,
-                    caused_by_task: None,
-                };
-                let recorded = self.s.engine.record_fact(&tester, &request, None).await;
+                let recorded = self.s.engine.record_fact(&tester, &fact_request(fact, &workspace), None).await;
                 self.facts.push(recorded.map_err(|error| refused(path, "the fact was refused", &error))?.0.id);
             }
             Action::Start { input, key } => {
