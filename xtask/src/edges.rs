@@ -71,6 +71,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "skill-http",
             "skill-package",
             "skill-remote",
+            "skill-scenarios",
             "skill-store",
         ],
     ),

@@ -27,6 +27,7 @@ use crate::{
     StartRequest,
 };
 use crate::{EvaluateOut, EvaluateRequest, FactOut, FactQuery, FactRequest, RuleOut, RuleQuery, RuleRequest};
+use crate::{PackageTestOut, PackageTestRequest};
 
 /// Makes the schema of a type.
 pub type SchemaOf = fn(&mut SchemaGenerator) -> Schema;
@@ -68,6 +69,7 @@ pub enum Op {
     AssignedSkills,
     RevokeSkill,
     ApplyPackage,
+    TestPackage,
     RecordInstall,
     ReadInstall,
     Events,
@@ -374,6 +376,23 @@ pub const OPERATIONS: &[Operation] = &[
             (422, "execution_skill_not_invoked"),
         ],
         idempotency_key: true,
+    },
+    Operation {
+        op: Op::TestPackage,
+        method: Method::Post,
+        path: "/packages:test",
+        summary: "Run a package's scenario tests on a scratch core with mocked skills: the skill versions this core has published taken as it has them; nothing of the tests kept",
+        permission: "org.manage",
+        request: Some(schema::<PackageTestRequest>),
+        query: None,
+        success: (200, Some(schema::<PackageTestOut>)),
+        errors: &[
+            (422, "too_many_tests"),
+            (422, "package_refused"),
+            (503, "package_test_busy"),
+            (500, "scratch_core_failed"),
+        ],
+        idempotency_key: false,
     },
     Operation {
         op: Op::RecordInstall,

@@ -9,6 +9,13 @@ use crate::ApplyRequest;
 /// The most tests one request runs.
 pub const MAX_TESTS: usize = 100;
 
+/// The longest one run of tests takes: a test not ended by then fails `test_timeout`, and
+/// those after it are not started.
+pub const MAX_TEST_RUN_SECONDS: u64 = 600;
+
+/// The largest body `POST /packages:test` accepts: the packages and their test files.
+pub const MAX_PACKAGE_TEST_BYTES: usize = 64 * 1024 * 1024;
+
 /// The body of `POST /packages:test`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -40,6 +47,10 @@ pub struct PackageTestOut {
     pub passed: usize,
     pub failed: usize,
     pub seconds: f64,
+    /// What concerns the whole run (a skill version taken as the core has it, which differs
+    /// from the package's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<TestFailure>,
 }
 
 /// What one test came to.

@@ -72,6 +72,27 @@ impl PublishRequest {
         request
     }
 
+    /// The request that publishes `published` as a core has it: its contract (or, without
+    /// one, its protocol, config and schemas), policy, includes and tools.
+    pub fn from_published(published: &SkillOut) -> Self {
+        let composite = published.includes.is_some();
+        let contract_less = published.contract.is_none() && !composite;
+        Self {
+            name: published.name.clone(),
+            version: Some(published.version.clone()),
+            description: Some(published.description.clone()),
+            protocol: published.protocol.clone().filter(|_| contract_less),
+            config: Some(published.config.clone()).filter(|_| contract_less),
+            input_schema: published.input_schema.clone().filter(|_| contract_less),
+            output_schema: published.output_schema.clone().filter(|_| contract_less),
+            side_effects: published.side_effects.filter(|_| !composite).map(|effects| effects.as_str().to_owned()),
+            risk_level: published.risk_level.filter(|_| !composite).map(|risk| risk.as_str().to_owned()),
+            contract: published.contract.clone(),
+            includes: published.includes.as_ref().map(|includes| json!(includes)),
+            tools: published.tools.as_ref().map(|tools| json!(tools)),
+        }
+    }
+
     /// The skill document this request describes (`apiVersion`, `kind`, `key`, `spec` with
     /// the version, description, policy, contract, includes and tools it gives), for the
     /// contract crate's reader. The inverse of [`PublishRequest::from_skill`].

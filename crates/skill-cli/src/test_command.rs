@@ -1,7 +1,8 @@
 //! `skill-sdk package test`: the package's stages, each reported — `contracts` (the integration
 //! crate's skills against the package's files, as `export --check`), `check` (the offline
-//! check), `scenarios` (the tests under `tests/`, run on a scratch core of this process with the
-//! skills answered by mocks). Exit 0 only when every stage passed.
+//! check), `scenarios` (the tests under `tests/`, run on a scratch core with the skills answered
+//! by mocks: one of this process, or with `--core` one the core makes through
+//! `POST /packages:test`). Exit 0 only when every stage passed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -9,6 +10,7 @@ use std::process::{Command, ExitCode};
 use clap::Args;
 use serde_json::{Value, json};
 use skill_api::{PackageTestOut, TestFailure, TestOutcome};
+use skill_client::Client;
 use skill_package::{self as package, host_crate};
 
 #[derive(Debug, Args)]
@@ -28,6 +30,11 @@ pub struct TestArgs {
     /// Skip the contracts stage (which builds the integration crate).
     #[arg(long)]
     skip_contracts: bool,
+    /// Run the scenarios on this core (`POST /packages:test`, which needs org.manage): on a
+    /// scratch copy it makes, with the skill versions it has published taken as it has them;
+    /// nothing of the tests stays in its data. The token is read from SKILL_CORE_TOKEN.
+    #[arg(long, value_name = "URL")]
+    core: Option<String>,
 }
 
 /// One stage's result.
@@ -67,7 +74,7 @@ pub fn run(args: &TestArgs) -> ExitCode {
     });
     let mut out = None;
     if problems.is_empty() {
-        match scenarios(&args.package, &loaded, args.allow_unmocked) {
+        match scenarios(&args.package, &loaded, args) {
             Ok(None) => {
                 stages.push(Stage { name: "scenarios", status: "skipped", detail: "no tests/*.test.yaml".to_owned() })
             }
@@ -135,24 +142,35 @@ fn contracts(folder: &Path) -> Stage {
     }
 }
 
-/// The scenario tests on a scratch core of this process; `None` when there are none.
-fn scenarios(folder: &Path, loaded: &package::Loaded, allow_unmocked: bool) -> Result<Option<PackageTestOut>, String> {
+/// The scenario tests on a scratch core of this process, or of the core `--core` names; `None`
+/// when there are none.
+fn scenarios(folder: &Path, loaded: &package::Loaded, args: &TestArgs) -> Result<Option<PackageTestOut>, String> {
     let (files, unread) = package::test_files(folder)?;
     if files.is_empty() && unread.is_empty() {
         return Ok(None);
     }
     let mut out = if files.is_empty() {
-        PackageTestOut { tests: Vec::new(), passed: 0, failed: 0, seconds: 0.0 }
+        PackageTestOut { tests: Vec::new(), passed: 0, failed: 0, seconds: 0.0, warnings: Vec::new() }
     } else {
-        let request = package::test_request(loaded, files, allow_unmocked)?;
+        let request = package::test_request(loaded, files, args.allow_unmocked)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .map_err(|error| format!("cannot start the runtime: {error}"))?;
-        runtime
-            .block_on(skill_scenarios::run(&request, &std::env::temp_dir()))
-            .map_err(|failure| format!("{}: {}", failure.code, failure.message))?
+        match &args.core {
+            None => runtime
+                .block_on(skill_scenarios::run(&request, &std::env::temp_dir()))
+                .map_err(|failure| format!("{}: {}", failure.code, failure.message))?,
+            Some(address) => {
+                let token = std::env::var("SKILL_CORE_TOKEN").ok().filter(|token| !token.is_empty()).ok_or(
+                    "set SKILL_CORE_TOKEN to a token of the core with org.manage (skill-core token create --grant \
+                     org.manage)",
+                )?;
+                let core = Client::new(address, token).map_err(|error| format!("--core: {error}"))?;
+                runtime.block_on(core.test_package(&request)).map_err(|error| error.to_string())?
+            }
+        }
     };
     for broken in unread {
         out.tests.push(TestOutcome {

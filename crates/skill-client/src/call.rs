@@ -214,6 +214,9 @@ impl Client {
         if let Some(body) = &call.body {
             request = request.json(body);
         }
+        if let Some(timeout) = call.timeout {
+            request = request.timeout(timeout);
+        }
         let (status, headers, bytes) = self.fetch(request).await?;
         if (200..300).contains(&status) {
             // `204 No Content` reads as `null` (an `Option` answer's `None`).
@@ -242,11 +245,20 @@ pub struct Call<'a> {
     body: Option<serde_json::Value>,
     headers: Vec<(&'static str, String)>,
     key: Option<String>,
+    timeout: Option<Duration>,
 }
 
 impl<'a> Call<'a> {
     pub fn new(operation: &'a Operation) -> Self {
-        Self { operation, parameters: Vec::new(), query: None, body: None, headers: Vec::new(), key: None }
+        Self {
+            operation,
+            parameters: Vec::new(),
+            query: None,
+            body: None,
+            headers: Vec::new(),
+            key: None,
+            timeout: None,
+        }
     }
 
     /// The path's parameters, in order.
@@ -269,6 +281,12 @@ impl<'a> Call<'a> {
 
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
+        self
+    }
+
+    /// How long the answer may take, instead of the client's 30 s (a route that does long work).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 

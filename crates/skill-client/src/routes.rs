@@ -8,8 +8,8 @@ use skill_api::{
     CancelRequest, ClaimOut, ClaimRequest, CloseRequest, CompleteRequest, DisableOut, DisableRequest, EvaluateOut,
     EvaluateRequest, EventOut, EventsQuery, ExecutorAllowance, ExecutorAllowanceOut, FactOut, FactQuery, FactRequest,
     FailRequest, Health, HeartbeatRequest, InstallOut, InvocationOut, InvocationQuery, InvokeRequest, Items, ListQuery,
-    MetadataOut, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest, Revoked, RuleOut, RuleRequest,
-    SessionOut, SessionRequest, SettingsOut, SettingsRequest, SkillOut,
+    MetadataOut, PackageTestOut, PackageTestRequest, Page, PageQuery, PatchRequest, PublishRequest, RecordRequest,
+    Revoked, RuleOut, RuleRequest, SessionOut, SessionRequest, SettingsOut, SettingsRequest, SkillOut,
 };
 use skill_contract::SkillDefinition;
 
@@ -97,6 +97,13 @@ impl Client {
     /// `POST /packages:apply`: a package's whole plan, in one transaction.
     pub async fn apply_package(&self, request: &ApplyRequest) -> Result<ApplyOut, ClientError> {
         Ok(self.send(call(Op::ApplyPackage).body(request)).await?.body)
+    }
+
+    /// `POST /packages:test`: a package's scenario tests on a scratch core of the core (waits
+    /// up to the run's limit and a minute more; never repeated).
+    pub async fn test_package(&self, request: &PackageTestRequest) -> Result<PackageTestOut, ClientError> {
+        let wait = std::time::Duration::from_secs(skill_api::MAX_TEST_RUN_SECONDS + 60);
+        Ok(self.send(call(Op::TestPackage).body(request).timeout(wait)).await?.body)
     }
 
     /// `POST /packages:record`.

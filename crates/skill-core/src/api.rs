@@ -8,6 +8,7 @@ mod calls;
 mod handlers;
 pub(crate) mod idempotency;
 mod knowledge;
+mod package_tests;
 pub mod plumbing;
 mod processes;
 mod rules;
@@ -39,6 +40,7 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::AssignedSkills => ("/principals/{principal}/skills", on(filter, handlers::assigned)),
         Op::RevokeSkill => ("/principals/{principal}/skills/{*revoke}", on(filter, handlers::revoke)),
         Op::ApplyPackage => ("/packages:apply", on(filter, handlers::apply_package)),
+        Op::TestPackage => ("/packages:test", on(filter, package_tests::test)),
         Op::RecordInstall => ("/packages:record", on(filter, handlers::record_install)),
         Op::ReadInstall => ("/packages/{key}", on(filter, handlers::package)),
         Op::Events => ("/events", on(filter, handlers::events)),

@@ -24,6 +24,8 @@ use tokio_util::sync::CancellationToken;
 pub struct Core {
     pub engine: Engine,
     pub console: console::Options,
+    /// One package test at a time on a core (`POST /packages:test`): a run takes the CPU.
+    pub package_tests: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 /// The application: `/api/v1/…`, `/healthz` (the process answers), `/readyz` (the database
@@ -36,7 +38,7 @@ pub fn app(engine: Engine) -> Router {
 /// [`app`] with the console's `/console` reached as `console` says.
 pub fn app_with(engine: Engine, console: console::Options) -> Router {
     let gateway = skill_gateway::router(engine.clone(), console.gateway.clone(), CancellationToken::new());
-    let core = Core { engine, console };
+    let core = Core { engine, console, package_tests: std::sync::Arc::new(tokio::sync::Semaphore::new(1)) };
     Router::new()
         .merge(gateway)
         .nest("/api/v1", api::router())

@@ -26,6 +26,10 @@ use skill_api::{MAX_TESTS, PackageTestOut, PackageTestRequest, TestFailure, Test
 /// How long one test may take.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long one run may take: a test not ended by then fails `test_timeout`, and those after it
+/// are not started.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(skill_api::MAX_TEST_RUN_SECONDS);
+
 /// Runs the tests of `request` on scratch cores made in a new folder under `under` (the system's
 /// temporary folder, say; removed after). Refused as a whole (`too_many_tests`,
 /// `package_refused`, …) when it cannot run at all.
@@ -53,11 +57,13 @@ pub async fn run(request: &PackageTestRequest, under: &Path) -> Result<PackageTe
     for (file, test) in request.tests.iter().zip(read) {
         let began = Instant::now();
         let name = file.document.get("name").and_then(|name| name.as_str()).unwrap_or(&file.file).to_owned();
+        let left = RUN_TIMEOUT.saturating_sub(started.elapsed());
         let (failure, warnings) = match test {
+            _ if left.is_zero() => (Some(run_out()), Vec::new()),
             Err(refusal) => (Some(*refusal), Vec::new()),
             Ok(test) => match subject_reference(tested, &test) {
                 Err(refusal) => (Some(*refusal), Vec::new()),
-                Ok(subject) => one(&template, &test, subject, request.allow_unmocked).await,
+                Ok(subject) => one(&template, &test, subject, request.allow_unmocked, left).await,
             },
         };
         tests.push(TestOutcome {
@@ -71,7 +77,18 @@ pub async fn run(request: &PackageTestRequest, under: &Path) -> Result<PackageTe
     }
     drop(template);
     let passed = tests.iter().filter(|test| test.passed).count();
-    Ok(PackageTestOut { failed: tests.len() - passed, passed, tests, seconds: started.elapsed().as_secs_f64() })
+    Ok(PackageTestOut {
+        failed: tests.len() - passed,
+        passed,
+        tests,
+        seconds: started.elapsed().as_secs_f64(),
+        warnings: Vec::new(),
+    })
+}
+
+fn run_out() -> TestFailure {
+    TestFailure::new("test_timeout", None, format!("the run's {} s ran out before this test", RUN_TIMEOUT.as_secs()))
+        .hinted("split the tests over several runs, or find the test that waits")
 }
 
 async fn one(
@@ -79,16 +96,18 @@ async fn one(
     test: &file::Test,
     subject: String,
     allow_unmocked: bool,
+    left: Duration,
 ) -> (Option<TestFailure>, Vec<TestFailure>) {
     let scratch = match template.scratch().await {
         Ok(scratch) => scratch,
         Err(failure) => return (Some(*failure), Vec::new()),
     };
     let mut run = steps::Run::new(scratch, test, subject, allow_unmocked);
-    let outcome = tokio::time::timeout(TEST_TIMEOUT, run.run()).await;
+    let outcome = tokio::time::timeout(TEST_TIMEOUT.min(left), run.run()).await;
     let failure = match outcome {
         Ok(Ok(())) => None,
         Ok(Err(failure)) => Some(*failure),
+        Err(_) if left < TEST_TIMEOUT => Some(run_out()),
         Err(_) => Some(TestFailure::new(
             "test_timeout",
             None,

@@ -18,6 +18,9 @@ pub fn human(out: &PackageTestOut) -> String {
             text.push_str(&failure_lines(warning, "     warning: "));
         }
     }
+    for warning in &out.warnings {
+        text.push_str(&failure_lines(warning, "warning: "));
+    }
     let _ = writeln!(text, "{} passed, {} failed in {:.2} s", out.passed, out.failed, out.seconds);
     text
 }

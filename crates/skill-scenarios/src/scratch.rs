@@ -20,7 +20,7 @@ const EXECUTOR: &str = "mock-executor";
 
 /// The database every test copies, and the tokens of those who act on it.
 pub struct Template {
-    folder: PathBuf,
+    folder: Folder,
     file: PathBuf,
     tokens: BTreeMap<String, String>,
     /// The permissions a person of the tests holds (given to one an `approve` names).
@@ -37,6 +37,16 @@ pub struct Scratch {
     grants: Vec<String>,
     file: PathBuf,
     blobs: PathBuf,
+}
+
+/// The run's folder, removed with everything in it when dropped: when the run ends, when making
+/// the template fails, and when the run is dropped half-way (a client that went away).
+struct Folder(PathBuf);
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn failure(message: impl Into<String>) -> Box<TestFailure> {
@@ -60,8 +70,8 @@ async fn actor(engine: &Engine, name: &str, kind: &str, grants: &[String]) -> Re
 
 impl Template {
     /// Makes the template in the new folder `folder` (which it owns and removes when dropped,
-    /// or when making it fails): the workspaces, people and executor, and `packages` installed
-    /// in order. A package the scratch core refuses fails the whole run.
+    /// or when making it fails or is dropped): the workspaces, people and executor, and
+    /// `packages` installed in order. A package the scratch core refuses fails the whole run.
     pub async fn make(
         folder: &Path,
         packages: &[ApplyRequest],
@@ -74,18 +84,15 @@ impl Template {
                 .map_err(|error| failure(format!("cannot make {}: {error}", parent.display())))?;
         }
         std::fs::create_dir(folder).map_err(|error| failure(format!("cannot make {}: {error}", folder.display())))?;
-        let made = Self::fill(folder, packages, workspaces).await;
-        if made.is_err() {
-            let _ = std::fs::remove_dir_all(folder);
-        }
-        made
+        Self::fill(Folder(folder.to_path_buf()), packages, workspaces).await
     }
 
     async fn fill(
-        folder: &Path,
+        owned: Folder,
         packages: &[ApplyRequest],
         workspaces: &BTreeSet<String>,
     ) -> Result<Self, Box<TestFailure>> {
+        let folder = owned.0.as_path();
         let data = folder.join("template");
         let options = skill_store::StoreOptions { sqlite_full_sync: false, ..Default::default() };
         let store = skill_store::open(&data.display().to_string(), &options)
@@ -149,13 +156,13 @@ impl Template {
         }
         let file = folder.join("template.db");
         store.copy_into(&file).await.map_err(|error| failure(format!("cannot copy the scratch database: {error}")))?;
-        Ok(Self { folder: folder.to_path_buf(), file, tokens, grants, copies: 0.into() })
+        Ok(Self { folder: owned, file, tokens, grants, copies: 0.into() })
     }
 
     /// A fresh copy for one test, with its own clock.
     pub async fn scratch(&self) -> Result<Scratch, Box<TestFailure>> {
         let nth = self.copies.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let file = self.folder.join(format!("test-{nth}.db"));
+        let file = self.folder.0.join(format!("test-{nth}.db"));
         std::fs::copy(&self.file, &file).map_err(|error| failure(format!("cannot copy the template: {error}")))?;
         let options = skill_store::StoreOptions { sqlite_full_sync: false, ..Default::default() };
         let store = skill_store::open(&file.display().to_string(), &options)
@@ -163,7 +170,7 @@ impl Template {
             .map_err(|error| failure(format!("cannot open a test's database: {error}")))?;
         let clock = Arc::new(MovedClock::default());
         // Artifacts' content (a task-bound call's result) in a folder of the test's own.
-        let blobs = self.folder.join(format!("test-{nth}-blobs"));
+        let blobs = self.folder.0.join(format!("test-{nth}-blobs"));
         let engine = Engine::new(store)
             .with_clock(clock.clone())
             .with_blobs(Arc::new(skill_store::FolderBlobs::new(blobs.clone())));
@@ -179,12 +186,6 @@ impl Template {
         }
         let executor = executor.ok_or_else(|| failure("the mock executor is missing"))?;
         Ok(Scratch { engine, clock, people, executor, grants: self.grants.clone(), file, blobs })
-    }
-}
-
-impl Drop for Template {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.folder);
     }
 }
 

@@ -244,6 +244,29 @@ pub(crate) fn serve(label: &str) -> Served {
 }
 
 impl Served {
+    /// Every table of the core's database and its number of rows.
+    pub(crate) fn row_counts(&self) -> std::collections::BTreeMap<String, i64> {
+        let file = self.folder.join(skill_store::SQLITE_FILE);
+        self._runtime.block_on(async move {
+            let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&file).read_only(true);
+            let pool = sqlx::SqlitePool::connect_with(options).await.expect("the core's database");
+            let tables: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+                    .fetch_all(&pool)
+                    .await
+                    .expect("tables");
+            let mut counts = std::collections::BTreeMap::new();
+            for table in tables {
+                // The names come from the database's own catalog.
+                let sql = format!("SELECT count(*) FROM \"{table}\"");
+                let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&pool).await.expect("a count");
+                counts.insert(table, count);
+            }
+            pool.close().await;
+            counts
+        })
+    }
+
     /// A token of a new person `name` with `grants` (agents call only their assigned skills).
     pub(crate) fn person(&self, name: &str, grants: &[&str]) -> String {
         self.token_of("person", name, grants)

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::package::{Copy, SDK, example, text};
+use crate::package::{Copy, SDK, example, serve, text};
 
 /// `package test --json` on `copy` (`extra` arguments after): the exit code and the report.
 fn tested(copy: &Copy, extra: &[&str]) -> (Option<i32>, Value) {
@@ -135,4 +135,83 @@ fn broken_scenarios_fail_saying_where_and_why() {
     assert_eq!((failure["code"].as_str(), failure["path"].as_str()), (Some("invalid_test"), Some("steps[0].verify")));
     assert_eq!(outcome(&report, "tests/broken.test.yaml")["failure"]["code"], "invalid_test");
     assert_eq!(report["scenarios"]["passed"], 3, "{report}");
+}
+
+/// What a run came to, test by test, without the times: `(file, passed, code, path, expected,
+/// actual)`.
+fn results(report: &Value) -> Vec<(String, bool, Value, Value, Value, Value)> {
+    let tests = report["scenarios"]["tests"].as_array().cloned().unwrap_or_else(|| panic!("tests: {report}"));
+    tests
+        .iter()
+        .map(|test| {
+            let failure = &test["failure"];
+            (
+                test["file"].as_str().unwrap_or_default().to_owned(),
+                test["passed"] == true,
+                failure["code"].clone(),
+                failure["path"].clone(),
+                failure["expected"].clone(),
+                failure["actual"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_same_tests_run_on_a_core_alike_and_leave_nothing_there() {
+    let core = serve("scenarios");
+    let at = Some((core.url.as_str(), core.token.as_str()));
+    let copy = Copy::new("scenario-core");
+    let applied = copy.sdk(&["apply"], at);
+    assert_eq!(applied.status.code(), Some(0), "{}", text(&applied.stderr));
+    let clerk = core.person("clerk", &["skills.invoke", "tasks.write@claims"]);
+    let before = core.row_counts();
+    assert!(before["skills"] >= 5 && before["events"] > 0, "{before:?}");
+
+    // The claims package's tests: passed alike, on this process's scratch core and on the core's.
+    let on_core = |copy: &Copy| {
+        let output = copy.sdk(&["test", "--json"], at);
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|error| panic!("JSON ({error}): {} {}", text(&output.stdout), text(&output.stderr)));
+        (output.status.code(), report)
+    };
+    let (code, embedded) = tested(&copy, &[]);
+    assert_eq!(code, Some(0), "{embedded}");
+    let (code, remote) = on_core(&copy);
+    assert_eq!(code, Some(0), "{remote}");
+    assert_eq!(results(&remote), results(&embedded));
+    assert_eq!(results(&remote).len(), 4);
+
+    // A wrong expectation fails alike: the same path, expected and actual.
+    copy.edit("tests/claim-handling.test.yaml", "    step: review\n", "    step: week\n");
+    let (code, embedded) = tested(&copy, &[]);
+    assert_eq!(code, Some(1));
+    let (code, remote) = on_core(&copy);
+    assert_eq!(code, Some(1));
+    assert_eq!(results(&remote), results(&embedded));
+    assert!(results(&remote).iter().any(|test| test.3 == "steps[1].expect.step"), "{remote}");
+    copy.edit("tests/claim-handling.test.yaml", "    step: week\n", "    step: review\n");
+
+    // A skill changed without a new version: the core runs the tests with the version it has
+    // published (so the mock still fits it), and says the package's differs.
+    copy.edit("skills/claim.send_reply.yaml", "const: sent", "const: delivered");
+    let (_, embedded) = tested(&copy, &[]);
+    assert_eq!(outcome(&embedded, "tests/claim-reply.test.yaml")["failure"]["code"], "mock_output_invalid");
+    let (code, remote) = on_core(&copy);
+    assert_eq!(code, Some(0), "{remote}");
+    let warnings = remote["scenarios"]["warnings"].as_array().cloned().unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{remote}");
+    assert_eq!(warnings[0]["code"], "published_differs");
+    assert!(warnings[0]["message"].as_str().is_some_and(|m| m.contains("claim.send_reply@1")), "{remote}");
+
+    // None of it stayed in the core's data: every table has the rows it had.
+    assert_eq!(core.row_counts(), before);
+
+    // Only who may install may test on a core.
+    let output = copy.sdk(&["test", "--json"], Some((core.url.as_str(), clerk.as_str())));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!((output.status.code(), stage(&report, "scenarios")), (Some(1), "failed"));
+    let said = report["stages"].to_string();
+    assert!(said.contains("permission_denied") || said.contains("org.manage"), "{said}");
+    assert_eq!(core.row_counts(), before);
 }

@@ -18,6 +18,7 @@ mod hostile_api;
 mod knowledge;
 mod openapi_file;
 mod package_apply;
+mod package_tests;
 mod process;
 mod processes;
 mod remote;
