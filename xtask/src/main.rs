@@ -6,6 +6,7 @@ mod bench_core;
 mod bench_export;
 mod bench_gateway;
 mod bench_host;
+mod bench_scenarios;
 mod browser;
 mod core_run;
 mod edges;
@@ -44,8 +45,8 @@ commands:
            against bare rmcp and FastMCP), `bench core [sqlite|postgres]` (P4, invoke → claim →
            complete through the core and a real executor), `bench mcp-core` (the core's MCP gateway
            against the API, and an agent's request), `bench rules` (facts to their tasks through a
-           work rule), `bench processes` (instances of a three-step process), results in
-           target/bench/; `bench
+           work rule), `bench processes` (instances of a three-step process), `bench scenarios`
+           (P12, `skill-sdk package test` with 100 scenario tests), results in target/bench/; `bench
            console` (the console's pages with 10,000 calls in the store, beside the API's
            listing) prints its table and a JSON line
   fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
@@ -95,6 +96,7 @@ fn dispatch() -> Result<()> {
             Some("mcp-core") => bench_gateway::bench_gateway(),
             Some("rules") => rules_run::bench_rules(),
             Some("processes") => processes_run::bench_processes(),
+            Some("scenarios") => bench_scenarios::bench(),
             Some("console") => run(
                 "the console's pages with 10,000 calls (release)",
                 cargo().args([
@@ -111,7 +113,7 @@ fn dispatch() -> Result<()> {
             ),
             _ => {
                 eprintln!(
-                    "usage: cargo xtask bench export|http|mcp|core|mcp-core|rules|processes|console [sqlite|postgres]"
+                    "usage: cargo xtask bench export|http|mcp|core|mcp-core|rules|processes|scenarios|console [sqlite|postgres]"
                 );
                 std::process::exit(2)
             }
