@@ -624,6 +624,8 @@ impl Engine {
                 if let Some(task_id) = &open.task_id {
                     let task = self.store.task(task_id).await?;
                     if !task.status.is_terminal() {
+                        let mut gates = Vec::new();
+                        self.withdraw_gates(&task, &origin, &mut gates, &mut events).await?;
                         let closed = self.closed_for(
                             &task,
                             TaskStatus::Cancelled,
@@ -631,7 +633,8 @@ impl Engine {
                             &origin,
                             &mut events,
                         );
-                        changes.insert(0, WorkChange::UpdateTask(closed));
+                        gates.insert(0, WorkChange::UpdateTask(closed));
+                        changes.splice(0..0, gates);
                     }
                 }
             }

@@ -15,7 +15,6 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use skill_api::events::ApprovalWithdrawn;
 use skill_api::events::{AgentRequestCreated, AgentRequestEnded, AgentRequestInvoked, TaskClosed, TaskCreated};
 use skill_api::{
     AgentRequestOut, ApprovalStatus, CallStatus, ClientInfo, InvocationOut, InvokeRequest, Lifecycle, PrincipalKind,
@@ -720,18 +719,8 @@ impl Engine {
         let mut changes = Vec::new();
         let mut events = Vec::new();
         if let Some(approval) = pending_approval {
-            let mut withdrawn = approval.clone();
-            withdrawn.status = ApprovalStatus::Withdrawn;
-            withdrawn.withdrawn_by = by.map(str::to_owned);
-            withdrawn.withdrawn_at = Some(now);
-            withdrawn.row_version += 1;
-            withdrawn.updated_at = now;
-            let data = ApprovalWithdrawn {
-                task_id: approval.task_id.clone(),
-                withdrawn_by: by.unwrap_or("core").to_owned(),
-                was: ApprovalStatus::Pending,
-            };
-            events.push(self.event(format!("approval:{}", approval.id), &data, origin));
+            let (withdrawn, event) = self.withdrawal(approval, by, origin);
+            events.push(event);
             changes.push(WorkChange::UpdateApproval(withdrawn));
         }
         let task = self.store.task(&request.task_id).await?;

@@ -517,11 +517,12 @@ async fn a_process_writes_only_what_another_person_decided() {
     assert_eq!(looped["error"]["code"], "process_write_not_decided", "{looped}");
     let sends: Vec<&Value> = looped["steps"].as_array().into_iter().flatten().filter(|s| s["step"] == "send").collect();
     assert_eq!(sends.iter().filter(|s| s["invocationId"].is_string()).count(), 1, "{looped}");
-    // A decision taken after its task closed is refused, whatever the order of the requests.
+    // A decision taken after its task closed is refused, whatever the order of the requests: the
+    // close withdrew the pending gate.
     let (_, task, gate) = review_of(&core, &lead, "C-late").await;
     core.post(&lead, &format!("/tasks/{task}:close"), &json!({"status": "done"})).await.ok(200);
     let late = core.post(&reviewer, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved"})).await;
-    assert_eq!((late.status.as_u16(), late.body["error"]["code"].as_str()), (409, Some("task_terminal")));
+    assert_eq!((late.status.as_u16(), late.body["error"]["code"].as_str()), (409, Some("approval_not_pending")));
     // The person behind a chain is its starter: a task type that starts the process, its task
     // made by the lead, whose review the lead approves, writes nothing.
     let chained = json!({"key": "claim-decided", "version": "1", "customFields": {"claim": {"type": "string"}},
@@ -874,10 +875,12 @@ async fn cancelling_closes_the_task_and_retries_back_off() {
         (Some("cancelled"), Some("process_cancelled")),
         "{closed}"
     );
+    // Its gate went with it: withdrawn by the core, so no one decides it.
+    assert_eq!(core.get(&reviewer, &format!("/approvals/{gate}")).await.ok(200)["status"], "withdrawn");
     let late = core.post(&reviewer, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved"})).await;
     assert_eq!(
         (late.status.as_u16(), late.body["error"]["code"].as_str()),
-        (409, Some("task_terminal")),
+        (409, Some("approval_not_pending")),
         "{}",
         late.body
     );

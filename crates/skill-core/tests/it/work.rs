@@ -314,6 +314,10 @@ async fn tasks_runs_approvals_and_comments_keep_their_rules() {
         assert_eq!(listed["items"].as_array().map(Vec::len), Some(2));
         core.get(&desk.outsider, &format!("/approvals?task={task_id}")).await.refused(404, "not_found");
 
+        // An approval decided before the close stands after it.
+        let standing = id(core.post(&desk.writer, "/approvals", &json!({"taskId": task_id, "gate": false})).await.ok(201));
+        core.post(&desk.decider, &format!("/approvals/{standing}:decide"), &approve).await.ok(200);
+
         // Comments, then the close: for good.
         core.post(&desk.writer, "/task-comments", &json!({"taskId": task_id, "body": "looking"})).await.ok(201);
         core.post(&desk.writer, "/task-comments", &json!({"taskId": task_id, "body": ""})).await.refused(400, "invalid_request");
@@ -323,6 +327,12 @@ async fn tasks_runs_approvals_and_comments_keep_their_rules() {
         core.post(&desk.writer, &format!("/tasks/{task_id}:close"), &json!({"status": "cancelled"})).await.refused(409, "task_terminal");
         core.post(&desk.writer, "/runs", &json!({"taskId": task_id})).await.refused(409, "task_terminal");
         core.post(&desk.writer, "/approvals", &json!({"taskId": task_id})).await.refused(409, "task_terminal");
+        // Its pending approval went with it (withdrawn by the core: no one decides it, no list
+        // shows it); the approved one stands, and is not withdrawn after.
+        let gone = core.get(&desk.decider, &format!("/approvals/{own}")).await.ok(200).clone();
+        assert_eq!((gone["status"].as_str(), gone["withdrawnBy"].as_str()), (Some("withdrawn"), None), "{gone}");
+        core.post(&desk.writer, &format!("/approvals/{standing}:withdraw"), &json!({})).await.refused(409, "task_terminal");
+        assert_eq!(core.get(&desk.decider, &format!("/approvals/{standing}")).await.ok(200)["status"], "approved");
         let comments = core.get(&desk.decider, &format!("/task-comments?task={task_id}")).await.ok(200).clone();
         let bodies: Vec<&str> = comments["items"].as_array().expect("items").iter().filter_map(|c| c["body"].as_str()).collect();
         assert_eq!(bodies, ["wrong claim", "looking", "answered"]);

@@ -12,7 +12,7 @@ use skill_api::{
 };
 use skill_contract::export::canonical;
 use skill_store::ErrorKind;
-use skill_store::records::{ActionRecord, ApprovalRecord, TaskRecord, WorkChange};
+use skill_store::records::{ActionRecord, ApprovalRecord, Event, TaskRecord, WorkChange};
 
 use super::comment_event;
 use super::preview::{Decision, check_outcome, outcome_actions};
@@ -288,22 +288,13 @@ impl Engine {
                 .with("approvalId", approval.id)
                 .with("status", approval.status));
             }
-            let now = self.now();
+            // A closed task's decision stands: what it allowed has run or was cancelled with it.
+            if task.status.is_terminal() {
+                return Err(task_terminal(&task).with("approvalId", approval.id));
+            }
             let origin = Origin::of(actor, request_id);
-            let withdrawn = ApprovalRecord {
-                status: ApprovalStatus::Withdrawn,
-                withdrawn_by: Some(actor.id().to_owned()),
-                withdrawn_at: Some(now),
-                row_version: approval.row_version + 1,
-                updated_at: now,
-                ..approval.clone()
-            };
-            let withdrawal = ApprovalWithdrawn {
-                task_id: approval.task_id.clone(),
-                withdrawn_by: actor.id().to_owned(),
-                was: approval.status,
-            };
-            let mut events = vec![self.event(format!("approval:{}", approval.id), &withdrawal, &origin)];
+            let (withdrawn, event) = self.withdrawal(&approval, Some(actor.id()), &origin);
+            let mut events = vec![event];
             let mut changes = vec![WorkChange::UpdateApproval(withdrawn.clone())];
             if let Some(reason) = &request.reason {
                 let comment = self.comment(&task, actor.id(), reason)?;
@@ -317,6 +308,49 @@ impl Engine {
             }
         }
         Err(busy())
+    }
+
+    /// `approval` withdrawn now by `by` (the core when `None`), with its event.
+    pub(crate) fn withdrawal(
+        &self,
+        approval: &ApprovalRecord,
+        by: Option<&str>,
+        origin: &Origin,
+    ) -> (ApprovalRecord, Event) {
+        let now = self.now();
+        let withdrawn = ApprovalRecord {
+            status: ApprovalStatus::Withdrawn,
+            withdrawn_by: by.map(str::to_owned),
+            withdrawn_at: Some(now),
+            row_version: approval.row_version + 1,
+            updated_at: now,
+            ..approval.clone()
+        };
+        let data = ApprovalWithdrawn {
+            task_id: approval.task_id.clone(),
+            withdrawn_by: by.unwrap_or("core").to_owned(),
+            was: approval.status,
+        };
+        (withdrawn, self.event(format!("approval:{}", approval.id), &data, origin))
+    }
+
+    /// The pending approvals of `task`, withdrawn by the core in the write that closes it: no
+    /// one decides a gate of a closed task, and none waits in a decider's list.
+    pub(crate) async fn withdraw_gates(
+        &self,
+        task: &TaskRecord,
+        origin: &Origin,
+        changes: &mut Vec<WorkChange>,
+        events: &mut Vec<Event>,
+    ) -> Result<()> {
+        for approval in self.store.approvals(&task.id).await? {
+            if approval.status == ApprovalStatus::Pending {
+                let (withdrawn, event) = self.withdrawal(&approval, None, origin);
+                events.push(event);
+                changes.push(WorkChange::UpdateApproval(withdrawn));
+            }
+        }
+        Ok(())
     }
 
     /// The pending approvals `actor` may decide (`approvals.decide` in their tasks' workspaces, not

@@ -312,6 +312,7 @@ impl Engine {
         }
         if !task.status.is_terminal() {
             let closed_as = if status == RunStatus::Succeeded { TaskStatus::Done } else { TaskStatus::Failed };
+            self.withdraw_gates(task, origin, &mut changes, &mut events).await?;
             let closed = self.closed_for(task, closed_as, reason.as_deref(), origin, &mut events);
             changes.push(WorkChange::UpdateTask(closed));
         }

@@ -107,6 +107,7 @@ impl Engine {
                         EngineError::new(Class::Internal, "internal_error", format!("setTaskStatus: {unknown}"))
                     })?;
                     if !task_now.status.is_terminal() {
+                        self.withdraw_gates(&task_now, &system, &mut changes, &mut events).await?;
                         task_now = self.closed(&task_now, status, &system, &mut events);
                     }
                 } else if let Some(text) = step.get("addComment").and_then(Value::as_str) {

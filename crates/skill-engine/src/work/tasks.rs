@@ -138,8 +138,9 @@ impl Engine {
         Ok(bounded_page(items, next, |item| item.id.clone()))
     }
 
-    /// Closes a task (`tasks.write`): `done`, `failed` or `cancelled`, for good. Calls waiting on
-    /// its approvals or runs are cancelled when claimed (`basis_revoked`, `task_terminal`).
+    /// Closes a task (`tasks.write`): `done`, `failed` or `cancelled`, for good. Its pending
+    /// approvals are withdrawn with it; calls waiting on its approvals or runs are cancelled when
+    /// claimed (`basis_revoked`, `task_terminal`).
     pub async fn close_task(
         &self,
         actor: &Actor,
@@ -160,6 +161,7 @@ impl Engine {
             let origin = Origin::of(actor, request_id);
             let mut changes = Vec::new();
             let mut events = Vec::new();
+            self.withdraw_gates(&task, &origin, &mut changes, &mut events).await?;
             let closed = self.closed(&task, status, &origin, &mut events);
             changes.push(WorkChange::UpdateTask(closed.clone()));
             if let Some(text) = &request.comment {

@@ -104,6 +104,15 @@ struct Model {
 }
 
 impl Model {
+    /// `task` closed: its pending approvals are withdrawn with it (no one decides a closed
+    /// task's gate).
+    fn close(&mut self, task: &str) {
+        self.tasks.get_mut(task).expect("known").open = false;
+        for approval in self.approvals.values_mut().filter(|a| a.task == task && a.status == ApprovalStatus::Pending) {
+            approval.status = ApprovalStatus::Withdrawn;
+        }
+    }
+
     /// What invoking `skill` with inputs `{n}` as `person` with these ids answers: `Ok(basis
     /// kind)` or the code. A person's own call never has the execution basis.
     fn predict(
@@ -548,8 +557,13 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     let Some(id) = rng.pick(&live).cloned() else {
                         break 'step "nothing to do";
                     };
-                    w.engine.withdraw(&w.people[person], &id, &WithdrawRequest::default(), None).await.expect(&at);
-                    m.approvals.get_mut(&id).expect("known").status = ApprovalStatus::Withdrawn;
+                    let result = w.engine.withdraw(&w.people[person], &id, &WithdrawRequest::default(), None).await;
+                    // A closed task's decision stands.
+                    let open = m.tasks[&m.approvals[&id].task].open;
+                    assert_eq!(code(&result), if open { "ok" } else { "task_terminal" }, "{at}: withdraw {id}");
+                    if open {
+                        m.approvals.get_mut(&id).expect("known").status = ApprovalStatus::Withdrawn;
+                    }
                     "approval withdrawn"
                 }
                 31..=34 => {
@@ -606,7 +620,7 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                         .close_task(&w.people[person], &task, &CloseTaskRequest { status, comment: None }, None)
                         .await
                         .expect(&at);
-                    m.tasks.get_mut(&task).expect("known").open = false;
+                    m.close(&task);
                     "task closed"
                 }
                 64 if step > steps / 2 && rng.chance(10) => {
@@ -718,7 +732,7 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                             TaskStatus::Cancelled,
                             "{at}: the instance's task is cancelled with it"
                         );
-                        m.tasks.get_mut(&task).expect("known").open = false;
+                        m.close(&task);
                         count(totals, "+task cancelled with its instance");
                     }
                     "instance cancelled"
@@ -888,10 +902,16 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
         let authority = w.ids.iter().take(3).position(|id| *id == call.authority_principal_id);
         m.calls.insert(call.id.clone(), Call { status: call.status, fencing: call.fencing_token, authority });
     }
-    for (id, task) in &mut m.tasks {
-        if task.open {
-            task.open = store.task(id).await.expect(at).status == TaskStatus::Open;
+    let open: Vec<String> = m.tasks.iter().filter(|(_, task)| task.open).map(|(id, _)| id.clone()).collect();
+    for id in open {
+        if store.task(&id).await.expect(at).status != TaskStatus::Open {
+            m.close(&id);
         }
+    }
+    // Every approval is as the model says (a closed task's pending gates were withdrawn with it).
+    for (id, approval) in &m.approvals {
+        let stored = w.engine.store().approval(id).await.expect(at);
+        assert_eq!(stored.status, approval.status, "{at}: approval {id}");
     }
     // The review tasks the instances made, and the gates their agent asked for.
     for (id, instance) in &mut m.instances {

@@ -74,6 +74,9 @@ pub(crate) async fn attempt(case: Case, quiet: bool) -> Result<BTreeMap<&'static
     }
 }
 
+/// At most this many steps left, pairs of them are tried out too.
+const PAIRED: usize = 12;
+
 /// The shortest sequence of `case`'s steps found that still fails, how it fails, and how many
 /// replays it took. A failure of the check at the end keeps every step before it.
 pub(crate) async fn shrink(case: &Case, first: Failed) -> (Case, Failed, usize) {
@@ -103,6 +106,30 @@ pub(crate) async fn shrink(case: &Case, first: Failed) -> (Case, Failed, usize) 
         if !progressed {
             chunk = chunk.div_ceil(2);
         }
+    }
+    // Then two steps at a time, anywhere, when few are left: a step that picks among earlier
+    // ones (a pending approval, say) may need two of them gone at once to pick the same.
+    'pairs: while best.len() <= PAIRED && replays < MAX_REPLAYS {
+        for first_out in 0..best.len() {
+            for second_out in first_out + 1..best.len() {
+                if replays >= MAX_REPLAYS {
+                    break 'pairs;
+                }
+                let candidate: Vec<u64> = best
+                    .iter()
+                    .enumerate()
+                    .filter(|(index, _)| *index != first_out && *index != second_out)
+                    .map(|(_, step)| *step)
+                    .collect();
+                replays += 1;
+                if let Err(failed) = attempt(Case { steps: candidate.clone(), ..case.clone() }, true).await {
+                    best = candidate[..(failed.at + 1).min(candidate.len())].to_vec();
+                    failure = failed;
+                    continue 'pairs;
+                }
+            }
+        }
+        break;
     }
     (Case { steps: best, ..case.clone() }, failure, replays)
 }
