@@ -64,8 +64,8 @@ pub use knowledge::{
     DocumentOut, DocumentRequest, EntityPage, EntityQuery, RecallAnswer, RecallRequest, SnapshotPlan, SnapshotRequest,
 };
 pub use package_tests::{
-    MAX_PACKAGE_TEST_BYTES, MAX_TEST_RUN_SECONDS, MAX_TESTS, PackageTestOut, PackageTestRequest, TestFailure, TestFile,
-    TestOutcome,
+    MAX_PACKAGE_TEST_BYTES, MAX_TEST_RUN_SECONDS, MAX_TEST_WORKSPACES, MAX_TESTS, PackageTestOut, PackageTestRequest,
+    TestFailure, TestFile, TestOutcome,
 };
 pub use packages::{
     ApplyOut, ApplyRequest, InstallOut, MAX_APPLY_BYTES, ObjectRef, PackageRef, PlannedPatch, RecordRequest,

@@ -387,8 +387,11 @@ pub const OPERATIONS: &[Operation] = &[
         query: None,
         success: (200, Some(schema::<PackageTestOut>)),
         errors: &[
+            (400, "invalid_request"),
             (422, "too_many_tests"),
+            (422, "too_many_workspaces"),
             (422, "package_refused"),
+            (422, "test_run_timeout"),
             (503, "package_test_busy"),
             (500, "scratch_core_failed"),
         ],

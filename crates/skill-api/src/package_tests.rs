@@ -13,8 +13,12 @@ pub const MAX_TESTS: usize = 100;
 /// those after it are not started.
 pub const MAX_TEST_RUN_SECONDS: u64 = 600;
 
-/// The largest body `POST /packages:test` accepts: the packages and their test files.
-pub const MAX_PACKAGE_TEST_BYTES: usize = 64 * 1024 * 1024;
+/// The largest body `POST /packages:test` accepts: the packages and their test files (as
+/// `POST /packages:apply` takes a package).
+pub const MAX_PACKAGE_TEST_BYTES: usize = 32 * 1024 * 1024;
+
+/// The most workspaces the tests of one run name (`given.workspace`), the default one aside.
+pub const MAX_TEST_WORKSPACES: usize = 16;
 
 /// The body of `POST /packages:test`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

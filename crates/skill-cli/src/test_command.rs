@@ -27,6 +27,10 @@ pub struct TestArgs {
     /// A call no mock answers is a warning instead of a failure.
     #[arg(long)]
     allow_unmocked: bool,
+    /// Run only the tests whose file (`tests/…`) or `name` holds NAME; repeat it for several.
+    /// A run takes at most 100 tests: this splits a larger set over several runs.
+    #[arg(long, value_name = "NAME")]
+    only: Vec<String>,
     /// Skip the contracts stage (which builds the integration crate).
     #[arg(long)]
     skip_contracts: bool,
@@ -145,9 +149,23 @@ fn contracts(folder: &Path) -> Stage {
 /// The scenario tests on a scratch core of this process, or of the core `--core` names; `None`
 /// when there are none.
 fn scenarios(folder: &Path, loaded: &package::Loaded, args: &TestArgs) -> Result<Option<PackageTestOut>, String> {
-    let (files, unread) = package::test_files(folder)?;
+    let (mut files, mut unread) = package::test_files(folder)?;
     if files.is_empty() && unread.is_empty() {
         return Ok(None);
+    }
+    if !args.only.is_empty() {
+        let wanted = |text: &str| args.only.iter().any(|name| text.contains(name.as_str()));
+        files.retain(|test| {
+            wanted(&test.file) || test.document.get("name").and_then(Value::as_str).is_some_and(&wanted)
+        });
+        unread.retain(|broken| wanted(&broken.file));
+        if files.is_empty() && unread.is_empty() {
+            return Err(format!(
+                "no test's file or name holds {}: see the files under {}/tests",
+                args.only.join(" or "),
+                folder.display()
+            ));
+        }
     }
     let mut out = if files.is_empty() {
         PackageTestOut { tests: Vec::new(), passed: 0, failed: 0, seconds: 0.0, warnings: Vec::new() }

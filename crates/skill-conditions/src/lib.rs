@@ -28,6 +28,11 @@ use serde_json::Value;
 pub const MAX_SOURCE: usize = 2048;
 /// The deepest nesting of brackets a source may have.
 pub const MAX_NESTING: usize = 24;
+/// The longest an evaluation may take: past it, every variable the expression reads again is
+/// `null`, so what is left of it fails at once and [`Condition::eval`] answers an [`EvalError`]
+/// whose `over_budget` is set. A condition over a large input (a loop that copies the input at
+/// every step) ends here instead of holding the thread that evaluates it.
+pub const EVAL_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
 /// The stack the parser and the interpreter run on (they recurse over the expression).
 const STACK_BYTES: usize = 64 * 1024 * 1024;
 
@@ -103,6 +108,32 @@ impl std::error::Error for CompileError {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvalError {
     pub message: String,
+    /// The evaluation ran past its time ([`EVAL_BUDGET`], or the one [`Condition::eval_within`]
+    /// was given): the condition costs too much for its input, whatever its value would be.
+    pub over_budget: bool,
+}
+
+impl EvalError {
+    fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into(), over_budget: false }
+    }
+}
+
+/// The evaluation's clock, consulted by every read of a variable: past the deadline, the
+/// variable reads as `null` (and the flag says so).
+struct Budget {
+    deadline: std::time::Instant,
+    spent: std::sync::atomic::AtomicBool,
+}
+
+impl cel::context::VariableResolver for Budget {
+    fn resolve<'b>(&'b self, _variable: &str) -> Option<cel::common::value::CowVal<'b, 'b>> {
+        if std::time::Instant::now() < self.deadline {
+            return None;
+        }
+        self.spent.store(true, std::sync::atomic::Ordering::Relaxed);
+        cel::Value::Null.try_into().ok().map(cel::common::value::CowVal::Owned)
+    }
 }
 
 impl fmt::Display for EvalError {
@@ -199,26 +230,47 @@ impl Condition {
     }
 
     /// Its value over `input`, whose top-level fields are the variables.
+    /// At most [`EVAL_BUDGET`] long.
     pub fn eval(&self, input: &Value) -> Result<bool, EvalError> {
-        match self.value(input)? {
+        self.eval_within(input, EVAL_BUDGET)
+    }
+
+    /// Its value over `input`, in at most about `budget`: past it, an [`EvalError`] whose
+    /// `over_budget` is set.
+    pub fn eval_within(&self, input: &Value, budget: std::time::Duration) -> Result<bool, EvalError> {
+        match self.value(input, budget)? {
             cel::Value::Bool(value) => Ok(value),
-            other => Err(EvalError { message: format!("the condition is a {:?}, not a boolean", other.type_of()) }),
+            other => Err(EvalError::new(format!("the condition is a {:?}, not a boolean", other.type_of()))),
         }
     }
 
     /// Its CEL value over `input` (what [`Condition::eval`] judges), on a deep stack.
-    fn value(&self, input: &Value) -> Result<cel::Value, EvalError> {
-        on_deep_stack(|| self.value_here(input))
+    fn value(&self, input: &Value, budget: std::time::Duration) -> Result<cel::Value, EvalError> {
+        on_deep_stack(|| self.value_here(input, budget))
     }
 
-    fn value_here(&self, input: &Value) -> Result<cel::Value, EvalError> {
+    fn value_here(&self, input: &Value, budget: std::time::Duration) -> Result<cel::Value, EvalError> {
+        let started = std::time::Instant::now();
+        let clock = Budget { deadline: started + budget, spent: false.into() };
         let mut context = cel::Context::with_env(Arc::clone(env()));
         if let Value::Object(fields) = input {
             for (name, value) in fields {
                 context.add_variable_from_value(name.as_str(), to_cel(value));
             }
         }
-        self.program.execute(&context).map_err(|error| EvalError { message: error.to_string() })
+        context.set_variable_resolver(&clock);
+        let value = self.program.execute(&context);
+        if clock.spent.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(EvalError {
+                message: format!(
+                    "the condition ran past its {} ms: it costs too much for this input (a loop that copies \
+                     the input at every step, say)",
+                    budget.as_millis()
+                ),
+                over_budget: true,
+            });
+        }
+        value.map_err(|error| EvalError::new(error.to_string()))
     }
 }
 
@@ -353,6 +405,21 @@ mod tests {
         assert!(missing.message.contains("text"), "{missing}");
         let number = Condition::compile("1 + 2").expect("compiles");
         assert!(number.eval(&json!({})).expect_err("not a boolean").message.contains("not a boolean"));
+    }
+
+    #[test]
+    fn a_condition_that_costs_too_much_for_its_input_ends_at_its_budget() {
+        // Each term copies the input list at every step of its loop: 30 × 9,000 × 18,000 copies.
+        let term = "input.text.all(x, size(input.text + input.text) > 0)";
+        let costly = Condition::compile(&vec![term; 30].join(" && ")).expect("compiles");
+        let input = json!({"input": {"text": vec!["a"; 9000]}});
+        let error = costly.eval_within(&input, std::time::Duration::from_millis(50)).expect_err("over budget");
+        assert!(error.over_budget, "{error}");
+        assert!(error.message.contains("50 ms"), "{error}");
+        let small = json!({"input": {"text": ["a", "b"]}});
+        assert_eq!(costly.eval(&small), Ok(true), "the same condition over a small input has its value");
+        let wrong = Condition::compile("input.text > 1").expect("compiles").eval(&small).expect_err("a type error");
+        assert!(!wrong.over_budget, "an ordinary error is not a spent budget: {wrong}");
     }
 
     #[test]

@@ -326,7 +326,21 @@ pub const CODES: &[CodeInfo] = &[
         ValidationError,
         No,
         "core",
-        "the scratch core of a package test refused to install one of its packages (422, `details.path`)",
+        "the scratch core of a package test refused to install one of its packages (422, `details.field`)",
+    ),
+    code(
+        "test_run_timeout",
+        ValidationError,
+        No,
+        "core",
+        "installing a package test run's packages on its scratch core took the run's whole 600 s (422)",
+    ),
+    code(
+        "too_many_workspaces",
+        ValidationError,
+        No,
+        "core",
+        "the tests of one package test run name more than 16 workspaces (422, `POST /packages:test`)",
     ),
     code(
         "package_test_busy",

@@ -423,9 +423,17 @@ fn read_step(value: &Value, n: usize, subject: Subject) -> Result<Step, Refusal>
                     return Err(invalid(&format!("{at}.gate"), format!("a task has one gate, default, not {other:?}")));
                 }
             }
+            let by =
+                text(fields.get("by"), &format!("{at}.by"))?.unwrap_or_else(|| crate::scratch::REVIEWER.to_owned());
+            if by.is_empty() || by.chars().count() > 200 || by.chars().any(char::is_control) {
+                return Err(invalid(
+                    &format!("{at}.by"),
+                    "by names a person: 1 to 200 characters and no control characters",
+                ));
+            }
             Action::Approve {
                 approved,
-                by: text(fields.get("by"), &format!("{at}.by"))?.unwrap_or_else(|| crate::scratch::REVIEWER.to_owned()),
+                by,
                 comment: text(fields.get("comment"), &format!("{at}.comment"))?,
                 task_step: text(fields.get("task"), &format!("{at}.task"))?,
             }
@@ -584,6 +592,16 @@ mod tests {
                 json!({"name": "n", "process": "p", "steps": [{"start": {}}],
                        "mocks": {"skills": {"a@1": [{"timeout": true, "when": "input.x >"}]}}}),
                 "mocks.skills.a@1[0].when",
+            ),
+            (
+                json!({"name": "n", "subject": "taskType", "taskType": "t",
+                       "steps": [{"approve": {"decision": "approved", "by": "two\nlines"}}]}),
+                "steps[0].approve.by",
+            ),
+            (
+                json!({"name": "n", "subject": "taskType", "taskType": "t",
+                       "steps": [{"approve": {"decision": "approved", "by": "x".repeat(201)}}]}),
+                "steps[0].approve.by",
             ),
         ];
         for (document, path) in cases {

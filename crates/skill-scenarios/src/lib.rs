@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use skill_api::{MAX_TESTS, PackageTestOut, PackageTestRequest, TestFailure, TestOutcome};
+use skill_api::{MAX_TEST_WORKSPACES, MAX_TESTS, PackageTestOut, PackageTestRequest, TestFailure, TestOutcome};
 
 /// How long one test may take.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,7 +42,7 @@ pub async fn run(request: &PackageTestRequest, under: &Path) -> Result<PackageTe
                 Some("tests".to_owned()),
                 format!("one run has 1 to {MAX_TESTS} tests, not {}", request.tests.len()),
             )
-            .hinted("split the tests over several runs"),
+            .hinted(SPLIT),
         ));
     }
     let Some(tested) = request.packages.last() else {
@@ -50,9 +50,35 @@ pub async fn run(request: &PackageTestRequest, under: &Path) -> Result<PackageTe
     };
     let read: Vec<_> = request.tests.iter().map(|file| file::read(&file.document)).collect();
     let mut workspaces: BTreeSet<String> = read.iter().flatten().map(|test| test.given.workspace.clone()).collect();
+    workspaces.remove(file::DEFAULT_WORKSPACE);
+    if workspaces.len() > MAX_TEST_WORKSPACES {
+        return Err(Box::new(
+            TestFailure::new(
+                "too_many_workspaces",
+                Some("tests".to_owned()),
+                format!(
+                    "the tests name {} workspaces (given.workspace); one run makes at most {MAX_TEST_WORKSPACES}",
+                    workspaces.len()
+                ),
+            )
+            .hinted(SPLIT),
+        ));
+    }
     workspaces.insert(file::DEFAULT_WORKSPACE.to_owned());
-    let folder = under.join(format!("skill-package-test-{}", uuid::Uuid::now_v7()));
-    let template = scratch::Template::make(&folder, &request.packages, &workspaces).await?;
+    let folder = under.join(format!("{}{}", scratch::FOLDER_PREFIX, uuid::Uuid::now_v7()));
+    // Making the scratch core counts against the run's time too.
+    let made = tokio::time::timeout(RUN_TIMEOUT, scratch::Template::make(&folder, &request.packages, &workspaces));
+    let Ok(template) = made.await else {
+        return Err(Box::new(
+            TestFailure::new(
+                "test_run_timeout",
+                None,
+                format!("installing the packages on the scratch core took the run's {} s", RUN_TIMEOUT.as_secs()),
+            )
+            .hinted("install fewer or smaller packages in one run"),
+        ));
+    };
+    let template = template?;
     let mut tests = Vec::with_capacity(read.len());
     for (file, test) in request.tests.iter().zip(read) {
         let began = Instant::now();
@@ -86,9 +112,13 @@ pub async fn run(request: &PackageTestRequest, under: &Path) -> Result<PackageTe
     })
 }
 
+/// How to run fewer tests at once.
+const SPLIT: &str =
+    "split the tests over several runs: skill-sdk package test --only NAME runs those whose file or name holds NAME";
+
 fn run_out() -> TestFailure {
     TestFailure::new("test_timeout", None, format!("the run's {} s ran out before this test", RUN_TIMEOUT.as_secs()))
-        .hinted("split the tests over several runs, or find the test that waits")
+        .hinted(SPLIT)
 }
 
 async fn one(

@@ -165,11 +165,7 @@ impl Mock {
             .map(|rest| rest.split(':').next().unwrap_or(rest))
             .and_then(|activity| step_of.get(activity));
         let document = json!({"input": call.inputs});
-        let fitting: Vec<&Answer> = answers
-            .iter()
-            .filter(|answer| answer.step.is_none() || answer.step.as_ref() == step)
-            .filter(|answer| answer.when.as_ref().is_none_or(|when| when.eval(&document).unwrap_or(false)))
-            .collect();
+        let fitting = fitting(answers, step, &document)?;
         // The n-th fitting answer; past the last, the last again (none fitting: none).
         let Some(answer) = fitting.get(index.min(fitting.len().saturating_sub(1))) else {
             self.unmocked.push(
@@ -192,6 +188,42 @@ impl Mock {
             reply => Some(reply.clone()),
         })
     }
+}
+
+/// The answers that fit a call made by `step` with `document` (`{"input": …}`): their step and
+/// `when`. The `when`s of one call share one budget: one that costs too much for the call's input
+/// fails the test (at its path), which then ends within its own time.
+fn fitting<'a>(
+    answers: &'a [Answer],
+    step: Option<&String>,
+    document: &serde_json::Value,
+) -> Result<Vec<&'a Answer>, Box<TestFailure>> {
+    let deadline = std::time::Instant::now() + skill_conditions::EVAL_BUDGET;
+    let mut fitting = Vec::new();
+    for answer in answers {
+        if answer.step.is_some() && answer.step.as_ref() != step {
+            continue;
+        }
+        let fits = match &answer.when {
+            None => true,
+            Some(when) => {
+                match when.eval_within(document, deadline.saturating_duration_since(std::time::Instant::now())) {
+                    Ok(fits) => fits,
+                    Err(error) if error.over_budget => {
+                        return Err(Box::new(
+                            TestFailure::new("invalid_test", Some(format!("{}.when", answer.path)), error.message)
+                                .hinted("make the condition read less of the input"),
+                        ));
+                    }
+                    Err(_) => false,
+                }
+            }
+        };
+        if fits {
+            fitting.push(answer);
+        }
+    }
+    Ok(fitting)
 }
 
 /// Every mock output checked against its version's output schema before any step runs: the
@@ -243,4 +275,32 @@ pub async fn check_outputs(scratch: &Scratch, mocks: &BTreeMap<String, Vec<Answe
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::fitting;
+
+    #[test]
+    fn a_when_too_costly_for_the_calls_input_fails_the_test_at_its_path() {
+        let term = "input.items.all(x, size(input.items + input.items) > 0)";
+        let test = crate::file::read(&json!({"name": "n", "process": "p", "steps": [{"start": {}}],
+        "mocks": {"skills": {"a.b@1": [
+            {"output": {}, "when": "input.items.size() > 1"},
+            {"output": {}, "when": vec![term; 30].join(" && ")},
+        ]}}}))
+        .expect("read");
+        let answers = &test.mocks["a.b@1"];
+        let small = json!({"input": {"items": [1, 2]}});
+        assert_eq!(fitting(answers, None, &small).expect("fits").len(), 2);
+        let large = json!({"input": {"items": vec![1; 9000]}});
+        let failure = fitting(answers, None, &large).expect_err("over budget");
+        assert_eq!(
+            (failure.code.as_str(), failure.path.as_deref()),
+            ("invalid_test", Some("mocks.skills.a.b@1[1].when")),
+            "{failure:?}"
+        );
+    }
 }

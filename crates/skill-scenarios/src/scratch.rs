@@ -39,6 +39,86 @@ pub struct Scratch {
     blobs: PathBuf,
 }
 
+/// Removes the folders of runs that ended without removing theirs (a process killed half-way):
+/// those beside `ours` named as a run's, owned by whoever owns `ours`, made longer ago than twice
+/// the longest run.
+fn sweep(parent: &Path, ours: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(owner) = std::fs::metadata(ours).map(|ours| ours.uid()) else { return };
+        let Ok(entries) = std::fs::read_dir(parent) else { return };
+        let oldest = std::time::SystemTime::now() - 2 * crate::RUN_TIMEOUT;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|name| name.strip_prefix(FOLDER_PREFIX)) else { continue };
+            let Ok(id) = uuid::Uuid::parse_str(id) else { continue };
+            let Some((seconds, nanos)) = id.get_timestamp().map(|stamp| stamp.to_unix()) else { continue };
+            let made = std::time::UNIX_EPOCH + std::time::Duration::new(seconds, nanos);
+            // `symlink_metadata`: a link placed there is not followed.
+            let Ok(found) = std::fs::symlink_metadata(entry.path()) else { continue };
+            if made < oldest && found.is_dir() && found.uid() == owner {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (parent, ours);
+}
+
+/// How a run's folder is named: this, then a UUIDv7 (which says when it was made).
+pub const FOLDER_PREFIX: &str = "skill-package-test-";
+
+/// What the people of the tests will be granted, checked before any grant is made (a grant is a
+/// write of its own, and the package's own check comes only when it is installed): at most
+/// [`skill_contract::MAX_PERMISSIONS`] well-formed permissions per skill, as a contract has.
+fn check_grants(packages: &[ApplyRequest]) -> Result<(), Box<TestFailure>> {
+    for (p, package) in packages.iter().enumerate() {
+        for (s, skill) in package.create.iter().enumerate() {
+            let Some(required) = skill.contract.as_ref().and_then(|contract| contract.get("requiredPermissions"))
+            else {
+                continue;
+            };
+            let field = format!("packages[{p}].create[{s}].contract.requiredPermissions");
+            let refuse = |message: String| {
+                Box::new(
+                    TestFailure::new("package_refused", Some(field.clone()), message)
+                        .hinted("fix the skill's contract: skill-sdk package check says the same"),
+                )
+            };
+            let Some(items) = required.as_array() else {
+                return Err(refuse("requiredPermissions is a list of permissions".to_owned()));
+            };
+            if items.len() > skill_contract::MAX_PERMISSIONS {
+                return Err(refuse(format!(
+                    "{} requires {} permissions: at most {} are allowed",
+                    skill.name,
+                    items.len(),
+                    skill_contract::MAX_PERMISSIONS
+                )));
+            }
+            if let Some(bad) = items.iter().find(|item| !item.as_str().is_some_and(skill_contract::is_permission)) {
+                return Err(refuse(format!("{bad} is not a permission: dotted lowercase words such as claims.write")));
+            }
+        }
+        for (a, agent) in package.agents.iter().enumerate() {
+            let count = agent.spec["identity"]["permissions"].as_array().map_or(0, Vec::len);
+            if count > skill_contract::agent::MAX_PERMISSIONS {
+                return Err(Box::new(TestFailure::new(
+                    "package_refused",
+                    Some(format!("packages[{p}].agents[{a}].spec.identity.permissions")),
+                    format!(
+                        "the agent {} holds {count} permissions: at most {} are allowed",
+                        agent.key,
+                        skill_contract::agent::MAX_PERMISSIONS
+                    ),
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The run's folder, removed with everything in it when dropped: when the run ends, when making
 /// the template fails, and when the run is dropped half-way (a client that went away).
 struct Folder(PathBuf);
@@ -83,8 +163,18 @@ impl Template {
             std::fs::create_dir_all(parent)
                 .map_err(|error| failure(format!("cannot make {}: {error}", parent.display())))?;
         }
-        std::fs::create_dir(folder).map_err(|error| failure(format!("cannot make {}: {error}", folder.display())))?;
-        Self::fill(Folder(folder.to_path_buf()), packages, workspaces).await
+        // The owner's alone: the packages' skills, the core's published versions and the tests'
+        // facts are in it.
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(folder).map_err(|error| failure(format!("cannot make {}: {error}", folder.display())))?;
+        let owned = Folder(folder.to_path_buf());
+        if let Some(parent) = folder.parent() {
+            sweep(parent, folder);
+        }
+        check_grants(packages)?;
+        Self::fill(owned, packages, workspaces).await
     }
 
     async fn fill(
@@ -99,7 +189,16 @@ impl Template {
             .await
             .map_err(|error| failure(format!("cannot open the scratch database: {error}")))?;
         let engine = Engine::new(Arc::clone(&store));
-        for key in workspaces {
+        // The workspaces the tests name, and those the packages' agents hold permissions in.
+        let agents_workspaces = packages
+            .iter()
+            .flat_map(|package| &package.agents)
+            .filter_map(|agent| agent.spec["identity"]["permissions"].as_array())
+            .flatten()
+            .filter_map(|grant| grant.as_str()?.split_once('@').map(|(_, key)| key.to_owned()))
+            .filter(|key| skill_contract::agent::is_workspace_key(key));
+        let made: BTreeSet<String> = workspaces.iter().cloned().chain(agents_workspaces).collect();
+        for key in &made {
             engine
                 .create_workspace(key, key, &Origin::default())
                 .await
@@ -140,11 +239,12 @@ impl Template {
             .allow_executor(None, EXECUTOR, &allowance(packages), None)
             .await
             .map_err(|error| failure(format!("the mock executor cannot be allowed the skills: {}", error.message)))?;
-        for package in packages {
+        for (p, package) in packages.iter().enumerate() {
             engine.apply_package(&installer, package, None).await.map_err(|error| {
+                let at = ["path", "item", "field"].iter().find_map(|key| error.details.get(*key)?.as_str());
                 let mut refused = TestFailure::new(
                     "package_refused",
-                    error.details.get("path").and_then(Value::as_str).map(str::to_owned),
+                    Some(at.map_or_else(|| format!("packages[{p}]"), |at| format!("packages[{p}].{at}"))),
                     format!(
                         "the scratch core refused package {}: {} ({})",
                         package.package.key, error.message, error.code
@@ -269,5 +369,51 @@ impl std::fmt::Debug for Template {
 impl std::fmt::Debug for Scratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scratch").field("file", &self.file).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::time::{Duration, SystemTime};
+
+    use super::{FOLDER_PREFIX, Template, sweep};
+
+    /// A run's folder name as if made `ago`.
+    fn named(ago: Duration) -> String {
+        let made = SystemTime::now() - ago;
+        let since = made.duration_since(SystemTime::UNIX_EPOCH).expect("after 1970");
+        let stamp = uuid::Timestamp::from_unix(uuid::NoContext, since.as_secs(), since.subsec_nanos());
+        format!("{FOLDER_PREFIX}{}", uuid::Uuid::new_v7(stamp))
+    }
+
+    #[test]
+    fn a_run_folder_is_the_owners_alone_and_one_left_by_a_killed_run_goes_later() {
+        let parent = std::env::temp_dir().join(format!("skill-scenarios-sweep-{}", uuid::Uuid::now_v7()));
+        std::fs::create_dir(&parent).expect("a parent");
+        let old = parent.join(named(2 * crate::RUN_TIMEOUT + Duration::from_secs(60)));
+        let young = parent.join(named(Duration::from_secs(60)));
+        let stranger = parent.join("skill-package-test-not-a-uuid");
+        for folder in [&old, &young, &stranger] {
+            std::fs::create_dir(folder).expect("a folder");
+            std::fs::write(folder.join("template.db"), b"x").expect("a file");
+        }
+        let ours = parent.join(named(Duration::ZERO));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        let workspaces = BTreeSet::from(["test".to_owned()]);
+        let template = runtime.block_on(Template::make(&ours, &[], &workspaces)).expect("made");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&ours).expect("ours").permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "the run's folder is its owner's alone");
+        }
+        assert!(!old.exists(), "a folder older than twice the longest run is removed");
+        assert!(young.exists() && stranger.exists(), "a young one, and one not named as a run's, stay");
+        drop(template);
+        assert!(!ours.exists(), "the run's own folder goes with it");
+        sweep(&parent, &young);
+        assert!(young.exists());
+        std::fs::remove_dir_all(&parent).expect("cleaned");
     }
 }

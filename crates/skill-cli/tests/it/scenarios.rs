@@ -135,6 +135,16 @@ fn broken_scenarios_fail_saying_where_and_why() {
     assert_eq!((failure["code"].as_str(), failure["path"].as_str()), (Some("invalid_test"), Some("steps[0].verify")));
     assert_eq!(outcome(&report, "tests/broken.test.yaml")["failure"]["code"], "invalid_test");
     assert_eq!(report["scenarios"]["passed"], 3, "{report}");
+
+    // --only runs the tests whose file or name holds the text: a file's part, a name's part.
+    let (code, report) = tested(&copy, &["--only", "claim-reply.", "--only", "classified"]);
+    let files: Vec<&str> =
+        report["scenarios"]["tests"].as_array().into_iter().flatten().filter_map(|t| t["file"].as_str()).collect();
+    assert_eq!(files, ["tests/claim-intake.test.yaml", "tests/claim-reply.test.yaml"], "{report}");
+    assert_eq!(code, Some(0), "{report}");
+    let (code, report) = tested(&copy, &["--only", "no-such-test"]);
+    assert_eq!((code, stage(&report, "scenarios")), (Some(1), "failed"), "{report}");
+    assert!(report.to_string().contains("no-such-test"), "{report}");
 }
 
 /// What a run came to, test by test, without the times: `(file, passed, code, path, expected,

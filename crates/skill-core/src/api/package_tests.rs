@@ -2,29 +2,57 @@
 //! database under the temporary folder, removed after), the skill versions this core has
 //! published taken as it has them. Nothing of a test is written to this core's database.
 
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::response::{IntoResponse, Response};
 use skill_api::{MAX_PACKAGE_TEST_BYTES, PackageTestRequest, PublishRequest, TestFailure};
 use skill_engine::{Actor, Class, Engine, EngineError};
+use tracing::instrument::WithSubscriber as _;
 
-use super::plumbing::{Failure, JsonBody};
+use super::plumbing::{Failure, JsonBody, drain};
 use crate::Core;
 
-pub(super) async fn test(
-    State(core): State<Core>,
-    actor: Actor,
-    body: JsonBody<PackageTestRequest, MAX_PACKAGE_TEST_BYTES>,
-) -> Result<Response, Failure> {
-    let mut request = body.read(&actor, "org.manage")?;
+/// The caller's permission and the core's one slot come before the body is read: a caller who
+/// may not run tests, or who would wait, costs no memory. The body is parsed off the runtime's
+/// workers.
+pub(super) async fn test(State(core): State<Core>, actor: Actor, request: Request) -> Result<Response, Failure> {
+    if let Err(error) = actor.require("org.manage") {
+        drain(request.into_body(), MAX_PACKAGE_TEST_BYTES).await;
+        return Err(Failure(error));
+    }
     let Ok(_slot) = core.package_tests.clone().try_acquire_owned() else {
+        drain(request.into_body(), MAX_PACKAGE_TEST_BYTES).await;
         return Err(Failure(EngineError::new(
             Class::Unavailable,
             "package_test_busy",
             "another package test is running on this core; try again when it ends",
         )));
     };
+    let body = JsonBody::<PackageTestRequest, MAX_PACKAGE_TEST_BYTES>::from_request(request, &()).await?;
+    let reader = actor.clone();
+    let mut request =
+        tokio::task::spawn_blocking(move || body.read(&reader, "org.manage")).await.map_err(|error| {
+            Failure(EngineError::new(
+                Class::Internal,
+                "scratch_core_failed",
+                format!("the body could not be parsed: {error}"),
+            ))
+        })??;
     let warnings = take_published(&core.engine, &actor, &mut request).await?;
-    let mut out = skill_scenarios::run(&request, &std::env::temp_dir()).await.map_err(|refusal| refused(*refusal))?;
+    let tests = request.tests.len();
+    // The scratch cores' own log lines (a call ended, an approval decided) are not this core's
+    // activity: the run logs one line of its own.
+    let run = skill_scenarios::run(&request, &std::env::temp_dir())
+        .with_subscriber(tracing::subscriber::NoSubscriber::default())
+        .await;
+    let mut out = run.map_err(|refusal| refused(*refusal))?;
+    tracing::info!(
+        by = %actor.principal().name,
+        tests,
+        passed = out.passed,
+        failed = out.failed,
+        seconds = out.seconds,
+        "package test ran on a scratch core"
+    );
     out.warnings = warnings;
     Ok(axum::Json(out).into_response())
 }
@@ -49,7 +77,7 @@ async fn take_published(
             };
             let taken = PublishRequest::from_published(&published);
             let path = Some(format!("packages[{p}].create[{s}]"));
-            if (&taken.contract, &taken.includes, &taken.tools) != (&create.contract, &create.includes, &create.tools) {
+            if differs(create, &taken) {
                 warnings.push(
                     TestFailure::new(
                         "published_differs",
@@ -74,18 +102,36 @@ async fn take_published(
     Ok(warnings)
 }
 
+/// Whether the package's `create` publishes something other than what the core has as `taken`:
+/// another contract, includes or tools, or a policy, protocol, configuration or schema it gives
+/// that the core's differs from (one it leaves out takes the core's default). The description
+/// does not count.
+fn differs(create: &PublishRequest, taken: &PublishRequest) -> bool {
+    fn said<T: PartialEq>(given: Option<&T>, published: Option<&T>) -> bool {
+        given.is_some_and(|given| Some(given) != published)
+    }
+    (&create.contract, &create.includes, &create.tools) != (&taken.contract, &taken.includes, &taken.tools)
+        || said(create.side_effects.as_ref(), taken.side_effects.as_ref())
+        || said(create.risk_level.as_ref(), taken.risk_level.as_ref())
+        || said(create.protocol.as_ref(), taken.protocol.as_ref())
+        || said(create.config.as_ref(), taken.config.as_ref())
+        || said(create.input_schema.as_ref(), taken.input_schema.as_ref())
+        || said(create.output_schema.as_ref(), taken.output_schema.as_ref())
+}
+
 /// A run refused as a whole, as an error of the API.
 fn refused(refusal: TestFailure) -> Failure {
     let (class, code) = match refusal.code.as_str() {
         "too_many_tests" => (Class::Invalid, "too_many_tests"),
+        "too_many_workspaces" => (Class::Invalid, "too_many_workspaces"),
         "package_refused" => (Class::Invalid, "package_refused"),
-        "unknown_reference" => (Class::Invalid, "unknown_reference"),
+        "test_run_timeout" => (Class::Invalid, "test_run_timeout"),
         "invalid_request" => (Class::BadRequest, "invalid_request"),
         _ => (Class::Internal, "scratch_core_failed"),
     };
     let mut error = EngineError::new(class, code, refusal.message);
-    if let Some(path) = refusal.path {
-        error = error.with("path", path);
+    if let Some(field) = refusal.path {
+        error = error.with("field", field);
     }
     if let Some(actual) = refusal.actual {
         error = error.with("refusal", actual);

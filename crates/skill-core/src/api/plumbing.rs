@@ -199,24 +199,29 @@ impl<T, S: Send + Sync, const LIMIT: usize> FromRequest<S> for JsonBody<T, LIMIT
             let frame = frame.map_err(|error| unread(error, LIMIT))?;
             let Some(data) = frame.data_ref() else { continue };
             if bytes.len() + data.len() > LIMIT {
-                // A client still sending reads the answer instead of a reset connection: what is
-                // left is read and thrown away, up to four times the limit or two seconds.
-                let discard = async {
-                    let mut seen = 0usize;
-                    while seen <= LIMIT.saturating_mul(4) {
-                        match body.frame().await {
-                            Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |data| data.len()),
-                            _ => break,
-                        }
-                    }
-                };
-                let _ = tokio::time::timeout(std::time::Duration::from_secs(2), discard).await;
+                drain(body, LIMIT).await;
                 return Err(too_large(LIMIT));
             }
             bytes.extend_from_slice(data);
         }
         Ok(Self { bytes: bytes.into(), wanted: std::marker::PhantomData })
     }
+}
+
+/// Reads what is left of a body a route answers without: a client still sending reads the answer
+/// instead of a reset connection. Up to four times `limit` is read and thrown away, for at most
+/// two seconds; nothing is kept.
+pub async fn drain(mut body: axum::body::Body, limit: usize) {
+    let discard = async {
+        let mut seen = 0usize;
+        while seen <= limit.saturating_mul(4) {
+            match body.frame().await {
+                Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |data| data.len()),
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), discard).await;
 }
 
 /// 413 for a body over `limit` bytes.
