@@ -139,11 +139,19 @@ pub async fn serve_with(
     let work = tokio::spawn(carry_out_work(engine.clone()));
     let rules = tokio::spawn(evaluate_rules(engine.clone()));
     let processes = tokio::spawn(advance_processes(engine.clone()));
+    // On PostgreSQL, a call queued through another core wakes this one's waiting claims.
+    let listening = engine.listen_to_other_cores().await.unwrap_or_else(|error| {
+        tracing::warn!(error = %error, "cannot listen for other cores' calls; waiting claims look on their own");
+        None
+    });
     let served = skill_http::serve(listener, app_with(engine, console), limits, stop).await;
     sweep.abort();
     work.abort();
     rules.abort();
     processes.abort();
+    if let Some(listening) = listening {
+        listening.abort();
+    }
     served
 }
 

@@ -10,6 +10,7 @@ mod queue;
 mod schemas;
 mod sessions;
 mod view;
+mod wake;
 
 use std::collections::HashMap;
 
@@ -27,7 +28,7 @@ pub use crate::lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
 pub(crate) use allowance::checked as checked_allowance;
 pub use costs::{CostLine, CostReport, MAX_COST_CALLS};
 pub use queue::MAX_CLAIM_WAIT_SECONDS;
-pub(crate) use queue::Timeouts;
+pub(crate) use queue::{LOOK_AGAIN, Timeouts};
 pub(crate) use schemas::SchemaCache;
 pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS, SessionView};
 

@@ -85,6 +85,10 @@ pub struct Engine {
     processes_due: Arc<tokio::sync::Notify>,
     /// Where the time is read.
     clock: Arc<dyn clock::Clock>,
+    /// How often a waiting claim looks again on its own, for calls whose wake-up it may not get
+    /// (one queued through another core while this one's listening connection was down, a call
+    /// whose backoff ended).
+    look_again: std::time::Duration,
 }
 
 type BlobFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = skill_store::Result<T>> + Send + 'a>>;
@@ -136,7 +140,16 @@ impl Engine {
             conditions: Arc::default(),
             processes_due: Arc::default(),
             clock: Arc::new(clock::SystemClock),
+            look_again: invocations::LOOK_AGAIN,
         }
+    }
+
+    /// The engine whose waiting claims look again on their own every `every` (tests make it
+    /// long to see that a wake-up alone wakes them).
+    #[must_use]
+    pub fn with_look_again(mut self, every: std::time::Duration) -> Self {
+        self.look_again = every;
+        self
     }
 
     /// The engine reading the time from `clock` (tests move it).

@@ -260,10 +260,23 @@ macro_rules! claimable_sql {
             $activity,
             ") END AS basis_activity_status \
              FROM skill_invocations i JOIN (SELECT id AS skill_ref, status AS skill_state, \
-               side_effects AS skill_effects, name AS skill_name, version AS skill_version FROM skills) s \
+               side_effects AS skill_effects, name AS skill_name, version AS skill_version FROM skills \
+               WHERE contract IS NOT NULL) s \
                ON s.skill_ref = i.skill_id \
              WHERE i.status = 'pending' AND i.available_at <= $1 \
              AND ($6 IS NULL OR i.id = $6) \
+             AND NOT (COALESCE(",
+            $kind,
+            " = 'execution', FALSE) \
+               AND EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE \
+                 AND g.status = 'pending') \
+               AND NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE \
+                 AND g.status = 'rejected') \
+               AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = i.task_id AND t.status = 'open') \
+               AND EXISTS (SELECT 1 FROM runs r WHERE r.id = i.run_id AND r.status = 'running') \
+               AND NOT EXISTS (SELECT 1 FROM approvals a JOIN principals p ON p.id = a.decided_by \
+                 WHERE p.disabled_at IS NOT NULL AND a.task_id = i.task_id AND a.gate = TRUE \
+                 AND a.status = 'approved')) \
              AND i.id NOT IN (SELECT value FROM ",
             $each,
             "($9)) \

@@ -53,6 +53,7 @@ mod rules;
 mod settings;
 mod statements;
 mod states;
+pub mod wakeups;
 mod work;
 
 use std::path::{Path, PathBuf};
@@ -112,6 +113,9 @@ pub trait Store:
     /// Writes a consistent copy of the whole database to the new file `file` (SQLite only: the
     /// scratch cores package tests run on start each test from one).
     fn copy_into<'a>(&'a self, file: &'a Path) -> BoxFuture<'a, Result<()>>;
+    /// A connection listening for the wake-ups other cores send (PostgreSQL; `None` on SQLite,
+    /// whose one writer is one core).
+    fn wakeups(&self) -> BoxFuture<'_, Result<Option<wakeups::Wakeups>>>;
 }
 
 impl Store for SqliteStore {
@@ -135,6 +139,10 @@ impl Store for SqliteStore {
             Ok(())
         })
     }
+
+    fn wakeups(&self) -> BoxFuture<'_, Result<Option<wakeups::Wakeups>>> {
+        Box::pin(async { Ok(None) })
+    }
 }
 
 impl Store for PgStore {
@@ -153,6 +161,10 @@ impl Store for PgStore {
         Box::pin(
             async move { Err(StoreError::new(ErrorKind::Invalid, "only a SQLite database is copied into a file")) },
         )
+    }
+
+    fn wakeups(&self) -> BoxFuture<'_, Result<Option<wakeups::Wakeups>>> {
+        Box::pin(async move { Ok(Some(wakeups::Wakeups::listen(&self.pool).await?)) })
     }
 }
 

@@ -1190,3 +1190,37 @@ async fn a_drained_session_takes_nothing_and_ends_waiting_claims() {
     })
     .await;
 }
+
+/// A claim waiting on one core takes a call queued through another core sharing the PostgreSQL
+/// database as soon as it is queued: the statement that queues it notifies every core. Here the
+/// waiting core looks again on its own only every hour, and the claim waits 30 s: only the
+/// wake-up can bring the call back within 15 s.
+#[tokio::test]
+async fn a_call_queued_through_one_core_wakes_a_claim_waiting_on_another() {
+    let first = core(Backend::Postgres, "wake").await;
+    first.publish(local("claim.classify", "none", (1, 0), &[])).await;
+    let store = skill_store::open(&first.target, &Default::default()).await.expect("the same database");
+    let second = Engine::new(store).with_look_again(std::time::Duration::from_secs(3600));
+    let listening = second.listen_to_other_cores().await.expect("listens").expect("PostgreSQL has wake-ups");
+    let executor = second.authenticate(&first.executor).await.expect("the executor");
+    let request: skill_api::ClaimRequest =
+        serde_json::from_value(json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "waitSeconds": 30}))
+            .expect("a claim");
+    let waiting = {
+        let second = second.clone();
+        tokio::spawn(async move { second.claim(&executor, &request, None).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let queued = first.invoke(&first.caller, "claim.classify@1", json!({"inputs": {"claim": "c-1"}})).await;
+    let id = queued.ok(201)["id"].as_str().expect("an id").to_owned();
+    let claimed = tokio::time::timeout(std::time::Duration::from_secs(15), waiting)
+        .await
+        .expect("woken before its own look")
+        .expect("the claim ran")
+        .expect("claimed");
+    assert_eq!(claimed.map(|out| out.invocation.id), Some(id));
+    // SQLite has one writer, so nothing to listen to.
+    let lite = core(Backend::Sqlite, "wake-lite").await;
+    assert!(lite.engine.listen_to_other_cores().await.expect("answers").is_none());
+    listening.abort();
+}

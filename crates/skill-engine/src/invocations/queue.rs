@@ -37,9 +37,10 @@ const PROTOCOLS: &[&str] = &["local", "http", "mcp"];
 
 /// The longest a claim waits for a call (`waitSeconds`).
 pub const MAX_CLAIM_WAIT_SECONDS: u32 = 30;
-/// How often a waiting claim looks again for calls queued through another core (calls queued
-/// through this one wake it at once).
-const OTHER_CORES_EVERY: Duration = Duration::from_millis(500);
+/// How often a waiting claim looks again on its own: calls queued through this core wake it at
+/// once, and so do those queued through another core sharing a PostgreSQL database while this
+/// one listens ([`Engine::listen_to_other_cores`]).
+pub(crate) const LOOK_AGAIN: Duration = Duration::from_millis(500);
 
 /// Claims look for expired leases at most this often (the sweep looks every second too): under
 /// load, every claim looking would read every running call each time.
@@ -128,11 +129,10 @@ impl Engine {
             if left.is_zero() {
                 return Ok(None);
             }
-            // Woken by a call queued through this core, or after a while for calls queued
-            // through another core sharing the database.
+            // Woken by a call queued through this core or another, or after a while on its own.
             tokio::select! {
                 () = &mut queued => {}
-                () = tokio::time::sleep(left.min(OTHER_CORES_EVERY)) => {}
+                () = tokio::time::sleep(left.min(self.look_again)) => {}
             }
             // A session drained meanwhile ends the wait (its own transaction refuses to take
             // anything anyway).

@@ -697,3 +697,60 @@ pub(crate) async fn a_disabled_principal_decides_nothing(db: Db) {
         .await
         .expect("carol decides");
 }
+
+/// However many calls wait for a pending gate at the head of the queue, a claim reaches the call
+/// behind them: a held call is not even a candidate. Once the gate is approved they come first
+/// again.
+pub(crate) async fn held_calls_never_hide_the_calls_behind_them(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let core = execution_principal(&db).await;
+    let at = |seconds: i64| Utc::now() - chrono::Duration::seconds(seconds);
+    // 50 tasks, each with a pending gate and the execution it holds (one per run).
+    let (mut held, mut gates) = (Vec::new(), Vec::new());
+    for n in 0..50 {
+        let task = task(&db, &ana).await;
+        let gate = approval(&task, &ana);
+        let own = run(&task, &core);
+        let changes = [WorkChange::InsertApproval(gate.clone()), WorkChange::InsertRun(own.clone())];
+        db.store.write_work(&changes, &[]).await.expect("a pending gate and a run");
+        let call = skill_store::records::InvocationRecord {
+            available_at: at(600 - n),
+            task_id: Some(task.id.clone()),
+            run_id: Some(own.id.clone()),
+            authority_principal_id: core.clone(),
+            authorization_basis: Some(Basis::Execution {
+                task_type_id: task.task_type_id.clone(),
+                task_id: task.id.clone(),
+                run_id: own.id.clone(),
+            }),
+            ..pending(&skill, &ana, "local", "claims.lookup", None)
+        };
+        insert(&db, &call).await;
+        held.push(call.id);
+        gates.push(gate);
+    }
+    let plain = skill_store::records::InvocationRecord {
+        available_at: at(1),
+        ..pending(&skill, &ana, "local", "claims.lookup", None)
+    };
+    insert(&db, &plain).await;
+    let admission = Admission { local_entrypoints: vec!["claims.lookup".to_owned()], ..Admission::default() };
+    let judge = |seen: Arc<Mutex<Vec<String>>>, executor: String| {
+        Box::new(move |call: &skill_store::records::InvocationRecord, _: &BasisState| {
+            seen.lock().expect("seen").push(call.id.clone());
+            Decision::Take(claimed(call, &executor, 60), vec![event("skill.invocation_claimed", "c")])
+        })
+    };
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let taken = db.store.claim(&admission, Utc::now(), judge(Arc::clone(&seen), ana.clone())).await.expect("claim");
+    assert_eq!(taken.map(|call| call.id), Some(plain.id.clone()), "the call behind 50 held ones is taken");
+    assert_eq!(*seen.lock().expect("seen"), std::slice::from_ref(&plain.id), "no held call was a candidate");
+
+    let bob = principal("bob");
+    db.store.create_principal(&bob, &event("principal.created", "p")).await.expect("bob");
+    let approved = decided(&gates[0], &bob.id, "approved");
+    db.store.write_work(&[WorkChange::UpdateApproval(approved)], &[]).await.expect("the gate approved");
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let taken = db.store.claim(&admission, Utc::now(), judge(Arc::clone(&seen), ana.clone())).await.expect("claim");
+    assert_eq!(taken.map(|call| call.id), Some(held[0].clone()), "approved, the oldest held call comes first");
+}

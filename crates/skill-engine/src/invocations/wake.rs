@@ -1,0 +1,39 @@
+//! Listening for the calls other cores queue: a core sharing a PostgreSQL database wakes its
+//! waiting claims as soon as a call is queued through any core, not when they next look.
+
+use std::time::Duration;
+
+use skill_store::wakeups::Wake;
+
+use crate::Engine;
+
+/// How long the listener waits before it tries its connection again after it failed.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+impl Engine {
+    /// Listens for the calls queued through any core sharing this database and wakes this
+    /// core's waiting claims at once. `None` where this core is the one writer (SQLite). When
+    /// it answers, the listening connection is open: a call queued after it wakes the claims.
+    /// The task it starts runs until aborted; a lost connection wakes every waiting claim (a
+    /// wake-up may have been missed) and is made again.
+    pub async fn listen_to_other_cores(&self) -> skill_store::Result<Option<tokio::task::JoinHandle<()>>> {
+        let Some(mut wakeups) = self.store.wakeups().await? else { return Ok(None) };
+        let engine = self.clone();
+        Ok(Some(tokio::spawn(async move {
+            loop {
+                match wakeups.next().await {
+                    Ok(Wake::Calls) => engine.ready.notify_one(),
+                    Ok(Wake::Lost) => engine.ready.notify_waiters(),
+                    Err(error) => {
+                        tracing::warn!(
+                            error = %error,
+                            "the wake-ups of other cores cannot be heard; waiting claims look on their own meanwhile"
+                        );
+                        engine.ready.notify_waiters();
+                        tokio::time::sleep(RETRY_AFTER).await;
+                    }
+                }
+            }
+        })))
+    }
+}

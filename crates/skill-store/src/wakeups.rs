@@ -1,0 +1,56 @@
+//! Wake-ups between cores sharing a PostgreSQL database: a call queued through one core wakes
+//! the claims waiting on every other at once (`LISTEN`/`NOTIFY` on [`CHANNEL`]), instead of when
+//! they next look on their own. The notification is sent by the statement that queues the call,
+//! so it is delivered exactly when that statement commits. A hint only: the claims still look on
+//! their own now and then, and a listener that lost its connection says so ([`Wake::Lost`]) so
+//! that its core looks at once.
+
+use sqlx::postgres::PgListener;
+
+use crate::error::Result;
+
+/// The channel the wake-ups go on.
+pub const CHANNEL: &str = "skill_wake";
+/// The payload of a wake-up for a queued call.
+pub const CALLS: &str = "calls";
+
+/// What woke the listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// A call was queued through some core.
+    Calls,
+    /// The connection was lost (and is made again at the next wait): wake-ups may have been
+    /// missed meanwhile.
+    Lost,
+}
+
+/// One core's listening connection.
+pub struct Wakeups {
+    listener: PgListener,
+}
+
+impl std::fmt::Debug for Wakeups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wakeups").finish_non_exhaustive()
+    }
+}
+
+impl Wakeups {
+    pub(crate) async fn listen(pool: &sqlx::PgPool) -> Result<Self> {
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener.listen(CHANNEL).await?;
+        Ok(Self { listener })
+    }
+
+    /// The next wake-up: a queued call, or a lost connection. An error when the connection
+    /// cannot be made again.
+    pub async fn next(&mut self) -> Result<Wake> {
+        loop {
+            match self.listener.try_recv().await? {
+                Some(notification) if notification.payload() == CALLS => return Ok(Wake::Calls),
+                Some(_) => {}
+                None => return Ok(Wake::Lost),
+            }
+        }
+    }
+}
