@@ -52,7 +52,8 @@ impl Postgres {
         )?;
         let fsync = if durable { "on" } else { "off" };
         let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync={fsync} -c max_connections=200",
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync={fsync} -c max_connections=200 \
+             -c shared_preload_libraries=pg_stat_statements",
             root.display()
         );
         run(

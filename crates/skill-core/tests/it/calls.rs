@@ -91,7 +91,7 @@ pub(crate) fn test_allowance() -> Value {
 }
 
 /// A fresh database on the test command's PostgreSQL server.
-fn postgres_database(label: &str) -> String {
+pub(crate) fn postgres_database(label: &str) -> String {
     let admin = std::env::var("SKILL_TEST_POSTGRES_URL").expect(
         "SKILL_TEST_POSTGRES_URL names a PostgreSQL superuser URL; `cargo xtask test -p skill-core` starts a server and sets it",
     );

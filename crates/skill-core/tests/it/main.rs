@@ -5,6 +5,7 @@ mod agents;
 mod api;
 mod artifacts;
 mod attacks;
+mod budget;
 mod calls;
 mod claims;
 mod client;
