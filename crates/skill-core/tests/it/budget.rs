@@ -116,6 +116,7 @@ async fn served() -> Served {
 }
 
 #[tokio::test]
+#[allow(clippy::print_stdout)] // the counts, for `--nocapture`
 async fn a_calls_life_on_postgres_runs_within_its_statement_budget() {
     let served = served().await;
     // The first call warms what a core keeps (compiled schemas, a version's timeout).
