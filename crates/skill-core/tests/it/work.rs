@@ -990,3 +990,76 @@ async fn only_a_person_decides_an_approval() {
     })
     .await;
 }
+
+/// Two cores on one PostgreSQL database, each running its outcome worker, race over 200 gates
+/// approved through one or the other: every outcome's call is made once, every reply is sent
+/// once and every task closes once.
+#[tokio::test]
+async fn two_cores_carry_out_200_decided_outcomes_each_once() {
+    let first = crate::calls::core(crate::calls::Backend::Postgres, "race").await;
+    let desk = desk(first, "race").await;
+    let core = &desk.core;
+    // The second core: the same database, its own workers and API.
+    let store = skill_store::open(&core.target, &Default::default()).await.expect("the same database");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let second = format!("http://{}/api/v1", listener.local_addr().expect("address"));
+    tokio::spawn(skill_core::serve_with(
+        skill_engine::Engine::new(store),
+        listener,
+        Default::default(),
+        Default::default(),
+        std::future::pending(),
+    ));
+    let http = reqwest::Client::new();
+    let mut tasks = Vec::new();
+    for n in 0..200 {
+        let body = json!({"workspace": "desk", "taskType": "claim-reply", "title": "A claim",
+                          "customFields": {"claim": format!("c-{n}")}, "approval": {"comment": "send?"}});
+        let task = id(core.post(&desk.writer, "/tasks", &body).await.ok(201));
+        let listed = core.get(&desk.writer, &format!("/approvals?task={task}")).await.ok(200).clone();
+        let gate = id(&listed["items"][0]);
+        // Decided through one core or the other: each wakes its own worker.
+        let base = if n % 2 == 0 { core.base.clone() } else { second.clone() };
+        let decided = http
+            .post(format!("{base}/approvals/{gate}:decide"))
+            .bearer_auth(&desk.decider)
+            .json(&json!({"outcome": "approved", "comment": "ok"}))
+            .send()
+            .await
+            .expect("answers");
+        assert_eq!(decided.status().as_u16(), 200);
+        tasks.push(task);
+    }
+    // An executor runs whatever send is queued until every task is closed.
+    let mut sent = 0;
+    for _ in 0..2000 {
+        let claim = json!({"protocols": ["local"], "localEntrypoints": [SEND], "waitSeconds": 1});
+        let claimed = core.claim(claim).await;
+        if claimed.status == reqwest::StatusCode::OK {
+            let call = id(&claimed.body["invocation"]);
+            let report =
+                json!({"fencingToken": claimed.body["invocation"]["fencingToken"], "output": {"label": "sent"}});
+            core.act(&core.executor, &call, "complete", report).await.ok(200);
+            sent += 1;
+        } else if sent == 200 {
+            break;
+        }
+    }
+    let send = core.get(&core.admin, "/skills/claim.send@1").await.ok(200)["id"].as_str().expect("id").to_owned();
+    let filter = skill_store::records::InvocationFilter { skill_id: Some(send), limit: 1000, ..Default::default() };
+    let calls = core.engine.store().invocations(&filter).await.expect("calls");
+    let per_task: std::collections::BTreeMap<String, usize> =
+        calls.iter().fold(std::collections::BTreeMap::new(), |mut all, call| {
+            *all.entry(call.task_id.clone().unwrap_or_default()).or_default() += 1;
+            all
+        });
+    assert_eq!((calls.len(), per_task.len(), sent), (200, 200, 200), "one send per task, each run once");
+    assert!(per_task.values().all(|count| *count == 1));
+    for task in &tasks {
+        let read = core.until(&desk.writer, &format!("/tasks/{task}"), |t| t["status"] != "open").await;
+        assert_eq!(read["status"], "done", "{read}");
+        let comments = core.get(&desk.writer, &format!("/task-comments?task={task}")).await.ok(200).clone();
+        let said = comments["items"].as_array().into_iter().flatten().filter(|c| c["body"] == "The reply was sent.");
+        assert_eq!(said.count(), 1, "the outcome's comment once: {comments}");
+    }
+}
