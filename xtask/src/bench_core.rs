@@ -26,13 +26,21 @@ const P99_BAR_MS: f64 = 20.0;
 /// The queue peers on SQLite: (script in xtask/bench, jobs, workers). Worker counts are each
 /// peer's best of a few tried on a 2-core machine (huey 1–16 threads, DBOS 4–64).
 const SQLITE_PEERS: &[(&str, &str, &str)] = &[("queue_huey.py", "5000", "8"), ("queue_dbos.py", "1000", "64")];
+/// The queue peers on PostgreSQL, each run with every worker count listed and its best kept:
+/// (peer, jobs, worker counts).
+const POSTGRES_PEERS: &[(&str, &str, &[&str])] =
+    &[("pgqueuer", "4000", &["8", "32", "64"]), ("graphile-worker", "4000", &["8", "32", "64"])];
 
-pub(crate) fn bench_core(backend: &str) -> Result<()> {
+pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
+    if replicas == 0 || (replicas > 1 && backend != "postgres") {
+        bail!("--replicas is 1, or more on postgres (cores share a PostgreSQL database)");
+    }
+    let name = if replicas > 1 { format!("{backend}-{replicas}") } else { backend.to_owned() };
     build(
         "build the core, the demo host, the load generator and the reference (release)",
         &["-p", "skill-store", "--example", "commit_rate"],
     )?;
-    let folder = target_dir().join("bench").join(format!("core-{backend}"));
+    let folder = target_dir().join("bench").join(format!("core-{name}"));
     let _ = std::fs::remove_dir_all(&folder);
     std::fs::create_dir_all(&folder)?;
     let mut postgres = None;
@@ -53,37 +61,53 @@ pub(crate) fn bench_core(backend: &str) -> Result<()> {
     };
     let core = release("skill-core");
     let Tokens { admin, caller, executor } = Tokens::create(&db)?;
-    let (_core, line) = start(
-        Command::new(&core).args(["serve", "--db", &db, "--listen", "127.0.0.1:0"]).env("SKILL_LOG", "warn"),
-        &target_dir().join("bench").join(format!("core-{backend}.log")),
-        " on http://",
-    )?;
-    let address = line.split(" on http://").nth(1).and_then(|rest| rest.split('/').next()).context("an address")?;
-    let url = format!("http://{address}");
-    publish_demo(&url, &admin, "echo@1")?;
-    let (_executor, _) = start(
-        Command::new(release("examples/demo_host"))
-            .args(["execute", "--core", &url, "--concurrency", "64", "--grace", "5"])
-            .env("SKILL_CORE_TOKEN", &executor)
-            .env("SKILL_LOG", "warn,skill_host::execute=info"),
-        &target_dir().join("bench").join(format!("executor-{backend}.log")),
-        "executing the local skills",
-    )?;
+    // Each replica serves the one database, with an executor of its own.
+    let (mut cores, mut executors, mut urls) = (Vec::new(), Vec::new(), Vec::new());
+    for replica in 0..replicas {
+        let (process, line) = start(
+            Command::new(&core).args(["serve", "--db", &db, "--listen", "127.0.0.1:0"]).env("SKILL_LOG", "warn"),
+            &target_dir().join("bench").join(format!("core-{name}-{replica}.log")),
+            " on http://",
+        )?;
+        cores.push(process);
+        let address = line.split(" on http://").nth(1).and_then(|rest| rest.split('/').next()).context("an address")?;
+        urls.push(format!("http://{address}"));
+    }
+    publish_demo(&urls[0], &admin, "echo@1")?;
+    for (replica, url) in urls.iter().enumerate() {
+        executors.push(
+            start(
+                Command::new(release("examples/demo_host"))
+                    .args(["execute", "--core", url, "--concurrency", "64", "--grace", "5"])
+                    .env("SKILL_CORE_TOKEN", &executor)
+                    .env("SKILL_LOG", "warn,skill_host::execute=info"),
+                &target_dir().join("bench").join(format!("executor-{name}-{replica}.log")),
+                "executing the local skills",
+            )?
+            .0,
+        );
+    }
     let mut rounds = Vec::new();
     for rate in RATES {
-        let result = output(Command::new(release("examples/core_load")).args([
-            "--core",
-            &url,
-            "--token",
-            &caller,
-            "--skill",
-            "echo@1",
-            "--rate",
-            &rate.to_string(),
-            "--seconds",
-            SECONDS,
-        ]))?;
-        let result: Value = serde_json::from_str(&result)?;
+        // The rate split over the replicas, a load generator each, all at once.
+        let loads = urls
+            .iter()
+            .map(|url| {
+                Command::new(release("examples/core_load"))
+                    .args(["--core", url, "--token", &caller, "--skill", "echo@1", "--rate"])
+                    .arg((rate / replicas as u64).to_string())
+                    .args(["--seconds", SECONDS])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::inherit())
+                    .spawn()
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let mut parts = Vec::new();
+        for load in loads {
+            let out = load.wait_with_output()?;
+            parts.push(serde_json::from_slice::<Value>(&out.stdout).context("a load generator's figures")?);
+        }
+        let result = combined(*rate, &parts);
         eprintln!(
             "  offered {rate:>5}/s: {:>7.0} ended/s, p50 {:>7.1} ms, p99 {:>7.1} ms, invoke p99 {:>6.1} ms, {} skipped, {} refused, {} failed",
             result["throughput"].as_f64().unwrap_or(0.0),
@@ -123,15 +147,19 @@ pub(crate) fn bench_core(backend: &str) -> Result<()> {
         .max_by(|a, b| a["rate"].as_u64().cmp(&b["rate"].as_u64()))
         .cloned()
         .unwrap_or(Value::Null);
-    drop(_executor);
-    drop(_core);
-    let peers = if backend == "sqlite" { queue_peers(&folder)? } else { Vec::new() };
+    drop(executors);
+    drop(cores);
+    let peers = match &postgres {
+        None => queue_peers(&folder)?,
+        Some(server) if replicas == 1 => postgres_peers(server)?,
+        Some(_) => Vec::new(),
+    };
     let base = reference.as_object().and_then(|r| r.values().next()).and_then(Value::as_f64).unwrap_or(0.0);
     let ratio = |round: &Value| round["throughput"].as_f64().map(|t| if base > 0.0 { t / base } else { 0.0 });
     let ahead = peers
         .iter()
         .all(|peer| within_bar["throughput"].as_f64().unwrap_or(0.0) > peer["throughput"].as_f64().unwrap_or(f64::MAX));
-    let report = json!({"backend": backend, "reference": reference, "rounds": rounds, "sustained": sustained,
+    let report = json!({"backend": backend, "replicas": replicas, "reference": reference, "rounds": rounds, "sustained": sustained,
                         "sustainedWithinP99Bar": within_bar, "ratioToReference": ratio(&sustained),
                         "ratioWithinP99Bar": ratio(&within_bar), "peers": peers, "aheadOfEveryPeer": ahead});
     let figure = |round: &Value| {
@@ -142,7 +170,7 @@ pub(crate) fn bench_core(backend: &str) -> Result<()> {
             ratio(round).map_or("-".into(), |r| format!("{r:.2}"))
         )
     };
-    eprintln!("P4 {backend}: reference {reference}");
+    eprintln!("P4 {name}: reference {reference}");
     eprintln!("  sustained, every call ended at the offered rate: {}", figure(&sustained));
     eprintln!("  sustained with p99 ≤ {P99_BAR_MS} ms:                {}", figure(&within_bar));
     for peer in &peers {
@@ -159,11 +187,65 @@ pub(crate) fn bench_core(backend: &str) -> Result<()> {
         eprintln!("  ahead of every queue peer (within the p99 bar): {ahead}");
     }
     std::fs::write(
-        target_dir().join("bench").join(format!("core-{backend}.json")),
+        target_dir().join("bench").join(format!("core-{name}.json")),
         serde_json::to_string_pretty(&report)?,
     )?;
     drop(postgres);
     Ok(())
+}
+
+/// The figures of one round from its load generators' (one per replica): the calls and
+/// throughputs added up, the latencies the worst of theirs.
+fn combined(rate: u64, parts: &[Value]) -> Value {
+    let sum = |key: &str| parts.iter().map(|part| part[key].as_f64().unwrap_or(0.0)).sum::<f64>();
+    let worst = |key: &str| parts.iter().map(|part| part[key].as_f64().unwrap_or(0.0)).fold(0.0, f64::max);
+    let count = |key: &str| parts.iter().map(|part| part[key].as_u64().unwrap_or(0)).sum::<u64>();
+    if let [one] = parts {
+        return one.clone();
+    }
+    json!({"rate": rate, "throughput": sum("throughput"), "p50": worst("p50"), "p99": worst("p99"),
+           "invokeP99": worst("invokeP99"), "skipped": count("skipped"), "refused": count("refused"),
+           "failed": count("failed"), "loadGenerators": parts})
+}
+
+/// Runs the queue peers on the PostgreSQL server of the run, each worker count on a fresh
+/// database, and returns each peer's best figures (with the worker count that gave them).
+fn postgres_peers(server: &crate::postgres::Postgres) -> Result<Vec<Value>> {
+    let python = crate::virtualenv("bench-python", "xtask/bench/queue-requirements.txt")?;
+    let node = crate::node_packages("bench-node", "xtask/bench/node", "the Node.js queue peer")?;
+    let mut figures = Vec::new();
+    for (peer, jobs, counts) in POSTGRES_PEERS {
+        let mut best: Option<Value> = None;
+        for workers in *counts {
+            let url = server.database(&format!("peer_{}_{workers}", peer.replace('-', "_")))?;
+            let mut command = if *peer == "pgqueuer" {
+                let mut command = Command::new(&python);
+                command.arg(crate::workspace_root().join("xtask/bench/queue_pgqueuer.py"));
+                command
+            } else {
+                let mut command = Command::new("node");
+                command.arg(crate::workspace_root().join("xtask/bench/node/queue_graphile.js"));
+                command.env("NODE_PATH", node.join("node_modules"));
+                command
+            };
+            let answer = output(command.args([url.as_str(), jobs, workers]))?;
+            let line = answer.lines().last().context("a peer prints its figures")?;
+            let mut figure: Value = serde_json::from_str(line).with_context(|| format!("{peer} printed {line:?}"))?;
+            figure["workers"] = json!(workers.parse::<u32>().unwrap_or(0));
+            eprintln!(
+                "  peer {peer} with {workers} workers: {:.0} jobs/s",
+                figure["throughput"].as_f64().unwrap_or(0.0)
+            );
+            let better = best.as_ref().is_none_or(|best| {
+                figure["throughput"].as_f64().unwrap_or(0.0) > best["throughput"].as_f64().unwrap_or(0.0)
+            });
+            if better {
+                best = Some(figure);
+            }
+        }
+        figures.extend(best);
+    }
+    Ok(figures)
 }
 
 /// Runs the durable queue peers on SQLite (installed from PyPI into `target/bench-python`), each

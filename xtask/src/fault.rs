@@ -4,7 +4,11 @@
 //! every call ends `succeeded`, none is lost, no key made two effects, and no fencing token was
 //! handed out twice for one call; figures go to `target/fault/<backend>.json`.
 //!
-//! `cargo xtask fault [sqlite|postgres]`
+//! With `--replicas N` (PostgreSQL) N cores serve one database: the calls are invoked through the
+//! first, each replica has an executor of its own (so calls queued through one are claimed
+//! through another), and the second replica is killed and restarted, then the first.
+//!
+//! `cargo xtask fault [sqlite|postgres] [--replicas N]`
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -25,9 +29,13 @@ fn get(token: &str, url: &str) -> Result<Value> {
     Ok(serde_json::from_str(&answer)?)
 }
 
-pub(crate) fn fault(backend: &str) -> Result<()> {
+pub(crate) fn fault(backend: &str, replicas: usize) -> Result<()> {
+    if replicas == 0 || (replicas > 1 && backend != "postgres") {
+        bail!("--replicas is 1, or more on postgres (cores share a PostgreSQL database)");
+    }
     build("build the core, the demo host and the load generator (release)", &[])?;
-    let folder = target_dir().join("fault").join(backend);
+    let name = if replicas > 1 { format!("{backend}-{replicas}") } else { backend.to_owned() };
+    let folder = target_dir().join("fault").join(&name);
     let _ = std::fs::remove_dir_all(&folder);
     let effects = folder.join("effects");
     std::fs::create_dir_all(&effects)?;
@@ -44,30 +52,38 @@ pub(crate) fn fault(backend: &str) -> Result<()> {
     };
     let core = release("skill-core");
     let Tokens { admin, caller, executor: executor_token } = Tokens::create(&db)?;
-    let listen = {
+    let mut listens = Vec::new();
+    for _ in 0..replicas {
         let probe = std::net::TcpListener::bind("127.0.0.1:0")?;
-        probe.local_addr()?.to_string()
-    };
-    let url = format!("http://{listen}");
-    let core_log = folder.join("core.log");
-    let serve = || {
+        listens.push(probe.local_addr()?.to_string());
+    }
+    let urls: Vec<String> = listens.iter().map(|listen| format!("http://{listen}")).collect();
+    let url = urls[0].clone();
+    let core_log = |replica: usize| folder.join(format!("core-{replica}.log"));
+    let serve = |replica: usize| {
         let mut command = Command::new(&core);
-        command.args(["serve", "--db", &db, "--listen", &listen]).env("SKILL_LOG", "warn");
+        command.args(["serve", "--db", &db, "--listen", &listens[replica]]).env("SKILL_LOG", "warn");
         command
     };
-    let (mut core_process, _) = start(&mut serve(), &core_log, " on http://")?;
+    let mut cores = Vec::new();
+    for replica in 0..replicas {
+        cores.push(start(&mut serve(replica), &core_log(replica), " on http://")?.0);
+    }
     publish_demo(&url, &admin, "record@1")?;
-    let executor_log = folder.join("executor.log");
-    let execute = || {
+    let executor_log = |replica: usize| folder.join(format!("executor-{replica}.log"));
+    let execute = |replica: usize| {
         let mut command = Command::new(release("examples/demo_host"));
         command
-            .args(["execute", "--core", &url, "--concurrency", "16", "--grace", "1"])
+            .args(["execute", "--core", &urls[replica], "--concurrency", "16", "--grace", "1"])
             .env("SKILL_CORE_TOKEN", &executor_token)
             .env("DEMO_EFFECTS_DIR", &effects)
             .env("SKILL_LOG", "warn,skill_host::execute=info");
         command
     };
-    let (mut executor, _) = start(&mut execute(), &executor_log, "executing the local skills")?;
+    let mut executors = Vec::new();
+    for replica in 0..replicas {
+        executors.push(start(&mut execute(replica), &executor_log(replica), "executing the local skills")?.0);
+    }
     let load_out = folder.join("load.json");
     let mut load = Command::new(release("examples/core_load"))
         .args([
@@ -94,15 +110,26 @@ pub(crate) fn fault(backend: &str) -> Result<()> {
         if load.try_wait()?.is_some() || started.elapsed() > Duration::from_secs(400) {
             break;
         }
-        executor.kill();
+        for executor in &mut executors {
+            executor.kill();
+        }
         executor_kills += 1;
-        if executor_kills == 3 {
-            core_process.kill();
+        // The third round kills the last replica (the only one, with one); with more, the fifth
+        // kills the first, which takes the invokes.
+        let killed = match executor_kills {
+            3 => Some(replicas - 1),
+            5 if replicas > 1 => Some(0),
+            _ => None,
+        };
+        if let Some(replica) = killed {
+            cores[replica].kill();
             core_kills += 1;
             std::thread::sleep(Duration::from_millis(500));
-            core_process = start(&mut serve(), &core_log, " on http://")?.0;
+            cores[replica] = start(&mut serve(replica), &core_log(replica), " on http://")?.0;
         }
-        executor = start(&mut execute(), &executor_log, "executing the local skills")?.0;
+        for (replica, executor) in executors.iter_mut().enumerate() {
+            *executor = start(&mut execute(replica), &executor_log(replica), "executing the local skills")?.0;
+        }
     }
     let _ = load.wait();
     let elapsed = started.elapsed().as_secs_f64();
@@ -132,19 +159,19 @@ pub(crate) fn fault(backend: &str) -> Result<()> {
     let reused = reused.count();
     let claims_total: usize = claims.values().map(Vec::len).sum();
     let effects_made = std::fs::read_dir(&effects)?.count();
-    executor.kill();
-    core_process.kill();
+    drop(executors);
+    drop(cores);
     drop(postgres);
 
     let report = json!({
-        "backend": backend, "calls": EXPECTED, "seconds": elapsed, "executorKills": executor_kills, "coreKills": core_kills,
+        "backend": backend, "replicas": replicas, "calls": EXPECTED, "seconds": elapsed, "executorKills": executor_kills, "coreKills": core_kills,
         "accepted": load["accepted"], "succeeded": load["succeeded"], "failed": load["failed"], "refused": load["refused"],
         "callsRetried": load["retried"], "distinctKeys": load["distinctKeys"], "effects": effects_made,
         "claims": claims_total, "callsClaimed": claims.len(), "fencingTokensReused": reused,
     });
     std::fs::create_dir_all(target_dir().join("fault"))?;
-    std::fs::write(target_dir().join("fault").join(format!("{backend}.json")), serde_json::to_string_pretty(&report)?)?;
-    eprintln!("fault run ({backend}): {report}");
+    std::fs::write(target_dir().join("fault").join(format!("{name}.json")), serde_json::to_string_pretty(&report)?)?;
+    eprintln!("fault run ({name}): {report}");
     let mut wrong = Vec::new();
     if load["succeeded"].as_u64() != Some(EXPECTED as u64) || load["failed"] != 0 {
         wrong.push(format!("{} of {EXPECTED} calls succeeded, {} did not", load["succeeded"], load["failed"]));

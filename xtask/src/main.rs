@@ -42,8 +42,10 @@ commands:
            docs/console/ (commit them)
   bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills),
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
-           against bare rmcp and FastMCP), `bench core [sqlite|postgres]` (P4, invoke → claim →
-           complete through the core and a real executor), `bench mcp-core` (the core's MCP gateway
+           against bare rmcp and FastMCP), `bench core [sqlite|postgres] [--replicas N]` (P4/P5,
+           invoke → claim → complete through the core and a real executor; on PostgreSQL beside
+           pgbench, PgQueuer and graphile-worker; N cores on one database, each with its executor
+           and its share of the load), `bench mcp-core` (the core's MCP gateway
            against the API, and an agent's request), `bench rules` (facts to their tasks through a
            work rule), `bench processes` (instances of a three-step process), `bench scenarios`
            (P12, `skill-sdk package test` with 100 scenario tests), results in target/bench/; `bench
@@ -51,7 +53,9 @@ commands:
            listing) prints its table and a JSON line
   fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
            the core once; checks none is lost, no effect doubled, no fencing token reused:
-           `fault [sqlite|postgres]`; `fault rules`: 1,000 facts while the executor and the core are
+           `fault [sqlite|postgres] [--replicas N]` (N cores on one PostgreSQL database, the
+           invokes through the first, an executor per replica, two replicas killed in turn);
+           `fault rules`: 1,000 facts while the executor and the core are
            killed, each evaluated once; `fault processes`: 500 instances of a four-step process
            with a person's review and an external write while the executor and the core are
            killed, each completed, each step run once, each write made once; figures in
@@ -92,7 +96,9 @@ fn dispatch() -> Result<()> {
             Some("export") => bench_export::bench(),
             Some("http") => bench_host::bench_http(),
             Some("mcp") => bench_host::bench_mcp(),
-            Some("core") => bench_core::bench_core(std::env::args().nth(3).as_deref().unwrap_or("sqlite")),
+            Some("core") => replicas(4).and_then(|replicas| {
+                bench_core::bench_core(std::env::args().nth(3).as_deref().unwrap_or("sqlite"), replicas)
+            }),
             Some("mcp-core") => bench_gateway::bench_gateway(),
             Some("rules") => rules_run::bench_rules(),
             Some("processes") => processes_run::bench_processes(),
@@ -121,7 +127,7 @@ fn dispatch() -> Result<()> {
         Some("fault") => match std::env::args().nth(2).as_deref() {
             Some("rules") => rules_run::fault_rules(),
             Some("processes") => processes_fault::fault_processes(),
-            other => fault::fault(other.unwrap_or("sqlite")),
+            other => replicas(3).and_then(|replicas| fault::fault(other.unwrap_or("sqlite"), replicas)),
         },
         Some("fuzz") => fuzz::fuzz(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("help" | "--help" | "-h") => {
@@ -206,24 +212,42 @@ pub(crate) fn virtualenv(name: &str, requirements: &str) -> Result<PathBuf> {
     Ok(python)
 }
 
+/// The `--replicas N` that may follow the backend at argument `at` (1 without it).
+fn replicas(at: usize) -> Result<usize> {
+    match std::env::args().nth(at).as_deref() {
+        None => Ok(1),
+        Some("--replicas") => std::env::args()
+            .nth(at + 1)
+            .and_then(|count| count.parse().ok())
+            .context("--replicas takes a count: --replicas 2"),
+        Some(other) => bail!("after the backend comes --replicas N, not {other}"),
+    }
+}
+
 /// Installs the JavaScript peers of `xtask/node/package-lock.json` with `npm ci` into
 /// `target/test-node` (again only when the lock changed) and returns that folder.
 fn node_peers() -> Result<PathBuf> {
-    let folder = target_dir().join("test-node");
-    let source = workspace_root().join("xtask/node");
-    let lock =
-        std::fs::read_to_string(source.join("package-lock.json")).context("reading xtask/node/package-lock.json")?;
+    node_packages("test-node", "xtask/node", "the Node.js test peers")
+}
+
+/// Installs the packages of `source/package-lock.json` (a folder of the repository) with
+/// `npm ci` into `target/<name>`, again only when the lock changed, and returns that folder.
+pub(crate) fn node_packages(name: &str, source: &str, what: &str) -> Result<PathBuf> {
+    let folder = target_dir().join(name);
+    let lock = std::fs::read_to_string(workspace_root().join(source).join("package-lock.json"))
+        .with_context(|| format!("reading {source}/package-lock.json"))?;
     let stamp = folder.join("lock.installed");
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(lock.as_str()) && folder.join("node_modules").is_dir() {
-        println!("==> Node.js test peers: up to date in {}", folder.display());
+        println!("==> {what}: up to date in {}", folder.display());
         return Ok(folder);
     }
-    std::fs::create_dir_all(&folder).context("creating target/test-node")?;
+    std::fs::create_dir_all(&folder).with_context(|| format!("creating target/{name}"))?;
     for file in ["package.json", "package-lock.json"] {
-        std::fs::copy(source.join(file), folder.join(file)).with_context(|| format!("copying {file}"))?;
+        std::fs::copy(workspace_root().join(source).join(file), folder.join(file))
+            .with_context(|| format!("copying {file}"))?;
     }
     run(
-        "install the Node.js test peers (npm ci)",
+        &format!("install {what} (npm ci)"),
         Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"]).arg(&folder),
     )?;
     std::fs::write(&stamp, lock).context("writing the install stamp")?;

@@ -264,6 +264,7 @@ impl Engine {
         match inserted {
             Inserted::New => {
                 self.ready.notify_one();
+                self.queued_here.notify_one();
                 // Whether an executor covers it is told to callers; a process step does not ask.
                 let covered = if process_made { None } else { self.covered(&call, now).await? };
                 let looked = view::Looked { covered, held_by: Vec::new() };

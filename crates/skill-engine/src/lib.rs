@@ -62,6 +62,10 @@ pub struct Engine {
     /// Wakes claims waiting for a call when one is queued through this engine (a hint only:
     /// waiting claims also look again on their own, for calls queued through other cores).
     ready: Arc<tokio::sync::Notify>,
+    /// Wakes the task that tells the other cores sharing the database that calls were queued
+    /// here (started by [`Engine::listen_to_other_cores`]); wake-ups that come while it is
+    /// telling make one more.
+    queued_here: Arc<tokio::sync::Notify>,
     /// The timeout of each version claims met (it never changes once published).
     timeouts: Arc<invocations::Timeouts>,
     /// When a claim last looked for expired leases (Unix milliseconds).
@@ -130,6 +134,7 @@ impl Engine {
             store,
             schemas: Arc::default(),
             ready: Arc::default(),
+            queued_here: Arc::default(),
             timeouts: Arc::default(),
             expired_at: Arc::default(),
             issuer: Arc::default(),

@@ -173,6 +173,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (20, "enabled deciders", include_str!("../migrations/sqlite/0020_enabled_deciders.sql")),
     (21, "processes", include_str!("../migrations/sqlite/0021_processes.sql")),
     (22, "decided writes", include_str!("../migrations/sqlite/0022_decided_writes.sql")),
+    (23, "basis checks by kind", include_str!("../migrations/sqlite/0023_basis_checks_by_kind.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -197,6 +198,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (20, "enabled deciders", include_str!("../migrations/postgres/0020_enabled_deciders.sql")),
     (21, "processes", include_str!("../migrations/postgres/0021_processes.sql")),
     (22, "decided writes", include_str!("../migrations/postgres/0022_decided_writes.sql")),
+    (23, "basis checks by kind", include_str!("../migrations/postgres/0023_basis_checks_by_kind.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -116,6 +116,9 @@ pub trait Store:
     /// A connection listening for the wake-ups other cores send (PostgreSQL; `None` on SQLite,
     /// whose one writer is one core).
     fn wakeups(&self) -> BoxFuture<'_, Result<Option<wakeups::Wakeups>>>;
+    /// Wakes the claims waiting on every core that listens: calls were queued (PostgreSQL;
+    /// nothing to do on SQLite).
+    fn wake_others(&self) -> BoxFuture<'_, Result<()>>;
 }
 
 impl Store for SqliteStore {
@@ -143,6 +146,10 @@ impl Store for SqliteStore {
     fn wakeups(&self) -> BoxFuture<'_, Result<Option<wakeups::Wakeups>>> {
         Box::pin(async { Ok(None) })
     }
+
+    fn wake_others(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 impl Store for PgStore {
@@ -165,6 +172,13 @@ impl Store for PgStore {
 
     fn wakeups(&self) -> BoxFuture<'_, Result<Option<wakeups::Wakeups>>> {
         Box::pin(async move { Ok(Some(wakeups::Wakeups::listen(&self.pool).await?)) })
+    }
+
+    fn wake_others(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            sqlx::query(wakeups::NOTIFY_CALLS).execute(&self.pool).await?;
+            Ok(())
+        })
     }
 }
 

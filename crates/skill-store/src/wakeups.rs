@@ -1,9 +1,11 @@
 //! Wake-ups between cores sharing a PostgreSQL database: a call queued through one core wakes
 //! the claims waiting on every other at once (`LISTEN`/`NOTIFY` on [`CHANNEL`]), instead of when
-//! they next look on their own. The notification is sent by the statement that queues the call,
-//! so it is delivered exactly when that statement commits. A hint only: the claims still look on
-//! their own now and then, and a listener that lost its connection says so ([`Wake::Lost`]) so
-//! that its core looks at once.
+//! they next look on their own. The notification is its own statement, sent after the call's
+//! insert committed and never in its transaction: a transaction that notifies holds the server's
+//! one notification lock through its commit, which would make inserts commit one at a time. Its
+//! commit does not wait for the disk (a lost wake-up costs only a look on one's own). A hint
+//! only: the claims still look on their own now and then, and a listener that lost its
+//! connection says so ([`Wake::Lost`]) so that its core looks at once.
 
 use sqlx::postgres::PgListener;
 
@@ -13,6 +15,10 @@ use crate::error::Result;
 pub const CHANNEL: &str = "skill_wake";
 /// The payload of a wake-up for a queued call.
 pub const CALLS: &str = "calls";
+/// The wake-up statement: one statement, its own transaction, committed without waiting for the
+/// disk.
+pub(crate) const NOTIFY_CALLS: &str =
+    "SELECT set_config('synchronous_commit', 'off', true), pg_notify('skill_wake', 'calls')";
 
 /// What woke the listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,6 @@
-//! Listening for the calls other cores queue: a core sharing a PostgreSQL database wakes its
-//! waiting claims as soon as a call is queued through any core, not when they next look.
+//! Wake-ups between the cores sharing a PostgreSQL database: each tells the others when calls
+//! were queued through it, and listens for what they tell, so a claim waiting on any core wakes
+//! as soon as a call is queued through any, not when it next looks.
 
 use std::time::Duration;
 
@@ -12,14 +13,26 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 impl Engine {
     /// Listens for the calls queued through any core sharing this database and wakes this
-    /// core's waiting claims at once. `None` where this core is the one writer (SQLite). When
-    /// it answers, the listening connection is open: a call queued after it wakes the claims.
-    /// The task it starts runs until aborted; a lost connection wakes every waiting claim (a
-    /// wake-up may have been missed) and is made again.
+    /// core's waiting claims at once; tells the others when calls are queued through this one.
+    /// `None` where this core is the one writer (SQLite). When it answers, the listening
+    /// connection is open: a call queued after it wakes the claims. The task it starts runs
+    /// until aborted; a lost connection wakes every waiting claim (a wake-up may have been
+    /// missed) and is made again.
     pub async fn listen_to_other_cores(&self) -> skill_store::Result<Option<tokio::task::JoinHandle<()>>> {
         let Some(mut wakeups) = self.store.wakeups().await? else { return Ok(None) };
         let engine = self.clone();
-        Ok(Some(tokio::spawn(async move {
+        let telling = self.clone();
+        // One wake-up at a time: those asked for meanwhile make one more, not one each.
+        let tell = async move {
+            loop {
+                telling.queued_here.notified().await;
+                if let Err(error) = telling.store.wake_others().await {
+                    tracing::warn!(error = %error, "the other cores could not be woken; their claims look on their own");
+                    tokio::time::sleep(RETRY_AFTER).await;
+                }
+            }
+        };
+        let listen = async move {
             loop {
                 match wakeups.next().await {
                     Ok(Wake::Calls) => engine.ready.notify_one(),
@@ -34,6 +47,9 @@ impl Engine {
                     }
                 }
             }
+        };
+        Ok(Some(tokio::spawn(async move {
+            tokio::join!(tell, listen);
         })))
     }
 }

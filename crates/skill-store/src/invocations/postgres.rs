@@ -94,15 +94,14 @@ const UPDATE_CALL_WITH_EVENT: &str = concat!(
     " RETURNING id) INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
      SELECT $20, $21, $22, $23, $24, $25, $26 FROM updated"
 );
-/// The call insert with its event and the wake-up of every core's waiting claims, in one
-/// statement (the notification is delivered when it commits); nothing when the key is taken.
-/// It answers one row when the call was inserted.
+/// The call insert with its event, in one statement; nothing when the key is taken. (Not its
+/// wake-up: a transaction that notifies holds the server's one notification lock through its
+/// commit, so notifying inserts would commit one at a time. The engine sends wake-ups apart.)
 const INSERT_CALL_WITH_EVENT: &str = concat!(
     "WITH inserted AS (",
     insert_call_sql!(),
-    " RETURNING id), journaled AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, \
-     created_at) SELECT $33, $34, $35, $36, $37, $38, $39 FROM inserted RETURNING id) \
-     SELECT pg_notify('skill_wake', 'calls') FROM journaled"
+    " RETURNING id) INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
+     SELECT $33, $34, $35, $36, $37, $38, $39 FROM inserted"
 );
 
 /// Binds the 19 values of [`UPDATE_CALL`] to `query`.
