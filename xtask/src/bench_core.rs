@@ -61,6 +61,11 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
     };
     let core = release("skill-core");
     let Tokens { admin, caller, executor } = Tokens::create(&db)?;
+    // A caller per load generator: each reads back the calls made with its own token.
+    let mut callers = vec![caller];
+    for replica in 1..replicas {
+        callers.push(crate::core_run::person_token(&db, &format!("caller-{replica}"), &["skills.invoke"])?);
+    }
     // Each replica serves the one database, with an executor of its own.
     let (mut cores, mut executors, mut urls) = (Vec::new(), Vec::new(), Vec::new());
     for replica in 0..replicas {
@@ -92,9 +97,10 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
         // The rate split over the replicas, a load generator each, all at once.
         let loads = urls
             .iter()
-            .map(|url| {
+            .zip(&callers)
+            .map(|(url, caller)| {
                 Command::new(release("examples/core_load"))
-                    .args(["--core", url, "--token", &caller, "--skill", "echo@1", "--rate"])
+                    .args(["--core", url, "--token", caller, "--skill", "echo@1", "--rate"])
                     .arg((rate / replicas as u64).to_string())
                     .args(["--seconds", SECONDS])
                     .stdout(std::process::Stdio::piped())
