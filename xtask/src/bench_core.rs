@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::core_run::{Tokens, build, output, publish_demo, release, start};
+use crate::run;
 use crate::target_dir;
 
 /// The offered rates, calls per second, in turn until one is not sustained.
@@ -38,7 +39,7 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
     let name = if replicas > 1 { format!("{backend}-{replicas}") } else { backend.to_owned() };
     build(
         "build the core, the demo host, the load generator and the reference (release)",
-        &["-p", "skill-store", "--example", "commit_rate"],
+        &["-p", "skill-store", "--example", "commit_rate", "--example", "claim_plan"],
     )?;
     let folder = target_dir().join("bench").join(format!("core-{name}"));
     let _ = std::fs::remove_dir_all(&folder);
@@ -155,6 +156,12 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
         .unwrap_or(Value::Null);
     drop(executors);
     drop(cores);
+    // The bloat guard: the claim's plan and time on the table as the rounds left it, then with
+    // a million ended calls more.
+    let bloat = match &postgres {
+        Some(_) if replicas == 1 => bloat(&db)?,
+        _ => Value::Null,
+    };
     let peers = match &postgres {
         None => queue_peers(&folder)?,
         Some(server) if replicas == 1 => postgres_peers(server)?,
@@ -165,7 +172,7 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
     let ahead = peers
         .iter()
         .all(|peer| within_bar["throughput"].as_f64().unwrap_or(0.0) > peer["throughput"].as_f64().unwrap_or(f64::MAX));
-    let report = json!({"backend": backend, "replicas": replicas, "reference": reference, "rounds": rounds, "sustained": sustained,
+    let report = json!({"backend": backend, "replicas": replicas, "bloat": bloat, "reference": reference, "rounds": rounds, "sustained": sustained,
                         "sustainedWithinP99Bar": within_bar, "ratioToReference": ratio(&sustained),
                         "ratioWithinP99Bar": ratio(&within_bar), "peers": peers, "aheadOfEveryPeer": ahead});
     let figure = |round: &Value| {
@@ -198,6 +205,50 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
     )?;
     drop(postgres);
     Ok(())
+}
+
+/// How many ended calls the bloat guard adds.
+const ENDED_CALLS: u64 = 1_000_000;
+
+/// The claim's plan (`EXPLAIN (ANALYZE, BUFFERS)`) on the database `db` as it is, then after
+/// [`ENDED_CALLS`] succeeded calls are added (copies of one the rounds made) and the table is
+/// analyzed; both plans printed, their execution times returned.
+fn bloat(db: &str) -> Result<Value> {
+    // The entrypoint the rounds' calls name, as the executor admits it.
+    let target = output(Command::new("psql").args([db, "-qAt", "-c", "SELECT target FROM skill_invocations LIMIT 1"]))?;
+    let target = target.trim();
+    let plan = || -> Result<(String, f64)> {
+        let plan = output(Command::new(release("examples/claim_plan")).args([db, target]))?;
+        let time = plan
+            .lines()
+            .find_map(|line| line.trim().strip_prefix("Execution Time: "))
+            .and_then(|rest| rest.trim_end_matches(" ms").parse().ok())
+            .context("the plan's execution time")?;
+        Ok((plan, time))
+    };
+    let (before, before_ms) = plan()?;
+    eprintln!("the claim's plan, {} calls in the table:\n{before}", rows(db)?);
+    let copies = format!(
+        "CREATE TEMP TABLE ended AS SELECT i.* FROM (SELECT * FROM skill_invocations WHERE status = 'succeeded' \
+         LIMIT 1) i, generate_series(1, {ENDED_CALLS}); \
+         UPDATE ended SET id = gen_random_uuid()::text, idempotency_key = NULL; \
+         INSERT INTO skill_invocations SELECT * FROM ended; ANALYZE skill_invocations;"
+    );
+    run("add a million ended calls", Command::new("psql").args([db, "-q", "-v", "ON_ERROR_STOP=1", "-c", &copies]))?;
+    let (after, after_ms) = plan()?;
+    eprintln!("the claim's plan, {} calls in the table:\n{after}", rows(db)?);
+    eprintln!(
+        "  the claim's candidate query: {before_ms:.3} ms, then {after_ms:.3} ms with {ENDED_CALLS} more ended calls"
+    );
+    Ok(json!({"endedCallsAdded": ENDED_CALLS, "claimMsBefore": before_ms, "claimMsAfter": after_ms,
+              "planBefore": before, "planAfter": after}))
+}
+
+/// How many calls the table holds.
+fn rows(db: &str) -> Result<String> {
+    Ok(output(Command::new("psql").args([db, "-qAt", "-c", "SELECT count(*) FROM skill_invocations"]))?
+        .trim()
+        .to_owned())
 }
 
 /// The figures of one round from its load generators' (one per replica): the calls and

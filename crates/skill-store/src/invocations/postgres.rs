@@ -39,6 +39,18 @@ const CLAIM_NEXT: &str = claimable_sql!(
     "i.authorization_basis ->> 'activityId'",
     " FOR UPDATE OF i SKIP LOCKED"
 );
+/// [`CLAIM_NEXT`] explained, as it runs (the benchmark's bloat guard prints it).
+const CLAIM_PLAN: &str = concat!(
+    "EXPLAIN (ANALYZE, BUFFERS) ",
+    claimable_sql!(
+        "jsonb_array_elements_text",
+        "i.authorization_basis ->> 'approvalId'",
+        "i.authorization_basis ->> 'kind'",
+        "i.authorization_basis ->> 'instanceId'",
+        "i.authorization_basis ->> 'activityId'",
+        " FOR UPDATE OF i SKIP LOCKED"
+    )
+);
 /// How many candidates one claim judges at most (it passes over held ones).
 const CANDIDATES: usize = 20;
 
@@ -490,5 +502,28 @@ impl InvocationStore for PgStore {
             tx.commit().await?;
             Ok(())
         })
+    }
+}
+
+impl PgStore {
+    /// `EXPLAIN (ANALYZE, BUFFERS)` of the claim's candidate query as a claim of the local
+    /// `entrypoints` runs it now, in a transaction rolled back after (nothing stays locked): what
+    /// the benchmark prints to show the claim keeps to the queue's index however many calls ended.
+    pub async fn claim_plan(&self, entrypoints: &[String]) -> Result<String> {
+        let mut tx = self.pool.begin().await?;
+        let lines: Vec<String> = sqlx::query_scalar(CLAIM_PLAN)
+            .bind(chrono::Utc::now())
+            .bind(Json(entrypoints))
+            .bind(Json(Vec::<String>::new()))
+            .bind(Json(Vec::<String>::new()))
+            .bind(Json(Vec::<String>::new()))
+            .bind(None::<String>)
+            .bind(1_i64)
+            .bind(None::<String>)
+            .bind(Json(Vec::<String>::new()))
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.rollback().await?;
+        Ok(lines.join("\n"))
     }
 }
