@@ -1003,33 +1003,43 @@ async fn two_cores_carry_out_200_decided_outcomes_each_once() {
     let store = skill_store::open(&core.target, &Default::default()).await.expect("the same database");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let second = format!("http://{}/api/v1", listener.local_addr().expect("address"));
+    let other = skill_engine::Engine::new(store);
     tokio::spawn(skill_core::serve_with(
-        skill_engine::Engine::new(store),
+        other.clone(),
         listener,
         Default::default(),
         Default::default(),
         std::future::pending(),
     ));
     let http = reqwest::Client::new();
-    let mut tasks = Vec::new();
+    let (mut tasks, mut gates) = (Vec::new(), Vec::new());
     for n in 0..200 {
         let body = json!({"workspace": "desk", "taskType": "claim-reply", "title": "A claim",
                           "customFields": {"claim": format!("c-{n}")}, "approval": {"comment": "send?"}});
         let task = id(core.post(&desk.writer, "/tasks", &body).await.ok(201));
         let listed = core.get(&desk.writer, &format!("/approvals?task={task}")).await.ok(200).clone();
-        let gate = id(&listed["items"][0]);
-        // Decided through one core or the other: each wakes its own worker.
-        let base = if n % 2 == 0 { core.base.clone() } else { second.clone() };
-        let decided = http
-            .post(format!("{base}/approvals/{gate}:decide"))
-            .bearer_auth(&desk.decider)
-            .json(&json!({"outcome": "approved", "comment": "ok"}))
-            .send()
-            .await
-            .expect("answers");
-        assert_eq!(decided.status().as_u16(), 200);
+        gates.push(id(&listed["items"][0]));
         tasks.push(task);
     }
+    // All decided at once, through one core or the other (each wakes its own worker), while the
+    // two cores also carry out the outcomes themselves at the same moment, over and over: both
+    // invoke the same actions at once.
+    let decisions = futures::future::join_all(gates.iter().enumerate().map(|(n, gate)| {
+        let base = if n % 2 == 0 { core.base.clone() } else { second.clone() };
+        let request = http
+            .post(format!("{base}/approvals/{gate}:decide"))
+            .bearer_auth(&desk.decider)
+            .json(&json!({"outcome": "approved", "comment": "ok"}));
+        async move { request.send().await.expect("answers").status().as_u16() }
+    }));
+    let racing = async {
+        for _ in 0..20 {
+            let now = core.engine.now();
+            let _ = tokio::join!(core.engine.run_outcomes(now), other.run_outcomes(now));
+        }
+    };
+    let (decided, ()) = tokio::join!(decisions, racing);
+    assert!(decided.iter().all(|status| *status == 200), "{decided:?}");
     // An executor runs whatever send is queued until every task is closed.
     let mut sent = 0;
     for _ in 0..2000 {
