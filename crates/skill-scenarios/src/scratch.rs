@@ -69,54 +69,71 @@ fn sweep(parent: &Path, ours: &Path) {
 /// How a run's folder is named: this, then a UUIDv7 (which says when it was made).
 pub const FOLDER_PREFIX: &str = "skill-package-test-";
 
-/// What the people of the tests will be granted, checked before any grant is made (a grant is a
-/// write of its own, and the package's own check comes only when it is installed): at most
-/// [`skill_contract::MAX_PERMISSIONS`] well-formed permissions per skill, as a contract has.
-fn check_grants(packages: &[ApplyRequest]) -> Result<(), Box<TestFailure>> {
+/// What the packages make the people of the tests and their installer hold, read before any
+/// grant is made (a grant is a write of its own, and the scratch core checks a package only when
+/// it installs it) by the contract crate's own readers: each skill's contract normalized (at most
+/// [`skill_contract::MAX_PERMISSIONS`] permissions, each well-formed), each agent's document
+/// within its limits.
+struct Held {
+    /// The permissions the skills' contracts require.
+    required: BTreeSet<String>,
+    /// The agents' permissions, as written (`PERMISSION` or `PERMISSION@WORKSPACE`).
+    agents: BTreeSet<String>,
+}
+
+fn held(packages: &[ApplyRequest]) -> Result<Held, Box<TestFailure>> {
+    let mut held = Held { required: BTreeSet::new(), agents: BTreeSet::new() };
     for (p, package) in packages.iter().enumerate() {
         for (s, skill) in package.create.iter().enumerate() {
-            let Some(required) = skill.contract.as_ref().and_then(|contract| contract.get("requiredPermissions"))
+            // A skill without a contract or a readable policy is the installation's to refuse.
+            let (Some(contract), Some(Ok(effects))) =
+                (&skill.contract, skill.side_effects.as_deref().map(str::parse::<skill_contract::SideEffects>))
             else {
                 continue;
             };
-            let field = format!("packages[{p}].create[{s}].contract.requiredPermissions");
-            let refuse = |message: String| {
-                Box::new(
-                    TestFailure::new("package_refused", Some(field.clone()), message)
+            let read = skill_contract::normalize(contract, effects, &skill_contract::NormalizeOptions::default());
+            match read {
+                Ok(contract) => held.required.extend(contract.required_permissions().iter().cloned()),
+                Err(error) => {
+                    let first = error.violations().first().map(ToString::to_string).unwrap_or_default();
+                    let field = error.violations().first().map(|violation| violation.field.as_str());
+                    let at = field.filter(|field| *field != "contract").map(|field| format!(".{field}"));
+                    return Err(Box::new(
+                        TestFailure::new(
+                            "package_refused",
+                            Some(format!("packages[{p}].create[{s}].contract{}", at.unwrap_or_default())),
+                            format!(
+                                "package {}: the contract of {} is refused: {first}",
+                                package.package.key, skill.name
+                            ),
+                        )
                         .hinted("fix the skill's contract: skill-sdk package check says the same"),
-                )
-            };
-            let Some(items) = required.as_array() else {
-                return Err(refuse("requiredPermissions is a list of permissions".to_owned()));
-            };
-            if items.len() > skill_contract::MAX_PERMISSIONS {
-                return Err(refuse(format!(
-                    "{} requires {} permissions: at most {} are allowed",
-                    skill.name,
-                    items.len(),
-                    skill_contract::MAX_PERMISSIONS
-                )));
-            }
-            if let Some(bad) = items.iter().find(|item| !item.as_str().is_some_and(skill_contract::is_permission)) {
-                return Err(refuse(format!("{bad} is not a permission: dotted lowercase words such as claims.write")));
+                    ));
+                }
             }
         }
         for (a, agent) in package.agents.iter().enumerate() {
-            let count = agent.spec["identity"]["permissions"].as_array().map_or(0, Vec::len);
-            if count > skill_contract::agent::MAX_PERMISSIONS {
-                return Err(Box::new(TestFailure::new(
+            let problem = match skill_contract::agent::read_spec(&agent.spec) {
+                Ok(spec) => match spec.problems().into_iter().next() {
+                    None => {
+                        held.agents.extend(spec.identity.permissions);
+                        continue;
+                    }
+                    Some(problem) => problem,
+                },
+                Err(problem) => problem,
+            };
+            return Err(Box::new(
+                TestFailure::new(
                     "package_refused",
-                    Some(format!("packages[{p}].agents[{a}].spec.identity.permissions")),
-                    format!(
-                        "the agent {} holds {count} permissions: at most {} are allowed",
-                        agent.key,
-                        skill_contract::agent::MAX_PERMISSIONS
-                    ),
-                )));
-            }
+                    Some(format!("packages[{p}].agents[{a}].{}", problem.path)),
+                    format!("package {}: the agent {} is refused: {}", package.package.key, agent.key, problem.message),
+                )
+                .hinted(problem.hint),
+            ));
         }
     }
-    Ok(())
+    Ok(held)
 }
 
 /// The run's folder, removed with everything in it when dropped: when the run ends, when making
@@ -173,14 +190,15 @@ impl Template {
         if let Some(parent) = folder.parent() {
             sweep(parent, folder);
         }
-        check_grants(packages)?;
-        Self::fill(owned, packages, workspaces).await
+        let held = held(packages)?;
+        Self::fill(owned, packages, workspaces, held).await
     }
 
     async fn fill(
         owned: Folder,
         packages: &[ApplyRequest],
         workspaces: &BTreeSet<String>,
+        held: Held,
     ) -> Result<Self, Box<TestFailure>> {
         let folder = owned.0.as_path();
         let data = folder.join("template");
@@ -190,14 +208,9 @@ impl Template {
             .map_err(|error| failure(format!("cannot open the scratch database: {error}")))?;
         let engine = Engine::new(Arc::clone(&store));
         // The workspaces the tests name, and those the packages' agents hold permissions in.
-        let agents_workspaces = packages
-            .iter()
-            .flat_map(|package| &package.agents)
-            .filter_map(|agent| agent.spec["identity"]["permissions"].as_array())
-            .flatten()
-            .filter_map(|grant| grant.as_str()?.split_once('@').map(|(_, key)| key.to_owned()))
-            .filter(|key| skill_contract::agent::is_workspace_key(key));
-        let made: BTreeSet<String> = workspaces.iter().cloned().chain(agents_workspaces).collect();
+        let agents_workspaces =
+            held.agents.iter().filter_map(|written| skill_contract::agent::split_permission(written).1);
+        let made: BTreeSet<&str> = workspaces.iter().map(String::as_str).chain(agents_workspaces).collect();
         for key in &made {
             engine
                 .create_workspace(key, key, &Origin::default())
@@ -206,15 +219,11 @@ impl Template {
         }
         // The people hold what the package's skills require, in every workspace of the tests.
         let mut grants: BTreeSet<String> = BTreeSet::from(["skills.invoke".to_owned(), "org.read".to_owned()]);
-        let required = packages.iter().flat_map(|package| &package.create).flat_map(|skill| {
-            skill.contract.as_ref().and_then(|c| c["requiredPermissions"].as_array().cloned()).unwrap_or_default()
-        });
-        let required: Vec<String> = required.filter_map(|p| p.as_str().map(str::to_owned)).collect();
         for workspace in workspaces {
             for permission in ["tasks.read", "tasks.write", "facts.read", "facts.write", "approvals.decide"] {
                 grants.insert(format!("{permission}@{workspace}"));
             }
-            for permission in &required {
+            for permission in &held.required {
                 grants.insert(format!("{permission}@{workspace}"));
             }
         }
@@ -224,10 +233,7 @@ impl Template {
         // packages' agents do.
         let mut installer_grants: BTreeSet<String> = grants.iter().cloned().collect();
         installer_grants.insert("org.manage".to_owned());
-        for agent in packages.iter().flat_map(|package| &package.agents) {
-            let held = agent.spec["identity"]["permissions"].as_array().cloned().unwrap_or_default();
-            installer_grants.extend(held.iter().filter_map(Value::as_str).map(str::to_owned));
-        }
+        installer_grants.extend(held.agents);
         let installer_grants: Vec<String> = installer_grants.into_iter().collect();
         let installer = actor(&engine, INSTALLER, "person", &installer_grants).await?;
         let installer = engine.authenticate(&installer).await.map_err(|error| failure(error.message))?;
