@@ -258,19 +258,7 @@ impl Engine {
         let event = self.event(format!("skill_invocation:{}", call.id), &requested, &Origin::of(actor, request_id));
         let inserted = match self.store.insert_invocation(&call, &event).await {
             Ok(inserted) => inserted,
-            Err(error) if error.kind() == ErrorKind::Conflict => {
-                // Two cores making the same keyed call at once (an outcome's action, a process
-                // step): the other's insert, committed first, may meet this one on the basis's
-                // index rather than the key's. That call with this key is this one's repeat.
-                let twin = match call.idempotency_key.as_deref() {
-                    Some(key) => self.store.invocation_by_key(&skill.id, key).await.ok(),
-                    None => None,
-                };
-                return match twin {
-                    Some(existing) => self.repeat(actor, &skill, existing, &call.inputs),
-                    None => Err(spent(&skill, basis.as_ref())),
-                };
-            }
+            Err(error) if error.kind() == ErrorKind::Conflict => return Err(spent(&skill, basis.as_ref())),
             Err(error) => return Err(error.into()),
         };
         match inserted {

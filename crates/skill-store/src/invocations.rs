@@ -223,7 +223,11 @@ const UPDATE_SESSION: &str = "UPDATE executor_sessions SET status = $3, heartbea
 /// `$each` is the backend's set-returning function over a JSON
 /// array of strings, with a `value` column; `$approval` the basis's `approvalId`. Origins admit
 /// an endpoint equal to them or under them (`origin/…`), as strings: `https://h:443/x` is not
-/// under `https://h`.
+/// under `https://h`. Left out, so that however many there are they never hide the calls behind
+/// them: versions without a contract (no executor runs them), and the executions a pending gate
+/// holds — exactly the state the engine's re-check at claim answers "hold" to (an execution's
+/// call, its task open with a pending gate and none rejected, its run running, no approved
+/// gate's decider disabled; `recheck` in skill-engine's `work/basis.rs`).
 macro_rules! claimable_sql {
     ($each:literal, $approval:literal, $kind:literal, $instance:literal, $activity:literal, $lock:literal) => {
         concat!(

@@ -21,37 +21,27 @@ use crate::states::{Nullable, Text};
 
 const CALLS_OF_PRINCIPAL: &str =
     calls_of_principal_sql!("authorization_basis ->> 'decidedBy'", "authorization_basis ->> 'kind'");
-const CLAIMABLE: &str = claimable_sql!(
-    "jsonb_array_elements_text",
-    "i.authorization_basis ->> 'approvalId'",
-    "i.authorization_basis ->> 'kind'",
-    "i.authorization_basis ->> 'instanceId'",
-    "i.authorization_basis ->> 'activityId'",
-    ""
-);
+/// [`claimable_sql`] as PostgreSQL reads the basis (`->>`), with `$lock` after it.
+macro_rules! pg_claimable_sql {
+    ($lock:literal) => {
+        claimable_sql!(
+            "jsonb_array_elements_text",
+            "i.authorization_basis ->> 'approvalId'",
+            "i.authorization_basis ->> 'kind'",
+            "i.authorization_basis ->> 'instanceId'",
+            "i.authorization_basis ->> 'activityId'",
+            $lock
+        )
+    };
+}
+const CLAIMABLE: &str = pg_claimable_sql!("");
 /// One candidate at a time, locked, skipping the rows other claims hold: concurrent claims each
 /// get their own call without waiting on one another.
-const CLAIM_NEXT: &str = claimable_sql!(
-    "jsonb_array_elements_text",
-    "i.authorization_basis ->> 'approvalId'",
-    "i.authorization_basis ->> 'kind'",
-    "i.authorization_basis ->> 'instanceId'",
-    "i.authorization_basis ->> 'activityId'",
-    " FOR UPDATE OF i SKIP LOCKED"
-);
+const CLAIM_NEXT: &str = pg_claimable_sql!(" FOR UPDATE OF i SKIP LOCKED");
 /// [`CLAIM_NEXT`] explained, as it runs (the benchmark's bloat guard prints it).
-const CLAIM_PLAN: &str = concat!(
-    "EXPLAIN (ANALYZE, BUFFERS) ",
-    claimable_sql!(
-        "jsonb_array_elements_text",
-        "i.authorization_basis ->> 'approvalId'",
-        "i.authorization_basis ->> 'kind'",
-        "i.authorization_basis ->> 'instanceId'",
-        "i.authorization_basis ->> 'activityId'",
-        " FOR UPDATE OF i SKIP LOCKED"
-    )
-);
-/// How many candidates one claim judges at most (it passes over held ones).
+const CLAIM_PLAN: &str = concat!("EXPLAIN (ANALYZE, BUFFERS) ", pg_claimable_sql!(" FOR UPDATE OF i SKIP LOCKED"));
+/// How many candidates one claim judges at most: the query leaves out the calls a claim would
+/// pass over (see [`claimable_sql`]), so these are taken or cancelled in turn.
 const CANDIDATES: usize = 20;
 
 /// A candidate with the state of its basis.
@@ -235,12 +225,33 @@ impl InvocationStore for PgStore {
                 .bind(c.attempt_started_at)
                 .bind(c.finished_at);
             // One statement: the row and its event, or neither when the key is taken.
-            if bind_event(query, event).execute(self.read()).await?.rows_affected() == 1 {
-                return Ok(Inserted::New);
+            let refused = match bind_event(query, event).execute(self.read()).await {
+                Ok(done) if done.rows_affected() == 1 => return Ok(Inserted::New),
+                Ok(_) => None,
+                Err(error) => Some(StoreError::from(error)),
+            };
+            // Two inserts of one key at once (two cores carrying out one approval's outcome): the
+            // one that commits second may meet the first on a basis's unique index before the
+            // key's, which is a conflict only when no call has the key. A call that has it is
+            // this insert's answer, as when the key's own index refuses it.
+            match refused {
+                Some(error) if error.kind() != ErrorKind::Conflict || c.idempotency_key.is_none() => Err(error),
+                refused => {
+                    let existing: Option<InvocationRecord> = sqlx::query_as(CALL_BY_KEY)
+                        .bind(&c.skill_id)
+                        .bind(&c.idempotency_key)
+                        .fetch_optional(self.read())
+                        .await?;
+                    match (existing, refused) {
+                        (Some(existing), _) => Ok(Inserted::Existing(Box::new(existing))),
+                        (None, Some(error)) => Err(error),
+                        (None, None) => Err(StoreError::new(
+                            ErrorKind::Internal,
+                            format!("call {} was neither inserted nor found by its key", c.id),
+                        )),
+                    }
+                }
             }
-            let existing: InvocationRecord =
-                sqlx::query_as(CALL_BY_KEY).bind(&c.skill_id).bind(&c.idempotency_key).fetch_one(self.read()).await?;
-            Ok(Inserted::Existing(Box::new(existing)))
         })
     }
 
