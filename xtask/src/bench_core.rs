@@ -33,9 +33,6 @@ const POSTGRES_PEERS: &[(&str, &str, &[&str])] =
     &[("pgqueuer", "4000", &["8", "32", "64"]), ("graphile-worker", "4000", &["8", "32", "64"])];
 
 pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
-    if replicas == 0 || (replicas > 1 && backend != "postgres") {
-        bail!("--replicas is 1, or more on postgres (cores share a PostgreSQL database)");
-    }
     let name = if replicas > 1 { format!("{backend}-{replicas}") } else { backend.to_owned() };
     build(
         "build the core, the demo host, the load generator and the reference (release)",

@@ -96,9 +96,10 @@ fn dispatch() -> Result<()> {
             Some("export") => bench_export::bench(),
             Some("http") => bench_host::bench_http(),
             Some("mcp") => bench_host::bench_mcp(),
-            Some("core") => replicas(4).and_then(|replicas| {
-                bench_core::bench_core(std::env::args().nth(3).as_deref().unwrap_or("sqlite"), replicas)
-            }),
+            Some("core") => {
+                let backend = std::env::args().nth(3).unwrap_or_else(|| "sqlite".to_owned());
+                replicas(4, &backend).and_then(|replicas| bench_core::bench_core(&backend, replicas))
+            }
             Some("mcp-core") => bench_gateway::bench_gateway(),
             Some("rules") => rules_run::bench_rules(),
             Some("processes") => processes_run::bench_processes(),
@@ -127,7 +128,10 @@ fn dispatch() -> Result<()> {
         Some("fault") => match std::env::args().nth(2).as_deref() {
             Some("rules") => rules_run::fault_rules(),
             Some("processes") => processes_fault::fault_processes(),
-            other => replicas(3).and_then(|replicas| fault::fault(other.unwrap_or("sqlite"), replicas)),
+            other => {
+                let backend = other.unwrap_or("sqlite");
+                replicas(3, backend).and_then(|replicas| fault::fault(backend, replicas))
+            }
         },
         Some("fuzz") => fuzz::fuzz(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("help" | "--help" | "-h") => {
@@ -212,16 +216,21 @@ pub(crate) fn virtualenv(name: &str, requirements: &str) -> Result<PathBuf> {
     Ok(python)
 }
 
-/// The `--replicas N` that may follow the backend at argument `at` (1 without it).
-fn replicas(at: usize) -> Result<usize> {
-    match std::env::args().nth(at).as_deref() {
-        None => Ok(1),
+/// The `--replicas N` that may follow `backend` at argument `at` (1 without it): more than one
+/// only on PostgreSQL, whose database the cores share.
+fn replicas(at: usize, backend: &str) -> Result<usize> {
+    let count = match std::env::args().nth(at).as_deref() {
+        None => 1,
         Some("--replicas") => std::env::args()
             .nth(at + 1)
             .and_then(|count| count.parse().ok())
-            .context("--replicas takes a count: --replicas 2"),
+            .context("--replicas takes a count: --replicas 2")?,
         Some(other) => bail!("after the backend comes --replicas N, not {other}"),
+    };
+    if count == 0 || (count > 1 && backend != "postgres") {
+        bail!("--replicas is 1, or more on postgres (cores share a PostgreSQL database)");
     }
+    Ok(count)
 }
 
 /// Installs the JavaScript peers of `xtask/node/package-lock.json` with `npm ci` into

@@ -1192,8 +1192,8 @@ async fn a_drained_session_takes_nothing_and_ends_waiting_claims() {
 }
 
 /// A claim waiting on one core takes a call queued through another core sharing the PostgreSQL
-/// database as soon as it is queued: the statement that queues it notifies every core. Here the
-/// waiting core looks again on its own only every hour, and the claim waits 30 s: only the
+/// database as soon as it is queued: the core that queued it notifies every listening core. Here
+/// the waiting core looks again on its own only every hour, and the claim waits 30 s: only the
 /// wake-up can bring the call back within 15 s.
 #[tokio::test]
 async fn a_call_queued_through_one_core_wakes_a_claim_waiting_on_another() {
