@@ -39,6 +39,9 @@ use crate::error::{Class, EngineError, Result, busy, requested_state, written};
 use crate::work::basis::Internal;
 use crate::{Engine, Origin};
 
+/// A check of a new call that failed: its error, with the key and the inputs it was given back.
+type FailedCall = Box<(EngineError, Option<String>, Value)>;
+
 /// The longest body idempotency key, in characters.
 pub const MAX_IDEMPOTENCY_KEY: usize = 200;
 
@@ -111,14 +114,81 @@ impl Engine {
         // meets one (a core that died after making it): the insert answers the call there.
         let process_made = matches!(internal, Some(Internal::Process { .. }));
         let looked_up = !process_made || crate::work::writes(skill.side_effects);
-        if let Some(key) = key.as_ref().filter(|_| looked_up) {
-            match self.store.invocation_by_key(&skill.id, key).await {
-                Ok(existing) => return self.repeat(actor, &skill, existing, &inputs),
-                Err(error) if error.kind() == ErrorKind::NotFound => {}
-                Err(error) => return Err(error.into()),
+        // The reference looks the key up before it checks anything else; a check that fails is
+        // answered only after that look-up, so a repeated key is still answered as a repeat. A
+        // call that passes goes straight to its insert, which meets the key's call if there is
+        // one: the look-up costs nothing on the way of a new call.
+        let (call, event, basis) = match self.new_call(actor, &skill, request, request_id, internal, key, inputs).await
+        {
+            Ok(made) => made,
+            Err(failed) => {
+                let (error, key, inputs) = *failed;
+                if let Some(key) = key.as_ref().filter(|_| looked_up) {
+                    match self.store.invocation_by_key(&skill.id, key).await {
+                        Ok(existing) => return self.repeat(actor, &skill, existing, &inputs),
+                        Err(lookup) if lookup.kind() == ErrorKind::NotFound => {}
+                        Err(lookup) => return Err(lookup.into()),
+                    }
+                }
+                return Err(error);
             }
+        };
+        let now = call.created_at;
+        let inserted = match self.store.insert_invocation(&call, &event).await {
+            Ok(inserted) => inserted,
+            Err(error) if error.kind() == ErrorKind::Conflict => return Err(spent(&skill, basis.as_ref())),
+            Err(error) => return Err(error.into()),
+        };
+        match inserted {
+            Inserted::New { covered } => {
+                self.ready.notify_one();
+                self.queued_here.notify_one();
+                // Whether an executor covers it is told to callers (the insert answered it where
+                // it could); a process step does not ask.
+                let covered = match (process_made, covered) {
+                    (true, _) => None,
+                    (false, Some(covered)) => Some(covered),
+                    (false, None) => self.covered(&call, now).await?,
+                };
+                let looked = view::Looked { covered, held_by: Vec::new() };
+                Ok(Invoked { invocation: view::invocation_out(call, &skill, now, &looked), created: true })
+            }
+            // Two first calls with one key: the other one won; this is a repeat of it.
+            Inserted::Existing(existing) => self.repeat(actor, &skill, *existing, &call.inputs),
         }
-        let contract = invocable(&skill)?;
+    }
+
+    /// The new call of `skill` and its event, once every check of the reference's order after
+    /// the key's look-up passed; when one fails, its error with the key and the inputs back.
+    #[allow(clippy::too_many_arguments)]
+    async fn new_call(
+        &self,
+        actor: &Actor,
+        skill: &SkillRecord,
+        request: &InvokeRequest,
+        request_id: Option<&str>,
+        internal: Option<Internal<'_>>,
+        key: Option<String>,
+        inputs: Value,
+    ) -> std::result::Result<(InvocationRecord, skill_store::records::Event, Option<Basis>), FailedCall> {
+        match self.checked_call(actor, skill, request, request_id, internal, &key, &inputs).await {
+            Ok(made) => Ok(made),
+            Err(error) => Err(Box::new((error, key, inputs))),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn checked_call(
+        &self,
+        actor: &Actor,
+        skill: &SkillRecord,
+        request: &InvokeRequest,
+        request_id: Option<&str>,
+        internal: Option<Internal<'_>>,
+        key: &Option<String>,
+        inputs: &Value,
+    ) -> Result<(InvocationRecord, skill_store::records::Event, Option<Basis>)> {
+        let contract = invocable(skill)?;
         let idempotency = contract["idempotency"].as_str().and_then(|word| word.parse().ok());
         if key.is_none() && idempotency == Some(skill_contract::Idempotency::Required) {
             return Err(EngineError::new(
@@ -128,7 +198,7 @@ impl Engine {
             )
             .with("skill", format!("{}@{}", skill.name, skill.version)));
         }
-        self.check_inputs(&skill, contract, &inputs).await?;
+        self.check_inputs(skill, contract, inputs).await?;
         // Steps 8–10: the run (the caller's own, running), the task (visible; the run's), and
         // `tasks.write` in the task's workspace.
         let run = match &request.run_id {
@@ -190,10 +260,10 @@ impl Engine {
             .with("resource", workspace.as_deref().unwrap_or("organization")));
         }
         // Step 12: an agent calls only what its assignments grant.
-        self.check_tool_policy(actor, &skill).await?;
+        self.check_tool_policy(actor, skill).await?;
         // Step 13: the basis of an external write.
         let basis = self
-            .basis(actor, &skill, &inputs, task.as_ref(), run.as_ref(), request.approval_id.as_deref(), internal)
+            .basis(actor, skill, inputs, task.as_ref(), run.as_ref(), request.approval_id.as_deref(), internal)
             .await?;
 
         let requested_by: (RequesterKind, String) = match (&run, internal) {
@@ -216,12 +286,12 @@ impl Engine {
             protocol,
             target,
             audience: implementation["auth"]["audience"].as_str().map(str::to_owned),
-            inputs,
+            inputs: inputs.clone(),
             requested_by_kind: requested_by.0,
             requested_by_ref: requested_by.1.clone(),
             authority_principal_id: actor.id().to_owned(),
             authorization_basis: basis.clone(),
-            idempotency_key: key,
+            idempotency_key: key.clone(),
             status: CallStatus::Pending,
             attempt: 0,
             max_attempts: contract["retryPolicy"]["maxAttempts"].as_i64().map_or(1, |n| n.clamp(1, 10) as i32),
@@ -256,23 +326,7 @@ impl Engine {
             authorization_basis: basis.clone(),
         };
         let event = self.event(format!("skill_invocation:{}", call.id), &requested, &Origin::of(actor, request_id));
-        let inserted = match self.store.insert_invocation(&call, &event).await {
-            Ok(inserted) => inserted,
-            Err(error) if error.kind() == ErrorKind::Conflict => return Err(spent(&skill, basis.as_ref())),
-            Err(error) => return Err(error.into()),
-        };
-        match inserted {
-            Inserted::New => {
-                self.ready.notify_one();
-                self.queued_here.notify_one();
-                // Whether an executor covers it is told to callers; a process step does not ask.
-                let covered = if process_made { None } else { self.covered(&call, now).await? };
-                let looked = view::Looked { covered, held_by: Vec::new() };
-                Ok(Invoked { invocation: view::invocation_out(call, &skill, now, &looked), created: true })
-            }
-            // Two first calls with one key: the other one won; this is a repeat of it.
-            Inserted::Existing(existing) => self.repeat(actor, &skill, *existing, &call.inputs),
-        }
+        Ok((call, event, basis))
     }
 
     /// The answer to a key already used: the call when the authority and the inputs are the

@@ -51,9 +51,14 @@ pub struct SqliteStore {
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pub(crate) pool: PgPool,
+    /// The reads by key kept while a listening connection hears every change (`key_cache.rs`).
+    pub(crate) keys: std::sync::Arc<crate::key_cache::KeyCache>,
 }
 
 impl SqliteStore {
+    /// Nothing of the reads by key is kept on SQLite (they are read on the caller's thread).
+    pub(crate) fn keys_changed(&self) {}
+
     /// Opens (creating it and its folder when missing) the database file and applies the
     /// migrations.
     pub async fn open(path: &Path, options: &StoreOptions) -> Result<Self> {
@@ -135,7 +140,13 @@ impl PgStore {
             .await
             .map_err(|error| opening(&redact(url), error))?;
         migrator(POSTGRES_MIGRATIONS).run(&pool).await.map_err(migrating)?;
-        Ok(Self { pool })
+        Ok(Self { pool, keys: std::sync::Arc::new(crate::key_cache::KeyCache::new()) })
+    }
+
+    /// A write through this store changed what the reads by key answer: what it kept is
+    /// forgotten before the write is answered (other cores hear it from the database).
+    pub(crate) fn keys_changed(&self) {
+        self.keys.changed();
     }
 
     pub(crate) async fn write(&self) -> Result<Transaction<'static, Postgres>> {
@@ -199,6 +210,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (21, "processes", include_str!("../migrations/postgres/0021_processes.sql")),
     (22, "decided writes", include_str!("../migrations/postgres/0022_decided_writes.sql")),
     (23, "basis checks by kind", include_str!("../migrations/postgres/0023_basis_checks_by_kind.sql")),
+    (24, "key changes heard", include_str!("../migrations/postgres/0024_key_changes_heard.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

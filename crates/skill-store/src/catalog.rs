@@ -227,6 +227,7 @@ macro_rules! catalog_store {
                     let mut tx = self.write().await?;
                     insert_skill_in!(tx, s);
                     crate::events::commit!(tx, event);
+                    self.keys_changed();
                     Ok(())
                 })
             }
@@ -281,6 +282,7 @@ macro_rules! catalog_store {
                     let mut tx = self.write().await?;
                     let skill = update_skill_in!(tx, id, expected_row_version, c, event.created_at);
                     crate::events::commit!(tx, event);
+                    self.keys_changed();
                     Ok(skill)
                 })
             }
@@ -387,6 +389,7 @@ macro_rules! catalog_store {
                     // An install recorded again (the same version and hash) writes no event.
                     if record_install_in!(tx, install, objects, adopt) {
                         crate::events::commit!(tx, event);
+                        self.keys_changed();
                     }
                     Ok(())
                 })
@@ -435,6 +438,7 @@ macro_rules! catalog_store {
                         || !plan.processes.is_empty()
                     {
                         crate::events::commit!(tx, event);
+                        self.keys_changed();
                     }
                     Ok(())
                 })

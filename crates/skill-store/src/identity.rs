@@ -161,6 +161,7 @@ macro_rules! identity_store {
                         return Err(sqlx::Error::RowNotFound.into());
                     }
                     crate::events::commit!(tx, event);
+                    self.keys_changed();
                     Ok(())
                 })
             }
@@ -234,6 +235,7 @@ macro_rules! identity_store {
                         return Ok(false);
                     }
                     crate::events::commit!(tx, event);
+                    self.keys_changed();
                     Ok(true)
                 })
             }
@@ -260,6 +262,7 @@ macro_rules! identity_store {
                         return Ok(false);
                     }
                     crate::events::commit!(tx, event);
+                    self.keys_changed();
                     Ok(true)
                 })
             }
@@ -293,6 +296,7 @@ macro_rules! identity_store {
                         return Err(StoreError::new(ErrorKind::NotFound, format!("no principal {principal_id}")));
                     }
                     crate::events::commit!(tx, event);
+                    self.keys_changed();
                     Ok(())
                 })
             }

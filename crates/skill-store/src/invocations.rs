@@ -305,34 +305,53 @@ macro_rules! claimable_sql {
 }
 use claimable_sql;
 
-/// Whether an active session at `$1` covers a call of protocol `$2` at target `$3` with audience
-/// `$4`; `$open` and `$close` surround a key of a session's `admission` to make the set of the
+/// Whether an active session at `$now` covers a call of protocol `$protocol` at target `$target`
+/// with audience `$audience` (each a placeholder or a column); `$open` and `$close` surround a key of a session's `admission` to make the set of the
 /// array under it.
 macro_rules! covered_sql {
-    ($open:literal, $close:literal) => {
+    ($open:literal, $close:literal, $now:literal, $protocol:literal, $target:literal, $audience:literal) => {
         concat!(
-            "SELECT EXISTS (SELECT 1 FROM executor_sessions s WHERE s.status = 'active' AND s.expires_at > $1 AND ( \
-               ($2 = 'local' AND EXISTS (SELECT 1 FROM ",
+            "SELECT EXISTS (SELECT 1 FROM executor_sessions s WHERE s.status = 'active' AND s.expires_at > ",
+            $now,
+            " AND ((",
+            $protocol,
+            " = 'local' AND EXISTS (SELECT 1 FROM ",
             $open,
             "localEntrypoints",
             $close,
-            " e WHERE e.value = $3)) \
-               OR ($2 = 'http' AND EXISTS (SELECT 1 FROM ",
+            " e WHERE e.value = ",
+            $target,
+            ")) OR (",
+            $protocol,
+            " = 'http' AND EXISTS (SELECT 1 FROM ",
             $open,
             "httpOrigins",
             $close,
-            " o WHERE $3 = o.value OR substr($3, 1, length(o.value) + 1) = o.value || '/')) \
-               OR ($2 = 'mcp' AND EXISTS (SELECT 1 FROM ",
+            " o WHERE ",
+            $target,
+            " = o.value OR substr(",
+            $target,
+            ", 1, length(o.value) + 1) = o.value || '/')) OR (",
+            $protocol,
+            " = 'mcp' AND EXISTS (SELECT 1 FROM ",
             $open,
             "mcpEndpoints",
             $close,
-            " o WHERE $3 = o.value OR (o.value NOT LIKE 'stdio:%' \
-                 AND substr($3, 1, length(o.value) + 1) = o.value || '/')))) \
-             AND ($2 = 'local' OR $4 IS NULL OR EXISTS (SELECT 1 FROM ",
+            " o WHERE ",
+            $target,
+            " = o.value OR (o.value NOT LIKE 'stdio:%' AND substr(",
+            $target,
+            ", 1, length(o.value) + 1) = o.value || '/')))) AND (",
+            $protocol,
+            " = 'local' OR ",
+            $audience,
+            " IS NULL OR EXISTS (SELECT 1 FROM ",
             $open,
             "audiences",
             $close,
-            " a WHERE a.value = $4)))"
+            " a WHERE a.value = ",
+            $audience,
+            ")))"
         )
     };
 }

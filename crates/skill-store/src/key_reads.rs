@@ -1,6 +1,7 @@
 //! The reads by key that every request or call makes — a token's credential, a version by id or
 //! by name and version, a skill's package settings. Each backend reads them its fastest way:
-//! PostgreSQL through sqlx (below), SQLite on the caller's thread (`key_reads/sqlite.rs`).
+//! PostgreSQL through sqlx (below), what it found kept while its core hears every change
+//! (`key_cache.rs`); SQLite on the caller's thread (`key_reads/sqlite.rs`).
 
 mod sqlite;
 
@@ -56,6 +57,10 @@ pub(crate) trait KeyReads {
 impl KeyReads for PgStore {
     fn credential_by_hash<'a>(&'a self, hash: &'a str) -> BoxFuture<'a, Result<Credential>> {
         Box::pin(async move {
+            if let Some(kept) = self.keys.credential(hash) {
+                return Ok(kept);
+            }
+            let generation = self.keys.generation();
             let rows = sqlx::query(CREDENTIAL).bind(hash).fetch_all(self.read()).await?;
             let Some(first) = rows.first() else { return Err(sqlx::Error::RowNotFound.into()) };
             let mut grants = Vec::new();
@@ -65,30 +70,55 @@ impl KeyReads for PgStore {
                 }
             }
             let allowance: Option<Json<ExecutorAllowance>> = first.try_get("executor_allowance")?;
-            Ok(Credential {
+            let credential = Credential {
                 token: AccessToken::from_row(first)?,
                 principal: Principal::from_row(first)?,
                 grants,
                 allowance: allowance.map(|Json(allowance)| allowance),
-            })
+            };
+            self.keys.keep_credential(generation, hash, &credential);
+            Ok(credential)
         })
     }
 
     fn skill_by_id<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
-        Box::pin(async move { Ok(sqlx::query_as(SKILL_BY_ID).bind(id).fetch_one(self.read()).await?) })
+        Box::pin(async move {
+            if let Some(kept) = self.keys.skill(id) {
+                return Ok(kept);
+            }
+            let generation = self.keys.generation();
+            let entry: SkillEntry = sqlx::query_as(SKILL_BY_ID).bind(id).fetch_one(self.read()).await?;
+            self.keys.keep_skill(generation, &entry);
+            Ok(entry)
+        })
     }
 
     fn skill_by_version<'a>(&'a self, name: &'a str, version: &'a str) -> BoxFuture<'a, Result<SkillEntry>> {
-        Box::pin(
-            async move { Ok(sqlx::query_as(SKILL_BY_VERSION).bind(name).bind(version).fetch_one(self.read()).await?) },
-        )
+        Box::pin(async move {
+            if let Some(kept) = self.keys.version(name, version) {
+                return Ok(kept);
+            }
+            let generation = self.keys.generation();
+            let entry: SkillEntry =
+                sqlx::query_as(SKILL_BY_VERSION).bind(name).bind(version).fetch_one(self.read()).await?;
+            self.keys.keep_skill(generation, &entry);
+            Ok(entry)
+        })
     }
 
     fn settings_of_skill<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<(PackageSettings, String)>>> {
         Box::pin(async move {
+            if let Some(kept) = self.keys.settings(name) {
+                return Ok(kept);
+            }
+            let generation = self.keys.generation();
             let row = sqlx::query(SETTINGS_OF_SKILL).bind(name).fetch_optional(self.read()).await?;
-            let Some(row) = row else { return Ok(None) };
-            Ok(Some((PackageSettings::from_row(&row)?, row.try_get("package_version")?)))
+            let settings = match row {
+                Some(row) => Some((PackageSettings::from_row(&row)?, row.try_get("package_version")?)),
+                None => None,
+            };
+            self.keys.keep_settings(generation, name, &settings);
+            Ok(settings)
         })
     }
 }

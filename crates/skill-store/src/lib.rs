@@ -43,6 +43,7 @@ mod events;
 mod idempotency;
 mod identity;
 mod invocations;
+mod key_cache;
 mod key_reads;
 mod keys;
 mod knowledge;
@@ -171,7 +172,9 @@ impl Store for PgStore {
     }
 
     fn wakeups(&self) -> BoxFuture<'_, Result<Option<wakeups::Wakeups>>> {
-        Box::pin(async move { Ok(Some(wakeups::Wakeups::listen(&self.pool).await?)) })
+        Box::pin(
+            async move { Ok(Some(wakeups::Wakeups::listen(&self.pool, std::sync::Arc::clone(&self.keys)).await?)) },
+        )
     }
 
     fn wake_others(&self) -> BoxFuture<'_, Result<()>> {

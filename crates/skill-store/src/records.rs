@@ -449,8 +449,9 @@ pub struct SessionRecord {
 /// What inserting a call did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inserted {
-    /// The call is new.
-    New,
+    /// The call is new; whether an active executor session covers it now, when the store
+    /// answered that in the same statement.
+    New { covered: Option<bool> },
     /// A call of the same version with the same key exists: nothing was written.
     Existing(Box<InvocationRecord>),
 }

@@ -77,6 +77,7 @@ macro_rules! settings_store {
                         return Err(StoreError::new(ErrorKind::Stale, format!("the settings of {} moved on", s.package_key)));
                     }
                     crate::events::commit!(tx, event);
+                    self.keys_changed();
                     Ok(())
                 })
             }

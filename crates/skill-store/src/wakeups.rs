@@ -6,13 +6,22 @@
 //! commit does not wait for the disk (a lost wake-up costs only a look on one's own). A hint
 //! only: the claims still look on their own now and then, and a listener that lost its
 //! connection says so ([`Wake::Lost`]) so that its core looks at once.
+//!
+//! The same connection hears [`KEYS`]: the database's triggers tell of every change behind the
+//! reads by key the store keeps (`key_cache.rs`), which are kept only while a connection listens.
+
+use std::sync::Arc;
 
 use sqlx::postgres::PgListener;
+
+use crate::key_cache::KeyCache;
 
 use crate::error::Result;
 
 /// The channel the wake-ups go on.
 pub const CHANNEL: &str = "skill_wake";
+/// The channel the database tells of changes behind the reads by key on.
+pub const KEYS: &str = "skill_keys";
 /// The payload of a wake-up for a queued call.
 pub const CALLS: &str = "calls";
 /// The wake-up statement: one statement, its own transaction, committed without waiting for the
@@ -33,6 +42,10 @@ pub enum Wake {
 /// One core's listening connection.
 pub struct Wakeups {
     listener: PgListener,
+    /// The store's cache of reads by key, kept while this listens.
+    keys: Arc<KeyCache>,
+    /// Whether this connection is counted as listening by `keys`.
+    heard: bool,
 }
 
 impl std::fmt::Debug for Wakeups {
@@ -42,21 +55,48 @@ impl std::fmt::Debug for Wakeups {
 }
 
 impl Wakeups {
-    pub(crate) async fn listen(pool: &sqlx::PgPool) -> Result<Self> {
+    pub(crate) async fn listen(pool: &sqlx::PgPool, keys: Arc<KeyCache>) -> Result<Self> {
         let mut listener = PgListener::connect_with(pool).await?;
-        listener.listen(CHANNEL).await?;
-        Ok(Self { listener })
+        listener.listen_all([CHANNEL, KEYS]).await?;
+        // Heard from now on: what is read from now on may be kept.
+        keys.listening();
+        Ok(Self { listener, keys, heard: true })
     }
 
-    /// The next wake-up: a queued call, or a lost connection. An error when the connection
-    /// cannot be made again.
+    /// The next wake-up: a queued call, or a lost connection (made again before this answers).
+    /// An error when the connection cannot be made again: this listener hears nothing more, and
+    /// its core makes a new one.
     pub async fn next(&mut self) -> Result<Wake> {
         loop {
-            match self.listener.try_recv().await? {
+            let received = match self.listener.try_recv().await {
+                Ok(received) => received,
+                Err(error) => {
+                    self.deaf();
+                    return Err(error.into());
+                }
+            };
+            match received {
+                Some(notification) if notification.channel() == KEYS => self.keys.changed(),
                 Some(notification) if notification.payload() == CALLS => return Ok(Wake::Calls),
                 Some(_) => {}
-                None => return Ok(Wake::Lost),
+                None => {
+                    // Changes told while the connection was down went unheard.
+                    self.keys.changed();
+                    return Ok(Wake::Lost);
+                }
             }
         }
+    }
+
+    fn deaf(&mut self) {
+        if std::mem::take(&mut self.heard) {
+            self.keys.deaf();
+        }
+    }
+}
+
+impl Drop for Wakeups {
+    fn drop(&mut self) {
+        self.deaf();
     }
 }

@@ -1224,3 +1224,84 @@ async fn a_call_queued_through_one_core_wakes_a_claim_waiting_on_another() {
     assert!(lite.engine.listen_to_other_cores().await.expect("answers").is_none());
     listening.abort();
 }
+
+/// Until `deadline`, whether `token` still lets its holder in on `engine`.
+async fn refused_within(engine: &Engine, token: &str, deadline: std::time::Duration) -> bool {
+    let until = std::time::Instant::now() + deadline;
+    loop {
+        match engine.authenticate(token).await {
+            Err(error) => return error.code == "invalid_token",
+            Ok(_) if std::time::Instant::now() >= until => return false,
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
+        }
+    }
+}
+
+/// A listening core keeps the credentials it read, and forgets them at every change of what they
+/// are made of, whoever made it: a token revoked through another core, a grant deleted by hand at
+/// a `psql` prompt, a principal disabled — each is refused within a second, well before what is
+/// kept would run out on its own (2 s), and a token revoked through the core itself is refused at
+/// once.
+#[tokio::test]
+async fn a_listening_core_forgets_a_credential_the_moment_it_changes_anywhere() {
+    let first = core(Backend::Postgres, "keys").await;
+    let store = skill_store::open(&first.target, &Default::default()).await.expect("the same database");
+    let second = Engine::new(store);
+    let listening = second.listen_to_other_cores().await.expect("listens").expect("PostgreSQL listens");
+    let soon = std::time::Duration::from_secs(1);
+    let issue = |name: &'static str| {
+        let engine = first.engine.clone();
+        async move {
+            let request = skill_engine::TokenRequest {
+                principal: name.to_owned(),
+                kind: "person".to_owned(),
+                grants: vec!["skills.invoke".to_owned()],
+                label: String::new(),
+                expires_at: None,
+            };
+            engine.issue_token(&request, &skill_engine::Origin::default()).await.expect("a token")
+        }
+    };
+
+    // Revoked through the other core.
+    let revoked = issue("revoked-elsewhere").await;
+    for _ in 0..3 {
+        second.authenticate(&revoked.token).await.expect("kept and used");
+    }
+    first.engine.revoke_token(&revoked.record.id, &skill_engine::Origin::default()).await.expect("revoked");
+    assert!(refused_within(&second, &revoked.token, soon).await, "the revocation was heard");
+
+    // A grant deleted by hand.
+    let granted = issue("granted-by-hand").await;
+    assert!(second.authenticate(&granted.token).await.expect("in").can("skills.invoke"));
+    let deleted = Command::new("psql")
+        .args([
+            first.target.as_str(),
+            "-q",
+            "-c",
+            &format!("DELETE FROM grants WHERE principal_id = '{}'", granted.principal.id),
+        ])
+        .output()
+        .expect("psql runs");
+    assert!(deleted.status.success(), "{}", String::from_utf8_lossy(&deleted.stderr));
+    let until = std::time::Instant::now() + soon;
+    while second.authenticate(&granted.token).await.expect("still a token").can("skills.invoke") {
+        assert!(std::time::Instant::now() < until, "the deleted grant was still kept after {soon:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+
+    // A principal disabled by hand.
+    let disabled = issue("disabled-by-hand").await;
+    second.authenticate(&disabled.token).await.expect("in");
+    let sql = format!("UPDATE principals SET disabled_at = now() WHERE id = '{}'", disabled.principal.id);
+    let done = Command::new("psql").args([first.target.as_str(), "-q", "-c", &sql]).output().expect("psql runs");
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(refused_within(&second, &disabled.token, soon).await, "the disabled principal was heard");
+
+    // Revoked through the core that kept it: refused at the very next request.
+    let own = issue("revoked-here").await;
+    second.authenticate(&own.token).await.expect("in");
+    second.revoke_token(&own.record.id, &skill_engine::Origin::default()).await.expect("revoked");
+    assert_eq!(second.authenticate(&own.token).await.expect_err("refused").code, "invalid_token");
+    listening.abort();
+}

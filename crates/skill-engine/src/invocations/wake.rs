@@ -19,7 +19,7 @@ impl Engine {
     /// until aborted; a lost connection wakes every waiting claim (a wake-up may have been
     /// missed) and is made again.
     pub async fn listen_to_other_cores(&self) -> skill_store::Result<Option<tokio::task::JoinHandle<()>>> {
-        let Some(mut wakeups) = self.store.wakeups().await? else { return Ok(None) };
+        let Some(first) = self.store.wakeups().await? else { return Ok(None) };
         let engine = self.clone();
         let telling = self.clone();
         // One wake-up at a time: those asked for meanwhile make one more, not one each.
@@ -32,8 +32,23 @@ impl Engine {
                 }
             }
         };
+        // A listener that failed hears nothing more (and the store keeps no read by key while
+        // none listens): a new one is made.
         let listen = async move {
+            let mut listening = Some(first);
             loop {
+                let wakeups = match listening.as_mut() {
+                    Some(wakeups) => wakeups,
+                    None => match engine.store.wakeups().await {
+                        Ok(Some(wakeups)) => listening.insert(wakeups),
+                        Ok(None) => return,
+                        Err(error) => {
+                            tracing::warn!(error = %error, "the wake-ups of other cores still cannot be heard");
+                            tokio::time::sleep(RETRY_AFTER).await;
+                            continue;
+                        }
+                    },
+                };
                 match wakeups.next().await {
                     Ok(Wake::Calls) => engine.ready.notify_one(),
                     Ok(Wake::Lost) => engine.ready.notify_waiters(),
@@ -42,6 +57,7 @@ impl Engine {
                             error = %error,
                             "the wake-ups of other cores cannot be heard; waiting claims look on their own meanwhile"
                         );
+                        listening = None;
                         engine.ready.notify_waiters();
                         tokio::time::sleep(RETRY_AFTER).await;
                     }

@@ -3,8 +3,8 @@
 use futures::future::BoxFuture;
 use skill_api::{ApprovalStatus, InstanceStatus, RunStatus, SkillStatus, StepStatus, TaskStatus};
 use skill_contract::SideEffects;
-use sqlx::PgConnection;
 use sqlx::types::Json;
+use sqlx::{PgConnection, Row as _};
 
 use super::{
     CALL_BY_ID, CALL_BY_KEY, CALLS, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_SESSION, InvocationStore,
@@ -86,7 +86,7 @@ impl Candidate {
         }
     }
 }
-const COVERED: &str = covered_sql!("jsonb_array_elements_text(s.admission -> '", "')");
+const COVERED: &str = covered_sql!("jsonb_array_elements_text(s.admission -> '", "')", "$1", "$2", "$3", "$4");
 
 /// The call update with one event, in one statement (one round trip, no `BEGIN`/`COMMIT`): the
 /// event is written only when the row was.
@@ -96,14 +96,19 @@ const UPDATE_CALL_WITH_EVENT: &str = concat!(
     " RETURNING id) INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
      SELECT $20, $21, $22, $23, $24, $25, $26 FROM updated"
 );
-/// The call insert with its event, in one statement; nothing when the key is taken. (Not its
-/// wake-up: a transaction that notifies holds the server's one notification lock through its
-/// commit, so notifying inserts would commit one at a time. The engine sends wake-ups apart.)
+/// The call insert with its event, in one statement; nothing when the key is taken. It answers
+/// whether it wrote, and whether an active executor session covers the call now (what its
+/// caller is told). (Not its wake-up: a transaction that notifies holds the server's one
+/// notification lock through its commit, so notifying inserts would commit one at a time. The
+/// engine sends wake-ups apart.)
 const INSERT_CALL_WITH_EVENT: &str = concat!(
     "WITH inserted AS (",
     insert_call_sql!(),
-    " RETURNING id) INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
-     SELECT $33, $34, $35, $36, $37, $38, $39 FROM inserted"
+    " RETURNING id), written AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
+     SELECT $33, $34, $35, $36, $37, $38, $39 FROM inserted RETURNING 1) \
+     SELECT (SELECT count(*) FROM written) AS written, (",
+    covered_sql!("jsonb_array_elements_text(s.admission -> '", "')", "$28", "$3", "$4", "$5"),
+    ") AS covered"
 );
 
 /// Binds the 19 values of [`UPDATE_CALL`] to `query`.
@@ -225,8 +230,10 @@ impl InvocationStore for PgStore {
                 .bind(c.attempt_started_at)
                 .bind(c.finished_at);
             // One statement: the row and its event, or neither when the key is taken.
-            let refused = match bind_event(query, event).execute(self.read()).await {
-                Ok(done) if done.rows_affected() == 1 => return Ok(Inserted::New),
+            let refused = match bind_event(query, event).fetch_one(self.read()).await {
+                Ok(row) if row.try_get::<i64, _>("written")? == 1 => {
+                    return Ok(Inserted::New { covered: Some(row.try_get("covered")?) });
+                }
                 Ok(_) => None,
                 Err(error) => Some(StoreError::from(error)),
             };
@@ -449,6 +456,7 @@ impl InvocationStore for PgStore {
             }
             insert_events(&mut tx, events).await?;
             tx.commit().await?;
+            self.keys_changed();
             Ok(())
         })
     }

@@ -33,7 +33,7 @@ const CLAIMABLE: &str = claimable_sql!(
     "json_extract(i.authorization_basis, '$.activityId')",
     ""
 );
-const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')");
+const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')", "$1", "$2", "$3", "$4");
 /// How many pending calls one claim looks at (the engine passes over calls it cannot take yet).
 const CANDIDATES: i64 = 20;
 
@@ -90,7 +90,7 @@ impl InvocationStore for SqliteStore {
             let values = values?;
             if execute(connection, INSERT_CALL, &values)? == 1 {
                 event_insert(connection, &event)?;
-                return Ok(Inserted::New);
+                return Ok(Inserted::New { covered: None });
             }
             let existing = one(connection, CALL_BY_KEY, &key, invocation_row)?;
             Ok(Inserted::Existing(Box::new(existing)))

@@ -84,7 +84,7 @@ pub(crate) async fn open_session(db: &Db, executor: &str) -> SessionRecord {
 
 pub(crate) async fn insert(db: &Db, call: &InvocationRecord) {
     let inserted = db.store.insert_invocation(call, &event("skill.invocation_requested", "call")).await;
-    assert_eq!(inserted.expect("inserted"), Inserted::New);
+    assert!(matches!(inserted.expect("inserted"), Inserted::New { .. }));
 }
 
 /// The running form of `call`, taken by `executor` with a lease of `lease` seconds.
@@ -114,7 +114,7 @@ pub(crate) async fn a_key_names_one_call_and_writes_check_the_row_version(db: Db
         InvocationRecord { inputs: json!({"claim": "other"}), ..pending(&skill, &ana, "local", "x", Some("k-1")) };
     match db.store.insert_invocation(&again, &event("skill.invocation_requested", "call")).await.expect("answer") {
         Inserted::Existing(existing) => assert_eq!(existing.id, first.id),
-        Inserted::New => panic!("a second call with one key"),
+        Inserted::New { .. } => panic!("a second call with one key"),
     }
     assert_eq!(db.store.invocation(&again.id).await.expect_err("not written").kind(), ErrorKind::NotFound);
     // Calls without a key never collide.
@@ -138,7 +138,7 @@ pub(crate) async fn a_key_names_one_call_and_writes_check_the_row_version(db: Db
     let events: Vec<_> = racers.iter().map(|_| event("skill.invocation_requested", "call")).collect();
     let inserts = racers.iter().zip(&events).map(|(call, event)| db.store.insert_invocation(call, event));
     let outcomes = futures::future::join_all(inserts).await;
-    let new = outcomes.iter().filter(|outcome| matches!(outcome, Ok(Inserted::New))).count();
+    let new = outcomes.iter().filter(|outcome| matches!(outcome, Ok(Inserted::New { .. }))).count();
     assert_eq!(new, 1, "{outcomes:?}");
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
 }
@@ -452,7 +452,7 @@ pub(crate) async fn claims_at_once_each_take_their_own_call_in_queue_order(db: D
     let (inserted, lost) =
         futures::future::join(futures::future::join_all(inserts), db.store.update_invocation(&stale, &claimed_event))
             .await;
-    assert!(inserted.iter().all(|outcome| matches!(outcome, Ok(Inserted::New))), "{inserted:?}");
+    assert!(inserted.iter().all(|outcome| matches!(outcome, Ok(Inserted::New { .. }))), "{inserted:?}");
     assert_eq!(lost.expect_err("stale").kind(), ErrorKind::Stale);
     let after = db.store.events(0, None, 10_000).await.expect("events").len();
     assert_eq!(after, before + fresh.len(), "one event per insert, none for the stale write");
