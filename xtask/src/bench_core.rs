@@ -15,7 +15,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::core_run::{Tokens, build, output, publish_demo, release, start};
+use crate::core_run::{Process, Tokens, build, output, publish_demo, release, start};
 use crate::run;
 use crate::target_dir;
 
@@ -52,6 +52,18 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
             let server = crate::postgres::Postgres::start_durable()?;
             let tps = server.pgbench_simple_update()?;
             let url = server.database("skill_bench")?;
+            // The server counts what it runs, planning too, for the report of where its time went.
+            run(
+                "count the statements",
+                Command::new("psql").args([
+                    url.as_str(),
+                    "-q",
+                    "-c",
+                    "CREATE EXTENSION pg_stat_statements",
+                    "-c",
+                    "ALTER DATABASE skill_bench SET pg_stat_statements.track_planning = on",
+                ]),
+            )?;
             postgres = Some(server);
             (url, json!({"pgbenchSimpleUpdateTps": tps}))
         }
@@ -91,7 +103,10 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
         );
     }
     let mut rounds = Vec::new();
+    let core_pids: Vec<u32> = cores.iter().map(Process::id).collect();
+    let executor_pids: Vec<u32> = executors.iter().map(Process::id).collect();
     for rate in RATES {
+        let cpu_before = crate::cpu::read(&core_pids, &executor_pids);
         // The rate split over the replicas, a load generator each, all at once.
         let loads = urls
             .iter()
@@ -111,7 +126,8 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
             let out = load.wait_with_output()?;
             parts.push(serde_json::from_slice::<Value>(&out.stdout).context("a load generator's figures")?);
         }
-        let result = combined(*rate, &parts);
+        let mut result = combined(*rate, &parts);
+        result["cpu"] = crate::cpu::since(&cpu_before, &core_pids, &executor_pids);
         eprintln!(
             "  offered {rate:>5}/s: {:>7.0} ended/s, p50 {:>7.1} ms, p99 {:>7.1} ms, invoke p99 {:>6.1} ms, {} skipped, {} refused, {} failed",
             result["throughput"].as_f64().unwrap_or(0.0),
@@ -121,6 +137,14 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
             result["skipped"],
             result["refused"],
             result["failed"],
+        );
+        eprintln!(
+            "                   CPUs used: core {}, executor {}, PostgreSQL {}, load and the rest {}, idle {}",
+            result["cpu"]["core"],
+            result["cpu"]["executor"],
+            result["cpu"]["postgres"],
+            result["cpu"]["rest"],
+            result["cpu"]["idle"]
         );
         let kept_up = result["skipped"] == 0
             && result["refused"] == 0
@@ -153,6 +177,10 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
         .unwrap_or(Value::Null);
     drop(executors);
     drop(cores);
+    let server_time = match &postgres {
+        Some(_) => server_time(&db)?,
+        None => Value::Null,
+    };
     // The bloat guard: the claim's plan and time on the table as the rounds left it, then with
     // a million ended calls more.
     let bloat = match &postgres {
@@ -169,7 +197,7 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
     let ahead = peers
         .iter()
         .all(|peer| within_bar["throughput"].as_f64().unwrap_or(0.0) > peer["throughput"].as_f64().unwrap_or(f64::MAX));
-    let report = json!({"backend": backend, "replicas": replicas, "bloat": bloat, "reference": reference, "rounds": rounds, "sustained": sustained,
+    let report = json!({"backend": backend, "replicas": replicas, "bloat": bloat, "serverTime": server_time, "reference": reference, "rounds": rounds, "sustained": sustained,
                         "sustainedWithinP99Bar": within_bar, "ratioToReference": ratio(&sustained),
                         "ratioWithinP99Bar": ratio(&within_bar), "peers": peers, "aheadOfEveryPeer": ahead});
     let figure = |round: &Value| {
@@ -260,6 +288,30 @@ fn combined(rate: u64, parts: &[Value]) -> Value {
     json!({"rate": rate, "throughput": sum("throughput"), "p50": worst("p50"), "p99": worst("p99"),
            "invokeP99": worst("invokeP99"), "skipped": count("skipped"), "refused": count("refused"),
            "failed": count("failed"), "loadGenerators": parts})
+}
+
+/// Where the PostgreSQL server's time went over the rounds: the statements that took the most
+/// (planning and running), each with its count and its mean time; printed and returned.
+fn server_time(db: &str) -> Result<Value> {
+    let query = "SELECT json_agg(s) FROM (SELECT calls, round((total_plan_time / NULLIF(calls, 0))::numeric, 3) AS plan_ms, \
+                 round((total_exec_time / NULLIF(calls, 0))::numeric, 3) AS run_ms, \
+                 round((total_plan_time + total_exec_time)::numeric) AS total_ms, \
+                 left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS statement FROM pg_stat_statements \
+                 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                 ORDER BY total_plan_time + total_exec_time DESC LIMIT 12) s";
+    let rows: Value = serde_json::from_str(&output(Command::new("psql").args([db, "-qAt", "-c", query]))?)?;
+    eprintln!("where the server's time went (the rounds): calls, mean planning and running (ms), total (ms)");
+    for row in rows.as_array().into_iter().flatten() {
+        eprintln!(
+            "  {:>8} {:>7} {:>7} {:>8}  {}",
+            row["calls"],
+            row["plan_ms"],
+            row["run_ms"],
+            row["total_ms"],
+            row["statement"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(rows)
 }
 
 /// Runs the queue peers on the PostgreSQL server of the run, each worker count on a fresh

@@ -18,6 +18,10 @@ pub(crate) fn release(path: &str) -> PathBuf {
 pub(crate) struct Process(Child);
 
 impl Process {
+    pub(crate) fn id(&self) -> u32 {
+        self.0.id()
+    }
+
     /// Kills it at once (`kill -9`) and waits for it.
     pub(crate) fn kill(&mut self) {
         let _ = self.0.kill();

@@ -9,6 +9,7 @@ mod bench_host;
 mod bench_scenarios;
 mod browser;
 mod core_run;
+mod cpu;
 mod edges;
 mod fault;
 mod fuzz;

@@ -45,8 +45,13 @@ impl<K: Eq + Hash, V: Clone> Entries<K, V> {
         (at.elapsed() < KeyCache::TTL).then(|| value.clone())
     }
 
-    fn put(&self, key: K, value: V) {
+    /// Keeps `value` when `keeps` says so, judged under the lock: a change forgets after it
+    /// moved the generation on, so what it would have forgotten is never put after it.
+    fn put(&self, key: K, value: V, keeps: impl FnOnce() -> bool) {
         let mut map = self.lock();
+        if !keeps() {
+            return;
+        }
         if map.len() >= KeyCache::CAPACITY {
             map.clear();
         }
@@ -128,9 +133,7 @@ impl KeyCache {
     }
 
     pub(crate) fn keep_credential(&self, generation: u64, hash: &str, credential: &Credential) {
-        if self.keeps(generation) {
-            self.credentials.put(hash.to_owned(), credential.clone());
-        }
+        self.credentials.put(hash.to_owned(), credential.clone(), || self.keeps(generation));
     }
 
     pub(crate) fn skill(&self, id: &str) -> Option<SkillEntry> {
@@ -143,10 +146,9 @@ impl KeyCache {
 
     /// Keeps a version found by id or by name and version, under both.
     pub(crate) fn keep_skill(&self, generation: u64, entry: &SkillEntry) {
-        if self.keeps(generation) {
-            self.skills.put(entry.skill.id.clone(), entry.clone());
-            self.versions.put((entry.skill.name.clone(), entry.skill.version.clone()), entry.clone());
-        }
+        self.skills.put(entry.skill.id.clone(), entry.clone(), || self.keeps(generation));
+        let version = (entry.skill.name.clone(), entry.skill.version.clone());
+        self.versions.put(version, entry.clone(), || self.keeps(generation));
     }
 
     pub(crate) fn settings(&self, name: &str) -> Option<Settings> {
@@ -154,9 +156,7 @@ impl KeyCache {
     }
 
     pub(crate) fn keep_settings(&self, generation: u64, name: &str, settings: &Settings) {
-        if self.keeps(generation) {
-            self.settings.put(name.to_owned(), settings.clone());
-        }
+        self.settings.put(name.to_owned(), settings.clone(), || self.keeps(generation));
     }
 }
 
