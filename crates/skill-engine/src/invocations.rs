@@ -5,6 +5,7 @@
 mod allowance;
 mod costs;
 mod disable;
+mod looks;
 mod policy;
 mod queue;
 mod schemas;
@@ -27,6 +28,7 @@ use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEn
 pub use crate::lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
 pub(crate) use allowance::checked as checked_allowance;
 pub use costs::{CostLine, CostReport, MAX_COST_CALLS};
+pub(crate) use looks::Looks;
 pub use queue::MAX_CLAIM_WAIT_SECONDS;
 pub(crate) use queue::{LOOK_AGAIN, Timeouts};
 pub(crate) use schemas::SchemaCache;

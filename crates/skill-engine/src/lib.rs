@@ -68,6 +68,8 @@ pub struct Engine {
     queued_here: Arc<tokio::sync::Notify>,
     /// The timeout of each version claims met (it never changes once published).
     timeouts: Arc<invocations::Timeouts>,
+    /// When the waiting claims of each executor last looked for calls.
+    looks: Arc<invocations::Looks>,
     /// When a claim last looked for expired leases (Unix milliseconds).
     expired_at: Arc<std::sync::atomic::AtomicI64>,
     /// The audience tokens' issuer and its keys.
@@ -136,6 +138,7 @@ impl Engine {
             ready: Arc::default(),
             queued_here: Arc::default(),
             timeouts: Arc::default(),
+            looks: Arc::default(),
             expired_at: Arc::default(),
             issuer: Arc::default(),
             outcomes_due: Arc::default(),

@@ -193,11 +193,12 @@ mod tests {
     #[test]
     fn nothing_is_kept_without_a_listening_connection() {
         let cache = KeyCache::new();
-        cache.keep_credential(cache.generation(), "h", &credential());
+        let credential = credential();
+        cache.keep_credential(cache.generation(), "h", &credential);
         assert_eq!(cache.credential("h"), None);
         cache.listening();
-        cache.keep_credential(cache.generation(), "h", &credential());
-        assert_eq!(cache.credential("h"), Some(credential()));
+        cache.keep_credential(cache.generation(), "h", &credential);
+        assert_eq!(cache.credential("h"), Some(credential));
         cache.deaf();
         assert_eq!(cache.credential("h"), None, "what was kept is forgotten when the connection goes");
     }

@@ -407,7 +407,7 @@ pub struct InvocationFilter {
 }
 
 /// What an executor may take: protocols with the entrypoints, origins and audiences it declared.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Admission {
     /// Entrypoints of `local` calls (empty: no local call).
     pub local_entrypoints: Vec<String>,

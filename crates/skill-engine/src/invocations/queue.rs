@@ -37,9 +37,10 @@ const PROTOCOLS: &[&str] = &["local", "http", "mcp"];
 
 /// The longest a claim waits for a call (`waitSeconds`).
 pub const MAX_CLAIM_WAIT_SECONDS: u32 = 30;
-/// How often a waiting claim looks again on its own: calls queued through this core wake it at
-/// once, and so do those queued through another core sharing a PostgreSQL database while this
-/// one listens ([`Engine::listen_to_other_cores`]).
+/// How often the waiting claims of one executor and admission look again on their own (one of
+/// them: `looks.rs`): calls queued through this core wake them at once, and so do those queued
+/// through another core sharing a PostgreSQL database while this one listens
+/// ([`Engine::listen_to_other_cores`]).
 pub(crate) const LOOK_AGAIN: Duration = Duration::from_millis(500);
 
 /// Claims look for expired leases at most this often (the sweep looks every second too): under
@@ -117,22 +118,47 @@ impl Engine {
             self.expire_leases(self.now()).await?;
         }
         let deadline = tokio::time::Instant::now() + wait;
+        let looks = super::looks::Looks::key(actor.id(), &admission);
+        let mut on_its_own = false;
         loop {
             // Listen before looking, so a call queued in between is not missed.
             let queued = self.ready.notified();
             tokio::pin!(queued);
             queued.as_mut().enable();
+            self.looks.looked(looks);
             if let Some(claimed) = self.take_one(actor, request, &admission, &origin).await? {
+                if on_its_own {
+                    // A call no wake-up told of: there may be more, and the next waiting claim
+                    // looks for them.
+                    self.ready.notify_one();
+                }
                 return Ok(Some(claimed));
             }
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            // Woken by a call queued through this core or another, or after a while on its own.
-            tokio::select! {
-                () = &mut queued => {}
-                () = tokio::time::sleep(left.min(self.look_again)) => {}
+            // Woken by a call queued through this core or another, or after a while on its own
+            // — unless a claim of the same executor and admission looked meanwhile.
+            loop {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if left.is_zero() {
+                    return Ok(None);
+                }
+                tokio::select! {
+                    () = &mut queued => {
+                        on_its_own = false;
+                        break;
+                    }
+                    () = tokio::time::sleep(left.min(self.look_again)) => {
+                        if self.looks.due(looks, self.look_again) {
+                            on_its_own = true;
+                            break;
+                        }
+                        // A session drained through another core ends the wait all the same.
+                        if let Some(session_id) = &request.session_id
+                            && self.own_active_session(actor, session_id).await?.draining_at.is_some()
+                        {
+                            return Ok(None);
+                        }
+                    }
+                }
             }
             // A session drained meanwhile ends the wait (its own transaction refuses to take
             // anything anyway).
