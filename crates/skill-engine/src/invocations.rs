@@ -41,9 +41,6 @@ use crate::error::{Class, EngineError, Result, busy, requested_state, written};
 use crate::work::basis::Internal;
 use crate::{Engine, Origin};
 
-/// A check of a new call that failed: its error, with the key and the inputs it was given back.
-type FailedCall = Box<(EngineError, Option<String>, Value)>;
-
 /// The longest body idempotency key, in characters.
 pub const MAX_IDEMPOTENCY_KEY: usize = 200;
 
@@ -120,21 +117,20 @@ impl Engine {
         // answered only after that look-up, so a repeated key is still answered as a repeat. A
         // call that passes goes straight to its insert, which meets the key's call if there is
         // one: the look-up costs nothing on the way of a new call.
-        let (call, event, basis) = match self.new_call(actor, &skill, request, request_id, internal, key, inputs).await
-        {
-            Ok(made) => made,
-            Err(failed) => {
-                let (error, key, inputs) = *failed;
-                if let Some(key) = key.as_ref().filter(|_| looked_up) {
-                    match self.store.invocation_by_key(&skill.id, key).await {
-                        Ok(existing) => return self.repeat(actor, &skill, existing, &inputs),
-                        Err(lookup) if lookup.kind() == ErrorKind::NotFound => {}
-                        Err(lookup) => return Err(lookup.into()),
+        let (call, event, basis) =
+            match self.checked_call(actor, &skill, request, request_id, internal, &key, &inputs).await {
+                Ok(made) => made,
+                Err(error) => {
+                    if let Some(key) = key.as_ref().filter(|_| looked_up) {
+                        match self.store.invocation_by_key(&skill.id, key).await {
+                            Ok(existing) => return self.repeat(actor, &skill, existing, &inputs),
+                            Err(lookup) if lookup.kind() == ErrorKind::NotFound => {}
+                            Err(lookup) => return Err(lookup.into()),
+                        }
                     }
+                    return Err(error);
                 }
-                return Err(error);
-            }
-        };
+            };
         let now = call.created_at;
         let inserted = match self.store.insert_invocation(&call, &event).await {
             Ok(inserted) => inserted,
@@ -161,24 +157,7 @@ impl Engine {
     }
 
     /// The new call of `skill` and its event, once every check of the reference's order after
-    /// the key's look-up passed; when one fails, its error with the key and the inputs back.
-    #[allow(clippy::too_many_arguments)]
-    async fn new_call(
-        &self,
-        actor: &Actor,
-        skill: &SkillRecord,
-        request: &InvokeRequest,
-        request_id: Option<&str>,
-        internal: Option<Internal<'_>>,
-        key: Option<String>,
-        inputs: Value,
-    ) -> std::result::Result<(InvocationRecord, skill_store::records::Event, Option<Basis>), FailedCall> {
-        match self.checked_call(actor, skill, request, request_id, internal, &key, &inputs).await {
-            Ok(made) => Ok(made),
-            Err(error) => Err(Box::new((error, key, inputs))),
-        }
-    }
-
+    /// the key's look-up passed.
     #[allow(clippy::too_many_arguments)]
     async fn checked_call(
         &self,

@@ -32,11 +32,7 @@ impl Looks {
 
     /// A claim of `key` looks now.
     pub(crate) fn looked(&self, key: u64) {
-        let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if last.len() >= Self::CAPACITY {
-            last.clear();
-        }
-        last.insert(key, Instant::now());
+        Self::mark(&mut self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner), key);
     }
 
     /// Whether a claim of `key` whose own time to look came should look: no claim of `key`
@@ -45,12 +41,16 @@ impl Looks {
         let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let due = last.get(&key).is_none_or(|at| at.elapsed() >= every);
         if due {
-            if last.len() >= Self::CAPACITY {
-                last.clear();
-            }
-            last.insert(key, Instant::now());
+            Self::mark(&mut last, key);
         }
         due
+    }
+
+    fn mark(last: &mut HashMap<u64, Instant>, key: u64) {
+        if last.len() >= Self::CAPACITY {
+            last.clear();
+        }
+        last.insert(key, Instant::now());
     }
 }
 

@@ -141,31 +141,20 @@ impl Engine {
                 if left.is_zero() {
                     return Ok(None);
                 }
-                tokio::select! {
-                    () = &mut queued => {
-                        on_its_own = false;
-                        break;
-                    }
-                    () = tokio::time::sleep(left.min(self.look_again)) => {
-                        if self.looks.due(looks, self.look_again) {
-                            on_its_own = true;
-                            break;
-                        }
-                        // A session drained through another core ends the wait all the same.
-                        if let Some(session_id) = &request.session_id
-                            && self.own_active_session(actor, session_id).await?.draining_at.is_some()
-                        {
-                            return Ok(None);
-                        }
-                    }
+                on_its_own = tokio::select! {
+                    () = &mut queued => false,
+                    () = tokio::time::sleep(left.min(self.look_again)) => true,
+                };
+                // A session drained meanwhile, through any core, ends the wait (its own
+                // transaction refuses to take anything anyway).
+                if let Some(session_id) = &request.session_id
+                    && self.own_active_session(actor, session_id).await?.draining_at.is_some()
+                {
+                    return Ok(None);
                 }
-            }
-            // A session drained meanwhile ends the wait (its own transaction refuses to take
-            // anything anyway).
-            if let Some(session_id) = &request.session_id
-                && self.own_active_session(actor, session_id).await?.draining_at.is_some()
-            {
-                return Ok(None);
+                if !on_its_own || self.looks.due(looks, self.look_again) {
+                    break;
+                }
             }
         }
     }

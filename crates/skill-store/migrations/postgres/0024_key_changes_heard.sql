@@ -9,17 +9,14 @@ BEGIN
 END;
 $$;
 
-CREATE TRIGGER access_tokens_heard AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON access_tokens
-    FOR EACH STATEMENT EXECUTE FUNCTION skill_keys_changed();
-CREATE TRIGGER principals_heard AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON principals
-    FOR EACH STATEMENT EXECUTE FUNCTION skill_keys_changed();
-CREATE TRIGGER grants_heard AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON grants
-    FOR EACH STATEMENT EXECUTE FUNCTION skill_keys_changed();
-CREATE TRIGGER skills_heard AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON skills
-    FOR EACH STATEMENT EXECUTE FUNCTION skill_keys_changed();
-CREATE TRIGGER package_objects_heard AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON package_objects
-    FOR EACH STATEMENT EXECUTE FUNCTION skill_keys_changed();
-CREATE TRIGGER package_installs_heard AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON package_installs
-    FOR EACH STATEMENT EXECUTE FUNCTION skill_keys_changed();
-CREATE TRIGGER package_settings_heard AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON package_settings
-    FOR EACH STATEMENT EXECUTE FUNCTION skill_keys_changed();
+DO $$
+DECLARE
+    heard TEXT;
+BEGIN
+    FOREACH heard IN ARRAY ARRAY['access_tokens', 'principals', 'grants', 'skills', 'package_objects',
+                                 'package_installs', 'package_settings'] LOOP
+        EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %I '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION skill_keys_changed()', heard || '_heard', heard);
+    END LOOP;
+END
+$$;

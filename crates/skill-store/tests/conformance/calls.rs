@@ -234,6 +234,20 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
     ] {
         let covered = db.store.covered(protocol, target, audience, Utc::now()).await.expect("covered");
         assert_eq!(covered, expected, "{protocol} {target} {audience:?}");
+        // PostgreSQL answers it with the insert of such a call, by the same rules; SQLite leaves
+        // it to the look above.
+        let call =
+            InvocationRecord { audience: audience.map(str::to_owned), ..pending(&skill, &ana, protocol, target, None) };
+        let inserted = db.store.insert_invocation(&call, &event("skill.invocation_requested", "call")).await;
+        let answered = match inserted.expect("inserted") {
+            Inserted::New { covered } => covered,
+            Inserted::Existing(_) => panic!("a new call met another"),
+        };
+        let wanted = match db.raw {
+            Raw::Postgres(_) => Some(expected),
+            Raw::Sqlite(_) => None,
+        };
+        assert_eq!(answered, wanted, "the insert's answer for {protocol} {target} {audience:?}");
     }
     let later = Utc::now() + Duration::seconds(120);
     assert!(
