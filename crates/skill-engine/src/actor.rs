@@ -32,11 +32,26 @@ pub struct Actor {
     grants: Vec<Grant>,
     /// For an executor, what the operator allowed it to run (none: nothing).
     allowance: Option<ExecutorAllowance>,
+    /// The hash of the bearer token it was authenticated with, so a long wait can read the
+    /// credential again before it acts.
+    token_hash: Option<String>,
 }
 
 impl Actor {
     pub fn new(principal: Principal, grants: Vec<Grant>) -> Self {
-        Self { principal, grants, allowance: None }
+        Self { principal, grants, allowance: None, token_hash: None }
+    }
+
+    /// The actor as authenticated by the token whose hash is `hash`.
+    #[must_use]
+    pub(crate) fn by_token(mut self, hash: String) -> Self {
+        self.token_hash = Some(hash);
+        self
+    }
+
+    /// The hash of the bearer token behind the actor, when a token is.
+    pub(crate) fn token_hash(&self) -> Option<&str> {
+        self.token_hash.as_deref()
     }
 
     /// The actor with what the operator allowed it to run, as an executor.

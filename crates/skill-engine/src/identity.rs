@@ -71,8 +71,29 @@ impl Engine {
     /// its principal is disabled — one code, with `details.reason` and what to do (which tells the
     /// holder of a token nothing it could use: a guessed token is only ever `unknown`).
     pub async fn authenticate(&self, token: &str) -> Result<Actor> {
-        let credential = self.live_credential(&token_hash(token)).await?;
-        Ok(Actor::new(credential.principal, credential.grants).with_allowance(credential.allowance))
+        self.authenticate_hash(token_hash(token)).await
+    }
+
+    async fn authenticate_hash(&self, hash: String) -> Result<Actor> {
+        let credential = self.live_credential(&hash).await?;
+        Ok(Actor::new(credential.principal, credential.grants).with_allowance(credential.allowance).by_token(hash))
+    }
+
+    /// `actor` as its credential stands now: what a long wait reads before it acts, so a token
+    /// revoked, a principal disabled or a grant or allowance taken away meanwhile counts
+    /// (`invalid_token` when the credential is no longer live). An actor without a token (a
+    /// console session's, the core's own) is read again by its principal.
+    pub(crate) async fn refreshed(&self, actor: &Actor) -> Result<Actor> {
+        if let Some(hash) = actor.token_hash() {
+            return self.authenticate_hash(hash.to_owned()).await;
+        }
+        let principal = self.store.principal(actor.id()).await?;
+        if principal.disabled_at.is_some() {
+            return Err(invalid_token(TokenProblem::PrincipalDisabled));
+        }
+        let allowance = actor.allowance().cloned();
+        let grants = self.store.grants(actor.id()).await?;
+        Ok(Actor::new(principal, grants).with_allowance(allowance))
     }
 
     /// `invalid_token` when `actor`'s principal was disabled since it was authenticated: what a

@@ -12,6 +12,7 @@ mod client;
 mod console;
 mod console_browser;
 mod console_work;
+mod credentials;
 mod dev;
 mod gateway;
 mod heavy_contracts;

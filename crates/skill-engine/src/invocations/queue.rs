@@ -120,13 +120,16 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + wait;
         let looks = super::looks::Looks::key(actor.id(), &admission);
         let mut on_its_own = false;
+        // After a wait, the executor as its credential stands then.
+        let mut fresh: Option<Actor> = None;
         loop {
             // Listen before looking, so a call queued in between is not missed.
             let queued = self.ready.notified();
             tokio::pin!(queued);
             queued.as_mut().enable();
             self.looks.looked(looks);
-            if let Some(claimed) = self.take_one(actor, request, &admission, &origin).await? {
+            let acting = fresh.as_ref().unwrap_or(actor);
+            if let Some(claimed) = self.take_one(acting, request, &admission, &origin).await? {
                 if on_its_own {
                     // A call no wake-up told of: there may be more, and the next waiting claim
                     // looks for them.
@@ -156,6 +159,13 @@ impl Engine {
                     break;
                 }
             }
+            // What was checked when the claim came may have changed while it waited: a token
+            // revoked, the executor disabled, its grant or allowance taken away. Nothing is
+            // handed over on a credential that no longer stands.
+            let now = self.refreshed(actor).await?;
+            now.require("skills.execute")?;
+            super::allowance::check_admission(&now, &request.protocols, &admission)?;
+            fresh = Some(now);
         }
     }
 
