@@ -53,6 +53,8 @@ pub struct PgStore {
     pub(crate) pool: PgPool,
     /// The reads by key kept while a listening connection hears every change (`key_cache.rs`).
     pub(crate) keys: std::sync::Arc<crate::key_cache::KeyCache>,
+    /// The call updates that arrive together, written together (`invocations/together.rs`).
+    pub(crate) together: std::sync::Arc<crate::invocations::together::Together>,
 }
 
 impl SqliteStore {
@@ -140,7 +142,7 @@ impl PgStore {
             .await
             .map_err(|error| opening(&redact(url), error))?;
         migrator(POSTGRES_MIGRATIONS).run(&pool).await.map_err(migrating)?;
-        Ok(Self { pool, keys: std::sync::Arc::new(crate::key_cache::KeyCache::new()) })
+        Ok(Self { pool, keys: std::sync::Arc::new(crate::key_cache::KeyCache::new()), together: Default::default() })
     }
 
     /// A write through this store changed what the reads by key answer: what it kept is

@@ -5,6 +5,7 @@
 
 mod postgres;
 mod sqlite;
+pub(crate) mod together;
 
 use futures::future::BoxFuture;
 

@@ -154,7 +154,7 @@ fn bind_event<'q>(
 }
 
 /// Why a version-checked write of `id` wrote nothing: `NotFound` or `Stale`.
-async fn unwritten<'e>(executor: impl sqlx::PgExecutor<'e>, id: &str) -> StoreError {
+pub(super) async fn unwritten<'e>(executor: impl sqlx::PgExecutor<'e>, id: &str) -> StoreError {
     match sqlx::query_scalar::<_, i32>(ROW_VERSION).bind(id).fetch_optional(executor).await {
         Err(error) => error.into(),
         Ok(None) => StoreError::new(ErrorKind::NotFound, format!("no call {id}")),
@@ -173,6 +173,12 @@ async fn update_call(tx: &mut PgConnection, c: &InvocationRecord, event: Option<
         return Err(unwritten(&mut *tx, &c.id).await);
     }
     Ok(())
+}
+
+/// Writes `c` with `event` in one statement of its own (its own transaction).
+pub(super) async fn update_alone(pool: &sqlx::PgPool, c: &InvocationRecord, event: &Event) -> Result<()> {
+    let mut connection = pool.acquire().await?;
+    update_call(&mut connection, c, Some(event)).await
 }
 
 /// Writes a call and its events: one statement for the usual one event.
@@ -301,10 +307,15 @@ impl InvocationStore for PgStore {
 
     fn update_invocation<'a>(&'a self, call: &'a InvocationRecord, events: &'a [Event]) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            if let [] | [_] = events {
+            match events {
+                // With the updates that arrive together: one statement for all of them.
+                [event] => return self.together.update(self.read(), call, event).await,
                 // One statement, its own transaction.
-                let mut connection = self.read().acquire().await?;
-                return update_call(&mut connection, call, events.first()).await;
+                [] => {
+                    let mut connection = self.read().acquire().await?;
+                    return update_call(&mut connection, call, None).await;
+                }
+                _ => {}
             }
             let mut tx = self.write().await?;
             update_call(&mut tx, call, None).await?;

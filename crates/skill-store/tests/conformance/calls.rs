@@ -522,3 +522,91 @@ pub(crate) async fn a_claim_with_a_draining_session_takes_nothing(db: Db) {
     let without = Admission { session_id: None, ..admission };
     assert!(db.store.claim(&without, Utc::now(), take_by(&ana)).await.expect("claim").is_some());
 }
+
+/// Updates that arrive at once (PostgreSQL writes them in one statement) each get the answer
+/// they would get alone: written with their event, `Stale` for a version already moved (and for
+/// the second of two writers of one call), `NotFound` for no such call, and a guard's refusal for
+/// the one that breaks a rule — which leaves every other update written.
+pub(crate) async fn updates_at_once_each_get_their_own_answer(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let mut calls = Vec::new();
+    for _ in 0..40 {
+        let call = pending(&skill, &ana, "local", "claims.lookup", None);
+        insert(&db, &call).await;
+        calls.push(call);
+    }
+    #[derive(Debug, PartialEq)]
+    enum Expect {
+        Written,
+        Stale,
+        NotFound,
+        Refused,
+    }
+    let mut updates: Vec<(InvocationRecord, skill_store::records::Event, Expect)> = Vec::new();
+    for call in &calls[..30] {
+        let subject = format!("skill_invocation:{}", call.id);
+        updates.push((claimed(call, &ana, 60), event("skill.invocation_claimed", &subject), Expect::Written));
+    }
+    for call in &calls[30..34] {
+        let ahead = InvocationRecord { row_version: call.row_version + 5, ..claimed(call, &ana, 60) };
+        updates.push((ahead, event("skill.invocation_claimed", "ahead"), Expect::Stale));
+    }
+    for _ in 0..2 {
+        let nowhere = pending(&skill, &ana, "local", "claims.lookup", None);
+        updates.push((claimed(&nowhere, &ana, 60), event("skill.invocation_claimed", "nowhere"), Expect::NotFound));
+    }
+    let first_round = updates.len();
+    // With a success without its output, which breaks a rule the database keeps.
+    let broken = InvocationRecord {
+        status: CallStatus::Succeeded,
+        finished_at: Some(Utc::now()),
+        row_version: calls[34].row_version + 1,
+        ..calls[34].clone()
+    };
+    updates.push((broken, event("skill.invocation_succeeded", "broken"), Expect::Refused));
+    for call in &calls[36..40] {
+        let subject = format!("skill_invocation:{}", call.id);
+        updates.push((claimed(call, &ana, 60), event("skill.invocation_claimed", &subject), Expect::Written));
+    }
+    for round in [&updates[..first_round], &updates[first_round..]] {
+        let answers = futures::future::join_all(
+            round.iter().map(|(call, event, _)| db.store.update_invocation(call, std::slice::from_ref(event))),
+        )
+        .await;
+        for ((call, _, expected), answer) in round.iter().zip(&answers) {
+            let got = match answer {
+                Ok(()) => Expect::Written,
+                Err(error) if error.kind() == ErrorKind::Stale => Expect::Stale,
+                Err(error) if error.kind() == ErrorKind::NotFound => Expect::NotFound,
+                Err(_) => Expect::Refused,
+            };
+            assert_eq!(&got, expected, "{}: {answer:?}", call.id);
+        }
+    }
+    // Two writers of one call at once: one wins.
+    let twice = claimed(&calls[35], &ana, 60);
+    let (first, second) = (event("skill.invocation_claimed", "twice"), event("skill.invocation_claimed", "twice"));
+    let (a, b) = tokio::join!(
+        db.store.update_invocation(&twice, std::slice::from_ref(&first)),
+        db.store.update_invocation(&twice, std::slice::from_ref(&second))
+    );
+    assert_eq!(usize::from(a.is_ok()) + usize::from(b.is_ok()), 1, "{a:?} {b:?}");
+    let loser = if a.is_ok() { b } else { a };
+    assert_eq!(loser.expect_err("lost").kind(), ErrorKind::Stale);
+
+    // Each written call holds its new version, with exactly its own event; nothing else changed.
+    let journal = db.store.events(0, None, 10_000).await.expect("journal");
+    for (call, event, expected) in &updates {
+        let stored = db.store.invocation(&call.id).await;
+        let recorded = journal.iter().filter(|e| e.id == event.id).count();
+        match expected {
+            Expect::Written => {
+                assert_eq!(stored.expect("stored").row_version, call.row_version);
+                assert_eq!(recorded, 1, "{}", call.id);
+            }
+            _ => assert_eq!(recorded, 0, "no event of an update not written: {}", call.id),
+        }
+    }
+    assert_eq!(db.store.invocation(&calls[34].id).await.expect("stored").status, CallStatus::Pending);
+    assert_eq!(journal.iter().filter(|e| e.subject == "twice").count(), 1);
+}

@@ -1,0 +1,152 @@
+//! Call updates that arrive together on PostgreSQL, written together: one writer task per store
+//! takes every update with its one event that is waiting and writes them in one statement
+//! (`unnest` over each column, the update and the events in one data-modifying `WITH`), so a
+//! hundred executors completing at once cost the server one statement and one commit, not a
+//! hundred. Each update keeps its own row-version check and is answered only after the commit —
+//! written, or `NotFound`/`Stale` as alone. A lone update is written as soon as it comes; while a
+//! statement runs the next ones gather. When the statement fails as a whole (a guard refusing one
+//! row), each update is written alone, so one cannot fail the others.
+
+use std::sync::Mutex;
+
+use sqlx::PgPool;
+use sqlx::types::Json;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::{ErrorKind, Result, StoreError};
+use crate::records::{Event, InvocationRecord};
+
+/// The most updates one statement writes.
+const MOST: usize = 256;
+
+/// The updates with their events, one row of input each: the row written only at its expected
+/// version, the event only with it; the ordinals of the rows written are answered.
+const UPDATE_CALLS_WITH_EVENTS: &str = "WITH input AS (SELECT * FROM unnest($1::text[], $2::int4[], \
+     $3::text[], $4::int4[], $5::timestamptz[], $6::jsonb[], $7::jsonb[], $8::jsonb[], $9::int8[], $10::text[], \
+     $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::int4[], $16::timestamptz[], \
+     $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::text[], $21::text[], $22::text[], \
+     $23::jsonb[], $24::text[], $25::text[], $26::timestamptz[]) WITH ORDINALITY AS i (id, expected, status, \
+     attempt, available_at, output, error, cost, fencing_token, executor_principal_id, executor_session_id, \
+     lease_expires_at, heartbeat_at, artifact_id, row_version, updated_at, started_at, attempt_started_at, \
+     finished_at, event_id, event_kind, event_subject, event_data, event_actor, event_request, event_at, n)), \
+     updated AS (UPDATE skill_invocations c SET status = i.status, attempt = i.attempt, \
+     available_at = i.available_at, output = i.output, error = i.error, cost = i.cost, \
+     fencing_token = i.fencing_token, executor_principal_id = i.executor_principal_id, \
+     executor_session_id = i.executor_session_id, lease_expires_at = i.lease_expires_at, \
+     heartbeat_at = i.heartbeat_at, artifact_id = i.artifact_id, row_version = i.row_version, \
+     updated_at = i.updated_at, started_at = i.started_at, attempt_started_at = i.attempt_started_at, \
+     finished_at = i.finished_at FROM input i WHERE c.id = i.id AND c.row_version = i.expected RETURNING i.n), \
+     written AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
+     SELECT i.event_id, i.event_kind, i.event_subject, i.event_data, i.event_actor, i.event_request, i.event_at \
+     FROM input i JOIN updated u ON u.n = i.n ORDER BY i.n RETURNING 1) \
+     SELECT n FROM updated";
+
+struct Update {
+    call: InvocationRecord,
+    event: Event,
+    done: oneshot::Sender<Result<()>>,
+}
+
+/// The writer of one store's updates, started at the first one (and again when the runtime it
+/// ran on has ended).
+#[derive(Default)]
+pub(crate) struct Together {
+    writer: Mutex<Option<mpsc::UnboundedSender<Update>>>,
+}
+
+impl std::fmt::Debug for Together {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Together").finish_non_exhaustive()
+    }
+}
+
+impl Together {
+    /// Writes `call` with `event` when the stored row is one version behind, together with the
+    /// updates that came meanwhile; `NotFound` or `Stale` otherwise.
+    pub(crate) async fn update(&self, pool: &PgPool, call: &InvocationRecord, event: &Event) -> Result<()> {
+        let writer = {
+            let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match writer.as_ref().filter(|writer| !writer.is_closed()) {
+                Some(running) => running.clone(),
+                None => {
+                    let (send, receive) = mpsc::unbounded_channel();
+                    tokio::spawn(write_on(pool.clone(), receive));
+                    writer.insert(send).clone()
+                }
+            }
+        };
+        let (done, answer) = oneshot::channel();
+        writer
+            .send(Update { call: call.clone(), event: event.clone(), done })
+            .map_err(|_| StoreError::new(ErrorKind::Unavailable, "the store's writer has stopped"))?;
+        answer.await.map_err(|_| StoreError::new(ErrorKind::Unavailable, "the store's writer has stopped"))?
+    }
+}
+
+/// The writer: waits for an update, takes every other one waiting (up to [`MOST`]), writes them.
+async fn write_on(pool: PgPool, mut receive: mpsc::UnboundedReceiver<Update>) {
+    let mut batch = Vec::with_capacity(MOST);
+    while receive.recv_many(&mut batch, MOST).await > 0 {
+        let updates = std::mem::take(&mut batch);
+        if let [update] = &updates[..] {
+            let result = super::postgres::update_alone(&pool, &update.call, &update.event).await;
+            if let Some(update) = updates.into_iter().next() {
+                let _ = update.done.send(result);
+            }
+            continue;
+        }
+        match write(&pool, &updates).await {
+            Ok(written) => {
+                for (ordinal, update) in updates.into_iter().enumerate() {
+                    let result = if written.contains(&(ordinal as i64 + 1)) {
+                        Ok(())
+                    } else {
+                        Err(super::postgres::unwritten(&pool, &update.call.id).await)
+                    };
+                    let _ = update.done.send(result);
+                }
+            }
+            Err(_) => {
+                // One row's refusal fails the statement: each is written alone, with its own answer.
+                for update in updates {
+                    let result = super::postgres::update_alone(&pool, &update.call, &update.event).await;
+                    let _ = update.done.send(result);
+                }
+            }
+        }
+    }
+}
+
+/// The ordinals (from 1) of the updates written.
+async fn write(pool: &PgPool, updates: &[Update]) -> Result<Vec<i64>> {
+    let calls = || updates.iter().map(|update| &update.call);
+    let events = || updates.iter().map(|update| &update.event);
+    let query = sqlx::query_scalar::<_, i64>(UPDATE_CALLS_WITH_EVENTS)
+        .bind(calls().map(|c| c.id.as_str()).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.row_version - 1).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.status.as_str()).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.attempt).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.available_at).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.output.as_ref().map(Json)).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.error.as_ref().map(Json)).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.cost.as_ref().map(Json)).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.fencing_token).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.executor_principal_id.as_deref()).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.executor_session_id.as_deref()).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.lease_expires_at).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.heartbeat_at).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.artifact_id.as_deref()).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.row_version).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.updated_at).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.started_at).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.attempt_started_at).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.finished_at).collect::<Vec<_>>())
+        .bind(events().map(|e| e.id.as_str()).collect::<Vec<_>>())
+        .bind(events().map(|e| e.kind.as_str()).collect::<Vec<_>>())
+        .bind(events().map(|e| e.subject.as_str()).collect::<Vec<_>>())
+        .bind(events().map(|e| Json(&e.data)).collect::<Vec<_>>())
+        .bind(events().map(|e| e.actor_id.as_deref()).collect::<Vec<_>>())
+        .bind(events().map(|e| e.request_id.as_deref()).collect::<Vec<_>>())
+        .bind(events().map(|e| e.created_at).collect::<Vec<_>>());
+    Ok(query.fetch_all(pool).await?)
+}
