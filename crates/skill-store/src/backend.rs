@@ -15,6 +15,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use sqlx::{Postgres, SqlSafeStr, SqlStr, Sqlite, Transaction};
 
 use crate::error::{ErrorKind, Result, StoreError};
+use crate::invocations::gather::Gather;
 use crate::lite::Lite;
 
 /// How long a statement waits for SQLite's write lock held by another process.
@@ -53,8 +54,10 @@ pub struct PgStore {
     pub(crate) pool: PgPool,
     /// The reads by key kept while a listening connection hears every change (`key_cache.rs`).
     pub(crate) keys: std::sync::Arc<crate::key_cache::KeyCache>,
-    /// The call updates that arrive together, written together (`invocations/together.rs`).
-    pub(crate) together: std::sync::Arc<crate::invocations::together::Together>,
+    /// The new calls and the call updates that arrive together, written together
+    /// (`invocations/gather.rs`).
+    pub(crate) inserts: std::sync::Arc<Gather<crate::invocations::inserts_together::Insertion>>,
+    pub(crate) updates: std::sync::Arc<Gather<crate::invocations::updates_together::Update>>,
 }
 
 impl SqliteStore {
@@ -142,7 +145,12 @@ impl PgStore {
             .await
             .map_err(|error| opening(&redact(url), error))?;
         migrator(POSTGRES_MIGRATIONS).run(&pool).await.map_err(migrating)?;
-        Ok(Self { pool, keys: std::sync::Arc::new(crate::key_cache::KeyCache::new()), together: Default::default() })
+        Ok(Self {
+            pool,
+            keys: std::sync::Arc::new(crate::key_cache::KeyCache::new()),
+            inserts: std::sync::Arc::new(crate::invocations::inserts_together::gather()),
+            updates: std::sync::Arc::new(crate::invocations::updates_together::gather()),
+        })
     }
 
     /// A write through this store changed what the reads by key answer: what it kept is

@@ -3,9 +3,11 @@
 //! no two writers both win. The SQL text is shared; PostgreSQL runs it through sqlx
 //! (`postgres.rs`), SQLite through its hot path (`sqlite.rs`, see `lite.rs`).
 
+pub(crate) mod gather;
+pub(crate) mod inserts_together;
 mod postgres;
 mod sqlite;
-pub(crate) mod together;
+pub(crate) mod updates_together;
 
 use futures::future::BoxFuture;
 

@@ -175,6 +175,71 @@ async fn update_call(tx: &mut PgConnection, c: &InvocationRecord, event: Option<
     Ok(())
 }
 
+/// Inserts `c` with `event` in one statement of its own; the call that has its key when another
+/// has it.
+pub(super) async fn insert_alone(pool: &sqlx::PgPool, c: &InvocationRecord, event: &Event) -> Result<Inserted> {
+    let query = sqlx::query(INSERT_CALL_WITH_EVENT)
+        .bind(&c.id)
+        .bind(&c.skill_id)
+        .bind(&c.protocol)
+        .bind(&c.target)
+        .bind(&c.audience)
+        .bind(Json(&c.inputs))
+        .bind(c.requested_by_kind.as_str())
+        .bind(&c.requested_by_ref)
+        .bind(&c.authority_principal_id)
+        .bind(c.authorization_basis.as_ref().map(Json))
+        .bind(&c.idempotency_key)
+        .bind(c.status.as_str())
+        .bind(c.attempt)
+        .bind(c.max_attempts)
+        .bind(c.available_at)
+        .bind(c.output.as_ref().map(Json))
+        .bind(c.error.as_ref().map(Json))
+        .bind(c.cost.as_ref().map(Json))
+        .bind(c.fencing_token)
+        .bind(&c.executor_principal_id)
+        .bind(&c.executor_session_id)
+        .bind(c.lease_expires_at)
+        .bind(c.heartbeat_at)
+        .bind(&c.task_id)
+        .bind(&c.run_id)
+        .bind(&c.artifact_id)
+        .bind(c.row_version)
+        .bind(c.created_at)
+        .bind(c.updated_at)
+        .bind(c.started_at)
+        .bind(c.attempt_started_at)
+        .bind(c.finished_at);
+    // One statement: the row and its event, or neither when the key is taken.
+    let refused = match bind_event(query, event).fetch_one(pool).await {
+        Ok(row) if row.try_get::<i64, _>("written")? == 1 => {
+            return Ok(Inserted::New { covered: Some(row.try_get("covered")?) });
+        }
+        Ok(_) => None,
+        Err(error) => Some(StoreError::from(error)),
+    };
+    // Two inserts of one key at once (two cores carrying out one approval's outcome): the
+    // one that commits second may meet the first on a basis's unique index before the
+    // key's, which is a conflict only when no call has the key. A call that has it is
+    // this insert's answer, as when the key's own index refuses it.
+    match refused {
+        Some(error) if error.kind() != ErrorKind::Conflict || c.idempotency_key.is_none() => Err(error),
+        refused => {
+            let existing: Option<InvocationRecord> =
+                sqlx::query_as(CALL_BY_KEY).bind(&c.skill_id).bind(&c.idempotency_key).fetch_optional(pool).await?;
+            match (existing, refused) {
+                (Some(existing), _) => Ok(Inserted::Existing(Box::new(existing))),
+                (None, Some(error)) => Err(error),
+                (None, None) => Err(StoreError::new(
+                    ErrorKind::Internal,
+                    format!("call {} was neither inserted nor found by its key", c.id),
+                )),
+            }
+        }
+    }
+}
+
 /// Writes `c` with `event` in one statement of its own (its own transaction).
 pub(super) async fn update_alone(pool: &sqlx::PgPool, c: &InvocationRecord, event: &Event) -> Result<()> {
     let mut connection = pool.acquire().await?;
@@ -201,71 +266,8 @@ async fn insert_events(tx: &mut PgConnection, events: &[Event]) -> Result<()> {
 
 impl InvocationStore for PgStore {
     fn insert_invocation<'a>(&'a self, c: &'a InvocationRecord, event: &'a Event) -> BoxFuture<'a, Result<Inserted>> {
-        Box::pin(async move {
-            let query = sqlx::query(INSERT_CALL_WITH_EVENT)
-                .bind(&c.id)
-                .bind(&c.skill_id)
-                .bind(&c.protocol)
-                .bind(&c.target)
-                .bind(&c.audience)
-                .bind(Json(&c.inputs))
-                .bind(c.requested_by_kind.as_str())
-                .bind(&c.requested_by_ref)
-                .bind(&c.authority_principal_id)
-                .bind(c.authorization_basis.as_ref().map(Json))
-                .bind(&c.idempotency_key)
-                .bind(c.status.as_str())
-                .bind(c.attempt)
-                .bind(c.max_attempts)
-                .bind(c.available_at)
-                .bind(c.output.as_ref().map(Json))
-                .bind(c.error.as_ref().map(Json))
-                .bind(c.cost.as_ref().map(Json))
-                .bind(c.fencing_token)
-                .bind(&c.executor_principal_id)
-                .bind(&c.executor_session_id)
-                .bind(c.lease_expires_at)
-                .bind(c.heartbeat_at)
-                .bind(&c.task_id)
-                .bind(&c.run_id)
-                .bind(&c.artifact_id)
-                .bind(c.row_version)
-                .bind(c.created_at)
-                .bind(c.updated_at)
-                .bind(c.started_at)
-                .bind(c.attempt_started_at)
-                .bind(c.finished_at);
-            // One statement: the row and its event, or neither when the key is taken.
-            let refused = match bind_event(query, event).fetch_one(self.read()).await {
-                Ok(row) if row.try_get::<i64, _>("written")? == 1 => {
-                    return Ok(Inserted::New { covered: Some(row.try_get("covered")?) });
-                }
-                Ok(_) => None,
-                Err(error) => Some(StoreError::from(error)),
-            };
-            // Two inserts of one key at once (two cores carrying out one approval's outcome): the
-            // one that commits second may meet the first on a basis's unique index before the
-            // key's, which is a conflict only when no call has the key. A call that has it is
-            // this insert's answer, as when the key's own index refuses it.
-            match refused {
-                Some(error) if error.kind() != ErrorKind::Conflict || c.idempotency_key.is_none() => Err(error),
-                refused => {
-                    let existing: Option<InvocationRecord> = sqlx::query_as(CALL_BY_KEY)
-                        .bind(&c.skill_id)
-                        .bind(&c.idempotency_key)
-                        .fetch_optional(self.read())
-                        .await?;
-                    match (existing, refused) {
-                        (Some(existing), _) => Ok(Inserted::Existing(Box::new(existing))),
-                        (None, Some(error)) => Err(error),
-                        (None, None) => Err(StoreError::new(
-                            ErrorKind::Internal,
-                            format!("call {} was neither inserted nor found by its key", c.id),
-                        )),
-                    }
-                }
-            }
-        })
+        // With the calls that arrive together: one statement for all of them.
+        Box::pin(super::inserts_together::insert(&self.inserts, self.read(), c, event))
     }
 
     fn invocation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<InvocationRecord>> {
@@ -309,7 +311,7 @@ impl InvocationStore for PgStore {
         Box::pin(async move {
             match events {
                 // With the updates that arrive together: one statement for all of them.
-                [event] => return self.together.update(self.read(), call, event).await,
+                [event] => return super::updates_together::update(&self.updates, self.read(), call, event).await,
                 // One statement, its own transaction.
                 [] => {
                     let mut connection = self.read().acquire().await?;

@@ -64,13 +64,18 @@ pub(crate) fn pending(
 
 /// An active session of `executor`, open for a minute, admitting nothing in particular.
 pub(crate) async fn open_session(db: &Db, executor: &str) -> SessionRecord {
+    session_admitting(db, executor, json!({})).await
+}
+
+/// An active session of `executor`, open for a minute, that last claimed with `admission`.
+pub(crate) async fn session_admitting(db: &Db, executor: &str, admission: serde_json::Value) -> SessionRecord {
     let now = Utc::now();
     let session = SessionRecord {
         id: id(),
         principal_id: executor.to_owned(),
         status: skill_api::SessionStatus::Active,
         capabilities: json!([]),
-        admission: json!({}),
+        admission,
         created_at: now,
         heartbeat_at: now,
         expires_at: now + Duration::seconds(60),
@@ -609,4 +614,81 @@ pub(crate) async fn updates_at_once_each_get_their_own_answer(db: Db) {
     }
     assert_eq!(db.store.invocation(&calls[34].id).await.expect("stored").status, CallStatus::Pending);
     assert_eq!(journal.iter().filter(|e| e.subject == "twice").count(), 1);
+}
+
+/// New calls that arrive at once (PostgreSQL inserts them in one statement) each get the answer
+/// they would get alone: new with whether a session covers it, the call that has its key (one
+/// already stored, or one of the same moment), and a refusal for the one that breaks a rule —
+/// which leaves every other call inserted.
+pub(crate) async fn inserts_at_once_each_get_their_own_answer(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let admission = json!({"localEntrypoints": ["claims.lookup"], "httpOrigins": ["https://svc.example"],
+                           "mcpEndpoints": [], "audiences": []});
+    session_admitting(&db, &ana, admission).await;
+    let before = pending(&skill, &ana, "local", "claims.lookup", Some("before"));
+    insert(&db, &before).await;
+
+    #[derive(Debug, Clone, PartialEq)]
+    enum Expect {
+        New(bool),
+        Keyed,
+        Refused,
+    }
+    let mut round: Vec<(InvocationRecord, Expect)> = Vec::new();
+    for (protocol, target, covered) in [
+        ("local", "claims.lookup", true),
+        ("local", "claims.other", false),
+        ("http", "https://svc.example/run", true),
+        ("http", "https://other.example/run", false),
+    ] {
+        round.push((pending(&skill, &ana, protocol, target, None), Expect::New(covered)));
+    }
+    for _ in 0..5 {
+        round.push((pending(&skill, &ana, "local", "claims.lookup", Some("same")), Expect::Keyed));
+    }
+    round.push((pending(&skill, &ana, "local", "claims.lookup", Some("before")), Expect::Keyed));
+    let mut nowhere = pending(&skill, &ana, "local", "claims.lookup", None);
+    nowhere.skill_id = id();
+    let second = vec![
+        (nowhere, Expect::Refused),
+        (pending(&skill, &ana, "local", "claims.lookup", None), Expect::New(true)),
+        (pending(&skill, &ana, "local", "claims.other", None), Expect::New(false)),
+    ];
+    let events: Vec<_> = round.iter().chain(&second).map(|_| event("skill.invocation_requested", "at-once")).collect();
+    let mut answers = Vec::new();
+    for (calls, events) in [(&round[..], &events[..round.len()]), (&second[..], &events[round.len()..])] {
+        let inserts = calls.iter().zip(events).map(|((call, _), event)| db.store.insert_invocation(call, event));
+        answers.extend(futures::future::join_all(inserts).await);
+    }
+    let postgres = matches!(db.raw, Raw::Postgres(_));
+    let mut same_key = Vec::new();
+    for (((call, expected), event), answer) in round.iter().chain(&second).zip(&events).zip(answers) {
+        let journaled = db.store.events(0, None, 10_000).await.expect("journal").iter().any(|e| e.id == event.id);
+        match (expected, answer) {
+            (Expect::New(covered), Ok(Inserted::New { covered: answered })) => {
+                assert_eq!(answered, postgres.then_some(*covered), "{} {}", call.protocol, call.target);
+                assert!(journaled, "the event of a new call");
+            }
+            // Of the five with one key, one is new and the others are answered with it.
+            (Expect::Keyed, Ok(Inserted::New { .. })) if call.idempotency_key.as_deref() == Some("same") => {
+                same_key.push(call.id.clone());
+                assert!(journaled);
+            }
+            (Expect::Keyed, Ok(Inserted::Existing(existing))) => {
+                if call.idempotency_key.as_deref() == Some("before") {
+                    assert_eq!(existing.id, before.id);
+                } else {
+                    same_key.push(existing.id.clone());
+                }
+                assert!(!journaled, "no event of a call not inserted");
+            }
+            (Expect::Refused, Err(error)) => {
+                assert_ne!(error.kind(), ErrorKind::Stale, "{error}");
+                assert!(!journaled);
+            }
+            (expected, answer) => panic!("{expected:?}: {answer:?}"),
+        }
+    }
+    same_key.dedup();
+    assert_eq!(same_key.len(), 1, "five calls with one key are one call: {same_key:?}");
 }

@@ -1,23 +1,17 @@
-//! Call updates that arrive together on PostgreSQL, written together: one writer task per store
-//! takes every update with its one event that is waiting and writes them in one statement
-//! (`unnest` over each column, the update and the events in one data-modifying `WITH`), so a
-//! hundred executors completing at once cost the server one statement and one commit, not a
-//! hundred. Each update keeps its own row-version check and is answered only after the commit —
-//! written, or `NotFound`/`Stale` as alone. A lone update is written as soon as it comes; while a
-//! statement runs the next ones gather. When the statement fails as a whole (a guard refusing one
-//! row), each update is written alone, so one cannot fail the others.
+//! Call updates with their one event, written together (see `gather.rs`): `unnest` over each
+//! column, the update and the events in one data-modifying `WITH`. Each update keeps its own
+//! row-version check and is answered only after the commit — written, or `NotFound`/`Stale` as
+//! alone. When the statement fails as a whole (a guard refusing one row), each update is written
+//! alone, so one cannot fail the others.
 
-use std::sync::Mutex;
-
+use futures::future::BoxFuture;
 use sqlx::PgPool;
 use sqlx::types::Json;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
-use crate::error::{ErrorKind, Result, StoreError};
+use super::gather::{Gather, stopped};
+use crate::error::Result;
 use crate::records::{Event, InvocationRecord};
-
-/// The most updates one statement writes.
-const MOST: usize = 256;
 
 /// The updates with their events, one row of input each: the row written only at its expected
 /// version, the event only with it; the ordinals of the rows written are answered.
@@ -41,59 +35,38 @@ const UPDATE_CALLS_WITH_EVENTS: &str = "WITH input AS (SELECT * FROM unnest($1::
      FROM input i JOIN updated u ON u.n = i.n ORDER BY i.n RETURNING 1) \
      SELECT n FROM updated";
 
-struct Update {
+pub(crate) struct Update {
     call: InvocationRecord,
     event: Event,
     done: oneshot::Sender<Result<()>>,
 }
 
-/// The writer of one store's updates, started at the first one (and again when the runtime it
-/// ran on has ended).
-#[derive(Default)]
-pub(crate) struct Together {
-    writer: Mutex<Option<mpsc::UnboundedSender<Update>>>,
+/// The writer of a store's call updates.
+pub(crate) fn gather() -> Gather<Update> {
+    Gather::new(write_all)
 }
 
-impl std::fmt::Debug for Together {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Together").finish_non_exhaustive()
-    }
+/// Writes `call` with `event` when the stored row is one version behind, together with the
+/// updates that came meanwhile; `NotFound` or `Stale` otherwise.
+pub(crate) async fn update(
+    gather: &Gather<Update>,
+    pool: &PgPool,
+    call: &InvocationRecord,
+    event: &Event,
+) -> Result<()> {
+    let (done, answer) = oneshot::channel();
+    gather.send(pool, Update { call: call.clone(), event: event.clone(), done })?;
+    answer.await.map_err(|_| stopped())?
 }
 
-impl Together {
-    /// Writes `call` with `event` when the stored row is one version behind, together with the
-    /// updates that came meanwhile; `NotFound` or `Stale` otherwise.
-    pub(crate) async fn update(&self, pool: &PgPool, call: &InvocationRecord, event: &Event) -> Result<()> {
-        let writer = {
-            let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            match writer.as_ref().filter(|writer| !writer.is_closed()) {
-                Some(running) => running.clone(),
-                None => {
-                    let (send, receive) = mpsc::unbounded_channel();
-                    tokio::spawn(write_on(pool.clone(), receive));
-                    writer.insert(send).clone()
-                }
-            }
-        };
-        let (done, answer) = oneshot::channel();
-        writer
-            .send(Update { call: call.clone(), event: event.clone(), done })
-            .map_err(|_| StoreError::new(ErrorKind::Unavailable, "the store's writer has stopped"))?;
-        answer.await.map_err(|_| StoreError::new(ErrorKind::Unavailable, "the store's writer has stopped"))?
-    }
-}
-
-/// The writer: waits for an update, takes every other one waiting (up to [`MOST`]), writes them.
-async fn write_on(pool: PgPool, mut receive: mpsc::UnboundedReceiver<Update>) {
-    let mut batch = Vec::with_capacity(MOST);
-    while receive.recv_many(&mut batch, MOST).await > 0 {
-        let updates = std::mem::take(&mut batch);
+fn write_all(pool: PgPool, updates: Vec<Update>) -> BoxFuture<'static, ()> {
+    Box::pin(async move {
         if let [update] = &updates[..] {
             let result = super::postgres::update_alone(&pool, &update.call, &update.event).await;
             if let Some(update) = updates.into_iter().next() {
                 let _ = update.done.send(result);
             }
-            continue;
+            return;
         }
         match write(&pool, &updates).await {
             Ok(written) => {
@@ -114,7 +87,7 @@ async fn write_on(pool: PgPool, mut receive: mpsc::UnboundedReceiver<Update>) {
                 }
             }
         }
-    }
+    })
 }
 
 /// The ordinals (from 1) of the updates written.
