@@ -20,7 +20,7 @@ use crate::run;
 use crate::target_dir;
 
 /// The offered rates, calls per second, in turn until one is not sustained.
-const RATES: &[u64] = &[100, 200, 400, 800, 1200, 1600, 2000, 2400, 3200, 4000, 4800];
+const RATES: &[u64] = &[100, 200, 300, 400, 600, 800, 1200, 1600, 2000, 2400, 3200, 4000, 4800];
 const SECONDS: &str = "10";
 /// P4's latency bar: p99 invoke→succeeded at most this many milliseconds.
 const P99_BAR_MS: f64 = 20.0;

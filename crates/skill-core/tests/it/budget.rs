@@ -168,5 +168,6 @@ async fn a_calls_life_on_postgres_runs_within_its_statement_budget() {
 /// The statements one call's life may run, all phases together: a guard against a phase that
 /// grows; what each phase runs is printed (`--nocapture`) and written in `docs/calls.md`.
 const BUDGET: i64 = 10;
-/// Per call, when 32 calls' invokes, claims and completions arrive together (no result read).
-const BUDGET_AT_ONCE: f64 = 7.5;
+/// Per call, when 32 calls' invokes, claims and completions arrive together (no result read):
+/// 5.3 measured, the invokes and the completions that arrive together written a few per statement.
+const BUDGET_AT_ONCE: f64 = 6.0;
