@@ -62,6 +62,9 @@ pub struct Engine {
     /// Wakes claims waiting for a call when one is queued through this engine (a hint only:
     /// waiting claims also look again on their own, for calls queued through other cores).
     ready: Arc<tokio::sync::Notify>,
+    /// Wakes the next waiting claim to look when there may be more calls than the wake-ups said:
+    /// a look found one, or another core told of calls queued there (one notification for many).
+    more: Arc<tokio::sync::Notify>,
     /// Wakes the task that tells the other cores sharing the database that calls were queued
     /// here (started by [`Engine::listen_to_other_cores`]); wake-ups that come while it is
     /// telling make one more.
@@ -136,6 +139,7 @@ impl Engine {
             store,
             schemas: Arc::default(),
             ready: Arc::default(),
+            more: Arc::default(),
             queued_here: Arc::default(),
             timeouts: Arc::default(),
             looks: Arc::default(),

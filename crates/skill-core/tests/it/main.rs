@@ -18,6 +18,7 @@ mod gateway;
 mod heavy_contracts;
 mod hostile_api;
 mod knowledge;
+mod looks;
 mod openapi_file;
 mod package_apply;
 mod package_tests;

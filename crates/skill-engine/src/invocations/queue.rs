@@ -71,6 +71,17 @@ impl Timeouts {
     }
 }
 
+/// What woke a waiting claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Woken {
+    /// A call queued through this core: one wake-up per call.
+    Queued,
+    /// A look that found a call, or another core's calls: there may be more than one.
+    Told,
+    /// Its own time to look came.
+    OnItsOwn,
+}
+
 /// What a claim's taker noticed inside the store's transaction: a version whose timeout is not
 /// known yet (the claim stops and learns it), and the calls it cancelled (logged after the commit).
 #[derive(Debug, Default)]
@@ -119,7 +130,8 @@ impl Engine {
         }
         let deadline = tokio::time::Instant::now() + wait;
         let looks = super::looks::Looks::key(actor.id(), &admission);
-        let mut on_its_own = false;
+        // What woke the claim last: its first look counts as a call's own wake-up.
+        let mut woken = Woken::Queued;
         // After a wait, the executor as its credential stands then.
         let mut fresh: Option<Actor> = None;
         loop {
@@ -127,26 +139,31 @@ impl Engine {
             let queued = self.ready.notified();
             tokio::pin!(queued);
             queued.as_mut().enable();
+            let told = self.more.notified();
+            tokio::pin!(told);
+            told.as_mut().enable();
             self.looks.looked(looks);
             let acting = fresh.as_ref().unwrap_or(actor);
             if let Some(claimed) = self.take_one(acting, request, &admission, &origin).await? {
-                if on_its_own {
-                    // A call no wake-up told of: there may be more, and the next waiting claim
-                    // looks for them.
-                    self.ready.notify_one();
+                if woken != Woken::Queued {
+                    // A call no wake-up of its own told of: there may be more, and the next
+                    // waiting claim looks for them (and wakes the next if it finds one).
+                    self.more.notify_one();
                 }
                 return Ok(Some(claimed));
             }
-            // Woken by a call queued through this core or another, or after a while on its own
-            // — unless a claim of the same executor and admission looked meanwhile.
+            // Woken by a call queued through this core, by a look that found one or another
+            // core's calls, or after a while on its own — unless a claim of the same executor
+            // and admission looked meanwhile.
             loop {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 if left.is_zero() {
                     return Ok(None);
                 }
-                on_its_own = tokio::select! {
-                    () = &mut queued => false,
-                    () = tokio::time::sleep(left.min(self.look_again)) => true,
+                woken = tokio::select! {
+                    () = &mut queued => Woken::Queued,
+                    () = &mut told => Woken::Told,
+                    () = tokio::time::sleep(left.min(self.look_again)) => Woken::OnItsOwn,
                 };
                 // A session drained meanwhile, through any core, ends the wait (its own
                 // transaction refuses to take anything anyway).
@@ -155,7 +172,7 @@ impl Engine {
                 {
                     return Ok(None);
                 }
-                if !on_its_own || self.looks.due(looks, self.look_again) {
+                if woken != Woken::OnItsOwn || self.looks.due(looks, self.look_again) {
                     break;
                 }
             }

@@ -50,7 +50,8 @@ impl Engine {
                     },
                 };
                 match wakeups.next().await {
-                    Ok(Wake::Calls) => engine.ready.notify_one(),
+                    // Perhaps many calls: the claim that finds one wakes the next.
+                    Ok(Wake::Calls) => engine.more.notify_one(),
                     Ok(Wake::Lost) => engine.ready.notify_waiters(),
                     Err(error) => {
                         tracing::warn!(
