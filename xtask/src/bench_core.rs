@@ -32,7 +32,7 @@ const SQLITE_PEERS: &[(&str, &str, &str)] = &[("queue_huey.py", "5000", "8"), ("
 const POSTGRES_PEERS: &[(&str, &str, &[&str])] =
     &[("pgqueuer", "4000", &["8", "32", "64"]), ("graphile-worker", "4000", &["8", "32", "64"])];
 
-pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
+pub(crate) fn bench_core(backend: &str, replicas: usize, soak: bool) -> Result<()> {
     let name = if replicas > 1 { format!("{backend}-{replicas}") } else { backend.to_owned() };
     build(
         "build the core, the demo host, the load generator and the reference (release)",
@@ -175,6 +175,10 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
         .max_by(|a, b| a["rate"].as_u64().cmp(&b["rate"].as_u64()))
         .cloned()
         .unwrap_or(Value::Null);
+    let soak = match &postgres {
+        Some(_) if soak && replicas == 1 => crate::soak::soak(&db, &urls[0], &callers[0])?,
+        _ => Value::Null,
+    };
     drop(executors);
     drop(cores);
     let server_time = match &postgres {
@@ -197,7 +201,7 @@ pub(crate) fn bench_core(backend: &str, replicas: usize) -> Result<()> {
     let ahead = peers
         .iter()
         .all(|peer| within_bar["throughput"].as_f64().unwrap_or(0.0) > peer["throughput"].as_f64().unwrap_or(f64::MAX));
-    let report = json!({"backend": backend, "replicas": replicas, "bloat": bloat, "serverTime": server_time, "reference": reference, "rounds": rounds, "sustained": sustained,
+    let report = json!({"backend": backend, "replicas": replicas, "bloat": bloat, "soak": soak, "serverTime": server_time, "reference": reference, "rounds": rounds, "sustained": sustained,
                         "sustainedWithinP99Bar": within_bar, "ratioToReference": ratio(&sustained),
                         "ratioWithinP99Bar": ratio(&within_bar), "peers": peers, "aheadOfEveryPeer": ahead});
     let figure = |round: &Value| {

@@ -19,6 +19,7 @@ mod processes_fault;
 mod processes_run;
 mod rules_run;
 mod s3;
+mod soak;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,10 +44,11 @@ commands:
            docs/console/ (commit them)
   bench    run a benchmark: `bench export` (P6, export and --check of 1,000 skills),
            `bench http` (P2, the HTTP host against bare axum), `bench mcp` (P3, the MCP host
-           against bare rmcp and FastMCP), `bench core [sqlite|postgres] [--replicas N]` (P4/P5,
-           invoke → claim → complete through the core and a real executor; on PostgreSQL beside
-           pgbench, PgQueuer and graphile-worker; N cores on one database, each with its executor
-           and its share of the load), `bench mcp-core` (the core's MCP gateway
+           against bare rmcp and FastMCP), `bench core [sqlite|postgres] [--soak] [--replicas N]`
+           (P4/P5, invoke → claim → complete through the core and a real executor; on PostgreSQL
+           beside pgbench, PgQueuer and graphile-worker; N cores on one database, each with its
+           executor and its share of the load; --soak: then 200 calls/s for two minutes while
+           another connection holds a transaction open), `bench mcp-core` (the core's MCP gateway
            against the API, and an agent's request), `bench rules` (facts to their tasks through a
            work rule), `bench processes` (instances of a three-step process), `bench scenarios`
            (P12, `skill-sdk package test` with 100 scenario tests), results in target/bench/; `bench
@@ -99,7 +101,12 @@ fn dispatch() -> Result<()> {
             Some("mcp") => bench_host::bench_mcp(),
             Some("core") => {
                 let backend = std::env::args().nth(3).unwrap_or_else(|| "sqlite".to_owned());
-                replicas(4, &backend).and_then(|replicas| bench_core::bench_core(&backend, replicas))
+                let soak = std::env::args().skip(4).any(|arg| arg == "--soak");
+                if soak && backend != "postgres" {
+                    bail!("--soak holds a PostgreSQL reader open: bench core postgres --soak");
+                }
+                let at = if std::env::args().nth(4).as_deref() == Some("--soak") { 5 } else { 4 };
+                replicas(at, &backend).and_then(|replicas| bench_core::bench_core(&backend, replicas, soak))
             }
             Some("mcp-core") => bench_gateway::bench_gateway(),
             Some("rules") => rules_run::bench_rules(),
@@ -221,7 +228,7 @@ pub(crate) fn virtualenv(name: &str, requirements: &str) -> Result<PathBuf> {
 /// only on PostgreSQL, whose database the cores share.
 fn replicas(at: usize, backend: &str) -> Result<usize> {
     let count = match std::env::args().nth(at).as_deref() {
-        None => 1,
+        None | Some("--soak") => 1,
         Some("--replicas") => std::env::args()
             .nth(at + 1)
             .and_then(|count| count.parse().ok())
