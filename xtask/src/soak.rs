@@ -48,7 +48,16 @@ pub(crate) fn soak(db: &str, core: &str, caller: &str) -> Result<Value> {
 /// Ten seconds of calls at [`RATE`]: their figures, the phase and the table's dead rows after.
 fn turn(db: &str, core: &str, caller: &str, phase: &str) -> Result<Value> {
     let figures = output(Command::new(release("examples/core_load")).args([
-        "--core", core, "--token", caller, "--skill", "echo@1", "--rate", RATE, "--seconds", "10",
+        "--core",
+        core,
+        "--token",
+        caller,
+        "--skill",
+        "echo@1",
+        "--rate",
+        RATE,
+        "--seconds",
+        "10",
     ]))?;
     let mut figures: Value = serde_json::from_str(&figures).context("the load generator's figures")?;
     let dead = output(Command::new("psql").args([

@@ -155,7 +155,14 @@ pub struct ClaimRequest {
     /// How long to wait for a call when there is none yet: 0 to 30 s (default 0: answer at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_seconds: Option<u32>,
+    /// How many calls to take at most, 1 to [`MAX_CLAIM_CALLS`] (default 1): the executor's free
+    /// slots. The first is the answer; the others come in its `more`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<u32>,
 }
+
+/// The most calls one claim takes (`maxCalls`).
+pub const MAX_CLAIM_CALLS: u32 = 32;
 
 /// The version a claimed call runs: what the executor needs of it (never the catalog `config`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -187,6 +194,10 @@ pub struct ClaimOut {
     pub invocation: InvocationOut,
     pub skill: ClaimedSkill,
     pub settings: Option<ClaimSettings>,
+    /// The other calls taken by a claim with `maxCalls` above 1, in queue order, each with its
+    /// own lease and fencing token (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more: Vec<ClaimOut>,
 }
 
 /// The body of `POST /skill-invocations/{id}:heartbeat`.

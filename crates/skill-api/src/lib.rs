@@ -57,8 +57,8 @@ pub mod events;
 pub use events::{EventData, EventOut, EventsQuery};
 pub use invocations::{
     CalledSkill, CancelRequest, ClaimOut, ClaimRequest, ClaimSettings, ClaimedSkill, CloseRequest, CompleteRequest,
-    FailRequest, HeartbeatRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_DOCUMENT_BYTES, ReportedError,
-    RequestedBy, SessionOut, SessionRequest, Waiting,
+    FailRequest, HeartbeatRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_CLAIM_CALLS, MAX_DOCUMENT_BYTES,
+    ReportedError, RequestedBy, SessionOut, SessionRequest, Waiting,
 };
 pub use knowledge::{
     DocumentOut, DocumentRequest, EntityPage, EntityQuery, RecallAnswer, RecallRequest, SnapshotPlan, SnapshotRequest,

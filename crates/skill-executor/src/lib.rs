@@ -3,7 +3,8 @@
 //! origins, audiences) and runs one claimed call; [`run`] does the rest:
 //!
 //! - opens an executor session and keeps it alive (a new one when the core lost it);
-//! - claims with `concurrency` workers, each taking one call at a time;
+//! - claims with as many calls as it has free slots of `concurrency` (`maxCalls`), each call on
+//!   its own task;
 //! - heartbeats every `min(interval, remaining / 3)` (at least 50 ms) while the call runs;
 //! - on a lost lease (`stale_invocation_lease`, `not_found`, `session_not_active`, or the lease
 //!   time passing without a heartbeat) aborts the call and reports nothing;

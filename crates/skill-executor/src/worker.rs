@@ -1,13 +1,15 @@
-//! The loop: a session, `concurrency` workers claiming one call at a time, and the stop.
+//! The loop: a session, a few claimers sharing `concurrency` slots — each claim asks for as many
+//! calls as there are free slots (`maxCalls`), and each call runs on its own task holding its
+//! slot — and the stop.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use skill_api::ClaimRequest;
+use skill_api::{ClaimRequest, MAX_CLAIM_CALLS};
 use skill_client::{Client, ClientError};
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 
 use crate::call::{End, raised, run_call, transient};
 use crate::session::Sessions;
@@ -15,6 +17,9 @@ use crate::{Options, Runner, Stats};
 
 /// How long one claim waits at the core for a call.
 const CLAIM_WAIT_SECONDS: u32 = 10;
+/// How many claims an executor keeps at the core at once: one waits while the other's calls are
+/// handed over.
+const CLAIMERS: usize = 2;
 /// How long a claim still waiting at the stop may take to answer (the drained session makes the
 /// core answer at once).
 const DRAINED_CLAIM_WAIT: Duration = Duration::from_secs(2);
@@ -83,8 +88,10 @@ pub async fn run(
         ..ClaimRequest::default()
     };
     let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..options.concurrency.max(1) {
+    let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    for _ in 0..options.concurrency.clamp(1, CLAIMERS) {
         let worker = Worker {
+            slots: Arc::clone(&slots),
             client: client.clone(),
             runner: Arc::clone(&runner),
             sessions: Arc::clone(&sessions),
@@ -128,6 +135,8 @@ pub async fn run(
 }
 
 struct Worker {
+    /// The executor's free slots: one per call it may run at once.
+    slots: Arc<Semaphore>,
     client: Client,
     runner: Arc<dyn Runner>,
     sessions: Arc<Sessions>,
@@ -141,21 +150,49 @@ struct Worker {
 
 impl Worker {
     async fn work(mut self) {
+        let mut calls = tokio::task::JoinSet::new();
+        self.claim_and_run(&mut calls).await;
+        // The calls still running end on their own, or at the end of the grace period.
+        while calls.join_next().await.is_some() {}
+    }
+
+    async fn claim_and_run(&mut self, calls: &mut tokio::task::JoinSet<()>) {
         let mut idle = Duration::from_millis(10);
         let mut trouble = Duration::from_millis(100);
         while !*self.stopping.borrow() {
+            // A free slot first, then every other free one: a claim takes only what starts at once.
+            let mut slots = tokio::select! {
+                slot = Arc::clone(&self.slots).acquire_owned() => match slot {
+                    Ok(slot) => slot,
+                    Err(_) => return,
+                },
+                () = raised(&mut self.stopping) => return,
+            };
+            while calls.try_join_next().is_some() {}
+            let free = self.slots.available_permits().min(MAX_CLAIM_CALLS as usize - 1);
+            if free > 0
+                && let Ok(more) = Arc::clone(&self.slots).try_acquire_many_owned(free as u32)
+            {
+                slots.merge(more);
+            }
             let session = match self.sessions.current().await {
                 Ok(session) => session,
                 Err(error) => {
+                    drop(slots);
                     if !self.pause_after(error, &mut trouble).await {
                         return;
                     }
                     continue;
                 }
             };
-            let request = ClaimRequest { session_id: Some(session.clone()), ..self.claim.clone() };
-            // At the stop the session is drained: a waiting claim answers at once, with the call
-            // it took in that moment, if any, which then runs within the grace period. One that
+            let most = slots.num_permits() as u32;
+            let request = ClaimRequest {
+                session_id: Some(session.clone()),
+                max_calls: (most > 1).then_some(most),
+                ..self.claim.clone()
+            };
+            // At the stop the session is drained: a waiting claim answers at once, with the calls
+            // it took in that moment, if any, which then run within the grace period. One that
             // does not answer soon (the core unreachable) is given up: closing the session puts
             // what it took back in the queue.
             let client = self.client.clone();
@@ -173,15 +210,26 @@ impl Worker {
                 }
             };
             match claimed {
-                Ok(Some(claimed)) => {
+                Ok(Some(mut first)) => {
                     idle = Duration::from_millis(10);
                     trouble = Duration::from_millis(100);
-                    let end =
-                        run_call(&self.client, &self.runner, claimed, Some(session), &self.options, self.abort.clone())
-                            .await;
-                    self.counters.count(end);
+                    let more = std::mem::take(&mut first.more);
+                    for call in std::iter::once(first).chain(more) {
+                        // Each call holds one slot until it ends; the slots left over are freed.
+                        let slot = slots.split(1);
+                        let (client, runner, options) =
+                            (self.client.clone(), Arc::clone(&self.runner), self.options.clone());
+                        let (session, abort, counters) =
+                            (session.clone(), self.abort.clone(), Arc::clone(&self.counters));
+                        calls.spawn(async move {
+                            let end = run_call(&client, &runner, call, Some(session), &options, abort).await;
+                            counters.count(end);
+                            drop(slot);
+                        });
+                    }
                 }
                 Ok(None) => {
+                    drop(slots);
                     trouble = Duration::from_millis(100);
                     self.sleep(idle).await;
                     idle = (idle * 2).min(self.options.idle_wait);
@@ -190,6 +238,7 @@ impl Worker {
                     self.sessions.lost(&session);
                 }
                 Err(error) => {
+                    drop(slots);
                     if !self.pause_after(error, &mut trouble).await {
                         return;
                     }

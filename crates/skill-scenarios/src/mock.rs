@@ -77,6 +77,7 @@ impl Mock {
                 lease_seconds: None,
                 invocation_id: Some(call.id.clone()),
                 wait_seconds: None,
+                max_calls: None,
             };
             let claimed = scratch.engine.claim(&scratch.executor, &claim, None).await.map_err(|error| {
                 Box::new(TestFailure::new(

@@ -66,16 +66,26 @@ pub trait InvocationStore: Send + Sync {
         now: Time,
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
-    /// Takes, in one transaction, the first pending call available at `now` that `admission`
-    /// covers (queue order) and `take` accepts, and writes what `take` made of it, with the
-    /// candidates it cancelled on the way. Claims running at once never want the same row:
-    /// SQLite has one writer, PostgreSQL skips locked rows.
+    /// Takes, in one transaction, the first pending calls available at `now` that `admission`
+    /// covers (queue order) and `take` accepts, at most `most`, and writes what `take` made of
+    /// them, with the candidates it cancelled on the way. Claims running at once never want the
+    /// same row: SQLite has one writer, PostgreSQL skips locked rows.
+    fn claim_up_to<'a>(
+        &'a self,
+        admission: &'a Admission,
+        now: Time,
+        most: usize,
+        take: Take,
+    ) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;
+    /// [`InvocationStore::claim_up_to`] one call.
     fn claim<'a>(
         &'a self,
         admission: &'a Admission,
         now: Time,
         take: Take,
-    ) -> BoxFuture<'a, Result<Option<InvocationRecord>>>;
+    ) -> BoxFuture<'a, Result<Option<InvocationRecord>>> {
+        Box::pin(async move { Ok(self.claim_up_to(admission, now, 1, take).await?.pop()) })
+    }
     /// Running calls whose lease, or the session it was taken with, ended at or before `now`,
     /// oldest lease first.
     fn expired_leases<'a>(&'a self, now: Time, limit: u32) -> BoxFuture<'a, Result<Vec<InvocationRecord>>>;

@@ -7,6 +7,7 @@ mod artifacts;
 mod attacks;
 mod budget;
 mod calls;
+mod claim_many;
 mod claims;
 mod client;
 mod console;

@@ -102,6 +102,14 @@ impl Engine {
         actor.require("skills.execute")?;
         let admission = admission(request)?;
         super::allowance::check_admission(actor, &request.protocols, &admission)?;
+        let most = match request.max_calls {
+            None => 1,
+            Some(most) if (1..=skill_api::MAX_CLAIM_CALLS).contains(&most) => most as usize,
+            Some(_) => {
+                return Err(EngineError::invalid_request(format!("`maxCalls` is 1 to {}", skill_api::MAX_CLAIM_CALLS))
+                    .with("field", "maxCalls"));
+            }
+        };
         let wait = match request.wait_seconds {
             None => Duration::ZERO,
             Some(seconds) if seconds <= MAX_CLAIM_WAIT_SECONDS => Duration::from_secs(u64::from(seconds)),
@@ -144,13 +152,15 @@ impl Engine {
             told.as_mut().enable();
             self.looks.looked(looks);
             let acting = fresh.as_ref().unwrap_or(actor);
-            if let Some(claimed) = self.take_one(acting, request, &admission, &origin).await? {
+            let mut claimed = self.take_up_to(acting, request, &admission, &origin, most).await?.into_iter();
+            if let Some(mut first) = claimed.next() {
                 if woken != Woken::Queued {
                     // A call no wake-up of its own told of: there may be more, and the next
                     // waiting claim looks for them (and wakes the next if it finds one).
                     self.more.notify_one();
                 }
-                return Ok(Some(claimed));
+                first.more = claimed.collect();
+                return Ok(Some(first));
             }
             // Woken by a call queued through this core, by a look that found one or another
             // core's calls, or after a while on its own — unless a claim of the same executor
@@ -186,42 +196,48 @@ impl Engine {
         }
     }
 
-    /// One attempt to take a call: the store hands the candidates to [`Engine::taker`] in queue
-    /// order inside its write transaction. A candidate of a version whose timeout this engine
-    /// has not read yet stops the attempt; the version is read and the attempt made again.
-    async fn take_one(
+    /// One attempt to take up to `most` calls: the store hands the candidates to
+    /// [`Engine::taker`] in queue order inside its write transaction. A candidate of a version
+    /// whose timeout this engine has not read yet stops the attempt; when nothing was taken
+    /// before it, the version is read and the attempt made again.
+    async fn take_up_to(
         &self,
         actor: &Actor,
         request: &ClaimRequest,
         admission: &Admission,
         origin: &Origin,
-    ) -> Result<Option<ClaimOut>> {
+        most: usize,
+    ) -> Result<Vec<ClaimOut>> {
         for _ in 0..3 {
             let now = self.now();
             let seen = Arc::new(Mutex::new(Seen::default()));
             let take = self.taker(actor, request, origin, now, Arc::clone(&seen));
-            let claimed = self.store.claim(admission, now, take).await?;
+            let claimed = self.store.claim_up_to(admission, now, most, take).await?;
             // What the claim cancelled is logged once its transaction committed.
             let seen = std::mem::take(&mut *seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
             for (cancelled, name, version) in &seen.cancelled {
                 crate::ended::log(cancelled, name, version);
             }
-            if let Some(running) = claimed {
-                let skill = self.store.skill(&running.skill_id).await?.skill;
-                let contract = skill.contract.clone().unwrap_or_default();
-                let claimed = claimed_skill(&skill, &contract);
-                let settings = self.claim_settings(&skill.name).await?;
-                // The executor hands the skill the key of the effect (a retried outcome's first key).
-                let effect = crate::work::effect_key(&running);
-                let mut invocation = view::invocation_out(running, &skill, now, &view::Looked::default());
-                invocation.idempotency_key = effect;
-                return Ok(Some(ClaimOut { invocation, skill: claimed, settings }));
+            if !claimed.is_empty() {
+                let mut out = Vec::with_capacity(claimed.len());
+                for running in claimed {
+                    let skill = self.store.skill(&running.skill_id).await?.skill;
+                    let contract = skill.contract.clone().unwrap_or_default();
+                    let claimed = claimed_skill(&skill, &contract);
+                    let settings = self.claim_settings(&skill.name).await?;
+                    // The executor hands the skill the key of the effect (a retried outcome's first key).
+                    let effect = crate::work::effect_key(&running);
+                    let mut invocation = view::invocation_out(running, &skill, now, &view::Looked::default());
+                    invocation.idempotency_key = effect;
+                    out.push(ClaimOut { invocation, skill: claimed, settings, more: Vec::new() });
+                }
+                return Ok(out);
             }
-            let Some(skill_id) = seen.unknown else { return Ok(None) };
+            let Some(skill_id) = seen.unknown else { return Ok(Vec::new()) };
             let skill = self.store.skill(&skill_id).await?.skill;
             self.timeouts.learn(&skill_id, skill.contract.as_ref().map(timeout_of));
         }
-        Ok(None)
+        Ok(Vec::new())
     }
 
     /// What a claim makes of a candidate: running under a new lease and fencing token, with its

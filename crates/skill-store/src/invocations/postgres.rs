@@ -366,51 +366,75 @@ impl InvocationStore for PgStore {
         })
     }
 
-    fn claim<'a>(
+    fn claim_up_to<'a>(
         &'a self,
         a: &'a Admission,
         now: Time,
+        most: usize,
         mut take: Take,
-    ) -> BoxFuture<'a, Result<Option<InvocationRecord>>> {
+    ) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        let most = most.max(1);
         Box::pin(async move {
             let mut tx = self.write().await?;
-            let (mut passed, mut wrote): (Vec<String>, bool) = (Vec::new(), false);
-            for _ in 0..CANDIDATES {
-                let candidate: Option<Candidate> = sqlx::query_as(CLAIM_NEXT)
+            let (mut passed, mut wrote, mut judged): (Vec<String>, bool, usize) = (Vec::new(), false, 0);
+            let mut taken: Vec<(InvocationRecord, Vec<Event>)> = Vec::new();
+            'looking: while taken.len() < most && judged < CANDIDATES + most - 1 {
+                // The candidates still wanted, locked at once, skipping the rows other claims hold.
+                let wanted = most - taken.len();
+                let candidates: Vec<Candidate> = sqlx::query_as(CLAIM_NEXT)
                     .bind(now)
                     .bind(Json(&a.local_entrypoints))
                     .bind(Json(&a.http_origins))
                     .bind(Json(&a.mcp_endpoints))
                     .bind(Json(&a.audiences))
                     .bind(&a.invocation_id)
-                    .bind(1_i64)
+                    .bind(wanted as i64)
                     .bind(&a.session_id)
                     .bind(Json(&passed))
-                    .fetch_optional(&mut *tx)
+                    .fetch_all(&mut *tx)
                     .await?;
-                let Some(candidate) = candidate else { break };
-                match take(&candidate.call, &candidate.basis()) {
-                    Decision::Take(running, events) => {
-                        write_call(&mut tx, &running, &events).await?;
-                        tx.commit().await?;
-                        return Ok(Some(running));
+                let found = candidates.len();
+                for candidate in candidates {
+                    judged += 1;
+                    match take(&candidate.call, &candidate.basis()) {
+                        Decision::Take(running, events) => taken.push((running, events)),
+                        Decision::Cancel(call, events) => {
+                            write_call(&mut tx, &call, &events).await?;
+                            wrote = true;
+                            passed.push(call.id);
+                        }
+                        Decision::Pass => passed.push(candidate.call.id),
+                        Decision::Stop => break 'looking,
                     }
-                    Decision::Cancel(call, events) => {
-                        write_call(&mut tx, &call, &events).await?;
-                        wrote = true;
+                }
+                if found < wanted {
+                    break;
+                }
+            }
+            match &taken[..] {
+                [] => {}
+                [(running, events)] => write_call(&mut tx, running, events).await?,
+                several if several.iter().all(|(_, events)| events.len() == 1) => {
+                    let rows: Vec<_> = several.iter().map(|(running, events)| (running, &events[0])).collect();
+                    let written = super::updates_together::write(&mut *tx, &rows).await?;
+                    if written.len() != rows.len() {
+                        return Err(StoreError::new(ErrorKind::Stale, "a claimed call moved while it was locked"));
                     }
-                    Decision::Pass => passed.push(candidate.call.id),
-                    Decision::Stop => break,
+                }
+                several => {
+                    for (running, events) in several {
+                        write_call(&mut tx, running, events).await?;
+                    }
                 }
             }
             // At once, not when the dropped transaction's connection is next used: until then
             // the rows it looked at stay locked and the next claim would skip them.
-            if wrote {
+            if wrote || !taken.is_empty() {
                 tx.commit().await?;
             } else {
                 tx.rollback().await?;
             }
-            Ok(None)
+            Ok(taken.into_iter().map(|(running, _)| running).collect())
         })
     }
 

@@ -176,27 +176,31 @@ impl InvocationStore for SqliteStore {
         Box::pin(async move { found })
     }
 
-    fn claim<'a>(
+    fn claim_up_to<'a>(
         &'a self,
         a: &'a Admission,
         now: Time,
+        most: usize,
         mut take: Take,
-    ) -> BoxFuture<'a, Result<Option<InvocationRecord>>> {
-        let values = admission_values(a, now, CANDIDATES);
+    ) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
+        let most = most.max(1);
+        let values = admission_values(a, now, CANDIDATES + most as i64 - 1);
         Box::pin(self.lite.write(move |connection| {
             // The writer is the only one: what it reads here nobody else changes before it
-            // commits. Rows are read one at a time, up to the one taken; what the judge
+            // commits. Rows are read one at a time, up to the last one taken; what the judge
             // cancels on the way is written after the reading.
             let (cancelled, chosen) = {
                 let mut statement = connection.prepare_cached(CLAIMABLE)?;
                 bind_dollars(&mut statement, &values)?;
                 let mut cursor = statement.raw_query();
-                let (mut cancelled, mut chosen) = (Vec::new(), None);
+                let (mut cancelled, mut chosen) = (Vec::new(), Vec::new());
                 while let Some(row) = cursor.next()? {
                     match take(&invocation_row(row)?, &basis_row(row)?) {
                         Decision::Take(running, events) => {
-                            chosen = Some((running, events));
-                            break;
+                            chosen.push((running, events));
+                            if chosen.len() == most {
+                                break;
+                            }
                         }
                         Decision::Cancel(call, events) => cancelled.push((call, events)),
                         Decision::Pass => {}
@@ -211,7 +215,7 @@ impl InvocationStore for SqliteStore {
                     event_insert(connection, event)?;
                 }
             }
-            Ok(chosen.map(|(running, _)| running))
+            Ok(chosen.into_iter().map(|(running, _)| running).collect())
         }))
     }
 

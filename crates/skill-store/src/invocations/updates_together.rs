@@ -68,7 +68,8 @@ fn write_all(pool: PgPool, updates: Vec<Update>) -> BoxFuture<'static, ()> {
             }
             return;
         }
-        match write(&pool, &updates).await {
+        let rows: Vec<_> = updates.iter().map(|update| (&update.call, &update.event)).collect();
+        match write(&pool, &rows).await {
             Ok(written) => {
                 for (ordinal, update) in updates.into_iter().enumerate() {
                     let result = if written.contains(&(ordinal as i64 + 1)) {
@@ -90,10 +91,14 @@ fn write_all(pool: PgPool, updates: Vec<Update>) -> BoxFuture<'static, ()> {
     })
 }
 
-/// The ordinals (from 1) of the updates written.
-async fn write(pool: &PgPool, updates: &[Update]) -> Result<Vec<i64>> {
-    let calls = || updates.iter().map(|update| &update.call);
-    let events = || updates.iter().map(|update| &update.event);
+/// Writes each call with its event in one statement on `executor`; the ordinals (from 1) of
+/// the rows written.
+pub(super) async fn write<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    rows: &[(&InvocationRecord, &Event)],
+) -> Result<Vec<i64>> {
+    let calls = || rows.iter().map(|(call, _)| *call);
+    let events = || rows.iter().map(|(_, event)| *event);
     let query = sqlx::query_scalar::<_, i64>(UPDATE_CALLS_WITH_EVENTS)
         .bind(calls().map(|c| c.id.as_str()).collect::<Vec<_>>())
         .bind(calls().map(|c| c.row_version - 1).collect::<Vec<_>>())
@@ -121,5 +126,5 @@ async fn write(pool: &PgPool, updates: &[Update]) -> Result<Vec<i64>> {
         .bind(events().map(|e| e.actor_id.as_deref()).collect::<Vec<_>>())
         .bind(events().map(|e| e.request_id.as_deref()).collect::<Vec<_>>())
         .bind(events().map(|e| e.created_at).collect::<Vec<_>>());
-    Ok(query.fetch_all(pool).await?)
+    Ok(query.fetch_all(executor).await?)
 }
