@@ -27,7 +27,7 @@ mod layout;
 mod processes;
 mod queue;
 mod run;
-pub(crate) mod session;
+mod session;
 mod sign_in;
 mod tasks;
 mod work;

@@ -8,7 +8,6 @@
 //! | serving with a graceful stop, and the lease sweep | [`serve`] |
 
 pub mod api;
-mod body_first;
 pub mod console;
 
 use axum::Router;
@@ -60,7 +59,6 @@ pub fn app_with(engine: Engine, console: console::Options) -> Router {
         })
         .layer(axum::middleware::from_fn(api::plumbing::envelope))
         .layer(axum::middleware::from_fn_with_state(core.clone(), api::idempotency::layer))
-        .layer(axum::middleware::from_fn_with_state(core.clone(), body_first::layer))
         .layer(axum::middleware::from_fn(skill_http::requests::log))
         .with_state(core)
 }

@@ -35,11 +35,13 @@ pub struct Actor {
     /// The hash of the bearer token it was authenticated with, so a long wait can read the
     /// credential again before it acts.
     token_hash: Option<String>,
+    /// When the credential was read.
+    read_at: std::time::Instant,
 }
 
 impl Actor {
     pub fn new(principal: Principal, grants: Vec<Grant>) -> Self {
-        Self { principal, grants, allowance: None, token_hash: None }
+        Self { principal, grants, allowance: None, token_hash: None, read_at: std::time::Instant::now() }
     }
 
     /// The actor as authenticated by the token whose hash is `hash`.
@@ -52,6 +54,23 @@ impl Actor {
     /// The hash of the bearer token behind the actor, when a token is.
     pub(crate) fn token_hash(&self) -> Option<&str> {
         self.token_hash.as_deref()
+    }
+
+    /// How long ago the credential was read.
+    pub(crate) fn age(&self) -> std::time::Duration {
+        self.read_at.elapsed()
+    }
+
+    /// Whether `other` may do exactly what this actor may: the same principal, grants and
+    /// allowance.
+    pub(crate) fn same_authority(&self, other: &Actor) -> bool {
+        let held = |actor: &Actor| {
+            let mut grants: Vec<(Option<String>, String)> =
+                actor.grants.iter().map(|g| (g.workspace_id.clone(), g.permission.clone())).collect();
+            grants.sort();
+            grants
+        };
+        self.principal.id == other.principal.id && held(self) == held(other) && self.allowance == other.allowance
     }
 
     /// The actor with what the operator allowed it to run, as an executor.

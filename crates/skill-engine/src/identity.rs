@@ -66,6 +66,9 @@ fn invalid_token(problem: TokenProblem) -> EngineError {
         .with("reason", reason)
 }
 
+/// How long a credential read for a request counts as read now.
+const STILL_FRESH: std::time::Duration = std::time::Duration::from_millis(20);
+
 impl Engine {
     /// The actor behind a bearer token; `invalid_token` when it is unknown, revoked, expired, or
     /// its principal is disabled — one code, with `details.reason` and what to do (which tells the
@@ -77,6 +80,26 @@ impl Engine {
     async fn authenticate_hash(&self, hash: String) -> Result<Actor> {
         let credential = self.live_credential(&hash).await?;
         Ok(Actor::new(credential.principal, credential.grants).with_allowance(credential.allowance).by_token(hash))
+    }
+
+    /// `Ok` when `actor`'s credential still stands as it was read: what a request whose body came
+    /// slowly checks once the body is in, so it is not served on what its sender held when the
+    /// headers came. A credential read within [`STILL_FRESH`] counts as read now; an older one is
+    /// read again — `invalid_token` when it no longer lets its holder in, or when its grants or
+    /// allowance changed meanwhile (`details.reason` `changed`: send the request again).
+    pub async fn still_holds(&self, actor: &Actor) -> Result<()> {
+        if actor.age() < STILL_FRESH {
+            return Ok(());
+        }
+        if self.refreshed(actor).await?.same_authority(actor) {
+            return Ok(());
+        }
+        Err(EngineError::new(
+            Class::Unauthenticated,
+            "invalid_token",
+            "the token's grants changed while the request's body arrived: send the request again",
+        )
+        .with("reason", "changed"))
     }
 
     /// `actor` as its credential stands now: what a long wait reads before it acts, so a token

@@ -116,6 +116,13 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
                 };
                 return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(refusal.to_json())).into_response();
             };
+            // A body that came slowly is acted on with the credential as it stands once it is in.
+            let current = parts.extensions.get::<skill_engine::Actor>().cloned();
+            if let Some(actor) = current
+                && let Err(error) = guard.engine.still_holds(&actor).await
+            {
+                return refuse(StatusCode::UNAUTHORIZED, "invalid_token", error.message.clone());
+            }
             if let Some(refusal) = screen::screen(&bytes) {
                 let status = if refusal.is_malformed() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
                 return (status, axum::Json(refusal.to_json())).into_response();

@@ -71,6 +71,10 @@ pub(crate) async fn layer(State(core): State<Core>, request: Request, next: Next
                 .with("limitBytes", MAX_APPLY_BYTES),
         );
     };
+    // A body that came slowly is acted on with the credential as it stands once it is in.
+    if let Err(error) = core.engine.still_holds(&actor).await {
+        return fail(error);
+    }
     let path_and_query = parts.uri.path_and_query().map_or(path.clone(), |p| p.as_str().to_owned());
     let print = fingerprint(parts.method.as_str(), &path_and_query, &bytes);
     let deadline = tokio::time::Instant::now() + WAIT_FOR_FIRST;

@@ -27,7 +27,7 @@ pub(super) async fn test(State(core): State<Core>, actor: Actor, request: Reques
             "another package test is running on this core; try again when it ends",
         )));
     };
-    let body = JsonBody::<PackageTestRequest, MAX_PACKAGE_TEST_BYTES>::from_request(request, &()).await?;
+    let body = JsonBody::<PackageTestRequest, MAX_PACKAGE_TEST_BYTES>::from_request(request, &core).await?;
     let reader = actor.clone();
     let mut request =
         tokio::task::spawn_blocking(move || body.read(&reader, "org.manage")).await.map_err(|error| {

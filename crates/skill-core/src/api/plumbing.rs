@@ -117,7 +117,10 @@ impl FromRequestParts<Core> for Actor {
                 .with("reason", "malformed"),
             ));
         };
-        Ok(core.engine.authenticate(token).await?)
+        let actor = core.engine.authenticate(token).await?;
+        // Kept for the body's extractor, which checks the credential again once a slow body is in.
+        parts.extensions.insert(actor.clone());
+        Ok(actor)
     }
 }
 
@@ -168,10 +171,11 @@ impl<const LIMIT: usize> JsonBody<(), LIMIT> {
     }
 }
 
-impl<T, S: Send + Sync, const LIMIT: usize> FromRequest<S> for JsonBody<T, LIMIT> {
+impl<T, const LIMIT: usize> FromRequest<Core> for JsonBody<T, LIMIT> {
     type Rejection = Failure;
 
-    async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(request: Request, core: &Core) -> Result<Self, Self::Rejection> {
+        let actor = request.extensions().get::<Actor>().cloned();
         let media = request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok());
         let json = media.and_then(|media| media.split(';').next()).is_some_and(|media| {
             let media = media.trim();
@@ -203,6 +207,10 @@ impl<T, S: Send + Sync, const LIMIT: usize> FromRequest<S> for JsonBody<T, LIMIT
                 return Err(too_large(LIMIT));
             }
             bytes.extend_from_slice(data);
+        }
+        // A body that came slowly is acted on with the credential as it stands once it is in.
+        if let Some(actor) = &actor {
+            core.engine.still_holds(actor).await?;
         }
         Ok(Self { bytes: bytes.into(), wanted: std::marker::PhantomData })
     }

@@ -67,7 +67,7 @@ pub(super) fn same_origin(headers: &HeaderMap) -> bool {
 }
 
 /// The session secret the request's cookie carries.
-pub(crate) fn secret(headers: &HeaderMap) -> Option<&str> {
+fn secret(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(header::COOKIE)
         .iter()

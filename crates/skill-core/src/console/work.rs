@@ -237,6 +237,11 @@ impl axum::extract::FromRequest<Core> for Posted {
         let headers = parts.headers.clone();
         let request = axum::extract::Request::from_parts(parts, body);
         let Form(sent) = Sent::from_request(request, core).await.map_err(IntoResponse::into_response)?;
+        // A form that came slowly is acted on with the session's credential as it stands then.
+        core.engine
+            .still_holds(&viewer.actor)
+            .await
+            .map_err(|error| super::layout::failure(Some(viewer.frame()), &error))?;
         if let Some(refusal) = refusal(&viewer, &headers, &sent) {
             return Err(refusal);
         }

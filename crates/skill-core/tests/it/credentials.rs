@@ -108,19 +108,18 @@ fn address(core: &Core) -> String {
 async fn published_slowly(
     core: &Core,
     token: &str,
+    key: Option<&str>,
     body: &[u8],
     first: usize,
     meanwhile: impl Future<Output = ()>,
 ) -> (u16, Value) {
     let address = address(core);
     let authorization = format!("Bearer {token}");
-    let mut stream = skill_fixtures::slow::stalled_body(
-        &address,
-        "/api/v1/skills",
-        &[("Authorization", &authorization), ("Connection", "close")],
-        body.len(),
-        0,
-    );
+    let mut headers = vec![("Authorization", authorization.as_str()), ("Connection", "close")];
+    if let Some(key) = key {
+        headers.push(("Idempotency-Key", key));
+    }
+    let mut stream = skill_fixtures::slow::stalled_body(&address, "/api/v1/skills", &headers, body.len(), 0);
     stream.write_all(&body[..first]).expect("writes");
     tokio::time::sleep(Duration::from_millis(300)).await;
     meanwhile.await;
@@ -148,30 +147,40 @@ fn padded(name: &str, size: usize) -> Vec<u8> {
 #[tokio::test]
 async fn a_slow_body_is_refused_when_its_credential_was_taken_away_meanwhile() {
     let core = core(Backend::Sqlite, "slow-credential").await;
-    // A small body (read for anyone) and a large one (read on only for a live credential).
-    for (size, first) in [(2_000, 100), (300_000, 200_000)] {
-        let name = format!("slow.publish{size}");
+    let origin = Origin::default();
+    // A small body and a large one, each with and without an `Idempotency-Key`.
+    for (size, first, key) in [(2_000, 100, None), (300_000, 200_000, None), (2_000, 100, Some("slow-1"))] {
+        let name = format!("slow.publish{size}{}", if key.is_some() { "keyed" } else { "" });
+        let principal = format!("publisher-{size}-{}", key.is_some());
         let request = TokenRequest {
-            principal: format!("publisher-{size}"),
+            principal: principal.clone(),
             kind: "person".to_owned(),
             grants: vec!["org.manage".to_owned()],
             label: String::new(),
             expires_at: None,
         };
-        let issued = core.engine.issue_token(&request, &Origin::default()).await.expect("a token");
+        let issued = core.engine.issue_token(&request, &origin).await.expect("a token");
         // Kept: the same slow body publishes while nothing changes.
-        let kept =
-            published_slowly(&core, &issued.token, &padded(&format!("{name}.kept"), size), first, async {}).await;
+        let body = padded(&format!("{name}.kept"), size);
+        let kept_key = key.map(|key| format!("{key}-kept"));
+        let kept = published_slowly(&core, &issued.token, kept_key.as_deref(), &body, first, async {}).await;
         assert_eq!(kept.0, 201, "{kept:?}");
-        let revoke = async {
-            core.engine.revoke_token(&issued.record.id, &Origin::default()).await.expect("revoked");
+        // Another grant given meanwhile: what the sender holds changed, so it sends again.
+        let grant = async {
+            assert!(core.engine.grant(&principal, "facts.read", &origin).await.expect("granted"));
         };
-        let (status, answer) = published_slowly(&core, &issued.token, &padded(&name, size), first, revoke).await;
+        let (status, answer) = published_slowly(&core, &issued.token, key, &padded(&name, size), first, grant).await;
+        assert_eq!((status, answer["error"]["details"]["reason"].as_str()), (401, Some("changed")), "{answer}");
+        // Revoked meanwhile.
+        let revoke = async {
+            core.engine.revoke_token(&issued.record.id, &origin).await.expect("revoked");
+        };
+        let (status, answer) = published_slowly(&core, &issued.token, None, &padded(&name, size), first, revoke).await;
         assert_eq!((status, answer["error"]["code"].as_str()), (401, Some("invalid_token")), "{size}: {answer}");
         core.get(&core.admin, &format!("/skills/{name}@1")).await.refused(404, "not_found");
     }
-    // A token that never held sends a large body: refused as before, without the core holding it.
+    // A token that never held sends a large body: refused as before, without the core reading it.
     let body = padded("never.published", 1_000_000);
-    let (status, answer) = published_slowly(&core, "skp_nothing", &body, 500_000, async {}).await;
+    let (status, answer) = published_slowly(&core, "skp_nothing", None, &body, 500_000, async {}).await;
     assert_eq!((status, answer["error"]["code"].as_str()), (401, Some("invalid_token")), "{answer}");
 }
