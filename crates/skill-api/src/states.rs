@@ -455,6 +455,9 @@ states! {
         ProcessCancelled => "process_cancelled",
         /// Its process step closed (the instance moved on or ended) before the call was claimed.
         ProcessStepClosed => "process_step_closed",
+        /// The principal it was made for was disabled before it was claimed (a call made while
+        /// the disable was being written, which the disable's own transaction did not see).
+        AuthorityDisabled => "authority_disabled",
     }
 }
 

@@ -15,8 +15,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use sqlx::{Postgres, SqlSafeStr, SqlStr, Sqlite, Transaction};
 
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::invocations::gather::Gather;
 use crate::lite::Lite;
+use crate::together::{Gather, Insertion, Update};
 
 /// How long a statement waits for SQLite's write lock held by another process.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -55,9 +55,9 @@ pub struct PgStore {
     /// The reads by key kept while a listening connection hears every change (`key_cache.rs`).
     pub(crate) keys: std::sync::Arc<crate::key_cache::KeyCache>,
     /// The new calls and the call updates that arrive together, written together
-    /// (`invocations/gather.rs`).
-    pub(crate) inserts: std::sync::Arc<Gather<crate::invocations::inserts_together::Insertion>>,
-    pub(crate) updates: std::sync::Arc<Gather<crate::invocations::updates_together::Update>>,
+    /// (`together.rs`).
+    pub(crate) inserts: std::sync::Arc<Gather<Insertion>>,
+    pub(crate) updates: std::sync::Arc<Gather<Update>>,
 }
 
 impl SqliteStore {
@@ -148,8 +148,8 @@ impl PgStore {
         Ok(Self {
             pool,
             keys: std::sync::Arc::new(crate::key_cache::KeyCache::new()),
-            inserts: std::sync::Arc::new(crate::invocations::inserts_together::gather()),
-            updates: std::sync::Arc::new(crate::invocations::updates_together::gather()),
+            inserts: std::sync::Arc::default(),
+            updates: std::sync::Arc::default(),
         })
     }
 

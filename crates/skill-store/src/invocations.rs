@@ -3,11 +3,8 @@
 //! no two writers both win. The SQL text is shared; PostgreSQL runs it through sqlx
 //! (`postgres.rs`), SQLite through its hot path (`sqlite.rs`, see `lite.rs`).
 
-pub(crate) mod gather;
-pub(crate) mod inserts_together;
 mod postgres;
 mod sqlite;
-pub(crate) mod updates_together;
 
 use futures::future::BoxFuture;
 
@@ -275,7 +272,9 @@ macro_rules! claimable_sql {
             $kind,
             " = 'process' THEN (SELECT ps.status FROM process_steps ps WHERE ps.id = ",
             $activity,
-            ") END AS basis_activity_status \
+            ") END AS basis_activity_status, \
+             (SELECT count(*) FROM principals ap WHERE ap.id = i.authority_principal_id \
+               AND ap.disabled_at IS NOT NULL) AS basis_authority_disabled \
              FROM skill_invocations i JOIN (SELECT id AS skill_ref, status AS skill_state, \
                side_effects AS skill_effects, name AS skill_name, version AS skill_version FROM skills \
                WHERE contract IS NOT NULL) s \

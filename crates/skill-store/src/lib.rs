@@ -54,6 +54,7 @@ mod rules;
 mod settings;
 mod statements;
 mod states;
+mod together;
 pub mod wakeups;
 mod work;
 

@@ -60,6 +60,7 @@ conformance!(
     calls::a_claim_with_a_draining_session_takes_nothing,
     calls::updates_at_once_each_get_their_own_answer,
     calls::inserts_at_once_each_get_their_own_answer,
+    calls::a_claim_sees_a_disabled_authority,
     calls::leases_expire_and_sessions_end_their_leases,
     calls::calls_are_guarded_by_the_database,
     calls::request_keys_keep_one_answer,

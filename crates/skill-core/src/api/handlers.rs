@@ -135,12 +135,21 @@ pub(super) async fn record_install(
     Ok(axum::Json(core.engine.record_install(&actor, &request, request_id(&id)).await?).into_response())
 }
 
+/// The permission comes before the body (up to 32 MiB) is read: a caller who may not apply costs
+/// no memory.
 pub(super) async fn apply_package(
     State(core): State<Core>,
     actor: Actor,
     id: Option<Extension<RequestId>>,
-    body: JsonBody<ApplyRequest, MAX_APPLY_BYTES>,
+    request: axum::extract::Request,
 ) -> Answer {
+    if let Err(error) = actor.require("org.manage") {
+        super::plumbing::drain(request.into_body(), MAX_APPLY_BYTES).await;
+        return Err(Failure(error));
+    }
+    let body =
+        <JsonBody<ApplyRequest, MAX_APPLY_BYTES> as axum::extract::FromRequest<Core>>::from_request(request, &core)
+            .await?;
     let request = body.read(&actor, "org.manage")?;
     Ok(axum::Json(core.engine.apply_package(&actor, &request, request_id(&id)).await?).into_response())
 }

@@ -447,6 +447,10 @@ impl Engine {
 /// transaction: a lost basis is named before a disabled version; a call without a basis is not
 /// held or cancelled by its task's state.
 pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
+    if state.authority_disabled {
+        // Made for someone disabled meanwhile: whatever else it stands on, it is not made.
+        return Obstacle::Cancel(LostBasis::AuthorityDisabled);
+    }
     let closed = state.task_status.is_some_and(Lifecycle::is_terminal);
     let from_basis = match &call.authorization_basis {
         None => Obstacle::None,
@@ -543,6 +547,7 @@ pub(crate) mod tests {
             skill_version: "1".into(),
             instance_status: None,
             activity_status: None,
+            authority_disabled: false,
         }
     }
 
@@ -584,6 +589,11 @@ pub(crate) mod tests {
         assert_eq!(recheck(&approval, &disowned), Obstacle::Cancel(LostBasis::DeciderDisabled));
         let gate_by_the_disabled = BasisState { decider_disabled: true, ..ok.clone() };
         assert_eq!(recheck(&execution, &gate_by_the_disabled), Obstacle::Cancel(LostBasis::DeciderDisabled));
+        // A call made for someone disabled meanwhile is not made, whatever it stands on.
+        let abandoned = BasisState { authority_disabled: true, ..ok.clone() };
+        for call in [&none, &approval, &execution] {
+            assert_eq!(recheck(call, &abandoned), Obstacle::Cancel(LostBasis::AuthorityDisabled));
+        }
         let ended = state("open", None, Some("succeeded"), &["pending"], "disabled");
         assert_eq!(
             recheck(&execution, &ended),
@@ -620,6 +630,7 @@ pub(crate) mod tests {
             approval_status: Some(ApprovalStatus::Approved),
             instance_status: instance.map(|s| s.parse().expect("a state")),
             activity_status: step.map(|s| s.parse().expect("a state")),
+            authority_disabled: false,
             ..state("open", None, None, &[], skill)
         };
         assert_eq!(recheck(&process, &at(Some("running"), Some("open"), "active")), Obstacle::None);

@@ -1,5 +1,8 @@
 //! Calls and sessions on PostgreSQL, through sqlx.
 
+mod inserts;
+mod updates;
+
 use futures::future::BoxFuture;
 use skill_api::{ApprovalStatus, InstanceStatus, RunStatus, SkillStatus, StepStatus, TaskStatus};
 use skill_contract::SideEffects;
@@ -67,6 +70,7 @@ struct Candidate {
     basis_instance_status: Option<InstanceStatus>,
     #[sqlx(try_from = "Nullable<StepStatus>")]
     basis_activity_status: Option<StepStatus>,
+    basis_authority_disabled: i64,
 }
 
 impl Candidate {
@@ -83,6 +87,7 @@ impl Candidate {
             skill_version: self.basis_skill_version.clone(),
             instance_status: self.basis_instance_status,
             activity_status: self.basis_activity_status,
+            authority_disabled: self.basis_authority_disabled > 0,
         }
     }
 }
@@ -154,7 +159,7 @@ fn bind_event<'q>(
 }
 
 /// Why a version-checked write of `id` wrote nothing: `NotFound` or `Stale`.
-pub(super) async fn unwritten<'e>(executor: impl sqlx::PgExecutor<'e>, id: &str) -> StoreError {
+async fn unwritten<'e>(executor: impl sqlx::PgExecutor<'e>, id: &str) -> StoreError {
     match sqlx::query_scalar::<_, i32>(ROW_VERSION).bind(id).fetch_optional(executor).await {
         Err(error) => error.into(),
         Ok(None) => StoreError::new(ErrorKind::NotFound, format!("no call {id}")),
@@ -177,7 +182,7 @@ async fn update_call(tx: &mut PgConnection, c: &InvocationRecord, event: Option<
 
 /// Inserts `c` with `event` in one statement of its own; the call that has its key when another
 /// has it.
-pub(super) async fn insert_alone(pool: &sqlx::PgPool, c: &InvocationRecord, event: &Event) -> Result<Inserted> {
+async fn insert_alone(pool: &sqlx::PgPool, c: &InvocationRecord, event: &Event) -> Result<Inserted> {
     let query = sqlx::query(INSERT_CALL_WITH_EVENT)
         .bind(&c.id)
         .bind(&c.skill_id)
@@ -241,7 +246,7 @@ pub(super) async fn insert_alone(pool: &sqlx::PgPool, c: &InvocationRecord, even
 }
 
 /// Writes `c` with `event` in one statement of its own (its own transaction).
-pub(super) async fn update_alone(pool: &sqlx::PgPool, c: &InvocationRecord, event: &Event) -> Result<()> {
+async fn update_alone(pool: &sqlx::PgPool, c: &InvocationRecord, event: &Event) -> Result<()> {
     let mut connection = pool.acquire().await?;
     update_call(&mut connection, c, Some(event)).await
 }
@@ -267,7 +272,7 @@ async fn insert_events(tx: &mut PgConnection, events: &[Event]) -> Result<()> {
 impl InvocationStore for PgStore {
     fn insert_invocation<'a>(&'a self, c: &'a InvocationRecord, event: &'a Event) -> BoxFuture<'a, Result<Inserted>> {
         // With the calls that arrive together: one statement for all of them.
-        Box::pin(super::inserts_together::insert(&self.inserts, self.read(), c, event))
+        Box::pin(inserts::insert(&self.inserts, self.read(), c, event))
     }
 
     fn invocation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<InvocationRecord>> {
@@ -311,7 +316,7 @@ impl InvocationStore for PgStore {
         Box::pin(async move {
             match events {
                 // With the updates that arrive together: one statement for all of them.
-                [event] => return super::updates_together::update(&self.updates, self.read(), call, event).await,
+                [event] => return updates::update(&self.updates, self.read(), call, event).await,
                 // One statement, its own transaction.
                 [] => {
                     let mut connection = self.read().acquire().await?;
@@ -416,7 +421,7 @@ impl InvocationStore for PgStore {
                 [(running, events)] => write_call(&mut tx, running, events).await?,
                 several if several.iter().all(|(_, events)| events.len() == 1) => {
                     let rows: Vec<_> = several.iter().map(|(running, events)| (running, &events[0])).collect();
-                    let written = super::updates_together::write(&mut *tx, &rows).await?;
+                    let written = updates::write(&mut *tx, &rows).await?;
                     if written.len() != rows.len() {
                         return Err(StoreError::new(ErrorKind::Stale, "a claimed call moved while it was locked"));
                     }

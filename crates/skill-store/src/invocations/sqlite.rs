@@ -78,6 +78,7 @@ fn basis_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BasisState> {
         skill_version: row.get(40)?,
         instance_status: states::get_maybe(row, 41)?,
         activity_status: states::get_maybe(row, 42)?,
+        authority_disabled: row.get::<_, i64>(43)? > 0,
     })
 }
 

@@ -261,6 +261,8 @@ pub struct BasisState {
     /// For a call on a process step: its instance's status (`None`: missing) and its step's.
     pub instance_status: Option<skill_api::InstanceStatus>,
     pub activity_status: Option<skill_api::StepStatus>,
+    /// Whether the principal the call was made for (its authority) is disabled.
+    pub authority_disabled: bool,
 }
 
 /// Which statuses a task's gate approvals have, together.

@@ -692,3 +692,27 @@ pub(crate) async fn inserts_at_once_each_get_their_own_answer(db: Db) {
     same_key.dedup();
     assert_eq!(same_key.len(), 1, "five calls with one key are one call: {same_key:?}");
 }
+
+/// A claim reads whether each candidate's authority is disabled (a call made while a disable was
+/// being written, which the disable's own transaction did not see), so it is never handed over.
+pub(crate) async fn a_claim_sees_a_disabled_authority(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    insert(&db, &pending(&skill, &ana, "local", "claims.lookup", None)).await;
+    let admission = Admission { local_entrypoints: vec!["claims.lookup".to_owned()], ..Admission::default() };
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let judge = |seen: std::sync::Arc<std::sync::Mutex<Vec<bool>>>| -> skill_store::Take {
+        Box::new(move |_: &InvocationRecord, basis: &BasisState| {
+            seen.lock().expect("seen").push(basis.authority_disabled);
+            Decision::Pass
+        })
+    };
+    assert!(db.store.claim(&admission, Utc::now(), judge(seen.clone())).await.expect("claim").is_none());
+    // Disabled by hand, as a disable that committed after the call was inserted leaves it.
+    let at = match db.raw {
+        Raw::Sqlite(_) => "'2026-01-01T00:00:00+00:00'",
+        Raw::Postgres(_) => "now()",
+    };
+    db.raw.execute(&format!("UPDATE principals SET disabled_at = {at} WHERE id = '{ana}'")).await.expect("disabled");
+    assert!(db.store.claim(&admission, Utc::now(), judge(seen.clone())).await.expect("claim").is_none());
+    assert_eq!(*seen.lock().expect("seen"), vec![false, true]);
+}

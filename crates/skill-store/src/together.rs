@@ -9,21 +9,41 @@ use std::sync::Mutex;
 
 use futures::future::BoxFuture;
 use sqlx::PgPool;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{ErrorKind, Result, StoreError};
+use crate::records::{Event, Inserted, InvocationRecord};
 
 /// The most writes one statement takes.
-pub(super) const MOST: usize = 256;
+pub(crate) const MOST: usize = 256;
 
 /// What writes one batch: every write answered through the channel it carries.
-pub(super) type WriteAll<J> = fn(PgPool, Vec<J>) -> BoxFuture<'static, ()>;
+pub(crate) type WriteAll<J> = fn(PgPool, Vec<J>) -> BoxFuture<'static, ()>;
 
 /// The writer of one kind of write, started at the first one (and again when the runtime it ran
 /// on has ended).
 pub(crate) struct Gather<J> {
     writer: Mutex<Option<mpsc::UnboundedSender<J>>>,
-    write_all: WriteAll<J>,
+}
+
+impl<J> Default for Gather<J> {
+    fn default() -> Self {
+        Self { writer: Mutex::new(None) }
+    }
+}
+
+/// A new call with its event, and where its answer goes.
+pub(crate) struct Insertion {
+    pub(crate) call: InvocationRecord,
+    pub(crate) event: Event,
+    pub(crate) done: oneshot::Sender<Result<Inserted>>,
+}
+
+/// A call update with its one event, and where its answer goes.
+pub(crate) struct Update {
+    pub(crate) call: InvocationRecord,
+    pub(crate) event: Event,
+    pub(crate) done: oneshot::Sender<Result<()>>,
 }
 
 impl<J> std::fmt::Debug for Gather<J> {
@@ -33,18 +53,14 @@ impl<J> std::fmt::Debug for Gather<J> {
 }
 
 impl<J: Send + 'static> Gather<J> {
-    pub(super) fn new(write_all: WriteAll<J>) -> Self {
-        Self { writer: Mutex::new(None), write_all }
-    }
-
-    /// Hands `job` to the writer.
-    pub(super) fn send(&self, pool: &PgPool, job: J) -> Result<()> {
+    /// Hands `job` to the writer, which `write_all` is when it has to be started.
+    pub(crate) fn send(&self, pool: &PgPool, job: J, write_all: WriteAll<J>) -> Result<()> {
         let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let running = match writer.as_ref().filter(|writer| !writer.is_closed()) {
             Some(running) => running,
             None => {
                 let (send, receive) = mpsc::unbounded_channel();
-                tokio::spawn(write_on(pool.clone(), receive, self.write_all));
+                tokio::spawn(write_on(pool.clone(), receive, write_all));
                 writer.insert(send)
             }
         };
@@ -53,7 +69,7 @@ impl<J: Send + 'static> Gather<J> {
 }
 
 /// What a write is answered when its writer ended before it (the runtime is stopping).
-pub(super) fn stopped() -> StoreError {
+pub(crate) fn stopped() -> StoreError {
     StoreError::new(ErrorKind::Unavailable, "the store's writer has stopped")
 }
 

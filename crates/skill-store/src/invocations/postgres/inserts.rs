@@ -1,4 +1,4 @@
-//! New calls with their event, inserted together (see `gather.rs`): `unnest` over each column,
+//! New calls with their event, inserted together (see `together.rs`): `unnest` over each column,
 //! the calls and the events in one data-modifying `WITH`, each answered after the commit with
 //! whether an active executor session covers it. A call whose key another call already has (in
 //! the table or earlier in the same statement) is not inserted; it is answered as alone — the
@@ -10,10 +10,10 @@ use sqlx::PgPool;
 use sqlx::types::Json;
 use tokio::sync::oneshot;
 
-use super::gather::{Gather, stopped};
-use super::{covered_sql, invocation_columns};
 use crate::error::Result;
+use crate::invocations::{covered_sql, invocation_columns};
 use crate::records::{Event, Inserted, InvocationRecord};
+use crate::together::{Gather, Insertion, stopped};
 
 /// The calls with their events, one row of input each; the ordinals of the calls inserted, with
 /// their cover.
@@ -47,17 +47,6 @@ const INSERT_CALLS_WITH_EVENTS: &str = concat!(
     ") AS covered FROM input i JOIN inserted u ON u.id = i.id"
 );
 
-pub(crate) struct Insertion {
-    call: InvocationRecord,
-    event: Event,
-    done: oneshot::Sender<Result<Inserted>>,
-}
-
-/// The writer of a store's new calls.
-pub(crate) fn gather() -> Gather<Insertion> {
-    Gather::new(write_all)
-}
-
 /// Inserts `call` with `event`, together with the calls that came meanwhile; the call that has
 /// its key when another has it.
 pub(crate) async fn insert(
@@ -67,7 +56,7 @@ pub(crate) async fn insert(
     event: &Event,
 ) -> Result<Inserted> {
     let (done, answer) = oneshot::channel();
-    gather.send(pool, Insertion { call: call.clone(), event: event.clone(), done })?;
+    gather.send(pool, Insertion { call: call.clone(), event: event.clone(), done }, write_all)?;
     answer.await.map_err(|_| stopped())?
 }
 
@@ -83,7 +72,7 @@ fn write_all(pool: PgPool, insertions: Vec<Insertion>) -> BoxFuture<'static, ()>
                     let result = match written.iter().find(|(n, _)| *n == ordinal as i64 + 1) {
                         Some((_, covered)) => Ok(Inserted::New { covered: Some(*covered) }),
                         // Its key was taken: answered with the call that has it.
-                        None => super::postgres::insert_alone(&pool, &insertion.call, &insertion.event).await,
+                        None => super::insert_alone(&pool, &insertion.call, &insertion.event).await,
                     };
                     let _ = insertion.done.send(result);
                 }
@@ -91,7 +80,7 @@ fn write_all(pool: PgPool, insertions: Vec<Insertion>) -> BoxFuture<'static, ()>
             // Alone, or one row's refusal failed the statement: each is inserted alone.
             Err(()) => {
                 for insertion in insertions {
-                    let result = super::postgres::insert_alone(&pool, &insertion.call, &insertion.event).await;
+                    let result = super::insert_alone(&pool, &insertion.call, &insertion.event).await;
                     let _ = insertion.done.send(result);
                 }
             }

@@ -1,4 +1,4 @@
-//! Call updates with their one event, written together (see `gather.rs`): `unnest` over each
+//! Call updates with their one event, written together (see `together.rs`): `unnest` over each
 //! column, the update and the events in one data-modifying `WITH`. Each update keeps its own
 //! row-version check and is answered only after the commit — written, or `NotFound`/`Stale` as
 //! alone. When the statement fails as a whole (a guard refusing one row), each update is written
@@ -9,9 +9,9 @@ use sqlx::PgPool;
 use sqlx::types::Json;
 use tokio::sync::oneshot;
 
-use super::gather::{Gather, stopped};
 use crate::error::Result;
 use crate::records::{Event, InvocationRecord};
+use crate::together::{Gather, Update, stopped};
 
 /// The updates with their events, one row of input each: the row written only at its expected
 /// version, the event only with it; the ordinals of the rows written are answered.
@@ -35,17 +35,6 @@ const UPDATE_CALLS_WITH_EVENTS: &str = "WITH input AS (SELECT * FROM unnest($1::
      FROM input i JOIN updated u ON u.n = i.n ORDER BY i.n RETURNING 1) \
      SELECT n FROM updated";
 
-pub(crate) struct Update {
-    call: InvocationRecord,
-    event: Event,
-    done: oneshot::Sender<Result<()>>,
-}
-
-/// The writer of a store's call updates.
-pub(crate) fn gather() -> Gather<Update> {
-    Gather::new(write_all)
-}
-
 /// Writes `call` with `event` when the stored row is one version behind, together with the
 /// updates that came meanwhile; `NotFound` or `Stale` otherwise.
 pub(crate) async fn update(
@@ -55,14 +44,14 @@ pub(crate) async fn update(
     event: &Event,
 ) -> Result<()> {
     let (done, answer) = oneshot::channel();
-    gather.send(pool, Update { call: call.clone(), event: event.clone(), done })?;
+    gather.send(pool, Update { call: call.clone(), event: event.clone(), done }, write_all)?;
     answer.await.map_err(|_| stopped())?
 }
 
 fn write_all(pool: PgPool, updates: Vec<Update>) -> BoxFuture<'static, ()> {
     Box::pin(async move {
         if let [update] = &updates[..] {
-            let result = super::postgres::update_alone(&pool, &update.call, &update.event).await;
+            let result = super::update_alone(&pool, &update.call, &update.event).await;
             if let Some(update) = updates.into_iter().next() {
                 let _ = update.done.send(result);
             }
@@ -75,7 +64,7 @@ fn write_all(pool: PgPool, updates: Vec<Update>) -> BoxFuture<'static, ()> {
                     let result = if written.contains(&(ordinal as i64 + 1)) {
                         Ok(())
                     } else {
-                        Err(super::postgres::unwritten(&pool, &update.call.id).await)
+                        Err(super::unwritten(&pool, &update.call.id).await)
                     };
                     let _ = update.done.send(result);
                 }
@@ -83,7 +72,7 @@ fn write_all(pool: PgPool, updates: Vec<Update>) -> BoxFuture<'static, ()> {
             Err(_) => {
                 // One row's refusal fails the statement: each is written alone, with its own answer.
                 for update in updates {
-                    let result = super::postgres::update_alone(&pool, &update.call, &update.event).await;
+                    let result = super::update_alone(&pool, &update.call, &update.event).await;
                     let _ = update.done.send(result);
                 }
             }
@@ -93,7 +82,7 @@ fn write_all(pool: PgPool, updates: Vec<Update>) -> BoxFuture<'static, ()> {
 
 /// Writes each call with its event in one statement on `executor`; the ordinals (from 1) of
 /// the rows written.
-pub(super) async fn write<'e>(
+pub(in crate::invocations) async fn write<'e>(
     executor: impl sqlx::PgExecutor<'e>,
     rows: &[(&InvocationRecord, &Event)],
 ) -> Result<Vec<i64>> {
