@@ -1,7 +1,7 @@
 //! A claim takes several calls at once (`maxCalls`): the oldest first, each with its own lease
 //! and fencing token, the first as the answer and the others in its `more`.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::calls::{each_backend, local};
 
@@ -41,6 +41,27 @@ async fn a_claim_takes_as_many_calls_as_it_asks_for() {
         taken.push(rest.clone());
         taken.push(rest["more"][0].clone());
         assert_eq!(core.claim(ten).await.status.as_u16(), 204, "nothing left");
+        // Versions this core has not claimed before, interleaved: the claim learns each on its way
+        // and still takes as many as it asked for.
+        let mut second = local("claim.classify", "none", (1, 0), &[]);
+        second["version"] = json!("2");
+        core.publish(second).await;
+        let mut mixed = Vec::new();
+        for n in 0..4 {
+            let version = if n % 2 == 0 { "claim.classify@1" } else { "claim.classify@2" };
+            let invoked = core.invoke(&core.caller, version, json!({"inputs": {"claim": format!("m-{n}")}})).await;
+            mixed.push(invoked.ok(201)["id"].as_str().expect("an id").to_owned());
+        }
+        let four = json!({"protocols": ["local"], "localEntrypoints": [CLASSIFY], "maxCalls": 4});
+        let answer = core.claim(four).await.ok(200).clone();
+        let mut got: Vec<Value> = vec![answer.clone()];
+        got.extend(answer["more"].as_array().into_iter().flatten().cloned());
+        let mut ids: Vec<&str> = got.iter().map(|c| c["invocation"]["id"].as_str().unwrap_or_default()).collect();
+        ids.sort_unstable();
+        let mut wanted: Vec<&str> = mixed.iter().map(String::as_str).collect();
+        wanted.sort_unstable();
+        assert_eq!(ids, wanted, "all four, across both versions");
+        taken.extend(got);
         // Each completes on its own fencing token.
         for claimed in &taken {
             let id = claimed["invocation"]["id"].as_str().unwrap_or_default();

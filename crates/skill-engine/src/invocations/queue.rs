@@ -196,10 +196,10 @@ impl Engine {
         }
     }
 
-    /// One attempt to take up to `most` calls: the store hands the candidates to
-    /// [`Engine::taker`] in queue order inside its write transaction. A candidate of a version
-    /// whose timeout this engine has not read yet stops the attempt; when nothing was taken
-    /// before it, the version is read and the attempt made again.
+    /// Takes up to `most` calls: the store hands the candidates to [`Engine::taker`] in queue
+    /// order inside its write transaction. A candidate of a version whose timeout this engine has
+    /// not read yet stops an attempt (what it took before stays taken); the version is read and
+    /// another attempt takes what is still wanted.
     async fn take_up_to(
         &self,
         actor: &Actor,
@@ -208,36 +208,34 @@ impl Engine {
         origin: &Origin,
         most: usize,
     ) -> Result<Vec<ClaimOut>> {
-        for _ in 0..3 {
+        let mut out = Vec::with_capacity(most);
+        // Each attempt after the first learns one more version.
+        for _ in 0..most + 2 {
             let now = self.now();
             let seen = Arc::new(Mutex::new(Seen::default()));
             let take = self.taker(actor, request, origin, now, Arc::clone(&seen));
-            let claimed = self.store.claim_up_to(admission, now, most, take).await?;
+            let claimed = self.store.claim_up_to(admission, now, most - out.len(), take).await?;
             // What the claim cancelled is logged once its transaction committed.
             let seen = std::mem::take(&mut *seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
             for (cancelled, name, version) in &seen.cancelled {
                 crate::ended::log(cancelled, name, version);
             }
-            if !claimed.is_empty() {
-                let mut out = Vec::with_capacity(claimed.len());
-                for running in claimed {
-                    let skill = self.store.skill(&running.skill_id).await?.skill;
-                    let contract = skill.contract.clone().unwrap_or_default();
-                    let claimed = claimed_skill(&skill, &contract);
-                    let settings = self.claim_settings(&skill.name).await?;
-                    // The executor hands the skill the key of the effect (a retried outcome's first key).
-                    let effect = crate::work::effect_key(&running);
-                    let mut invocation = view::invocation_out(running, &skill, now, &view::Looked::default());
-                    invocation.idempotency_key = effect;
-                    out.push(ClaimOut { invocation, skill: claimed, settings, more: Vec::new() });
-                }
-                return Ok(out);
+            for running in claimed {
+                let skill = self.store.skill(&running.skill_id).await?.skill;
+                let contract = skill.contract.clone().unwrap_or_default();
+                let claimed = claimed_skill(&skill, &contract);
+                let settings = self.claim_settings(&skill.name).await?;
+                // The executor hands the skill the key of the effect (a retried outcome's first key).
+                let effect = crate::work::effect_key(&running);
+                let mut invocation = view::invocation_out(running, &skill, now, &view::Looked::default());
+                invocation.idempotency_key = effect;
+                out.push(ClaimOut { invocation, skill: claimed, settings, more: Vec::new() });
             }
-            let Some(skill_id) = seen.unknown else { return Ok(Vec::new()) };
+            let Some(skill_id) = seen.unknown.filter(|_| out.len() < most) else { return Ok(out) };
             let skill = self.store.skill(&skill_id).await?.skill;
             self.timeouts.learn(&skill_id, skill.contract.as_ref().map(timeout_of));
         }
-        Ok(Vec::new())
+        Ok(out)
     }
 
     /// What a claim makes of a candidate: running under a new lease and fencing token, with its
