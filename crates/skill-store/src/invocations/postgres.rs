@@ -158,6 +158,38 @@ fn bind_event<'q>(
         .bind(e.created_at)
 }
 
+/// The events of a statement over several calls (`inserts.rs`, `updates.rs`): each call's event,
+/// from the input rows whose call `$written` names (a data-modifying `WITH` answering the input's
+/// `n`), in the input's order.
+macro_rules! events_written_sql {
+    ($written:literal) => {
+        concat!(
+            "written AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
+             SELECT i.event_id, i.event_kind, i.event_subject, i.event_data, i.event_actor, i.event_request, \
+             i.event_at FROM input i JOIN ",
+            $written,
+            " u ON u.n = i.n ORDER BY i.n RETURNING 1)"
+        )
+    };
+}
+use events_written_sql;
+
+/// Binds the seven values of each of `events` as arrays (in [`bind_event`]'s order), for a
+/// statement over several calls that reads them through `unnest`.
+fn bind_event_arrays<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    events: &[&'q Event],
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(events.iter().map(|e| e.id.as_str()).collect::<Vec<_>>())
+        .bind(events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>())
+        .bind(events.iter().map(|e| e.subject.as_str()).collect::<Vec<_>>())
+        .bind(events.iter().map(|e| Json(&e.data)).collect::<Vec<_>>())
+        .bind(events.iter().map(|e| e.actor_id.as_deref()).collect::<Vec<_>>())
+        .bind(events.iter().map(|e| e.request_id.as_deref()).collect::<Vec<_>>())
+        .bind(events.iter().map(|e| e.created_at).collect::<Vec<_>>())
+}
+
 /// Why a version-checked write of `id` wrote nothing: `NotFound` or `Stale`.
 async fn unwritten<'e>(executor: impl sqlx::PgExecutor<'e>, id: &str) -> StoreError {
     match sqlx::query_scalar::<_, i32>(ROW_VERSION).bind(id).fetch_optional(executor).await {

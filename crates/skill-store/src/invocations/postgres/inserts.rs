@@ -7,9 +7,11 @@
 
 use futures::future::BoxFuture;
 use sqlx::PgPool;
+use sqlx::Row as _;
 use sqlx::types::Json;
 use tokio::sync::oneshot;
 
+use super::{bind_event_arrays, events_written_sql};
 use crate::error::Result;
 use crate::invocations::{covered_sql, invocation_columns};
 use crate::records::{Event, Inserted, InvocationRecord};
@@ -27,15 +29,14 @@ const INSERT_CALLS_WITH_EVENTS: &str = concat!(
      WITH ORDINALITY AS i (",
     invocation_columns!(),
     ", event_id, event_kind, event_subject, event_data, event_actor, event_request, event_at, n)), \
-     inserted AS (INSERT INTO skill_invocations (",
+     added AS (INSERT INTO skill_invocations (",
     invocation_columns!(),
     ") SELECT ",
     invocation_columns!(),
     " FROM input ORDER BY n ON CONFLICT (skill_id, idempotency_key) DO NOTHING RETURNING id), \
-     written AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
-     SELECT i.event_id, i.event_kind, i.event_subject, i.event_data, i.event_actor, i.event_request, i.event_at \
-     FROM input i JOIN inserted u ON u.id = i.id ORDER BY i.n RETURNING 1) \
-     SELECT i.n, (",
+     inserted AS (SELECT input.n FROM input JOIN added ON added.id = input.id), ",
+    events_written_sql!("inserted"),
+    " SELECT i.n, (",
     covered_sql!(
         "jsonb_array_elements_text(s.admission -> '",
         "')",
@@ -44,7 +45,7 @@ const INSERT_CALLS_WITH_EVENTS: &str = concat!(
         "i.target",
         "i.audience"
     ),
-    ") AS covered FROM input i JOIN inserted u ON u.id = i.id"
+    ") AS covered FROM input i JOIN inserted u ON u.n = i.n"
 );
 
 /// Inserts `call` with `event`, together with the calls that came meanwhile; the call that has
@@ -91,8 +92,7 @@ fn write_all(pool: PgPool, insertions: Vec<Insertion>) -> BoxFuture<'static, ()>
 /// The ordinals (from 1) of the calls inserted, with whether a session covers each.
 async fn write(pool: &PgPool, insertions: &[Insertion]) -> Result<Vec<(i64, bool)>> {
     let calls = || insertions.iter().map(|insertion| &insertion.call);
-    let events = || insertions.iter().map(|insertion| &insertion.event);
-    let query = sqlx::query_as::<_, (i64, bool)>(INSERT_CALLS_WITH_EVENTS)
+    let query = sqlx::query(INSERT_CALLS_WITH_EVENTS)
         .bind(calls().map(|c| c.id.as_str()).collect::<Vec<_>>())
         .bind(calls().map(|c| c.skill_id.as_str()).collect::<Vec<_>>())
         .bind(calls().map(|c| c.protocol.as_str()).collect::<Vec<_>>())
@@ -124,13 +124,11 @@ async fn write(pool: &PgPool, insertions: &[Insertion]) -> Result<Vec<(i64, bool
         .bind(calls().map(|c| c.updated_at).collect::<Vec<_>>())
         .bind(calls().map(|c| c.started_at).collect::<Vec<_>>())
         .bind(calls().map(|c| c.attempt_started_at).collect::<Vec<_>>())
-        .bind(calls().map(|c| c.finished_at).collect::<Vec<_>>())
-        .bind(events().map(|e| e.id.as_str()).collect::<Vec<_>>())
-        .bind(events().map(|e| e.kind.as_str()).collect::<Vec<_>>())
-        .bind(events().map(|e| e.subject.as_str()).collect::<Vec<_>>())
-        .bind(events().map(|e| Json(&e.data)).collect::<Vec<_>>())
-        .bind(events().map(|e| e.actor_id.as_deref()).collect::<Vec<_>>())
-        .bind(events().map(|e| e.request_id.as_deref()).collect::<Vec<_>>())
-        .bind(events().map(|e| e.created_at).collect::<Vec<_>>());
-    Ok(query.fetch_all(pool).await?)
+        .bind(calls().map(|c| c.finished_at).collect::<Vec<_>>());
+    let events: Vec<&Event> = insertions.iter().map(|insertion| &insertion.event).collect();
+    let written = bind_event_arrays(query, &events).fetch_all(pool).await?;
+    Ok(written
+        .iter()
+        .map(|row| Ok((row.try_get::<i64, _>(0)?, row.try_get::<bool, _>(1)?)))
+        .collect::<std::result::Result<_, sqlx::Error>>()?)
 }

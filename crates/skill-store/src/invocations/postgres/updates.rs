@@ -6,16 +6,19 @@
 
 use futures::future::BoxFuture;
 use sqlx::PgPool;
+use sqlx::Row as _;
 use sqlx::types::Json;
 use tokio::sync::oneshot;
 
+use super::{bind_event_arrays, events_written_sql};
 use crate::error::Result;
 use crate::records::{Event, InvocationRecord};
 use crate::together::{Gather, Update, stopped};
 
 /// The updates with their events, one row of input each: the row written only at its expected
 /// version, the event only with it; the ordinals of the rows written are answered.
-const UPDATE_CALLS_WITH_EVENTS: &str = "WITH input AS (SELECT * FROM unnest($1::text[], $2::int4[], \
+const UPDATE_CALLS_WITH_EVENTS: &str = concat!(
+    "WITH input AS (SELECT * FROM unnest($1::text[], $2::int4[], \
      $3::text[], $4::int4[], $5::timestamptz[], $6::jsonb[], $7::jsonb[], $8::jsonb[], $9::int8[], $10::text[], \
      $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::int4[], $16::timestamptz[], \
      $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::text[], $21::text[], $22::text[], \
@@ -29,11 +32,10 @@ const UPDATE_CALLS_WITH_EVENTS: &str = "WITH input AS (SELECT * FROM unnest($1::
      executor_session_id = i.executor_session_id, lease_expires_at = i.lease_expires_at, \
      heartbeat_at = i.heartbeat_at, artifact_id = i.artifact_id, row_version = i.row_version, \
      updated_at = i.updated_at, started_at = i.started_at, attempt_started_at = i.attempt_started_at, \
-     finished_at = i.finished_at FROM input i WHERE c.id = i.id AND c.row_version = i.expected RETURNING i.n), \
-     written AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
-     SELECT i.event_id, i.event_kind, i.event_subject, i.event_data, i.event_actor, i.event_request, i.event_at \
-     FROM input i JOIN updated u ON u.n = i.n ORDER BY i.n RETURNING 1) \
-     SELECT n FROM updated";
+     finished_at = i.finished_at FROM input i WHERE c.id = i.id AND c.row_version = i.expected RETURNING i.n), ",
+    events_written_sql!("updated"),
+    " SELECT n FROM updated"
+);
 
 /// Writes `call` with `event` when the stored row is one version behind, together with the
 /// updates that came meanwhile; `NotFound` or `Stale` otherwise.
@@ -87,8 +89,7 @@ pub(in crate::invocations) async fn write<'e>(
     rows: &[(&InvocationRecord, &Event)],
 ) -> Result<Vec<i64>> {
     let calls = || rows.iter().map(|(call, _)| *call);
-    let events = || rows.iter().map(|(_, event)| *event);
-    let query = sqlx::query_scalar::<_, i64>(UPDATE_CALLS_WITH_EVENTS)
+    let query = sqlx::query(UPDATE_CALLS_WITH_EVENTS)
         .bind(calls().map(|c| c.id.as_str()).collect::<Vec<_>>())
         .bind(calls().map(|c| c.row_version - 1).collect::<Vec<_>>())
         .bind(calls().map(|c| c.status.as_str()).collect::<Vec<_>>())
@@ -107,13 +108,8 @@ pub(in crate::invocations) async fn write<'e>(
         .bind(calls().map(|c| c.updated_at).collect::<Vec<_>>())
         .bind(calls().map(|c| c.started_at).collect::<Vec<_>>())
         .bind(calls().map(|c| c.attempt_started_at).collect::<Vec<_>>())
-        .bind(calls().map(|c| c.finished_at).collect::<Vec<_>>())
-        .bind(events().map(|e| e.id.as_str()).collect::<Vec<_>>())
-        .bind(events().map(|e| e.kind.as_str()).collect::<Vec<_>>())
-        .bind(events().map(|e| e.subject.as_str()).collect::<Vec<_>>())
-        .bind(events().map(|e| Json(&e.data)).collect::<Vec<_>>())
-        .bind(events().map(|e| e.actor_id.as_deref()).collect::<Vec<_>>())
-        .bind(events().map(|e| e.request_id.as_deref()).collect::<Vec<_>>())
-        .bind(events().map(|e| e.created_at).collect::<Vec<_>>());
-    Ok(query.fetch_all(executor).await?)
+        .bind(calls().map(|c| c.finished_at).collect::<Vec<_>>());
+    let events: Vec<&Event> = rows.iter().map(|(_, event)| *event).collect();
+    let written = bind_event_arrays(query, &events).fetch_all(executor).await?;
+    Ok(written.iter().map(|row| row.try_get::<i64, _>(0)).collect::<std::result::Result<_, _>>()?)
 }
