@@ -38,7 +38,7 @@ use skill_api::{
     TaskApproval, TaskRequest, TaskStatus, TaskTypeRequest, WithdrawRequest,
 };
 use skill_engine::{Actor, Engine, Origin, TokenRequest};
-use skill_store::records::{InvocationFilter, InvocationRecord};
+use skill_store::records::{InvocationFilter, InvocationRecord, TaskFilter};
 
 mod shrink;
 
@@ -173,6 +173,8 @@ struct World {
     ids: Vec<String>,
     /// The principal the process runs as.
     agent: String,
+    /// The workspace's id.
+    desk: String,
     _folder: Folder,
 }
 
@@ -204,7 +206,7 @@ async fn world(case: u64) -> World {
     let store = skill_store::open(folder.to_str().expect("utf-8"), &options).await.expect("store");
     let blobs = Arc::new(skill_store::FolderBlobs::new(folder.join("blobs")));
     let engine = Engine::new(Arc::clone(&store)).with_blobs(blobs);
-    engine.create_workspace("desk", "desk", &Origin::default()).await.expect("workspace");
+    let desk = engine.create_workspace("desk", "desk", &Origin::default()).await.expect("workspace").id;
     let admin = actor(&engine, "admin", "person", &["org.manage"]).await;
     let writer = ["skills.invoke", "tasks.write@desk"];
     let people = vec![
@@ -291,7 +293,7 @@ async fn world(case: u64) -> World {
     engine.apply_package(&installer, &apply, None).await.expect("the process applied");
     let agent = engine.store().agent("proc-bot").await.expect("the agent").principal_id;
     let ids = people.iter().map(|person| person.id().to_owned()).collect();
-    World { engine, admin, people, executor, ids, agent, _folder: Folder(folder) }
+    World { engine, admin, people, executor, ids, agent, desk, _folder: Folder(folder) }
 }
 
 /// The refusal code of an engine answer, or `ok`.
@@ -902,21 +904,35 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
         let authority = w.ids.iter().take(3).position(|id| *id == call.authority_principal_id);
         m.calls.insert(call.id.clone(), Call { status: call.status, fencing: call.fencing_token, authority });
     }
-    let open: Vec<String> = m.tasks.iter().filter(|(_, task)| task.open).map(|(id, _)| id.clone()).collect();
-    for id in open {
-        if store.task(&id).await.expect(at).status != TaskStatus::Open {
-            m.close(&id);
+    let open = TaskFilter { status: Some(TaskStatus::Open), limit: 100_000, ..TaskFilter::default() };
+    let open: BTreeSet<String> = store.tasks(&open).await.expect(at).into_iter().map(|task| task.id).collect();
+    let closed: Vec<String> =
+        m.tasks.iter().filter(|(id, task)| task.open && !open.contains(*id)).map(|(id, _)| id.clone()).collect();
+    for id in closed {
+        m.close(&id);
+    }
+    // Every pending approval is as the model says (a closed task's pending gates were withdrawn
+    // with it), read a task at a time; the workers move no other, and all are checked at the end.
+    let moving: BTreeSet<&String> =
+        m.approvals.values().filter(|a| a.status == ApprovalStatus::Pending).map(|approval| &approval.task).collect();
+    for task in moving {
+        for stored in store.approvals(task).await.expect(at) {
+            let Some(approval) = m.approvals.get(&stored.id) else { continue };
+            assert_eq!(stored.status, approval.status, "{at}: approval {}", stored.id);
         }
     }
-    // Every approval is as the model says (a closed task's pending gates were withdrawn with it).
-    for (id, approval) in &m.approvals {
-        let stored = w.engine.store().approval(id).await.expect(at);
-        assert_eq!(stored.status, approval.status, "{at}: approval {id}");
+    // The review tasks the running instances made, and the gates their agent asked for (an ended
+    // instance moves no more: checked at the end).
+    let running: Vec<String> = m.instances.iter().filter(|(_, i)| i.running).map(|(id, _)| id.clone()).collect();
+    let listed = store.instances(&w.desk, None, None, None, 100_000).await.expect(at);
+    let mut listed: BTreeMap<String, _> = listed.into_iter().map(|instance| (instance.id.clone(), instance)).collect();
+    let mut steps_of: BTreeMap<String, Vec<_>> = BTreeMap::new();
+    for step in store.steps_of(&running).await.expect(at) {
+        steps_of.entry(step.instance_id.clone()).or_default().push(step);
     }
-    // The review tasks the instances made, and the gates their agent asked for.
-    for (id, instance) in &mut m.instances {
-        let stored = store.instance(id).await.expect(at);
-        let steps = store.steps(id).await.expect(at);
+    for (id, instance) in m.instances.iter_mut().filter(|(_, instance)| instance.running) {
+        let stored = listed.remove(id).unwrap_or_else(|| panic!("{at}: instance {id} not listed"));
+        let steps = steps_of.remove(id).unwrap_or_default();
         let undecided = stored.error.as_ref().is_some_and(|e| e["code"] == "process_write_not_decided");
         if instance.running && undecided {
             // Refused for want of a decision: its review closed otherwise than done, or no one but
@@ -1169,6 +1185,14 @@ async fn check_whole(w: &World, m: &Model, case: u64) {
     let filter = InvocationFilter { limit: 100_000, ..InvocationFilter::default() };
     let calls = w.engine.store().invocations(&filter).await.expect("calls");
     assert_eq!(calls.len(), m.calls.len(), "{at}: the model knows every call");
+    for (id, approval) in &m.approvals {
+        let stored = w.engine.store().approval(id).await.expect("approval");
+        assert_eq!(stored.status, approval.status, "{at}: approval {id}");
+    }
+    for (id, instance) in &m.instances {
+        let stored = w.engine.store().instance(id).await.expect("instance");
+        assert_eq!(stored.status == InstanceStatus::Running, instance.running, "{at}: instance {id}");
+    }
     let mut approvals = BTreeSet::new();
     let mut runs = BTreeSet::new();
     let mut writes = BTreeSet::new();

@@ -143,8 +143,11 @@ async fn check(w: &World, asked: &[Asked], at: &str) {
         *per_approval.entry(approval_id.clone()).or_default() += 1;
     }
     assert!(per_approval.values().all(|count| *count == 1), "{at}: an approval spent twice: {per_approval:?}");
+    let requests = store.agent_requests_of(w.agent.id(), false, 100_000).await.expect(at);
+    let requests: BTreeMap<&str, _> = requests.iter().map(|request| (request.id.as_str(), request)).collect();
     for request in asked {
-        let stored = store.agent_request(&request.id).await.expect(at);
+        let stored =
+            requests.get(request.id.as_str()).unwrap_or_else(|| panic!("{at}: request {} not kept", request.id));
         let called = per_approval.contains_key(&request.approval);
         if request.decided == Some(ApprovalStatus::Rejected) || request.withdrawn {
             assert!(!called, "{at}: a call for a request that was rejected or withdrawn");
@@ -152,9 +155,13 @@ async fn check(w: &World, asked: &[Asked], at: &str) {
         if matches!(stored.status, RequestStatus::Rejected | RequestStatus::Expired | RequestStatus::Withdrawn) {
             assert!(!called, "{at}: a call for a request that ended {}", stored.status);
         }
+        // (What the agent's poll shows of it is checked by the polls and once the work settles.)
         if stored.status == RequestStatus::Succeeded {
-            let seen = w.engine.agent_request(&w.agent, &request.id).await.expect(at);
-            assert!(seen.call.and_then(|call| call.output).is_some(), "{at}: a succeeded request without its output");
+            let call = stored.invocation_id.as_ref().and_then(|id| calls.iter().find(|call| call.id == *id));
+            assert!(
+                call.and_then(|call| call.output.as_ref()).is_some(),
+                "{at}: a succeeded request without its output"
+            );
         }
     }
 }
@@ -185,6 +192,12 @@ async fn step(w: &mut World, asked: &mut Vec<Asked>, rng: &mut Rng, at: &str) ->
             let Some(i) = pick(rng, asked) else { return "nothing to poll" };
             let seen = engine.agent_request(&w.agent, &asked[i].id).await.expect(at);
             assert_eq!(seen.inputs, asked[i].inputs, "{at}");
+            if seen.status == RequestStatus::Succeeded {
+                assert!(
+                    seen.call.and_then(|call| call.output).is_some(),
+                    "{at}: a succeeded request polled without its output"
+                );
+            }
             "poll"
         }
         30..=45 => {
