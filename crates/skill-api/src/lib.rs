@@ -18,6 +18,7 @@
 //! | every operation (method, path, permission, bodies, error codes) | [`operations::OPERATIONS`] |
 //! | the OpenAPI 3.1 document built from them | [`openapi::document`] |
 //! | the skill-facing routes the SDK calls | [`sdk_routes`] |
+//! | the names of the metrics every binary exports, and their labels | [`telemetry`] |
 
 mod agents;
 mod artifacts;
@@ -37,6 +38,7 @@ mod rules;
 pub mod sdk_routes;
 mod skills;
 mod states;
+pub mod telemetry;
 mod tokens;
 mod work;
 

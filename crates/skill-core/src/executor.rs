@@ -58,6 +58,8 @@ pub(crate) struct ExecutorArgs {
     /// Seconds running calls may finish after SIGTERM.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=3600))]
     grace: u64,
+    #[command(flatten)]
+    metrics: crate::MetricsArg,
 }
 
 impl ExecutorArgs {
@@ -106,6 +108,7 @@ pub(crate) async fn run(args: ExecutorArgs) -> Result<()> {
     if declared.protocols.is_empty() {
         bail!("nothing to run: give --http-origin, --mcp-origin or --mcp-servers for the protocols it runs");
     }
+    args.metrics.start("executor").await?;
     // Before saying it runs: a SIGTERM from then on stops it cleanly.
     let stop = skill_http::stop_signal();
     tracing::info!(core = %args.core, http = ?declared.http_origins, mcp = ?declared.mcp_endpoints, audiences = ?declared.audiences,

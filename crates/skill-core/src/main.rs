@@ -53,6 +53,8 @@ enum Command {
         public_url: Option<String>,
         #[command(flatten)]
         bounds: Bounds,
+        #[command(flatten)]
+        metrics: MetricsArg,
         /// Log at debug: executors' long-polling claims and heartbeats, health checks and key
         /// fetches too (without it each of those is quiet; every other request, every call that
         /// ends, every decision and every failure is a line). SKILL_LOG sets the filter outright
@@ -233,6 +235,27 @@ enum TokenCommand {
     },
 }
 
+/// `--metrics-listen`: where Prometheus scrapes this process.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct MetricsArg {
+    /// Serve Prometheus metrics at http://ADDR/metrics, an address of their own (keep it inside
+    /// your network: the metrics name skills and routes, never ids or inputs). Off unless given.
+    #[arg(long = "metrics-listen", env = "SKILL_METRICS_LISTEN", value_name = "ADDR")]
+    pub(crate) address: Option<String>,
+}
+
+impl MetricsArg {
+    /// Installs the recorder and serves it, when an address was given.
+    pub(crate) async fn start(&self, component: &'static str) -> Result<()> {
+        let Some(address) = &self.address else { return Ok(()) };
+        let handle = skill_http::metrics::install(component).map_err(anyhow::Error::msg)?;
+        let listener = skill_http::metrics::bind(address).await.map_err(anyhow::Error::msg)?;
+        eprintln!("metrics on http://{}/metrics", listener.local_addr()?);
+        tokio::spawn(skill_http::metrics::serve(listener, handle));
+        Ok(())
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = match &cli.command {
@@ -296,9 +319,10 @@ async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
         Command::Executor(args) => executor::run(args).await,
-        Command::Serve { db, listen, issuer, public_url, bounds, verbose: _ } => {
+        Command::Serve { db, listen, issuer, public_url, bounds, metrics, verbose: _ } => {
             let listener =
                 tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+            metrics.start("core").await?;
             let address = listener.local_addr()?;
             let issuer = issuer.unwrap_or_else(|| format!("http://{address}"));
             let public_url = public_url.unwrap_or_else(|| format!("http://{address}"));

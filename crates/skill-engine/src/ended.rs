@@ -1,7 +1,7 @@
 //! One log line for every call that ends — the operator's record of what happened, beside the
 //! journal: its skill, status, attempts, how long it took from the request, and for a failure
 //! or a cancellation its code and message (`info` when it succeeded, `warn` otherwise). An
-//! attempt that will be retried is a `debug` line. The message is a caller's or a skill's text:
+//! attempt that will be retried is a `debug` line. The metrics count the same moments. The message is a caller's or a skill's text:
 //! it is written quoted, its line breaks and control characters escaped, so it cannot forge a
 //! line of its own.
 
@@ -10,8 +10,10 @@ use skill_store::records::InvocationRecord;
 /// The most characters of an error's message the line shows.
 const SHOWN: usize = 300;
 
-/// Logs `call` (of `name@version`) as it now is, if it ended or will be retried.
+/// Logs `call` (of `name@version`) as it now is, if it ended or will be retried, and counts it
+/// in the metrics.
 pub(crate) fn log(call: &InvocationRecord, name: &str, version: &str) {
+    crate::metered::moved(call, name, version);
     let status = call.status.as_str();
     let skill = format_args!("{name}@{version}");
     let attempt = format_args!("{}/{}", call.attempt, call.max_attempts);

@@ -30,6 +30,7 @@ pub mod invocations;
 pub mod keyed;
 pub mod knowledge;
 mod lease;
+mod metered;
 pub mod packages;
 pub mod processes;
 pub mod requests;

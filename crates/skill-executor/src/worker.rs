@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use skill_api::telemetry::{label, metric};
 use skill_api::{ClaimRequest, MAX_CLAIM_CALLS};
 use skill_client::{Client, ClientError};
 use tokio::sync::{Semaphore, watch};
@@ -34,13 +35,14 @@ struct Counters {
 
 impl Counters {
     fn count(&self, end: End) {
-        let counter = match end {
-            End::Completed => &self.completed,
-            End::Failed => &self.failed,
-            End::Lost => &self.lost,
-            End::Abandoned => &self.abandoned,
+        let (counter, outcome) = match end {
+            End::Completed => (&self.completed, "completed"),
+            End::Failed => (&self.failed, "failed"),
+            End::Lost => (&self.lost, "lost"),
+            End::Abandoned => (&self.abandoned, "abandoned"),
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!(metric::EXECUTOR_CALLS, label::OUTCOME => outcome).increment(1);
     }
 
     fn stats(&self) -> Stats {
@@ -89,6 +91,7 @@ pub async fn run(
     };
     let mut workers = tokio::task::JoinSet::new();
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    metrics::gauge!(metric::EXECUTOR_SLOTS, label::STATE => "all").set(options.concurrency.max(1) as f64);
     for _ in 0..options.concurrency.clamp(1, CLAIMERS) {
         let worker = Worker {
             slots: Arc::clone(&slots),
@@ -222,8 +225,11 @@ impl Worker {
                         let (session, abort, counters) =
                             (session.clone(), self.abort.clone(), Arc::clone(&self.counters));
                         calls.spawn(async move {
+                            let used = metrics::gauge!(metric::EXECUTOR_SLOTS, label::STATE => "used");
+                            used.increment(1.0);
                             let end = run_call(&client, &runner, call, Some(session), &options, abort).await;
                             counters.count(end);
+                            used.decrement(1.0);
                             drop(slot);
                         });
                     }

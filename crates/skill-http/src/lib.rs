@@ -5,6 +5,7 @@
 //! |---|---|
 //! | request ids in and out, one access-log event per request | [`requests`] |
 //! | log set-up (`SKILL_LOG`, `SKILL_LOG_FORMAT`), lines buffered off the request path, plain lines formatted cheaply | [`init_logs`], [`LogGuard`] |
+//! | Prometheus metrics: the recorder, `GET /metrics` on its own address, requests counted by route template | [`metrics`] |
 //! | SIGTERM or SIGINT as a future | [`stop_signal`] |
 //! | serving a router with header and body deadlines, bounded connections and a prompt stop | [`serve`], [`Limits`] |
 
@@ -12,6 +13,7 @@ mod bodies;
 mod line;
 mod logs;
 pub mod mcp_screen;
+pub mod metrics;
 pub mod requests;
 mod server;
 mod tls;

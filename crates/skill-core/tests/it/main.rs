@@ -20,6 +20,7 @@ mod heavy_contracts;
 mod hostile_api;
 mod knowledge;
 mod looks;
+mod metrics;
 mod openapi_file;
 mod package_apply;
 mod package_tests;

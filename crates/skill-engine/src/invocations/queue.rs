@@ -87,7 +87,8 @@ enum Woken {
 #[derive(Debug, Default)]
 struct Seen {
     unknown: Option<String>,
-    cancelled: Vec<(InvocationRecord, String, String)>,
+    /// The calls cancelled, with their skill's name and version and the lost basis's word.
+    cancelled: Vec<(InvocationRecord, String, String, &'static str)>,
 }
 
 impl Engine {
@@ -217,11 +218,13 @@ impl Engine {
             let claimed = self.store.claim_up_to(admission, now, most - out.len(), take).await?;
             // What the claim cancelled is logged once its transaction committed.
             let seen = std::mem::take(&mut *seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-            for (cancelled, name, version) in &seen.cancelled {
+            for (cancelled, name, version, reason) in &seen.cancelled {
                 crate::ended::log(cancelled, name, version);
+                crate::metered::cancelled_at_claim(reason);
             }
             for running in claimed {
                 let skill = self.store.skill(&running.skill_id).await?.skill;
+                crate::metered::claimed(&running, &skill.name, &skill.version, now);
                 let contract = skill.contract.clone().unwrap_or_default();
                 let claimed = claimed_skill(&skill, &contract);
                 let settings = self.claim_settings(&skill.name).await?;
@@ -264,7 +267,12 @@ impl Engine {
                     let (cancelled, event) = cancellation(candidate, skill, &cause, now, &system);
                     // A store that tries its transaction again hands the same candidate again.
                     if !seen.cancelled.iter().any(|(call, ..)| call.id == cancelled.id) {
-                        seen.cancelled.push((cancelled.clone(), skill.0.to_owned(), skill.1.to_owned()));
+                        seen.cancelled.push((
+                            cancelled.clone(),
+                            skill.0.to_owned(),
+                            skill.1.to_owned(),
+                            reason.as_str(),
+                        ));
                     }
                     return Decision::Cancel(cancelled, vec![event]);
                 }
@@ -538,6 +546,7 @@ impl Engine {
             match self.store.update_invocation(&next, &[event]).await {
                 Ok(()) => {
                     handled += 1;
+                    crate::metered::lease_expired();
                     crate::ended::log(&next, &skill.name, &skill.version);
                     if next.status == CallStatus::Pending {
                         self.ready.notify_one();

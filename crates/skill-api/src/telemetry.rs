@@ -1,0 +1,63 @@
+//! What the core, the executors and the skill hosts export for operators: the names of their
+//! Prometheus metrics and of the labels on them, one list for every binary. Names follow
+//! Prometheus's advice (a unit suffix, `_total` on counters); labels take a bounded set of values
+//! only — never an id, an input or a principal's name (`docs/observability.md` lists them all).
+
+/// Metric names.
+pub mod metric {
+    /// Gauge, always 1: the binary's `component` and `version`.
+    pub const BUILD_INFO: &str = "skills_build_info";
+    /// Counter: HTTP requests answered, by `method`, `route` (the route's template) and `status`.
+    pub const HTTP_REQUESTS: &str = "skills_http_requests_total";
+    /// Counter: attempts handed to executors, by `skill`.
+    pub const CALL_ATTEMPTS: &str = "skills_call_attempts_total";
+    /// Counter: failed attempts that will be tried again, by `skill`.
+    pub const CALL_RETRIES: &str = "skills_call_retries_total";
+    /// Histogram: from when a call could run (its invoke, or the end of its backoff) to the claim
+    /// that handed it to an executor, by `skill`.
+    pub const SCHEDULE_TO_START: &str = "skills_call_schedule_to_start_seconds";
+    /// Histogram: from a call's invoke to its end, by `skill` and `outcome`.
+    pub const CALL_DURATION: &str = "skills_call_duration_seconds";
+    /// Counter: waiting calls a claim cancelled because their basis was gone, by `reason`.
+    pub const CANCELLED_AT_CLAIM: &str = "skills_calls_cancelled_at_claim_total";
+    /// Counter: running calls whose lease ran out before their executor reported.
+    pub const LEASES_EXPIRED: &str = "skills_leases_expired_total";
+    /// Gauge: the executor's slots, by `state` (`all`, `used`).
+    pub const EXECUTOR_SLOTS: &str = "skills_executor_slots";
+    /// Counter: calls an executor ran, by `outcome` (`completed`, `failed`, `lost`: its lease
+    /// ended first, `abandoned`: still running when its stop's grace ended).
+    pub const EXECUTOR_CALLS: &str = "skills_executor_calls_total";
+}
+
+/// Label names.
+pub mod label {
+    /// The binary: `core`, `executor`, `host`.
+    pub const COMPONENT: &str = "component";
+    /// The binary's version.
+    pub const VERSION: &str = "version";
+    /// An HTTP method.
+    pub const METHOD: &str = "method";
+    /// A route's template (`/api/v1/skill-invocations/{id}`), `unmatched` when none matched.
+    pub const ROUTE: &str = "route";
+    /// An HTTP status code.
+    pub const STATUS: &str = "status";
+    /// `name@version` of a skill, for the first [`super::MAX_SKILL_LABELS`] seen; `other` after.
+    pub const SKILL: &str = "skill";
+    /// How a call ended: `succeeded`, `failed`, `cancelled`.
+    pub const OUTCOME: &str = "outcome";
+    /// Why a claim cancelled a call (a lost basis's word).
+    pub const REASON: &str = "reason";
+    /// A state of what is counted.
+    pub const STATE: &str = "state";
+}
+
+/// How many skill versions get a label of their own; the rest share [`OTHER`], so 100 skills
+/// and more keep a scrape within a thousand series.
+pub const MAX_SKILL_LABELS: usize = 16;
+
+/// The label value of whatever is past a bound.
+pub const OTHER: &str = "other";
+
+/// The upper bounds (seconds) of the latency histograms' buckets: from a fast local call to a
+/// slow remote one; few, because every bucket is a series per label set.
+pub const LATENCY_BUCKETS: [f64; 8] = [0.005, 0.025, 0.1, 0.5, 2.5, 10.0, 60.0, 300.0];

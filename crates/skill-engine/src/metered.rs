@@ -1,0 +1,70 @@
+//! What the engine counts and times for operators, through the `metrics` facade (a no-op unless
+//! the binary installed a recorder): attempts handed out and how long they waited, how calls
+//! ended and how long they took from the invoke, retries, cancellations at claim, expired leases.
+//! A skill is a label (`name@version`) for the first [`MAX_SKILL_LABELS`] seen; the rest share
+//! `other`, so the series stay bounded however many skills the catalog holds.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
+
+use skill_api::CallStatus;
+use skill_api::telemetry::{MAX_SKILL_LABELS, OTHER, label, metric};
+use skill_store::records::{InvocationRecord, Time};
+
+static LABELLED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// The label of `name@version`: its own while fewer than [`MAX_SKILL_LABELS`] have one, else
+/// `other`.
+pub(crate) fn skill_label(name: &str, version: &str) -> String {
+    let skill = format!("{name}@{version}");
+    let mut labelled = LABELLED.lock().unwrap_or_else(PoisonError::into_inner);
+    let labelled = labelled.get_or_insert_with(HashSet::new);
+    if labelled.contains(&skill) {
+        return skill;
+    }
+    if labelled.len() < MAX_SKILL_LABELS {
+        labelled.insert(skill.clone());
+        return skill;
+    }
+    OTHER.to_owned()
+}
+
+/// A claim handed `call` (now running) to an executor at `now`.
+pub(crate) fn claimed(call: &InvocationRecord, name: &str, version: &str, now: Time) {
+    let skill = skill_label(name, version);
+    let ready = call.available_at.max(call.created_at);
+    metrics::counter!(metric::CALL_ATTEMPTS, label::SKILL => skill.clone()).increment(1);
+    metrics::histogram!(metric::SCHEDULE_TO_START, label::SKILL => skill).record(seconds(now - ready));
+}
+
+/// `call` was written as it now is: an end is timed from the invoke, a retry counted.
+pub(crate) fn moved(call: &InvocationRecord, name: &str, version: &str) {
+    let outcome = match call.status {
+        CallStatus::Succeeded => "succeeded",
+        CallStatus::Failed => "failed",
+        CallStatus::Cancelled => "cancelled",
+        CallStatus::Pending if call.error.is_some() => {
+            metrics::counter!(metric::CALL_RETRIES, label::SKILL => skill_label(name, version)).increment(1);
+            return;
+        }
+        _ => return,
+    };
+    let Some(at) = call.finished_at else { return };
+    let skill = skill_label(name, version);
+    metrics::histogram!(metric::CALL_DURATION, label::SKILL => skill, label::OUTCOME => outcome)
+        .record(seconds(at - call.created_at));
+}
+
+/// A claim cancelled a waiting call for `reason` (a lost basis's word).
+pub(crate) fn cancelled_at_claim(reason: &'static str) {
+    metrics::counter!(metric::CANCELLED_AT_CLAIM, label::REASON => reason).increment(1);
+}
+
+/// A sweep ended the lease of a running call.
+pub(crate) fn lease_expired() {
+    metrics::counter!(metric::LEASES_EXPIRED).increment(1);
+}
+
+fn seconds(elapsed: chrono::Duration) -> f64 {
+    elapsed.to_std().map_or(0.0, |elapsed| elapsed.as_secs_f64())
+}
