@@ -17,6 +17,7 @@ mod module_loops;
 mod postgres;
 mod processes_fault;
 mod processes_run;
+mod prometheus;
 mod rules_run;
 mod s3;
 mod soak;
@@ -37,8 +38,9 @@ commands:
   setup    only set up what the tests need: a Python virtualenv and the Node.js packages of the
            test peers (the MCP SDKs), under target/
   test     set up, start a throwaway PostgreSQL, an S3-compatible server and ChromeDriver (Debian's
-           Chromium), and run `cargo test` with the arguments that follow (`cargo xtask test -p
-           skill-store`); what CI's test step does
+           Chromium), install Prometheus (Debian's; the metrics tests start it), and run `cargo
+           test` with the arguments that follow (`cargo xtask test -p skill-store`); what CI's
+           test step does
   screenshots
            run the console's browser test and keep its screenshots of the main pages in
            docs/console/ (commit them)
@@ -283,6 +285,7 @@ fn test_with(peers: &Peers, arguments: &[String], more: &[(&str, &str)]) -> Resu
     let postgres = postgres::Postgres::start()?;
     let s3 = s3::S3::start(&peers.python)?;
     let browser = browser::Browser::start()?;
+    let prometheus = prometheus::binary()?;
     let mut command = cargo();
     command
         .arg("test")
@@ -292,7 +295,8 @@ fn test_with(peers: &Peers, arguments: &[String], more: &[(&str, &str)]) -> Resu
         .env("SKILL_TEST_POSTGRES_URL", &postgres.url)
         .env("SKILL_TEST_S3_URL", &s3.url)
         .env("SKILL_TEST_WEBDRIVER_URL", &browser.webdriver)
-        .env("SKILL_TEST_CHROMIUM", browser::CHROMIUM);
+        .env("SKILL_TEST_CHROMIUM", browser::CHROMIUM)
+        .env("SKILL_TEST_PROMETHEUS", &prometheus);
     for (name, value) in more {
         command.env(name, value);
     }

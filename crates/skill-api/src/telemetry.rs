@@ -22,6 +22,21 @@ pub mod metric {
     pub const CANCELLED_AT_CLAIM: &str = "skills_calls_cancelled_at_claim_total";
     /// Counter: running calls whose lease ran out before their executor reported.
     pub const LEASES_EXPIRED: &str = "skills_leases_expired_total";
+    /// Gauge, read from the database at each scrape: open calls by `state` (`pending`,
+    /// `running`).
+    pub const CALLS_OPEN: &str = "skills_calls_open";
+    /// Gauge, read at each scrape: pending calls by `reason` (`queued`, `backoff`, `no_executor`,
+    /// `held_for_approval`: the waiting reasons a call's page shows).
+    pub const CALLS_WAITING: &str = "skills_calls_waiting";
+    /// Gauge, read at each scrape: how long the oldest call that could run has waited (0 when
+    /// none waits).
+    pub const BACKLOG_AGE: &str = "skills_backlog_age_seconds";
+    /// Gauge, read at each scrape: approvals not decided yet.
+    pub const APPROVALS_PENDING: &str = "skills_approvals_pending";
+    /// Gauge, read at each scrape: executor sessions open.
+    pub const SESSIONS_ACTIVE: &str = "skills_executor_sessions_active";
+    /// Counter: scrapes whose reading of the database failed (the gauges keep their last values).
+    pub const SCRAPE_ERRORS: &str = "skills_scrape_errors_total";
     /// Gauge: the executor's slots, by `state` (`all`, `used`).
     pub const EXECUTOR_SLOTS: &str = "skills_executor_slots";
     /// Counter: calls an executor ran, by `outcome` (`completed`, `failed`, `lost`: its lease

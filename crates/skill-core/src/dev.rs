@@ -38,6 +38,8 @@ pub(crate) struct DevArgs {
     /// The integration crate, when the package's integration/ folder is not a crate of its own.
     #[arg(long = "crate", value_name = "CRATE")]
     krate: Option<String>,
+    #[command(flatten)]
+    metrics: crate::MetricsArg,
     /// Log every request and the workers' steps (debug). Without it dev logs a line per call
     /// that ends, per decision and per failure; SKILL_LOG (e.g. `debug`, `info,sqlx=warn`) sets
     /// the filter outright.
@@ -136,6 +138,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         .with_context(|| format!("cannot listen on {}: another dev running? --listen another address", args.listen))?;
     let core_url = format!("http://{}", listener.local_addr()?);
     let engine = engine.with_issuer(&core_url);
+    args.metrics.start("core", Some(&engine)).await?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server =
         tokio::spawn(skill_core::serve_until(engine.clone(), listener, skill_http::Limits::default(), async {

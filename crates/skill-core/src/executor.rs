@@ -108,7 +108,7 @@ pub(crate) async fn run(args: ExecutorArgs) -> Result<()> {
     if declared.protocols.is_empty() {
         bail!("nothing to run: give --http-origin, --mcp-origin or --mcp-servers for the protocols it runs");
     }
-    args.metrics.start("executor").await?;
+    args.metrics.start("executor", None).await?;
     // Before saying it runs: a SIGTERM from then on stops it cleanly.
     let stop = skill_http::stop_signal();
     tracing::info!(core = %args.core, http = ?declared.http_origins, mcp = ?declared.mcp_endpoints, audiences = ?declared.audiences,

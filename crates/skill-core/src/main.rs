@@ -245,13 +245,25 @@ pub(crate) struct MetricsArg {
 }
 
 impl MetricsArg {
-    /// Installs the recorder and serves it, when an address was given.
-    pub(crate) async fn start(&self, component: &'static str) -> Result<()> {
+    /// Installs the recorder and serves it, when an address was given; a core's scrape reads
+    /// what waits from `engine`'s database first.
+    pub(crate) async fn start(&self, component: &'static str, engine: Option<&Engine>) -> Result<()> {
         let Some(address) = &self.address else { return Ok(()) };
         let handle = skill_http::metrics::install(component).map_err(anyhow::Error::msg)?;
         let listener = skill_http::metrics::bind(address).await.map_err(anyhow::Error::msg)?;
         eprintln!("metrics on http://{}/metrics", listener.local_addr()?);
-        tokio::spawn(skill_http::metrics::serve(listener, handle));
+        let refresh = engine.cloned().map(|engine| -> skill_http::metrics::Refresh {
+            std::sync::Arc::new(move || {
+                let engine = engine.clone();
+                Box::pin(async move {
+                    if let Err(error) = engine.record_backlog().await {
+                        tracing::warn!(%error, "the metrics could not read what waits");
+                        skill_http::metrics::count_scrape_error();
+                    }
+                })
+            })
+        });
+        tokio::spawn(skill_http::metrics::serve(listener, handle, refresh));
         Ok(())
     }
 }
@@ -322,7 +334,6 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Serve { db, listen, issuer, public_url, bounds, metrics, verbose: _ } => {
             let listener =
                 tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
-            metrics.start("core").await?;
             let address = listener.local_addr()?;
             let issuer = issuer.unwrap_or_else(|| format!("http://{address}"));
             let public_url = public_url.unwrap_or_else(|| format!("http://{address}"));
@@ -338,6 +349,7 @@ async fn run(cli: Cli) -> Result<()> {
                 },
             };
             let engine = engine(&db).await?.with_issuer(&issuer);
+            metrics.start("core", Some(&engine)).await?;
             // Before saying it serves: a SIGTERM from then on stops it cleanly.
             let stop = skill_http::stop_signal();
             eprintln!(

@@ -7,8 +7,8 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
-use skill_api::CallStatus;
 use skill_api::telemetry::{MAX_SKILL_LABELS, OTHER, label, metric};
+use skill_api::{CallStatus, WaitingReason};
 use skill_store::records::{InvocationRecord, Time};
 
 static LABELLED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
@@ -67,4 +67,51 @@ pub(crate) fn lease_expired() {
 
 fn seconds(elapsed: chrono::Duration) -> f64 {
     elapsed.to_std().map_or(0.0, |elapsed| elapsed.as_secs_f64())
+}
+
+impl crate::Engine {
+    /// Reads what waits from the database into the gauges (at each scrape): open calls by state,
+    /// pending ones by waiting reason, the backlog's age, pending approvals, open sessions. A
+    /// reason no call has now reads 0, not its last value.
+    ///
+    /// # Errors
+    /// When the database cannot be read (the gauges keep their last values).
+    pub async fn record_backlog(&self) -> crate::error::Result<()> {
+        let now = self.now();
+        let backlog = self.store.backlog(now).await?;
+        let (mut pending, mut running) = (0, 0);
+        let reasons =
+            [WaitingReason::Queued, WaitingReason::Backoff, WaitingReason::NoExecutor, WaitingReason::HeldForApproval];
+        let mut waiting = reasons.map(|reason| (reason, 0));
+        for group in &backlog.calls {
+            if group.status == CallStatus::Running {
+                running += group.count;
+                continue;
+            }
+            pending += group.count;
+            // In the order a call's page gives its reason.
+            let reason = if group.held {
+                WaitingReason::HeldForApproval
+            } else if group.later {
+                WaitingReason::Backoff
+            } else if self.store.covered(&group.protocol, &group.target, group.audience.as_deref(), now).await? {
+                WaitingReason::Queued
+            } else {
+                WaitingReason::NoExecutor
+            };
+            if let Some(slot) = waiting.iter_mut().find(|(r, _)| *r == reason) {
+                slot.1 += group.count;
+            }
+        }
+        metrics::gauge!(metric::CALLS_OPEN, label::STATE => "pending").set(pending as f64);
+        metrics::gauge!(metric::CALLS_OPEN, label::STATE => "running").set(running as f64);
+        for (reason, count) in waiting {
+            metrics::gauge!(metric::CALLS_WAITING, label::REASON => reason.as_str()).set(count as f64);
+        }
+        let age = backlog.oldest_due.map_or(0.0, |since| seconds(now - since));
+        metrics::gauge!(metric::BACKLOG_AGE).set(age);
+        metrics::gauge!(metric::APPROVALS_PENDING).set(backlog.approvals_pending as f64);
+        metrics::gauge!(metric::SESSIONS_ACTIVE).set(backlog.sessions_active as f64);
+        Ok(())
+    }
 }

@@ -5,8 +5,11 @@
 //! by the template of the route that answered, never by the path a client sent. Nothing is
 //! installed unless a binary asks: then every recording is a no-op.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
@@ -46,14 +49,32 @@ pub async fn bind(address: &str) -> Result<TcpListener, String> {
     TcpListener::bind(address).await.map_err(|error| format!("--metrics-listen: cannot listen on {address}: {error}"))
 }
 
-/// Serves `GET /metrics` (the Prometheus text format) on `listener` until the process ends;
-/// anything else is a 404.
-pub async fn serve(listener: TcpListener, handle: PrometheusHandle) {
+/// What a scrape reads first (the core's gauges from its database): a future, bounded by
+/// [`REFRESH_WITHIN`].
+pub type Refresh = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// The longest a scrape waits for its [`Refresh`]; then it answers what the gauges last held.
+pub const REFRESH_WITHIN: Duration = Duration::from_secs(5);
+/// Scrapes closer together than this share one [`Refresh`]: however often the endpoint is
+/// asked, the database is read at most once a second.
+const REFRESH_EVERY: Duration = Duration::from_secs(1);
+
+/// Serves `GET /metrics` (the Prometheus text format) on `listener` until the process ends,
+/// running `refresh` first (at most once a second); anything else is a 404.
+pub async fn serve(listener: TcpListener, handle: PrometheusHandle, refresh: Option<Refresh>) {
+    let last: Arc<tokio::sync::Mutex<Option<Instant>>> = Arc::default();
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
-            let handle = handle.clone();
+            let (handle, refresh, last) = (handle.clone(), refresh.clone(), Arc::clone(&last));
             async move {
+                if let Some(refresh) = refresh {
+                    let mut last = last.lock().await;
+                    if last.is_none_or(|at| at.elapsed() >= REFRESH_EVERY) {
+                        let _ = tokio::time::timeout(REFRESH_WITHIN, refresh()).await;
+                        *last = Some(Instant::now());
+                    }
+                }
                 handle.run_upkeep();
                 ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], handle.render())
                     .into_response()
@@ -93,6 +114,11 @@ pub async fn count_requests(mut request: Request, next: Next) -> Response {
     metrics::counter!(metric::HTTP_REQUESTS, label::METHOD => method, label::ROUTE => route, label::STATUS => status)
         .increment(1);
     response
+}
+
+/// Counts a scrape whose [`Refresh`] could not read what it reads.
+pub fn count_scrape_error() {
+    metrics::counter!(metric::SCRAPE_ERRORS).increment(1);
 }
 
 /// A method's label: the standard ones by name, anything else `other` (a client picks methods).

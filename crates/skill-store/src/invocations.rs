@@ -10,7 +10,8 @@ use futures::future::BoxFuture;
 
 use crate::error::Result;
 use crate::records::{
-    Admission, ArtifactRecord, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, SessionRecord, Time,
+    Admission, ArtifactRecord, Backlog, BasisState, Event, Inserted, InvocationFilter, InvocationRecord, OpenCalls,
+    SessionRecord, Time,
 };
 
 /// What the engine makes of one candidate of a claim, given the state of its basis.
@@ -98,6 +99,11 @@ pub trait InvocationStore: Send + Sync {
         audience: Option<&'a str>,
         now: Time,
     ) -> BoxFuture<'a, Result<bool>>;
+
+    /// What waits at `now` (the metrics' queue depth): the open calls (pending and running)
+    /// counted by status, implementation and what a pending one waits for; the approvals not
+    /// decided; the active executor sessions; the oldest due call.
+    fn backlog(&self, now: Time) -> BoxFuture<'_, Result<Backlog>>;
 
     /// The open calls a principal is in: pending or running on its authority, running with it as
     /// the executor, and pending on an approval it decided.
@@ -320,6 +326,40 @@ use claimable_sql;
 /// Whether an active session at `$now` covers a call of protocol `$protocol` at target `$target`
 /// with audience `$audience` (each a placeholder or a column); `$open` and `$close` surround a key of a session's `admission` to make the set of the
 /// array under it.
+/// One row of [`InvocationStore::backlog`]'s statement of the open calls, as read.
+pub(crate) type OpenCallsRow = (String, String, String, Option<String>, bool, bool, i64);
+
+/// One row of [`InvocationStore::backlog`]'s statement of the open calls, read.
+pub(crate) fn open_calls((status, protocol, target, audience, later, held, count): OpenCallsRow) -> Result<OpenCalls> {
+    let status = status.parse().map_err(|error| {
+        crate::error::StoreError::new(crate::error::ErrorKind::Invalid, format!("a stored call status: {error}"))
+    })?;
+    Ok(OpenCalls { status, protocol, target, audience, later, held, count })
+}
+
+/// The scalars of [`InvocationStore::backlog`] at `$1`.
+pub(crate) const BACKLOG: &str = "SELECT (SELECT COUNT(*) FROM approvals WHERE status = 'pending'), \
+     (SELECT COUNT(*) FROM executor_sessions WHERE status = 'active' AND expires_at > $1), \
+     (SELECT MIN(available_at) FROM skill_invocations WHERE status = 'pending' AND available_at <= $1)";
+
+/// [`InvocationStore::backlog`]'s statement of the open calls; `$kind` reads the basis's kind, `$now` is the
+/// first parameter.
+macro_rules! open_calls_sql {
+    ($kind:literal) => {
+        concat!(
+            "SELECT c.status, c.protocol, c.target, c.audience, \
+             (c.status = 'pending' AND c.available_at > $1) AS later, \
+             (c.status = 'pending' AND c.task_id IS NOT NULL AND ",
+            $kind,
+            " = 'execution' AND EXISTS (SELECT 1 FROM approvals a WHERE a.task_id = c.task_id AND a.gate \
+             AND a.status = 'pending')) AS held, COUNT(*) AS n \
+             FROM skill_invocations c WHERE c.status IN ('pending', 'running') \
+             GROUP BY c.status, c.protocol, c.target, c.audience, later, held"
+        )
+    };
+}
+use open_calls_sql;
+
 macro_rules! covered_sql {
     ($open:literal, $close:literal, $now:literal, $protocol:literal, $target:literal, $audience:literal) => {
         concat!(

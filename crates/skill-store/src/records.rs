@@ -388,6 +388,31 @@ pub struct InvocationRecord {
     pub finished_at: Option<Time>,
 }
 
+/// A count of open calls alike: their status, implementation and what the pending ones wait for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenCalls {
+    pub status: CallStatus,
+    pub protocol: String,
+    pub target: String,
+    pub audience: Option<String>,
+    /// Pending and not due yet: a retry in its backoff.
+    pub later: bool,
+    /// Pending, an external write of its task's execution while the task has a pending gate.
+    pub held: bool,
+    pub count: i64,
+}
+
+/// What waits, at a moment: the open calls counted alike, the approvals not decided yet, the
+/// executor sessions open, and since when the oldest call that could run has waited.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Backlog {
+    pub calls: Vec<OpenCalls>,
+    pub approvals_pending: i64,
+    pub sessions_active: i64,
+    /// The `available_at` of the oldest pending call that is due.
+    pub oldest_due: Option<Time>,
+}
+
 /// Which calls a listing returns, newest first, before the cursor.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InvocationFilter {

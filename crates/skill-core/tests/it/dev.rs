@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::prometheus::Prometheus;
 use crate::running::CORE;
 use crate::webdriver::Session;
 
@@ -122,8 +123,21 @@ fn replies(outbox: &Path) -> Vec<(String, String)> {
 async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_console() {
     let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claims");
     let package = package.display().to_string();
-    let mut dev = Dev::start(&["dev", "--temp", "--package", &package, "--listen", "127.0.0.1:0"]);
+    let mut dev = Dev::start(&[
+        "dev",
+        "--temp",
+        "--package",
+        &package,
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ]);
     let banner = dev.until(600, |line| line.starts_with("Stop with"));
+    // A real Prometheus scrapes the core all along.
+    let metrics = dev.err().iter().find_map(|line| line.strip_prefix("metrics on http://").map(str::to_owned));
+    let metrics = metrics.expect("dev says where its metrics are").trim_end_matches("/metrics").to_owned();
+    let prometheus = Prometheus::start(&[metrics]).await;
     assert_eq!(banner[0], "skill-core dev: package claims 1.0.0 applied", "{banner:#?}");
     let data = labelled(&banner, "core").split("(data: ").nth(1).expect("the data folder").to_owned();
     let data = PathBuf::from(data.trim_end_matches(", removed at stop)"));
@@ -226,6 +240,24 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
         (decided["status"].clone(), decided["outcome"]["status"].clone()),
         (json!("approved"), json!("succeeded"))
     );
+    // What Prometheus saw: the reply's call ended once, in the histogram of its skill; the
+    // approvals waiting for a person rose and fell with the decision; the queue's gauges are
+    // there, every call ended.
+    prometheus.until("up{job=\"skills\"}", 20, |up| up == 1.0).await;
+    let sent = "skills_call_duration_seconds_count{skill=\"claim.send_reply@1\",outcome=\"succeeded\"}";
+    prometheus.until(sent, 20, |n| n == 1.0).await;
+    let bucket = "skills_call_duration_seconds_bucket{skill=\"claim.send_reply@1\",outcome=\"succeeded\",le=\"+Inf\"}";
+    prometheus.until(bucket, 20, |n| n == 1.0).await;
+    let most = prometheus.until("max_over_time(skills_approvals_pending[10m])", 20, |n| n >= 1.0).await;
+    prometheus.until("skills_approvals_pending", 20, |n| n < most).await;
+    prometheus.until("count(skills_calls_waiting)", 20, |n| n == 4.0).await;
+    prometheus.until("skills_calls_open{state=\"pending\"}", 20, |n| n == 0.0).await;
+    // Requests by their route's template: the API's and the console's pages the reviewer used.
+    let posts = "sum(skills_http_requests_total{method=\"POST\",route=~\"/api/v1/.+\",status=~\"2..\"})";
+    prometheus.until(posts, 20, |n| n >= 1.0).await;
+    let task_page = "sum(skills_http_requests_total{route=\"/console/tasks/{id}\",status=\"200\"})";
+    prometheus.until(task_page, 20, |n| n >= 1.0).await;
+    drop(prometheus);
 
     // Idle, dev prints nothing for a minute (executors long-poll and heartbeat meanwhile).
     tokio::time::sleep(Duration::from_secs(2)).await;

@@ -26,6 +26,7 @@ mod package_apply;
 mod package_tests;
 mod process;
 mod processes;
+mod prometheus;
 mod remote;
 mod rules;
 mod running;

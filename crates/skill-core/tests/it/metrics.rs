@@ -21,7 +21,7 @@ async fn scrape_address() -> String {
             // On a thread of its own: each test has its own runtime, and this one outlives it.
             std::thread::spawn(move || {
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-                runtime.block_on(skill_http::metrics::serve(listener, handle));
+                runtime.block_on(skill_http::metrics::serve(listener, handle, None));
             });
             address
         })
@@ -77,6 +77,15 @@ async fn a_hundred_skills_and_three_executors_stay_within_a_thousand_series() {
         let call = core.invoke(&core.caller, &format!("metered.s{n}@1"), json!({"inputs": {"claim": "c"}})).await;
         ids.push(call.ok(201)["id"].as_str().expect("an id").to_owned());
     }
+    // What waits, read from the database: no executor session covers the calls yet.
+    core.engine.record_backlog().await.expect("the backlog");
+    let waiting = scrape().await;
+    let gauge = |metric: &str, having: &[&str]| total(&waiting, metric, having);
+    assert_eq!(gauge("skills_calls_open", &["state=\"pending\""]), 100.0);
+    assert_eq!(gauge("skills_calls_open", &["state=\"running\""]), 0.0);
+    assert_eq!(gauge("skills_calls_waiting", &["reason=\"no_executor\""]), 100.0);
+    assert_eq!(gauge("skills_calls_waiting", &["reason=\"queued\""]), 0.0);
+    assert_eq!(gauge("skills_approvals_pending", &[]), 0.0);
     let executors = [
         core.executor.clone(),
         executor_token(&core.engine, "zulu", &["skills.execute"], test_allowance()).await,
@@ -114,7 +123,10 @@ async fn a_hundred_skills_and_three_executors_stay_within_a_thousand_series() {
             }
         }
     }
+    core.engine.record_backlog().await.expect("the backlog");
     let after = scrape().await;
+    assert_eq!(total(&after, "skills_calls_open", &["state=\"pending\""]), 0.0, "every call ended");
+    assert_eq!(total(&after, "skills_calls_waiting", &["reason=\"no_executor\""]), 0.0, "a gauge reads what is now");
     let all = series(&after);
     assert!(all.len() <= 1_000, "{} series", all.len());
     // A skill is a label for the first sixteen seen, `other` after: never a hundred.

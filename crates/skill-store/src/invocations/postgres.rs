@@ -10,15 +10,16 @@ use sqlx::types::Json;
 use sqlx::{PgConnection, Row as _};
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_SESSION, InvocationStore,
-    PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take, UPDATE_CALL, UPDATE_SESSION,
-    calls_of_principal_sql, claimable_sql, covered_sql, insert_call_sql, update_call_sql,
+    BACKLOG, CALL_BY_ID, CALL_BY_KEY, CALLS, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_SESSION,
+    InvocationStore, OpenCallsRow, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take, UPDATE_CALL,
+    UPDATE_SESSION, calls_of_principal_sql, claimable_sql, covered_sql, insert_call_sql, open_calls, open_calls_sql,
+    update_call_sql,
 };
 use crate::backend::PgStore;
 use crate::error::{ErrorKind, Result, StoreError};
 use crate::records::{
-    Admission, ArtifactRecord, BasisState, Event, Gates, Inserted, InvocationFilter, InvocationRecord, SessionRecord,
-    Time,
+    Admission, ArtifactRecord, Backlog, BasisState, Event, Gates, Inserted, InvocationFilter, InvocationRecord,
+    SessionRecord, Time,
 };
 use crate::states::{Nullable, Text};
 
@@ -91,6 +92,7 @@ impl Candidate {
         }
     }
 }
+const OPEN_CALLS: &str = open_calls_sql!("c.authorization_basis ->> 'kind'");
 const COVERED: &str = covered_sql!("jsonb_array_elements_text(s.admission -> '", "')", "$1", "$2", "$3", "$4");
 
 /// The call update with one event, in one statement (one round trip, no `BEGIN`/`COMMIT`): the
@@ -479,6 +481,16 @@ impl InvocationStore for PgStore {
         Box::pin(
             async move { Ok(sqlx::query_as(EXPIRED).bind(now).bind(i64::from(limit)).fetch_all(self.read()).await?) },
         )
+    }
+
+    fn backlog(&self, now: Time) -> BoxFuture<'_, Result<Backlog>> {
+        Box::pin(async move {
+            let calls: Vec<OpenCallsRow> = sqlx::query_as(OPEN_CALLS).bind(now).fetch_all(self.read()).await?;
+            let (approvals_pending, sessions_active, oldest_due): (i64, i64, Option<Time>) =
+                sqlx::query_as(BACKLOG).bind(now).fetch_one(self.read()).await?;
+            let calls = calls.into_iter().map(open_calls).collect::<Result<_>>()?;
+            Ok(Backlog { calls, approvals_pending, sessions_active, oldest_due })
+        })
     }
 
     fn session_calls<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {

@@ -6,18 +6,18 @@ use rusqlite::Connection;
 use rusqlite::types::Value as Arg;
 
 use super::{
-    CALL_BY_ID, CALL_BY_KEY, CALLS, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_CALL, INSERT_SESSION,
-    InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take, UPDATE_CALL,
-    UPDATE_SESSION, calls_of_principal_sql, claimable_sql, covered_sql,
+    BACKLOG, CALL_BY_ID, CALL_BY_KEY, CALLS, CLAIMED_BY, DISABLE_PRINCIPAL, Decision, EXPIRED, INSERT_CALL,
+    INSERT_SESSION, InvocationStore, PRINCIPAL_EXISTS, ROW_VERSION, SESSION, SESSION_CALLS, SESSIONS, Take,
+    UPDATE_CALL, UPDATE_SESSION, calls_of_principal_sql, claimable_sql, covered_sql, open_calls, open_calls_sql,
 };
 use crate::backend::SqliteStore;
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::lite::rows::{execute, one, rows};
+use crate::lite::rows::{execute, get_maybe_time, one, rows};
 use crate::lite::rows::{int, invocation_values, json, maybe_text, maybe_time, text, time, update_values};
 use crate::lite::{bind_dollars, event_insert, invocation_row, session_row};
 use crate::records::{
-    Admission, ArtifactRecord, BasisState, Event, Gates, Inserted, InvocationFilter, InvocationRecord, SessionRecord,
-    Time,
+    Admission, ArtifactRecord, Backlog, BasisState, Event, Gates, Inserted, InvocationFilter, InvocationRecord,
+    SessionRecord, Time,
 };
 use crate::states;
 
@@ -33,6 +33,7 @@ const CLAIMABLE: &str = claimable_sql!(
     "json_extract(i.authorization_basis, '$.activityId')",
     ""
 );
+const OPEN_CALLS: &str = open_calls_sql!("json_extract(c.authorization_basis, '$.kind')");
 const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')", "$1", "$2", "$3", "$4");
 /// How many pending calls one claim looks at (the engine passes over calls it cannot take yet).
 const CANDIDATES: i64 = 20;
@@ -227,6 +228,28 @@ impl InvocationStore for SqliteStore {
 
     fn session_calls<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<InvocationRecord>>> {
         let found = self.lite.read(|connection| rows(connection, SESSION_CALLS, &[text(session_id)], invocation_row));
+        Box::pin(async move { found })
+    }
+
+    fn backlog(&self, now: Time) -> BoxFuture<'_, Result<Backlog>> {
+        let found = self.lite.read(|connection| {
+            let calls = rows(connection, OPEN_CALLS, &[time(now)], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, Option<String>>(3)?,
+                    row.get::<_, bool>(4)?,
+                    row.get::<_, bool>(5)?,
+                    row.get::<_, i64>(6)?,
+                ))
+            })?;
+            let (approvals_pending, sessions_active, oldest_due) = one(connection, BACKLOG, &[time(now)], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, get_maybe_time(row, 2)?))
+            })?;
+            let calls = calls.into_iter().map(open_calls).collect::<Result<_>>()?;
+            Ok(Backlog { calls, approvals_pending, sessions_active, oldest_due })
+        });
         Box::pin(async move { found })
     }
 

@@ -1,0 +1,27 @@
+//! Prometheus for the metrics tests: Debian's `prometheus` package, installed when missing. The
+//! tests start it themselves (its configuration names the ports their cores and executors serve
+//! metrics on, known only once they run), on a free port, with a scratch folder for its data.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::run;
+
+const BINARY: &str = "/usr/bin/prometheus";
+
+/// The Prometheus server's program, installed if needed.
+pub(crate) fn binary() -> Result<PathBuf> {
+    let binary = PathBuf::from(BINARY);
+    if !binary.exists() {
+        run("apt-get update", Command::new("apt-get").args(["update", "-qq"]))?;
+        run(
+            "install Prometheus from Debian's packages",
+            Command::new("apt-get")
+                .args(["install", "-y", "-qq", "--no-install-recommends", "prometheus"])
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )?;
+    }
+    binary.exists().then_some(binary).context("Prometheus was installed but /usr/bin/prometheus is not there")
+}
