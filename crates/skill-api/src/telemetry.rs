@@ -18,6 +18,9 @@ pub mod metric {
     pub const SCHEDULE_TO_START: &str = "skills_call_schedule_to_start_seconds";
     /// Histogram: from a call's invoke to its end, by `skill` and `outcome`.
     pub const CALL_DURATION: &str = "skills_call_duration_seconds";
+    /// Histogram: from an approval's request to a person's decision, by `decision` (`approved`,
+    /// `rejected`).
+    pub const DECISION_TIME: &str = "skills_approval_decision_seconds";
     /// Counter: waiting calls a claim cancelled because their basis was gone, by `reason`.
     pub const CANCELLED_AT_CLAIM: &str = "skills_calls_cancelled_at_claim_total";
     /// Counter: running calls whose lease ran out before their executor reported.
@@ -64,6 +67,8 @@ pub mod label {
     pub const REASON: &str = "reason";
     /// A state of what is counted.
     pub const STATE: &str = "state";
+    /// A person's decision: `approved`, `rejected`.
+    pub const DECISION: &str = "decision";
 }
 
 /// How many skill versions get a label of their own; the rest share [`OTHER`], so 100 skills

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
 use skill_api::telemetry::{MAX_SKILL_LABELS, OTHER, label, metric};
-use skill_api::{CallStatus, WaitingReason};
+use skill_api::{ApprovalStatus, CallStatus, WaitingReason};
 use skill_store::records::{InvocationRecord, Time};
 
 static LABELLED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
@@ -53,6 +53,11 @@ pub(crate) fn moved(call: &InvocationRecord, name: &str, version: &str) {
     let skill = skill_label(name, version);
     metrics::histogram!(metric::CALL_DURATION, label::SKILL => skill, label::OUTCOME => outcome)
         .record(seconds(at - call.created_at));
+}
+
+/// A person decided an approval asked for at `asked`: the time it waited, by decision.
+pub(crate) fn decided(status: ApprovalStatus, asked: Time, now: Time) {
+    metrics::histogram!(metric::DECISION_TIME, label::DECISION => status.as_str()).record(seconds(now - asked));
 }
 
 /// A claim cancelled a waiting call for `reason` (a lost basis's word).

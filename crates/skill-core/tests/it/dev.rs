@@ -250,6 +250,7 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     prometheus.until(bucket, 20, |n| n == 1.0).await;
     let most = prometheus.until("max_over_time(skills_approvals_pending[10m])", 20, |n| n >= 1.0).await;
     prometheus.until("skills_approvals_pending", 20, |n| n < most).await;
+    prometheus.until("skills_approval_decision_seconds_count{decision=\"approved\"}", 20, |n| n == 1.0).await;
     prometheus.until("count(skills_calls_waiting)", 20, |n| n == 4.0).await;
     prometheus.until("skills_calls_open{state=\"pending\"}", 20, |n| n == 0.0).await;
     // Requests by their route's template: the API's and the console's pages the reviewer used.

@@ -255,6 +255,7 @@ impl Engine {
             if written(self.store.write_work(&changes, &[event]).await)? {
                 tracing::info!(approval = %decided.id, task = %decided.task_id, outcome = %request.outcome,
                                by = %actor.principal().name, actions = rows.len(), "approval decided");
+                crate::metered::decided(decided.status, decided.created_at, now);
                 // The outcome's actions, or a task's execution that the decision lets go on (or
                 // ends), are carried out next.
                 self.outcomes_due.notify_one();
