@@ -71,6 +71,7 @@ conformance!(
     work::the_approvals_to_decide_are_the_pending_ones_of_open_tasks_asked_by_others,
     work::a_claim_reads_each_basis_passes_held_calls_and_writes_what_it_cancels,
     work::held_calls_never_hide_the_calls_behind_them,
+    work::the_backlog_counts_what_waits_and_why,
     work::artifact_types_never_change_and_an_artifact_is_superseded_once,
     work::a_disabled_principal_decides_nothing,
     guards::a_published_contract_cannot_change_even_by_sql,

@@ -754,3 +754,73 @@ pub(crate) async fn held_calls_never_hide_the_calls_behind_them(db: Db) {
     let taken = db.store.claim(&admission, Utc::now(), judge(Arc::clone(&seen), ana.clone())).await.expect("claim");
     assert_eq!(taken.map(|call| call.id), Some(held[0].clone()), "approved, the oldest held call comes first");
 }
+
+pub(crate) async fn the_backlog_counts_what_waits_and_why(db: Db) {
+    let (skill, ana) = setup(&db).await;
+    let core = execution_principal(&db).await;
+    let now = Utc::now();
+    // Two executions held by their tasks' pending gates; a gate decided lets its call go.
+    let mut gates = Vec::new();
+    for _ in 0..2 {
+        let task = task(&db, &ana).await;
+        let gate = approval(&task, &ana);
+        let own = run(&task, &core);
+        let changes = [WorkChange::InsertApproval(gate.clone()), WorkChange::InsertRun(own.clone())];
+        db.store.write_work(&changes, &[]).await.expect("a pending gate and a run");
+        let call = skill_store::records::InvocationRecord {
+            task_id: Some(task.id.clone()),
+            run_id: Some(own.id.clone()),
+            authority_principal_id: core.clone(),
+            authorization_basis: Some(Basis::Execution {
+                task_type_id: task.task_type_id.clone(),
+                task_id: task.id.clone(),
+                run_id: own.id.clone(),
+            }),
+            ..pending(&skill, &ana, "local", "claims.lookup", None)
+        };
+        insert(&db, &call).await;
+        gates.push(gate);
+    }
+    // Three due, one in its backoff, one running; an http call no session covers.
+    for _ in 0..3 {
+        insert(&db, &pending(&skill, &ana, "local", "claims.lookup", None)).await;
+    }
+    let later = skill_store::records::InvocationRecord {
+        available_at: now + chrono::Duration::hours(1),
+        attempt: 1,
+        ..pending(&skill, &ana, "local", "claims.lookup", None)
+    };
+    insert(&db, &later).await;
+    let running = pending(&skill, &ana, "local", "claims.lookup", None);
+    insert(&db, &running).await;
+    let taken = claimed(&running, &ana, 60);
+    db.store.update_invocation(&taken, &[event("skill.invocation_claimed", "c")]).await.expect("running");
+    insert(&db, &pending(&skill, &ana, "http", "https://svc.example/run", None)).await;
+    crate::calls::session_admitting(&db, &ana, json!({"localEntrypoints": ["claims.lookup"]})).await;
+
+    let backlog = db.store.backlog(Utc::now()).await.expect("the backlog");
+    let count = |status: CallStatus, later: bool, held: bool, protocol: &str| -> i64 {
+        backlog
+            .calls
+            .iter()
+            .filter(|c| c.status == status && c.later == later && c.held == held && c.protocol == protocol)
+            .map(|c| c.count)
+            .sum()
+    };
+    assert_eq!(count(CallStatus::Pending, false, true, "local"), 2, "held: {:?}", backlog.calls);
+    assert_eq!(count(CallStatus::Pending, false, false, "local"), 3, "due: {:?}", backlog.calls);
+    assert_eq!(count(CallStatus::Pending, true, false, "local"), 1, "in backoff: {:?}", backlog.calls);
+    assert_eq!(count(CallStatus::Running, false, false, "local"), 1, "running: {:?}", backlog.calls);
+    assert_eq!(count(CallStatus::Pending, false, false, "http"), 1, "{:?}", backlog.calls);
+    assert_eq!(backlog.calls.iter().map(|c| c.count).sum::<i64>(), 8, "every open call, once");
+    assert_eq!((backlog.approvals_pending, backlog.sessions_active), (2, 1));
+    assert!(backlog.oldest_due.is_some_and(|due| due <= Utc::now() && due >= now - chrono::Duration::seconds(5)));
+
+    let bob = principal("bob");
+    db.store.create_principal(&bob, &event("principal.created", "p")).await.expect("bob");
+    let approved = decided(&gates[0], &bob.id, "approved");
+    db.store.write_work(&[WorkChange::UpdateApproval(approved)], &[]).await.expect("the gate approved");
+    let backlog = db.store.backlog(Utc::now()).await.expect("the backlog");
+    let held: i64 = backlog.calls.iter().filter(|c| c.held).map(|c| c.count).sum();
+    assert_eq!((held, backlog.approvals_pending), (1, 1), "the approved gate holds its call no more");
+}
