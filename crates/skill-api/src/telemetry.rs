@@ -40,6 +40,11 @@ pub mod metric {
     pub const SESSIONS_ACTIVE: &str = "skills_executor_sessions_active";
     /// Counter: scrapes whose reading of the database failed (the gauges keep their last values).
     pub const SCRAPE_ERRORS: &str = "skills_scrape_errors_total";
+    /// Counter: calls a skill host ran, by `skill` and `outcome` (`succeeded`, `refused`: the
+    /// skill's own error, `retryable`, `crashed`).
+    pub const HOST_CALLS: &str = "skills_host_calls_total";
+    /// Histogram: how long a skill host's calls ran, by `skill` and `outcome`.
+    pub const HOST_CALL_DURATION: &str = "skills_host_call_duration_seconds";
     /// Gauge: the executor's slots, by `state` (`all`, `used`).
     pub const EXECUTOR_SLOTS: &str = "skills_executor_slots";
     /// Counter: calls an executor ran, by `outcome` (`completed`, `failed`, `lost`: its lease

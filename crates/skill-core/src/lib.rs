@@ -39,7 +39,7 @@ pub fn app(engine: Engine) -> Router {
 pub fn app_with(engine: Engine, console: console::Options) -> Router {
     let gateway = skill_gateway::router(engine.clone(), console.gateway.clone(), CancellationToken::new());
     let core = Core { engine, console, package_tests: std::sync::Arc::new(tokio::sync::Semaphore::new(1)) };
-    Router::new()
+    let app = Router::new()
         .merge(gateway)
         .nest("/api/v1", api::router())
         .nest("/console", console::router())
@@ -57,12 +57,10 @@ pub fn app_with(engine: Engine, console: console::Options) -> Router {
                 .with("route", uri.path()),
             )
         })
-        .route_layer(axum::middleware::from_fn(skill_http::metrics::route_template))
         .layer(axum::middleware::from_fn(api::plumbing::envelope))
         .layer(axum::middleware::from_fn_with_state(core.clone(), api::idempotency::layer))
-        .layer(axum::middleware::from_fn(skill_http::requests::log))
-        .layer(axum::middleware::from_fn(skill_http::metrics::count_requests))
-        .with_state(core)
+        .layer(axum::middleware::from_fn(skill_http::requests::log));
+    skill_http::metrics::counted(app).with_state(core)
 }
 
 /// `GET /`: a browser goes to the console; anything else learns where the API is.

@@ -249,9 +249,6 @@ impl MetricsArg {
     /// what waits from `engine`'s database first.
     pub(crate) async fn start(&self, component: &'static str, engine: Option<&Engine>) -> Result<()> {
         let Some(address) = &self.address else { return Ok(()) };
-        let handle = skill_http::metrics::install(component).map_err(anyhow::Error::msg)?;
-        let listener = skill_http::metrics::bind(address).await.map_err(anyhow::Error::msg)?;
-        eprintln!("metrics on http://{}/metrics", listener.local_addr()?);
         let refresh = engine.cloned().map(|engine| -> skill_http::metrics::Refresh {
             std::sync::Arc::new(move || {
                 let engine = engine.clone();
@@ -263,7 +260,8 @@ impl MetricsArg {
                 })
             })
         });
-        tokio::spawn(skill_http::metrics::serve(listener, handle, refresh));
+        let listening = skill_http::metrics::start(component, address, refresh).await.map_err(anyhow::Error::msg)?;
+        eprintln!("metrics at http://{listening}/metrics");
         Ok(())
     }
 }

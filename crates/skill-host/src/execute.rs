@@ -116,7 +116,7 @@ impl Runner for LocalRunner {
             if let Some(seconds) = claimed.skill.contract["timeoutSeconds"].as_u64() {
                 invocation = invocation.with_timeout(Duration::from_secs(seconds));
             }
-            match runtime::execute(skill, call.inputs.clone(), invocation).await {
+            match crate::metered::timed(skill, runtime::execute(skill, call.inputs.clone(), invocation)).await {
                 Ok(outcome) => Outcome::Complete {
                     output: outcome.outputs,
                     cost: match outcome.cost {
@@ -196,8 +196,17 @@ pub fn execute(registry: &Registry, args: &ExecuteArgs) -> ExitCode {
         concurrency = args.concurrency,
         "executing the local skills of this host"
     );
-    let result = runtime
-        .block_on(async { skill_executor::run(client, Arc::new(runner), options, skill_http::stop_signal()).await });
+    let metrics = args.metrics_listen.clone();
+    let result = runtime.block_on(async {
+        let stop = skill_http::stop_signal();
+        if let Some(address) = metrics {
+            match skill_http::metrics::start("host", &address, None).await {
+                Ok(listening) => eprintln!("metrics at http://{listening}/metrics"),
+                Err(error) => return Err(error),
+            }
+        }
+        skill_executor::run(client, Arc::new(runner), options, stop).await.map_err(|error| error.to_string())
+    });
     runtime.shutdown_background();
     let code = match result {
         // The loop logged its figures.

@@ -43,7 +43,7 @@ impl Calls {
         inputs: Value,
         invocation: Invocation,
     ) -> Result<runtime::Outcome, SkillError> {
-        let task = self.0.spawn(runtime::execute(skill, inputs, invocation));
+        let task = self.0.spawn(crate::metered::timed(skill, runtime::execute(skill, inputs, invocation)));
         match task.await {
             Ok(result) => result,
             Err(join) => Err(SkillError::from_error(join).with_message("the call's task was lost")),

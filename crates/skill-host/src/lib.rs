@@ -23,6 +23,7 @@ pub mod http;
 pub mod mcp;
 pub mod mcp_http;
 pub mod mcp_stdio;
+mod metered;
 pub mod serve;
 
 /// `serve` and `execute` for the SDK's host CLI.

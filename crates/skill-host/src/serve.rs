@@ -35,6 +35,8 @@ pub enum ServeError {
     Stdio(String),
     #[error("{0}")]
     Tls(String),
+    #[error("{0}")]
+    Metrics(String),
 }
 
 fn server_name() -> String {
@@ -126,6 +128,12 @@ pub async fn run(
 ) -> Result<(), ServeError> {
     let count = registry.skills().len();
     let skills = if count == 1 { "skill" } else { "skills" };
+    let metered = args.metrics_listen.is_some();
+    if let Some(address) = &args.metrics_listen {
+        let listening = skill_http::metrics::start("host", address, None).await.map_err(ServeError::Metrics)?;
+        eprintln!("metrics at http://{listening}/metrics");
+    }
+    let counted = |router: axum::Router| if metered { skill_http::metrics::counted(router) } else { router };
     match args.transport {
         ServeTransport::Http => {
             let access = access(args, env)?;
@@ -139,7 +147,7 @@ pub async fn run(
             eprintln!(
                 "serving {count} {skills} over http on {scheme}://{address} ({checked}); POST /skills/<name>@<version>"
             );
-            serve_on(listener, host.router(), args, tls, stop).await?;
+            serve_on(listener, counted(host.router()), args, tls, stop).await?;
             tracing::info!(running = calls.running(), "stopping: waiting for the calls in flight");
             calls.drain().await;
         }
@@ -163,7 +171,7 @@ pub async fn run(
                 "serving {count} {skills} over mcp-http on {scheme}://{address}/mcp ({checked}; Host: {})",
                 allowed.0.join(", ")
             );
-            serve_on(listener, router, args, tls, stop).await?;
+            serve_on(listener, counted(router), args, tls, stop).await?;
             tracing::info!(running = calls.running(), "stopping: waiting for the calls in flight");
             calls.drain().await;
             cancel.cancel();

@@ -213,3 +213,55 @@ fn stalled_clients_cannot_hold_the_host() {
     let answer = slow::read_to_close(&mut stalled, Duration::from_secs(2)).expect("closed");
     assert!(answer.starts_with("HTTP/1.1 503") && answer.contains("\"retryable\":true"), "{answer}");
 }
+
+#[tokio::test]
+async fn metrics_count_the_calls_by_skill_and_outcome_and_the_requests_by_route() {
+    let mut host = Running::start(
+        command(&[
+            "serve",
+            "http",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--allow-anonymous",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ]),
+        Output::Stderr,
+    );
+    let metrics = host.until(20, |line| line.starts_with("metrics at http://")).pop().expect("the metrics line");
+    let metrics = metrics.trim_start_matches("metrics at ").to_owned();
+    let address = host.address(20);
+    let http = reqwest::Client::new();
+    let call = |inputs: &'static str| {
+        let request = http.post(format!("http://{address}/skills/slow@1")).body(inputs);
+        async move { request.send().await.expect("answers").status() }
+    };
+    assert_eq!(call(r#"{"inputs": {"ms": 1}}"#).await, 200);
+    assert_eq!(call(r#"{"inputs": {"ms": 2}}"#).await, 200);
+    assert_eq!(call(r#"{"inputs": {"ms": "soon"}}"#).await, 422, "inputs the contract refuses");
+    let missing =
+        http.post(format!("http://{address}/skills/nothing-here@9")).body("{}").send().await.expect("answers");
+    assert_eq!(missing.status(), 404);
+    let text = http.get(&metrics).send().await.expect("answers").text().await.expect("text");
+    let value = |series: &str| {
+        text.lines().find_map(|line| line.strip_prefix(series)).and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    assert_eq!(
+        value(r#"skills_host_calls_total{component="host",skill="slow@1",outcome="succeeded"}"#),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(value(r#"skills_host_calls_total{component="host",skill="slow@1",outcome="refused"}"#), Some(1.0));
+    assert_eq!(
+        value(r#"skills_host_call_duration_seconds_count{component="host",skill="slow@1",outcome="succeeded"}"#),
+        Some(2.0)
+    );
+    let route = r#"skills_http_requests_total{component="host",method="POST",route="/skills/{*reference}",status="#;
+    assert_eq!(value(&format!("{route}\"200\"}}")), Some(2.0), "{text}");
+    assert_eq!(value(&format!("{route}\"422\"}}")), Some(1.0), "{text}");
+    assert_eq!(value(&format!("{route}\"404\"}}")), Some(1.0), "{text}");
+    assert!(!text.contains("nothing-here"), "a route's template, never the path sent: {text}");
+    host.stop(Signal::TERM);
+}

@@ -41,6 +41,25 @@ pub fn install(component: &'static str) -> Result<PrometheusHandle, String> {
     Ok(handle)
 }
 
+/// Installs the recorder (as `component`), listens on `address` and serves the scrape endpoint
+/// there in the background, reading `refresh` first at each scrape; answers the address it
+/// listens on (`127.0.0.1:0` picks a port).
+///
+/// # Errors
+/// When another recorder was installed first, or the address cannot be listened on.
+pub async fn start(component: &'static str, address: &str, refresh: Option<Refresh>) -> Result<SocketAddr, String> {
+    let handle = install(component)?;
+    let listener = bind(address).await?;
+    let listening = listener.local_addr().map_err(|error| format!("--metrics-listen {address}: {error}"))?;
+    tokio::spawn(serve(listener, handle, refresh));
+    Ok(listening)
+}
+
+/// `router` with its requests counted by route template (see [`count_requests`]).
+pub fn counted<S: Clone + Send + Sync + 'static>(router: axum::Router<S>) -> axum::Router<S> {
+    router.route_layer(axum::middleware::from_fn(route_template)).layer(axum::middleware::from_fn(count_requests))
+}
+
 /// Binds `address` for the scrape endpoint; the error names the address.
 ///
 /// # Errors

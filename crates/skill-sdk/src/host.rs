@@ -69,6 +69,10 @@ pub struct ExecuteArgs {
     /// as local entrypoints are written); all of the binary's when absent.
     #[arg(long, value_name = "M[,M…]", env = "SKILL_SDK_MODULES", value_delimiter = ',')]
     pub modules: Vec<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (the calls it ran, its slots), an address
+    /// of their own: keep it inside your network. Off unless given.
+    #[arg(long = "metrics-listen", value_name = "ADDR", env = "SKILL_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
 }
 
 impl ExecuteArgs {
@@ -90,6 +94,7 @@ impl ExecuteArgs {
                 .into_iter()
                 .flatten(),
         )
+        .chain(self.metrics_listen.iter().flat_map(|address| ["--metrics-listen".into(), address.into()]))
         .collect()
     }
 }
@@ -159,6 +164,11 @@ pub struct ServeArgs {
     /// http, mcp-http: the PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", env = "SKILL_SDK_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// http, mcp-http: serve Prometheus metrics at http://ADDR/metrics (requests by route, the
+    /// calls it ran by skill and outcome), an address of their own: keep it inside your
+    /// network. Off unless given.
+    #[arg(long = "metrics-listen", value_name = "ADDR", env = "SKILL_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
 }
 
 /// The default of `--max-body-bytes`: 4 MiB.

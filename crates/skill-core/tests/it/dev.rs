@@ -135,7 +135,7 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     ]);
     let banner = dev.until(600, |line| line.starts_with("Stop with"));
     // A real Prometheus scrapes the core all along.
-    let metrics = dev.err().iter().find_map(|line| line.strip_prefix("metrics on http://").map(str::to_owned));
+    let metrics = dev.err().iter().find_map(|line| line.strip_prefix("metrics at http://").map(str::to_owned));
     let metrics = metrics.expect("dev says where its metrics are").trim_end_matches("/metrics").to_owned();
     let prometheus = Prometheus::start(&[metrics]).await;
     assert_eq!(banner[0], "skill-core dev: package claims 1.0.0 applied", "{banner:#?}");

@@ -65,6 +65,11 @@ impl Core {
     /// `skill-core executor` for this core with `args`, the audience and the test CA, once it
     /// runs.
     fn executor_process(&self, folder: &Scratch, args: &[&str]) -> Running {
+        self.executor_said(folder, args).0
+    }
+
+    /// [`Core::executor_process`], with the lines it wrote until then.
+    fn executor_said(&self, folder: &Scratch, args: &[&str]) -> (Running, Vec<String>) {
         let root = self.base.trim_end_matches("/api/v1");
         let mut command = Command::new(env!("CARGO_BIN_EXE_skill-core"));
         command
@@ -75,8 +80,8 @@ impl Core {
             .env("SKILL_CORE_TOKEN", &self.executor)
             .env("SKILL_LOG", "info");
         let mut running = Running::start(command, Output::Stderr);
-        running.until(30, |line| line.contains("executing remote skills"));
-        running
+        let said = running.until(30, |line| line.contains("executing remote skills"));
+        (running, said)
     }
 
     /// Sets what the tests' executor may run.
@@ -128,10 +133,20 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
         let root = core.base.trim_end_matches("/api/v1").to_owned();
         let origin = format!("https://localhost:{port}");
         core.allow(json!({"protocols": ["http"], "httpOrigins": [origin], "audiences": [AUDIENCE]})).await;
-        let executor = core.executor_process(
+        let (executor, said) = core.executor_said(
             &folder,
-            &["--http-origin", &origin, "--private-host", "localhost", "--concurrency", "2"],
+            &[
+                "--http-origin",
+                &origin,
+                "--private-host",
+                "localhost",
+                "--concurrency",
+                "2",
+                "--metrics-listen",
+                "127.0.0.1:0",
+            ],
         );
+        let metrics = said.iter().find_map(|line| line.strip_prefix("metrics at ")).expect("its metrics").to_owned();
 
         // Output, cost, and what reached the skill: the call's id and key, the token's claims.
         let echo = core.invoke(&core.caller, "echo@1", json!({"inputs": {"text": "hello"}})).await.ok(201).clone();
@@ -199,6 +214,17 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
             (json!("failed"), json!("token_for_another_call")),
             "{aimed}"
         );
+        // Its metrics: its slots, and the calls it ran by how they ended (flaky's three attempts
+        // and the two refusals failed; three completed).
+        let text = reqwest::get(&metrics).await.expect("answers").text().await.expect("text");
+        let value = |series: &str| {
+            text.lines().find_map(|line| line.strip_prefix(series)).and_then(|v| v.trim().parse::<f64>().ok())
+        };
+        let outcome =
+            |word: &str| value(&format!("skills_executor_calls_total{{component=\"executor\",outcome=\"{word}\"}}"));
+        assert_eq!((outcome("completed"), outcome("failed")), (Some(3.0), Some(5.0)), "{text}");
+        assert_eq!(value("skills_executor_slots{component=\"executor\",state=\"all\"}"), Some(2.0), "{text}");
+        assert_eq!(value("skills_executor_slots{component=\"executor\",state=\"used\"}"), Some(0.0), "{text}");
         // One session for all its workers, closed at the stop (the core answers meanwhile: the
         // wait runs off the test's runtime).
         executor.signal(rustix::process::Signal::TERM);
