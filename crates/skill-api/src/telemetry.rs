@@ -40,6 +40,16 @@ pub mod metric {
     pub const SESSIONS_ACTIVE: &str = "skills_executor_sessions_active";
     /// Counter: scrapes whose reading of the database failed (the gauges keep their last values).
     pub const SCRAPE_ERRORS: &str = "skills_scrape_errors_total";
+    /// Histogram: how long a pass of one of the core's workers took, by `worker` (`outcomes`,
+    /// `executions`, `agent_requests`, `rules`, `processes`, `leases`).
+    pub const WORKER_PASS: &str = "skills_worker_pass_seconds";
+    /// Gauge: when a worker's last pass ended (Unix seconds): `time() - it` is how far it lags.
+    pub const WORKER_LAST_PASS: &str = "skills_worker_last_pass_timestamp_seconds";
+    /// Counter: a worker's passes that failed (it runs again shortly), by `worker`.
+    pub const WORKER_ERRORS: &str = "skills_worker_errors_total";
+    /// Gauge, read at each scrape: how long the oldest decided approval's outcome has waited to
+    /// be carried out (0 when none waits).
+    pub const OUTCOMES_WAITING: &str = "skills_outcomes_waiting_seconds";
     /// Counter: calls a skill host ran, by `skill` and `outcome` (`succeeded`, `refused`: the
     /// skill's own error, `retryable`, `crashed`).
     pub const HOST_CALLS: &str = "skills_host_calls_total";
@@ -72,6 +82,8 @@ pub mod label {
     pub const REASON: &str = "reason";
     /// A state of what is counted.
     pub const STATE: &str = "state";
+    /// One of the core's workers.
+    pub const WORKER: &str = "worker";
     /// A person's decision: `approved`, `rejected`.
     pub const DECISION: &str = "decision";
 }

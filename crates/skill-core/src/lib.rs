@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod console;
+mod passes;
 
 use axum::Router;
 use axum::extract::State;
@@ -163,13 +164,22 @@ async fn carry_out_work(engine: Engine) {
     loop {
         engine.outcomes_due(SWEEP_EVERY).await;
         let now = engine.now();
-        if let Err(error) = engine.run_outcomes(now).await {
+        let started = std::time::Instant::now();
+        let ran = engine.run_outcomes(now).await;
+        passes::ended("outcomes", started, ran.is_ok());
+        if let Err(error) = ran {
             tracing::warn!(error = %error, "carrying out approval outcomes failed; it runs again shortly");
         }
-        if let Err(error) = engine.run_executions(now).await {
+        let started = std::time::Instant::now();
+        let ran = engine.run_executions(now).await;
+        passes::ended("executions", started, ran.is_ok());
+        if let Err(error) = ran {
             tracing::warn!(error = %error, "carrying out task executions failed; it runs again shortly");
         }
-        if let Err(error) = engine.run_agent_requests(now).await {
+        let started = std::time::Instant::now();
+        let ran = engine.run_agent_requests(now).await;
+        passes::ended("agent_requests", started, ran.is_ok());
+        if let Err(error) = ran {
             tracing::warn!(error = %error, "advancing agents' requests failed; it runs again shortly");
         }
     }
@@ -182,7 +192,10 @@ async fn evaluate_rules(engine: Engine) {
     loop {
         engine.rules_due(SWEEP_EVERY).await;
         loop {
-            match engine.run_rule_evaluations(engine.now()).await {
+            let started = std::time::Instant::now();
+            let ran = engine.run_rule_evaluations(engine.now()).await;
+            passes::ended("rules", started, ran.is_ok());
+            match ran {
                 // Work moved: there may be more right behind it.
                 Ok(moved) if moved > 0 => {}
                 Ok(_) => break,
@@ -203,7 +216,10 @@ async fn advance_processes(engine: Engine) {
     loop {
         engine.processes_due(SWEEP_EVERY).await;
         loop {
-            match engine.run_processes(engine.now()).await {
+            let started = std::time::Instant::now();
+            let ran = engine.run_processes(engine.now()).await;
+            passes::ended("processes", started, ran.is_ok());
+            match ran {
                 // Work moved: there may be more right behind it.
                 Ok(moved) if moved > 0 => {}
                 Ok(_) => break,
@@ -228,7 +244,10 @@ async fn sweep_leases(engine: Engine) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     for round in 0u64.. {
         tick.tick().await;
-        match engine.expire_leases(engine.now()).await {
+        let started = std::time::Instant::now();
+        let ran = engine.expire_leases(engine.now()).await;
+        passes::ended("leases", started, ran.is_ok());
+        match ran {
             Ok(0) => {}
             Ok(handled) => tracing::info!(handled, "leases expired"),
             Err(error) => tracing::warn!(error = %error, "the lease sweep failed; it runs again shortly"),

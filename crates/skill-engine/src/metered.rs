@@ -76,7 +76,8 @@ fn seconds(elapsed: chrono::Duration) -> f64 {
 
 impl crate::Engine {
     /// Reads what waits from the database into the gauges (at each scrape): open calls by state,
-    /// pending ones by waiting reason, the backlog's age, pending approvals, open sessions. A
+    /// pending ones by waiting reason, the backlog's age, the outcomes' wait, pending approvals,
+    /// open sessions. A
     /// reason no call has now reads 0, not its last value.
     ///
     /// # Errors
@@ -115,6 +116,8 @@ impl crate::Engine {
         }
         let age = backlog.oldest_due.map_or(0.0, |since| seconds(now - since));
         metrics::gauge!(metric::BACKLOG_AGE).set(age);
+        let outcomes = backlog.oldest_outcome.map_or(0.0, |since| seconds(now - since));
+        metrics::gauge!(metric::OUTCOMES_WAITING).set(outcomes);
         metrics::gauge!(metric::APPROVALS_PENDING).set(backlog.approvals_pending as f64);
         metrics::gauge!(metric::SESSIONS_ACTIVE).set(backlog.sessions_active as f64);
         Ok(())

@@ -102,7 +102,8 @@ pub trait InvocationStore: Send + Sync {
 
     /// What waits at `now` (the metrics' queue depth): the open calls (pending and running)
     /// counted by status, implementation and what a pending one waits for; the approvals not
-    /// decided; the active executor sessions; the oldest due call.
+    /// decided; the active executor sessions; the oldest due call; the oldest outcome still
+    /// being carried out.
     fn backlog(&self, now: Time) -> BoxFuture<'_, Result<Backlog>>;
 
     /// The open calls a principal is in: pending or running on its authority, running with it as
@@ -340,7 +341,8 @@ pub(crate) fn open_calls((status, protocol, target, audience, later, held, count
 /// The scalars of [`InvocationStore::backlog`] at `$1`.
 pub(crate) const BACKLOG: &str = "SELECT (SELECT COUNT(*) FROM approvals WHERE status = 'pending'), \
      (SELECT COUNT(*) FROM executor_sessions WHERE status = 'active' AND expires_at > $1), \
-     (SELECT MIN(available_at) FROM skill_invocations WHERE status = 'pending' AND available_at <= $1)";
+     (SELECT MIN(available_at) FROM skill_invocations WHERE status = 'pending' AND available_at <= $1), \
+     (SELECT MIN(decided_at) FROM approvals WHERE outcome_status = 'running')";
 
 /// [`InvocationStore::backlog`]'s statement of the open calls; `$kind` reads the basis's kind, `$now` is the
 /// first parameter.

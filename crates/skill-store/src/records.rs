@@ -411,6 +411,8 @@ pub struct Backlog {
     pub sessions_active: i64,
     /// The `available_at` of the oldest pending call that is due.
     pub oldest_due: Option<Time>,
+    /// When the oldest approval whose outcome is still being carried out was decided.
+    pub oldest_outcome: Option<Time>,
 }
 
 /// Which calls a listing returns, newest first, before the cursor.

@@ -276,6 +276,10 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     assert!(answered >= 12, "only {answered} of the dashboard's queries found series");
     prometheus.until("skills_approval_decision_seconds_count{decision=\"approved\"}", 20, |n| n == 1.0).await;
     prometheus.until("count(skills_calls_waiting)", 20, |n| n == 4.0).await;
+    // Every one of the core's workers passes, at least every second; no outcome waits.
+    prometheus.until("count(skills_worker_last_pass_timestamp_seconds)", 20, |n| n == 6.0).await;
+    prometheus.until("max(time() - skills_worker_last_pass_timestamp_seconds)", 20, |n| n < 10.0).await;
+    prometheus.until("skills_outcomes_waiting_seconds", 20, |n| n == 0.0).await;
     prometheus.until("skills_calls_open{state=\"pending\"}", 20, |n| n == 0.0).await;
     // Requests by their route's template: the API's and the console's pages the reviewer used.
     let posts = "sum(skills_http_requests_total{method=\"POST\",route=~\"/api/v1/.+\",status=~\"2..\"})";

@@ -486,10 +486,14 @@ impl InvocationStore for PgStore {
     fn backlog(&self, now: Time) -> BoxFuture<'_, Result<Backlog>> {
         Box::pin(async move {
             let calls: Vec<OpenCallsRow> = sqlx::query_as(OPEN_CALLS).bind(now).fetch_all(self.read()).await?;
-            let (approvals_pending, sessions_active, oldest_due): (i64, i64, Option<Time>) =
-                sqlx::query_as(BACKLOG).bind(now).fetch_one(self.read()).await?;
+            let (approvals_pending, sessions_active, oldest_due, oldest_outcome): (
+                i64,
+                i64,
+                Option<Time>,
+                Option<Time>,
+            ) = sqlx::query_as(BACKLOG).bind(now).fetch_one(self.read()).await?;
             let calls = calls.into_iter().map(open_calls).collect::<Result<_>>()?;
-            Ok(Backlog { calls, approvals_pending, sessions_active, oldest_due })
+            Ok(Backlog { calls, approvals_pending, sessions_active, oldest_due, oldest_outcome })
         })
     }
 

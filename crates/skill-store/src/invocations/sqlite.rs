@@ -244,11 +244,12 @@ impl InvocationStore for SqliteStore {
                     row.get::<_, i64>(6)?,
                 ))
             })?;
-            let (approvals_pending, sessions_active, oldest_due) = one(connection, BACKLOG, &[time(now)], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, get_maybe_time(row, 2)?))
-            })?;
+            let (approvals_pending, sessions_active, oldest_due, oldest_outcome) =
+                one(connection, BACKLOG, &[time(now)], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, get_maybe_time(row, 2)?, get_maybe_time(row, 3)?))
+                })?;
             let calls = calls.into_iter().map(open_calls).collect::<Result<_>>()?;
-            Ok(Backlog { calls, approvals_pending, sessions_active, oldest_due })
+            Ok(Backlog { calls, approvals_pending, sessions_active, oldest_due, oldest_outcome })
         });
         Box::pin(async move { found })
     }

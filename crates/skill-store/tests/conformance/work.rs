@@ -815,12 +815,19 @@ pub(crate) async fn the_backlog_counts_what_waits_and_why(db: Db) {
     assert_eq!(backlog.calls.iter().map(|c| c.count).sum::<i64>(), 8, "every open call, once");
     assert_eq!((backlog.approvals_pending, backlog.sessions_active), (2, 1));
     assert!(backlog.oldest_due.is_some_and(|due| due <= Utc::now() && due >= now - chrono::Duration::seconds(5)));
+    assert_eq!(backlog.oldest_outcome, None, "no outcome is being carried out");
 
     let bob = principal("bob");
     db.store.create_principal(&bob, &event("principal.created", "p")).await.expect("bob");
-    let approved = decided(&gates[0], &bob.id, "approved");
-    db.store.write_work(&[WorkChange::UpdateApproval(approved)], &[]).await.expect("the gate approved");
+    let approved = ApprovalRecord {
+        outcome_status: Some(skill_api::OutcomeStatus::Running),
+        ..decided(&gates[0], &bob.id, "approved")
+    };
+    db.store.write_work(&[WorkChange::UpdateApproval(approved.clone())], &[]).await.expect("the gate approved");
     let backlog = db.store.backlog(Utc::now()).await.expect("the backlog");
     let held: i64 = backlog.calls.iter().filter(|c| c.held).map(|c| c.count).sum();
     assert_eq!((held, backlog.approvals_pending), (1, 1), "the approved gate holds its call no more");
+    let decided_at = approved.decided_at.expect("decided");
+    let read = backlog.oldest_outcome.expect("its outcome is being carried out");
+    assert!((read - decided_at).num_milliseconds().abs() < 1_000, "{read} for {decided_at}");
 }
