@@ -38,6 +38,9 @@ pub mod metric {
     pub const APPROVALS_PENDING: &str = "skills_approvals_pending";
     /// Gauge, read at each scrape: executor sessions open.
     pub const SESSIONS_ACTIVE: &str = "skills_executor_sessions_active";
+    /// Gauge, read at each scrape: the database connections the core holds, by `pool` (`main` on
+    /// PostgreSQL; `reader`, `writer`, `calls` on SQLite) and `state` (`open`, `idle`).
+    pub const DB_CONNECTIONS: &str = "skills_db_connections";
     /// Counter: scrapes whose reading of the database failed (the gauges keep their last values).
     pub const SCRAPE_ERRORS: &str = "skills_scrape_errors_total";
     /// Histogram: how long a pass of one of the core's workers took, by `worker` (`outcomes`,
@@ -82,6 +85,8 @@ pub mod label {
     pub const REASON: &str = "reason";
     /// A state of what is counted.
     pub const STATE: &str = "state";
+    /// A pool of database connections.
+    pub const POOL: &str = "pool";
     /// One of the core's workers.
     pub const WORKER: &str = "worker";
     /// A person's decision: `approved`, `rejected`.

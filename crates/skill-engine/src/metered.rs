@@ -77,7 +77,7 @@ fn seconds(elapsed: chrono::Duration) -> f64 {
 impl crate::Engine {
     /// Reads what waits from the database into the gauges (at each scrape): open calls by state,
     /// pending ones by waiting reason, the backlog's age, the outcomes' wait, pending approvals,
-    /// open sessions. A
+    /// open sessions; the database connections this core holds. A
     /// reason no call has now reads 0, not its last value.
     ///
     /// # Errors
@@ -120,6 +120,10 @@ impl crate::Engine {
         metrics::gauge!(metric::OUTCOMES_WAITING).set(outcomes);
         metrics::gauge!(metric::APPROVALS_PENDING).set(backlog.approvals_pending as f64);
         metrics::gauge!(metric::SESSIONS_ACTIVE).set(backlog.sessions_active as f64);
+        for (pool, open, idle) in self.store.connections() {
+            metrics::gauge!(metric::DB_CONNECTIONS, label::POOL => pool, label::STATE => "open").set(f64::from(open));
+            metrics::gauge!(metric::DB_CONNECTIONS, label::POOL => pool, label::STATE => "idle").set(f64::from(idle));
+        }
         Ok(())
     }
 }

@@ -121,6 +121,8 @@ pub trait Store:
     /// Wakes the claims waiting on every core that listens: calls were queued (PostgreSQL;
     /// nothing to do on SQLite).
     fn wake_others(&self) -> BoxFuture<'_, Result<()>>;
+    /// The database connections this process holds, by pool: `(pool, open, idle)`.
+    fn connections(&self) -> Vec<(&'static str, u32, u32)>;
 }
 
 impl Store for SqliteStore {
@@ -151,6 +153,13 @@ impl Store for SqliteStore {
 
     fn wake_others(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async { Ok(()) })
+    }
+
+    fn connections(&self) -> Vec<(&'static str, u32, u32)> {
+        let pool = |pool: &sqlx::SqlitePool| (pool.size(), u32::try_from(pool.num_idle()).unwrap_or(u32::MAX));
+        let ((reader, reader_idle), (writer, writer_idle)) = (pool(&self.reader), pool(&self.writer));
+        let (calls, calls_idle) = self.lite.connections();
+        vec![("reader", reader, reader_idle), ("writer", writer, writer_idle), ("calls", calls, calls_idle)]
     }
 }
 
@@ -183,6 +192,10 @@ impl Store for PgStore {
             sqlx::query(wakeups::NOTIFY_CALLS).execute(&self.pool).await?;
             Ok(())
         })
+    }
+
+    fn connections(&self) -> Vec<(&'static str, u32, u32)> {
+        vec![("main", self.pool.size(), u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX))]
     }
 }
 

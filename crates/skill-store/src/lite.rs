@@ -40,6 +40,8 @@ pub(crate) struct Lite {
 struct Inner {
     jobs: Sender<Box<dyn Job>>,
     readers: Mutex<Vec<Connection>>,
+    /// Reading connections open, kept or in use.
+    open: std::sync::atomic::AtomicUsize,
     path: PathBuf,
     busy: Duration,
 }
@@ -100,7 +102,14 @@ impl Lite {
             .spawn(move || write_loop(&writer, &queue))
             .map_err(|error| StoreError::new(ErrorKind::Unavailable, format!("cannot start the writer: {error}")))?;
         let first = connect(path, true, busy)?;
-        Ok(Self { inner: Arc::new(Inner { jobs, readers: Mutex::new(vec![first]), path: path.to_path_buf(), busy }) })
+        let inner = Inner {
+            jobs,
+            readers: Mutex::new(vec![first]),
+            open: std::sync::atomic::AtomicUsize::new(1),
+            path: path.to_path_buf(),
+            busy,
+        };
+        Ok(Self { inner: Arc::new(inner) })
     }
 
     /// Runs `work` in a write transaction (batched with the others waiting) and answers once it
@@ -122,15 +131,28 @@ impl Lite {
         let connection = self.inner.readers.lock().map_err(|_| gone())?.pop();
         let connection = match connection {
             Some(connection) => connection,
-            None => connect(&self.inner.path, true, self.inner.busy)?,
+            None => {
+                let connection = connect(&self.inner.path, true, self.inner.busy)?;
+                self.inner.open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                connection
+            }
         };
         let outcome = work(&connection);
-        if let Ok(mut readers) = self.inner.readers.lock()
-            && readers.len() < KEPT_READERS
-        {
-            readers.push(connection);
+        match self.inner.readers.lock() {
+            Ok(mut readers) if readers.len() < KEPT_READERS => readers.push(connection),
+            _ => {
+                drop(connection);
+                self.inner.open.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         outcome
+    }
+
+    /// The reading connections open and the ones idle, and the writer's one.
+    pub(crate) fn connections(&self) -> (u32, u32) {
+        let idle = self.inner.readers.lock().map_or(0, |readers| readers.len());
+        let open = self.inner.open.load(std::sync::atomic::Ordering::Relaxed);
+        (u32::try_from(open + 1).unwrap_or(u32::MAX), u32::try_from(idle).unwrap_or(u32::MAX))
     }
 }
 

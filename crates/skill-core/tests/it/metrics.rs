@@ -86,6 +86,14 @@ async fn a_hundred_skills_and_three_executors_stay_within_a_thousand_series() {
     assert_eq!(gauge("skills_calls_waiting", &["reason=\"no_executor\""]), 100.0);
     assert_eq!(gauge("skills_calls_waiting", &["reason=\"queued\""]), 0.0);
     assert_eq!(gauge("skills_approvals_pending", &[]), 0.0);
+    // The connections of this core's SQLite: its pools, each open at least as much as idle.
+    for pool in ["reader", "writer", "calls"] {
+        let (open, idle) = (
+            gauge("skills_db_connections", &[&format!("pool=\"{pool}\""), "state=\"open\""]),
+            gauge("skills_db_connections", &[&format!("pool=\"{pool}\""), "state=\"idle\""]),
+        );
+        assert!(open >= 1.0 && idle <= open, "{pool}: {open} open, {idle} idle");
+    }
     let executors = [
         core.executor.clone(),
         executor_token(&core.engine, "zulu", &["skills.execute"], test_allowance()).await,

@@ -816,6 +816,8 @@ pub(crate) async fn the_backlog_counts_what_waits_and_why(db: Db) {
     assert_eq!((backlog.approvals_pending, backlog.sessions_active), (2, 1));
     assert!(backlog.oldest_due.is_some_and(|due| due <= Utc::now() && due >= now - chrono::Duration::seconds(5)));
     assert_eq!(backlog.oldest_outcome, None, "no outcome is being carried out");
+    let pools = db.store.connections();
+    assert!(!pools.is_empty() && pools.iter().all(|(_, open, idle)| *open >= 1 && idle <= open), "{pools:?}");
 
     let bob = principal("bob");
     db.store.create_principal(&bob, &event("principal.created", "p")).await.expect("bob");
