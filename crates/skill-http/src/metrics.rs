@@ -101,7 +101,10 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle, refresh: Opt
         }),
     );
     let address = listener.local_addr().map_or_else(|_| "?".to_owned(), |a: SocketAddr| a.to_string());
-    if let Err(error) = axum::serve(listener, app).await {
+    // The bounded server of the API's: header and body deadlines, connections bounded in all and
+    // per client, so a slow or greedy client of this port holds nothing for long.
+    let limits = crate::Limits { max_connections: 64, max_connections_per_client: 16, ..crate::Limits::default() };
+    if let Err(error) = crate::serve(listener, app, limits, std::future::pending()).await {
         tracing::warn!(%address, %error, "the metrics endpoint stopped");
     }
 }
