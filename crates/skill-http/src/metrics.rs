@@ -90,7 +90,9 @@ pub async fn serve(listener: TcpListener, handle: PrometheusHandle, refresh: Opt
                 if let Some(refresh) = refresh {
                     let mut last = last.lock().await;
                     if last.is_none_or(|at| at.elapsed() >= REFRESH_EVERY) {
-                        let _ = tokio::time::timeout(REFRESH_WITHIN, refresh()).await;
+                        if tokio::time::timeout(REFRESH_WITHIN, refresh()).await.is_err() {
+                            count_scrape_error();
+                        }
                         *last = Some(Instant::now());
                     }
                 }
@@ -138,7 +140,8 @@ pub async fn count_requests(mut request: Request, next: Next) -> Response {
     response
 }
 
-/// Counts a scrape whose [`Refresh`] could not read what it reads.
+/// Counts a scrape whose [`Refresh`] could not read what it reads (or not within
+/// [`REFRESH_WITHIN`]).
 pub fn count_scrape_error() {
     metrics::counter!(metric::SCRAPE_ERRORS).increment(1);
 }
