@@ -100,7 +100,7 @@ impl crate::Engine {
                 WaitingReason::HeldForApproval
             } else if group.later {
                 WaitingReason::Backoff
-            } else if self.store.covered(&group.protocol, &group.target, group.audience.as_deref(), now).await? {
+            } else if group.covered {
                 WaitingReason::Queued
             } else {
                 WaitingReason::NoExecutor

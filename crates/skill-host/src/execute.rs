@@ -196,7 +196,7 @@ pub fn execute(registry: &Registry, args: &ExecuteArgs) -> ExitCode {
         concurrency = args.concurrency,
         "executing the local skills of this host"
     );
-    let metrics = args.metrics_listen.clone();
+    let metrics = args.metrics_listen.clone().filter(|address| !address.trim().is_empty());
     let result = runtime.block_on(async {
         let stop = skill_http::stop_signal();
         if let Some(address) = metrics {

@@ -128,8 +128,9 @@ pub async fn run(
 ) -> Result<(), ServeError> {
     let count = registry.skills().len();
     let skills = if count == 1 { "skill" } else { "skills" };
-    let metered = args.metrics_listen.is_some();
-    if let Some(address) = &args.metrics_listen {
+    let wanted = args.metrics_listen.as_deref().map(str::trim).filter(|address| !address.is_empty());
+    let metered = wanted.is_some();
+    if let Some(address) = wanted {
         let listening = skill_http::metrics::start("host", address, None).await.map_err(ServeError::Metrics)?;
         eprintln!("metrics at http://{listening}/metrics");
     }

@@ -328,14 +328,16 @@ use claimable_sql;
 /// with audience `$audience` (each a placeholder or a column); `$open` and `$close` surround a key of a session's `admission` to make the set of the
 /// array under it.
 /// One row of [`InvocationStore::backlog`]'s statement of the open calls, as read.
-pub(crate) type OpenCallsRow = (String, String, String, Option<String>, bool, bool, i64);
+pub(crate) type OpenCallsRow = (String, String, String, Option<String>, bool, bool, i64, bool);
 
 /// One row of [`InvocationStore::backlog`]'s statement of the open calls, read.
-pub(crate) fn open_calls((status, protocol, target, audience, later, held, count): OpenCallsRow) -> Result<OpenCalls> {
+pub(crate) fn open_calls(
+    (status, protocol, target, audience, later, held, count, covered): OpenCallsRow,
+) -> Result<OpenCalls> {
     let status = status.parse().map_err(|error| {
         crate::error::StoreError::new(crate::error::ErrorKind::Invalid, format!("a stored call status: {error}"))
     })?;
-    Ok(OpenCalls { status, protocol, target, audience, later, held, count })
+    Ok(OpenCalls { status, protocol, target, audience, later, held, count, covered })
 }
 
 /// The scalars of [`InvocationStore::backlog`] at `$1`.
@@ -344,19 +346,22 @@ pub(crate) const BACKLOG: &str = "SELECT (SELECT COUNT(*) FROM approvals WHERE s
      (SELECT MIN(available_at) FROM skill_invocations WHERE status = 'pending' AND available_at <= $1), \
      (SELECT MIN(decided_at) FROM approvals WHERE outcome_status = 'running')";
 
-/// [`InvocationStore::backlog`]'s statement of the open calls; `$kind` reads the basis's kind, `$now` is the
-/// first parameter.
+/// [`InvocationStore::backlog`]'s statement of the open calls; `$kind` reads the basis's kind,
+/// `$open`/`$close` read a session admission's list (as [`covered_sql`]), `$now` is the first
+/// parameter. Each group says whether an active session covers its implementation.
 macro_rules! open_calls_sql {
-    ($kind:literal) => {
+    ($kind:literal, $open:literal, $close:literal) => {
         concat!(
-            "SELECT c.status, c.protocol, c.target, c.audience, \
+            "SELECT g.status, g.protocol, g.target, g.audience, g.later, g.held, g.n, (",
+            covered_sql!($open, $close, "$1", "g.protocol", "g.target", "g.audience"),
+            ") AS covered FROM (SELECT c.status, c.protocol, c.target, c.audience, \
              (c.status = 'pending' AND c.available_at > $1) AS later, \
              (c.status = 'pending' AND c.task_id IS NOT NULL AND ",
             $kind,
             " = 'execution' AND EXISTS (SELECT 1 FROM approvals a WHERE a.task_id = c.task_id AND a.gate \
              AND a.status = 'pending')) AS held, COUNT(*) AS n \
              FROM skill_invocations c WHERE c.status IN ('pending', 'running') \
-             GROUP BY c.status, c.protocol, c.target, c.audience, later, held"
+             GROUP BY c.status, c.protocol, c.target, c.audience, later, held) g"
         )
     };
 }

@@ -400,6 +400,8 @@ pub struct OpenCalls {
     /// Pending, an external write of its task's execution while the task has a pending gate.
     pub held: bool,
     pub count: i64,
+    /// An active executor session covers the implementation (the rule of the claim).
+    pub covered: bool,
 }
 
 /// What waits, at a moment: the open calls counted alike, the approvals not decided yet, the

@@ -92,7 +92,8 @@ impl Candidate {
         }
     }
 }
-const OPEN_CALLS: &str = open_calls_sql!("c.authorization_basis ->> 'kind'");
+const OPEN_CALLS: &str =
+    open_calls_sql!("c.authorization_basis ->> 'kind'", "jsonb_array_elements_text(s.admission -> '", "')");
 const COVERED: &str = covered_sql!("jsonb_array_elements_text(s.admission -> '", "')", "$1", "$2", "$3", "$4");
 
 /// The call update with one event, in one statement (one round trip, no `BEGIN`/`COMMIT`): the

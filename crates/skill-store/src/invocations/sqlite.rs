@@ -33,7 +33,8 @@ const CLAIMABLE: &str = claimable_sql!(
     "json_extract(i.authorization_basis, '$.activityId')",
     ""
 );
-const OPEN_CALLS: &str = open_calls_sql!("json_extract(c.authorization_basis, '$.kind')");
+const OPEN_CALLS: &str =
+    open_calls_sql!("json_extract(c.authorization_basis, '$.kind')", "json_each(s.admission, '$.", "')");
 const COVERED: &str = covered_sql!("json_each(s.admission, '$.", "')", "$1", "$2", "$3", "$4");
 /// How many pending calls one claim looks at (the engine passes over calls it cannot take yet).
 const CANDIDATES: i64 = 20;
@@ -242,6 +243,7 @@ impl InvocationStore for SqliteStore {
                     row.get::<_, bool>(4)?,
                     row.get::<_, bool>(5)?,
                     row.get::<_, i64>(6)?,
+                    row.get::<_, bool>(7)?,
                 ))
             })?;
             let (approvals_pending, sessions_active, oldest_due, oldest_outcome) =

@@ -813,6 +813,10 @@ pub(crate) async fn the_backlog_counts_what_waits_and_why(db: Db) {
     assert_eq!(count(CallStatus::Running, false, false, "local"), 1, "running: {:?}", backlog.calls);
     assert_eq!(count(CallStatus::Pending, false, false, "http"), 1, "{:?}", backlog.calls);
     assert_eq!(backlog.calls.iter().map(|c| c.count).sum::<i64>(), 8, "every open call, once");
+    // The session admits the local entrypoint, not the http endpoint.
+    for group in &backlog.calls {
+        assert_eq!(group.covered, group.protocol == "local", "{group:?}");
+    }
     assert_eq!((backlog.approvals_pending, backlog.sessions_active), (2, 1));
     assert!(backlog.oldest_due.is_some_and(|due| due <= Utc::now() && due >= now - chrono::Duration::seconds(5)));
     assert_eq!(backlog.oldest_outcome, None, "no outcome is being carried out");
