@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::run;
 
 /// Debian's Chromium.
 pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
@@ -26,7 +25,7 @@ impl Browser {
         // The browser, and the shell tools `skill-core dev`'s printed commands use (a test runs them).
         let missing = |program: &str| !Path::new("/usr/bin").join(program).exists();
         if missing("chromium") || missing("chromedriver") || missing("curl") || missing("jq") {
-            install()?;
+            crate::apt_install("Chromium, ChromeDriver, curl and jq", &["chromium", "chromium-driver", "curl", "jq"])?;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
@@ -57,14 +56,4 @@ impl Drop for Browser {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn install() -> Result<()> {
-    run("apt-get update", Command::new("apt-get").args(["update", "-qq"]))?;
-    run(
-        "install Chromium, ChromeDriver, curl and jq from Debian's packages",
-        Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver", "curl", "jq"])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )
 }

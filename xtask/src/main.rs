@@ -178,6 +178,18 @@ pub(crate) fn run(step: &str, command: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// Installs Debian's `packages` (`what` names them in the step's line).
+pub(crate) fn apt_install(what: &str, packages: &[&str]) -> Result<()> {
+    run("apt-get update", Command::new("apt-get").args(["update", "-qq"]))?;
+    run(
+        &format!("install {what} from Debian's packages"),
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
 pub(crate) fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }

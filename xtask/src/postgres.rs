@@ -32,7 +32,7 @@ impl Postgres {
         let bin = match find_bin() {
             Some(bin) => bin,
             None => {
-                install()?;
+                crate::apt_install("PostgreSQL", &["postgresql"])?;
                 find_bin().context("PostgreSQL was installed but its programs are not in /usr/lib/postgresql")?
             }
         };
@@ -116,16 +116,6 @@ fn find_bin() -> Option<PathBuf> {
         .collect();
     versions.sort();
     versions.pop()
-}
-
-fn install() -> Result<()> {
-    run("apt-get update", Command::new("apt-get").args(["update", "-qq"]))?;
-    run(
-        "install PostgreSQL from Debian's packages",
-        Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends", "postgresql"])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )
 }
 
 fn is_root() -> bool {

@@ -2,12 +2,8 @@
 //! tests start it themselves (its configuration names the ports their cores and executors serve
 //! metrics on, known only once they run), on a free port, with a scratch folder for its data.
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use anyhow::{Context, Result};
-
-use crate::run;
+use std::path::PathBuf;
 
 const BINARY: &str = "/usr/bin/prometheus";
 
@@ -15,13 +11,7 @@ const BINARY: &str = "/usr/bin/prometheus";
 pub(crate) fn binary() -> Result<PathBuf> {
     let binary = PathBuf::from(BINARY);
     if !binary.exists() {
-        run("apt-get update", Command::new("apt-get").args(["update", "-qq"]))?;
-        run(
-            "install Prometheus from Debian's packages",
-            Command::new("apt-get")
-                .args(["install", "-y", "-qq", "--no-install-recommends", "prometheus"])
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-        )?;
+        crate::apt_install("Prometheus", &["prometheus"])?;
     }
     binary.exists().then_some(binary).context("Prometheus was installed but /usr/bin/prometheus is not there")
 }
