@@ -247,38 +247,24 @@ pub(crate) struct MetricsArg {
 impl MetricsArg {
     /// Installs the recorder and serves it, when an address was given (an empty one is none); a
     /// core's scrape reads what waits from `engine`'s database first, off the runtime's threads
-    /// (a slow database holds neither the API nor the scrape past its bound), one read at a time.
+    /// (SQLite reads on the calling thread: a slow database must not hold the API).
     pub(crate) async fn start(&self, component: &'static str, engine: Option<&Engine>) -> Result<()> {
         let Some(address) = self.address.as_deref().map(str::trim).filter(|address| !address.is_empty()) else {
             return Ok(());
         };
-        let reading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let refresh = engine.cloned().map(|engine| -> skill_http::metrics::Refresh {
             std::sync::Arc::new(move || {
-                let (engine, reading) = (engine.clone(), std::sync::Arc::clone(&reading));
+                let engine = engine.clone();
                 Box::pin(async move {
-                    // The last read still runs (a slow database): the gauges keep their values.
-                    if reading.swap(true, std::sync::atomic::Ordering::AcqRel) {
-                        skill_http::metrics::count_scrape_error();
-                        return;
-                    }
                     let runtime = tokio::runtime::Handle::current();
-                    let read = tokio::task::spawn_blocking(move || {
-                        let read = runtime.block_on(engine.record_backlog());
-                        reading.store(false, std::sync::atomic::Ordering::Release);
-                        read
-                    });
-                    match read.await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(error)) => {
-                            tracing::warn!(%error, "the metrics could not read what waits");
-                            skill_http::metrics::count_scrape_error();
-                        }
-                        Err(error) => {
-                            tracing::warn!(%error, "the metrics' read of what waits ended");
-                            skill_http::metrics::count_scrape_error();
-                        }
-                    }
+                    let read = tokio::task::spawn_blocking(move || runtime.block_on(engine.record_backlog()));
+                    let failure = match read.await {
+                        Ok(Ok(())) => return,
+                        Ok(Err(error)) => error.to_string(),
+                        Err(error) => error.to_string(),
+                    };
+                    tracing::warn!(error = %failure, "the metrics could not read what waits");
+                    skill_http::metrics::count_scrape_error();
                 })
             })
         });

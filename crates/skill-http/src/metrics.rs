@@ -8,8 +8,9 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
@@ -78,27 +79,67 @@ pub const REFRESH_WITHIN: Duration = Duration::from_secs(5);
 /// asked, the database is read at most once a second.
 const REFRESH_EVERY: Duration = Duration::from_secs(1);
 
+/// What a scrape answers: the gauges read by its [`Refresh`] first — at most once every
+/// [`REFRESH_EVERY`], one read at a time, and waited for at most [`REFRESH_WITHIN`] — then the
+/// recorder's text.
+struct Scraper {
+    handle: PrometheusHandle,
+    refresh: Option<Refresh>,
+    last: tokio::sync::Mutex<Option<tokio::time::Instant>>,
+    /// A read runs (on a task of its own, so a scrape that stops waiting does not cut it short).
+    reading: Arc<AtomicBool>,
+}
+
+impl Scraper {
+    fn new(handle: PrometheusHandle, refresh: Option<Refresh>) -> Self {
+        Self { handle, refresh, last: tokio::sync::Mutex::default(), reading: Arc::default() }
+    }
+
+    async fn render(&self) -> String {
+        if let Some(refresh) = &self.refresh {
+            let mut last = self.last.lock().await;
+            if last.is_none_or(|at| at.elapsed() >= REFRESH_EVERY) {
+                *last = Some(tokio::time::Instant::now());
+                if self.reading.swap(true, Ordering::AcqRel) {
+                    // The last read still runs (a slow database): the gauges keep their values.
+                    count_scrape_error();
+                } else {
+                    let (refresh, done) = (Arc::clone(refresh), Done(Arc::clone(&self.reading)));
+                    let read = tokio::spawn(async move {
+                        refresh().await;
+                        drop(done);
+                    });
+                    if tokio::time::timeout(REFRESH_WITHIN, read).await.is_err() {
+                        count_scrape_error();
+                    }
+                }
+            }
+        }
+        self.handle.run_upkeep();
+        self.handle.render()
+    }
+}
+
+/// Clears a [`Scraper`]'s `reading` when its read ends, whether it returned or panicked.
+struct Done(Arc<AtomicBool>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 /// Serves `GET /metrics` (the Prometheus text format) on `listener` until the process ends,
-/// running `refresh` first (at most once a second); anything else is a 404.
+/// reading `refresh` first (see [`Scraper`]); another path is a 404.
 pub async fn serve(listener: TcpListener, handle: PrometheusHandle, refresh: Option<Refresh>) {
-    let last: Arc<tokio::sync::Mutex<Option<Instant>>> = Arc::default();
+    let scraper = Arc::new(Scraper::new(handle, refresh));
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
-            let (handle, refresh, last) = (handle.clone(), refresh.clone(), Arc::clone(&last));
+            let scraper = Arc::clone(&scraper);
             async move {
-                if let Some(refresh) = refresh {
-                    let mut last = last.lock().await;
-                    if last.is_none_or(|at| at.elapsed() >= REFRESH_EVERY) {
-                        if tokio::time::timeout(REFRESH_WITHIN, refresh()).await.is_err() {
-                            count_scrape_error();
-                        }
-                        *last = Some(Instant::now());
-                    }
-                }
-                handle.run_upkeep();
-                ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], handle.render())
-                    .into_response()
+                let text = scraper.render().await;
+                ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
             }
         }),
     );
@@ -158,5 +199,55 @@ fn method_label(method: &axum::http::Method) -> &'static str {
         Method::HEAD => "HEAD",
         Method::OPTIONS => "OPTIONS",
         _ => skill_api::telemetry::OTHER,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// A scraper whose reads count themselves and then take `each`.
+    fn slow(each: Duration) -> (Scraper, Arc<AtomicUsize>) {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&reads);
+        let refresh: Refresh = Arc::new(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Box::pin(tokio::time::sleep(each))
+        });
+        let handle = PrometheusBuilder::new().build_recorder().handle();
+        (Scraper::new(handle, Some(refresh)), reads)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_read_neither_holds_a_scrape_past_its_bound_nor_runs_twice() {
+        let (scraper, reads) = slow(Duration::from_secs(60));
+        let started = tokio::time::Instant::now();
+        scraper.render().await;
+        assert_eq!(started.elapsed(), REFRESH_WITHIN, "the scrape answers at its bound");
+        // Past the once-a-second spacing, the first read still runs: no second one starts.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let again = tokio::time::Instant::now();
+        scraper.render().await;
+        assert!(again.elapsed() < Duration::from_millis(1), "no wait for a read that runs already");
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        // Once it ended, the next scrape reads again.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        scraper.render().await;
+        assert_eq!(reads.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn scrapes_within_a_second_share_one_read() {
+        let (scraper, reads) = slow(Duration::from_millis(10));
+        for _ in 0..5 {
+            scraper.render().await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        scraper.render().await;
+        assert_eq!(reads.load(Ordering::SeqCst), 2);
     }
 }
