@@ -701,6 +701,36 @@ pub(crate) async fn a_disabled_principal_decides_nothing(db: Db) {
 /// However many calls wait for a pending gate at the head of the queue, a claim reaches the call
 /// behind them: a held call is not even a candidate. Once the gate is approved they come first
 /// again.
+/// A task of `ana`'s with a pending gate and a run of `core`'s, and the execution call of that
+/// run the gate holds (due at `due`); answers the call and the gate.
+async fn held_execution(
+    db: &Db,
+    skill: &skill_store::records::SkillRecord,
+    ana: &str,
+    core: &str,
+    due: chrono::DateTime<Utc>,
+) -> (skill_store::records::InvocationRecord, ApprovalRecord) {
+    let task = task(db, ana).await;
+    let gate = approval(&task, ana);
+    let own = run(&task, core);
+    let changes = [WorkChange::InsertApproval(gate.clone()), WorkChange::InsertRun(own.clone())];
+    db.store.write_work(&changes, &[]).await.expect("a pending gate and a run");
+    let call = skill_store::records::InvocationRecord {
+        available_at: due,
+        task_id: Some(task.id.clone()),
+        run_id: Some(own.id.clone()),
+        authority_principal_id: core.to_owned(),
+        authorization_basis: Some(Basis::Execution {
+            task_type_id: task.task_type_id.clone(),
+            task_id: task.id.clone(),
+            run_id: own.id.clone(),
+        }),
+        ..pending(skill, ana, "local", "claims.lookup", None)
+    };
+    insert(db, &call).await;
+    (call, gate)
+}
+
 pub(crate) async fn held_calls_never_hide_the_calls_behind_them(db: Db) {
     let (skill, ana) = setup(&db).await;
     let core = execution_principal(&db).await;
@@ -708,24 +738,7 @@ pub(crate) async fn held_calls_never_hide_the_calls_behind_them(db: Db) {
     // 50 tasks, each with a pending gate and the execution it holds (one per run).
     let (mut held, mut gates) = (Vec::new(), Vec::new());
     for n in 0..50 {
-        let task = task(&db, &ana).await;
-        let gate = approval(&task, &ana);
-        let own = run(&task, &core);
-        let changes = [WorkChange::InsertApproval(gate.clone()), WorkChange::InsertRun(own.clone())];
-        db.store.write_work(&changes, &[]).await.expect("a pending gate and a run");
-        let call = skill_store::records::InvocationRecord {
-            available_at: at(600 - n),
-            task_id: Some(task.id.clone()),
-            run_id: Some(own.id.clone()),
-            authority_principal_id: core.clone(),
-            authorization_basis: Some(Basis::Execution {
-                task_type_id: task.task_type_id.clone(),
-                task_id: task.id.clone(),
-                run_id: own.id.clone(),
-            }),
-            ..pending(&skill, &ana, "local", "claims.lookup", None)
-        };
-        insert(&db, &call).await;
+        let (call, gate) = held_execution(&db, &skill, &ana, &core, at(600 - n)).await;
         held.push(call.id);
         gates.push(gate);
     }
@@ -762,24 +775,7 @@ pub(crate) async fn the_backlog_counts_what_waits_and_why(db: Db) {
     // Two executions held by their tasks' pending gates; a gate decided lets its call go.
     let mut gates = Vec::new();
     for _ in 0..2 {
-        let task = task(&db, &ana).await;
-        let gate = approval(&task, &ana);
-        let own = run(&task, &core);
-        let changes = [WorkChange::InsertApproval(gate.clone()), WorkChange::InsertRun(own.clone())];
-        db.store.write_work(&changes, &[]).await.expect("a pending gate and a run");
-        let call = skill_store::records::InvocationRecord {
-            task_id: Some(task.id.clone()),
-            run_id: Some(own.id.clone()),
-            authority_principal_id: core.clone(),
-            authorization_basis: Some(Basis::Execution {
-                task_type_id: task.task_type_id.clone(),
-                task_id: task.id.clone(),
-                run_id: own.id.clone(),
-            }),
-            ..pending(&skill, &ana, "local", "claims.lookup", None)
-        };
-        insert(&db, &call).await;
-        gates.push(gate);
+        gates.push(held_execution(&db, &skill, &ana, &core, now).await.1);
     }
     // Three due, one in its backoff, one running; an http call no session covers.
     for _ in 0..3 {
