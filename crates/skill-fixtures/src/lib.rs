@@ -7,6 +7,7 @@
 //! | a child process whose output lines are read as they come, stopped with a signal | [`Running`] |
 //! | a scratch folder under the temporary folder, removed on drop, with file edits | [`Scratch`] |
 //! | raw HTTP/1.1 clients that stall, and a plain request beside them | [`slow`] |
+//! | the value of one series in a Prometheus scrape | [`sample`] |
 
 pub mod slow;
 
@@ -15,6 +16,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
+
+/// The value of the series written exactly `series` (its name and labels, as the scrape writes
+/// them) in the Prometheus text `scrape`; `None` when it is not there.
+pub fn sample(scrape: &str, series: &str) -> Option<f64> {
+    scrape.lines().find_map(|line| line.strip_prefix(series)).and_then(|value| value.trim().parse().ok())
+}
 
 /// Starts `app` on a free port of 127.0.0.1 on a thread with its own runtime (so the code under
 /// test may run on another); returns `http://127.0.0.1:<port>`.

@@ -245,9 +245,7 @@ async fn metrics_count_the_calls_by_skill_and_outcome_and_the_requests_by_route(
         http.post(format!("http://{address}/skills/nothing-here@9")).body("{}").send().await.expect("answers");
     assert_eq!(missing.status(), 404);
     let text = http.get(&metrics).send().await.expect("answers").text().await.expect("text");
-    let value = |series: &str| {
-        text.lines().find_map(|line| line.strip_prefix(series)).and_then(|v| v.trim().parse::<f64>().ok())
-    };
+    let value = |series: &str| skill_fixtures::sample(&text, series);
     assert_eq!(
         value(r#"skills_host_calls_total{component="host",skill="slow@1",outcome="succeeded"}"#),
         Some(2.0),

@@ -217,9 +217,7 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
         // Its metrics: its slots, and the calls it ran by how they ended (flaky's three attempts
         // and the two refusals failed; three completed).
         let text = reqwest::get(&metrics).await.expect("answers").text().await.expect("text");
-        let value = |series: &str| {
-            text.lines().find_map(|line| line.strip_prefix(series)).and_then(|v| v.trim().parse::<f64>().ok())
-        };
+        let value = |series: &str| skill_fixtures::sample(&text, series);
         let outcome =
             |word: &str| value(&format!("skills_executor_calls_total{{component=\"executor\",outcome=\"{word}\"}}"));
         assert_eq!((outcome("completed"), outcome("failed")), (Some(3.0), Some(5.0)), "{text}");
