@@ -432,6 +432,20 @@ states! {
     }
 }
 
+impl WaitingReason {
+    /// Why a pending call waits, the first that holds: a pending gate holds it, its backoff runs,
+    /// no executor session covers it (`uncovered`), else its turn. A call's page and the metrics'
+    /// count of the waiting calls both read it here.
+    pub fn of(held: bool, later: bool, uncovered: bool) -> Self {
+        match (held, later, uncovered) {
+            (true, ..) => Self::HeldForApproval,
+            (false, true, _) => Self::Backoff,
+            (false, false, true) => Self::NoExecutor,
+            (false, false, false) => Self::Queued,
+        }
+    }
+}
+
 states! {
     /// Why the core cancelled a call whose basis was lost (`basis_revoked`, the `message` of its
     /// error), at a claim or by a worker.

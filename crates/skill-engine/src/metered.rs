@@ -95,16 +95,7 @@ impl crate::Engine {
                 continue;
             }
             pending += group.count;
-            // In the order a call's page gives its reason.
-            let reason = if group.held {
-                WaitingReason::HeldForApproval
-            } else if group.later {
-                WaitingReason::Backoff
-            } else if group.covered {
-                WaitingReason::Queued
-            } else {
-                WaitingReason::NoExecutor
-            };
+            let reason = WaitingReason::of(group.held, group.later, !group.covered);
             if let Some(slot) = waiting.iter_mut().find(|(r, _)| *r == reason) {
                 slot.1 += group.count;
             }

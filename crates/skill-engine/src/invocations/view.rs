@@ -58,36 +58,18 @@ pub(crate) fn implementation(call: &InvocationRecord) -> String {
 
 fn waiting(call: &InvocationRecord, now: Time, looked: &Looked) -> Waiting {
     let implementation = implementation(call);
-    if !looked.held_by.is_empty() {
-        return Waiting {
-            reason: WaitingReason::HeldForApproval,
-            message: format!(
-                "an external write of its task's execution: held until the task's gate approval {} is decided",
-                looked.held_by.join(", ")
-            ),
-            implementation,
-        };
-    }
-    if call.available_at > now {
-        return Waiting {
-            reason: WaitingReason::Backoff,
-            message: format!("retried after a failure: waits until {}", view_time(&call.available_at)),
-            implementation,
-        };
-    }
-    if looked.covered == Some(false) {
-        return Waiting {
-            reason: WaitingReason::NoExecutor,
-            message: format!(
-                "no executor session covers {implementation}: start an executor that runs it (for a local skill, \
-                 the package's host with `execute`), or check its allow-list"
-            ),
-            implementation,
-        };
-    }
-    Waiting {
-        reason: WaitingReason::Queued,
-        message: format!("waits for an executor that runs {implementation}"),
-        implementation,
-    }
+    let reason = WaitingReason::of(!looked.held_by.is_empty(), call.available_at > now, looked.covered == Some(false));
+    let message = match reason {
+        WaitingReason::HeldForApproval => format!(
+            "an external write of its task's execution: held until the task's gate approval {} is decided",
+            looked.held_by.join(", ")
+        ),
+        WaitingReason::Backoff => format!("retried after a failure: waits until {}", view_time(&call.available_at)),
+        WaitingReason::NoExecutor => format!(
+            "no executor session covers {implementation}: start an executor that runs it (for a local skill, \
+             the package's host with `execute`), or check its allow-list"
+        ),
+        WaitingReason::Queued => format!("waits for an executor that runs {implementation}"),
+    };
+    Waiting { reason, message, implementation }
 }
