@@ -97,13 +97,17 @@ impl Scraper {
 
     async fn render(&self) -> String {
         if let Some(refresh) = &self.refresh {
+            // `last`: when the last read started.
             let mut last = self.last.lock().await;
             if last.is_none_or(|at| at.elapsed() >= REFRESH_EVERY) {
-                *last = Some(tokio::time::Instant::now());
                 if self.reading.swap(true, Ordering::AcqRel) {
-                    // The last read still runs (a slow database): the gauges keep their values.
-                    count_scrape_error();
+                    // The last read still runs: the gauges keep their values, and a read past its
+                    // bound (a slow database) counts at each scrape it holds back.
+                    if last.is_some_and(|at| at.elapsed() >= REFRESH_WITHIN) {
+                        count_scrape_error();
+                    }
                 } else {
+                    *last = Some(tokio::time::Instant::now());
                     let (refresh, done) = (Arc::clone(refresh), Done(Arc::clone(&self.reading)));
                     let read = tokio::spawn(async move {
                         refresh().await;
