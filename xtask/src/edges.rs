@@ -44,15 +44,17 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-sdk-macros", &["skill-contract"]),
     ("skill-sdk", &["skill-api", "skill-contract", "skill-sdk-macros"]),
     // The metrics' names are skill-api's, one list for every binary.
-    ("skill-http", &["skill-api"]),
+    ("skill-http", &["skill-api", "skill-traces"]),
+    // OpenTelemetry traces: the exporter and the context in and out.
+    ("skill-traces", &["skill-api"]),
     // CEL conditions: their own crate, so the contract (which every author compiles) does not
     // build the CEL parser.
     ("skill-conditions", &[]),
     // The executor loop: a client of the core, whatever runs the calls.
-    ("skill-executor", &["skill-api", "skill-client"]),
+    ("skill-executor", &["skill-api", "skill-client", "skill-traces"]),
     // The runners of remote skills: what an executor daemon calls, behind the network guard.
-    ("skill-remote", &["skill-api", "skill-client", "skill-contract", "skill-executor"]),
-    ("skill-host", &["skill-api", "skill-client", "skill-executor", "skill-http", "skill-sdk"]),
+    ("skill-remote", &["skill-api", "skill-client", "skill-contract", "skill-executor", "skill-traces"]),
+    ("skill-host", &["skill-api", "skill-client", "skill-executor", "skill-http", "skill-sdk", "skill-traces"]),
     // The rows keep the states the API defines (and the contract's side effects and risk).
     ("skill-store", &["skill-api", "skill-contract"]),
     // The blob stores beyond a folder (S3-compatible), behind skill-store's trait.
@@ -74,6 +76,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "skill-remote",
             "skill-scenarios",
             "skill-store",
+            "skill-traces",
         ],
     ),
     // Package scenario tests: a scratch core (the engine on its own SQLite database) whose

@@ -84,6 +84,10 @@ pub struct InvocationOut {
     /// (no open session of an executor covers its implementation), `queued`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<Waiting>,
+    /// The OpenTelemetry trace the call belongs to (32 hex digits), when the core exported
+    /// traces as it was made: find it in the tracing backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// Why a pending call has not started.
@@ -198,6 +202,10 @@ pub struct ClaimOut {
     /// own lease and fencing token (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub more: Vec<ClaimOut>,
+    /// The W3C `traceparent` of the span that made the call (absent without traces): the
+    /// executor's span of this attempt is its child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// The body of `POST /skill-invocations/{id}:heartbeat`.

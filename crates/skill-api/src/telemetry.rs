@@ -103,3 +103,45 @@ pub const OTHER: &str = "other";
 /// The upper bounds (seconds) of the latency histograms' buckets: from a fast local call to a
 /// slow remote one; few, because every bucket is a series per label set.
 pub const LATENCY_BUCKETS: [f64; 8] = [0.005, 0.025, 0.1, 0.5, 2.5, 10.0, 60.0, 300.0];
+
+/// The trace id of a well-formed `traceparent` (32 lower-case hex digits, not all zero).
+pub fn trace_id(traceparent: &str) -> Option<&str> {
+    let mut parts = traceparent.split('-');
+    let (version, trace, span, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex =
+        |text: &str, len: usize| text.len() == len && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let version_ok = hex(version, 2) && version != "ff" && (version != "00" || parts.next().is_none());
+    let ok = version_ok
+        && hex(trace, 32)
+        && trace.bytes().any(|b| b != b'0')
+        && hex(span, 16)
+        && span.bytes().any(|b| b != b'0')
+        && hex(flags, 2);
+    ok.then_some(trace)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_well_formed_parents_name_a_trace() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(super::trace_id(good), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
+        assert_eq!(
+            super::trace_id("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-later"),
+            Some("4bf92f3577b34da6a3ce929d0e0e4736")
+        );
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0x",
+        ] {
+            assert_eq!(super::trace_id(bad), None, "{bad}");
+        }
+    }
+}

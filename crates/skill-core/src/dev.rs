@@ -69,8 +69,9 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let store = skill_store::open(&data.path.display().to_string(), &Default::default())
         .await
         .context("opening the database")?;
-    let engine =
-        Engine::new(store).with_blobs(std::sync::Arc::new(skill_store::FolderBlobs::new(data.path.join("blobs"))));
+    let engine = Engine::new(store)
+        .with_traces(skill_traces::spans::of_call)
+        .with_blobs(std::sync::Arc::new(skill_store::FolderBlobs::new(data.path.join("blobs"))));
     // The developer holds what the package's contracts require, so trying things meets the
     // real rules (an external write still needs a basis); the host executes with its own token.
     // Work happens in the workspace `dev`; a second person, the reviewer, decides approvals (the

@@ -58,6 +58,7 @@ pub fn app_with(engine: Engine, console: console::Options) -> Router {
                 .with("route", uri.path()),
             )
         })
+        .route_layer(axum::middleware::from_fn(skill_http::requests::route))
         .layer(axum::middleware::from_fn(api::plumbing::envelope))
         .layer(axum::middleware::from_fn_with_state(core.clone(), api::idempotency::layer))
         .layer(axum::middleware::from_fn(skill_http::requests::log));

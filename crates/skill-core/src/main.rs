@@ -288,7 +288,11 @@ fn main() -> ExitCode {
         Command::Serve { verbose: true, .. } => dev::VERBOSE,
         _ => "info,rmcp=error",
     };
-    let logs = skill_http::init_logs(filter);
+    let service = match &cli.command {
+        Command::Executor(_) => "skill-executor",
+        _ => "skill-core",
+    };
+    let logs = skill_http::init_logs(service, filter);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -311,7 +315,7 @@ fn main() -> ExitCode {
 async fn engine(db: &Db) -> Result<Engine> {
     let options = StoreOptions { max_connections: db.db_connections, ..StoreOptions::default() };
     let store = skill_store::open(&db.db, &options).await.context("opening the database")?;
-    let engine = Engine::new(store);
+    let engine = Engine::new(store).with_traces(skill_traces::spans::of_call);
     let sqlite = !(db.db.starts_with("postgres://") || db.db.starts_with("postgresql://"));
     let blobs = db.blobs.clone().or_else(|| sqlite.then(|| sqlite_blobs(&db.db).display().to_string()));
     Ok(match blobs {

@@ -294,6 +294,7 @@ impl Engine {
             started_at: None,
             attempt_started_at: None,
             finished_at: None,
+            traceparent: (self.trace_of_call)(&skill.name, &skill.version),
         };
         let requested = InvocationRequested {
             skill_id: skill.id.clone(),

@@ -99,6 +99,9 @@ pub struct Engine {
     /// (one queued through another core while this one's listening connection was down, a call
     /// whose backoff ended).
     look_again: std::time::Duration,
+    /// The W3C `traceparent` a new call of the version it is given belongs to (see
+    /// [`Engine::with_traces`]); none without traces.
+    trace_of_call: fn(&str, &str) -> Option<String>,
 }
 
 type BlobFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = skill_store::Result<T>> + Send + 'a>>;
@@ -154,7 +157,17 @@ impl Engine {
             processes_due: Arc::default(),
             clock: Arc::new(clock::SystemClock),
             look_again: invocations::LOOK_AGAIN,
+            trace_of_call: |_, _| None,
         }
+    }
+
+    /// The engine storing with each new call the trace it belongs to, as `trace_of_call` says
+    /// for the version (name, version) called: the caller's span when there is one, else a
+    /// new trace. Calls carry none without it.
+    #[must_use]
+    pub fn with_traces(mut self, trace_of_call: fn(&str, &str) -> Option<String>) -> Self {
+        self.trace_of_call = trace_of_call;
+        self
     }
 
     /// The engine whose waiting claims look again on their own every `every` (tests make it

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use skill_api::{CallStatus, ClaimOut, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut, ReportedError};
 use skill_client::{Client, ClientError};
 use tokio::sync::watch;
+use tracing::Instrument as _;
 
 use crate::{Options, Outcome, Runner};
 
@@ -73,7 +74,18 @@ pub(crate) async fn run_call(
     let id = claimed.invocation.id.clone();
     let fencing_token = claimed.invocation.fencing_token;
     let mut end = lease_end(&claimed.invocation);
-    let mut running = tokio::spawn(runner.run(claimed));
+    let span = skill_traces::spans::execution(
+        &claimed.invocation.skill.name,
+        &claimed.invocation.skill.version,
+        &id,
+        claimed.invocation.attempt,
+        claimed.traceparent.as_deref(),
+    );
+    let mut running = if span.is_none() {
+        tokio::spawn(runner.run(claimed))
+    } else {
+        tokio::spawn(runner.run(claimed).instrument(span.clone()))
+    };
     let outcome = loop {
         let wait = options.heartbeat_every.min(until(end) / 3).max(Duration::from_millis(50));
         tokio::select! {
@@ -110,7 +122,10 @@ pub(crate) async fn run_call(
             }
         }
     };
-    report(client, &id, fencing_token, session, outcome, end).await
+    if let Outcome::Fail(error) = &outcome {
+        skill_traces::spans::failed(&span, &error.code);
+    }
+    report(client, &id, fencing_token, session, outcome, end).instrument(span).await
 }
 
 /// Reports `outcome`, trying again after transient failures until the lease ends.

@@ -167,7 +167,7 @@ pub fn execute(registry: &Registry, args: &ExecuteArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let logs = skill_http::init_logs("info");
+    let logs = skill_http::init_logs(&crate::serve::server_name(), "info");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -36,14 +36,21 @@ use skill_http::requests::{self, RequestId};
 pub struct Calls(TaskTracker);
 
 impl Calls {
-    /// Runs `skill` on a task of its own, tracked until it ends.
+    /// Runs `skill` on a task of its own, tracked until it ends, in the current span.
     pub(crate) async fn run(
         &self,
         skill: &'static Skill,
         inputs: Value,
         invocation: Invocation,
     ) -> Result<runtime::Outcome, SkillError> {
-        let task = self.0.spawn(crate::metered::timed(skill, runtime::execute(skill, inputs, invocation)));
+        let call = crate::metered::timed(skill, runtime::execute(skill, inputs, invocation));
+        // The skill's span is the child of the request's, when there is one (traces on).
+        let current = tracing::Span::current();
+        let task = if current.is_none() {
+            self.0.spawn(call)
+        } else {
+            self.0.spawn(tracing::Instrument::instrument(call, current))
+        };
         match task.await {
             Ok(result) => result,
             Err(join) => Err(SkillError::from_error(join).with_message("the call's task was lost")),
@@ -94,6 +101,7 @@ impl HttpHost {
             .route("/skills", get(list))
             .route("/skills/{*reference}", post(call))
             .route("/healthz", get(health))
+            .route_layer(axum::middleware::from_fn(requests::route))
             .layer(axum::middleware::from_fn(requests::log))
             .with_state(Arc::new(self))
     }

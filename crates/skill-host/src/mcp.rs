@@ -24,6 +24,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 use skill_sdk::registry::Registry;
 use skill_sdk::{Invocation, Skill, SkillError, Transport};
+use skill_traces::attr::{TRACEPARENT, TRACESTATE};
+use tracing::Instrument as _;
 
 pub use tools::{annotations, tool, tool_name};
 
@@ -88,7 +90,28 @@ impl McpHost {
 
     /// Runs one `tools/call` of the tool `name` with the request's `_meta`; over streamable HTTP,
     /// `via` has the verified token's claims and the HTTP request's id.
+    ///
+    /// With traces on, the call is a server span, the child of the `traceparent` in `_meta`.
     pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        meta: &Map<String, Value>,
+        via: HttpRequest,
+    ) -> CallToolResult {
+        let text = |key: &str| meta.get(key).and_then(Value::as_str);
+        let span = skill_traces::spans::mcp_server(name, text(TRACEPARENT), text(TRACESTATE));
+        if span.is_none() {
+            return self.run_tool(name, arguments, meta, via).await;
+        }
+        let result = self.run_tool(name, arguments, meta, via).instrument(span.clone()).await;
+        if result.is_error == Some(true) {
+            skill_traces::spans::failed(&span, "tool_error");
+        }
+        result
+    }
+
+    async fn run_tool(
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,

@@ -65,6 +65,7 @@ pub fn router(
     Router::new()
         .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
         .merge(mcp)
+        .route_layer(axum::middleware::from_fn(skill_http::requests::route))
         .layer(axum::middleware::from_fn(skill_http::requests::log))
 }
 

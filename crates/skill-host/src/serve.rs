@@ -39,7 +39,7 @@ pub enum ServeError {
     Metrics(String),
 }
 
-fn server_name() -> String {
+pub(crate) fn server_name() -> String {
     std::env::args_os()
         .next()
         .and_then(|arg0| std::path::Path::new(&arg0).file_stem().map(|n| n.to_string_lossy().into_owned()))
@@ -48,7 +48,7 @@ fn server_name() -> String {
 
 /// The host's `serve` command: runs until a stop signal, then exits 0; prints why it could not.
 pub fn serve(registry: &Registry, args: ServeArgs) -> ExitCode {
-    let logs = skill_http::init_logs("info,rmcp=warn");
+    let logs = skill_http::init_logs(&server_name(), "info,rmcp=warn");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use tracing::{Level, Metadata};
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 use crate::line::PlainLine;
 
@@ -97,46 +99,69 @@ impl<'a> MakeWriter<'a> for Buffered {
     }
 }
 
-/// Writes out the buffered log lines when dropped; keep it alive for as long as `main` runs.
+/// Writes out the buffered log lines when dropped, and stops the trace export (sending what it
+/// still holds) if there is one; keep it alive for as long as `main` runs.
 #[derive(Debug)]
 #[must_use = "the log lines buffered when the guard is dropped are written out then"]
-pub struct LogGuard(Option<Arc<Buffer>>);
+pub struct LogGuard {
+    buffer: Option<Arc<Buffer>>,
+    traces: Option<skill_traces::Traces>,
+}
 
 impl LogGuard {
     /// Writes out what is buffered now.
     pub fn flush(&self) {
-        if let Some(buffer) = &self.0 {
+        if let Some(buffer) = &self.buffer {
             buffer.flush();
+        }
+    }
+
+    /// Sends the spans batched now (nothing when traces are off).
+    pub fn flush_traces(&self) {
+        if let Some(traces) = &self.traces {
+            traces.flush();
         }
     }
 }
 
 impl Drop for LogGuard {
     fn drop(&mut self) {
+        // The export's own last words (a receiver gone) are log lines too.
+        drop(self.traces.take());
         self.flush();
     }
 }
+
+/// What the trace export keeps of the spans: ours, and nothing below `warn` from the libraries
+/// whose own spans and events would only crowd a trace.
+const TRACED: &str = "info,rmcp=warn,sqlx=warn,hyper=warn,h2=warn,reqwest=warn,tower=warn";
 
 /// Log lines go to stderr (stdout is the MCP channel of `mcp-stdio`): `SKILL_LOG` filters them
 /// (default `default_filter`, e.g. `info`), `SKILL_LOG_FORMAT=json` makes them JSON lines. When
 /// a subscriber is already set (a test's), nothing changes and the guard does nothing. Lines to
 /// a terminal are coloured; elsewhere they are plain and formatted with little machinery (the usual layout).
-pub fn init_logs(default_filter: &str) -> LogGuard {
+///
+/// When `OTEL_EXPORTER_OTLP_ENDPOINT` is set, spans are exported too (see [`skill_traces`]),
+/// named `service` unless `OTEL_SERVICE_NAME` says otherwise, and JSON lines written inside a
+/// traced span carry its `trace_id` and `span_id`. A trace setting the exporter cannot use is
+/// said on stderr, and the process runs without traces.
+pub fn init_logs(service: &str, default_filter: &str) -> LogGuard {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SKILL_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let json = std::env::var("SKILL_LOG_FORMAT").is_ok_and(|f| f == "json");
     let buffer = Arc::new(Buffer::default());
     let writer = Buffered(Arc::clone(&buffer));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
-    let installed = if std::env::var("SKILL_LOG_FORMAT").is_ok_and(|f| f == "json") {
-        builder.json().try_init()
-    } else if ansi {
-        builder.try_init()
-    } else {
-        builder.event_format(PlainLine).fmt_fields(PlainLine).try_init()
+    let (installed, traces) = match skill_traces::install::<Registry>(service) {
+        Ok(Some((exported, traces))) => (with_traces(filter, writer, ansi, json, exported), Some(traces)),
+        Ok(None) => (without_traces(filter, writer, ansi, json), None),
+        Err(problem) => {
+            let _ = writeln!(std::io::stderr(), "warning: traces are off: {problem}");
+            (without_traces(filter, writer, ansi, json), None)
+        }
     };
-    if installed.is_err() {
-        return LogGuard(None);
+    if !installed {
+        return LogGuard { buffer: None, traces: None };
     }
     // The subscriber lives as long as the process, and so does its writer thread.
     let background = Arc::clone(&buffer);
@@ -149,5 +174,47 @@ pub fn init_logs(default_filter: &str) -> LogGuard {
     if started.is_err() {
         buffer.unbuffered.store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    LogGuard(Some(buffer))
+    LogGuard { buffer: Some(buffer), traces }
+}
+
+/// The usual subscriber: one global filter, one format. Whether it was installed.
+fn without_traces(filter: EnvFilter, writer: Buffered, ansi: bool, json: bool) -> bool {
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
+    let installed = if json {
+        builder.json().try_init()
+    } else if ansi {
+        builder.try_init()
+    } else {
+        builder.event_format(PlainLine).fmt_fields(PlainLine).try_init()
+    };
+    installed.is_ok()
+}
+
+/// The spans [`skill_traces::spans`] opens, kept out of the log lines.
+const UNLOGGED: &str = "skill_traces::spans=off";
+
+/// Log lines and exported spans, each with a filter of its own (so `SKILL_LOG=warn` still
+/// exports the spans). Whether it was installed.
+fn with_traces(
+    filter: EnvFilter,
+    writer: Buffered,
+    ansi: bool,
+    json: bool,
+    exported: Box<dyn Layer<Registry> + Send + Sync>,
+) -> bool {
+    // The spans made for the export only stay out of the lines (their fields would crowd every
+    // line written inside them).
+    let filter = filter.add_directive(UNLOGGED.parse().expect("a directive"));
+    let lines = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(ansi);
+    let lines: Box<dyn Layer<Registry> + Send + Sync> = if json {
+        lines.json().map_event_format(skill_traces::logs::WithIds).with_filter(filter).boxed()
+    } else if ansi {
+        lines.with_filter(filter).boxed()
+    } else {
+        lines.event_format(PlainLine).fmt_fields(PlainLine).with_filter(filter).boxed()
+    };
+    let exported = exported.with_filter(EnvFilter::new(TRACED)).boxed();
+    let dispatch = tracing::Dispatch::new(Registry::default().with(vec![lines, exported]));
+    skill_traces::logs::remember(&dispatch);
+    tracing::dispatcher::set_global_default(dispatch).is_ok()
 }

@@ -3,8 +3,10 @@
 //! the id in `X-Request-Id`. The id reaches the skill's span through [`RequestId`] in the
 //! request's extensions, so a skill's log lines carry it too.
 //!
-//! There is no span per request: with the usual log subscriber a span costs more than the request
-//! it describes (measured: 13% of the throughput of a small call).
+//! There is no span per request unless traces are exported: with the usual log subscriber a span
+//! costs more than the request it describes (measured: 13% of the throughput of a small call).
+//! With traces on, each request is a server span, the child of the caller's `traceparent`, and
+//! its log line is written inside it.
 //!
 //! Requests that come by the minute without anyone asking — executors' long-polling claims and
 //! heartbeats, health checks, key fetches, a console page refreshing its live parts — are logged at
@@ -13,10 +15,12 @@
 
 use std::time::Instant;
 
-use axum::extract::Request;
+use axum::extract::{MatchedPath, Request};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
+use skill_traces::attr::{TRACEPARENT, TRACESTATE};
+use tracing::Instrument as _;
 
 /// The header that carries the request id both ways.
 pub const REQUEST_ID: &str = "x-request-id";
@@ -40,7 +44,23 @@ fn routine(path: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
-/// The middleware.
+fn header<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
+    request.headers().get(name).and_then(|value| value.to_str().ok())
+}
+
+/// A `route_layer` middleware: names the request's span (when traces are on) by its method and
+/// the route that matched, `POST /api/v1/skills/{reference}`.
+pub async fn route(request: Request, next: Next) -> Response {
+    if skill_traces::enabled()
+        && let Some(template) = request.extensions().get::<MatchedPath>()
+    {
+        skill_traces::spans::route(&tracing::Span::current(), request.method().as_str(), template.as_str());
+    }
+    next.run(request).await
+}
+
+/// The middleware: the request's id, its log line and, when traces are on, its span (the child
+/// of the caller's `traceparent`).
 pub async fn log(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = request
@@ -53,8 +73,13 @@ pub async fn log(mut request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
     let quiet = routine(&path) || request.headers().contains_key(LIVE);
     request.extensions_mut().insert(RequestId(id.clone()));
-    let mut response = next.run(request).await;
+    let span =
+        skill_traces::spans::http_server(method.as_str(), header(&request, TRACEPARENT), header(&request, TRACESTATE));
+    let mut response =
+        if span.is_none() { next.run(request).await } else { next.run(request).instrument(span.clone()).await };
     let status = response.status().as_u16();
+    skill_traces::spans::status(&span, status, false);
+    let _inside = span.enter();
     // Milliseconds with three decimals, by integer arithmetic (float formatting costs more).
     let micros = started.elapsed().as_micros();
     let elapsed_ms = format_args!("{}.{:03}", micros / 1000, micros % 1000);

@@ -12,6 +12,7 @@ use reqwest::{StatusCode, Url};
 use serde_json::{Map, Value, json};
 use skill_api::ClaimOut;
 use skill_executor::Outcome;
+use tracing::Instrument as _;
 
 use crate::failure::failed;
 use crate::guard::{Guard, Refusal, Resolver, refusal_in};
@@ -66,6 +67,10 @@ impl HttpCalls {
             "settings": claimed.settings.as_ref().map(|settings| settings.values.clone()),
             "inputs": claimed.invocation.inputs,
         });
+        let span = skill_traces::spans::http_client("POST", shown(&url).as_str());
+        if let Some(traceparent) = skill_traces::traceparent_of(&span) {
+            request = request.header(skill_traces::attr::TRACEPARENT, traceparent);
+        }
         let answer = tokio::time::timeout(timeout, async {
             let response = request.json(&body).send().await?;
             let status = response.status();
@@ -73,13 +78,28 @@ impl HttpCalls {
             let bytes = read_capped(response).await?;
             Ok::<_, reqwest::Error>((status, cost, bytes))
         })
+        .instrument(span.clone())
         .await;
+        match &answer {
+            Ok(Ok((status, ..))) => skill_traces::spans::status(&span, status.as_u16(), true),
+            Ok(Err(_)) => skill_traces::spans::failed(&span, "transport_error"),
+            Err(_) => skill_traces::spans::failed(&span, "timeout"),
+        }
         match answer {
             Err(_) => failed("timeout", true, format!("{endpoint} did not answer within {}s", timeout.as_secs()), None),
             Ok(Err(error)) => transport(&error, endpoint),
             Ok(Ok((status, cost, body))) => answered(status, cost.as_deref(), body, endpoint),
         }
     }
+}
+
+/// The endpoint as a span shows it: without credentials or query.
+fn shown(url: &Url) -> Url {
+    let mut shown = url.clone();
+    shown.set_query(None);
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown
 }
 
 /// An HTTP client that connects only where `guard` allows: no redirects followed, no proxy from

@@ -18,6 +18,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value, json};
 use skill_api::ClaimOut;
 use skill_executor::Outcome;
+use tracing::Instrument as _;
 
 use crate::failure::failed;
 use crate::guard::{Guard, refusal_in};
@@ -75,7 +76,24 @@ impl McpCalls {
         let endpoint = implementation["endpoint"].as_str().unwrap_or_default().to_owned();
         let tool = implementation["entrypoint"].as_str().unwrap_or_default().to_owned();
         let timeout = Duration::from_secs(contract["timeoutSeconds"].as_u64().unwrap_or(60).max(1));
-        let params = request(&claimed, &tool);
+        let transport = if endpoint.starts_with("stdio:") { "pipe" } else { "tcp" };
+        let span = skill_traces::spans::mcp_client(&tool, transport);
+        let params = request(&claimed, &tool, skill_traces::traceparent_of(&span));
+        let outcome = self.call(&claimed, &endpoint, params, timeout).instrument(span.clone()).await;
+        if let Outcome::Fail(error) = &outcome {
+            skill_traces::spans::failed(&span, &error.code);
+        }
+        outcome
+    }
+
+    async fn call(
+        &self,
+        claimed: &ClaimOut,
+        endpoint: &str,
+        params: CallToolRequestParams,
+        timeout: Duration,
+    ) -> Outcome {
+        let implementation = &claimed.skill.contract["implementation"];
         let called = if let Some(name) = endpoint.strip_prefix("stdio:") {
             let Some(server) = self.servers.get(name) else {
                 return failed(
@@ -87,7 +105,7 @@ impl McpCalls {
             };
             self.call_stdio(name, server, params, timeout).await
         } else {
-            let url = match Url::parse(&endpoint) {
+            let url = match Url::parse(endpoint) {
                 Ok(url) if matches!(url.scheme(), "http" | "https") => url,
                 _ => {
                     return failed(
@@ -109,11 +127,11 @@ impl McpCalls {
             if let Err(refusal) = guard.admit(&url) {
                 return refused(&refusal);
             }
-            let token = match bearer(&self.audiences, self.tokens.as_deref(), &url, implementation, &claimed).await {
+            let token = match bearer(&self.audiences, self.tokens.as_deref(), &url, implementation, claimed).await {
                 Ok(token) => token,
                 Err(refused) => return refused,
             };
-            let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.clone());
+            let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.to_owned());
             if let Some(token) = token {
                 config = config.auth_header(token);
             }
@@ -122,14 +140,15 @@ impl McpCalls {
         };
         match called {
             Err(_) => failed("timeout", true, format!("{endpoint} did not answer within {}s", timeout.as_secs()), None),
-            Ok(Err(failure)) => failure.outcome(&endpoint),
-            Ok(Ok(result)) => outcome_of(result, &endpoint),
+            Ok(Err(failure)) => failure.outcome(endpoint),
+            Ok(Ok(result)) => outcome_of(result, endpoint),
         }
     }
 }
 
-/// `tools/call` of `tool` with the call's inputs and its ids in `_meta`.
-fn request(claimed: &ClaimOut, tool: &str) -> CallToolRequestParams {
+/// `tools/call` of `tool` with the call's inputs and its ids in `_meta`, and the trace's
+/// context (`traceparent`) there too when traces are on, as the MCP conventions say.
+fn request(claimed: &ClaimOut, tool: &str, traceparent: Option<String>) -> CallToolRequestParams {
     let mut params = CallToolRequestParams::new(tool.to_owned());
     if let Value::Object(inputs) = &claimed.invocation.inputs {
         params = params.with_arguments(inputs.clone());
@@ -141,6 +160,9 @@ fn request(claimed: &ClaimOut, tool: &str) -> CallToolRequestParams {
     }
     if let Some(settings) = &claimed.settings {
         meta.insert("skill/settings".into(), settings.values.clone());
+    }
+    if let Some(traceparent) = traceparent {
+        meta.insert(skill_traces::attr::TRACEPARENT.into(), json!(traceparent));
     }
     params.meta = Some(RequestMetaObject(MetaObject(meta)));
     params

@@ -195,6 +195,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (21, "processes", include_str!("../migrations/sqlite/0021_processes.sql")),
     (22, "decided writes", include_str!("../migrations/sqlite/0022_decided_writes.sql")),
     (23, "basis checks by kind", include_str!("../migrations/sqlite/0023_basis_checks_by_kind.sql")),
+    (24, "call traces", include_str!("../migrations/sqlite/0024_call_traces.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -221,6 +222,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (22, "decided writes", include_str!("../migrations/postgres/0022_decided_writes.sql")),
     (23, "basis checks by kind", include_str!("../migrations/postgres/0023_basis_checks_by_kind.sql")),
     (24, "key changes heard", include_str!("../migrations/postgres/0024_key_changes_heard.sql")),
+    (25, "call traces", include_str!("../migrations/postgres/0025_call_traces.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

@@ -140,7 +140,7 @@ macro_rules! invocation_columns {
          authority_principal_id, authorization_basis, idempotency_key, status, attempt, max_attempts, \
          available_at, output, error, cost, fencing_token, executor_principal_id, executor_session_id, \
          lease_expires_at, heartbeat_at, task_id, run_id, artifact_id, row_version, created_at, updated_at, \
-         started_at, attempt_started_at, finished_at"
+         started_at, attempt_started_at, finished_at, traceparent"
     };
 }
 use invocation_columns;
@@ -152,7 +152,7 @@ macro_rules! insert_call_sql {
             "INSERT INTO skill_invocations (",
             $crate::invocations::invocation_columns!(),
             ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32) \
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33) \
              ON CONFLICT (skill_id, idempotency_key) DO NOTHING"
         )
     };

@@ -22,7 +22,7 @@ use std::time::Duration;
 use futures::channel::oneshot;
 use rusqlite::{Connection, OpenFlags};
 
-pub(crate) use rows::{bind_dollars, event_insert, invocation_row, session_row};
+pub(crate) use rows::{CALL_COLUMNS, bind_dollars, event_insert, invocation_row, session_row};
 
 use crate::error::{ErrorKind, Result, StoreError};
 

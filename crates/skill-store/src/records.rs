@@ -386,6 +386,9 @@ pub struct InvocationRecord {
     pub started_at: Option<Time>,
     pub attempt_started_at: Option<Time>,
     pub finished_at: Option<Time>,
+    /// The W3C `traceparent` of the span that created the call, when traces were on: the
+    /// executor's span is its child. Written once.
+    pub traceparent: Option<String>,
 }
 
 /// A count of open calls alike: their status, implementation and what the pending ones wait for.

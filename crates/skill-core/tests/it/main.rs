@@ -32,5 +32,6 @@ mod rules;
 mod running;
 mod slow_clients;
 mod tokens;
+mod traces;
 mod webdriver;
 mod work;

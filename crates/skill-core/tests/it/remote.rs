@@ -20,7 +20,7 @@ const AUDIENCE: &str = "demo-api";
 
 /// A CA and a certificate for `localhost` it signed, as PEM files in `folder`:
 /// (`ca.pem`, `cert.pem`, `key.pem`).
-fn certificates(folder: &Scratch) {
+pub(crate) fn certificates(folder: &Scratch) {
     let ca_key = rcgen::KeyPair::generate().expect("a CA key");
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);

@@ -230,9 +230,10 @@ impl Engine {
                 let settings = self.claim_settings(&skill.name).await?;
                 // The executor hands the skill the key of the effect (a retried outcome's first key).
                 let effect = crate::work::effect_key(&running);
+                let traceparent = running.traceparent.clone();
                 let mut invocation = view::invocation_out(running, &skill, now, &view::Looked::default());
                 invocation.idempotency_key = effect;
-                out.push(ClaimOut { invocation, skill: claimed, settings, more: Vec::new() });
+                out.push(ClaimOut { invocation, skill: claimed, settings, more: Vec::new(), traceparent });
             }
             let Some(skill_id) = seen.unknown.filter(|_| out.len() < most) else { return Ok(out) };
             let skill = self.store.skill(&skill_id).await?.skill;

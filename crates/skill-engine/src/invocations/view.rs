@@ -19,6 +19,7 @@ pub(crate) struct Looked {
 pub(crate) fn invocation_out(call: InvocationRecord, skill: &SkillRecord, now: Time, looked: &Looked) -> InvocationOut {
     let time = |t: Option<Time>| t.as_ref().map(view_time);
     let waiting = (call.status == CallStatus::Pending).then(|| waiting(&call, now, looked));
+    let trace_id = call.traceparent.as_deref().and_then(skill_api::telemetry::trace_id).map(str::to_owned);
     InvocationOut {
         id: call.id,
         skill_id: call.skill_id,
@@ -48,6 +49,7 @@ pub(crate) fn invocation_out(call: InvocationRecord, skill: &SkillRecord, now: T
         started_at: time(call.started_at),
         finished_at: time(call.finished_at),
         waiting,
+        trace_id,
     }
 }
 

@@ -530,6 +530,7 @@ pub(crate) mod tests {
             started_at: None,
             attempt_started_at: None,
             finished_at: None,
+            traceparent: None,
         }
     }
 

@@ -113,7 +113,7 @@ const INSERT_CALL_WITH_EVENT: &str = concat!(
     "WITH inserted AS (",
     insert_call_sql!(),
     " RETURNING id), written AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
-     SELECT $33, $34, $35, $36, $37, $38, $39 FROM inserted RETURNING 1) \
+     SELECT $34, $35, $36, $37, $38, $39, $40 FROM inserted RETURNING 1) \
      SELECT (SELECT count(*) FROM written) AS written, (",
     covered_sql!("jsonb_array_elements_text(s.admission -> '", "')", "$28", "$3", "$4", "$5"),
     ") AS covered"
@@ -250,7 +250,8 @@ async fn insert_alone(pool: &sqlx::PgPool, c: &InvocationRecord, event: &Event) 
         .bind(c.updated_at)
         .bind(c.started_at)
         .bind(c.attempt_started_at)
-        .bind(c.finished_at);
+        .bind(c.finished_at)
+        .bind(&c.traceparent);
     // One statement: the row and its event, or neither when the key is taken.
     let refused = match bind_event(query, event).fetch_one(pool).await {
         Ok(row) if row.try_get::<i64, _>("written")? == 1 => {

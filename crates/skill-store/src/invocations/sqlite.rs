@@ -68,19 +68,20 @@ fn admission_values(a: &Admission, now: Time, limit: i64) -> Vec<Arg> {
 
 /// The state of a candidate's basis: the columns after the call's.
 fn basis_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BasisState> {
+    const AFTER: usize = crate::lite::CALL_COLUMNS;
     Ok(BasisState {
-        task_status: states::get_maybe(row, 32)?,
-        approval_status: states::get_maybe(row, 33)?,
-        decider_disabled: row.get::<_, i64>(34)? > 0,
-        run_status: states::get_maybe(row, 35)?,
-        gates: Gates::from_bits(row.get(36)?),
-        skill_status: states::get(row, 37)?,
-        side_effects: states::get_maybe(row, 38)?,
-        skill_name: row.get(39)?,
-        skill_version: row.get(40)?,
-        instance_status: states::get_maybe(row, 41)?,
-        activity_status: states::get_maybe(row, 42)?,
-        authority_disabled: row.get::<_, i64>(43)? > 0,
+        task_status: states::get_maybe(row, AFTER)?,
+        approval_status: states::get_maybe(row, AFTER + 1)?,
+        decider_disabled: row.get::<_, i64>(AFTER + 2)? > 0,
+        run_status: states::get_maybe(row, AFTER + 3)?,
+        gates: Gates::from_bits(row.get(AFTER + 4)?),
+        skill_status: states::get(row, AFTER + 5)?,
+        side_effects: states::get_maybe(row, AFTER + 6)?,
+        skill_name: row.get(AFTER + 7)?,
+        skill_version: row.get(AFTER + 8)?,
+        instance_status: states::get_maybe(row, AFTER + 9)?,
+        activity_status: states::get_maybe(row, AFTER + 10)?,
+        authority_disabled: row.get::<_, i64>(AFTER + 11)? > 0,
     })
 }
 

@@ -95,6 +95,9 @@ pub(crate) fn get_maybe_json(row: &Row<'_>, index: usize) -> rusqlite::Result<Op
     }
 }
 
+/// How many columns `invocation_columns!` has.
+pub(crate) const CALL_COLUMNS: usize = 33;
+
 /// A call, from the columns of `invocation_columns!` in their order.
 pub(crate) fn invocation_row(row: &Row<'_>) -> rusqlite::Result<InvocationRecord> {
     Ok(InvocationRecord {
@@ -130,6 +133,7 @@ pub(crate) fn invocation_row(row: &Row<'_>) -> rusqlite::Result<InvocationRecord
         started_at: get_maybe_time(row, 29)?,
         attempt_started_at: get_maybe_time(row, 30)?,
         finished_at: get_maybe_time(row, 31)?,
+        traceparent: row.get(32)?,
     })
 }
 
@@ -168,6 +172,7 @@ pub(crate) fn invocation_values(c: &InvocationRecord) -> Result<Vec<Arg>> {
         maybe_time(c.started_at),
         maybe_time(c.attempt_started_at),
         maybe_time(c.finished_at),
+        maybe_text(c.traceparent.as_deref()),
     ])
 }
 

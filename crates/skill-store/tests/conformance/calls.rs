@@ -59,6 +59,7 @@ pub(crate) fn pending(
         started_at: None,
         attempt_started_at: None,
         finished_at: None,
+        traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
     }
 }
 
@@ -133,6 +134,9 @@ pub(crate) async fn a_key_names_one_call_and_writes_check_the_row_version(db: Db
         (stored.status.as_str(), stored.attempt, stored.fencing_token, stored.row_version),
         ("running", 1, 1, 2)
     );
+    // The trace it was made in stays with it.
+    assert_eq!(stored.traceparent, first.traceparent);
+    assert!(stored.traceparent.is_some());
     // A second writer computed from the same read loses.
     let error = db.store.update_invocation(&running, &[]).await.expect_err("stale");
     assert_eq!(error.kind(), ErrorKind::Stale, "{error}");

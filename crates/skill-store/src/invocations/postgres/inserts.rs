@@ -25,7 +25,8 @@ const INSERT_CALLS_WITH_EVENTS: &str = concat!(
      $14::int4[], $15::timestamptz[], $16::jsonb[], $17::jsonb[], $18::jsonb[], $19::int8[], $20::text[], \
      $21::text[], $22::timestamptz[], $23::timestamptz[], $24::text[], $25::text[], $26::text[], $27::int4[], \
      $28::timestamptz[], $29::timestamptz[], $30::timestamptz[], $31::timestamptz[], $32::timestamptz[], \
-     $33::text[], $34::text[], $35::text[], $36::jsonb[], $37::text[], $38::text[], $39::timestamptz[]) \
+     $33::text[], $34::text[], $35::text[], $36::text[], $37::jsonb[], $38::text[], $39::text[], \
+     $40::timestamptz[]) \
      WITH ORDINALITY AS i (",
     invocation_columns!(),
     ", event_id, event_kind, event_subject, event_data, event_actor, event_request, event_at, n)), \
@@ -124,7 +125,8 @@ async fn write(pool: &PgPool, insertions: &[Insertion]) -> Result<Vec<(i64, bool
         .bind(calls().map(|c| c.updated_at).collect::<Vec<_>>())
         .bind(calls().map(|c| c.started_at).collect::<Vec<_>>())
         .bind(calls().map(|c| c.attempt_started_at).collect::<Vec<_>>())
-        .bind(calls().map(|c| c.finished_at).collect::<Vec<_>>());
+        .bind(calls().map(|c| c.finished_at).collect::<Vec<_>>())
+        .bind(calls().map(|c| c.traceparent.as_deref()).collect::<Vec<_>>());
     let events: Vec<&Event> = insertions.iter().map(|insertion| &insertion.event).collect();
     let written = bind_event_arrays(query, &events).fetch_all(pool).await?;
     Ok(written
