@@ -244,9 +244,16 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     if let Some(filter) = child_log(args.verbose) {
         execute.env("SKILL_LOG", filter);
     }
-    let (mut child, _) =
+    // With the core's metrics on, the executor's are too, on a port of their own beside them.
+    if let Some(beside) = args.metrics.beside() {
+        execute.args(["--metrics-listen", &beside]);
+    }
+    let (mut child, said) =
         remote::start(execute, "executing the local skills of this host", "the package's host did not start executing")
             .await?;
+    if let Some(metrics) = said.iter().find_map(|line| line.strip_prefix("metrics at ")) {
+        lines.push(("metrics".to_owned(), format!("the executor's at {metrics}")));
+    }
     lines.insert(
         0,
         (

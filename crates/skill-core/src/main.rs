@@ -245,6 +245,14 @@ pub(crate) struct MetricsArg {
 }
 
 impl MetricsArg {
+    /// The same host with a port the system picks (`0`), for a second process's metrics, when
+    /// these are on.
+    pub(crate) fn beside(&self) -> Option<String> {
+        let address = self.address.as_deref().map(str::trim).filter(|address| !address.is_empty())?;
+        let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
+        Some(format!("{host}:0"))
+    }
+
     /// Installs the recorder and serves it, when an address was given (an empty one is none); a
     /// core's scrape reads what waits from `engine`'s database first, off the runtime's threads
     /// (SQLite reads on the calling thread: a slow database must not hold the API).

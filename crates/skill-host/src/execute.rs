@@ -190,21 +190,18 @@ pub fn execute(registry: &Registry, args: &ExecuteArgs) -> ExitCode {
         grace: Duration::from_secs(args.grace),
         ..Options::default()
     };
-    tracing::info!(
-        core = %args.core,
-        skills = runner.skills.len(),
-        concurrency = args.concurrency,
-        "executing the local skills of this host"
-    );
     let metrics = args.metrics_listen.clone().filter(|address| !address.trim().is_empty());
+    let (skills, concurrency) = (runner.skills.len(), args.concurrency);
     let result = runtime.block_on(async {
         let stop = skill_http::stop_signal();
+        // Where the metrics are is said before the line that says it runs.
         if let Some(address) = metrics {
             match skill_http::metrics::start("host", &address, None).await {
                 Ok(listening) => eprintln!("metrics at http://{listening}/metrics"),
                 Err(error) => return Err(error),
             }
         }
+        tracing::info!(core = %args.core, skills, concurrency, "executing the local skills of this host");
         skill_executor::run(client, Arc::new(runner), options, stop).await.map_err(|error| error.to_string())
     });
     runtime.shutdown_background();

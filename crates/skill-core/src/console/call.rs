@@ -54,6 +54,9 @@ async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
                 dt { "Requested by" } dd { (requester) @if call.requested_by.kind != RequesterKind::Principal { " (" (call.requested_by.kind) ")" } }
                 dt { "Authority" } dd { (authority) }
                 @if let Some(key) = &call.idempotency_key { dt { "Idempotency key" } dd { code { (key) } } }
+                @if let Some(trace) = &call.trace_id {
+                    dt { "Trace" } dd { code title="the OpenTelemetry trace id: find it in your tracing backend" { (trace) } }
+                }
                 dt { "Basis" } dd {
                     @match call.authorization_basis.as_ref().and_then(|basis| serde_json::to_value(basis).ok()) { Some(basis) => (json(&basis)), None => "none needed" }
                 }

@@ -147,9 +147,10 @@ pub(crate) async fn serve_host(
             command.arg("--allow-anonymous");
         }
     }
-    let (child, line) =
+    let (child, said) =
         start(command, " on https://", &format!("the package's host did not start serving {transport} over https"))
             .await?;
+    let line = said.last().map_or("", String::as_str);
     let address = line.split(" on https://").nth(1).and_then(|rest| rest.split([' ', '/']).next()).unwrap_or_default();
     let port = address.rsplit(':').next().and_then(|port| port.parse::<u16>().ok());
     let port = port.context("the host's start line names no port")?;
@@ -157,33 +158,36 @@ pub(crate) async fn serve_host(
 }
 
 /// Starts `command` (its stderr piped), echoes its stderr to ours, and returns once a line holds
-/// `marker` (within 60 s; else `failure`, the output above telling why), with that line; the
-/// rest of its output is echoed as it comes.
+/// `marker` (within 60 s; else `failure`, the output above telling why), with the lines until
+/// then (that one last); the rest of its output is echoed as it comes.
 #[allow(clippy::print_stderr)]
 pub(crate) async fn start(
     mut command: tokio::process::Command,
     marker: &str,
     failure: &str,
-) -> Result<(tokio::process::Child, String)> {
+) -> Result<(tokio::process::Child, Vec<String>)> {
     let mut child = command.spawn().with_context(|| format!("cannot start {:?}", command.as_std().get_program()))?;
     let mut lines = BufReader::new(child.stderr.take().context("the host's stderr")?).lines();
-    let found = loop {
+    let mut said = Vec::new();
+    loop {
         match tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await {
             Ok(Ok(Some(line))) => {
                 eprintln!("{line}");
-                if line.contains(marker) {
-                    break line;
+                let found = line.contains(marker);
+                said.push(line);
+                if found {
+                    break;
                 }
             }
             _ => bail!("{failure}; its output is above"),
         }
-    };
+    }
     tokio::spawn(async move {
         while let Ok(Some(line)) = lines.next_line().await {
             eprintln!("{line}");
         }
     });
-    Ok((child, found))
+    Ok((child, said))
 }
 
 /// The one audience a dev host verifies: the skills' only one (several: the first, with a

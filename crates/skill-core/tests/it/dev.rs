@@ -137,8 +137,12 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     // A real Prometheus scrapes the core all along.
     let metrics = dev.err().iter().find_map(|line| line.strip_prefix("metrics at http://").map(str::to_owned));
     let metrics = metrics.expect("dev says where its metrics are").trim_end_matches("/metrics").to_owned();
-    let prometheus = Prometheus::start(&[metrics]).await;
     assert_eq!(banner[0], "skill-core dev: package claims 1.0.0 applied", "{banner:#?}");
+    // And the package's host, which executes its local skills, on a port of its own.
+    let executor =
+        labelled(&banner, "metrics").strip_prefix("the executor's at http://").expect("the executor's metrics");
+    let executor = executor.trim_end_matches("/metrics").to_owned();
+    let prometheus = Prometheus::start(&[metrics, executor]).await;
     let data = labelled(&banner, "core").split("(data: ").nth(1).expect("the data folder").to_owned();
     let data = PathBuf::from(data.trim_end_matches(", removed at stop)"));
     assert!(data.is_dir(), "a throwaway data folder: {}", data.display());
@@ -243,7 +247,12 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     // What Prometheus saw: the reply's call ended once, in the histogram of its skill; the
     // approvals waiting for a person rose and fell with the decision; the queue's gauges are
     // there, every call ended.
-    prometheus.until("up{job=\"skills\"}", 20, |up| up == 1.0).await;
+    prometheus.until("count(up{job=\"skills\"} == 1)", 20, |up| up == 2.0).await;
+    // The executor ran the reply once, and counts the calls it completed.
+    let ran = "skills_host_calls_total{skill=\"claim.send_reply@1\",outcome=\"succeeded\"}";
+    prometheus.until(ran, 20, |n| n == 1.0).await;
+    prometheus.until("skills_executor_calls_total{component=\"host\",outcome=\"completed\"}", 20, |n| n >= 1.0).await;
+    prometheus.until("skills_executor_slots{component=\"host\",state=\"all\"}", 20, |n| n == 4.0).await;
     let sent = "skills_call_duration_seconds_count{skill=\"claim.send_reply@1\",outcome=\"succeeded\"}";
     prometheus.until(sent, 20, |n| n == 1.0).await;
     let bucket = "skills_call_duration_seconds_bucket{skill=\"claim.send_reply@1\",outcome=\"succeeded\",le=\"+Inf\"}";

@@ -157,6 +157,8 @@ async fn http_skills_run_through_the_executor_with_the_cores_tokens() {
             "{echo}"
         );
         assert_eq!(echo["cost"]["units"]["ops"], json!(1.0), "{echo}");
+        // Without traces a call names none.
+        assert!(echo.get("traceId").is_none(), "{echo}");
         let who = core
             .invoke(&core.caller, "whoami@1", json!({"inputs": {}, "idempotencyKey": "who-1"}))
             .await

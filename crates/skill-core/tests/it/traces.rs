@@ -333,6 +333,25 @@ fn a_call_is_one_trace_from_the_invoke_through_the_executor_to_the_skill() {
     let skill = child(&spans, served, &service, "skill");
     assert_eq!(skill.attribute("transport"), "mcp");
 
+    // The call's page in the console shows its trace.
+    runtime.block_on(async {
+        let console = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("a client");
+        let signed = console
+            .post(format!("{base}/console/sign-in"))
+            .header("origin", &base)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={ops}"))
+            .send()
+            .await
+            .expect("the console answers");
+        let cookie =
+            signed.headers()["set-cookie"].to_str().expect("ASCII").split(';').next().expect("a cookie").to_owned();
+        let (id, trace, _) = &calls[0];
+        let page = console.get(format!("{base}/console/calls/{id}")).header("cookie", cookie).send().await;
+        let page = page.expect("the console answers").text().await.expect("a page");
+        assert!(page.contains(&format!(">{trace}</code>")), "{page}");
+    });
+
     // The core's log line of each invoke leads to its trace.
     let lines = core.stop(rustix::process::Signal::TERM);
     for (_, trace, _) in &calls {
