@@ -36,7 +36,18 @@ pub(crate) fn bench_core(backend: &str, replicas: usize, soak: bool) -> Result<(
     let name = if replicas > 1 { format!("{backend}-{replicas}") } else { backend.to_owned() };
     build(
         "build the core, the demo host, the load generator and the reference (release)",
-        &["-p", "skill-store", "--example", "commit_rate", "--example", "claim_plan"],
+        &[
+            "-p",
+            "skill-store",
+            "--example",
+            "commit_rate",
+            "--example",
+            "claim_plan",
+            "-p",
+            "skill-core",
+            "--example",
+            "otlp_sink",
+        ],
     )?;
     let folder = target_dir().join("bench").join(format!("core-{name}"));
     let _ = std::fs::remove_dir_all(&folder);
@@ -181,6 +192,12 @@ pub(crate) fn bench_core(backend: &str, replicas: usize, soak: bool) -> Result<(
     };
     drop(executors);
     drop(cores);
+    // P14: metrics and traces on against off, at the rate the rounds could not keep up with
+    // (the last one offered).
+    let telemetry = match rounds.last().and_then(|round| round["rate"].as_u64()) {
+        Some(rate) if replicas == 1 => crate::bench_telemetry::telemetry(&db, &callers[0], &executor, rate, SECONDS)?,
+        _ => Value::Null,
+    };
     let server_time = match &postgres {
         Some(_) => server_time(&db)?,
         None => Value::Null,
@@ -203,7 +220,8 @@ pub(crate) fn bench_core(backend: &str, replicas: usize, soak: bool) -> Result<(
         .all(|peer| within_bar["throughput"].as_f64().unwrap_or(0.0) > peer["throughput"].as_f64().unwrap_or(f64::MAX));
     let report = json!({"backend": backend, "replicas": replicas, "bloat": bloat, "soak": soak, "serverTime": server_time, "reference": reference, "rounds": rounds, "sustained": sustained,
                         "sustainedWithinP99Bar": within_bar, "ratioToReference": ratio(&sustained),
-                        "ratioWithinP99Bar": ratio(&within_bar), "peers": peers, "aheadOfEveryPeer": ahead});
+                        "ratioWithinP99Bar": ratio(&within_bar), "peers": peers, "aheadOfEveryPeer": ahead,
+                        "telemetry": telemetry});
     let figure = |round: &Value| {
         format!(
             "{} calls/s (p99 {} ms, ratio {})",

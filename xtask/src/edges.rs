@@ -30,9 +30,33 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     // The core links no authoring crate. It links rmcp's server only through the gateway crate
     // (and its client as the remote executor's, through skill-remote).
     ("skill-core", &["skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros"]),
-    // The gateway serves MCP over the engine: no authoring crate, no HTTP client.
-    ("skill-gateway", &["skill-sdk", "skill-host", "skill-cli", "reqwest"]),
+    // The gateway serves MCP over the engine: no authoring crate (and no HTTP client of its
+    // own: see NOT_DIRECT; the trace exporter's comes through skill-http).
+    ("skill-gateway", &["skill-sdk", "skill-host", "skill-cli"]),
 ];
+
+/// Crates a crate must not list itself (its code cannot use them), though one of its
+/// dependencies may bring them in for its own use.
+const NOT_DIRECT: &[(&str, &[&str])] = &[
+    // The gateway makes no outgoing request: only the trace exporter beneath skill-http does.
+    ("skill-gateway", &["reqwest"]),
+];
+
+/// Each crate's normal or build dependency that `not_direct` says it must not list.
+fn listed_forbidden(metadata: &Value, not_direct: &[(&str, &[&str])]) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        let name = package["name"].as_str().unwrap_or_default();
+        let Some((_, forbidden)) = not_direct.iter().find(|(krate, _)| *krate == name) else { continue };
+        for dependency in package["dependencies"].as_array().into_iter().flatten() {
+            let listed = dependency["name"].as_str().unwrap_or_default();
+            if dependency["kind"].as_str() != Some("dev") && forbidden.contains(&listed) {
+                wrong.push(format!("{name} must not list {listed} among its dependencies"));
+            }
+        }
+    }
+    wrong
+}
 
 /// The workspace crates each crate may depend on (normal and build dependencies; tests may use
 /// any). A crate missing here fails the check until it is added.
@@ -137,6 +161,10 @@ pub(crate) fn check() -> Result<()> {
         bail!("wrong-way dependencies between workspace crates:\n  {}", wrong.join("\n  "));
     }
     println!("    workspace edges: as allowed for {} crates", ALLOWED.len());
+    let listed = listed_forbidden(&metadata, NOT_DIRECT);
+    if !listed.is_empty() {
+        bail!("dependencies listed where they do not belong:\n  {}", listed.join("\n  "));
+    }
     for (krate, forbidden) in FORBIDDEN {
         let output = cargo()
             .args(["tree", "--quiet", "--edges", "normal", "--prefix", "none", "--format", "{p}", "--package", krate])
@@ -186,6 +214,15 @@ mod tests {
             })
             .collect();
         json!({"packages": packages})
+    }
+
+    #[test]
+    fn a_dependency_listed_where_it_may_not_be_is_named() {
+        let not_direct: &[(&str, &[&str])] = &[("gateway", &["reqwest"])];
+        assert!(listed_forbidden(&metadata(&[("gateway", "engine", None)]), not_direct).is_empty());
+        assert!(listed_forbidden(&metadata(&[("gateway", "reqwest", Some("dev"))]), not_direct).is_empty());
+        let wrong = listed_forbidden(&metadata(&[("gateway", "reqwest", None)]), not_direct);
+        assert_eq!(wrong, ["gateway must not list reqwest among its dependencies"]);
     }
 
     #[test]

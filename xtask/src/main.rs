@@ -7,6 +7,7 @@ mod bench_export;
 mod bench_gateway;
 mod bench_host;
 mod bench_scenarios;
+mod bench_telemetry;
 mod browser;
 mod core_run;
 mod cpu;

@@ -104,6 +104,9 @@ impl Scraper {
                     // The last read still runs: the gauges keep their values, and a read past its
                     // bound (a slow database) counts at each scrape it holds back.
                     if last.is_some_and(|at| at.elapsed() >= REFRESH_WITHIN) {
+                        tracing::warn!(
+                            "the metrics' last read of the database still runs, past its 5 s: a scrape error"
+                        );
                         count_scrape_error();
                     }
                 } else {
@@ -114,6 +117,7 @@ impl Scraper {
                         drop(done);
                     });
                     if tokio::time::timeout(REFRESH_WITHIN, read).await.is_err() {
+                        tracing::warn!("the metrics' read of the database took more than 5 s: a scrape error");
                         count_scrape_error();
                     }
                 }
