@@ -85,7 +85,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-blobs", &["skill-store"]),
     ("skill-engine", &["skill-api", "skill-conditions", "skill-contract", "skill-store"]),
     // The MCP gateway: rmcp's server over the engine.
-    ("skill-gateway", &["skill-api", "skill-engine", "skill-http"]),
+    ("skill-gateway", &["skill-api", "skill-engine", "skill-http", "skill-traces"]),
     (
         "skill-core",
         &[

@@ -15,6 +15,8 @@ use skill_api::{AgentRequestOut, ClientInfo, Lifecycle, RequestStatus};
 use skill_engine::requests::{GatewayCall, GatewayTool};
 use skill_engine::{Actor, Engine, EngineError};
 
+use skill_traces::attr::{TRACEPARENT, TRACESTATE};
+
 use crate::Config;
 use crate::tools::{self, APPROVAL_STATUS};
 use crate::waits::Waits;
@@ -77,6 +79,106 @@ impl Gateway {
         match self.engine.agent_request(actor, id).await {
             Ok(request) => tools::status(&request, &tools::console_url(base, &request)),
             Err(error) => envelope(&error),
+        }
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let actor = Self::actor(&context)?;
+
+        let base = self.base(&context);
+        if request.name == APPROVAL_STATUS && asks(&self.engine, &actor).await {
+            return Ok(self.approval_status(&actor, request.arguments.as_ref(), &base).await.into());
+        }
+        let found = self.engine.gateway_tool(&actor, &request.name).await.map_err(|error| to_rpc(&error))?;
+        let Some(entry) = found.filter(|entry| entry.skill.name != APPROVAL_STATUS) else {
+            return Ok(tools::failure(
+                "tool_not_authorized",
+                &format!(
+                    "{} is not a tool of {}: tools/list lists what it may call",
+                    request.name,
+                    actor.principal().name
+                ),
+                json!({"tool": request.name, "reason": "not_assigned"}),
+            )
+            .into());
+        };
+        let meta = request.meta.as_ref().map_or(&context.meta.0.0, |meta| &meta.0.0);
+        let key = match tools::idempotency_key(meta) {
+            Ok(key) => key,
+            Err(error) => return Ok(envelope(&error).into()),
+        };
+        // Every call may wait (for its end, or for a person): a principal holds only so many.
+        let Some(_wait) = self.waits.enter(actor.id()) else {
+            return Ok(too_many_waits().into());
+        };
+        let client = client_of(&context);
+        let request_id = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("x-request-id"))
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let called =
+            self.engine.gateway_call(&actor, &entry.skill, arguments, key, &client, request_id.as_deref()).await;
+        match called {
+            Err(error) => Ok(envelope(&error).into()),
+            Ok(GatewayCall::Called(call)) => {
+                let progress = context.meta.get_progress_token();
+                let ticker = progress.map(|token| {
+                    let peer = context.peer.clone();
+                    tokio::spawn(async move {
+                        let mut beat = 0.0;
+                        loop {
+                            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                            beat += 1.0;
+                            let note = ProgressNotificationParam::new(token.clone(), beat)
+                                .with_message("the call is queued or running".to_owned());
+                            if peer.notify_progress(note).await.is_err() {
+                                break;
+                            }
+                        }
+                    })
+                });
+                // A client that goes away (or cancels) stops the wait, not the call.
+                let waited = tokio::select! {
+                    waited = self.engine.wait_for_end(&actor, &call.id, self.config.call_wait) => waited,
+                    () = context.ct.cancelled() => Err(EngineError::new(
+                        skill_engine::Class::Conflict,
+                        "call_still_running",
+                        "the client stopped waiting; the call goes on",
+                    )),
+                };
+                if let Some(ticker) = ticker {
+                    ticker.abort();
+                }
+                Ok(match waited {
+                    Ok(call) => tools::call_result(&call),
+                    Err(error) => envelope(&error),
+                }
+                .into())
+            }
+            Ok(GatewayCall::Requested(asked)) => {
+                let console = tools::console_url(&base, &asked);
+                let tasks = context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks());
+                if tasks {
+                    return Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(&asked, &console))));
+                }
+                let held = tokio::select! {
+                    held = self.engine.wait_for_request(&actor, &asked.id, self.config.hold) => held,
+                    () = context.ct.cancelled() => Ok(asked.as_ref().clone()),
+                };
+                Ok(match held {
+                    Ok(request) if request.status.is_terminal() => tools::ended(&request),
+                    Ok(request) => tools::pending(&request, &console),
+                    Err(error) => envelope(&error),
+                }
+                .into())
+            }
         }
     }
 }
@@ -217,103 +319,20 @@ impl ServerHandler for Gateway {
         Ok(ListToolsResult::with_all_items(listed))
     }
 
+    /// With traces on, the call is a server span, the child of the `traceparent` in `_meta`; the
+    /// call it makes belongs to that trace.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let actor = Self::actor(&context)?;
-        let base = self.base(&context);
-        if request.name == APPROVAL_STATUS && asks(&self.engine, &actor).await {
-            return Ok(self.approval_status(&actor, request.arguments.as_ref(), &base).await.into());
-        }
-        let found = self.engine.gateway_tool(&actor, &request.name).await.map_err(|error| to_rpc(&error))?;
-        let Some(entry) = found.filter(|entry| entry.skill.name != APPROVAL_STATUS) else {
-            return Ok(tools::failure(
-                "tool_not_authorized",
-                &format!(
-                    "{} is not a tool of {}: tools/list lists what it may call",
-                    request.name,
-                    actor.principal().name
-                ),
-                json!({"tool": request.name, "reason": "not_assigned"}),
-            )
-            .into());
-        };
         let meta = request.meta.as_ref().map_or(&context.meta.0.0, |meta| &meta.0.0);
-        let key = match tools::idempotency_key(meta) {
-            Ok(key) => key,
-            Err(error) => return Ok(envelope(&error).into()),
-        };
-        // Every call may wait (for its end, or for a person): a principal holds only so many.
-        let Some(_wait) = self.waits.enter(actor.id()) else {
-            return Ok(too_many_waits().into());
-        };
-        let client = client_of(&context);
-        let request_id = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.headers.get("x-request-id"))
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
-        let arguments = request.arguments.clone().unwrap_or_default();
-        let called =
-            self.engine.gateway_call(&actor, &entry.skill, arguments, key, &client, request_id.as_deref()).await;
-        match called {
-            Err(error) => Ok(envelope(&error).into()),
-            Ok(GatewayCall::Called(call)) => {
-                let progress = context.meta.get_progress_token();
-                let ticker = progress.map(|token| {
-                    let peer = context.peer.clone();
-                    tokio::spawn(async move {
-                        let mut beat = 0.0;
-                        loop {
-                            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                            beat += 1.0;
-                            let note = ProgressNotificationParam::new(token.clone(), beat)
-                                .with_message("the call is queued or running".to_owned());
-                            if peer.notify_progress(note).await.is_err() {
-                                break;
-                            }
-                        }
-                    })
-                });
-                // A client that goes away (or cancels) stops the wait, not the call.
-                let waited = tokio::select! {
-                    waited = self.engine.wait_for_end(&actor, &call.id, self.config.call_wait) => waited,
-                    () = context.ct.cancelled() => Err(EngineError::new(
-                        skill_engine::Class::Conflict,
-                        "call_still_running",
-                        "the client stopped waiting; the call goes on",
-                    )),
-                };
-                if let Some(ticker) = ticker {
-                    ticker.abort();
-                }
-                Ok(match waited {
-                    Ok(call) => tools::call_result(&call),
-                    Err(error) => envelope(&error),
-                }
-                .into())
-            }
-            Ok(GatewayCall::Requested(asked)) => {
-                let console = tools::console_url(&base, &asked);
-                let tasks = context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks());
-                if tasks {
-                    return Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(&asked, &console))));
-                }
-                let held = tokio::select! {
-                    held = self.engine.wait_for_request(&actor, &asked.id, self.config.hold) => held,
-                    () = context.ct.cancelled() => Ok(asked.as_ref().clone()),
-                };
-                Ok(match held {
-                    Ok(request) if request.status.is_terminal() => tools::ended(&request),
-                    Ok(request) => tools::pending(&request, &console),
-                    Err(error) => envelope(&error),
-                }
-                .into())
-            }
+        let text = |key: &str| meta.get(key).and_then(Value::as_str);
+        let span = skill_traces::spans::mcp_server(&request.name, text(TRACEPARENT), text(TRACESTATE));
+        if span.is_none() {
+            return self.call(request, context).await;
         }
+        tracing::Instrument::instrument(self.call(request, context), span).await
     }
 
     async fn get_task(

@@ -4,7 +4,8 @@
 //! invoked with a caller's `traceparent` is found whole: the core's request, the executor's
 //! attempt, its HTTP or MCP request, the host's request and the skill's own span, each the child
 //! of the one before, with the conventions' attributes; the call shows its trace id, and the
-//! core's JSON log line of the request carries it.
+//! core's JSON log line of the request carries it. A tool called through the core's MCP gateway
+//! with the context in `params._meta` joins the caller's trace the same way.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -258,6 +259,35 @@ fn a_call_is_one_trace_from_the_invoke_through_the_executor_to_the_skill() {
     assert_eq!(ended[1]["status"], "failed", "{}", ended[1]);
     assert_eq!(ended[2]["status"], "succeeded", "{}", ended[2]);
 
+    // A tool called through the core's MCP gateway, its context in `params._meta`.
+    let gateway = (
+        format!("{:032x}", 0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_47ff_u128),
+        format!("{:016x}", 0x00f0_67aa_0ba9_02ff_u64),
+    );
+    runtime.block_on(async {
+        let traceparent = format!("00-{}-{}-01", gateway.0, gateway.1);
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {},
+                          "io.modelcontextprotocol/clientInfo": {"name": "traces-test", "version": "1.0"},
+                          "traceparent": traceparent});
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": "remote.classify", "arguments": {"text": "a refund please"}, "_meta": meta}});
+        let answer = client
+            .post(format!("{base}/mcp"))
+            .bearer_auth(&ops)
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tools/call")
+            .header("Mcp-Name", "remote.classify")
+            .json(&body)
+            .send()
+            .await
+            .expect("the gateway answers");
+        assert_eq!(answer.status().as_u16(), 200);
+        let text = answer.text().await.expect("a body");
+        assert!(text.contains("refund") && !text.contains("\"isError\":true"), "{text}");
+    });
+
     // Every process sends its spans within a batch's delay; the skills' spans come last.
     let spans = {
         let mut spans = Vec::new();
@@ -268,7 +298,7 @@ fn a_call_is_one_trace_from_the_invoke_through_the_executor_to_the_skill() {
                 .iter()
                 .filter(|span| span.service == "skill-executor" && span.attributes.contains_key("error.type"))
                 .count();
-            if skills >= 2 && missing >= 2 {
+            if skills >= 3 && missing >= 2 {
                 break;
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -332,6 +362,20 @@ fn a_call_is_one_trace_from_the_invoke_through_the_executor_to_the_skill() {
     assert_eq!(served.attribute("mcp.method.name"), "tools/call");
     let skill = child(&spans, served, &service, "skill");
     assert_eq!(skill.attribute("transport"), "mcp");
+
+    // Through the gateway: its MCP server span under the caller's, then the attempt.
+    let server = spans
+        .iter()
+        .find(|span| span.trace == gateway.0 && span.parent == gateway.1)
+        .unwrap_or_else(|| panic!("no span of the gateway under the caller's: {spans:#?}"));
+    assert_eq!(
+        (server.service.as_str(), server.name.as_str(), server.kind),
+        ("skill-core", "tools/call remote.classify", SERVER)
+    );
+    assert_eq!(server.attribute("mcp.method.name"), "tools/call");
+    assert_eq!(server.attribute("gen_ai.tool.name"), "remote.classify");
+    let execution = child(&spans, server, "skill-executor", "execute_tool remote.classify");
+    child(&spans, execution, "skill-executor", "POST");
 
     // The call's page in the console shows its trace.
     runtime.block_on(async {
