@@ -21,6 +21,9 @@ pub struct Client {
     backoff: Duration,
     /// Whether writes that take an `Idempotency-Key` get one.
     keys: bool,
+    /// The W3C `traceparent` each request carries, when this gives one (the caller's current
+    /// span, when it exports traces).
+    trace_context: Option<fn() -> Option<String>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -95,7 +98,15 @@ impl Client {
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|error| ClientError::Unreachable { address: base.clone(), reason: error.to_string() })?;
-        Ok(Self { base, token: None, http, retries: 2, backoff: Duration::from_millis(200), keys: true })
+        Ok(Self {
+            base,
+            token: None,
+            http,
+            retries: 2,
+            backoff: Duration::from_millis(200),
+            keys: true,
+            trace_context: None,
+        })
     }
 
     /// At most `retries` more tries of a call that may be repeated (0: one try only).
@@ -109,6 +120,13 @@ impl Client {
     /// the core keeping their answers.
     pub fn without_keys(mut self) -> Self {
         self.keys = false;
+        self
+    }
+
+    /// Sends with each request the `traceparent` `current` gives at the time (none when it gives
+    /// none), so the core's span of the request joins the caller's trace.
+    pub fn with_trace_context(mut self, current: fn() -> Option<String>) -> Self {
+        self.trace_context = Some(current);
         self
     }
 
@@ -210,6 +228,9 @@ impl Client {
         }
         for (name, value) in &call.headers {
             request = request.header(*name, value);
+        }
+        if let Some(traceparent) = self.trace_context.and_then(|current| current()) {
+            request = request.header("traceparent", traceparent);
         }
         if let Some(body) = &call.body {
             request = request.json(body);

@@ -110,7 +110,7 @@ pub(crate) async fn run_call(
                     return End::Lost;
                 }
                 let beat = HeartbeatRequest { fencing_token, lease_seconds: None, session_id: session.clone() };
-                match client.heartbeat(&id, &beat).await {
+                match client.heartbeat(&id, &beat).instrument(span.clone()).await {
                     Ok(renewed) => end = lease_end(&renewed),
                     Err(error) if lease_lost(&error) => {
                         running.abort();

@@ -68,7 +68,9 @@ pub async fn run(
     // The loop does its own retrying: a call's reports must not wait on the client's. A report
     // is safe to repeat by its fencing token, and a claim is never repeated, so no key is sent
     // (the core keeps no answers for them).
-    let client = client.with_retries(0).without_keys();
+    // With traces on, a request made inside a call's span (its heartbeats, its report) carries
+    // the span's context, so the core's span of it joins the call's trace.
+    let client = client.with_retries(0).without_keys().with_trace_context(skill_traces::current);
     let declared = runner.declared();
     let sessions = Arc::new(Sessions::new(client.clone(), declared.capabilities.clone(), options.session_ttl_seconds));
     let keep_alive = {

@@ -330,6 +330,9 @@ fn a_call_is_one_trace_from_the_invoke_through_the_executor_to_the_skill() {
     assert_eq!(execution.attribute("gen_ai.tool.call.id"), calls[0].0);
     assert_eq!(execution.attribute("skill.version"), "remote.classify@1");
     assert_eq!(execution.attribute("error.type"), "");
+    // Its report reaches the core inside the attempt's span.
+    let report = child(&spans, execution, "skill-core", "POST /api/v1/skill-invocations/{*rest}");
+    assert_eq!(report.attribute("http.response.status_code"), "200");
     let request = child(&spans, execution, "skill-executor", "POST");
     assert_eq!(request.kind, CLIENT);
     assert_eq!(request.attribute("url.full"), format!("{http_origin}/skills/claim.classify@1"));
