@@ -237,6 +237,8 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     execute
         .args(["execute", "--core", &core_url, "--concurrency", "4", "--grace", "5"])
         .env("SKILL_CORE_TOKEN", &executor_token)
+        // The core's metrics address is the core's: the host gets its own, below, or none.
+        .env_remove("SKILL_METRICS_LISTEN")
         .envs(&host_env.vars)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())

@@ -100,7 +100,9 @@ impl McpHost {
         via: HttpRequest,
     ) -> CallToolResult {
         let text = |key: &str| meta.get(key).and_then(Value::as_str);
-        let span = skill_traces::spans::mcp_server(name, text(TRACEPARENT), text(TRACESTATE));
+        // A tool this server does not have is not named in the span (the name is the caller's).
+        let hosted = if self.0.skills.contains_key(name) { name } else { "" };
+        let span = skill_traces::spans::mcp_server(hosted, text(TRACEPARENT), text(TRACESTATE));
         if span.is_none() {
             return self.run_tool(name, arguments, meta, via).await;
         }

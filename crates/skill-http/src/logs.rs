@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tracing::{Level, Metadata};
+use tracing_subscriber::filter::{FilterExt as _, filter_fn};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
@@ -133,8 +134,10 @@ impl Drop for LogGuard {
 }
 
 /// What the trace export keeps of the spans: ours, and nothing below `warn` from the libraries
-/// whose own spans and events would only crowd a trace.
-const TRACED: &str = "info,rmcp=warn,sqlx=warn,hyper=warn,h2=warn,reqwest=warn,tower=warn";
+/// whose own spans and events would only crowd a trace (nothing of the exporter's own: its
+/// warnings go to the log lines).
+const TRACED: &str = "info,rmcp=warn,sqlx=warn,hyper=warn,h2=warn,reqwest=warn,tower=warn,opentelemetry=off,\
+                      opentelemetry_sdk=off,opentelemetry_otlp=off,opentelemetry_http=off";
 
 /// Log lines go to stderr (stdout is the MCP channel of `mcp-stdio`): `SKILL_LOG` filters them
 /// (default `default_filter`, e.g. `info`), `SKILL_LOG_FORMAT=json` makes them JSON lines. When
@@ -153,7 +156,12 @@ pub fn init_logs(service: &str, default_filter: &str) -> LogGuard {
     let buffer = Arc::new(Buffer::default());
     let writer = Buffered(Arc::clone(&buffer));
     let (installed, traces) = match skill_traces::install::<Registry>(service) {
-        Ok(Some((exported, traces))) => (with_traces(filter, writer, ansi, json, exported), Some(traces)),
+        Ok(Some(skill_traces::Installed { layer, traces, warnings })) => {
+            for warning in warnings {
+                let _ = writeln!(std::io::stderr(), "warning: traces: {warning}");
+            }
+            (with_traces(filter, writer, ansi, json, layer), Some(traces))
+        }
         Ok(None) => (without_traces(filter, writer, ansi, json), None),
         Err(problem) => {
             let _ = writeln!(std::io::stderr(), "warning: traces are off: {problem}");
@@ -213,7 +221,10 @@ fn with_traces(
     } else {
         lines.event_format(PlainLine).fmt_fields(PlainLine).with_filter(filter).boxed()
     };
-    let exported = exported.with_filter(EnvFilter::new(TRACED)).boxed();
+    // Spans, and only the events that are warnings or errors: an access line holds what a
+    // caller sent (a path), and a span keeps its events until it is sent.
+    let kept = EnvFilter::new(TRACED).and(filter_fn(|meta| meta.is_span() || *meta.level() <= tracing::Level::WARN));
+    let exported = exported.with_filter(kept).boxed();
     let dispatch = tracing::Dispatch::new(Registry::default().with(vec![lines, exported]));
     skill_traces::logs::remember(&dispatch);
     tracing::dispatcher::set_global_default(dispatch).is_ok()

@@ -156,6 +156,16 @@ impl Invocation {
     }
 }
 
+/// A caller-given id as a span shows it: its first 128 bytes (an id is far shorter; a caller
+/// could send megabytes, and every log line and exported span of the call would carry them).
+fn shown(id: &str) -> &str {
+    let mut end = id.len().min(128);
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    &id[..end]
+}
+
 /// The context of one call, given to skills that take `ctx: SkillContext`. Cheap to clone.
 #[derive(Clone)]
 pub struct SkillContext {
@@ -186,7 +196,7 @@ impl SkillContext {
         let span = tracing::info_span!(
             "skill",
             skill = %skill,
-            invocation_id = %invocation.invocation_id.as_deref().unwrap_or(""),
+            invocation_id = %shown(invocation.invocation_id.as_deref().unwrap_or("")),
             transport = %invocation.transport.as_str(),
             request_id = %invocation.request_id.as_deref().unwrap_or(""),
         );

@@ -66,6 +66,8 @@ pub fn set_parent(span: &tracing::Span, traceparent: Option<&str>, tracestate: O
     if skill_api::telemetry::trace_id(traceparent.trim()).is_none() {
         return;
     }
+    // A vendor's state passes only when it is plain and short (as the W3C format is).
+    let tracestate = tracestate.filter(|state| state.len() <= 512 && state.bytes().all(|b| (0x20..0x7f).contains(&b)));
     let carrier = Carrier { traceparent: traceparent.trim(), tracestate };
     let parent = TraceContextPropagator::new().extract(&carrier);
     if parent.span().span_context().is_valid() {

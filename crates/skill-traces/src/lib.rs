@@ -18,4 +18,4 @@ pub mod logs;
 pub mod spans;
 
 pub use context::{current, enabled, set_parent, traceparent_of};
-pub use export::{Exported, Traces, install};
+pub use export::{Exported, Installed, Traces, install};

@@ -8,15 +8,39 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use crate::attr;
 
+/// The longest caller-given text a span keeps (a tool's name): past it, cut.
+const MAX_TEXT: usize = 128;
+
+/// `text` cut to [`MAX_TEXT`] bytes, at a character's boundary.
+fn bounded(text: &str) -> &str {
+    if text.len() <= MAX_TEXT {
+        return text;
+    }
+    let mut end = MAX_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// A method as the HTTP conventions record it: the standard ones by name, any other `_OTHER`
+/// (a caller picks methods, and a span must not carry what a caller sent at any length).
+fn method_of(method: &str) -> &'static str {
+    const KNOWN: [&str; 9] = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"];
+    KNOWN.into_iter().find(|known| *known == method).unwrap_or("_OTHER")
+}
+
 /// A server span for an HTTP request, the child of the caller's `traceparent` if it sent one.
-/// Named by its method until [`route`] names its route.
+/// Named by its method (`HTTP` for one not standard) until [`route`] names its route.
 pub fn http_server(method: &str, traceparent: Option<&str>, tracestate: Option<&str>) -> Span {
     if !crate::enabled() {
         return Span::none();
     }
+    let method = method_of(method);
+    let name = if method == "_OTHER" { "HTTP" } else { method };
     let span = tracing::info_span!(
         "request",
-        otel.name = method,
+        otel.name = name,
         otel.kind = "server",
         otel.status_code = Empty,
         { attr::HTTP_REQUEST_METHOD } = method,
@@ -33,6 +57,10 @@ pub fn route(span: &Span, method: &str, route: &str) {
     if span.is_none() {
         return;
     }
+    let method = match method_of(method) {
+        "_OTHER" => "HTTP",
+        known => known,
+    };
     // Through the span itself: the span may have started already (a call made in it asked for
     // its context), and a started span takes a new name only so.
     span.context().span().update_name(format!("{method} {route}"));
@@ -107,6 +135,7 @@ pub fn mcp_client(tool: &str, transport: &str) -> Span {
     if !crate::enabled() {
         return Span::none();
     }
+    let tool = bounded(tool);
     tracing::info_span!(
         "mcp client",
         otel.name = format!("{} {tool}", attr::TOOLS_CALL),
@@ -120,15 +149,18 @@ pub fn mcp_client(tool: &str, transport: &str) -> Span {
     )
 }
 
-/// A server span for an MCP `tools/call` of `tool`, the child of the `traceparent` in the
-/// request's `params._meta`, if any.
+/// A server span for an MCP `tools/call` of `tool` (empty: one the server does not have, named
+/// `tools/call` alone), the child of the `traceparent` in the request's `params._meta`, if any.
+/// The name is the caller's: cut to 128 bytes.
 pub fn mcp_server(tool: &str, traceparent: Option<&str>, tracestate: Option<&str>) -> Span {
     if !crate::enabled() {
         return Span::none();
     }
+    let tool = bounded(tool);
+    let name = if tool.is_empty() { attr::TOOLS_CALL.to_owned() } else { format!("{} {tool}", attr::TOOLS_CALL) };
     let span = tracing::info_span!(
         "mcp server",
-        otel.name = format!("{} {tool}", attr::TOOLS_CALL),
+        otel.name = name,
         otel.kind = "server",
         otel.status_code = Empty,
         { attr::MCP_METHOD_NAME } = attr::TOOLS_CALL,
@@ -157,4 +189,19 @@ pub fn of_call(name: &str, version: &str) -> Option<String> {
         );
         crate::traceparent_of(&span)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn what_a_caller_sends_is_bounded_before_a_span_keeps_it() {
+        assert_eq!(super::method_of("POST"), "POST");
+        assert_eq!(super::method_of("post"), "_OTHER");
+        assert_eq!(super::method_of(&"M".repeat(300_000)), "_OTHER");
+        assert_eq!(super::bounded("claim.classify"), "claim.classify");
+        assert_eq!(super::bounded(&"x".repeat(4_000_000)).len(), 128);
+        // Never inside a character: 127 bytes of 'a' then a two-byte letter.
+        let text = format!("{}é", "a".repeat(127));
+        assert_eq!(super::bounded(&text), "a".repeat(127));
+    }
 }

@@ -129,6 +129,8 @@ pub(crate) async fn serve_host(
         .arg(&tls.cert)
         .arg("--tls-key")
         .arg(&tls.key)
+        // The core's metrics address is the core's, not this host's.
+        .env_remove("SKILL_METRICS_LISTEN")
         .envs(env)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
