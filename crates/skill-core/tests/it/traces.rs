@@ -291,18 +291,31 @@ fn a_call_is_one_trace_from_the_invoke_through_the_executor_to_the_skill() {
     // Every process sends its spans within a batch's delay; the skills' spans come last.
     let spans = {
         let mut spans = Vec::new();
-        for _ in 0..200 {
+        // Everything the checks below look for: each caller's span has its child in the core,
+        // three skills ran, two attempts failed, the core saw a report.
+        let roots: Vec<(String, String)> =
+            calls.iter().map(|(_, trace, parent)| (trace.clone(), parent.clone())).chain([gateway.clone()]).collect();
+        for _ in 0..600 {
             spans = received.lock().expect("the spans").clone();
+            let rooted = roots
+                .iter()
+                .all(|(trace, parent)| spans.iter().any(|span| &span.trace == trace && &span.parent == parent));
             let skills = spans.iter().filter(|span| span.service == service && span.name == "skill").count();
-            let missing = spans
+            let failed = spans
                 .iter()
                 .filter(|span| span.service == "skill-executor" && span.attributes.contains_key("error.type"))
                 .count();
-            if skills >= 3 && missing >= 2 {
+            let reported = spans
+                .iter()
+                .any(|span| span.trace == calls[0].1 && span.name.starts_with("POST /api/v1/skill-invocations/"));
+            if rooted && skills >= 3 && failed >= 2 && reported {
                 break;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+        // Every span ended by now; a batch's delay more brings the last ones.
+        std::thread::sleep(Duration::from_secs(1));
+        spans = received.lock().expect("the spans").clone();
         spans
     };
 
