@@ -290,13 +290,12 @@ fn a_call_is_one_trace_from_the_invoke_through_the_executor_to_the_skill() {
 
     // Every process sends its spans within a batch's delay; the skills' spans come last.
     let spans = {
-        let mut spans = Vec::new();
         // Everything the checks below look for: each caller's span has its child in the core,
         // three skills ran, two attempts failed, the core saw a report.
         let roots: Vec<(String, String)> =
             calls.iter().map(|(_, trace, parent)| (trace.clone(), parent.clone())).chain([gateway.clone()]).collect();
         for _ in 0..600 {
-            spans = received.lock().expect("the spans").clone();
+            let spans = received.lock().expect("the spans").clone();
             let rooted = roots
                 .iter()
                 .all(|(trace, parent)| spans.iter().any(|span| &span.trace == trace && &span.parent == parent));
@@ -315,8 +314,7 @@ fn a_call_is_one_trace_from_the_invoke_through_the_executor_to_the_skill() {
         }
         // Every span ended by now; a batch's delay more brings the last ones.
         std::thread::sleep(Duration::from_secs(1));
-        spans = received.lock().expect("the spans").clone();
-        spans
+        received.lock().expect("the spans").clone()
     };
 
     let root = |(id, trace, parent): &(String, String, String)| -> Span {
