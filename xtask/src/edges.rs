@@ -12,6 +12,7 @@ use crate::{cargo, workspace_root};
 /// Crates that must not appear in a crate's normal dependency tree.
 const FORBIDDEN: &[(&str, &[&str])] = &[
     ("skill-contract", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest", "cel"]),
+    ("skill-journal", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
     ("skill-conditions", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
     ("skill-api", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
     ("skill-sdk-macros", &["tokio", "axum", "rmcp", "sqlx", "hyper", "reqwest"]),
@@ -69,6 +70,8 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-sdk", &["skill-api", "skill-contract", "skill-sdk-macros"]),
     // The metrics' names are skill-api's, one list for every binary.
     ("skill-http", &["skill-api", "skill-traces"]),
+    // The journal's proofs: the tree and signed checkpoints, no IO.
+    ("skill-journal", &[]),
     // OpenTelemetry traces: the exporter and the context in and out.
     ("skill-traces", &["skill-api"]),
     // CEL conditions: their own crate, so the contract (which every author compiles) does not
