@@ -11,4 +11,4 @@ pub mod note;
 pub mod tree;
 
 pub use note::{Checkpoint, NoteError, Signer, Verifier};
-pub use tree::{Hash, Nodes};
+pub use tree::{Hash, Levels, Nodes};

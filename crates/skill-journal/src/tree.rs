@@ -35,8 +35,36 @@ pub trait Nodes {
     fn node(&self, level: u32, index: u64) -> Hash;
 }
 
-/// The leaf hashes themselves, every complete subtree computed from them (for tests, and for a
-/// verifier that rebuilds the tree).
+/// Every complete subtree of a list of leaves, kept in memory level by level (about twice the
+/// leaves' size): what a verifier rebuilds offline, each node then read at once.
+#[derive(Debug, Clone, Default)]
+pub struct Levels(Vec<Vec<Hash>>);
+
+impl Levels {
+    /// The tree over `leaves` (leaf hashes).
+    pub fn new(leaves: Vec<Hash>) -> Self {
+        let mut levels = vec![leaves];
+        while let Some(below) = levels.last().filter(|level| level.len() > 1) {
+            let above: Vec<Hash> = below.chunks_exact(2).map(|pair| node_hash(&pair[0], &pair[1])).collect();
+            levels.push(above);
+        }
+        Self(levels)
+    }
+
+    /// How many leaves.
+    pub fn size(&self) -> u64 {
+        self.0.first().map_or(0, Vec::len) as u64
+    }
+}
+
+impl Nodes for Levels {
+    fn node(&self, level: u32, index: u64) -> Hash {
+        self.0[level as usize][index as usize]
+    }
+}
+
+/// The leaf hashes themselves, every complete subtree computed from them when asked (for small
+/// trees and tests; [`Levels`] keeps them).
 impl Nodes for [Hash] {
     fn node(&self, level: u32, index: u64) -> Hash {
         let start = (index << level) as usize;
@@ -263,6 +291,18 @@ mod tests {
                 "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
             ]
         );
+    }
+
+    #[test]
+    fn the_levels_in_memory_give_the_same_tree() {
+        let leaves: Vec<Hash> = (0_u32..77).map(|n| leaf_hash(&n.to_le_bytes())).collect();
+        let levels = Levels::new(leaves.clone());
+        assert_eq!(levels.size(), 77);
+        for size in [1, 2, 3, 31, 32, 33, 64, 77] {
+            assert_eq!(root(&levels, size), root(&leaves[..], size), "{size}");
+            assert_eq!(inclusion_proof(&levels, size - 1, size), inclusion_proof(&leaves[..], size - 1, size));
+            assert_eq!(consistency_proof(&levels, size / 2 + 1, 77), consistency_proof(&leaves[..], size / 2 + 1, 77));
+        }
     }
 
     #[test]
