@@ -116,13 +116,6 @@ impl LogGuard {
             buffer.flush();
         }
     }
-
-    /// Sends the spans batched now (nothing when traces are off).
-    pub fn flush_traces(&self) {
-        if let Some(traces) = &self.traces {
-            traces.flush();
-        }
-    }
 }
 
 impl Drop for LogGuard {

@@ -26,15 +26,6 @@ pub struct Traces {
     provider: SdkTracerProvider,
 }
 
-impl Traces {
-    /// Sends what is batched now.
-    pub fn flush(&self) {
-        if let Err(error) = self.provider.force_flush() {
-            tracing::warn!(%error, "the batched spans could not be sent");
-        }
-    }
-}
-
 impl Drop for Traces {
     fn drop(&mut self) {
         if let Err(error) = self.provider.shutdown_with_timeout(Duration::from_secs(5)) {
