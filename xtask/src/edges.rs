@@ -83,7 +83,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-remote", &["skill-api", "skill-client", "skill-contract", "skill-executor", "skill-traces"]),
     ("skill-host", &["skill-api", "skill-client", "skill-executor", "skill-http", "skill-sdk", "skill-traces"]),
     // The rows keep the states the API defines (and the contract's side effects and risk).
-    ("skill-store", &["skill-api", "skill-contract"]),
+    ("skill-store", &["skill-api", "skill-contract", "skill-journal"]),
     // The blob stores beyond a folder (S3-compatible), behind skill-store's trait.
     ("skill-blobs", &["skill-store"]),
     ("skill-engine", &["skill-api", "skill-conditions", "skill-contract", "skill-store"]),

@@ -42,6 +42,39 @@ pub fn payload_digest(salt: &[u8; SALT_LEN], data: &Value) -> String {
     format!("sha256:{}", digest.iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
+/// A fresh random salt.
+pub fn new_salt() -> [u8; SALT_LEN] {
+    let mut salt = [0_u8; SALT_LEN];
+    // The system's random source failing is not something to write a journal past.
+    aws_lc_rs::rand::fill(&mut salt).expect("the system's random source answers");
+    salt
+}
+
+/// Fields that hold what a person or a skill wrote (a reason, an error's message, a token's
+/// label, a cost, typed outputs): they enter an entry only through the payload's digest.
+const PRIVATE: &[&str] = &["reason", "message", "label", "cost", "outputs"];
+/// Kinds whose `name` is a person's or a workspace's name.
+const NAMED: &[&str] = &["principal.created", "principal.disabled", "workspace.created"];
+
+/// What of an event's `data` its entry keeps in the clear: the data without its free text at
+/// any depth (see `PRIVATE`), and without `name` on the kinds that name a person.
+pub fn clear_of(kind: &str, data: &Value) -> Value {
+    fn strip(value: &Value, named: bool) -> Value {
+        match value {
+            Value::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .filter(|(key, _)| !(PRIVATE.contains(&key.as_str()) || (named && key.as_str() == "name")))
+                    .map(|(key, value)| (key.clone(), strip(value, false)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|item| strip(item, false)).collect()),
+            scalar => scalar.clone(),
+        }
+    }
+    strip(data, NAMED.contains(&kind))
+}
+
 impl Entry {
     /// The entry of `event` with its payload `data` salted by `salt`.
     pub fn new(event: &Event<'_>, data: &Value, salt: &[u8; SALT_LEN]) -> Self {
@@ -107,6 +140,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_clear_part_leaves_out_free_text_and_names_of_people() {
+        let data = json!({"taskId": "t-1", "reason": "the customer asked", "error": {"code": "x", "message": "boom"},
+            "name": "kept", "items": [{"label": "secret", "id": 1}]});
+        assert_eq!(
+            clear_of("task.closed", &data),
+            json!({"taskId": "t-1", "error": {"code": "x"}, "name": "kept", "items": [{"id": 1}]})
+        );
+        let person = json!({"name": "Ada Lovelace", "kind": "person"});
+        assert_eq!(clear_of("principal.created", &person), json!({"kind": "person"}));
+        assert_ne!(new_salt(), new_salt());
+    }
 
     #[test]
     fn canonical_json_sorts_keys_at_every_depth_and_keeps_no_space() {

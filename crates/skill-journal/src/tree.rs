@@ -82,6 +82,57 @@ fn subtree(leaves: &[Hash]) -> Hash {
     }
 }
 
+/// The left siblings appending leaf `index` needs, from the leaf up: `(level, index)` of each.
+pub fn left_siblings(index: u64) -> Vec<(u32, u64)> {
+    let mut needed = Vec::new();
+    let (mut level, mut at) = (0_u32, index);
+    while at % 2 == 1 {
+        needed.push((level, at - 1));
+        level += 1;
+        at /= 2;
+    }
+    needed
+}
+
+/// The complete subtrees that appending leaf `index` (hash `leaf`) to a tree of `index` leaves
+/// completes: `(level, index, hash)` from the leaf up, each parent made with its left sibling
+/// (`lefts`: the hashes of [`left_siblings`], in its order) — what a store writes beside the leaf.
+pub fn appended(index: u64, leaf: Hash, lefts: &[Hash]) -> Vec<(u32, u64, Hash)> {
+    let mut rows = vec![(0, index, leaf)];
+    let mut hash = leaf;
+    for (level, left) in (1_u32..).zip(lefts) {
+        hash = node_hash(left, &hash);
+        rows.push((level, index >> level, hash));
+    }
+    rows
+}
+
+/// The nodes an algorithm over a tree reads, in the order it reads them. Which nodes a proof or a
+/// root needs depends on the sizes only, so a store learns them by running it over this once
+/// (every hash zero), reads them in one query, then runs it again over what it read.
+#[derive(Debug, Default)]
+pub struct Needed(std::cell::RefCell<Vec<(u32, u64)>>);
+
+impl Needed {
+    pub fn into_vec(self) -> Vec<(u32, u64)> {
+        self.0.into_inner()
+    }
+}
+
+impl Nodes for Needed {
+    fn node(&self, level: u32, index: u64) -> Hash {
+        self.0.borrow_mut().push((level, index));
+        [0; 32]
+    }
+}
+
+/// Nodes read from a store, by `(level, index)`.
+impl Nodes for std::collections::HashMap<(u32, u64), Hash> {
+    fn node(&self, level: u32, index: u64) -> Hash {
+        self.get(&(level, index)).copied().unwrap_or([0; 32])
+    }
+}
+
 /// The largest power of two below `n` (n > 1).
 fn split(n: u64) -> u64 {
     1 << (63 - (n - 1).leading_zeros())
@@ -226,6 +277,36 @@ pub fn verify_consistency(first: u64, second: u64, first_root: &Hash, second_roo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn appending_leaf_by_leaf_writes_every_complete_subtree_once() {
+        let leaves: Vec<Hash> = (0..37_u32).map(|n| leaf_hash(&n.to_be_bytes())).collect();
+        let mut stored = std::collections::HashMap::new();
+        for (index, leaf) in leaves.iter().enumerate() {
+            let index = index as u64;
+            let lefts: Vec<Hash> = left_siblings(index).iter().map(|at| stored[at]).collect();
+            for (level, at, hash) in appended(index, *leaf, &lefts) {
+                assert!(stored.insert((level, at), hash).is_none(), "({level}, {at}) written twice");
+            }
+        }
+        let levels = Levels::new(leaves.clone());
+        let expected: usize = (0..6).map(|level| leaves.len() >> level).sum();
+        assert_eq!(stored.len(), expected);
+        for ((level, at), hash) in &stored {
+            assert_eq!(*hash, levels.node(*level, *at), "node ({level}, {at})");
+        }
+        assert_eq!(left_siblings(5), vec![(0, 4)]);
+        assert_eq!(left_siblings(7), vec![(0, 6), (1, 2), (2, 0)]);
+        assert!(left_siblings(8).is_empty());
+        // What a proof reads, learnt over zeros, then read from a map, gives the same proof.
+        let needed = Needed::default();
+        let _ = inclusion_proof(&needed, 9, 37);
+        let _ = root(&needed, 37);
+        let read: std::collections::HashMap<(u32, u64), Hash> =
+            needed.into_vec().into_iter().map(|at| (at, levels.node(at.0, at.1))).collect();
+        assert_eq!(inclusion_proof(&read, 9, 37), inclusion_proof(&levels, 9, 37));
+        assert_eq!(root(&read, 37), root(&levels, 37));
+    }
 
     fn hex(hash: &Hash) -> String {
         hash.iter().map(|b| format!("{b:02x}")).collect()

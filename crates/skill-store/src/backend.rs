@@ -118,7 +118,9 @@ impl SqliteStore {
             .await
             .map_err(|error| opening(&path.display().to_string(), error))?;
         let lite = Lite::open(path, options.sqlite_full_sync, BUSY_TIMEOUT)?;
-        Ok(Self { reader, writer, lite })
+        let store = Self { reader, writer, lite };
+        caught_up(crate::JournalTree::journal_catch_up(&store).await?);
+        Ok(store)
     }
 
     /// A write transaction that takes the write lock at once, so it never fails half-way on a
@@ -145,12 +147,14 @@ impl PgStore {
             .await
             .map_err(|error| opening(&redact(url), error))?;
         migrator(POSTGRES_MIGRATIONS).run(&pool).await.map_err(migrating)?;
-        Ok(Self {
+        let store = Self {
             pool,
             keys: std::sync::Arc::new(crate::key_cache::KeyCache::new()),
             inserts: std::sync::Arc::default(),
             updates: std::sync::Arc::default(),
-        })
+        };
+        caught_up(crate::JournalTree::journal_catch_up(&store).await?);
+        Ok(store)
     }
 
     /// A write through this store changed what the reads by key answer: what it kept is
@@ -165,6 +169,13 @@ impl PgStore {
 
     pub(crate) fn read(&self) -> &PgPool {
         &self.pool
+    }
+}
+
+/// Says how many events written before the journal were given their leaves at open.
+fn caught_up(events: u64) {
+    if events > 0 {
+        tracing::info!(events, "the journal now holds the events written before it");
     }
 }
 
@@ -196,6 +207,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (22, "decided writes", include_str!("../migrations/sqlite/0022_decided_writes.sql")),
     (23, "basis checks by kind", include_str!("../migrations/sqlite/0023_basis_checks_by_kind.sql")),
     (24, "call traces", include_str!("../migrations/sqlite/0024_call_traces.sql")),
+    (25, "journal", include_str!("../migrations/sqlite/0025_journal.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -223,6 +235,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (23, "basis checks by kind", include_str!("../migrations/postgres/0023_basis_checks_by_kind.sql")),
     (24, "key changes heard", include_str!("../migrations/postgres/0024_key_changes_heard.sql")),
     (25, "call traces", include_str!("../migrations/postgres/0025_call_traces.sql")),
+    (26, "journal", include_str!("../migrations/postgres/0026_journal.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

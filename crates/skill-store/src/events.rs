@@ -12,23 +12,11 @@ pub trait Journal: Send + Sync {
     fn events<'a>(&'a self, after_seq: i64, subject: Option<&'a str>, limit: u32) -> BoxFuture<'a, Result<Vec<Event>>>;
 }
 
-/// Appends `$event` inside the transaction `$tx`.
+/// Appends `$event`, with its journal entry and leaf, inside the transaction `$tx`.
 macro_rules! insert {
     ($tx:ident, $event:expr) => {{
         let event: &$crate::records::Event = $event;
-        sqlx::query(
-            "INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(&event.id)
-        .bind(&event.kind)
-        .bind(&event.subject)
-        .bind(sqlx::types::Json(&event.data))
-        .bind(&event.actor_id)
-        .bind(&event.request_id)
-        .bind(event.created_at)
-        .execute(&mut *$tx)
-        .await?;
+        $crate::journal::Append::append(&mut *$tx, event).await?;
     }};
 }
 pub(crate) use insert;

@@ -43,6 +43,7 @@ mod events;
 mod idempotency;
 mod identity;
 mod invocations;
+mod journal;
 mod key_cache;
 mod key_reads;
 mod keys;
@@ -74,6 +75,7 @@ pub use events::Journal;
 pub use idempotency::{Begun, IdempotencyStore, StoredAnswer};
 pub use identity::IdentityStore;
 pub use invocations::{Decision, InvocationStore, Take};
+pub use journal::{CheckpointRow, JournalTree, LeafRow, SendRow};
 pub use keys::KeyStore;
 pub use knowledge::KnowledgeStore;
 pub use processes::ProcessStore;
@@ -107,6 +109,7 @@ pub trait Store:
     + ProcessStore
     + ConsoleStore
     + Journal
+    + JournalTree
     + std::fmt::Debug
 {
     fn backend(&self) -> Backend;

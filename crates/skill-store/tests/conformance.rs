@@ -11,6 +11,8 @@ mod cases;
 mod fixture;
 #[path = "conformance/guards.rs"]
 mod guards;
+#[path = "conformance/journal.rs"]
+mod journal;
 #[path = "conformance/moves.rs"]
 mod moves;
 #[path = "conformance/processes.rs"]
@@ -25,13 +27,19 @@ macro_rules! conformance {
         mod sqlite {
             $(#[tokio::test]
             async fn $case() {
-                crate::$module::$case(crate::fixture::sqlite().await).await;
+                let db = crate::fixture::sqlite().await;
+                let store = db.store.clone();
+                crate::$module::$case(db).await;
+                crate::journal::assert_whole(&store).await;
             })*
         }
         mod postgres {
             $(#[tokio::test]
             async fn $case() {
-                crate::$module::$case(crate::fixture::postgres().await).await;
+                let db = crate::fixture::postgres().await;
+                let store = db.store.clone();
+                crate::$module::$case(db).await;
+                crate::journal::assert_whole(&store).await;
             })*
         }
     };
@@ -95,4 +103,7 @@ conformance!(
     moves::tasks_and_runs_move_as_their_lifecycles_allow,
     moves::approvals_and_outcomes_move_as_their_lifecycles_allow,
     moves::agents_requests_move_as_their_lifecycle_allows,
+    journal::many_writers_at_once_leave_one_gap_free_tree,
+    journal::the_journal_is_guarded_by_the_database,
+    journal::events_written_before_the_journal_get_their_leaves_when_the_store_opens,
 );

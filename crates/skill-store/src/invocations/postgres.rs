@@ -101,8 +101,8 @@ const COVERED: &str = covered_sql!("jsonb_array_elements_text(s.admission -> '",
 const UPDATE_CALL_WITH_EVENT: &str = concat!(
     "WITH updated AS (",
     update_call_sql!(),
-    " RETURNING id) INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
-     SELECT $20, $21, $22, $23, $24, $25, $26 FROM updated"
+    " RETURNING id) INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at, entry, salt) \
+     SELECT $20, $21, $22, $23, $24, $25, $26, $27, $28 FROM updated"
 );
 /// The call insert with its event, in one statement; nothing when the key is taken. It answers
 /// whether it wrote, and whether an active executor session covers the call now (what its
@@ -112,8 +112,8 @@ const UPDATE_CALL_WITH_EVENT: &str = concat!(
 const INSERT_CALL_WITH_EVENT: &str = concat!(
     "WITH inserted AS (",
     insert_call_sql!(),
-    " RETURNING id), written AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
-     SELECT $34, $35, $36, $37, $38, $39, $40 FROM inserted RETURNING 1) \
+    " RETURNING id), written AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at, \
+     entry, salt) SELECT $34, $35, $36, $37, $38, $39, $40, $41, $42 FROM inserted RETURNING 1) \
      SELECT (SELECT count(*) FROM written) AS written, (",
     covered_sql!("jsonb_array_elements_text(s.admission -> '", "')", "$28", "$3", "$4", "$5"),
     ") AS covered"
@@ -146,11 +146,12 @@ fn bind_update<'q>(
         .bind(c.finished_at)
 }
 
-/// Binds the seven values of an event to `query`.
+/// Binds the nine values of an event (with its journal entry and salt) to `query`.
 fn bind_event<'q>(
     query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     e: &'q Event,
 ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    let written = crate::journal::written(e);
     query
         .bind(&e.id)
         .bind(&e.kind)
@@ -159,6 +160,8 @@ fn bind_event<'q>(
         .bind(&e.actor_id)
         .bind(&e.request_id)
         .bind(e.created_at)
+        .bind(written.entry)
+        .bind(written.salt)
 }
 
 /// The events of a statement over several calls (`inserts.rs`, `updates.rs`): each call's event,
@@ -167,9 +170,9 @@ fn bind_event<'q>(
 macro_rules! events_written_sql {
     ($written:literal) => {
         concat!(
-            "written AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
-             SELECT i.event_id, i.event_kind, i.event_subject, i.event_data, i.event_actor, i.event_request, \
-             i.event_at FROM input i JOIN ",
+            "written AS (INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at, entry, \
+             salt) SELECT i.event_id, i.event_kind, i.event_subject, i.event_data, i.event_actor, i.event_request, \
+             i.event_at, i.event_entry, i.event_salt FROM input i JOIN ",
             $written,
             " u ON u.n = i.n ORDER BY i.n RETURNING 1)"
         )
@@ -177,12 +180,13 @@ macro_rules! events_written_sql {
 }
 use events_written_sql;
 
-/// Binds the seven values of each of `events` as arrays (in [`bind_event`]'s order), for a
+/// Binds the nine values of each of `events` as arrays (in [`bind_event`]'s order), for a
 /// statement over several calls that reads them through `unnest`.
 fn bind_event_arrays<'q>(
     query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     events: &[&'q Event],
 ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    let written: Vec<_> = events.iter().map(|e| crate::journal::written(e)).collect();
     query
         .bind(events.iter().map(|e| e.id.as_str()).collect::<Vec<_>>())
         .bind(events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>())
@@ -191,6 +195,8 @@ fn bind_event_arrays<'q>(
         .bind(events.iter().map(|e| e.actor_id.as_deref()).collect::<Vec<_>>())
         .bind(events.iter().map(|e| e.request_id.as_deref()).collect::<Vec<_>>())
         .bind(events.iter().map(|e| e.created_at).collect::<Vec<_>>())
+        .bind(written.iter().map(|w| w.entry.clone()).collect::<Vec<_>>())
+        .bind(written.into_iter().map(|w| w.salt).collect::<Vec<_>>())
 }
 
 /// Why a version-checked write of `id` wrote nothing: `NotFound` or `Stale`.

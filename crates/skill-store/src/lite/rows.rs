@@ -219,11 +219,12 @@ pub(crate) fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
     })
 }
 
-/// Appends `event` in the writer's transaction.
+/// Appends `event`, with its journal entry and leaf, in the writer's transaction.
 pub(crate) fn event_insert(connection: &Connection, event: &Event) -> Result<()> {
+    let written = crate::journal::written(event);
     let mut statement = connection.prepare_cached(
-        "INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at, entry, salt) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     statement.execute((
         &event.id,
@@ -233,8 +234,10 @@ pub(crate) fn event_insert(connection: &Connection, event: &Event) -> Result<()>
         &event.actor_id,
         &event.request_id,
         time_text(event.created_at),
+        &written.entry,
+        &written.salt,
     ))?;
-    Ok(())
+    crate::journal::lite_nodes(connection, written.leaf)
 }
 
 /// The rows `sql` returns with `values`, each made by `row`.

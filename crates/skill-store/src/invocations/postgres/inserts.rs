@@ -26,10 +26,10 @@ const INSERT_CALLS_WITH_EVENTS: &str = concat!(
      $21::text[], $22::timestamptz[], $23::timestamptz[], $24::text[], $25::text[], $26::text[], $27::int4[], \
      $28::timestamptz[], $29::timestamptz[], $30::timestamptz[], $31::timestamptz[], $32::timestamptz[], \
      $33::text[], $34::text[], $35::text[], $36::text[], $37::jsonb[], $38::text[], $39::text[], \
-     $40::timestamptz[]) \
+     $40::timestamptz[], $41::text[], $42::bytea[]) \
      WITH ORDINALITY AS i (",
     invocation_columns!(),
-    ", event_id, event_kind, event_subject, event_data, event_actor, event_request, event_at, n)), \
+    ", event_id, event_kind, event_subject, event_data, event_actor, event_request, event_at, event_entry, event_salt, n)), \
      added AS (INSERT INTO skill_invocations (",
     invocation_columns!(),
     ") SELECT ",

@@ -22,10 +22,10 @@ const UPDATE_CALLS_WITH_EVENTS: &str = concat!(
      $3::text[], $4::int4[], $5::timestamptz[], $6::jsonb[], $7::jsonb[], $8::jsonb[], $9::int8[], $10::text[], \
      $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::int4[], $16::timestamptz[], \
      $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::text[], $21::text[], $22::text[], \
-     $23::jsonb[], $24::text[], $25::text[], $26::timestamptz[]) WITH ORDINALITY AS i (id, expected, status, \
+     $23::jsonb[], $24::text[], $25::text[], $26::timestamptz[], $27::text[], $28::bytea[]) WITH ORDINALITY AS i (id, expected, status, \
      attempt, available_at, output, error, cost, fencing_token, executor_principal_id, executor_session_id, \
      lease_expires_at, heartbeat_at, artifact_id, row_version, updated_at, started_at, attempt_started_at, \
-     finished_at, event_id, event_kind, event_subject, event_data, event_actor, event_request, event_at, n)), \
+     finished_at, event_id, event_kind, event_subject, event_data, event_actor, event_request, event_at, event_entry, event_salt, n)), \
      updated AS (UPDATE skill_invocations c SET status = i.status, attempt = i.attempt, \
      available_at = i.available_at, output = i.output, error = i.error, cost = i.cost, \
      fencing_token = i.fencing_token, executor_principal_id = i.executor_principal_id, \
