@@ -86,7 +86,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-store", &["skill-api", "skill-contract", "skill-journal"]),
     // The blob stores beyond a folder (S3-compatible), behind skill-store's trait.
     ("skill-blobs", &["skill-store"]),
-    ("skill-engine", &["skill-api", "skill-conditions", "skill-contract", "skill-store"]),
+    ("skill-engine", &["skill-api", "skill-conditions", "skill-contract", "skill-journal", "skill-store"]),
     // The MCP gateway: rmcp's server over the engine.
     ("skill-gateway", &["skill-api", "skill-engine", "skill-http", "skill-traces"]),
     (
@@ -99,6 +99,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "skill-executor",
             "skill-gateway",
             "skill-http",
+            "skill-journal",
             "skill-package",
             "skill-remote",
             "skill-scenarios",

@@ -25,6 +25,7 @@ mod artifacts;
 mod basis;
 mod envelope;
 mod invocations;
+mod journal;
 mod knowledge;
 pub mod openapi;
 pub mod operations;
@@ -62,6 +63,7 @@ pub use invocations::{
     FailRequest, HeartbeatRequest, InvocationOut, InvocationQuery, InvokeRequest, MAX_CLAIM_CALLS, MAX_DOCUMENT_BYTES,
     ReportedError, RequestedBy, SessionOut, SessionRequest, Waiting,
 };
+pub use journal::{CheckpointOut, ConsistencyProofOut, ConsistencyQuery, InclusionProofOut, InclusionQuery};
 pub use knowledge::{
     DocumentOut, DocumentRequest, EntityPage, EntityQuery, RecallAnswer, RecallRequest, SnapshotPlan, SnapshotRequest,
 };

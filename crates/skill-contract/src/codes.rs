@@ -807,6 +807,20 @@ pub const CODES: &[CodeInfo] = &[
         "an agent's assignments do not grant the skill, or grant it only read-only and it writes (403, `details.reason`)",
     ),
     code(
+        "journal_unsigned",
+        SkillNotFound,
+        No,
+        "core",
+        "the journal has no signed checkpoint yet: the core signs one within a second of an event when it has a journal key (404)",
+    ),
+    code(
+        "journal_inconsistent",
+        ValidationError,
+        No,
+        "core",
+        "the journal's stored tree does not extend the last checkpoint signed, or a kept checkpoint does not verify: it was changed, and nothing more is signed (500; `journal verify` names where)",
+    ),
+    code(
         "task_terminal",
         ValidationError,
         No,

@@ -7,6 +7,7 @@ mod artifacts;
 mod calls;
 mod handlers;
 pub(crate) mod idempotency;
+mod journal;
 mod knowledge;
 mod package_tests;
 pub mod plumbing;
@@ -44,6 +45,9 @@ fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
         Op::RecordInstall => ("/packages:record", on(filter, handlers::record_install)),
         Op::ReadInstall => ("/packages/{key}", on(filter, handlers::package)),
         Op::Events => ("/events", on(filter, handlers::events)),
+        Op::JournalCheckpoint => ("/journal/checkpoint", on(filter, journal::checkpoint)),
+        Op::InclusionProof => ("/journal/proofs/inclusion", on(filter, journal::inclusion)),
+        Op::ConsistencyProof => ("/journal/proofs/consistency", on(filter, journal::consistency)),
         Op::InvokeSkill => ("/skills/{*reference}", on(filter, calls::invoke)),
         Op::ListInvocations => ("/skill-invocations", on(filter, calls::list)),
         Op::ReadInvocation => ("/skill-invocations/{*rest}", on(filter, calls::read)),

@@ -48,6 +48,8 @@ pub struct Options {
     pub secure_cookies: bool,
     /// The MCP gateway at `/mcp` (its links to the console use the public address).
     pub gateway: skill_gateway::Config,
+    /// Where the journal's checkpoints are sent as they are signed.
+    pub checkpoints: crate::checkpoints::Sends,
 }
 
 /// The console's routes, to nest under `/console`.

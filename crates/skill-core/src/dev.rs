@@ -138,11 +138,18 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}: another dev running? --listen another address", args.listen))?;
     let core_url = format!("http://{}", listener.local_addr()?);
-    let engine = engine.with_issuer(&core_url);
+    // The journal's checkpoints, signed with a key dev keeps beside the database (a real core
+    // keeps it apart: docs/journal.md) and written to a file beside it as they are signed.
+    let journal_key = setup::journal_key(&data.path)?;
+    let engine = engine.with_issuer(&core_url).with_journal_key(journal_key);
     args.metrics.start("core", Some(&engine)).await?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let options = skill_core::console::Options {
+        checkpoints: skill_core::checkpoints::Sends { file: Some(data.path.join(setup::CHECKPOINT_FILE)), url: None },
+        ..skill_core::console::Options::default()
+    };
     let server =
-        tokio::spawn(skill_core::serve_until(engine.clone(), listener, skill_http::Limits::default(), async {
+        tokio::spawn(skill_core::serve_with(engine.clone(), listener, skill_http::Limits::default(), options, async {
             drop(stopped.await);
         }));
 

@@ -8,6 +8,7 @@
 //! | serving with a graceful stop, and the lease sweep | [`serve`] |
 
 pub mod api;
+pub mod checkpoints;
 pub mod console;
 mod passes;
 
@@ -141,6 +142,7 @@ pub async fn serve_with(
     let work = tokio::spawn(carry_out_work(engine.clone()));
     let rules = tokio::spawn(evaluate_rules(engine.clone()));
     let processes = tokio::spawn(advance_processes(engine.clone()));
+    let checkpoints = tokio::spawn(checkpoints::sign_checkpoints(engine.clone(), console.checkpoints.clone()));
     // On PostgreSQL, a call queued through another core wakes this one's waiting claims.
     let listening = engine.listen_to_other_cores().await.unwrap_or_else(|error| {
         tracing::warn!(error = %error, "cannot listen for other cores' calls; waiting claims look on their own");
@@ -151,6 +153,7 @@ pub async fn serve_with(
     work.abort();
     rules.abort();
     processes.abort();
+    checkpoints.abort();
     if let Some(listening) = listening {
         listening.abort();
     }

@@ -4,6 +4,8 @@
 
 mod dev;
 mod executor;
+mod explain;
+mod journal;
 
 use std::process::ExitCode;
 
@@ -55,6 +57,8 @@ enum Command {
         bounds: Bounds,
         #[command(flatten)]
         metrics: MetricsArg,
+        #[command(flatten)]
+        journal: journal::JournalArgs,
         /// Log at debug: executors' long-polling claims and heartbeats, health checks and key
         /// fetches too (without it each of those is quiet; every other request, every call that
         /// ends, every decision and every failure is a line). SKILL_LOG sets the filter outright
@@ -125,6 +129,12 @@ enum Command {
     Workspace {
         #[command(subcommand)]
         command: WorkspaceCommand,
+    },
+    /// The tamper-evident journal: make a signing key, export the journal, verify an export
+    /// offline, explain what allowed an external write (docs/journal.md).
+    Journal {
+        #[command(subcommand)]
+        command: journal::JournalCommand,
     },
     /// Print the OpenAPI document of the API.
     Openapi,
@@ -308,11 +318,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(run(cli));
+    let result = runtime.block_on(async {
+        match cli.command {
+            // `journal verify` answers with its own exit codes.
+            Command::Journal { command } => journal::run(command).await,
+            command => run(Cli { command }).await.map(|()| ExitCode::SUCCESS),
+        }
+    });
     // Every log line of the run is out before the last word.
     logs.flush();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
@@ -355,7 +371,8 @@ async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
         Command::Executor(args) => executor::run(args).await,
-        Command::Serve { db, listen, issuer, public_url, bounds, metrics, verbose: _ } => {
+        Command::Serve { db, listen, issuer, public_url, bounds, metrics, journal, verbose: _ } => {
+            let (journal_key, checkpoints) = journal.load()?;
             let listener =
                 tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
             let address = listener.local_addr()?;
@@ -371,8 +388,13 @@ async fn run(cli: Cli) -> Result<()> {
                     public_url: public_url.to_owned(),
                     ..skill_gateway::Config::default()
                 },
+                checkpoints,
             };
-            let engine = engine(&db).await?.with_issuer(&issuer);
+            let mut engine = engine(&db).await?.with_issuer(&issuer);
+            if let Some(key) = journal_key {
+                eprintln!("signing the journal's checkpoints; their verifier key: {}", key.verifier().text());
+                engine = engine.with_journal_key(key);
+            }
             metrics.start("core", Some(&engine)).await?;
             // Before saying it serves: a SIGTERM from then on stops it cleanly.
             let stop = skill_http::stop_signal();
@@ -461,6 +483,7 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&skill_api::openapi::document())?);
             Ok(())
         }
+        Command::Journal { command } => journal::run(command).await.map(drop),
     }
 }
 

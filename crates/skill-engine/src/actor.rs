@@ -35,13 +35,23 @@ pub struct Actor {
     /// The hash of the bearer token it was authenticated with, so a long wait can read the
     /// credential again before it acts.
     token_hash: Option<String>,
+    /// The id of the token behind the actor (directly, or through a console session), for the
+    /// journal's record of who decided.
+    token_id: Option<String>,
     /// When the credential was read.
     read_at: std::time::Instant,
 }
 
 impl Actor {
     pub fn new(principal: Principal, grants: Vec<Grant>) -> Self {
-        Self { principal, grants, allowance: None, token_hash: None, read_at: std::time::Instant::now() }
+        Self {
+            principal,
+            grants,
+            allowance: None,
+            token_hash: None,
+            token_id: None,
+            read_at: std::time::Instant::now(),
+        }
     }
 
     /// The actor as authenticated by the token whose hash is `hash`.
@@ -49,6 +59,23 @@ impl Actor {
     pub(crate) fn by_token(mut self, hash: String) -> Self {
         self.token_hash = Some(hash);
         self
+    }
+
+    /// The actor as the token `id` stands behind it.
+    #[must_use]
+    pub(crate) fn with_token_id(mut self, id: String) -> Self {
+        self.token_id = Some(id);
+        self
+    }
+
+    /// What the actor was granted.
+    pub fn grants(&self) -> &[Grant] {
+        &self.grants
+    }
+
+    /// The id of the token behind the actor, when a token is.
+    pub fn token_id(&self) -> Option<&str> {
+        self.token_id.as_deref()
     }
 
     /// The hash of the bearer token behind the actor, when a token is.

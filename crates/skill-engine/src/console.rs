@@ -89,7 +89,11 @@ impl Engine {
             Err(error) if error.class == Class::Unauthenticated => return Err(session_invalid()),
             Err(error) => return Err(error),
         };
-        Ok((Actor::new(credential.principal, credential.grants).with_allowance(credential.allowance), session))
+        let token_id = credential.token.id.clone();
+        let actor = Actor::new(credential.principal, credential.grants)
+            .with_allowance(credential.allowance)
+            .with_token_id(token_id);
+        Ok((actor, session))
     }
 
     /// Ends a session (sign-out); ending an ended one changes nothing.

@@ -79,7 +79,11 @@ impl Engine {
 
     async fn authenticate_hash(&self, hash: String) -> Result<Actor> {
         let credential = self.live_credential(&hash).await?;
-        Ok(Actor::new(credential.principal, credential.grants).with_allowance(credential.allowance).by_token(hash))
+        let token_id = credential.token.id.clone();
+        Ok(Actor::new(credential.principal, credential.grants)
+            .with_allowance(credential.allowance)
+            .by_token(hash)
+            .with_token_id(token_id))
     }
 
     /// `Ok` when `actor`'s credential still stands as it was read: what a request whose body came

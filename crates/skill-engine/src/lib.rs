@@ -27,6 +27,7 @@ mod error;
 mod facts;
 mod identity;
 pub mod invocations;
+pub mod journal;
 pub mod keyed;
 pub mod knowledge;
 mod lease;
@@ -102,6 +103,8 @@ pub struct Engine {
     /// The W3C `traceparent` a new call of the version it is given belongs to (see
     /// [`Engine::with_traces`]); none without traces.
     trace_of_call: fn(&str, &str) -> Option<String>,
+    /// The key the journal's checkpoints are signed with (none: no checkpoints).
+    journal: Option<Arc<journal::JournalKey>>,
 }
 
 type BlobFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = skill_store::Result<T>> + Send + 'a>>;
@@ -158,6 +161,7 @@ impl Engine {
             clock: Arc::new(clock::SystemClock),
             look_again: invocations::LOOK_AGAIN,
             trace_of_call: |_, _| None,
+            journal: None,
         }
     }
 

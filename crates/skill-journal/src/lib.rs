@@ -7,11 +7,18 @@
 //! | an event as an entry: canonical JSON, its payload as a salted digest | [`entry`] |
 //! | leaf and node hashes, roots, proofs, their verification | [`tree`] |
 //! | checkpoints, signed notes, signing and verifier keys | [`note`] |
+//! | one entry's offline proof, a `tlog-proof` file | [`proof`] |
+//! | the folder `journal export` writes | [`export`] |
+//! | `journal verify`: the tree, the checkpoints, the rules over the entries | [`audit`] |
 
+pub mod audit;
 pub mod entry;
+pub mod export;
 pub mod note;
+pub mod proof;
 pub mod tree;
 
 pub use entry::Entry;
 pub use note::{Checkpoint, NoteError, Signer, Verifier};
+pub use proof::TlogProof;
 pub use tree::{Hash, Levels, Nodes};

@@ -68,6 +68,8 @@ pub enum NoteError {
     BadSignature(String),
     #[error("the key cannot be used: {0}")]
     Key(&'static str),
+    #[error("the entry at index {0} is not in the checkpoint's tree of {1}")]
+    NotIncluded(u64, u64),
 }
 
 /// The 4-byte id of a key: the first bytes of `SHA-256(name || "\n" || algorithm || key)`.

@@ -59,6 +59,10 @@ const GUARD_CODES: &[&str] = &[
     "process_immutable",
     "invalid_process",
     "task_terminal",
+    "journal_entry",
+    "journal_gap",
+    "journal_append_only",
+    "journal_checkpoint",
 ];
 
 impl StoreError {

@@ -25,9 +25,24 @@ pub(crate) struct Written {
     pub leaf: Hash,
 }
 
+/// How many leaves wake the checkpoint signer before its second is up.
+pub(crate) const WAKE_EVERY: u64 = 256;
+
+static WRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static GROWN: std::sync::LazyLock<tokio::sync::Notify> = std::sync::LazyLock::new(tokio::sync::Notify::new);
+
+/// Woken each time this process has written another [`WAKE_EVERY`] entries (a hint: it may wake
+/// before they commit, or for writes that roll back; the signer reads the committed size).
+pub fn journal_grown() -> &'static tokio::sync::Notify {
+    &GROWN
+}
+
 /// The entry of `event`: its ids, kind, who and when, its data without free text in the clear,
 /// and all of its data through a salted digest.
 pub(crate) fn written(event: &Event) -> Written {
+    if (WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1).is_multiple_of(WAKE_EVERY) {
+        GROWN.notify_one();
+    }
     let salt = entry::new_salt();
     let at = event.created_at.to_rfc3339_opts(SecondsFormat::Micros, true);
     let clear = entry::clear_of(&event.kind, &event.data);
@@ -53,6 +68,8 @@ pub struct LeafRow {
     pub event_id: String,
     /// The exact bytes the leaf hashes.
     pub entry: String,
+    /// The leaf hash stored for it.
+    pub hash: Option<Hash>,
     /// The payload and its salt; both `None` once erased.
     pub data: Option<serde_json::Value>,
     pub salt: Option<Vec<u8>>,
@@ -254,8 +271,10 @@ macro_rules! journal_tree {
             fn journal_leaves(&self, from: u64, limit: u32) -> BoxFuture<'_, Result<Vec<LeafRow>>> {
                 Box::pin(async move {
                     let rows = sqlx::query(
-                        "SELECT l.idx, l.event_seq, e.id, e.entry, e.data, e.salt FROM journal_leaves l \
-                         JOIN events e ON e.seq = l.event_seq WHERE l.idx >= $1 ORDER BY l.idx LIMIT $2",
+                        "SELECT l.idx, l.event_seq, e.id, e.entry, e.data, e.salt, n.hash FROM journal_leaves l \
+                         JOIN events e ON e.seq = l.event_seq \
+                         LEFT JOIN journal_nodes n ON n.level = 0 AND n.idx = l.idx \
+                         WHERE l.idx >= $1 ORDER BY l.idx LIMIT $2",
                     )
                     .bind(signed(from))
                     .bind(i64::from(limit))
@@ -268,11 +287,13 @@ macro_rules! journal_tree {
                                 return Err(StoreError::new(ErrorKind::Internal, "a journal salt is not 16 bytes"));
                             }
                             let data: sqlx::types::Json<serde_json::Value> = row.try_get(4)?;
+                            let hash: Option<Vec<u8>> = row.try_get(6)?;
                             Ok(LeafRow {
                                 index: unsigned(row.try_get(0)?),
                                 event_seq: row.try_get(1)?,
                                 event_id: row.try_get(2)?,
                                 entry: row.try_get::<Option<String>, _>(3)?.unwrap_or_default(),
+                                hash: hash.as_deref().map(hash_of).transpose()?,
                                 data: salt.is_some().then_some(data.0),
                                 salt,
                             })

@@ -75,7 +75,7 @@ pub use events::Journal;
 pub use idempotency::{Begun, IdempotencyStore, StoredAnswer};
 pub use identity::IdentityStore;
 pub use invocations::{Decision, InvocationStore, Take};
-pub use journal::{CheckpointRow, JournalTree, LeafRow, SendRow};
+pub use journal::{CheckpointRow, JournalTree, LeafRow, SendRow, journal_grown};
 pub use keys::KeyStore;
 pub use knowledge::KnowledgeStore;
 pub use processes::ProcessStore;

@@ -550,6 +550,12 @@ events! {
         /// `approved` or `rejected`.
         outcome: ApprovalStatus,
         decided_by: String,
+        /// The id of the token the person decided with (directly, or through a console session).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token_id: Option<String>,
+        /// The grants the person held when deciding: `PERMISSION` or `PERMISSION@WORKSPACE-ID`.
+        #[serde(default)]
+        grants: Vec<String>,
         gate: bool,
         /// How many actions its outcome carries out.
         actions: usize,

@@ -286,7 +286,7 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     prometheus.until("skills_approval_decision_seconds_count{decision=\"approved\"}", 20, |n| n == 1.0).await;
     prometheus.until("count(skills_calls_waiting)", 20, |n| n == 4.0).await;
     // Every one of the core's workers passes, at least every second; no outcome waits.
-    prometheus.until("count(skills_worker_last_pass_timestamp_seconds)", 20, |n| n == 6.0).await;
+    prometheus.until("count(skills_worker_last_pass_timestamp_seconds)", 20, |n| n == 7.0).await;
     prometheus.until("max(time() - skills_worker_last_pass_timestamp_seconds)", 20, |n| n < 10.0).await;
     prometheus.until("skills_outcomes_waiting_seconds", 20, |n| n == 0.0).await;
     // Counted from the start (a series to alert on before the first failure), and each one
@@ -308,6 +308,14 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     let task_page = "sum(skills_http_requests_total{route=\"/console/tasks/{id}\",status=\"200\"})";
     prometheus.until(task_page, 20, |n| n >= 1.0).await;
     drop(prometheus);
+
+    // The journal: the reply's call, its basis and the reviewer's decision are entries of a
+    // tree whose checkpoints the core signed and wrote beside its data; proofs over the API
+    // verify; the record verifies offline (ours and the Python verifier), `explain` names the
+    // reviewer, and every change of the tamper corpus is found.
+    let sent = read("/skill-invocations?skill=claim.send_reply@1".to_owned()).await;
+    let reply = sent["items"][0]["id"].as_str().unwrap_or_else(|| panic!("the reply's call: {sent}")).to_owned();
+    journal_holds(&read, &data, &reply).await;
 
     // Idle, dev prints nothing for a minute (executors long-poll and heartbeat meanwhile).
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -347,4 +355,108 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     };
     assert!(status.success(), "{status}: {:#?}", dev.err());
     assert!(!data.exists(), "--temp removes {}", data.display());
+}
+
+/// The journal's part of the story (see above).
+async fn journal_holds<F, R>(read: &F, data: &Path, reply: &str)
+where
+    F: Fn(String) -> R,
+    R: std::future::Future<Output = Value>,
+{
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+
+    // Signed within a second of the last event, and then no more (nothing new is written).
+    let mut latest = Value::Null;
+    for _ in 0..100 {
+        let now = read("/journal/checkpoint".to_owned()).await;
+        if now["size"].as_u64().is_some() && now["size"] == latest["size"] {
+            break;
+        }
+        latest = now;
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+    }
+    let size = latest["size"].as_u64().unwrap_or_else(|| panic!("a checkpoint: {latest}"));
+    let key = skill_journal::Verifier::parse(latest["key"].as_str().expect("its key")).expect("a verifier key");
+    let body = key.open(latest["note"].as_str().expect("a note")).expect("the note verifies with the key served");
+    let checkpoint = skill_journal::Checkpoint::parse(body).expect("a checkpoint");
+    assert_eq!((checkpoint.size, checkpoint.origin.as_str()), (size, "skill-core-dev/journal"));
+    let hash = |text: &Value| -> [u8; 32] {
+        BASE64.decode(text.as_str().expect("base64")).expect("base64").try_into().expect("32 bytes")
+    };
+    for index in [0, size / 2, size - 1] {
+        let proof = read(format!("/journal/proofs/inclusion?index={index}")).await;
+        let path: Vec<[u8; 32]> = proof["hashes"].as_array().expect("hashes").iter().map(hash).collect();
+        let leaf = skill_journal::tree::leaf_hash(proof["entry"].as_str().expect("the entry").as_bytes());
+        assert_eq!(leaf, hash(&proof["leafHash"]));
+        assert!(
+            skill_journal::tree::verify_inclusion(index, size, &leaf, &path, &checkpoint.root),
+            "the entry at {index} is in the signed tree: {proof}"
+        );
+    }
+    let consistency = read(format!("/journal/proofs/consistency?from=1&to={size}")).await;
+    let path: Vec<[u8; 32]> = consistency["hashes"].as_array().expect("hashes").iter().map(hash).collect();
+    assert!(skill_journal::tree::verify_consistency(
+        1,
+        size,
+        &hash(&consistency["fromRootHash"]),
+        &checkpoint.root,
+        &path
+    ));
+    let beyond = read(format!("/journal/proofs/inclusion?index={size}&size={size}")).await;
+    assert_eq!(beyond["error"]["code"], "invalid_request", "{beyond}");
+
+    // The record as the core left it: a copy, and the checkpoint it wrote beside its data.
+    let scratch = std::env::temp_dir().join(format!("skill-journal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let copy = scratch.join("story");
+    crate::journal::snapshot(data, &copy);
+    let trusted = scratch.join("published.note");
+    std::fs::copy(data.join("checkpoint.note"), &trusted).expect("dev wrote the checkpoint beside its data");
+    assert_eq!(std::fs::read_to_string(&trusted).expect("read"), latest["note"].as_str().expect("note"));
+    let exported = scratch.join("story-export");
+    crate::journal::export(&copy, &exported);
+    let (code, said) = crate::journal::verify(&exported, &trusted);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains(&format!("{size} entries verified")) && said.contains("each with a valid basis"), "{said}");
+
+    let proofs = scratch.join("proofs");
+    let (code, explained, err) = crate::journal::core(&[
+        "journal",
+        "explain",
+        "--db",
+        &copy.display().to_string(),
+        reply,
+        "--out",
+        &proofs.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(explained.contains("claim.send_reply@1, an external write"), "{explained}");
+    assert!(explained.contains("approved by dev-reviewer ("), "the reviewer is named: {explained}");
+    assert!(explained.contains("with the token "), "{explained}");
+    assert!(!explained.contains("(none recorded)"), "the reviewer's token is named: {explained}");
+    let mut files: Vec<String> = std::fs::read_dir(&proofs)
+        .expect("proofs written")
+        .map(|entry| entry.expect("an entry").path().display().to_string())
+        .filter(|path| path.ends_with(".tlog-proof"))
+        .collect();
+    files.sort();
+    assert!(files.iter().any(|file| file.ends_with("decision.tlog-proof")), "{files:?}");
+    for file in &files {
+        let proof = skill_journal::TlogProof::parse(&std::fs::read_to_string(file).expect("read")).expect("a proof");
+        proof.verify(&key).unwrap_or_else(|error| panic!("{file}: {error}"));
+    }
+    // The Python verifier, standard library only: the export, the trusted checkpoint, the proofs.
+    let mut python = Command::new("python3");
+    python.arg(crate::journal::python_verifier()).arg(&exported).arg("--trust").arg(&trusted).args(&files);
+    let checked = python.output().expect("python3 runs");
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert!(checked.status.success(), "{said}{}", String::from_utf8_lossy(&checked.stderr));
+    assert!(
+        said.contains(&format!("{size} entries")) && said.contains(&format!("{} proofs hold", files.len())),
+        "{said}"
+    );
+
+    crate::journal::tamper_corpus(&copy, &trusted, reply, &scratch);
+    std::fs::remove_dir_all(&scratch).expect("cleaned");
 }

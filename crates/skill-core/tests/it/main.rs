@@ -18,6 +18,7 @@ mod dev;
 mod gateway;
 mod heavy_contracts;
 mod hostile_api;
+mod journal;
 mod knowledge;
 mod looks;
 mod metrics;

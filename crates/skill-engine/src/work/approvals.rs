@@ -246,6 +246,8 @@ impl Engine {
                 task_id: approval.task_id.clone(),
                 outcome,
                 decided_by: actor.id().to_owned(),
+                token_id: actor.token_id().map(str::to_owned),
+                grants: actor.grants().iter().map(grant_text).collect(),
                 gate: approval.gate,
                 actions: rows.len(),
             };
@@ -471,5 +473,13 @@ fn approval_view(approval: ApprovalRecord, actions: Vec<ActionRecord>, call: Opt
         call,
         created_at: view_time(&approval.created_at),
         updated_at: view_time(&approval.updated_at),
+    }
+}
+
+/// A grant as a decision's event names it: `PERMISSION`, or `PERMISSION@WORKSPACE-ID`.
+fn grant_text(grant: &skill_store::records::Grant) -> String {
+    match &grant.workspace_id {
+        Some(workspace) => format!("{}@{workspace}", grant.permission),
+        None => grant.permission.clone(),
     }
 }

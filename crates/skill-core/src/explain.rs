@@ -1,0 +1,172 @@
+//! `skill-core journal explain <invocation>`: the chain of an external write read from the
+//! journal — the call, its basis, the decision, the person with their token and grants — each
+//! with its entry's index, and a `.tlog-proof` file per entry that verifies offline.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use skill_store::Store;
+use skill_store::records::Event;
+
+/// One link of the chain: what it is, and the event that records it.
+struct Link {
+    name: &'static str,
+    event: Event,
+}
+
+/// Every event, by subject (explain reads the whole journal once).
+async fn by_subject(store: &dyn Store) -> Result<HashMap<String, Vec<Event>>> {
+    let mut found: HashMap<String, Vec<Event>> = HashMap::new();
+    let mut after = 0;
+    loop {
+        let page = store.events(after, None, 1_000).await?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for event in page {
+            found.entry(event.subject.clone()).or_default().push(event);
+        }
+    }
+    Ok(found)
+}
+
+fn find<'a>(events: &'a HashMap<String, Vec<Event>>, subject: &str, kind: &str) -> Option<&'a Event> {
+    events.get(subject)?.iter().find(|event| event.kind == kind)
+}
+
+fn text<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+async fn name_of(store: &dyn Store, id: &str) -> String {
+    match store.principal(id).await {
+        Ok(principal) => format!("{} ({id})", principal.name),
+        Err(_) => id.to_owned(),
+    }
+}
+
+pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Path>) -> Result<()> {
+    let events = by_subject(store).await?;
+    let subject = format!("skill_invocation:{invocation}");
+    let Some(call) = find(&events, &subject, "skill.invocation_requested") else {
+        bail!("the journal has no call {invocation}");
+    };
+    let data = &call.data;
+    let mut chain = vec![Link { name: "call", event: call.clone() }];
+    println!(
+        "the call {invocation}: {}@{}, {}",
+        text(data, "skill"),
+        text(data, "version"),
+        match text(data, "sideEffects") {
+            "external_write" => "an external write".to_owned(),
+            other => format!("side effects {other:?}"),
+        }
+    );
+    let requester = &data["requestedBy"];
+    println!("  requested by {} {}", text(requester, "kind"), name_of(store, text(requester, "ref")).await);
+    let basis = &data["authorizationBasis"];
+    let approval = match text(basis, "kind") {
+        "approval" => Some(text(basis, "approvalId").to_owned()),
+        "process" => {
+            let instance = text(basis, "instanceId");
+            println!(
+                "  its basis: the step {} of the process {}@{} (instance {instance})",
+                text(basis, "step"),
+                text(basis, "definitionKey"),
+                text(basis, "definitionVersion")
+            );
+            if let Some(step) = events.get(&format!("process_instance:{instance}")).and_then(|found| {
+                found.iter().find(|event| text(&event.data, "activityId") == text(basis, "activityId"))
+            }) {
+                chain.push(Link { name: "step", event: step.clone() });
+            }
+            Some(text(basis, "approvalId").to_owned()).filter(|id| !id.is_empty())
+        }
+        "execution" => {
+            println!("  its basis: the execution of the task {} (run {})", text(basis, "taskId"), text(basis, "runId"));
+            if let Some(run) = find(&events, &format!("run:{}", text(basis, "runId")), "run.started") {
+                chain.push(Link { name: "run", event: run.clone() });
+            }
+            None
+        }
+        "" => {
+            println!("  no basis: the call does not write to the outside world");
+            None
+        }
+        other => {
+            println!("  a basis of kind {other:?}");
+            None
+        }
+    };
+    if let Some(approval) = approval {
+        let subject = format!("approval:{approval}");
+        if let Some(asked) = find(&events, &subject, "approval.requested") {
+            println!(
+                "  the approval {approval}, asked by {} on the task {}",
+                name_of(store, text(&asked.data, "requestedBy")).await,
+                text(&asked.data, "taskId")
+            );
+            chain.push(Link { name: "request", event: asked.clone() });
+        }
+        match find(&events, &subject, "approval.decided") {
+            Some(decided) => {
+                let grants: Vec<&str> = decided.data["grants"]
+                    .as_array()
+                    .map(|grants| grants.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                println!(
+                    "  {} by {}, with the token {}, holding {}",
+                    text(&decided.data, "outcome"),
+                    name_of(store, text(&decided.data, "decidedBy")).await,
+                    decided.data.get("tokenId").and_then(Value::as_str).unwrap_or("(none recorded)"),
+                    if grants.is_empty() { "no grants".to_owned() } else { grants.join(", ") }
+                );
+                chain.push(Link { name: "decision", event: decided.clone() });
+            }
+            None => println!("  the approval {approval} has no decision in the journal"),
+        }
+    }
+    for (kind, name) in [
+        ("skill.invocation_succeeded", "succeeded"),
+        ("skill.invocation_failed", "failed"),
+        ("skill.invocation_cancelled", "cancelled"),
+    ] {
+        if let Some(ended) = find(&events, &subject, kind) {
+            println!("  the call {name} at {}", ended.created_at.to_rfc3339());
+            chain.push(Link { name: "ended", event: ended.clone() });
+        }
+    }
+    let latest = store.journal_checkpoints(1).await?.into_iter().next();
+    if let Some(out) = out {
+        std::fs::create_dir_all(out).with_context(|| format!("--out: cannot create {}", out.display()))?;
+        if let Some(latest) = &latest {
+            std::fs::write(out.join("key.txt"), format!("{}\n", latest.key))?;
+        }
+    }
+    println!("the entries:");
+    for link in &chain {
+        let index = store.journal_leaf_of(&link.event.id).await?.context("an event without its leaf")?;
+        let proof = crate::journal::proof_of(store, index).await?;
+        let shown = match (&proof, out) {
+            (Some(proof), Some(out)) => {
+                let file = out.join(format!("{}.tlog-proof", link.name));
+                std::fs::write(&file, proof.text())?;
+                format!(" — proof: {}", file.display())
+            }
+            (Some(_), None) => String::new(),
+            (None, _) => " — not yet in a signed checkpoint".to_owned(),
+        };
+        println!("  index {index}: {} ({}){shown}", link.event.kind, link.name);
+    }
+    match latest {
+        Some(latest) => println!(
+            "in the checkpoint of {} entries signed {}; key {}",
+            latest.size,
+            latest.signed_at.to_rfc3339(),
+            latest.key
+        ),
+        None => println!("the journal has no signed checkpoint yet"),
+    }
+    Ok(())
+}

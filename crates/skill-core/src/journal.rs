@@ -1,0 +1,297 @@
+//! `skill-core journal keygen | export | verify | explain` and the serve flags of the journal's
+//! checkpoints (`docs/journal.md`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use skill_journal::audit::{self, Class, Report};
+use skill_journal::export::{CHECKPOINTS_FILE, ENTRIES_FILE, ExportedCheckpoint, ExportedEntry, KEY_FILE};
+use skill_journal::{Checkpoint, Signer, TlogProof, Verifier, tree};
+use skill_store::Store;
+
+use crate::Db;
+
+/// The exit code of `verify` when the record does not hold together (a changed, missing or moved
+/// entry, a cut tail, a checkpoint that does not verify).
+pub(crate) const TAMPERED: u8 = 2;
+/// The exit code of `verify` when the record holds but a write in it broke a rule.
+pub(crate) const RULE_BROKEN: u8 = 3;
+
+/// The journal's checkpoints on `serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct JournalArgs {
+    /// Sign a checkpoint of the journal at most every second (sooner every 256 entries) with the
+    /// Ed25519 key in FILE (`skill-core journal keygen` makes one; readable by its owner only).
+    /// Keep it apart from the database: whoever holds both can rewrite history unseen.
+    #[arg(long = "journal-key", env = "SKILL_JOURNAL_KEY", value_name = "FILE")]
+    pub(crate) key: Option<PathBuf>,
+    /// Write each checkpoint signed to FILE (whole, then renamed into place): put it where the
+    /// database's holders cannot write, and pass it to `journal verify --trust`.
+    #[arg(long = "journal-send-file", env = "SKILL_JOURNAL_SEND_FILE", value_name = "FILE", requires = "key")]
+    pub(crate) send_file: Option<PathBuf>,
+    /// POST each checkpoint signed to URL as text/plain (a signed note); each send is recorded
+    /// and shown on the console's journal page.
+    #[arg(long = "journal-send-url", env = "SKILL_JOURNAL_SEND_URL", value_name = "URL", requires = "key")]
+    pub(crate) send_url: Option<String>,
+}
+
+impl JournalArgs {
+    /// The signing key and where checkpoints go.
+    pub(crate) fn load(&self) -> Result<(Option<Signer>, skill_core::checkpoints::Sends)> {
+        let sends = skill_core::checkpoints::Sends::new(self.send_file.clone(), self.send_url.as_deref())
+            .map_err(|error| anyhow::anyhow!(error))?;
+        let signer = match &self.key {
+            None => None,
+            Some(path) => Some(read_key(path)?),
+        };
+        Ok((signer, sends))
+    }
+}
+
+/// Reads a signing key, refusing one others can read.
+pub(crate) fn read_key(path: &Path) -> Result<Signer> {
+    let metadata = std::fs::metadata(path).with_context(|| format!("--journal-key: cannot read {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            bail!(
+                "--journal-key: {} can be read by others (mode {mode:o}): `chmod 600 {}` and keep it apart from the database",
+                path.display(),
+                path.display()
+            );
+        }
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--journal-key: cannot read {}", path.display()))?;
+    Signer::parse(text.trim()).map_err(|error| {
+        anyhow::anyhow!(
+            "--journal-key: {} is not a journal key ({error}); `skill-core journal keygen` makes one",
+            path.display()
+        )
+    })
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum JournalCommand {
+    /// Make a signing key: the private key goes to --out (readable by its owner only), the
+    /// verifier key is printed, to pin wherever checkpoints are checked.
+    Keygen {
+        /// The log's name: the first line of each checkpoint and the key's name (no spaces, no
+        /// `+`): a name of your own, such as claims.example.com/journal.
+        #[arg(long, default_value = "skill-core/journal")]
+        name: String,
+        /// Where to write the private key (refused when it exists).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Write the journal to a folder: its entries (key.txt, entries.jsonl, checkpoints.jsonl),
+    /// for `journal verify` here or anywhere else.
+    Export {
+        #[command(flatten)]
+        db: Db,
+        /// The folder to write (created; refused when it holds an export already).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Check an export offline: rebuild the tree, check every checkpoint's signature and root (and
+    /// --trust's), then that every external write had a valid basis. Exit 0 when all holds, 2
+    /// when the record was changed (the index named), 3 when a write broke a rule.
+    Verify {
+        /// The folder `journal export` wrote.
+        dir: PathBuf,
+        /// A checkpoint kept apart from the database (a file --journal-send-file wrote, or a
+        /// note from GET /journal/checkpoint): the journal must extend it.
+        #[arg(long, value_name = "FILE")]
+        trust: Option<PathBuf>,
+        /// The verifier key to check signatures with (`name+id+key`, or a file holding it);
+        /// without it the export's own key.txt is used, which whoever wrote the export chose.
+        #[arg(long, value_name = "KEY|FILE")]
+        key: Option<String>,
+    },
+    /// Show what allowed an external write: the call, its basis, the decision and the person, with
+    /// the entries' indices; writes a `.tlog-proof` file for each entry, verifiable offline with
+    /// the journal's key.
+    Explain {
+        #[command(flatten)]
+        db: Db,
+        /// The call's id.
+        invocation: String,
+        /// Where to write the proofs (created).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+}
+
+pub(crate) async fn run(command: JournalCommand) -> Result<std::process::ExitCode> {
+    match command {
+        JournalCommand::Keygen { name, out } => keygen(&name, &out).map(|()| std::process::ExitCode::SUCCESS),
+        JournalCommand::Export { db, out } => {
+            let store = crate::engine(&db).await?.store().clone();
+            export(&*store, &out).await?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        JournalCommand::Verify { dir, trust, key } => verify(&dir, trust.as_deref(), key.as_deref()),
+        JournalCommand::Explain { db, invocation, out } => {
+            let store = crate::engine(&db).await?.store().clone();
+            crate::explain::explain(&*store, &invocation, out.as_deref()).await?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn keygen(name: &str, out: &Path) -> Result<()> {
+    let signer = Signer::generate(name).map_err(|error| anyhow::anyhow!("--name: {error}"))?;
+    let private = signer.private_text().map_err(|error| anyhow::anyhow!("{error}"))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file =
+        options.open(out).with_context(|| format!("--out: cannot create {} (it must not exist)", out.display()))?;
+    std::io::Write::write_all(&mut file, format!("{private}\n").as_bytes())?;
+    eprintln!(
+        "journal key written to {} (readable by you only; keep it apart from the database). Its verifier key:",
+        out.display()
+    );
+    println!("{}", signer.verifier().text());
+    Ok(())
+}
+
+/// How many leaves one read of the export takes.
+const PAGE: u32 = 5_000;
+
+async fn export(store: &dyn Store, out: &Path) -> Result<()> {
+    if out.join(ENTRIES_FILE).exists() {
+        bail!("--out: {} holds an export already; give an empty folder", out.display());
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("--out: cannot create {}", out.display()))?;
+    let checkpoints = store.journal_checkpoints(u32::MAX).await?;
+    let key = checkpoints.first().map(|checkpoint| checkpoint.key.clone());
+    let mut entries = std::io::BufWriter::new(std::fs::File::create(out.join(ENTRIES_FILE))?);
+    let mut from = 0_u64;
+    loop {
+        let page = store.journal_leaves(from, PAGE).await?;
+        let Some(last) = page.last() else { break };
+        from = last.index + 1;
+        for leaf in &page {
+            let line = ExportedEntry {
+                index: leaf.index,
+                entry: leaf.entry.clone(),
+                leaf_hash: leaf.hash,
+                data: leaf.data.clone(),
+                salt: leaf.salt.clone(),
+            }
+            .line();
+            std::io::Write::write_all(&mut entries, format!("{line}\n").as_bytes())?;
+        }
+    }
+    std::io::Write::flush(&mut entries)?;
+    let mut lines = String::new();
+    for checkpoint in checkpoints.iter().rev() {
+        let exported = ExportedCheckpoint {
+            size: checkpoint.size,
+            signed_at: checkpoint.signed_at.to_rfc3339(),
+            note: checkpoint.note.clone(),
+        };
+        lines.push_str(&exported.line());
+        lines.push('\n');
+    }
+    std::fs::write(out.join(CHECKPOINTS_FILE), lines)?;
+    match key {
+        Some(key) => std::fs::write(out.join(KEY_FILE), format!("{key}\n"))?,
+        None => eprintln!("the journal has no signed checkpoint yet: the export has no key.txt"),
+    }
+    eprintln!("{} entries and {} checkpoints written to {}", from, checkpoints.len(), out.display());
+    Ok(())
+}
+
+/// A verifier key given as text, or as a file holding it.
+fn verifier_of(given: &str) -> Result<Verifier> {
+    let text = if Path::new(given).is_file() { std::fs::read_to_string(given)? } else { given.to_owned() };
+    Verifier::parse(text.trim()).map_err(|error| anyhow::anyhow!("--key: {error}"))
+}
+
+fn verify(dir: &Path, trust: Option<&Path>, key: Option<&str>) -> Result<std::process::ExitCode> {
+    let key = match key {
+        Some(given) => verifier_of(given)?,
+        None => {
+            let path = dir.join(KEY_FILE);
+            let text = std::fs::read_to_string(&path).with_context(|| {
+                format!("no --key and no {}: nothing to check the checkpoints with", path.display())
+            })?;
+            eprintln!("checking signatures with the export's own key (pin yours with --key)");
+            Verifier::parse(text.trim()).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?
+        }
+    };
+    let read = |name: &str| -> Result<String> {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))
+    };
+    let mut entries = Vec::new();
+    for (number, line) in read(ENTRIES_FILE)?.lines().enumerate() {
+        entries.push(
+            ExportedEntry::parse(line)
+                .map_err(|error| anyhow::anyhow!("{ENTRIES_FILE} line {}: {error}", number + 1))?,
+        );
+    }
+    let mut checkpoints = Vec::new();
+    for (number, line) in read(CHECKPOINTS_FILE)?.lines().enumerate() {
+        checkpoints.push(
+            ExportedCheckpoint::parse(line)
+                .map_err(|error| anyhow::anyhow!("{CHECKPOINTS_FILE} line {}: {error}", number + 1))?,
+        );
+    }
+    let trusted = match trust {
+        Some(path) => {
+            Some(std::fs::read_to_string(path).with_context(|| format!("--trust: cannot read {}", path.display()))?)
+        }
+        None => None,
+    };
+    let report = audit::audit(&key, &entries, &checkpoints, trusted.as_deref());
+    Ok(print_report(&report, trusted.is_some()))
+}
+
+fn print_report(report: &Report, trusted: bool) -> std::process::ExitCode {
+    for finding in &report.findings {
+        let at = finding.index.map_or_else(String::new, |index| format!("index {index}: "));
+        println!("{at}{} ({})", finding.message, finding.code);
+    }
+    let latest: Option<&Checkpoint> = report.checkpoints.last();
+    if report.findings.iter().any(|finding| finding.class == Class::Tampered) {
+        eprintln!("the journal was changed: {} finding(s)", report.findings.len());
+        return std::process::ExitCode::from(TAMPERED);
+    }
+    if !report.findings.is_empty() {
+        eprintln!("the journal holds together, but {} write(s) broke a rule", report.findings.len());
+        return std::process::ExitCode::from(RULE_BROKEN);
+    }
+    println!(
+        "{} entries verified{}; {} checkpoint(s) hold{}; {} external write(s), each with a valid basis",
+        report.entries,
+        latest.map_or_else(String::new, |checkpoint| format!(" (the latest checkpoint signs {})", checkpoint.size)),
+        report.checkpoints.len(),
+        if trusted { ", and the journal extends the trusted one" } else { "" },
+        report.writes.len()
+    );
+    std::process::ExitCode::SUCCESS
+}
+
+/// The proof of the entry at `index` in the tree of the latest checkpoint, as a `tlog-proof`.
+pub(crate) async fn proof_of(store: &dyn Store, index: u64) -> Result<Option<TlogProof>> {
+    let Some(latest) = store.journal_checkpoints(1).await?.into_iter().next() else { return Ok(None) };
+    if index >= latest.size {
+        return Ok(None);
+    }
+    let needed = tree::Needed::default();
+    let _ = tree::inclusion_proof(&needed, index, latest.size);
+    let nodes = store.journal_nodes(&needed.into_vec()).await?;
+    let entry = store.journal_leaves(index, 1).await?.into_iter().next().context("the entry is gone")?;
+    Ok(Some(TlogProof {
+        entry: entry.entry.into_bytes(),
+        index,
+        hashes: tree::inclusion_proof(&nodes, index, latest.size),
+        note: latest.note,
+    }))
+}

@@ -1,0 +1,263 @@
+//! The tamper-evident journal against whoever holds the database: a copy of the claims story's
+//! database, changed by SQL with every guard dropped as such a person would, then exported and
+//! verified by `skill-core journal`. Each change of the corpus is found, naming the entry at
+//! fault; the untouched copy verifies, with our verifier and the standard-library Python one.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rusqlite::Connection;
+use skill_journal::tree::{Levels, Nodes as _, leaf_hash};
+
+use crate::running::CORE;
+
+/// The Python verifier kept with the journal's crate.
+pub(crate) fn python_verifier() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../skill-journal/tests/python/export.py")
+}
+
+/// `skill-core ARGS`: its exit code and stdout.
+pub(crate) fn core(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(CORE).args(args).output().expect("skill-core runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).to_string(),
+        String::from_utf8_lossy(&output.stderr).to_string(),
+    )
+}
+
+/// Exports the database in `data` to `out` (`journal export`).
+pub(crate) fn export(data: &Path, out: &Path) {
+    let (code, _, err) =
+        core(&["journal", "export", "--db", &data.display().to_string(), "--out", &out.display().to_string()]);
+    assert_eq!(code, 0, "export: {err}");
+}
+
+/// `journal verify` of the export at `dir`, trusting `trusted`: exit code and what it printed.
+pub(crate) fn verify(dir: &Path, trusted: &Path) -> (i32, String) {
+    let (code, out, err) =
+        core(&["journal", "verify", &dir.display().to_string(), "--trust", &trusted.display().to_string()]);
+    (code, format!("{out}{err}"))
+}
+
+/// A copy of the database folder `data` in `to`, consistent while the core still runs.
+pub(crate) fn snapshot(data: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("a folder");
+    let source = Connection::open(data.join("core.db")).expect("opens");
+    source.execute("VACUUM INTO ?1", [to.join("core.db").display().to_string()]).expect("copied");
+}
+
+fn open(data: &Path) -> Connection {
+    let connection = Connection::open(data.join("core.db")).expect("opens");
+    // As whoever holds the database: every guard gone.
+    let triggers: Vec<String> = connection
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        .expect("prepared")
+        .query_map([], |row| row.get(0))
+        .expect("read")
+        .collect::<Result<_, _>>()
+        .expect("names");
+    for trigger in triggers {
+        connection.execute_batch(&format!("DROP TRIGGER \"{trigger}\"")).expect("dropped");
+    }
+    connection.execute_batch("PRAGMA foreign_keys = OFF").expect("off");
+    connection
+}
+
+/// The leaf index of the event of `kind` about `subject`.
+fn index_of(connection: &Connection, kind: &str, subject: &str) -> i64 {
+    connection
+        .query_row(
+            "SELECT l.idx FROM journal_leaves l JOIN events e ON e.seq = l.event_seq WHERE e.kind = ?1 AND e.subject = ?2",
+            [kind, subject],
+            |row| row.get(0),
+        )
+        .unwrap_or_else(|error| panic!("no {kind} of {subject}: {error}"))
+}
+
+fn size(connection: &Connection) -> i64 {
+    connection.query_row("SELECT count(*) FROM journal_leaves", [], |row| row.get(0)).expect("counted")
+}
+
+/// What a careful forger does after changing entries: every stored hash made again from them, so
+/// nothing inside the database gives the change away.
+fn rehash(connection: &Connection) {
+    let entries: Vec<String> = connection
+        .prepare("SELECT e.entry FROM journal_leaves l JOIN events e ON e.seq = l.event_seq ORDER BY l.idx")
+        .expect("prepared")
+        .query_map([], |row| row.get(0))
+        .expect("read")
+        .collect::<Result<_, _>>()
+        .expect("entries");
+    let count = entries.len() as u64;
+    let levels = Levels::new(entries.iter().map(|entry| leaf_hash(entry.as_bytes())).collect());
+    let signed = |n: u64| i64::try_from(n).expect("small");
+    connection.execute("DELETE FROM journal_nodes", []).expect("emptied");
+    let mut insert = connection.prepare("INSERT INTO journal_nodes (level, idx, hash) VALUES (?1, ?2, ?3)").expect("p");
+    for level in 0..64_u32 {
+        for at in 0..(count >> level) {
+            insert.execute((level, signed(at), &levels.node(level, at)[..])).expect("a node");
+        }
+        if count >> level == 0 {
+            break;
+        }
+    }
+    connection.execute("UPDATE journal_head SET size = ?1", [signed(count)]).expect("head");
+}
+
+/// The entry of the event at `index`, changed by `change`, written back (with the event's data).
+fn rewrite(connection: &Connection, index: i64, change: impl Fn(&mut serde_json::Value)) {
+    let (seq, entry, data): (i64, String, String) = connection
+        .query_row(
+            "SELECT e.seq, e.entry, e.data FROM journal_leaves l JOIN events e ON e.seq = l.event_seq WHERE l.idx = ?1",
+            [index],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .expect("the entry");
+    let mut entry: serde_json::Value = serde_json::from_str(&entry).expect("JSON");
+    let mut data: serde_json::Value = serde_json::from_str(&data).expect("JSON");
+    change(&mut entry["clear"]);
+    change(&mut data);
+    let salt: Vec<u8> =
+        connection.query_row("SELECT salt FROM events WHERE seq = ?1", [seq], |row| row.get(0)).expect("salt");
+    let salt: [u8; 16] = salt.try_into().expect("16 bytes");
+    entry["data"] = serde_json::Value::String(skill_journal::entry::payload_digest(&salt, &data));
+    let entry = skill_journal::entry::canonical(&entry);
+    connection
+        .execute("UPDATE events SET entry = ?1, data = ?2 WHERE seq = ?3", (entry, data.to_string(), seq))
+        .expect("rewritten");
+}
+
+/// The corpus: each change, made on its own copy of `snapshot`, is found by `journal verify`
+/// with the index at fault; `trusted` is the checkpoint the core sent outside, `call` the
+/// external write the story made.
+pub(crate) fn tamper_corpus(snapshot_dir: &Path, trusted: &Path, call: &str, scratch: &Path) {
+    let call_subject = format!("skill_invocation:{call}");
+    let mut found = 0;
+    let mut case = |name: &str, tamper: &dyn Fn(&Connection) -> (i32, Vec<String>)| {
+        let copy = scratch.join(name);
+        snapshot(snapshot_dir, &copy);
+        let connection = open(&copy);
+        let (expected_code, expected) = tamper(&connection);
+        drop(connection);
+        let out = scratch.join(format!("{name}-export"));
+        export(&copy, &out);
+        let (code, said) = verify(&out, trusted);
+        assert_eq!(code, expected_code, "{name}: {said}");
+        for needle in &expected {
+            assert!(said.contains(needle.as_str()), "{name}: {needle:?} not in {said}");
+        }
+        found += 1;
+    };
+
+    case("flipped-byte", &|db| {
+        let at = index_of(db, "skill.invocation_requested", &call_subject);
+        db.execute(
+            "UPDATE events SET entry = replace(entry, '\"kind\":\"skill.', '\"kind\":\"skilL.') \
+             WHERE seq = (SELECT event_seq FROM journal_leaves WHERE idx = ?1)",
+            [at],
+        )
+        .expect("flipped");
+        (2, vec![format!("index {at}: the entry at index {at} does not hash"), "entry_changed".into()])
+    });
+    case("deleted-row", &|db| {
+        let at = size(db) / 2;
+        db.execute("DELETE FROM events WHERE seq = (SELECT event_seq FROM journal_leaves WHERE idx = ?1)", [at])
+            .expect("d");
+        db.execute("DELETE FROM journal_leaves WHERE idx = ?1", [at]).expect("deleted");
+        (2, vec![format!("index {at}: the entry at index {at} is missing"), "entry_missing".into()])
+    });
+    case("rows-swapped", &|db| {
+        let (a, b) = (3_i64, 7_i64);
+        let seq = |at: i64| -> i64 {
+            db.query_row("SELECT event_seq FROM journal_leaves WHERE idx = ?1", [at], |row| row.get(0)).expect("seq")
+        };
+        let (sa, sb) = (seq(a), seq(b));
+        db.execute("UPDATE journal_leaves SET event_seq = -1 WHERE idx = ?1", [a]).expect("moved");
+        db.execute("UPDATE journal_leaves SET event_seq = ?1 WHERE idx = ?2", (sa, b)).expect("moved");
+        db.execute("UPDATE journal_leaves SET event_seq = ?1 WHERE idx = ?2", (sb, a)).expect("moved");
+        (2, vec![format!("index {a}: the entry at index {a} does not hash"), format!("index {b}:")])
+    });
+    case("tail-cut", &|db| {
+        let cut = size(db) - 3;
+        db.execute("DELETE FROM events WHERE seq IN (SELECT event_seq FROM journal_leaves WHERE idx >= ?1)", [cut])
+            .expect("d");
+        db.execute("DELETE FROM journal_leaves WHERE idx >= ?1", [cut]).expect("cut");
+        db.execute("DELETE FROM journal_checkpoints WHERE size > ?1", [cut]).expect("cut");
+        rehash(db);
+        (2, vec![format!("index {cut}: the trusted checkpoint signs"), "tail_cut".into()])
+    });
+    case("approver-replaced", &|db| {
+        let at = index_of(db, "skill.invocation_requested", &call_subject);
+        let basis: String = db
+            .query_row(
+                "SELECT json_extract(data, '$.authorizationBasis.approvalId') FROM events WHERE kind = ?1 AND subject = ?2",
+                ["skill.invocation_requested", &call_subject],
+                |row| row.get(0),
+            )
+            .expect("the call's approval");
+        let decision = index_of(db, "approval.decided", &format!("approval:{basis}"));
+        rewrite(db, decision, |value| value["decidedBy"] = serde_json::Value::String("someone-else".into()));
+        rehash(db);
+        (
+            2,
+            vec![
+                format!("index {at}: the external write at index {at}"),
+                "basis_decider_mismatch".into(),
+                "root_mismatch".into(),
+            ],
+        )
+    });
+    case("approval-replayed", &|db| {
+        let at = index_of(db, "skill.invocation_requested", &call_subject);
+        let other = "0190aaaa-0000-7000-8000-000000000001";
+        db.execute(
+            "INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at, entry, salt) \
+             SELECT 'replayed', kind, 'skill_invocation:' || ?1, data, actor_id, request_id, created_at, \
+             replace(replace(entry, ?2, ?1), id, 'replayed'), salt FROM events WHERE kind = 'skill.invocation_requested' AND subject = ?3",
+            (other, call, &call_subject),
+        )
+        .expect("replayed");
+        let seq = db.last_insert_rowid();
+        let end = size(db);
+        db.execute("INSERT INTO journal_leaves (idx, event_seq) VALUES (?1, ?2)", (end, seq)).expect("a leaf");
+        rehash(db);
+        (
+            3,
+            vec![
+                format!("index {end}: the approval"),
+                format!("already made at index {at}"),
+                "basis_spent_twice".into(),
+            ],
+        )
+    });
+    case("history-re-signed", &|db| {
+        // Rewritten, hashed again and signed again by a key of the same name the forger made.
+        let at = index_of(db, "skill.invocation_requested", &call_subject);
+        rewrite(db, at, |value| value["skill"] = serde_json::Value::String("claim.other".into()));
+        rehash(db);
+        let name: String = db
+            .query_row("SELECT key FROM journal_checkpoints ORDER BY size DESC LIMIT 1", [], |row| row.get(0))
+            .expect("the key");
+        let name = name.split('+').next().expect("a name").to_owned();
+        let forger = skill_journal::Signer::generate(&name).expect("a key");
+        let total = size(db);
+        let levels: Vec<[u8; 32]> = db
+            .prepare("SELECT hash FROM journal_nodes WHERE level = 0 ORDER BY idx")
+            .expect("p")
+            .query_map([], |row| row.get::<_, Vec<u8>>(0))
+            .expect("read")
+            .map(|hash| hash.expect("a hash").try_into().expect("32 bytes"))
+            .collect();
+        let root = skill_journal::tree::root(&levels[..], total as u64);
+        let checkpoint = skill_journal::Checkpoint { origin: name, size: total as u64, root };
+        db.execute("DELETE FROM journal_checkpoints", []).expect("gone");
+        db.execute(
+            "INSERT INTO journal_checkpoints (size, root, note, key, signed_at) VALUES (?1, ?2, ?3, ?4, '2026-01-01T00:00:00Z')",
+            (total, &root[..], forger.sign(&checkpoint.body()), forger.verifier().text()),
+        )
+        .expect("re-signed");
+        (2, vec!["the trusted checkpoint is not signed by the key".into(), "checkpoint_unsigned".into()])
+    });
+    assert_eq!(found, 7, "every change of the corpus was found");
+}

@@ -1,0 +1,315 @@
+//! The tamper-evident journal's checkpoints and proofs (`docs/journal.md`). The core signs a
+//! checkpoint of the tree (origin, size, root) with its Ed25519 key, kept apart from the database,
+//! only when the tree grew and only when the new tree extends the last one it signed (a
+//! consistency proof from the stored hashes, checked against the root it signed then). The proofs
+//! are read from the stored hashes; anyone checks them offline against a signed checkpoint.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use skill_api::{CheckpointOut, ConsistencyProofOut, InclusionProofOut};
+use skill_journal::tree::{self, Hash, Needed};
+use skill_journal::{Checkpoint, Signer, Verifier};
+use skill_store::{CheckpointRow, ErrorKind};
+
+use crate::catalog::view_time;
+use crate::error::{Class, EngineError, Result};
+use crate::{Actor, Engine};
+
+/// The key the core signs checkpoints with, and the last checkpoint it signed.
+pub struct JournalKey {
+    signer: Signer,
+    verifier: Verifier,
+    /// `(size, root)` of the last checkpoint this process signed or trusted; held while signing,
+    /// so one core signs one at a time.
+    last: tokio::sync::Mutex<Option<(u64, Hash)>>,
+}
+
+impl std::fmt::Debug for JournalKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournalKey").field("verifier", &self.verifier.text()).finish_non_exhaustive()
+    }
+}
+
+impl JournalKey {
+    pub fn new(signer: Signer) -> Self {
+        let verifier = signer.verifier();
+        Self { signer, verifier, last: tokio::sync::Mutex::new(None) }
+    }
+}
+
+fn b64(hash: &Hash) -> String {
+    BASE64.encode(hash)
+}
+
+fn unsigned() -> EngineError {
+    EngineError::new(
+        Class::NotFound,
+        "journal_unsigned",
+        "the journal has no signed checkpoint yet: the core signs one within a second of an event when it has a \
+         journal key (--journal-key)",
+    )
+}
+
+fn inconsistent(message: String) -> EngineError {
+    EngineError::new(Class::Internal, "journal_inconsistent", message)
+}
+
+/// A checkpoint as the API gives it.
+fn view(row: &CheckpointRow, origin: &str) -> CheckpointOut {
+    CheckpointOut {
+        origin: origin.to_owned(),
+        size: row.size,
+        root_hash: b64(&row.root),
+        note: row.note.clone(),
+        key: row.key.clone(),
+        signed_at: view_time(&row.signed_at),
+    }
+}
+
+impl Engine {
+    /// The engine that signs the journal's checkpoints with `signer`.
+    #[must_use]
+    pub fn with_journal_key(mut self, signer: Signer) -> Self {
+        self.journal = Some(Arc::new(JournalKey::new(signer)));
+        self
+    }
+
+    /// The key that verifies this core's checkpoints, when it signs them.
+    pub fn journal_verifier(&self) -> Option<&Verifier> {
+        self.journal.as_ref().map(|key| &key.verifier)
+    }
+
+    /// The nodes an algorithm over the stored tree reads, read in one pass.
+    async fn nodes_for(&self, run: impl Fn(&Needed)) -> Result<std::collections::HashMap<(u32, u64), Hash>> {
+        let needed = Needed::default();
+        run(&needed);
+        Ok(self.store.journal_nodes(&needed.into_vec()).await?)
+    }
+
+    /// The root of the stored tree's first `size` leaves.
+    async fn stored_root(&self, size: u64) -> Result<Hash> {
+        let nodes = self
+            .nodes_for(|needed| {
+                let _ = tree::root(needed, size);
+            })
+            .await?;
+        Ok(tree::root(&nodes, size))
+    }
+
+    /// Signs a checkpoint of the tree as it is now, when it grew since the last one signed; `None`
+    /// when there is nothing new (or no key). Refuses (`journal_inconsistent`) a tree that does
+    /// not extend the last checkpoint signed: the stored hashes were changed since.
+    pub async fn sign_checkpoint(&self) -> Result<Option<CheckpointRow>> {
+        let Some(key) = self.journal.clone() else { return Ok(None) };
+        let mut last = key.last.lock().await;
+        let size = self.store.journal_size().await?;
+        let previous = match *last {
+            Some(previous) => Some(previous),
+            None => self.last_kept(&key.verifier).await?,
+        };
+        if let Some((signed, _)) = previous {
+            if size == signed {
+                return Ok(None);
+            }
+            if size < signed {
+                return Err(inconsistent(format!(
+                    "the journal holds {size} entries, fewer than the {signed} of the last checkpoint signed: \
+                     it was cut; nothing more is signed until an operator looks (journal verify)"
+                )));
+            }
+        }
+        if size == 0 {
+            return Ok(None);
+        }
+        let root = self.stored_root(size).await?;
+        if let Some((signed, signed_root)) = previous.filter(|(signed, _)| *signed > 0) {
+            let nodes = self
+                .nodes_for(|needed| {
+                    let _ = tree::consistency_proof(needed, signed, size);
+                })
+                .await?;
+            let proof = tree::consistency_proof(&nodes, signed, size);
+            if !tree::verify_consistency(signed, size, &signed_root, &root, &proof) {
+                return Err(inconsistent(format!(
+                    "the journal's tree of {size} entries does not extend the checkpoint of {signed} signed before: \
+                     its stored entries or hashes were changed; nothing more is signed until an operator looks \
+                     (journal verify)"
+                )));
+            }
+        }
+        let checkpoint = Checkpoint { origin: key.verifier.name().to_owned(), size, root };
+        let row = CheckpointRow {
+            size,
+            root,
+            note: key.signer.sign(&checkpoint.body()),
+            key: key.verifier.text(),
+            signed_at: self.now(),
+        };
+        match self.store.add_journal_checkpoint(&row).await {
+            Ok(()) => {}
+            // Another core signed this tree, or a larger one, first: it is theirs to send.
+            Err(error) if matches!(error.kind(), ErrorKind::Conflict | ErrorKind::Refused("journal_checkpoint")) => {
+                *last = Some((size, root));
+                return Ok(None);
+            }
+            Err(error) => return Err(error.into()),
+        }
+        *last = Some((size, root));
+        Ok(Some(row))
+    }
+
+    /// The newest kept checkpoint that this key signed and that still verifies: where signing
+    /// goes on after a restart. One that does not verify is not trusted (and says so).
+    async fn last_kept(&self, verifier: &Verifier) -> Result<Option<(u64, Hash)>> {
+        for row in self.store.journal_checkpoints(16).await? {
+            let opened = verifier.open(&row.note).ok().and_then(|body| Checkpoint::parse(body).ok());
+            match opened {
+                Some(checkpoint) if checkpoint.size == row.size && checkpoint.origin == verifier.name() => {
+                    return Ok(Some((checkpoint.size, checkpoint.root)));
+                }
+                _ if row.key == verifier.text() => {
+                    return Err(inconsistent(format!(
+                        "the kept checkpoint of {} entries names this core's key but its signature does not \
+                         verify: the checkpoints were changed; nothing more is signed until an operator looks",
+                        row.size
+                    )));
+                }
+                // Signed by an earlier key: the new key starts its own line of checkpoints.
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// The latest signed checkpoint.
+    pub async fn journal_checkpoint(&self, actor: &Actor) -> Result<CheckpointOut> {
+        actor.require("org.read")?;
+        self.latest_checkpoint().await?.ok_or_else(unsigned)
+    }
+
+    async fn latest_checkpoint(&self) -> Result<Option<CheckpointOut>> {
+        let Some(row) = self.store.journal_checkpoints(1).await?.into_iter().next() else { return Ok(None) };
+        let origin = Verifier::parse(&row.key).map(|key| key.name().to_owned()).unwrap_or_default();
+        Ok(Some(view(&row, &origin)))
+    }
+
+    /// The size a proof is made for: `asked`, or the latest checkpoint's; never past the tree.
+    async fn proof_size(&self, asked: Option<u64>, field: &str) -> Result<u64> {
+        let size = match asked {
+            Some(size) => size,
+            None => self.latest_checkpoint().await?.ok_or_else(unsigned)?.size,
+        };
+        let held = self.store.journal_size().await?;
+        if size > held {
+            return Err(EngineError::invalid_request(format!(
+                "the journal holds {held} entries: `{field}` is at most {held}"
+            ))
+            .with("field", field.to_owned()));
+        }
+        Ok(size)
+    }
+
+    /// The proof that the entry at `index` is in the tree of `size` entries (default: the latest
+    /// checkpoint's).
+    pub async fn inclusion_proof(&self, actor: &Actor, index: u64, size: Option<u64>) -> Result<InclusionProofOut> {
+        actor.require("org.read")?;
+        let size = self.proof_size(size, "size").await?;
+        if index >= size {
+            return Err(EngineError::invalid_request(format!(
+                "`index` is below the tree's size: 0 to {} for a tree of {size}",
+                size.saturating_sub(1)
+            ))
+            .with("field", "index"));
+        }
+        let nodes = self
+            .nodes_for(|needed| {
+                {
+                    let _ = tree::inclusion_proof(needed, index, size);
+                };
+                {
+                    let _ = tree::root(needed, size);
+                };
+            })
+            .await?;
+        let entry = self.store.journal_leaves(index, 1).await?.into_iter().next().map(|leaf| leaf.entry);
+        let entry = entry.ok_or_else(|| inconsistent(format!("the journal has no entry at {index}")))?;
+        Ok(InclusionProofOut {
+            index,
+            size,
+            leaf_hash: b64(&tree::leaf_hash(entry.as_bytes())),
+            entry,
+            hashes: tree::inclusion_proof(&nodes, index, size).iter().map(b64).collect(),
+            root_hash: b64(&tree::root(&nodes, size)),
+        })
+    }
+
+    /// The proof that the tree of `to` entries (default: the latest checkpoint's) extends the
+    /// tree of `from`.
+    pub async fn consistency_proof(&self, actor: &Actor, from: u64, to: Option<u64>) -> Result<ConsistencyProofOut> {
+        actor.require("org.read")?;
+        let to = self.proof_size(to, "to").await?;
+        if from == 0 || from > to {
+            return Err(EngineError::invalid_request(format!("`from` is 1 to {to} (the newer tree's size)"))
+                .with("field", "from"));
+        }
+        let nodes = self
+            .nodes_for(|needed| {
+                {
+                    let _ = tree::consistency_proof(needed, from, to);
+                };
+                {
+                    let _ = tree::root(needed, from);
+                };
+                {
+                    let _ = tree::root(needed, to);
+                };
+            })
+            .await?;
+        Ok(ConsistencyProofOut {
+            from,
+            to,
+            hashes: tree::consistency_proof(&nodes, from, to).iter().map(b64).collect(),
+            from_root_hash: b64(&tree::root(&nodes, from)),
+            to_root_hash: b64(&tree::root(&nodes, to)),
+        })
+    }
+}
+
+/// What the console's journal page shows.
+#[derive(Debug, Clone)]
+pub struct JournalStatus {
+    /// How many entries the tree holds.
+    pub size: u64,
+    /// The key that signs (none: this core signs no checkpoints).
+    pub key: Option<String>,
+    pub checkpoint: Option<CheckpointOut>,
+    /// The latest sends, newest first.
+    pub sends: Vec<skill_store::SendRow>,
+}
+
+impl Engine {
+    /// Records that the checkpoint of `size` was sent to `target`, or why not.
+    pub async fn record_checkpoint_send(&self, size: u64, target: &str, ok: bool, detail: &str) -> Result<()> {
+        let send = skill_store::SendRow {
+            size,
+            target: target.to_owned(),
+            ok,
+            detail: detail.chars().take(500).collect(),
+            sent_at: self.now(),
+        };
+        Ok(self.store.add_journal_send(&send).await?)
+    }
+
+    /// The journal's size, key, latest checkpoint and sends.
+    pub async fn journal_status(&self, actor: &Actor) -> Result<JournalStatus> {
+        actor.require("org.read")?;
+        Ok(JournalStatus {
+            size: self.store.journal_size().await?,
+            key: self.journal_verifier().map(Verifier::text),
+            checkpoint: self.latest_checkpoint().await?,
+            sends: self.store.journal_sends(20).await?,
+        })
+    }
+}

@@ -1,0 +1,452 @@
+//! `journal verify` without IO: rebuild the tree from an export's entries, check every
+//! checkpoint's signature and root (and a trusted one's), then the platform's own rules over the
+//! entries — every external write has a basis that was valid when it was made, and which entry
+//! made it. Each finding names the offending index where one can be named.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::entry::payload_digest;
+use crate::export::{ExportedCheckpoint, ExportedEntry};
+use crate::note::{Checkpoint, Verifier};
+use crate::tree::{Hash, Levels, leaf_hash, root};
+
+/// What a finding is about: the record itself (tampering), or a rule the record breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// The entries, their tree or the checkpoints do not hold together.
+    Tampered,
+    /// The entries hold together, but an external write in them had no valid basis.
+    Rule,
+}
+
+/// One thing wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub class: Class,
+    /// The entry at fault, when one can be named.
+    pub index: Option<u64>,
+    /// A stable name: `entry_changed`, `tail_cut`, `write_without_basis`, …
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// An external write and the basis it stood on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    /// The entry that made the call.
+    pub index: u64,
+    pub invocation_id: String,
+    /// `approval`, `execution`, `process`.
+    pub basis: String,
+    /// The entry that made the basis: the decision, the execution's run, the process step.
+    pub basis_index: Option<u64>,
+    /// The person who decided it, for an approval.
+    pub decided_by: Option<String>,
+}
+
+/// What `verify` found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub entries: u64,
+    /// The checkpoints that verified, oldest first.
+    pub checkpoints: Vec<Checkpoint>,
+    pub writes: Vec<Write>,
+    pub findings: Vec<Finding>,
+}
+
+fn tampered(index: Option<u64>, code: &'static str, message: String) -> Finding {
+    Finding { class: Class::Tampered, index, code, message }
+}
+
+fn broken(index: u64, code: &'static str, message: String) -> Finding {
+    Finding { class: Class::Rule, index: Some(index), code, message }
+}
+
+/// Checks an export: its entries against their stored hashes and payloads, the tree against every
+/// checkpoint signed by `key` and against `trusted` (a signed note pinned from elsewhere), then
+/// the rules.
+pub fn audit(
+    key: &Verifier,
+    entries: &[ExportedEntry],
+    checkpoints: &[ExportedCheckpoint],
+    trusted: Option<&str>,
+) -> Report {
+    let mut report = Report::default();
+    let mut leaves: Vec<Hash> = Vec::new();
+    let mut parsed: Vec<Value> = Vec::new();
+    for (at, exported) in entries.iter().enumerate() {
+        let at = at as u64;
+        if exported.index != at {
+            report.findings.push(tampered(
+                Some(at),
+                "entry_missing",
+                format!("the entry at index {at} is missing (the export goes on at {})", exported.index),
+            ));
+            break;
+        }
+        let leaf = leaf_hash(exported.entry.as_bytes());
+        if exported.leaf_hash.is_some_and(|stored| stored != leaf) {
+            report.findings.push(tampered(
+                Some(at),
+                "entry_changed",
+                format!("the entry at index {at} does not hash to the leaf stored when it was written"),
+            ));
+        }
+        let entry: Value = serde_json::from_str(&exported.entry).unwrap_or(Value::Null);
+        if !entry.is_object() {
+            report.findings.push(tampered(
+                Some(at),
+                "entry_unreadable",
+                format!("the entry at index {at} is not a JSON object"),
+            ));
+        }
+        match (&exported.data, &exported.salt) {
+            (Some(data), Some(salt)) => {
+                let digest = <[u8; 16]>::try_from(salt.as_slice()).map(|salt| payload_digest(&salt, data));
+                if digest.ok().as_deref() != entry["data"].as_str() {
+                    report.findings.push(tampered(
+                        Some(at),
+                        "payload_changed",
+                        format!("the payload of the entry at index {at} is not the one its digest commits to"),
+                    ));
+                }
+            }
+            (None, None) => {}
+            _ => report.findings.push(tampered(
+                Some(at),
+                "payload_changed",
+                format!("the entry at index {at} has a payload without its salt, or a salt without its payload"),
+            )),
+        }
+        leaves.push(leaf);
+        parsed.push(entry);
+    }
+    report.entries = leaves.len() as u64;
+    let tree = Levels::new(leaves);
+    // The first index a changed entry can be at: the size of the last checkpoint that still holds.
+    let mut holds_up_to = 0_u64;
+    for exported in checkpoints {
+        if let Some(checkpoint) = check_checkpoint(key, &exported.note, &tree, holds_up_to, &mut report, "checkpoint") {
+            holds_up_to = holds_up_to.max(checkpoint.size);
+            report.checkpoints.push(checkpoint);
+        }
+    }
+    if let Some(note) = trusted {
+        check_checkpoint(key, note, &tree, holds_up_to, &mut report, "trusted checkpoint");
+    }
+    rules(&parsed, &mut report);
+    report
+}
+
+/// Checks one signed checkpoint against the rebuilt tree; the checkpoint when it holds.
+fn check_checkpoint(
+    key: &Verifier,
+    note: &str,
+    tree: &Levels,
+    holds_up_to: u64,
+    report: &mut Report,
+    what: &str,
+) -> Option<Checkpoint> {
+    let body = match key.open(note) {
+        Ok(body) => body,
+        Err(error) => {
+            report.findings.push(tampered(
+                None,
+                "checkpoint_unsigned",
+                format!("the {what} is not signed by the key {}: {error}", key.name()),
+            ));
+            return None;
+        }
+    };
+    let checkpoint = match Checkpoint::parse(body) {
+        Ok(checkpoint) if checkpoint.origin == key.name() => checkpoint,
+        Ok(checkpoint) => {
+            report.findings.push(tampered(
+                None,
+                "checkpoint_other_log",
+                format!("the {what} is of the log {:?}, not {:?}", checkpoint.origin, key.name()),
+            ));
+            return None;
+        }
+        Err(error) => {
+            report.findings.push(tampered(
+                None,
+                "checkpoint_unreadable",
+                format!("the {what} cannot be read: {error}"),
+            ));
+            return None;
+        }
+    };
+    let size = checkpoint.size;
+    if size > tree.size() {
+        report.findings.push(tampered(
+            Some(tree.size()),
+            "tail_cut",
+            format!(
+                "the {what} signs {size} entries but the journal holds {}: the entries from index {} on were cut",
+                tree.size(),
+                tree.size()
+            ),
+        ));
+        return None;
+    }
+    if root(tree, size) != checkpoint.root {
+        let named = report.findings.iter().filter_map(|finding| finding.index).filter(|at| *at < size).min();
+        let first = named.unwrap_or(holds_up_to.min(size));
+        report.findings.push(tampered(
+            Some(first),
+            "root_mismatch",
+            format!(
+                "the entries do not hash to the {what} of {size} entries: one from index {first} to {} was \
+                 changed, removed, inserted or moved",
+                size - 1
+            ),
+        ));
+        return None;
+    }
+    Some(checkpoint)
+}
+
+/// What the rules need of an entry.
+fn text<'a>(entry: &'a Value, path: &[&str]) -> Option<&'a str> {
+    let mut value = entry;
+    for key in path {
+        value = value.get(key)?;
+    }
+    value.as_str()
+}
+
+fn subject_id<'a>(entry: &'a Value, prefix: &str) -> Option<&'a str> {
+    text(entry, &["subject"])?.strip_prefix(prefix)?.strip_prefix(':')
+}
+
+/// Every external write has a basis that was valid when it was made.
+fn rules(entries: &[Value], report: &mut Report) {
+    // Where each basis was made, by id.
+    let mut requested: HashMap<&str, (u64, &Value)> = HashMap::new();
+    let mut decided: HashMap<&str, (u64, &Value)> = HashMap::new();
+    let mut runs: HashMap<&str, (u64, &Value)> = HashMap::new();
+    let mut steps: HashMap<(&str, &str), u64> = HashMap::new();
+    // The calls each basis already made (first tries only: a retry of the same action is not a
+    // second spend).
+    let mut spent: HashMap<String, Vec<u64>> = HashMap::new();
+    for (at, entry) in entries.iter().enumerate() {
+        let at = at as u64;
+        let kind = text(entry, &["kind"]).unwrap_or_default();
+        let clear = &entry["clear"];
+        match kind {
+            "approval.requested" => {
+                if let Some(id) = subject_id(entry, "approval") {
+                    requested.insert(id, (at, clear));
+                }
+            }
+            "approval.decided" => {
+                if let Some(id) = subject_id(entry, "approval") {
+                    decided.insert(id, (at, clear));
+                }
+            }
+            "run.started" => {
+                if let Some(id) = subject_id(entry, "run") {
+                    runs.insert(id, (at, clear));
+                }
+            }
+            "process.step_started" => {
+                if let (Some(instance), Some(activity)) =
+                    (subject_id(entry, "process_instance"), text(clear, &["activityId"]))
+                {
+                    steps.insert((instance, activity), at);
+                }
+            }
+            "skill.invocation_requested" if text(clear, &["sideEffects"]) == Some("external_write") => {
+                let call = subject_id(entry, "skill_invocation").unwrap_or_default().to_owned();
+                let write = check_write(at, call, clear, &requested, &decided, &runs, &steps, &mut spent, report);
+                report.writes.push(write);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_write(
+    at: u64,
+    call: String,
+    clear: &Value,
+    requested: &HashMap<&str, (u64, &Value)>,
+    decided: &HashMap<&str, (u64, &Value)>,
+    runs: &HashMap<&str, (u64, &Value)>,
+    steps: &HashMap<(&str, &str), u64>,
+    spent: &mut HashMap<String, Vec<u64>>,
+    report: &mut Report,
+) -> Write {
+    let basis = &clear["authorizationBasis"];
+    let kind = text(basis, &["kind"]).unwrap_or_default().to_owned();
+    let mut write = Write { index: at, invocation_id: call, basis: kind.clone(), basis_index: None, decided_by: None };
+    let first_try = basis.get("retry").is_none_or(Value::is_null);
+    match kind.as_str() {
+        "approval" => {
+            let id = text(basis, &["approvalId"]).unwrap_or_default();
+            let Some(&(decision_at, decision)) = decided.get(id) else {
+                report.findings.push(broken(
+                    at,
+                    "basis_not_decided",
+                    format!(
+                        "the external write at index {at} stands on the approval {id}, which no earlier entry decides"
+                    ),
+                ));
+                return write;
+            };
+            write.basis_index = Some(decision_at);
+            write.decided_by = text(decision, &["decidedBy"]).map(str::to_owned);
+            let request = requested.get(id);
+            if text(decision, &["outcome"]) != Some("approved") {
+                report.findings.push(broken(
+                    at,
+                    "basis_rejected",
+                    format!("the external write at index {at} stands on the approval {id}, which the entry at index {decision_at} did not approve"),
+                ));
+            }
+            if text(basis, &["decidedBy"]) != write.decided_by.as_deref() {
+                report.findings.push(broken(
+                    at,
+                    "basis_decider_mismatch",
+                    format!(
+                        "the external write at index {at} names {:?} as its approver, but the decision at index {decision_at} was by {:?}",
+                        text(basis, &["decidedBy"]).unwrap_or_default(),
+                        write.decided_by.as_deref().unwrap_or_default()
+                    ),
+                ));
+            }
+            if let Some(&(request_at, request)) = request {
+                if text(request, &["requestedBy"]).is_some()
+                    && text(request, &["requestedBy"]) == write.decided_by.as_deref()
+                {
+                    report.findings.push(broken(
+                        at,
+                        "self_approved",
+                        format!("the approval {id} (asked at index {request_at}) was decided at index {decision_at} by the one who asked for it"),
+                    ));
+                }
+                if let Some(skill) = text(request, &["callSkillId"])
+                    && text(clear, &["skillId"]) != Some(skill)
+                {
+                    report.findings.push(broken(
+                        at,
+                        "basis_other_call",
+                        format!("the approval {id} was asked (index {request_at}) for a call of another version than the write at index {at}"),
+                    ));
+                }
+            } else {
+                report.findings.push(broken(
+                    at,
+                    "basis_not_requested",
+                    format!("the approval {id} of the write at index {at} was never asked for in the journal"),
+                ));
+            }
+            if first_try {
+                let allowed = decision["actions"].as_u64().unwrap_or(0).max(1);
+                let calls = spent.entry(format!("approval:{id}")).or_default();
+                if calls.len() as u64 >= allowed {
+                    report.findings.push(broken(
+                        at,
+                        "basis_spent_twice",
+                        format!(
+                            "the approval {id} (decided at index {decision_at}) allowed {allowed} call(s), already made at index {}; the write at index {at} is one more",
+                            join(calls)
+                        ),
+                    ));
+                }
+                calls.push(at);
+            }
+        }
+        "execution" => {
+            let run = text(basis, &["runId"]).unwrap_or_default();
+            let task = text(basis, &["taskId"]).unwrap_or_default();
+            match runs.get(run) {
+                Some(&(run_at, started))
+                    if started["execution"] == Value::Bool(true) && text(started, &["taskId"]) == Some(task) =>
+                {
+                    write.basis_index = Some(run_at);
+                }
+                _ => report.findings.push(broken(
+                    at,
+                    "basis_unknown",
+                    format!("the external write at index {at} stands on the execution run {run}, which no earlier entry started for task {task}"),
+                )),
+            }
+            if first_try {
+                let calls = spent.entry(format!("execution:{task}")).or_default();
+                if !calls.is_empty() {
+                    report.findings.push(broken(
+                        at,
+                        "basis_spent_twice",
+                        format!("the task {task}'s execution already wrote at index {}; the write at index {at} is a second", join(calls)),
+                    ));
+                }
+                calls.push(at);
+            }
+        }
+        "process" => {
+            let instance = text(basis, &["instanceId"]).unwrap_or_default();
+            let activity = text(basis, &["activityId"]).unwrap_or_default();
+            match steps.get(&(instance, activity)) {
+                Some(&step_at) => write.basis_index = Some(step_at),
+                None => report.findings.push(broken(
+                    at,
+                    "basis_unknown",
+                    format!("the external write at index {at} stands on the step {activity} of the process instance {instance}, which no earlier entry began"),
+                )),
+            }
+            write.decided_by = text(basis, &["decidedBy"]).map(str::to_owned);
+            // The gate it waited for: decided, approved, by the person it names.
+            if let Some(id) = text(basis, &["approvalId"]).filter(|id| !id.is_empty()) {
+                match decided.get(id) {
+                    Some(&(decision_at, decision)) => {
+                        if text(decision, &["outcome"]) != Some("approved")
+                            || text(decision, &["decidedBy"]) != write.decided_by.as_deref()
+                        {
+                            report.findings.push(broken(
+                                at,
+                                "basis_decider_mismatch",
+                                format!("the external write at index {at} stands on the approval {id}, which the entry at index {decision_at} did not approve as it says"),
+                            ));
+                        }
+                    }
+                    None => report.findings.push(broken(
+                        at,
+                        "basis_not_decided",
+                        format!("the external write at index {at} stands on the approval {id}, which no earlier entry decides"),
+                    )),
+                }
+            }
+            if first_try {
+                let calls = spent.entry(format!("process:{activity}")).or_default();
+                if !calls.is_empty() {
+                    report.findings.push(broken(
+                        at,
+                        "basis_spent_twice",
+                        format!("the process step {activity} already wrote at index {}; the write at index {at} is a second", join(calls)),
+                    ));
+                }
+                calls.push(at);
+            }
+        }
+        "" => report.findings.push(broken(
+            at,
+            "write_without_basis",
+            format!("the external write at index {at} names no basis"),
+        )),
+        other => report.findings.push(broken(
+            at,
+            "basis_unknown",
+            format!("the external write at index {at} names a basis of a kind this verifier does not know: {other:?}"),
+        )),
+    }
+    write
+}
+
+fn join(indices: &[u64]) -> String {
+    indices.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+}
