@@ -450,3 +450,172 @@ fn check_write(
 fn join(indices: &[u64]) -> String {
     indices.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::entry::{Entry, Event, clear_of};
+    use crate::note::Signer;
+    use crate::tree::Levels;
+
+    /// Entries of `(kind, subject, data)`, exported as the store writes them.
+    fn exported(events: &[(&str, String, Value)]) -> Vec<ExportedEntry> {
+        events
+            .iter()
+            .enumerate()
+            .map(|(at, (kind, subject, data))| {
+                let clear = clear_of(kind, data);
+                let id = format!("e-{at}");
+                let event = Event {
+                    id: &id,
+                    kind,
+                    subject,
+                    actor: None,
+                    request: None,
+                    at: "2026-12-05T00:00:00.000000Z",
+                    clear: &clear,
+                };
+                let salt = [at as u8; 16];
+                let entry = Entry::new(&event, data, &salt);
+                ExportedEntry {
+                    index: at as u64,
+                    leaf_hash: Some(entry.leaf()),
+                    entry: entry.bytes,
+                    data: Some(data.clone()),
+                    salt: Some(salt.to_vec()),
+                }
+            })
+            .collect()
+    }
+
+    fn signed(signer: &Signer, entries: &[ExportedEntry], size: u64) -> ExportedCheckpoint {
+        let levels = Levels::new(entries.iter().map(|e| leaf_hash(e.entry.as_bytes())).collect());
+        let checkpoint = Checkpoint { origin: signer.verifier().name().to_owned(), size, root: root(&levels, size) };
+        ExportedCheckpoint { size, signed_at: String::new(), note: signer.sign(&checkpoint.body()) }
+    }
+
+    fn asked(by: &str) -> (&'static str, String, Value) {
+        ("approval.requested", "approval:a-1".into(), json!({"taskId": "t-1", "gate": true, "requestedBy": by}))
+    }
+
+    fn decided(by: &str, outcome: &str) -> (&'static str, String, Value) {
+        (
+            "approval.decided",
+            "approval:a-1".into(),
+            json!({"taskId": "t-1", "outcome": outcome, "decidedBy": by, "gate": true, "actions": 1}),
+        )
+    }
+
+    fn write(call: &str, basis: Value) -> (&'static str, String, Value) {
+        (
+            "skill.invocation_requested",
+            format!("skill_invocation:{call}"),
+            json!({"skillId": "s-1", "skill": "claim.send_reply", "sideEffects": "external_write", "authorizationBasis": basis}),
+        )
+    }
+
+    fn by_approval(decider: &str) -> Value {
+        json!({"kind": "approval", "approvalId": "a-1", "decidedBy": decider})
+    }
+
+    fn codes(report: &Report) -> Vec<(Option<u64>, &'static str)> {
+        report.findings.iter().map(|finding| (finding.index, finding.code)).collect()
+    }
+
+    fn check(events: &[(&str, String, Value)]) -> Report {
+        let signer = Signer::generate("skills.example/journal").expect("a key");
+        let entries = exported(events);
+        let checkpoint = signed(&signer, &entries, entries.len() as u64);
+        audit(&signer.verifier(), &entries, &[checkpoint], None)
+    }
+
+    #[test]
+    fn a_write_on_a_decision_by_another_person_holds_and_names_the_decision() {
+        let report = check(&[asked("ana"), decided("rui", "approved"), write("c-1", by_approval("rui"))]);
+        assert_eq!(codes(&report), vec![]);
+        assert_eq!(report.writes.len(), 1);
+        assert_eq!((report.writes[0].basis_index, report.writes[0].decided_by.as_deref()), (Some(1), Some("rui")));
+        // A read-only call needs no basis.
+        let read =
+            ("skill.invocation_requested", "skill_invocation:c-2".to_owned(), json!({"sideEffects": "external_read"}));
+        assert_eq!(codes(&check(&[read])), vec![]);
+    }
+
+    #[test]
+    fn each_broken_rule_is_named_at_the_write() {
+        let cases: Vec<(Vec<(&str, String, Value)>, (Option<u64>, &str))> = vec![
+            (
+                vec![asked("ana"), decided("ana", "approved"), write("c-1", by_approval("ana"))],
+                (Some(2), "self_approved"),
+            ),
+            (
+                vec![asked("ana"), decided("rui", "rejected"), write("c-1", by_approval("rui"))],
+                (Some(2), "basis_rejected"),
+            ),
+            (
+                vec![asked("ana"), write("c-1", by_approval("rui")), decided("rui", "approved")],
+                (Some(1), "basis_not_decided"),
+            ),
+            (
+                vec![asked("ana"), decided("rui", "approved"), write("c-1", by_approval("eve"))],
+                (Some(2), "basis_decider_mismatch"),
+            ),
+            (vec![write("c-1", Value::Null)], (Some(0), "write_without_basis")),
+            (
+                vec![
+                    asked("ana"),
+                    decided("rui", "approved"),
+                    write("c-1", by_approval("rui")),
+                    write("c-2", by_approval("rui")),
+                ],
+                (Some(3), "basis_spent_twice"),
+            ),
+            (
+                vec![write("c-1", json!({"kind": "execution", "taskTypeId": "tt", "taskId": "t-1", "runId": "r-9"}))],
+                (Some(0), "basis_unknown"),
+            ),
+        ];
+        for (events, expected) in cases {
+            let report = check(&events);
+            assert!(codes(&report).contains(&expected), "{expected:?} in {:?}", report.findings);
+            assert!(report.findings.iter().all(|finding| finding.class == Class::Rule), "{:?}", report.findings);
+        }
+        // An execution writes once per task.
+        let run = ("run.started", "run:r-1".to_owned(), json!({"taskId": "t-1", "owner": "core", "execution": true}));
+        let execution = json!({"kind": "execution", "taskTypeId": "tt", "taskId": "t-1", "runId": "r-1"});
+        let report = check(&[run.clone(), write("c-1", execution.clone())]);
+        assert_eq!(codes(&report), vec![]);
+        assert_eq!(report.writes[0].basis_index, Some(0));
+        let report = check(&[run, write("c-1", execution.clone()), write("c-2", execution)]);
+        assert_eq!(codes(&report), vec![(Some(2), "basis_spent_twice")]);
+    }
+
+    #[test]
+    fn the_record_is_checked_against_every_checkpoint() {
+        let signer = Signer::generate("skills.example/journal").expect("a key");
+        let events: Vec<_> = (0..10).map(|n| ("task.created", format!("task:t-{n}"), json!({"n": n}))).collect();
+        let entries = exported(&events);
+        let early = signed(&signer, &entries, 4);
+        let late = signed(&signer, &entries, 10);
+        let key = signer.verifier();
+        assert_eq!(codes(&audit(&key, &entries, &[early.clone(), late.clone()], None)), vec![]);
+
+        // The tail cut after the checkpoint of 10.
+        let report = audit(&key, &entries[..7], &[early.clone()], Some(&late.note));
+        assert_eq!(codes(&report), vec![(Some(7), "tail_cut")]);
+        // An entry changed consistently (its stored hash too): the checkpoints bound where.
+        let mut changed = entries.clone();
+        let forged = exported(&[("task.created", "task:t-6".into(), json!({"n": 66}))]).remove(0);
+        changed[6] = ExportedEntry { index: 6, ..forged };
+        let report = audit(&key, &changed, &[early.clone(), late.clone()], None);
+        assert_eq!(codes(&report), vec![(Some(4), "root_mismatch")]);
+        // A checkpoint another key signed, and a history that key signed, against a pinned one.
+        let forger = Signer::generate("skills.example/journal").expect("a key");
+        let report = audit(&forger.verifier(), &changed, &[signed(&forger, &changed, 10)], Some(&late.note));
+        assert_eq!(codes(&report), vec![(None, "checkpoint_unsigned")]);
+        let report = audit(&key, &changed, &[signed(&forger, &changed, 10)], Some(&late.note));
+        assert_eq!(codes(&report), vec![(None, "checkpoint_unsigned"), (Some(0), "root_mismatch")]);
+    }
+}
