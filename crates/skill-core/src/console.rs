@@ -23,6 +23,7 @@ mod executors;
 mod facts;
 mod forms;
 mod history;
+mod journal;
 mod layout;
 mod processes;
 mod queue;
@@ -74,6 +75,7 @@ pub fn router() -> Router<Core> {
         .route("/run/{*reference}", get(run::form).post(run::run))
         .route("/catalog", get(catalog::catalog))
         .route("/executors", get(executors::executors))
+        .route("/journal", get(journal::journal))
         .route("/agents", get(agents::agents))
         .route("/facts", get(facts::facts))
         .route("/facts/{id}", get(facts::fact))

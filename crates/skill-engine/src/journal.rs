@@ -313,3 +313,92 @@ impl Engine {
         })
     }
 }
+
+/// What allowed a call, as the journal records it, and whether its entry is in the latest signed
+/// checkpoint (its inclusion proof checked against the checkpoint's signed root).
+#[derive(Debug, Clone)]
+pub struct Provenance {
+    /// The index of the call's entry.
+    pub index: Option<u64>,
+    /// The decision its basis stands on, when it stands on one.
+    pub decision: Option<Decision>,
+    /// The latest checkpoint, and whether the call's entry is proven in it.
+    pub checkpoint: Option<CheckpointOut>,
+    pub included: bool,
+}
+
+/// A decision as the journal records it.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub approval_id: String,
+    pub index: Option<u64>,
+    pub outcome: String,
+    /// The person's principal id.
+    pub decided_by: String,
+    pub token_id: Option<String>,
+    pub decided_at: String,
+}
+
+impl Engine {
+    /// The provenance of the call `id` (`org.read`: it reads the journal).
+    pub async fn provenance(&self, actor: &Actor, id: &str) -> Result<Provenance> {
+        actor.require("org.read")?;
+        let subject = format!("skill_invocation:{id}");
+        let events = self.store.events(0, Some(&subject), 50).await?;
+        let Some(requested) = events.iter().find(|event| event.kind == "skill.invocation_requested") else {
+            return Err(EngineError::not_found("the call's journal entry"));
+        };
+        let index = self.store.journal_leaf_of(&requested.id).await?;
+        let approval = requested.data["authorizationBasis"]["approvalId"].as_str().filter(|id| !id.is_empty());
+        let decision = match approval {
+            None => None,
+            Some(approval) => {
+                let decisions = self.store.events(0, Some(&format!("approval:{approval}")), 50).await?;
+                match decisions.into_iter().find(|event| event.kind == "approval.decided") {
+                    None => None,
+                    Some(event) => Some(Decision {
+                        approval_id: approval.to_owned(),
+                        index: self.store.journal_leaf_of(&event.id).await?,
+                        outcome: event.data["outcome"].as_str().unwrap_or_default().to_owned(),
+                        decided_by: event.data["decidedBy"].as_str().unwrap_or_default().to_owned(),
+                        token_id: event.data["tokenId"].as_str().map(str::to_owned),
+                        decided_at: view_time(&event.created_at),
+                    }),
+                }
+            }
+        };
+        let checkpoint = self.latest_checkpoint().await?;
+        let included = match (&checkpoint, index) {
+            (Some(checkpoint), Some(index)) if index < checkpoint.size => {
+                self.proven(index, checkpoint).await.unwrap_or(false)
+            }
+            _ => false,
+        };
+        Ok(Provenance { index, decision, checkpoint, included })
+    }
+
+    /// Whether the entry at `index` is proven in `checkpoint`: its signature checked by the key
+    /// it names, and the inclusion proof against its root.
+    async fn proven(&self, index: u64, checkpoint: &CheckpointOut) -> Result<bool> {
+        let Ok(key) = Verifier::parse(&checkpoint.key) else { return Ok(false) };
+        if self.journal_verifier().is_some_and(|ours| ours.text() != key.text()) {
+            return Ok(false);
+        }
+        let Some(signed) = key.open(&checkpoint.note).ok().and_then(|body| Checkpoint::parse(body).ok()) else {
+            return Ok(false);
+        };
+        let size = signed.size;
+        let nodes = self
+            .nodes_for(|needed| {
+                let _ = tree::inclusion_proof(needed, index, size);
+            })
+            .await?;
+        let Some(leaf) =
+            self.store.journal_leaves(index, 1).await?.into_iter().next().filter(|leaf| leaf.index == index)
+        else {
+            return Ok(false);
+        };
+        let proof = tree::inclusion_proof(&nodes, index, size);
+        Ok(tree::verify_inclusion(index, size, &tree::leaf_hash(leaf.entry.as_bytes()), &proof, &signed.root))
+    }
+}

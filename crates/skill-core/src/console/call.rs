@@ -27,7 +27,17 @@ async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         Err(error) if error.class == Class::Forbidden => None,
         Err(error) => return Err(error),
     };
+    // What allowed it, from the journal (the operators'), with its entry's proof.
+    let provenance = match engine.provenance(&viewer.actor, &call.id).await {
+        Ok(provenance) => Some(provenance),
+        Err(error) if matches!(error.class, Class::Forbidden | Class::NotFound) => None,
+        Err(error) => return Err(error),
+    };
     let mut names = Names::new(engine);
+    let decider = match provenance.as_ref().and_then(|p| p.decision.as_ref()) {
+        Some(decision) => Some(names.of(&decision.decided_by).await?),
+        None => None,
+    };
     let authority = names.of(&call.authority_principal_id).await?;
     let requester = match call.requested_by.kind.as_str() {
         "principal" => names.of(&call.requested_by.reference).await?,
@@ -74,6 +84,37 @@ async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
                 @if let Some(lease) = &call.lease_expires_at { dt { "Lease until" } dd { (when(lease)) } }
                 @if let Some(beat) = &call.heartbeat_at { dt { "Heartbeat" } dd { (when(beat)) } }
                 @if let Some(artifact) = &call.artifact_id { dt { "Result artifact" } dd { code { (artifact) } } }
+            }
+            @if let Some(provenance) = &provenance {
+                h2 { "Provenance" }
+                dl.fields.provenance {
+                    dt { "Journal entry" } dd {
+                        @match provenance.index { Some(index) => { "index " (index) }, None => "none" }
+                    }
+                    @if let (Some(decision), Some(decider)) = (&provenance.decision, &decider) {
+                        dt { "Decision" } dd {
+                            (decision.outcome) " by " strong.decider { (decider) } " at " (when(&decision.decided_at))
+                            " · approval " code { (decision.approval_id) }
+                            @if let Some(index) = decision.index { " · entry " (index) }
+                        }
+                        dt { "With the token" } dd {
+                            @match &decision.token_id { Some(token) => code { (token) }, None => "none recorded" }
+                        }
+                    }
+                    dt { "Signed" } dd.inclusion {
+                        @match (&provenance.checkpoint, provenance.included) {
+                            (Some(checkpoint), true) => {
+                                "in the checkpoint of " (checkpoint.size) " entries signed " (when(&checkpoint.signed_at))
+                                " (its inclusion proof checked)"
+                            }
+                            (Some(checkpoint), false) => {
+                                "not yet in the latest checkpoint (" (checkpoint.size) " entries, signed " (when(&checkpoint.signed_at)) ")"
+                            }
+                            (None, _) => "no checkpoint signed yet",
+                        }
+                        " · " a href="/console/journal" { "the journal" }
+                    }
+                }
             }
             h2 { "Inputs" } (json(&call.inputs))
             @if let Some(output) = &call.output { h2 { "Output" } (json(output)) }

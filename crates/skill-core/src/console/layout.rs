@@ -47,6 +47,7 @@ pub(super) fn page(title: &str, viewer: Option<For<'_>>, body: Markup) -> Markup
                                 a href="/console/executors" { "Executors" }
                                 a href="/console/agents" { "Agents" }
                                 a href="/console/costs" { "Costs" }
+                                a href="/console/journal" { "Journal" }
                             }
                         }
                         form.sign-out method="post" action="/console/sign-out" {

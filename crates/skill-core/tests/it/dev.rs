@@ -316,6 +316,7 @@ async fn a_new_user_plays_the_claims_story_from_devs_printed_commands_and_the_co
     let sent = read("/skill-invocations?skill=claim.send_reply@1".to_owned()).await;
     let reply = sent["items"][0]["id"].as_str().unwrap_or_else(|| panic!("the reply's call: {sent}")).to_owned();
     journal_holds(&read, &data, &reply).await;
+    console_shows_provenance(&url, &token, &reply).await;
 
     // Idle, dev prints nothing for a minute (executors long-poll and heartbeat meanwhile).
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -459,4 +460,34 @@ where
 
     crate::journal::tamper_corpus(&copy, &trusted, reply, &scratch);
     std::fs::remove_dir_all(&scratch).expect("cleaned");
+}
+
+/// An operator's console shows the reply's provenance — the reviewer's decision, the token, and
+/// its entry proven in the latest checkpoint — and the journal's page, with where dev sent it.
+async fn console_shows_provenance(url: &str, token: &str, reply: &str) {
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("a client");
+    let signed_in = http
+        .post(format!("{url}/console/sign-in"))
+        .header("origin", url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        // A token is letters, digits, `_` and `-`: nothing to escape.
+        .body(format!("token={token}"))
+        .send()
+        .await
+        .expect("the console answers");
+    let cookie = signed_in.headers().get("set-cookie").expect("a session").to_str().expect("ASCII");
+    let cookie = cookie.split(';').next().expect("name=value").to_owned();
+    let page = |path: String| {
+        let request = http.get(format!("{url}{path}")).header("cookie", &cookie);
+        async move { request.send().await.expect("the console answers").text().await.expect("a page") }
+    };
+    let call = page(format!("/console/calls/{reply}")).await;
+    assert!(call.contains("<h2>Provenance</h2>"), "{call}");
+    assert!(call.contains("approved by <strong class=\"decider\">dev-reviewer</strong>"), "{call}");
+    assert!(call.contains("(its inclusion proof checked)"), "{call}");
+    let journal = page("/console/journal".to_owned()).await;
+    assert!(journal.contains("skill-core-dev/journal+"), "the signing key: {journal}");
+    assert!(journal.contains("<pre class=\"note\">skill-core-dev/journal\n"), "the latest note: {journal}");
+    assert!(journal.contains("<tr class=\"sent\">") && journal.contains("checkpoint.note"), "where it went: {journal}");
+    assert!(!journal.contains("<tr class=\"failed\">"), "{journal}");
 }
