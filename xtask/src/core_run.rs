@@ -18,6 +18,11 @@ pub(crate) fn release(path: &str) -> PathBuf {
 pub(crate) struct Process(Child);
 
 impl Process {
+    /// `command` started, killed when dropped.
+    pub(crate) fn spawned(command: &mut Command) -> Result<Self> {
+        Ok(Self(command.stdin(Stdio::null()).spawn()?))
+    }
+
     pub(crate) fn id(&self) -> u32 {
         self.0.id()
     }

@@ -6,6 +6,7 @@ mod bench_core;
 mod bench_export;
 mod bench_gateway;
 mod bench_host;
+mod bench_journal;
 mod bench_scenarios;
 mod bench_telemetry;
 mod browser;
@@ -13,6 +14,7 @@ mod core_run;
 mod cpu;
 mod edges;
 mod fault;
+mod journal_fault;
 mod fuzz;
 mod module_loops;
 mod postgres;
@@ -54,7 +56,8 @@ commands:
            another connection holds a transaction open), `bench mcp-core` (the core's MCP gateway
            against the API, and an agent's request), `bench rules` (facts to their tasks through a
            work rule), `bench processes` (instances of a three-step process), `bench scenarios`
-           (P12, `skill-sdk package test` with 100 scenario tests), results in target/bench/; `bench
+           (P12, `skill-sdk package test` with 100 scenario tests), `bench journal` (`journal
+           verify` of 1,000,000 entries), results in target/bench/; `bench
            console` (the console's pages with 10,000 calls in the store, beside the API's
            listing) prints its table and a JSON line
   fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
@@ -64,7 +67,9 @@ commands:
            `fault rules`: 1,000 facts while the executor and the core are
            killed, each evaluated once; `fault processes`: 500 instances of a four-step process
            with a person's review and an external write while the executor and the core are
-           killed, each completed, each step run once, each write made once; figures in
+           killed, each completed, each step run once, each write made once; `fault journal
+           [sqlite|postgres] [--kills N]`: the core killed 1,000 times under load, then as many
+           leaves as events, gap-free, every hash stored, the export verifying; figures in
            target/fault/
   fuzz     run the coverage-guided fuzz targets (crates/skill-fuzz) under libFuzzer:
            `fuzz [SECONDS] [TARGET...]` (120 s each by default), then keep a lean corpus in
@@ -100,6 +105,7 @@ fn dispatch() -> Result<()> {
         }
         Some("bench") => match std::env::args().nth(2).as_deref() {
             Some("export") => bench_export::bench(),
+            Some("journal") => bench_journal::bench(),
             Some("http") => bench_host::bench_http(),
             Some("mcp") => bench_host::bench_mcp(),
             Some("core") => {
@@ -139,6 +145,15 @@ fn dispatch() -> Result<()> {
         Some("fault") => match std::env::args().nth(2).as_deref() {
             Some("rules") => rules_run::fault_rules(),
             Some("processes") => processes_fault::fault_processes(),
+            Some("journal") => {
+                let backend = std::env::args().nth(3).filter(|arg| !arg.starts_with("--")).unwrap_or_else(|| "sqlite".into());
+                let kills = std::env::args()
+                    .skip_while(|arg| arg != "--kills")
+                    .nth(1)
+                    .map_or(Ok(1000), |n| n.parse::<usize>())
+                    .context("--kills: a number");
+                kills.and_then(|kills| journal_fault::journal_fault(&backend, kills))
+            }
             other => {
                 let backend = other.unwrap_or("sqlite");
                 replicas(3, backend).and_then(|replicas| fault::fault(backend, replicas))
