@@ -69,10 +69,7 @@ pub(crate) fn journal_fault(backend: &str, kills: usize) -> Result<()> {
     let log = folder.join("core.log");
     let serve = || {
         let mut command = Command::new(&core);
-        command
-            .args(["serve", "--db", &db, "--listen", &listen, "--journal-key"])
-            .arg(&key)
-            .env("SKILL_LOG", "warn");
+        command.args(["serve", "--db", &db, "--listen", &listen, "--journal-key"]).arg(&key).env("SKILL_LOG", "warn");
         command
     };
     let mut served = start(&mut serve(), &log, " on http://")?.0;

@@ -14,8 +14,8 @@ mod core_run;
 mod cpu;
 mod edges;
 mod fault;
-mod journal_fault;
 mod fuzz;
+mod journal_fault;
 mod module_loops;
 mod postgres;
 mod processes_fault;
@@ -146,7 +146,8 @@ fn dispatch() -> Result<()> {
             Some("rules") => rules_run::fault_rules(),
             Some("processes") => processes_fault::fault_processes(),
             Some("journal") => {
-                let backend = std::env::args().nth(3).filter(|arg| !arg.starts_with("--")).unwrap_or_else(|| "sqlite".into());
+                let backend =
+                    std::env::args().nth(3).filter(|arg| !arg.starts_with("--")).unwrap_or_else(|| "sqlite".into());
                 let kills = std::env::args()
                     .skip_while(|arg| arg != "--kills")
                     .nth(1)

@@ -88,7 +88,13 @@ fn main() -> std::io::Result<()> {
             let entry = Entry::new(&event, &data, &salt);
             let leaf = leaf_hash(entry.bytes.as_bytes());
             leaves.push(leaf);
-            let line = ExportedEntry { index, entry: entry.bytes, leaf_hash: Some(leaf), data: Some(data), salt: Some(salt.to_vec()) };
+            let line = ExportedEntry {
+                index,
+                entry: entry.bytes,
+                leaf_hash: Some(leaf),
+                data: Some(data),
+                salt: Some(salt.to_vec()),
+            };
             writeln!(entries, "{}", line.line())?;
             index += 1;
         }
@@ -96,7 +102,7 @@ fn main() -> std::io::Result<()> {
     entries.flush()?;
     let tree = Levels::new(leaves);
     let mut checkpoints = String::new();
-    let sizes = (1..=count / 256).map(|k| k * 256).chain((count % 256 != 0).then_some(count));
+    let sizes = (1..=count / 256).map(|k| k * 256).chain((!count.is_multiple_of(256)).then_some(count));
     let mut signed = 0;
     for size in sizes {
         let checkpoint = Checkpoint { origin: "bench.example/journal".into(), size, root: root(&tree, size) };

@@ -545,7 +545,8 @@ mod tests {
 
     #[test]
     fn each_broken_rule_is_named_at_the_write() {
-        let cases: Vec<(Vec<(&str, String, Value)>, (Option<u64>, &str))> = vec![
+        type Case = (Vec<(&'static str, String, Value)>, (Option<u64>, &'static str));
+        let cases: Vec<Case> = vec![
             (
                 vec![asked("ana"), decided("ana", "approved"), write("c-1", by_approval("ana"))],
                 (Some(2), "self_approved"),
@@ -603,7 +604,7 @@ mod tests {
         assert_eq!(codes(&audit(&key, &entries, &[early.clone(), late.clone()], None)), vec![]);
 
         // The tail cut after the checkpoint of 10.
-        let report = audit(&key, &entries[..7], &[early.clone()], Some(&late.note));
+        let report = audit(&key, &entries[..7], std::slice::from_ref(&early), Some(&late.note));
         assert_eq!(codes(&report), vec![(Some(7), "tail_cut")]);
         // An entry changed consistently (its stored hash too): the checkpoints bound where.
         let mut changed = entries.clone();

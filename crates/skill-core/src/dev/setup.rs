@@ -195,6 +195,28 @@ impl Ports {
     }
 }
 
+/// The file dev keeps the journal's signing key in, in its data folder.
+pub(crate) const JOURNAL_KEY_FILE: &str = "journal.key";
+/// The file each checkpoint dev signs is written to, in its data folder.
+pub(crate) const CHECKPOINT_FILE: &str = "checkpoint.note";
+
+/// Dev's journal key: the one in `data`, made there (readable by its owner only) the first time.
+pub(crate) fn journal_key(data: &Path) -> Result<skill_journal::Signer> {
+    let path = data.join(JOURNAL_KEY_FILE);
+    if !path.exists() {
+        let signer =
+            skill_journal::Signer::generate("skill-core-dev/journal").map_err(|error| anyhow::anyhow!("{error}"))?;
+        let private = signer.private_text().map_err(|error| anyhow::anyhow!("{error}"))?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        std::io::Write::write_all(&mut file, format!("{private}\n").as_bytes())?;
+    }
+    crate::journal::read_key(&path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,26 +247,4 @@ mod tests {
         assert_eq!(again.wanted("mcp-http"), 0, "kept, but taken now");
         let _ = std::fs::remove_dir_all(folder);
     }
-}
-
-/// The file dev keeps the journal's signing key in, in its data folder.
-pub(crate) const JOURNAL_KEY_FILE: &str = "journal.key";
-/// The file each checkpoint dev signs is written to, in its data folder.
-pub(crate) const CHECKPOINT_FILE: &str = "checkpoint.note";
-
-/// Dev's journal key: the one in `data`, made there (readable by its owner only) the first time.
-pub(crate) fn journal_key(data: &Path) -> Result<skill_journal::Signer> {
-    let path = data.join(JOURNAL_KEY_FILE);
-    if !path.exists() {
-        let signer =
-            skill_journal::Signer::generate("skill-core-dev/journal").map_err(|error| anyhow::anyhow!("{error}"))?;
-        let private = signer.private_text().map_err(|error| anyhow::anyhow!("{error}"))?;
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&path).with_context(|| format!("cannot create {}", path.display()))?;
-        std::io::Write::write_all(&mut file, format!("{private}\n").as_bytes())?;
-    }
-    crate::journal::read_key(&path)
 }
