@@ -70,3 +70,105 @@ fn the_python_verifier_agrees_and_catches_a_forgery() {
     assert!(said.contains("inclusion of 13 in 21"), "{said}");
     assert!(said.contains("consistency of 6 with 9"), "{said}");
 }
+
+/// Writes an export of `entries` (each with its payload) signed by `signer` at each of `sizes`.
+fn write_export(folder: &std::path::Path, signer: &Signer, entries: &[(String, Value)], sizes: &[u64]) {
+    use skill_journal::entry::{Entry, Event, clear_of};
+    use skill_journal::export::{ExportedCheckpoint, ExportedEntry};
+    std::fs::create_dir_all(folder).expect("a folder");
+    let mut lines = String::new();
+    let mut leaves = Vec::new();
+    for (index, (kind, data)) in entries.iter().enumerate() {
+        let clear = clear_of(kind, data);
+        let id = format!("e-{index}");
+        let subject = format!("task:t-{index}");
+        let event = Event {
+            id: &id,
+            kind,
+            subject: &subject,
+            actor: None,
+            request: None,
+            at: "2026-12-05T00:00:00.000000Z",
+            clear: &clear,
+        };
+        let salt = [index as u8; 16];
+        let entry = Entry::new(&event, data, &salt);
+        leaves.push(entry.leaf());
+        let line = ExportedEntry {
+            index: index as u64,
+            leaf_hash: Some(entry.leaf()),
+            entry: entry.bytes,
+            data: Some(data.clone()),
+            salt: Some(salt.to_vec()),
+        };
+        lines.push_str(&line.line());
+        lines.push('\n');
+    }
+    std::fs::write(folder.join("entries.jsonl"), lines).expect("written");
+    let mut notes = String::new();
+    for &size in sizes {
+        let checkpoint =
+            Checkpoint { origin: signer.verifier().name().to_owned(), size, root: root(&leaves[..], size) };
+        notes.push_str(
+            &ExportedCheckpoint { size, signed_at: String::new(), note: signer.sign(&checkpoint.body()) }.line(),
+        );
+        notes.push('\n');
+    }
+    std::fs::write(folder.join("checkpoints.jsonl"), notes).expect("written");
+    std::fs::write(folder.join("key.txt"), signer.verifier().text()).expect("written");
+}
+
+fn check_export(folder: &std::path::Path, more: &[&str]) -> (i32, String) {
+    let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/export.py");
+    let output = Command::new(python).arg(script).arg(folder).args(more).output().expect("Python runs");
+    (
+        output.status.code().unwrap_or(-1),
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+    )
+}
+
+#[test]
+fn the_python_verifier_reads_an_export_and_finds_what_was_changed_in_it() {
+    let folder = std::env::temp_dir().join(format!("skill-journal-export-{}", std::process::id()));
+    let signer = Signer::generate("skills.test/journal").expect("a key");
+    let entries: Vec<(String, Value)> = (0..13)
+        .map(|n| {
+            (
+                "task.closed".to_owned(),
+                json!({"n": n, "reason": "the customer wrote \"é\"\n", "nested": {"b": [1, null, true], "a": "x"}}),
+            )
+        })
+        .collect();
+    write_export(&folder, &signer, &entries, &[5, 13]);
+    let (code, said) = check_export(&folder, &[]);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("13 entries, 2 checkpoints and 0 proofs hold"), "{said}");
+
+    // A payload changed, then the entry beside its stored hash: each named by its index.
+    let text = std::fs::read_to_string(folder.join("entries.jsonl")).expect("read");
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines[4] = lines[4].replace("\"n\":4", "\"n\":40");
+    std::fs::write(folder.join("entries.jsonl"), lines.join("\n") + "\n").expect("written");
+    let (code, said) = check_export(&folder, &[]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("index 4: the payload is not the one its digest commits to"), "{said}");
+    lines[4] = text.lines().nth(4).expect("a line").replace("task:t-4", "task:t-X");
+    std::fs::write(folder.join("entries.jsonl"), lines.join("\n") + "\n").expect("written");
+    let (code, said) = check_export(&folder, &[]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("index 4: the entry does not hash to its stored leaf"), "{said}");
+    assert!(said.contains("the entries do not hash to the checkpoint of 5"), "{said}");
+    // The tail cut, against a checkpoint kept elsewhere.
+    write_export(&folder, &signer, &entries[..11], &[5]);
+    let trusted = folder.join("trusted.note");
+    let all = folder.join("all");
+    write_export(&all, &signer, &entries, &[13]);
+    let line = std::fs::read_to_string(all.join("checkpoints.jsonl")).expect("read");
+    let note: Value = serde_json::from_str(line.trim()).expect("JSON");
+    std::fs::write(&trusted, note["note"].as_str().expect("a note")).expect("written");
+    let (code, said) = check_export(&folder, &["--trust", &trusted.display().to_string()]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("index 11: the trusted checkpoint signs 13 entries, the export holds 11"), "{said}");
+    let _ = std::fs::remove_dir_all(&folder);
+}
