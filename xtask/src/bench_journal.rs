@@ -52,3 +52,122 @@ pub(crate) fn bench() -> Result<()> {
     let _ = std::fs::remove_dir_all(&folder);
     Ok(())
 }
+
+/// The commit before the journal: what the journal's cost is measured against.
+const BASELINE: &str = "e12baefa";
+/// The offered rate of the cost's passes: above what either core sustains on this machine, so
+/// each pass measures capacity.
+const COST_RATE: u64 = 3200;
+
+/// `cargo xtask bench journal-cost [--baseline REV]`: P4's path (invoke → executor claim →
+/// complete) on SQLite with the journal against the same path built from the commit before it,
+/// at a saturating offered rate, in the order before, journal, journal, before — each pass on a
+/// fresh database. The figure is the ended calls per second with the journal over without.
+pub(crate) fn cost(baseline: Option<&str>) -> Result<()> {
+    let baseline = baseline.unwrap_or(BASELINE);
+    crate::core_run::build("build the core, the demo host and the load generator (release)", &[])?;
+    let source = target_dir().join("baseline-src");
+    if !source.exists() {
+        run(
+            "check out the commit before the journal",
+            Command::new("git").args(["worktree", "add", "--detach"]).arg(&source).arg(baseline),
+        )?;
+    }
+    let baseline_target = target_dir().join("baseline");
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cargo
+        .current_dir(&source)
+        .args(["build", "--release", "--quiet", "-p", "skill-core", "--bin", "skill-core", "--target-dir"])
+        .arg(&baseline_target);
+    run("build the core of the commit before the journal (release)", &mut cargo)?;
+    let before = baseline_target.join("release").join("skill-core");
+    let after = release("skill-core");
+    let folder = target_dir().join("bench").join("journal-cost");
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder)?;
+    let mut passes = Vec::new();
+    for (n, journal) in [false, true, true, false].into_iter().enumerate() {
+        let core = if journal { &after } else { &before };
+        let pass = cost_pass(core, &folder.join(format!("pass-{n}")), journal)?;
+        eprintln!(
+            "  pass {n} ({}): {:>7.0} ended/s, p50 {:>6.1} ms, p99 {:>7.1} ms",
+            if journal { "with the journal   " } else { "before the journal" },
+            pass["throughput"].as_f64().unwrap_or(0.0),
+            pass["p50"].as_f64().unwrap_or(0.0),
+            pass["p99"].as_f64().unwrap_or(0.0),
+        );
+        passes.push(pass);
+    }
+    let mean = |journal: bool| {
+        let chosen: Vec<f64> = passes
+            .iter()
+            .filter(|pass| pass["journal"] == json!(journal))
+            .filter_map(|pass| pass["throughput"].as_f64())
+            .collect();
+        chosen.iter().sum::<f64>() / chosen.len().max(1) as f64
+    };
+    let (without, with) = (mean(false), mean(true));
+    let ratio = if without > 0.0 { with / without } else { 0.0 };
+    let figures = json!({"baseline": baseline, "rate": COST_RATE, "passes": passes, "without": without, "with": with,
+                         "ratio": ratio, "bar": 0.95});
+    std::fs::write(target_dir().join("bench").join("journal-cost.json"), serde_json::to_string_pretty(&figures)?)?;
+    eprintln!(
+        "the journal's cost on P4 (SQLite): {with:.0} ended/s with it, {without:.0} without: ratio {ratio:.3} (bar 0.95)"
+    );
+    Ok(())
+}
+
+/// One pass of `core` on a fresh database in `folder`.
+fn cost_pass(core: &std::path::Path, folder: &std::path::Path, journal: bool) -> Result<serde_json::Value> {
+    let db = folder.join("data").display().to_string();
+    std::fs::create_dir_all(folder)?;
+    let token = |name: &str, kind: &str, grant: &str| {
+        crate::core_run::output(
+            Command::new(core).args(["token", "create", "--db", &db, "--name", name, "--kind", kind, "--grant", grant]),
+        )
+    };
+    let (admin, caller, executor) = (
+        token("admin", "person", "org.manage")?,
+        token("caller", "person", "skills.invoke")?,
+        token("runner", "executor", "skills.execute")?,
+    );
+    crate::core_run::output(Command::new(core).args([
+        "allow",
+        "--db",
+        &db,
+        "--principal",
+        "runner",
+        "--protocol",
+        "local",
+        "--local",
+        "demo_host",
+    ]))?;
+    let mut serve = Command::new(core);
+    serve.args(["serve", "--db", &db, "--listen", "127.0.0.1:0"]).env("SKILL_LOG", "warn");
+    if journal {
+        let key = folder.join("journal.key");
+        crate::core_run::output(Command::new(core).args(["journal", "keygen", "--out"]).arg(&key))?;
+        serve.arg("--journal-key").arg(&key);
+    }
+    let (served, line) = crate::core_run::start(&mut serve, &folder.join("core.log"), " on http://")?;
+    let address = line.split(" on http://").nth(1).and_then(|rest| rest.split('/').next()).unwrap_or_default();
+    let url = format!("http://{address}");
+    crate::core_run::publish_demo(&url, &admin, "echo@1")?;
+    let (host, _) = crate::core_run::start(
+        Command::new(release("examples/demo_host"))
+            .args(["execute", "--core", &url, "--concurrency", "64", "--grace", "5"])
+            .env("SKILL_CORE_TOKEN", &executor)
+            .env("SKILL_LOG", "warn,skill_host::execute=info"),
+        &folder.join("executor.log"),
+        "executing the local skills",
+    )?;
+    let load = Command::new(release("examples/core_load"))
+        .args(["--core", &url, "--token", &caller, "--skill", "echo@1", "--rate", &COST_RATE.to_string()])
+        .args(["--seconds", "10"])
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    let mut figures: serde_json::Value = serde_json::from_slice(&load.stdout)?;
+    drop((host, served));
+    figures["journal"] = json!(journal);
+    Ok(figures)
+}

@@ -1,6 +1,7 @@
-//! A second, independent verifier: a Python script of the standard library only
-//! (`tests/python/check.py`, with its own RFC 6962 and Ed25519 code) checks a checkpoint this
-//! crate signed and the proofs it made, and finds a forged one.
+//! A second, independent verifier: Python scripts of the standard library only, with their own
+//! RFC 6962 and Ed25519 code. `tests/python/check.py` checks a checkpoint this crate signed and
+//! the proofs it made, and finds a forged one; `tests/python/export.py` checks a whole export (the
+//! one `skill-core journal export` writes) and names what was changed in it.
 
 use std::process::Command;
 
