@@ -139,9 +139,10 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
     }
     let latest = store.journal_checkpoints(1).await?.into_iter().next();
     if let Some(out) = out {
-        std::fs::create_dir_all(out).with_context(|| format!("--out: cannot create {}", out.display()))?;
+        crate::journal::new_folder(out, "--out")?;
         if let Some(latest) = &latest {
-            std::fs::write(out.join("key.txt"), format!("{}\n", latest.key))?;
+            let text = format!("{}\n", latest.key);
+            std::io::Write::write_all(&mut crate::journal::new_file(&out.join("key.txt"))?, text.as_bytes())?;
         }
     }
     println!("the entries:");
@@ -151,7 +152,7 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
         let shown = match (&proof, out) {
             (Some(proof), Some(out)) => {
                 let file = out.join(format!("{}.tlog-proof", link.name));
-                std::fs::write(&file, proof.text())?;
+                std::io::Write::write_all(&mut crate::journal::new_file(&file)?, proof.text().as_bytes())?;
                 format!(" — proof: {}", file.display())
             }
             (Some(_), None) => String::new(),

@@ -51,6 +51,9 @@ impl JournalArgs {
 /// Reads a signing key, refusing one others can read.
 pub(crate) fn read_key(path: &Path) -> Result<Signer> {
     let metadata = std::fs::metadata(path).with_context(|| format!("--journal-key: cannot read {}", path.display()))?;
+    if !metadata.is_file() {
+        bail!("--journal-key: {} is not a file", path.display());
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
@@ -128,17 +131,62 @@ pub(crate) async fn run(command: JournalCommand) -> Result<std::process::ExitCod
     match command {
         JournalCommand::Keygen { name, out } => keygen(&name, &out).map(|()| std::process::ExitCode::SUCCESS),
         JournalCommand::Export { db, out } => {
-            let store = crate::engine(&db).await?.store().clone();
+            let store = audited(&db).await?;
             export(&*store, &out).await?;
             Ok(std::process::ExitCode::SUCCESS)
         }
         JournalCommand::Verify { dir, trust, key } => verify(&dir, trust.as_deref(), key.as_deref()),
         JournalCommand::Explain { db, invocation, out } => {
-            let store = crate::engine(&db).await?.store().clone();
+            let store = audited(&db).await?;
             crate::explain::explain(&*store, &invocation, out.as_deref()).await?;
             Ok(std::process::ExitCode::SUCCESS)
         }
     }
+}
+
+/// The database `db` names, opened to be read as it is: it must exist (an audit never makes an
+/// empty one), and nothing is caught up or written at open.
+async fn audited(db: &Db) -> Result<std::sync::Arc<dyn Store>> {
+    let postgres = db.db.starts_with("postgres://") || db.db.starts_with("postgresql://");
+    if !postgres {
+        let path = Path::new(db.db.strip_prefix("sqlite:").unwrap_or(&db.db));
+        let file = if path.is_dir() { path.join(skill_store::SQLITE_FILE) } else { path.to_owned() };
+        if !file.is_file() {
+            bail!(
+                "--db: no database at {} (a data folder holding {}, a .db file, or a postgres:// URL)",
+                path.display(),
+                skill_store::SQLITE_FILE
+            );
+        }
+    }
+    let options = skill_store::StoreOptions {
+        max_connections: db.db_connections,
+        journal_catch_up: false,
+        ..skill_store::StoreOptions::default()
+    };
+    skill_store::open(&db.db, &options).await.context("opening the database")
+}
+
+/// A new folder readable by its owner only (what it will hold quotes the database); refused
+/// when something is there already.
+pub(crate) fn new_folder(out: &Path, flag: &str) -> Result<()> {
+    if out.exists() && std::fs::read_dir(out).map(|mut entries| entries.next().is_some()).unwrap_or(true) {
+        bail!("{flag}: {} is not an empty folder; give a new one", out.display());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(out).with_context(|| format!("{flag}: cannot create {}", out.display()))
+}
+
+/// A new file in a folder [`new_folder`] made: created, never opened through a link planted there.
+pub(crate) fn new_file(path: &Path) -> Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).with_context(|| format!("cannot create {}", path.display()))
 }
 
 fn keygen(name: &str, out: &Path) -> Result<()> {
@@ -163,13 +211,10 @@ fn keygen(name: &str, out: &Path) -> Result<()> {
 const PAGE: u32 = 5_000;
 
 async fn export(store: &dyn Store, out: &Path) -> Result<()> {
-    if out.join(ENTRIES_FILE).exists() {
-        bail!("--out: {} holds an export already; give an empty folder", out.display());
-    }
-    std::fs::create_dir_all(out).with_context(|| format!("--out: cannot create {}", out.display()))?;
+    new_folder(out, "--out")?;
     let checkpoints = store.journal_checkpoints(u32::MAX).await?;
     let key = checkpoints.first().map(|checkpoint| checkpoint.key.clone());
-    let mut entries = std::io::BufWriter::new(std::fs::File::create(out.join(ENTRIES_FILE))?);
+    let mut entries = std::io::BufWriter::new(new_file(&out.join(ENTRIES_FILE))?);
     let mut from = 0_u64;
     loop {
         let page = store.journal_leaves(from, PAGE).await?;
@@ -180,7 +225,7 @@ async fn export(store: &dyn Store, out: &Path) -> Result<()> {
                 index: leaf.index,
                 entry: leaf.entry.clone(),
                 leaf_hash: leaf.hash,
-                data: leaf.data.clone(),
+                payload: leaf.payload.clone(),
                 salt: leaf.salt.clone(),
             }
             .line();
@@ -198,9 +243,9 @@ async fn export(store: &dyn Store, out: &Path) -> Result<()> {
         lines.push_str(&exported.line());
         lines.push('\n');
     }
-    std::fs::write(out.join(CHECKPOINTS_FILE), lines)?;
+    std::io::Write::write_all(&mut new_file(&out.join(CHECKPOINTS_FILE))?, lines.as_bytes())?;
     match key {
-        Some(key) => std::fs::write(out.join(KEY_FILE), format!("{key}\n"))?,
+        Some(key) => std::io::Write::write_all(&mut new_file(&out.join(KEY_FILE))?, format!("{key}\n").as_bytes())?,
         None => eprintln!("the journal has no signed checkpoint yet: the export has no key.txt"),
     }
     eprintln!("{} entries and {} checkpoints written to {}", from, checkpoints.len(), out.display());
@@ -209,8 +254,20 @@ async fn export(store: &dyn Store, out: &Path) -> Result<()> {
 
 /// A verifier key given as text, or as a file holding it.
 fn verifier_of(given: &str) -> Result<Verifier> {
-    let text = if Path::new(given).is_file() { std::fs::read_to_string(given)? } else { given.to_owned() };
+    let text = if Path::new(given).is_file() { bounded(Path::new(given), "--key")? } else { given.to_owned() };
+    if text.trim().starts_with("PRIVATE+KEY+") {
+        bail!("--key: this is a signing key; give its verifier key (`name+id+key`, as keygen printed it)");
+    }
     Verifier::parse(text.trim()).map_err(|error| anyhow::anyhow!("--key: {error}"))
+}
+
+/// A small text file (a key, a note): refused when it is not a regular file or is over 64 KiB.
+fn bounded(path: &Path, flag: &str) -> Result<String> {
+    let metadata = std::fs::metadata(path).with_context(|| format!("{flag}: cannot read {}", path.display()))?;
+    if !metadata.is_file() || metadata.len() > 64 * 1024 {
+        bail!("{flag}: {} is not a file of at most 64 KiB", path.display());
+    }
+    std::fs::read_to_string(path).with_context(|| format!("{flag}: cannot read {}", path.display()))
 }
 
 fn verify(dir: &Path, trust: Option<&Path>, key: Option<&str>) -> Result<std::process::ExitCode> {
@@ -244,9 +301,7 @@ fn verify(dir: &Path, trust: Option<&Path>, key: Option<&str>) -> Result<std::pr
         );
     }
     let trusted = match trust {
-        Some(path) => {
-            Some(std::fs::read_to_string(path).with_context(|| format!("--trust: cannot read {}", path.display()))?)
-        }
+        Some(path) => Some(bounded(path, "--trust")?),
         None => None,
     };
     let report = audit::audit(&key, &entries, &checkpoints, trusted.as_deref());
@@ -275,6 +330,22 @@ fn print_report(report: &Report, trusted: bool) -> std::process::ExitCode {
         if trusted { ", and the journal extends the trusted one" } else { "" },
         report.writes.len()
     );
+    if report.unsigned() > 0 {
+        println!(
+            "{} entries after the latest checkpoint are not signed yet: they hold together, but nothing outside \
+             the database vouches for them",
+            report.unsigned()
+        );
+    }
+    if !report.erased.is_empty() {
+        let shown: Vec<String> = report.erased.iter().take(20).map(u64::to_string).collect();
+        println!(
+            "{} payload(s) erased (their entries still prove them): index {}{}",
+            report.erased.len(),
+            shown.join(", "),
+            if report.erased.len() > 20 { ", …" } else { "" }
+        );
+    }
     std::process::ExitCode::SUCCESS
 }
 

@@ -85,7 +85,21 @@ impl Engine {
     async fn nodes_for(&self, run: impl Fn(&Needed)) -> Result<std::collections::HashMap<(u32, u64), Hash>> {
         let needed = Needed::default();
         run(&needed);
-        Ok(self.store.journal_nodes(&needed.into_vec()).await?)
+        let at = needed.into_vec();
+        let mut nodes = self.store.journal_nodes(&at).await?;
+        let missing: Vec<(u32, u64)> = at.iter().filter(|node| !nodes.contains_key(node)).copied().collect();
+        if !missing.is_empty() {
+            // Hashes are made from the entries below them when they are missing (a leaf
+            // appended by SQL comes without its hashes).
+            self.store.journal_fill(&missing).await.map_err(|error| {
+                inconsistent(format!("the journal's stored tree cannot be completed from its entries: {error}"))
+            })?;
+            nodes = self.store.journal_nodes(&at).await?;
+            if let Some((level, index)) = at.iter().find(|node| !nodes.contains_key(node)) {
+                return Err(inconsistent(format!("the journal's stored tree has no node ({level}, {index})")));
+            }
+        }
+        Ok(nodes)
     }
 
     /// The root of the stored tree's first `size` leaves.
@@ -99,45 +113,58 @@ impl Engine {
     }
 
     /// Signs a checkpoint of the tree as it is now, when it grew since the last one signed; `None`
-    /// when there is nothing new (or no key). Refuses (`journal_inconsistent`) a tree that does
-    /// not extend the last checkpoint signed: the stored hashes were changed since.
-    pub async fn sign_checkpoint(&self) -> Result<Option<CheckpointRow>> {
+    /// when there is nothing new (or no key). The tree must extend every checkpoint known: the last
+    /// this core signed, the newest kept in the database that its key verifies, and `outside` (the
+    /// last one sent outside the database, read back from there: what whoever holds the database
+    /// cannot rewrite). Refuses (`journal_inconsistent`) a tree that does not: its stored entries or
+    /// hashes were changed.
+    pub async fn sign_checkpoint(&self, outside: Option<(u64, Hash)>) -> Result<Option<CheckpointRow>> {
         let Some(key) = self.journal.clone() else { return Ok(None) };
         let mut last = key.last.lock().await;
         let size = self.store.journal_size().await?;
-        let previous = match *last {
-            Some(previous) => Some(previous),
-            None => self.last_kept(&key.verifier).await?,
-        };
-        if let Some((signed, _)) = previous {
-            if size == signed {
-                return Ok(None);
-            }
-            if size < signed {
-                return Err(inconsistent(format!(
-                    "the journal holds {size} entries, fewer than the {signed} of the last checkpoint signed: \
-                     it was cut; nothing more is signed until an operator looks (journal verify)"
-                )));
-            }
+        let mut known: Vec<(u64, Hash, &str)> = Vec::new();
+        if let Some((signed, root)) = *last {
+            known.push((signed, root, "the last checkpoint this core signed"));
+        }
+        if let Some((signed, root)) = self.last_kept(&key.verifier).await? {
+            known.push((signed, root, "the newest checkpoint kept in the database"));
+        }
+        if let Some((signed, root)) = outside {
+            known.push((signed, root, "the checkpoint sent outside the database"));
+        }
+        if let Some((signed, _, what)) = known.iter().find(|(signed, _, _)| *signed > size) {
+            return Err(inconsistent(format!(
+                "the journal holds {size} entries, fewer than the {signed} of {what}: it was cut; nothing more is \
+                 signed until an operator looks (journal verify --trust)"
+            )));
         }
         if size == 0 {
             return Ok(None);
         }
         let root = self.stored_root(size).await?;
-        if let Some((signed, signed_root)) = previous.filter(|(signed, _)| *signed > 0) {
-            let nodes = self
-                .nodes_for(|needed| {
-                    let _ = tree::consistency_proof(needed, signed, size);
-                })
-                .await?;
-            let proof = tree::consistency_proof(&nodes, signed, size);
-            if !tree::verify_consistency(signed, size, &signed_root, &root, &proof) {
+        for &(signed, signed_root, what) in known.iter().filter(|(signed, _, _)| *signed > 0) {
+            let holds = if signed == size {
+                signed_root == root
+            } else {
+                let nodes = self
+                    .nodes_for(|needed| {
+                        let _ = tree::consistency_proof(needed, signed, size);
+                    })
+                    .await?;
+                let proof = tree::consistency_proof(&nodes, signed, size);
+                tree::verify_consistency(signed, size, &signed_root, &root, &proof)
+            };
+            if !holds {
                 return Err(inconsistent(format!(
-                    "the journal's tree of {size} entries does not extend the checkpoint of {signed} signed before: \
-                     its stored entries or hashes were changed; nothing more is signed until an operator looks \
-                     (journal verify)"
+                    "the journal's tree of {size} entries does not extend {what} ({signed} entries): its stored \
+                     entries or hashes were changed; nothing more is signed until an operator looks (journal verify \
+                     --trust)"
                 )));
             }
+        }
+        if known.iter().any(|(signed, _, _)| *signed == size) {
+            *last = Some((size, root));
+            return Ok(None);
         }
         let checkpoint = Checkpoint { origin: key.verifier.name().to_owned(), size, root };
         let row = CheckpointRow {
@@ -150,7 +177,12 @@ impl Engine {
         match self.store.add_journal_checkpoint(&row).await {
             Ok(()) => {}
             // Another core signed this tree, or a larger one, first: it is theirs to send.
-            Err(error) if matches!(error.kind(), ErrorKind::Conflict | ErrorKind::Refused("journal_checkpoint")) => {
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    ErrorKind::Conflict | ErrorKind::Refused("journal_checkpoint" | "journal_append_only")
+                ) =>
+            {
                 *last = Some((size, root));
                 return Ok(None);
             }
@@ -189,8 +221,20 @@ impl Engine {
         self.latest_checkpoint().await?.ok_or_else(unsigned)
     }
 
+    /// The newest kept checkpoint. One that names this core's key is given only once that key
+    /// verifies it (a note changed in the database is an error, never served as signed).
     async fn latest_checkpoint(&self) -> Result<Option<CheckpointOut>> {
         let Some(row) = self.store.journal_checkpoints(1).await?.into_iter().next() else { return Ok(None) };
+        if let Some(ours) = self.journal_verifier().filter(|ours| ours.text() == row.key) {
+            let signed = ours.open(&row.note).ok().and_then(|body| Checkpoint::parse(body).ok());
+            if signed.is_none_or(|signed| signed.size != row.size || signed.root != row.root) {
+                return Err(inconsistent(format!(
+                    "the newest kept checkpoint ({} entries) does not verify with this core's key: the checkpoints \
+                     were changed in the database",
+                    row.size
+                )));
+            }
+        }
         let origin = Verifier::parse(&row.key).map(|key| key.name().to_owned()).unwrap_or_default();
         Ok(Some(view(&row, &origin)))
     }
@@ -216,10 +260,14 @@ impl Engine {
     pub async fn inclusion_proof(&self, actor: &Actor, index: u64, size: Option<u64>) -> Result<InclusionProofOut> {
         actor.require("org.read")?;
         let size = self.proof_size(size, "size").await?;
+        if size == 0 {
+            return Err(EngineError::invalid_request("a tree of 0 entries holds none: `size` is 1 or more")
+                .with("field", "size"));
+        }
         if index >= size {
             return Err(EngineError::invalid_request(format!(
                 "`index` is below the tree's size: 0 to {} for a tree of {size}",
-                size.saturating_sub(1)
+                size - 1
             ))
             .with("field", "index"));
         }
@@ -233,7 +281,8 @@ impl Engine {
                 };
             })
             .await?;
-        let entry = self.store.journal_leaves(index, 1).await?.into_iter().next().map(|leaf| leaf.entry);
+        let entry = self.store.journal_leaves(index, 1).await?.into_iter().next().filter(|leaf| leaf.index == index);
+        let entry = entry.map(|leaf| leaf.entry);
         let entry = entry.ok_or_else(|| inconsistent(format!("the journal has no entry at {index}")))?;
         Ok(InclusionProofOut {
             index,

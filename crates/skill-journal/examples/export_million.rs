@@ -92,7 +92,7 @@ fn main() -> std::io::Result<()> {
                 index,
                 entry: entry.bytes,
                 leaf_hash: Some(leaf),
-                data: Some(data),
+                payload: Some(skill_journal::entry::canonical(&data)),
                 salt: Some(salt.to_vec()),
             };
             writeln!(entries, "{}", line.line())?;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::entry::payload_digest;
+use crate::entry::text_digest;
 use crate::export::{ExportedCheckpoint, ExportedEntry};
 use crate::note::{Checkpoint, Verifier};
 use crate::tree::{Hash, Levels, leaf_hash, root};
@@ -54,6 +54,16 @@ pub struct Report {
     pub checkpoints: Vec<Checkpoint>,
     pub writes: Vec<Write>,
     pub findings: Vec<Finding>,
+    /// The entries whose payload was erased (data and salt gone; the entry proves the leaf).
+    pub erased: Vec<u64>,
+}
+
+impl Report {
+    /// How many entries come after the largest checkpoint that holds: in the record, not yet
+    /// signed.
+    pub fn unsigned(&self) -> u64 {
+        self.entries - self.checkpoints.iter().map(|checkpoint| checkpoint.size).max().unwrap_or(0)
+    }
 }
 
 fn tampered(index: Option<u64>, code: &'static str, message: String) -> Finding {
@@ -102,9 +112,9 @@ pub fn audit(
                 format!("the entry at index {at} is not a JSON object"),
             ));
         }
-        match (&exported.data, &exported.salt) {
-            (Some(data), Some(salt)) => {
-                let digest = <[u8; 16]>::try_from(salt.as_slice()).map(|salt| payload_digest(&salt, data));
+        match (&exported.payload, &exported.salt) {
+            (Some(payload), Some(salt)) => {
+                let digest = <[u8; 16]>::try_from(salt.as_slice()).map(|salt| text_digest(&salt, payload));
                 if digest.ok().as_deref() != entry["data"].as_str() {
                     report.findings.push(tampered(
                         Some(at),
@@ -113,7 +123,7 @@ pub fn audit(
                     ));
                 }
             }
-            (None, None) => {}
+            (None, None) => report.erased.push(at),
             _ => report.findings.push(tampered(
                 Some(at),
                 "payload_changed",
@@ -125,37 +135,39 @@ pub fn audit(
     }
     report.entries = leaves.len() as u64;
     let tree = Levels::new(leaves);
-    // The first index a changed entry can be at: the size of the last checkpoint that still holds.
-    let mut holds_up_to = 0_u64;
     for exported in checkpoints {
-        if let Some(checkpoint) = check_checkpoint(key, &exported.note, &tree, holds_up_to, &mut report, "checkpoint") {
-            holds_up_to = holds_up_to.max(checkpoint.size);
+        if let Some(checkpoint) = check_checkpoint(key, &exported.note, &tree, &mut report, "checkpoint") {
+            if checkpoint.size != exported.size {
+                report.findings.push(tampered(
+                    None,
+                    "checkpoint_row_mismatch",
+                    format!(
+                        "a checkpoint kept as the one of {} entries is the signed note of {}: the checkpoints were changed",
+                        exported.size, checkpoint.size
+                    ),
+                ));
+            }
             report.checkpoints.push(checkpoint);
         }
     }
     if let Some(note) = trusted {
-        check_checkpoint(key, note, &tree, holds_up_to, &mut report, "trusted checkpoint");
+        check_checkpoint(key, note, &tree, &mut report, "trusted checkpoint");
     }
     rules(&parsed, &mut report);
     report
 }
 
 /// Checks one signed checkpoint against the rebuilt tree; the checkpoint when it holds.
-fn check_checkpoint(
-    key: &Verifier,
-    note: &str,
-    tree: &Levels,
-    holds_up_to: u64,
-    report: &mut Report,
-    what: &str,
-) -> Option<Checkpoint> {
+fn check_checkpoint(key: &Verifier, note: &str, tree: &Levels, report: &mut Report, what: &str) -> Option<Checkpoint> {
     let body = match key.open(note) {
         Ok(body) => body,
         Err(error) => {
+            let text = key.text();
+            let named: Vec<&str> = text.splitn(3, '+').take(2).collect();
             report.findings.push(tampered(
                 None,
                 "checkpoint_unsigned",
-                format!("the {what} is not signed by the key {}: {error}", key.name()),
+                format!("the {what} is not signed by the key {}: {error}", named.join("+")),
             ));
             return None;
         }
@@ -193,8 +205,11 @@ fn check_checkpoint(
         return None;
     }
     if root(tree, size) != checkpoint.root {
+        // Where the change is: at an index named already, else after the largest smaller
+        // checkpoint that holds (a larger one holding too means the key signed two histories).
         let named = report.findings.iter().filter_map(|finding| finding.index).filter(|at| *at < size).min();
-        let first = named.unwrap_or(holds_up_to.min(size));
+        let below = report.checkpoints.iter().map(|held| held.size).filter(|held| *held < size).max();
+        let first = named.unwrap_or(below.unwrap_or(0));
         report.findings.push(tampered(
             Some(first),
             "root_mismatch",
@@ -483,7 +498,7 @@ mod tests {
                     index: at as u64,
                     leaf_hash: Some(entry.leaf()),
                     entry: entry.bytes,
-                    data: Some(data.clone()),
+                    payload: Some(crate::entry::canonical(data)),
                     salt: Some(salt.to_vec()),
                 }
             })

@@ -35,9 +35,14 @@ pub struct Event<'a> {
 
 /// `sha256:<hex>` of the salt and the payload's canonical JSON.
 pub fn payload_digest(salt: &[u8; SALT_LEN], data: &Value) -> String {
+    text_digest(salt, &canonical(data))
+}
+
+/// `sha256:<hex>` of the salt and a payload already in canonical JSON (as an export carries it).
+pub fn text_digest(salt: &[u8; SALT_LEN], payload: &str) -> String {
     let mut hasher = Sha256::new();
     hasher.update(salt);
-    hasher.update(canonical(data).as_bytes());
+    hasher.update(payload.as_bytes());
     let digest: Hash = hasher.finalize().into();
     format!("sha256:{}", digest.iter().map(|b| format!("{b:02x}")).collect::<String>())
 }

@@ -4,7 +4,7 @@
 //! | file | what |
 //! |---|---|
 //! | `key.txt` | the verifier key of the checkpoints (`name+id+key`), one line |
-//! | `entries.jsonl` | one line per leaf, in index order: `index`, `entry` (the exact bytes the leaf hashes, as a JSON string), `leafHash` (the hash the database stored, base64), `data` and `salt` (the payload and its salt, base64; both `null` once erased) |
+//! | `entries.jsonl` | one line per leaf, in index order: `index`, `entry` (the exact bytes the leaf hashes, as a JSON string), `leafHash` (the hash the database stored, base64), `payload` (the event's data as the canonical JSON its digest is over, as a JSON string) and `salt` (base64); both `null` once erased |
 //! | `checkpoints.jsonl` | one line per signed checkpoint, oldest first: `size`, `signedAt`, `note` (the signed note) |
 
 use base64::Engine as _;
@@ -24,7 +24,8 @@ pub struct ExportedEntry {
     pub entry: String,
     /// The leaf hash as the database stored it (none when it had none).
     pub leaf_hash: Option<Hash>,
-    pub data: Option<Value>,
+    /// The event's data as canonical JSON: the exact bytes its digest is over.
+    pub payload: Option<String>,
     pub salt: Option<Vec<u8>>,
 }
 
@@ -42,7 +43,7 @@ impl ExportedEntry {
             "index": self.index,
             "entry": self.entry,
             "leafHash": self.leaf_hash.map(|hash| BASE64.encode(hash)),
-            "data": self.data,
+            "payload": self.payload,
             "salt": self.salt.as_ref().map(|salt| BASE64.encode(salt)),
         })
         .to_string()
@@ -64,11 +65,12 @@ impl ExportedEntry {
             None => None,
             Some(hash) => Some(Hash::try_from(hash).map_err(|_| "`leafHash` is not 32 bytes")?),
         };
-        let data = match &value["data"] {
+        let payload = match &value["payload"] {
             Value::Null => None,
-            data => Some(data.clone()),
+            Value::String(text) => Some(text.clone()),
+            _ => return Err("`payload` is not a string".to_owned()),
         };
-        Ok(Self { index, entry, leaf_hash, data, salt: bytes("salt")? })
+        Ok(Self { index, entry, leaf_hash, payload, salt: bytes("salt")? })
     }
 }
 

@@ -99,7 +99,7 @@ fn write_export(folder: &std::path::Path, signer: &Signer, entries: &[(String, V
             index: index as u64,
             leaf_hash: Some(entry.leaf()),
             entry: entry.bytes,
-            data: Some(data.clone()),
+            payload: Some(skill_journal::entry::canonical(data)),
             salt: Some(salt.to_vec()),
         };
         lines.push_str(&line.line());
@@ -144,22 +144,27 @@ fn the_python_verifier_reads_an_export_and_finds_what_was_changed_in_it() {
     write_export(&folder, &signer, &entries, &[5, 13]);
     let (code, said) = check_export(&folder, &[]);
     assert_eq!(code, 0, "{said}");
-    assert!(said.contains("13 entries, 2 checkpoints and 0 proofs hold"), "{said}");
+    assert!(said.contains("13 entries, 2 checkpoints and 0 proofs hold; 0 payloads erased"), "{said}");
 
     // A payload changed, then the entry beside its stored hash: each named by its index.
     let text = std::fs::read_to_string(folder.join("entries.jsonl")).expect("read");
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    lines[4] = lines[4].replace("\"n\":4", "\"n\":40");
-    std::fs::write(folder.join("entries.jsonl"), lines.join("\n") + "\n").expect("written");
+    let original: Vec<String> = text.lines().map(str::to_owned).collect();
+    let changed = |field: &str, from: &str, to: &str| {
+        let mut lines = original.clone();
+        let mut line: Value = serde_json::from_str(&lines[4]).expect("JSON");
+        line[field] = json!(line[field].as_str().expect("a string").replace(from, to));
+        lines[4] = line.to_string();
+        std::fs::write(folder.join("entries.jsonl"), lines.join("\n") + "\n").expect("written");
+    };
+    changed("payload", "\"n\":4", "\"n\":40");
     let (code, said) = check_export(&folder, &[]);
     assert_eq!(code, 1, "{said}");
     assert!(said.contains("index 4: the payload is not the one its digest commits to"), "{said}");
-    lines[4] = text.lines().nth(4).expect("a line").replace("task:t-4", "task:t-X");
-    std::fs::write(folder.join("entries.jsonl"), lines.join("\n") + "\n").expect("written");
+    changed("entry", "task:t-4", "task:t-X");
     let (code, said) = check_export(&folder, &[]);
     assert_eq!(code, 1, "{said}");
     assert!(said.contains("index 4: the entry does not hash to its stored leaf"), "{said}");
-    assert!(said.contains("the entries do not hash to the checkpoint of 5"), "{said}");
+    assert!(said.contains("index 0: the entries do not hash to the checkpoint of 5"), "{said}");
     // The tail cut, against a checkpoint kept elsewhere.
     write_export(&folder, &signer, &entries[..11], &[5]);
     let trusted = folder.join("trusted.note");

@@ -31,11 +31,14 @@ pub struct StoreOptions {
     /// SQLite: `synchronous=FULL` (a commit survives a power cut) when true, `NORMAL` (survives a
     /// killed process, not a power cut) when false.
     pub sqlite_full_sync: bool,
+    /// Give the events written before the journal their entries and leaves at open (a reader
+    /// that audits the database, `journal export`, changes nothing and leaves it off).
+    pub journal_catch_up: bool,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { max_connections: 8, sqlite_full_sync: true }
+        Self { max_connections: 8, sqlite_full_sync: true, journal_catch_up: true }
     }
 }
 
@@ -119,7 +122,9 @@ impl SqliteStore {
             .map_err(|error| opening(&path.display().to_string(), error))?;
         let lite = Lite::open(path, options.sqlite_full_sync, BUSY_TIMEOUT)?;
         let store = Self { reader, writer, lite };
-        caught_up(crate::JournalTree::journal_catch_up(&store).await?);
+        if options.journal_catch_up {
+            caught_up(crate::JournalTree::journal_catch_up(&store).await?);
+        }
         Ok(store)
     }
 
@@ -153,7 +158,9 @@ impl PgStore {
             inserts: std::sync::Arc::default(),
             updates: std::sync::Arc::default(),
         };
-        caught_up(crate::JournalTree::journal_catch_up(&store).await?);
+        if options.journal_catch_up {
+            caught_up(crate::JournalTree::journal_catch_up(&store).await?);
+        }
         Ok(store)
     }
 

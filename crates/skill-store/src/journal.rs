@@ -70,8 +70,9 @@ pub struct LeafRow {
     pub entry: String,
     /// The leaf hash stored for it.
     pub hash: Option<Hash>,
-    /// The payload and its salt; both `None` once erased.
-    pub data: Option<serde_json::Value>,
+    /// The payload as canonical JSON (what its digest is over; the stored text as it is when it
+    /// is not JSON), and its salt; both `None` once erased.
+    pub payload: Option<String>,
     pub salt: Option<Vec<u8>>,
 }
 
@@ -116,6 +117,10 @@ pub trait JournalTree: Send + Sync {
     fn add_journal_send<'a>(&'a self, send: &'a SendRow) -> BoxFuture<'a, Result<()>>;
     /// The last `limit` sends, newest first.
     fn journal_sends(&self, limit: u32) -> BoxFuture<'_, Result<Vec<SendRow>>>;
+    /// Writes the nodes at `at` that are missing, made from the entries below them (a leaf
+    /// appended by SQL comes without its hashes); `Internal` when a leaf under one is missing or
+    /// has no entry.
+    fn journal_fill<'a>(&'a self, at: &'a [(u32, u64)]) -> BoxFuture<'a, Result<()>>;
     /// Gives every event written before the journal its entry and leaf, oldest first; answers
     /// how many.
     fn journal_catch_up(&self) -> BoxFuture<'_, Result<u64>>;
@@ -171,11 +176,14 @@ async fn sqlite_nodes(connection: &mut sqlx::SqliteConnection, leaf: Hash) -> Re
     let index = leaf_index(size)?;
     let mut lefts = Vec::new();
     for (level, at) in tree::left_siblings(index) {
-        let hash: Vec<u8> = sqlx::query_scalar("SELECT hash FROM journal_nodes WHERE level = $1 AND idx = $2")
+        let hash: Option<Vec<u8>> = sqlx::query_scalar("SELECT hash FROM journal_nodes WHERE level = $1 AND idx = $2")
             .bind(i64::from(level))
             .bind(signed(at))
-            .fetch_one(&mut *connection)
+            .fetch_optional(&mut *connection)
             .await?;
+        // A sibling missing (a leaf appended without its hashes, by SQL): the parents wait for
+        // `journal_fill`, which makes them from the entries when they are needed.
+        let Some(hash) = hash else { break };
         lefts.push(hash_of(&hash)?);
     }
     for (level, at, hash) in tree::appended(index, leaf, &lefts) {
@@ -195,9 +203,13 @@ pub(crate) fn lite_nodes(connection: &rusqlite::Connection, leaf: Hash) -> Resul
     let index = leaf_index(size)?;
     let mut lefts = Vec::new();
     for (level, at) in tree::left_siblings(index) {
-        let hash: Vec<u8> = connection
+        let hash: Option<Vec<u8>> = connection
             .prepare_cached("SELECT hash FROM journal_nodes WHERE level = ?1 AND idx = ?2")?
-            .query_row((level, signed(at)), |row| row.get(0))?;
+            .query_row((level, signed(at)), |row| row.get(0))
+            .map(Some)
+            .or_else(|error| if error == rusqlite::Error::QueryReturnedNoRows { Ok(None) } else { Err(error) })?;
+        // As above: the parents wait for `journal_fill`.
+        let Some(hash) = hash else { break };
         lefts.push(hash_of(&hash)?);
     }
     let mut insert = connection.prepare_cached("INSERT INTO journal_nodes (level, idx, hash) VALUES (?1, ?2, ?3)")?;
@@ -271,7 +283,7 @@ macro_rules! journal_tree {
             fn journal_leaves(&self, from: u64, limit: u32) -> BoxFuture<'_, Result<Vec<LeafRow>>> {
                 Box::pin(async move {
                     let rows = sqlx::query(
-                        "SELECT l.idx, l.event_seq, e.id, e.entry, e.data, e.salt, n.hash FROM journal_leaves l \
+                        "SELECT l.idx, l.event_seq, e.id, e.entry, CAST(e.data AS TEXT), e.salt, n.hash FROM journal_leaves l \
                          JOIN events e ON e.seq = l.event_seq \
                          LEFT JOIN journal_nodes n ON n.level = 0 AND n.idx = l.idx \
                          WHERE l.idx >= $1 ORDER BY l.idx LIMIT $2",
@@ -286,15 +298,28 @@ macro_rules! journal_tree {
                             if !salt_len_ok(&salt) {
                                 return Err(StoreError::new(ErrorKind::Internal, "a journal salt is not 16 bytes"));
                             }
-                            let data: sqlx::types::Json<serde_json::Value> = row.try_get(4)?;
+                            let data: String = row.try_get(4)?;
                             let hash: Option<Vec<u8>> = row.try_get(6)?;
+                            // An entry that is not UTF-8 (written by SQL) is exported as near as
+                            // it can be: its hash then tells it changed, at its index.
+                            let entry = match row.try_get::<Option<String>, _>(3) {
+                                Ok(entry) => entry.unwrap_or_default(),
+                                Err(_) => row
+                                    .try_get::<Option<Vec<u8>>, _>(3)
+                                    .ok()
+                                    .flatten()
+                                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                                    .unwrap_or_default(),
+                            };
+                            let payload = serde_json::from_str::<serde_json::Value>(&data)
+                                .map_or(data, |value| entry::canonical(&value));
                             Ok(LeafRow {
                                 index: unsigned(row.try_get(0)?),
                                 event_seq: row.try_get(1)?,
                                 event_id: row.try_get(2)?,
-                                entry: row.try_get::<Option<String>, _>(3)?.unwrap_or_default(),
+                                entry,
                                 hash: hash.as_deref().map(hash_of).transpose()?,
-                                data: salt.is_some().then_some(data.0),
+                                payload: salt.is_some().then_some(payload),
                                 salt,
                             })
                         })
@@ -348,7 +373,8 @@ macro_rules! journal_tree {
                                 root: hash_of(&root)?,
                                 note: row.try_get(2)?,
                                 key: row.try_get(3)?,
-                                signed_at: row.try_get(4)?,
+                                // Shown, not checked: a time that does not read is the epoch.
+                                signed_at: row.try_get(4).unwrap_or_default(),
                             })
                         })
                         .collect()
@@ -392,6 +418,70 @@ macro_rules! journal_tree {
                             })
                         })
                         .collect()
+                })
+            }
+
+            fn journal_fill<'a>(&'a self, at: &'a [(u32, u64)]) -> BoxFuture<'a, Result<()>> {
+                Box::pin(async move {
+                    let mut tx = self.write().await?;
+                    let mut known: HashMap<(u32, u64), Hash> = HashMap::new();
+                    let mut wanted: Vec<(u32, u64)> = at.to_vec();
+                    while let Some(&(level, index)) = wanted.last() {
+                        if known.contains_key(&(level, index)) {
+                            wanted.pop();
+                            continue;
+                        }
+                        let stored: Option<Vec<u8>> =
+                            sqlx::query_scalar("SELECT hash FROM journal_nodes WHERE level = $1 AND idx = $2")
+                                .bind(i64::from(level))
+                                .bind(signed(index))
+                                .fetch_optional(&mut *tx)
+                                .await?;
+                        let made = match stored {
+                            Some(hash) => Some((hash_of(&hash)?, false)),
+                            None if level == 0 => {
+                                let entry: Option<Option<String>> = sqlx::query_scalar(
+                                    "SELECT e.entry FROM journal_leaves l JOIN events e ON e.seq = l.event_seq \
+                                     WHERE l.idx = $1",
+                                )
+                                .bind(signed(index))
+                                .fetch_optional(&mut *tx)
+                                .await?;
+                                let Some(Some(entry)) = entry else {
+                                    return Err(StoreError::new(
+                                        ErrorKind::Internal,
+                                        format!("the journal has no entry at index {index}"),
+                                    ));
+                                };
+                                Some((tree::leaf_hash(entry.as_bytes()), true))
+                            }
+                            None => {
+                                let (left, right) = ((level - 1, 2 * index), (level - 1, 2 * index + 1));
+                                match (known.get(&left), known.get(&right)) {
+                                    (Some(l), Some(r)) => Some((tree::node_hash(l, r), true)),
+                                    (l, r) => {
+                                        wanted.extend(l.is_none().then_some(left));
+                                        wanted.extend(r.is_none().then_some(right));
+                                        None
+                                    }
+                                }
+                            }
+                        };
+                        if let Some((hash, new)) = made {
+                            if new {
+                                sqlx::query("INSERT INTO journal_nodes (level, idx, hash) VALUES ($1, $2, $3)")
+                                    .bind(i64::from(level))
+                                    .bind(signed(index))
+                                    .bind(hash.to_vec())
+                                    .execute(&mut *tx)
+                                    .await?;
+                            }
+                            known.insert((level, index), hash);
+                            wanted.pop();
+                        }
+                    }
+                    tx.commit().await?;
+                    Ok(())
                 })
             }
 

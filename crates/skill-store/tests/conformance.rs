@@ -106,4 +106,5 @@ conformance!(
     journal::many_writers_at_once_leave_one_gap_free_tree,
     journal::the_journal_is_guarded_by_the_database,
     journal::events_written_before_the_journal_get_their_leaves_when_the_store_opens,
+    journal::an_event_appended_by_sql_gets_its_hashes_when_they_are_needed,
 );

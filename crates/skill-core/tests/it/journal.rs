@@ -261,3 +261,100 @@ pub(crate) fn tamper_corpus(snapshot_dir: &Path, trusted: &Path, call: &str, scr
     });
     assert_eq!(found, 7, "every change of the corpus was found");
 }
+
+/// Whoever holds only the database rewrites an entry, every stored hash and the checkpoints
+/// (deleting them all), then restarts the core: it reads back the checkpoint it sent outside,
+/// refuses to sign the rewritten tree, and leaves that checkpoint as it was. The audit commands
+/// refuse a database that is not there and a folder that is not empty.
+#[test]
+fn a_core_never_signs_a_history_rewritten_behind_the_checkpoint_it_sent_out() {
+    let folder = std::env::temp_dir().join(format!("skill-journal-resign-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).expect("a folder");
+    let (data, key, sent) = (folder.join("data"), folder.join("journal.key"), folder.join("sent.note"));
+    let text = |path: &Path| path.display().to_string();
+    let (code, verifier, err) = core(&["journal", "keygen", "--name", "tests.example/journal", "--out", &text(&key)]);
+    assert_eq!(code, 0, "{err}");
+    let verifier = verifier.trim().to_owned();
+    for name in ["ana", "rui", "eve"] {
+        let (code, _, err) = core(&["token", "create", "--db", &text(&data), "--name", name, "--grant", "org.read"]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let serve = || {
+        crate::running::start(
+            &[
+                "serve",
+                "--db",
+                &text(&data),
+                "--listen",
+                "127.0.0.1:0",
+                "--journal-key",
+                &text(&key),
+                "--journal-send-file",
+                &text(&sent),
+            ],
+            false,
+        )
+    };
+    let mut first = serve();
+    first.address(30);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !sent.exists() {
+        assert!(std::time::Instant::now() < deadline, "no checkpoint was sent");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    first.stop(rustix::process::Signal::TERM);
+    let published = std::fs::read_to_string(&sent).expect("the checkpoint sent");
+
+    let connection = open(&data);
+    let at = index_of(&connection, "token.created", &{
+        let id: String = connection
+            .query_row("SELECT subject FROM events WHERE kind = 'token.created' ORDER BY seq LIMIT 1", [], |row| {
+                row.get(0)
+            })
+            .expect("a token's event");
+        id
+    });
+    rewrite(&connection, at, |value| value["label"] = serde_json::Value::String("rewritten".into()));
+    rehash(&connection);
+    connection.execute("DELETE FROM journal_sends", []).expect("gone");
+    connection.execute("DELETE FROM journal_checkpoints", []).expect("gone");
+    drop(connection);
+
+    let mut again = serve();
+    let said = again.until(20, |line| line.contains("journal_inconsistent"));
+    let refusal = said.last().expect("a line");
+    assert!(refusal.contains("the checkpoint sent outside the database"), "{refusal}");
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    again.stop(rustix::process::Signal::TERM);
+    assert_eq!(std::fs::read_to_string(&sent).expect("still there"), published, "the sent checkpoint is kept");
+    let signed: i64 = Connection::open(data.join("core.db"))
+        .expect("opens")
+        .query_row("SELECT count(*) FROM journal_checkpoints", [], |row| row.get(0))
+        .expect("counted");
+    assert_eq!(signed, 0, "nothing was signed over the rewritten history");
+    // The export, checked against what was sent: the rewrite is found.
+    let export_to = folder.join("export");
+    super::journal::export(&data, &export_to);
+    let (code, out, err) = core(&["journal", "verify", &text(&export_to), "--trust", &text(&sent), "--key", &verifier]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("index 0: the entries do not hash to the trusted checkpoint") && out.contains("root_mismatch"),
+        "{out}"
+    );
+
+    // An audit never makes an empty database, nor writes into a folder with something in it.
+    let (code, _, err) =
+        core(&["journal", "export", "--db", &text(&folder.join("no-such")), "--out", &text(&folder.join("x"))]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--db: no database at"), "{err}");
+    assert!(!folder.join("no-such").exists());
+    let planted = folder.join("planted");
+    std::fs::create_dir_all(&planted).expect("a folder");
+    std::os::unix::fs::symlink(folder.join("victim"), planted.join("checkpoints.jsonl")).expect("a link");
+    let (code, _, err) = core(&["journal", "export", "--db", &text(&data), "--out", &text(&planted)]);
+    assert_eq!(code, 1);
+    assert!(err.contains("is not an empty folder"), "{err}");
+    assert!(!folder.join("victim").exists());
+    let _ = std::fs::remove_dir_all(&folder);
+}

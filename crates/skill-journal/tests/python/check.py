@@ -26,7 +26,7 @@ def open_note(vkey: str, note: str) -> str:
     body += "\n"
     for line in signatures.splitlines():
         if not line.startswith("\u2014 "):
-            raise ValueError("a signature line starts with an em dash")
+            raise ValueError("a signature line does not start with an em dash")
         signer, signature = line[2:].split(" ", 1)
         signature = base64.b64decode(signature)
         if signer == name and signature[:4].hex() == key_id:

@@ -15,25 +15,6 @@ from check import open_note
 from proofs import leaf_hash, node_hash, verify_inclusion
 
 
-def canonical(value) -> str:
-    """Canonical JSON as the journal writes payloads: keys sorted, no whitespace. None for a value
-    with a float, whose text two languages need not agree on."""
-    if isinstance(value, float):
-        return None
-    if isinstance(value, dict):
-        parts = []
-        for key in sorted(value):
-            inner = canonical(value[key])
-            if inner is None:
-                return None
-            parts.append(json.dumps(key, ensure_ascii=False) + ":" + inner)
-        return "{" + ",".join(parts) + "}"
-    if isinstance(value, list):
-        inner = [canonical(item) for item in value]
-        return None if None in inner else "[" + ",".join(inner) + "]"
-    return json.dumps(value, ensure_ascii=False)
-
-
 def levels(leaves: list) -> list:
     """Every complete subtree, level by level."""
     tree = [leaves]
@@ -58,20 +39,22 @@ def root_of(tree: list, size: int) -> bytes:
     return mth(0, size)
 
 
-def check_checkpoint(vkey: str, note: str, tree: list, what: str, failures: list):
+def check_checkpoint(vkey: str, note: str, tree: list, held: list, what: str, failures: list):
+    """The checkpoint's size when it holds; a failure naming where, when not."""
     name = vkey.split("+", 1)[0]
     try:
         origin, size, top = open_note(vkey, note).splitlines()[:3]
+        size = int(size)
     except ValueError as error:
-        failures.append(f"the {what} is not signed by the key: {error}")
+        failures.append(f"the {what} is not signed by the key {vkey.split('+')[:2]}: {error}")
         return None
-    size = int(size)
     if origin != name:
         failures.append(f"the {what} is of another log: {origin}")
     elif size > len(tree[0]):
         failures.append(f"index {len(tree[0])}: the {what} signs {size} entries, the export holds {len(tree[0])}")
     elif base64.b64decode(top) != root_of(tree, size):
-        failures.append(f"the entries do not hash to the {what} of {size}")
+        first = max([n for n in held if n < size], default=0)
+        failures.append(f"index {first}: the entries do not hash to the {what} of {size} (a change from index {first} to {size - 1})")
     else:
         return size
     return None
@@ -102,47 +85,62 @@ def main() -> int:
     while rest:
         flag = rest.pop(0)
         if flag == "--trust":
-            trust = open(rest.pop(0), encoding="utf-8").read()
+            trust = open(rest.pop(0), encoding="utf-8").read(65536)
         elif flag == "--key":
             key = rest.pop(0)
         else:
             proofs.append(flag)
-    vkey = key or open(f"{folder}/key.txt", encoding="utf-8").read().strip()
-    failures, leaves, skipped = [], [], 0
+    try:
+        vkey = key or open(f"{folder}/key.txt", encoding="utf-8").read(4096).strip()
+    except OSError as error:
+        print(f"no --key and no key.txt: {error}")
+        return 1
+    failures, leaves, erased = [], [], []
     with open(f"{folder}/entries.jsonl", encoding="utf-8") as lines:
         for at, line in enumerate(lines):
-            row = json.loads(line)
-            if row["index"] != at:
-                failures.append(f"index {at}: missing (the export goes on at {row['index']})")
+            try:
+                row = json.loads(line)
+                index, entry_text = row["index"], row["entry"]
+                entry = json.loads(entry_text)
+                digest = entry["data"] if isinstance(entry, dict) else None
+            except (ValueError, KeyError, TypeError) as error:
+                failures.append(f"index {at}: the line cannot be read ({type(error).__name__}: {error})")
                 break
-            entry = row["entry"].encode("utf-8")
-            leaf = leaf_hash(entry)
+            if index != at:
+                failures.append(f"index {at}: missing (the export goes on at {index})")
+                break
+            leaf = leaf_hash(entry_text.encode("utf-8"))
             if row.get("leafHash") and base64.b64decode(row["leafHash"]) != leaf:
                 failures.append(f"index {at}: the entry does not hash to its stored leaf")
-            if row.get("data") is not None and row.get("salt") is not None:
-                text = canonical(row["data"])
-                if text is None:
-                    skipped += 1
-                else:
-                    digest = hashlib.sha256(base64.b64decode(row["salt"]) + text.encode("utf-8")).hexdigest()
-                    if json.loads(row["entry"])["data"] != "sha256:" + digest:
-                        failures.append(f"index {at}: the payload is not the one its digest commits to")
+            payload, salt = row.get("payload"), row.get("salt")
+            if payload is None and salt is None:
+                erased.append(at)
+            elif payload is None or salt is None:
+                failures.append(f"index {at}: a payload without its salt, or a salt without its payload")
+            elif "sha256:" + hashlib.sha256(base64.b64decode(salt) + payload.encode("utf-8")).hexdigest() != digest:
+                failures.append(f"index {at}: the payload is not the one its digest commits to")
             leaves.append(leaf)
     tree = levels(leaves)
-    held = 0
+    held = []
     with open(f"{folder}/checkpoints.jsonl", encoding="utf-8") as lines:
-        for line in lines:
-            if check_checkpoint(vkey, json.loads(line)["note"], tree, "checkpoint", failures) is not None:
-                held += 1
+        for number, line in enumerate(lines):
+            try:
+                note = json.loads(line)["note"]
+            except (ValueError, KeyError, TypeError) as error:
+                failures.append(f"checkpoints.jsonl line {number + 1} cannot be read: {error}")
+                continue
+            size = check_checkpoint(vkey, note, tree, held, "checkpoint", failures)
+            if size is not None:
+                held.append(size)
     if trust is not None:
-        check_checkpoint(vkey, trust, tree, "trusted checkpoint", failures)
+        check_checkpoint(vkey, trust, tree, held, "trusted checkpoint", failures)
     for path in proofs:
         check_proof(vkey, open(path, encoding="utf-8").read(), failures, path)
     for failure in failures:
         print(failure)
     if failures:
         return 1
-    print(f"{len(leaves)} entries, {held} checkpoints and {len(proofs)} proofs hold ({skipped} payloads with floats not re-serialised)")
+    print(f"{len(leaves)} entries, {len(held)} checkpoints and {len(proofs)} proofs hold; {len(erased)} payloads erased")
     return 0
 
 

@@ -161,3 +161,40 @@ CREATE TRIGGER journal_sends_no_delete BEFORE DELETE ON journal_sends
 BEGIN
     SELECT RAISE(ABORT, 'journal_append_only: the journal is append-only');
 END;
+
+-- SQLite's REPLACE deletes a row without firing its DELETE triggers: an insert that would
+-- replace a row of the journal is refused before it can.
+CREATE TRIGGER events_no_replace BEFORE INSERT ON events
+WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq OR id = NEW.id)
+BEGIN
+    SELECT RAISE(ABORT, 'events_append_only: the events journal is append-only');
+END;
+
+CREATE TRIGGER journal_head_no_insert BEFORE INSERT ON journal_head
+BEGIN
+    SELECT RAISE(ABORT, 'journal_append_only: the journal only grows, a leaf at a time');
+END;
+
+CREATE TRIGGER journal_leaves_no_replace BEFORE INSERT ON journal_leaves
+WHEN EXISTS (SELECT 1 FROM journal_leaves WHERE idx = NEW.idx OR event_seq = NEW.event_seq)
+BEGIN
+    SELECT RAISE(ABORT, 'journal_append_only: the journal is append-only');
+END;
+
+CREATE TRIGGER journal_nodes_no_replace BEFORE INSERT ON journal_nodes
+WHEN EXISTS (SELECT 1 FROM journal_nodes WHERE level = NEW.level AND idx = NEW.idx)
+BEGIN
+    SELECT RAISE(ABORT, 'journal_append_only: the journal is append-only');
+END;
+
+CREATE TRIGGER journal_checkpoints_no_replace BEFORE INSERT ON journal_checkpoints
+WHEN EXISTS (SELECT 1 FROM journal_checkpoints WHERE size = NEW.size)
+BEGIN
+    SELECT RAISE(ABORT, 'journal_append_only: the journal is append-only');
+END;
+
+CREATE TRIGGER journal_sends_no_replace BEFORE INSERT ON journal_sends
+WHEN EXISTS (SELECT 1 FROM journal_sends WHERE id = NEW.id)
+BEGIN
+    SELECT RAISE(ABORT, 'journal_append_only: the journal is append-only');
+END;

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use skill_journal::entry::payload_digest;
-use skill_journal::tree::{self, Hash, Levels, Nodes as _};
+use skill_journal::entry::{canonical, text_digest};
+use skill_journal::tree::{self, Hash, Levels, Nodes as _, leaf_hash};
 use skill_store::records::Event;
 use skill_store::{CheckpointRow, Store, StoreOptions};
 
@@ -32,16 +32,17 @@ pub(crate) async fn assert_whole(store: &Arc<dyn Store>) {
         assert_eq!(entry["id"], json!(event.id), "{}", leaf.entry);
         assert_eq!(entry["kind"], json!(event.kind));
         assert_eq!(entry["subject"], json!(event.subject));
-        match (&leaf.data, &leaf.salt) {
-            (Some(data), Some(salt)) => {
+        match (&leaf.payload, &leaf.salt) {
+            (Some(payload), Some(salt)) => {
                 let salt: [u8; 16] = salt.as_slice().try_into().expect("16 bytes");
-                assert_eq!(entry["data"], json!(payload_digest(&salt, data)), "the entry commits to its payload");
+                assert_eq!(entry["data"], json!(text_digest(&salt, payload)), "the entry commits to its payload");
+                assert_eq!(payload, &canonical(&event.data), "the payload is the event's data");
             }
             // Erased: the entry alone still proves the leaf.
             (None, None) => assert!(entry["data"].as_str().is_some_and(|digest| digest.starts_with("sha256:"))),
             kept => panic!("a payload without its salt, or the reverse: {kept:?}"),
         }
-        hashes.push(tree::leaf_hash(leaf.entry.as_bytes()));
+        hashes.push(leaf_hash(leaf.entry.as_bytes()));
     }
     let levels = Levels::new(hashes);
     let mut all = Vec::new();
@@ -131,13 +132,25 @@ pub(crate) async fn the_journal_is_guarded_by_the_database(db: Db) {
     };
     refused(beyond).await;
     refused(out_of_turn).await;
+    // SQLite's REPLACE deletes the row it replaces without its DELETE triggers: refused first.
+    if let Raw::Sqlite(_) = db.raw {
+        refused("INSERT OR REPLACE INTO journal_nodes (level, idx, hash) VALUES (0, 0, zeroblob(32))").await;
+        refused("INSERT OR REPLACE INTO journal_head (id, size) VALUES (1, 3)").await;
+        refused("INSERT OR REPLACE INTO journal_leaves (idx, event_seq) SELECT 0, event_seq FROM journal_leaves WHERE idx = 1")
+            .await;
+        refused(
+            "INSERT OR REPLACE INTO events SELECT seq, id, kind, subject, '{\"name\":\"mallory\"}', actor_id, \
+             request_id, created_at, entry, salt FROM events WHERE seq = (SELECT min(seq) FROM events)",
+        )
+        .await;
+    }
     assert_whole(&db.store).await;
 
     // A payload erased: its data and salt gone, its entry (and so every proof) kept.
     let erase = "UPDATE events SET data = '{}', salt = NULL WHERE seq = (SELECT min(seq) FROM events)";
     assert_eq!(db.raw.execute(erase).await.expect("erased"), 1);
     let leaves = db.store.journal_leaves(0, 10).await.expect("leaves");
-    assert_eq!((leaves[0].data.as_ref(), leaves[0].salt.as_ref()), (None, None));
+    assert_eq!((leaves[0].payload.as_ref(), leaves[0].salt.as_ref()), (None, None));
     refused("UPDATE events SET data = '{\"note\":\"back\"}' WHERE seq = (SELECT min(seq) FROM events)").await;
 
     // Checkpoints only move forward, and never past the tree.
@@ -158,6 +171,13 @@ pub(crate) async fn the_journal_is_guarded_by_the_database(db: Db) {
     assert_eq!(kept.iter().map(|c| c.size).collect::<Vec<_>>(), vec![5, 3]);
     refused("DELETE FROM journal_checkpoints").await;
     refused("UPDATE journal_checkpoints SET note = 'other'").await;
+    if let Raw::Sqlite(_) = db.raw {
+        refused(
+            "INSERT OR REPLACE INTO journal_checkpoints (size, root, note, key, signed_at) \
+                 SELECT size, root, 'forged', key, signed_at FROM journal_checkpoints WHERE size = 5",
+        )
+        .await;
+    }
 }
 
 pub(crate) async fn events_written_before_the_journal_get_their_leaves_when_the_store_opens(db: Db) {
@@ -202,4 +222,30 @@ pub(crate) async fn events_written_before_the_journal_get_their_leaves_when_the_
     // And only once.
     let third: Arc<dyn Store> = skill_store::open(&db.target, &StoreOptions::default()).await.expect("reopens");
     assert_eq!(third.journal_size().await.expect("size"), 4);
+}
+
+pub(crate) async fn an_event_appended_by_sql_gets_its_hashes_when_they_are_needed(db: Db) {
+    db.store.create_principal(&principal("first"), &event("principal.created", "principal:a")).await.expect("created");
+    // An event as whoever holds the database appends one, the guards in place: a well-formed
+    // entry and salt (here the first event's, with another id), its hashes not written.
+    db.raw
+        .execute(
+            "INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at, entry, salt) \
+             SELECT 'by-sql', kind, subject, data, actor_id, request_id, created_at, replace(entry, id, 'by-sql'), salt \
+             FROM events WHERE seq = (SELECT min(seq) FROM events)",
+        )
+        .await
+        .expect("appended");
+    // The store's next write does not fail on the missing sibling.
+    db.store.create_principal(&principal("second"), &event("principal.created", "principal:b")).await.expect("created");
+    let size = db.store.journal_size().await.expect("size");
+    assert_eq!(size, 3);
+    let all: Vec<(u32, u64)> = (0..2_u32).flat_map(|level| (0..(size >> level)).map(move |at| (level, at))).collect();
+    db.store.journal_fill(&all).await.expect("filled from the entries");
+    assert_whole(&db.store).await;
+    assert_eq!(stored_root(&db.store, 3).await, {
+        let leaves = db.store.journal_leaves(0, 10).await.expect("leaves");
+        let hashes: Vec<Hash> = leaves.iter().map(|leaf| leaf_hash(leaf.entry.as_bytes())).collect();
+        tree::root(&hashes[..], 3)
+    });
 }
