@@ -286,12 +286,19 @@ fn verify(dir: &Path, trust: Option<&Path>, key: Option<&str>) -> Result<std::pr
         let path = dir.join(name);
         std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))
     };
-    let mut entries = Vec::new();
-    for (number, line) in read(ENTRIES_FILE)?.lines().enumerate() {
-        entries.push(
-            ExportedEntry::parse(line)
-                .map_err(|error| anyhow::anyhow!("{ENTRIES_FILE} line {}: {error}", number + 1))?,
-        );
+    // The entries are read a line at a time: an export of millions is never held whole.
+    let path = dir.join(ENTRIES_FILE);
+    let file = std::fs::File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut audit = audit::Audit::new();
+    for (number, line) in std::io::BufRead::lines(std::io::BufReader::with_capacity(1 << 20, file)).enumerate() {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        let taken = match ExportedEntry::parse(&line) {
+            Ok(exported) => audit.entry(&exported),
+            Err(error) => audit.unreadable(number as u64, &format!("{ENTRIES_FILE} line {}: {error}", number + 1)),
+        };
+        if !taken {
+            break;
+        }
     }
     let mut checkpoints = Vec::new();
     for (number, line) in read(CHECKPOINTS_FILE)?.lines().enumerate() {
@@ -304,7 +311,7 @@ fn verify(dir: &Path, trust: Option<&Path>, key: Option<&str>) -> Result<std::pr
         Some(path) => Some(bounded(path, "--trust")?),
         None => None,
     };
-    let report = audit::audit(&key, &entries, &checkpoints, trusted.as_deref());
+    let report = audit.finish(&key, &checkpoints, trusted.as_deref());
     Ok(print_report(&report, trusted.is_some()))
 }
 

@@ -3,9 +3,11 @@
 //! entries — every external write has a basis that was valid when it was made, and which entry
 //! made it. Each finding names the offending index where one can be named.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::entry::text_digest;
 use crate::export::{ExportedCheckpoint, ExportedEntry};
@@ -74,27 +76,49 @@ fn broken(index: u64, code: &'static str, message: String) -> Finding {
     Finding { class: Class::Rule, index: Some(index), code, message }
 }
 
-/// Checks an export: its entries against their stored hashes and payloads, the tree against every
-/// checkpoint signed by `key` and against `trusted` (a signed note pinned from elsewhere), then
-/// the rules.
-pub fn audit(
-    key: &Verifier,
-    entries: &[ExportedEntry],
-    checkpoints: &[ExportedCheckpoint],
-    trusted: Option<&str>,
-) -> Report {
-    let mut report = Report::default();
-    let mut leaves: Vec<Hash> = Vec::new();
-    let mut parsed: Vec<Value> = Vec::new();
-    for (at, exported) in entries.iter().enumerate() {
-        let at = at as u64;
+/// The fields of an entry the audit reads; the rest is hashed, not parsed.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    subject: Cow<'a, str>,
+    #[serde(borrow, default)]
+    data: Cow<'a, str>,
+    #[serde(borrow)]
+    clear: Option<&'a RawValue>,
+}
+
+/// An export's entries taken one at a time, in index order, then its checkpoints: what
+/// `journal verify` runs over a file it reads line by line.
+#[derive(Debug, Default)]
+pub struct Audit {
+    leaves: Vec<Hash>,
+    report: Report,
+    rules: Rules,
+    stopped: bool,
+}
+
+impl Audit {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the next entry; `false` once one is missing (nothing after a gap can be placed).
+    pub fn entry(&mut self, exported: &ExportedEntry) -> bool {
+        if self.stopped {
+            return false;
+        }
+        let at = self.leaves.len() as u64;
+        let report = &mut self.report;
         if exported.index != at {
             report.findings.push(tampered(
                 Some(at),
                 "entry_missing",
                 format!("the entry at index {at} is missing (the export goes on at {})", exported.index),
             ));
-            break;
+            self.stopped = true;
+            return false;
         }
         let leaf = leaf_hash(exported.entry.as_bytes());
         if exported.leaf_hash.is_some_and(|stored| stored != leaf) {
@@ -104,18 +128,18 @@ pub fn audit(
                 format!("the entry at index {at} does not hash to the leaf stored when it was written"),
             ));
         }
-        let entry: Value = serde_json::from_str(&exported.entry).unwrap_or(Value::Null);
-        if !entry.is_object() {
+        let head = serde_json::from_str::<Head<'_>>(&exported.entry).ok();
+        if head.is_none() {
             report.findings.push(tampered(
                 Some(at),
                 "entry_unreadable",
-                format!("the entry at index {at} is not a JSON object"),
+                format!("the entry at index {at} is not a JSON object with its kind"),
             ));
         }
         match (&exported.payload, &exported.salt) {
             (Some(payload), Some(salt)) => {
                 let digest = <[u8; 16]>::try_from(salt.as_slice()).map(|salt| text_digest(&salt, payload));
-                if digest.ok().as_deref() != entry["data"].as_str() {
+                if digest.ok().as_deref() != head.as_ref().map(|head| head.data.as_ref()) {
                     report.findings.push(tampered(
                         Some(at),
                         "payload_changed",
@@ -130,31 +154,68 @@ pub fn audit(
                 format!("the entry at index {at} has a payload without its salt, or a salt without its payload"),
             )),
         }
-        leaves.push(leaf);
-        parsed.push(entry);
+        if let Some(head) = head {
+            self.rules.entry(at, &head, report);
+        }
+        self.leaves.push(leaf);
+        true
     }
-    report.entries = leaves.len() as u64;
-    let tree = Levels::new(leaves);
-    for exported in checkpoints {
-        if let Some(checkpoint) = check_checkpoint(key, &exported.note, &tree, &mut report, "checkpoint") {
-            if checkpoint.size != exported.size {
-                report.findings.push(tampered(
-                    None,
-                    "checkpoint_row_mismatch",
-                    format!(
-                        "a checkpoint kept as the one of {} entries is the signed note of {}: the checkpoints were changed",
-                        exported.size, checkpoint.size
-                    ),
-                ));
+
+    /// A line that is not an entry where the entry at `at` was due: nothing after it can be
+    /// placed. Always `false`.
+    pub fn unreadable(&mut self, at: u64, problem: &str) -> bool {
+        self.report.findings.push(tampered(
+            Some(at),
+            "entry_unreadable",
+            format!("the entry at index {at} cannot be read ({problem})"),
+        ));
+        self.stopped = true;
+        false
+    }
+
+    /// Checks the tree against every checkpoint signed by `key` and against `trusted` (a signed
+    /// note pinned from elsewhere).
+    pub fn finish(self, key: &Verifier, checkpoints: &[ExportedCheckpoint], trusted: Option<&str>) -> Report {
+        let mut report = self.report;
+        report.entries = self.leaves.len() as u64;
+        let tree = Levels::new(self.leaves);
+        for exported in checkpoints {
+            if let Some(checkpoint) = check_checkpoint(key, &exported.note, &tree, &mut report, "checkpoint") {
+                if checkpoint.size != exported.size {
+                    report.findings.push(tampered(
+                        None,
+                        "checkpoint_row_mismatch",
+                        format!(
+                            "a checkpoint kept as the one of {} entries is the signed note of {}: the checkpoints were changed",
+                            exported.size, checkpoint.size
+                        ),
+                    ));
+                }
+                report.checkpoints.push(checkpoint);
             }
-            report.checkpoints.push(checkpoint);
+        }
+        if let Some(note) = trusted {
+            check_checkpoint(key, note, &tree, &mut report, "trusted checkpoint");
+        }
+        report
+    }
+}
+
+/// Checks an export held in memory: its entries against their stored hashes and payloads, the
+/// tree against every checkpoint signed by `key` and against `trusted`, and the rules.
+pub fn audit(
+    key: &Verifier,
+    entries: &[ExportedEntry],
+    checkpoints: &[ExportedCheckpoint],
+    trusted: Option<&str>,
+) -> Report {
+    let mut audit = Audit::new();
+    for exported in entries {
+        if !audit.entry(exported) {
+            break;
         }
     }
-    if let Some(note) = trusted {
-        check_checkpoint(key, note, &tree, &mut report, "trusted checkpoint");
-    }
-    rules(&parsed, &mut report);
-    report
+    audit.finish(key, checkpoints, trusted)
 }
 
 /// Checks one signed checkpoint against the rebuilt tree; the checkpoint when it holds.
@@ -224,242 +285,288 @@ fn check_checkpoint(key: &Verifier, note: &str, tree: &Levels, report: &mut Repo
     Some(checkpoint)
 }
 
-/// What the rules need of an entry.
-fn text<'a>(entry: &'a Value, path: &[&str]) -> Option<&'a str> {
-    let mut value = entry;
-    for key in path {
-        value = value.get(key)?;
-    }
-    value.as_str()
+/// What an approval's request says.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Asked {
+    requested_by: Option<String>,
+    call_skill_id: Option<String>,
 }
 
-fn subject_id<'a>(entry: &'a Value, prefix: &str) -> Option<&'a str> {
-    text(entry, &["subject"])?.strip_prefix(prefix)?.strip_prefix(':')
+/// What a decision says.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Decided {
+    outcome: Option<String>,
+    decided_by: Option<String>,
+    actions: u64,
 }
 
-/// Every external write has a basis that was valid when it was made.
-fn rules(entries: &[Value], report: &mut Report) {
-    // Where each basis was made, by id.
-    let mut requested: HashMap<&str, (u64, &Value)> = HashMap::new();
-    let mut decided: HashMap<&str, (u64, &Value)> = HashMap::new();
-    let mut runs: HashMap<&str, (u64, &Value)> = HashMap::new();
-    let mut steps: HashMap<(&str, &str), u64> = HashMap::new();
-    // The calls each basis already made (first tries only: a retry of the same action is not a
-    // second spend).
-    let mut spent: HashMap<String, Vec<u64>> = HashMap::new();
-    for (at, entry) in entries.iter().enumerate() {
-        let at = at as u64;
-        let kind = text(entry, &["kind"]).unwrap_or_default();
-        let clear = &entry["clear"];
-        match kind {
+/// What a run's start says.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Started {
+    task_id: Option<String>,
+    execution: Option<bool>,
+}
+
+/// What a step's start says.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Step {
+    activity_id: Option<String>,
+}
+
+/// What a call's request says.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Requested {
+    side_effects: Option<String>,
+    skill_id: Option<String>,
+    authorization_basis: Option<BasisView>,
+}
+
+/// A call's basis, every kind's fields.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct BasisView {
+    kind: Option<String>,
+    approval_id: Option<String>,
+    decided_by: Option<String>,
+    retry: Option<serde_json::Value>,
+    task_id: Option<String>,
+    run_id: Option<String>,
+    instance_id: Option<String>,
+    activity_id: Option<String>,
+}
+
+/// Where each basis was made, and what it already paid for.
+#[derive(Debug, Default)]
+struct Rules {
+    /// Approval id → (index, who asked, the version asked for).
+    requested: HashMap<String, (u64, Option<String>, Option<String>)>,
+    /// Approval id → (index, outcome, who decided, actions).
+    decided: HashMap<String, (u64, Option<String>, Option<String>, u64)>,
+    /// Run id → (index, task, an execution's run).
+    runs: HashMap<String, (u64, Option<String>, bool)>,
+    /// (instance, activity) → index.
+    steps: HashMap<(String, String), u64>,
+    /// The calls each basis made (first tries only: a retry of the same action is not a second
+    /// spend).
+    spent: HashMap<String, Vec<u64>>,
+}
+
+fn subject_id<'a>(subject: &'a str, prefix: &str) -> Option<&'a str> {
+    subject.strip_prefix(prefix)?.strip_prefix(':')
+}
+
+fn clear<T: for<'de> Deserialize<'de> + Default>(head: &Head<'_>) -> T {
+    head.clear.and_then(|clear| serde_json::from_str(clear.get()).ok()).unwrap_or_default()
+}
+
+impl Rules {
+    /// Every external write has a basis that was valid when it was made.
+    fn entry(&mut self, at: u64, head: &Head<'_>, report: &mut Report) {
+        let subject = head.subject.as_ref();
+        match head.kind.as_ref() {
             "approval.requested" => {
-                if let Some(id) = subject_id(entry, "approval") {
-                    requested.insert(id, (at, clear));
+                if let Some(id) = subject_id(subject, "approval") {
+                    let asked: Asked = clear(head);
+                    self.requested.insert(id.to_owned(), (at, asked.requested_by, asked.call_skill_id));
                 }
             }
             "approval.decided" => {
-                if let Some(id) = subject_id(entry, "approval") {
-                    decided.insert(id, (at, clear));
+                if let Some(id) = subject_id(subject, "approval") {
+                    let decided: Decided = clear(head);
+                    self.decided.insert(id.to_owned(), (at, decided.outcome, decided.decided_by, decided.actions));
                 }
             }
             "run.started" => {
-                if let Some(id) = subject_id(entry, "run") {
-                    runs.insert(id, (at, clear));
+                if let Some(id) = subject_id(subject, "run") {
+                    let started: Started = clear(head);
+                    self.runs.insert(id.to_owned(), (at, started.task_id, started.execution == Some(true)));
                 }
             }
             "process.step_started" => {
-                if let (Some(instance), Some(activity)) =
-                    (subject_id(entry, "process_instance"), text(clear, &["activityId"]))
-                {
-                    steps.insert((instance, activity), at);
+                let step: Step = clear(head);
+                if let (Some(instance), Some(activity)) = (subject_id(subject, "process_instance"), step.activity_id) {
+                    self.steps.insert((instance.to_owned(), activity), at);
                 }
             }
-            "skill.invocation_requested" if text(clear, &["sideEffects"]) == Some("external_write") => {
-                let call = subject_id(entry, "skill_invocation").unwrap_or_default().to_owned();
-                let write = check_write(at, call, clear, &requested, &decided, &runs, &steps, &mut spent, report);
-                report.writes.push(write);
+            "skill.invocation_requested" => {
+                let requested: Requested = clear(head);
+                if requested.side_effects.as_deref() == Some("external_write") {
+                    let call = subject_id(subject, "skill_invocation").unwrap_or_default().to_owned();
+                    let write = self.write(at, call, requested, report);
+                    report.writes.push(write);
+                }
             }
             _ => {}
         }
     }
-}
 
-#[allow(clippy::too_many_arguments)]
-fn check_write(
-    at: u64,
-    call: String,
-    clear: &Value,
-    requested: &HashMap<&str, (u64, &Value)>,
-    decided: &HashMap<&str, (u64, &Value)>,
-    runs: &HashMap<&str, (u64, &Value)>,
-    steps: &HashMap<(&str, &str), u64>,
-    spent: &mut HashMap<String, Vec<u64>>,
-    report: &mut Report,
-) -> Write {
-    let basis = &clear["authorizationBasis"];
-    let kind = text(basis, &["kind"]).unwrap_or_default().to_owned();
-    let mut write = Write { index: at, invocation_id: call, basis: kind.clone(), basis_index: None, decided_by: None };
-    let first_try = basis.get("retry").is_none_or(Value::is_null);
-    match kind.as_str() {
-        "approval" => {
-            let id = text(basis, &["approvalId"]).unwrap_or_default();
-            let Some(&(decision_at, decision)) = decided.get(id) else {
-                report.findings.push(broken(
-                    at,
-                    "basis_not_decided",
-                    format!(
-                        "the external write at index {at} stands on the approval {id}, which no earlier entry decides"
-                    ),
-                ));
-                return write;
-            };
-            write.basis_index = Some(decision_at);
-            write.decided_by = text(decision, &["decidedBy"]).map(str::to_owned);
-            let request = requested.get(id);
-            if text(decision, &["outcome"]) != Some("approved") {
-                report.findings.push(broken(
-                    at,
-                    "basis_rejected",
-                    format!("the external write at index {at} stands on the approval {id}, which the entry at index {decision_at} did not approve"),
-                ));
-            }
-            if text(basis, &["decidedBy"]) != write.decided_by.as_deref() {
-                report.findings.push(broken(
-                    at,
-                    "basis_decider_mismatch",
-                    format!(
-                        "the external write at index {at} names {:?} as its approver, but the decision at index {decision_at} was by {:?}",
-                        text(basis, &["decidedBy"]).unwrap_or_default(),
-                        write.decided_by.as_deref().unwrap_or_default()
-                    ),
-                ));
-            }
-            if let Some(&(request_at, request)) = request {
-                if text(request, &["requestedBy"]).is_some()
-                    && text(request, &["requestedBy"]) == write.decided_by.as_deref()
-                {
+    fn write(&mut self, at: u64, call: String, requested: Requested, report: &mut Report) -> Write {
+        let basis = requested.authorization_basis.unwrap_or_default();
+        let kind = basis.kind.clone().unwrap_or_default();
+        let mut write =
+            Write { index: at, invocation_id: call, basis: kind.clone(), basis_index: None, decided_by: None };
+        let first_try = basis.retry.as_ref().is_none_or(serde_json::Value::is_null);
+        match kind.as_str() {
+            "approval" => {
+                let id = basis.approval_id.as_deref().unwrap_or_default();
+                let Some((decision_at, outcome, decider, actions)) = self.decided.get(id) else {
                     report.findings.push(broken(
                         at,
-                        "self_approved",
-                        format!("the approval {id} (asked at index {request_at}) was decided at index {decision_at} by the one who asked for it"),
+                        "basis_not_decided",
+                        format!("the external write at index {at} stands on the approval {id}, which no earlier entry decides"),
+                    ));
+                    return write;
+                };
+                let decision_at = *decision_at;
+                write.basis_index = Some(decision_at);
+                write.decided_by.clone_from(decider);
+                if outcome.as_deref() != Some("approved") {
+                    report.findings.push(broken(
+                        at,
+                        "basis_rejected",
+                        format!("the external write at index {at} stands on the approval {id}, which the entry at index {decision_at} did not approve"),
                     ));
                 }
-                if let Some(skill) = text(request, &["callSkillId"])
-                    && text(clear, &["skillId"]) != Some(skill)
-                {
+                if basis.decided_by != write.decided_by {
                     report.findings.push(broken(
                         at,
-                        "basis_other_call",
-                        format!("the approval {id} was asked (index {request_at}) for a call of another version than the write at index {at}"),
-                    ));
-                }
-            } else {
-                report.findings.push(broken(
-                    at,
-                    "basis_not_requested",
-                    format!("the approval {id} of the write at index {at} was never asked for in the journal"),
-                ));
-            }
-            if first_try {
-                let allowed = decision["actions"].as_u64().unwrap_or(0).max(1);
-                let calls = spent.entry(format!("approval:{id}")).or_default();
-                if calls.len() as u64 >= allowed {
-                    report.findings.push(broken(
-                        at,
-                        "basis_spent_twice",
+                        "basis_decider_mismatch",
                         format!(
-                            "the approval {id} (decided at index {decision_at}) allowed {allowed} call(s), already made at index {}; the write at index {at} is one more",
-                            join(calls)
+                            "the external write at index {at} names {:?} as its approver, but the decision at index {decision_at} was by {:?}",
+                            basis.decided_by.as_deref().unwrap_or_default(),
+                            write.decided_by.as_deref().unwrap_or_default()
                         ),
                     ));
                 }
-                calls.push(at);
-            }
-        }
-        "execution" => {
-            let run = text(basis, &["runId"]).unwrap_or_default();
-            let task = text(basis, &["taskId"]).unwrap_or_default();
-            match runs.get(run) {
-                Some(&(run_at, started))
-                    if started["execution"] == Value::Bool(true) && text(started, &["taskId"]) == Some(task) =>
-                {
-                    write.basis_index = Some(run_at);
-                }
-                _ => report.findings.push(broken(
-                    at,
-                    "basis_unknown",
-                    format!("the external write at index {at} stands on the execution run {run}, which no earlier entry started for task {task}"),
-                )),
-            }
-            if first_try {
-                let calls = spent.entry(format!("execution:{task}")).or_default();
-                if !calls.is_empty() {
-                    report.findings.push(broken(
-                        at,
-                        "basis_spent_twice",
-                        format!("the task {task}'s execution already wrote at index {}; the write at index {at} is a second", join(calls)),
-                    ));
-                }
-                calls.push(at);
-            }
-        }
-        "process" => {
-            let instance = text(basis, &["instanceId"]).unwrap_or_default();
-            let activity = text(basis, &["activityId"]).unwrap_or_default();
-            match steps.get(&(instance, activity)) {
-                Some(&step_at) => write.basis_index = Some(step_at),
-                None => report.findings.push(broken(
-                    at,
-                    "basis_unknown",
-                    format!("the external write at index {at} stands on the step {activity} of the process instance {instance}, which no earlier entry began"),
-                )),
-            }
-            write.decided_by = text(basis, &["decidedBy"]).map(str::to_owned);
-            // The gate it waited for: decided, approved, by the person it names.
-            if let Some(id) = text(basis, &["approvalId"]).filter(|id| !id.is_empty()) {
-                match decided.get(id) {
-                    Some(&(decision_at, decision)) => {
-                        if text(decision, &["outcome"]) != Some("approved")
-                            || text(decision, &["decidedBy"]) != write.decided_by.as_deref()
+                match self.requested.get(id) {
+                    Some((request_at, asker, skill)) => {
+                        if asker.is_some() && *asker == write.decided_by {
+                            report.findings.push(broken(
+                                at,
+                                "self_approved",
+                                format!("the approval {id} (asked at index {request_at}) was decided at index {decision_at} by the one who asked for it"),
+                            ));
+                        }
+                        if let Some(skill) = skill
+                            && requested.skill_id.as_ref() != Some(skill)
                         {
                             report.findings.push(broken(
                                 at,
-                                "basis_decider_mismatch",
-                                format!("the external write at index {at} stands on the approval {id}, which the entry at index {decision_at} did not approve as it says"),
+                                "basis_other_call",
+                                format!("the approval {id} was asked (index {request_at}) for a call of another version than the write at index {at}"),
                             ));
                         }
                     }
                     None => report.findings.push(broken(
                         at,
-                        "basis_not_decided",
-                        format!("the external write at index {at} stands on the approval {id}, which no earlier entry decides"),
+                        "basis_not_requested",
+                        format!("the approval {id} of the write at index {at} was never asked for in the journal"),
                     )),
                 }
-            }
-            if first_try {
-                let calls = spent.entry(format!("process:{activity}")).or_default();
-                if !calls.is_empty() {
-                    report.findings.push(broken(
-                        at,
-                        "basis_spent_twice",
-                        format!("the process step {activity} already wrote at index {}; the write at index {at} is a second", join(calls)),
-                    ));
+                if first_try {
+                    let allowed = (*actions).max(1);
+                    let calls = self.spent.entry(format!("approval:{id}")).or_default();
+                    if calls.len() as u64 >= allowed {
+                        report.findings.push(broken(
+                            at,
+                            "basis_spent_twice",
+                            format!(
+                                "the approval {id} (decided at index {decision_at}) allowed {allowed} call(s), already made at index {}; the write at index {at} is one more",
+                                join(calls)
+                            ),
+                        ));
+                    }
+                    calls.push(at);
                 }
-                calls.push(at);
             }
+            "execution" => {
+                let run = basis.run_id.as_deref().unwrap_or_default();
+                let task = basis.task_id.as_deref().unwrap_or_default();
+                match self.runs.get(run) {
+                    Some((run_at, started_task, true)) if started_task.as_deref() == Some(task) => {
+                        write.basis_index = Some(*run_at);
+                    }
+                    _ => report.findings.push(broken(
+                        at,
+                        "basis_unknown",
+                        format!("the external write at index {at} stands on the execution run {run}, which no earlier entry started for task {task}"),
+                    )),
+                }
+                if first_try {
+                    let calls = self.spent.entry(format!("execution:{task}")).or_default();
+                    if !calls.is_empty() {
+                        report.findings.push(broken(
+                            at,
+                            "basis_spent_twice",
+                            format!("the task {task}'s execution already wrote at index {}; the write at index {at} is a second", join(calls)),
+                        ));
+                    }
+                    calls.push(at);
+                }
+            }
+            "process" => {
+                let instance = basis.instance_id.clone().unwrap_or_default();
+                let activity = basis.activity_id.clone().unwrap_or_default();
+                match self.steps.get(&(instance.clone(), activity.clone())) {
+                    Some(&step_at) => write.basis_index = Some(step_at),
+                    None => report.findings.push(broken(
+                        at,
+                        "basis_unknown",
+                        format!("the external write at index {at} stands on the step {activity} of the process instance {instance}, which no earlier entry began"),
+                    )),
+                }
+                write.decided_by.clone_from(&basis.decided_by);
+                // The gate it waited for: decided, approved, by the person it names.
+                if let Some(id) = basis.approval_id.as_deref().filter(|id| !id.is_empty()) {
+                    match self.decided.get(id) {
+                        Some((decision_at, outcome, decider, _)) => {
+                            if outcome.as_deref() != Some("approved") || *decider != write.decided_by {
+                                report.findings.push(broken(
+                                    at,
+                                    "basis_decider_mismatch",
+                                    format!("the external write at index {at} stands on the approval {id}, which the entry at index {decision_at} did not approve as it says"),
+                                ));
+                            }
+                        }
+                        None => report.findings.push(broken(
+                            at,
+                            "basis_not_decided",
+                            format!("the external write at index {at} stands on the approval {id}, which no earlier entry decides"),
+                        )),
+                    }
+                }
+                if first_try {
+                    let calls = self.spent.entry(format!("process:{activity}")).or_default();
+                    if !calls.is_empty() {
+                        report.findings.push(broken(
+                            at,
+                            "basis_spent_twice",
+                            format!("the process step {activity} already wrote at index {}; the write at index {at} is a second", join(calls)),
+                        ));
+                    }
+                    calls.push(at);
+                }
+            }
+            "" => report.findings.push(broken(
+                at,
+                "write_without_basis",
+                format!("the external write at index {at} names no basis"),
+            )),
+            other => report.findings.push(broken(
+                at,
+                "basis_unknown",
+                format!(
+                    "the external write at index {at} names a basis of a kind this verifier does not know: {other:?}"
+                ),
+            )),
         }
-        "" => report.findings.push(broken(
-            at,
-            "write_without_basis",
-            format!("the external write at index {at} names no basis"),
-        )),
-        other => report.findings.push(broken(
-            at,
-            "basis_unknown",
-            format!("the external write at index {at} names a basis of a kind this verifier does not know: {other:?}"),
-        )),
+        write
     }
-    write
 }
 
 fn join(indices: &[u64]) -> String {

@@ -7,8 +7,11 @@
 //! | `entries.jsonl` | one line per leaf, in index order: `index`, `entry` (the exact bytes the leaf hashes, as a JSON string), `leafHash` (the hash the database stored, base64), `payload` (the event's data as the canonical JSON its digest is over, as a JSON string) and `salt` (base64); both `null` once erased |
 //! | `checkpoints.jsonl` | one line per signed checkpoint, oldest first: `size`, `signedAt`, `note` (the signed note) |
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::tree::Hash;
@@ -51,27 +54,37 @@ impl ExportedEntry {
 
     /// Reads one line; what is wrong with it when it is not one.
     pub fn parse(line: &str) -> Result<Self, String> {
-        let value: Value = serde_json::from_str(line).map_err(|error| format!("not JSON: {error}"))?;
-        let index = value["index"].as_u64().ok_or("no `index` number")?;
-        let entry = value["entry"].as_str().ok_or("no `entry` string")?.to_owned();
-        let bytes = |field: &str| -> Result<Option<Vec<u8>>, String> {
-            match &value[field] {
-                Value::Null => Ok(None),
-                Value::String(text) => BASE64.decode(text).map(Some).map_err(|_| format!("`{field}` is not base64")),
-                _ => Err(format!("`{field}` is not a string")),
-            }
+        let line: Line<'_> = serde_json::from_str(line).map_err(|error| format!("not an entry's line: {error}"))?;
+        let bytes = |field: &str, text: Option<Cow<'_, str>>| -> Result<Option<Vec<u8>>, String> {
+            text.map(|text| BASE64.decode(text.as_bytes()).map_err(|_| format!("`{field}` is not base64"))).transpose()
         };
-        let leaf_hash = match bytes("leafHash")? {
+        let leaf_hash = match bytes("leafHash", line.leaf_hash)? {
             None => None,
             Some(hash) => Some(Hash::try_from(hash).map_err(|_| "`leafHash` is not 32 bytes")?),
         };
-        let payload = match &value["payload"] {
-            Value::Null => None,
-            Value::String(text) => Some(text.clone()),
-            _ => return Err("`payload` is not a string".to_owned()),
-        };
-        Ok(Self { index, entry, leaf_hash, payload, salt: bytes("salt")? })
+        Ok(Self {
+            index: line.index,
+            entry: line.entry.into_owned(),
+            leaf_hash,
+            payload: line.payload.map(Cow::into_owned),
+            salt: bytes("salt", line.salt)?,
+        })
     }
+}
+
+/// A line of `entries.jsonl` as it is read: its strings borrowed where they hold no escape.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Line<'a> {
+    index: u64,
+    #[serde(borrow)]
+    entry: Cow<'a, str>,
+    #[serde(borrow, default)]
+    leaf_hash: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    payload: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    salt: Option<Cow<'a, str>>,
 }
 
 impl ExportedCheckpoint {
