@@ -59,11 +59,12 @@ const BASELINE: &str = "e12baefa";
 /// each pass measures capacity.
 const COST_RATE: u64 = 3200;
 
-/// `cargo xtask bench journal-cost [--baseline REV]`: P4's path (invoke → executor claim →
-/// complete) on SQLite with the journal against the same path built from the commit before it,
-/// at a saturating offered rate, in the order before, journal, journal, before — each pass on a
-/// fresh database. The figure is the ended calls per second with the journal over without.
-pub(crate) fn cost(baseline: Option<&str>) -> Result<()> {
+/// `cargo xtask bench journal-cost [sqlite|postgres] [--baseline REV]`: P4's path (invoke →
+/// executor claim → complete) with the journal against the same path built from the commit before
+/// it, at a saturating offered rate, in the order before, journal, journal, before — each pass on
+/// a fresh database (on PostgreSQL, a fresh database of one durable server). The figure is the
+/// ended calls per second with the journal over without.
+pub(crate) fn cost(backend: &str, baseline: Option<&str>) -> Result<()> {
     let baseline = baseline.unwrap_or(BASELINE);
     crate::core_run::build("build the core, the demo host and the load generator (release)", &[])?;
     let source = target_dir().join("baseline-src");
@@ -82,13 +83,23 @@ pub(crate) fn cost(baseline: Option<&str>) -> Result<()> {
     run("build the core of the commit before the journal (release)", &mut cargo)?;
     let before = baseline_target.join("release").join("skill-core");
     let after = release("skill-core");
-    let folder = target_dir().join("bench").join("journal-cost");
+    let folder = target_dir().join("bench").join(format!("journal-cost-{backend}"));
     let _ = std::fs::remove_dir_all(&folder);
     std::fs::create_dir_all(&folder)?;
+    let server = match backend {
+        "sqlite" => None,
+        "postgres" => Some(crate::postgres::Postgres::start_durable()?),
+        other => bail!("the journal's cost is measured on sqlite or postgres, not {other}"),
+    };
     let mut passes = Vec::new();
     for (n, journal) in [false, true, true, false].into_iter().enumerate() {
         let core = if journal { &after } else { &before };
-        let pass = cost_pass(core, &folder.join(format!("pass-{n}")), journal)?;
+        let pass_folder = folder.join(format!("pass-{n}"));
+        let db = match &server {
+            Some(server) => server.database(&format!("journal_cost_{n}"))?,
+            None => pass_folder.join("data").display().to_string(),
+        };
+        let pass = cost_pass(core, &db, &pass_folder, journal)?;
         eprintln!(
             "  pass {n} ({}): {:>7.0} ended/s, p50 {:>6.1} ms, p99 {:>7.1} ms",
             if journal { "with the journal   " } else { "before the journal" },
@@ -108,18 +119,22 @@ pub(crate) fn cost(baseline: Option<&str>) -> Result<()> {
     };
     let (without, with) = (mean(false), mean(true));
     let ratio = if without > 0.0 { with / without } else { 0.0 };
-    let figures = json!({"baseline": baseline, "rate": COST_RATE, "passes": passes, "without": without, "with": with,
-                         "ratio": ratio, "bar": 0.95});
-    std::fs::write(target_dir().join("bench").join("journal-cost.json"), serde_json::to_string_pretty(&figures)?)?;
+    let figures = json!({"backend": backend, "baseline": baseline, "rate": COST_RATE, "passes": passes,
+                         "without": without, "with": with, "ratio": ratio, "bar": 0.95});
+    std::fs::write(
+        target_dir().join("bench").join(format!("journal-cost-{backend}.json")),
+        serde_json::to_string_pretty(&figures)?,
+    )?;
+    drop(server);
     eprintln!(
-        "the journal's cost on P4 (SQLite): {with:.0} ended/s with it, {without:.0} without: ratio {ratio:.3} (bar 0.95)"
+        "the journal's cost on P4 ({backend}): {with:.0} ended/s with it, {without:.0} without: ratio {ratio:.3} (bar 0.95)"
     );
     Ok(())
 }
 
-/// One pass of `core` on a fresh database in `folder`.
-fn cost_pass(core: &std::path::Path, folder: &std::path::Path, journal: bool) -> Result<serde_json::Value> {
-    let db = folder.join("data").display().to_string();
+/// One pass of `core` on the fresh database `db`, its logs in `folder`.
+fn cost_pass(core: &std::path::Path, db: &str, folder: &std::path::Path, journal: bool) -> Result<serde_json::Value> {
+    let db = db.to_owned();
     std::fs::create_dir_all(folder)?;
     let token = |name: &str, kind: &str, grant: &str| {
         crate::core_run::output(

@@ -57,8 +57,8 @@ commands:
            against the API, and an agent's request), `bench rules` (facts to their tasks through a
            work rule), `bench processes` (instances of a three-step process), `bench scenarios`
            (P12, `skill-sdk package test` with 100 scenario tests), `bench journal` (`journal
-           verify` of 1,000,000 entries), `bench journal-cost [--baseline REV]` (P4 on SQLite
-           with the journal against the commit before it, same run), results in target/bench/; `bench
+           verify` of 1,000,000 entries), `bench journal-cost [sqlite|postgres] [--baseline
+           REV]` (P4's path with the journal against the commit before it, same run), results in target/bench/; `bench
            console` (the console's pages with 10,000 calls in the store, beside the API's
            listing) prints its table and a JSON line
   fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
@@ -108,7 +108,9 @@ fn dispatch() -> Result<()> {
             Some("export") => bench_export::bench(),
             Some("journal") => bench_journal::bench(),
             Some("journal-cost") => {
-                bench_journal::cost(std::env::args().skip_while(|arg| arg != "--baseline").nth(1).as_deref())
+                let backend =
+                    std::env::args().nth(3).filter(|arg| !arg.starts_with("--")).unwrap_or_else(|| "sqlite".into());
+                bench_journal::cost(&backend, std::env::args().skip_while(|arg| arg != "--baseline").nth(1).as_deref())
             }
             Some("http") => bench_host::bench_http(),
             Some("mcp") => bench_host::bench_mcp(),
