@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+use skill_journal::{TlogProof, tree};
 use skill_store::Store;
 use skill_store::records::Event;
 
@@ -139,20 +140,20 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
     }
     let latest = store.journal_checkpoints(1).await?.into_iter().next();
     if let Some(out) = out {
-        crate::journal::new_folder(out, "--out")?;
+        crate::folders::new_folder(out, "--out")?;
         if let Some(latest) = &latest {
             let text = format!("{}\n", latest.key);
-            std::io::Write::write_all(&mut crate::journal::new_file(&out.join("key.txt"))?, text.as_bytes())?;
+            std::io::Write::write_all(&mut crate::folders::new_file(&out.join("key.txt"))?, text.as_bytes())?;
         }
     }
     println!("the entries:");
     for link in &chain {
         let index = store.journal_leaf_of(&link.event.id).await?.context("an event without its leaf")?;
-        let proof = crate::journal::proof_of(store, index).await?;
+        let proof = proof_of(store, index).await?;
         let shown = match (&proof, out) {
             (Some(proof), Some(out)) => {
                 let file = out.join(format!("{}.tlog-proof", link.name));
-                std::io::Write::write_all(&mut crate::journal::new_file(&file)?, proof.text().as_bytes())?;
+                std::io::Write::write_all(&mut crate::folders::new_file(&file)?, proof.text().as_bytes())?;
                 format!(" — proof: {}", file.display())
             }
             (Some(_), None) => String::new(),
@@ -170,4 +171,22 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
         None => println!("the journal has no signed checkpoint yet"),
     }
     Ok(())
+}
+
+/// The proof of the entry at `index` in the tree of the latest checkpoint, as a `tlog-proof`.
+async fn proof_of(store: &dyn Store, index: u64) -> Result<Option<TlogProof>> {
+    let Some(latest) = store.journal_checkpoints(1).await?.into_iter().next() else { return Ok(None) };
+    if index >= latest.size {
+        return Ok(None);
+    }
+    let needed = tree::Needed::default();
+    let _ = tree::inclusion_proof(&needed, index, latest.size);
+    let nodes = store.journal_nodes(&needed.into_vec()).await?;
+    let entry = store.journal_leaves(index, 1).await?.into_iter().next().context("the entry is gone")?;
+    Ok(Some(TlogProof {
+        entry: entry.entry.into_bytes(),
+        index,
+        hashes: tree::inclusion_proof(&nodes, index, latest.size),
+        note: latest.note,
+    }))
 }

@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use skill_journal::audit::{self, Class, Report};
 use skill_journal::export::{CHECKPOINTS_FILE, ENTRIES_FILE, ExportedCheckpoint, ExportedEntry, KEY_FILE};
-use skill_journal::{Checkpoint, Signer, TlogProof, Verifier, tree};
+use skill_journal::{Checkpoint, Signer, Verifier};
 use skill_store::Store;
 
 use crate::Db;
+use crate::folders::{new_file, new_folder};
 
 /// The exit code of `verify` when the record does not hold together (a changed, missing or moved
 /// entry, a cut tail, a checkpoint that does not verify).
@@ -165,28 +166,6 @@ async fn audited(db: &Db) -> Result<std::sync::Arc<dyn Store>> {
         ..skill_store::StoreOptions::default()
     };
     skill_store::open(&db.db, &options).await.context("opening the database")
-}
-
-/// A new folder readable by its owner only (what it will hold quotes the database); refused
-/// when something is there already.
-pub(crate) fn new_folder(out: &Path, flag: &str) -> Result<()> {
-    if out.exists() && std::fs::read_dir(out).map(|mut entries| entries.next().is_some()).unwrap_or(true) {
-        bail!("{flag}: {} is not an empty folder; give a new one", out.display());
-    }
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(out).with_context(|| format!("{flag}: cannot create {}", out.display()))
-}
-
-/// A new file in a folder [`new_folder`] made: created, never opened through a link planted there.
-pub(crate) fn new_file(path: &Path) -> Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path).with_context(|| format!("cannot create {}", path.display()))
 }
 
 fn keygen(name: &str, out: &Path) -> Result<()> {
@@ -354,22 +333,4 @@ fn print_report(report: &Report, trusted: bool) -> std::process::ExitCode {
         );
     }
     std::process::ExitCode::SUCCESS
-}
-
-/// The proof of the entry at `index` in the tree of the latest checkpoint, as a `tlog-proof`.
-pub(crate) async fn proof_of(store: &dyn Store, index: u64) -> Result<Option<TlogProof>> {
-    let Some(latest) = store.journal_checkpoints(1).await?.into_iter().next() else { return Ok(None) };
-    if index >= latest.size {
-        return Ok(None);
-    }
-    let needed = tree::Needed::default();
-    let _ = tree::inclusion_proof(&needed, index, latest.size);
-    let nodes = store.journal_nodes(&needed.into_vec()).await?;
-    let entry = store.journal_leaves(index, 1).await?.into_iter().next().context("the entry is gone")?;
-    Ok(Some(TlogProof {
-        entry: entry.entry.into_bytes(),
-        index,
-        hashes: tree::inclusion_proof(&nodes, index, latest.size),
-        note: latest.note,
-    }))
 }

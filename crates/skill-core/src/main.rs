@@ -5,6 +5,7 @@
 mod dev;
 mod executor;
 mod explain;
+mod folders;
 mod journal;
 
 use std::process::ExitCode;

@@ -31,8 +31,8 @@ pub struct StoreOptions {
     /// SQLite: `synchronous=FULL` (a commit survives a power cut) when true, `NORMAL` (survives a
     /// killed process, not a power cut) when false.
     pub sqlite_full_sync: bool,
-    /// Give the events written before the journal their entries and leaves at open (a reader
-    /// that audits the database, `journal export`, changes nothing and leaves it off).
+    /// Give the events written before the journal their entries and leaves at open (`open`; a
+    /// reader that audits the database, `journal export`, changes nothing and leaves it off).
     pub journal_catch_up: bool,
 }
 
@@ -68,7 +68,7 @@ impl SqliteStore {
     pub(crate) fn keys_changed(&self) {}
 
     /// Opens (creating it and its folder when missing) the database file and applies the
-    /// migrations.
+    /// migrations (events written before the journal get their leaves through [`crate::open`]).
     pub async fn open(path: &Path, options: &StoreOptions) -> Result<Self> {
         if let Some(folder) = path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
             // What the store holds (token hashes, contracts, the journal) is the owner's alone:
@@ -121,11 +121,7 @@ impl SqliteStore {
             .await
             .map_err(|error| opening(&path.display().to_string(), error))?;
         let lite = Lite::open(path, options.sqlite_full_sync, BUSY_TIMEOUT)?;
-        let store = Self { reader, writer, lite };
-        if options.journal_catch_up {
-            caught_up(crate::JournalTree::journal_catch_up(&store).await?);
-        }
-        Ok(store)
+        Ok(Self { reader, writer, lite })
     }
 
     /// A write transaction that takes the write lock at once, so it never fails half-way on a
@@ -141,7 +137,8 @@ impl SqliteStore {
 
 impl PgStore {
     /// Connects to `url` (`postgres://…`) and applies the migrations; replicas starting together
-    /// take turns on a lock.
+    /// take turns on a lock (events written before the journal get their leaves through
+    /// [`crate::open`]).
     pub async fn open(url: &str, options: &StoreOptions) -> Result<Self> {
         let connect = PgConnectOptions::from_str(url)
             .map_err(|error| StoreError::new(ErrorKind::Invalid, format!("the database URL is not valid: {error}")))?;
@@ -152,16 +149,12 @@ impl PgStore {
             .await
             .map_err(|error| opening(&redact(url), error))?;
         migrator(POSTGRES_MIGRATIONS).run(&pool).await.map_err(migrating)?;
-        let store = Self {
+        Ok(Self {
             pool,
             keys: std::sync::Arc::new(crate::key_cache::KeyCache::new()),
             inserts: std::sync::Arc::default(),
             updates: std::sync::Arc::default(),
-        };
-        if options.journal_catch_up {
-            caught_up(crate::JournalTree::journal_catch_up(&store).await?);
-        }
-        Ok(store)
+        })
     }
 
     /// A write through this store changed what the reads by key answer: what it kept is
@@ -176,13 +169,6 @@ impl PgStore {
 
     pub(crate) fn read(&self) -> &PgPool {
         &self.pool
-    }
-}
-
-/// Says how many events written before the journal were given their leaves at open.
-fn caught_up(events: u64) {
-    if events > 0 {
-        tracing::info!(events, "the journal now holds the events written before it");
     }
 }
 

@@ -16,7 +16,7 @@ pub trait Journal: Send + Sync {
 macro_rules! insert {
     ($tx:ident, $event:expr) => {{
         let event: &$crate::records::Event = $event;
-        $crate::journal::Append::append(&mut *$tx, event).await?;
+        $crate::leaves::Append::append(&mut *$tx, event).await?;
     }};
 }
 pub(crate) use insert;

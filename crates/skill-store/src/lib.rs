@@ -48,6 +48,7 @@ mod key_cache;
 mod key_reads;
 mod keys;
 mod knowledge;
+mod leaves;
 mod lite;
 mod processes;
 pub mod records;
@@ -75,9 +76,10 @@ pub use events::Journal;
 pub use idempotency::{Begun, IdempotencyStore, StoredAnswer};
 pub use identity::IdentityStore;
 pub use invocations::{Decision, InvocationStore, Take};
-pub use journal::{CheckpointRow, JournalTree, LeafRow, SendRow, journal_grown};
+pub use journal::{CheckpointRow, JournalTree, LeafRow, SendRow};
 pub use keys::KeyStore;
 pub use knowledge::KnowledgeStore;
+pub use leaves::journal_grown;
 pub use processes::ProcessStore;
 pub use rules::RuleStore;
 pub use settings::SettingsStore;
@@ -205,12 +207,21 @@ impl Store for PgStore {
 /// Opens the database `target` names: a `postgres://` or `postgresql://` URL, or else a SQLite
 /// data directory (created when missing; the database is its file [`SQLITE_FILE`]) or a path
 /// ending in `.db`, `.sqlite` or `.sqlite3` (the file itself). Migrations are applied.
+/// Events written before the journal get their entries and leaves then (unless
+/// `options.journal_catch_up` is off: an audit reads the database as it is).
 pub async fn open(target: &str, options: &StoreOptions) -> Result<Arc<dyn Store>> {
-    if target.starts_with("postgres://") || target.starts_with("postgresql://") {
-        return Ok(Arc::new(PgStore::open(target, options).await?));
+    let store: Arc<dyn Store> = if target.starts_with("postgres://") || target.starts_with("postgresql://") {
+        Arc::new(PgStore::open(target, options).await?)
+    } else {
+        Arc::new(SqliteStore::open(&sqlite_path(target)?, options).await?)
+    };
+    if options.journal_catch_up {
+        let events = store.journal_catch_up().await?;
+        if events > 0 {
+            tracing::info!(events, "the journal now holds the events written before it");
+        }
     }
-    let path = sqlite_path(target)?;
-    Ok(Arc::new(SqliteStore::open(&path, options).await?))
+    Ok(store)
 }
 
 fn sqlite_path(target: &str) -> Result<PathBuf> {

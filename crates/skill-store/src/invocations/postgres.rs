@@ -151,7 +151,7 @@ fn bind_event<'q>(
     query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     e: &'q Event,
 ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    let written = crate::journal::written(e);
+    let written = crate::leaves::written(e);
     query
         .bind(&e.id)
         .bind(&e.kind)
@@ -186,7 +186,7 @@ fn bind_event_arrays<'q>(
     query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     events: &[&'q Event],
 ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    let written: Vec<_> = events.iter().map(|e| crate::journal::written(e)).collect();
+    let written: Vec<_> = events.iter().map(|e| crate::leaves::written(e)).collect();
     query
         .bind(events.iter().map(|e| e.id.as_str()).collect::<Vec<_>>())
         .bind(events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>())

@@ -221,7 +221,7 @@ pub(crate) fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
 
 /// Appends `event`, with its journal entry and leaf, in the writer's transaction.
 pub(crate) fn event_insert(connection: &Connection, event: &Event) -> Result<()> {
-    let written = crate::journal::written(event);
+    let written = crate::leaves::written(event);
     let mut statement = connection.prepare_cached(
         "INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at, entry, salt) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -237,7 +237,7 @@ pub(crate) fn event_insert(connection: &Connection, event: &Event) -> Result<()>
         &written.entry,
         &written.salt,
     ))?;
-    crate::journal::lite_nodes(connection, written.leaf)
+    crate::leaves::lite_nodes(connection, written.leaf)
 }
 
 /// The rows `sql` returns with `values`, each made by `row`.
