@@ -1,15 +1,15 @@
 //! The journal's checkpoint signer beside the server (`docs/journal.md`): it signs a checkpoint
 //! of the tree at most once a second when the tree grew — sooner once another 256 entries were
 //! written through this core — and sends each one it signs outside the database, to a file and to
-//! a webhook, so that a copy exists that whoever holds the database cannot rewrite. Each send is
-//! recorded, and shown on the console's journal page. Nothing here is authoritative: any number
-//! of cores sign, none a checkpoint the last one signed does not lead to.
+//! a webhook, so that a copy exists that whoever holds the database cannot rewrite. Before each
+//! signing it reads the file back: the next checkpoint must extend it, whatever the database says.
+//! Each send is recorded, and shown on the console's journal page. Nothing here is authoritative:
+//! any number of cores sign, none a checkpoint that does not extend the ones known.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use skill_engine::Engine;
 use skill_journal::{Checkpoint, Hash, Verifier};
