@@ -170,9 +170,12 @@ async fn send(
             let outcome = match posted {
                 Ok(answer) if answer.status().is_success() => Ok(format!("HTTP {}", answer.status().as_u16())),
                 Ok(answer) => Err(format!("HTTP {}", answer.status().as_u16())),
-                Err(error) => {
-                    Err(if error.is_timeout() { "no answer within 5 s".to_owned() } else { error.to_string() })
-                }
+                // Without the URL: its query may hold a secret the receiver asked for.
+                Err(error) => Err(if error.is_timeout() {
+                    "no answer within 5 s".to_owned()
+                } else {
+                    error.without_url().to_string()
+                }),
             };
             let mut shown = url;
             shown.set_query(None);

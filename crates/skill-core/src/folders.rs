@@ -7,14 +7,22 @@ use anyhow::{Context, Result, bail};
 
 /// A new folder readable by its owner only; refused when something is there already.
 pub(crate) fn new_folder(out: &Path, flag: &str) -> Result<()> {
-    if out.exists() && std::fs::read_dir(out).map(|mut entries| entries.next().is_some()).unwrap_or(true) {
-        bail!("{flag}: {} is not an empty folder; give a new one", out.display());
+    if let Ok(found) = std::fs::symlink_metadata(out) {
+        let empty = std::fs::read_dir(out).map(|mut entries| entries.next().is_none()).unwrap_or(false);
+        if found.file_type().is_symlink() || !found.is_dir() || !empty {
+            bail!("{flag}: {} is not an empty folder of its own; give a new one", out.display());
+        }
     }
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(out).with_context(|| format!("{flag}: cannot create {}", out.display()))
+    builder.create(out).with_context(|| format!("{flag}: cannot create {}", out.display()))?;
+    // An empty folder given is made the owner's only too.
+    #[cfg(unix)]
+    std::fs::set_permissions(out, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .with_context(|| format!("{flag}: cannot make {} its owner's only", out.display()))?;
+    Ok(())
 }
 
 /// A new file in a folder [`new_folder`] made: created, never opened through a link planted there.

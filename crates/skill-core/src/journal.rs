@@ -323,6 +323,15 @@ fn print_report(report: &Report, trusted: bool) -> std::process::ExitCode {
             report.unsigned()
         );
     }
+    if !report.unhashed.is_empty() {
+        let shown: Vec<String> = report.unhashed.iter().take(20).map(u64::to_string).collect();
+        println!(
+            "{} entries had no leaf hash stored (appended by SQL, not completed yet): index {}{}",
+            report.unhashed.len(),
+            shown.join(", "),
+            if report.unhashed.len() > 20 { ", …" } else { "" }
+        );
+    }
     if !report.erased.is_empty() {
         let shown: Vec<String> = report.erased.iter().take(20).map(u64::to_string).collect();
         println!(

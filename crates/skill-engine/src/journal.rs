@@ -9,7 +9,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use skill_api::{CheckpointOut, ConsistencyProofOut, InclusionProofOut};
-use skill_journal::tree::{self, Hash, Needed};
+use skill_journal::tree::{self, Hash, Needed, Nodes as _};
 use skill_journal::{Checkpoint, Signer, Verifier};
 use skill_store::{CheckpointRow, ErrorKind};
 
@@ -102,6 +102,43 @@ impl Engine {
         Ok(nodes)
     }
 
+    /// The root of the first `size` leaves with the leaves from `trusted` on, and every node over
+    /// them, made from the entries; only the complete subtrees before `trusted` are read.
+    async fn root_from_entries(&self, trusted: u64, size: u64) -> Result<Hash> {
+        let mut tail = Vec::new();
+        while (trusted + tail.len() as u64) < size {
+            let from = trusted + tail.len() as u64;
+            let page = self.store.journal_leaves(from, 5_000).await?;
+            if page.is_empty() {
+                break;
+            }
+            for leaf in page {
+                if leaf.index != trusted + tail.len() as u64 || leaf.index >= size {
+                    break;
+                }
+                tail.push(tree::leaf_hash(leaf.entry.as_bytes()));
+            }
+            if tail.len() as u64 == from - trusted {
+                break;
+            }
+        }
+        if trusted + tail.len() as u64 != size {
+            return Err(inconsistent(format!("the journal has no entry at index {}", trusted + tail.len() as u64)));
+        }
+        let recorder =
+            Tail { trusted, tail: &tail, stored: std::collections::HashMap::new(), read: Some(Needed::default()) };
+        let _ = tree::root(&recorder, size);
+        let read = recorder.read.map(Needed::into_vec).unwrap_or_default();
+        let stored = self
+            .nodes_for(|needed| {
+                read.iter().for_each(|&(level, index)| {
+                    let _ = needed.node(level, index);
+                })
+            })
+            .await?;
+        Ok(tree::root(&Tail { trusted, tail: &tail, stored, read: None }, size))
+    }
+
     /// The root of the stored tree's first `size` leaves.
     async fn stored_root(&self, size: u64) -> Result<Hash> {
         let nodes = self
@@ -166,6 +203,17 @@ impl Engine {
             *last = Some((size, root));
             return Ok(None);
         }
+        // What is signed is what the entries say: the leaves after the last checkpoint known, and
+        // every hash over them, are made again from the entries (a hash planted beside an entry
+        // appended by SQL is not signed).
+        let trusted = known.iter().map(|(signed, _, _)| *signed).max().unwrap_or(0);
+        if self.root_from_entries(trusted, size).await? != root {
+            return Err(inconsistent(format!(
+                "a stored hash over the entries {trusted} to {} does not match them: it was written by SQL; nothing \
+                 more is signed until an operator looks (journal verify)",
+                size - 1
+            )));
+        }
         let checkpoint = Checkpoint { origin: key.verifier.name().to_owned(), size, root };
         let row = CheckpointRow {
             size,
@@ -224,8 +272,13 @@ impl Engine {
     /// The newest kept checkpoint. One that names this core's key is given only once that key
     /// verifies it (a note changed in the database is an error, never served as signed).
     async fn latest_checkpoint(&self) -> Result<Option<CheckpointOut>> {
-        let Some(row) = self.store.journal_checkpoints(1).await?.into_iter().next() else { return Ok(None) };
-        if let Some(ours) = self.journal_verifier().filter(|ours| ours.text() == row.key) {
+        let rows = self.store.journal_checkpoints(16).await?;
+        // A core that signs serves its own checkpoints only: a row of another key is not its.
+        let ours = self.journal_verifier().map(Verifier::text);
+        let Some(row) = rows.into_iter().find(|row| ours.as_ref().is_none_or(|ours| *ours == row.key)) else {
+            return Ok(None);
+        };
+        if let Some(ours) = self.journal_verifier() {
             let signed = ours.open(&row.note).ok().and_then(|body| Checkpoint::parse(body).ok());
             if signed.is_none_or(|signed| signed.size != row.size || signed.root != row.root) {
                 return Err(inconsistent(format!(
@@ -237,6 +290,16 @@ impl Engine {
         }
         let origin = Verifier::parse(&row.key).map(|key| key.name().to_owned()).unwrap_or_default();
         Ok(Some(view(&row, &origin)))
+    }
+
+    /// `Ok` unless the latest checkpoint signs a tree of `size` whose root is not `root`.
+    async fn signed_root_holds(&self, size: u64, root: &Hash) -> Result<()> {
+        match self.latest_checkpoint().await? {
+            Some(checkpoint) if checkpoint.size == size && checkpoint.root_hash != b64(root) => Err(inconsistent(
+                format!("the stored tree of {size} entries is not the one signed: a hash or an entry was changed"),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The size a proof is made for: `asked`, or the latest checkpoint's; never past the tree.
@@ -284,13 +347,22 @@ impl Engine {
         let entry = self.store.journal_leaves(index, 1).await?.into_iter().next().filter(|leaf| leaf.index == index);
         let entry = entry.map(|leaf| leaf.entry);
         let entry = entry.ok_or_else(|| inconsistent(format!("the journal has no entry at {index}")))?;
+        let (leaf, path, top) =
+            (tree::leaf_hash(entry.as_bytes()), tree::inclusion_proof(&nodes, index, size), tree::root(&nodes, size));
+        // A proof is given only once it holds: over the entry, and to the root signed at that size.
+        if !tree::verify_inclusion(index, size, &leaf, &path, &top) {
+            return Err(inconsistent(format!(
+                "the stored tree does not lead the entry at {index} to its root: a hash was changed"
+            )));
+        }
+        self.signed_root_holds(size, &top).await?;
         Ok(InclusionProofOut {
             index,
             size,
-            leaf_hash: b64(&tree::leaf_hash(entry.as_bytes())),
+            leaf_hash: b64(&leaf),
             entry,
-            hashes: tree::inclusion_proof(&nodes, index, size).iter().map(b64).collect(),
-            root_hash: b64(&tree::root(&nodes, size)),
+            hashes: path.iter().map(b64).collect(),
+            root_hash: b64(&top),
         })
     }
 
@@ -316,12 +388,19 @@ impl Engine {
                 };
             })
             .await?;
+        let (path, first, second) =
+            (tree::consistency_proof(&nodes, from, to), tree::root(&nodes, from), tree::root(&nodes, to));
+        if !tree::verify_consistency(from, to, &first, &second, &path) {
+            return Err(inconsistent(format!("the stored tree does not lead from {from} to {to}: a hash was changed")));
+        }
+        self.signed_root_holds(from, &first).await?;
+        self.signed_root_holds(to, &second).await?;
         Ok(ConsistencyProofOut {
             from,
             to,
-            hashes: tree::consistency_proof(&nodes, from, to).iter().map(b64).collect(),
-            from_root_hash: b64(&tree::root(&nodes, from)),
-            to_root_hash: b64(&tree::root(&nodes, to)),
+            hashes: path.iter().map(b64).collect(),
+            from_root_hash: b64(&first),
+            to_root_hash: b64(&second),
         })
     }
 }
@@ -449,5 +528,31 @@ impl Engine {
         };
         let proof = tree::inclusion_proof(&nodes, index, size);
         Ok(tree::verify_inclusion(index, size, &tree::leaf_hash(leaf.entry.as_bytes()), &proof, &signed.root))
+    }
+}
+
+/// The tree as it is checked before signing: the complete subtrees before `trusted` as stored,
+/// everything over the leaves from `trusted` on made from `tail` (their hashes from the entries).
+/// With `read`, it records the stored nodes it needs instead (their hashes then zero).
+struct Tail<'a> {
+    trusted: u64,
+    tail: &'a [Hash],
+    stored: std::collections::HashMap<(u32, u64), Hash>,
+    read: Option<Needed>,
+}
+
+impl tree::Nodes for Tail<'_> {
+    fn node(&self, level: u32, index: u64) -> Hash {
+        let (start, end) = (index << level, (index + 1) << level);
+        if end <= self.trusted {
+            return match &self.read {
+                Some(read) => read.node(level, index),
+                None => self.stored.node(level, index),
+            };
+        }
+        if level == 0 {
+            return self.tail[usize::try_from(start - self.trusted).unwrap_or(usize::MAX)];
+        }
+        tree::node_hash(&self.node(level - 1, 2 * index), &self.node(level - 1, 2 * index + 1))
     }
 }

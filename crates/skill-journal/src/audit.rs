@@ -58,6 +58,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// The entries whose payload was erased (data and salt gone; the entry proves the leaf).
     pub erased: Vec<u64>,
+    /// The entries the database had no leaf hash for (written by SQL, not yet completed).
+    pub unhashed: Vec<u64>,
 }
 
 impl Report {
@@ -121,6 +123,9 @@ impl Audit {
             return false;
         }
         let leaf = leaf_hash(exported.entry.as_bytes());
+        if exported.leaf_hash.is_none() {
+            report.unhashed.push(at);
+        }
         if exported.leaf_hash.is_some_and(|stored| stored != leaf) {
             report.findings.push(tampered(
                 Some(at),

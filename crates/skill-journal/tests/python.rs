@@ -158,11 +158,11 @@ fn the_python_verifier_reads_an_export_and_finds_what_was_changed_in_it() {
     };
     changed("payload", "\"n\":4", "\"n\":40");
     let (code, said) = check_export(&folder, &[]);
-    assert_eq!(code, 1, "{said}");
+    assert_eq!(code, 2, "{said}");
     assert!(said.contains("index 4: the payload is not the one its digest commits to"), "{said}");
     changed("entry", "task:t-4", "task:t-X");
     let (code, said) = check_export(&folder, &[]);
-    assert_eq!(code, 1, "{said}");
+    assert_eq!(code, 2, "{said}");
     assert!(said.contains("index 4: the entry does not hash to its stored leaf"), "{said}");
     assert!(said.contains("index 0: the entries do not hash to the checkpoint of 5"), "{said}");
     // The tail cut, against a checkpoint kept elsewhere.
@@ -174,7 +174,15 @@ fn the_python_verifier_reads_an_export_and_finds_what_was_changed_in_it() {
     let note: Value = serde_json::from_str(line.trim()).expect("JSON");
     std::fs::write(&trusted, note["note"].as_str().expect("a note")).expect("written");
     let (code, said) = check_export(&folder, &["--trust", &trusted.display().to_string()]);
-    assert_eq!(code, 1, "{said}");
+    assert_eq!(code, 2, "{said}");
     assert!(said.contains("index 11: the trusted checkpoint signs 13 entries, the export holds 11"), "{said}");
+    // What cannot be read is a line, not a traceback: no key, and a line that is not an entry.
+    let (code, said) = check_export(&folder, &["--key", "not-a-key"]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("the key is not name+id+key") && !said.contains("Traceback"), "{said}");
+    std::fs::write(folder.join("entries.jsonl"), "{\"index\": 0.0, \"entry\": \"{}\"}\n").expect("written");
+    let (code, said) = check_export(&folder, &[]);
+    assert_eq!(code, 2, "{said}");
+    assert!(said.contains("index 0: the line cannot be read") && !said.contains("Traceback"), "{said}");
     let _ = std::fs::remove_dir_all(&folder);
 }

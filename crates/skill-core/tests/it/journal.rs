@@ -358,3 +358,88 @@ fn a_core_never_signs_a_history_rewritten_behind_the_checkpoint_it_sent_out() {
     assert!(!folder.join("victim").exists());
     let _ = std::fs::remove_dir_all(&folder);
 }
+
+/// With every guard in place, an event appended by SQL with a hash planted beside it is not
+/// signed over (the core makes the hashes after the last checkpoint again from the entries), and a
+/// checkpoint row of another key is never served as the core's.
+#[test]
+fn a_planted_hash_is_never_signed_and_a_planted_checkpoint_never_served() {
+    let folder = std::env::temp_dir().join(format!("skill-journal-planted-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).expect("a folder");
+    let (data, key) = (folder.join("data"), folder.join("journal.key"));
+    let text = |path: &Path| path.display().to_string();
+    let (code, _, err) = core(&["journal", "keygen", "--out", &text(&key)]);
+    assert_eq!(code, 0, "{err}");
+    let (code, token, err) = core(&["token", "create", "--db", &text(&data), "--name", "ana", "--grant", "org.read"]);
+    assert_eq!(code, 0, "{err}");
+    let token = token.trim().to_owned();
+    let serve = || {
+        crate::running::start(
+            &["serve", "--db", &text(&data), "--listen", "127.0.0.1:0", "--journal-key", &text(&key)],
+            false,
+        )
+    };
+    let read = |address: &str, path: &str| -> serde_json::Value {
+        let output = Command::new("curl")
+            .args(["-s", "-H", &format!("Authorization: Bearer {token}"), &format!("http://{address}/api/v1{path}")])
+            .output()
+            .expect("curl runs");
+        serde_json::from_slice(&output.stdout).expect("JSON")
+    };
+    let signed = |connection: &Connection| -> i64 {
+        connection
+            .query_row("SELECT coalesce(max(size), 0) FROM journal_checkpoints", [], |row| row.get(0))
+            .expect("read")
+    };
+    let mut first = serve();
+    let address = first.address(30);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while read(&address, "/journal/checkpoint")["size"].as_u64().is_none() {
+        assert!(std::time::Instant::now() < deadline, "no checkpoint was signed");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    first.stop(rustix::process::Signal::TERM);
+
+    // The guards stay: a well-formed event appended, and a hash of the attacker's beside it.
+    let connection = Connection::open(data.join("core.db")).expect("opens");
+    let before = signed(&connection);
+    connection
+        .execute_batch(
+            "BEGIN; \
+             INSERT INTO events (id, kind, subject, data, actor_id, request_id, created_at, entry, salt) \
+             SELECT 'planted', kind, subject, data, actor_id, request_id, created_at, replace(entry, id, 'planted'), salt \
+             FROM events WHERE seq = (SELECT min(seq) FROM events); \
+             INSERT INTO journal_nodes (level, idx, hash) SELECT 0, size - 1, zeroblob(32) FROM journal_head; \
+             COMMIT;",
+        )
+        .expect("appended with a planted hash");
+    let mut again = serve();
+    let address = again.address(30);
+    let said = again.until(20, |line| line.contains("journal_inconsistent"));
+    assert!(said.last().is_some_and(|line| line.contains("does not match them")), "{said:?}");
+    // A checkpoint row of another key at the head: the core still serves its own.
+    let forger = skill_journal::Signer::generate("skill-core/journal").expect("a key");
+    let size: i64 = connection.query_row("SELECT size FROM journal_head", [], |row| row.get(0)).expect("size");
+    let body =
+        skill_journal::Checkpoint { origin: "skill-core/journal".into(), size: size as u64, root: [9; 32] }.body();
+    connection
+        .execute(
+            "INSERT INTO journal_checkpoints (size, root, note, key, signed_at) VALUES (?1, ?2, ?3, ?4, '2026-01-01T00:00:00Z')",
+            (size, &[9_u8; 32][..], forger.sign(&body), forger.verifier().text()),
+        )
+        .expect("a forged row");
+    let served = read(&address, "/journal/checkpoint");
+    assert_eq!(served["size"].as_i64(), Some(before), "{served}");
+    assert_ne!(served["key"].as_str(), Some(forger.verifier().text().as_str()));
+    again.stop(rustix::process::Signal::TERM);
+    let ours: i64 = connection
+        .query_row(
+            "SELECT count(*) FROM journal_checkpoints WHERE size > ?1 AND key <> ?2",
+            (before, forger.verifier().text()),
+            |row| row.get(0),
+        )
+        .expect("counted");
+    assert_eq!(ours, 0, "nothing was signed over the planted hash");
+    let _ = std::fs::remove_dir_all(&folder);
+}

@@ -73,8 +73,9 @@ BEGIN
     IF TG_OP = 'UPDATE' AND (OLD.entry IS NOT NULL OR NEW.entry IS NULL) THEN
         RETURN NULL;
     END IF;
-    UPDATE journal_head SET size = size + 1 WHERE id = 1 RETURNING size - 1 INTO STRICT at;
+    SELECT size INTO STRICT at FROM journal_head WHERE id = 1 FOR UPDATE;
     INSERT INTO journal_leaves (idx, event_seq) VALUES (at, NEW.seq);
+    UPDATE journal_head SET size = size + 1 WHERE id = 1;
     h := sha256('\x00'::bytea || convert_to(NEW.entry, 'UTF8'));
     INSERT INTO journal_nodes (level, idx, hash) VALUES (0, at, h);
     WHILE at % 2 = 1 LOOP
@@ -114,13 +115,15 @@ END $$;
 CREATE FUNCTION journal_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_TABLE_NAME = 'journal_head' AND TG_OP = 'UPDATE' THEN
-        IF NEW.id = OLD.id AND NEW.size = OLD.size + 1 THEN
+        -- It grows only by the leaf just written at its size.
+        IF NEW.id = OLD.id AND NEW.size = OLD.size + 1
+            AND EXISTS (SELECT 1 FROM journal_leaves WHERE idx = OLD.size) THEN
             RETURN NEW;
         END IF;
         RAISE EXCEPTION 'journal_append_only: the journal only grows, a leaf at a time';
     END IF;
     IF TG_TABLE_NAME = 'journal_leaves' AND TG_OP = 'INSERT' THEN
-        IF NEW.idx = (SELECT size - 1 FROM journal_head) THEN
+        IF NEW.idx = (SELECT size FROM journal_head) THEN
             RETURN NEW;
         END IF;
         RAISE EXCEPTION 'journal_gap: a leaf takes the next index';

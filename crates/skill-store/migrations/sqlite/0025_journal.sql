@@ -98,6 +98,7 @@ END;
 
 CREATE TRIGGER journal_head_grows BEFORE UPDATE ON journal_head
 WHEN NEW.id <> OLD.id OR NEW.size <> OLD.size + 1
+    OR NOT EXISTS (SELECT 1 FROM journal_leaves WHERE idx = OLD.size)
 BEGIN
     SELECT RAISE(ABORT, 'journal_append_only: the journal only grows, a leaf at a time');
 END;

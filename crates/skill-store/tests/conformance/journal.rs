@@ -110,6 +110,7 @@ pub(crate) async fn the_journal_is_guarded_by_the_database(db: Db) {
     refused("UPDATE journal_leaves SET event_seq = event_seq WHERE idx = 1").await;
     refused("UPDATE journal_head SET size = size - 1").await;
     refused("UPDATE journal_head SET size = size + 2").await;
+    refused("UPDATE journal_head SET size = size + 1").await;
     refused("DELETE FROM journal_head").await;
     refused("UPDATE events SET entry = 'x' WHERE seq = (SELECT min(seq) FROM events)").await;
     refused("UPDATE events SET data = '{\"note\":\"rewritten\"}' WHERE seq = (SELECT min(seq) FROM events)").await;
