@@ -136,27 +136,7 @@ pub(crate) fn cost(backend: &str, baseline: Option<&str>) -> Result<()> {
 fn cost_pass(core: &std::path::Path, db: &str, folder: &std::path::Path, journal: bool) -> Result<serde_json::Value> {
     let db = db.to_owned();
     std::fs::create_dir_all(folder)?;
-    let token = |name: &str, kind: &str, grant: &str| {
-        crate::core_run::output(
-            Command::new(core).args(["token", "create", "--db", &db, "--name", name, "--kind", kind, "--grant", grant]),
-        )
-    };
-    let (admin, caller, executor) = (
-        token("admin", "person", "org.manage")?,
-        token("caller", "person", "skills.invoke")?,
-        token("runner", "executor", "skills.execute")?,
-    );
-    crate::core_run::output(Command::new(core).args([
-        "allow",
-        "--db",
-        &db,
-        "--principal",
-        "runner",
-        "--protocol",
-        "local",
-        "--local",
-        "demo_host",
-    ]))?;
+    let crate::core_run::Tokens { admin, caller, executor } = crate::core_run::Tokens::create_with(core, &db)?;
     let mut serve = Command::new(core);
     serve.args(["serve", "--db", &db, "--listen", "127.0.0.1:0"]).env("SKILL_LOG", "warn");
     if journal {

@@ -88,10 +88,14 @@ pub(crate) struct Tokens {
 
 impl Tokens {
     pub(crate) fn create(db: &str) -> Result<Self> {
-        let core = release("skill-core");
+        Self::create_with(&release("skill-core"), db)
+    }
+
+    /// [`Tokens::create`] by the core binary `core` (another build's, for a comparison).
+    pub(crate) fn create_with(core: &Path, db: &str) -> Result<Self> {
         let token = |name: &str, kind: &str, grant: &str| {
             output(
-                Command::new(&core)
+                Command::new(core)
                     .args(["token", "create", "--db", db, "--name", name, "--kind", kind, "--grant", grant]),
             )
         };
@@ -101,7 +105,7 @@ impl Tokens {
             executor: token("runner", "executor", "skills.execute")?,
         };
         // The operator allows the runner the demo host's skills, and nothing more.
-        output(Command::new(&core).args([
+        output(Command::new(core).args([
             "allow",
             "--db",
             db,

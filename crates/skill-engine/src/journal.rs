@@ -159,6 +159,11 @@ impl Engine {
         let Some(key) = self.journal.clone() else { return Ok(None) };
         let mut last = key.last.lock().await;
         let size = self.store.journal_size().await?;
+        // Idle: the tree is the one this core signed last; nothing is read or checked until it
+        // grows (whatever was changed meanwhile is checked then, before anything is signed).
+        if last.is_some_and(|(signed, _)| signed == size) {
+            return Ok(None);
+        }
         let mut known: Vec<(u64, Hash, &str)> = Vec::new();
         if let Some((signed, root)) = *last {
             known.push((signed, root, "the last checkpoint this core signed"));
@@ -292,9 +297,9 @@ impl Engine {
         Ok(Some(view(&row, &origin)))
     }
 
-    /// `Ok` unless the latest checkpoint signs a tree of `size` whose root is not `root`.
-    async fn signed_root_holds(&self, size: u64, root: &Hash) -> Result<()> {
-        match self.latest_checkpoint().await? {
+    /// `Ok` unless `latest` (the latest checkpoint) signs a tree of `size` whose root is not `root`.
+    fn signed_root_holds(latest: Option<&CheckpointOut>, size: u64, root: &Hash) -> Result<()> {
+        match latest {
             Some(checkpoint) if checkpoint.size == size && checkpoint.root_hash != b64(root) => Err(inconsistent(
                 format!("the stored tree of {size} entries is not the one signed: a hash or an entry was changed"),
             )),
@@ -302,11 +307,12 @@ impl Engine {
         }
     }
 
-    /// The size a proof is made for: `asked`, or the latest checkpoint's; never past the tree.
-    async fn proof_size(&self, asked: Option<u64>, field: &str) -> Result<u64> {
+    /// The size a proof is made for: `asked`, or `latest`'s (the latest checkpoint); never past the
+    /// tree.
+    async fn proof_size(&self, asked: Option<u64>, latest: Option<&CheckpointOut>, field: &str) -> Result<u64> {
         let size = match asked {
             Some(size) => size,
-            None => self.latest_checkpoint().await?.ok_or_else(unsigned)?.size,
+            None => latest.ok_or_else(unsigned)?.size,
         };
         let held = self.store.journal_size().await?;
         if size > held {
@@ -322,7 +328,9 @@ impl Engine {
     /// checkpoint's).
     pub async fn inclusion_proof(&self, actor: &Actor, index: u64, size: Option<u64>) -> Result<InclusionProofOut> {
         actor.require("org.read")?;
-        let size = self.proof_size(size, "size").await?;
+        // Read once: the default size and the root a proof must reach come from it.
+        let latest = self.latest_checkpoint().await?;
+        let size = self.proof_size(size, latest.as_ref(), "size").await?;
         if size == 0 {
             return Err(EngineError::invalid_request("a tree of 0 entries holds none: `size` is 1 or more")
                 .with("field", "size"));
@@ -336,12 +344,8 @@ impl Engine {
         }
         let nodes = self
             .nodes_for(|needed| {
-                {
-                    let _ = tree::inclusion_proof(needed, index, size);
-                };
-                {
-                    let _ = tree::root(needed, size);
-                };
+                let _ = tree::inclusion_proof(needed, index, size);
+                let _ = tree::root(needed, size);
             })
             .await?;
         let entry = self.store.journal_leaves(index, 1).await?.into_iter().next().filter(|leaf| leaf.index == index);
@@ -355,7 +359,7 @@ impl Engine {
                 "the stored tree does not lead the entry at {index} to its root: a hash was changed"
             )));
         }
-        self.signed_root_holds(size, &top).await?;
+        Self::signed_root_holds(latest.as_ref(), size, &top)?;
         Ok(InclusionProofOut {
             index,
             size,
@@ -370,22 +374,17 @@ impl Engine {
     /// tree of `from`.
     pub async fn consistency_proof(&self, actor: &Actor, from: u64, to: Option<u64>) -> Result<ConsistencyProofOut> {
         actor.require("org.read")?;
-        let to = self.proof_size(to, "to").await?;
+        let latest = self.latest_checkpoint().await?;
+        let to = self.proof_size(to, latest.as_ref(), "to").await?;
         if from == 0 || from > to {
             return Err(EngineError::invalid_request(format!("`from` is 1 to {to} (the newer tree's size)"))
                 .with("field", "from"));
         }
         let nodes = self
             .nodes_for(|needed| {
-                {
-                    let _ = tree::consistency_proof(needed, from, to);
-                };
-                {
-                    let _ = tree::root(needed, from);
-                };
-                {
-                    let _ = tree::root(needed, to);
-                };
+                let _ = tree::consistency_proof(needed, from, to);
+                let _ = tree::root(needed, from);
+                let _ = tree::root(needed, to);
             })
             .await?;
         let (path, first, second) =
@@ -393,8 +392,8 @@ impl Engine {
         if !tree::verify_consistency(from, to, &first, &second, &path) {
             return Err(inconsistent(format!("the stored tree does not lead from {from} to {to}: a hash was changed")));
         }
-        self.signed_root_holds(from, &first).await?;
-        self.signed_root_holds(to, &second).await?;
+        Self::signed_root_holds(latest.as_ref(), from, &first)?;
+        Self::signed_root_holds(latest.as_ref(), to, &second)?;
         Ok(ConsistencyProofOut {
             from,
             to,
