@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use skill_journal::entry::{canonical, text_digest};
 use skill_journal::tree::{self, Hash, Levels, Nodes as _, leaf_hash};
 use skill_store::records::Event;
-use skill_store::{CheckpointRow, Store, StoreOptions};
+use skill_store::{CheckpointRow, ErrorKind, Store, StoreOptions};
 
 use crate::fixture::{Db, Raw, event, principal};
 
@@ -168,6 +168,13 @@ pub(crate) async fn the_journal_is_guarded_by_the_database(db: Db) {
         let error = db.store.add_journal_checkpoint(&checkpoint(size)).await.expect_err("refused");
         assert!(error.to_string().contains("journal_checkpoint"), "{error}");
     }
+    // Two cores signing the same tree: the second is refused, as the signer expects (a conflict
+    // or the append-only guard), and the first stays.
+    let again = db.store.add_journal_checkpoint(&checkpoint(5)).await.expect_err("one checkpoint per size");
+    assert!(
+        matches!(again.kind(), ErrorKind::Conflict | ErrorKind::Refused("journal_append_only" | "journal_checkpoint")),
+        "{again:?}"
+    );
     let kept = db.store.journal_checkpoints(10).await.expect("listed");
     assert_eq!(kept.iter().map(|c| c.size).collect::<Vec<_>>(), vec![5, 3]);
     refused("DELETE FROM journal_checkpoints").await;
