@@ -372,6 +372,7 @@ pub const OPERATIONS: &[Operation] = &[
             (422, "unknown_reference"),
             (422, "invalid_package_settings"),
             (403, "permission_escalation"),
+            (403, "agent_permission_forbidden"),
             (409, "agent_principal_conflict"),
             (422, "invalid_agent"),
             (422, "skill_disabled"),

@@ -19,6 +19,47 @@ pub const INVOKE_PERMISSION: &str = "skills.invoke";
 pub const EXECUTE_PERMISSION: &str = "skills.execute";
 /// The permission no agent ever holds: a person decides what an agent asked for.
 pub const DECIDE_PERMISSION: &str = "approvals.decide";
+/// The permission that administers the organisation: who may do what, and what others run.
+pub const MANAGE_PERMISSION: &str = "org.manage";
+
+/// The permissions only a person holds — never the principal of an agent or an executor (nor
+/// the core's own), in a document, a grant, or a database from before this rule — each with
+/// why. An agent is operated by a person and never holds power over people: nothing it holds
+/// changes who may do what, publishes what others run, or decides what an agent asked for.
+///
+/// `org.manage` guards the principals (disabling them, their assigned versions, an executor's
+/// allow-list), tokens (an agent's too), workspaces, and publishing skills, task types,
+/// artifact types, work rules, processes and packages (which grant agents their permissions);
+/// no other permission administers principals or tokens.
+pub const PEOPLE_ONLY: &[(&str, &str)] = &[
+    (
+        MANAGE_PERMISSION,
+        "it changes who may do what (principals, tokens, grants, workspaces) and publishes what others run (skills, task types, rules, processes, packages)",
+    ),
+    (DECIDE_PERMISSION, "a person decides what an agent asks for"),
+];
+
+/// What an agent or an executor may hold instead of a [`PEOPLE_ONLY`] permission.
+pub const AGENT_MAY_HOLD: &str = "org.read, skills.invoke (an agent), skills.execute (an executor), tasks.read@…, tasks.write@…, facts.read@…, facts.write@…, knowledge.read@…, knowledge.write@…, and the custom permissions its skills' contracts require";
+
+/// The code of the refusal when an agent or executor would hold a [`PEOPLE_ONLY`] permission.
+pub const PERMISSION_FORBIDDEN: &str = "agent_permission_forbidden";
+
+/// Whether `written` (`PERMISSION` or `PERMISSION@WORKSPACE`) is one only a person holds.
+pub fn people_only(written: &str) -> bool {
+    let permission = split_permission(written).0;
+    PEOPLE_ONLY.iter().any(|(held, _)| *held == permission)
+}
+
+/// Why a principal of `kind` (`agent`, `executor`) is refused `written`, and what it may hold
+/// instead: the message of [`PERMISSION_FORBIDDEN`] wherever it is raised.
+pub fn people_only_message(kind: &str, written: &str) -> String {
+    let permission = split_permission(written).0;
+    let why = PEOPLE_ONLY.iter().find(|(held, _)| *held == permission).map_or("", |(_, why)| why);
+    format!(
+        "an {kind} never holds {permission}, which only a person holds: {why}; an {kind} is operated by a person and holds no power over people — it may hold {AGENT_MAY_HOLD}"
+    )
+}
 /// The most permissions, assigned versions and task types an agent document lists.
 pub const MAX_PERMISSIONS: usize = 100;
 pub const MAX_INVOKE: usize = 500;
@@ -302,12 +343,17 @@ impl AgentSpec {
                 ));
             } else if !seen.insert(written.as_str()) {
                 out.push(problem(path, "invalid_agent", format!("{written} is listed twice"), "list it once"));
-            } else if permission == DECIDE_PERMISSION {
+            } else if people_only(permission) {
+                let hint = if permission == DECIDE_PERMISSION {
+                    "remove approvals.decide; grant it to the people who review the agent's requests"
+                } else {
+                    "remove it; the person who installs the package holds it, and the agent's writes become requests a person decides"
+                };
                 out.push(problem(
                     path,
-                    "invalid_agent",
-                    "an agent never decides approvals (nor withdraws them): a person decides what an agent asks for",
-                    "remove approvals.decide; grant it to the people who review the agent's requests",
+                    PERMISSION_FORBIDDEN,
+                    people_only_message(self.identity.kind.as_str(), written),
+                    hint,
                 ));
             } else if self.identity.kind == AgentKind::Executor && permission == INVOKE_PERMISSION {
                 out.push(problem(
@@ -556,7 +602,7 @@ mod tests {
         // Nobody but a person decides; an agent does not execute; one tool per skill name.
         let decides = json!({"identity": {"kind": "executor", "permissions": ["skills.execute", "approvals.decide"]},
                              "executor": {"kind": "skills"}, "skills": {"protocols": ["local"]}});
-        assert_eq!(codes(decides), [("spec.identity.permissions[1]".to_owned(), "invalid_agent")]);
+        assert_eq!(codes(decides), [("spec.identity.permissions[1]".to_owned(), PERMISSION_FORBIDDEN)]);
         let executes = json!({"identity": {"kind": "agent", "permissions": ["skills.execute"]}});
         assert_eq!(codes(executes), [("spec.identity.permissions[0]".to_owned(), "invalid_agent")]);
         let two = json!({"identity": {"kind": "agent", "permissions": ["skills.invoke"]},
@@ -572,6 +618,38 @@ mod tests {
         let spec = json!({"identity": {"kind": "agent"}, "skills": {"invoke": [{"skill": "a@1", "ro": true}]}});
         let entry = read_spec(&spec).expect_err("an unknown key");
         assert!(entry.message.contains("unknown field `ro`"), "{entry:?}");
+    }
+
+    #[test]
+    fn no_agent_or_executor_holds_what_only_a_person_holds() {
+        assert!(people_only("org.manage") && people_only("approvals.decide@claims") && people_only("org.manage@x"));
+        assert!(!people_only("org.read") && !people_only("tasks.write@claims") && !people_only("org.managed"));
+        for kind in ["agent", "executor"] {
+            let permissions = if kind == "agent" { "skills.invoke" } else { "skills.execute" };
+            let spec = json!({"identity": {"kind": kind, "permissions": [permissions, "org.read", "org.manage", "approvals.decide@claims"]}});
+            let spec = if kind == "agent" {
+                spec
+            } else {
+                let mut spec = spec;
+                spec["executor"] = json!({"kind": "skills"});
+                spec["skills"] = json!({"protocols": ["local"]});
+                spec
+            };
+            let found = read_spec(&spec).expect("reads").problems();
+            let at: Vec<(&str, &str)> = found.iter().map(|p| (p.path.as_str(), p.code)).collect();
+            assert_eq!(
+                at,
+                [
+                    ("spec.identity.permissions[2]", PERMISSION_FORBIDDEN),
+                    ("spec.identity.permissions[3]", PERMISSION_FORBIDDEN)
+                ],
+                "{kind}"
+            );
+            assert!(found[0].message.starts_with(&format!("an {kind} never holds org.manage")), "{}", found[0].message);
+            for instead in ["org.read", "skills.invoke", "tasks.write@…", "facts.read@…", "custom permissions"] {
+                assert!(found[0].message.contains(instead), "{instead}: {}", found[0].message);
+            }
+        }
     }
 
     #[test]

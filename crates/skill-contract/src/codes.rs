@@ -591,6 +591,13 @@ pub const CODES: &[CodeInfo] = &[
         "an install would grant an agent permissions the installer does not hold (403, `details.missing`)",
     ),
     code(
+        "agent_permission_forbidden",
+        PermissionDenied,
+        No,
+        "core",
+        "an agent or executor principal would hold a permission only a person holds (`org.manage`, `approvals.decide`): refused in its document (`skill-sdk package check`, `POST /packages:apply`) and in any grant; the message lists what it may hold instead (403; `details.path` in a document, `details.permission` in a grant)",
+    ),
+    code(
         "skills_invoke_not_permitted",
         ValidationError,
         No,

@@ -127,8 +127,12 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let token = issue(&engine, "dev", "person", &grants).await?;
     let reviewer = issue(&engine, "dev-reviewer", "person", &reviewer_grants).await?;
     // The core carries out execution-pinned tasks as its own principal: here it may do what the
-    // package's contracts require.
-    let needed: Vec<&str> = contract_permissions.iter().map(String::as_str).collect();
+    // package's contracts require, except what only a person holds.
+    let needed: Vec<&str> = contract_permissions
+        .iter()
+        .map(String::as_str)
+        .filter(|permission| !skill_api::agent::people_only(permission))
+        .collect();
     engine.grant_execution(&needed).await.map_err(|error| anyhow::anyhow!("{error}"))?;
     // The executor's own account is what its skills reach artifacts and knowledge with.
     let executor_grants = ["skills.execute".to_owned(), format!("knowledge.write@{DEV_WORKSPACE}")];

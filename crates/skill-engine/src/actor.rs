@@ -3,6 +3,7 @@
 
 use chrono::Utc;
 use sha2::{Digest, Sha256};
+use skill_api::agent::people_only;
 use skill_api::{DecisionAuthority, HeldGrant, PrincipalKind};
 use skill_store::records::{ExecutorAllowance, Grant, Principal};
 
@@ -44,6 +45,16 @@ pub struct Actor {
 
 impl Actor {
     pub fn new(principal: Principal, grants: Vec<Grant>) -> Self {
+        if principal.kind != PrincipalKind::Person {
+            for grant in grants.iter().filter(|grant| people_only(&grant.permission)) {
+                tracing::warn!(
+                    principal = %principal.name,
+                    kind = principal.kind.as_str(),
+                    permission = %grant.permission,
+                    "a principal that is not a person holds a permission only a person holds: it counts for nothing; take it back (skill-core revoke, or apply the agent's document again)"
+                );
+            }
+        }
         Self {
             principal,
             grants,
@@ -125,22 +136,30 @@ impl Actor {
         &self.principal.id
     }
 
+    /// The grants that count: all of a person's; of an agent's or an executor's, none that only
+    /// a person holds (`skill_contract::agent::PEOPLE_ONLY`) — no grant path gives one, but a
+    /// database from before that rule may hold one, and it is refused at use (fail closed).
+    fn counted(&self) -> impl Iterator<Item = &Grant> {
+        let person = self.principal.kind == PrincipalKind::Person;
+        self.grants.iter().filter(move |grant| person || !people_only(&grant.permission))
+    }
+
     /// Whether the principal holds `permission` organisation-wide. `org.manage` includes
     /// `org.read`.
     pub fn can(&self, permission: &str) -> bool {
-        self.grants.iter().any(|grant| grant.workspace_id.is_none() && implies(&grant.permission, permission))
+        self.counted().any(|grant| grant.workspace_id.is_none() && implies(&grant.permission, permission))
     }
 
     /// Whether the principal holds `permission` in `workspace_id` (or organisation-wide).
     pub fn can_in(&self, permission: &str, workspace_id: &str) -> bool {
-        self.grants.iter().any(|grant| {
+        self.counted().any(|grant| {
             grant.workspace_id.as_deref().is_none_or(|id| id == workspace_id) && implies(&grant.permission, permission)
         })
     }
 
     /// Whether the principal holds `permission` in some workspace (or organisation-wide).
     pub fn can_somewhere(&self, permission: &str) -> bool {
-        self.grants.iter().any(|grant| implies(&grant.permission, permission))
+        self.counted().any(|grant| implies(&grant.permission, permission))
     }
 
     /// The workspaces where the principal holds `permission`: `None` when it holds it
@@ -150,8 +169,7 @@ impl Actor {
             return None;
         }
         let mut ids: Vec<String> = self
-            .grants
-            .iter()
+            .counted()
             .filter(|grant| implies(&grant.permission, permission))
             .filter_map(|grant| grant.workspace_id.clone())
             .collect();
@@ -247,9 +265,13 @@ mod tests {
     use super::*;
 
     fn actor(grants: &[(Option<&str>, &str)]) -> Actor {
+        actor_of(PrincipalKind::Person, grants)
+    }
+
+    fn actor_of(kind: PrincipalKind, grants: &[(Option<&str>, &str)]) -> Actor {
         let principal = Principal {
             id: "p".into(),
-            kind: PrincipalKind::Person,
+            kind,
             name: "ana".into(),
             display_name: String::new(),
             created_at: chrono::Utc::now(),
@@ -278,6 +300,21 @@ mod tests {
         assert!(ana.can_in("org.read", "w2"));
         assert_eq!(ana.require("skills.execute").map_err(|e| e.code), Err("permission_denied"));
         assert!(actor(&[(None, "org.read")]).require("org.manage").is_err(), "read does not include manage");
+    }
+
+    #[test]
+    fn what_only_a_person_holds_counts_for_nothing_held_by_an_agent_or_executor() {
+        let held = [(None, "org.manage"), (Some("w1"), "approvals.decide"), (Some("w1"), "tasks.write")];
+        for kind in [PrincipalKind::Agent, PrincipalKind::Executor] {
+            let robot = actor_of(kind, &held);
+            assert!(!robot.can("org.manage") && !robot.can("org.read"), "{kind:?}: org.manage counts for nothing");
+            assert!(robot.require("org.manage").is_err() && robot.require_any(&["org.manage"]).is_err());
+            assert!(!robot.can_in("approvals.decide", "w1") && !robot.can_somewhere("approvals.decide"));
+            assert_eq!(robot.workspaces_with("approvals.decide"), Some(vec![]));
+            assert!(robot.can_in("tasks.write", "w1") && robot.can_in("tasks.read", "w1"), "the rest still counts");
+        }
+        let person = actor(&held);
+        assert!(person.can("org.manage") && person.can_in("approvals.decide", "w1"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Agents a package declares: each document checked whole against the catalog and the installer
 //! (the reference's refusals: `permission_escalation`, `unknown_reference`, `skill_disabled`,
-//! `skills_invoke_not_permitted`, `execution_skill_not_invoked`), then planned as its principal
+//! `skills_invoke_not_permitted`, `execution_skill_not_invoked`; and ours,
+//! `agent_permission_forbidden`, which every grant is checked with too), then planned as its principal
 //! with exactly the grants, assignments and executor allow-list the document says, written in
 //! the install's transaction. Reading agents, and tokens for them.
 
@@ -11,7 +12,10 @@ use skill_api::events::AgentApplied;
 use skill_api::{
     AgentOut, AgentRequest, AgentTokenOut, AgentTokenRequest, ExecutorAllowance, PrincipalKind, SkillStatus,
 };
-use skill_contract::agent::{AgentKind, is_agent_key, read_spec, split_permission};
+use skill_contract::agent::{
+    AgentKind, AgentProblem, PERMISSION_FORBIDDEN, is_agent_key, people_only, people_only_message, read_spec,
+    split_permission,
+};
 use skill_store::ErrorKind;
 use skill_store::records::{AgentPlan, AgentRecord, Assignment, Grant, Principal, SkillRecord, TaskTypeRecord};
 
@@ -24,6 +28,30 @@ use crate::{Engine, Origin};
 /// `422 invalid_agent` at `path` of the document.
 fn invalid(path: &str, message: impl Into<String>) -> EngineError {
     EngineError::new(Class::Invalid, "invalid_agent", message).with("path", path)
+}
+
+/// A problem of the document itself, at its path: `403 agent_permission_forbidden`, else `422`
+/// with the problem's code.
+fn document_problem(found: AgentProblem) -> EngineError {
+    let message = format!("{} ({})", found.message, found.hint);
+    if found.code == PERMISSION_FORBIDDEN {
+        return EngineError::new(Class::Forbidden, found.code, message).with("path", found.path);
+    }
+    EngineError::new(Class::Invalid, found.code, message).with("path", found.path)
+}
+
+/// `403 agent_permission_forbidden` when a principal of `kind` would be granted `written`
+/// (`PERMISSION` or `PERMISSION@WORKSPACE`) and only a person holds it
+/// ([`skill_contract::agent::PEOPLE_ONLY`]):
+/// what every grant — a document's, a command's, the core's own — is checked with.
+pub(crate) fn grantable(kind: PrincipalKind, written: &str) -> Result<()> {
+    if kind == PrincipalKind::Person || !people_only(written) {
+        return Ok(());
+    }
+    let permission = split_permission(written).0;
+    Err(EngineError::new(Class::Forbidden, PERMISSION_FORBIDDEN, people_only_message(kind.as_str(), written))
+        .with("permission", permission)
+        .with("kind", kind.as_str()))
 }
 
 /// `422 unknown_reference {path, value}`.
@@ -108,10 +136,7 @@ impl Engine {
         origin: &Origin,
     ) -> Result<Option<AgentPlan>> {
         let key = &request.key;
-        let spec = &read_spec(&request.spec).map_err(|found| {
-            EngineError::new(Class::Invalid, found.code, format!("{} ({})", found.message, found.hint))
-                .with("path", found.path)
-        })?;
+        let spec = &read_spec(&request.spec).map_err(document_problem)?;
         if !is_agent_key(key) || key.eq_ignore_ascii_case(EXECUTION_PRINCIPAL) {
             return Err(invalid(
                 "key",
@@ -121,8 +146,7 @@ impl Engine {
             ));
         }
         if let Some(found) = spec.problems().into_iter().next() {
-            return Err(EngineError::new(Class::Invalid, found.code, format!("{} ({})", found.message, found.hint))
-                .with("path", found.path));
+            return Err(document_problem(found));
         }
         let now = self.now();
         let (existing, principal) = self.agent_principal(key, spec.identity.kind).await?;

@@ -200,6 +200,53 @@ fn broken_references_fail_with_their_codes() {
     );
 }
 
+/// An agent or executor document granting what only a person holds fails the check, naming the
+/// file and field and what it may hold instead; apply refuses it before the core writes anything.
+#[test]
+fn no_agent_or_executor_document_grants_what_only_a_person_holds() {
+    let core = serve("people-only");
+    let copy = Copy::new("people-only");
+    copy.edit(
+        "agents/claims-desk.yaml",
+        "permissions: [skills.invoke, claims.reply]",
+        "permissions: [skills.invoke, claims.reply, org.manage, approvals.decide@claims]",
+    );
+    copy.edit(
+        "agents/claims-skills.yaml",
+        "permissions: [skills.execute]",
+        "permissions: [skills.execute, org.manage]",
+    );
+    let forbidden =
+        |file: &str, path: &str| (file.to_owned(), path.to_owned(), "agent_permission_forbidden".to_owned());
+    assert_eq!(
+        problems(&copy),
+        [
+            forbidden("agents/claims-desk.yaml", "spec.identity.permissions[2]"),
+            forbidden("agents/claims-desk.yaml", "spec.identity.permissions[3]"),
+            forbidden("agents/claims-skills.yaml", "spec.identity.permissions[1]"),
+        ]
+    );
+    let output = copy.sdk(&["check"], None);
+    let said = text(&output.stderr);
+    assert!(
+        said.contains("agents/claims-desk.yaml at spec.identity.permissions[2]: an agent never holds org.manage"),
+        "{said}"
+    );
+    assert!(
+        said.contains("agents/claims-skills.yaml at spec.identity.permissions[1]: an executor never holds org.manage")
+    );
+    for instead in ["org.read", "skills.invoke", "tasks.read@…", "tasks.write@…", "facts.read@…", "facts.write@…"]
+    {
+        assert!(said.contains(instead), "the check says what an agent may hold instead ({instead}): {said}");
+    }
+
+    let events = core.event_count();
+    let refused = copy.sdk(&["apply"], Some((core.url.as_str(), core.token.as_str())));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    assert!(text(&refused.stderr).contains("agent_permission_forbidden"), "{}", text(&refused.stderr));
+    assert_eq!(core.event_count(), events, "a refused apply writes nothing");
+}
+
 pub(crate) struct Served {
     pub(crate) url: String,
     pub(crate) token: String,
@@ -230,7 +277,7 @@ pub(crate) fn serve(label: &str) -> Served {
         engine.create_workspace("claims", "Claims", &Origin::default()).await.expect("workspace");
         let request = TokenRequest {
             principal: "installer".into(),
-            kind: "agent".into(),
+            kind: "person".into(),
             grants: ["org.manage", "skills.invoke", "skills.execute", "claims.reply", "tasks.write@claims"]
                 .map(String::from)
                 .to_vec(),

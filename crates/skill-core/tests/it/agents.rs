@@ -130,11 +130,28 @@ async fn refusals(backend: Backend, label: &str) {
             "unknown_reference",
             "spec.requests.workspace",
         ),
+        // What only a person holds, though the installer holds it (org.manage) or not.
+        (
+            desk(|spec| spec["identity"]["permissions"] = json!(["skills.invoke", "claims.reply", "org.manage"])),
+            403,
+            "agent_permission_forbidden",
+            "spec.identity.permissions[2]",
+        ),
         (
             desk(|spec| spec["identity"]["permissions"] = json!(["skills.invoke", "claims.reply", "approvals.decide"])),
-            422,
-            "invalid_agent",
+            403,
+            "agent_permission_forbidden",
             "spec.identity.permissions[2]",
+        ),
+        (
+            {
+                let mut executor = executor_agent();
+                executor["spec"]["identity"]["permissions"] = json!(["skills.execute", "org.manage"]);
+                executor
+            },
+            403,
+            "agent_permission_forbidden",
+            "spec.identity.permissions[1]",
         ),
         (
             desk(|spec| spec["skills"]["invoke"] = json!(["claim.classify", "claim.send_reply@1"])),
@@ -162,11 +179,19 @@ async fn refusals(backend: Backend, label: &str) {
                 assert_eq!(detail(&answer.body, "taskType"), "claim-send");
                 assert_eq!(detail(&answer.body, "skill"), "claim.send_reply@1");
             }
+            "agent_permission_forbidden" => {
+                let message = answer.body["error"]["message"].as_str().unwrap_or_default();
+                for instead in ["org.read", "skills.invoke", "tasks.write@…", "facts.write@…", "custom permissions"]
+                {
+                    assert!(message.contains(instead), "the refusal says what it may hold: {message}");
+                }
+            }
             _ => {}
         }
         // Nothing of the package was written: not the task type, not the install, no principal.
         assert_eq!(events(&core).await, before, "{code}: {}", answer.body);
         core.get(&installer, "/agents/claims-desk").await.refused(404, "not_found");
+        core.get(&installer, "/agents/claims-skills").await.refused(404, "not_found");
     }
     // An installer without a permission an executor agent grants.
     let manager = token(&core.engine, "manager", &["org.manage"]).await;
@@ -263,7 +288,7 @@ async fn lifecycle(backend: Backend, label: &str) {
     let request = skill_engine::TokenRequest {
         principal: "claims-desk".into(),
         kind: "agent".into(),
-        grants: vec!["org.manage".into()],
+        grants: vec!["org.read".into()],
         label: String::new(),
         expires_at: None,
     };
@@ -407,4 +432,141 @@ async fn an_agent_holds_exactly_what_its_document_grants_on_sqlite() {
 #[tokio::test]
 async fn an_agent_holds_exactly_what_its_document_grants_on_postgres() {
     lifecycle(Backend::Postgres, "agent-lifecycle").await;
+}
+
+/// The refusal of a permission only a person holds: its code and class, the permission named.
+#[track_caller]
+fn forbidden(refused: &skill_engine::EngineError, permission: &str) {
+    assert_eq!((refused.code, refused.class), ("agent_permission_forbidden", skill_engine::Class::Forbidden));
+    assert_eq!(refused.details["permission"], permission, "{}", refused.message);
+    assert!(refused.message.contains("org.read") && refused.message.contains("skills.invoke"), "{}", refused.message);
+}
+
+/// Whether the principal `name` holds `permission` (in any workspace) in the database.
+async fn holds(core: &Core, name: &str, permission: &str) -> bool {
+    let store = core.engine.store();
+    let Ok(principal) = store.principal_by_name(name).await else { return false };
+    store.grants(&principal.id).await.expect("grants").iter().any(|grant| grant.permission == permission)
+}
+
+async fn people_only_by_hand(backend: Backend, label: &str) {
+    let (core, installer) = setup(backend, label).await;
+    core.post(&installer, "/packages:apply", &apply_body("1.0.0", vec![desk(|_| {}), executor_agent()])).await.ok(200);
+    // A token made with such a grant: refused before its principal is made.
+    for kind in ["agent", "executor"] {
+        for (written, permission) in [("org.manage", "org.manage"), ("approvals.decide@claims", "approvals.decide")] {
+            let request = skill_engine::TokenRequest {
+                principal: format!("hand-{kind}"),
+                kind: kind.into(),
+                grants: vec!["org.read".into(), written.into()],
+                label: String::new(),
+                expires_at: None,
+            };
+            forbidden(&core.engine.issue_token(&request, &Default::default()).await.expect_err("refused"), permission);
+        }
+        assert!(core.engine.store().principal_by_name(&format!("hand-{kind}")).await.is_err(), "no principal made");
+    }
+    // A grant to a principal that is not a person: made by hand, an agent's, the core's own.
+    crate::api::token_of_kind(&core.engine, "hand-executor", "executor", &["skills.execute"]).await;
+    crate::api::token_of_kind(&core.engine, "hand-agent", "agent", &["skills.invoke"]).await;
+    core.engine.grant_execution(&[]).await.expect("the core's own principal");
+    let before = events(&core).await;
+    for name in ["hand-executor", "hand-agent", "claims-desk", "claims-skills", "core.execution"] {
+        for (written, permission) in [("org.manage", "org.manage"), ("approvals.decide@claims", "approvals.decide")] {
+            forbidden(&core.engine.grant(name, written, &Default::default()).await.expect_err(name), permission);
+        }
+    }
+    forbidden(&core.engine.grant_execution(&["org.manage"]).await.expect_err("refused"), "org.manage");
+    // The operator's commands, straight on the database.
+    if matches!(backend, Backend::Sqlite) {
+        for args in [
+            vec!["grant", "--principal", "hand-executor", "org.manage"],
+            vec!["grant", "--principal", "core.execution", "approvals.decide@claims"],
+            vec!["token", "create", "--name", "new-executor", "--kind", "executor", "--grant", "org.manage"],
+        ] {
+            let output = std::process::Command::new(crate::running::CORE)
+                .args(&args)
+                .args(["--db", &core.target])
+                .output()
+                .expect("skill-core runs");
+            let said = String::from_utf8_lossy(&output.stderr);
+            assert!(!output.status.success() && said.contains("never holds"), "{args:?}: {said}");
+            assert!(output.stdout.is_empty(), "no token printed: {args:?}");
+        }
+    }
+    assert_eq!(events(&core).await, before, "nothing written");
+    for name in ["hand-executor", "hand-agent", "claims-desk", "claims-skills", "core.execution", "new-executor"] {
+        assert!(!holds(&core, name, "org.manage").await && !holds(&core, name, "approvals.decide").await, "{name}");
+    }
+    // A person is granted them as before.
+    token(&core.engine, "reviewer", &["org.read"]).await;
+    assert!(core.engine.grant("reviewer", "approvals.decide@claims", &Default::default()).await.expect("granted"));
+    assert!(core.engine.grant("reviewer", "org.manage", &Default::default()).await.expect("granted"));
+}
+
+#[tokio::test]
+async fn no_grant_gives_an_agent_or_executor_what_only_a_person_holds_on_sqlite() {
+    people_only_by_hand(Backend::Sqlite, "agent-people-only").await;
+}
+
+#[tokio::test]
+async fn no_grant_gives_an_agent_or_executor_what_only_a_person_holds_on_postgres() {
+    people_only_by_hand(Backend::Postgres, "agent-people-only").await;
+}
+
+async fn held_from_before(backend: Backend, label: &str) {
+    let (core, installer) = setup(backend, label).await;
+    let applied = core.post(&installer, "/packages:apply", &apply_body("1.0.0", vec![desk(|_| {})])).await;
+    applied.ok(200);
+    let issued = core.post(&installer, "/agents/claims-desk/tokens", &json!({})).await;
+    let desk_token = issued.ok(201)["token"].as_str().expect("a token").to_owned();
+    let reviewer = token(&core.engine, "reviewer", &["tasks.write@claims"]).await;
+    // A database from before the rule: the agent's principal holds org.manage, written as an
+    // older core wrote grants.
+    let principal = core.engine.store().principal_by_name("claims-desk").await.expect("the agent's principal");
+    let added = skill_api::events::GrantAdded { permission: "org.manage".into(), workspace_id: None };
+    let event = skill_store::records::Event {
+        seq: 0,
+        id: "01900000-0000-7000-8000-0000000be4e1".into(),
+        kind: <skill_api::events::GrantAdded as skill_api::EventData>::KIND.to_owned(),
+        subject: format!("principal:{}", principal.id),
+        data: serde_json::to_value(&added).expect("JSON"),
+        actor_id: None,
+        request_id: None,
+        created_at: chrono::Utc::now(),
+    };
+    let grant = skill_store::records::Grant {
+        id: "01900000-0000-7000-8000-0000000be4e2".into(),
+        principal_id: principal.id.clone(),
+        workspace_id: None,
+        permission: "org.manage".into(),
+        created_at: chrono::Utc::now(),
+    };
+    assert!(core.engine.store().add_grant(&grant, &event).await.expect("written straight"));
+    assert!(holds(&core, "claims-desk", "org.manage").await);
+
+    // It counts for nothing: the agent disables no one, publishes nothing, reads no listing.
+    let disable = json!({"principal": "reviewer", "reason": "offboarded"});
+    core.post(&desk_token, "/principals:disable", &disable).await.refused(403, "permission_denied");
+    core.post(&desk_token, "/skills", &leaf("claim.evil", "none")).await.refused(403, "permission_denied");
+    core.get(&desk_token, "/agents").await.refused(403, "permission_denied");
+    let reviewer_row = core.engine.store().principal_by_name("reviewer").await.expect("the reviewer");
+    assert!(reviewer_row.disabled_at.is_none(), "the reviewer stays enabled");
+    core.get(&reviewer, "/tasks?workspace=claims").await.ok(200);
+    // Still what its document grants: it calls what it is assigned.
+    let call =
+        core.post(&desk_token, "/skills/claim.classify@1:invoke", &json!({"inputs": {}, "idempotencyKey": "k1"})).await;
+    call.ok(201);
+    // A person with org.manage still may.
+    core.post(&installer, "/principals:disable", &disable).await.ok(200);
+}
+
+#[tokio::test]
+async fn an_agent_holding_org_manage_from_before_disables_no_one_on_sqlite() {
+    held_from_before(Backend::Sqlite, "agent-held-before").await;
+}
+
+#[tokio::test]
+async fn an_agent_holding_org_manage_from_before_disables_no_one_on_postgres() {
+    held_from_before(Backend::Postgres, "agent-held-before").await;
 }

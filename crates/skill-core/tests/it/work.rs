@@ -964,7 +964,8 @@ async fn only_a_person_decides_an_approval() {
             .expect("id")
             .to_owned();
         let grants = ["skills.invoke", "tasks.write@desk", "approvals.decide@desk"];
-        // A robot never even holds the permission: the database refuses the grant.
+        // A robot never even holds the permission: the core refuses the grant (and so would the
+        // database).
         for kind in ["agent", "executor"] {
             let request = skill_engine::TokenRequest {
                 principal: format!("robot-{kind}"),
@@ -974,8 +975,8 @@ async fn only_a_person_decides_an_approval() {
                 expires_at: None,
             };
             let refused = core.engine.issue_token(&request, &Default::default()).await.expect_err("refused");
-            assert_eq!((refused.code, refused.class), ("decider_not_a_person", skill_engine::Class::Forbidden));
-            assert!(refused.message.starts_with("decider_not_a_person: only a person"), "{}", refused.message);
+            assert_eq!((refused.code, refused.class), ("agent_permission_forbidden", skill_engine::Class::Forbidden));
+            assert_eq!(refused.details["permission"], "approvals.decide");
             let robot = crate::api::token_of_kind(&core.engine, &format!("robot-{kind}"), kind, &grants[..2]).await;
             for verb in ["decide", "withdraw", "retry"] {
                 let body = if verb == "decide" { json!({"outcome": "approved"}) } else { json!({}) };

@@ -39,14 +39,14 @@ impl Core {
             tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
             (base, engine)
         });
-        // The caller is a person: an agent would call only what is assigned to it.
+        // The caller and the operator are people: an agent would call only what is assigned to
+        // it, and never holds org.manage.
         let token = |name: &str, grant: &str| {
             let request = TokenRequest {
                 principal: name.to_owned(),
                 kind: match name {
-                    "caller" => "person",
                     "runner" => "executor",
-                    _ => "agent",
+                    _ => "person",
                 }
                 .to_owned(),
                 grants: vec![grant.to_owned()],
