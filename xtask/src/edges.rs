@@ -70,8 +70,9 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-sdk", &["skill-api", "skill-contract", "skill-sdk-macros"]),
     // The metrics' names are skill-api's, one list for every binary.
     ("skill-http", &["skill-api", "skill-traces"]),
-    // The journal's proofs: the tree and signed checkpoints, no IO.
-    ("skill-journal", &[]),
+    // The journal's proofs: the tree and signed checkpoints, no IO; its audit applies the API's
+    // four-eyes rule.
+    ("skill-journal", &["skill-api", "skill-contract"]),
     // OpenTelemetry traces: the exporter and the context in and out.
     ("skill-traces", &["skill-api"]),
     // CEL conditions: their own crate, so the contract (which every author compiles) does not

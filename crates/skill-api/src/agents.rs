@@ -46,6 +46,11 @@ pub struct AgentTokenRequest {
     /// Days until the token expires, 1 to 3650 (never when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in_days: Option<u32>,
+    /// The name of the person who operates the agent with this token: whatever the agent does
+    /// with it, that person set in motion (so they never decide its requests). Through the API,
+    /// the person asking when absent; the operator's command requires it (`--for`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operated_by: Option<String>,
 }
 
 /// A token issued for an agent: the secret is shown once and stored only as its hash.
@@ -57,6 +62,16 @@ pub struct AgentTokenOut {
     pub agent: String,
     pub principal_id: String,
     pub expires_at: Option<String>,
+    /// The person operating the agent with it: `{id, name}` (none for an executor's token).
+    pub operated_by: Option<OperatorOut>,
+}
+
+/// The person operating an agent with a token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorOut {
+    pub id: String,
+    pub name: String,
 }
 
 /// The MCP client an agent called through, as it named itself.

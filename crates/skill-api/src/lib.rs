@@ -15,6 +15,7 @@
 //! | work: task types, tasks, runs, approvals and their outcomes, comments | [`TaskTypeRequest`], [`TaskRequest`], [`RunRequest`], [`ApprovalRequest`], [`DecideRequest`], [`CommentRequest`] |
 //! | artifacts: create, read, list, content | [`ArtifactRequest`], [`ArtifactOut`], [`ArtifactQuery`] |
 //! | artifact types: publish, read, list | [`ArtifactTypeRequest`], [`ArtifactTypeOut`], [`ArtifactTypeQuery`] |
+//! | who may decide what lets an external write happen: the work's initiators and the one rule | [`four_eyes::may_decide`], [`Initiator`] |
 //! | every operation (method, path, permission, bodies, error codes) | [`operations::OPERATIONS`] |
 //! | the OpenAPI 3.1 document built from them | [`openapi::document`] |
 //! | the skill-facing routes the SDK calls | [`sdk_routes`] |
@@ -24,6 +25,7 @@ mod agents;
 mod artifacts;
 mod basis;
 mod envelope;
+pub mod four_eyes;
 mod invocations;
 mod journal;
 mod knowledge;
@@ -43,13 +45,16 @@ pub mod telemetry;
 mod tokens;
 mod work;
 
-pub use agents::{AgentOut, AgentRequest, AgentRequestOut, AgentTokenOut, AgentTokenRequest, ClientInfo};
+pub use agents::{
+    AgentOut, AgentRequest, AgentRequestOut, AgentTokenOut, AgentTokenRequest, ClientInfo, OperatorOut,
+};
 pub use artifacts::{
     ArtifactOut, ArtifactQuery, ArtifactRequest, ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest,
     MAX_ARTIFACT_BYTES,
 };
 pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, Failure, HeldGrant, SlotOutcome};
 pub use envelope::{ErrorBody, ErrorEnvelope};
+pub use four_eyes::{Initiator, InitiatorRole};
 /// The agent document (`kind: Agent`) the apply carries and the answers show.
 pub use skill_contract::agent;
 /// The process document, as `POST /processes` and packages carry it.

@@ -94,6 +94,10 @@ pub struct InstanceOut {
     /// Why it failed or was cancelled: `{code, message, ...}`.
     pub error: Option<Value>,
     pub started_by: String,
+    /// Who set it in motion (`{person, role, agent?, via}`), fixed when it was made: none of
+    /// them decides what lets its work write.
+    #[serde(default)]
+    pub initiators: Vec<crate::Initiator>,
     pub created_at: String,
     pub updated_at: String,
     pub ended_at: Option<String>,

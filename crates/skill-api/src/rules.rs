@@ -52,6 +52,10 @@ pub struct FactOut {
     pub depth: u32,
     pub caused_by_task: Option<String>,
     pub recorded_by: String,
+    /// Who set it in motion (`{person, role, agent?, via}`), fixed when it was made: none of
+    /// them decides what lets its work write.
+    #[serde(default)]
+    pub initiators: Vec<crate::Initiator>,
     pub created_at: String,
     /// When the rules active then were evaluated on it; `None` while that waits.
     pub evaluated_at: Option<String>,

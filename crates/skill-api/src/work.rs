@@ -129,6 +129,10 @@ pub struct TaskOut {
     /// `open`, or one of the terminal `done`, `failed`, `cancelled`.
     pub status: TaskStatus,
     pub created_by: String,
+    /// Who set it in motion (`{person, role, agent?, via}`), fixed when it was made: none of
+    /// them decides what lets its work write.
+    #[serde(default)]
+    pub initiators: Vec<crate::Initiator>,
     pub created_at: String,
     pub updated_at: String,
     pub closed_at: Option<String>,
@@ -314,6 +318,10 @@ pub struct ApprovalOut {
     pub gate: bool,
     pub status: ApprovalStatus,
     pub requested_by: String,
+    /// Who set its work in motion (its requester's person and its task's) (`{person, role, agent?, via}`), fixed when it was made: none of
+    /// them decides what lets its work write.
+    #[serde(default)]
+    pub initiators: Vec<crate::Initiator>,
     pub request_comment: String,
     pub decided_by: Option<String>,
     pub decided_at: Option<String>,

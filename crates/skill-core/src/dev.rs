@@ -302,7 +302,12 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
         if spec.identity.kind != skill_api::agent::AgentKind::Agent {
             continue;
         }
-        let request = skill_api::AgentTokenRequest { label: "skill-core dev".into(), expires_in_days: Some(1) };
+        // The developer operates dev's agents: the reviewer decides what they ask for.
+        let request = skill_api::AgentTokenRequest {
+            label: "skill-core dev".into(),
+            expires_in_days: Some(1),
+            operated_by: Some("dev".into()),
+        };
         let issued = engine
             .issue_agent_token(None, &object.key, &request, &Origin::default())
             .await

@@ -223,6 +223,11 @@ enum TokenCommand {
         /// The key of an agent a package installed (agents/*.yaml): the token is its principal's.
         #[arg(long, value_name = "KEY", conflicts_with_all = ["kind", "grants"])]
         agent: Option<String>,
+        /// For an agent (required, with --agent or --kind agent; nobody else has one): the name of
+        /// the person who operates the agent with this token. What the agent does with it, that
+        /// person set in motion, so they never decide what it asks for.
+        #[arg(long = "for", value_name = "PERSON")]
+        operator: Option<String>,
         /// person, agent or executor (when the principal is created).
         #[arg(long, default_value = "person")]
         kind: String,
@@ -407,25 +412,33 @@ async fn run(cli: Cli) -> Result<()> {
             eprintln!("skill-core stopped");
             Ok(())
         }
-        Command::Token { command: TokenCommand::Create { db, name, agent, kind, grants, label, expires_in_days } } => {
+        Command::Token {
+            command: TokenCommand::Create { db, name, agent, operator, kind, grants, label, expires_in_days },
+        } => {
             let engine = engine(&db).await?;
             if let Some(key) = agent {
-                let request = skill_api::AgentTokenRequest { label, expires_in_days };
+                let request = skill_api::AgentTokenRequest { label, expires_in_days, operated_by: operator };
                 let issued = engine
                     .issue_agent_token(None, &key, &request, &Origin::default())
                     .await
                     .map_err(|error| anyhow::anyhow!("{error}"))?;
+                let operated = issued.operated_by.map(|person| format!(", operated by {}", person.name));
                 eprintln!(
-                    "token {} for the agent {} ({}); it is shown once, keep it now:",
-                    issued.token_id, issued.agent, issued.principal_id
+                    "token {} for the agent {} ({}){}; it is shown once, keep it now:",
+                    issued.token_id,
+                    issued.agent,
+                    issued.principal_id,
+                    operated.unwrap_or_default()
                 );
                 println!("{}", issued.token);
                 return Ok(());
             }
             let expires_at = expires_in_days.map(|days| chrono::Utc::now() + chrono::Duration::days(i64::from(days)));
             let request = TokenRequest { principal: name.unwrap_or_default(), kind, grants, label, expires_at };
-            let issued =
-                engine.issue_token(&request, &Origin::default()).await.map_err(|error| anyhow::anyhow!("{error}"))?;
+            let issued = engine
+                .issue_token_for(&request, operator.as_deref(), &Origin::default())
+                .await
+                .map_err(|error| anyhow::anyhow!("{error}"))?;
             eprintln!(
                 "token {} for {} ({}); it is shown once, keep it now:",
                 issued.record.id, issued.principal.name, issued.principal.id

@@ -4,6 +4,7 @@
 use chrono::Utc;
 use sha2::{Digest, Sha256};
 use skill_api::agent::people_only;
+use skill_api::four_eyes::implies;
 use skill_api::{DecisionAuthority, HeldGrant, PrincipalKind};
 use skill_store::records::{ExecutorAllowance, Grant, Principal};
 
@@ -39,6 +40,8 @@ pub struct Actor {
     /// The id of the token behind the actor (directly, or through a console session), for the
     /// journal's record of who decided.
     token_id: Option<String>,
+    /// For an agent acting with a token, the person who operates it with that token.
+    operator: Option<String>,
     /// When the credential was read.
     read_at: std::time::Instant,
 }
@@ -61,8 +64,36 @@ impl Actor {
             allowance: None,
             token_hash: None,
             token_id: None,
+            operator: None,
             read_at: std::time::Instant::now(),
         }
+    }
+
+    /// The actor operated by the person `operator` (an agent's token names one).
+    #[must_use]
+    pub fn operated_by(mut self, operator: Option<String>) -> Self {
+        self.operator = operator;
+        self
+    }
+
+    /// The person operating this agent, when a token says who.
+    pub fn operator(&self) -> Option<&str> {
+        self.operator.as_deref()
+    }
+
+    /// The persons behind what this actor does now, as `role`: a person themself; an agent, the
+    /// person operating it; none for an executor or an agent the core acts as (a rule's, a
+    /// process's), whose work carries the initiators of what it was made from.
+    pub fn initiators(&self, role: skill_api::InitiatorRole) -> Vec<skill_api::Initiator> {
+        let (person, agent) = match self.principal.kind {
+            PrincipalKind::Person => (self.principal.id.clone(), None),
+            PrincipalKind::Agent => match &self.operator {
+                Some(operator) => (operator.clone(), Some(self.principal.id.clone())),
+                None => return Vec::new(),
+            },
+            PrincipalKind::Executor => return Vec::new(),
+        };
+        vec![skill_api::Initiator { person, role, agent, via: Vec::new() }]
     }
 
     /// The actor as authenticated by the token whose hash is `hash`.
@@ -225,18 +256,6 @@ impl Actor {
     }
 }
 
-/// `org.manage` includes `org.read`; writing tasks and deciding approvals include reading tasks;
-/// writing knowledge includes reading it, and recording facts reading them.
-fn implies(held: &str, wanted: &str) -> bool {
-    held == wanted
-        || matches!(
-            (held, wanted),
-            ("org.manage", "org.read")
-                | ("tasks.write" | "approvals.decide", "tasks.read")
-                | ("knowledge.write", "knowledge.read")
-                | ("facts.write", "facts.read")
-        )
-}
 
 /// A new token: `skp_` and 64 hex digits from a cryptographically secure generator (two v4
 /// UUIDs, 244 random bits).

@@ -494,14 +494,57 @@ impl Engine {
                 format!("the agent {key}'s principal is disabled: no token is issued for it"),
             ));
         }
-        let issued = self.mint_token(principal, &request.label, expires_at, origin).await?;
+        // An agent acts for a person; an executor runs what it is given, for no one.
+        let operator = match principal.kind {
+            PrincipalKind::Agent => Some(self.operator_of_token(actor, request.operated_by.as_deref()).await?),
+            _ => None,
+        };
+        let issued = self.mint_token(principal, &request.label, expires_at, operator.as_ref(), origin).await?;
         Ok(AgentTokenOut {
             token: issued.token,
             token_id: issued.record.id,
             agent: agent.key,
             principal_id: agent.principal_id,
             expires_at: issued.record.expires_at.as_ref().map(view_time),
+            operated_by: operator.map(|person| skill_api::OperatorOut { id: person.id, name: person.name }),
         })
+    }
+
+    /// The person who will operate an agent with a new token: the one `named`, else the person
+    /// asking (`operator_required` from the operator's command, which has nobody to default to);
+    /// `invalid_operator` unless it names an enabled person.
+    pub(crate) async fn operator_of_token(&self, actor: Option<&Actor>, named: Option<&str>) -> Result<Principal> {
+        let refused = |message: String| {
+            EngineError::new(Class::Invalid, "invalid_operator", message).with("field", "operatedBy")
+        };
+        let principal = match (named, actor) {
+            (Some(name), _) => match self.store.principal_by_name(name).await {
+                Ok(principal) => principal,
+                Err(error) if error.kind() == ErrorKind::NotFound => {
+                    return Err(refused(format!("no principal is named {name:?}: an agent is operated by a person")));
+                }
+                Err(error) => return Err(error.into()),
+            },
+            (None, Some(actor)) => actor.principal().clone(),
+            (None, None) => {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "operator_required",
+                    "an agent's token names the person who operates the agent: pass --for PERSON",
+                )
+                .with("field", "operatedBy"));
+            }
+        };
+        if principal.kind != PrincipalKind::Person {
+            return Err(refused(format!(
+                "{} is an {}: an agent is operated by a person, who answers for what it does",
+                principal.name, principal.kind
+            )));
+        }
+        if principal.disabled_at.is_some() {
+            return Err(refused(format!("{} is disabled: a disabled person operates nothing", principal.name)));
+        }
+        Ok(principal)
     }
 }
 

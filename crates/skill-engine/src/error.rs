@@ -158,7 +158,7 @@ impl From<StoreError> for EngineError {
             ErrorKind::Refused(code) => {
                 let class = match code {
                     "unknown_reference" | "invalid_rule" | "rule_skill_side_effects" => Class::Invalid,
-                    "basis_not_covered" | "decider_not_a_person" => Class::Forbidden,
+                    "basis_not_covered" | "decider_not_a_person" | "decider_is_initiator" => Class::Forbidden,
                     _ => Class::Conflict,
                 };
                 // The guard's own words, from its code on (not the driver's prefix).

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use skill_api::events::FactRecorded;
+use skill_api::four_eyes::{self, InitiatorRole};
 use skill_api::{FactOut, FactQuery, FactRequest, MAX_FACT_BYTES, Page, RuleEvaluationOut};
 use skill_store::ErrorKind;
 use skill_store::records::{FactRecord, RuleEvaluationRecord};
@@ -69,12 +70,20 @@ impl Engine {
         if request.source.as_deref().is_some_and(|source| !plain(source, 200)) {
             return Err(invalid("source", "a fact's source is 1 to 200 characters, none of them a control character"));
         }
-        let depth = match &request.caused_by_task {
+        let (depth, behind) = match &request.caused_by_task {
             Some(task_id) => self.causation_depth(actor, task_id, &workspace).await?,
-            None => 0,
+            None => (0, Vec::new()),
         };
+        let id = self.new_id();
+        // Its sender, and whoever set in motion the task whose work produced it.
+        let sender: Vec<_> = actor
+            .initiators(InitiatorRole::Sent)
+            .into_iter()
+            .map(|initiator| initiator.reaching(format!("fact:{id}")))
+            .collect();
+        let initiators = four_eyes::carried(&behind, &format!("fact:{id}"), &sender);
         let fact = FactRecord {
-            id: self.new_id(),
+            id,
             workspace_id: workspace,
             kind: request.kind.clone(),
             key: request.key.clone(),
@@ -86,6 +95,7 @@ impl Engine {
             recorded_by: actor.id().to_owned(),
             created_at: now,
             evaluated_at: None,
+            initiators,
         };
         // A fact sent again is the common case of no one: its insert's conflict says so.
         let recorded = FactRecorded {
@@ -95,6 +105,7 @@ impl Engine {
             depth: u32::try_from(fact.depth).unwrap_or(0),
             source: fact.source.clone(),
             caused_by_task: fact.caused_by_task.clone(),
+            initiators: fact.initiators.clone(),
         };
         let event = self.event(format!("fact:{}", fact.id), &recorded, &Origin::of(actor, request_id));
         match self.store.insert_fact(&fact, &event).await {
@@ -113,18 +124,24 @@ impl Engine {
         }
     }
 
-    /// The causation depth of a fact that `task_id`'s work produced: the depth of the fact a rule
-    /// made the task of, plus one (0 for a task no rule made).
-    async fn causation_depth(&self, actor: &Actor, task_id: &str, workspace: &str) -> Result<i32> {
+    /// The causation depth of a fact that `task_id`'s work produced — the depth of the fact a rule
+    /// made the task of, plus one (0 for a task no rule made) — and the task's initiators.
+    async fn causation_depth(
+        &self,
+        actor: &Actor,
+        task_id: &str,
+        workspace: &str,
+    ) -> Result<(i32, Vec<skill_api::Initiator>)> {
         let task =
             self.visible_task(actor, task_id, None).await.map_err(|error| error.with("field", "causedByTask"))?;
         if task.workspace_id != workspace {
             return Err(invalid("causedByTask", "the task is in another workspace than the fact"));
         }
-        Ok(match self.store.task_origin(&task.id).await? {
+        let depth = match self.store.task_origin(&task.id).await? {
             Some(origin) => self.store.fact(&origin.fact_id).await?.depth + 1,
             None => 0,
-        })
+        };
+        Ok((depth, task.initiators))
     }
 
     /// A workspace's facts, newest first (`facts.read` there).
@@ -231,6 +248,7 @@ pub(crate) fn fact_out(fact: FactRecord, evaluations: Vec<RuleEvaluationOut>) ->
         depth: u32::try_from(fact.depth).unwrap_or(0),
         caused_by_task: fact.caused_by_task,
         recorded_by: fact.recorded_by,
+        initiators: fact.initiators,
         created_at: view_time(&fact.created_at),
         evaluated_at: fact.evaluated_at.as_ref().map(view_time),
         evaluations,

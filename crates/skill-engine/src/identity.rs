@@ -47,6 +47,8 @@ enum TokenProblem {
     Revoked,
     Expired,
     PrincipalDisabled,
+    /// An agent's token that names no person operating it (made before tokens named one).
+    NoOperator,
 }
 
 /// `401 invalid_token`, saying why and what to do.
@@ -61,6 +63,10 @@ fn invalid_token(problem: TokenProblem) -> EngineError {
             ("expired", "it has expired: ask for a new one (skill-core dev mints new ones at each start)")
         }
         TokenProblem::PrincipalDisabled => ("principal_disabled", "its principal is disabled: ask an operator"),
+        TokenProblem::NoOperator => (
+            "no_operator",
+            "an agent's token names the person who operates the agent, and this one names nobody: ask an operator for a new one (skill-core token create --agent KEY --for PERSON)",
+        ),
     };
     EngineError::new(Class::Unauthenticated, "invalid_token", format!("the token is not valid: {why}"))
         .with("reason", reason)
@@ -80,10 +86,15 @@ impl Engine {
     async fn authenticate_hash(&self, hash: String) -> Result<Actor> {
         let credential = self.live_credential(&hash).await?;
         let token_id = credential.token.id.clone();
+        // An agent acts for a person: a token that names nobody lets nobody in.
+        if credential.principal.kind == PrincipalKind::Agent && credential.token.operated_by.is_none() {
+            return Err(invalid_token(TokenProblem::NoOperator));
+        }
         Ok(Actor::new(credential.principal, credential.grants)
             .with_allowance(credential.allowance)
             .by_token(hash)
-            .with_token_id(token_id))
+            .with_token_id(token_id)
+            .operated_by(credential.token.operated_by))
     }
 
     /// `Ok` when `actor`'s credential still stands as it was read: what a request whose body came
@@ -167,6 +178,17 @@ impl Engine {
     /// Issues a token for a principal (created when missing) with organisation-wide grants —
     /// the operator's way in before anyone holds `org.manage`.
     pub async fn issue_token(&self, request: &TokenRequest, origin: &Origin) -> Result<IssuedToken> {
+        self.issue_token_for(request, None, origin).await
+    }
+
+    /// [`Engine::issue_token`], for an agent operated by the person named `operator` (required
+    /// for an agent, refused for anyone else: an agent acts for a person).
+    pub async fn issue_token_for(
+        &self,
+        request: &TokenRequest,
+        operator: Option<&str>,
+        origin: &Origin,
+    ) -> Result<IssuedToken> {
         let Ok(kind) = PrincipalKind::parse(&request.kind) else {
             return Err(EngineError::new(
                 Class::Invalid,
@@ -186,13 +208,30 @@ impl Engine {
             grants.push(self.parse_grant(written).await?);
         }
         check_token_terms(&request.label, request.expires_at)?;
+        // An agent made here names its operator before anything is made.
+        let exists = self.store.principal_by_name(&request.principal).await.is_ok();
+        if !exists && kind == PrincipalKind::Agent {
+            self.operator_of_token(None, operator).await?;
+        }
         let principal = self.principal_named(&request.principal, kind, origin).await?;
         // An agent's token comes from `token create --agent`, with what its document grants.
         self.not_an_agent(&principal, "a token with grants made by hand (use skill-core token create --agent)").await?;
+        let operator = match (principal.kind, operator) {
+            (PrincipalKind::Agent, named) => Some(self.operator_of_token(None, named).await?),
+            (_, None) => None,
+            (other, Some(_)) => {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "invalid_operator",
+                    format!("only an agent is operated by a person; {} is an {other}", principal.name),
+                )
+                .with("field", "operatedBy"));
+            }
+        };
         for (permission, workspace_id) in grants {
             self.add_grant(&principal, &permission, workspace_id, origin).await?;
         }
-        self.mint_token(principal, &request.label, request.expires_at, origin).await
+        self.mint_token(principal, &request.label, request.expires_at, operator.as_ref(), origin).await
     }
 
     /// A new token for `principal`, with its event.
@@ -201,9 +240,11 @@ impl Engine {
         principal: Principal,
         label: &str,
         expires_at: Option<Time>,
+        operator: Option<&Principal>,
         origin: &Origin,
     ) -> Result<IssuedToken> {
         check_token_terms(label, expires_at)?;
+        let operator = operator.map(|person| person.id.clone());
         let token = new_token();
         let record = AccessToken {
             id: self.new_id(),
@@ -213,8 +254,13 @@ impl Engine {
             created_at: self.now(),
             expires_at,
             revoked_at: None,
+            operated_by: operator,
         };
-        let created = TokenCreated { token_id: record.id.clone(), label: record.label.clone() };
+        let created = TokenCreated {
+            token_id: record.id.clone(),
+            label: record.label.clone(),
+            operated_by: record.operated_by.clone(),
+        };
         let event = self.event(format!("principal:{}", principal.id), &created, origin);
         self.store.create_token(&record, &event).await?;
         Ok(IssuedToken { token, record, principal })

@@ -12,6 +12,7 @@ mod advance;
 
 use serde_json::{Map, Value, json};
 use skill_api::events::{ProcessEnded, ProcessPublished, ProcessStarted, ProcessStepEnded};
+use skill_api::four_eyes::{self, Initiator, InitiatorRole};
 use skill_api::{
     CancelInstanceRequest, InstanceOut, InstanceQuery, InstanceStatus, InstanceStepsQuery, Lifecycle, MAX_INPUT_BYTES,
     Page, ProcessOut, ProcessQuery, ProcessRequest, SkillStatus, StartRequest, StepOut, StepStatus, TaskStatus,
@@ -291,7 +292,9 @@ impl Engine {
             Some(key) => checked_key(key)?,
             None => self.new_id(),
         };
-        self.start_instance(&process, &workspace, &key, input, actor.id(), "api", &Origin::of(actor, request_id)).await
+        let starter = actor.initiators(InitiatorRole::Started);
+        let origin = Origin::of(actor, request_id);
+        self.start_instance(&process, &workspace, &key, input, (actor.id(), &starter), "api", &origin).await
     }
 
     /// `403` unless the agent `process` runs as may work in `workspace` (`tasks.write` there): an
@@ -316,7 +319,7 @@ impl Engine {
         workspace: &str,
         key: &str,
         input: Value,
-        started_by: &str,
+        started_by: (&str, &[Initiator]),
         by: &str,
         origin: &Origin,
     ) -> Result<InstanceOut> {
@@ -355,7 +358,8 @@ impl Engine {
         }
     }
 
-    /// A new instance of `process` and its `process.started` event (not written).
+    /// A new instance of `process` and its `process.started` event (not written), started by the
+    /// principal `started_by.0` for the initiators `started_by.1` (carried to the instance).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new_instance(
         &self,
@@ -363,7 +367,7 @@ impl Engine {
         workspace: &str,
         key: &str,
         input: Value,
-        started_by: &str,
+        started_by: (&str, &[Initiator]),
         by: &str,
         now: skill_store::records::Time,
     ) -> (InstanceRecord, Event) {
@@ -377,14 +381,16 @@ impl Engine {
         workspace: &str,
         key: &str,
         input: Value,
-        started_by: &str,
+        (started_by, behind): (&str, &[Initiator]),
         by: &str,
         now: skill_store::records::Time,
         origin: &Origin,
     ) -> (InstanceRecord, Event) {
         let first = process.spec.steps.first().map(|step| step.id.clone());
+        let id = self.new_id();
+        let initiators = four_eyes::carried(behind, &format!("instance:{id}"), &[]);
         let record = InstanceRecord {
-            id: self.new_id(),
+            id,
             process_id: process.id.clone(),
             process_key: process.key.clone(),
             workspace_id: workspace.to_owned(),
@@ -400,6 +406,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
             ended_at: None,
+            initiators,
         };
         let started = ProcessStarted {
             process_id: process.id.clone(),
@@ -407,6 +414,7 @@ impl Engine {
             workspace_id: workspace.to_owned(),
             key: key.to_owned(),
             by: by.to_owned(),
+            initiators: record.initiators.clone(),
         };
         let event = self.event(format!("process_instance:{}", record.id), &started, origin);
         (record, event)
@@ -525,7 +533,8 @@ impl Engine {
         let input = Value::Object(crate::rules::filled(&named.input, &view));
         let key = format!("task:{}", task.id);
         let now = self.now();
-        Ok(Some(self.new_instance(&process, &task.workspace_id, &key, input, starter, "task", now)))
+        let started_by = (starter, task.initiators.as_slice());
+        Ok(Some(self.new_instance(&process, &task.workspace_id, &key, input, started_by, "task", now)))
     }
 
     /// The instance whose task step made task `id` (`tasks.read` in its workspace), if a process
@@ -740,6 +749,7 @@ pub(crate) fn instance_out(
         wake_at: record.wake_at.as_ref().map(view_time),
         error: record.error,
         started_by: record.started_by,
+        initiators: record.initiators,
         created_at: view_time(&record.created_at),
         updated_at: view_time(&record.updated_at),
         ended_at: record.ended_at.as_ref().map(view_time),

@@ -22,7 +22,7 @@ mod types;
 pub const REQUEST_TYPE: &str = "agent-request";
 
 use skill_api::events::TaskCommented;
-use skill_api::{CommentOut, CommentRequest, Items, OfTaskQuery, PrincipalKind};
+use skill_api::{CommentOut, CommentRequest, Items, OfTaskQuery};
 use skill_store::ErrorKind;
 use skill_store::records::{CommentRecord, TaskRecord, WorkChange};
 
@@ -46,18 +46,15 @@ pub(crate) use types::{task_type_out, type_exists};
 /// The most comments a task's listing answers with.
 const MAX_COMMENTS: i64 = 1_000;
 
-/// `403 decider_not_a_person` unless `actor` is a person: a decision — and a retry, which carries
-/// one out again — is a person's, never an agent's or an executor's, whatever it holds.
-pub(crate) fn person_decides(actor: &Actor) -> Result<()> {
-    if actor.principal().kind == PrincipalKind::Person {
-        return Ok(());
-    }
-    Err(EngineError::new(
+/// `403 decider_not_a_person` for `actor`, who is not a person: a decision — and a retry, which
+/// carries one out again — is a person's, never an agent's or an executor's, whatever it holds.
+pub(crate) fn not_a_person(actor: &Actor) -> EngineError {
+    EngineError::new(
         Class::Forbidden,
         "decider_not_a_person",
         format!("a person decides approvals; {} is an {}", actor.principal().name, actor.principal().kind),
     )
-    .with("kind", actor.principal().kind))
+    .with("kind", actor.principal().kind)
 }
 
 /// `name@version` of the version `task_type`'s execution pins, if it has one.

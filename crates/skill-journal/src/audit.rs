@@ -8,6 +8,8 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use skill_api::four_eyes::{self, Initiator};
+use skill_api::{HeldGrant, PrincipalKind};
 
 use crate::entry::text_digest;
 use crate::export::{ExportedCheckpoint, ExportedEntry};
@@ -291,11 +293,15 @@ fn check_checkpoint(key: &Verifier, note: &str, tree: &Levels, report: &mut Repo
 }
 
 /// What an approval's request says.
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
 struct Asked {
+    task_id: Option<String>,
+    gate: bool,
     requested_by: Option<String>,
     call_skill_id: Option<String>,
+    workspace_id: Option<String>,
+    initiators: Vec<Initiator>,
 }
 
 /// What a decision says.
@@ -304,7 +310,45 @@ struct Asked {
 struct Decided {
     outcome: Option<String>,
     decided_by: Option<String>,
+    decider_kind: Option<PrincipalKind>,
+    /// `PERMISSION` or `PERMISSION@WORKSPACE-ID`; none in an entry from before they were kept.
+    grants: Option<Vec<String>>,
     actions: u64,
+}
+
+/// What a principal's creation says.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Created {
+    kind: Option<PrincipalKind>,
+}
+
+/// A decision as the entries recorded it.
+#[derive(Debug)]
+struct Decision {
+    at: u64,
+    outcome: Option<String>,
+    decided_by: Option<String>,
+    kind: Option<PrincipalKind>,
+    grants: Option<Vec<HeldGrant>>,
+    actions: u64,
+}
+
+/// An approval's request as the entries recorded it.
+#[derive(Debug)]
+struct Request {
+    at: u64,
+    asked: Asked,
+}
+
+/// A grant as a decision's entry writes it: `PERMISSION` or `PERMISSION@WORKSPACE-ID`.
+fn grant_of(text: &str) -> HeldGrant {
+    match text.split_once('@') {
+        Some((permission, workspace)) => {
+            HeldGrant { workspace_id: Some(workspace.to_owned()), permission: permission.to_owned() }
+        }
+        None => HeldGrant { workspace_id: None, permission: text.to_owned() },
+    }
 }
 
 /// What a run's start says.
@@ -348,10 +392,14 @@ struct BasisView {
 /// Where each basis was made, and what it already paid for.
 #[derive(Debug, Default)]
 struct Rules {
-    /// Approval id → (index, who asked, the version asked for).
-    requested: HashMap<String, (u64, Option<String>, Option<String>)>,
-    /// Approval id → (index, outcome, who decided, actions).
-    decided: HashMap<String, (u64, Option<String>, Option<String>, u64)>,
+    /// Approval id → its request.
+    requested: HashMap<String, Request>,
+    /// Approval id → its decision.
+    decided: HashMap<String, Decision>,
+    /// Task id → its gates' approval ids, in the order they were asked for.
+    gates: HashMap<String, Vec<String>>,
+    /// Principal id → its kind, from its creation.
+    kinds: HashMap<String, PrincipalKind>,
     /// Run id → (index, task, an execution's run).
     runs: HashMap<String, (u64, Option<String>, bool)>,
     /// (instance, activity) → index.
@@ -374,16 +422,32 @@ impl Rules {
     fn entry(&mut self, at: u64, head: &Head<'_>, report: &mut Report) {
         let subject = head.subject.as_ref();
         match head.kind.as_ref() {
+            "principal.created" => {
+                if let (Some(id), Created { kind: Some(kind) }) = (subject_id(subject, "principal"), clear(head)) {
+                    self.kinds.insert(id.to_owned(), kind);
+                }
+            }
             "approval.requested" => {
                 if let Some(id) = subject_id(subject, "approval") {
                     let asked: Asked = clear(head);
-                    self.requested.insert(id.to_owned(), (at, asked.requested_by, asked.call_skill_id));
+                    if let (true, Some(task)) = (asked.gate && asked.call_skill_id.is_none(), &asked.task_id) {
+                        self.gates.entry(task.clone()).or_default().push(id.to_owned());
+                    }
+                    self.requested.insert(id.to_owned(), Request { at, asked });
                 }
             }
             "approval.decided" => {
                 if let Some(id) = subject_id(subject, "approval") {
                     let decided: Decided = clear(head);
-                    self.decided.insert(id.to_owned(), (at, decided.outcome, decided.decided_by, decided.actions));
+                    let decision = Decision {
+                        at,
+                        outcome: decided.outcome,
+                        decided_by: decided.decided_by,
+                        kind: decided.decider_kind,
+                        grants: decided.grants.map(|grants| grants.iter().map(|g| grant_of(g)).collect()),
+                        actions: decided.actions,
+                    };
+                    self.decided.insert(id.to_owned(), decision);
                 }
             }
             "run.started" => {
@@ -419,7 +483,7 @@ impl Rules {
         match kind.as_str() {
             "approval" => {
                 let id = basis.approval_id.as_deref().unwrap_or_default();
-                let Some((decision_at, outcome, decider, actions)) = self.decided.get(id) else {
+                let Some(decision) = self.decided.get(id) else {
                     report.findings.push(broken(
                         at,
                         "basis_not_decided",
@@ -427,10 +491,11 @@ impl Rules {
                     ));
                     return write;
                 };
-                let decision_at = *decision_at;
+                let (decision_at, actions) = (decision.at, &decision.actions);
                 write.basis_index = Some(decision_at);
-                write.decided_by.clone_from(decider);
-                if outcome.as_deref() != Some("approved") {
+                write.decided_by.clone_from(&decision.decided_by);
+                self.four_eyes(at, id, report);
+                if decision.outcome.as_deref() != Some("approved") {
                     report.findings.push(broken(
                         at,
                         "basis_rejected",
@@ -449,15 +514,8 @@ impl Rules {
                     ));
                 }
                 match self.requested.get(id) {
-                    Some((request_at, asker, skill)) => {
-                        if asker.is_some() && *asker == write.decided_by {
-                            report.findings.push(broken(
-                                at,
-                                "self_approved",
-                                format!("the approval {id} (asked at index {request_at}) was decided at index {decision_at} by the one who asked for it"),
-                            ));
-                        }
-                        if let Some(skill) = skill
+                    Some(Request { at: request_at, asked }) => {
+                        if let Some(skill) = &asked.call_skill_id
                             && requested.skill_id.as_ref() != Some(skill)
                         {
                             report.findings.push(broken(
@@ -495,6 +553,7 @@ impl Rules {
                 match self.runs.get(run) {
                     Some((run_at, started_task, true)) if started_task.as_deref() == Some(task) => {
                         write.basis_index = Some(*run_at);
+                        self.execution_decided(at, task, &mut write, report);
                     }
                     _ => report.findings.push(broken(
                         at,
@@ -529,14 +588,18 @@ impl Rules {
                 // The gate it waited for: decided, approved, by the person it names.
                 if let Some(id) = basis.approval_id.as_deref().filter(|id| !id.is_empty()) {
                     match self.decided.get(id) {
-                        Some((decision_at, outcome, decider, _)) => {
-                            if outcome.as_deref() != Some("approved") || *decider != write.decided_by {
+                        Some(decision) => {
+                            if decision.outcome.as_deref() != Some("approved") || decision.decided_by != write.decided_by {
                                 report.findings.push(broken(
                                     at,
                                     "basis_decider_mismatch",
-                                    format!("the external write at index {at} stands on the approval {id}, which the entry at index {decision_at} did not approve as it says"),
+                                    format!(
+                                        "the external write at index {at} stands on the approval {id}, which the entry at index {} did not approve as it says",
+                                        decision.at
+                                    ),
                                 ));
                             }
+                            self.four_eyes(at, id, report);
                         }
                         None => report.findings.push(broken(
                             at,
@@ -571,6 +634,73 @@ impl Rules {
             )),
         }
         write
+    }
+}
+
+impl Rules {
+    /// The four-eyes rule ([`four_eyes::may_decide`]) over the decision of approval `id`, from the
+    /// entries alone — who decided, their kind, the grants they held then, the workspace, who
+    /// asked and who set the work in motion — as the core applies it: a finding at the write `at`
+    /// when it fails.
+    fn four_eyes(&self, at: u64, id: &str, report: &mut Report) {
+        let (Some(decision), Some(request)) = (self.decided.get(id), self.requested.get(id)) else { return };
+        let decider = decision.decided_by.as_deref().unwrap_or_default();
+        // The kind the decision names, else its creation's; a decider of no known kind is no person.
+        let kind = decision.kind.or_else(|| self.kinds.get(decider).copied());
+        let grants = decision.grants.clone().unwrap_or_default();
+        let workspace = request.asked.workspace_id.as_deref().unwrap_or_default();
+        let asker = request.asked.requested_by.as_deref().unwrap_or_default();
+        let work = four_eyes::Work { workspace_id: workspace, requested_by: asker, initiators: &request.asked.initiators };
+        let refusal = match kind {
+            None => Some(four_eyes::Refusal::NotAPerson(PrincipalKind::Executor)),
+            Some(kind) => four_eyes::may_decide(&four_eyes::Decider { id: decider, kind, grants: &grants }, &work).err(),
+        };
+        let Some(refusal) = refusal else { return };
+        let (decided_at, asked_at) = (decision.at, request.at);
+        let (code, why) = match &refusal {
+            four_eyes::Refusal::NoPermission => (
+                "decider_without_permission",
+                format!("{decider} held no {} in the workspace {workspace:?} when deciding", four_eyes::DECIDE),
+            ),
+            four_eyes::Refusal::NotAPerson(_) if kind.is_none() => {
+                ("decider_not_a_person", format!("{decider} is no principal the journal created as a person"))
+            }
+            four_eyes::Refusal::NotAPerson(kind) => ("decider_not_a_person", format!("{decider} is an {kind}")),
+            four_eyes::Refusal::Requester => ("self_approved", format!("{decider} asked for it")),
+            four_eyes::Refusal::Initiator(initiator) => ("decider_is_initiator", four_eyes::how(initiator, &str::to_owned)),
+        };
+        report.findings.push(broken(
+            at,
+            code,
+            format!(
+                "the external write at index {at} stands on the approval {id} (asked at index {asked_at}), decided at index {decided_at} against the four-eyes rule: {why}"
+            ),
+        ));
+    }
+
+    /// An execution's write needs a gate of its task approved, as the rule lets it, before it.
+    fn execution_decided(&self, at: u64, task: &str, write: &mut Write, report: &mut Report) {
+        let approved = self.gates.get(task).into_iter().flatten().filter_map(|id| {
+            let decision = self.decided.get(id)?;
+            (decision.outcome.as_deref() == Some("approved")).then_some((id, decision))
+        });
+        let mut first = None;
+        for (id, decision) in approved {
+            let mut checked = Report::default();
+            self.four_eyes(at, id, &mut checked);
+            if checked.findings.is_empty() {
+                write.decided_by.clone_from(&decision.decided_by);
+                return;
+            }
+            first = first.or(checked.findings.into_iter().next());
+        }
+        report.findings.push(first.unwrap_or_else(|| {
+            broken(
+                at,
+                "execution_not_decided",
+                format!("the external write at index {at} is the execution of task {task}, whose gate no earlier entry approved"),
+            )
+        }));
     }
 }
 
@@ -624,15 +754,25 @@ mod tests {
     }
 
     fn asked(by: &str) -> (&'static str, String, Value) {
-        ("approval.requested", "approval:a-1".into(), json!({"taskId": "t-1", "gate": true, "requestedBy": by}))
+        asked_by(by, &json!([]))
+    }
+
+    /// An approval `by` asked for in the workspace `w-1`, its work set in motion by `initiators`.
+    fn asked_by(by: &str, initiators: &Value) -> (&'static str, String, Value) {
+        let data = json!({"taskId": "t-1", "gate": true, "requestedBy": by, "workspaceId": "w-1",
+                          "initiators": initiators});
+        ("approval.requested", "approval:a-1".into(), data)
     }
 
     fn decided(by: &str, outcome: &str) -> (&'static str, String, Value) {
-        (
-            "approval.decided",
-            "approval:a-1".into(),
-            json!({"taskId": "t-1", "outcome": outcome, "decidedBy": by, "gate": true, "actions": 1}),
-        )
+        decided_as(by, outcome, "person", &json!(["approvals.decide@w-1"]))
+    }
+
+    /// A decision by `by`, of `kind`, holding `grants`.
+    fn decided_as(by: &str, outcome: &str, kind: &str, grants: &Value) -> (&'static str, String, Value) {
+        let data = json!({"taskId": "t-1", "outcome": outcome, "decidedBy": by, "gate": true, "actions": 1,
+                          "deciderKind": kind, "grants": grants});
+        ("approval.decided", "approval:a-1".into(), data)
     }
 
     fn write(call: &str, basis: Value) -> (&'static str, String, Value) {
@@ -713,11 +853,52 @@ mod tests {
         // An execution writes once per task.
         let run = ("run.started", "run:r-1".to_owned(), json!({"taskId": "t-1", "owner": "core", "execution": true}));
         let execution = json!({"kind": "execution", "taskTypeId": "tt", "taskId": "t-1", "runId": "r-1"});
-        let report = check(&[run.clone(), write("c-1", execution.clone())]);
+        let gate = [asked("ana"), decided("rui", "approved")];
+        let report = check(&[gate[0].clone(), gate[1].clone(), run.clone(), write("c-1", execution.clone())]);
         assert_eq!(codes(&report), vec![]);
-        assert_eq!(report.writes[0].basis_index, Some(0));
-        let report = check(&[run, write("c-1", execution.clone()), write("c-2", execution)]);
-        assert_eq!(codes(&report), vec![(Some(2), "basis_spent_twice")]);
+        assert_eq!(report.writes[0].basis_index, Some(2));
+        assert_eq!(report.writes[0].decided_by.as_deref(), Some("rui"), "the gate's decider");
+        let twice = [gate[0].clone(), gate[1].clone(), run, write("c-1", execution.clone()), write("c-2", execution)];
+        assert_eq!(codes(&check(&twice)), vec![(Some(4), "basis_spent_twice")]);
+    }
+
+    /// The core's four-eyes rule, from the entries alone: each way of breaking it, planted in an
+    /// otherwise valid history, is named at the write.
+    #[test]
+    fn every_write_stands_on_a_decision_the_four_eyes_rule_lets() {
+        let sent_by_rui = json!([{"person": "rui", "role": "sent", "agent": "mailbot", "via": ["fact:f-1", "task:t-1"]}]);
+        let cases: Vec<(Vec<(&'static str, String, Value)>, &str)> = vec![
+            (vec![asked_by("bot", &sent_by_rui), decided("rui", "approved")], "decider_is_initiator"),
+            (vec![asked("ana"), decided("ana", "approved")], "self_approved"),
+            (vec![asked("ana"), decided_as("rui", "approved", "agent", &json!(["approvals.decide"]))], "decider_not_a_person"),
+            (vec![asked("ana"), decided_as("rui", "approved", "person", &json!(["tasks.write@w-1"]))], "decider_without_permission"),
+            (vec![asked("ana"), decided_as("rui", "approved", "person", &json!(["approvals.decide@w-2"]))], "decider_without_permission"),
+        ];
+        for (mut events, expected) in cases {
+            events.push(write("c-1", by_approval(events[1].2["decidedBy"].as_str().unwrap_or_default())));
+            assert!(codes(&check(&events)).contains(&(Some(2), expected)), "{expected}: {:?}", check(&events).findings);
+        }
+        // A decision whose kind the entry does not say is a person's only if the journal made one.
+        let mut unsaid = decided("rui", "approved");
+        unsaid.2.as_object_mut().expect("an object").remove("deciderKind");
+        let created = ("principal.created", "principal:rui".to_owned(), json!({"name": "rui", "kind": "person"}));
+        let history = [asked("ana"), unsaid.clone(), write("c-1", by_approval("rui"))];
+        assert_eq!(codes(&check(&history)), vec![(Some(2), "decider_not_a_person")]);
+        let history = [created, asked("ana"), unsaid, write("c-1", by_approval("rui"))];
+        assert_eq!(codes(&check(&history)), vec![]);
+        // Organisation-wide, the permission holds in every workspace; the rule still refuses an initiator.
+        let everywhere = decided_as("eve", "approved", "person", &json!(["approvals.decide"]));
+        assert_eq!(codes(&check(&[asked_by("bot", &sent_by_rui), everywhere, write("c-1", by_approval("eve"))])), vec![]);
+        // A process's write, and an execution's, stand on their gate's decision in the same way.
+        let process = json!({"kind": "process", "instanceId": "i-1", "activityId": "s-1", "approvalId": "a-1", "decidedBy": "rui"});
+        let step = ("process.step_started", "process_instance:i-1".to_owned(), json!({"activityId": "s-1"}));
+        let history = [step, asked_by("bot", &sent_by_rui), decided("rui", "approved"), write("c-1", process)];
+        assert_eq!(codes(&check(&history)), vec![(Some(3), "decider_is_initiator")]);
+        let run = ("run.started", "run:r-1".to_owned(), json!({"taskId": "t-1", "execution": true}));
+        let execution = json!({"kind": "execution", "taskTypeId": "tt", "taskId": "t-1", "runId": "r-1"});
+        let history = [asked_by("bot", &sent_by_rui), decided("rui", "approved"), run.clone(), write("c-1", execution.clone())];
+        assert_eq!(codes(&check(&history)), vec![(Some(3), "decider_is_initiator")]);
+        assert_eq!(codes(&check(&[run, write("c-1", execution)])), vec![(Some(1), "execution_not_decided")]);
     }
 
     #[test]

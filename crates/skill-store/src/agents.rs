@@ -46,7 +46,7 @@ pub trait AgentStore: Send + Sync {
 macro_rules! select_request {
     () => {
         "SELECT id, agent_principal_id, skill_id, inputs, client_name, client_version, idempotency_key, task_id, \
-         approval_id, status, invocation_id, expires_at, row_version, created_at, updated_at, ended_at FROM agent_requests"
+         approval_id, status, invocation_id, expires_at, row_version, created_at, updated_at, ended_at, initiators FROM agent_requests"
     };
 }
 
@@ -196,7 +196,7 @@ macro_rules! agent_store {
                     Ok(sqlx::query_as(
                         "SELECT r.id, r.agent_principal_id, r.skill_id, r.inputs, r.client_name, r.client_version, \
                          r.idempotency_key, r.task_id, r.approval_id, r.status, r.invocation_id, r.expires_at, \
-                         r.row_version, r.created_at, r.updated_at, r.ended_at FROM agent_requests r \
+                         r.row_version, r.created_at, r.updated_at, r.ended_at, r.initiators FROM agent_requests r \
                          JOIN approvals a ON a.id = r.approval_id JOIN tasks t ON t.id = r.task_id \
                          JOIN principals p ON p.id = r.agent_principal_id \
                          LEFT JOIN skill_invocations c ON c.id = r.invocation_id \

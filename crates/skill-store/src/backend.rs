@@ -201,6 +201,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (23, "basis checks by kind", include_str!("../migrations/sqlite/0023_basis_checks_by_kind.sql")),
     (24, "call traces", include_str!("../migrations/sqlite/0024_call_traces.sql")),
     (25, "journal", include_str!("../migrations/sqlite/0025_journal.sql")),
+    (26, "initiators", include_str!("../migrations/sqlite/0026_initiators.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -229,6 +230,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (24, "key changes heard", include_str!("../migrations/postgres/0024_key_changes_heard.sql")),
     (25, "call traces", include_str!("../migrations/postgres/0025_call_traces.sql")),
     (26, "journal", include_str!("../migrations/postgres/0026_journal.sql")),
+    (27, "initiators", include_str!("../migrations/postgres/0027_initiators.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

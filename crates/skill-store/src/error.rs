@@ -50,6 +50,7 @@ const GUARD_CODES: &[&str] = &[
     "console_session_immutable",
     "basis_not_covered",
     "decider_not_a_person",
+    "decider_is_initiator",
     "agent_principal_conflict",
     "too_many_requests",
     "rule_immutable",

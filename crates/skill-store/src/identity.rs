@@ -66,7 +66,7 @@ macro_rules! select_principal {
 macro_rules! select_token {
     () => {
         "SELECT id AS token_id, principal_id, token_hash, label, created_at AS token_created_at, \
-         expires_at, revoked_at FROM access_tokens"
+         expires_at, revoked_at, operated_by FROM access_tokens"
     };
 }
 
@@ -128,7 +128,7 @@ macro_rules! identity_store {
                     let mut tx = self.write().await?;
                     sqlx::query(
                         "INSERT INTO access_tokens (id, principal_id, token_hash, label, created_at, expires_at, \
-                         revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                         revoked_at, operated_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                     )
                     .bind(&t.id)
                     .bind(&t.principal_id)
@@ -137,6 +137,7 @@ macro_rules! identity_store {
                     .bind(t.created_at)
                     .bind(t.expires_at)
                     .bind(t.revoked_at)
+                    .bind(&t.operated_by)
                     .execute(&mut *tx)
                     .await?;
                     crate::events::commit!(tx, event);

@@ -176,6 +176,7 @@ mod tests {
                 created_at: now,
                 expires_at: None,
                 revoked_at: None,
+                operated_by: None,
             },
             principal: Principal {
                 id: "p".into(),

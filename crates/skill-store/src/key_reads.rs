@@ -33,7 +33,7 @@ pub(crate) use select_skill;
 pub(crate) const CREDENTIAL: &str = "SELECT t.id AS token_id, t.principal_id, t.token_hash, t.label, \
      t.created_at AS token_created_at, t.expires_at, t.revoked_at, p.id, p.kind, p.name, \
      p.display_name, p.created_at, p.disabled_at, g.id AS grant_id, g.workspace_id, \
-     g.permission, g.created_at AS grant_created_at, p.executor_allowance \
+     g.permission, g.created_at AS grant_created_at, p.executor_allowance, t.operated_by \
      FROM access_tokens t JOIN principals p ON p.id = t.principal_id \
      LEFT JOIN grants g ON g.principal_id = p.id \
      WHERE t.token_hash = $1 ORDER BY g.permission, g.workspace_id";

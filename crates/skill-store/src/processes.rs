@@ -68,8 +68,8 @@ macro_rules! select_process {
 macro_rules! select_instance {
     () => {
         "SELECT i.id, i.process_id, i.process_key, i.workspace_id, i.key, i.input, i.vars, i.status, i.at_step, \
-         i.wake_at, i.error, i.started_by, i.row_version, i.created_at, i.updated_at, i.ended_at \
-         FROM process_instances i"
+         i.wake_at, i.error, i.started_by, i.row_version, i.created_at, i.updated_at, i.ended_at, \
+         i.initiators FROM process_instances i"
     };
 }
 

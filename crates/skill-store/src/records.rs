@@ -49,6 +49,8 @@ pub struct AccessToken {
     pub created_at: Time,
     pub expires_at: Option<Time>,
     pub revoked_at: Option<Time>,
+    /// For an agent's token, the person who operates the agent with it.
+    pub operated_by: Option<String>,
 }
 
 /// What a bearer token stands for: the token, its principal, the principal's grants and, for an

@@ -70,7 +70,7 @@ pub trait RuleStore: Send + Sync {
 macro_rules! select_fact {
     () => {
         "SELECT id, workspace_id, kind, key, data, occurred_at, source, depth, caused_by_task, recorded_by, \
-         created_at, evaluated_at FROM facts"
+         created_at, evaluated_at, initiators FROM facts"
     };
 }
 

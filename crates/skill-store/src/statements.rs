@@ -71,6 +71,11 @@ fn json(value: &Value) -> Arg {
     Arg::Json(Some(value.clone()))
 }
 
+/// Who set a piece of work in motion, as the JSON array its `initiators` column holds.
+fn initiators(list: &[skill_api::Initiator]) -> Arg {
+    Arg::Json(Some(serde_json::to_value(list).expect("invariant: initiators are strings and words")))
+}
+
 fn maybe_json(value: Option<&Value>) -> Arg {
     Arg::Json(value.cloned())
 }
@@ -177,7 +182,8 @@ pub(crate) fn insert_process(p: &crate::records::ProcessRecord) -> Result<Statem
 pub(crate) fn insert_fact(f: &FactRecord) -> Statement {
     insert(
         "INSERT INTO facts (id, workspace_id, kind, key, data, occurred_at, source, depth, caused_by_task, \
-         recorded_by, created_at, evaluated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         recorded_by, created_at, evaluated_at, initiators) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         vec![
             text(&f.id),
             text(&f.workspace_id),
@@ -191,6 +197,7 @@ pub(crate) fn insert_fact(f: &FactRecord) -> Statement {
             text(&f.recorded_by),
             time(f.created_at),
             Arg::Time(f.evaluated_at),
+            initiators(&f.initiators),
         ],
     )
 }
@@ -203,8 +210,8 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
         WorkChange::InsertArtifactType(t) => insert_artifact_type(t)?,
         WorkChange::InsertTask(t) => insert(
             "INSERT INTO tasks (id, workspace_id, task_type_id, title, custom_fields, status, created_by, \
-             row_version, created_at, updated_at, closed_at, close_reason) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+             row_version, created_at, updated_at, closed_at, close_reason, initiators) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
             vec![
                 text(&t.id),
                 text(&t.workspace_id),
@@ -218,6 +225,7 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
                 time(t.updated_at),
                 Arg::Time(t.closed_at),
                 maybe_text(t.close_reason.as_deref()),
+                initiators(&t.initiators),
             ],
         ),
         WorkChange::UpdateTask(t) => versioned(
@@ -270,8 +278,8 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
         WorkChange::InsertApproval(a) => insert(
             "INSERT INTO approvals (id, task_id, gate, status, requested_by, request_comment, decided_by, \
              decided_at, comment, decision_authority, withdrawn_by, withdrawn_at, outcome_status, \
-             outcome_reaction, row_version, created_at, updated_at, call_skill_id, call_inputs) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+             outcome_reaction, row_version, created_at, updated_at, call_skill_id, call_inputs, initiators) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
             vec![
                 text(&a.id),
                 text(&a.task_id),
@@ -292,6 +300,7 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
                 time(a.updated_at),
                 maybe_text(a.call_skill_id.as_deref()),
                 maybe_json(a.call_inputs.as_ref()),
+                initiators(&a.initiators),
             ],
         ),
         WorkChange::UpdateApproval(a) => versioned(
@@ -364,8 +373,8 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
         WorkChange::InsertRequest(r) => insert(
             "INSERT INTO agent_requests (id, agent_principal_id, skill_id, inputs, client_name, client_version, \
              task_id, approval_id, status, invocation_id, expires_at, row_version, created_at, updated_at, \
-             ended_at, idempotency_key) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+             ended_at, idempotency_key, initiators) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
             vec![
                 text(&r.id),
                 text(&r.agent_principal_id),
@@ -383,6 +392,7 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
                 time(r.updated_at),
                 Arg::Time(r.ended_at),
                 maybe_text(r.idempotency_key.as_deref()),
+                initiators(&r.initiators),
             ],
         ),
         WorkChange::UpdateRequest(r) => versioned(
@@ -462,8 +472,8 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
         WorkChange::InsertArtifact(a) => insert_artifact(a),
         WorkChange::InsertInstance(i) => insert(
             "INSERT INTO process_instances (id, process_id, process_key, workspace_id, key, input, vars, status, \
-             at_step, wake_at, error, started_by, row_version, created_at, updated_at, ended_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+             at_step, wake_at, error, started_by, row_version, created_at, updated_at, ended_at, initiators) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
             vec![
                 text(&i.id),
                 text(&i.process_id),
@@ -481,6 +491,7 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
                 time(i.created_at),
                 time(i.updated_at),
                 Arg::Time(i.ended_at),
+                initiators(&i.initiators),
             ],
         ),
         WorkChange::UpdateInstance(i) => versioned(

@@ -65,7 +65,7 @@ macro_rules! task_type_columns {
 macro_rules! task_columns {
     () => {
         "SELECT id, workspace_id, task_type_id, title, custom_fields, status, created_by, \
-     row_version, created_at, updated_at, closed_at, close_reason FROM tasks"
+     row_version, created_at, updated_at, closed_at, close_reason, initiators FROM tasks"
     };
 }
 macro_rules! run_columns {
@@ -77,7 +77,7 @@ macro_rules! approval_columns {
     () => {
         "SELECT id, task_id, gate, status, requested_by, request_comment, decided_by, \
      decided_at, comment, decision_authority, withdrawn_by, withdrawn_at, outcome_status, outcome_reaction, \
-     call_skill_id, call_inputs, row_version, created_at, updated_at FROM approvals"
+     call_skill_id, call_inputs, row_version, created_at, updated_at, initiators FROM approvals"
     };
 }
 macro_rules! action_columns {
@@ -261,7 +261,7 @@ macro_rules! work_store {
                         "SELECT a.id, a.task_id, a.gate, a.status, a.requested_by, a.request_comment, a.decided_by, \
                          a.decided_at, a.comment, a.decision_authority, a.withdrawn_by, a.withdrawn_at, \
                          a.outcome_status, a.outcome_reaction, a.call_skill_id, a.call_inputs, a.row_version, \
-                         a.created_at, a.updated_at FROM approvals a JOIN tasks t ON t.id = a.task_id \
+                         a.created_at, a.updated_at, a.initiators FROM approvals a JOIN tasks t ON t.id = a.task_id \
                          WHERE a.status = 'pending' AND t.status = 'open' AND a.requested_by <> $2 \
                          AND ($1 IS NULL OR t.workspace_id IN (SELECT value FROM ", $each, "($1))) \
                          ORDER BY a.created_at, a.id LIMIT $3"

@@ -82,6 +82,7 @@ conformance!(
     work::the_backlog_counts_what_waits_and_why,
     work::artifact_types_never_change_and_an_artifact_is_superseded_once,
     work::a_disabled_principal_decides_nothing,
+    work::no_initiator_decides_and_initiators_never_change,
     guards::a_published_contract_cannot_change_even_by_sql,
     guards::agents_keep_their_kind_and_never_decide,
     guards::only_the_endpoint_of_a_contract_moves_and_stays_a_string,

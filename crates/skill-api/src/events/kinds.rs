@@ -164,6 +164,9 @@ events! {
         client_name: String,
         client_version: String,
         expires_at: String,
+        /// Who set it in motion: `{person, role, agent?, via}` each.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        initiators: Vec<crate::Initiator>,
     }
 
     /// A person approved an agent's request and the core made its call, as the agent, with the
@@ -192,6 +195,9 @@ events! {
         depth: u32,
         source: Option<String>,
         caused_by_task: Option<String>,
+        /// Who set it in motion: `{person, role, agent?, via}` each.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        initiators: Vec<crate::Initiator>,
     }
 
     /// A version of a work rule was published (`rule:<id>`).
@@ -260,6 +266,9 @@ events! {
         key: String,
         /// What started it: `api`, `rule`.
         by: String,
+        /// Who set it in motion: `{person, role, agent?, via}` each.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        initiators: Vec<crate::Initiator>,
     }
 
     /// A step of an instance began (`process_instance:<id>`).
@@ -418,6 +427,9 @@ events! {
     TokenCreated = "token.created" {
         token_id: String,
         label: String,
+        /// For an agent's token, the person who operates the agent with it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        operated_by: Option<String>,
     }
 
     /// A token was revoked (`token:<id>`).
@@ -500,6 +512,9 @@ events! {
         task_type_id: String,
         /// `key@version`.
         task_type: String,
+        /// Who set it in motion: `{person, role, agent?, via}` each.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        initiators: Vec<crate::Initiator>,
     }
 
     /// A task was closed, by a person or by the core (`task:<id>`).
@@ -542,6 +557,13 @@ events! {
         requested_by: String,
         /// The version of the one call it was asked for, if any.
         call_skill_id: Option<String>,
+        /// The task's workspace, where its decider holds `approvals.decide`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workspace_id: Option<String>,
+        /// Who set its work in motion (its requester's person, its task's initiators): none of
+        /// them decides it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        initiators: Vec<crate::Initiator>,
     }
 
     /// A person decided an approval (`approval:<id>`).
@@ -550,6 +572,9 @@ events! {
         /// `approved` or `rejected`.
         outcome: ApprovalStatus,
         decided_by: String,
+        /// What the decider is (`person`; the rule refuses any other).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decider_kind: Option<PrincipalKind>,
         /// The id of the token the person decided with (directly, or through a console session).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         token_id: Option<String>,

@@ -25,6 +25,8 @@ pub(super) struct Decision {
     /// Whether the task's process decides writes on its gates (shown under "The process it
     /// belongs to").
     pub(super) process_writes: bool,
+    /// Why the four-eyes rule refuses the viewer this decision (none: they may decide it).
+    pub(super) refusal: Option<String>,
 }
 
 /// What the decider's text becomes when approving: the label of the input that reads
@@ -49,8 +51,7 @@ fn reads_comment(expression: &Value) -> bool {
 impl Decision {
     pub(super) fn render(&self, viewer: &Viewer, task: &TaskOut) -> Markup {
         let approval = &self.approval;
-        let may_decide = viewer.actor.can_in("approvals.decide", &task.workspace_id);
-        let own = approval.requested_by == viewer.actor.id();
+        let may_decide = self.refusal.is_none();
         let target = self.previews.as_ref().and_then(|(approve, _)| comment_target(approve));
         html! {
             article.approval id={ "approval-" (approval.id) } {
@@ -86,7 +87,7 @@ impl Decision {
                         h4 { "Rejecting will" }
                         (preview(reject, None))
                     }
-                    @if may_decide && !own && task.status == TaskStatus::Open {
+                    @if may_decide && task.status == TaskStatus::Open {
                         form.decide method="post" action={ "/console/approvals/" (approval.id) "/decide" } {
                             input type="hidden" name="csrf" value=(viewer.session.csrf);
                             @match &target {
@@ -113,10 +114,8 @@ impl Decision {
                                 button.reject type="submit" name="outcome" value="rejected" { "Reject" }
                             }
                         }
-                    } @else if own {
-                        p.note { "You asked for this approval: someone else decides it." }
-                    } @else if !may_decide {
-                        p.note { "You may read this task but not decide its approvals (approvals.decide)." }
+                    } @else if let Some(why) = &self.refusal {
+                        p.note.refusal { "You do not decide this approval: " (why) "." }
                     }
                 } @else {
                     p.meta.decided {
@@ -141,7 +140,7 @@ impl Decision {
                                 }
                             }
                             @let retryable = outcome.status == OutcomeStatus::Failed && outcome.actions.iter().any(|a| a.retryable);
-                            @if retryable && may_decide && !own && task.status == TaskStatus::Open {
+                            @if retryable && may_decide && task.status == TaskStatus::Open {
                                 form.retry method="post" action={ "/console/approvals/" (approval.id) "/retry" } {
                                     input type="hidden" name="csrf" value=(viewer.session.csrf);
                                     p.help { "The failure may pass (the call's error is retryable). Once its cause is mended, \

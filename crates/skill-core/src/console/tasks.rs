@@ -215,7 +215,15 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
             None => None,
         };
         let process_writes = !decided_writes.is_empty();
+        // The one rule, as deciding applies it: no form for whom it refuses, and why.
+        let work = skill_api::four_eyes::Work {
+            workspace_id: &task.workspace_id,
+            requested_by: &approval.requested_by,
+            initiators: &approval.initiators,
+        };
+        let refusal = engine.may_decide(actor, &approval.id, &work).await.err().map(|error| error.message);
         decisions.push(Decision {
+            refusal,
             approval,
             requested_by,
             decided_by,
@@ -224,6 +232,16 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
             called,
             process_writes,
         });
+    }
+    // Who set the task in motion, by name.
+    let mut set_in_motion = Vec::new();
+    for initiator in &task.initiators {
+        let person = names.of(&initiator.person).await?;
+        let agent = match &initiator.agent {
+            Some(agent) => Some(names.of(agent).await?),
+            None => None,
+        };
+        set_in_motion.push(in_motion(initiator, &person, agent.as_deref()));
     }
     let mut commented = Vec::new();
     for comment in comments {
@@ -234,7 +252,7 @@ async fn task_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         p.crumbs { a href="/console/tasks" { "Tasks" } " / " (task.task_type.key) }
         h1 { (task.title) " " (badge(task.status)) }
         @if let Some(reason) = &task.close_reason { p.meta { "closed by the core: " code { (reason) } } }
-        (fields(&task))
+        (fields(&task, &set_in_motion))
         (super::facts::origin(origin.as_ref()))
         @if let Some(skill_engine::TaskProcess { instance_id: instance, process, step, .. }) = &made_by {
             section #process {
@@ -301,7 +319,22 @@ fn readable(media_type: &str) -> bool {
     essence.starts_with("text/") || essence == "application/json" || essence.ends_with("+json")
 }
 
-fn fields(task: &TaskOut) -> Markup {
+/// How `initiator` (the person `person`, through the agent `agent`) set a task in motion:
+/// "ana sent fact:F, operating the agent mailbot (then instance:I, task:T)".
+fn in_motion(initiator: &skill_api::Initiator, person: &str, agent: Option<&str>) -> String {
+    let mut via = initiator.via.iter();
+    let mut text = format!("{person} {} {}", initiator.role.verb(), via.next().map_or("it", String::as_str));
+    if let Some(agent) = agent {
+        text.push_str(&format!(", operating the agent {agent}"));
+    }
+    let rest: Vec<&str> = via.map(String::as_str).collect();
+    if !rest.is_empty() {
+        text.push_str(&format!(" (then {})", rest.join(", ")));
+    }
+    text
+}
+
+fn fields(task: &TaskOut, set_in_motion: &[String]) -> Markup {
     let fields = task.custom_fields.as_object().cloned().unwrap_or_default();
     html! {
         section #fields {
@@ -309,6 +342,11 @@ fn fields(task: &TaskOut) -> Markup {
             dl.fields {
                 dt { "Type" } dd { (task.task_type.key) "@" (task.task_type.version) }
                 dt { "Created" } dd { (when(&task.created_at)) }
+                dt { "Set in motion by" }
+                dd.initiators {
+                    @if set_in_motion.is_empty() { "nobody known (made before the core kept it)" }
+                    @for line in set_in_motion { span.initiator { (line) } br; }
+                }
                 @for (name, value) in &fields { dt { (name) } dd { (capped_json(value, SHOWN_FIELD_CHARS)) } }
             }
         }

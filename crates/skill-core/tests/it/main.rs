@@ -15,6 +15,7 @@ mod console_browser;
 mod console_work;
 mod credentials;
 mod dev;
+mod four_eyes;
 mod gateway;
 mod heavy_contracts;
 mod hostile_api;

@@ -19,7 +19,7 @@ use crate::calls::{Backend, Core, core_serving};
 use crate::claims::{Child, apply_package, executor, executor_with, host, outbox};
 
 /// The claims executor's token.
-async fn runner(core: &Core) -> String {
+pub(crate) async fn runner(core: &Core) -> String {
     let installer = token(&core.engine, "process-installer", &["org.manage", "skills.execute"]).await;
     let issued = core.post(&installer, "/agents/claims-skills/tokens", &json!({})).await;
     issued.ok(201)["token"].as_str().expect("a token").to_owned()
@@ -27,7 +27,7 @@ async fn runner(core: &Core) -> String {
 
 /// A model on loopback speaking the OpenAI-compatible protocol: every completion is a draft
 /// quoting the customer. Answers its base URL and how many completions it made.
-async fn model() -> (String, Arc<AtomicUsize>) {
+pub(crate) async fn model() -> (String, Arc<AtomicUsize>) {
     let asked = Arc::new(AtomicUsize::new(0));
     let counted = asked.clone();
     let answer = move |axum::Json(body): axum::Json<Value>| {
@@ -54,7 +54,7 @@ async fn model() -> (String, Arc<AtomicUsize>) {
 }
 
 /// `GET /process-instances/{id}` until `done` holds.
-async fn until(core: &Core, reader: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn until(core: &Core, reader: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
     let mut last = Value::Null;
     for _ in 0..400 {
         last = core.get(reader, &format!("/process-instances/{id}")).await.ok(200).clone();
@@ -80,7 +80,7 @@ async fn ended_call(core: &Core, id: &str) -> Value {
 }
 
 /// The last run of step `step` of an instance.
-fn step<'a>(instance: &'a Value, step: &str) -> &'a Value {
+pub(crate) fn step<'a>(instance: &'a Value, step: &str) -> &'a Value {
     instance["steps"]
         .as_array()
         .and_then(|steps| steps.iter().rev().find(|s| s["step"] == step))
@@ -88,7 +88,7 @@ fn step<'a>(instance: &'a Value, step: &str) -> &'a Value {
 }
 
 /// The fact's evaluation by `rule`, once it ended.
-async fn evaluation(core: &Core, reader: &str, fact: &str, rule: &str) -> Value {
+pub(crate) async fn evaluation(core: &Core, reader: &str, fact: &str, rule: &str) -> Value {
     let mut last = Value::Null;
     for _ in 0..300 {
         last = core.get(reader, &format!("/facts/{fact}")).await.ok(200).clone();
@@ -269,7 +269,7 @@ async fn a_claim_is_handled_from_message_to_follow_up_on_postgres() {
 }
 
 /// A process that asks for a review, then writes on its decision: `decided-send`.
-fn decided_send() -> Value {
+pub(crate) fn decided_send() -> Value {
     json!({"key": "decided-send", "spec": {"version": "1", "identity": {"agent": "claims-handling"},
         "steps": [
             {"id": "review", "task": {"type": "claim-reply@1", "title": "Review {{$.input.claim}}",
@@ -280,7 +280,7 @@ fn decided_send() -> Value {
 
 /// Starts `decided-send` for `claim` as `starter`; answers the instance and its review's task and
 /// gate once made.
-async fn review_of(core: &Core, starter: &str, claim: &str) -> (String, String, String) {
+pub(crate) async fn review_of(core: &Core, starter: &str, claim: &str) -> (String, String, String) {
     let start = json!({"workspace": "claims", "key": claim, "input": {"claim": claim}});
     let started = core.post(starter, "/processes/decided-send:start", &start).await.ok(201).clone();
     let id = started["id"].as_str().expect("an id").to_owned();
@@ -459,17 +459,19 @@ async fn a_process_writes_only_what_another_person_decided() {
         );
     }
 
-    // A lead who may decide starts an instance and approves its review: no write.
+    // A lead who may decide starts an instance and approves its review: refused (they set it in
+    // motion); the review closed without a second person's decision: no write.
     let lead = token(
         &core.engine,
         "lead",
         &["tasks.write@claims", "tasks.read@claims", "approvals.decide@claims", "claims.reply@claims", "skills.invoke"],
     )
     .await;
-    let (own, _, gate) = review_of(&core, &lead, "C-own").await;
-    core.post(&lead, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved", "comment": "mine"}))
-        .await
-        .ok(200);
+    let (own, own_task, gate) = review_of(&core, &lead, "C-own").await;
+    let mine =
+        core.post(&lead, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved", "comment": "mine"})).await;
+    assert_eq!((mine.status.as_u16(), mine.body["error"]["code"].as_str()), (403, Some("decider_is_initiator")));
+    core.post(&lead, &format!("/tasks/{own_task}:close"), &json!({"status": "done"})).await.ok(200);
     let failed = until(&core, &lead, &own, |i| i["status"] == "failed").await;
     assert_eq!(
         (failed["error"]["code"].as_str(), step(&failed, "send")["invocationId"].as_str()),
@@ -537,7 +539,8 @@ async fn a_process_writes_only_what_another_person_decided() {
     let review = step(&made, "review")["taskId"].as_str().expect("a task").to_owned();
     let gates = core.get(&lead, &format!("/approvals?task={review}")).await.ok(200).clone();
     let gate_id = gates["items"][0]["id"].as_str().expect("a gate").to_owned();
-    core.post(&lead, &format!("/approvals/{gate_id}:decide"), &json!({"outcome": "approved"})).await.ok(200);
+    let mine = core.post(&lead, &format!("/approvals/{gate_id}:decide"), &json!({"outcome": "approved"})).await;
+    assert_eq!((mine.status.as_u16(), mine.body["error"]["code"].as_str()), (403, Some("decider_is_initiator")));
     core.post(&lead, &format!("/tasks/{review}:close"), &json!({"status": "done"})).await.ok(200);
     let failed = until(&core, &lead, &inner, |i| i["status"] == "failed").await;
     assert_eq!(failed["error"]["code"], "process_write_not_decided", "{failed}");

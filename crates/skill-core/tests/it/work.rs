@@ -781,7 +781,8 @@ async fn an_agent_calls_only_what_its_assignments_grant() {
             label: String::new(),
             expires_at: None,
         };
-        let agent = core.engine.issue_token(&request, &Origin::default()).await.expect("token");
+        let operator = crate::api::agent_operator(&core.engine).await;
+        let agent = core.engine.issue_token_for(&request, Some(operator), &Origin::default()).await.expect("token");
         let (bot, bot_id) = (agent.token, agent.principal.id);
         let task = desk.task("plain", "C-1").await;
         // The agent asks for a decision on its own call; a person approves it.

@@ -752,8 +752,11 @@ impl Engine {
                 let error = json!({"code": error.code, "message": error.message, "details": error.details});
                 return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
             }
+            let id = self.new_id();
+            // Whoever set the instance in motion set its tasks in motion too.
+            let initiators = skill_api::four_eyes::carried(&moving.instance.initiators, &format!("task:{id}"), &[]);
             let record = TaskRecord {
-                id: self.new_id(),
+                id,
                 workspace_id: moving.instance.workspace_id.clone(),
                 task_type_id: task_type.id.clone(),
                 title,
@@ -765,11 +768,13 @@ impl Engine {
                 updated_at: now,
                 closed_at: None,
                 close_reason: None,
+                initiators,
             };
             let made = TaskCreated {
                 workspace_id: record.workspace_id.clone(),
                 task_type_id: record.task_type_id.clone(),
                 task_type: format!("{}@{}", task_type.key, task_type.version),
+                initiators: record.initiators.clone(),
             };
             moving.events.push(self.event(format!("task:{}", record.id), &made, &Origin::default()));
             if task_type.spec.get("process").is_some()
@@ -787,7 +792,7 @@ impl Engine {
                 }
             };
             let waiting = StepRecord { task_id: Some(record.id.clone()), row_version: open.row_version + 1, ..open };
-            let made_id = record.id.clone();
+            let made_task = record.clone();
             // Written before the step's row that names it (which may be among the changes).
             moving.changes.insert(0, WorkChange::InsertTask(record));
             if let Some((instance, event)) = started {
@@ -800,7 +805,7 @@ impl Engine {
                     .comment
                     .as_deref()
                     .map(|comment| crate::rules::render(comment, &document).chars().take(10_000).collect::<String>());
-                let (approval, event) = self.new_approval(agent, &made_id, true, comment.as_deref(), None, None)?;
+                let (approval, event) = self.new_approval(agent, &made_task, true, comment.as_deref(), None, None)?;
                 moving.changes.insert(1, WorkChange::InsertApproval(approval));
                 moving.events.push(event);
             }

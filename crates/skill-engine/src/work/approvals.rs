@@ -3,6 +3,7 @@
 //! the actions the type lists for that decision — is recorded with the decision, in the same
 //! transaction, and carried out by the outcome worker with the decider's authority.
 use skill_api::Lifecycle;
+use skill_api::four_eyes::{self, InitiatorRole};
 use skill_api::events::{ApprovalDecided, ApprovalRequested, ApprovalWithdrawn};
 
 use serde_json::Value;
@@ -46,8 +47,7 @@ impl Engine {
             )
             .with("field", "gate"));
         }
-        let (approval, event) =
-            self.new_approval(actor, &task.id, gate, request.comment.as_deref(), call, request_id)?;
+        let (approval, event) = self.new_approval(actor, &task, gate, request.comment.as_deref(), call, request_id)?;
         self.store.write_work(&[WorkChange::InsertApproval(approval.clone())], &[event]).await?;
         self.approval_out(approval, Vec::new()).await
     }
@@ -86,11 +86,12 @@ impl Engine {
         Ok((skill.id, inputs))
     }
 
-    /// A pending approval `actor` asks for on the task `task_id`, and its event.
+    /// A pending approval `actor` asks for on `task`, and its event. Its initiators — who set its
+    /// work in motion, none of whom decides it — are the requester's person and the task's.
     pub(crate) fn new_approval(
         &self,
         actor: &Actor,
-        task_id: &str,
+        task: &TaskRecord,
         gate: bool,
         comment: Option<&str>,
         call: Option<(String, Value)>,
@@ -101,9 +102,14 @@ impl Engine {
             return Err(EngineError::invalid_request("a comment is at most 10,000 characters").with("field", "comment"));
         }
         let now = self.now();
+        let id = self.new_id();
+        let link = format!("approval:{id}");
+        let asker: Vec<_> =
+            actor.initiators(InitiatorRole::Asked).into_iter().map(|one| one.reaching(link.clone())).collect();
         let approval = ApprovalRecord {
-            id: self.new_id(),
-            task_id: task_id.to_owned(),
+            initiators: four_eyes::carried(&task.initiators, &link, &asker),
+            id,
+            task_id: task.id.clone(),
             gate,
             status: ApprovalStatus::Pending,
             requested_by: actor.id().to_owned(),
@@ -127,6 +133,8 @@ impl Engine {
             gate: approval.gate,
             requested_by: approval.requested_by.clone(),
             call_skill_id: approval.call_skill_id.clone(),
+            workspace_id: Some(task.workspace_id.clone()),
+            initiators: approval.initiators.clone(),
         };
         let event = self.event(format!("approval:{}", approval.id), &requested, &Origin::of(actor, request_id));
         Ok((approval, event))
@@ -194,7 +202,8 @@ impl Engine {
             }
             // What the outcome calls, fixed now: the versions and the inputs this decision makes
             // them with are the only calls it authorizes.
-            let planned = if approval.gate {
+            // A gate asked for one call covers that call only: the type's outcome is not run.
+            let planned = if approval.gate && approval.call_skill_id.is_none() {
                 let task_type = self.store.task_type(&task.task_type_id).await?;
                 let decision = Decision {
                     approval_id: &approval.id,
@@ -246,6 +255,7 @@ impl Engine {
                 task_id: approval.task_id.clone(),
                 outcome,
                 decided_by: actor.id().to_owned(),
+                decider_kind: Some(actor.principal().kind),
                 token_id: actor.token_id().map(str::to_owned),
                 grants: actor.grants().iter().map(grant_text).collect(),
                 gate: approval.gate,
@@ -357,7 +367,8 @@ impl Engine {
     }
 
     /// The pending approvals `actor` may decide (`approvals.decide` in their tasks' workspaces, not
-    /// asked by `actor`), with their tasks, oldest first, at most `limit` (1 to 500).
+    /// asked or set in motion by `actor`), with their tasks, oldest first, at most `limit` (1 to
+    /// 500; fewer when some of the oldest are theirs).
     pub async fn approvals_to_decide(&self, actor: &Actor, limit: u32) -> Result<Vec<(ApprovalOut, TaskOut)>> {
         let workspaces = actor.workspaces_with("approvals.decide");
         if workspaces.as_ref().is_some_and(Vec::is_empty) {
@@ -370,6 +381,15 @@ impl Engine {
             std::collections::HashMap::new();
         for approval in self.store.approvals_to_decide(workspaces.as_deref(), actor.id(), limit).await? {
             let task = self.store.task(&approval.task_id).await?;
+            // Only what the four-eyes rule lets them decide: not what they set in motion.
+            let work = four_eyes::Work {
+                workspace_id: &task.workspace_id,
+                requested_by: &approval.requested_by,
+                initiators: &approval.initiators,
+            };
+            if self.may_decide(actor, &approval.id, &work).await.is_err() {
+                continue;
+            }
             if !types.contains_key(&task.task_type_id) {
                 types.insert(task.task_type_id.clone(), self.store.task_type(&task.task_type_id).await?);
             }
@@ -381,24 +401,51 @@ impl Engine {
     }
 
     /// Approval `id` and its task, for `actor` to decide — or to retry the decision's outcome,
-    /// which carries it out again: `approvals.decide` in the task's workspace, a person, and not
-    /// who asked for it (`404` for an approval it may not see).
+    /// which carries it out again — as the four-eyes rule lets them ([`four_eyes::may_decide`]):
+    /// `approvals.decide` in the task's workspace, a person, not who asked for it and none of
+    /// who set its work in motion (`404` for an approval it may not see).
     pub(crate) async fn for_decider(&self, actor: &Actor, id: &str) -> Result<(ApprovalRecord, TaskRecord)> {
         let approval = self.visible_approval(actor, id).await?;
         let task = self.store.task(&approval.task_id).await?;
-        if !actor.can_in("approvals.decide", &task.workspace_id) {
-            return Err(EngineError::forbidden("approvals.decide").with("workspaceId", task.workspace_id));
-        }
-        super::person_decides(actor)?;
-        if approval.requested_by == actor.id() {
-            return Err(EngineError::new(
+        let work = four_eyes::Work {
+            workspace_id: &task.workspace_id,
+            requested_by: &approval.requested_by,
+            initiators: &approval.initiators,
+        };
+        self.may_decide(actor, &approval.id, &work).await?;
+        Ok((approval, task))
+    }
+
+    /// `Ok` when the four-eyes rule ([`four_eyes::may_decide`]) lets `actor` decide the approval
+    /// `approval_id` of `work`; otherwise the refusal, its code the rule's, naming the initiator
+    /// the decider is and how the work reached them. What deciding, retrying and the console's
+    /// forms all ask.
+    pub async fn may_decide(&self, actor: &Actor, approval_id: &str, work: &four_eyes::Work<'_>) -> Result<()> {
+        let grants = actor.snapshot().grants;
+        let decider = four_eyes::Decider { id: actor.id(), kind: actor.principal().kind, grants: &grants };
+        let Err(refusal) = four_eyes::may_decide(&decider, work) else { return Ok(()) };
+        Err(match refusal {
+            four_eyes::Refusal::NoPermission => {
+                EngineError::forbidden(four_eyes::DECIDE).with("workspaceId", work.workspace_id)
+            }
+            four_eyes::Refusal::NotAPerson(_) => super::not_a_person(actor),
+            four_eyes::Refusal::Requester => EngineError::new(
                 Class::Forbidden,
-                "self_approval_refused",
+                refusal.code(),
                 "the requester of an approval never decides it, nor retries its outcome: ask someone else",
             )
-            .with("approvalId", approval.id));
-        }
-        Ok((approval, task))
+            .with("approvalId", approval_id),
+            four_eyes::Refusal::Initiator(initiator) => {
+                let mut names = std::collections::HashMap::new();
+                for id in std::iter::once(&initiator.person).chain(initiator.agent.as_ref()) {
+                    names.insert(id.clone(), self.principal_name(id).await?);
+                }
+                let name = |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
+                EngineError::new(Class::Forbidden, refusal.code(), refusal.explain("you", &name))
+                    .with("approvalId", approval_id)
+                    .with("initiator", serde_json::to_value(initiator).unwrap_or_default())
+            }
+        })
     }
 
     /// The approval `id` if its task is visible to `actor`; `404` otherwise.
@@ -463,6 +510,7 @@ fn approval_view(approval: ApprovalRecord, actions: Vec<ActionRecord>, call: Opt
         gate: approval.gate,
         status: approval.status,
         requested_by: approval.requested_by,
+        initiators: approval.initiators,
         request_comment: approval.request_comment,
         decided_by: approval.decided_by,
         decided_at: approval.decided_at.as_ref().map(view_time),

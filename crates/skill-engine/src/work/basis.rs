@@ -12,6 +12,7 @@
 //!   pending, rejected or withdrawn one).
 
 use serde_json::{Value, json};
+use skill_api::four_eyes;
 use skill_api::{ApprovalStatus, Basis, Lifecycle, LostBasis, RunStatus, SkillStatus};
 use skill_contract::SideEffects;
 use skill_contract::export::canonical_json;
@@ -157,7 +158,8 @@ fn process_basis(
         (approval.gate
             && approval.status == ApprovalStatus::Approved
             && approval.call_skill_id.is_none()
-            && *decider != instance.started_by)
+            && *decider != instance.started_by
+            && decision_holds(approval, &instance.workspace_id))
             .then(|| (approval.id.clone(), decider.clone()))
     });
     let Some((approval_id, decided_by)) = decided else {
@@ -165,7 +167,7 @@ fn process_basis(
             skill,
             None,
             "process_write_not_decided",
-            "a process writes only on a gate a person other than the instance's starter approved (the step's decidedBy)",
+            "a process writes only on a gate approved by a person who holds approvals.decide and did not set the instance in motion (the step's decidedBy)",
         ));
     };
     Ok(Basis::Process {
@@ -177,6 +179,24 @@ fn process_basis(
         approval_id,
         decided_by,
     })
+}
+
+/// Whether `approval`'s recorded decision stands under the four-eyes rule
+/// ([`four_eyes::may_decide`]): its decider (a person: the database keeps deciders persons) held
+/// `approvals.decide` in `workspace_id` when deciding, did not ask for it and is none of its work's
+/// initiators.
+pub(crate) fn decision_holds(approval: &ApprovalRecord, workspace_id: &str) -> bool {
+    let (Some(decided_by), Some(authority)) = (&approval.decided_by, &approval.decision_authority) else {
+        return false;
+    };
+    let decider =
+        four_eyes::Decider { id: decided_by, kind: skill_api::PrincipalKind::Person, grants: &authority.grants };
+    let work = four_eyes::Work {
+        workspace_id,
+        requested_by: &approval.requested_by,
+        initiators: &approval.initiators,
+    };
+    four_eyes::may_decide(&decider, &work).is_ok()
 }
 
 /// `403 skill_side_effect_not_authorized` for a call of `skill`, with why.

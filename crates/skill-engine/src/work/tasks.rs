@@ -37,8 +37,14 @@ impl Engine {
         check_fields(&task_type, &fields)?;
         self.check_required_fields(&task_type, &fields).await?;
         let now = self.now();
+        let id = self.new_id();
+        let initiators = actor
+            .initiators(skill_api::InitiatorRole::Created)
+            .into_iter()
+            .map(|initiator| initiator.reaching(format!("task:{id}")))
+            .collect();
         let task = TaskRecord {
-            id: self.new_id(),
+            id,
             workspace_id: workspace,
             task_type_id: task_type.id.clone(),
             title: request.title.clone(),
@@ -50,11 +56,13 @@ impl Engine {
             updated_at: now,
             closed_at: None,
             close_reason: None,
+            initiators,
         };
         let created = TaskCreated {
             workspace_id: task.workspace_id.clone(),
             task_type_id: task.task_type_id.clone(),
             task_type: format!("{}@{}", task_type.key, task_type.version),
+            initiators: task.initiators.clone(),
         };
         let event = self.event(format!("task:{}", task.id), &created, &Origin::of(actor, request_id));
         let mut changes = vec![WorkChange::InsertTask(task.clone())];
@@ -70,7 +78,7 @@ impl Engine {
         }
         if let Some(approval) = &request.approval {
             let (approval, event) =
-                self.new_approval(actor, &task.id, true, approval.comment.as_deref(), None, request_id)?;
+                self.new_approval(actor, &task, true, approval.comment.as_deref(), None, request_id)?;
             changes.push(WorkChange::InsertApproval(approval));
             events.push(event);
         }
@@ -302,6 +310,7 @@ pub(crate) fn task_out(task: TaskRecord, task_type: &TaskTypeRecord) -> TaskOut 
         custom_fields: task.custom_fields,
         status: task.status,
         created_by: task.created_by,
+        initiators: task.initiators,
         created_at: view_time(&task.created_at),
         updated_at: view_time(&task.updated_at),
         closed_at: task.closed_at.as_ref().map(view_time),

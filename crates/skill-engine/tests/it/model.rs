@@ -54,6 +54,8 @@ struct Task {
     open: bool,
     /// `plain@1`, `auto@1` or `reply@1`.
     kind: &'static str,
+    /// The people who set it in motion: its creator, or its instance's starter.
+    initiators: BTreeSet<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -64,6 +66,20 @@ struct Approval {
     requester: usize,
     /// The call it was asked for: the skill and the inputs' `n`.
     call: Option<(&'static str, u64)>,
+    /// Who set its work in motion: its requester (a person's) and its task's initiators. None of
+    /// them decides it.
+    initiators: BTreeSet<usize>,
+}
+
+impl Approval {
+    /// An approval `requester` asked for on `task`, with the initiators the rule says.
+    fn asked(task: &str, of: &Task, gate: bool, requester: usize, call: Option<(&'static str, u64)>) -> Self {
+        let mut initiators = of.initiators.clone();
+        if requester != AGENT {
+            initiators.insert(requester);
+        }
+        Self { task: task.to_owned(), gate, status: ApprovalStatus::Pending, requester, call, initiators }
+    }
 }
 
 /// Who asked for the review gates a process's agent asks for: no person.
@@ -461,22 +477,17 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                         approval: gate.then(TaskApproval::default),
                     };
                     let task = w.engine.create_task(&w.people[person], &request, None).await.expect(&at);
-                    m.tasks.insert(task.id.clone(), Task { open: true, kind });
+                    let made = Task { open: true, kind, initiators: BTreeSet::from([person]) };
                     if gate {
                         let listed = w
                             .engine
                             .approvals(&w.people[1], &skill_api::OfTaskQuery { task: task.id.clone() })
                             .await
                             .expect(&at);
-                        let approval = Approval {
-                            task: task.id,
-                            gate: true,
-                            status: ApprovalStatus::Pending,
-                            requester: person,
-                            call: None,
-                        };
+                        let approval = Approval::asked(&task.id, &made, true, person, None);
                         m.approvals.insert(listed.items[0].id.clone(), approval);
                     }
+                    m.tasks.insert(task.id.clone(), made);
                     "task created"
                 }
                 8..=16 => {
@@ -503,10 +514,8 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     let expected = if call.is_some() && (!gate || outcome_calls) { "invalid_request" } else { "ok" };
                     assert_eq!(code(&result), expected, "{at}: an approval asked for {call:?}, gate {gate}");
                     if let Ok(approval) = result {
-                        m.approvals.insert(
-                            approval.id,
-                            Approval { task, gate, status: ApprovalStatus::Pending, requester: person, call },
-                        );
+                        let asked = Approval::asked(&task, &m.tasks[&task], gate, person, call);
+                        m.approvals.insert(approval.id, asked);
                     }
                     "approval requested"
                 }
@@ -524,8 +533,11 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     let decide = DecideRequest { outcome: outcome.to_owned(), comment: None };
                     let result = w.engine.decide(&w.people[1], &id, &decide, None).await;
                     let approval = &m.approvals[&id];
+                    // The four-eyes rule: bob never decides what he asked for or set in motion.
                     let expected = if approval.requester == 1 && case.flaw != Flaw::SelfDecision {
                         "self_approval_refused"
+                    } else if approval.initiators.contains(&1) && case.flaw != Flaw::SelfDecision {
+                        "decider_is_initiator"
                     } else if !m.tasks[&approval.task].open {
                         "task_terminal"
                     } else if m.disabled.contains(&1) {
@@ -960,11 +972,12 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
             let open = store.task(&task).await.expect(at).status == TaskStatus::Open;
             for approval in store.approvals(&task).await.expect(at) {
                 assert_eq!(approval.requested_by, w.agent, "{at}: a review's gate is its agent's");
-                let asked =
-                    Approval { task: task.clone(), gate: true, status: approval.status, requester: AGENT, call: None };
+                let review = Task { open, kind: "review@1", initiators: BTreeSet::from([instance.starter]) };
+                let asked = Approval { status: approval.status, ..Approval::asked(&task, &review, true, AGENT, None) };
                 m.approvals.insert(approval.id, asked);
             }
-            m.tasks.insert(task, Task { open, kind: "review@1" });
+            let initiators = BTreeSet::from([instance.starter]);
+            m.tasks.insert(task, Task { open, kind: "review@1", initiators });
             count(totals, "+review task");
         }
     }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use skill_api::{
-    AgentRequest, ApplyRequest, ApprovalStatus, Basis, CallStatus, ClientInfo, DecideRequest, InvokeRequest, Lifecycle,
+    AgentRequest, AgentTokenRequest, ApplyRequest, ApprovalStatus, Basis, CallStatus, ClientInfo, DecideRequest, InvokeRequest, Lifecycle,
     PackageRef, PublishRequest, RequestStatus,
 };
 use skill_engine::requests::GatewayCall;
@@ -97,11 +97,13 @@ async fn world(case: u64) -> World {
         processes: Vec::new(),
     };
     engine.apply_package(&admin, &apply, None).await.expect("applied");
+    actor(&engine, "operator", "person", &["tasks.read@desk"]).await;
     let token = |key: &'static str| {
         let engine = engine.clone();
         async move {
-            let issued =
-                engine.issue_agent_token(None, key, &Default::default(), &Origin::default()).await.expect("token");
+            // The agent is operated by a person who cannot decide: the reviewer decides.
+            let request = AgentTokenRequest { operated_by: Some("operator".into()), ..Default::default() };
+            let issued = engine.issue_agent_token(None, key, &request, &Origin::default()).await.expect("token");
             engine.authenticate(&issued.token).await.expect("authenticates")
         }
     };
@@ -438,8 +440,8 @@ async fn waiting_requests_never_hide_an_approved_one() {
         processes: Vec::new(),
     };
     w.engine.apply_package(&admin, &apply, None).await.expect("applied");
-    let issued =
-        w.engine.issue_agent_token(None, "desk-bot-2", &Default::default(), &Origin::default()).await.expect("token");
+    let request = AgentTokenRequest { operated_by: Some("operator".into()), ..Default::default() };
+    let issued = w.engine.issue_agent_token(None, "desk-bot-2", &request, &Origin::default()).await.expect("token");
     let other = w.engine.authenticate(&issued.token).await.expect("authenticates");
     for n in 0..100 {
         let inputs = json!({"n": n}).as_object().cloned().unwrap_or_default();
@@ -483,7 +485,24 @@ async fn a_request_keeps_to_its_rules() {
     assert_eq!(first.client.name, "model", "what a client says of itself is shown without tricks");
 
     // Another agent (or anybody's agent) does not see it; a person who reads tasks does.
-    let other = actor(&w.engine, "other-bot", "agent", &["skills.invoke"]).await;
+    let other = {
+        // An agent made by hand acts only with a token naming its operator: here, as its actor.
+        let request = skill_engine::TokenRequest {
+            principal: "other-bot".into(),
+            kind: "agent".into(),
+            grants: vec!["skills.invoke".into()],
+            label: String::new(),
+            expires_at: None,
+        };
+        let issued = w.engine.issue_token(&request, &Origin::default()).await.expect("a token");
+        assert_eq!(
+            w.engine.authenticate(&issued.token).await.expect_err("names nobody").details["reason"],
+            "no_operator",
+            "an agent's token that names no person operating it lets nobody in"
+        );
+        let grants = w.engine.store().grants(&issued.principal.id).await.expect("grants");
+        skill_engine::Actor::new(issued.principal, grants).operated_by(Some(w.reviewer.id().to_owned()))
+    };
     assert_eq!(w.engine.agent_request(&other, &first.id).await.expect_err("hidden").code, "not_found");
     assert!(w.engine.agent_request(&w.reviewer, &first.id).await.is_ok());
 

@@ -48,7 +48,7 @@ fn skill_entry(row: &Row<'_>) -> rusqlite::Result<SkillEntry> {
 }
 
 /// A row of [`CREDENTIAL`]: the token (0–6), its principal (7–12), one grant or nulls (13–16),
-/// the principal's executor allowance (17).
+/// the principal's executor allowance (17), the token's operator (18).
 type CredentialRow = (AccessToken, Principal, Option<Grant>, Option<ExecutorAllowance>);
 
 fn credential_row(row: &Row<'_>) -> rusqlite::Result<CredentialRow> {
@@ -60,6 +60,7 @@ fn credential_row(row: &Row<'_>) -> rusqlite::Result<CredentialRow> {
         created_at: get_time(row, 4)?,
         expires_at: get_maybe_time(row, 5)?,
         revoked_at: get_maybe_time(row, 6)?,
+        operated_by: row.get(18)?,
     };
     let principal = Principal {
         id: row.get(7)?,

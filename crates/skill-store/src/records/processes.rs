@@ -46,6 +46,9 @@ pub struct InstanceRecord {
     pub created_at: Time,
     pub updated_at: Time,
     pub ended_at: Option<Time>,
+    /// Who set it in motion (fixed when made).
+    #[sqlx(json)]
+    pub initiators: Vec<skill_api::Initiator>,
 }
 
 /// One step an instance ran (`process_steps`): its activity.

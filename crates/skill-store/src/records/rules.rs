@@ -24,6 +24,9 @@ pub struct FactRecord {
     pub recorded_by: String,
     pub created_at: Time,
     pub evaluated_at: Option<Time>,
+    /// Who sent it (its recorder's person; fixed when recorded).
+    #[sqlx(json)]
+    pub initiators: Vec<skill_api::Initiator>,
 }
 
 /// A published rule version (`rules`): never changes.

@@ -67,6 +67,9 @@ pub struct TaskRecord {
     /// Why the core closed it (`gate_rejected`, the code of its execution's failure); none when a
     /// person closed it or it is open.
     pub close_reason: Option<String>,
+    /// Who set it in motion (fixed when made).
+    #[sqlx(json)]
+    pub initiators: Vec<skill_api::Initiator>,
 }
 
 /// A principal's run on a task.
@@ -119,6 +122,10 @@ pub struct ApprovalRecord {
     pub row_version: i32,
     pub created_at: Time,
     pub updated_at: Time,
+    /// Who set its work in motion: its requester's person and its task's initiators (fixed
+    /// when asked for).
+    #[sqlx(json)]
+    pub initiators: Vec<skill_api::Initiator>,
 }
 
 /// One action of a decided approval's outcome.
@@ -187,6 +194,9 @@ pub struct AgentRequestRecord {
     pub created_at: Time,
     pub updated_at: Time,
     pub ended_at: Option<Time>,
+    /// The person operating the agent (fixed when made).
+    #[sqlx(json)]
+    pub initiators: Vec<skill_api::Initiator>,
 }
 
 /// One row a work write inserts or changes. A change carries the new row, one row version on

@@ -306,6 +306,7 @@ pub(crate) async fn agents_requests_move_as_their_lifecycle_allows(db: Db) {
             created_at: now,
             updated_at: now,
             ended_at: None,
+            initiators: Vec::new(),
         };
         let changes = [WorkChange::InsertApproval(asked), WorkChange::InsertRequest(request.clone())];
         db.store.write_work(&changes, &[]).await.expect("a request");

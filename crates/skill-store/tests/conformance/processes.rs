@@ -54,6 +54,7 @@ fn instance(process: &ProcessRecord, workspace: &str, key: &str, by: &str) -> In
         created_at: now,
         updated_at: now,
         ended_at: None,
+        initiators: Vec::new(),
     }
 }
 

@@ -29,6 +29,7 @@ fn fact(task: &TaskRecord, recorder: &str, key: &str) -> FactRecord {
         recorded_by: recorder.into(),
         created_at: now,
         evaluated_at: None,
+        initiators: Vec::new(),
     }
 }
 

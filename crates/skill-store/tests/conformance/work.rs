@@ -46,6 +46,7 @@ pub(crate) async fn task(db: &Db, ana: &str) -> TaskRecord {
         updated_at: now,
         closed_at: None,
         close_reason: None,
+        initiators: Vec::new(),
     };
     let changes = [WorkChange::InsertTaskType(task_type), WorkChange::InsertTask(task.clone())];
     db.store.write_work(&changes, &[event("task.created", "t")]).await.expect("task");
@@ -74,6 +75,7 @@ pub(crate) fn approval(task: &TaskRecord, requester: &str) -> ApprovalRecord {
         row_version: 1,
         created_at: now,
         updated_at: now,
+        initiators: Vec::new(),
     }
 }
 
@@ -832,4 +834,59 @@ pub(crate) async fn the_backlog_counts_what_waits_and_why(db: Db) {
     let decided_at = approved.decided_at.expect("decided");
     let read = backlog.oldest_outcome.expect("its outcome is being carried out");
     assert!((read - decided_at).num_milliseconds().abs() < 1_000, "{read} for {decided_at}");
+}
+
+/// Four eyes in the database: an approval's decider is never one of its initiators, who set its
+/// work in motion; initiators never change once written; an agent's token is operated by a person.
+pub(crate) async fn no_initiator_decides_and_initiators_never_change(db: Db) {
+    let (_, ana) = setup(&db).await;
+    let bob = principal("bob");
+    db.store.create_principal(&bob, &event("principal.created", "p")).await.expect("bob");
+    let cy = principal("cy");
+    db.store.create_principal(&cy, &event("principal.created", "p")).await.expect("cy");
+    let task = task(&db, &ana).await;
+    let started_by_bob = skill_api::Initiator {
+        person: bob.id.clone(),
+        role: skill_api::InitiatorRole::Started,
+        agent: None,
+        via: vec!["instance:i".into(), format!("task:{}", task.id)],
+    };
+    let asked = ApprovalRecord { initiators: vec![started_by_bob.clone()], ..approval(&task, &ana) };
+    db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
+    assert_eq!(db.store.approval(&asked.id).await.expect("read").initiators, [started_by_bob.clone()]);
+    let own = db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &bob.id, "approved"))], &[]).await;
+    assert_eq!(own.expect_err("an initiator").kind(), ErrorKind::Refused("decider_is_initiator"));
+    // Inserted decided, too.
+    let inserted = ApprovalRecord { id: id(), ..decided(&asked, &bob.id, "approved") };
+    let own = db.store.write_work(&[WorkChange::InsertApproval(inserted)], &[]).await;
+    assert_eq!(own.expect_err("an initiator").kind(), ErrorKind::Refused("decider_is_initiator"));
+    // Nor by SQL: the initiators stay as written.
+    for table in ["approvals", "tasks"] {
+        let id = if table == "tasks" { &task.id } else { &asked.id };
+        let sql = format!(
+            "UPDATE {table} SET initiators = '[{{\"person\": \"x\"}}]', row_version = row_version + 1 WHERE id = '{id}'"
+        );
+        let wiped = db.raw.execute(&sql).await.expect_err("refused").to_string();
+        assert!(wiped.contains("work_immutable"), "{table}: {wiped}");
+    }
+    db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &cy.id, "approved"))], &[]).await.expect("cy");
+    // An agent's token names a person as its operator, never another agent.
+    let agent = skill_store::records::Principal { kind: PrincipalKind::Agent, ..principal("desk-bot") };
+    db.store.create_principal(&agent, &event("principal.created", "p")).await.expect("an agent");
+    let token = |operator: &str| skill_store::records::AccessToken {
+        id: id(),
+        principal_id: agent.id.clone(),
+        token_hash: id().replace('-', "").repeat(2),
+        label: String::new(),
+        created_at: Utc::now(),
+        expires_at: None,
+        revoked_at: None,
+        operated_by: Some(operator.to_owned()),
+    };
+    let by_agent = db.store.create_token(&token(&agent.id), &event("token.created", "t")).await;
+    assert_eq!(by_agent.expect_err("no person").kind(), ErrorKind::Refused("unknown_reference"));
+    let by_cy = token(&cy.id);
+    db.store.create_token(&by_cy, &event("token.created", "t")).await.expect("operated by cy");
+    let found = db.store.credential(&by_cy.token_hash).await.expect("found");
+    assert_eq!(found.token.operated_by.as_deref(), Some(cy.id.as_str()));
 }
