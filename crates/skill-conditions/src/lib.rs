@@ -24,14 +24,18 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
+mod cost;
+
+pub use cost::MAX_COST;
+
 /// The longest source accepted, in bytes.
 pub const MAX_SOURCE: usize = 2048;
 /// The deepest nesting of brackets a source may have.
 pub const MAX_NESTING: usize = 24;
 /// The longest an evaluation may take: past it, every variable the expression reads again is
 /// `null`, so what is left of it fails at once and [`Condition::eval`] answers an [`EvalError`]
-/// whose `over_budget` is set. A condition over a large input (a loop that copies the input at
-/// every step) ends here instead of holding the thread that evaluates it.
+/// whose `over_budget` is set. Before it runs, an evaluation's cost over its input is bounded
+/// ([`MAX_COST`]), so this is the second line, not the first.
 pub const EVAL_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
 /// The stack the parser and the interpreter run on (they recurse over the expression).
 const STACK_BYTES: usize = 64 * 1024 * 1024;
@@ -108,8 +112,9 @@ impl std::error::Error for CompileError {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvalError {
     pub message: String,
-    /// The evaluation ran past its time ([`EVAL_BUDGET`], or the one [`Condition::eval_within`]
-    /// was given): the condition costs too much for its input, whatever its value would be.
+    /// The condition costs too much for its input, whatever its value would be: its estimated
+    /// cost is over [`MAX_COST`] (nothing was evaluated), or it ran past its time
+    /// ([`EVAL_BUDGET`], or the one [`Condition::eval_within`] was given).
     pub over_budget: bool,
 }
 
@@ -251,6 +256,17 @@ impl Condition {
 
     fn value_here(&self, input: &Value, budget: std::time::Duration) -> Result<cel::Value, EvalError> {
         let started = std::time::Instant::now();
+        let cost = cost::estimate(self.program.expression(), input);
+        if cost > MAX_COST {
+            let cost = if cost.is_finite() { format!("up to {cost:.0} units") } else { "without bound".to_owned() };
+            return Err(EvalError {
+                message: format!(
+                    "the condition would cost {cost} over this input, more than the {MAX_COST:.0} a condition may \
+                     take (a list joined to itself, a loop that copies large data at every step): nothing was evaluated"
+                ),
+                over_budget: true,
+            });
+        }
         let clock = Budget { deadline: started + budget, spent: false.into() };
         let mut context = cel::Context::with_env(Arc::clone(env()));
         if let Value::Object(fields) = input {
@@ -408,18 +424,61 @@ mod tests {
     }
 
     #[test]
-    fn a_condition_that_costs_too_much_for_its_input_ends_at_its_budget() {
-        // Each term copies the input list at every step of its loop: 30 × 9,000 × 18,000 copies.
-        let term = "input.text.all(x, size(input.text + input.text) > 0)";
-        let costly = Condition::compile(&vec![term; 30].join(" && ")).expect("compiles");
-        let input = json!({"input": {"text": vec!["a"; 9000]}});
-        let error = costly.eval_within(&input, std::time::Duration::from_millis(50)).expect_err("over budget");
+    fn a_condition_that_runs_past_its_time_ends_there() {
+        let input = json!({"input": {"text": ["a", "b"]}});
+        let slow = Condition::compile("input.text.all(x, size(x) > 0)").expect("compiles");
+        let error = slow.eval_within(&input, std::time::Duration::ZERO).expect_err("no time at all");
         assert!(error.over_budget, "{error}");
-        assert!(error.message.contains("50 ms"), "{error}");
-        let small = json!({"input": {"text": ["a", "b"]}});
-        assert_eq!(costly.eval(&small), Ok(true), "the same condition over a small input has its value");
-        let wrong = Condition::compile("input.text > 1").expect("compiles").eval(&small).expect_err("a type error");
+        assert!(error.message.contains("0 ms"), "{error}");
+        assert_eq!(slow.eval(&input), Ok(true), "the same condition in its time has its value");
+        let wrong = Condition::compile("input.text > 1").expect("compiles").eval(&input).expect_err("a type error");
         assert!(!wrong.over_budget, "an ordinary error is not a spent budget: {wrong}");
+    }
+
+    /// What a condition would cost over its input is bounded before anything runs: joining a
+    /// large list to itself, or copying it at every step of a loop, is refused at once, however
+    /// the cost is spread over the expression; what reads the same data a few times is not.
+    #[test]
+    fn a_condition_that_costs_too_much_for_its_input_is_refused_before_it_runs() {
+        let xs: Vec<u32> = (0..100_000).collect();
+        let fact = json!({"fact": {"data": {"xs": xs, "note": "x".repeat(100_000)}}});
+        let joined = format!("size({}) > 0", vec!["fact.data.xs"; 130].join(" + "));
+        let costly = [
+            joined.as_str(),
+            "fact.data.xs.map(x, fact.data.xs).size() > 0",
+            "fact.data.xs.map(x, fact.data.xs.size()).size() > 0",
+            "fact.data.xs.filter(x, [fact.data.xs, fact.data.xs] != []).size() > 0",
+            "fact.data.xs.exists(x, size(fact.data.xs + [x]) == 0)",
+            "fact.data.xs.all(x, fact.data.note.contains(string(x)))",
+        ];
+        for source in costly {
+            let condition = Condition::compile(source).unwrap_or_else(|error| panic!("{source}: {error}"));
+            let started = std::time::Instant::now();
+            let error = condition.eval(&fact).expect_err(source);
+            assert!(started.elapsed() < std::time::Duration::from_millis(200), "{source}: {:?}", started.elapsed());
+            assert!(error.over_budget && error.message.contains("nothing was evaluated"), "{source}: {error}");
+        }
+        let nested = "fact.data.xs.all(x, fact.data.xs.exists(y, y == x))";
+        assert!(Condition::compile(nested).expect_err("nested macros").message.contains("nest"));
+        // Going over the data once or twice is within the bound; evaluated over less of it here,
+        // so that the test's time is not an unoptimized build's.
+        let fine = [
+            "fact.data.xs.exists(x, x == 9999)",
+            "9999 in fact.data.xs && size(fact.data.xs + fact.data.xs) == 20000",
+            "fact.data.xs.filter(x, x % 2 == 0).size() == 5000",
+            "fact.data.note.startsWith('xx') && size(fact.data.note) == 100000",
+        ];
+        let fewer: Vec<u32> = (0..10_000).collect();
+        let less = json!({"fact": {"data": {"xs": fewer, "note": "x".repeat(100_000)}}});
+        for source in fine {
+            let condition = Condition::compile(source).unwrap_or_else(|error| panic!("{source}: {error}"));
+            let over_all = cost::estimate(condition.program.expression(), &fact);
+            assert!(over_all < MAX_COST, "{source}: {over_all} over 100,000 numbers");
+            assert_eq!(condition.eval(&less), Ok(true), "{source}");
+        }
+        let small = json!({"fact": {"data": {"xs": [1, 2, 3], "note": "x"}}});
+        let condition = Condition::compile(&joined).expect("compiles");
+        assert_eq!(condition.eval(&small), Ok(true), "the same condition over a small input has its value");
     }
 
     #[test]

@@ -499,6 +499,13 @@ pub const CODES: &[CodeInfo] = &[
         "a rule's evaluation stopped: the fact comes from work that rules made more than 8 times in a row",
     ),
     code(
+        "rule_condition_too_costly",
+        ToolExecutionFailure,
+        No,
+        "core",
+        "a rule's evaluation failed: its condition would cost more over this fact than a condition may (estimated before it runs, or past its second), whatever its value",
+    ),
+    code(
         "rule_skill_wait_expired",
         ToolExecutionFailure,
         No,

@@ -427,3 +427,53 @@ async fn an_interpretation_that_never_ends_expires() {
     let tasks = core.get(&reader, "/tasks?workspace=claims").await.ok(200).clone();
     assert_eq!(tasks["items"], json!([]), "no work");
 }
+
+/// A condition too costly for its fact — a large list joined to itself again and again, or
+/// copied or read whole at every step of a loop over it — is refused before it runs: each
+/// evaluation fails with `rule_condition_too_costly` at once and makes no work, while a condition
+/// that goes over the same list once has its value.
+#[tokio::test]
+async fn a_condition_too_costly_for_its_fact_fails_before_it_runs() {
+    let core = core_serving(Backend::Sqlite, "rules-costly", None, Default::default()).await;
+    apply_package(&core).await;
+    let joined = format!("size({}) > 0", vec!["fact.data.xs"; 100].join(" + "));
+    let conditions = [
+        ("joined", joined.as_str()),
+        ("copied", "fact.data.xs.map(x, fact.data.xs).size() > 0"),
+        ("read", "fact.data.xs.map(x, fact.data.xs.size()).size() > 0"),
+        ("once", "fact.data.xs.exists(x, x == 7)"),
+    ];
+    for (key, when) in conditions {
+        let rule = json!({"key": key, "spec": {"version": "1", "identity": {"agent": "claims-intake"},
+                          "on": {"kind": "numbers.sent", "when": when},
+                          "ensureWork": [{"task": {"type": "claim-reply@1", "workKey": "$.fact.key", "title": "Numbers",
+                                                   "customFields": {"claim": "$.fact.key"}}}]}});
+        core.post(&core.admin, "/rules", &rule).await.ok(201);
+    }
+    let mailbox = token(&core.engine, "mailbox", &["facts.write@claims"]).await;
+    let reader = token(&core.engine, "reader", &["facts.read@claims", "tasks.read@claims"]).await;
+    let numbers =
+        json!({"workspace": "claims", "kind": "numbers.sent", "key": "n-1", "data": {"xs": vec![7; 100_000]}});
+    let started = std::time::Instant::now();
+    let sent = core.post(&mailbox, "/facts", &numbers).await.ok(201).clone();
+    let fact = settled(&core, &reader, sent["id"].as_str().expect("an id")).await;
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let evaluations = fact["evaluations"].as_array().expect("evaluations");
+    let mut outcomes: Vec<(String, String, String)> = evaluations
+        .iter()
+        .map(|e| {
+            let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+            (text(&e["rule"]), text(&e["status"]), text(&e["error"]["code"]))
+        })
+        .collect();
+    outcomes.sort();
+    let costly = |rule: &str| (format!("{rule}@1"), "failed".to_owned(), "rule_condition_too_costly".to_owned());
+    assert_eq!(
+        outcomes,
+        [costly("copied"), costly("joined"), ("once@1".to_owned(), "done".to_owned(), String::new()), costly("read")],
+        "{evaluations:?}"
+    );
+    let error = evaluations.iter().find(|e| e["rule"] == "joined@1").cloned();
+    let message = error.as_ref().and_then(|e| e["error"]["message"].as_str()).unwrap_or_default();
+    assert!(message.contains("nothing was evaluated"), "{message}");
+}

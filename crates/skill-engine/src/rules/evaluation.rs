@@ -21,7 +21,7 @@ use skill_store::records::{
 use super::filled;
 use crate::artifacts::NewArtifact;
 use crate::cancellation::Cancellation;
-use crate::error::{EngineError, Result, written};
+use crate::error::{Class, EngineError, Result, written};
 use crate::facts::fact_document;
 use crate::work::basis::Internal;
 use crate::{Engine, Origin};
@@ -167,11 +167,22 @@ impl Engine {
             } else if rule.spec.on.when.is_none() {
                 (RuleEvaluationStatus::Matched, None)
             } else {
+                // A condition too costly for this fact is refused before it runs, or stopped at
+                // its time: it says so by its own code, not as a condition without a value.
                 match self.condition(rule).and_then(|compiled| {
-                    compiled.eval(&document).map_err(|error| EngineError::invalid_request(error.message))
+                    compiled.eval(&document).map_err(|error| {
+                        let code = if error.over_budget { "rule_condition_too_costly" } else { "condition_error" };
+                        EngineError::new(Class::Invalid, code, error.message)
+                    })
                 }) {
                     Ok(true) => (RuleEvaluationStatus::Matched, None),
                     Ok(false) => (RuleEvaluationStatus::NotMatched, None),
+                    Err(error) if error.code == "rule_condition_too_costly" => (
+                        RuleEvaluationStatus::Failed,
+                        Some(
+                            json!({"code": error.code, "message": format!("the condition costs too much: {}", error.message)}),
+                        ),
+                    ),
                     Err(error) => (
                         RuleEvaluationStatus::Failed,
                         Some(
