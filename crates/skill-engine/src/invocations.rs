@@ -95,18 +95,10 @@ impl Engine {
         internal: Option<Internal<'_>>,
     ) -> Result<Invoked> {
         actor.require("skills.invoke")?;
-        let key = checked_key(request.idempotency_key.as_deref())?;
-        // The keys the core gives its own calls are its alone: no caller takes one first.
-        if internal.is_none()
-            && let Some(key) = key.as_deref().filter(|key| RESERVED_KEYS.iter().any(|prefix| key.starts_with(prefix)))
-        {
-            return Err(EngineError::new(
-                Class::Invalid,
-                "invalid_idempotency_key",
-                format!("{key:?}: keys starting with {} are the core's own", RESERVED_KEYS.join(" or ")),
-            )
-            .with("field", "idempotencyKey"));
-        }
+        let key = match internal {
+            None => callers_key(request.idempotency_key.as_deref())?,
+            Some(_) => checked_key(request.idempotency_key.as_deref())?,
+        };
         // Kept with its keys in order, so that equal inputs are stored as the same text.
         let inputs = canonical(&Value::Object(request.inputs.clone().unwrap_or_default()));
         // A process step's call that does not write is looked up by its key only if its insert
@@ -616,12 +608,28 @@ fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
     }
 }
 
-/// The key trimmed; `422 invalid_idempotency_key` when empty or longer than 200 characters.
 /// The prefixes of the idempotency keys of the calls the core makes itself: a rule's
 /// interpretation (`rule:<ruleId>:<factId>`) and an agent's approved request
 /// (`agent-request:<id>`), and a process's call step (`process:<activity id>`).
 pub(crate) const RESERVED_KEYS: &[&str] = &["rule:", "agent-request:", "process:"];
 
+/// A caller's key as [`checked_key`] takes it, and `422 invalid_idempotency_key` when it starts
+/// like the keys the core gives its own calls: no caller takes one of those first, whichever
+/// door (the API's invoke, the MCP gateway) it comes through.
+pub(crate) fn callers_key(key: Option<&str>) -> Result<Option<String>> {
+    let key = checked_key(key)?;
+    if let Some(key) = key.as_deref().filter(|key| RESERVED_KEYS.iter().any(|prefix| key.starts_with(prefix))) {
+        return Err(EngineError::new(
+            Class::Invalid,
+            "invalid_idempotency_key",
+            format!("{key:?}: keys starting with {} are the core's own", RESERVED_KEYS.join(" or ")),
+        )
+        .with("field", "idempotencyKey"));
+    }
+    Ok(key)
+}
+
+/// The key trimmed; `422 invalid_idempotency_key` when empty or longer than 200 characters.
 pub(crate) fn checked_key(key: Option<&str>) -> Result<Option<String>> {
     let Some(key) = key else { return Ok(None) };
     let trimmed = key.trim();

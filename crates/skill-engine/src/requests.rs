@@ -166,6 +166,9 @@ impl Engine {
     ) -> Result<GatewayCall> {
         let reference = format!("{}@{}", skill.name, skill.version);
         let agent = actor.principal().kind == PrincipalKind::Agent;
+        // The key is checked first, as a direct call checks it: the core's own keys are refused
+        // whichever way the call goes on.
+        let key = crate::invocations::callers_key(idempotency_key.as_deref())?;
         if !(agent && writes(skill)) {
             let request = InvokeRequest { inputs: Some(inputs), idempotency_key, ..InvokeRequest::default() };
             let invoked = self.invoke(actor, &reference, &request, request_id).await?;
@@ -189,7 +192,6 @@ impl Engine {
             Err(error) => return Err(error),
         }
         // The agent's key names one request: the same key again answers it.
-        let key = crate::invocations::checked_key(idempotency_key.as_deref())?;
         if let Some(key) = &key
             && let Some(existing) = self.store.agent_request_by_key(actor.id(), key).await?
         {

@@ -884,3 +884,43 @@ async fn a_reviewer_approves_an_agents_request_in_the_browser() {
     let closed = browser.until_text(".status, main", 30, |text| text.contains("done")).await;
     assert!(closed.contains("done"), "the request's task is done once its call succeeded");
 }
+
+/// The keys the core gives its own calls (`agent-request:`, `rule:`, `process:`) are refused
+/// through the gateway as a direct call refuses them — an agent's write among them, which would
+/// otherwise become a request — and nothing is asked for or called.
+#[tokio::test]
+async fn the_cores_own_idempotency_keys_are_refused_as_a_direct_call_refuses_them() {
+    let core = core_serving(Backend::Sqlite, "gateway-keys", None, options()).await;
+    apply_package(&core).await;
+    let installer = token(&core.engine, "installer", &[]).await;
+    let issued = core.post(&installer, "/agents/claims-desk/tokens", &json!({})).await;
+    let desk = issued.ok(201)["token"].as_str().expect("a token").to_owned();
+    let person = token(&core.engine, "somebody", &["skills.invoke"]).await;
+    let calls = [
+        (&desk, "claim.send_reply", json!({"claim": "C-1", "comment": "Your parcel is on its way."})),
+        (&desk, "claim.classify", json!({"text": "The parcel is late."})),
+        (&person, "claim.classify", json!({"text": "The parcel is late."})),
+    ];
+    for key in ["agent-request:0", "rule:r:f", "process:a", "  process:padded  "] {
+        for (who, tool, arguments) in &calls {
+            let params = json!({"name": tool, "arguments": arguments, "_meta": {"skill/idempotencyKey": key}});
+            let (status, message) = rpc(&core, who, "tools/call", tool, params, false).await;
+            assert_eq!(status, 200, "{message}");
+            assert_eq!(message["result"]["isError"], true, "{key} {tool}: {message}");
+            let text = message["result"]["content"][0]["text"].as_str().unwrap_or_default();
+            let error: Value = serde_json::from_str(text).unwrap_or_default();
+            assert_eq!(
+                (error["error"]["code"].as_str(), error["error"]["details"]["field"].as_str()),
+                (Some("invalid_idempotency_key"), Some("idempotencyKey")),
+                "{key} {tool}: {message}"
+            );
+        }
+        let direct = json!({"inputs": {"text": "The parcel is late."}, "idempotencyKey": key});
+        core.post(&person, "/skills/claim.classify@1:invoke", &direct).await.refused(422, "invalid_idempotency_key");
+    }
+    let reader = token(&core.engine, "reader", &["tasks.read@claims"]).await;
+    let tasks = core.get(&reader, "/tasks?workspace=claims").await.ok(200).clone();
+    assert_eq!(tasks["items"], json!([]), "no request was made: {tasks}");
+    let calls = core.get(&core.admin, "/skill-invocations").await.ok(200).clone();
+    assert_eq!(calls["items"], json!([]), "nothing was called: {calls}");
+}
