@@ -138,6 +138,11 @@ pub async fn serve_with(
     console: console::Options,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // A loopback page is the gateway's caller only when served from the core's own port.
+    let mut console = console;
+    if console.gateway.listen_port.is_none() {
+        console.gateway.listen_port = Some(listener.local_addr()?.port());
+    }
     let sweep = tokio::spawn(sweep_leases(engine.clone()));
     let work = tokio::spawn(carry_out_work(engine.clone()));
     let rules = tokio::spawn(evaluate_rules(engine.clone()));

@@ -1,5 +1,6 @@
 //! Before the MCP layer sees a request: a present `Origin` must be the core's own (its public
-//! address, or loopback) — 403 otherwise, so no page of another site calls it — and a bearer
+//! address, or a loopback name with the port the core listens on) — 403 otherwise, so no page of
+//! another site, nor of another server on this machine, calls it — and a bearer
 //! token must name a principal that may act (401 otherwise, with `WWW-Authenticate`). The actor
 //! travels to the handler in the request's extensions.
 
@@ -23,29 +24,51 @@ pub(crate) struct Guard {
     max_body_bytes: usize,
     /// `scheme://host[:port]` of the public address, lower-case; empty when not set.
     public_origin: String,
+    /// The port the core listens on: a loopback origin is the core's only with it.
+    listen_port: Option<u16>,
 }
 
 impl Guard {
     pub(crate) fn new(engine: Engine, config: &Config, waits: std::sync::Arc<crate::waits::Waits>) -> Self {
         let public_origin = origin_of(&config.public_url).unwrap_or_default();
         let config = std::sync::Arc::new(config.clone());
-        Self { engine, public_origin, max_body_bytes: config.max_body_bytes, config, waits }
+        let listen_port = config.listen_port;
+        Self { engine, public_origin, listen_port, max_body_bytes: config.max_body_bytes, config, waits }
     }
 
-    /// Whether `origin` is this core's: its public address, or a loopback name (a page of any
-    /// other site — one whose name was made to point here included — is not).
+    /// Whether `origin` is this core's: its public address, or a loopback name with the core's
+    /// own port (a page of any other site — one whose name was made to point here included — is
+    /// not, nor a page another server of this machine serves on another port).
     fn allowed(&self, origin: &str) -> bool {
         let Some(origin) = origin_of(origin) else { return false };
         if !self.public_origin.is_empty() && origin == self.public_origin {
             return true;
         }
-        let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
-        let name = match authority.strip_prefix('[') {
-            Some(rest) => rest.split(']').next().unwrap_or_default(),
-            None => authority.rsplit_once(':').map_or(authority, |(name, _)| name),
-        };
-        matches!(name, "localhost" | "127.0.0.1" | "::1")
+        let Some((name, port)) = host_and_port(&origin) else { return false };
+        matches!(name, "localhost" | "127.0.0.1" | "::1") && Some(port) == self.listen_port
     }
+}
+
+/// The host and the port of an origin `origin_of` made; the port is the scheme's when none is
+/// written. `None` when the port is not a number.
+fn host_and_port(origin: &str) -> Option<(&str, u16)> {
+    let (scheme, authority) = origin.split_once("://")?;
+    let (name, port) = match authority.strip_prefix('[') {
+        Some(rest) => {
+            let (name, after) = rest.split_once(']')?;
+            (name, after.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (authority, None),
+        },
+    };
+    let port = match port {
+        Some(port) => port.parse().ok()?,
+        None if scheme == "https" => 443,
+        None => 80,
+    };
+    Some((name, port))
 }
 
 /// `scheme://authority` of an http(s) address, lower-case, without a path; `None` otherwise.
@@ -194,5 +217,15 @@ mod tests {
         assert_eq!(origin_of("HTTPS://Core.Example/console"), Some("https://core.example".to_owned()));
         assert_eq!(origin_of("null"), None);
         assert_eq!(origin_of("file:///x"), None);
+    }
+
+    #[test]
+    fn a_loopback_origin_names_its_port_or_its_schemes() {
+        assert_eq!(host_and_port("http://localhost:8700"), Some(("localhost", 8700)));
+        assert_eq!(host_and_port("http://[::1]:8700"), Some(("::1", 8700)));
+        assert_eq!(host_and_port("http://[::1]"), Some(("::1", 80)));
+        assert_eq!(host_and_port("https://127.0.0.1"), Some(("127.0.0.1", 443)));
+        assert_eq!(host_and_port("http://127.0.0.1:99999"), None);
+        assert_eq!(host_and_port("http://127.0.0.1:"), None);
     }
 }

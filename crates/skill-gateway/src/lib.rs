@@ -46,6 +46,10 @@ pub struct Config {
     pub call_wait: Duration,
     /// The largest body accepted.
     pub max_body_bytes: usize,
+    /// The port the core listens on. A loopback `Origin` (`localhost`, `127.0.0.1`, `[::1]`) is
+    /// the core's own only with this port; `None`: no loopback origin is, only the public
+    /// address. The core's `serve` sets it from its listener.
+    pub listen_port: Option<u16>,
 }
 
 impl Default for Config {
@@ -55,6 +59,7 @@ impl Default for Config {
             hold: Duration::from_secs(20),
             call_wait: Duration::from_secs(60),
             max_body_bytes: 4 * 1024 * 1024,
+            listen_port: None,
         }
     }
 }

@@ -924,3 +924,63 @@ async fn the_cores_own_idempotency_keys_are_refused_as_a_direct_call_refuses_the
     let calls = core.get(&core.admin, "/skill-invocations").await.ok(200).clone();
     assert_eq!(calls["items"], json!([]), "nothing was called: {calls}");
 }
+
+/// One POST to `/mcp` as `token` with `headers` and `body` as sent: the status, the
+/// `Content-Type` and the body's text.
+async fn post_mcp(core: &Core, token: &str, headers: &[(&str, &str)], body: Vec<u8>) -> (u16, String, String) {
+    let root = core.base.trim_end_matches("/api/v1");
+    let mut request = core
+        .http
+        .post(format!("{root}/mcp"))
+        .bearer_auth(token)
+        .header("Accept", "application/json, text/event-stream")
+        .body(body);
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type")) {
+        request = request.header("Content-Type", "application/json");
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let answer = request.send().await.expect("the core answers");
+    let status = answer.status().as_u16();
+    let media = answer.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    (status, media, answer.text().await.expect("a body"))
+}
+
+/// A loopback `Origin` (`localhost`, `127.0.0.1`, `[::1]`) is the core's own only with the port
+/// the core listens on: a page that another server of this machine serves is refused as a
+/// foreign site's is.
+#[tokio::test]
+async fn a_loopback_origin_is_the_cores_only_on_its_own_port() {
+    let core = core_serving(Backend::Sqlite, "gateway-origins", None, options()).await;
+    let person = token(&core.engine, "somebody", &["skills.invoke"]).await;
+    let port: u16 =
+        core.base.trim_end_matches("/api/v1").rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
+    let other = if port == 9999 { 9998 } else { 9999 };
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "gateway-test", "version": "1.0"}}}});
+    let origins = [
+        (format!("http://localhost:{port}"), 200),
+        (format!("http://127.0.0.1:{port}"), 200),
+        (format!("http://[::1]:{port}"), 200),
+        (format!("HTTP://LOCALHOST:{port}/console"), 200),
+        (format!("http://localhost:{other}"), 403),
+        (format!("http://127.0.0.1:{other}"), 403),
+        (format!("http://[::1]:{other}"), 403),
+        ("http://localhost".to_owned(), 403),
+        ("https://127.0.0.1".to_owned(), 403),
+        (format!("http://localhost.evil.example:{port}"), 403),
+    ];
+    for (origin, expected) in origins {
+        let headers =
+            [("Origin", origin.as_str()), ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/list")];
+        let (status, _, text) = post_mcp(&core, &person, &headers, list.to_string().into_bytes()).await;
+        assert_eq!(status, expected, "{origin}: {text}");
+        if expected == 403 {
+            let body: Value = serde_json::from_str(&text).unwrap_or_default();
+            assert_eq!(body["error"]["code"], "origin_not_allowed", "{origin}: {text}");
+        }
+    }
+}
