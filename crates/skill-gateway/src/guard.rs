@@ -94,6 +94,32 @@ fn refuse(status: StatusCode, code: &str, message: String) -> Response {
     response
 }
 
+/// Whether the request says its body is JSON (`application/json`, any parameters).
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// rmcp's answer, unless it could not read a message sent as JSON that the screen let through
+/// (a member of the wrong shape for its method, say): rmcp answers that with HTTP 415 in plain
+/// text, and JSON-RPC with `-32600`, as JSON.
+async fn unread(answer: Response, bytes: &[u8], sent_as_json: bool) -> Response {
+    if answer.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE || !sent_as_json {
+        return answer;
+    }
+    let said = axum::body::to_bytes(answer.into_body(), 4096).await.unwrap_or_default();
+    let said: String = String::from_utf8_lossy(&said).chars().filter(|c| !c.is_control()).take(300).collect();
+    let refusal = screen::Refusal {
+        id: screen::request_id(bytes),
+        code: screen::INVALID_REQUEST,
+        message: format!("invalid request: not an MCP message this server reads ({said})"),
+    };
+    (StatusCode::BAD_REQUEST, axum::Json(refusal.to_json())).into_response()
+}
+
 pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
     let host = request.headers().get(header::HOST).and_then(|host| host.to_str().ok()).map(str::to_owned);
     if let Some(origin) = request.headers().get(header::ORIGIN) {
@@ -150,6 +176,8 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
                 let status = if refusal.is_malformed() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
                 return (status, axum::Json(refusal.to_json())).into_response();
             }
+            let sent_as_json = is_json(&parts.headers);
+            let kept = bytes.clone();
             let dated = dated::speaks(&parts.headers);
             // Only the 2025-11-25 revision's messages (and an `initialize`, which names its
             // revision in its body) are read here; the others go to the MCP service untouched.
@@ -178,7 +206,8 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
                     dated::Route::Answer(answer) => return answer,
                     dated::Route::Pass(passed) => passed.to_string(),
                 };
-                return next.run(Request::from_parts(parts, axum::body::Body::from(passed))).await;
+                let answer = next.run(Request::from_parts(parts, axum::body::Body::from(passed))).await;
+                return unread(answer, &kept, sent_as_json).await;
             }
             let method = message["method"].as_str().unwrap_or_default().to_owned();
             let asks = match parts.extensions.get::<skill_engine::Actor>() {
@@ -186,6 +215,7 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
                 _ => false,
             };
             let answer = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+            let answer = unread(answer, &kept, sent_as_json).await;
             match method.as_str() {
                 "initialize" if message["params"]["protocolVersion"] == dated::REVISION => {
                     dated::rewritten(answer, dated::declare).await

@@ -984,3 +984,58 @@ async fn a_loopback_origin_is_the_cores_only_on_its_own_port() {
         }
     }
 }
+
+/// Malformed JSON-RPC gets a JSON-RPC error as JSON with HTTP 400 and `"id": null`, never an
+/// HTTP 415 or plain text: a batch, an id that is neither a string nor an integer, a number no
+/// float holds, a body nested deeper than JSON is read, bytes that are not UTF-8.
+#[tokio::test]
+async fn malformed_json_rpc_gets_a_json_rpc_error() {
+    let core = core_serving(Backend::Sqlite, "gateway-malformed", None, options()).await;
+    let person = token(&core.engine, "somebody", &["skills.invoke"]).await;
+    let message = |id: &str, params: &str| {
+        format!(r#"{{"jsonrpc": "2.0", "id": {id}, "method": "tools/list", "params": {params}}}"#)
+    };
+    let list = |id: &str, params: &str| message(id, params).into_bytes();
+    let deep = format!(r#"{{"a": {}1{}}}"#, "[".repeat(3000), "]".repeat(3000));
+    let mut not_utf8 = br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"a": ""#.to_vec();
+    not_utf8.extend([0xff, 0xfe, 0x80]);
+    not_utf8.extend(br#""}}"#);
+    let cases: Vec<(&str, Vec<u8>, i64)> = vec![
+        ("a batch", format!("[{}]", message("1", "{}")).into_bytes(), -32600),
+        ("an empty batch", b"[]".to_vec(), -32600),
+        ("an object as id", list(r#"{"a": 1}"#, "{}"), -32600),
+        ("an array as id", list("[1]", "{}"), -32600),
+        ("null as id", list("null", "{}"), -32600),
+        ("a fraction as id", list("1.5", "{}"), -32600),
+        ("an id past i64", list("9223372036854775808", "{}"), -32600),
+        ("1e400 as id", list("1e400", "{}"), -32700),
+        ("1e400 in params", list("1", r#"{"a": 1e400}"#), -32700),
+        ("-1e400 in a call's arguments", br#"{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x", "arguments": {"n": -1e400}}}"#.to_vec(), -32700),
+        ("params nested 3,000 deep", list("1", &deep), -32700),
+        ("bytes that are not UTF-8", not_utf8, -32700),
+        ("not UTF-8 outside a string", b"\xff\xfe{}".to_vec(), -32700),
+    ];
+    for (what, body, code) in cases {
+        let headers = [("MCP-Protocol-Version", "2026-07-28")];
+        let (status, media, text) = post_mcp(&core, &person, &headers, body).await;
+        assert_eq!((status, media.as_str()), (400, "application/json"), "{what}: {text}");
+        let answer: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{what}: not JSON: {text}"));
+        assert_eq!(
+            (answer["jsonrpc"].as_str(), &answer["id"], answer["error"]["code"].as_i64()),
+            (Some("2.0"), &Value::Null, Some(code)),
+            "{what}: {text}"
+        );
+        assert!(answer["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: {text}");
+    }
+    // JSON-RPC that no MCP method reads (`params` of the wrong shape): `-32600`, naming its id.
+    let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/list")];
+    let (status, media, text) = post_mcp(&core, &person, &headers, list("3", "5")).await;
+    assert_eq!((status, media.as_str()), (400, "application/json"), "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    assert_eq!((answer["id"].as_i64(), answer["error"]["code"].as_i64()), (Some(3), Some(-32600)), "{text}");
+    // A body not sent as JSON is still the transport's 415.
+    let (status, _, _) = post_mcp(&core, &person, &[("Content-Type", "text/plain")], list("1", "{}")).await;
+    assert_eq!(status, 415);
+    // A well-formed request still reaches the tools.
+    assert!(tools(&core, &person).await.is_empty(), "nothing is published here");
+}
