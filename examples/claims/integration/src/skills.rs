@@ -144,15 +144,14 @@ pub struct SendIn {
     pub comment: String,
 }
 
-/// What happened to the reply: an outcome, not a failure.
+/// What happened to the reply. A key sent before with another reply is no outcome but a
+/// failure (`reply_conflict`): the approved reply was not sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SendStatus {
     /// In the outbox: written now, or by an earlier call with the same key and reply (a repeat
     /// answers what the first call did).
     Sent,
-    /// This key was sent before with another reply: nothing was written.
-    Conflict,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -170,7 +169,8 @@ fn message_id(key: &str) -> String {
 /// Send the approved reply to the customer.
 ///
 /// Writes the reply into the claims outbox (`CLAIMS_OUTBOX_DIR`), once per idempotency key: a
-/// retry with the same key and reply sends no second message and answers as the first did.
+/// retry with the same key and reply sends no second message and answers as the first did; the
+/// same key with another reply sends nothing and fails (`reply_conflict`).
 #[skill(
     "claim.send_reply",
     version = "1",
@@ -215,8 +215,17 @@ pub fn send_reply(inputs: SendIn, ctx: SkillContext) -> Result<SendOut, SkillErr
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
             let sent = std::fs::read_to_string(&path).map_err(unavailable)?;
             let same = serde_json::from_str::<serde_json::Value>(&sent).is_ok_and(|sent| sent == message);
-            let status = if same { SendStatus::Sent } else { SendStatus::Conflict };
-            Ok(SendOut { status, message_id })
+            if !same {
+                // Whoever relies on this call would tell the customer a reply went out that
+                // did not: another one holds its key.
+                return Err(SkillError::new("reply_conflict")
+                    .with_message(
+                        "another reply was sent under this idempotency key: this reply was not sent; send it under a key of its own",
+                    )
+                    .with_retryable(false)
+                    .with_detail("messageId", json!(message_id)));
+            }
+            Ok(SendOut { status: SendStatus::Sent, message_id })
         }
         Err(error) => Err(unavailable(error)),
     }

@@ -142,10 +142,30 @@ fn send_reply_writes_once_per_key() {
     let again = send("Здравствуйте! Деньги вернём в течение трёх дней.");
     assert_eq!(again.outputs, first.outputs, "the first call's result");
     assert_eq!(again.cost, None, "nothing was sent the second time");
-    let other = send("Another reply");
-    assert_eq!(other.outputs["status"], "conflict");
     let files: Vec<_> = std::fs::read_dir(outbox.path()).expect("outbox").collect();
     assert_eq!(files.len(), 1, "one message for one key");
+}
+
+/// Another reply under a key sent before is a failure, never the outcome "sent": the approved
+/// reply did not go out, and nothing else was written.
+#[test]
+fn send_reply_under_a_key_sent_with_another_reply_fails() {
+    let outbox = outbox();
+    let send = |comment: &str| {
+        testing::call(&send_reply::SKILL)
+            .idempotency_key("approval-outcome:A-7:0")
+            .env("CLAIMS_OUTBOX_DIR", outbox.path().to_str().expect("utf-8 path"))
+            .invoke(json!({"claim": "C-1045", "comment": comment}))
+    };
+    let first = send("Здравствуйте! Деньги вернём в течение трёх дней.").expect("sent");
+    let other = send("Another reply").expect_err("another reply under the same key");
+    assert_eq!((other.code(), other.retryable()), ("reply_conflict", false), "{}", other.message());
+    assert!(other.message().contains("not sent"), "{}", other.message());
+    assert_eq!(other.details().and_then(|details| details.get("messageId")), Some(&first.outputs["message_id"]));
+    let files: Vec<_> = std::fs::read_dir(outbox.path()).expect("outbox").collect();
+    assert_eq!(files.len(), 1, "nothing more was written");
+    let kept = std::fs::read_to_string(files[0].as_ref().expect("a file").path()).expect("the message");
+    assert!(kept.contains("трёх дней"), "the first reply stays: {kept}");
 }
 
 #[test]
