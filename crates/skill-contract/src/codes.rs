@@ -972,6 +972,13 @@ pub const CODES: &[CodeInfo] = &[
         "an artifact type's field is malformed (422, `details.field`)",
     ),
     code(
+        "invalid_media_type",
+        ValidationError,
+        No,
+        "core",
+        "an artifact's media type does not parse, or its `charset` is not a token (422, `details.field`: `mediaType`)",
+    ),
+    code(
         "media_type_not_allowed",
         ValidationError,
         No,

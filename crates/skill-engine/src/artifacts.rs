@@ -11,6 +11,7 @@ use skill_api::{ArtifactOut, ArtifactQuery, ArtifactRequest, Items, MAX_ARTIFACT
 use skill_store::ErrorKind;
 use skill_store::records::ArtifactRecord;
 
+pub mod media;
 mod outputs;
 pub mod types;
 
@@ -98,9 +99,15 @@ impl Engine {
         if !(1..=500).contains(&request.name.chars().count()) {
             return Err(invalid("name", "a name is 1 to 500 characters"));
         }
-        if !types::is_media_type(&request.media_type) {
-            return Err(invalid("mediaType", "a media type is type/subtype, such as text/csv"));
-        }
+        // Kept, and served, as its essence and charset: nothing else reaches a Content-Type.
+        let media_type = media::normalized(&request.media_type).map_err(|why| {
+            EngineError::new(
+                Class::Invalid,
+                "invalid_media_type",
+                format!("mediaType {:?} is not a media type: {why}", request.media_type),
+            )
+            .with("field", "mediaType")
+        })?;
         let metadata = Value::Object(request.metadata.clone().unwrap_or_default());
         if serde_json::to_vec(&metadata).map_or(0, |bytes| bytes.len()) > MAX_METADATA_BYTES {
             return Err(invalid("metadata", "metadata is at most 64 KiB of JSON"));
@@ -114,7 +121,7 @@ impl Engine {
         };
         // An artifact of a published type fits its newest version.
         if let Some(kind) = self.newest_artifact_type(&request.kind).await?
-            && let Some(misfit) = self.misfit(&kind, &request.media_type, content.len(), &metadata).await?
+            && let Some(misfit) = self.misfit(&kind, &media_type, content.len(), &metadata).await?
         {
             let (class, code, field) = match misfit.code {
                 "media_type_not_allowed" => (Class::Invalid, "media_type_not_allowed", "mediaType"),
@@ -136,7 +143,7 @@ impl Engine {
                     run_id,
                     kind: &request.kind,
                     name: &request.name,
-                    media_type: &request.media_type,
+                    media_type: &media_type,
                     metadata,
                     skill_invocation_id: None,
                 },
@@ -202,7 +209,7 @@ impl Engine {
     pub async fn artifact_content(&self, actor: &Actor, id: &str, query: &ArtifactQuery) -> Result<ArtifactContent> {
         let record = self.readable_artifact(actor, id, query.for_task.as_deref()).await?;
         let bytes = self.blobs.get(&record.sha256).await.map_err(|error| unavailable(&error))?;
-        Ok(ArtifactContent { bytes, media_type: record.media_type, sha256: record.sha256 })
+        Ok(ArtifactContent { bytes, media_type: media::served(&record.media_type), sha256: record.sha256 })
     }
 
     /// The artifacts of a task (`tasks.read` in its workspace).
@@ -274,7 +281,7 @@ pub(crate) fn artifact_out(record: ArtifactRecord) -> ArtifactOut {
         run_id: record.run_id,
         kind: record.kind,
         name: record.name,
-        media_type: record.media_type,
+        media_type: media::served(&record.media_type),
         size_bytes: record.size_bytes,
         sha256: record.sha256,
         metadata: record.metadata,
