@@ -45,9 +45,7 @@ pub mod telemetry;
 mod tokens;
 mod work;
 
-pub use agents::{
-    AgentOut, AgentRequest, AgentRequestOut, AgentTokenOut, AgentTokenRequest, ClientInfo, OperatorOut,
-};
+pub use agents::{AgentOut, AgentRequest, AgentRequestOut, AgentTokenOut, AgentTokenRequest, ClientInfo, OperatorOut};
 pub use artifacts::{
     ArtifactOut, ArtifactQuery, ArtifactRequest, ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest,
     MAX_ARTIFACT_BYTES,

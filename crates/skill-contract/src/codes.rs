@@ -933,6 +933,27 @@ pub const CODES: &[CodeInfo] = &[
         "the database refused a call whose basis covers it not (a guard behind the core's own checks)",
     ),
     code("self_approval_refused", PermissionDenied, No, "core", "the requester of an approval never decides it (403)"),
+    code(
+        "decider_is_initiator",
+        PermissionDenied,
+        No,
+        "core",
+        "the decider set the work in motion — created its task, started its instance, sent its fact, or operates the agent that did — and a second person decides it (403; details name the initiator and how the work reached them; also refused by the database)",
+    ),
+    code(
+        "operator_required",
+        ValidationError,
+        No,
+        "core",
+        "an agent's token names the person who operates the agent (`skill-core token create --agent KEY --for PERSON`) (422)",
+    ),
+    code(
+        "invalid_operator",
+        ValidationError,
+        No,
+        "core",
+        "the person named to operate an agent is not an enabled person principal (422)",
+    ),
     code("approval_not_pending", ValidationError, No, "core", "the approval is decided or withdrawn already (409)"),
     code("invalid_outcome", ValidationError, No, "core", "a decision is approved or rejected (422)"),
     code(

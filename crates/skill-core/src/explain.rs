@@ -1,5 +1,6 @@
 //! `skill-core journal explain <invocation>`: the chain of an external write read from the
-//! journal — the call, its basis, the decision, the person with their token and grants — each
+//! journal — the call, its basis, who set it in motion, the decision, the person with their token
+//! and grants, and what the four-eyes rule says of it — each
 //! with its entry's index, and a `.tlog-proof` file per entry that verifies offline.
 
 use std::collections::HashMap;
@@ -7,6 +8,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+use skill_api::events::{ApprovalDecided, ApprovalRequested};
+use skill_api::four_eyes;
+use skill_api::{HeldGrant, PrincipalKind};
 use skill_journal::{TlogProof, tree};
 use skill_store::Store;
 use skill_store::records::Event;
@@ -108,6 +112,17 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
                 name_of(store, text(&asked.data, "requestedBy")).await,
                 text(&asked.data, "taskId")
             );
+            let initiators = serde_json::from_value::<ApprovalRequested>(asked.data.clone())
+                .map(|asked| asked.initiators)
+                .unwrap_or_default();
+            for initiator in &initiators {
+                let mut names = std::collections::HashMap::new();
+                for id in std::iter::once(&initiator.person).chain(initiator.agent.as_ref()) {
+                    names.insert(id.clone(), name_of(store, id).await);
+                }
+                let name = |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
+                println!("  set in motion: {}", four_eyes::how(initiator, &name));
+            }
             chain.push(Link { name: "request", event: asked.clone() });
         }
         match find(&events, &subject, "approval.decided") {
@@ -123,6 +138,9 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
                     decided.data.get("tokenId").and_then(Value::as_str).unwrap_or("(none recorded)"),
                     if grants.is_empty() { "no grants".to_owned() } else { grants.join(", ") }
                 );
+                if let Some(asked) = find(&events, &subject, "approval.requested") {
+                    println!("  {}", verdict(&asked.data, &decided.data));
+                }
                 chain.push(Link { name: "decision", event: decided.clone() });
             }
             None => println!("  the approval {approval} has no decision in the journal"),
@@ -171,6 +189,47 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
         None => println!("the journal has no signed checkpoint yet"),
     }
     Ok(())
+}
+
+/// What the four-eyes rule says of the decision `decided` on the request `asked` (their events'
+/// data, read as their types), as `journal verify` applies it.
+fn verdict(asked: &Value, decided: &Value) -> String {
+    let (Ok(asked), Ok(decided)) = (
+        serde_json::from_value::<ApprovalRequested>(asked.clone()),
+        serde_json::from_value::<ApprovalDecided>(decided.clone()),
+    ) else {
+        return "the four-eyes rule cannot be checked: the request or the decision does not read".to_owned();
+    };
+    let grants: Vec<HeldGrant> = decided
+        .grants
+        .iter()
+        .map(|grant| match grant.split_once('@') {
+            Some((permission, workspace)) => {
+                HeldGrant { workspace_id: Some(workspace.to_owned()), permission: permission.to_owned() }
+            }
+            None => HeldGrant { workspace_id: None, permission: grant.clone() },
+        })
+        .collect();
+    // A decision that does not say its decider's kind proves no person decided it.
+    let kind = decided.decider_kind.unwrap_or(PrincipalKind::Executor);
+    let decider = four_eyes::Decider { id: &decided.decided_by, kind, grants: &grants };
+    let work = four_eyes::Work {
+        workspace_id: asked.workspace_id.as_deref().unwrap_or_default(),
+        requested_by: &asked.requested_by,
+        initiators: &asked.initiators,
+    };
+    match four_eyes::may_decide(&decider, &work) {
+        Ok(()) => "the four-eyes rule holds: a person holding approvals.decide there, who neither asked for it nor \
+                   set it in motion"
+            .to_owned(),
+        Err(refusal) => {
+            format!(
+                "the four-eyes rule is broken ({}): {}",
+                refusal.code(),
+                refusal.explain("the decider", &str::to_owned)
+            )
+        }
+    }
 }
 
 /// The proof of the entry at `index` in the tree of the latest checkpoint, as a `tlog-proof`.

@@ -256,7 +256,6 @@ impl Actor {
     }
 }
 
-
 /// A new token: `skp_` and 64 hex digits from a cryptographically secure generator (two v4
 /// UUIDs, 244 random bits).
 pub fn new_token() -> String {

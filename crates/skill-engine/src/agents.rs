@@ -514,9 +514,8 @@ impl Engine {
     /// asking (`operator_required` from the operator's command, which has nobody to default to);
     /// `invalid_operator` unless it names an enabled person.
     pub(crate) async fn operator_of_token(&self, actor: Option<&Actor>, named: Option<&str>) -> Result<Principal> {
-        let refused = |message: String| {
-            EngineError::new(Class::Invalid, "invalid_operator", message).with("field", "operatedBy")
-        };
+        let refused =
+            |message: String| EngineError::new(Class::Invalid, "invalid_operator", message).with("field", "operatedBy");
         let principal = match (named, actor) {
             (Some(name), _) => match self.store.principal_by_name(name).await {
                 Ok(principal) => principal,

@@ -338,8 +338,27 @@ impl Engine {
         };
         let now = self.now();
         let inputs = skill_contract::export::canonical(&Value::Object(inputs));
+        // The person operating the agent set the request in motion: never its decider.
+        let request_id_new = self.new_id();
+        let operated: Vec<skill_api::Initiator> = actor
+            .initiators(skill_api::InitiatorRole::Created)
+            .into_iter()
+            .map(|initiator| initiator.reaching(format!("request:{request_id_new}")))
+            .collect();
+        if operated.is_empty() {
+            return Err(EngineError::new(
+                Class::Forbidden,
+                "operator_required",
+                format!(
+                    "{} acts for nobody: an agent's requests are made with a token that names the person operating it",
+                    actor.principal().name
+                ),
+            ));
+        }
+        let task_id = self.new_id();
         let task = TaskRecord {
-            id: self.new_id(),
+            initiators: skill_api::four_eyes::carried(&operated, &format!("task:{task_id}"), &[]),
+            id: task_id,
             workspace_id: workspace.id.clone(),
             task_type_id: task_type.id.clone(),
             title: format!("{} asks to call {reference}", agent.key).chars().take(500).collect(),
@@ -357,6 +376,7 @@ impl Engine {
             workspace_id: task.workspace_id.clone(),
             task_type_id: task_type.id.clone(),
             task_type: format!("{REQUEST_TYPE}@{REQUEST_TYPE_VERSION}"),
+            initiators: task.initiators.clone(),
         };
         let task_event = self.event(format!("task:{}", task.id), &created, &origin);
         let comment = format!(
@@ -367,7 +387,7 @@ impl Engine {
         );
         let (approval, approval_event) = self.new_approval(
             actor,
-            &task.id,
+            &task,
             true,
             Some(&comment),
             Some((skill.id.clone(), inputs.clone())),
@@ -376,7 +396,7 @@ impl Engine {
         let expires_at =
             now + chrono::Duration::seconds(i64::try_from(requests.expires_in_seconds()).unwrap_or(86_400));
         let request = AgentRequestRecord {
-            id: self.new_id(),
+            id: request_id_new,
             agent_principal_id: actor.id().to_owned(),
             skill_id: skill.id.clone(),
             inputs,
@@ -392,6 +412,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
             ended_at: None,
+            initiators: operated,
         };
         let asked = AgentRequestCreated {
             agent_principal_id: actor.id().to_owned(),
@@ -402,6 +423,7 @@ impl Engine {
             client_name: client.name,
             client_version: client.version,
             expires_at: view_time(&expires_at),
+            initiators: request.initiators.clone(),
         };
         let request_event = self.event(format!("agent_request:{}", request.id), &asked, &origin);
         let changes = [

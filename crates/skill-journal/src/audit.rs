@@ -650,10 +650,13 @@ impl Rules {
         let grants = decision.grants.clone().unwrap_or_default();
         let workspace = request.asked.workspace_id.as_deref().unwrap_or_default();
         let asker = request.asked.requested_by.as_deref().unwrap_or_default();
-        let work = four_eyes::Work { workspace_id: workspace, requested_by: asker, initiators: &request.asked.initiators };
+        let work =
+            four_eyes::Work { workspace_id: workspace, requested_by: asker, initiators: &request.asked.initiators };
         let refusal = match kind {
             None => Some(four_eyes::Refusal::NotAPerson(PrincipalKind::Executor)),
-            Some(kind) => four_eyes::may_decide(&four_eyes::Decider { id: decider, kind, grants: &grants }, &work).err(),
+            Some(kind) => {
+                four_eyes::may_decide(&four_eyes::Decider { id: decider, kind, grants: &grants }, &work).err()
+            }
         };
         let Some(refusal) = refusal else { return };
         let (decided_at, asked_at) = (decision.at, request.at);
@@ -667,7 +670,9 @@ impl Rules {
             }
             four_eyes::Refusal::NotAPerson(kind) => ("decider_not_a_person", format!("{decider} is an {kind}")),
             four_eyes::Refusal::Requester => ("self_approved", format!("{decider} asked for it")),
-            four_eyes::Refusal::Initiator(initiator) => ("decider_is_initiator", four_eyes::how(initiator, &str::to_owned)),
+            four_eyes::Refusal::Initiator(initiator) => {
+                ("decider_is_initiator", four_eyes::how(initiator, &str::to_owned))
+            }
         };
         report.findings.push(broken(
             at,
@@ -866,13 +871,23 @@ mod tests {
     /// otherwise valid history, is named at the write.
     #[test]
     fn every_write_stands_on_a_decision_the_four_eyes_rule_lets() {
-        let sent_by_rui = json!([{"person": "rui", "role": "sent", "agent": "mailbot", "via": ["fact:f-1", "task:t-1"]}]);
+        let sent_by_rui =
+            json!([{"person": "rui", "role": "sent", "agent": "mailbot", "via": ["fact:f-1", "task:t-1"]}]);
         let cases: Vec<(Vec<(&'static str, String, Value)>, &str)> = vec![
             (vec![asked_by("bot", &sent_by_rui), decided("rui", "approved")], "decider_is_initiator"),
             (vec![asked("ana"), decided("ana", "approved")], "self_approved"),
-            (vec![asked("ana"), decided_as("rui", "approved", "agent", &json!(["approvals.decide"]))], "decider_not_a_person"),
-            (vec![asked("ana"), decided_as("rui", "approved", "person", &json!(["tasks.write@w-1"]))], "decider_without_permission"),
-            (vec![asked("ana"), decided_as("rui", "approved", "person", &json!(["approvals.decide@w-2"]))], "decider_without_permission"),
+            (
+                vec![asked("ana"), decided_as("rui", "approved", "agent", &json!(["approvals.decide"]))],
+                "decider_not_a_person",
+            ),
+            (
+                vec![asked("ana"), decided_as("rui", "approved", "person", &json!(["tasks.write@w-1"]))],
+                "decider_without_permission",
+            ),
+            (
+                vec![asked("ana"), decided_as("rui", "approved", "person", &json!(["approvals.decide@w-2"]))],
+                "decider_without_permission",
+            ),
         ];
         for (mut events, expected) in cases {
             events.push(write("c-1", by_approval(events[1].2["decidedBy"].as_str().unwrap_or_default())));
@@ -888,7 +903,10 @@ mod tests {
         assert_eq!(codes(&check(&history)), vec![]);
         // Organisation-wide, the permission holds in every workspace; the rule still refuses an initiator.
         let everywhere = decided_as("eve", "approved", "person", &json!(["approvals.decide"]));
-        assert_eq!(codes(&check(&[asked_by("bot", &sent_by_rui), everywhere, write("c-1", by_approval("eve"))])), vec![]);
+        assert_eq!(
+            codes(&check(&[asked_by("bot", &sent_by_rui), everywhere, write("c-1", by_approval("eve"))])),
+            vec![]
+        );
         // A process's write, and an execution's, stand on their gate's decision in the same way.
         let process = json!({"kind": "process", "instanceId": "i-1", "activityId": "s-1", "approvalId": "a-1", "decidedBy": "rui"});
         let step = ("process.step_started", "process_instance:i-1".to_owned(), json!({"activityId": "s-1"}));
@@ -896,7 +914,8 @@ mod tests {
         assert_eq!(codes(&check(&history)), vec![(Some(3), "decider_is_initiator")]);
         let run = ("run.started", "run:r-1".to_owned(), json!({"taskId": "t-1", "execution": true}));
         let execution = json!({"kind": "execution", "taskTypeId": "tt", "taskId": "t-1", "runId": "r-1"});
-        let history = [asked_by("bot", &sent_by_rui), decided("rui", "approved"), run.clone(), write("c-1", execution.clone())];
+        let history =
+            [asked_by("bot", &sent_by_rui), decided("rui", "approved"), run.clone(), write("c-1", execution.clone())];
         assert_eq!(codes(&check(&history)), vec![(Some(3), "decider_is_initiator")]);
         assert_eq!(codes(&check(&[run, write("c-1", execution)])), vec![(Some(1), "execution_not_decided")]);
     }

@@ -47,6 +47,26 @@ async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
         Some(id) => Some(names.of(id).await?),
         None => None,
     };
+    // Who set in motion the work its decision authorized (for whoever may read its task).
+    let approval_id = match &call.authorization_basis {
+        Some(skill_api::Basis::Approval { approval_id, .. } | skill_api::Basis::Process { approval_id, .. }) => {
+            Some(approval_id.as_str())
+        }
+        _ => None,
+    };
+    let mut set_in_motion = Vec::new();
+    if let Some(approval) = approval_id
+        && let Ok(approval) = engine.approval(&viewer.actor, approval).await
+    {
+        for initiator in &approval.initiators {
+            let person = names.of(&initiator.person).await?;
+            let agent = match &initiator.agent {
+                Some(agent) => Some(names.of(agent).await?),
+                None => None,
+            };
+            set_in_motion.push(super::tasks::in_motion(initiator, &person, agent.as_deref()));
+        }
+    }
     let title = format!("{}@{}", call.skill.name, call.skill.version);
     let body = html! {
         p.crumbs {
@@ -63,6 +83,10 @@ async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
                 dt { "Attempt" } dd { (call.attempt) " of " (call.max_attempts) }
                 dt { "Requested by" } dd { (requester) @if call.requested_by.kind != RequesterKind::Principal { " (" (call.requested_by.kind) ")" } }
                 dt { "Authority" } dd { (authority) }
+                @if !set_in_motion.is_empty() {
+                    dt { "Set in motion by" }
+                    dd.initiators { @for line in &set_in_motion { span.initiator { (line) } br; } }
+                }
                 @if let Some(key) = &call.idempotency_key { dt { "Idempotency key" } dd { code { (key) } } }
                 @if let Some(trace) = &call.trace_id {
                     dt { "Trace" } dd { code title="the OpenTelemetry trace id: find it in your tracing backend" { (trace) } }

@@ -321,7 +321,7 @@ fn readable(media_type: &str) -> bool {
 
 /// How `initiator` (the person `person`, through the agent `agent`) set a task in motion:
 /// "ana sent fact:F, operating the agent mailbot (then instance:I, task:T)".
-fn in_motion(initiator: &skill_api::Initiator, person: &str, agent: Option<&str>) -> String {
+pub(super) fn in_motion(initiator: &skill_api::Initiator, person: &str, agent: Option<&str>) -> String {
     let mut via = initiator.via.iter();
     let mut text = format!("{person} {} {}", initiator.role.verb(), via.next().map_or("it", String::as_str));
     if let Some(agent) = agent {

@@ -89,6 +89,9 @@ async fn attacks(core: Core, label: &str) {
     let bo = token(&core.engine, "bo", DECIDER).await;
     let cy = token(&core.engine, "cy", DECIDER).await;
     let reader = token(&core.engine, "reader", &["facts.read@claims", "tasks.read@claims"]).await;
+    // Who installs agents and issues their tokens, for the person who operates each.
+    let grants = ["org.manage", "skills.invoke", "claims.reply", "tasks.write@claims", "facts.write@claims"];
+    let admin = token(&core.engine, "agent-admin", &grants).await;
     let (ana_id, bo_id) = (id_of(&core, "ana").await, id_of(&core, "bo").await);
 
     // 1. The starter of an instance approves its review gate: refused, nothing sent.
@@ -98,12 +101,23 @@ async fn attacks(core: Core, label: &str) {
     assert_eq!(task["initiators"][0]["person"].as_str(), Some(ana_id.as_str()), "set in motion by ana: {task}");
     assert_eq!(task["initiators"][0]["via"][0].as_str(), Some(format!("instance:{instance}").as_str()), "{task}");
 
+    // The console says who set it in motion, and shows ana no form, saying why; bo gets it.
+    let console = crate::console::Console::new(&core);
+    let form = format!("/console/approvals/{gate}/decide");
+    let (cookie, _) = console.sign_in(&ana).await;
+    let page = console.get(Some(&cookie), &format!("/console/tasks/{review}")).await;
+    assert!(page.body.contains("Set in motion by") && page.body.contains("ana started instance:"), "{}", page.body);
+    assert!(page.body.contains("You do not decide this approval") && !page.body.contains(&form), "{}", page.body);
+    let (cookie, _) = console.sign_in(&bo).await;
+    assert!(console.get(Some(&cookie), &format!("/console/tasks/{review}")).await.body.contains(&form));
+
     // 2. The sender of a fact approves the gate of the work the fact made: refused.
     let (from_fact, _) = gate_of_fact(&core, &bo, &reader, "m-sent", "C-sent").await;
     refused(&core, &bo, &from_fact, &bo_id, "sent").await;
 
     // 2b. …and through an agent they operate: cy runs a mail agent that sends facts.
-    let mailbot = json!({"key": "mailbot", "spec": {"identity": {"kind": "agent", "permissions": ["facts.write@claims"]}}});
+    let mailbot =
+        json!({"key": "mailbot", "spec": {"identity": {"kind": "agent", "permissions": ["facts.write@claims"]}}});
     let apply = skill_api::ApplyRequest {
         package: skill_api::PackageRef { key: "mail".into(), version: "1".into() },
         install_hash: "c".repeat(64),
@@ -118,11 +132,17 @@ async fn attacks(core: Core, label: &str) {
         rules: Vec::new(),
         processes: Vec::new(),
     };
-    let installer = core.engine.authenticate(&core.admin).await.expect("the admin");
+    let installer = core.engine.authenticate(&admin).await.expect("the admin");
     core.engine.apply_package(&installer, &apply, None).await.expect("the mail agent");
-    let mail = core.post(&cy, "/agents/mailbot/tokens", &json!({})).await.ok(201).clone();
+    let mail = core.post(&admin, "/agents/mailbot/tokens", &json!({"operatedBy": "cy"})).await.ok(201).clone();
     let cy_id = id_of(&core, "cy").await;
-    assert_eq!(mail["operatedBy"]["id"].as_str(), Some(cy_id.as_str()), "the person asking operates it: {mail}");
+    assert_eq!(mail["operatedBy"]["id"].as_str(), Some(cy_id.as_str()), "cy operates it: {mail}");
+    let own = core.post(&admin, "/agents/mailbot/tokens", &json!({})).await.ok(201).clone();
+    assert_eq!(own["operatedBy"]["name"].as_str(), Some("agent-admin"), "else the person asking: {own}");
+    for (named, code) in [("mailbot", "invalid_operator"), ("nobody", "invalid_operator")] {
+        let refused = core.post(&admin, "/agents/mailbot/tokens", &json!({"operatedBy": named})).await;
+        assert_eq!((refused.status.as_u16(), refused.body["error"]["code"].as_str()), (422, Some(code)), "{named}");
+    }
     let mail = mail["token"].as_str().expect("a token").to_owned();
     let (through_agent, _) = gate_of_fact(&core, &mail, &reader, "m-agent", "C-agent").await;
     refused(&core, &cy, &through_agent, &cy_id, "sent").await;
@@ -130,11 +150,17 @@ async fn attacks(core: Core, label: &str) {
     assert!(error["details"]["initiator"]["agent"].is_string(), "the agent it came through is named: {error}");
 
     // 3. The person operating an agent approves its request: refused.
-    let desk = core.post(&ana, "/agents/claims-desk/tokens", &json!({})).await.ok(201)["token"]
+    let desk = core.post(&admin, "/agents/claims-desk/tokens", &json!({"operatedBy": "ana"})).await.ok(201)["token"]
         .as_str()
         .expect("a token")
         .to_owned();
-    let asked = core.invoke(&desk, "claim.send_reply@1", json!({"inputs": {"claim": "C-asked", "comment": "hi"}})).await;
+    let asked = core
+        .invoke(
+            &desk,
+            "claim.send_reply@1",
+            json!({"inputs": {"claim": "C-asked", "comment": "hi"}, "idempotencyKey": "k-asked"}),
+        )
+        .await;
     assert_eq!(asked.status.as_u16(), 403, "an agent's write has no basis of its own: {}", asked.body);
     let requested = crate::gateway::request_write(&core, &desk, "C-asked").await;
     let gates = core.get(&bo, &format!("/approvals?task={requested}")).await.ok(200).clone();
@@ -148,7 +174,8 @@ async fn attacks(core: Core, label: &str) {
     let clerk_task = core.post(&ana, "/tasks", &body).await.ok(201)["id"].as_str().expect("a task").to_owned();
     let call = json!({"taskId": clerk_task, "call": {"skill": "claim.lookup@1", "inputs": {"claim": "C-call"}}});
     let for_call = core.post(&ana, "/approvals", &call).await.ok(201)["id"].as_str().expect("an approval").to_owned();
-    refused(&core, &ana, &for_call, &ana_id, "asked").await;
+    let (status, error) = decide(&core, &ana, &for_call, "mine").await;
+    assert_eq!((status, error["code"].as_str()), (403, Some("self_approval_refused")), "{error}");
     let decided = core
         .post(&bo, &format!("/approvals/{for_call}:decide"), &json!({"outcome": "approved", "comment": "ok"}))
         .await
@@ -183,8 +210,15 @@ async fn attacks(core: Core, label: &str) {
     assert!(written.iter().any(|(claim, _)| claim == "C-asked"), "{written:?}");
     assert!(!written.iter().any(|(claim, _)| claim == "C-call"), "{written:?}");
 
-    // The journal agrees: every write stood on a second person's decision.
+    // The journal agrees: every write stood on a second person's decision, and says who set the
+    // work in motion and who decided.
     verify_clean(&core, label);
+    let call = step(&done, "send")["invocationId"].as_str().expect("the write").to_owned();
+    let (code, explained, err) = crate::journal::core(&["journal", "explain", "--db", &core.target, &call]);
+    assert_eq!(code, 0, "explain: {err}");
+    assert!(explained.contains("set in motion: ana started instance:"), "{explained}");
+    assert!(explained.contains("approved by bo"), "{explained}");
+    assert!(explained.contains("the four-eyes rule holds"), "{explained}");
 }
 
 /// `journal export` of `core`'s database, then `journal verify`: exit 0, no finding.

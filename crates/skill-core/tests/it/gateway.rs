@@ -461,7 +461,12 @@ async fn the_older_revisions_tasks_keep_to_their_agent() {
     // Another agent that writes tasks in the workspace neither sees nor touches the request's task.
     let intake = core
         .engine
-        .issue_agent_token(None, "claims-intake", &Default::default(), &skill_engine::Origin::default())
+        .issue_agent_token(
+            None,
+            "claims-intake",
+            &skill_api::AgentTokenRequest { operated_by: Some("installer".into()), ..Default::default() },
+            &skill_engine::Origin::default(),
+        )
         .await
         .expect("a token")
         .token;
@@ -1038,4 +1043,13 @@ async fn malformed_json_rpc_gets_a_json_rpc_error() {
     assert_eq!(status, 415);
     // A well-formed request still reaches the tools.
     assert!(tools(&core, &person).await.is_empty(), "nothing is published here");
+}
+
+/// The agent (`token`) asks through `/mcp` to send a reply on `claim`: the id of the request's
+/// task, which a person decides.
+pub(crate) async fn request_write(core: &Core, token: &str, claim: &str) -> String {
+    let asked =
+        call(core, token, "claim.send_reply", json!({"claim": claim, "comment": "Asked by the agent."}), true).await;
+    let id = asked["task"]["taskId"].as_str().or(asked["taskId"].as_str()).expect("a request").to_owned();
+    core.engine.store().agent_request(&id).await.expect("the request").task_id
 }

@@ -468,8 +468,9 @@ async fn a_process_writes_only_what_another_person_decided() {
     )
     .await;
     let (own, own_task, gate) = review_of(&core, &lead, "C-own").await;
-    let mine =
-        core.post(&lead, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved", "comment": "mine"})).await;
+    let mine = core
+        .post(&lead, &format!("/approvals/{gate}:decide"), &json!({"outcome": "approved", "comment": "mine"}))
+        .await;
     assert_eq!((mine.status.as_u16(), mine.body["error"]["code"].as_str()), (403, Some("decider_is_initiator")));
     core.post(&lead, &format!("/tasks/{own_task}:close"), &json!({"status": "done"})).await.ok(200);
     let failed = until(&core, &lead, &own, |i| i["status"] == "failed").await;

@@ -518,8 +518,11 @@ impl Engine {
             crate::work::check_fields(&task_type, &fields)
                 .map_err(|error| error.with("path", format!("{at}.customFields")))?;
             self.check_required_fields(&task_type, &fields).await?;
+            let id = self.new_id();
+            // Whoever sent the fact set this work in motion.
+            let initiators = skill_api::four_eyes::carried(&fact.initiators, &format!("task:{id}"), &[]);
             let record = TaskRecord {
-                id: self.new_id(),
+                id,
                 workspace_id: fact.workspace_id.clone(),
                 task_type_id: task_type.id.clone(),
                 title,
@@ -531,11 +534,13 @@ impl Engine {
                 updated_at: now,
                 closed_at: None,
                 close_reason: None,
+                initiators,
             };
             let made = TaskCreated {
                 workspace_id: record.workspace_id.clone(),
                 task_type_id: record.task_type_id.clone(),
                 task_type: format!("{}@{}", task_type.key, task_type.version),
+                initiators: record.initiators.clone(),
             };
             events.push(self.event(format!("task:{}", record.id), &made, &Origin::default()));
             let origin = TaskOriginRecord {
@@ -588,10 +593,9 @@ impl Engine {
             return Ok(());
         }
         let input = Value::Object(filled(&work.input, document));
-        let (record, event) =
-            // Its starter is whoever recorded the fact: the person behind the work, whom a write's
-            // decision must come from someone other than.
-            self.new_instance(&process, &fact.workspace_id, &key, input, &fact.recorded_by, "rule", now);
+        // Whoever sent the fact set it in motion: a write's decision comes from someone else.
+        let started_by = (fact.recorded_by.as_str(), fact.initiators.as_slice());
+        let (record, event) = self.new_instance(&process, &fact.workspace_id, &key, input, started_by, "rule", now);
         ensured.instance_ids.push(record.id.clone());
         ensured.started.push(record.id.clone());
         ensured.events.push(event);

@@ -3,8 +3,8 @@
 //! the actions the type lists for that decision — is recorded with the decision, in the same
 //! transaction, and carried out by the outcome worker with the decider's authority.
 use skill_api::Lifecycle;
-use skill_api::four_eyes::{self, InitiatorRole};
 use skill_api::events::{ApprovalDecided, ApprovalRequested, ApprovalWithdrawn};
+use skill_api::four_eyes::{self, InitiatorRole};
 
 use serde_json::Value;
 use skill_api::{

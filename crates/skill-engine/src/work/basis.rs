@@ -160,7 +160,7 @@ fn process_basis(
             && approval.call_skill_id.is_none()
             && *decider != instance.started_by
             && decision_holds(approval, &instance.workspace_id))
-            .then(|| (approval.id.clone(), decider.clone()))
+        .then(|| (approval.id.clone(), decider.clone()))
     });
     let Some((approval_id, decided_by)) = decided else {
         return Err(unauthorized(
@@ -191,11 +191,7 @@ pub(crate) fn decision_holds(approval: &ApprovalRecord, workspace_id: &str) -> b
     };
     let decider =
         four_eyes::Decider { id: decided_by, kind: skill_api::PrincipalKind::Person, grants: &authority.grants };
-    let work = four_eyes::Work {
-        workspace_id,
-        requested_by: &approval.requested_by,
-        initiators: &approval.initiators,
-    };
+    let work = four_eyes::Work { workspace_id, requested_by: &approval.requested_by, initiators: &approval.initiators };
     four_eyes::may_decide(&decider, &work).is_ok()
 }
 

@@ -551,7 +551,11 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                         // What the decision reserved: the reply's send, with the task's own inputs.
                         let reserved: Vec<&Value> =
                             decided.outcome.iter().flat_map(|o| &o.actions).filter_map(|a| a.inputs.as_ref()).collect();
-                        let reply = approval.gate && outcome == "approved" && m.tasks[&approval.task].kind == "reply@1";
+                        // A gate asked for one call covers that call only: the type's outcome is not run.
+                        let reply = approval.gate
+                            && approval.call.is_none()
+                            && outcome == "approved"
+                            && m.tasks[&approval.task].kind == "reply@1";
                         assert_eq!(reserved.len(), usize::from(reply), "{at}: the outcome reserved its call");
                         m.approvals.get_mut(&id).expect("known").status =
                             if outcome == "approved" { ApprovalStatus::Approved } else { ApprovalStatus::Rejected };

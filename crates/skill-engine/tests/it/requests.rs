@@ -22,8 +22,8 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use skill_api::{
-    AgentRequest, AgentTokenRequest, ApplyRequest, ApprovalStatus, Basis, CallStatus, ClientInfo, DecideRequest, InvokeRequest, Lifecycle,
-    PackageRef, PublishRequest, RequestStatus,
+    AgentRequest, AgentTokenRequest, ApplyRequest, ApprovalStatus, Basis, CallStatus, ClientInfo, DecideRequest,
+    InvokeRequest, Lifecycle, PackageRef, PublishRequest, RequestStatus,
 };
 use skill_engine::requests::GatewayCall;
 use skill_engine::{Actor, Engine, Origin};
