@@ -347,7 +347,7 @@ impl Engine {
             .collect();
         if operated.is_empty() {
             return Err(EngineError::new(
-                Class::Forbidden,
+                Class::Invalid,
                 "operator_required",
                 format!(
                     "{} acts for nobody: an agent's requests are made with a token that names the person operating it",
