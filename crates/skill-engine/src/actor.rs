@@ -3,7 +3,7 @@
 
 use chrono::Utc;
 use sha2::{Digest, Sha256};
-use skill_api::agent::people_only;
+use skill_api::agent::{PERMISSION_FORBIDDEN, people_only, people_only_message, split_permission};
 use skill_api::four_eyes::implies;
 use skill_api::{DecisionAuthority, HeldGrant, PrincipalKind};
 use skill_store::records::{ExecutorAllowance, Grant, Principal};
@@ -26,6 +26,20 @@ pub const PERMISSIONS: &[&str] = &[
     "facts.read",
     "facts.write",
 ];
+
+/// `403 agent_permission_forbidden` when a principal of `kind` would be granted `written`
+/// (`PERMISSION` or `PERMISSION@WORKSPACE`) and only a person holds it
+/// ([`skill_contract::agent::PEOPLE_ONLY`]):
+/// what every grant — a document's, a command's, the core's own — is checked with.
+pub(crate) fn grantable(kind: PrincipalKind, written: &str) -> Result<()> {
+    if kind == PrincipalKind::Person || !people_only(written) {
+        return Ok(());
+    }
+    let permission = split_permission(written).0;
+    Err(EngineError::new(Class::Forbidden, PERMISSION_FORBIDDEN, people_only_message(kind.as_str(), written))
+        .with("permission", permission)
+        .with("kind", kind.as_str()))
+}
 
 /// A principal with its grants, as one request sees them.
 #[derive(Debug, Clone)]

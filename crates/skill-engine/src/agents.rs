@@ -12,10 +12,7 @@ use skill_api::events::AgentApplied;
 use skill_api::{
     AgentOut, AgentRequest, AgentTokenOut, AgentTokenRequest, ExecutorAllowance, PrincipalKind, SkillStatus,
 };
-use skill_contract::agent::{
-    AgentKind, AgentProblem, PERMISSION_FORBIDDEN, is_agent_key, people_only, people_only_message, read_spec,
-    split_permission,
-};
+use skill_contract::agent::{AgentKind, AgentProblem, PERMISSION_FORBIDDEN, is_agent_key, read_spec, split_permission};
 use skill_store::ErrorKind;
 use skill_store::records::{AgentPlan, AgentRecord, Assignment, Grant, Principal, SkillRecord, TaskTypeRecord};
 
@@ -38,20 +35,6 @@ fn document_problem(found: AgentProblem) -> EngineError {
         return EngineError::new(Class::Forbidden, found.code, message).with("path", found.path);
     }
     EngineError::new(Class::Invalid, found.code, message).with("path", found.path)
-}
-
-/// `403 agent_permission_forbidden` when a principal of `kind` would be granted `written`
-/// (`PERMISSION` or `PERMISSION@WORKSPACE`) and only a person holds it
-/// ([`skill_contract::agent::PEOPLE_ONLY`]):
-/// what every grant — a document's, a command's, the core's own — is checked with.
-pub(crate) fn grantable(kind: PrincipalKind, written: &str) -> Result<()> {
-    if kind == PrincipalKind::Person || !people_only(written) {
-        return Ok(());
-    }
-    let permission = split_permission(written).0;
-    Err(EngineError::new(Class::Forbidden, PERMISSION_FORBIDDEN, people_only_message(kind.as_str(), written))
-        .with("permission", permission)
-        .with("kind", kind.as_str()))
 }
 
 /// `422 unknown_reference {path, value}`.

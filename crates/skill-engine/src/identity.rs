@@ -204,7 +204,7 @@ impl Engine {
         let mut grants = Vec::new();
         for written in &request.grants {
             // Refused before the principal is made, when it would be made of this kind.
-            crate::agents::grantable(kind, written)?;
+            crate::actor::grantable(kind, written)?;
             grants.push(self.parse_grant(written).await?);
         }
         check_token_terms(&request.label, request.expires_at)?;
@@ -306,7 +306,7 @@ impl Engine {
         workspace_id: Option<String>,
         origin: &Origin,
     ) -> Result<bool> {
-        crate::agents::grantable(principal.kind, permission)?;
+        crate::actor::grantable(principal.kind, permission)?;
         let grant = Grant {
             id: self.new_id(),
             principal_id: principal.id.clone(),
@@ -326,7 +326,7 @@ impl Engine {
     pub async fn grant(&self, name: &str, written: &str, origin: &Origin) -> Result<bool> {
         let (permission, workspace_id) = self.parse_grant(written).await?;
         let principal = self.existing_principal(name, origin).await?;
-        crate::agents::grantable(principal.kind, written)?;
+        crate::actor::grantable(principal.kind, written)?;
         self.not_an_agent(&principal, "a grant made by hand").await?;
         self.add_grant(&principal, &permission, workspace_id, origin).await
     }

@@ -873,7 +873,8 @@ mod tests {
     fn every_write_stands_on_a_decision_the_four_eyes_rule_lets() {
         let sent_by_rui =
             json!([{"person": "rui", "role": "sent", "agent": "mailbot", "via": ["fact:f-1", "task:t-1"]}]);
-        let cases: Vec<(Vec<(&'static str, String, Value)>, &str)> = vec![
+        type Event = (&'static str, String, Value);
+        let cases: Vec<(Vec<Event>, &str)> = vec![
             (vec![asked_by("bot", &sent_by_rui), decided("rui", "approved")], "decider_is_initiator"),
             (vec![asked("ana"), decided("ana", "approved")], "self_approved"),
             (

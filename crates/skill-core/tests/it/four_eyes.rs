@@ -165,7 +165,7 @@ async fn attacks(core: Core, label: &str) {
     let requested = crate::gateway::request_write(&core, &desk, "C-asked").await;
     let gates = core.get(&bo, &format!("/approvals?task={requested}")).await.ok(200).clone();
     let request_gate = gates["items"][0]["id"].as_str().expect("the request's gate").to_owned();
-    refused(&core, &ana, &request_gate, &ana_id, "created").await;
+    refused(&core, &ana, &request_gate, &ana_id, "asked").await;
 
     // 4. A gate asked for one call on a type whose approved outcome sends: it covers that call
     // only, and the type's outcome is not run.

@@ -486,7 +486,7 @@ async fn a_request_keeps_to_its_rules() {
 
     // Another agent (or anybody's agent) does not see it; a person who reads tasks does.
     let other = {
-        // An agent made by hand acts only with a token naming its operator: here, as its actor.
+        // An agent made by hand acts only with a token naming the person who operates it.
         let request = skill_engine::TokenRequest {
             principal: "other-bot".into(),
             kind: "agent".into(),
@@ -494,14 +494,20 @@ async fn a_request_keeps_to_its_rules() {
             label: String::new(),
             expires_at: None,
         };
-        let issued = w.engine.issue_token(&request, &Origin::default()).await.expect("a token");
-        assert_eq!(
-            w.engine.authenticate(&issued.token).await.expect_err("names nobody").details["reason"],
-            "no_operator",
-            "an agent's token that names no person operating it lets nobody in"
-        );
-        let grants = w.engine.store().grants(&issued.principal.id).await.expect("grants");
-        skill_engine::Actor::new(issued.principal, grants).operated_by(Some(w.reviewer.id().to_owned()))
+        let refused = w.engine.issue_token(&request, &Origin::default()).await.expect_err("names nobody");
+        assert_eq!((refused.code, refused.details["field"].as_str()), ("operator_required", Some("operatedBy")));
+        let issued = w
+            .engine
+            .issue_token_for(&request, Some("operator"), &Origin::default())
+            .await
+            .expect("operated by a person");
+        let operated = w.engine.authenticate(&issued.token).await.expect("authenticates");
+        let operator = w.engine.store().principal_by_name("operator").await.expect("the operator").id;
+        assert_eq!(operated.operator(), Some(operator.as_str()), "the token names who operates the agent");
+        let refused =
+            w.engine.issue_token_for(&request, Some("other-bot"), &Origin::default()).await.expect_err("an agent");
+        assert_eq!(refused.code, "invalid_operator", "an agent is operated by a person, not by an agent");
+        operated
     };
     assert_eq!(w.engine.agent_request(&other, &first.id).await.expect_err("hidden").code, "not_found");
     assert!(w.engine.agent_request(&w.reviewer, &first.id).await.is_ok());

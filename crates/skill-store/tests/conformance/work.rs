@@ -853,7 +853,7 @@ pub(crate) async fn no_initiator_decides_and_initiators_never_change(db: Db) {
     };
     let asked = ApprovalRecord { initiators: vec![started_by_bob.clone()], ..approval(&task, &ana) };
     db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
-    assert_eq!(db.store.approval(&asked.id).await.expect("read").initiators, [started_by_bob.clone()]);
+    assert_eq!(db.store.approval(&asked.id).await.expect("read").initiators, std::slice::from_ref(&started_by_bob));
     let own = db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &bob.id, "approved"))], &[]).await;
     assert_eq!(own.expect_err("an initiator").kind(), ErrorKind::Refused("decider_is_initiator"));
     // Inserted decided, too.
