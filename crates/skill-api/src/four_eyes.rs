@@ -164,6 +164,16 @@ pub fn how(initiator: &Initiator, name: &dyn Fn(&str) -> String) -> String {
     text
 }
 
+/// A grant as a decision's event writes it — `PERMISSION`, or `PERMISSION@WORKSPACE-ID` — read.
+pub fn grant_of(text: &str) -> HeldGrant {
+    match text.split_once('@') {
+        Some((permission, workspace)) => {
+            HeldGrant { workspace_id: Some(workspace.to_owned()), permission: permission.to_owned() }
+        }
+        None => HeldGrant { workspace_id: None, permission: text.to_owned() },
+    }
+}
+
 /// Whether `grants` give `permission` in `workspace_id` (or everywhere).
 pub fn holds(grants: &[HeldGrant], permission: &str, workspace_id: &str) -> bool {
     grants.iter().any(|grant| {

@@ -200,16 +200,7 @@ fn verdict(asked: &Value, decided: &Value) -> String {
     ) else {
         return "the four-eyes rule cannot be checked: the request or the decision does not read".to_owned();
     };
-    let grants: Vec<HeldGrant> = decided
-        .grants
-        .iter()
-        .map(|grant| match grant.split_once('@') {
-            Some((permission, workspace)) => {
-                HeldGrant { workspace_id: Some(workspace.to_owned()), permission: permission.to_owned() }
-            }
-            None => HeldGrant { workspace_id: None, permission: grant.clone() },
-        })
-        .collect();
+    let grants: Vec<HeldGrant> = decided.grants.iter().map(|grant| four_eyes::grant_of(grant)).collect();
     // A decision that does not say its decider's kind proves no person decided it.
     let kind = decided.decider_kind.unwrap_or(PrincipalKind::Executor);
     let decider = four_eyes::Decider { id: &decided.decided_by, kind, grants: &grants };

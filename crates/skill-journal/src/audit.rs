@@ -341,16 +341,6 @@ struct Request {
     asked: Asked,
 }
 
-/// A grant as a decision's entry writes it: `PERMISSION` or `PERMISSION@WORKSPACE-ID`.
-fn grant_of(text: &str) -> HeldGrant {
-    match text.split_once('@') {
-        Some((permission, workspace)) => {
-            HeldGrant { workspace_id: Some(workspace.to_owned()), permission: permission.to_owned() }
-        }
-        None => HeldGrant { workspace_id: None, permission: text.to_owned() },
-    }
-}
-
 /// What a run's start says.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
@@ -444,7 +434,7 @@ impl Rules {
                         outcome: decided.outcome,
                         decided_by: decided.decided_by,
                         kind: decided.decider_kind,
-                        grants: decided.grants.map(|grants| grants.iter().map(|g| grant_of(g)).collect()),
+                        grants: decided.grants.map(|grants| grants.iter().map(|g| four_eyes::grant_of(g)).collect()),
                         actions: decided.actions,
                     };
                     self.decided.insert(id.to_owned(), decision);
