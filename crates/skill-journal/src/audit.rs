@@ -648,8 +648,19 @@ impl Rules {
                 four_eyes::may_decide(&four_eyes::Decider { id: decider, kind, grants: &grants }, &work).err()
             }
         };
-        let Some(refusal) = refusal else { return };
         let (decided_at, asked_at) = (decision.at, request.at);
+        if request.asked.workspace_id.is_none() {
+            // Written before requests recorded their workspace and initiators: nothing proves it.
+            report.findings.push(broken(
+                at,
+                "decision_unproven",
+                format!(
+                    "the external write at index {at} stands on the approval {id}, whose request (index {asked_at}) does not record its workspace and initiators: the four-eyes rule cannot be checked from the entries"
+                ),
+            ));
+            return;
+        }
+        let Some(refusal) = refusal else { return };
         let (code, why) = match &refusal {
             four_eyes::Refusal::NoPermission => (
                 "decider_without_permission",
@@ -892,6 +903,13 @@ mod tests {
         assert_eq!(codes(&check(&history)), vec![(Some(2), "decider_not_a_person")]);
         let history = [created, asked("ana"), unsaid, write("c-1", by_approval("rui"))];
         assert_eq!(codes(&check(&history)), vec![]);
+        // A request that does not record its workspace proves nothing of the rule.
+        let mut old = asked("ana");
+        old.2.as_object_mut().expect("an object").remove("workspaceId");
+        assert_eq!(
+            codes(&check(&[old, decided("rui", "approved"), write("c-1", by_approval("rui"))])),
+            vec![(Some(2), "decision_unproven")]
+        );
         // Organisation-wide, the permission holds in every workspace; the rule still refuses an initiator.
         let everywhere = decided_as("eve", "approved", "person", &json!(["approvals.decide"]));
         assert_eq!(

@@ -216,7 +216,7 @@ async fn attacks(core: Core, label: &str) {
     let call = step(&done, "send")["invocationId"].as_str().expect("the write").to_owned();
     let (code, explained, err) = crate::journal::core(&["journal", "explain", "--db", &core.target, &call]);
     assert_eq!(code, 0, "explain: {err}");
-    assert!(explained.contains("set in motion: ana started instance:"), "{explained}");
+    assert!(explained.contains("set in motion: ana (") && explained.contains(") started instance:"), "{explained}");
     assert!(explained.contains("approved by bo"), "{explained}");
     assert!(explained.contains("the four-eyes rule holds"), "{explained}");
 }
