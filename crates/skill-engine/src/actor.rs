@@ -110,6 +110,11 @@ impl Actor {
         vec![skill_api::Initiator { person, role, agent, via: Vec::new() }]
     }
 
+    /// [`Actor::initiators`] of the work `work` it makes (`task:<id>`, `fact:<id>`, …).
+    pub fn initiators_of(&self, role: skill_api::InitiatorRole, work: &str) -> Vec<skill_api::Initiator> {
+        self.initiators(role).into_iter().map(|initiator| initiator.reaching(work.to_owned())).collect()
+    }
+
     /// The actor as authenticated by the token whose hash is `hash`.
     #[must_use]
     pub(crate) fn by_token(mut self, hash: String) -> Self {

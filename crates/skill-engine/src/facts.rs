@@ -76,11 +76,7 @@ impl Engine {
         };
         let id = self.new_id();
         // Its sender, and whoever set in motion the task whose work produced it.
-        let sender: Vec<_> = actor
-            .initiators(InitiatorRole::Sent)
-            .into_iter()
-            .map(|initiator| initiator.reaching(format!("fact:{id}")))
-            .collect();
+        let sender: Vec<_> = actor.initiators_of(InitiatorRole::Sent, &format!("fact:{id}"));
         let initiators = four_eyes::carried(&behind, &format!("fact:{id}"), &sender);
         let fact = FactRecord {
             id,

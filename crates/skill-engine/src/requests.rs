@@ -340,11 +340,8 @@ impl Engine {
         let inputs = skill_contract::export::canonical(&Value::Object(inputs));
         // The person operating the agent set the request in motion: never its decider.
         let request_id_new = self.new_id();
-        let operated: Vec<skill_api::Initiator> = actor
-            .initiators(skill_api::InitiatorRole::Created)
-            .into_iter()
-            .map(|initiator| initiator.reaching(format!("request:{request_id_new}")))
-            .collect();
+        let operated: Vec<skill_api::Initiator> =
+            actor.initiators_of(skill_api::InitiatorRole::Created, &format!("request:{request_id_new}"));
         if operated.is_empty() {
             return Err(EngineError::new(
                 Class::Invalid,

@@ -642,12 +642,6 @@ impl Rules {
         let asker = request.asked.requested_by.as_deref().unwrap_or_default();
         let work =
             four_eyes::Work { workspace_id: workspace, requested_by: asker, initiators: &request.asked.initiators };
-        let refusal = match kind {
-            None => Some(four_eyes::Refusal::NotAPerson(PrincipalKind::Executor)),
-            Some(kind) => {
-                four_eyes::may_decide(&four_eyes::Decider { id: decider, kind, grants: &grants }, &work).err()
-            }
-        };
         let (decided_at, asked_at) = (decision.at, request.at);
         if request.asked.workspace_id.is_none() {
             // Written before requests recorded their workspace and initiators: nothing proves it.
@@ -660,6 +654,12 @@ impl Rules {
             ));
             return;
         }
+        let refusal = match kind {
+            None => Some(four_eyes::Refusal::NotAPerson(PrincipalKind::Executor)),
+            Some(kind) => {
+                four_eyes::may_decide(&four_eyes::Decider { id: decider, kind, grants: &grants }, &work).err()
+            }
+        };
         let Some(refusal) = refusal else { return };
         let (code, why) = match &refusal {
             four_eyes::Refusal::NoPermission => (

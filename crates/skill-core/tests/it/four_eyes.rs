@@ -13,7 +13,7 @@ use skill_fixtures::Scratch;
 use crate::api::token;
 use crate::calls::{Backend, Core, core_serving};
 use crate::claims::{apply_package, executor_with, host, outbox};
-use crate::processes::{decided_send, evaluation, model, review_of, runner, step, until};
+use crate::processes::{decided_send, evaluation, model, model_env, review_of, runner, step, until};
 
 #[tokio::test]
 async fn nobody_decides_what_they_set_in_motion() {
@@ -76,12 +76,7 @@ async fn attacks(core: Core, label: &str) {
     let root = apply_package(&core).await;
     let sent = Scratch::new(&format!("four-eyes-{label}-outbox"));
     let (base, _) = model().await;
-    let llm = [
-        ("SKILL_LLM_PROVIDER", "openai"),
-        ("SKILL_LLM_BASE_URL", base.as_str()),
-        ("SKILL_LLM_API_KEY", "test-key"),
-        ("SKILL_LLM_MODELS", "test-model"),
-    ];
+    let llm = model_env(&base);
     let _executor = executor_with(&host(), &root, &runner(&core).await, &sent, &llm);
     core.post(&core.admin, "/processes", &decided_send()).await.ok(201);
     // Three people who may each decide in `claims`: ana, bo and cy.

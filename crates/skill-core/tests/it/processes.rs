@@ -53,6 +53,16 @@ pub(crate) async fn model() -> (String, Arc<AtomicUsize>) {
     (base, asked)
 }
 
+/// The host's environment for the model at `base` (from [`model`]).
+pub(crate) fn model_env(base: &str) -> [(&'static str, &str); 4] {
+    [
+        ("SKILL_LLM_PROVIDER", "openai"),
+        ("SKILL_LLM_BASE_URL", base),
+        ("SKILL_LLM_API_KEY", "test-key"),
+        ("SKILL_LLM_MODELS", "test-model"),
+    ]
+}
+
 /// `GET /process-instances/{id}` until `done` holds.
 pub(crate) async fn until(core: &Core, reader: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
     let mut last = Value::Null;
@@ -106,12 +116,7 @@ async fn story(core: Core, label: &str) {
     let runner = runner(&core).await;
     let sent = Scratch::new(&format!("{label}-outbox"));
     let (base, asked) = model().await;
-    let llm = [
-        ("SKILL_LLM_PROVIDER", "openai"),
-        ("SKILL_LLM_BASE_URL", base.as_str()),
-        ("SKILL_LLM_API_KEY", "test-key"),
-        ("SKILL_LLM_MODELS", "test-model"),
-    ];
+    let llm = model_env(&base);
     let _executor = executor_with(&host(), &root, &runner, &sent, &llm);
     let mailbox = token(&core.engine, "mailbox", &["facts.write@claims"]).await;
     let reader = token(&core.engine, "reader", &["facts.read@claims", "tasks.read@claims"]).await;

@@ -104,8 +104,7 @@ impl Engine {
         let now = self.now();
         let id = self.new_id();
         let link = format!("approval:{id}");
-        let asker: Vec<_> =
-            actor.initiators(InitiatorRole::Asked).into_iter().map(|one| one.reaching(link.clone())).collect();
+        let asker = actor.initiators_of(InitiatorRole::Asked, &link);
         let approval = ApprovalRecord {
             initiators: four_eyes::carried(&task.initiators, &link, &asker),
             id,

@@ -38,11 +38,7 @@ impl Engine {
         self.check_required_fields(&task_type, &fields).await?;
         let now = self.now();
         let id = self.new_id();
-        let initiators = actor
-            .initiators(skill_api::InitiatorRole::Created)
-            .into_iter()
-            .map(|initiator| initiator.reaching(format!("task:{id}")))
-            .collect();
+        let initiators = actor.initiators_of(skill_api::InitiatorRole::Created, &format!("task:{id}"));
         let task = TaskRecord {
             id,
             workspace_id: workspace,
