@@ -661,7 +661,7 @@ pub const CODES: &[CodeInfo] = &[
         ValidationError,
         No,
         "core",
-        "an idempotencyKey is empty or longer than 200 characters after trimming (422)",
+        "an idempotencyKey is empty or longer than 200 characters after trimming, or starts like the keys of the core's own calls (rule:, agent-request:, process:, approval-outcome:, execution:) (422)",
     ),
     code(
         "idempotency_key_reuse",

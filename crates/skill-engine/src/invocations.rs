@@ -379,7 +379,11 @@ impl Engine {
             return Ok(Vec::new());
         };
         let approvals = self.store.approvals(task).await?;
-        Ok(approvals.into_iter().filter(|a| a.gate && a.status == ApprovalStatus::Pending).map(|a| a.id).collect())
+        Ok(approvals
+            .into_iter()
+            .filter(|a| a.gates_the_task() && a.status == ApprovalStatus::Pending)
+            .map(|a| a.id)
+            .collect())
     }
 
     /// For a pending call that is available now, whether an active executor session covers it.
@@ -609,9 +613,10 @@ fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
 }
 
 /// The prefixes of the idempotency keys of the calls the core makes itself: a rule's
-/// interpretation (`rule:<ruleId>:<factId>`) and an agent's approved request
-/// (`agent-request:<id>`), and a process's call step (`process:<activity id>`).
-pub(crate) const RESERVED_KEYS: &[&str] = &["rule:", "agent-request:", "process:"];
+/// interpretation (`rule:<ruleId>:<factId>`), an agent's approved request (`agent-request:<id>`),
+/// a process's call step (`process:<activity id>`), an approved outcome's action
+/// (`approval-outcome:<approvalId>:<index>`) and a task's execution (`execution:<runId>`).
+pub(crate) const RESERVED_KEYS: &[&str] = &["rule:", "agent-request:", "process:", "approval-outcome:", "execution:"];
 
 /// A caller's key as [`checked_key`] takes it, and `422 invalid_idempotency_key` when it starts
 /// like the keys the core gives its own calls: no caller takes one of those first, whichever

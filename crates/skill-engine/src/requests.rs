@@ -724,8 +724,9 @@ impl Engine {
         written(self.store.write_work(&changes, &events).await)
     }
 
-    /// The writes that end `request` as `status`: the request, its task closed, and — when it
-    /// was still pending — its approval withdrawn (by `by`, or by the core).
+    /// The writes that end `request` as `status`: the request, its task closed (with every other
+    /// approval still pending on it withdrawn by the core), and — when it was still pending — its
+    /// approval withdrawn (by `by`, or by the core).
     async fn close_request(
         &self,
         request: &AgentRequestRecord,
@@ -746,6 +747,16 @@ impl Engine {
         }
         let task = self.store.task(&request.task_id).await?;
         if !task.status.is_terminal() {
+            // Whatever else waits on the task is withdrawn with it: no one decides a closed task's gate.
+            for approval in self.store.approvals(&task.id).await? {
+                if approval.status == ApprovalStatus::Pending
+                    && pending_approval.is_none_or(|own| own.id != approval.id)
+                {
+                    let (withdrawn, event) = self.withdrawal(&approval, None, origin);
+                    events.push(event);
+                    changes.push(WorkChange::UpdateApproval(withdrawn));
+                }
+            }
             let closed_as = match status {
                 RequestStatus::Succeeded => TaskStatus::Done,
                 RequestStatus::Failed => TaskStatus::Failed,

@@ -212,7 +212,7 @@ macro_rules! calls_of_principal_sql {
             $decider,
             " = $1) OR (status = 'pending' AND ",
             $kind,
-            " = 'execution' AND EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE \
+            " = 'execution' AND EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE AND g.call_skill_id IS NULL \
                AND g.status = 'approved' AND g.decided_by = $1)) ORDER BY created_at, id"
         )
     };
@@ -261,13 +261,13 @@ macro_rules! claimable_sql {
             $approval,
             " OR (",
             $kind,
-            " = 'execution' AND a.task_id = i.task_id AND a.gate = TRUE AND a.status = 'approved'))) \
+            " = 'execution' AND a.task_id = i.task_id AND a.gate = TRUE AND a.call_skill_id IS NULL AND a.status = 'approved'))) \
                END AS basis_decider_disabled, \
              CASE WHEN i.run_id IS NULL THEN NULL \
                ELSE (SELECT r.status FROM runs r WHERE r.id = i.run_id) END AS basis_run_status, \
              CASE WHEN i.task_id IS NULL THEN 0 ELSE COALESCE((SELECT sum(DISTINCT CASE g.status \
                WHEN 'pending' THEN 1 WHEN 'approved' THEN 2 WHEN 'rejected' THEN 4 WHEN 'withdrawn' THEN 8 ELSE 0 END) \
-               FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE), 0) END AS basis_gates, \
+               FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE AND g.call_skill_id IS NULL), 0) END AS basis_gates, \
              s.skill_state AS basis_skill_status, s.skill_effects AS basis_side_effects, \
              s.skill_name AS basis_skill_name, s.skill_version AS basis_skill_version, \
              CASE WHEN ",
@@ -291,15 +291,15 @@ macro_rules! claimable_sql {
              AND NOT (COALESCE(",
             $kind,
             " = 'execution', FALSE) \
-               AND EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE \
+               AND EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE AND g.call_skill_id IS NULL \
                  AND g.status = 'pending') \
-               AND NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE \
+               AND NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = i.task_id AND g.gate = TRUE AND g.call_skill_id IS NULL \
                  AND g.status = 'rejected') \
                AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = i.task_id AND t.status = 'open') \
                AND EXISTS (SELECT 1 FROM runs r WHERE r.id = i.run_id AND r.status = 'running') \
                AND NOT EXISTS (SELECT 1 FROM approvals a JOIN principals p ON p.id = a.decided_by \
                  WHERE p.disabled_at IS NOT NULL AND a.task_id = i.task_id AND a.gate = TRUE \
-                 AND a.status = 'approved')) \
+                 AND a.call_skill_id IS NULL AND a.status = 'approved')) \
              AND i.id NOT IN (SELECT value FROM ",
             $each,
             "($9)) \

@@ -292,12 +292,12 @@ macro_rules! work_store {
                         task_columns!(),
                         " WHERE status = 'open' AND EXISTS (SELECT 1 FROM task_types tt \
                          WHERE tt.id = task_type_id AND tt.execution IS NOT NULL) \
-                         AND NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE \
+                         AND NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE AND g.call_skill_id IS NULL \
                            AND g.status = 'pending') \
-                         AND (EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE \
+                         AND (EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE AND g.call_skill_id IS NULL \
                              AND g.status IN ('approved', 'rejected')) \
                            OR EXISTS (SELECT 1 FROM runs r WHERE r.task_id = tasks.id AND r.status = 'running') \
-                           OR (NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE) \
+                           OR (NOT EXISTS (SELECT 1 FROM approvals g WHERE g.task_id = tasks.id AND g.gate = TRUE AND g.call_skill_id IS NULL) \
                              AND NOT EXISTS (SELECT 1 FROM task_types tt JOIN skills s ON s.name = ", $skill,
                         " AND s.version = ", $version, " WHERE tt.id = task_type_id \
                                AND s.side_effects = 'external_write'))) \

@@ -906,7 +906,8 @@ async fn the_cores_own_idempotency_keys_are_refused_as_a_direct_call_refuses_the
         (&desk, "claim.classify", json!({"text": "The parcel is late."})),
         (&person, "claim.classify", json!({"text": "The parcel is late."})),
     ];
-    for key in ["agent-request:0", "rule:r:f", "process:a", "  process:padded  "] {
+    for key in ["agent-request:0", "rule:r:f", "process:a", "  process:padded  ", "approval-outcome:a:0", "execution:r"]
+    {
         for (who, tool, arguments) in &calls {
             let params = json!({"name": tool, "arguments": arguments, "_meta": {"skill/idempotencyKey": key}});
             let (status, message) = rpc(&core, who, "tools/call", tool, params, false).await;

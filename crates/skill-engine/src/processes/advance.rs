@@ -835,15 +835,13 @@ impl Engine {
         let approvals = self.store.approvals(&found.id).await?;
         let decided = approvals
             .iter()
-            .filter(|a| a.gate && a.status == skill_api::ApprovalStatus::Approved && a.call_skill_id.is_none())
+            .filter(|a| a.gates_the_task() && a.status == skill_api::ApprovalStatus::Approved)
             .max_by(|a, b| a.decided_at.cmp(&b.decided_at))
             .map(|a| {
                 json!({"id": a.id, "decidedBy": a.decided_by, "comment": a.comment,
                        "decidedAt": a.decided_at.as_ref().map(crate::catalog::view_time)})
             });
-        let rejected = approvals
-            .iter()
-            .any(|a| a.gate && a.status == skill_api::ApprovalStatus::Rejected && a.call_skill_id.is_none());
+        let rejected = approvals.iter().any(|a| a.gates_the_task() && a.status == skill_api::ApprovalStatus::Rejected);
         let decided = if rejected { None } else { decided };
         let output = json!({"id": found.id, "status": found.status, "closeReason": found.close_reason,
                             "customFields": found.custom_fields, "approval": decided, "rejected": rejected});

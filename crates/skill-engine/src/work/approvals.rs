@@ -202,7 +202,7 @@ impl Engine {
             // What the outcome calls, fixed now: the versions and the inputs this decision makes
             // them with are the only calls it authorizes.
             // A gate asked for one call covers that call only: the type's outcome is not run.
-            let planned = if approval.gate && approval.call_skill_id.is_none() {
+            let planned = if approval.gates_the_task() {
                 let task_type = self.store.task_type(&task.task_type_id).await?;
                 let decision = Decision {
                     approval_id: &approval.id,

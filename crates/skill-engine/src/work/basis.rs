@@ -82,7 +82,7 @@ impl GateState {
 
 /// The gates of a task's approvals.
 pub(crate) fn gates_of(approvals: &[ApprovalRecord]) -> Gates {
-    Gates::of(approvals.iter().filter(|approval| approval.gate).map(|approval| approval.status))
+    Gates::of(approvals.iter().filter(|approval| approval.gates_the_task()).map(|approval| approval.status))
 }
 
 /// What the re-check at claim makes of a pending call.
@@ -155,9 +155,8 @@ fn process_basis(
     }
     let decided = decision.and_then(|approval| {
         let decider = approval.decided_by.as_ref()?;
-        (approval.gate
+        (approval.gates_the_task()
             && approval.status == ApprovalStatus::Approved
-            && approval.call_skill_id.is_none()
             && *decider != instance.started_by
             && decision_holds(approval, &instance.workspace_id))
         .then(|| (approval.id.clone(), decider.clone()))
@@ -309,7 +308,7 @@ impl Engine {
             GateState::Pending => {
                 let pending: Vec<Value> = approvals
                     .iter()
-                    .filter(|approval| approval.gate && approval.status == ApprovalStatus::Pending)
+                    .filter(|approval| approval.gates_the_task() && approval.status == ApprovalStatus::Pending)
                     .map(|approval| json!({"approvalId": approval.id, "requestedBy": approval.requested_by}))
                     .collect();
                 Err(EngineError::new(
@@ -349,7 +348,7 @@ impl Engine {
         }
         let approval = self.store.approval(&action.approval_id).await?;
         let decided = approval.status == ApprovalStatus::Approved
-            && approval.gate
+            && approval.gates_the_task()
             && approval.task_id == task.id
             && approval.decided_by.as_deref() == Some(actor.id());
         if !decided {

@@ -130,7 +130,7 @@ impl Engine {
         // approval, whichever is later.
         let approved = approvals
             .iter()
-            .filter(|a| a.gate && a.status == ApprovalStatus::Approved)
+            .filter(|a| a.gates_the_task() && a.status == ApprovalStatus::Approved)
             .filter_map(|a| a.decided_at)
             .max();
         let since = approved.map_or(run.created_at, |at| at.max(run.created_at));

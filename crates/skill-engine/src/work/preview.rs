@@ -153,7 +153,7 @@ impl Engine {
     ) -> Result<Vec<ActionPreview>> {
         let outcome = check_outcome(outcome)?;
         let approval = self.visible_approval(actor, id).await?;
-        if !approval.gate {
+        if !approval.gates_the_task() {
             return Ok(Vec::new());
         }
         let task = self.store.task(&approval.task_id).await?;

@@ -1,25 +1,36 @@
-//! A model-based test of the basis rules: random sequences of what people, executors, operators
-//! and the core's own workers do — create a task (with or without a gate), ask for approvals
-//! (some for one call), decide and withdraw them, start and end runs, invoke with and without an
-//! approval or a run, close tasks, disable a principal, claim, complete, fail, let leases expire,
-//! and let the core carry out outcomes and executions — against the real engine on a real SQLite
-//! store. A model of the work predicts the answer of every person's call (its status or the exact
-//! refusal code) and of every decision; after every step the store is checked:
+//! A model-based test of the four-eyes rule and the basis rules: random sequences of what
+//! people, agents, executors, operators and the core's own workers do — create a task (with or
+//! without a gate), ask for approvals (some for one call), decide them (the deciders bob and
+//! carol, and alice and the agents, who may not), withdraw them, start and end runs, invoke with
+//! and without an approval or a run, close tasks, disable a principal, claim, complete, fail, let
+//! leases expire; send facts (people, and agents operated by alice and by carol, some caused by a
+//! task) that rules turn into reply tasks and process instances; agents asking for writes through
+//! the gateway; start and cancel instances of a process whose review gate decides a write — and
+//! let the core carry out outcomes, executions, rules, requests and processes — against the real
+//! engine on a real SQLite store. The model computes, on its own, the persons who set each piece
+//! of work in motion (carried fact → rule → instance → task → approval, an agent counting as its
+//! operator) and predicts the answer of every call and decision; after every step the store is
+//! checked:
 //!
+//! - **the rule** (`rule`): every external write claimed stands on a decision by a person who
+//!   holds `approvals.decide` in the workspace, is not among its work's initiators as the model
+//!   computes them (which are also those the core recorded), and decided exactly that call;
 //! - no `external_write` call is claimed without a basis valid at that moment;
 //! - no call of a closed task is claimed on an approval or an execution basis;
 //! - no external write on an approval other than its outcome's (the version and inputs its
-//!   decision fixed, with the decider's authority) or its requested call's (by its requester);
+//!   decision fixed, with the decider's authority) or its requested call's (by its requester:
+//!   a person, or the agent whose request it is);
 //! - no execution after a rejected or withdrawn gate, and no execution write without an approved
-//!   one: an execution call is claimed only while its task has no pending or rejected gate and an
-//!   approved one (a call that does not write, also with no gate at all);
+//!   one (an approval asked for one call is no gate of the task's execution);
 //! - the execution basis is the core's alone: only its execution principal holds it;
 //! - an approval is spent at most once per skill version; a task's execution writes at most once;
-//! - processes (people start and cancel instances of a process whose review task's gate, asked
-//!   for by its agent, decides a write; the core's workers move them): a call on a process basis
-//!   is the process agent's, of exactly what its open step fixed, claimed only while that step is
-//!   open in a running instance, on a gate approved by someone other than the instance's starter
-//!   on a task of the instance that closed done — once per step run.
+//! - a call on a process basis is the process agent's, of exactly what its open step fixed,
+//!   claimed only while that step is open in a running instance, on a gate of a task of the
+//!   instance that closed done, approved by someone who did not set the instance in motion —
+//!   once per step run;
+//!
+//! and at the end of each case, `journal verify` over the store's journal agrees with the model:
+//! no finding, the same external writes, the same deciders.
 //!
 //! `SKILL_MODEL_CASES` (default 52, in four shards that run at once) × `SKILL_MODEL_STEPS`
 //! (default 2,000) operations — 104,000 — from the seed `SKILL_MODEL_SEED` (default fixed). A
@@ -40,6 +51,8 @@ use skill_api::{
 use skill_engine::{Actor, Engine, Origin, TokenRequest};
 use skill_store::records::{InvocationFilter, InvocationRecord, TaskFilter};
 
+mod callers;
+mod rule;
 mod shrink;
 
 use crate::random::{Rng, actor, env_number};
@@ -69,16 +82,26 @@ struct Approval {
     /// Who set its work in motion: its requester (a person's) and its task's initiators. None of
     /// them decides it.
     initiators: BTreeSet<usize>,
+    /// The person who decided it.
+    decided_by: Option<usize>,
 }
 
 impl Approval {
     /// An approval `requester` asked for on `task`, with the initiators the rule says.
     fn asked(task: &str, of: &Task, gate: bool, requester: usize, call: Option<(&'static str, u64)>) -> Self {
         let mut initiators = of.initiators.clone();
-        if requester != AGENT {
+        if requester < PEOPLE.len() {
             initiators.insert(requester);
         }
-        Self { task: task.to_owned(), gate, status: ApprovalStatus::Pending, requester, call, initiators }
+        Self {
+            task: task.to_owned(),
+            gate,
+            status: ApprovalStatus::Pending,
+            requester,
+            call,
+            initiators,
+            decided_by: None,
+        }
     }
 }
 
@@ -87,7 +110,8 @@ const AGENT: usize = usize::MAX;
 
 #[derive(Debug, Clone)]
 struct Instance {
-    starter: usize,
+    /// Its starter, or the initiators of the fact a rule started it for.
+    initiators: BTreeSet<usize>,
     running: bool,
 }
 
@@ -117,6 +141,8 @@ struct Model {
     spent: BTreeSet<(String, String)>,
     disabled: BTreeSet<usize>,
     instances: BTreeMap<String, Instance>,
+    /// The facts whose rule evaluations have not ended yet, with their initiators.
+    facts: BTreeMap<String, BTreeSet<usize>>,
 }
 
 impl Model {
@@ -182,8 +208,11 @@ impl Model {
 struct World {
     engine: Engine,
     admin: Actor,
-    /// alice and carol write tasks and invoke; bob decides (and writes).
+    /// alice and carol write tasks, invoke and send facts; bob and carol decide.
     people: Vec<Actor>,
+    /// The agents that ask for writes and send facts: `desk-bot` (operated by alice) and
+    /// `side-bot` (by carol).
+    agents: Vec<Actor>,
     executor: Actor,
     /// Principal ids: the people's, in order; the core's execution principal's once known.
     ids: Vec<String>,
@@ -191,6 +220,8 @@ struct World {
     agent: String,
     /// The workspace's id.
     desk: String,
+    /// `claim.send@1`, the write agents ask for.
+    write: skill_store::records::SkillRecord,
     _folder: Folder,
 }
 
@@ -224,11 +255,12 @@ async fn world(case: u64) -> World {
     let engine = Engine::new(Arc::clone(&store)).with_blobs(blobs);
     let desk = engine.create_workspace("desk", "desk", &Origin::default()).await.expect("workspace").id;
     let admin = actor(&engine, "admin", "person", &["org.manage"]).await;
-    let writer = ["skills.invoke", "tasks.write@desk"];
+    // alice writes and sends facts; bob writes and decides; carol does all three.
     let people = vec![
-        actor(&engine, "alice", "person", &writer).await,
+        actor(&engine, "alice", "person", &["skills.invoke", "tasks.write@desk", "facts.write@desk"]).await,
         actor(&engine, "bob", "person", &["skills.invoke", "tasks.write@desk", "approvals.decide@desk"]).await,
-        actor(&engine, "carol", "person", &writer).await,
+        actor(&engine, "carol", "person", &["skills.invoke", "tasks.write@desk", "facts.write@desk", DECIDE_DESK])
+            .await,
     ];
     actor(&engine, "executor", "executor", &["skills.execute"]).await;
     let allowed =
@@ -289,27 +321,36 @@ async fn world(case: u64) -> World {
                                     "input": {"n": "$.steps.review.output.customFields.n"},
                                     "retry": {"attempts": 2, "backoff": "0s"}}}]}),
     };
+    let mut agents = vec![agent];
+    agents.extend(callers::agents());
+    let objects = agents.iter().map(|agent| json!({"kind": "Agent", "key": agent.key})).collect();
     let apply = ApplyRequest {
         package: PackageRef { key: "model".into(), version: "1".into() },
         install_hash: "b".repeat(64),
         create: Vec::new(),
         patch: Vec::new(),
-        objects: serde_json::from_value(json!([{"kind": "Agent", "key": "proc-bot"}])).expect("objects"),
+        objects: serde_json::from_value(Value::Array(objects)).expect("objects"),
         adopt: Vec::new(),
         settings_schema: None,
         task_types: vec![review],
         artifact_types: Vec::new(),
-        agents: vec![agent],
-        rules: Vec::new(),
+        agents,
+        rules: callers::rules(),
         processes: vec![process],
     };
-    let installer =
-        actor(&engine, "installer", "person", &["org.manage", "skills.invoke", "tasks.write@desk", "tasks.read@desk"])
-            .await;
+    let installer = actor(
+        &engine,
+        "installer",
+        "person",
+        &["org.manage", "skills.invoke", "tasks.write@desk", "tasks.read@desk", "facts.write@desk"],
+    )
+    .await;
     engine.apply_package(&installer, &apply, None).await.expect("the process applied");
     let agent = engine.store().agent("proc-bot").await.expect("the agent").principal_id;
     let ids = people.iter().map(|person| person.id().to_owned()).collect();
-    World { engine, admin, people, executor, ids, agent, desk, _folder: Folder(folder) }
+    let agents = callers::tokens(&engine).await;
+    let write = engine.store().skill_version("claim.send", "1").await.expect("the version").skill;
+    World { engine, admin, people, agents, executor, ids, agent, desk, write, _folder: Folder(folder) }
 }
 
 /// The refusal code of an engine answer, or `ok`.
@@ -382,7 +423,7 @@ async fn shard(n: u64) {
         // Rare by nature: a call must wait long enough for its basis to go (about one a case).
         ("+cancelled at claim", cases / 4),
         ("invoke refused", cases * 50),
-        ("invoke accepted", cases * 50),
+        ("invoke accepted", cases * 30),
         ("+execution call", cases),
         ("+outcome call", cases),
         ("+requested call", cases / 2),
@@ -390,6 +431,13 @@ async fn shard(n: u64) {
         ("+execution write claimed", cases / 2),
         ("+process write claimed", cases),
         ("+write not decided", cases),
+        // The other callers: rules make tasks and instances from people's and agents' facts;
+        // agents' requests are decided and called.
+        ("+rule task", cases * 10),
+        ("+rule instance", cases * 10),
+        ("agent's fact sent", cases * 10),
+        ("+request call", cases * 3),
+        ("+write claimed", cases * 10),
     ] {
         assert!(totals.get(kind).copied().unwrap_or(0) >= at_least, "too few `{kind}`: {totals:?}");
     }
@@ -421,18 +469,22 @@ impl Case {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Flaw {
     None,
-    /// The model believes one may decide an approval one asked for.
+    /// The model believes one may decide an approval one asked for, or work one set in motion.
     SelfDecision,
 }
 
 const PEOPLE: [&str; 3] = ["alice", "bob", "carol"];
+/// Who may decide in the workspace.
+const DECIDE_DESK: &str = "approvals.decide@desk";
+/// The people who hold it: bob and carol.
+const DECIDERS: [usize; 2] = [1, 2];
 
 /// What a step's roll does, as people read it (`{who}` is the step's person).
 fn operation(roll: usize) -> &'static str {
     match roll {
         0..=7 => "{who} creates a task",
         8..=16 => "{who} asks for an approval",
-        17..=26 => "bob decides a pending approval",
+        17..=26 => "{decider} decides a pending approval",
         27..=30 => "{who} withdraws an approval",
         31..=34 => "{who} starts a run",
         35..=37 => "{who} ends a run",
@@ -443,6 +495,9 @@ fn operation(roll: usize) -> &'static str {
         71..=82 => "the executor claims a call",
         83..=93 => "the executor finishes a call",
         100..=105 => "{who} starts a process instance",
+        110..=115 => "{who} sends a fact (sometimes caused by a task)",
+        116..=119 => "an agent sends a fact",
+        120..=125 => "an agent asks for a write",
         106..=108 => "{who} cancels a process instance",
         _ => "the leases run out",
     }
@@ -461,8 +516,15 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
             disabled if m.disabled.contains(&disabled) => 0,
             person => person,
         };
-        let roll = rng.below(110);
-        let doing = format!("{} [step seed {step_seed:#x}]", operation(roll).replace("{who}", PEOPLE[person]));
+        let roll = rng.below(126);
+        // Who decides, if this step decides: mostly the deciders; sometimes alice, who may not, or
+        // an agent, who never does.
+        let decider = [1, 1, 1, 1, 2, 2, 2, 0, 3, 4][Rng(step_seed ^ 0xDEC1_DE00).below(10)];
+        let named = PEOPLE.get(decider).copied().unwrap_or_else(|| ["desk-bot", "side-bot"][decider - PEOPLE.len()]);
+        let doing = format!(
+            "{} [step seed {step_seed:#x}]",
+            operation(roll).replace("{who}", PEOPLE[person]).replace("{decider}", named)
+        );
         trail.lock().expect("the trail").push(doing.clone());
         let kind: &'static str = 'step: {
             match roll {
@@ -531,22 +593,28 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     };
                     let outcome = if rng.chance(75) { "approved" } else { "rejected" };
                     let decide = DecideRequest { outcome: outcome.to_owned(), comment: None };
-                    let result = w.engine.decide(&w.people[1], &id, &decide, None).await;
+                    let acting = w.people.get(decider).unwrap_or_else(|| &w.agents[decider - PEOPLE.len()]);
+                    let result = w.engine.decide(acting, &id, &decide, None).await;
                     let approval = &m.approvals[&id];
-                    // The four-eyes rule: bob never decides what he asked for or set in motion.
-                    let expected = if approval.requester == 1 && case.flaw != Flaw::SelfDecision {
+                    // The four-eyes rule: a decider never decides what it asked for or set in motion.
+                    let expected = if decider >= PEOPLE.len() && m.tasks[&approval.task].kind == "request" {
+                        // No agent sees an agent's request: decided and handled by people.
+                        "not_found"
+                    } else if !DECIDERS.contains(&decider) {
+                        "permission_denied"
+                    } else if approval.requester == decider && case.flaw != Flaw::SelfDecision {
                         "self_approval_refused"
-                    } else if approval.initiators.contains(&1) && case.flaw != Flaw::SelfDecision {
+                    } else if approval.initiators.contains(&decider) && case.flaw != Flaw::SelfDecision {
                         "decider_is_initiator"
                     } else if !m.tasks[&approval.task].open {
                         "task_terminal"
-                    } else if m.disabled.contains(&1) {
-                        // bob's own actor, read before he was disabled: the database refuses.
+                    } else if m.disabled.contains(&decider) {
+                        // The decider's own actor, read before they were disabled: the database refuses.
                         "principal_disabled"
                     } else {
                         "ok"
                     };
-                    assert_eq!(code(&result), expected, "{at}: decide {id}");
+                    assert_eq!(code(&result), expected, "{at}: decide {id} by {decider}");
                     if let Ok(decided) = result {
                         // What the decision reserved: the reply's send, with the task's own inputs.
                         let reserved: Vec<&Value> =
@@ -557,8 +625,10 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                             && outcome == "approved"
                             && m.tasks[&approval.task].kind == "reply@1";
                         assert_eq!(reserved.len(), usize::from(reply), "{at}: the outcome reserved its call");
-                        m.approvals.get_mut(&id).expect("known").status =
+                        let decided = m.approvals.get_mut(&id).expect("known");
+                        decided.status =
                             if outcome == "approved" { ApprovalStatus::Approved } else { ApprovalStatus::Rejected };
+                        decided.decided_by = Some(decider);
                     }
                     "approval decided"
                 }
@@ -685,9 +755,12 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                 }
                 65..=70 => {
                     // The core carries out what it carries out itself: outcomes, then executions.
+                    w.engine.run_rule_evaluations(Utc::now()).await.expect(&at);
+                    w.engine.run_agent_requests(Utc::now()).await.expect(&at);
                     w.engine.run_outcomes(Utc::now()).await.expect(&at);
                     w.engine.run_executions(Utc::now()).await.expect(&at);
                     w.engine.run_processes(Utc::now()).await.expect(&at);
+                    callers::learn(&w, &mut m, &at, totals).await;
                     learn(&mut w, &mut m, &at, totals).await;
                     "workers ran"
                 }
@@ -723,7 +796,7 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                         StartRequest { workspace: "desk".to_owned(), input: json!({"n": rng.below(3)}), key: None };
                     let started = w.engine.start_process(&w.people[person], "decided-send@1", &request, None).await;
                     let started = started.expect(&at);
-                    m.instances.insert(started.id, Instance { starter: person, running: true });
+                    m.instances.insert(started.id, Instance { initiators: BTreeSet::from([person]), running: true });
                     "instance started"
                 }
                 106..=108 => {
@@ -755,6 +828,9 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     }
                     "instance cancelled"
                 }
+                110..=115 => callers::person_sends(&w, &mut m, rng, person, &at).await,
+                116..=119 => callers::agent_sends(&w, &mut m, rng, &at).await,
+                120..=125 => callers::agent_asks(&w, &mut m, rng, &at).await,
                 _ => {
                     // Leases run out: every running call is back in the queue or failed.
                     let moved = w.engine.expire_leases(Utc::now() + Duration::hours(2)).await.expect(&at);
@@ -897,8 +973,23 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
                 let skill = store.skill(&call.skill_id).await.expect(at).skill;
                 let reference = format!("{}@{}", skill.name, skill.version);
                 assert!(m.spent.insert((reference, approval.clone())), "{at}: an approval spent twice");
-                assert_eq!(call.authority_principal_id, w.ids[1], "{at}: an outcome acts with the decider's authority");
-                count(totals, "+outcome call");
+                let known = &m.approvals[approval];
+                if let Some(agent) = known.requester.checked_sub(PEOPLE.len()).filter(|_| known.requester != AGENT) {
+                    // An agent's request, approved: its call, of what it asked, as the agent.
+                    assert_eq!(
+                        call.authority_principal_id,
+                        w.agents[agent].id(),
+                        "{at}: a request's call not its agent's"
+                    );
+                    count(totals, "+request call");
+                } else {
+                    let decider = known.decided_by.expect("a decided approval");
+                    assert_eq!(
+                        call.authority_principal_id, w.ids[decider],
+                        "{at}: an outcome acts with the decider's authority"
+                    );
+                    count(totals, "+outcome call");
+                }
             }
             Some(Basis::Process { instance_id, activity_id, .. }) => {
                 assert_eq!(call.authority_principal_id, w.agent, "{at}: a process call not its agent's");
@@ -952,17 +1043,18 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
         let undecided = stored.error.as_ref().is_some_and(|e| e["code"] == "process_write_not_decided");
         if instance.running && undecided {
             // Refused for want of a decision: its review closed otherwise than done, or no one but
-            // its starter approved it.
+            // those who set it in motion approved it.
             let review = steps.iter().rev().find(|s| s.action == "task").and_then(|s| s.task_id.clone());
             let review = review.expect("a review ran");
             let done = store.task(&review).await.expect(at).status == TaskStatus::Done;
-            let starter = &w.ids[instance.starter];
+            let initiators: Vec<&String> = instance.initiators.iter().map(|person| &w.ids[*person]).collect();
             let gates = store.approvals(&review).await.expect(at);
             let gates: Vec<_> = gates.iter().filter(|a| a.gate && a.call_skill_id.is_none()).collect();
             // A rejection stands; else an approval by another person decides.
             let decided = !gates.iter().any(|a| a.status == ApprovalStatus::Rejected)
                 && gates.iter().any(|a| {
-                    a.status == ApprovalStatus::Approved && a.decided_by.as_ref().is_some_and(|d| d != starter)
+                    a.status == ApprovalStatus::Approved
+                        && a.decided_by.as_ref().is_some_and(|d| !initiators.contains(&d))
                 });
             assert!(!(done && decided), "{at}: {id} refused its write though another person decided it");
             count(totals, "+write not decided");
@@ -976,12 +1068,11 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
             let open = store.task(&task).await.expect(at).status == TaskStatus::Open;
             for approval in store.approvals(&task).await.expect(at) {
                 assert_eq!(approval.requested_by, w.agent, "{at}: a review's gate is its agent's");
-                let review = Task { open, kind: "review@1", initiators: BTreeSet::from([instance.starter]) };
+                let review = Task { open, kind: "review@1", initiators: instance.initiators.clone() };
                 let asked = Approval { status: approval.status, ..Approval::asked(&task, &review, true, AGENT, None) };
                 m.approvals.insert(approval.id, asked);
             }
-            let initiators = BTreeSet::from([instance.starter]);
-            m.tasks.insert(task, Task { open, kind: "review@1", initiators });
+            m.tasks.insert(task, Task { open, kind: "review@1", initiators: instance.initiators.clone() });
             count(totals, "+review task");
         }
     }
@@ -1102,6 +1193,8 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
     let basis = call.authorization_basis.clone();
     if writes {
         assert!(basis.is_some(), "{at}: an external write claimed without a basis");
+        rule::second_person(w, m, &call, at, true).await;
+        count(totals, "+write claimed");
     }
     if let Some(task) = &call.task_id
         && basis.is_some()
@@ -1163,7 +1256,7 @@ async fn deciders(w: &World, call: &InvocationRecord, at: &str) -> Vec<skill_sto
             .await
             .expect(at)
             .into_iter()
-            .filter(|a| a.gate && a.status == ApprovalStatus::Approved)
+            .filter(|a| a.gates_the_task() && a.status == ApprovalStatus::Approved)
             .filter_map(|a| a.decided_by)
             .collect(),
         // A process step stands on the decision of its review's gate.
@@ -1189,10 +1282,10 @@ async fn decides(w: &World, call: &InvocationRecord, name: &str, at: &str) -> bo
     deciders(w, call, at).await.iter().any(|person| person.name == name)
 }
 
-/// The statuses of a task's gate approvals.
+/// The statuses of a task's gates (not the approvals asked for one call).
 async fn gates(w: &World, task: &str, at: &str) -> Vec<ApprovalStatus> {
     let approvals = w.engine.store().approvals(task).await.expect(at);
-    approvals.into_iter().filter(|a| a.gate).map(|a| a.status).collect()
+    approvals.into_iter().filter(|a| a.gates_the_task()).map(|a| a.status).collect()
 }
 
 /// At the end of a case, the whole store: one call per approval and version, each covered by its
@@ -1210,6 +1303,23 @@ async fn check_whole(w: &World, m: &Model, case: u64) {
         let stored = w.engine.store().instance(id).await.expect("instance");
         assert_eq!(stored.status == InstanceStatus::Running, instance.running, "{at}: instance {id}");
     }
+    // The rule, for every write asked for, and journal verify agreeing.
+    let mut written = Vec::new();
+    for call in &calls {
+        if w.engine
+            .store()
+            .skill(&call.skill_id)
+            .await
+            .expect("its skill")
+            .skill
+            .side_effects
+            .is_some_and(|effects| effects.writes())
+        {
+            rule::second_person(w, m, call, &at, false).await;
+            written.push(call);
+        }
+    }
+    rule::journal_agrees(w, m, &written, &at).await;
     let mut approvals = BTreeSet::new();
     let mut runs = BTreeSet::new();
     let mut writes = BTreeSet::new();

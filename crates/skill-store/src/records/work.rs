@@ -128,6 +128,14 @@ pub struct ApprovalRecord {
     pub initiators: Vec<skill_api::Initiator>,
 }
 
+impl ApprovalRecord {
+    /// Whether it is a gate of its task: what runs the type's outcome, opens its execution and
+    /// decides a process's write. A gate asked for one call covers that call only.
+    pub fn gates_the_task(&self) -> bool {
+        self.gate && self.call_skill_id.is_none()
+    }
+}
+
 /// One action of a decided approval's outcome.
 #[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
 pub struct ActionRecord {
