@@ -2,74 +2,172 @@
 //! journal — the call, its basis, who set it in motion, the decision, the person with their token
 //! and grants, and what the four-eyes rule says of it — each
 //! with its entry's index, and a `.tlog-proof` file per entry that verifies offline.
+//!
+//! Everything it says comes from the journal's entries and the payloads their digests commit to,
+//! names included (from the entries that created each principal); where the database says
+//! otherwise, or an entry does not hold together, it says so and exits 2.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use serde::Deserialize;
 use serde_json::Value;
 use skill_api::events::{ApprovalDecided, ApprovalRequested};
 use skill_api::four_eyes;
 use skill_api::{HeldGrant, PrincipalKind};
+use skill_journal::entry::text_digest;
 use skill_journal::{TlogProof, tree};
+use skill_store::LeafRow;
 use skill_store::Store;
-use skill_store::records::Event;
 
-/// One link of the chain: what it is, and the event that records it.
+/// One entry of the journal as explain reads it: its head, and its payload where the entry's
+/// digest commits to it (`Null` when erased or changed).
+#[derive(Debug, Clone)]
+struct Entry {
+    index: u64,
+    kind: String,
+    at: String,
+    data: Value,
+}
+
+/// What an entry's bytes say of it (the rest is hashed, not read).
+#[derive(Deserialize)]
+struct Head {
+    kind: String,
+    #[serde(default)]
+    subject: String,
+    #[serde(default)]
+    at: String,
+    #[serde(default)]
+    data: String,
+}
+
+/// One link of the chain: what it is, and its entry.
 struct Link {
     name: &'static str,
-    event: Event,
+    entry: Entry,
 }
 
-/// Every event, by subject (explain reads the whole journal once).
-async fn by_subject(store: &dyn Store) -> Result<HashMap<String, Vec<Event>>> {
-    let mut found: HashMap<String, Vec<Event>> = HashMap::new();
-    let mut after = 0;
-    loop {
-        let page = store.events(after, None, 1_000).await?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        for event in page {
-            found.entry(event.subject.clone()).or_default().push(event);
+/// The journal read once: its entries by subject, the names its entries give principals, and
+/// what does not hold together.
+#[derive(Default)]
+struct Journal {
+    by_subject: HashMap<String, Vec<Entry>>,
+    names: HashMap<String, String>,
+    findings: Vec<String>,
+}
+
+impl Journal {
+    async fn read(store: &dyn Store) -> Result<Self> {
+        let mut journal = Self::default();
+        let mut from = 0;
+        loop {
+            let page = store.journal_leaves(from, 1_000).await?;
+            let Some(last) = page.last() else { break };
+            from = last.index + 1;
+            for row in page {
+                journal.take(row);
+            }
+        }
+        Ok(journal)
+    }
+
+    fn take(&mut self, row: LeafRow) {
+        let index = row.index;
+        if row.hash.is_some_and(|stored| stored != tree::leaf_hash(row.entry.as_bytes())) {
+            self.findings
+                .push(format!("the entry at index {index} does not hash to the leaf stored when it was written"));
+        }
+        let Ok(head) = serde_json::from_str::<Head>(&row.entry) else {
+            self.findings.push(format!("the entry at index {index} does not read"));
+            return;
+        };
+        let data = match (&row.payload, &row.salt) {
+            (Some(payload), Some(salt)) => {
+                let digest = <[u8; 16]>::try_from(salt.as_slice()).map(|salt| text_digest(&salt, payload));
+                if digest.ok().as_deref() == Some(head.data.as_str()) {
+                    serde_json::from_str(payload).unwrap_or(Value::Null)
+                } else {
+                    self.findings.push(format!(
+                        "the payload of the entry at index {index} ({}) is not the one its digest commits to",
+                        head.kind
+                    ));
+                    Value::Null
+                }
+            }
+            _ => Value::Null,
+        };
+        match head.kind.as_str() {
+            "principal.created" => {
+                if let (Some(id), Some(name)) =
+                    (head.subject.strip_prefix("principal:"), data.get("name").and_then(Value::as_str))
+                {
+                    self.names.insert(id.to_owned(), name.to_owned());
+                }
+            }
+            // An agent's principal is made by the apply that first creates it, named by its key.
+            "agent.applied" if data.get("created").and_then(Value::as_bool) == Some(true) => {
+                if let (Some(key), Some(id)) =
+                    (head.subject.strip_prefix("agent:"), data.get("principalId").and_then(Value::as_str))
+                {
+                    self.names.insert(id.to_owned(), key.to_owned());
+                }
+            }
+            _ => {}
+        }
+        let entry = Entry { index, kind: head.kind, at: head.at, data };
+        self.by_subject.entry(head.subject).or_default().push(entry);
+    }
+
+    fn find(&self, subject: &str, kind: &str) -> Option<&Entry> {
+        self.by_subject.get(subject)?.iter().find(|entry| entry.kind == kind)
+    }
+
+    /// `name (id)` with the name the journal proves; a database that names the principal
+    /// otherwise is a finding.
+    async fn name_of(&mut self, store: &dyn Store, id: &str) -> String {
+        let stored = store.principal(id).await.ok().map(|principal| principal.name);
+        match (self.names.get(id), stored) {
+            (Some(proven), Some(stored)) if *proven != stored => {
+                self.findings.push(format!(
+                    "the database names the principal {id} {stored:?}, but the entry that created it names it {proven:?}"
+                ));
+                format!("{proven} ({id})")
+            }
+            (Some(proven), _) => format!("{proven} ({id})"),
+            (None, Some(stored)) => format!("{stored} ({id}; no entry names it)"),
+            (None, None) => id.to_owned(),
         }
     }
-    Ok(found)
-}
-
-fn find<'a>(events: &'a HashMap<String, Vec<Event>>, subject: &str, kind: &str) -> Option<&'a Event> {
-    events.get(subject)?.iter().find(|event| event.kind == kind)
 }
 
 fn text<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-async fn name_of(store: &dyn Store, id: &str) -> String {
-    match store.principal(id).await {
-        Ok(principal) => format!("{} ({id})", principal.name),
-        Err(_) => id.to_owned(),
-    }
-}
-
-pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Path>) -> Result<()> {
-    let events = by_subject(store).await?;
+/// Prints the chain of the write `invocation`; `false` when the journal or the database does
+/// not hold together where the chain reads it (said on stderr).
+pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Path>) -> Result<bool> {
+    let mut journal = Journal::read(store).await?;
     let subject = format!("skill_invocation:{invocation}");
-    let Some(call) = find(&events, &subject, "skill.invocation_requested") else {
+    let Some(call) = journal.find(&subject, "skill.invocation_requested").cloned() else {
         bail!("the journal has no call {invocation}");
     };
-    let data = &call.data;
-    let mut chain = vec![Link { name: "call", event: call.clone() }];
+    let data = call.data.clone();
+    let mut chain = vec![Link { name: "call", entry: call }];
     println!(
         "the call {invocation}: {}@{}, {}",
-        text(data, "skill"),
-        text(data, "version"),
-        match text(data, "sideEffects") {
+        text(&data, "skill"),
+        text(&data, "version"),
+        match text(&data, "sideEffects") {
             "external_write" => "an external write".to_owned(),
             other => format!("side effects {other:?}"),
         }
     );
     let requester = &data["requestedBy"];
-    println!("  requested by {} {}", text(requester, "kind"), name_of(store, text(requester, "ref")).await);
+    let requester_name = journal.name_of(store, text(requester, "ref")).await;
+    println!("  requested by {} {requester_name}", text(requester, "kind"));
     let basis = &data["authorizationBasis"];
     let approval = match text(basis, "kind") {
         "approval" => Some(text(basis, "approvalId").to_owned()),
@@ -81,17 +179,17 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
                 text(basis, "definitionKey"),
                 text(basis, "definitionVersion")
             );
-            if let Some(step) = events.get(&format!("process_instance:{instance}")).and_then(|found| {
-                found.iter().find(|event| text(&event.data, "activityId") == text(basis, "activityId"))
+            if let Some(step) = journal.by_subject.get(&format!("process_instance:{instance}")).and_then(|found| {
+                found.iter().find(|entry| text(&entry.data, "activityId") == text(basis, "activityId"))
             }) {
-                chain.push(Link { name: "step", event: step.clone() });
+                chain.push(Link { name: "step", entry: step.clone() });
             }
             Some(text(basis, "approvalId").to_owned()).filter(|id| !id.is_empty())
         }
         "execution" => {
             println!("  its basis: the execution of the task {} (run {})", text(basis, "taskId"), text(basis, "runId"));
-            if let Some(run) = find(&events, &format!("run:{}", text(basis, "runId")), "run.started") {
-                chain.push(Link { name: "run", event: run.clone() });
+            if let Some(run) = journal.find(&format!("run:{}", text(basis, "runId")), "run.started") {
+                chain.push(Link { name: "run", entry: run.clone() });
             }
             None
         }
@@ -105,55 +203,16 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
         }
     };
     if let Some(approval) = approval {
-        let subject = format!("approval:{approval}");
-        if let Some(asked) = find(&events, &subject, "approval.requested") {
-            println!(
-                "  the approval {approval}, asked by {} on the task {}",
-                name_of(store, text(&asked.data, "requestedBy")).await,
-                text(&asked.data, "taskId")
-            );
-            let initiators = serde_json::from_value::<ApprovalRequested>(asked.data.clone())
-                .map(|asked| asked.initiators)
-                .unwrap_or_default();
-            for initiator in &initiators {
-                let mut names = std::collections::HashMap::new();
-                for id in std::iter::once(&initiator.person).chain(initiator.agent.as_ref()) {
-                    names.insert(id.clone(), name_of(store, id).await);
-                }
-                let name = |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
-                println!("  set in motion: {}", four_eyes::how(initiator, &name));
-            }
-            chain.push(Link { name: "request", event: asked.clone() });
-        }
-        match find(&events, &subject, "approval.decided") {
-            Some(decided) => {
-                let grants: Vec<&str> = decided.data["grants"]
-                    .as_array()
-                    .map(|grants| grants.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                println!(
-                    "  {} by {}, with the token {}, holding {}",
-                    text(&decided.data, "outcome"),
-                    name_of(store, text(&decided.data, "decidedBy")).await,
-                    decided.data.get("tokenId").and_then(Value::as_str).unwrap_or("(none recorded)"),
-                    if grants.is_empty() { "no grants".to_owned() } else { grants.join(", ") }
-                );
-                if let Some(asked) = find(&events, &subject, "approval.requested") {
-                    println!("  {}", verdict(&asked.data, &decided.data));
-                }
-                chain.push(Link { name: "decision", event: decided.clone() });
-            }
-            None => println!("  the approval {approval} has no decision in the journal"),
-        }
+        decision(store, &mut journal, &approval, &mut chain).await;
     }
     for (kind, name) in [
         ("skill.invocation_succeeded", "succeeded"),
         ("skill.invocation_failed", "failed"),
         ("skill.invocation_cancelled", "cancelled"),
     ] {
-        if let Some(ended) = find(&events, &subject, kind) {
-            println!("  the call {name} at {}", ended.created_at.to_rfc3339());
-            chain.push(Link { name: "ended", event: ended.clone() });
+        if let Some(ended) = journal.find(&subject, kind) {
+            println!("  the call {name} at {}", ended.at);
+            chain.push(Link { name: "ended", entry: ended.clone() });
         }
     }
     let latest = store.journal_checkpoints(1).await?.into_iter().next();
@@ -166,7 +225,7 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
     }
     println!("the entries:");
     for link in &chain {
-        let index = store.journal_leaf_of(&link.event.id).await?.context("an event without its leaf")?;
+        let index = link.entry.index;
         let proof = proof_of(store, index).await?;
         let shown = match (&proof, out) {
             (Some(proof), Some(out)) => {
@@ -177,7 +236,7 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
             (Some(_), None) => String::new(),
             (None, _) => " — not yet in a signed checkpoint".to_owned(),
         };
-        println!("  index {index}: {} ({}){shown}", link.event.kind, link.name);
+        println!("  index {index}: {} ({}){shown}", link.entry.kind, link.name);
     }
     match latest {
         Some(latest) => println!(
@@ -188,7 +247,63 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
         ),
         None => println!("the journal has no signed checkpoint yet"),
     }
-    Ok(())
+    if journal.findings.is_empty() {
+        return Ok(true);
+    }
+    eprintln!("the record does not hold together:");
+    for finding in &journal.findings {
+        eprintln!("  {finding}");
+    }
+    Ok(false)
+}
+
+/// The request and decision of the approval `approval`, printed and added to `chain`.
+async fn decision(store: &dyn Store, journal: &mut Journal, approval: &str, chain: &mut Vec<Link>) {
+    let subject = format!("approval:{approval}");
+    let asked = journal.find(&subject, "approval.requested").cloned();
+    if let Some(asked) = &asked {
+        let by = journal.name_of(store, text(&asked.data, "requestedBy")).await;
+        println!("  the approval {approval}, asked by {by} on the task {}", text(&asked.data, "taskId"));
+        let initiators = serde_json::from_value::<ApprovalRequested>(asked.data.clone())
+            .map(|asked| asked.initiators)
+            .unwrap_or_default();
+        for initiator in &initiators {
+            let mut names = HashMap::new();
+            for id in std::iter::once(&initiator.person).chain(initiator.agent.as_ref()) {
+                names.insert(id.clone(), journal.name_of(store, id).await);
+            }
+            let name = |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
+            println!("  set in motion: {}", four_eyes::how(initiator, &name));
+        }
+        chain.push(Link { name: "request", entry: asked.clone() });
+    }
+    let Some(decided) = journal.find(&subject, "approval.decided").cloned() else {
+        println!("  the approval {approval} has no decision in the journal");
+        return;
+    };
+    if decided.data.is_null() {
+        println!(
+            "  its decision (index {}) does not read: its payload is erased, or not the one its entry commits to",
+            decided.index
+        );
+        chain.push(Link { name: "decision", entry: decided });
+        return;
+    }
+    let grants: Vec<&str> = decided.data["grants"]
+        .as_array()
+        .map(|grants| grants.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let by = journal.name_of(store, text(&decided.data, "decidedBy")).await;
+    println!(
+        "  {} by {by}, with the token {}, holding {}",
+        text(&decided.data, "outcome"),
+        decided.data.get("tokenId").and_then(Value::as_str).unwrap_or("(none recorded)"),
+        if grants.is_empty() { "no grants".to_owned() } else { grants.join(", ") }
+    );
+    if let Some(asked) = &asked {
+        println!("  {}", verdict(&asked.data, &decided.data));
+    }
+    chain.push(Link { name: "decision", entry: decided });
 }
 
 /// What the four-eyes rule says of the decision `decided` on the request `asked` (their events'

@@ -139,8 +139,8 @@ pub(crate) async fn run(command: JournalCommand) -> Result<std::process::ExitCod
         JournalCommand::Verify { dir, trust, key } => verify(&dir, trust.as_deref(), key.as_deref()),
         JournalCommand::Explain { db, invocation, out } => {
             let store = audited(&db).await?;
-            crate::explain::explain(&*store, &invocation, out.as_deref()).await?;
-            Ok(std::process::ExitCode::SUCCESS)
+            let holds = crate::explain::explain(&*store, &invocation, out.as_deref()).await?;
+            Ok(if holds { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::from(TAMPERED) })
         }
     }
 }

@@ -56,6 +56,9 @@ pub struct Actor {
     token_id: Option<String>,
     /// For an agent acting with a token, the person who operates it with that token.
     operator: Option<String>,
+    /// For an agent acting with a token, the person who had that token issued (and so held its
+    /// secret once), when not its operator.
+    issuer: Option<String>,
     /// When the credential was read.
     read_at: std::time::Instant,
 }
@@ -79,6 +82,7 @@ impl Actor {
             token_hash: None,
             token_id: None,
             operator: None,
+            issuer: None,
             read_at: std::time::Instant::now(),
         }
     }
@@ -90,6 +94,13 @@ impl Actor {
         self
     }
 
+    /// The actor whose token was issued by the person `issuer` (through the API).
+    #[must_use]
+    pub fn issued_by(mut self, issuer: Option<String>) -> Self {
+        self.issuer = issuer;
+        self
+    }
+
     /// The person operating this agent, when a token says who.
     pub fn operator(&self) -> Option<&str> {
         self.operator.as_deref()
@@ -98,16 +109,25 @@ impl Actor {
     /// The persons behind what this actor does now, as `role`: a person themself; an agent, the
     /// person operating it; none for an executor or an agent the core acts as (a rule's, a
     /// process's), whose work carries the initiators of what it was made from.
+    ///
+    /// An agent's token issued by another person than its operator counts them both: whoever
+    /// held the token's secret could have acted as the agent.
     pub fn initiators(&self, role: skill_api::InitiatorRole) -> Vec<skill_api::Initiator> {
-        let (person, agent) = match self.principal.kind {
-            PrincipalKind::Person => (self.principal.id.clone(), None),
-            PrincipalKind::Agent => match &self.operator {
-                Some(operator) => (operator.clone(), Some(self.principal.id.clone())),
-                None => return Vec::new(),
-            },
-            PrincipalKind::Executor => return Vec::new(),
+        let one = |person: &str, agent: Option<&str>| skill_api::Initiator {
+            person: person.to_owned(),
+            role,
+            agent: agent.map(str::to_owned),
+            via: Vec::new(),
         };
-        vec![skill_api::Initiator { person, role, agent, via: Vec::new() }]
+        match (self.principal.kind, &self.operator) {
+            (PrincipalKind::Person, _) => vec![one(&self.principal.id, None)],
+            (PrincipalKind::Agent, Some(operator)) => {
+                let agent = Some(self.principal.id.as_str());
+                let issuer = self.issuer.as_deref().filter(|issuer| issuer != operator);
+                std::iter::once(operator.as_str()).chain(issuer).map(|person| one(person, agent)).collect()
+            }
+            (PrincipalKind::Agent, None) | (PrincipalKind::Executor, _) => Vec::new(),
+        }
     }
 
     /// [`Actor::initiators`] of the work `work` it makes (`task:<id>`, `fact:<id>`, …).

@@ -482,7 +482,7 @@ impl Engine {
             PrincipalKind::Agent => Some(self.operator_of_token(actor, request.operated_by.as_deref()).await?),
             _ => None,
         };
-        let issued = self.mint_token(principal, &request.label, expires_at, operator.as_ref(), origin).await?;
+        let issued = self.mint_token(principal, &request.label, expires_at, operator.as_ref(), actor, origin).await?;
         Ok(AgentTokenOut {
             token: issued.token,
             token_id: issued.record.id,

@@ -49,6 +49,8 @@ enum TokenProblem {
     PrincipalDisabled,
     /// An agent's token that names no person operating it (made before tokens named one).
     NoOperator,
+    /// An agent's token whose operating person is disabled.
+    OperatorDisabled,
 }
 
 /// `401 invalid_token`, saying why and what to do.
@@ -66,6 +68,10 @@ fn invalid_token(problem: TokenProblem) -> EngineError {
         TokenProblem::NoOperator => (
             "no_operator",
             "an agent's token names the person who operates the agent, and this one names nobody: ask an operator for a new one (skill-core token create --agent KEY --for PERSON)",
+        ),
+        TokenProblem::OperatorDisabled => (
+            "operator_disabled",
+            "the person who operates the agent with it is disabled: ask an operator for a token operated by someone who may act",
         ),
     };
     EngineError::new(Class::Unauthenticated, "invalid_token", format!("the token is not valid: {why}"))
@@ -87,14 +93,21 @@ impl Engine {
         let credential = self.live_credential(&hash).await?;
         let token_id = credential.token.id.clone();
         // An agent acts for a person: a token that names nobody lets nobody in.
-        if credential.principal.kind == PrincipalKind::Agent && credential.token.operated_by.is_none() {
-            return Err(invalid_token(TokenProblem::NoOperator));
+        if credential.principal.kind == PrincipalKind::Agent {
+            if credential.token.operated_by.is_none() {
+                return Err(invalid_token(TokenProblem::NoOperator));
+            }
+            // An agent acts for its person only while that person may act.
+            if credential.operator_disabled {
+                return Err(invalid_token(TokenProblem::OperatorDisabled));
+            }
         }
         Ok(Actor::new(credential.principal, credential.grants)
             .with_allowance(credential.allowance)
             .by_token(hash)
             .with_token_id(token_id)
-            .operated_by(credential.token.operated_by))
+            .operated_by(credential.token.operated_by)
+            .issued_by(credential.token.issued_by))
     }
 
     /// `Ok` when `actor`'s credential still stands as it was read: what a request whose body came
@@ -231,7 +244,7 @@ impl Engine {
         for (permission, workspace_id) in grants {
             self.add_grant(&principal, &permission, workspace_id, origin).await?;
         }
-        self.mint_token(principal, &request.label, request.expires_at, operator.as_ref(), origin).await
+        self.mint_token(principal, &request.label, request.expires_at, operator.as_ref(), None, origin).await
     }
 
     /// A new token for `principal`, with its event.
@@ -241,10 +254,12 @@ impl Engine {
         label: &str,
         expires_at: Option<Time>,
         operator: Option<&Principal>,
+        issuer: Option<&Actor>,
         origin: &Origin,
     ) -> Result<IssuedToken> {
         check_token_terms(label, expires_at)?;
         let operator = operator.map(|person| person.id.clone());
+        let issuer = issuer.filter(|actor| actor.principal().kind == PrincipalKind::Person);
         let token = new_token();
         let record = AccessToken {
             id: self.new_id(),
@@ -255,11 +270,13 @@ impl Engine {
             expires_at,
             revoked_at: None,
             operated_by: operator,
+            issued_by: issuer.map(|actor| actor.id().to_owned()),
         };
         let created = TokenCreated {
             token_id: record.id.clone(),
             label: record.label.clone(),
             operated_by: record.operated_by.clone(),
+            issued_by: record.issued_by.clone(),
         };
         let event = self.event(format!("principal:{}", principal.id), &created, origin);
         self.store.create_token(&record, &event).await?;

@@ -202,6 +202,7 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (24, "call traces", include_str!("../migrations/sqlite/0024_call_traces.sql")),
     (25, "journal", include_str!("../migrations/sqlite/0025_journal.sql")),
     (26, "initiators", include_str!("../migrations/sqlite/0026_initiators.sql")),
+    (27, "fixed names", include_str!("../migrations/sqlite/0027_fixed_names.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -231,6 +232,7 @@ const POSTGRES_MIGRATIONS: Migrations = &[
     (25, "call traces", include_str!("../migrations/postgres/0025_call_traces.sql")),
     (26, "journal", include_str!("../migrations/postgres/0026_journal.sql")),
     (27, "initiators", include_str!("../migrations/postgres/0027_initiators.sql")),
+    (28, "fixed names", include_str!("../migrations/postgres/0028_fixed_names.sql")),
 ];
 
 fn migrator(migrations: Migrations) -> Migrator {

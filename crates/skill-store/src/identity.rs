@@ -66,7 +66,7 @@ macro_rules! select_principal {
 macro_rules! select_token {
     () => {
         "SELECT id AS token_id, principal_id, token_hash, label, created_at AS token_created_at, \
-         expires_at, revoked_at, operated_by FROM access_tokens"
+         expires_at, revoked_at, operated_by, issued_by FROM access_tokens"
     };
 }
 
@@ -128,7 +128,7 @@ macro_rules! identity_store {
                     let mut tx = self.write().await?;
                     sqlx::query(
                         "INSERT INTO access_tokens (id, principal_id, token_hash, label, created_at, expires_at, \
-                         revoked_at, operated_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                         revoked_at, operated_by, issued_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                     )
                     .bind(&t.id)
                     .bind(&t.principal_id)
@@ -138,6 +138,7 @@ macro_rules! identity_store {
                     .bind(t.expires_at)
                     .bind(t.revoked_at)
                     .bind(&t.operated_by)
+                    .bind(&t.issued_by)
                     .execute(&mut *tx)
                     .await?;
                     crate::events::commit!(tx, event);

@@ -177,6 +177,7 @@ mod tests {
                 expires_at: None,
                 revoked_at: None,
                 operated_by: None,
+                issued_by: None,
             },
             principal: Principal {
                 id: "p".into(),
@@ -188,6 +189,7 @@ mod tests {
             },
             grants: Vec::new(),
             allowance: None,
+            operator_disabled: false,
         }
     }
 

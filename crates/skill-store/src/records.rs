@@ -51,6 +51,8 @@ pub struct AccessToken {
     pub revoked_at: Option<Time>,
     /// For an agent's token, the person who operates the agent with it.
     pub operated_by: Option<String>,
+    /// The person who had the token issued through the API (none from the operator's command).
+    pub issued_by: Option<String>,
 }
 
 /// What a bearer token stands for: the token, its principal, the principal's grants and, for an
@@ -61,6 +63,8 @@ pub struct Credential {
     pub principal: Principal,
     pub grants: Vec<Grant>,
     pub allowance: Option<ExecutorAllowance>,
+    /// The token names a person operating its agent who is now disabled.
+    pub operator_disabled: bool,
 }
 
 /// What an executor principal may run (`principals.executor_allowance`), as the operator set it:

@@ -430,6 +430,10 @@ events! {
         /// For an agent's token, the person who operates the agent with it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         operated_by: Option<String>,
+        /// The person who had the token issued through the API (none from the operator's
+        /// command); of an agent's token, they count among the initiators of what it does.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        issued_by: Option<String>,
     }
 
     /// A token was revoked (`token:<id>`).

@@ -459,6 +459,7 @@ where
     );
 
     crate::journal::tamper_corpus(&copy, &trusted, reply, &scratch);
+    crate::journal::explain_corpus(&copy, reply, &scratch);
     std::fs::remove_dir_all(&scratch).expect("cleaned");
 }
 

@@ -85,7 +85,14 @@ async fn attacks(core: Core, label: &str) {
     let cy = token(&core.engine, "cy", DECIDER).await;
     let reader = token(&core.engine, "reader", &["facts.read@claims", "tasks.read@claims"]).await;
     // Who installs agents and issues their tokens, for the person who operates each.
-    let grants = ["org.manage", "skills.invoke", "claims.reply", "tasks.write@claims", "facts.write@claims"];
+    let grants = [
+        "org.manage",
+        "skills.invoke",
+        "claims.reply",
+        "tasks.write@claims",
+        "facts.write@claims",
+        "approvals.decide@claims",
+    ];
     let admin = token(&core.engine, "agent-admin", &grants).await;
     let (ana_id, bo_id) = (id_of(&core, "ana").await, id_of(&core, "bo").await);
 
@@ -161,6 +168,9 @@ async fn attacks(core: Core, label: &str) {
     let gates = core.get(&bo, &format!("/approvals?task={requested}")).await.ok(200).clone();
     let request_gate = gates["items"][0]["id"].as_str().expect("the request's gate").to_owned();
     refused(&core, &ana, &request_gate, &ana_id, "asked").await;
+    // 3b. …nor whoever had that token issued for ana: they held its secret, and count too.
+    let admin_id = id_of(&core, "agent-admin").await;
+    refused(&core, &admin, &request_gate, &admin_id, "asked").await;
 
     // 4. A gate asked for one call on a type whose approved outcome sends: it covers that call
     // only, and the type's outcome is not run.
@@ -214,6 +224,13 @@ async fn attacks(core: Core, label: &str) {
     assert!(explained.contains("set in motion: ana (") && explained.contains(") started instance:"), "{explained}");
     assert!(explained.contains("approved by bo"), "{explained}");
     assert!(explained.contains("the four-eyes rule holds"), "{explained}");
+
+    // An agent acts for its person only while that person may act: cy leaves, mailbot stops.
+    let disable = json!({"principal": "cy", "reason": "left"});
+    core.post(&admin, "/principals:disable", &disable).await.ok(200);
+    let stopped = core.get(&mail, "/facts?workspace=claims").await;
+    assert_eq!(stopped.status.as_u16(), 401, "{}", stopped.body);
+    assert_eq!(stopped.body["error"]["details"]["reason"].as_str(), Some("operator_disabled"), "{}", stopped.body);
 }
 
 /// `journal export` of `core`'s database, then `journal verify`: exit 0, no finding.

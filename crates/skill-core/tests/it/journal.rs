@@ -262,6 +262,35 @@ pub(crate) fn tamper_corpus(snapshot_dir: &Path, trusted: &Path, call: &str, scr
     assert_eq!(found, 7, "every change of the corpus was found");
 }
 
+/// `journal explain` of `call` on copies of `snapshot_dir` changed behind the journal's back:
+/// each change is said (exit 2), and the chain is told as the journal proves it, not as the
+/// database now has it.
+pub(crate) fn explain_corpus(snapshot_dir: &Path, call: &str, scratch: &Path) {
+    let explain = |name: &str, tamper: &dyn Fn(&Connection)| {
+        let copy = scratch.join(format!("explain-{name}"));
+        snapshot(snapshot_dir, &copy);
+        tamper(&open(&copy));
+        core(&["journal", "explain", "--db", &copy.display().to_string(), call])
+    };
+    // The reviewer renamed in the database: the name stays the one the journal proves.
+    let (code, out, err) = explain("renamed", &|db| {
+        db.execute("UPDATE principals SET name = 'mallory' WHERE name = 'dev-reviewer'", []).expect("renamed");
+    });
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("approved by dev-reviewer (") && !out.contains("mallory ("), "{out}");
+    assert!(err.contains("names it \"dev-reviewer\"") && err.contains("\"mallory\""), "{err}");
+    // The decision's payload changed without its entry: not read as the decision.
+    let (code, out, err) = explain("decision-changed", &|db| {
+        db.execute(
+            "UPDATE events SET data = json_set(data, '$.decidedBy', 'someone-else') WHERE kind = 'approval.decided'",
+            [],
+        )
+        .expect("changed");
+    });
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(!out.contains("someone-else") && err.contains("is not the one its digest commits to"), "{out}{err}");
+}
+
 /// Whoever holds only the database rewrites an entry, every stored hash and the checkpoints
 /// (deleting them all), then restarts the core: it reads back the checkpoint it sent outside,
 /// refuses to sign the rewritten tree, and leaves that checkpoint as it was. The audit commands

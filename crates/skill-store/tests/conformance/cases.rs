@@ -63,6 +63,7 @@ pub(crate) async fn tokens_are_found_by_hash_and_revoked_once(db: Db) {
         expires_at: None,
         revoked_at: None,
         operated_by: None,
+        issued_by: None,
     };
     db.store.create_token(&token, &event("token.created", "t")).await.expect("token");
     let found = db.store.credential(&"ab".repeat(32)).await.expect("found");
@@ -497,6 +498,7 @@ pub(crate) async fn an_executor_carries_what_it_was_allowed_and_its_claims_are_j
         expires_at: None,
         revoked_at: None,
         operated_by: None,
+        issued_by: None,
     };
     db.store.create_token(&token, &event("token.created", "t")).await.expect("token");
     assert_eq!(db.store.credential(&"ef".repeat(32)).await.expect("found").allowance, None, "nothing by default");

@@ -882,6 +882,7 @@ pub(crate) async fn no_initiator_decides_and_initiators_never_change(db: Db) {
         expires_at: None,
         revoked_at: None,
         operated_by: Some(operator.to_owned()),
+        issued_by: Some(bob.id.clone()),
     };
     let by_agent = db.store.create_token(&token(&agent.id), &event("token.created", "t")).await;
     assert_eq!(by_agent.expect_err("no person").kind(), ErrorKind::Refused("unknown_reference"));
@@ -889,4 +890,18 @@ pub(crate) async fn no_initiator_decides_and_initiators_never_change(db: Db) {
     db.store.create_token(&by_cy, &event("token.created", "t")).await.expect("operated by cy");
     let found = db.store.credential(&by_cy.token_hash).await.expect("found");
     assert_eq!(found.token.operated_by.as_deref(), Some(cy.id.as_str()));
+    assert_eq!(found.token.issued_by.as_deref(), Some(bob.id.as_str()), "who had it issued is kept");
+    assert!(!found.operator_disabled);
+    // Who had a token issued, and a principal's name and kind, never change by SQL either.
+    for sql in [
+        format!("UPDATE access_tokens SET issued_by = '{}' WHERE id = '{}'", cy.id, by_cy.id),
+        format!("UPDATE principals SET name = 'mallory' WHERE id = '{}'", cy.id),
+        format!("UPDATE principals SET kind = 'agent' WHERE id = '{}'", cy.id),
+    ] {
+        let changed = db.raw.execute(&sql).await.expect_err("refused").to_string();
+        assert!(changed.contains("work_immutable"), "{sql}: {changed}");
+    }
+    // The agent's token tells when the person operating it is disabled.
+    db.store.disable_principal(&cy.id, Utc::now(), &[], &[event("principal.disabled", "p")]).await.expect("off");
+    assert!(db.store.credential(&by_cy.token_hash).await.expect("found").operator_disabled, "cy is disabled");
 }
