@@ -16,6 +16,7 @@ mod edges;
 mod fault;
 mod fuzz;
 mod journal_fault;
+mod migrations;
 mod module_loops;
 mod postgres;
 mod processes_fault;
@@ -37,7 +38,8 @@ usage: cargo xtask <command>
 commands:
   ci       set up what the tests need, then check formatting, lints, crate boundaries and run every test
   tidy     only the structure checks: crate boundaries (external crates, and the workspace crates
-           each crate may use) and no import loop between the modules of a crate
+           each crate may use), no import loop between the modules of a crate, and the two
+           backends' migrations in parity (the same stems in the same order)
   setup    only set up what the tests need: a Python virtualenv and the Node.js packages of the
            test peers (the MCP SDKs), under target/
   test     set up, start a throwaway PostgreSQL, an S3-compatible server and ChromeDriver (Debian's
@@ -89,7 +91,7 @@ fn dispatch() -> Result<()> {
     let command = std::env::args().nth(1);
     match command.as_deref() {
         Some("ci") => ci(),
-        Some("tidy") => edges::check().and_then(|()| module_loops::check()),
+        Some("tidy") => edges::check().and_then(|()| module_loops::check()).and_then(|()| migrations::check()),
         Some("setup") => setup().map(|_| ()),
         Some("test") => {
             let peers = setup()?;
@@ -345,6 +347,7 @@ fn ci() -> Result<()> {
     run("lints", cargo().args(["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"]))?;
     edges::check()?;
     module_loops::check()?;
+    migrations::check()?;
     test(&peers, &["--workspace".to_owned(), "--quiet".to_owned()])?;
     println!("==> all checks passed in {:.0}s", started.elapsed().as_secs_f64());
     Ok(())

@@ -113,6 +113,7 @@ impl SqliteStore {
             .connect_with(connect.clone())
             .await
             .map_err(|error| opening(&path.display().to_string(), error))?;
+        renumbered(&writer).await.map_err(|error| opening(&path.display().to_string(), error))?;
         migrator(SQLITE_MIGRATIONS).run(&writer).await.map_err(migrating)?;
         let reader = SqlitePoolOptions::new()
             .max_connections(options.max_connections.max(1))
@@ -199,10 +200,11 @@ const SQLITE_MIGRATIONS: Migrations = &[
     (21, "processes", include_str!("../migrations/sqlite/0021_processes.sql")),
     (22, "decided writes", include_str!("../migrations/sqlite/0022_decided_writes.sql")),
     (23, "basis checks by kind", include_str!("../migrations/sqlite/0023_basis_checks_by_kind.sql")),
-    (24, "call traces", include_str!("../migrations/sqlite/0024_call_traces.sql")),
-    (25, "journal", include_str!("../migrations/sqlite/0025_journal.sql")),
-    (26, "initiators", include_str!("../migrations/sqlite/0026_initiators.sql")),
-    (27, "fixed names", include_str!("../migrations/sqlite/0027_fixed_names.sql")),
+    (24, "key changes heard", include_str!("../migrations/sqlite/0024_key_changes_heard.sql")),
+    (25, "call traces", include_str!("../migrations/sqlite/0025_call_traces.sql")),
+    (26, "journal", include_str!("../migrations/sqlite/0026_journal.sql")),
+    (27, "initiators", include_str!("../migrations/sqlite/0027_initiators.sql")),
+    (28, "fixed names", include_str!("../migrations/sqlite/0028_fixed_names.sql")),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (1, "catalog", include_str!("../migrations/postgres/0001_catalog.sql")),
@@ -245,6 +247,54 @@ fn migrator(migrations: Migrations) -> Migrator {
             })
             .collect(),
     )
+}
+
+/// The migration SQLite lacked until the two backends' migrations were put in parity: the
+/// migrations after it were numbered one lower then.
+const PARITY_FROM: i64 = 24;
+
+/// A SQLite database migrated before its migrations were numbered as PostgreSQL's, renumbered
+/// in one transaction: each migration from [`PARITY_FROM`] one higher, and the one it lacked
+/// recorded as applied (it does nothing on SQLite). A database of any other history is left as
+/// it is.
+async fn renumbered(writer: &sqlx::SqlitePool) -> Result<(), sqlx::Error> {
+    let mut tx = writer.begin().await?;
+    let history: Option<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+            .fetch_optional(&mut *tx)
+            .await?;
+    if history.is_none() {
+        return Ok(());
+    }
+    let old: Option<String> = sqlx::query_scalar("SELECT description FROM _sqlx_migrations WHERE version = $1")
+        .bind(PARITY_FROM)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if old.as_deref() != Some("call traces") {
+        return Ok(());
+    }
+    let missing = migrator(SQLITE_MIGRATIONS)
+        .iter()
+        .find(|migration| migration.version == PARITY_FROM)
+        .map(|migration| migration.checksum.to_vec())
+        .unwrap_or_default();
+    // Through negative numbers, so no two rows ever hold one version.
+    sqlx::query("UPDATE _sqlx_migrations SET version = -version - 1 WHERE version >= $1")
+        .bind(PARITY_FROM)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE _sqlx_migrations SET version = -version WHERE version < 0").execute(&mut *tx).await?;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES ($1, 'key changes heard', TRUE, $2, 0)",
+    )
+    .bind(PARITY_FROM)
+    .bind(missing)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    tracing::info!("the database's migrations were renumbered as PostgreSQL's");
+    Ok(())
 }
 
 fn opening(target: &str, error: sqlx::Error) -> StoreError {

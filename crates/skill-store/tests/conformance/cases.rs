@@ -27,6 +27,35 @@ pub(crate) async fn migrations_apply_once_and_reopen(db: Db) {
         "times survive the round trip to the microsecond"
     );
     again.ping().await.expect("answers");
+    // A SQLite database migrated while its migrations were numbered one lower from 24 (before
+    // the backends were in parity) is renumbered as it opens, and nothing applies twice.
+    if let crate::fixture::Raw::Sqlite(pool) = &db.raw {
+        for sql in [
+            "DELETE FROM _sqlx_migrations WHERE version = 24",
+            "UPDATE _sqlx_migrations SET version = -(version - 1) WHERE version > 24",
+            "UPDATE _sqlx_migrations SET version = -version WHERE version < 0",
+        ] {
+            sqlx::query(sql).execute(pool).await.expect("the older numbering");
+        }
+        let before: Vec<(i64, String)> =
+            sqlx::query_as("SELECT version, description FROM _sqlx_migrations WHERE version >= 24 ORDER BY version")
+                .fetch_all(pool)
+                .await
+                .expect("read");
+        assert_eq!(before[0], (24, "call traces".to_owned()), "{before:?}");
+        let renumbered = skill_store::open(&db.target, &StoreOptions::default()).await.expect("reopens");
+        assert_eq!(renumbered.principal(&first.id).await.expect("still there").name, "ana");
+        let after: Vec<(i64, String)> =
+            sqlx::query_as("SELECT version, description FROM _sqlx_migrations WHERE version >= 24 ORDER BY version")
+                .fetch_all(pool)
+                .await
+                .expect("read");
+        let shown: Vec<(i64, &str)> = after.iter().map(|(v, d)| (*v, d.as_str())).collect();
+        assert_eq!(
+            &shown[..5],
+            [(24, "key changes heard"), (25, "call traces"), (26, "journal"), (27, "initiators"), (28, "fixed names")]
+        );
+    }
 }
 
 pub(crate) async fn principals_have_unique_names(db: Db) {
