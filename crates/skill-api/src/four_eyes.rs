@@ -2,8 +2,9 @@
 //! who holds `approvals.decide` where the work is and who did not set that work in motion. The
 //! work's provenance — its initiators, fixed when it was made and carried along every chain
 //! (fact → rule → instance → task → approval) — says who set it in motion; an agent counts as the
-//! person operating it. [`may_decide`] is the rule; the engine (deciding, retrying, the claim's
-//! re-check, the console) and `journal verify` all call it, over the same facts.
+//! person operating it. [`may_decide`] is the rule; the engine (deciding, retrying, the list of
+//! approvals to decide, a process write's basis, the console) and `journal verify` and `explain`
+//! all call it, over the same facts.
 
 use serde::{Deserialize, Serialize};
 

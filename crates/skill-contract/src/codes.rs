@@ -749,7 +749,7 @@ pub const CODES: &[CodeInfo] = &[
         ToolExecutionFailure,
         No,
         "core",
-        "a waiting call was cancelled by the system: its basis is gone (the message says which: task_terminal, approval_withdrawn, gate_rejected, run_not_active, skill_disabled, execution_deadline, decider_disabled — the person who decided its approval was disabled, authority_disabled — the principal it was made for was disabled before it was claimed) or its authority was disabled",
+        "a waiting call was cancelled by the system: its basis is gone (the message says which: task_terminal, approval_withdrawn, gate_rejected, run_not_active, skill_disabled, execution_deadline, decider_disabled — the person who decided its approval was disabled, authority_disabled — the principal it was made for was disabled before it was claimed, operator_disabled — a person an agent asked for it for was disabled) or its authority was disabled",
     ),
     code("task_type_exists", ValidationError, No, "core", "this key@version of a task type is published already (409)"),
     code("invalid_task_type", ValidationError, No, "core", "a task type's field is malformed (422, `details.field`)"),

@@ -16,13 +16,16 @@ use serde_json::Value;
 use skill_api::events::{ApprovalDecided, ApprovalRequested};
 use skill_api::four_eyes;
 use skill_api::{HeldGrant, PrincipalKind};
+use skill_journal::audit::{Audit, Class};
 use skill_journal::entry::text_digest;
+use skill_journal::export::{ExportedCheckpoint, ExportedEntry};
 use skill_journal::{TlogProof, tree};
 use skill_store::LeafRow;
 use skill_store::Store;
 
 /// One entry of the journal as explain reads it: its head, and its payload where the entry's
-/// digest commits to it (`Null` when erased or changed).
+/// digest commits to it — else (erased, or changed) what the entry keeps in the clear, which
+/// holds everything explain reads but a person's name and free text.
 #[derive(Debug, Clone)]
 struct Entry {
     index: u64,
@@ -41,6 +44,8 @@ struct Head {
     at: String,
     #[serde(default)]
     data: String,
+    #[serde(default)]
+    clear: Value,
 }
 
 /// One link of the chain: what it is, and its entry.
@@ -49,13 +54,25 @@ struct Link {
     entry: Entry,
 }
 
-/// The journal read once: its entries by subject, the names its entries give principals, and
-/// what does not hold together.
+/// The journal read once: its entries by subject, the names its entries give principals, what
+/// does not hold together, and `journal verify`'s audit of the same entries.
 #[derive(Default)]
 struct Journal {
     by_subject: HashMap<String, Vec<Entry>>,
     names: HashMap<String, String>,
     findings: Vec<String>,
+    audit: Audit,
+}
+
+/// What explain found of the record as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Record {
+    /// It holds together and every write in it stood on a valid basis.
+    Holds,
+    /// An entry, a payload, the tree or a name in the database does not hold together.
+    Tampered,
+    /// It holds together, but a write in it broke a rule (as `journal verify` says).
+    RuleBroken,
 }
 
 impl Journal {
@@ -75,28 +92,27 @@ impl Journal {
 
     fn take(&mut self, row: LeafRow) {
         let index = row.index;
-        if row.hash.is_some_and(|stored| stored != tree::leaf_hash(row.entry.as_bytes())) {
-            self.findings
-                .push(format!("the entry at index {index} does not hash to the leaf stored when it was written"));
-        }
-        let Ok(head) = serde_json::from_str::<Head>(&row.entry) else {
-            self.findings.push(format!("the entry at index {index} does not read"));
-            return;
+        let exported = ExportedEntry {
+            index,
+            entry: row.entry.clone(),
+            leaf_hash: row.hash,
+            payload: row.payload.clone(),
+            salt: row.salt.clone(),
         };
+        // What does not hold together (a changed entry or payload, a gap) the audit finds.
+        self.audit.entry(&exported);
+        let Ok(head) = serde_json::from_str::<Head>(&row.entry) else { return };
         let data = match (&row.payload, &row.salt) {
             (Some(payload), Some(salt)) => {
                 let digest = <[u8; 16]>::try_from(salt.as_slice()).map(|salt| text_digest(&salt, payload));
                 if digest.ok().as_deref() == Some(head.data.as_str()) {
-                    serde_json::from_str(payload).unwrap_or(Value::Null)
+                    serde_json::from_str(payload).unwrap_or_else(|_| head.clear.clone())
                 } else {
-                    self.findings.push(format!(
-                        "the payload of the entry at index {index} ({}) is not the one its digest commits to",
-                        head.kind
-                    ));
-                    Value::Null
+                    head.clear.clone()
                 }
             }
-            _ => Value::Null,
+            // Erased: what the entry keeps in the clear.
+            _ => head.clear.clone(),
         };
         match head.kind.as_str() {
             "principal.created" => {
@@ -130,13 +146,16 @@ impl Journal {
         let stored = store.principal(id).await.ok().map(|principal| principal.name);
         match (self.names.get(id), stored) {
             (Some(proven), Some(stored)) if *proven != stored => {
-                self.findings.push(format!(
+                let finding = format!(
                     "the database names the principal {id} {stored:?}, but the entry that created it names it {proven:?}"
-                ));
+                );
+                if !self.findings.contains(&finding) {
+                    self.findings.push(finding);
+                }
                 format!("{proven} ({id})")
             }
             (Some(proven), _) => format!("{proven} ({id})"),
-            (None, Some(stored)) => format!("{stored} ({id}; no entry names it)"),
+            (None, Some(stored)) => format!("{stored} ({id}; the database's name: no entry of the journal proves it)"),
             (None, None) => id.to_owned(),
         }
     }
@@ -146,9 +165,10 @@ fn text<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// Prints the chain of the write `invocation`; `false` when the journal or the database does
-/// not hold together where the chain reads it (said on stderr).
-pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Path>) -> Result<bool> {
+/// Prints the chain of the write `invocation`, then what is wrong with the record, on stderr:
+/// what `journal verify` finds in the same entries (against the latest checkpoint), and a name
+/// the database gives otherwise than the journal.
+pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Path>) -> Result<Record> {
     let mut journal = Journal::read(store).await?;
     let subject = format!("skill_invocation:{invocation}");
     let Some(call) = journal.find(&subject, "skill.invocation_requested").cloned() else {
@@ -238,7 +258,7 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
         };
         println!("  index {index}: {} ({}){shown}", link.entry.kind, link.name);
     }
-    match latest {
+    match &latest {
         Some(latest) => println!(
             "in the checkpoint of {} entries signed {}; key {}",
             latest.size,
@@ -247,14 +267,37 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
         ),
         None => println!("the journal has no signed checkpoint yet"),
     }
-    if journal.findings.is_empty() {
-        return Ok(true);
+    let checkpoints: Vec<ExportedCheckpoint> = latest
+        .iter()
+        .map(|latest| ExportedCheckpoint {
+            size: latest.size,
+            signed_at: latest.signed_at.to_rfc3339(),
+            note: latest.note.clone(),
+        })
+        .collect();
+    let key = match &latest {
+        Some(latest) => skill_journal::Verifier::parse(&latest.key).context("the latest checkpoint's key")?,
+        // Nothing signed: the rules are checked all the same.
+        None => skill_journal::Signer::generate("explain").context("a key")?.verifier(),
+    };
+    let report = std::mem::take(&mut journal.audit).finish(&key, &checkpoints, None);
+    // A name the database gives otherwise is a record that does not hold together.
+    let mut record = if journal.findings.is_empty() { Record::Holds } else { Record::Tampered };
+    for finding in &report.findings {
+        let at = finding.index.map(|index| format!("index {index}: ")).unwrap_or_default();
+        journal.findings.push(format!("{at}{} ({})", finding.message, finding.code));
+        record = match (record, finding.class) {
+            (Record::Tampered, _) | (_, Class::Tampered) => Record::Tampered,
+            _ => Record::RuleBroken,
+        };
     }
-    eprintln!("the record does not hold together:");
-    for finding in &journal.findings {
-        eprintln!("  {finding}");
+    if record != Record::Holds {
+        eprintln!("the record does not hold together, or a write in it broke a rule (as journal verify finds):");
+        for finding in &journal.findings {
+            eprintln!("  {finding}");
+        }
     }
-    Ok(false)
+    Ok(record)
 }
 
 /// The request and decision of the approval `approval`, printed and added to `chain`.

@@ -139,8 +139,11 @@ pub(crate) async fn run(command: JournalCommand) -> Result<std::process::ExitCod
         JournalCommand::Verify { dir, trust, key } => verify(&dir, trust.as_deref(), key.as_deref()),
         JournalCommand::Explain { db, invocation, out } => {
             let store = audited(&db).await?;
-            let holds = crate::explain::explain(&*store, &invocation, out.as_deref()).await?;
-            Ok(if holds { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::from(TAMPERED) })
+            Ok(match crate::explain::explain(&*store, &invocation, out.as_deref()).await? {
+                crate::explain::Record::Holds => std::process::ExitCode::SUCCESS,
+                crate::explain::Record::Tampered => std::process::ExitCode::from(TAMPERED),
+                crate::explain::Record::RuleBroken => std::process::ExitCode::from(RULE_BROKEN),
+            })
         }
     }
 }

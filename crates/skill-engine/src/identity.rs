@@ -51,6 +51,8 @@ enum TokenProblem {
     NoOperator,
     /// An agent's token whose operating person is disabled.
     OperatorDisabled,
+    /// A token whose issuing person is disabled.
+    IssuerDisabled,
 }
 
 /// `401 invalid_token`, saying why and what to do.
@@ -73,6 +75,9 @@ fn invalid_token(problem: TokenProblem) -> EngineError {
             "operator_disabled",
             "the person who operates the agent with it is disabled: ask an operator for a token operated by someone who may act",
         ),
+        TokenProblem::IssuerDisabled => {
+            ("issuer_disabled", "the person who had it issued is disabled: ask an operator for a new one")
+        }
     };
     EngineError::new(Class::Unauthenticated, "invalid_token", format!("the token is not valid: {why}"))
         .with("reason", reason)
@@ -101,6 +106,10 @@ impl Engine {
             if credential.operator_disabled {
                 return Err(invalid_token(TokenProblem::OperatorDisabled));
             }
+        }
+        // Whoever had a token issued held its secret: it stops with them.
+        if credential.issuer_disabled {
+            return Err(invalid_token(TokenProblem::IssuerDisabled));
         }
         Ok(Actor::new(credential.principal, credential.grants)
             .with_allowance(credential.allowance)
@@ -150,10 +159,20 @@ impl Engine {
     /// `invalid_token` when `actor`'s principal was disabled since it was authenticated: what a
     /// long wait checks before it answers.
     pub(crate) async fn still_enabled(&self, actor: &Actor) -> Result<()> {
-        match self.store.principal(actor.id()).await?.disabled_at {
-            Some(_) => Err(invalid_token(TokenProblem::PrincipalDisabled)),
-            None => Ok(()),
+        if self.store.principal(actor.id()).await?.disabled_at.is_some() {
+            return Err(invalid_token(TokenProblem::PrincipalDisabled));
         }
+        // An agent's token stops with the person operating it, and with whoever had it issued.
+        for (person, problem) in
+            [(actor.operator(), TokenProblem::OperatorDisabled), (actor.issuer(), TokenProblem::IssuerDisabled)]
+        {
+            if let Some(person) = person
+                && self.store.principal(person).await?.disabled_at.is_some()
+            {
+                return Err(invalid_token(problem));
+            }
+        }
+        Ok(())
     }
 
     /// The credential behind a token's hash while it may act: `invalid_token` when it is unknown,

@@ -298,6 +298,10 @@ impl Engine {
             task_id: call.task_id.clone(),
             run_id: call.run_id.clone(),
             authorization_basis: basis.clone(),
+            initiators: match actor.principal().kind {
+                skill_api::PrincipalKind::Agent => actor.initiators(skill_api::InitiatorRole::Asked),
+                _ => Vec::new(),
+            },
         };
         let event = self.event(format!("skill_invocation:{}", call.id), &requested, &Origin::of(actor, request_id));
         Ok((call, event, basis))

@@ -609,11 +609,14 @@ impl Engine {
                 let approval = self.store.approval(&request.approval_id).await?;
                 let task = self.store.task(&request.task_id).await?;
                 let agent = self.store.principal(&request.agent_principal_id).await?;
-                // Nobody can decide it any more: its task was closed, or its agent disabled.
+                // Nobody can decide it any more: its task was closed, its agent disabled, or the
+                // person it acted for (or who had its token issued) disabled.
                 let gone = if task.status.is_terminal() {
                     Some("task_closed")
                 } else if agent.disabled_at.is_some() {
                     Some("principal_disabled")
+                } else if self.operator_disabled(request).await? {
+                    Some("operator_disabled")
                 } else {
                     None
                 };
@@ -682,6 +685,12 @@ impl Engine {
         {
             let (changes, events) =
                 self.close_request(request, None, RequestStatus::Failed, None, "decider_disabled", &system).await?;
+            return written(self.store.write_work(&changes, &events).await);
+        }
+        // Nor a request whose agent acted for a person disabled since.
+        if self.operator_disabled(request).await? {
+            let (changes, events) =
+                self.close_request(request, None, RequestStatus::Failed, None, "operator_disabled", &system).await?;
             return written(self.store.write_work(&changes, &events).await);
         }
         let skill = self.store.skill(&request.skill_id).await?.skill;
@@ -790,6 +799,42 @@ impl Engine {
         changes.push(WorkChange::UpdateRequest(next));
         tracing::info!(request = %request.id, status = %status, reason, "a request ended");
         Ok((changes, events))
+    }
+
+    /// Withdraws the pending requests an agent made for `person` (its operator, or who had its
+    /// token issued), now disabled: nobody decides them any more. A request this misses (the
+    /// core stopped first) is withdrawn by the request worker, and never called.
+    pub(crate) async fn withdraw_requests_for(&self, person: &str) -> Result<usize> {
+        let system = Origin::default();
+        let mut withdrawn = 0;
+        for request in self.store.open_agent_requests(i64::from(u16::MAX)).await? {
+            let acted_for = request.initiators.iter().any(|i| i.agent.is_some() && i.person == person);
+            if request.status != RequestStatus::Pending || !acted_for {
+                continue;
+            }
+            let approval = self.store.approval(&request.approval_id).await?;
+            if approval.status != ApprovalStatus::Pending {
+                continue;
+            }
+            let (changes, events) = self
+                .close_request(&request, Some(&approval), RequestStatus::Withdrawn, None, "operator_disabled", &system)
+                .await?;
+            if written(self.store.write_work(&changes, &events).await)? {
+                withdrawn += 1;
+            }
+        }
+        Ok(withdrawn)
+    }
+
+    /// Whether a person the request's agent acted for — its operator, or who had its token
+    /// issued — is disabled now.
+    async fn operator_disabled(&self, request: &AgentRequestRecord) -> Result<bool> {
+        for initiator in request.initiators.iter().filter(|initiator| initiator.agent.is_some()) {
+            if self.store.principal(&initiator.person).await?.disabled_at.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The agent whose principal is `id`, with its grants as they are now; `principal_disabled`

@@ -94,6 +94,15 @@ fn refuse(status: StatusCode, code: &str, message: String) -> Response {
     response
 }
 
+/// `401` for a token the engine refused, with its `details` (`reason`: why, as the API says it).
+fn unauthenticated(error: &skill_engine::EngineError) -> Response {
+    let body = json!({"error": {"code": error.code, "message": error.message, "retryable": false,
+                                "details": error.details}});
+    let mut response = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
 /// Whether the request says its body is JSON (`application/json`, any parameters).
 fn is_json(headers: &axum::http::HeaderMap) -> bool {
     headers
@@ -170,7 +179,14 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
             if let Some(actor) = current
                 && let Err(error) = guard.engine.still_holds(&actor).await
             {
-                return refuse(StatusCode::UNAUTHORIZED, "invalid_token", error.message.clone());
+                if error.class != skill_engine::Class::Unauthenticated {
+                    return refuse(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "unavailable",
+                        "the core cannot check the token now; retry".to_owned(),
+                    );
+                }
+                return unauthenticated(&error);
             }
             if let Some(refusal) = screen::screen(&bytes) {
                 let status = if refusal.is_malformed() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
@@ -224,9 +240,7 @@ pub(crate) async fn check(State(guard): State<Guard>, mut request: Request, next
                 _ => answer,
             }
         }
-        Err(error) if error.class == skill_engine::Class::Unauthenticated => {
-            refuse(StatusCode::UNAUTHORIZED, error.code, error.message)
-        }
+        Err(error) if error.class == skill_engine::Class::Unauthenticated => unauthenticated(&error),
         Err(error) => {
             tracing::warn!(error = %error.message, "authenticating an MCP request failed");
             refuse(

@@ -363,6 +363,8 @@ struct Requested {
     side_effects: Option<String>,
     skill_id: Option<String>,
     authorization_basis: Option<BasisView>,
+    /// The persons behind an agent that made the call.
+    initiators: Vec<Initiator>,
 }
 
 /// A call's basis, every kind's fields.
@@ -485,6 +487,18 @@ impl Rules {
                 write.basis_index = Some(decision_at);
                 write.decided_by.clone_from(&decision.decided_by);
                 self.four_eyes(at, id, report);
+                if let Some(maker) =
+                    requested.initiators.iter().find(|i| Some(&i.person) == decision.decided_by.as_ref())
+                {
+                    report.findings.push(broken(
+                        at,
+                        "decider_is_initiator",
+                        format!(
+                            "the external write at index {at} stands on the approval {id}, decided at index {decision_at} by the person who made the call: {}",
+                            four_eyes::how(maker, &str::to_owned)
+                        ),
+                    ));
+                }
                 if decision.outcome.as_deref() != Some("approved") {
                     report.findings.push(broken(
                         at,
@@ -909,6 +923,13 @@ mod tests {
         assert_eq!(
             codes(&check(&[old, decided("rui", "approved"), write("c-1", by_approval("rui"))])),
             vec![(Some(2), "decision_unproven")]
+        );
+        // The decider made the call through an agent's token they operate: the rule refuses it.
+        let mut made_by_rui = write("c-1", by_approval("rui"));
+        made_by_rui.2["initiators"] = json!([{"person": "rui", "role": "asked", "agent": "bot", "via": []}]);
+        assert_eq!(
+            codes(&check(&[asked("ana"), decided("rui", "approved"), made_by_rui])),
+            vec![(Some(2), "decider_is_initiator")]
         );
         // Organisation-wide, the permission holds in every workspace; the rule still refuses an initiator.
         let everywhere = decided_as("eve", "approved", "person", &json!(["approvals.decide"]));

@@ -246,7 +246,7 @@ const UPDATE_SESSION: &str = "UPDATE executor_sessions SET status = $3, heartbea
 /// call, its task open with a pending gate and none rejected, its run running, no approved
 /// gate's decider disabled; `recheck` in skill-engine's `work/basis.rs`).
 macro_rules! claimable_sql {
-    ($each:literal, $approval:literal, $kind:literal, $instance:literal, $activity:literal, $lock:literal) => {
+    ($each:literal, $approval:literal, $kind:literal, $instance:literal, $activity:literal, $operators:literal, $lock:literal) => {
         concat!(
             "SELECT ",
             $crate::invocations::invocation_columns!(),
@@ -281,7 +281,12 @@ macro_rules! claimable_sql {
             $activity,
             ") END AS basis_activity_status, \
              (SELECT count(*) FROM principals ap WHERE ap.id = i.authority_principal_id \
-               AND ap.disabled_at IS NOT NULL) AS basis_authority_disabled \
+               AND ap.disabled_at IS NOT NULL) AS basis_authority_disabled, \
+             CASE WHEN ",
+            $kind,
+            " = 'approval' THEN ",
+            $operators,
+            " ELSE 0 END AS basis_operator_disabled \
              FROM skill_invocations i JOIN (SELECT id AS skill_ref, status AS skill_state, \
                side_effects AS skill_effects, name AS skill_name, version AS skill_version FROM skills \
                WHERE contract IS NOT NULL) s \

@@ -190,6 +190,7 @@ mod tests {
             grants: Vec::new(),
             allowance: None,
             operator_disabled: false,
+            issuer_disabled: false,
         }
     }
 

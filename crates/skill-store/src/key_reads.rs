@@ -34,9 +34,10 @@ pub(crate) const CREDENTIAL: &str = "SELECT t.id AS token_id, t.principal_id, t.
      t.created_at AS token_created_at, t.expires_at, t.revoked_at, p.id, p.kind, p.name, \
      p.display_name, p.created_at, p.disabled_at, g.id AS grant_id, g.workspace_id, \
      g.permission, g.created_at AS grant_created_at, p.executor_allowance, t.operated_by, t.issued_by, \
-     o.disabled_at IS NOT NULL AS operator_disabled \
+     o.disabled_at IS NOT NULL AS operator_disabled, i.disabled_at IS NOT NULL AS issuer_disabled \
      FROM access_tokens t JOIN principals p ON p.id = t.principal_id \
      LEFT JOIN principals o ON o.id = t.operated_by \
+     LEFT JOIN principals i ON i.id = t.issued_by \
      LEFT JOIN grants g ON g.principal_id = p.id \
      WHERE t.token_hash = $1 ORDER BY g.permission, g.workspace_id";
 pub(crate) const SKILL_BY_ID: &str = concat!(select_skill!(), " WHERE s.id = $1");
@@ -78,6 +79,7 @@ impl KeyReads for PgStore {
                 grants,
                 allowance: allowance.map(|Json(allowance)| allowance),
                 operator_disabled: first.try_get("operator_disabled")?,
+                issuer_disabled: first.try_get("issuer_disabled")?,
             };
             self.keys.keep_credential(generation, hash, &credential);
             Ok(credential)

@@ -65,6 +65,8 @@ pub struct Credential {
     pub allowance: Option<ExecutorAllowance>,
     /// The token names a person operating its agent who is now disabled.
     pub operator_disabled: bool,
+    /// The person who had the token issued is now disabled.
+    pub issuer_disabled: bool,
 }
 
 /// What an executor principal may run (`principals.executor_allowance`), as the operator set it:

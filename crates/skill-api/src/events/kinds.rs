@@ -316,6 +316,10 @@ events! {
         run_id: Option<String>,
         /// Why it may write to the outside world; none when it does not write.
         authorization_basis: Option<Basis>,
+        /// The persons behind the caller (an agent's operator, and who had its token issued):
+        /// none of them decided the approval its write stands on.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        initiators: Vec<crate::Initiator>,
     }
 
     /// An executor took a call, with a lease (`skill_invocation:<id>`).

@@ -172,6 +172,26 @@ async fn attacks(core: Core, label: &str) {
     let admin_id = id_of(&core, "agent-admin").await;
     refused(&core, &admin, &request_gate, &admin_id, "asked").await;
 
+    // 3c. The person who decides an agent's one-call gate does not make that call through a token
+    // of the agent they had issued: refused; the agent's own operator's token makes it.
+    let handling = skill_api::AgentTokenRequest { operated_by: Some("ana".into()), ..Default::default() };
+    let by_ana = core.engine.issue_agent_token(None, "claims-handling", &handling, &Default::default()).await;
+    let by_ana = by_ana.expect("a token for ana").token;
+    core.post(&core.admin, "/task-types", &json!({"key": "plain", "version": "1"})).await.ok(201);
+    let body = json!({"workspace": "claims", "taskType": "plain@1", "title": "A claim to answer"});
+    let made = core.post(&ana, "/tasks", &body).await.ok(201)["id"].as_str().expect("a task").to_owned();
+    let inputs = json!({"claim": "C-maker", "comment": "Sent once."});
+    let asked = json!({"taskId": made, "call": {"skill": "claim.send_reply@1", "inputs": inputs}});
+    let one_call = core.post(&by_ana, "/approvals", &asked).await.ok(201)["id"].as_str().expect("a gate").to_owned();
+    assert_eq!(decide(&core, &admin, &one_call, "Send it.").await.0, 200, "admin set none of it in motion");
+    let own = core.post(&admin, "/agents/claims-handling/tokens", &json!({"operatedBy": "bo"})).await.ok(201).clone();
+    let own = own["token"].as_str().expect("a token").to_owned();
+    let call = json!({"inputs": inputs, "idempotencyKey": "k-maker", "taskId": made, "approvalId": one_call});
+    let refused = core.post(&own, "/skills/claim.send_reply@1:invoke", &call).await;
+    assert_eq!(refused.status.as_u16(), 403, "{}", refused.body);
+    assert_eq!(refused.body["error"]["details"]["reason"].as_str(), Some("decider_is_initiator"), "{}", refused.body);
+    core.post(&by_ana, "/skills/claim.send_reply@1:invoke", &call).await.ok(201);
+
     // 4. A gate asked for one call on a type whose approved outcome sends: it covers that call
     // only, and the type's outcome is not run.
     let body = json!({"workspace": "claims", "taskType": "claim-reply@1", "title": "A claim",
@@ -205,7 +225,7 @@ async fn attacks(core: Core, label: &str) {
     for _ in 0..200 {
         written = outbox(&sent);
         let claims: Vec<&str> = written.iter().map(|(claim, _)| claim.as_str()).collect();
-        if ["C-started", "C-sent", "C-agent", "C-asked"].iter().all(|claim| claims.contains(claim)) {
+        if ["C-started", "C-sent", "C-agent", "C-asked", "C-maker"].iter().all(|claim| claims.contains(claim)) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -213,6 +233,7 @@ async fn attacks(core: Core, label: &str) {
     assert!(written.contains(&("C-sent".to_owned(), "Sent by cy.".to_owned())), "{written:?}");
     assert!(written.contains(&("C-agent".to_owned(), "Sent by ana.".to_owned())), "{written:?}");
     assert!(written.iter().any(|(claim, _)| claim == "C-asked"), "{written:?}");
+    assert_eq!(written.iter().filter(|(claim, _)| claim == "C-maker").count(), 1, "{written:?}");
     assert!(!written.iter().any(|(claim, _)| claim == "C-call"), "{written:?}");
 
     // The journal agrees: every write stood on a second person's decision, and says who set the
@@ -225,12 +246,35 @@ async fn attacks(core: Core, label: &str) {
     assert!(explained.contains("approved by bo"), "{explained}");
     assert!(explained.contains("the four-eyes rule holds"), "{explained}");
 
-    // An agent acts for its person only while that person may act: cy leaves, mailbot stops.
+    // An agent acts for its person only while that person may act: cy leaves, mailbot stops, and
+    // the request cy's desk agent made waits for nobody (withdrawn, never decided, never sent).
+    let desk_cy = core.post(&admin, "/agents/claims-desk/tokens", &json!({"operatedBy": "cy"})).await.ok(201).clone();
+    let desk_cy = desk_cy["token"].as_str().expect("a token").to_owned();
+    let left_task = crate::gateway::request_write(&core, &desk_cy, "C-left").await;
+    let gates = core.get(&bo, &format!("/approvals?task={left_task}")).await.ok(200).clone();
+    let left_gate = gates["items"][0]["id"].as_str().expect("the request's gate").to_owned();
     let disable = json!({"principal": "cy", "reason": "left"});
     core.post(&admin, "/principals:disable", &disable).await.ok(200);
-    let stopped = core.get(&mail, "/facts?workspace=claims").await;
-    assert_eq!(stopped.status.as_u16(), 401, "{}", stopped.body);
-    assert_eq!(stopped.body["error"]["details"]["reason"].as_str(), Some("operator_disabled"), "{}", stopped.body);
+    for token in [&mail, &desk_cy] {
+        let stopped = core.get(token, "/facts?workspace=claims").await;
+        assert_eq!(stopped.status.as_u16(), 401, "{}", stopped.body);
+        assert_eq!(stopped.body["error"]["details"]["reason"].as_str(), Some("operator_disabled"), "{}", stopped.body);
+    }
+    let (status, said) = crate::gateway::rpc(&core, &desk_cy, "tools/list", "", json!({}), false).await;
+    assert_eq!((status, said["error"]["details"]["reason"].as_str()), (401, Some("operator_disabled")), "{said}");
+    let left = core.get(&bo, &format!("/approvals/{left_gate}")).await.ok(200).clone();
+    assert_eq!(left["status"].as_str(), Some("withdrawn"), "{left}");
+    assert_ne!(decide(&core, &bo, &left_gate, "Too late.").await.0, 200);
+    // A token stops with whoever had it issued, too.
+    let issuer = token(&core.engine, "desk-admin", &["org.manage", "skills.invoke", "claims.reply"]).await;
+    let issued = core.post(&issuer, "/agents/claims-desk/tokens", &json!({"operatedBy": "bo"})).await.ok(201).clone();
+    let issued = issued["token"].as_str().expect("a token").to_owned();
+    core.get(&issued, "/facts?workspace=claims").await.refused(403, "permission_denied");
+    core.post(&admin, "/principals:disable", &json!({"principal": "desk-admin", "reason": "left"})).await.ok(200);
+    let stopped = core.get(&issued, "/facts?workspace=claims").await;
+    assert_eq!(stopped.body["error"]["details"]["reason"].as_str(), Some("issuer_disabled"), "{}", stopped.body);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!outbox(&sent).iter().any(|(claim, _)| claim == "C-left"), "{:?}", outbox(&sent));
 }
 
 /// `journal export` of `core`'s database, then `journal verify`: exit 0, no finding.

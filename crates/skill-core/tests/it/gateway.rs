@@ -18,7 +18,14 @@ const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// One JSON-RPC request to `/mcp` as `token`; the response's message (the last `data:` line of an
 /// event stream, or the JSON body), with the HTTP status.
-async fn rpc(core: &Core, token: &str, method: &str, name: &str, params: Value, tasks: bool) -> (u16, Value) {
+pub(crate) async fn rpc(
+    core: &Core,
+    token: &str,
+    method: &str,
+    name: &str,
+    params: Value,
+    tasks: bool,
+) -> (u16, Value) {
     rpc_at(&core.http, core.base.trim_end_matches("/api/v1"), token, method, name, params, tasks).await
 }
 

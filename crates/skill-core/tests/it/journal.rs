@@ -289,6 +289,37 @@ pub(crate) fn explain_corpus(snapshot_dir: &Path, call: &str, scratch: &Path) {
     });
     assert_eq!(code, 2, "{out}{err}");
     assert!(!out.contains("someone-else") && err.contains("is not the one its digest commits to"), "{out}{err}");
+    assert!(out.contains("approved by dev-reviewer ("), "the decision as its entry keeps it: {out}");
+    // Payloads erased (as erasure does): the chain is read from what the entries keep in the
+    // clear; a name whose entry is erased is the database's, and said to be unproven.
+    let (code, out, err) = explain("erased", &|db| {
+        db.execute(
+            "UPDATE events SET data = '{}', salt = NULL WHERE kind IN ('skill.invocation_requested', \
+             'approval.decided', 'approval.requested', 'principal.created')",
+            [],
+        )
+        .expect("erased");
+    });
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("claim.send_reply@1, an external write"), "{out}");
+    assert!(out.contains("approved by dev-reviewer (") && out.contains("no entry of the journal proves it"), "{out}");
+    assert!(out.contains("the four-eyes rule holds"), "{out}");
+    // The decider rewritten in the entry, every hash made again: the tree no longer has the
+    // signed checkpoint's root, as journal verify finds.
+    let (code, out, err) = explain("decider-rewritten", &|db| {
+        let basis: String = db
+            .query_row(
+                "SELECT json_extract(data, '$.authorizationBasis.approvalId') FROM events WHERE kind = ?1 AND subject = ?2",
+                ["skill.invocation_requested", &format!("skill_invocation:{call}")],
+                |row| row.get(0),
+            )
+            .expect("the call's approval");
+        let decision = index_of(db, "approval.decided", &format!("approval:{basis}"));
+        rewrite(db, decision, |value| value["decidedBy"] = serde_json::Value::String("someone-else".into()));
+        rehash(db);
+    });
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("root_mismatch") || err.contains("basis_decider_mismatch"), "{err}");
 }
 
 /// Whoever holds only the database rewrites an entry, every stored hash and the checkpoints

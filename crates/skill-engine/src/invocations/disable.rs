@@ -1,11 +1,12 @@
 //! Disabling a principal (`org.manage`), in one transaction: its tokens stop working at once
-//! (every request reads the principal), the pending and running calls it is the authority of are
-//! cancelled (`basis_revoked`, the reason as the message), so are the pending calls that stand
-//! on a decision it took — an approval it decided, a task's gate it approved — (`decider_disabled`;
-//! a claim re-checks the same, so a call queued meanwhile is not made either), and the running
-//! calls it executes for
-//! others go back to the queue as a retryable failure with the reason as the code (or fail, when
-//! no attempt remains).
+//! (every request reads the principal), and so do the agent tokens a disabled person operates or
+//! had issued; the pending and running calls it is the authority of are cancelled
+//! (`basis_revoked`, the reason as the message), so are the pending calls that stand on a
+//! decision it took — an approval it decided, a task's gate it approved — (`decider_disabled`; a
+//! claim re-checks the same, so a call queued meanwhile is not made either), and the running calls
+//! it executes for others go back to the queue as a retryable failure with the reason as the code
+//! (or fail, when no attempt remains). Just after, the requests agents made for a disabled person
+//! are withdrawn (`operator_disabled`).
 
 use skill_api::events::PrincipalDisabled;
 use skill_api::{CallStatus, DisableOut, DisableRequest, LostBasis};
@@ -91,6 +92,9 @@ impl Engine {
                 Ok(()) => {
                     if !returned.is_empty() {
                         self.ready.notify_one();
+                    }
+                    if principal.kind == skill_api::PrincipalKind::Person {
+                        self.withdraw_requests_for(&principal.id).await?;
                     }
                     return Ok(DisableOut {
                         principal_id: principal.id,

@@ -423,6 +423,17 @@ impl Engine {
         if !covered {
             return Err(self.does_not_cover(&approval, skill).await?);
         }
+        // Whoever makes the call sets the write in motion too: never the person who decided it
+        // (through an agent's token they operate or had issued).
+        let decider = approval.decided_by.as_deref().unwrap_or_default();
+        if actor.initiators(skill_api::InitiatorRole::Asked).iter().any(|initiator| initiator.person == decider) {
+            return Err(unauthorized(
+                skill,
+                Some(approval_id),
+                "decider_is_initiator",
+                "the person who decided the approval does not make its call too: a second person decides what another makes",
+            ));
+        }
         Ok(approval_basis(&approval, 0))
     }
 
@@ -483,6 +494,8 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
             Obstacle::Cancel(LostBasis::ApprovalWithdrawn)
         }
         Some(Basis::Approval { .. }) if state.decider_disabled => Obstacle::Cancel(LostBasis::DeciderDisabled),
+        // An agent acts for its person only while that person may act.
+        Some(Basis::Approval { .. }) if state.operator_disabled => Obstacle::Cancel(LostBasis::OperatorDisabled),
         Some(Basis::Approval { .. }) => Obstacle::None,
         Some(Basis::Process { .. }) => match (state.instance_status, state.activity_status) {
             (Some(skill_api::InstanceStatus::Running), Some(skill_api::StepStatus::Open))
@@ -564,6 +577,7 @@ pub(crate) mod tests {
             instance_status: None,
             activity_status: None,
             authority_disabled: false,
+            operator_disabled: false,
         }
     }
 
@@ -601,8 +615,10 @@ pub(crate) mod tests {
         }
         let approved = state("open", Some("approved"), None, &[], "active");
         assert_eq!(recheck(&approval, &approved), Obstacle::None);
-        let disowned = BasisState { decider_disabled: true, ..approved };
+        let disowned = BasisState { decider_disabled: true, ..approved.clone() };
         assert_eq!(recheck(&approval, &disowned), Obstacle::Cancel(LostBasis::DeciderDisabled));
+        let operator_gone = BasisState { operator_disabled: true, ..approved };
+        assert_eq!(recheck(&approval, &operator_gone), Obstacle::Cancel(LostBasis::OperatorDisabled));
         let gate_by_the_disabled = BasisState { decider_disabled: true, ..ok.clone() };
         assert_eq!(recheck(&execution, &gate_by_the_disabled), Obstacle::Cancel(LostBasis::DeciderDisabled));
         // A call made for someone disabled meanwhile is not made, whatever it stands on.

@@ -213,6 +213,8 @@ struct World {
     /// The agents that ask for writes and send facts: `desk-bot` (operated by alice) and
     /// `side-bot` (by carol).
     agents: Vec<Actor>,
+    /// Their tokens, to show one refused once its operator is disabled.
+    agent_tokens: Vec<String>,
     executor: Actor,
     /// Principal ids: the people's, in order; the core's execution principal's once known.
     ids: Vec<String>,
@@ -348,9 +350,9 @@ async fn world(case: u64) -> World {
     engine.apply_package(&installer, &apply, None).await.expect("the process applied");
     let agent = engine.store().agent("proc-bot").await.expect("the agent").principal_id;
     let ids = people.iter().map(|person| person.id().to_owned()).collect();
-    let agents = callers::tokens(&engine).await;
+    let (agents, agent_tokens) = callers::tokens(&engine).await;
     let write = engine.store().skill_version("claim.send", "1").await.expect("the version").skill;
-    World { engine, admin, people, agents, executor, ids, agent, desk, write, _folder: Folder(folder) }
+    World { engine, admin, people, agents, agent_tokens, executor, ids, agent, desk, write, _folder: Folder(folder) }
 }
 
 /// The refusal code of an engine answer, or `ok`.
@@ -729,6 +731,25 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                     }
                     w.engine.disable_principal(&w.admin, &request, None).await.expect(&at);
                     m.disabled.insert(who);
+                    // The requests an agent made for them and nobody decided yet are withdrawn,
+                    // with their tasks.
+                    let withdrawn: Vec<String> = m
+                        .tasks
+                        .iter()
+                        .filter(|(id, task)| {
+                            task.open
+                                && task.kind == "request"
+                                && task.initiators.contains(&who)
+                                && m.approvals.values().any(|a| {
+                                    a.task == **id && a.requester >= PEOPLE.len() && a.status == ApprovalStatus::Pending
+                                })
+                        })
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    for task in withdrawn {
+                        m.close(&task);
+                        count(totals, "+request withdrawn: operator disabled");
+                    }
                     for (id, call) in &mut m.calls {
                         let on_authority = call.authority == Some(who)
                             && matches!(call.status, CallStatus::Pending | CallStatus::Running);
@@ -1167,6 +1188,15 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
                 .any(|s| matches!(s, ApprovalStatus::Approved | ApprovalStatus::Pending | ApprovalStatus::Rejected)),
             (Some(Basis::Execution { .. }), "gate_rejected") => gates.contains(&ApprovalStatus::Rejected),
             (Some(_), "decider_disabled") => decider_disabled(w, &stored, at).await,
+            // A person an agent asked for it for is disabled (carol, operating side-bot).
+            (Some(Basis::Approval { approval_id, .. }), "operator_disabled") => {
+                let asked = store.approval(approval_id).await.expect(at);
+                let mut gone = false;
+                for initiator in asked.initiators.iter().filter(|initiator| initiator.agent.is_some()) {
+                    gone |= store.principal(&initiator.person).await.expect(at).disabled_at.is_some();
+                }
+                gone
+            }
             (Some(Basis::Process { approval_id, .. }), "approval_withdrawn") => {
                 store.approval(approval_id).await.expect(at).status != ApprovalStatus::Approved
             }

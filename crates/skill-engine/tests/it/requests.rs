@@ -623,6 +623,49 @@ async fn a_disabled_decider_stops_a_queued_call() {
     assert_eq!((seen.status, seen.call.map(|call| call.status)), (RequestStatus::Failed, Some(CallStatus::Cancelled)));
 }
 
+/// An agent acts for its person only while that person may act: a call of its request queued
+/// when the person operating the agent is disabled is never made (the claim cancels it,
+/// `operator_disabled`), nor one approved after.
+#[tokio::test]
+async fn a_disabled_operator_stops_the_agents_requests() {
+    let w = world(1004).await;
+    let client = ClientInfo { name: "model".into(), version: "1".into() };
+    let claim =
+        serde_json::from_value(json!({"protocols": ["local"], "localEntrypoints": ["model:send"]})).expect("claim");
+    let ask = |n: u64| {
+        let (engine, agent, write, client) = (w.engine.clone(), w.agent.clone(), w.write.clone(), client.clone());
+        async move {
+            let inputs = json!({"n": n}).as_object().cloned().unwrap_or_default();
+            let called = engine.gateway_call(&agent, &write, inputs, None, &client, None).await.expect("asked");
+            let GatewayCall::Requested(request) = called else { panic!("a write ran without a basis") };
+            request
+        }
+    };
+    let queued = ask(1).await;
+    let waiting = ask(2).await;
+    let approve: DecideRequest = serde_json::from_value(json!({"outcome": "approved"})).expect("decide");
+    w.engine.decide(&w.reviewer, &queued.approval_id, &approve, None).await.expect("approved");
+    w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
+    let seen = w.engine.agent_request(&w.agent, &queued.id).await.expect("seen");
+    let call = seen.invocation_id.clone().expect("the call is queued");
+    // The operator's row changes alone (as a disable that committed meanwhile leaves it).
+    let operator = w.engine.store().principal_by_name("operator").await.expect("the operator");
+    w.engine.store().disable_principal(&operator.id, Utc::now(), &[], &[]).await.expect("disabled");
+    assert!(w.engine.claim(&w.executor, &claim, None).await.expect("a claim").is_none(), "nothing to make");
+    let stored = w.engine.store().invocation(&call).await.expect("the call");
+    assert_eq!((stored.status, stored.attempt), (CallStatus::Cancelled, 0), "never started");
+    assert_eq!(stored.error.as_ref().map(|e| e["message"].clone()), Some(json!("operator_disabled")));
+    // A request still waiting then (a disable through the API withdraws it at once) is approved
+    // in vain: its call is never made.
+    w.engine.decide(&w.reviewer, &waiting.approval_id, &approve, None).await.expect("approved");
+    w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
+    let left = w.engine.store().agent_request(&waiting.id).await.expect("the request");
+    assert_eq!((left.status, left.invocation_id), (RequestStatus::Failed, None));
+    // The agent's token lets nobody in.
+    let refused = w.engine.still_holds(&w.agent).await;
+    assert!(refused.is_err(), "the agent acts no more for a disabled person");
+}
+
 /// The checks of the random test are not vacuous: a write forged straight into the store —
 /// one without a basis, which only the engine refuses — fails them, while the honest history
 /// before it passes.

@@ -34,6 +34,10 @@ macro_rules! pg_claimable_sql {
             "i.authorization_basis ->> 'kind'",
             "i.authorization_basis ->> 'instanceId'",
             "i.authorization_basis ->> 'activityId'",
+            "(SELECT count(*) FROM approvals oa CROSS JOIN LATERAL jsonb_array_elements(oa.initiators) oj \
+              JOIN principals op ON op.id = oj ->> 'person' \
+              WHERE oa.id = i.authorization_basis ->> 'approvalId' \
+              AND oj ->> 'agent' IS NOT NULL AND op.disabled_at IS NOT NULL)",
             $lock
         )
     };
@@ -72,6 +76,7 @@ struct Candidate {
     #[sqlx(try_from = "Nullable<StepStatus>")]
     basis_activity_status: Option<StepStatus>,
     basis_authority_disabled: i64,
+    basis_operator_disabled: i64,
 }
 
 impl Candidate {
@@ -89,6 +94,7 @@ impl Candidate {
             instance_status: self.basis_instance_status,
             activity_status: self.basis_activity_status,
             authority_disabled: self.basis_authority_disabled > 0,
+            operator_disabled: self.basis_operator_disabled > 0,
         }
     }
 }

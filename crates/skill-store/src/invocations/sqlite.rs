@@ -31,6 +31,10 @@ const CLAIMABLE: &str = claimable_sql!(
     "json_extract(i.authorization_basis, '$.kind')",
     "json_extract(i.authorization_basis, '$.instanceId')",
     "json_extract(i.authorization_basis, '$.activityId')",
+    "(SELECT count(*) FROM approvals oa JOIN json_each(oa.initiators) oj \
+      JOIN principals op ON op.id = json_extract(oj.value, '$.person') \
+      WHERE oa.id = json_extract(i.authorization_basis, '$.approvalId') \
+      AND json_extract(oj.value, '$.agent') IS NOT NULL AND op.disabled_at IS NOT NULL)",
     ""
 );
 const OPEN_CALLS: &str =
@@ -82,6 +86,7 @@ fn basis_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BasisState> {
         instance_status: states::get_maybe(row, AFTER + 9)?,
         activity_status: states::get_maybe(row, AFTER + 10)?,
         authority_disabled: row.get::<_, i64>(AFTER + 11)? > 0,
+        operator_disabled: row.get::<_, i64>(AFTER + 12)? > 0,
     })
 }
 

@@ -49,8 +49,8 @@ fn skill_entry(row: &Row<'_>) -> rusqlite::Result<SkillEntry> {
 
 /// A row of [`CREDENTIAL`]: the token (0–6), its principal (7–12), one grant or nulls (13–16),
 /// the principal's executor allowance (17), the token's operator (18) and issuer (19), whether
-/// the operator is disabled (20).
-type CredentialRow = (AccessToken, Principal, Option<Grant>, Option<ExecutorAllowance>, bool);
+/// the operator is disabled (20), whether the issuer is (21).
+type CredentialRow = (AccessToken, Principal, Option<Grant>, Option<ExecutorAllowance>, [bool; 2]);
 
 fn credential_row(row: &Row<'_>) -> rusqlite::Result<CredentialRow> {
     let token = AccessToken {
@@ -92,7 +92,7 @@ fn credential_row(row: &Row<'_>) -> rusqlite::Result<CredentialRow> {
             )
         })?),
     };
-    Ok((token, principal, grant, allowance, row.get(20)?))
+    Ok((token, principal, grant, allowance, [row.get(20)?, row.get(21)?]))
 }
 
 fn settings_row(row: &Row<'_>) -> rusqlite::Result<(PackageSettings, String)> {
@@ -113,11 +113,11 @@ impl KeyReads for SqliteStore {
         let found = self.lite.read(|connection| rows(connection, CREDENTIAL, &[text(hash)], credential_row));
         Box::pin(async move {
             let mut found = found?.into_iter();
-            let Some((token, principal, first, allowance, operator_disabled)) = found.next() else {
+            let Some((token, principal, first, allowance, [operator_disabled, issuer_disabled])) = found.next() else {
                 return Err(StoreError::new(ErrorKind::NotFound, "no token with this hash"));
             };
             let grants = first.into_iter().chain(found.filter_map(|(_, _, grant, _, _)| grant)).collect();
-            Ok(Credential { token, principal, grants, allowance, operator_disabled })
+            Ok(Credential { token, principal, grants, allowance, operator_disabled, issuer_disabled })
         })
     }
 

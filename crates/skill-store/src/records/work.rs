@@ -281,6 +281,9 @@ pub struct BasisState {
     pub activity_status: Option<skill_api::StepStatus>,
     /// Whether the principal the call was made for (its authority) is disabled.
     pub authority_disabled: bool,
+    /// For a call on an approval: whether a person an agent acted for when asking for it (an
+    /// initiator with an agent) is disabled.
+    pub operator_disabled: bool,
 }
 
 /// Which statuses a task's gate approvals have, together.

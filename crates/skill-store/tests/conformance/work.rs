@@ -904,4 +904,8 @@ pub(crate) async fn no_initiator_decides_and_initiators_never_change(db: Db) {
     // The agent's token tells when the person operating it is disabled.
     db.store.disable_principal(&cy.id, Utc::now(), &[], &[event("principal.disabled", "p")]).await.expect("off");
     assert!(db.store.credential(&by_cy.token_hash).await.expect("found").operator_disabled, "cy is disabled");
+    // …and who had it issued.
+    assert!(!db.store.credential(&by_cy.token_hash).await.expect("found").issuer_disabled);
+    db.store.disable_principal(&bob.id, Utc::now(), &[], &[event("principal.disabled", "p")]).await.expect("off");
+    assert!(db.store.credential(&by_cy.token_hash).await.expect("found").issuer_disabled, "bob is disabled");
 }

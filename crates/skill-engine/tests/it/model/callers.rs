@@ -50,15 +50,32 @@ pub(super) fn rules() -> Vec<RuleRequest> {
     vec![RuleRequest { key: "reply-intake".into(), spec: reply }, RuleRequest { key: "send-intake".into(), spec: send }]
 }
 
-/// The operated agents' actors, each token issued for its person.
-pub(super) async fn tokens(engine: &Engine) -> Vec<Actor> {
-    let mut actors = Vec::new();
+/// The operated agents' actors and their tokens, each token issued for its person.
+pub(super) async fn tokens(engine: &Engine) -> (Vec<Actor>, Vec<String>) {
+    let (mut actors, mut tokens) = (Vec::new(), Vec::new());
     for (key, operator) in OPERATED {
         let request = AgentTokenRequest { operated_by: Some(PEOPLE[operator].into()), ..Default::default() };
         let issued = engine.issue_agent_token(None, key, &request, &Origin::default()).await.expect("an agent token");
         actors.push(engine.authenticate(&issued.token).await.expect("authenticates"));
+        tokens.push(issued.token);
     }
-    actors
+    (actors, tokens)
+}
+
+/// An agent picked at random; `Err` once the person operating it is disabled, when its token is
+/// refused (`operator_disabled`) and it does nothing more.
+async fn an_agent(w: &World, m: &Model, rng: &mut Rng, at: &str) -> Result<usize, &'static str> {
+    let agent = rng.below(OPERATED.len());
+    if !m.disabled.contains(&OPERATED[agent].1) {
+        return Ok(agent);
+    }
+    let refused = w.engine.authenticate(&w.agent_tokens[agent]).await.expect_err("refused");
+    assert_eq!(
+        (refused.code, refused.details.get("reason").and_then(|r| r.as_str())),
+        ("invalid_token", Some("operator_disabled")),
+        "{at}: an agent whose operator is disabled"
+    );
+    Err("agent's token refused")
 }
 
 /// A fact of a random kind, sometimes caused by one of the tasks the model knows: what it is
@@ -92,7 +109,10 @@ pub(super) async fn person_sends(w: &World, m: &mut Model, rng: &mut Rng, person
 
 /// An agent sends a fact: it carries the person operating the agent.
 pub(super) async fn agent_sends(w: &World, m: &mut Model, rng: &mut Rng, at: &str) -> &'static str {
-    let agent = rng.below(OPERATED.len());
+    let agent = match an_agent(w, m, rng, at).await {
+        Ok(agent) => agent,
+        Err(refused) => return refused,
+    };
     let (request, mut initiators) = a_fact(m, rng);
     let result = w.engine.record_fact(&w.agents[agent], &request, None).await;
     // No agent reads an agent's request's task, nor cites it.
@@ -107,7 +127,10 @@ pub(super) async fn agent_sends(w: &World, m: &mut Model, rng: &mut Rng, at: &st
 /// An agent asks, through the gateway, for the write: a request with its own task, whose
 /// approval covers exactly that call and was set in motion by the agent's operator.
 pub(super) async fn agent_asks(w: &World, m: &mut Model, rng: &mut Rng, at: &str) -> &'static str {
-    let agent = rng.below(OPERATED.len());
+    let agent = match an_agent(w, m, rng, at).await {
+        Ok(agent) => agent,
+        Err(refused) => return refused,
+    };
     let n = rng.below(3) as u64;
     let inputs = json!({"n": n}).as_object().cloned().expect("an object");
     let client = ClientInfo { name: "model".into(), version: "1".into() };
