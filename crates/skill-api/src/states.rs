@@ -472,8 +472,9 @@ states! {
         /// The principal it was made for was disabled before it was claimed (a call made while
         /// the disable was being written, which the disable's own transaction did not see).
         AuthorityDisabled => "authority_disabled",
-        /// A person an agent acted for when asking for its approval (its operator, or who had
-        /// its token issued) was disabled before it was claimed.
+        /// A person an agent acted for when setting its work in motion (the agent's operator, or
+        /// who had its token issued) was disabled before it was claimed: its approval's
+        /// initiators, or its task's for an execution.
         OperatorDisabled => "operator_disabled",
     }
 }

@@ -246,7 +246,16 @@ const UPDATE_SESSION: &str = "UPDATE executor_sessions SET status = $3, heartbea
 /// call, its task open with a pending gate and none rejected, its run running, no approved
 /// gate's decider disabled; `recheck` in skill-engine's `work/basis.rs`).
 macro_rules! claimable_sql {
-    ($each:literal, $approval:literal, $kind:literal, $instance:literal, $activity:literal, $operators:literal, $lock:literal) => {
+    (
+        $each:literal,
+        $approval:literal,
+        $kind:literal,
+        $instance:literal,
+        $activity:literal,
+        $operators:literal,
+        $task_operators:literal,
+        $lock:literal
+    ) => {
         concat!(
             "SELECT ",
             $crate::invocations::invocation_columns!(),
@@ -286,6 +295,10 @@ macro_rules! claimable_sql {
             $kind,
             " = 'approval' THEN ",
             $operators,
+            " WHEN ",
+            $kind,
+            " = 'execution' THEN ",
+            $task_operators,
             " ELSE 0 END AS basis_operator_disabled \
              FROM skill_invocations i JOIN (SELECT id AS skill_ref, status AS skill_state, \
                side_effects AS skill_effects, name AS skill_name, version AS skill_version FROM skills \

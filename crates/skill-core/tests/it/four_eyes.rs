@@ -253,8 +253,17 @@ async fn attacks(core: Core, label: &str) {
     let left_task = crate::gateway::request_write(&core, &desk_cy, "C-left").await;
     let gates = core.get(&bo, &format!("/approvals?task={left_task}")).await.ok(200).clone();
     let left_gate = gates["items"][0]["id"].as_str().expect("the request's gate").to_owned();
+    // …and a task cy's handling agent made, its gate approved after cy left, writes nothing.
+    let handling = core.post(&admin, "/agents/claims-handling/tokens", &json!({"operatedBy": "cy"})).await;
+    let handling_cy = handling.ok(201)["token"].as_str().expect("a token").to_owned();
+    let send = json!({"workspace": "claims", "taskType": "claim-send@1", "title": "A reply",
+                      "customFields": {"claim": "C-gate-left", "reply": "Sent after cy left."}, "approval": {}});
+    let gated = core.post(&handling_cy, "/tasks", &send).await.ok(201)["id"].as_str().expect("a task").to_owned();
+    let gates = core.get(&bo, &format!("/approvals?task={gated}")).await.ok(200).clone();
+    let gate_left = gates["items"][0]["id"].as_str().expect("the task's gate").to_owned();
     let disable = json!({"principal": "cy", "reason": "left"});
     core.post(&admin, "/principals:disable", &disable).await.ok(200);
+    assert_eq!(decide(&core, &bo, &gate_left, "After cy left.").await.0, 200, "bo decides; nothing is written");
     for token in [&mail, &desk_cy] {
         let stopped = core.get(token, "/facts?workspace=claims").await;
         assert_eq!(stopped.status.as_u16(), 401, "{}", stopped.body);
@@ -274,7 +283,23 @@ async fn attacks(core: Core, label: &str) {
     let stopped = core.get(&issued, "/facts?workspace=claims").await;
     assert_eq!(stopped.body["error"]["details"]["reason"].as_str(), Some("issuer_disabled"), "{}", stopped.body);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert!(!outbox(&sent).iter().any(|(claim, _)| claim == "C-left"), "{:?}", outbox(&sent));
+    let done = until_task(&core, &bo, &gated).await;
+    assert_eq!(done["status"].as_str(), Some("failed"), "its execution lost its basis: {done}");
+    for claim in ["C-left", "C-gate-left"] {
+        assert!(!outbox(&sent).iter().any(|(sent, _)| sent == claim), "{claim}: {:?}", outbox(&sent));
+    }
+}
+
+/// The task `id` once it is no longer open (at most 20 s).
+async fn until_task(core: &Core, who: &str, id: &str) -> Value {
+    for _ in 0..400 {
+        let task = core.get(who, &format!("/tasks/{id}")).await.ok(200).clone();
+        if task["status"] != "open" {
+            return task;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the task {id} stayed open")
 }
 
 /// `journal export` of `core`'s database, then `journal verify`: exit 0, no finding.

@@ -485,6 +485,7 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
             _ if closed => Obstacle::Cancel(LostBasis::TaskTerminal),
             _ if state.run_status != Some(RunStatus::Running) => Obstacle::Cancel(LostBasis::RunNotActive),
             _ if state.decider_disabled => Obstacle::Cancel(LostBasis::DeciderDisabled),
+            _ if state.operator_disabled => Obstacle::Cancel(LostBasis::OperatorDisabled),
             GateState::Pending => Obstacle::Hold,
             GateState::Undecided => Obstacle::Cancel(LostBasis::ApprovalWithdrawn),
             GateState::Open => Obstacle::None,
@@ -619,6 +620,8 @@ pub(crate) mod tests {
         assert_eq!(recheck(&approval, &disowned), Obstacle::Cancel(LostBasis::DeciderDisabled));
         let operator_gone = BasisState { operator_disabled: true, ..approved };
         assert_eq!(recheck(&approval, &operator_gone), Obstacle::Cancel(LostBasis::OperatorDisabled));
+        let agent_for_the_disabled = BasisState { operator_disabled: true, ..ok.clone() };
+        assert_eq!(recheck(&execution, &agent_for_the_disabled), Obstacle::Cancel(LostBasis::OperatorDisabled));
         let gate_by_the_disabled = BasisState { decider_disabled: true, ..ok.clone() };
         assert_eq!(recheck(&execution, &gate_by_the_disabled), Obstacle::Cancel(LostBasis::DeciderDisabled));
         // A call made for someone disabled meanwhile is not made, whatever it stands on.

@@ -1189,10 +1189,14 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
             (Some(Basis::Execution { .. }), "gate_rejected") => gates.contains(&ApprovalStatus::Rejected),
             (Some(_), "decider_disabled") => decider_disabled(w, &stored, at).await,
             // A person an agent asked for it for is disabled (carol, operating side-bot).
-            (Some(Basis::Approval { approval_id, .. }), "operator_disabled") => {
-                let asked = store.approval(approval_id).await.expect(at);
+            (Some(basis), "operator_disabled") => {
+                let initiators = match basis {
+                    Basis::Approval { approval_id, .. } => store.approval(approval_id).await.expect(at).initiators,
+                    Basis::Execution { task_id, .. } => store.task(task_id).await.expect(at).initiators,
+                    Basis::Process { .. } => Vec::new(),
+                };
                 let mut gone = false;
-                for initiator in asked.initiators.iter().filter(|initiator| initiator.agent.is_some()) {
+                for initiator in initiators.iter().filter(|initiator| initiator.agent.is_some()) {
                     gone |= store.principal(&initiator.person).await.expect(at).disabled_at.is_some();
                 }
                 gone

@@ -38,6 +38,9 @@ macro_rules! pg_claimable_sql {
               JOIN principals op ON op.id = oj ->> 'person' \
               WHERE oa.id = i.authorization_basis ->> 'approvalId' \
               AND oj ->> 'agent' IS NOT NULL AND op.disabled_at IS NOT NULL)",
+            "(SELECT count(*) FROM tasks ot CROSS JOIN LATERAL jsonb_array_elements(ot.initiators) oj \
+              JOIN principals op ON op.id = oj ->> 'person' \
+              WHERE ot.id = i.task_id AND oj ->> 'agent' IS NOT NULL AND op.disabled_at IS NOT NULL)",
             $lock
         )
     };

@@ -35,6 +35,9 @@ const CLAIMABLE: &str = claimable_sql!(
       JOIN principals op ON op.id = json_extract(oj.value, '$.person') \
       WHERE oa.id = json_extract(i.authorization_basis, '$.approvalId') \
       AND json_extract(oj.value, '$.agent') IS NOT NULL AND op.disabled_at IS NOT NULL)",
+    "(SELECT count(*) FROM tasks ot JOIN json_each(ot.initiators) oj \
+      JOIN principals op ON op.id = json_extract(oj.value, '$.person') \
+      WHERE ot.id = i.task_id AND json_extract(oj.value, '$.agent') IS NOT NULL AND op.disabled_at IS NOT NULL)",
     ""
 );
 const OPEN_CALLS: &str =

@@ -281,8 +281,8 @@ pub struct BasisState {
     pub activity_status: Option<skill_api::StepStatus>,
     /// Whether the principal the call was made for (its authority) is disabled.
     pub authority_disabled: bool,
-    /// For a call on an approval: whether a person an agent acted for when asking for it (an
-    /// initiator with an agent) is disabled.
+    /// Whether a person an agent acted for when setting the call's work in motion (an initiator
+    /// with an agent — of its approval, or of its task for an execution) is disabled.
     pub operator_disabled: bool,
 }
 
