@@ -60,7 +60,7 @@ impl HttpCalls {
             Ok(None) => {}
             Err(refused) => return refused,
         }
-        let timeout = Duration::from_secs(contract["timeoutSeconds"].as_u64().unwrap_or(60).max(1));
+        let timeout = Duration::from_secs(skill_contract::stored_timeout_seconds(contract));
         let body = json!({
             "invocationId": claimed.invocation.id,
             "idempotencyKey": claimed.invocation.idempotency_key,

@@ -75,7 +75,7 @@ impl McpCalls {
         let implementation = &contract["implementation"];
         let endpoint = implementation["endpoint"].as_str().unwrap_or_default().to_owned();
         let tool = implementation["entrypoint"].as_str().unwrap_or_default().to_owned();
-        let timeout = Duration::from_secs(contract["timeoutSeconds"].as_u64().unwrap_or(60).max(1));
+        let timeout = Duration::from_secs(skill_contract::stored_timeout_seconds(contract));
         let transport = if endpoint.starts_with("stdio:") { "pipe" } else { "tcp" };
         let span = skill_traces::spans::mcp_client(&tool, transport);
         let params = request(&claimed, &tool, skill_traces::traceparent_of(&span));
