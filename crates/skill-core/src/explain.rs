@@ -13,9 +13,9 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::Value;
-use skill_api::events::{ApprovalDecided, ApprovalRequested};
+use skill_api::events::{ApprovalDecided, ApprovalRequested, InvocationRequested};
 use skill_api::four_eyes;
-use skill_api::{HeldGrant, PrincipalKind};
+use skill_api::{Basis, HeldGrant, PrincipalKind, SideEffects};
 use skill_journal::audit::{Audit, Class};
 use skill_journal::entry::text_digest;
 use skill_journal::export::{ExportedCheckpoint, ExportedEntry};
@@ -174,51 +174,59 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
     let Some(call) = journal.find(&subject, "skill.invocation_requested").cloned() else {
         bail!("the journal has no call {invocation}");
     };
-    let data = call.data.clone();
+    // The call as its type: an entry whose payload and clear part do not read is said, not guessed.
+    let requested = serde_json::from_value::<InvocationRequested>(call.data.clone())
+        .with_context(|| format!("the call's entry (index {}) does not read as a call", call.index))?;
     let mut chain = vec![Link { name: "call", entry: call }];
+    let writes = requested.side_effects == Some(SideEffects::ExternalWrite);
     println!(
         "the call {invocation}: {}@{}, {}",
-        text(&data, "skill"),
-        text(&data, "version"),
-        match text(&data, "sideEffects") {
-            "external_write" => "an external write".to_owned(),
-            other => format!("side effects {other:?}"),
+        requested.skill,
+        requested.version,
+        match requested.side_effects {
+            Some(SideEffects::ExternalWrite) => "an external write".to_owned(),
+            Some(other) => format!("side effects {:?}", other.as_str()),
+            None => "side effects not said".to_owned(),
         }
     );
-    let requester = &data["requestedBy"];
-    let requester_name = journal.name_of(store, text(requester, "ref")).await;
-    println!("  requested by {} {requester_name}", text(requester, "kind"));
-    let basis = &data["authorizationBasis"];
-    let approval = match text(basis, "kind") {
-        "approval" => Some(text(basis, "approvalId").to_owned()),
-        "process" => {
-            let instance = text(basis, "instanceId");
+    let requester_name = journal.name_of(store, &requested.requested_by.reference).await;
+    println!("  requested by {} {requester_name}", requested.requested_by.kind.as_str());
+    let approval = match &requested.authorization_basis {
+        Some(Basis::Approval { approval_id, .. }) => Some(approval_id.clone()),
+        Some(Basis::Process {
+            instance_id,
+            activity_id,
+            step,
+            definition_key,
+            definition_version,
+            approval_id,
+            ..
+        }) => {
             println!(
-                "  its basis: the step {} of the process {}@{} (instance {instance})",
-                text(basis, "step"),
-                text(basis, "definitionKey"),
-                text(basis, "definitionVersion")
+                "  its basis: the step {step} of the process {definition_key}@{definition_version} (instance {instance_id})"
             );
-            if let Some(step) = journal.by_subject.get(&format!("process_instance:{instance}")).and_then(|found| {
-                found.iter().find(|entry| text(&entry.data, "activityId") == text(basis, "activityId"))
-            }) {
-                chain.push(Link { name: "step", entry: step.clone() });
+            if let Some(entry) = journal
+                .by_subject
+                .get(&format!("process_instance:{instance_id}"))
+                .and_then(|found| found.iter().find(|entry| text(&entry.data, "activityId") == activity_id.as_str()))
+            {
+                chain.push(Link { name: "step", entry: entry.clone() });
             }
-            Some(text(basis, "approvalId").to_owned()).filter(|id| !id.is_empty())
+            Some(approval_id.clone()).filter(|id| !id.is_empty())
         }
-        "execution" => {
-            println!("  its basis: the execution of the task {} (run {})", text(basis, "taskId"), text(basis, "runId"));
-            if let Some(run) = journal.find(&format!("run:{}", text(basis, "runId")), "run.started") {
+        Some(Basis::Execution { task_id, run_id, .. }) => {
+            println!("  its basis: the execution of the task {task_id} (run {run_id})");
+            if let Some(run) = journal.find(&format!("run:{run_id}"), "run.started") {
                 chain.push(Link { name: "run", entry: run.clone() });
             }
             None
         }
-        "" => {
-            println!("  no basis: the call does not write to the outside world");
+        None if writes => {
+            println!("  no basis: an external write without one");
             None
         }
-        other => {
-            println!("  a basis of kind {other:?}");
+        None => {
+            println!("  no basis: the call does not write to the outside world");
             None
         }
     };
@@ -304,13 +312,16 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
 async fn decision(store: &dyn Store, journal: &mut Journal, approval: &str, chain: &mut Vec<Link>) {
     let subject = format!("approval:{approval}");
     let asked = journal.find(&subject, "approval.requested").cloned();
-    if let Some(asked) = &asked {
-        let by = journal.name_of(store, text(&asked.data, "requestedBy")).await;
-        println!("  the approval {approval}, asked by {by} on the task {}", text(&asked.data, "taskId"));
-        let initiators = serde_json::from_value::<ApprovalRequested>(asked.data.clone())
-            .map(|asked| asked.initiators)
-            .unwrap_or_default();
-        for initiator in &initiators {
+    let read = asked.as_ref().map(|asked| serde_json::from_value::<ApprovalRequested>(asked.data.clone()));
+    if let (Some(asked), Some(read)) = (&asked, &read) {
+        let Ok(read) = read else {
+            println!("  the approval {approval}'s request (index {}) does not read", asked.index);
+            chain.push(Link { name: "request", entry: asked.clone() });
+            return;
+        };
+        let by = journal.name_of(store, &read.requested_by).await;
+        println!("  the approval {approval}, asked by {by} on the task {}", read.task_id);
+        for initiator in &read.initiators {
             let mut names = HashMap::new();
             for id in std::iter::once(&initiator.person).chain(initiator.agent.as_ref()) {
                 names.insert(id.clone(), journal.name_of(store, id).await);
@@ -324,24 +335,21 @@ async fn decision(store: &dyn Store, journal: &mut Journal, approval: &str, chai
         println!("  the approval {approval} has no decision in the journal");
         return;
     };
-    if decided.data.is_null() {
+    // The decision as its type: a payload or clear part that does not read is said, not guessed.
+    let Ok(read) = serde_json::from_value::<ApprovalDecided>(decided.data.clone()) else {
         println!(
             "  its decision (index {}) does not read: its payload is erased, or not the one its entry commits to",
             decided.index
         );
         chain.push(Link { name: "decision", entry: decided });
         return;
-    }
-    let grants: Vec<&str> = decided.data["grants"]
-        .as_array()
-        .map(|grants| grants.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let by = journal.name_of(store, text(&decided.data, "decidedBy")).await;
+    };
+    let by = journal.name_of(store, &read.decided_by).await;
     println!(
         "  {} by {by}, with the token {}, holding {}",
-        text(&decided.data, "outcome"),
-        decided.data.get("tokenId").and_then(Value::as_str).unwrap_or("(none recorded)"),
-        if grants.is_empty() { "no grants".to_owned() } else { grants.join(", ") }
+        read.outcome.as_str(),
+        read.token_id.as_deref().unwrap_or("(none recorded)"),
+        if read.grants.is_empty() { "no grants".to_owned() } else { read.grants.join(", ") }
     );
     if let Some(asked) = &asked {
         println!("  {}", verdict(&asked.data, &decided.data));

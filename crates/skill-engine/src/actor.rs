@@ -101,11 +101,6 @@ impl Actor {
         self
     }
 
-    /// The person who had this actor's token issued, when the API recorded one.
-    pub fn issuer(&self) -> Option<&str> {
-        self.issuer.as_deref()
-    }
-
     /// The person operating this agent, when a token says who.
     pub fn operator(&self) -> Option<&str> {
         self.operator.as_deref()

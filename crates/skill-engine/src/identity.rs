@@ -156,23 +156,18 @@ impl Engine {
         Ok(Actor::new(principal, grants).with_allowance(allowance))
     }
 
-    /// `invalid_token` when `actor`'s principal was disabled since it was authenticated: what a
-    /// long wait checks before it answers.
+    /// `invalid_token` when `actor` may no longer act as it was authenticated — its principal
+    /// disabled, or its token no longer letting it in: what a long wait checks before it answers.
     pub(crate) async fn still_enabled(&self, actor: &Actor) -> Result<()> {
-        if self.store.principal(actor.id()).await?.disabled_at.is_some() {
-            return Err(invalid_token(TokenProblem::PrincipalDisabled));
+        // A token's holder: its credential read again, as a request reads it (the principal,
+        // and for an agent's token the person operating it and whoever had it issued).
+        if let Some(hash) = actor.token_hash() {
+            return self.authenticate_hash(hash.to_owned()).await.map(|_| ());
         }
-        // An agent's token stops with the person operating it, and with whoever had it issued.
-        for (person, problem) in
-            [(actor.operator(), TokenProblem::OperatorDisabled), (actor.issuer(), TokenProblem::IssuerDisabled)]
-        {
-            if let Some(person) = person
-                && self.store.principal(person).await?.disabled_at.is_some()
-            {
-                return Err(invalid_token(problem));
-            }
+        match self.store.principal(actor.id()).await?.disabled_at {
+            Some(_) => Err(invalid_token(TokenProblem::PrincipalDisabled)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The credential behind a token's hash while it may act: `invalid_token` when it is unknown,

@@ -609,14 +609,13 @@ impl Engine {
                 let approval = self.store.approval(&request.approval_id).await?;
                 let task = self.store.task(&request.task_id).await?;
                 let agent = self.store.principal(&request.agent_principal_id).await?;
-                // Nobody can decide it any more: its task was closed, its agent disabled, or the
-                // person it acted for (or who had its token issued) disabled.
+                // Nobody can decide it any more: its task was closed, or its agent disabled. (One
+                // an agent made for a person disabled since is withdrawn by the disable, and never
+                // called: `call_request`.)
                 let gone = if task.status.is_terminal() {
                     Some("task_closed")
                 } else if agent.disabled_at.is_some() {
                     Some("principal_disabled")
-                } else if self.operator_disabled(request).await? {
-                    Some("operator_disabled")
                 } else {
                     None
                 };
@@ -803,7 +802,8 @@ impl Engine {
 
     /// Withdraws the pending requests an agent made for `person` (its operator, or who had its
     /// token issued), now disabled: nobody decides them any more. A request this misses (the
-    /// core stopped first) is withdrawn by the request worker, and never called.
+    /// core stopped first) stays pending, and is never called once approved (`call_request`;
+    /// a call already queued is cancelled at its claim).
     pub(crate) async fn withdraw_requests_for(&self, person: &str) -> Result<usize> {
         let system = Origin::default();
         let mut withdrawn = 0;

@@ -93,8 +93,12 @@ impl Engine {
                     if !returned.is_empty() {
                         self.ready.notify_one();
                     }
-                    if principal.kind == skill_api::PrincipalKind::Person {
-                        self.withdraw_requests_for(&principal.id).await?;
+                    // The disable stands whatever happens next: a request this leaves pending is
+                    // never called (the request worker and the claim check the operator).
+                    if principal.kind == skill_api::PrincipalKind::Person
+                        && let Err(error) = self.withdraw_requests_for(&principal.id).await
+                    {
+                        tracing::warn!(principal = %principal.id, error = %error, "withdrawing the requests made for a disabled person failed; none of them is called");
                     }
                     return Ok(DisableOut {
                         principal_id: principal.id,

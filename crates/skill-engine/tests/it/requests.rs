@@ -661,9 +661,15 @@ async fn a_disabled_operator_stops_the_agents_requests() {
     w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
     let left = w.engine.store().agent_request(&waiting.id).await.expect("the request");
     assert_eq!((left.status, left.invocation_id), (RequestStatus::Failed, None));
-    // The agent's token lets nobody in.
+    // The agent's token lets nobody in, and a wait already under way answers it no more.
     let refused = w.engine.still_holds(&w.agent).await;
     assert!(refused.is_err(), "the agent acts no more for a disabled person");
+    let waited = w.engine.wait_for_request(&w.agent, &queued.id, std::time::Duration::from_millis(10)).await;
+    let error = waited.expect_err("a wait answers a disabled person's agent no more");
+    assert_eq!(
+        (error.code, error.details.get("reason").and_then(Value::as_str)),
+        ("invalid_token", Some("operator_disabled"))
+    );
 }
 
 /// The checks of the random test are not vacuous: a write forged straight into the store —
