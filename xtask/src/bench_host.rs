@@ -73,7 +73,7 @@ fn jwks_server(jwk: Value) -> Result<String> {
 
 /// The fixture key `ec-1` and a token it signed.
 fn key_and_token() -> Result<(Value, String)> {
-    let path = workspace_root().join("crates/skill-host/tests/fixtures/test-keys.json");
+    let path = workspace_root().join("crates/skill-host/tests/it/fixtures/test-keys.json");
     let keys: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
     let key = keys["keys"].as_array().and_then(|k| k.iter().find(|k| k["kid"] == "ec-1")).context("ec-1")?.clone();
     let der = base64::engine::general_purpose::STANDARD.decode(key["private_der"].as_str().context("der")?)?;

@@ -149,7 +149,32 @@ pub(crate) fn wrong_edges(metadata: &Value, allowed: &[(&str, &[&str])]) -> Vec<
     wrong
 }
 
-/// Both checks on the workspace.
+/// Every package of `metadata` with more than one integration-test binary, named with its
+/// binaries: each binary links the crate and its dependencies again, so a crate keeps its
+/// integration tests as modules of one (`tests/it/main.rs`).
+pub(crate) fn extra_test_binaries(metadata: &Value) -> Vec<String> {
+    let mut extra = Vec::new();
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        let tests: Vec<&str> = package["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|target| target["kind"].as_array().is_some_and(|kinds| kinds.iter().any(|kind| kind == "test")))
+            .filter_map(|target| target["name"].as_str())
+            .collect();
+        if tests.len() > 1 {
+            let name = package["name"].as_str().unwrap_or("?");
+            extra.push(format!(
+                "{name} has {} integration-test binaries ({}): make them modules of tests/it/main.rs",
+                tests.len(),
+                tests.join(", ")
+            ));
+        }
+    }
+    extra
+}
+
+/// The checks on the workspace.
 pub(crate) fn check() -> Result<()> {
     println!("==> crate boundaries");
     let output = cargo()
@@ -166,6 +191,11 @@ pub(crate) fn check() -> Result<()> {
         bail!("wrong-way dependencies between workspace crates:\n  {}", wrong.join("\n  "));
     }
     println!("    workspace edges: as allowed for {} crates", ALLOWED.len());
+    let extra = extra_test_binaries(&metadata);
+    if !extra.is_empty() {
+        bail!("more than one integration-test binary:\n  {}", extra.join("\n  "));
+    }
+    println!("    integration-test binaries: at most one per crate");
     let listed = listed_forbidden(&metadata, NOT_DIRECT);
     if !listed.is_empty() {
         bail!("dependencies listed where they do not belong:\n  {}", listed.join("\n  "));
@@ -228,6 +258,18 @@ mod tests {
         assert!(listed_forbidden(&metadata(&[("gateway", "reqwest", Some("dev"))]), not_direct).is_empty());
         let wrong = listed_forbidden(&metadata(&[("gateway", "reqwest", None)]), not_direct);
         assert_eq!(wrong, ["gateway must not list reqwest among its dependencies"]);
+    }
+
+    #[test]
+    fn a_second_test_binary_is_named() {
+        let target = |name: &str, kind: &str| json!({"name": name, "kind": [kind]});
+        let one = json!({"packages": [{"name": "core", "targets": [target("core", "lib"), target("it", "test")]}]});
+        assert!(extra_test_binaries(&one).is_empty());
+        let two = json!({"packages": [{"name": "core", "targets": [target("it", "test"), target("load", "example"), target("calls", "test")]}]});
+        assert_eq!(
+            extra_test_binaries(&two),
+            ["core has 2 integration-test binaries (it, calls): make them modules of tests/it/main.rs"]
+        );
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Knowledge through a real core (SQLite and PostgreSQL): the behaviour the SDK's `FakeCore`
-//! defines — the SDK's own cases (`skill-sdk/tests/support/core_behaviour.rs`), run unchanged
+//! defines — the SDK's own cases (`skill-sdk/tests/it/support/core_behaviour.rs`), run unchanged
 //! through the SDK's HTTP client, so the fake and the core cannot drift apart — and what only the
 //! core does: permissions, refusals naming the field, recall, pages.
 
-#[path = "../../../skill-sdk/tests/support/core_behaviour.rs"]
+#[path = "../../../skill-sdk/tests/it/support/core_behaviour.rs"]
 mod core_behaviour;
 
 use std::sync::Arc;

@@ -155,7 +155,7 @@ fn the_guard_agrees_with_the_platform_patterns_on_pythons_re() {
     inputs.extend(generated(3000));
 
     let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/pii_reference.py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/support/pii_reference.py");
     let mut child = Command::new(&python)
         .args([script, "redact"])
         .stdin(Stdio::piped())

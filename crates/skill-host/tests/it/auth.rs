@@ -2,8 +2,7 @@
 //! refused with its code and status; keys are cached, refreshed on rotation, fetched once for
 //! concurrent callers, and not fetched again and again for unknown `kid`s.
 
-#[path = "support/tokens.rs"]
-mod tokens;
+use crate::tokens;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,8 +4,7 @@
 //! Needs a Python with PyYAML: `SKILL_TEST_PYTHON` (the test command sets it to its virtualenv),
 //! else `python3` on PATH.
 
-#[path = "support/strategies.rs"]
-mod strategies;
+use crate::strategies;
 
 use std::path::PathBuf;
 use std::process::Command;

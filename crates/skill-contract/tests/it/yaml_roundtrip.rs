@@ -1,8 +1,7 @@
 //! The YAML writer and reader agree: any string, any JSON value and any skill document written
 //! by us reads back equal, and drift finds nothing.
 
-#[path = "support/strategies.rs"]
-mod strategies;
+use crate::strategies;
 
 use proptest::prelude::*;
 use serde_json::json;

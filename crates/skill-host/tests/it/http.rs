@@ -2,10 +2,8 @@
 //! code, the processing order (token, skill, body), what reaches the skill, and calls that
 //! outlive their caller.
 
-#[path = "../examples/demo_host/skills.rs"]
-mod demo;
-#[path = "support/tokens.rs"]
-mod tokens;
+use crate::demo;
+use crate::tokens;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -19,6 +17,13 @@ use tokens::{AUDIENCE, ISSUER, JwksServer, good_claims, sign};
 
 const LIMIT: usize = 64 * 1024;
 
+/// The demo host's skills: those this binary's other tests declare are linked too.
+fn demo_skills() -> Registry {
+    let linked = Registry::linked().expect("the linked skills");
+    let demo = linked.skills().iter().copied().filter(|skill| skill.entrypoint().starts_with("it.demo:"));
+    Registry::from_skills(demo.collect::<Vec<_>>()).expect("the demo skills")
+}
+
 struct Host {
     base: String,
     token: String,
@@ -29,7 +34,7 @@ struct Host {
 fn host() -> Host {
     let jwks = JwksServer::start(&["ec-1"]);
     let verifier = Verifier::new(ISSUER, AUDIENCE, &jwks.url).expect("configured");
-    let registry = Registry::linked().expect("the demo skills");
+    let registry = demo_skills();
     let base = skill_fixtures::serve(HttpHost::new(&registry, Access::verified(verifier), LIMIT).router());
     Host { base, token: sign("ec-1", &good_claims()), client: reqwest::Client::new(), _jwks: jwks }
 }
@@ -187,7 +192,7 @@ async fn bad_bodies_are_400_and_name_what_to_send() {
 /// token (and the skill sees no caller), where a verified host refuses the same request.
 #[tokio::test]
 async fn anonymous_serving_is_named_and_a_verified_host_refuses_no_token() {
-    let registry = Registry::linked().expect("the demo skills");
+    let registry = demo_skills();
     let open = skill_fixtures::serve(HttpHost::new(&registry, Access::Anonymous, LIMIT).router());
     let client = reqwest::Client::new();
     let response =
@@ -255,7 +260,7 @@ async fn tokens_are_checked_first_then_the_skill_then_the_body() {
 
 #[tokio::test]
 async fn an_unreachable_key_set_is_503_and_retryable() {
-    let registry = Registry::linked().expect("the demo skills");
+    let registry = demo_skills();
     let verifier = Verifier::new(ISSUER, AUDIENCE, "http://127.0.0.1:9/jwks.json").expect("configured");
     let base = skill_fixtures::serve(HttpHost::new(&registry, Access::verified(verifier), LIMIT).router());
     let response = reqwest::Client::new()

@@ -1,12 +1,9 @@
 //! The MCP host driven by rmcp's client: over stdio (the demo host as a child process) and over
 //! streamable HTTP on 127.0.0.1 with tokens checked against a real JWKS server.
 
-#[path = "../examples/demo_host/skills.rs"]
-mod demo;
-#[path = "support/demo.rs"]
-mod demo_binary;
-#[path = "support/tokens.rs"]
-mod tokens;
+use crate::demo;
+use crate::demo_binary;
+use crate::tokens;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, MetaObject, RequestMetaObject};
 use rmcp::service::RunningService;

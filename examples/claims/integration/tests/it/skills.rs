@@ -265,7 +265,7 @@ mod tempdir {
 #[test]
 fn pyyaml_reads_the_committed_files_as_we_do() {
     let python = std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let script = package().join("../../crates/skill-contract/tests/support/pyyaml_compare.py");
+    let script = package().join("../../crates/skill-contract/tests/it/support/pyyaml_compare.py");
     let folder = tempdir::Folder::new("pyyaml");
     let mut count = 0;
     for entry in std::fs::read_dir(package().join("skills")).expect("skills") {

@@ -1,12 +1,9 @@
 //! `serve` as an operator runs it: the demo host as a process, configured by its environment,
 //! refusing to start without token settings, and stopping gracefully on SIGTERM.
 
-#[path = "support/demo.rs"]
-mod demo_binary;
-#[path = "serve/execute.rs"]
+use crate::demo_binary;
 mod execute;
-#[path = "support/tokens.rs"]
-mod tokens;
+use crate::tokens;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

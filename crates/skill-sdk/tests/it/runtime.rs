@@ -2,8 +2,7 @@
 //! configuration per call, the call's span, conversion of foreign errors, and the publication
 //! check of the testing kit.
 
-#[path = "support/logs.rs"]
-mod logs;
+use crate::logs;
 
 use std::time::{Duration, Instant};
 

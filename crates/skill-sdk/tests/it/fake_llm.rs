@@ -2,8 +2,7 @@
 //! before the answer is checked; a wrong answer failing like a real client's; per-call
 //! installation; metering.
 
-#[path = "support/logs.rs"]
-mod logs;
+use crate::logs;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

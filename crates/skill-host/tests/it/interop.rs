@@ -1,16 +1,14 @@
 //! Clients from other ecosystems drive the demo host over stdio and over streamable HTTP: the
-//! Python `mcp` client (`tests/support/mcp_interop.py`) and the TypeScript MCP SDK's client
-//! (`tests/support/mcp_interop.cjs`, which also checks every `structuredContent` against the
+//! Python `mcp` client (`tests/it/support/mcp_interop.py`) and the TypeScript MCP SDK's client
+//! (`tests/it/support/mcp_interop.cjs`, which also checks every `structuredContent` against the
 //! tool's `outputSchema` itself). Each script reports what it saw; these tests judge it.
 //!
 //! Needs a Python with `mcp` 2.3.0 (`SKILL_TEST_PYTHON`, else `python3`) and Node.js with
 //! `@modelcontextprotocol/sdk` installed in `SKILL_TEST_NODE`; `cargo xtask setup` provides
 //! both and the test command sets the variables.
 
-#[path = "support/demo.rs"]
-mod demo_binary;
-#[path = "support/tokens.rs"]
-mod tokens;
+use crate::demo_binary;
+use crate::tokens;
 
 use std::process::Command;
 
@@ -38,12 +36,12 @@ fn observe(peer: Peer, args: &[&str]) -> Value {
     let mut command = match peer {
         Peer::Python => {
             let mut command = Command::new(std::env::var("SKILL_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned()));
-            command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_interop.py"));
+            command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/support/mcp_interop.py"));
             command
         }
         Peer::TypeScript => {
             let mut command = Command::new("node");
-            command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/mcp_interop.cjs"));
+            command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/support/mcp_interop.cjs"));
             command
         }
     };

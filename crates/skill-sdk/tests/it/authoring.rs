@@ -202,13 +202,13 @@ fn the_contract_holds_every_declared_argument() {
 
 #[test]
 fn entrypoints_follow_the_module_path() {
-    assert_eq!(sync_plain::SKILL.entrypoint(), "authoring:sync_plain");
-    assert_eq!(nested::deep::SKILL.entrypoint(), "authoring.nested:deep");
+    assert_eq!(sync_plain::SKILL.entrypoint(), "it.authoring:sync_plain");
+    assert_eq!(nested::deep::SKILL.entrypoint(), "it.authoring.nested:deep");
     let declared = panics::SKILL.contract().expect("valid").to_export_json();
     assert_eq!(declared["implementation"]["entrypoint"], "legacy.echo:panics", "a custom entrypoint is kept");
     let local = panics::SKILL.document(Some(panics::SKILL.local_implementation().expect("valid"))).expect("document");
     assert_eq!(
-        local["spec"]["contract"]["implementation"]["entrypoint"], "authoring:panics",
+        local["spec"]["contract"]["implementation"]["entrypoint"], "it.authoring:panics",
         "--protocol local uses the function"
     );
 }

@@ -2,8 +2,7 @@
 //! of `support/core_behaviour.rs`, which the core's own tests run against a real core), what the
 //! fake records for a test to look at, and state tokens checked against Python's `json.dumps`.
 
-#[path = "support/core_behaviour.rs"]
-mod core_behaviour;
+use crate::core_behaviour;
 
 use std::process::Command;
 use std::sync::Arc;
