@@ -65,8 +65,8 @@ pub struct InvocationOut {
     pub max_attempts: i32,
     pub available_at: String,
     pub output: Option<Value>,
-    /// `{code, retryable, message, details?}` of the last failure.
-    pub error: Option<Value>,
+    /// The last failure, or why the call was cancelled.
+    pub error: Option<ReportedError>,
     pub cost: Option<Value>,
     pub fencing_token: i64,
     pub executor_principal_id: Option<String>,

@@ -188,7 +188,7 @@ pub fn calls(args: CallsArgs) -> ExitCode {
 fn line(call: &InvocationOut) -> String {
     let why = match (&call.error, &call.waiting) {
         (_, Some(waiting)) => format!("waiting: {}", waiting.reason),
-        (Some(error), None) => error["code"].as_str().unwrap_or_default().to_owned(),
+        (Some(error), None) => error.code.clone(),
         (None, None) => String::new(),
     };
     format!(

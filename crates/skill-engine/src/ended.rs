@@ -18,15 +18,8 @@ pub(crate) fn log(call: &InvocationRecord, name: &str, version: &str) {
     let skill = format_args!("{name}@{version}");
     let attempt = format_args!("{}/{}", call.attempt, call.max_attempts);
     let task = call.task_id.as_deref().unwrap_or("-");
-    let code = call.error.as_ref().and_then(|error| error["code"].as_str()).unwrap_or_default();
-    let message: String = call
-        .error
-        .as_ref()
-        .and_then(|error| error["message"].as_str())
-        .unwrap_or_default()
-        .chars()
-        .take(SHOWN)
-        .collect();
+    let code = call.error.as_ref().map_or("", |error| error.code.as_str());
+    let message: String = call.error.as_ref().map_or("", |error| error.message.as_str()).chars().take(SHOWN).collect();
     match (status, call.finished_at) {
         ("succeeded", Some(at)) => {
             let took_ms = (at - call.created_at).num_milliseconds();

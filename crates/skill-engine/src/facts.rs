@@ -106,8 +106,7 @@ impl Engine {
         let event = self.event(format!("fact:{}", fact.id), &recorded, &Origin::of(actor, request_id));
         match self.store.insert_fact(&fact, &event).await {
             Ok(()) => {
-                self.rules_due.notify_one();
-                self.processes_due.notify_one();
+                self.moments.fact_recorded();
                 Ok((fact_out(fact, Vec::new()), true))
             }
             // Sent twice at once: the other one was first.

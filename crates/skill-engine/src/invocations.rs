@@ -131,8 +131,7 @@ impl Engine {
         };
         match inserted {
             Inserted::New { covered } => {
-                self.ready.notify_one();
-                self.queued_here.notify_one();
+                self.moments.call_queued();
                 // Whether an executor covers it is told to callers (the insert answered it where
                 // it could); a process step does not ask.
                 let covered = match (process_made, covered) {
@@ -571,7 +570,7 @@ impl Engine {
             let cause = Cancellation { code: "cancelled", reason: &reason, by: actor.id(), initiator: "principal" };
             let (cancelled, event) = self.cancelled(&call, &skill, &cause, now, &Origin::of(actor, request_id));
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {
-                crate::ended::log(&cancelled, &skill.name, &skill.version);
+                self.moments.call_moved(&cancelled, &skill.name, &skill.version);
                 return Ok(view::invocation_out(cancelled, &skill, now, &view::Looked::default()));
             }
         }

@@ -63,7 +63,7 @@ pub(crate) fn ended(
     call: &InvocationRecord,
     status: CallStatus,
     output: Option<Value>,
-    error: Option<Value>,
+    error: Option<ReportedError>,
     now: Time,
 ) -> InvocationRecord {
     InvocationRecord {
@@ -79,9 +79,8 @@ pub(crate) fn ended(
 }
 
 /// `{code, retryable, message, details?}`, the error a call stores.
-pub(crate) fn error_value(code: &str, retryable: bool, message: &str, details: Option<Value>) -> Value {
-    let error = ReportedError { code: code.to_owned(), message: message.to_owned(), retryable, details };
-    crate::document(&error)
+pub(crate) fn error_value(code: &str, retryable: bool, message: &str, details: Option<Value>) -> ReportedError {
+    ReportedError { code: code.to_owned(), message: message.to_owned(), retryable, details }
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ pub mod keyed;
 pub mod knowledge;
 mod lease;
 mod metered;
+mod moments;
 pub mod packages;
 pub mod processes;
 pub mod requests;
@@ -61,16 +62,8 @@ pub struct Engine {
     store: Arc<dyn Store>,
     /// Compiled contract schemas by version (published schemas never change).
     schemas: Arc<invocations::SchemaCache>,
-    /// Wakes claims waiting for a call when one is queued through this engine (a hint only:
-    /// waiting claims also look again on their own, for calls queued through other cores).
-    ready: Arc<tokio::sync::Notify>,
-    /// Wakes the next waiting claim to look when there may be more calls than the wake-ups said:
-    /// a look found one, or another core told of calls queued there (one notification for many).
-    more: Arc<tokio::sync::Notify>,
-    /// Wakes the task that tells the other cores sharing the database that calls were queued
-    /// here (started by [`Engine::listen_to_other_cores`]); wake-ups that come while it is
-    /// telling make one more.
-    queued_here: Arc<tokio::sync::Notify>,
+    /// The moments the engine's workers wait for, and whom each wakes.
+    moments: Arc<moments::Moments>,
     /// The timeout of each version claims met (it never changes once published).
     timeouts: Arc<invocations::Timeouts>,
     /// When the waiting claims of each executor last looked for calls.
@@ -79,21 +72,10 @@ pub struct Engine {
     expired_at: Arc<std::sync::atomic::AtomicI64>,
     /// The audience tokens' issuer and its keys.
     issuer: Arc<tokens::Issuer>,
-    /// Wakes the outcome worker when a decision queued actions (a hint: it also looks on its own).
-    outcomes_due: Arc<tokio::sync::Notify>,
     /// Where artifacts' content lives.
     blobs: Arc<dyn skill_store::BlobStore>,
-    /// Wakes those waiting for a call's end when one completes or fails through this engine (a
-    /// hint: waiters also look again on their own, for calls ended through other cores).
-    ended: Arc<tokio::sync::Notify>,
-    /// Wakes the rule evaluation when a fact is recorded or a rule's call ends through this
-    /// engine (a hint: it also looks on its own, for facts and calls of other cores).
-    rules_due: Arc<tokio::sync::Notify>,
     /// Rules' conditions, compiled once per version.
     conditions: Arc<rules::Conditions>,
-    /// Wakes the process worker when an instance starts, a process's call ends or a fact is
-    /// recorded through this engine (a hint: it also looks every second on its own).
-    processes_due: Arc<tokio::sync::Notify>,
     /// Where the time is read.
     clock: Arc<dyn clock::Clock>,
     /// How often a waiting claim looks again on its own, for calls whose wake-up it may not get
@@ -145,19 +127,13 @@ impl Engine {
         Self {
             store,
             schemas: Arc::default(),
-            ready: Arc::default(),
-            more: Arc::default(),
-            queued_here: Arc::default(),
+            moments: Arc::default(),
             timeouts: Arc::default(),
             looks: Arc::default(),
             expired_at: Arc::default(),
             issuer: Arc::default(),
-            outcomes_due: Arc::default(),
             blobs: Arc::new(NoBlobs),
-            ended: Arc::default(),
-            rules_due: Arc::default(),
             conditions: Arc::default(),
-            processes_due: Arc::default(),
             clock: Arc::new(clock::SystemClock),
             look_again: invocations::LOOK_AGAIN,
             trace_of_call: |_, _| None,

@@ -346,7 +346,7 @@ impl Engine {
         let process_ref = format!("{}@{}", process.key, process.version);
         match self.store.write_work(&[WorkChange::InsertInstance(record.clone())], &[event]).await {
             Ok(()) => {
-                self.processes_due.notify_one();
+                self.moments.processes_due();
                 Ok(instance_out(record, Vec::new(), &process_ref, true))
             }
             // Started twice at once: the other one was first.

@@ -658,7 +658,7 @@ impl Engine {
                     CallStatus::Failed | CallStatus::Cancelled => RequestStatus::Failed,
                     _ => return Ok(false),
                 };
-                let reason = call.error.as_ref().and_then(|e| e["code"].as_str()).map(str::to_owned);
+                let reason = call.error.as_ref().map(|error| error.code.clone());
                 let (changes, events) = self
                     .close_request(request, None, ended, None, reason.as_deref().unwrap_or("request_done"), &system)
                     .await?;
@@ -859,7 +859,7 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + within;
         let mut pause = Duration::from_millis(2);
         loop {
-            let ended = self.ended.notified();
+            let ended = self.moments.ended();
             let call = self.invocation(actor, id).await?;
             if call.status.is_terminal() || tokio::time::Instant::now() >= deadline {
                 // Someone disabled meanwhile learns nothing more.
@@ -882,7 +882,7 @@ impl Engine {
                 self.still_enabled(actor).await?;
                 return Ok(request);
             }
-            let woken = self.ended.notified();
+            let woken = self.moments.ended();
             let _ =
                 tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + Duration::from_millis(500)), woken)
                     .await;

@@ -116,10 +116,10 @@ pub(crate) fn call_result(call: &InvocationOut) -> CallToolResult {
             result
         }
         CallStatus::Failed | CallStatus::Cancelled => {
-            let error = call
-                .error
-                .clone()
-                .unwrap_or_else(|| json!({"code": "call_failed", "message": "the call ended without an output"}));
+            let error = call.error.as_ref().map_or_else(
+                || json!({"code": "call_failed", "message": "the call ended without an output"}),
+                |error| json!(error),
+            );
             structured(json!({"error": error, "invocationId": call.id, "status": call.status}), true)
         }
         _ => failure(
@@ -199,7 +199,7 @@ pub(crate) fn status(request: &AgentRequestOut, console: &str) -> CallToolResult
             value["output"] = output.clone();
         }
         if let Some(error) = &call.error {
-            value["error"] = error.clone();
+            value["error"] = json!(error);
         }
     }
     structured(value, false)

@@ -16,7 +16,7 @@ const ROUNDS: usize = 3;
 
 /// The test corpus's sentences, personal and business, with filler text between them.
 fn corpus() -> String {
-    let corpus: Value = serde_json::from_str(include_str!("../tests/pii_corpus.json")).expect("corpus");
+    let corpus: Value = serde_json::from_str(include_str!("../tests/it/pii_corpus.json")).expect("corpus");
     let mut sentences: Vec<String> =
         corpus["personal"].as_array().expect("list").iter().map(|p| p[0].as_str().expect("text").to_owned()).collect();
     sentences.extend(corpus["business"].as_array().expect("list").iter().map(|b| b.as_str().expect("text").to_owned()));

@@ -7,7 +7,7 @@ mod work;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use skill_api::{Basis, CallStatus, PrincipalKind, RequesterKind, SessionStatus, SkillStatus};
+use skill_api::{Basis, CallStatus, PrincipalKind, ReportedError, RequesterKind, SessionStatus, SkillStatus};
 use skill_contract::agent::AgentSpec;
 use skill_contract::{RiskLevel, SideEffects};
 
@@ -376,8 +376,9 @@ pub struct InvocationRecord {
     pub available_at: Time,
     #[sqlx(json(nullable))]
     pub output: Option<Value>,
-    #[sqlx(json(nullable))]
-    pub error: Option<Value>,
+    /// Why the last attempt failed, or why the call was cancelled.
+    #[sqlx(try_from = "JsonText<ReportedError>")]
+    pub error: Option<ReportedError>,
     #[sqlx(json(nullable))]
     pub cost: Option<Value>,
     pub fencing_token: i64,

@@ -175,6 +175,10 @@ impl Document for Basis {
     const AT: &'static str = "skill_invocations.authorization_basis";
 }
 
+impl Document for skill_api::ReportedError {
+    const AT: &'static str = "skill_invocations.error";
+}
+
 impl Document for DecisionAuthority {
     const AT: &'static str = "approvals.decision_authority";
 }

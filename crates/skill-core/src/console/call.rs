@@ -142,7 +142,7 @@ async fn call_page(engine: &Engine, viewer: &Viewer, id: &str) -> Result<Markup,
             }
             h2 { "Inputs" } (json(&call.inputs))
             @if let Some(output) = &call.output { h2 { "Output" } (json(output)) }
-            @if let Some(error) = &call.error { h2 { "Error" } (json(error)) }
+            @if let Some(error) = &call.error { h2 { "Error" } (json(&serde_json::json!(error))) }
             h2 { "Cost" }
             @match &call.cost { Some(cost) => (json(cost)), None => p.empty { "Nothing reported." } }
             @if let Some(events) = &events {

@@ -151,8 +151,8 @@ fn row(call: &InvocationOut, by: &str) -> Markup {
             td data-label="Created" { (when(&call.created_at)) }
             td data-label="Result" {
                 @if let Some(error) = &call.error {
-                    code { (error.get("code").and_then(|c| c.as_str()).unwrap_or_default()) } " "
-                    span.why { (error.get("message").and_then(|c| c.as_str()).unwrap_or_default()) }
+                    code { (error.code) } " "
+                    span.why { (error.message) }
                 } @else if let Some(waiting) = &call.waiting {
                     span class={ "badge waiting-" (waiting.reason) } { (waiting.reason) }
                 } @else if let Some(finished) = &call.finished_at {

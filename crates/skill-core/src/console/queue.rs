@@ -67,8 +67,8 @@ fn row(call: &InvocationOut) -> Markup {
                 @if let Some(waiting) = &call.waiting {
                     span class={ "badge waiting-" (waiting.reason) } { (waiting.reason) } " " span.why { (waiting.message) }
                 } @else if let Some(error) = &call.error {
-                    code { (error.get("code").and_then(|c| c.as_str()).unwrap_or_default()) } " "
-                    (error.get("message").and_then(|c| c.as_str()).unwrap_or_default())
+                    code { (error.code) } " "
+                    (error.message)
                 } @else if let Some(lease) = &call.lease_expires_at {
                     "leased until " (when(lease))
                 }

@@ -378,7 +378,7 @@ fn call_card(call: &InvocationOut, caller: &str) -> Markup {
             p.meta { "by " (caller) " · attempt " (call.attempt) " of " (call.max_attempts) " · " (when(&call.created_at)) }
             @if let Some(waiting) = &call.waiting { p.waiting { "Waiting: " (waiting.reason) } }
             @if let Some(output) = &call.output { h4 { "Output" } (json(output)) }
-            @if let Some(error) = &call.error { h4 { "Error" } (json(error)) }
+            @if let Some(error) = &call.error { h4 { "Error" } (json(&serde_json::json!(error))) }
         }
     }
 }

@@ -52,6 +52,8 @@ impl Engine {
             }
             let now = self.now();
             let mut writes = Vec::new();
+            // The skill of each write, for the line logged when it moved.
+            let mut skills = Vec::new();
             let mut events = Vec::new();
             let (mut cancelled, mut returned) = (Vec::new(), Vec::new());
             for call in self.store.calls_of_principal(&principal.id).await? {
@@ -70,6 +72,7 @@ impl Engine {
                     let (next, event) = self.cancelled(&call, &skill, &cause, now, &origin);
                     cancelled.push(next.id.clone());
                     writes.push(next);
+                    skills.push(skill);
                     events.push(event);
                 } else {
                     let message = format!("the executor {} was disabled ({reason})", principal.name);
@@ -77,6 +80,7 @@ impl Engine {
                     let (next, event) = self.failed(call, &skill, error, None, now, &origin);
                     returned.push(next.id.clone());
                     writes.push(next);
+                    skills.push(skill);
                     events.push(event);
                 }
             }
@@ -90,8 +94,8 @@ impl Engine {
             events.push(self.event(format!("principal:{}", principal.id), &disabled, &origin));
             match self.store.disable_principal(&principal.id, now, &writes, &events).await {
                 Ok(()) => {
-                    if !returned.is_empty() {
-                        self.ready.notify_one();
+                    for (call, skill) in writes.iter().zip(&skills) {
+                        self.moments.call_moved(call, &skill.name, &skill.version);
                     }
                     // The disable stands whatever happens next: a request this leaves pending is
                     // never called (the request worker and the claim check the operator).

@@ -12,7 +12,7 @@ use skill_api::events::{
 };
 use skill_api::{
     CallStatus, ClaimOut, ClaimRequest, ClaimedSkill, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut,
-    MAX_DOCUMENT_BYTES,
+    MAX_DOCUMENT_BYTES, ReportedError,
 };
 use skill_store::records::{Admission, BasisState, InvocationRecord, SkillRecord, TaskRecord, Time};
 use skill_store::{Decision, ErrorKind, Take};
@@ -145,10 +145,10 @@ impl Engine {
         let mut fresh: Option<Actor> = None;
         loop {
             // Listen before looking, so a call queued in between is not missed.
-            let queued = self.ready.notified();
+            let queued = self.moments.queued();
             tokio::pin!(queued);
             queued.as_mut().enable();
-            let told = self.more.notified();
+            let told = self.moments.more();
             tokio::pin!(told);
             told.as_mut().enable();
             self.looks.looked(looks);
@@ -158,7 +158,7 @@ impl Engine {
                 if woken != Woken::Queued {
                     // A call no wake-up of its own told of: there may be more, and the next
                     // waiting claim looks for them (and wakes the next if it finds one).
-                    self.more.notify_one();
+                    self.moments.more_calls();
                 }
                 first.more = claimed.collect();
                 return Ok(Some(first));
@@ -219,7 +219,7 @@ impl Engine {
             // What the claim cancelled is logged once its transaction committed.
             let seen = std::mem::take(&mut *seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
             for (cancelled, name, version, reason) in &seen.cancelled {
-                crate::ended::log(cancelled, name, version);
+                self.moments.call_moved(cancelled, name, version);
                 crate::metered::cancelled_at_claim(reason);
             }
             for running in claimed {
@@ -434,20 +434,7 @@ impl Engine {
                 self.store.update_invocation_with_artifacts(&next, &artifacts, &events).await
             };
             if written(wrote)? {
-                crate::ended::log(&next, &skill.name, &skill.version);
-                self.ended.notify_waiters();
-                if next.task_id.is_some() {
-                    // An outcome or an execution may be waiting for it.
-                    self.outcomes_due.notify_one();
-                }
-                if next.requested_by_kind == skill_api::RequesterKind::Rule {
-                    // A rule's evaluation waits for it.
-                    self.rules_due.notify_one();
-                }
-                if is_process_call(&next) {
-                    // A process step waits for it.
-                    self.processes_due.notify_one();
-                }
+                self.moments.call_moved(&next, &skill.name, &skill.version);
                 return Ok(view::invocation_out(next, &skill, now, &view::Looked::default()));
             }
         }
@@ -516,18 +503,7 @@ impl Engine {
             let origin = Origin::of(actor, request_id);
             let (next, event) = self.failed(call, &skill, error, None, now, &origin);
             if written(self.store.update_invocation(&next, &[event]).await)? {
-                crate::ended::log(&next, &skill.name, &skill.version);
-                self.ended.notify_waiters();
-                if next.status == CallStatus::Pending {
-                    self.ready.notify_one();
-                } else if next.task_id.is_some() {
-                    self.outcomes_due.notify_one();
-                } else if next.requested_by_kind == skill_api::RequesterKind::Rule {
-                    self.rules_due.notify_one();
-                }
-                if next.status != CallStatus::Pending && is_process_call(&next) {
-                    self.processes_due.notify_one();
-                }
+                self.moments.call_moved(&next, &skill.name, &skill.version);
                 return Ok(view::invocation_out(next, &skill, now, &view::Looked::default()));
             }
         }
@@ -548,10 +524,7 @@ impl Engine {
                 Ok(()) => {
                     handled += 1;
                     crate::metered::lease_expired();
-                    crate::ended::log(&next, &skill.name, &skill.version);
-                    if next.status == CallStatus::Pending {
-                        self.ready.notify_one();
-                    }
+                    self.moments.call_moved(&next, &skill.name, &skill.version);
                 }
                 // Someone else moved it first (a report just in time, another sweep).
                 Err(error) if error.kind() == ErrorKind::Stale => {}
@@ -567,18 +540,14 @@ impl Engine {
         &self,
         call: InvocationRecord,
         skill: &SkillRecord,
-        error: Value,
+        error: ReportedError,
         cost: Option<Value>,
         now: Time,
         origin: &Origin,
     ) -> (InvocationRecord, skill_store::records::Event) {
-        let retryable = error["retryable"] == true;
+        let retryable = error.retryable;
         let subject = format!("skill_invocation:{}", call.id);
-        let summary = FailureSummary {
-            code: error["code"].as_str().map(str::to_owned),
-            retryable,
-            message: cut(error["message"].as_str().unwrap_or_default(), 500),
-        };
+        let summary = FailureSummary { code: Some(error.code.clone()), retryable, message: cut(&error.message, 500) };
         if retryable && call.attempt < call.max_attempts {
             let backoff =
                 skill.contract.as_ref().and_then(|c| c["retryPolicy"]["backoffSeconds"].as_i64()).unwrap_or(0);
@@ -588,7 +557,7 @@ impl Engine {
                 attempt: call.attempt,
                 max_attempts: call.max_attempts,
                 available_at: crate::catalog::view_time(&available_at),
-                error: RetriedError { code: error["code"].as_str().map(str::to_owned), retryable: true },
+                error: RetriedError { code: Some(error.code.clone()), retryable: true },
             };
             let event = self.event(subject, &scheduled, origin);
             let next = InvocationRecord {
@@ -727,9 +696,4 @@ fn admission(request: &ClaimRequest) -> Result<Admission> {
 
 fn cut(text: &str, max: usize) -> String {
     text.chars().take(max).collect()
-}
-
-/// Whether a process step made the call (its key is the step's).
-fn is_process_call(call: &skill_store::records::InvocationRecord) -> bool {
-    call.idempotency_key.as_deref().is_some_and(|key| key.starts_with("process:"))
 }

@@ -80,7 +80,7 @@ impl Engine {
             if written(self.store.update_session(&next, &[], &[]).await)? {
                 if draining {
                     // Waiting claims look again, see the drain and answer at once.
-                    self.ready.notify_waiters();
+                    self.moments.claims_look_again();
                 }
                 return Ok(session_out(next, now));
             }
@@ -100,6 +100,7 @@ impl Engine {
             }
             let origin = Origin::of(actor, request_id);
             let mut calls = Vec::new();
+            let mut skills = Vec::new();
             let mut events = Vec::new();
             for call in self.store.session_calls(&session.id).await? {
                 let skill = self.store.skill(&call.skill_id).await?.skill;
@@ -107,6 +108,7 @@ impl Engine {
                     error_value("lease_expired", true, "the executor closed the session that held the lease", None);
                 let (next, event) = self.failed(call, &skill, error, None, now, &origin);
                 calls.push(next);
+                skills.push(skill);
                 events.push(event);
             }
             let closed = SessionClosed { principal_id: actor.id().to_owned(), released: calls.len() };
@@ -118,8 +120,8 @@ impl Engine {
                 ..session
             };
             if written(self.store.update_session(&closed, &calls, &events).await)? {
-                if !calls.is_empty() {
-                    self.ready.notify_one();
+                for (call, skill) in calls.iter().zip(&skills) {
+                    self.moments.call_moved(call, &skill.name, &skill.version);
                 }
                 return Ok(session_out(closed, now));
             }

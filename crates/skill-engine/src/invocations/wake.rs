@@ -25,7 +25,7 @@ impl Engine {
         // One wake-up at a time: those asked for meanwhile make one more, not one each.
         let tell = async move {
             loop {
-                telling.queued_here.notified().await;
+                telling.moments.queued_here().await;
                 if let Err(error) = telling.store.wake_others().await {
                     tracing::warn!(error = %error, "the other cores could not be woken; their claims look on their own");
                     tokio::time::sleep(RETRY_AFTER).await;
@@ -51,15 +51,15 @@ impl Engine {
                 };
                 match wakeups.next().await {
                     // Perhaps many calls: the claim that finds one wakes the next.
-                    Ok(Wake::Calls) => engine.more.notify_one(),
-                    Ok(Wake::Lost) => engine.ready.notify_waiters(),
+                    Ok(Wake::Calls) => engine.moments.more_calls(),
+                    Ok(Wake::Lost) => engine.moments.claims_look_again(),
                     Err(error) => {
                         tracing::warn!(
                             error = %error,
                             "the wake-ups of other cores cannot be heard; waiting claims look on their own meanwhile"
                         );
                         listening = None;
-                        engine.ready.notify_waiters();
+                        engine.moments.claims_look_again();
                         tokio::time::sleep(RETRY_AFTER).await;
                     }
                 }

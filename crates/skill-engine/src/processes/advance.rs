@@ -137,7 +137,7 @@ impl Engine {
     /// Waits until something an instance may wait for happened through this engine (a start, a
     /// call's end, a fact, a task's close), or `within` passed.
     pub async fn processes_due(&self, within: std::time::Duration) {
-        let _ = tokio::time::timeout(within, self.processes_due.notified()).await;
+        self.moments.wait_for_processes(within).await;
     }
 
     /// One pass: moves every instance that can move at `now`. Answers how many moved.
@@ -648,8 +648,11 @@ impl Engine {
             }
             CallStatus::Succeeded => self.finish(moving, open, StepStatus::Done, made.output.clone(), None, next, now),
             CallStatus::Failed | CallStatus::Cancelled => {
-                let error = made.error.clone().unwrap_or_else(|| json!({"code": "call_failed"}));
-                let error = json!({"code": error["code"], "message": error["message"], "invocationId": made.id});
+                let (code, message) = made
+                    .error
+                    .as_ref()
+                    .map_or(("call_failed", None), |error| (error.code.as_str(), Some(&error.message)));
+                let error = json!({"code": code, "message": message, "invocationId": made.id});
                 self.step_failed(moving, open, step, call, error, now)
             }
         }))
@@ -812,7 +815,7 @@ impl Engine {
             self.replace_step(moving, waiting);
             moving.instance.wake_at = None;
             moving.touched = true;
-            self.outcomes_due.notify_one();
+            self.moments.outcomes_due();
             if !task.draft {
                 return Ok(Some(Moved::Waits));
             }

@@ -39,7 +39,7 @@ impl Engine {
     /// Waits until a fact was recorded or a rule's call ended through this engine, or `within`
     /// passed (facts and calls also arrive through other cores).
     pub async fn rules_due(&self, within: std::time::Duration) {
-        let _ = tokio::time::timeout(within, self.rules_due.notified()).await;
+        self.moments.wait_for_rules(within).await;
     }
 
     /// One pass: evaluates the facts no rule evaluated yet, then moves every evaluation that can
@@ -81,7 +81,7 @@ impl Engine {
         }
         if pass.made_work.load(std::sync::atomic::Ordering::Relaxed) {
             // Tasks whose types run an execution.
-            self.outcomes_due.notify_one();
+            self.moments.outcomes_due();
         }
         Ok(moved)
     }
@@ -244,19 +244,18 @@ impl Engine {
                     // A failure that may pass (its executor died holding it) is asked for again,
                     // with a new call, up to MAX_ASKS in all.
                     CallStatus::Failed
-                        if call.error.as_ref().is_some_and(|e| e["retryable"] == true)
-                            && evaluation.asks < MAX_ASKS =>
+                        if call.error.as_ref().is_some_and(|error| error.retryable) && evaluation.asks < MAX_ASKS =>
                     {
                         self.interpret(evaluation, &rule, &fact, pass, now).await
                     }
                     CallStatus::Failed | CallStatus::Cancelled => {
-                        let code = call.error.as_ref().and_then(|e| e["code"].as_str()).unwrap_or("call_failed");
+                        let code = call.error.as_ref().map_or("call_failed", |error| error.code.as_str());
                         let (status, code) = if code == "rule_skill_wait_expired" {
                             (RuleEvaluationStatus::Expired, code.to_owned())
                         } else {
                             (RuleEvaluationStatus::Failed, code.to_owned())
                         };
-                        let message = call.error.as_ref().and_then(|e| e["message"].as_str()).unwrap_or_default();
+                        let message = call.error.as_ref().map_or("", |error| error.message.as_str());
                         let error = json!({"code": code, "message": format!("the interpretation's call {}: {message}", call.status), "invocationId": call.id});
                         self.end_evaluation(evaluation, status, error, now).await
                     }
@@ -454,7 +453,7 @@ impl Engine {
                     if !started_any {
                         return Ok(1);
                     }
-                    self.processes_due.notify_one();
+                    self.moments.processes_due();
                     return Ok(1);
                 }
                 // A work key taken meanwhile: read the origins again.

@@ -269,7 +269,7 @@ impl Engine {
                 crate::metered::decided(decided.status, decided.created_at, now);
                 // The outcome's actions, or a task's execution that the decision lets go on (or
                 // ends), are carried out next.
-                self.outcomes_due.notify_one();
+                self.moments.outcomes_due();
                 return self.approval_out(decided, rows).await;
             }
         }
@@ -314,7 +314,7 @@ impl Engine {
                 changes.push(WorkChange::InsertComment(comment));
             }
             if written(self.store.write_work(&changes, &events).await)? {
-                self.outcomes_due.notify_one();
+                self.moments.outcomes_due();
                 let actions = self.store.actions(&approval.id).await?;
                 return self.approval_out(withdrawn, actions).await;
             }

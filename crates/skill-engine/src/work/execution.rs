@@ -143,7 +143,7 @@ impl Engine {
             };
             let (cancelled, event) = self.cancelled(&call, &version, &cause, now, &origin);
             if written(self.store.update_invocation(&cancelled, &[event]).await)? {
-                crate::ended::log(&cancelled, &version.name, &version.version);
+                self.moments.call_moved(&cancelled, &version.name, &version.version);
                 return Ok(1);
             }
         }
@@ -211,7 +211,7 @@ impl Engine {
                 let (cancelled, event) = self.cancelled(&call, version, &cause, now, origin);
                 let wrote = written(self.store.update_invocation(&cancelled, &[event]).await)?;
                 if wrote {
-                    crate::ended::log(&cancelled, &version.name, &version.version);
+                    self.moments.call_moved(&cancelled, &version.name, &version.version);
                 }
                 Ok(usize::from(wrote))
             }
@@ -246,12 +246,8 @@ impl Engine {
         origin: &Origin,
     ) -> Result<Option<usize>> {
         let error = call.error.as_ref();
-        let code = error.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("unknown");
-        let lost = error
-            .and_then(|e| e.get("message"))
-            .and_then(Value::as_str)
-            .and_then(|word| LostBasis::parse(word).ok())
-            .filter(|_| code == "basis_revoked");
+        let code = error.map_or("unknown", |error| error.code.as_str());
+        let lost = error.and_then(|error| LostBasis::parse(&error.message).ok()).filter(|_| code == "basis_revoked");
         let moved = match call.status {
             CallStatus::Succeeded => {
                 let result = ExecutionResult {

@@ -53,7 +53,7 @@ impl Engine {
 
     /// Waits until a decision queued actions here or `within` passes.
     pub async fn outcomes_due(&self, within: std::time::Duration) {
-        let _ = tokio::time::timeout(within, self.outcomes_due.notified()).await;
+        self.moments.wait_for_outcomes(within).await;
     }
 
     async fn advance_outcome(&self, approval: &ApprovalRecord, now: Time) -> Result<usize> {
@@ -276,7 +276,7 @@ impl Engine {
         let (cancelled, event) = self.cancelled(call, &skill, &cause, now, &Origin::default());
         let wrote = written(self.store.update_invocation(&cancelled, &[event]).await)?;
         if wrote {
-            crate::ended::log(&cancelled, &skill.name, &skill.version);
+            self.moments.call_moved(&cancelled, &skill.name, &skill.version);
         }
         Ok(wrote.then_some(cancelled))
     }
@@ -290,8 +290,8 @@ impl Engine {
             expect.iter().all(|(key, wanted)| call.output.as_ref().and_then(|output| output.get(key)) == Some(wanted))
         });
         let error = call.error.as_ref();
-        let code = error.and_then(|e| e.get("code")).and_then(Value::as_str);
-        let reason = error.and_then(|e| e.get("message")).and_then(Value::as_str);
+        let code = error.map(|error| error.code.as_str());
+        let reason = error.map(|error| error.message.as_str());
         let status = match call.status {
             CallStatus::Succeeded if met => ActionStatus::Succeeded,
             CallStatus::Cancelled
@@ -310,7 +310,7 @@ impl Engine {
             (ActionStatus::Failed, CallStatus::Succeeded) => {
                 Some(crate::document(&Failure::new("expectation_not_met", "the output does not match expect")))
             }
-            (ActionStatus::Failed | ActionStatus::Skipped, _) => call.error.clone(),
+            (ActionStatus::Failed | ActionStatus::Skipped, _) => call.error.as_ref().map(crate::document),
             _ => None,
         };
         self.action_ended(action, status, result, failure)

@@ -186,7 +186,7 @@ impl Engine {
             if written(self.store.write_work(&changes, &events).await)? {
                 tracing::info!(approval = %approval.id, task = %approval.task_id, by = %actor.principal().name,
                                actions = retry.actions.len(), "approval outcome retried");
-                self.outcomes_due.notify_one();
+                self.moments.outcomes_due();
                 return self.approval(actor, &approval.id).await;
             }
         }

@@ -80,7 +80,7 @@ impl Engine {
         }
         self.store.write_work(&changes, &events).await?;
         if starts {
-            self.processes_due.notify_one();
+            self.moments.processes_due();
         }
         Ok(task_out(task, &task_type))
     }

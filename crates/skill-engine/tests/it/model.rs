@@ -756,8 +756,8 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                         if on_authority || standing.contains(id) {
                             let stored = w.engine.store().invocation(id).await.expect(&at);
                             assert_eq!(
-                                (stored.status, stored.error.as_ref().map(|e| e["code"].clone())),
-                                (CallStatus::Cancelled, Some(json!("basis_revoked"))),
+                                (stored.status, stored.error.as_ref().map(|e| e.code.as_str())),
+                                (CallStatus::Cancelled, Some("basis_revoked")),
                                 "{at}: {id} stood on {}",
                                 PEOPLE[who]
                             );
@@ -1165,9 +1165,9 @@ async fn claim(w: &World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'stati
         if stored.status != CallStatus::Cancelled {
             continue;
         }
-        let error = stored.error.clone().unwrap_or_default();
-        assert_eq!(error["code"], "basis_revoked", "{at}: {id}");
-        let reason = error["message"].as_str().unwrap_or_default();
+        let error = stored.error.clone().expect("a cancelled call says why");
+        assert_eq!(error.code, "basis_revoked", "{at}: {id}");
+        let reason = error.message.as_str();
         let basis = stored.authorization_basis.clone();
         let task_open = stored.task_id.as_ref().is_none_or(|t| m.tasks[t].open);
         let gates = match &stored.task_id {

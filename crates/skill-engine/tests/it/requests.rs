@@ -604,7 +604,7 @@ async fn a_disabled_decider_stops_a_queued_call() {
     let stored = w.engine.store().invocation(&call).await.expect("the call");
     assert_eq!(stored.status, CallStatus::Cancelled);
     assert_eq!(
-        stored.error.as_ref().map(|e| (e["code"].clone(), e["message"].clone())),
+        stored.error.as_ref().map(|e| (json!(e.code), json!(e.message))),
         Some((json!("basis_revoked"), json!("decider_disabled")))
     );
     w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
@@ -617,7 +617,7 @@ async fn a_disabled_decider_stops_a_queued_call() {
     assert!(w.engine.claim(&w.executor, &claim, None).await.expect("a claim").is_none(), "nothing to make");
     let stored = w.engine.store().invocation(&call).await.expect("the call");
     assert_eq!((stored.status, stored.attempt), (CallStatus::Cancelled, 0), "never started");
-    assert_eq!(stored.error.as_ref().map(|e| e["message"].clone()), Some(json!("decider_disabled")));
+    assert_eq!(stored.error.as_ref().map(|e| e.message.as_str()), Some("decider_disabled"));
     w.engine.run_agent_requests(Utc::now()).await.expect("a pass");
     let seen = w.engine.agent_request(&w.agent, &request).await.expect("seen");
     assert_eq!((seen.status, seen.call.map(|call| call.status)), (RequestStatus::Failed, Some(CallStatus::Cancelled)));
@@ -654,7 +654,7 @@ async fn a_disabled_operator_stops_the_agents_requests() {
     assert!(w.engine.claim(&w.executor, &claim, None).await.expect("a claim").is_none(), "nothing to make");
     let stored = w.engine.store().invocation(&call).await.expect("the call");
     assert_eq!((stored.status, stored.attempt), (CallStatus::Cancelled, 0), "never started");
-    assert_eq!(stored.error.as_ref().map(|e| e["message"].clone()), Some(json!("operator_disabled")));
+    assert_eq!(stored.error.as_ref().map(|e| e.message.as_str()), Some("operator_disabled"));
     // A request still waiting then (a disable through the API withdraws it at once) is approved
     // in vain: its call is never made.
     w.engine.decide(&w.reviewer, &waiting.approval_id, &approve, None).await.expect("approved");

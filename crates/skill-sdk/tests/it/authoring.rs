@@ -9,7 +9,7 @@ use skill_sdk::export::ProtocolChoice;
 use skill_sdk::{SkillContext, SkillError, skill, testing};
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct EchoIn {
+pub(crate) struct EchoIn {
     pub text: String,
     /// How many times to repeat.
     #[serde(default = "one")]
@@ -21,7 +21,7 @@ fn one() -> u32 {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct EchoOut {
+pub(crate) struct EchoOut {
     pub text: String,
     pub note: Option<String>,
 }
@@ -35,20 +35,20 @@ fn echo_out(inputs: &EchoIn) -> EchoOut {
 ///
 /// This second paragraph is not part of the description.
 #[skill("test.sync_plain", version = "1", side_effects = "none", risk = "low")]
-pub fn sync_plain(inputs: EchoIn) -> Result<EchoOut, SkillError> {
+pub(crate) fn sync_plain(inputs: EchoIn) -> Result<EchoOut, SkillError> {
     Ok(echo_out(&inputs))
 }
 
 /// Echo with the context.
 #[skill("test.sync_ctx", version = "1", side_effects = "none", risk = "low", description = "Given explicitly.")]
-pub fn sync_ctx(inputs: EchoIn, ctx: SkillContext) -> Result<EchoOut, SkillError> {
+pub(crate) fn sync_ctx(inputs: EchoIn, ctx: SkillContext) -> Result<EchoOut, SkillError> {
     ctx.add_cost("echo", 2.0);
     ctx.add_cost("echo", 0.5);
     Ok(EchoOut { note: ctx.idempotency_key().map(str::to_owned), ..echo_out(&inputs) })
 }
 
 #[skill("test.async_plain", version = "2", side_effects = "external_read", risk = "medium")]
-pub async fn async_plain(inputs: EchoIn) -> Result<EchoOut, SkillError> {
+pub(crate) async fn async_plain(inputs: EchoIn) -> Result<EchoOut, SkillError> {
     tokio::task::yield_now().await;
     Ok(echo_out(&inputs))
 }
@@ -64,7 +64,7 @@ pub async fn async_plain(inputs: EchoIn) -> Result<EchoOut, SkillError> {
     cost_model(unit = "page", estimate = 0.5),
     implementation = http(endpoint = "${ECHO_URL}/skills/test.async_ctx@1", audience = "echo-service")
 )]
-pub async fn async_ctx(inputs: EchoIn, ctx: SkillContext) -> Result<EchoOut, SkillError> {
+pub(crate) async fn async_ctx(inputs: EchoIn, ctx: SkillContext) -> Result<EchoOut, SkillError> {
     ctx.check_deadline()?;
     Ok(EchoOut { note: Some(ctx.transport().as_str().to_owned()), ..echo_out(&inputs) })
 }
@@ -78,7 +78,7 @@ pub async fn async_ctx(inputs: EchoIn, ctx: SkillContext) -> Result<EchoOut, Ski
     outputs_schema = json!({"type": "object", "properties": {"text": {"type": "string", "maxLength": 3}}}),
     implementation = mcp(endpoint = "stdio:echo")
 )]
-pub fn explicit(inputs: EchoIn) -> Result<EchoOut, SkillError> {
+pub(crate) fn explicit(inputs: EchoIn) -> Result<EchoOut, SkillError> {
     Ok(echo_out(&inputs))
 }
 
@@ -90,26 +90,26 @@ pub fn explicit(inputs: EchoIn) -> Result<EchoOut, SkillError> {
     risk = "low",
     inputs_schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
 )]
-pub fn untyped(inputs: serde_json::Map<String, serde_json::Value>) -> Result<EchoOut, SkillError> {
+pub(crate) fn untyped(inputs: serde_json::Map<String, serde_json::Value>) -> Result<EchoOut, SkillError> {
     Ok(EchoOut { text: inputs.len().to_string(), note: None })
 }
 
 #[skill("test.slow", version = "1", side_effects = "none", risk = "low", timeout = 1)]
-pub async fn slow(_inputs: EchoIn) -> Result<EchoOut, SkillError> {
+pub(crate) async fn slow(_inputs: EchoIn) -> Result<EchoOut, SkillError> {
     tokio::time::sleep(std::time::Duration::from_secs(30)).await;
     Err(SkillError::new("never"))
 }
 
 #[skill("test.panics", version = "1", side_effects = "none", risk = "low", implementation = local(entrypoint = "legacy.echo:panics"))]
-pub fn panics(_inputs: EchoIn) -> Result<EchoOut, SkillError> {
+pub(crate) fn panics(_inputs: EchoIn) -> Result<EchoOut, SkillError> {
     panic!("secret detail that must not reach the caller")
 }
 
-pub mod nested {
+pub(crate) mod nested {
     use super::*;
 
     #[skill("test.nested", version = "1", side_effects = "none", risk = "low")]
-    pub async fn deep(inputs: EchoIn) -> Result<EchoOut, SkillError> {
+    pub(crate) async fn deep(inputs: EchoIn) -> Result<EchoOut, SkillError> {
         Ok(echo_out(&inputs))
     }
 }

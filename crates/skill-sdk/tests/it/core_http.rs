@@ -98,19 +98,19 @@ fn start() -> (String, Arc<Server>) {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Op {
+pub(crate) struct Op {
     pub op: String,
     #[serde(default)]
     pub arg: Value,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub result: Value,
 }
 
 #[skill("core.client", version = "1", side_effects = "external_read", risk = "low")]
-pub async fn client(inputs: Op, ctx: SkillContext) -> Result<Answer, SkillError> {
+pub(crate) async fn client(inputs: Op, ctx: SkillContext) -> Result<Answer, SkillError> {
     let snapshot = json!({"pack": "p", "source": "s", "scope": "c", "entities": [{"kind": "company", "key": "7701"}]});
     let result = match inputs.op.as_str() {
         "preview" => ctx.knowledge()?.preview(snapshot, "W-1").await?,

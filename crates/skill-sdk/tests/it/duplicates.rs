@@ -8,21 +8,21 @@ use skill_sdk::registry::{Registry, RegistryError};
 use skill_sdk::{SkillError, skill};
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct In {}
+pub(crate) struct In {}
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Out {}
+pub(crate) struct Out {}
 
 #[skill("dup.skill", version = "1", side_effects = "none", risk = "low")]
-pub fn first(_inputs: In) -> Result<Out, SkillError> {
+pub(crate) fn first(_inputs: In) -> Result<Out, SkillError> {
     Ok(Out {})
 }
 
-pub mod other {
+pub(crate) mod other {
     use super::*;
 
     #[skill("dup.skill", version = "1", side_effects = "none", risk = "low")]
-    pub fn second(_inputs: In) -> Result<Out, SkillError> {
+    pub(crate) fn second(_inputs: In) -> Result<Out, SkillError> {
         Ok(Out {})
     }
 }

@@ -12,7 +12,7 @@ use skill_sdk::testing::{self, FakeAnswer, FakeLlm};
 use skill_sdk::{SkillContext, SkillError, skill};
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Ask {
+pub(crate) struct Ask {
     pub claim: String,
     #[serde(default = "one")]
     pub calls: u32,
@@ -25,17 +25,17 @@ fn one() -> u32 {
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-pub struct Drafted {
+pub(crate) struct Drafted {
     pub draft: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Drafts {
+pub(crate) struct Drafts {
     pub drafts: Vec<Value>,
 }
 
 #[skill("fake.ask", version = "1", side_effects = "none", risk = "low")]
-pub async fn ask(inputs: Ask, ctx: SkillContext) -> Result<Drafts, SkillError> {
+pub(crate) async fn ask(inputs: Ask, ctx: SkillContext) -> Result<Drafts, SkillError> {
     let llm = ctx.llm()?;
     let mut drafts = Vec::new();
     for i in 0..inputs.calls {

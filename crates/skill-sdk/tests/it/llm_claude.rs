@@ -88,17 +88,17 @@ impl Drop for Fake {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Ask {
+pub(crate) struct Ask {
     pub claim: String,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-pub struct Drafted {
+pub(crate) struct Drafted {
     pub draft: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Report {
+pub(crate) struct Report {
     pub draft: String,
     pub model: String,
     pub prompt_tokens: u64,
@@ -107,7 +107,7 @@ pub struct Report {
 }
 
 #[skill("llm.claude", version = "1", side_effects = "none", risk = "low", timeout = 60)]
-pub async fn ask(inputs: Ask, ctx: SkillContext) -> Result<Report, SkillError> {
+pub(crate) async fn ask(inputs: Ask, ctx: SkillContext) -> Result<Report, SkillError> {
     let answer = ctx.llm()?.chat_json::<Drafted>("You draft polite replies.", &[user(&inputs.claim)], "draft").await?;
     Ok(Report {
         draft: answer.data.draft,

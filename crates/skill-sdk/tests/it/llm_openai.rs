@@ -64,26 +64,26 @@ fn start() -> (String, Arc<Server>) {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Ask {
+pub(crate) struct Ask {
     pub claim: String,
     #[serde(default)]
     pub object: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-pub struct Drafted {
+pub(crate) struct Drafted {
     pub draft: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Report {
+pub(crate) struct Report {
     pub data: Value,
     pub model: String,
     pub total_tokens: u64,
 }
 
 #[skill("llm.ask", version = "1", side_effects = "none", risk = "low", timeout = 30)]
-pub async fn ask(inputs: Ask, ctx: SkillContext) -> Result<Report, SkillError> {
+pub(crate) async fn ask(inputs: Ask, ctx: SkillContext) -> Result<Report, SkillError> {
     let llm = ctx.llm()?;
     let messages = [user(&inputs.claim)];
     if inputs.object {

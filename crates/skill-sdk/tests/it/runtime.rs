@@ -14,13 +14,13 @@ use serde_json::{Map, json};
 use skill_sdk::{SkillContext, SkillError, package_settings, skill, testing};
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Wait {
+pub(crate) struct Wait {
     /// Milliseconds to sleep.
     pub ms: u64,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Report {
+pub(crate) struct Report {
     pub remaining_ms: u64,
     pub late: bool,
     pub settings: Map<String, serde_json::Value>,
@@ -28,7 +28,7 @@ pub struct Report {
 }
 
 #[skill("rt.sleep_async", version = "1", side_effects = "none", risk = "low", timeout = 1)]
-pub async fn sleep_async(inputs: Wait, ctx: SkillContext) -> Result<Report, SkillError> {
+pub(crate) async fn sleep_async(inputs: Wait, ctx: SkillContext) -> Result<Report, SkillError> {
     tokio::time::sleep(Duration::from_millis(inputs.ms)).await;
     Ok(Report {
         remaining_ms: ctx.remaining().as_millis() as u64,
@@ -39,7 +39,7 @@ pub async fn sleep_async(inputs: Wait, ctx: SkillContext) -> Result<Report, Skil
 }
 
 #[skill("rt.sleep_sync", version = "1", side_effects = "none", risk = "low", timeout = 1)]
-pub fn sleep_sync(inputs: Wait, ctx: SkillContext) -> Result<Report, SkillError> {
+pub(crate) fn sleep_sync(inputs: Wait, ctx: SkillContext) -> Result<Report, SkillError> {
     std::thread::sleep(Duration::from_millis(inputs.ms));
     Ok(Report {
         remaining_ms: ctx.remaining().as_millis() as u64,
@@ -50,7 +50,7 @@ pub fn sleep_sync(inputs: Wait, ctx: SkillContext) -> Result<Report, SkillError>
 }
 
 #[skill("rt.context", version = "1", side_effects = "none", risk = "low")]
-pub fn context(_inputs: Wait, ctx: SkillContext) -> Result<Report, SkillError> {
+pub(crate) fn context(_inputs: Wait, ctx: SkillContext) -> Result<Report, SkillError> {
     let mut settings = ctx.settings();
     settings.insert("changed".into(), json!(true));
     tracing::info!(answer = 42, "inside the skill");
@@ -63,7 +63,7 @@ pub fn context(_inputs: Wait, ctx: SkillContext) -> Result<Report, SkillError> {
 }
 
 #[skill("rt.fails", version = "1", side_effects = "none", risk = "low")]
-pub fn fails(_inputs: Wait) -> Result<Report, SkillError> {
+pub(crate) fn fails(_inputs: Wait) -> Result<Report, SkillError> {
     let parsed: u32 = "not a number, and private text".parse()?;
     Err(SkillError::new("never").with_detail("parsed", json!(parsed)))
 }
@@ -159,7 +159,7 @@ fn check_contract_runs_the_publication_checks() {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Typed {
+pub(crate) struct Typed {
     pub text: String,
     pub items: Vec<u32>,
 }
@@ -172,7 +172,7 @@ pub struct Typed {
     risk = "low",
     inputs_schema = json!({"type": "object"})
 )]
-pub fn loose(inputs: Typed) -> Result<Report, SkillError> {
+pub(crate) fn loose(inputs: Typed) -> Result<Report, SkillError> {
     Ok(Report {
         remaining_ms: inputs.items.len() as u64,
         late: inputs.text.is_empty(),
@@ -182,7 +182,7 @@ pub fn loose(inputs: Typed) -> Result<Report, SkillError> {
 }
 
 #[skill("rt.broken", version = "1", side_effects = "none", risk = "low", outputs_schema = json!({"type": "objekt"}))]
-pub fn broken(_inputs: Wait) -> Result<Report, SkillError> {
+pub(crate) fn broken(_inputs: Wait) -> Result<Report, SkillError> {
     Ok(Report { remaining_ms: 0, late: false, settings: Map::new(), config: None })
 }
 

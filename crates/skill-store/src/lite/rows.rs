@@ -68,6 +68,12 @@ pub(crate) fn maybe_document<T: serde::Serialize>(value: Option<&T>) -> Result<A
     }
 }
 
+/// A call's error, as the JSON text of its document (which always serializes: strings, a flag
+/// and a JSON value).
+pub(crate) fn maybe_failure(error: Option<&skill_api::ReportedError>) -> Arg {
+    error.map_or(Arg::Null, |error| json(&serde_json::json!(error)))
+}
+
 pub(crate) fn int(value: impl Into<i64>) -> Arg {
     Arg::Integer(value.into())
 }
@@ -117,7 +123,7 @@ pub(crate) fn invocation_row(row: &Row<'_>) -> rusqlite::Result<InvocationRecord
         max_attempts: row.get(13)?,
         available_at: get_time(row, 14)?,
         output: get_maybe_json(row, 15)?,
-        error: get_maybe_json(row, 16)?,
+        error: states::get_document(row, 16)?,
         cost: get_maybe_json(row, 17)?,
         fencing_token: row.get(18)?,
         executor_principal_id: row.get(19)?,
@@ -156,7 +162,7 @@ pub(crate) fn invocation_values(c: &InvocationRecord) -> Result<Vec<Arg>> {
         int(c.max_attempts),
         time(c.available_at),
         maybe_json(c.output.as_ref()),
-        maybe_json(c.error.as_ref()),
+        maybe_failure(c.error.as_ref()),
         maybe_json(c.cost.as_ref()),
         int(c.fencing_token),
         maybe_text(c.executor_principal_id.as_deref()),
@@ -185,7 +191,7 @@ pub(crate) fn update_values(c: &InvocationRecord) -> Vec<Arg> {
         int(c.attempt),
         time(c.available_at),
         maybe_json(c.output.as_ref()),
-        maybe_json(c.error.as_ref()),
+        maybe_failure(c.error.as_ref()),
         maybe_json(c.cost.as_ref()),
         int(c.fencing_token),
         maybe_text(c.executor_principal_id.as_deref()),

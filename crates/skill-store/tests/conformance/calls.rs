@@ -7,7 +7,7 @@ use skill_api::{CallStatus, RequesterKind, SessionStatus};
 use skill_store::records::{Admission, BasisState, Inserted, InvocationRecord, SessionRecord, SkillRecord};
 use skill_store::{Decision, ErrorKind};
 
-use crate::fixture::{Db, Raw, event, id, leaf, principal, publish};
+use crate::fixture::{Db, Raw, event, failure, id, leaf, principal, publish};
 
 /// A published version and a person who calls it.
 pub(crate) async fn setup(db: &Db) -> (SkillRecord, String) {
@@ -283,7 +283,7 @@ pub(crate) async fn leases_expire_and_sessions_end_their_leases(db: Db) {
         executor_principal_id: None,
         executor_session_id: None,
         lease_expires_at: None,
-        error: Some(json!({"code": "lease_expired", "retryable": true, "message": "the session ended"})),
+        error: Some(failure("lease_expired", "the session ended", true)),
         row_version: held.row_version + 1,
         ..held.clone()
     };
@@ -489,7 +489,7 @@ pub(crate) async fn disabling_a_principal_writes_it_with_its_calls_or_nothing(db
     let cancelled = InvocationRecord {
         status: CallStatus::Cancelled,
         finished_at: Some(Utc::now()),
-        error: Some(json!({"code": "basis_revoked", "retryable": false, "message": "offboarded"})),
+        error: Some(failure("basis_revoked", "offboarded", false)),
         row_version: call.row_version + 1,
         ..call.clone()
     };

@@ -90,6 +90,11 @@ pub(crate) fn event(kind: &str, subject: &str) -> Event {
     }
 }
 
+/// A call's error: `code`, `message`, whether it is `retryable`.
+pub(crate) fn failure(code: &str, message: &str, retryable: bool) -> skill_api::ReportedError {
+    skill_api::ReportedError { code: code.to_owned(), message: message.to_owned(), retryable, details: None }
+}
+
 pub(crate) fn principal(name: &str) -> Principal {
     Principal {
         id: id(),

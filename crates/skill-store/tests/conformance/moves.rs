@@ -18,7 +18,7 @@ use skill_store::records::{
 use skill_store::{ErrorKind, StoreError};
 
 use crate::calls::{insert, open_session, pending, setup};
-use crate::fixture::{Db, event, id, leaf, principal, publish};
+use crate::fixture::{Db, event, failure, id, leaf, principal, publish};
 use crate::work::{approval, reserved, run, task};
 
 /// The states after `from` on a shortest way to `to` along allowed moves.
@@ -122,7 +122,7 @@ pub(crate) fn call_in(call: InvocationRecord, to: CallStatus, executor: &str) ->
         started_at: call.started_at.or(running.then_some(now)),
         finished_at: to.is_terminal().then_some(now),
         output: (to == CallStatus::Succeeded).then(|| json!({"ok": true})),
-        error: matches!(to, CallStatus::Failed | CallStatus::Cancelled).then(|| json!({"code": "boom"})),
+        error: matches!(to, CallStatus::Failed | CallStatus::Cancelled).then(|| failure("boom", "", false)),
         row_version: call.row_version + 1,
         updated_at: now,
         ..call

@@ -15,7 +15,7 @@ use skill_store::records::{
 use skill_store::{Decision, ErrorKind};
 
 use crate::calls::{claimed, insert, pending, setup};
-use crate::fixture::{Db, event, id, principal};
+use crate::fixture::{Db, event, failure, id, principal};
 
 /// A workspace, a type and an open task in it, created by `ana`.
 pub(crate) async fn task(db: &Db, ana: &str) -> TaskRecord {
@@ -289,7 +289,7 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
     let cancelled = skill_store::records::InvocationRecord {
         status: CallStatus::Cancelled,
         finished_at: Some(Utc::now()),
-        error: Some(json!({"code": "basis_revoked", "message": "approval_withdrawn", "retryable": false})),
+        error: Some(failure("basis_revoked", "approval_withdrawn", false)),
         row_version: 2,
         ..first.clone()
     };
@@ -549,8 +549,7 @@ pub(crate) async fn a_claim_reads_each_basis_passes_held_calls_and_writes_what_i
                 cancelled.started_at = None;
                 cancelled.heartbeat_at = None;
                 cancelled.finished_at = Some(Utc::now());
-                cancelled.error =
-                    Some(json!({"code": "basis_revoked", "message": "approval_withdrawn", "retryable": false}));
+                cancelled.error = Some(failure("basis_revoked", "approval_withdrawn", false));
                 Decision::Cancel(cancelled, vec![event("skill.invocation_cancelled", "c")])
             } else {
                 Decision::Take(claimed(call, &ana, 60), vec![event("skill.invocation_claimed", "c")])
