@@ -178,7 +178,7 @@ pub struct ClaimedSkill {
     pub protocol: String,
     pub side_effects: SideEffects,
     pub risk_level: RiskLevel,
-    pub contract: Value,
+    pub contract: skill_contract::Contract,
 }
 
 /// The settings of the skill's package a claim hands over.

@@ -53,6 +53,8 @@ pub use artifacts::{
 pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, Failure, HeldGrant, SlotOutcome};
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use four_eyes::{Initiator, InitiatorRole};
+/// A version's contract, as the catalog shows it and claims hand it to executors.
+pub use skill_contract::Contract;
 /// The agent document (`kind: Agent`) the apply carries and the answers show.
 pub use skill_contract::agent;
 /// The process document, as `POST /processes` and packages carry it.

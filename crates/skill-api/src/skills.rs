@@ -87,7 +87,7 @@ impl PublishRequest {
             output_schema: published.output_schema.clone().filter(|_| contract_less),
             side_effects: published.side_effects.filter(|_| !composite).map(|effects| effects.as_str().to_owned()),
             risk_level: published.risk_level.filter(|_| !composite).map(|risk| risk.as_str().to_owned()),
-            contract: published.contract.clone(),
+            contract: published.contract.as_ref().map(skill_contract::Contract::to_normalized_json),
             includes: published.includes.as_ref().map(|includes| json!(includes)),
             tools: published.tools.as_ref().map(|tools| json!(tools)),
         }
@@ -181,7 +181,7 @@ pub struct SkillOut {
     pub side_effects: Option<SideEffects>,
     pub risk_level: Option<RiskLevel>,
     /// A leaf's normalized contract (every field present).
-    pub contract: Option<Value>,
+    pub contract: Option<skill_contract::Contract>,
     /// A composite's includes (`name@version`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub includes: Option<Vec<String>>,

@@ -8,6 +8,7 @@
 
 mod implementation;
 mod normalize;
+mod stored;
 
 use serde_json::{Map, Number, Value, json};
 
@@ -25,14 +26,6 @@ pub const TIMEOUT_SECONDS: (u64, u64, u64) = (1, 3600, 60);
 pub const MAX_ATTEMPTS: (u64, u64, u64) = (1, 10, 1);
 /// `retryPolicy.backoffSeconds` bounds and default.
 pub const BACKOFF_SECONDS: (u64, u64, u64) = (0, 3600, 0);
-/// The `timeoutSeconds` of a contract as the catalog stores it (its canonical JSON), within its
-/// bounds; the default when the document lacks it. The one place a reader of a stored contract
-/// gets its timeout from.
-pub fn stored_timeout_seconds(contract: &Value) -> u64 {
-    let (least, most, default) = TIMEOUT_SECONDS;
-    contract.get("timeoutSeconds").and_then(Value::as_u64).map_or(default, |seconds| seconds.clamp(least, most))
-}
-
 /// The largest contract document accepted, as compact JSON.
 pub const MAX_CONTRACT_BYTES: usize = 512 * 1024;
 
@@ -202,19 +195,5 @@ impl Contract {
             "costModel": self.cost_model.as_ref().map(CostModel::to_json),
             "implementation": self.implementation.to_normalized_json(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stored_contract_without_a_timeout_has_the_contracts_default_within_bounds() {
-        assert_eq!(stored_timeout_seconds(&json!({"timeoutSeconds": 5})), 5);
-        assert_eq!(stored_timeout_seconds(&json!({})), TIMEOUT_SECONDS.2);
-        assert_eq!(stored_timeout_seconds(&json!({"timeoutSeconds": "5"})), TIMEOUT_SECONDS.2);
-        assert_eq!(stored_timeout_seconds(&json!({"timeoutSeconds": 0})), TIMEOUT_SECONDS.0);
-        assert_eq!(stored_timeout_seconds(&json!({"timeoutSeconds": 99_999})), TIMEOUT_SECONDS.1);
     }
 }

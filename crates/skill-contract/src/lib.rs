@@ -71,7 +71,7 @@ use serde_json::Value;
 pub use contract::{
     Auth, BACKOFF_SECONDS, Contract, CostModel, Implementation, MAX_ADDRESS, MAX_ATTEMPTS, MAX_CONTRACT_BYTES,
     MAX_PERMISSIONS, MAX_SCOPES, NormalizeOptions, Protocol, RetryPolicy, TIMEOUT_SECONDS, is_permission, normalize,
-    stored_timeout_seconds, unsafe_retry,
+    unsafe_retry,
 };
 pub use error::{InvalidErrorCode, MAX_CODE, SkillError, is_valid_code};
 pub use names::{MAX_NAME_SEGMENT, MAX_VERSION, RefError, SkillName, SkillRef, SkillVersion};

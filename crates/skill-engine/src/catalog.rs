@@ -245,7 +245,15 @@ pub(crate) fn bounded_page<T: serde::Serialize>(
 
 /// The contract of a version that can be called: `409 skill_not_invocable` with the reason
 /// (`disabled`, `no_contract`, `composite`, `protocol_not_invocable`) otherwise.
-pub(crate) fn invocable(skill: &skill_store::records::SkillRecord) -> Result<&Value> {
+/// The contract of a version a call was made of (a leaf: only leaves are called).
+pub(crate) fn contract_of(skill: &skill_store::records::SkillRecord) -> Result<&skill_contract::Contract> {
+    skill.contract.as_ref().ok_or_else(|| {
+        tracing::error!(skill = %skill.id, "a call's version has no contract");
+        EngineError::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
+    })
+}
+
+pub(crate) fn invocable(skill: &skill_store::records::SkillRecord) -> Result<&skill_contract::Contract> {
     let refuse = |reason: &str, message: String| {
         Err(EngineError::new(Class::Conflict, "skill_not_invocable", message)
             .with("skill", format!("{}@{}", skill.name, skill.version))

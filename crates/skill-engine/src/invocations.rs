@@ -22,6 +22,7 @@ use skill_api::{
     MAX_DOCUMENT_BYTES, Page, RequesterKind, State,
 };
 use skill_contract::export::canonical;
+use skill_contract::{Contract, Implementation};
 use skill_store::ErrorKind;
 use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
 
@@ -161,8 +162,7 @@ impl Engine {
         inputs: &Value,
     ) -> Result<(InvocationRecord, skill_store::records::Event, Option<Basis>)> {
         let contract = invocable(skill)?;
-        let idempotency = contract["idempotency"].as_str().and_then(|word| word.parse().ok());
-        if key.is_none() && idempotency == Some(skill_contract::Idempotency::Required) {
+        if key.is_none() && contract.idempotency() == skill_contract::Idempotency::Required {
             return Err(EngineError::new(
                 Class::BadRequest,
                 "idempotency_key_required",
@@ -212,11 +212,10 @@ impl Engine {
         let task_id = task.as_ref().map(|(task, _)| task.id.clone());
         // Step 11: the contract's permissions, on the task's workspace (else the organisation).
         let workspace = task.as_ref().map(|(task, _)| task.workspace_id.clone());
-        let missing: Vec<&str> = contract["requiredPermissions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
+        let missing: Vec<&str> = contract
+            .required_permissions()
+            .iter()
+            .map(String::as_str)
             .filter(|permission| match &workspace {
                 Some(workspace) => !actor.can_in(permission, workspace),
                 None => !actor.can(permission),
@@ -244,20 +243,17 @@ impl Engine {
             (None, _) => (RequesterKind::Principal, actor.id().to_owned()),
         };
         let now = self.now();
-        let implementation = &contract["implementation"];
-        let protocol = implementation["protocol"].as_str().unwrap_or_default().to_owned();
-        let target = match skill_contract::Protocol::parse(&protocol) {
-            Some(skill_contract::Protocol::Local) => {
-                implementation["entrypoint"].as_str().unwrap_or_default().to_owned()
-            }
-            _ => endpoint_target(implementation["endpoint"].as_str().unwrap_or_default()),
+        let implementation = contract.implementation();
+        let target = match implementation {
+            Implementation::Local { entrypoint } => entrypoint.clone(),
+            Implementation::Http { endpoint, .. } | Implementation::Mcp { endpoint, .. } => endpoint_target(endpoint),
         };
         let call = InvocationRecord {
             id: self.new_id(),
             skill_id: skill.id.clone(),
-            protocol,
+            protocol: implementation.protocol().as_str().to_owned(),
             target,
-            audience: implementation["auth"]["audience"].as_str().map(str::to_owned),
+            audience: implementation.auth().map(|auth| auth.audience().to_owned()),
             inputs: inputs.clone(),
             requested_by_kind: requested_by.0,
             requested_by_ref: requested_by.1.clone(),
@@ -266,7 +262,7 @@ impl Engine {
             idempotency_key: key.clone(),
             status: CallStatus::Pending,
             attempt: 0,
-            max_attempts: contract["retryPolicy"]["maxAttempts"].as_i64().map_or(1, |n| n.clamp(1, 10) as i32),
+            max_attempts: i32::try_from(contract.retry_policy().max_attempts()).unwrap_or(1),
             available_at: now,
             output: None,
             error: None,
@@ -334,7 +330,7 @@ impl Engine {
     }
 
     /// The inputs fit the contract: at most 256 KiB, and valid against `contract.inputs`.
-    pub(crate) async fn check_inputs(&self, skill: &SkillRecord, contract: &Value, inputs: &Value) -> Result<()> {
+    pub(crate) async fn check_inputs(&self, skill: &SkillRecord, contract: &Contract, inputs: &Value) -> Result<()> {
         let name = format!("{}@{}", skill.name, skill.version);
         let size = serde_json::to_vec(inputs).map_or(0, |bytes| bytes.len());
         if size > MAX_DOCUMENT_BYTES {
@@ -345,7 +341,7 @@ impl Engine {
             )
             .with("skill", name));
         }
-        let validator = self.schemas.get(&skill.id, "inputs", &contract["inputs"]).await?;
+        let validator = self.schemas.get(&skill.id, "inputs", contract.inputs()).await?;
         let errors = validator.errors(inputs);
         if errors.is_empty() {
             return Ok(());

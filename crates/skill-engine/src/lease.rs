@@ -11,9 +11,9 @@ use crate::error::{Class, EngineError, Result};
 pub const MIN_LEASE_SECONDS: i64 = 10;
 pub const MAX_LEASE_SECONDS: i64 = 3600;
 
-/// The contract's `timeoutSeconds` (the contract's default when a stored contract lacks it).
-pub(crate) fn timeout_of(contract: &Value) -> i64 {
-    i64::try_from(skill_contract::stored_timeout_seconds(contract)).unwrap_or(i64::MAX)
+/// The contract's `timeoutSeconds`.
+pub(crate) fn timeout_of(contract: &skill_contract::Contract) -> i64 {
+    i64::from(contract.timeout_seconds())
 }
 
 /// When a lease taken or renewed at `now` ends: `requested` seconds (default the timeout + 30 s)

@@ -116,8 +116,8 @@ impl Engine {
         }
         let (call, skill, now) =
             self.held(actor, &request.invocation_id, request.fencing_token, request.session_id.as_deref()).await?;
-        let auth = skill.contract.as_ref().map_or(Value::Null, |contract| contract["implementation"]["auth"].clone());
-        let Some(audience) = auth["audience"].as_str().map(str::to_owned) else {
+        let implementation = crate::catalog::contract_of(&skill)?.implementation();
+        let Some(auth) = implementation.auth() else {
             return Err(EngineError::new(
                 Class::Invalid,
                 "no_audience",
@@ -125,6 +125,7 @@ impl Engine {
             )
             .with("invocationId", call.id));
         };
+        let audience = auth.audience().to_owned();
         if reserved_audience(&audience, Some(&self.issuer.name)) {
             return Err(EngineError::new(
                 Class::Forbidden,
@@ -142,8 +143,7 @@ impl Engine {
             .with("field", "audiences")
             .with("value", audience));
         }
-        let mut scopes: Vec<String> =
-            auth["scopes"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect();
+        let mut scopes: Vec<String> = auth.scopes().to_vec();
         scopes.sort();
         scopes.dedup();
         scopes.truncate(MAX_SCOPES);
@@ -151,8 +151,6 @@ impl Engine {
         let lease = call.lease_expires_at.unwrap_or(now);
         let expires = (now + Duration::seconds(TOKEN_SECONDS)).min(lease);
         // What the call reaches, so that the host refuses the token for anything else.
-        let implementation = skill.contract.as_ref().map_or(Value::Null, |c| c["implementation"].clone());
-        let mcp = implementation["protocol"].as_str().and_then(Protocol::parse) == Some(Protocol::Mcp);
         let claims = AudienceClaims {
             iss: self.issuer.name.clone(),
             sub: actor.id().to_owned(),
@@ -164,8 +162,8 @@ impl Engine {
             scope: scopes.join(" "),
             invocation_id: call.id.clone(),
             skill: format!("{}@{}", skill.name, skill.version),
-            endpoint: implementation["endpoint"].as_str().map(str::to_owned),
-            tool: implementation["entrypoint"].as_str().filter(|_| mcp).map(str::to_owned),
+            endpoint: implementation.endpoint().map(str::to_owned),
+            tool: implementation.entrypoint().filter(|_| implementation.protocol() == Protocol::Mcp).map(str::to_owned),
         };
         let token = sign(&key, &claims)?;
         Ok(AudienceTokenOut {

@@ -26,13 +26,13 @@ fn object(value: &Value) -> Arc<JsonObject> {
 /// hosts give them), and the version, side effects and policy in `_meta`.
 pub(crate) fn tool(entry: &GatewayTool) -> Tool {
     let skill = &entry.skill;
-    let contract = skill.contract.clone().unwrap_or(Value::Null);
+    let contract = skill.contract.as_ref();
     let writes = skill.side_effects.is_some_and(|side_effects| side_effects.writes());
-    let idempotency = contract["idempotency"].as_str().unwrap_or("none").to_owned();
+    let idempotency = contract.map_or(skill_api::Idempotency::default(), |contract| contract.idempotency());
     let mut annotations = ToolAnnotations::default();
     annotations.read_only_hint = Some(!writes);
     annotations.destructive_hint = Some(writes);
-    annotations.idempotent_hint = Some(!writes || idempotency == "natural");
+    annotations.idempotent_hint = Some(!writes || idempotency == skill_api::Idempotency::Natural);
     annotations.open_world_hint = Some(true);
     let mut tool = Tool::default();
     tool.name = tool_name(&skill.name).into();
@@ -43,8 +43,8 @@ pub(crate) fn tool(entry: &GatewayTool) -> Tool {
         );
     }
     tool.description = Some(description.into());
-    tool.input_schema = object(&contract["inputs"]);
-    tool.output_schema = Some(object(&contract["outputs"]));
+    tool.input_schema = object(contract.map_or(&Value::Null, |contract| contract.inputs()));
+    tool.output_schema = Some(object(contract.map_or(&Value::Null, |contract| contract.outputs())));
     tool.annotations = Some(annotations);
     let meta = json!({
         "skill/ref": format!("{}@{}", skill.name, skill.version),
@@ -55,9 +55,9 @@ pub(crate) fn tool(entry: &GatewayTool) -> Tool {
             "sideEffects": skill.side_effects.map(|s| s.as_str()),
             "riskLevel": skill.risk_level.map(|r| r.as_str()),
             "idempotency": idempotency,
-            "timeoutSeconds": contract["timeoutSeconds"],
-            "retryPolicy": contract["retryPolicy"],
-            "requiredPermissions": contract["requiredPermissions"],
+            "timeoutSeconds": contract.map(|contract| contract.timeout_seconds()),
+            "retryPolicy": contract.map(|contract| contract.retry_policy().to_json()),
+            "requiredPermissions": contract.map(|contract| contract.required_permissions()),
         },
     });
     tool.meta = meta.as_object().cloned().map(MetaObject);

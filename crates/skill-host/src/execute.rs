@@ -88,7 +88,7 @@ impl Runner for LocalRunner {
     }
 
     fn run(&self, claimed: ClaimOut) -> BoxFuture<'static, Outcome> {
-        let entrypoint = claimed.skill.contract["implementation"]["entrypoint"].as_str().unwrap_or_default().to_owned();
+        let entrypoint = claimed.skill.contract.implementation().entrypoint().unwrap_or_default().to_owned();
         let wanted = format!("{}@{}", claimed.skill.name, claimed.skill.version);
         let skill = self.skills.get(&entrypoint).copied();
         let core = self.core.clone();
@@ -113,9 +113,8 @@ impl Runner for LocalRunner {
             if let Some(Value::Object(values)) = claimed.settings.as_ref().map(|settings| settings.values.clone()) {
                 invocation = invocation.with_settings(values);
             }
-            if let Some(seconds) = claimed.skill.contract["timeoutSeconds"].as_u64() {
-                invocation = invocation.with_timeout(Duration::from_secs(seconds));
-            }
+            invocation =
+                invocation.with_timeout(Duration::from_secs(u64::from(claimed.skill.contract.timeout_seconds())));
             match crate::metered::timed(skill, runtime::execute(skill, call.inputs.clone(), invocation)).await {
                 Ok(outcome) => Outcome::Complete {
                     output: outcome.outputs,

@@ -49,7 +49,7 @@ pub fn plan_skill(wanted: &Skill, published: Option<&SkillOut>) -> SkillPlan {
                 }
             }
             let wanted_contract = contract.to_normalized_json();
-            let stored = published.contract.as_ref().unwrap_or(&Value::Null);
+            let stored = &published.contract.as_ref().map_or(Value::Null, skill_contract::Contract::to_normalized_json);
             if !subset(&wanted_contract, stored) {
                 let endpoint = wanted_contract["implementation"]["endpoint"].as_str();
                 let mut with_stored_endpoint = wanted_contract.clone();
@@ -322,8 +322,8 @@ fn installed_origins(
         let (Some((name, tail)), Some(published)) = (package::endpoint_variable(object), published) else {
             continue;
         };
-        let endpoint = published.contract.as_ref().and_then(|contract| contract.pointer("/implementation/endpoint"));
-        if let Some(origin) = endpoint.and_then(serde_json::Value::as_str).and_then(|e| e.strip_suffix(tail.as_str()))
+        let endpoint = published.contract.as_ref().and_then(|contract| contract.implementation().endpoint());
+        if let Some(origin) = endpoint.and_then(|e| e.strip_suffix(tail.as_str()))
             && !origin.is_empty()
         {
             origins.entry(name).or_insert_with(|| origin.to_owned());
@@ -367,7 +367,9 @@ mod tests {
             output_schema: None,
             side_effects: body.side_effects.map(|word| word.parse().expect("a word")),
             risk_level: body.risk_level.map(|word| word.parse().expect("a word")),
-            contract: body.contract,
+            contract: body
+                .contract
+                .map(|contract| skill_contract::Contract::from_stored(&contract).expect("a contract")),
             includes: None,
             tools: None,
             status: skill_api::SkillStatus::Active,

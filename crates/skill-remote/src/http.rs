@@ -46,8 +46,8 @@ impl HttpCalls {
     /// Runs one claimed `http` call to its outcome.
     pub(crate) async fn run(&self, claimed: ClaimOut) -> Outcome {
         let contract = &claimed.skill.contract;
-        let implementation = &contract["implementation"];
-        let endpoint = implementation["endpoint"].as_str().unwrap_or_default();
+        let implementation = contract.implementation();
+        let endpoint = implementation.endpoint().unwrap_or_default();
         let Ok(url) = Url::parse(endpoint) else {
             return failed("endpoint_not_allowed", false, format!("the endpoint {endpoint:?} is not a URL"), None);
         };
@@ -60,7 +60,7 @@ impl HttpCalls {
             Ok(None) => {}
             Err(refused) => return refused,
         }
-        let timeout = Duration::from_secs(skill_contract::stored_timeout_seconds(contract));
+        let timeout = Duration::from_secs(u64::from(contract.timeout_seconds()));
         let body = json!({
             "invocationId": claimed.invocation.id,
             "idempotencyKey": claimed.invocation.idempotency_key,

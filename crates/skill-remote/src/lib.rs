@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use skill_api::ClaimOut;
+use skill_contract::Protocol;
 use skill_executor::{Declared, Outcome, Runner};
 
 pub use mcp::StdioServer;
@@ -125,18 +126,23 @@ impl Runner for Remote {
     }
 
     fn run(&self, claimed: ClaimOut) -> BoxFuture<'static, Outcome> {
-        let protocol = claimed.skill.contract["implementation"]["protocol"].as_str().unwrap_or_default().to_owned();
-        match (protocol.as_str(), &self.http, &self.mcp) {
-            ("http", Some(http), _) => {
+        let protocol = claimed.skill.contract.implementation().protocol();
+        match (protocol, &self.http, &self.mcp) {
+            (Protocol::Http, Some(http), _) => {
                 let http = http.clone();
                 Box::pin(async move { http.run(claimed).await })
             }
-            ("mcp", _, Some(mcp)) => {
+            (Protocol::Mcp, _, Some(mcp)) => {
                 let mcp = mcp.clone();
                 Box::pin(async move { mcp.run(claimed).await })
             }
             _ => Box::pin(async move {
-                failed("protocol_not_supported", true, format!("this executor does not run {protocol:?} calls"), None)
+                failed(
+                    "protocol_not_supported",
+                    true,
+                    format!("this executor does not run {:?} calls", protocol.as_str()),
+                    None,
+                )
             }),
         }
     }

@@ -72,10 +72,10 @@ impl McpCalls {
     /// Runs one claimed `mcp` call to its outcome.
     pub(crate) async fn run(&self, claimed: ClaimOut) -> Outcome {
         let contract = &claimed.skill.contract;
-        let implementation = &contract["implementation"];
-        let endpoint = implementation["endpoint"].as_str().unwrap_or_default().to_owned();
-        let tool = implementation["entrypoint"].as_str().unwrap_or_default().to_owned();
-        let timeout = Duration::from_secs(skill_contract::stored_timeout_seconds(contract));
+        let implementation = contract.implementation();
+        let endpoint = implementation.endpoint().unwrap_or_default().to_owned();
+        let tool = implementation.entrypoint().unwrap_or_default().to_owned();
+        let timeout = Duration::from_secs(u64::from(contract.timeout_seconds()));
         let transport = if endpoint.starts_with("stdio:") { "pipe" } else { "tcp" };
         let span = skill_traces::spans::mcp_client(&tool, transport);
         let params = request(&claimed, &tool, skill_traces::traceparent_of(&span));
@@ -93,7 +93,7 @@ impl McpCalls {
         params: CallToolRequestParams,
         timeout: Duration,
     ) -> Outcome {
-        let implementation = &claimed.skill.contract["implementation"];
+        let implementation = claimed.skill.contract.implementation();
         let called = if let Some(name) = endpoint.strip_prefix("stdio:") {
             let Some(server) = self.servers.get(name) else {
                 return failed(

@@ -7,7 +7,6 @@ use skill_api::{AudienceTokenRequest, ClaimOut};
 use skill_client::Client;
 
 use reqwest::Url;
-use serde_json::Value;
 use skill_executor::Outcome;
 
 use crate::failure::failed;
@@ -24,10 +23,10 @@ pub(crate) async fn bearer(
     audiences: &std::collections::BTreeSet<String>,
     tokens: Option<&dyn Tokens>,
     url: &Url,
-    implementation: &Value,
+    implementation: &skill_contract::Implementation,
     claimed: &ClaimOut,
 ) -> Result<Option<String>, Outcome> {
-    let Some(audience) = implementation["auth"]["audience"].as_str() else { return Ok(None) };
+    let Some(audience) = implementation.auth().map(skill_contract::Auth::audience) else { return Ok(None) };
     if url.scheme() != "https" {
         return Err(failed(
             "insecure_endpoint",

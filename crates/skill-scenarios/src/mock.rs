@@ -249,7 +249,7 @@ pub async fn check_outputs(scratch: &Scratch, mocks: &BTreeMap<String, Vec<Answe
                 ));
             }
         };
-        let schema = skill.contract.as_ref().map(|contract| contract["outputs"].clone()).unwrap_or(Value::Null);
+        let schema = skill.contract.as_ref().map_or(Value::Null, |contract| contract.outputs().clone());
         let Ok(validator) = skill_contract::schema::SchemaValidator::new(&schema) else { continue };
         for answer in answers {
             let Reply::Output(output) = &answer.reply else { continue };

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use skill_api::{Basis, CallStatus, PrincipalKind, ReportedError, RequesterKind, SessionStatus, SkillStatus};
 use skill_contract::agent::AgentSpec;
-use skill_contract::{RiskLevel, SideEffects};
+use skill_contract::{Contract, RiskLevel, SideEffects};
 
 use crate::states::{JsonText, Nullable, Text};
 
@@ -130,8 +130,9 @@ pub struct SkillRecord {
     pub side_effects: Option<SideEffects>,
     #[sqlx(try_from = "Nullable<RiskLevel>")]
     pub risk_level: Option<RiskLevel>,
-    #[sqlx(json(nullable))]
-    pub contract: Option<Value>,
+    /// A leaf's normalized contract.
+    #[sqlx(try_from = "JsonText<Contract>")]
+    pub contract: Option<Contract>,
     /// `{"includes": [...], "tools": [...]}` of a composite.
     #[sqlx(json(nullable))]
     pub composition: Option<Value>,
@@ -183,7 +184,7 @@ pub struct SkillChange {
     pub input_schema: Option<Value>,
     pub output_schema: Option<Value>,
     pub status: SkillStatus,
-    pub contract: Option<Value>,
+    pub contract: Option<Contract>,
 }
 
 impl SkillChange {

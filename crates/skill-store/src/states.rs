@@ -179,6 +179,10 @@ impl Document for skill_api::ReportedError {
     const AT: &'static str = "skill_invocations.error";
 }
 
+impl Document for skill_contract::Contract {
+    const AT: &'static str = "skills.contract";
+}
+
 impl Document for DecisionAuthority {
     const AT: &'static str = "approvals.decision_authority";
 }

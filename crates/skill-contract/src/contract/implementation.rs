@@ -51,8 +51,8 @@ impl std::fmt::Display for Protocol {
 /// The IAM audience a caller's token must be issued for, and the scopes it asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Auth {
-    audience: String,
-    scopes: Vec<String>,
+    pub(super) audience: String,
+    pub(super) scopes: Vec<String>,
 }
 
 impl Auth {

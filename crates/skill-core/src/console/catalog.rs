@@ -98,7 +98,7 @@ async fn skill_page(engine: &Engine, viewer: &Viewer, reference: &str) -> Result
                 }
             }
         }
-        @if let Some(contract) = &skill.contract { h2 { "Contract" } (json(contract)) }
+        @if let Some(contract) = &skill.contract { h2 { "Contract" } (json(&contract.to_normalized_json())) }
         @if let Some(includes) = &skill.includes { h2 { "Includes" } ul { @for included in includes { li { (included) } } } }
     };
     Ok(page(&reference, Some(viewer.frame()), body))

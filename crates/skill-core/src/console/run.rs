@@ -58,8 +58,9 @@ pub(super) async fn form(State(core): State<Core>, viewer: Viewer, Path(referenc
     rendered(viewer.frame(), form_page(&core.engine, &viewer, &reference, &Filled::default()).await)
 }
 
-fn contract_field<'a>(skill: &'a SkillOut, field: &str) -> Option<&'a Value> {
-    skill.contract.as_ref().and_then(|contract| contract.get(field))
+/// The JSON Schema of the version's inputs (none for a catalog row or a composite).
+fn inputs_schema(skill: &SkillOut) -> Value {
+    skill.contract.as_ref().map_or(Value::Null, |contract| contract.inputs().clone())
 }
 
 async fn form_page(engine: &Engine, viewer: &Viewer, reference: &str, filled: &Filled) -> Result<Markup, EngineError> {
@@ -67,9 +68,9 @@ async fn form_page(engine: &Engine, viewer: &Viewer, reference: &str, filled: &F
     actor.require("skills.invoke")?;
     let skill = engine.skill(actor, reference).await?;
     let reference = format!("{}@{}", skill.name, skill.version);
-    let schema = contract_field(&skill, "inputs").cloned().unwrap_or(Value::Null);
-    let idempotency = contract_field(&skill, "idempotency").and_then(Value::as_str).and_then(|word| word.parse().ok());
-    let keyed = idempotency == Some(skill_api::Idempotency::Required);
+    let schema = inputs_schema(&skill);
+    let keyed =
+        skill.contract.as_ref().is_some_and(|contract| contract.idempotency() == skill_api::Idempotency::Required);
     let writes = skill.side_effects.is_some_and(|effects| effects.writes());
     let tasks = if actor.can_somewhere("tasks.write") {
         let query = TaskQuery { status: Some("open".to_owned()), limit: Some(100), ..TaskQuery::default() };
@@ -149,7 +150,7 @@ pub(super) async fn run(
         Ok(skill) => skill,
         Err(error) => return failure(Some(viewer.frame()), &error),
     };
-    let schema = contract_field(&skill, "inputs").cloned().unwrap_or(Value::Null);
+    let schema = inputs_schema(&skill);
     let given =
         |name: &str| forms::plain(&sent, name).map(str::trim).filter(|text| !text.is_empty()).map(str::to_owned);
     let mut filled =

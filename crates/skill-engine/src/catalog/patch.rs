@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use skill_api::events::{EndpointMove, SkillUpdated};
 use skill_api::{Lifecycle, PatchRequest, SkillOut, SkillStatus, etag, parse_etag};
-use skill_contract::{NormalizeOptions, Protocol, SideEffects, normalize};
+use skill_contract::{Contract, NormalizeOptions, Protocol, SideEffects, normalize};
 use skill_store::ErrorKind;
 use skill_store::records::{SkillChange, SkillRecord};
 
@@ -127,7 +127,7 @@ pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result
     }
     if let Some(endpoint) = &request.endpoint {
         let (contract, from) = moved_contract(current, endpoint)?;
-        if contract != *current.contract.as_ref().unwrap_or(&Value::Null) {
+        if current.contract.as_ref() != Some(&contract) {
             change.contract = Some(contract);
             moved = Some(EndpointMove { from, to: endpoint.clone() });
             changed.push("endpoint");
@@ -146,7 +146,7 @@ pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result
 
 /// The contract with its endpoint moved to `endpoint`, checked by the publication rules, and the
 /// endpoint it had.
-fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Value, Value)> {
+fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Contract, Value)> {
     let field = "implementation.endpoint";
     let Some(contract) = &current.contract else {
         return Err(EngineError::new(
@@ -164,7 +164,7 @@ fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Value, Value
         )
         .with("field", field));
     }
-    if contract["implementation"]["protocol"].as_str().and_then(Protocol::parse) == Some(Protocol::Local) {
+    if contract.implementation().protocol() == Protocol::Local {
         return Err(EngineError::new(
             Class::Invalid,
             "invalid_skill_contract",
@@ -173,13 +173,13 @@ fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Value, Value
         .with("field", field));
     }
     super::endpoint::check_endpoint(field, endpoint)?;
-    let from = contract["implementation"]["endpoint"].clone();
-    let mut moved = contract.clone();
+    let from = json!(contract.implementation().endpoint());
+    let mut moved = contract.to_normalized_json();
     moved["implementation"]["endpoint"] = json!(endpoint);
     let side_effects: SideEffects = current.side_effects.unwrap_or_default();
     let normalized =
         normalize(&moved, side_effects, &NormalizeOptions::default()).map_err(|error| contract_error(&error))?;
-    Ok((normalized.to_normalized_json(), from))
+    Ok((normalized, from))
 }
 
 /// The row version an `If-Match: "skill-<n>"` header names.

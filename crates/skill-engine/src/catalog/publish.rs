@@ -147,7 +147,7 @@ fn leaf(request: &PublishRequest, record: &mut SkillRecord) -> Result<()> {
     record.risk_level = Some(leaf.risk_level());
     record.input_schema = Some(contract.inputs().clone());
     record.output_schema = Some(contract.outputs().clone());
-    record.contract = Some(contract.to_normalized_json());
+    record.contract = Some(contract.clone());
     Ok(())
 }
 

@@ -78,7 +78,7 @@ pub(crate) fn to_skill(record: &SkillRecord) -> Option<Result<Skill, skill_contr
     if let Some(contract) = &record.contract {
         request.side_effects = record.side_effects.map(|s| s.as_str().to_owned());
         request.risk_level = record.risk_level.map(|r| r.as_str().to_owned());
-        request.contract = Some(contract.clone());
+        request.contract = Some(contract.to_normalized_json());
     } else if let Some(Value::Object(composition)) = &record.composition {
         let non_empty =
             |key: &str| composition.get(key).filter(|value| value.as_array().is_some_and(|a| !a.is_empty()));

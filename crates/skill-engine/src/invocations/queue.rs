@@ -225,8 +225,7 @@ impl Engine {
             for running in claimed {
                 let skill = self.store.skill(&running.skill_id).await?.skill;
                 crate::metered::claimed(&running, &skill.name, &skill.version, now);
-                let contract = skill.contract.clone().unwrap_or_default();
-                let claimed = claimed_skill(&skill, &contract);
+                let claimed = claimed_skill(&skill, crate::catalog::contract_of(&skill)?);
                 let settings = self.claim_settings(&skill.name).await?;
                 // The executor hands the skill the key of the effect (a retried outcome's first key).
                 let effect = crate::work::effect_key(&running);
@@ -336,7 +335,7 @@ impl Engine {
         actor.require("skills.execute")?;
         for _ in 0..5 {
             let (call, skill, now) = self.held(actor, id, request.fencing_token, request.session_id.as_deref()).await?;
-            let timeout = skill.contract.as_ref().map_or(60, timeout_of);
+            let timeout = timeout_of(crate::catalog::contract_of(&skill)?);
             let start = call.attempt_started_at.or(call.started_at).unwrap_or(now);
             let renewed = lease_end(now, start, timeout, request.lease_seconds);
             let renewed = call.lease_expires_at.map_or(renewed, |current| current.max(renewed));
@@ -376,8 +375,8 @@ impl Engine {
         let cost = request.cost.clone().map(Value::Object);
         for _ in 0..5 {
             let (call, skill, now) = self.held(actor, id, request.fencing_token, request.session_id.as_deref()).await?;
-            let contract = skill.contract.clone().unwrap_or_default();
-            let validator = self.schemas.get(&skill.id, "outputs", &contract["outputs"]).await?;
+            let contract = crate::catalog::contract_of(&skill)?;
+            let validator = self.schemas.get(&skill.id, "outputs", contract.outputs()).await?;
             let errors = validator.errors(&output);
             let origin = Origin::of(actor, request_id);
             let subject = format!("skill_invocation:{}", call.id);
@@ -549,9 +548,8 @@ impl Engine {
         let subject = format!("skill_invocation:{}", call.id);
         let summary = FailureSummary { code: Some(error.code.clone()), retryable, message: cut(&error.message, 500) };
         if retryable && call.attempt < call.max_attempts {
-            let backoff =
-                skill.contract.as_ref().and_then(|c| c["retryPolicy"]["backoffSeconds"].as_i64()).unwrap_or(0);
-            let available_at = now + chrono::Duration::seconds(backoff.max(0));
+            let backoff = skill.contract.as_ref().map_or(0, |contract| contract.retry_policy().backoff_seconds());
+            let available_at = now + chrono::Duration::seconds(i64::from(backoff));
             let scheduled = InvocationRetryScheduled {
                 skill_id: skill.id.clone(),
                 attempt: call.attempt,
@@ -634,7 +632,7 @@ impl Engine {
 }
 
 /// What a claim hands over of the version.
-fn claimed_skill(skill: &SkillRecord, contract: &Value) -> ClaimedSkill {
+fn claimed_skill(skill: &SkillRecord, contract: &skill_contract::Contract) -> ClaimedSkill {
     ClaimedSkill {
         id: skill.id.clone(),
         name: skill.name.clone(),

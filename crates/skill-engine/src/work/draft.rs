@@ -85,7 +85,7 @@ pub(crate) fn check_draft(draft: &Value, field: &str, found: Option<&SkillRecord
     let declared = found
         .contract
         .as_ref()
-        .and_then(|contract| contract.pointer("/outputs/properties"))
+        .and_then(|contract| contract.outputs().get("properties"))
         .and_then(Value::as_object)
         .is_some_and(|properties| properties.contains_key(output));
     if !declared {

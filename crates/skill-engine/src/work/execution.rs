@@ -134,7 +134,7 @@ impl Engine {
             .filter_map(|a| a.decided_at)
             .max();
         let since = approved.map_or(run.created_at, |at| at.max(run.created_at));
-        if since + execution_bound(version.contract.as_ref().unwrap_or(&Value::Null)) <= now {
+        if since + execution_bound(crate::catalog::contract_of(&version)?) <= now {
             let cause = Cancellation {
                 code: "basis_revoked",
                 reason: LostBasis::ExecutionDeadline.as_str(),
@@ -323,9 +323,9 @@ fn execution_key(run: &RunRecord) -> String {
 
 /// How long an execution waits for its call (§9): `maxAttempts × (2×timeout + 30 + backoff) + 30`
 /// seconds.
-fn execution_bound(contract: &Value) -> Duration {
-    let attempts = contract["retryPolicy"]["maxAttempts"].as_i64().unwrap_or(1).clamp(1, 10);
-    let backoff = contract["retryPolicy"]["backoffSeconds"].as_i64().unwrap_or(0).clamp(0, 3600);
+fn execution_bound(contract: &skill_contract::Contract) -> Duration {
+    let attempts = i64::from(contract.retry_policy().max_attempts());
+    let backoff = i64::from(contract.retry_policy().backoff_seconds());
     let timeout = crate::lease::timeout_of(contract);
     Duration::seconds(attempts * (2 * timeout + 30 + backoff) + 30)
 }
@@ -336,12 +336,18 @@ mod tests {
 
     use super::*;
 
+    fn contract(value: serde_json::Value) -> skill_contract::Contract {
+        let mut value = value;
+        value["implementation"] = json!({"protocol": "local", "entrypoint": "a:b"});
+        skill_contract::Contract::from_stored(&value).expect("a stored contract")
+    }
+
     #[test]
     fn an_execution_waits_for_every_attempt_and_its_backoff() {
-        let contract = json!({"timeoutSeconds": 30, "retryPolicy": {"maxAttempts": 3, "backoffSeconds": 10}});
-        assert_eq!(execution_bound(&contract), Duration::seconds(3 * (2 * 30 + 30 + 10) + 30));
+        let three = contract(json!({"timeoutSeconds": 30, "retryPolicy": {"maxAttempts": 3, "backoffSeconds": 10}}));
+        assert_eq!(execution_bound(&three), Duration::seconds(3 * (2 * 30 + 30 + 10) + 30));
         assert_eq!(
-            execution_bound(&json!({})),
+            execution_bound(&contract(json!({}))),
             Duration::seconds(2 * 60 + 30 + 30),
             "the defaults: one attempt of 60 s"
         );

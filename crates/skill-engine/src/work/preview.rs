@@ -214,7 +214,7 @@ pub(crate) fn required_inputs(skill: &SkillRecord) -> Vec<String> {
     skill
         .contract
         .as_ref()
-        .and_then(|contract| contract.pointer("/inputs/required"))
+        .and_then(|contract| contract.inputs().get("required"))
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -226,7 +226,7 @@ pub(crate) fn required_inputs(skill: &SkillRecord) -> Vec<String> {
 /// What each input of `skill` is, from its contract's input schema: the property's `title`, else
 /// its `description`.
 fn input_labels(skill: &SkillRecord) -> Map<String, Value> {
-    let properties = skill.contract.as_ref().and_then(|contract| contract.pointer("/inputs/properties"));
+    let properties = skill.contract.as_ref().and_then(|contract| contract.inputs().get("properties"));
     properties
         .and_then(Value::as_object)
         .into_iter()

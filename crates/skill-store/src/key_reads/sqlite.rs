@@ -27,7 +27,7 @@ fn skill_entry(row: &Row<'_>) -> rusqlite::Result<SkillEntry> {
         output_schema: get_maybe_json(row, 7)?,
         side_effects: states::get_maybe(row, 8)?,
         risk_level: states::get_maybe(row, 9)?,
-        contract: get_maybe_json(row, 10)?,
+        contract: states::get_document(row, 10)?,
         composition: get_maybe_json(row, 11)?,
         status: states::get(row, 12)?,
         row_version: row.get(13)?,

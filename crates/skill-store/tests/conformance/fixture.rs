@@ -106,7 +106,12 @@ pub(crate) fn principal(name: &str) -> Principal {
     }
 }
 
-pub(crate) fn contract(endpoint: &str) -> Value {
+pub(crate) fn contract(endpoint: &str) -> skill_contract::Contract {
+    skill_contract::Contract::from_stored(&contract_json(endpoint)).expect("a stored contract")
+}
+
+/// A leaf's stored contract at `endpoint`, as the JSON it is stored as.
+pub(crate) fn contract_json(endpoint: &str) -> Value {
     json!({
         "inputs": {"type": "object"}, "outputs": {"type": "object"},
         "timeoutSeconds": 60, "retryPolicy": {"maxAttempts": 1, "backoffSeconds": 0},
