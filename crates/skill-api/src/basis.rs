@@ -94,24 +94,85 @@ pub struct ActionCall {
     pub authorization_basis: Option<Basis>,
 }
 
-/// Why an outcome's action, or a run of the core's, failed.
+/// Why something the core ran failed: an outcome's action, a run of the core's, a process
+/// instance or one of its steps, a rule's evaluation. One shape for all of them, stored as it is
+/// shown; each field but the code and message only where it says something.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
     pub code: String,
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub message: String,
+    /// Whether trying again may pass (a call's own failure says; absent, the code's registry entry
+    /// decides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
     /// The refusal's details, when a call was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<serde_json::Value>,
-    /// The call whose end it was.
+    /// The call whose end it was (an outcome's action, a task's execution).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skill_invocation_id: Option<String>,
+    /// The call whose end it was (a process step, a rule's interpretation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocation_id: Option<String>,
+    /// Who ended it (a cancelled process instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// The process step it failed at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// The case of a `switch` whose condition failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<usize>,
+    /// The step's failure an instance failed of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Box<Failure>>,
 }
 
 impl Failure {
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { code: code.into(), message: message.into(), details: None, skill_invocation_id: None }
+        Self {
+            code: code.into(),
+            message: message.into(),
+            retryable: None,
+            details: None,
+            skill_invocation_id: None,
+            invocation_id: None,
+            by: None,
+            step: None,
+            case: None,
+            cause: None,
+        }
     }
+
+    /// The failure with `details` (none when they are JSON `null`).
+    #[must_use]
+    pub fn with_details(self, details: serde_json::Value) -> Self {
+        Self { details: Some(details).filter(|details| !details.is_null()), ..self }
+    }
+
+    /// The failure of the call whose end it was (a process step, a rule's interpretation).
+    #[must_use]
+    pub fn of_invocation(self, id: impl Into<String>) -> Self {
+        Self { invocation_id: Some(id.into()), ..self }
+    }
+}
+
+impl From<&crate::ReportedError> for Failure {
+    /// A call's failure, as an action that made the call keeps it.
+    fn from(error: &crate::ReportedError) -> Self {
+        Self {
+            retryable: Some(error.retryable),
+            details: error.details.clone(),
+            ..Self::new(error.code.clone(), error.message.clone())
+        }
+    }
+}
+
+/// A message written as JSON `null` (by older versions) reads as empty.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// What became of one typed output slot of a call on a task (`outputs.<slot>`).
@@ -182,5 +243,37 @@ mod tests {
         let unknown = serde_json::from_value::<Basis>(json!({"kind": "delegation"}));
         assert!(unknown.expect_err("an unknown kind").to_string().contains("delegation"));
         assert!(serde_json::from_value::<Basis>(json!({"kind": "approval"})).is_err(), "a basis names its approval");
+    }
+
+    #[test]
+    fn every_failure_the_core_writes_reads_back_as_it_was_written() {
+        let written = [
+            json!({"code": "process_cancelled", "message": "stopped", "by": "p-1"}),
+            json!({"code": "process_step_failed", "message": "step a failed", "step": "a",
+                   "cause": {"code": "condition_error", "message": "no value", "case": 1}}),
+            json!({"code": "call_failed", "message": "boom", "invocationId": "c-1"}),
+            json!({"code": "outbox_unavailable", "message": "down", "retryable": true, "details": {"host": "x"}}),
+            json!({"code": "gate_withdrawn", "message": "withdrawn", "skillInvocationId": "c-2"}),
+        ];
+        for value in written {
+            let failure: Failure = serde_json::from_value(value.clone()).expect("a failure");
+            assert_eq!(serde_json::to_value(&failure).expect("serializes"), value);
+        }
+        let older: Failure = serde_json::from_value(json!({"code": "call_failed", "message": null})).expect("reads");
+        assert_eq!((older.code.as_str(), older.message.as_str()), ("call_failed", ""));
+        assert!(serde_json::from_value::<Failure>(json!({"message": "no code"})).is_err(), "a failure has a code");
+    }
+
+    #[test]
+    fn a_calls_failure_keeps_whether_it_may_pass() {
+        let reported = crate::ReportedError {
+            code: "outbox_unavailable".into(),
+            message: "down".into(),
+            retryable: true,
+            details: None,
+        };
+        let failure = Failure::from(&reported);
+        assert_eq!((failure.retryable, failure.code.as_str()), (Some(true), "outbox_unavailable"));
+        assert_eq!(serde_json::to_value(&failure).expect("json"), serde_json::to_value(&reported).expect("json"));
     }
 }

@@ -91,8 +91,8 @@ pub struct InstanceOut {
     pub step: Option<String>,
     /// When it next looks again on its own (a timer, a retry's backoff).
     pub wake_at: Option<String>,
-    /// Why it failed or was cancelled: `{code, message, ...}`.
-    pub error: Option<Value>,
+    /// Why it failed or was cancelled.
+    pub error: Option<crate::Failure>,
     pub started_by: String,
     /// Who set it in motion (`{person, role, agent?, via}`), fixed when it was made: none of
     /// them decides what lets its work write.
@@ -148,7 +148,8 @@ pub struct StepOut {
     pub approval_id: Option<String>,
     /// What later steps read as `$.steps.<id>.output`.
     pub output: Option<Value>,
-    pub error: Option<Value>,
+    /// Why it failed.
+    pub error: Option<crate::Failure>,
     /// When a timer fires or a wait times out.
     pub wake_at: Option<String>,
     pub started_at: String,

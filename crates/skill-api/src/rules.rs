@@ -141,8 +141,8 @@ pub struct RuleEvaluationOut {
     pub instance_ids: Vec<String>,
     /// The interpretation's result kept as a `skill_result` artifact (the work's evidence).
     pub artifact_id: Option<String>,
-    /// Why it failed or expired: `{code, message, ...}`.
-    pub error: Option<Value>,
+    /// Why it failed or expired.
+    pub error: Option<crate::Failure>,
     pub created_at: String,
     pub updated_at: String,
     pub ended_at: Option<String>,

@@ -286,7 +286,8 @@ pub struct ActionOut {
     pub invocation_id: Option<String>,
     /// The call it made.
     pub result: Option<ActionCall>,
-    pub error: Option<Value>,
+    /// Why it failed or was skipped.
+    pub error: Option<crate::Failure>,
     /// Calls made for it, retries included.
     #[serde(default)]
     pub attempts: i32,

@@ -14,8 +14,9 @@ use serde_json::{Map, Value, json};
 use skill_api::events::{ProcessEnded, ProcessPublished, ProcessStarted, ProcessStepEnded};
 use skill_api::four_eyes::{self, Initiator, InitiatorRole};
 use skill_api::{
-    CancelInstanceRequest, InstanceOut, InstanceQuery, InstanceStatus, InstanceStepsQuery, Lifecycle, MAX_INPUT_BYTES,
-    Page, ProcessOut, ProcessQuery, ProcessRequest, SkillStatus, StartRequest, StepOut, StepStatus, TaskStatus,
+    CancelInstanceRequest, Failure, InstanceOut, InstanceQuery, InstanceStatus, InstanceStepsQuery, Lifecycle,
+    MAX_INPUT_BYTES, Page, ProcessOut, ProcessQuery, ProcessRequest, SkillStatus, StartRequest, StepOut, StepStatus,
+    TaskStatus,
 };
 use skill_conditions::Condition;
 use skill_contract::SkillRef;
@@ -620,7 +621,7 @@ impl Engine {
             if let Some(open) = steps.iter().find(|step| step.status == StepStatus::Open) {
                 let closed = StepRecord {
                     status: StepStatus::Closed,
-                    error: Some(json!({"code": "process_cancelled", "message": reason})),
+                    error: Some(Failure::new("process_cancelled", reason)),
                     wake_at: None,
                     row_version: open.row_version + 1,
                     ended_at: Some(now),
@@ -656,7 +657,7 @@ impl Engine {
             let cancelled = InstanceRecord {
                 status: InstanceStatus::Cancelled,
                 wake_at: None,
-                error: Some(json!({"code": "process_cancelled", "message": reason, "by": actor.id()})),
+                error: Some(Failure { by: Some(actor.id().to_owned()), ..Failure::new("process_cancelled", reason) }),
                 row_version: instance.row_version + 1,
                 updated_at: now,
                 ended_at: Some(now),
@@ -679,7 +680,7 @@ pub(crate) fn step_ended(step: &StepRecord) -> ProcessStepEnded {
         status: step.status,
         invocation_id: step.invocation_id.clone(),
         task_id: step.task_id.clone(),
-        code: step.error.as_ref().and_then(|e| e["code"].as_str()).map(str::to_owned),
+        code: step.error.as_ref().map(|error| error.code.clone()),
     }
 }
 

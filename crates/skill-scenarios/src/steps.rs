@@ -487,7 +487,7 @@ impl<'a> Run<'a> {
                     let message = format!(
                         "the instance is {}, not {status}{}",
                         read.status,
-                        read.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+                        read.error.as_ref().map(|e| format!(" ({})", serde_json::json!(e))).unwrap_or_default()
                     );
                     return Err(failed("status", message, json!(status), json!(read.status)));
                 }

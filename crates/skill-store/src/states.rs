@@ -179,6 +179,10 @@ impl Document for skill_api::ReportedError {
     const AT: &'static str = "skill_invocations.error";
 }
 
+impl Document for skill_api::Failure {
+    const AT: &'static str = "the error column of an action, a process instance, a step or a rule's evaluation";
+}
+
 impl Document for skill_contract::Contract {
     const AT: &'static str = "skills.contract";
 }

@@ -135,7 +135,7 @@ impl Decision {
                                         @if let Some(call) = &action.invocation_id {
                                             " · " a href={ "/console/calls/" (call) } { "its call" }
                                         }
-                                        @if let Some(error) = &action.error { (json(error)) }
+                                        @if let Some(error) = &action.error { (json(&serde_json::json!(error))) }
                                     }
                                 }
                             }

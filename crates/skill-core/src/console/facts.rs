@@ -124,7 +124,7 @@ fn evaluation_card(evaluation: &RuleEvaluationOut) -> Markup {
                 }
                 @if let Some(error) = &evaluation.error {
                     dt { "Why" }
-                    dd { code { (error["code"].as_str().unwrap_or_default()) } " " (error["message"].as_str().unwrap_or_default()) }
+                    dd { code { (error.code) } " " (error.message) }
                 }
                 dt { "When" } dd { (when(&evaluation.created_at)) @if let Some(ended) = &evaluation.ended_at { " · ended " (when(ended)) } }
             }

@@ -115,7 +115,7 @@ async fn instance_page(
             @if let Some(wake) = &instance.wake_at { " · looks again " (when(wake)) }
         }
         @if let Some(error) = &instance.error {
-            p.error { code { (error["code"].as_str().unwrap_or_default()) } " " (error["message"].as_str().unwrap_or_default()) }
+            p.error { code { (error.code) } " " (error.message) }
         }
         section #steps {
             h2 { "Steps" }
@@ -146,7 +146,7 @@ fn step_item(step: &StepOut) -> Markup {
             @if let Some(fact) = &step.fact_id { " · " a href={ "/console/facts/" (fact) } { "the fact" } }
             @if let Some(wake) = &step.wake_at { @if step.status == skill_api::StepStatus::Open { " · fires " (when(wake)) } }
             @if let Some(error) = &step.error {
-                p.error { code { (error["code"].as_str().unwrap_or_default()) } " " (error["message"].as_str().unwrap_or_default()) }
+                p.error { code { (error.code) } " " (error.message) }
             }
             @if let Some(output) = &step.output { (capped_json(output, SHOWN_CHARS)) }
         }

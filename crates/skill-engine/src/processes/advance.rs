@@ -14,7 +14,7 @@
 use chrono::Duration;
 use serde_json::{Map, Value, json};
 use skill_api::events::{ProcessEnded, ProcessStepStarted, TaskCreated};
-use skill_api::{CallStatus, InstanceStatus, InvokeRequest, Lifecycle, StepStatus, TaskStatus};
+use skill_api::{CallStatus, Failure, InstanceStatus, InvokeRequest, Lifecycle, StepStatus, TaskStatus};
 use skill_contract::export::canonical;
 use skill_contract::process::{Action, EndStatus, ProcessSpec, Step, parse_duration};
 use skill_store::ErrorKind;
@@ -210,8 +210,7 @@ impl Engine {
         let agent = match agent {
             Ok(agent) => agent,
             Err(error) => {
-                let error =
-                    json!({"code": error.code, "message": format!("the agent the process runs as: {}", error.message)});
+                let error = Failure::new(error.code, format!("the agent the process runs as: {}", error.message));
                 self.end_instance(&mut moving, InstanceStatus::Failed, Some(error), now);
                 return self.flush(&mut moving, now).await.map(usize::from);
             }
@@ -221,8 +220,8 @@ impl Engine {
         loop {
             transitions += 1;
             if transitions > MAX_TRANSITIONS {
-                let error = json!({"code": "process_loop_suspected",
-                                   "message": format!("{MAX_TRANSITIONS} steps ran without waiting once")});
+                let error =
+                    Failure::new("process_loop_suspected", format!("{MAX_TRANSITIONS} steps ran without waiting once"));
                 self.end_instance(&mut moving, InstanceStatus::Failed, Some(error), now);
                 return self.flush(&mut moving, now).await.map(usize::from);
             }
@@ -269,7 +268,7 @@ impl Engine {
     }
 
     /// Ends the instance (its open step closed, if any).
-    fn end_instance(&self, moving: &mut Moving<'_>, status: InstanceStatus, error: Option<Value>, now: Time) {
+    fn end_instance(&self, moving: &mut Moving<'_>, status: InstanceStatus, error: Option<Failure>, now: Time) {
         if let Some(open) = moving.open() {
             let closed = StepRecord {
                 status: StepStatus::Closed,
@@ -280,7 +279,7 @@ impl Engine {
             };
             self.replace_step(moving, closed);
         }
-        let code = error.as_ref().and_then(|e| e["code"].as_str()).map(str::to_owned);
+        let code = error.as_ref().map(|error| error.code.clone());
         let ended = ProcessEnded { status, step: moving.instance.at_step.clone(), code };
         moving.events.push(self.event(format!("process_instance:{}", moving.instance.id), &ended, &Origin::default()));
         moving.instance.status = status;
@@ -368,7 +367,7 @@ impl Engine {
         step: StepRecord,
         status: StepStatus,
         output: Option<Value>,
-        error: Option<Value>,
+        error: Option<Failure>,
         next: Option<String>,
         now: Time,
     ) -> Moved {
@@ -397,7 +396,7 @@ impl Engine {
     }
 
     /// A step that failed with nowhere to go: the instance fails with its error.
-    fn fail_step(&self, moving: &mut Moving<'_>, step: StepRecord, error: Value, code: &str, now: Time) -> Moved {
+    fn fail_step(&self, moving: &mut Moving<'_>, step: StepRecord, error: Failure, code: &str, now: Time) -> Moved {
         let ended = StepRecord {
             status: StepStatus::Failed,
             error: Some(error.clone()),
@@ -407,8 +406,11 @@ impl Engine {
             ..step.clone()
         };
         self.replace_step(moving, ended);
-        let failure = json!({"code": code, "message": format!("step {} failed", step.step_id), "step": step.step_id,
-                             "cause": error});
+        let failure = Failure {
+            step: Some(step.step_id.clone()),
+            cause: Some(Box::new(error)),
+            ..Failure::new(code, format!("step {} failed", step.step_id))
+        };
         self.end_instance(moving, InstanceStatus::Failed, Some(failure), now);
         Moved::Waits
     }
@@ -420,13 +422,12 @@ impl Engine {
             return Ok(Some(Moved::Waits));
         };
         let Some(step) = moving.step_def(&at).cloned() else {
-            let error = json!({"code": "invalid_process", "message": format!("the process has no step {at}")});
+            let error = Failure::new("invalid_process", format!("the process has no step {at}"));
             self.end_instance(moving, InstanceStatus::Failed, Some(error), now);
             return Ok(Some(Moved::Waits));
         };
         if moving.steps.len() >= MAX_STEP_RUNS {
-            let error = json!({"code": "process_loop_suspected",
-                               "message": format!("{MAX_STEP_RUNS} steps ran in one instance")});
+            let error = Failure::new("process_loop_suspected", format!("{MAX_STEP_RUNS} steps ran in one instance"));
             self.end_instance(moving, InstanceStatus::Failed, Some(error), now);
             return Ok(Some(Moved::Waits));
         }
@@ -440,7 +441,7 @@ impl Engine {
                     moving.entered = Some(entry.skill);
                 }
                 Err(error) => {
-                    let error = json!({"code": error.code, "message": error.message});
+                    let error = Failure::new(error.code, error.message);
                     moving.steps.push(record.clone());
                     moving.changes.push(WorkChange::InsertStep(record.clone()));
                     return Ok(Some(self.fail_step(moving, record, error, "process_step_failed", now)));
@@ -451,7 +452,7 @@ impl Engine {
                 match moving.decision(decider) {
                     Ok(approval_id) => record.approval_id = Some(approval_id),
                     Err(message) => {
-                        let error = json!({"code": "process_write_not_decided", "message": message});
+                        let error = Failure::new("process_write_not_decided", message);
                         moving.steps.push(record.clone());
                         moving.changes.push(WorkChange::InsertStep(record.clone()));
                         let target = call.on_failure.as_ref();
@@ -494,7 +495,7 @@ impl Engine {
                         }
                         Ok(false) => {}
                         Err(error) => {
-                            let error = json!({"code": "condition_error", "message": error.message, "case": index});
+                            let error = Failure { case: Some(index), ..Failure::new("condition_error", error.message) };
                             return Ok(Some(self.fail_step(moving, record, error, "process_step_failed", now)));
                         }
                     }
@@ -514,8 +515,10 @@ impl Engine {
                     EndStatus::Completed => (InstanceStatus::Completed, None),
                     EndStatus::Failed => (
                         InstanceStatus::Failed,
-                        Some(json!({"code": "process_ended_failed", "message": end.reason.clone().unwrap_or_default(),
-                                    "step": step.id})),
+                        Some(Failure {
+                            step: Some(step.id.clone()),
+                            ..Failure::new("process_ended_failed", end.reason.clone().unwrap_or_default())
+                        }),
                     ),
                 };
                 self.end_instance(moving, status, error, now);
@@ -531,8 +534,10 @@ impl Engine {
                     match chrono::DateTime::parse_from_rfc3339(&text) {
                         Ok(at) => Some(at.to_utc()),
                         Err(_) => {
-                            let error = json!({"code": "invalid_process",
-                                               "message": format!("wait.until is {text:?}, not an RFC 3339 time")});
+                            let error = Failure::new(
+                                "invalid_process",
+                                format!("wait.until is {text:?}, not an RFC 3339 time"),
+                            );
                             return Ok(Some(self.fail_step(moving, record, error, "process_step_failed", now)));
                         }
                     }
@@ -546,7 +551,7 @@ impl Engine {
                 Moved::Next
             }
             None => {
-                let error = json!({"code": "invalid_process", "message": "the step has no one action"});
+                let error = Failure::new("invalid_process", "the step has no one action");
                 self.fail_step(moving, record, error, "process_step_failed", now)
             }
         }))
@@ -562,8 +567,7 @@ impl Engine {
         now: Time,
     ) -> Result<Option<Moved>> {
         let Some(step) = moving.step_def(&open.step_id).cloned() else {
-            let error =
-                json!({"code": "invalid_process", "message": format!("the process has no step {}", open.step_id)});
+            let error = Failure::new("invalid_process", format!("the process has no step {}", open.step_id));
             return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
         };
         let next = moving.after(&step);
@@ -623,7 +627,7 @@ impl Engine {
             let invoked = match invoked {
                 Ok(invoked) => invoked,
                 Err(error) => {
-                    let error = json!({"code": error.code, "message": error.message, "details": error.details});
+                    let error = Failure::new(error.code, error.message).with_details(Value::Object(error.details));
                     return Ok(Some(self.step_failed(moving, open, step, call, error, now)));
                 }
             };
@@ -648,11 +652,11 @@ impl Engine {
             }
             CallStatus::Succeeded => self.finish(moving, open, StepStatus::Done, made.output.clone(), None, next, now),
             CallStatus::Failed | CallStatus::Cancelled => {
-                let (code, message) = made
-                    .error
-                    .as_ref()
-                    .map_or(("call_failed", None), |error| (error.code.as_str(), Some(&error.message)));
-                let error = json!({"code": code, "message": message, "invocationId": made.id});
+                let (code, message) =
+                    made.error.as_ref().map_or(("call_failed", "the call ended without saying why"), |error| {
+                        (error.code.as_str(), error.message.as_str())
+                    });
+                let error = Failure::new(code, message).of_invocation(&made.id);
                 self.step_failed(moving, open, step, call, error, now)
             }
         }))
@@ -666,7 +670,7 @@ impl Engine {
         open: StepRecord,
         step: &Step,
         call: &skill_contract::process::CallStep,
-        error: Value,
+        error: Failure,
         now: Time,
     ) -> Moved {
         let attempts = call.retry.as_ref().map_or(1, |retry| retry.attempts);
@@ -703,7 +707,7 @@ impl Engine {
         &self,
         moving: &mut Moving<'_>,
         step: StepRecord,
-        error: Value,
+        error: Failure,
         target: Option<&String>,
         code: &str,
         now: Time,
@@ -730,7 +734,7 @@ impl Engine {
             let task_type = match self.find_task_type(&task.task_type).await {
                 Ok(found) => found,
                 Err(error) => {
-                    let error = json!({"code": error.code, "message": error.message});
+                    let error = Failure::new(error.code, error.message);
                     return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
                 }
             };
@@ -744,7 +748,7 @@ impl Engine {
                     .collect(),
             );
             if let Err(error) = self.agent_may_work(moving.process, &moving.instance.workspace_id).await {
-                let error = json!({"code": error.code, "message": error.message, "details": error.details});
+                let error = Failure::new(error.code, error.message).with_details(Value::Object(error.details));
                 return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
             }
             let checked = match crate::work::check_fields(&task_type, &fields) {
@@ -752,7 +756,7 @@ impl Engine {
                 Err(error) => Err(error),
             };
             if let Err(error) = checked {
-                let error = json!({"code": error.code, "message": error.message, "details": error.details});
+                let error = Failure::new(error.code, error.message).with_details(Value::Object(error.details));
                 return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
             }
             let id = self.new_id();
@@ -783,14 +787,16 @@ impl Engine {
             if task_type.spec.get("process").is_some()
                 && self.chain_depth(&moving.instance, MAX_CHAIN).await? >= MAX_CHAIN
             {
-                let error = json!({"code": "process_loop_suspected",
-                                   "message": format!("{MAX_CHAIN} instances in a row started one another through their tasks")});
+                let error = Failure::new(
+                    "process_loop_suspected",
+                    format!("{MAX_CHAIN} instances in a row started one another through their tasks"),
+                );
                 return Ok(Some(self.fail_step(moving, open, error, "process_loop_suspected", now)));
             }
             let started = match self.task_instance(&record, &task_type, &moving.instance.started_by).await {
                 Ok(started) => started,
                 Err(error) => {
-                    let error = json!({"code": error.code, "message": error.message, "details": error.details});
+                    let error = Failure::new(error.code, error.message).with_details(Value::Object(error.details));
                     return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
                 }
             };
@@ -881,7 +887,7 @@ impl Engine {
             }
             Err(error) => {
                 tracing::warn!(task = %task.id, code = %error.code, "a process step could not draft its task: {}", error.message);
-                let error = json!({"code": error.code, "message": error.message, "details": error.details});
+                let error = Failure::new(error.code, error.message).with_details(Value::Object(error.details));
                 StepRecord { error: Some(error), row_version: open.row_version + 1, ..open }
             }
         };
@@ -934,7 +940,7 @@ impl Engine {
             }
         }
         if open.wake_at.is_some_and(|at| at <= now) {
-            let error = json!({"code": "process_wait_timed_out", "message": format!("no {} fact came in time", fact_wait.kind)});
+            let error = Failure::new("process_wait_timed_out", format!("no {} fact came in time", fact_wait.kind));
             return Ok(self.failed_to(moving, open, error, wait.on_timeout.as_ref(), "process_wait_timed_out", now));
         }
         moving.instance.wake_at = open.wake_at;

@@ -10,7 +10,7 @@
 use chrono::Duration;
 use serde_json::{Value, json};
 use skill_api::events::{RuleEvaluated, RuleEvaluationEnded, RuleInterpretationRequested, TaskCreated};
-use skill_api::{CallStatus, InvokeRequest, Lifecycle, MAX_FACT_DEPTH, RuleEvaluationStatus, TaskStatus};
+use skill_api::{CallStatus, Failure, InvokeRequest, Lifecycle, MAX_FACT_DEPTH, RuleEvaluationStatus, TaskStatus};
 use skill_contract::rule::EnsureWork;
 use skill_store::ErrorKind;
 use skill_store::records::{
@@ -157,13 +157,13 @@ impl Engine {
             }
             let (status, error) = if agent.is_none() {
                 let message = "the agent the rule acts as is disabled: nothing is interpreted or made";
-                (RuleEvaluationStatus::Failed, Some(json!({"code": "principal_disabled", "message": message})))
+                (RuleEvaluationStatus::Failed, Some(Failure::new("principal_disabled", message)))
             } else if i64::from(fact.depth) > i64::from(MAX_FACT_DEPTH) {
                 let message = format!(
                     "the fact comes from work that rules made {} times in a row: its evaluation stops here",
                     fact.depth
                 );
-                (RuleEvaluationStatus::Failed, Some(json!({"code": "rule_loop_suspected", "message": message})))
+                (RuleEvaluationStatus::Failed, Some(Failure::new("rule_loop_suspected", message)))
             } else if rule.spec.on.when.is_none() {
                 (RuleEvaluationStatus::Matched, None)
             } else {
@@ -179,15 +179,11 @@ impl Engine {
                     Ok(false) => (RuleEvaluationStatus::NotMatched, None),
                     Err(error) if error.code == "rule_condition_too_costly" => (
                         RuleEvaluationStatus::Failed,
-                        Some(
-                            json!({"code": error.code, "message": format!("the condition costs too much: {}", error.message)}),
-                        ),
+                        Some(Failure::new(error.code, format!("the condition costs too much: {}", error.message))),
                     ),
                     Err(error) => (
                         RuleEvaluationStatus::Failed,
-                        Some(
-                            json!({"code": "condition_error", "message": format!("the condition has no value: {}", error.message)}),
-                        ),
+                        Some(Failure::new("condition_error", format!("the condition has no value: {}", error.message))),
                     ),
                 }
             };
@@ -212,7 +208,7 @@ impl Engine {
                 rule_id: rule.id.clone(),
                 rule: format!("{}@{}", rule.key, rule.version),
                 status,
-                reason: error.as_ref().and_then(|e| e["code"].as_str()).map(str::to_owned),
+                reason: error.as_ref().map(|error| error.code.clone()),
             };
             events.push(self.event(format!("rule_evaluation:{}", evaluation.id), &evaluated, &system));
             changes.push(WorkChange::InsertEvaluation(evaluation));
@@ -256,7 +252,8 @@ impl Engine {
                             (RuleEvaluationStatus::Failed, code.to_owned())
                         };
                         let message = call.error.as_ref().map_or("", |error| error.message.as_str());
-                        let error = json!({"code": code, "message": format!("the interpretation's call {}: {message}", call.status), "invocationId": call.id});
+                        let error = Failure::new(code, format!("the interpretation's call {}: {message}", call.status))
+                            .of_invocation(&call.id);
                         self.end_evaluation(evaluation, status, error, now).await
                     }
                     CallStatus::Pending | CallStatus::Running => self.expire(evaluation, &call, now).await,
@@ -307,7 +304,9 @@ impl Engine {
         let invoked = match invoked {
             Ok(invoked) => invoked,
             Err(error) => {
-                let error = json!({"code": error.code, "message": format!("the interpretation could not be asked for: {}", error.message), "details": error.details});
+                let error =
+                    Failure::new(error.code, format!("the interpretation could not be asked for: {}", error.message))
+                        .with_details(Value::Object(error.details));
                 return self.end_evaluation(evaluation, RuleEvaluationStatus::Failed, error, now).await;
             }
         };
@@ -347,7 +346,11 @@ impl Engine {
             Err(error) if error.kind() == ErrorKind::Stale => return Ok(0),
             Err(error) => return Err(error.into()),
         }
-        let error = json!({"code": "rule_skill_wait_expired", "message": "the interpretation did not end within 24 hours: its call was cancelled", "invocationId": call.id});
+        let error = Failure::new(
+            "rule_skill_wait_expired",
+            "the interpretation did not end within 24 hours: its call was cancelled",
+        )
+        .of_invocation(&call.id);
         self.end_evaluation(evaluation, RuleEvaluationStatus::Expired, error, now).await
     }
 
@@ -356,7 +359,7 @@ impl Engine {
         &self,
         evaluation: RuleEvaluationRecord,
         status: RuleEvaluationStatus,
-        error: Value,
+        error: Failure,
         now: Time,
     ) -> Result<usize> {
         let ended = RuleEvaluationEnded {
@@ -367,7 +370,7 @@ impl Engine {
             instance_ids: Vec::new(),
             created_instance_ids: Vec::new(),
             artifact_id: None,
-            code: error["code"].as_str().map(str::to_owned),
+            code: Some(error.code.clone()),
         };
         let event = self.event(format!("rule_evaluation:{}", evaluation.id), &ended, &Origin::default());
         let next = RuleEvaluationRecord {
@@ -402,7 +405,7 @@ impl Engine {
         let agent = match pass.agent(self, &rule.agent_principal_id).await {
             Ok(agent) => agent,
             Err(error) => {
-                let error = json!({"code": error.code, "message": error.message});
+                let error = Failure::new(error.code, error.message);
                 return self.end_evaluation(evaluation, RuleEvaluationStatus::Failed, error, now).await;
             }
         };
@@ -410,7 +413,8 @@ impl Engine {
             let planned = match self.planned_work(&evaluation, rule, fact, &agent, &document, pass, now).await {
                 Ok(planned) => planned,
                 Err(error) => {
-                    let error = json!({"code": error.code, "message": format!("the work could not be made: {}", error.message), "details": error.details});
+                    let error = Failure::new(error.code, format!("the work could not be made: {}", error.message))
+                        .with_details(Value::Object(error.details));
                     return self.end_evaluation(evaluation, RuleEvaluationStatus::Failed, error, now).await;
                 }
             };

@@ -119,7 +119,7 @@ impl Engine {
             Err(error) if matches!(error.code, "approval_required" | "gate_rejected") => return Ok(0),
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => return Err(error),
             Err(error) => {
-                let failure = crate::document(&Failure::new(error.code, error.message));
+                let failure = Failure::new(error.code, error.message);
                 return self.finish_execution(task, Some(&run), RunStatus::Failed, None, Some(failure), &origin).await;
             }
         };
@@ -198,7 +198,7 @@ impl Engine {
         }
         match (state, run, call) {
             (GateState::Rejected, _, _) => {
-                let failure = crate::document(&Failure::new("gate_rejected", "the task's gate was rejected"));
+                let failure = Failure::new("gate_rejected", "the task's gate was rejected");
                 self.finish_execution(task, run, RunStatus::Failed, None, Some(failure), origin).await
             }
             (GateState::Undecided, Some(_), Some(call)) if call.status == CallStatus::Pending => {
@@ -277,10 +277,10 @@ impl Engine {
                 } else {
                     format!("skill_invocation_{}", call.status)
                 };
-                let failure = crate::document(&Failure {
+                let failure = Failure {
                     skill_invocation_id: Some(call.id.clone()),
                     ..Failure::new(failed, format!("skill_invocation_{}: {code}", call.status))
-                });
+                };
                 self.finish_execution(task, Some(run), RunStatus::Failed, None, Some(failure), origin).await?
             }
             CallStatus::Pending | CallStatus::Running => return Ok(None),
@@ -295,10 +295,11 @@ impl Engine {
         run: Option<&RunRecord>,
         status: RunStatus,
         result: Option<Value>,
-        error: Option<Value>,
+        error: Option<Failure>,
         origin: &Origin,
     ) -> Result<usize> {
-        let reason = error.as_ref().and_then(|e| e.get("code")).and_then(Value::as_str).map(str::to_owned);
+        let reason = error.as_ref().map(|error| error.code.clone());
+        let error = error.as_ref().map(crate::document);
         let mut events = Vec::new();
         let mut changes = Vec::new();
         if let Some(run) = run {

@@ -172,17 +172,12 @@ impl Engine {
         let spec = action.action.get("invokeSkill").cloned().unwrap_or_default();
         let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
         let Some(decider) = decider else {
-            let error = crate::document(&Failure::new(
-                "authority_inactive",
-                "the decider is disabled: its decision acts no more",
-            ));
+            let error = Failure::new("authority_inactive", "the decider is disabled: its decision acts no more");
             return Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(error))));
         };
         let (Some(version), Some(Value::Object(inputs))) = (&action.skill_id, &action.inputs) else {
-            let error = crate::document(&Failure::new(
-                "not_found",
-                format!("{skill} named no published version when the decision was made"),
-            ));
+            let error =
+                Failure::new("not_found", format!("{skill} named no published version when the decision was made"));
             return Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(error))));
         };
         let request = InvokeRequest {
@@ -217,10 +212,7 @@ impl Engine {
             }
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => Err(error),
             Err(error) => {
-                let failure = crate::document(&Failure {
-                    details: Some(json!(error.details)),
-                    ..Failure::new(error.code, error.message)
-                });
+                let failure = Failure::new(error.code, error.message).with_details(Value::Object(error.details));
                 Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(failure))))
             }
         }
@@ -308,9 +300,9 @@ impl Engine {
         let result = action.result.clone().map(|result| ActionCall { status: call.status, ..result });
         let failure = match (status, call.status) {
             (ActionStatus::Failed, CallStatus::Succeeded) => {
-                Some(crate::document(&Failure::new("expectation_not_met", "the output does not match expect")))
+                Some(Failure::new("expectation_not_met", "the output does not match expect"))
             }
-            (ActionStatus::Failed | ActionStatus::Skipped, _) => call.error.as_ref().map(crate::document),
+            (ActionStatus::Failed | ActionStatus::Skipped, _) => call.error.as_ref().map(Failure::from),
             _ => None,
         };
         self.action_ended(action, status, result, failure)
@@ -321,7 +313,7 @@ impl Engine {
         action: &ActionRecord,
         status: ActionStatus,
         result: Option<ActionCall>,
-        error: Option<Value>,
+        error: Option<Failure>,
     ) -> (ActionRecord, Event) {
         let next = ActionRecord {
             status,

@@ -26,8 +26,8 @@ pub const MAX_RETRIES: i32 = 10;
 /// Whether `action` failed for a reason that may pass and may be retried once more.
 pub(crate) fn retryable(action: &ActionRecord) -> bool {
     let Some(error) = action.error.as_ref().filter(|_| action.status == ActionStatus::Failed) else { return false };
-    let code = error.get("code").and_then(Value::as_str).unwrap_or_default();
-    let passing = match error.get("retryable").and_then(Value::as_bool) {
+    let code = error.code.as_str();
+    let passing = match error.retryable {
         Some(retryable) => retryable,
         // Nobody claimed the call: the executors were away, not the call wrong.
         None if code == "approval_outcome_skill_wait_expired" => true,
@@ -134,7 +134,7 @@ impl Engine {
                     .filter(|action| action.status == ActionStatus::Failed)
                     .map(|action| {
                         json!({"index": action.action_index, "retries": action.retries,
-                               "code": action.error.as_ref().and_then(|e| e.get("code")).cloned()})
+                               "code": action.error.as_ref().map(|error| error.code.as_str())})
                     })
                     .collect();
                 let limit = actions.iter().any(|action| action.retries >= MAX_RETRIES);
@@ -160,7 +160,7 @@ impl Engine {
                     index: action.action_index,
                     retry: action.retries + 1,
                     previous_invocation_id: action.invocation_id.clone(),
-                    error: action.error.as_ref().and_then(|e| e.get("code")).and_then(Value::as_str).map(str::to_owned),
+                    error: action.error.as_ref().map(|error| error.code.clone()),
                 });
                 changes.push(WorkChange::UpdateAction(ActionRecord {
                     status: ActionStatus::Pending,
@@ -209,7 +209,7 @@ mod tests {
             status: status.parse().expect("a status"),
             invocation_id: None,
             result: None,
-            error,
+            error: error.map(|error| serde_json::from_value(error).expect("a failure")),
             attempts: 1,
             retries,
             row_version: 1,

@@ -1061,7 +1061,7 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
     for (id, instance) in m.instances.iter_mut().filter(|(_, instance)| instance.running) {
         let stored = listed.remove(id).unwrap_or_else(|| panic!("{at}: instance {id} not listed"));
         let steps = steps_of.remove(id).unwrap_or_default();
-        let undecided = stored.error.as_ref().is_some_and(|e| e["code"] == "process_write_not_decided");
+        let undecided = stored.error.as_ref().is_some_and(|e| e.code == "process_write_not_decided");
         if instance.running && undecided {
             // Refused for want of a decision: its review closed otherwise than done, or no one but
             // those who set it in motion approved it.

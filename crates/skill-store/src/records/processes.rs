@@ -1,7 +1,7 @@
 //! The rows of processes: a published version, an instance, and each step an instance ran.
 
 use serde_json::Value;
-use skill_api::{InstanceStatus, StepStatus};
+use skill_api::{Failure, InstanceStatus, StepStatus};
 use skill_contract::process::ProcessSpec;
 
 use super::Time;
@@ -39,8 +39,9 @@ pub struct InstanceRecord {
     pub at_step: Option<String>,
     /// When it looks again on its own.
     pub wake_at: Option<Time>,
-    #[sqlx(json(nullable))]
-    pub error: Option<Value>,
+    /// Why it failed.
+    #[sqlx(try_from = "JsonText<Failure>")]
+    pub error: Option<Failure>,
     pub started_by: String,
     pub row_version: i32,
     pub created_at: Time,
@@ -74,8 +75,9 @@ pub struct StepRecord {
     pub wait_kind: Option<String>,
     #[sqlx(json(nullable))]
     pub output: Option<Value>,
-    #[sqlx(json(nullable))]
-    pub error: Option<Value>,
+    /// Why it failed.
+    #[sqlx(try_from = "JsonText<Failure>")]
+    pub error: Option<Failure>,
     pub wake_at: Option<Time>,
     pub row_version: i32,
     pub started_at: Time,

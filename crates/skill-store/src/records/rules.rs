@@ -2,7 +2,7 @@
 //! and where a task a rule ensured comes from.
 
 use serde_json::Value;
-use skill_api::RuleEvaluationStatus;
+use skill_api::{Failure, RuleEvaluationStatus};
 use skill_contract::rule::RuleSpec;
 
 use super::Time;
@@ -63,8 +63,9 @@ pub struct RuleEvaluationRecord {
     #[sqlx(json)]
     pub instance_ids: Vec<String>,
     pub artifact_id: Option<String>,
-    #[sqlx(json(nullable))]
-    pub error: Option<Value>,
+    /// Why it failed.
+    #[sqlx(try_from = "JsonText<Failure>")]
+    pub error: Option<Failure>,
     pub row_version: i32,
     pub created_at: Time,
     pub updated_at: Time,

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 use skill_api::{
-    ActionCall, ActionStatus, ApprovalStatus, DecisionAuthority, OutcomeReaction, OutcomeStatus, RequestStatus,
-    RunStatus, SkillStatus, TaskStatus,
+    ActionCall, ActionStatus, ApprovalStatus, DecisionAuthority, Failure, OutcomeReaction, OutcomeStatus,
+    RequestStatus, RunStatus, SkillStatus, TaskStatus,
 };
 use skill_contract::SideEffects;
 
@@ -156,8 +156,9 @@ pub struct ActionRecord {
     /// The call it made.
     #[sqlx(try_from = "JsonText<ActionCall>")]
     pub result: Option<ActionCall>,
-    #[sqlx(json(nullable))]
-    pub error: Option<Value>,
+    /// Why it failed or was skipped.
+    #[sqlx(try_from = "JsonText<Failure>")]
+    pub error: Option<Failure>,
     pub attempts: i32,
     /// How many times a decider retried it after a retryable failure: the call of retry `n`
     /// carries `"retry": n` in its basis (none for the first).

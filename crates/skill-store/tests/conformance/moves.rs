@@ -266,7 +266,7 @@ pub(crate) async fn approvals_and_outcomes_move_as_their_lifecycles_allow(db: Db
         let next = ActionRecord {
             status: to,
             retries: action.retries + i32::from(retrying),
-            error: (to == ActionStatus::Failed).then(|| json!({"code": "boom"})),
+            error: (to == ActionStatus::Failed).then(|| skill_api::Failure::new("boom", "")),
             row_version: action.row_version + 1,
             updated_at: Utc::now(),
             ..action

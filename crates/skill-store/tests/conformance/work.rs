@@ -410,7 +410,7 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
     };
     let failed = ActionRecord {
         status: ActionStatus::Failed,
-        error: Some(json!({"code": "config_missing", "retryable": true})),
+        error: Some(skill_api::Failure { retryable: Some(true), ..skill_api::Failure::new("config_missing", "") }),
         row_version: 3,
         ..invoked.clone()
     };
