@@ -159,17 +159,6 @@ impl Failure {
     }
 }
 
-impl From<&crate::ReportedError> for Failure {
-    /// A call's failure, as an action that made the call keeps it.
-    fn from(error: &crate::ReportedError) -> Self {
-        Self {
-            retryable: Some(error.retryable),
-            details: error.details.clone(),
-            ..Self::new(error.code.clone(), error.message.clone())
-        }
-    }
-}
-
 /// A message written as JSON `null` (by older versions) reads as empty.
 fn null_as_empty<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     Ok(Option::<String>::deserialize(deserializer)?.unwrap_or_default())
@@ -266,7 +255,7 @@ mod tests {
 
     #[test]
     fn a_calls_failure_keeps_whether_it_may_pass() {
-        let reported = crate::ReportedError {
+        let reported = crate::invocations::ReportedError {
             code: "outbox_unavailable".into(),
             message: "down".into(),
             retryable: true,

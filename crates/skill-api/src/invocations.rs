@@ -247,6 +247,17 @@ pub struct ReportedError {
     pub details: Option<Value>,
 }
 
+impl From<&ReportedError> for crate::basis::Failure {
+    /// A call's failure, as an action that made the call keeps it.
+    fn from(error: &ReportedError) -> Self {
+        Self {
+            retryable: Some(error.retryable),
+            details: error.details.clone(),
+            ..Self::new(error.code.clone(), error.message.clone())
+        }
+    }
+}
+
 /// The body of `POST /skill-invocations/{id}:fail`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
