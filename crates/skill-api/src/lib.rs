@@ -31,6 +31,7 @@ mod journal;
 mod knowledge;
 pub mod openapi;
 pub mod operations;
+mod outcome;
 mod package_tests;
 mod packages;
 mod page;
@@ -53,6 +54,7 @@ pub use artifacts::{
 pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, Failure, HeldGrant, SlotOutcome};
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use four_eyes::{Initiator, InitiatorRole};
+pub use outcome::{InvokeSkill, OutcomeAction, Reaction, TaskExecution};
 /// A version's contract, as the catalog shows it and claims hand it to executors.
 pub use skill_contract::Contract;
 /// The agent document (`kind: Agent`) the apply carries and the answers show.
@@ -102,14 +104,14 @@ pub use skills::{
 pub use states::{
     ActionStatus, ApprovalStatus, CallStatus, InstanceStatus, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus,
     OutputStatus, PrincipalKind, RequestStatus, RequesterKind, RuleEvaluationStatus, RunStatus, SessionState,
-    SessionStatus, SkillStatus, State, StepStatus, TaskStatus, UnknownState, WaitingReason,
+    SessionStatus, SkillStatus, State, StepKind, StepStatus, TaskStatus, UnknownState, WaitingReason,
 };
 pub use tokens::{AudienceClaims, AudienceTokenOut, AudienceTokenRequest};
 pub use work::{
     ActionOut, ApprovalOut, ApprovalRequest, CloseTaskRequest, CommentOut, CommentRequest, DecideRequest,
     EndRunRequest, OfTaskQuery, OutcomeOut, RequestedCall, RequestedCallOut, RetryRequest, RunOut, RunRequest,
     TaskApproval, TaskOut, TaskQuery, TaskRequest, TaskTypeOut, TaskTypeProcess, TaskTypeQuery, TaskTypeRef,
-    TaskTypeRequest, WithdrawRequest,
+    TaskTypeRequest, TaskTypeSpec, WithdrawRequest,
 };
 
 /// The path every route of this crate is relative to.

@@ -136,7 +136,7 @@ pub struct StepOut {
     /// The step's id in the definition.
     pub step: String,
     /// `call`, `task`, `wait`, `switch`, `set` or `end`.
-    pub action: String,
+    pub action: crate::StepKind,
     pub status: StepStatus,
     /// Which call of the step this is (1 first; a retry is the next).
     pub attempt: i32,

@@ -253,6 +253,12 @@ impl Lifecycle for StepStatus {
 }
 
 states! {
+    /// What a process step does: its action's word, as steps are kept and shown.
+    StepKind, what = "process step kind",
+    { Call => "call", Task => "task", Wait => "wait", Switch => "switch", Set => "set", End => "end" }
+}
+
+states! {
     /// Where a principal's run on a task is.
     RunStatus, what = "run status",
     { Running => "running", Succeeded => "succeeded", Failed => "failed", Cancelled => "cancelled" }
@@ -536,6 +542,7 @@ mod tests {
         round_trip::<RuleEvaluationStatus>();
         round_trip::<InstanceStatus>();
         round_trip::<StepStatus>();
+        round_trip::<StepKind>();
         round_trip::<OutputStatus>();
         round_trip::<SideEffects>();
         round_trip::<RiskLevel>();

@@ -53,6 +53,53 @@ pub struct TaskTypeProcess {
     pub input: Map<String, Value>,
 }
 
+/// A published task type's document, as the core keeps it: the request's fields checked, with
+/// the defaults filled in. The engine reads a task type through it; the parts still kept as
+/// JSON (`approvalSchema`, `completionSchema`, `acceptance`, `artifactSchema`) are read by the
+/// modules that check and carry them out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskTypeSpec {
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Each custom field's JSON Schema, by name.
+    #[serde(default)]
+    pub custom_fields: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<crate::TaskExecution>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<TaskTypeProcess>,
+}
+
+impl TaskTypeSpec {
+    /// A spec of `version` with nothing else.
+    pub fn new(version: impl Into<String>) -> Self {
+        Self {
+            version: version.into(),
+            display_name: None,
+            description: None,
+            custom_fields: Map::new(),
+            approval_schema: None,
+            completion_schema: None,
+            acceptance: None,
+            artifact_schema: None,
+            execution: None,
+            process: None,
+        }
+    }
+}
+
 /// A task type version as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -63,8 +110,9 @@ pub struct TaskTypeOut {
     pub display_name: String,
     pub description: String,
     /// The normalized spec: every field of the request but `key`, with defaults filled in.
-    pub spec: Value,
-    pub execution: Option<Value>,
+    pub spec: TaskTypeSpec,
+    /// The skill version the core carries the work out with.
+    pub execution: Option<crate::TaskExecution>,
     pub created_at: String,
 }
 
@@ -275,7 +323,7 @@ pub struct RetryRequest {
 #[serde(rename_all = "camelCase")]
 pub struct ActionOut {
     pub index: i32,
-    pub action: Value,
+    pub action: crate::OutcomeAction,
     /// For an `invokeSkill`, the version its decision resolved it to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skill_id: Option<String>,

@@ -208,11 +208,7 @@ impl Engine {
             }
             for version in &versions {
                 let Some(execution) = &version.execution else { continue };
-                let skill = format!(
-                    "{}@{}",
-                    execution.get("skill").and_then(|v| v.as_str()).unwrap_or_default(),
-                    execution.get("version").and_then(|v| v.as_str()).unwrap_or_default()
-                );
+                let skill = execution.reference();
                 if !assigned.contains(&skill.as_str()) {
                     return Err(EngineError::new(
                         Class::Invalid,

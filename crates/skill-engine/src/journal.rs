@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use skill_api::{CheckpointOut, ConsistencyProofOut, InclusionProofOut};
+use skill_api::events::{ApprovalDecided, InvocationRequested};
+use skill_api::{Basis, CheckpointOut, ConsistencyProofOut, EventData, InclusionProofOut};
 use skill_journal::tree::{self, Hash, Needed, Nodes as _};
 use skill_journal::{Checkpoint, Signer, Verifier};
 use skill_store::{CheckpointRow, ErrorKind};
@@ -466,31 +467,46 @@ pub struct Decision {
     pub decided_at: String,
 }
 
+/// A journal event that does not read as its kind: a corrupted row.
+fn misread(kind: &str, error: &serde_json::Error) -> EngineError {
+    tracing::error!(kind, %error, "a journal event does not read as its kind");
+    EngineError::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
+}
+
 impl Engine {
     /// The provenance of the call `id` (`org.read`: it reads the journal).
     pub async fn provenance(&self, actor: &Actor, id: &str) -> Result<Provenance> {
         actor.require("org.read")?;
         let subject = format!("skill_invocation:{id}");
         let events = self.store.events(0, Some(&subject), 50).await?;
-        let Some(requested) = events.iter().find(|event| event.kind == "skill.invocation_requested") else {
+        let Some(requested) = events.iter().find(|event| event.kind == InvocationRequested::KIND) else {
             return Err(EngineError::not_found("the call's journal entry"));
         };
         let index = self.store.journal_leaf_of(&requested.id).await?;
-        let approval = requested.data["authorizationBasis"]["approvalId"].as_str().filter(|id| !id.is_empty());
+        let requested = serde_json::from_value::<InvocationRequested>(requested.data.clone())
+            .map_err(|error| misread(InvocationRequested::KIND, &error))?;
+        let approval = match &requested.authorization_basis {
+            Some(Basis::Approval { approval_id, .. }) => Some(approval_id.as_str()).filter(|id| !id.is_empty()),
+            _ => None,
+        };
         let decision = match approval {
             None => None,
             Some(approval) => {
                 let decisions = self.store.events(0, Some(&format!("approval:{approval}")), 50).await?;
-                match decisions.into_iter().find(|event| event.kind == "approval.decided") {
+                match decisions.into_iter().find(|event| event.kind == ApprovalDecided::KIND) {
                     None => None,
-                    Some(event) => Some(Decision {
-                        approval_id: approval.to_owned(),
-                        index: self.store.journal_leaf_of(&event.id).await?,
-                        outcome: event.data["outcome"].as_str().unwrap_or_default().to_owned(),
-                        decided_by: event.data["decidedBy"].as_str().unwrap_or_default().to_owned(),
-                        token_id: event.data["tokenId"].as_str().map(str::to_owned),
-                        decided_at: view_time(&event.created_at),
-                    }),
+                    Some(event) => {
+                        let decided = serde_json::from_value::<ApprovalDecided>(event.data.clone())
+                            .map_err(|error| misread(ApprovalDecided::KIND, &error))?;
+                        Some(Decision {
+                            approval_id: approval.to_owned(),
+                            index: self.store.journal_leaf_of(&event.id).await?,
+                            outcome: decided.outcome.as_str().to_owned(),
+                            decided_by: decided.decided_by,
+                            token_id: decided.token_id,
+                            decided_at: view_time(&event.created_at),
+                        })
+                    }
                 }
             }
         };

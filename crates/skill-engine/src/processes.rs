@@ -524,10 +524,7 @@ impl Engine {
         task_type: &skill_store::records::TaskTypeRecord,
         starter: &str,
     ) -> Result<Option<(InstanceRecord, Event)>> {
-        let Some(named) = task_type.spec.get("process") else { return Ok(None) };
-        let Ok(named) = serde_json::from_value::<skill_api::TaskTypeProcess>(named.clone()) else {
-            return Ok(None);
-        };
+        let Some(named) = &task_type.spec.process else { return Ok(None) };
         let process = self.find_process(&named.process).await?;
         self.agent_may_work(&process, &task.workspace_id).await?;
         let view = crate::work::task_view(task, task_type);

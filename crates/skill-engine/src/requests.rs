@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use skill_api::events::{AgentRequestCreated, AgentRequestEnded, AgentRequestInvoked, TaskClosed, TaskCreated};
 use skill_api::{
     AgentRequestOut, ApprovalStatus, CallStatus, ClientInfo, InvocationOut, InvokeRequest, Lifecycle, PrincipalKind,
-    RequestStatus, SkillStatus, TaskStatus,
+    RequestStatus, SkillStatus, TaskStatus, TaskTypeSpec,
 };
 use skill_store::ErrorKind;
 use skill_store::records::{
@@ -240,23 +240,26 @@ impl Engine {
             Err(error) if error.kind() != ErrorKind::NotFound => return Err(error.into()),
             Err(_) => {}
         }
-        let spec = json!({
-            "version": REQUEST_TYPE_VERSION,
-            "displayName": "An agent asks to write",
-            "description": "An agent asked for an external write it has no basis for: approving the gate makes exactly this call once, as the agent; rejecting it, or letting it expire, calls nothing.",
-            "customFields": {
-                "agent": {"type": "string", "description": "The agent that asks."},
-                "skill": {"type": "string", "description": "The version it asks to call (name@version)."},
-                "inputs": {"type": "object", "description": "Exactly the inputs of the call."},
-                "client": {"type": "string", "description": "The MCP client the agent asked through."}
-            }
+        let fields = json!({
+            "agent": {"type": "string", "description": "The agent that asks."},
+            "skill": {"type": "string", "description": "The version it asks to call (name@version)."},
+            "inputs": {"type": "object", "description": "Exactly the inputs of the call."},
+            "client": {"type": "string", "description": "The MCP client the agent asked through."}
         });
+        let display_name = "An agent asks to write";
+        let description = "An agent asked for an external write it has no basis for: approving the gate makes exactly this call once, as the agent; rejecting it, or letting it expire, calls nothing.";
+        let spec = TaskTypeSpec {
+            display_name: Some(display_name.to_owned()),
+            description: Some(description.to_owned()),
+            custom_fields: fields.as_object().cloned().unwrap_or_default(),
+            ..TaskTypeSpec::new(REQUEST_TYPE_VERSION)
+        };
         let record = TaskTypeRecord {
             id: self.new_id(),
             key: REQUEST_TYPE.to_owned(),
             version: REQUEST_TYPE_VERSION.to_owned(),
-            display_name: spec["displayName"].as_str().unwrap_or_default().to_owned(),
-            description: spec["description"].as_str().unwrap_or_default().to_owned(),
+            display_name: display_name.to_owned(),
+            description: description.to_owned(),
             spec,
             execution: None,
             created_by: None,

@@ -59,12 +59,7 @@ pub(crate) fn not_a_person(actor: &Actor) -> EngineError {
 
 /// `name@version` of the version `task_type`'s execution pins, if it has one.
 pub(crate) fn execution_reference(task_type: &skill_store::records::TaskTypeRecord) -> Option<String> {
-    let execution = task_type.execution.as_ref()?;
-    Some(format!(
-        "{}@{}",
-        execution["skill"].as_str().unwrap_or_default(),
-        execution["version"].as_str().unwrap_or_default()
-    ))
+    task_type.execution.as_ref().map(skill_api::TaskExecution::reference)
 }
 
 impl Engine {

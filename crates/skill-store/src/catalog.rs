@@ -421,7 +421,7 @@ macro_rules! catalog_store {
                         crate::events::insert!(tx, published);
                     }
                     for (task_type, published) in &plan.task_types {
-                        crate::statements::run_in!(tx, &[crate::statements::insert_task_type(task_type)]);
+                        crate::statements::run_in!(tx, &[crate::statements::insert_task_type(task_type)?]);
                         crate::events::insert!(tx, published);
                     }
                     // Rules after the agents they act as and the task types they ensure.

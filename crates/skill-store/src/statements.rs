@@ -101,8 +101,8 @@ fn versioned(sql: &'static str, args: Vec<Arg>, table: &'static str, id: &str) -
     Statement { sql, args, unwritten: Unwritten::Versioned { table, id: id.to_owned() } }
 }
 
-pub(crate) fn insert_task_type(t: &TaskTypeRecord) -> Statement {
-    insert(
+pub(crate) fn insert_task_type(t: &TaskTypeRecord) -> Result<Statement> {
+    Ok(insert(
         "INSERT INTO task_types (id, key, version, display_name, description, spec, execution, created_by, \
          created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         vec![
@@ -111,12 +111,12 @@ pub(crate) fn insert_task_type(t: &TaskTypeRecord) -> Statement {
             text(&t.version),
             text(&t.display_name),
             text(&t.description),
-            json(&t.spec),
-            maybe_json(t.execution.as_ref()),
+            document(Some(&t.spec))?,
+            document(t.execution.as_ref())?,
             maybe_text(t.created_by.as_deref()),
             time(t.created_at),
         ],
-    )
+    ))
 }
 
 pub(crate) fn insert_artifact_type(t: &ArtifactTypeRecord) -> Result<Statement> {
@@ -206,7 +206,7 @@ pub(crate) fn insert_fact(f: &FactRecord) -> Statement {
 #[allow(clippy::too_many_lines)]
 pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
     Ok(match change {
-        WorkChange::InsertTaskType(t) => insert_task_type(t),
+        WorkChange::InsertTaskType(t) => insert_task_type(t)?,
         WorkChange::InsertArtifactType(t) => insert_artifact_type(t)?,
         WorkChange::InsertTask(t) => insert(
             "INSERT INTO tasks (id, workspace_id, task_type_id, title, custom_fields, status, created_by, \
@@ -332,7 +332,7 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
             vec![
                 text(&a.approval_id),
                 Arg::Int(Some(a.action_index)),
-                json(&a.action),
+                document(Some(&a.action))?,
                 text(a.status.as_str()),
                 maybe_text(a.invocation_id.as_deref()),
                 document(a.result.as_ref())?,
@@ -522,7 +522,7 @@ pub(crate) fn of_change(change: &WorkChange) -> Result<Statement> {
                 text(&t.instance_id),
                 Arg::Int(Some(t.seq)),
                 text(&t.step_id),
-                text(&t.action),
+                text(t.action.as_str()),
                 text(t.status.as_str()),
                 Arg::Int(Some(t.attempt)),
                 maybe_text(t.skill_id.as_deref()),

@@ -6,8 +6,8 @@ use serde::de::DeserializeOwned;
 use skill_api::{ActionCall, Basis, DecisionAuthority};
 use skill_api::{
     ActionStatus, ApprovalStatus, CallStatus, InstanceStatus, OutcomeReaction, OutcomeStatus, PrincipalKind,
-    RequestStatus, RequesterKind, RuleEvaluationStatus, RunStatus, SessionStatus, SkillStatus, State, StepStatus,
-    TaskStatus, UnknownState,
+    RequestStatus, RequesterKind, RuleEvaluationStatus, RunStatus, SessionStatus, SkillStatus, State, StepKind,
+    StepStatus, TaskStatus, UnknownState,
 };
 use skill_contract::agent::AgentSpec;
 use skill_contract::rule::RuleSpec;
@@ -124,6 +124,7 @@ stored! {
     RuleEvaluationStatus => "rule_evaluations.status",
     InstanceStatus => "process_instances.status",
     StepStatus => "process_steps.status",
+    StepKind => "process_steps.action",
     SideEffects => "skills.side_effects",
     RiskLevel => "skills.risk_level",
 }
@@ -177,6 +178,34 @@ impl Document for Basis {
 
 impl Document for skill_api::ReportedError {
     const AT: &'static str = "skill_invocations.error";
+}
+
+impl Document for skill_api::TaskTypeSpec {
+    const AT: &'static str = "task_types.spec";
+}
+
+impl TryFrom<JsonText<skill_api::TaskTypeSpec>> for skill_api::TaskTypeSpec {
+    type Error = Missing;
+
+    fn try_from(value: JsonText<Self>) -> Result<Self, Missing> {
+        value.0.ok_or(Missing(<Self as Document>::AT))
+    }
+}
+
+impl Document for skill_api::TaskExecution {
+    const AT: &'static str = "task_types.execution";
+}
+
+impl Document for skill_api::OutcomeAction {
+    const AT: &'static str = "approval_actions.action";
+}
+
+impl TryFrom<JsonText<skill_api::OutcomeAction>> for skill_api::OutcomeAction {
+    type Error = Missing;
+
+    fn try_from(value: JsonText<Self>) -> Result<Self, Missing> {
+        value.0.ok_or(Missing(<Self as Document>::AT))
+    }
 }
 
 impl Document for skill_api::Failure {

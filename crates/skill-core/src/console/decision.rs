@@ -130,7 +130,7 @@ impl Decision {
                             ol.actions {
                                 @for action in &outcome.actions {
                                     li {
-                                        (action_name(&action.action)) " " (badge(action.status))
+                                        "call " (action.action.invoke_skill.skill) " " (badge(action.status))
                                         @if action.attempts > 1 { " " span.meta { (action.attempts) " calls" } }
                                         @if let Some(call) = &action.invocation_id {
                                             " · " a href={ "/console/calls/" (call) } { "its call" }

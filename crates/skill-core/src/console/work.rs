@@ -98,7 +98,7 @@ async fn new_task_page(
     let form = engine.task_type_form(actor, chosen).await?;
     let task_type = &form.task_type;
     let reference = format!("{}@{}", task_type.key, task_type.version);
-    let schema = json!({"type": "object", "properties": task_type.spec.get("customFields").cloned().unwrap_or(json!({})),
+    let schema = json!({"type": "object", "properties": task_type.spec.custom_fields,
                         "required": form.required});
     let name = if task_type.display_name.is_empty() { task_type.key.clone() } else { task_type.display_name.clone() };
     let body = html! {
@@ -154,8 +154,7 @@ pub(super) async fn create_task(
         Ok(form) => form,
         Err(error) => return failure(Some(viewer.frame()), &error),
     };
-    let schema =
-        json!({"type": "object", "properties": form.task_type.spec.get("customFields").cloned().unwrap_or(json!({}))});
+    let schema = json!({"type": "object", "properties": form.task_type.spec.custom_fields});
     let mut filled = Filled {
         workspace: given(forms::plain(&sent, "workspace")),
         title: given(forms::plain(&sent, "title")),

@@ -29,8 +29,8 @@ struct Slot<'a> {
     required: bool,
 }
 
-fn slots(spec: &Value) -> Vec<Slot<'_>> {
-    let listed = spec.pointer("/artifactSchema/outputs").and_then(Value::as_array);
+fn slots(spec: &skill_api::TaskTypeSpec) -> Vec<Slot<'_>> {
+    let listed = spec.artifact_schema.as_ref().and_then(|schema| schema.get("outputs")).and_then(Value::as_array);
     listed
         .into_iter()
         .flatten()
@@ -77,10 +77,7 @@ impl Engine {
         let mut typed = TypedOutputs::default();
         let Some(run_id) = &call.run_id else { return Ok(typed) };
         let task_type = self.store.task_type(&task.task_type_id).await?;
-        let pinned = task_type.execution.as_ref().is_some_and(|execution| {
-            execution["skill"].as_str() == Some(skill.name.as_str())
-                && execution["version"].as_str() == Some(skill.version.as_str())
-        });
+        let pinned = task_type.execution.as_ref().is_some_and(|execution| execution.pins(&skill.name, &skill.version));
         if !pinned {
             return Ok(typed);
         }

@@ -14,7 +14,7 @@
 use chrono::Duration;
 use serde_json::{Map, Value, json};
 use skill_api::events::{ProcessEnded, ProcessStepStarted, TaskCreated};
-use skill_api::{CallStatus, Failure, InstanceStatus, InvokeRequest, Lifecycle, StepStatus, TaskStatus};
+use skill_api::{CallStatus, Failure, InstanceStatus, InvokeRequest, Lifecycle, StepKind, StepStatus, TaskStatus};
 use skill_contract::export::canonical;
 use skill_contract::process::{Action, EndStatus, ProcessSpec, Step, parse_duration};
 use skill_store::ErrorKind;
@@ -96,7 +96,7 @@ impl Moving<'_> {
         let Some(ran) = self.steps.iter().rev().find(|step| step.step_id == decider) else {
             return Err(format!("step {decider}, whose decision this write stands on, has not run"));
         };
-        let output = ran.output.as_ref().filter(|_| ran.status == StepStatus::Done && ran.action == "task");
+        let output = ran.output.as_ref().filter(|_| ran.status == StepStatus::Done && ran.action == StepKind::Task);
         let Some(output) = output else {
             return Err(format!("step {decider}'s task has not closed"));
         };
@@ -321,13 +321,13 @@ impl Engine {
     /// A new step row (open, or already ended for the steps that end at once).
     fn new_step(&self, moving: &mut Moving<'_>, step: &Step, attempt: i32, now: Time) -> StepRecord {
         let seq = moving.steps.last().map_or(1, |last| last.seq + 1);
-        let action = step.action().map_or("set", Action::word);
+        let action = step.action().map_or(StepKind::Set, kind_of);
         let record = StepRecord {
             id: self.new_id(),
             instance_id: moving.instance.id.clone(),
             seq,
             step_id: step.id.clone(),
-            action: action.to_owned(),
+            action,
             status: StepStatus::Open,
             attempt,
             skill_id: None,
@@ -347,7 +347,7 @@ impl Engine {
         let started = ProcessStepStarted {
             activity_id: record.id.clone(),
             step: step.id.clone(),
-            action: action.to_owned(),
+            action: action.as_str().to_owned(),
             attempt,
         };
         moving.events.push(self.event(
@@ -784,9 +784,7 @@ impl Engine {
                 initiators: record.initiators.clone(),
             };
             moving.events.push(self.event(format!("task:{}", record.id), &made, &Origin::default()));
-            if task_type.spec.get("process").is_some()
-                && self.chain_depth(&moving.instance, MAX_CHAIN).await? >= MAX_CHAIN
-            {
+            if task_type.spec.process.is_some() && self.chain_depth(&moving.instance, MAX_CHAIN).await? >= MAX_CHAIN {
                 let error = Failure::new(
                     "process_loop_suspected",
                     format!("{MAX_CHAIN} instances in a row started one another through their tasks"),
@@ -958,6 +956,18 @@ fn retry_delay(backoff: Option<&str>, attempt: i32) -> u64 {
 
 fn seconds_of(seconds: u64) -> Duration {
     Duration::seconds(i64::try_from(seconds).unwrap_or(i64::MAX / 1000))
+}
+
+/// The kind of step `action` is, as its row keeps it.
+fn kind_of(action: Action<'_>) -> StepKind {
+    match action {
+        Action::Call(_) => StepKind::Call,
+        Action::Task(_) => StepKind::Task,
+        Action::Wait(_) => StepKind::Wait,
+        Action::Switch(_) => StepKind::Switch,
+        Action::Set(_) => StepKind::Set,
+        Action::End(_) => StepKind::End,
+    }
 }
 
 #[cfg(test)]

@@ -72,7 +72,7 @@ impl Engine {
         // outcome's.
         let task_type = self.store.task_type(&task.task_type_id).await?;
         for action in outcome_actions(&task_type, ApprovalStatus::Approved) {
-            let Some(named) = action.pointer("/invokeSkill/skill").and_then(Value::as_str) else { continue };
+            let named = &action.invoke_skill.skill;
             if self.find(named).await.is_ok_and(|entry| entry.skill.id == skill.id) {
                 return Err(EngineError::invalid_request(format!(
                     "the task's type calls {} when its gate is approved: an approval covers one call of a version, so ask for this call on a task of another type",

@@ -110,8 +110,7 @@ pub(crate) fn execution_candidate(
 ) -> Option<Basis> {
     let ((task, task_type), run) = (task?, run?);
     let execution = task_type.execution.as_ref()?;
-    let pinned = execution.get("skill").and_then(Value::as_str) == Some(skill.name.as_str())
-        && execution.get("version").and_then(Value::as_str) == Some(skill.version.as_str());
+    let pinned = execution.pins(&skill.name, &skill.version);
     pinned.then(|| Basis::Execution {
         task_type_id: task_type.id.clone(),
         task_id: task.id.clone(),
@@ -121,7 +120,7 @@ pub(crate) fn execution_candidate(
 
 /// The inputs a task's execution calls with: the type's mapping filled from the task.
 pub(crate) fn execution_inputs(task: &TaskRecord, task_type: &TaskTypeRecord) -> Value {
-    let mapping = task_type.execution.as_ref().map_or(Value::Null, |execution| execution["inputs"].clone());
+    let mapping = task_type.execution.as_ref().map_or(Value::Null, |execution| execution.inputs.clone());
     Value::Object(paths::fill(&mapping, &task_view(task, task_type)))
 }
 
@@ -139,7 +138,7 @@ fn process_basis(
     let open = instance.status == skill_api::InstanceStatus::Running
         && step.status == skill_api::StepStatus::Open
         && step.instance_id == instance.id
-        && step.action == "call";
+        && step.action == skill_api::StepKind::Call;
     if !open {
         return Err(unauthorized(skill, None, "process_step_closed", "the process step is no longer open"));
     }

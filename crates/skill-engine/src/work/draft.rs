@@ -31,7 +31,7 @@ pub struct Draft {
 
 /// The draft `task_type` declares, if any.
 pub fn draft_of(task_type: &TaskTypeRecord) -> Option<Draft> {
-    let draft = task_type.spec.pointer(&format!("/approvalSchema/gates/{GATE}/draft"))?;
+    let draft = task_type.spec.approval_schema.as_ref()?.pointer(&format!("/gates/{GATE}/draft"))?;
     Some(Draft {
         skill: draft.get("skill")?.as_str()?.to_owned(),
         inputs: draft.get("inputs").cloned().unwrap_or_else(|| Value::Object(Map::new())),

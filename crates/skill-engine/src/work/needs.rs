@@ -30,9 +30,8 @@ pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
     let mut uses = Vec::new();
     for outcome in [ApprovalStatus::Approved, ApprovalStatus::Rejected] {
         for action in outcome_actions(task_type, outcome) {
-            let Some(spec) = action.get("invokeSkill") else { continue };
-            let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default();
-            for (input, source) in spec.get("inputs").and_then(Value::as_object).into_iter().flatten() {
+            let skill = action.invoke_skill.skill.as_str();
+            for (input, source) in action.invoke_skill.inputs.iter().flatten() {
                 let field = source.as_str().and_then(|path| paths::field_under(path, &["task", "customFields"]));
                 if let Some(field) = field {
                     uses.push(FieldUse { field, skill: skill.to_owned(), input: input.clone(), by: outcome.as_str() });
@@ -41,7 +40,7 @@ pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
         }
     }
     if let (Some(execution), Some(skill)) = (&task_type.execution, super::execution_reference(task_type)) {
-        for (input, source) in execution["inputs"].as_object().into_iter().flatten() {
+        for (input, source) in execution.inputs.as_object().into_iter().flatten() {
             if let Some(field) = source.as_str().and_then(|path| paths::field_under(path, &["customFields"])) {
                 uses.push(FieldUse { field, skill: skill.clone(), input: input.clone(), by: "execution" });
             }
@@ -52,7 +51,7 @@ pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
 
 /// Whether `task_type`'s execution takes the whole of `customFields` as its inputs.
 fn whole_object(task_type: &TaskTypeRecord) -> bool {
-    task_type.execution.as_ref().is_some_and(|execution| execution["inputs"].as_str() == Some("$.customFields"))
+    task_type.execution.as_ref().is_some_and(|execution| execution.inputs.as_str() == Some("$.customFields"))
 }
 
 impl Engine {

@@ -12,8 +12,8 @@
 //! call), so any number of cores may run this and any of them may be killed at any moment.
 use skill_api::events::{ActionEnded, ActionInvoked, OutcomeEnded};
 use skill_api::{
-    ActionCall, ActionStatus, CallStatus, Failure, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus, State,
-    TaskStatus,
+    ActionCall, ActionStatus, CallStatus, Failure, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus, Reaction,
+    State,
 };
 
 use chrono::Duration;
@@ -98,23 +98,21 @@ impl Engine {
             };
             reaction =
                 Some(if reaction == Some(OutcomeReaction::OnFailure) { OutcomeReaction::OnFailure } else { branch });
-            let reactions = action.action.pointer(&format!("/invokeSkill/{branch}")).and_then(Value::as_array);
-            for step in reactions.into_iter().flatten() {
-                // The type's publication let only a closing status through.
-                let closing = step.get("setTaskStatus").and_then(Value::as_str).map(TaskStatus::parse);
-                if let Some(status) = closing {
-                    let status = status.map_err(|unknown| {
-                        EngineError::new(Class::Internal, "internal_error", format!("setTaskStatus: {unknown}"))
-                    })?;
-                    if !task_now.status.is_terminal() {
-                        self.withdraw_gates(&task_now, &system, &mut changes, &mut events).await?;
-                        task_now = self.closed(&task_now, status, &system, &mut events);
+            for reaction in action.action.invoke_skill.reactions(branch) {
+                match reaction {
+                    // The type's publication let only a closing status through.
+                    Reaction::SetTaskStatus(status) => {
+                        if !task_now.status.is_terminal() {
+                            self.withdraw_gates(&task_now, &system, &mut changes, &mut events).await?;
+                            task_now = self.closed(&task_now, *status, &system, &mut events);
+                        }
                     }
-                } else if let Some(text) = step.get("addComment").and_then(Value::as_str) {
-                    let author = approval.decided_by.clone().unwrap_or_default();
-                    let comment = self.comment(&task, &author, text)?;
-                    events.push(comment_event(&comment, &system));
-                    changes.push(WorkChange::InsertComment(comment));
+                    Reaction::AddComment(text) => {
+                        let author = approval.decided_by.clone().unwrap_or_default();
+                        let comment = self.comment(&task, &author, text)?;
+                        events.push(comment_event(&comment, &system));
+                        changes.push(WorkChange::InsertComment(comment));
+                    }
                 }
             }
         }
@@ -169,8 +167,7 @@ impl Engine {
         action: &ActionRecord,
         decider: Option<&Actor>,
     ) -> Result<Option<(ActionRecord, Event)>> {
-        let spec = action.action.get("invokeSkill").cloned().unwrap_or_default();
-        let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let skill = action.action.invoke_skill.skill.clone();
         let Some(decider) = decider else {
             let error = Failure::new("authority_inactive", "the decider is disabled: its decision acts no more");
             return Ok(Some(self.action_ended(action, ActionStatus::Failed, None, Some(error))));
@@ -277,7 +274,7 @@ impl Engine {
     /// field equals the output's (type-sensitive); skipped when the call lost its basis because
     /// the task closed or the approval was withdrawn; failed otherwise.
     fn ended_action(&self, action: &ActionRecord, call: &InvocationRecord) -> (ActionRecord, Event) {
-        let expect = action.action.pointer("/invokeSkill/expect").and_then(Value::as_object);
+        let expect = action.action.invoke_skill.expect.as_ref();
         let met = expect.is_none_or(|expect| {
             expect.iter().all(|(key, wanted)| call.output.as_ref().and_then(|output| output.get(key)) == Some(wanted))
         });

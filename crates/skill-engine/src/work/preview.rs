@@ -4,7 +4,7 @@
 //! expressions filled in from the task and the decision; nothing is written), and when it is made
 //! (the same plan, with the decider's comment, fixed in the decision's transaction: the only
 //! calls the approval covers).
-use skill_api::{ApprovalStatus, Lifecycle, SkillStatus, State};
+use skill_api::{ApprovalStatus, Lifecycle, OutcomeAction, SkillStatus, State};
 use skill_contract::{RiskLevel, SideEffects};
 
 use serde_json::{Map, Value, json};
@@ -35,13 +35,16 @@ pub(crate) fn check_outcome(outcome: &str) -> Result<ApprovalStatus> {
 }
 
 /// The actions a gate's `outcome` carries out, as the task type writes them.
-pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: ApprovalStatus) -> Vec<Value> {
-    task_type
-        .spec
-        .pointer(&format!("/approvalSchema/gates/{GATE}/outcomes/{outcome}"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
+pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: ApprovalStatus) -> Vec<OutcomeAction> {
+    let gate = task_type.spec.approval_schema.as_ref();
+    let Some(actions) = gate.and_then(|schema| schema.pointer(&format!("/gates/{GATE}/outcomes/{outcome}"))) else {
+        return Vec::new();
+    };
+    // The type's publication checked every action: one that does not read is a corrupted row.
+    serde_json::from_value(actions.clone()).unwrap_or_else(|error| {
+        tracing::error!(task_type = %task_type.id, %outcome, %error, "a published outcome does not read");
+        Vec::new()
+    })
 }
 
 /// One action of an outcome, as deciding would carry it out.
@@ -85,7 +88,7 @@ pub struct CalledVersion {
 /// it resolves to and its filled-in inputs.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Planned {
-    pub(crate) action: Value,
+    pub(crate) action: OutcomeAction,
     pub(crate) call: Option<PlannedCall>,
 }
 
@@ -123,18 +126,14 @@ impl Engine {
         );
         let mut planned = Vec::new();
         for action in outcome_actions(task_type, decision.outcome) {
-            let Some(spec) = action.get("invokeSkill").cloned() else {
-                planned.push(Planned { action, call: None });
-                continue;
-            };
-            let skill = spec.get("skill").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let written = spec.get("inputs").cloned().unwrap_or_else(|| json!({}));
+            let skill = action.invoke_skill.skill.clone();
+            let written = action.invoke_skill.inputs.clone().unwrap_or_default();
             let version = self.resolved(&skill).await?;
             let call = PlannedCall {
                 skill,
                 version,
-                inputs: paths::fill(&written, &root),
-                from: written.as_object().cloned().unwrap_or_default(),
+                inputs: paths::fill(&Value::Object(written.clone()), &root),
+                from: written,
             };
             planned.push(Planned { action, call: Some(call) });
         }
@@ -160,7 +159,12 @@ impl Engine {
         let task_type = self.store.task_type(&task.task_type_id).await?;
         let decision =
             Decision { approval_id: &approval.id, outcome, comment, decided_by: actor.id(), decided_at: self.now() };
-        let mut planned = self.plan_outcome(&task, &task_type, &decision).await?;
+        let mut planned: Vec<(Value, Option<PlannedCall>)> = self
+            .plan_outcome(&task, &task_type, &decision)
+            .await?
+            .into_iter()
+            .map(|planned| (json!(planned.action), planned.call))
+            .collect();
         // A gate of an execution-pinned task also decides the execution: approving lets the core
         // make its call, rejecting fails the task.
         if let (Some(execution), Some(skill)) = (task_type.execution.as_ref(), super::execution_reference(&task_type))
@@ -172,20 +176,17 @@ impl Engine {
                     Value::Object(inputs) => inputs,
                     _ => Map::new(),
                 };
-                let from = execution["inputs"].as_object().cloned().unwrap_or_default();
-                Planned {
-                    action: json!({"execution": {"skill": skill}}),
-                    call: Some(PlannedCall { skill, version, inputs, from }),
-                }
+                let from = execution.inputs.as_object().cloned().unwrap_or_default();
+                (json!({"execution": {"skill": skill}}), Some(PlannedCall { skill, version, inputs, from }))
             } else {
-                Planned { action: json!({"setTaskStatus": "failed", "closeReason": "gate_rejected"}), call: None }
+                (json!({"setTaskStatus": "failed", "closeReason": "gate_rejected"}), None)
             });
         }
         Ok(planned
             .into_iter()
-            .map(|planned| ActionPreview {
-                action: planned.action,
-                call: planned.call.map(|call| CallPreview {
+            .map(|(action, call)| ActionPreview {
+                action,
+                call: call.map(|call| CallPreview {
                     skill: call.skill,
                     version: call.version.map(|skill| CalledVersion {
                         required: required_inputs(&skill),

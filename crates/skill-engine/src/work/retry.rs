@@ -203,7 +203,7 @@ mod tests {
         ActionRecord {
             approval_id: "a".into(),
             action_index: 0,
-            action: json!({}),
+            action: serde_json::from_value(json!({"invokeSkill": {"skill": "a"}})).expect("an action"),
             skill_id: Some("s".into()),
             inputs: Some(json!({})),
             status: status.parse().expect("a status"),

@@ -270,7 +270,7 @@ pub(crate) fn check_fields(task_type: &TaskTypeRecord, fields: &Value) -> Result
             .with("actual", actual));
         }
     }
-    let declared = task_type.spec.get("customFields").cloned().unwrap_or_else(|| json!({}));
+    let declared = Value::Object(task_type.spec.custom_fields.clone());
     let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
                         "properties": declared, "additionalProperties": false});
     let validator = SchemaValidator::new(&schema).map_err(|error| {

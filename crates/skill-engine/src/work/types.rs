@@ -4,7 +4,8 @@
 use serde_json::{Map, Value, json};
 use skill_api::events::TaskTypePublished;
 use skill_api::{
-    ApprovalStatus, Lifecycle, Page, SkillStatus, State, TaskStatus, TaskTypeOut, TaskTypeQuery, TaskTypeRequest,
+    ApprovalStatus, Lifecycle, Page, SkillStatus, State, TaskExecution, TaskStatus, TaskTypeOut, TaskTypeQuery,
+    TaskTypeRequest, TaskTypeSpec,
 };
 use skill_contract::SkillVersion;
 use skill_contract::schema::SchemaValidator;
@@ -54,7 +55,7 @@ impl Engine {
         let published = TaskTypePublished {
             key: record.key.clone(),
             version: record.version.clone(),
-            execution: record.execution.clone(),
+            execution: record.execution.as_ref().map(|execution| json!(execution)),
         };
         self.event(format!("task_type:{}", record.id), &published, origin)
     }
@@ -88,53 +89,47 @@ impl Engine {
             .with("field", "key"));
         }
         SkillVersion::new(&request.version).map_err(|error| invalid("version", error.to_string()))?;
-        let mut spec = Map::new();
-        spec.insert("version".into(), json!(request.version));
+        let mut spec = TaskTypeSpec::new(&request.version);
         for (field, value) in [("displayName", &request.display_name), ("description", &request.description)] {
-            if let Some(text) = value {
-                if text.chars().count() > 10_000 {
-                    return Err(invalid(field, format!("{field} is at most 10,000 characters")));
-                }
-                spec.insert(field.into(), json!(text));
+            if value.as_ref().is_some_and(|text| text.chars().count() > 10_000) {
+                return Err(invalid(field, format!("{field} is at most 10,000 characters")));
             }
         }
+        spec.display_name.clone_from(&request.display_name);
+        spec.description.clone_from(&request.description);
         let fields = request.custom_fields.clone().unwrap_or_default();
         check_custom_fields(&fields)?;
-        spec.insert("customFields".into(), Value::Object(fields));
+        spec.custom_fields = fields;
         if let Some(schema) = &request.approval_schema {
             self.check_approval_schema(schema, "approvalSchema", planned).await?;
-            spec.insert("approvalSchema".into(), schema.clone());
+            spec.approval_schema = Some(schema.clone());
         }
         if let Some(schema) = &request.completion_schema {
             self.check_approval_schema(schema, "completionSchema", planned).await?;
-            spec.insert("completionSchema".into(), schema.clone());
+            spec.completion_schema = Some(schema.clone());
         }
         if let Some(criteria) = &request.acceptance {
             self.check_acceptance(criteria, planned).await?;
-            spec.insert("acceptance".into(), json!(criteria));
+            spec.acceptance = Some(criteria.clone());
         }
         if let Some(schema) = &request.artifact_schema {
-            let schema = self.checked_artifact_schema(schema, planned_types).await?;
-            spec.insert("artifactSchema".into(), schema);
+            spec.artifact_schema = Some(self.checked_artifact_schema(schema, planned_types).await?);
         }
-        let execution = match &request.execution {
-            Some(execution) => Some(self.checked_execution(execution, planned).await?),
-            None => None,
-        };
-        if let Some(execution) = &execution {
-            spec.insert("execution".into(), execution.clone());
+        if let Some(execution) = &request.execution {
+            spec.execution = Some(self.checked_execution(execution, planned).await?);
         }
         if let Some(process) = &request.process {
             self.checked_task_process(process, planned_processes).await?;
-            spec.insert("process".into(), json!(process));
+            spec.process = Some(process.clone());
         }
+        let execution = spec.execution.clone();
         Ok(TaskTypeRecord {
             id: self.new_id(),
             key: key.to_owned(),
             version: request.version.clone(),
             display_name: request.display_name.clone().unwrap_or_default(),
             description: request.description.clone().unwrap_or_default(),
-            spec: Value::Object(spec),
+            spec,
             execution,
             created_by: Some(actor.id().to_owned()),
             created_at: self.now(),
@@ -433,7 +428,7 @@ impl Engine {
 
     /// `{skill, version, inputs}` checked (§10.1) and normalized (`inputs` defaults to
     /// `$.customFields`); the version must exist, have a contract and not be disabled.
-    async fn checked_execution(&self, execution: &Value, planned: &[SkillRecord]) -> Result<Value> {
+    async fn checked_execution(&self, execution: &Value, planned: &[SkillRecord]) -> Result<TaskExecution> {
         let Some(object) = execution.as_object() else {
             return Err(invalid_execution("execution", "malformed", "execution is {skill, version, inputs?}"));
         };
@@ -503,7 +498,7 @@ impl Engine {
         if found.status == SkillStatus::Disabled {
             return Err(invalid_execution("execution", "disabled", format!("{reference} is disabled")));
         }
-        Ok(json!({"skill": skill, "version": version, "inputs": inputs}))
+        Ok(TaskExecution { skill: skill.to_owned(), version: version.to_owned(), inputs })
     }
 }
 

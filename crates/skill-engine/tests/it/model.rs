@@ -1065,7 +1065,8 @@ async fn learn(w: &mut World, m: &mut Model, at: &str, totals: &mut BTreeMap<&'s
         if instance.running && undecided {
             // Refused for want of a decision: its review closed otherwise than done, or no one but
             // those who set it in motion approved it.
-            let review = steps.iter().rev().find(|s| s.action == "task").and_then(|s| s.task_id.clone());
+            let review =
+                steps.iter().rev().find(|s| s.action == skill_api::StepKind::Task).and_then(|s| s.task_id.clone());
             let review = review.expect("a review ran");
             let done = store.task(&review).await.expect(at).status == TaskStatus::Done;
             let initiators: Vec<&String> = instance.initiators.iter().map(|person| &w.ids[*person]).collect();
@@ -1119,7 +1120,9 @@ async fn process_covered(w: &World, call: &InvocationRecord, at: &str, now: bool
     let live = instance.status == InstanceStatus::Running && step.status == StepStatus::Open;
     let approval = store.approval(approval_id).await.expect(at);
     let reviewed = steps.iter().any(|s| {
-        s.action == "task" && s.status == StepStatus::Done && s.task_id.as_deref() == Some(approval.task_id.as_str())
+        s.action == skill_api::StepKind::Task
+            && s.status == StepStatus::Done
+            && s.task_id.as_deref() == Some(approval.task_id.as_str())
     });
     let task_done = store.task(&approval.task_id).await.expect(at).status == TaskStatus::Done;
     // Approved when the call is claimed; at the end, it may have been withdrawn since.

@@ -1,7 +1,7 @@
 //! The rows of processes: a published version, an instance, and each step an instance ran.
 
 use serde_json::Value;
-use skill_api::{Failure, InstanceStatus, StepStatus};
+use skill_api::{Failure, InstanceStatus, StepKind, StepStatus};
 use skill_contract::process::ProcessSpec;
 
 use super::Time;
@@ -59,8 +59,8 @@ pub struct StepRecord {
     pub instance_id: String,
     pub seq: i32,
     pub step_id: String,
-    /// `call`, `task`, `wait`, `switch`, `set`, `end`.
-    pub action: String,
+    #[sqlx(try_from = "Text<StepKind>")]
+    pub action: StepKind,
     #[sqlx(try_from = "Text<StepStatus>")]
     pub status: StepStatus,
     pub attempt: i32,

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 use skill_api::{
-    ActionCall, ActionStatus, ApprovalStatus, DecisionAuthority, Failure, OutcomeReaction, OutcomeStatus,
-    RequestStatus, RunStatus, SkillStatus, TaskStatus,
+    ActionCall, ActionStatus, ApprovalStatus, DecisionAuthority, Failure, OutcomeAction, OutcomeReaction,
+    OutcomeStatus, RequestStatus, RunStatus, SkillStatus, TaskExecution, TaskStatus, TaskTypeSpec,
 };
 use skill_contract::SideEffects;
 
@@ -20,11 +20,11 @@ pub struct TaskTypeRecord {
     pub display_name: String,
     pub description: String,
     /// The normalized spec: `customFields`, `approvalSchema`, `acceptance`, `execution`, ….
-    #[sqlx(json)]
-    pub spec: Value,
-    /// `{skill, version, inputs}` when the core carries the work out with a skill.
-    #[sqlx(json(nullable))]
-    pub execution: Option<Value>,
+    #[sqlx(try_from = "JsonText<TaskTypeSpec>")]
+    pub spec: TaskTypeSpec,
+    /// The skill version the core carries the work out with, if any.
+    #[sqlx(try_from = "JsonText<TaskExecution>")]
+    pub execution: Option<TaskExecution>,
     pub created_by: Option<String>,
     pub created_at: Time,
 }
@@ -141,9 +141,9 @@ impl ApprovalRecord {
 pub struct ActionRecord {
     pub approval_id: String,
     pub action_index: i32,
-    /// The action as the type declares it (`{invokeSkill: {skill, inputs, expect?}}`).
-    #[sqlx(json)]
-    pub action: Value,
+    /// The action as the type declares it.
+    #[sqlx(try_from = "JsonText<OutcomeAction>")]
+    pub action: OutcomeAction,
     /// The version an `invokeSkill` calls, as the decision resolved it (none when it resolved
     /// to nothing, or the action calls nothing).
     pub skill_id: Option<String>,

@@ -64,7 +64,7 @@ fn step(instance: &InstanceRecord, seq: i32, skill: &str) -> StepRecord {
         instance_id: instance.id.clone(),
         seq,
         step_id: "send".into(),
-        action: "call".into(),
+        action: skill_api::StepKind::Call,
         status: StepStatus::Open,
         attempt: 1,
         skill_id: Some(skill.into()),
@@ -107,7 +107,7 @@ async fn reviewed(
 ) -> String {
     let review = StepRecord {
         step_id: "review".into(),
-        action: "task".into(),
+        action: skill_api::StepKind::Task,
         skill_id: None,
         inputs: None,
         task_id: Some(task.id.clone()),

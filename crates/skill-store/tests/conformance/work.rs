@@ -28,7 +28,7 @@ pub(crate) async fn task(db: &Db, ana: &str) -> TaskRecord {
         version: "1".into(),
         display_name: String::new(),
         description: String::new(),
-        spec: json!({"version": "1"}),
+        spec: skill_api::TaskTypeSpec::new("1"),
         execution: None,
         created_by: None,
         created_at: now,
@@ -212,7 +212,7 @@ pub(crate) fn reserved(
     skill_store::records::ActionRecord {
         approval_id: approval.id.clone(),
         action_index: 0,
-        action: json!({"invokeSkill": {"skill": "claim.lookup@1"}}),
+        action: serde_json::from_value(json!({"invokeSkill": {"skill": "claim.lookup@1"}})).expect("an action"),
         skill_id: Some(skill.to_owned()),
         inputs: Some(inputs),
         status: ActionStatus::Pending,

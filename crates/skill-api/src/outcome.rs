@@ -1,0 +1,124 @@
+//! What a task type has the core carry out: an approval's outcome — for each decision, the
+//! actions, each a call of a skill, and what each call's end does to the task — and the type's
+//! execution, the one skill version that does its work. The type's publication checks them; an
+//! approval keeps each action as it was when decided.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::TaskStatus;
+
+/// One action of an outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutcomeAction {
+    pub invoke_skill: InvokeSkill,
+}
+
+/// The call an outcome's action makes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InvokeSkill {
+    /// `name@version` (always pinned for an external write), or a name.
+    pub skill: String,
+    /// Each input: a path into the task and the decision (`$.task.customFields.reply`), or a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Map<String, Value>>,
+    /// Output fields the call must return with these values to count as succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Map<String, Value>>,
+    /// What a succeeded call does to the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_success: Option<Vec<Reaction>>,
+    /// What a failed call does to the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<Vec<Reaction>>,
+}
+
+impl InvokeSkill {
+    /// The reactions of `branch`.
+    pub fn reactions(&self, branch: crate::OutcomeReaction) -> &[Reaction] {
+        let reactions = match branch {
+            crate::OutcomeReaction::OnSuccess => &self.on_success,
+            crate::OutcomeReaction::OnFailure => &self.on_failure,
+        };
+        reactions.as_deref().unwrap_or_default()
+    }
+}
+
+/// The skill version that carries out a task type's work, and the task's fields it is called
+/// with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskExecution {
+    /// A skill name (without `@version`).
+    pub skill: String,
+    /// The version it is pinned to.
+    pub version: String,
+    /// One path (`$.customFields`, the default) or `{input: path}` mappings into the task.
+    pub inputs: Value,
+}
+
+impl TaskExecution {
+    /// `name@version`.
+    pub fn reference(&self) -> String {
+        format!("{}@{}", self.skill, self.version)
+    }
+
+    /// Whether it calls the version `name@version`.
+    pub fn pins(&self, name: &str, version: &str) -> bool {
+        self.skill == name && self.version == version
+    }
+}
+
+/// What a call's end does to its task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Reaction {
+    /// Closes the task with a terminal status.
+    SetTaskStatus(TaskStatus),
+    /// Comments on the task as the decider (1 to 10,000 characters).
+    AddComment(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_action_reads_back_as_the_type_wrote_it() {
+        let written = json!({"invokeSkill": {"skill": "claim.send_reply@1", "inputs": {"to": "$.task.customFields.to"},
+                                             "expect": {"sent": true},
+                                             "onSuccess": [{"setTaskStatus": "done"}, {"addComment": "sent"}],
+                                             "onFailure": [{"addComment": "not sent"}]}});
+        let action: OutcomeAction = serde_json::from_value(written.clone()).expect("an action");
+        assert_eq!(action.invoke_skill.reactions(crate::OutcomeReaction::OnSuccess).len(), 2);
+        assert_eq!(
+            action.invoke_skill.reactions(crate::OutcomeReaction::OnSuccess)[0],
+            Reaction::SetTaskStatus(TaskStatus::Done)
+        );
+        assert_eq!(serde_json::to_value(&action).expect("json"), written);
+        let bare = json!({"invokeSkill": {"skill": "a"}});
+        let action: OutcomeAction = serde_json::from_value(bare.clone()).expect("an action");
+        assert!(action.invoke_skill.reactions(crate::OutcomeReaction::OnFailure).is_empty());
+        assert_eq!(serde_json::to_value(&action).expect("json"), bare);
+    }
+
+    #[test]
+    fn what_is_not_an_action_is_refused() {
+        assert!(serde_json::from_value::<OutcomeAction>(json!({"setTaskStatus": "done"})).is_err());
+        assert!(serde_json::from_value::<OutcomeAction>(json!({"invokeSkill": {"skill": "a", "retry": 2}})).is_err());
+        assert!(serde_json::from_value::<Reaction>(json!({"setTaskStatus": "maybe"})).is_err());
+    }
+
+    #[test]
+    fn an_execution_names_the_version_it_pins() {
+        let execution: TaskExecution =
+            serde_json::from_value(json!({"skill": "claim.send", "version": "2", "inputs": "$.customFields"}))
+                .expect("an execution");
+        assert_eq!(execution.reference(), "claim.send@2");
+        assert!(execution.pins("claim.send", "2") && !execution.pins("claim.send", "1"));
+    }
+}
