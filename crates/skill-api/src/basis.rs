@@ -146,6 +146,11 @@ impl Failure {
         }
     }
 
+    /// Whether its code is the registered code `code`.
+    pub fn is(&self, code: skill_contract::codes::Code) -> bool {
+        self.code == code.as_str()
+    }
+
     /// The failure with `details` (none when they are JSON `null`).
     #[must_use]
     pub fn with_details(self, details: serde_json::Value) -> Self {

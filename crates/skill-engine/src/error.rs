@@ -46,6 +46,11 @@ pub struct EngineError {
 }
 
 impl EngineError {
+    /// Whether it is the registered code `code`.
+    pub fn is(&self, code: skill_contract::codes::Code) -> bool {
+        self.code == code.as_str()
+    }
+
     pub fn new(class: Class, code: &'static str, message: impl Into<String>) -> Self {
         Self { class, code, message: message.into(), details: Map::new() }
     }

@@ -11,6 +11,7 @@
 //! none makes a call twice (the call's idempotency key is the request's, and an approval is spent
 //! once).
 
+use skill_contract::codes::Code;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -187,7 +188,7 @@ impl Engine {
                 return Ok(GatewayCall::Called(Box::new(invoked.invocation)));
             }
             Err(error)
-                if error.code == "skill_side_effect_not_authorized"
+                if error.is(Code::SkillSideEffectNotAuthorized)
                     && error.details.get("reason") == Some(&json!("no_basis")) => {}
             Err(error) => return Err(error),
         }
@@ -197,15 +198,15 @@ impl Engine {
         {
             return self.keyed_request(actor, skill, &inputs, existing).await;
         }
-        let request = match self.create_request(actor, skill, inputs.clone(), client, key.clone(), request_id).await {
+        let request = match self.create_request(actor, skill, inputs.clone(), client, key.clone(), request_id).await? {
+            Some(request) => request,
             // Two first requests with one key: the other one won.
-            Err(error) if error.code == "request_exists" => {
+            None => {
                 let key = key.unwrap_or_default();
                 let existing = self.store.agent_request_by_key(actor.id(), &key).await?;
-                let existing = existing.ok_or(error)?;
+                let existing = existing.ok_or_else(crate::error::busy)?;
                 return self.keyed_request(actor, skill, &inputs, existing).await;
             }
-            other => other?,
         };
         Ok(GatewayCall::Requested(Box::new(request)))
     }
@@ -277,7 +278,8 @@ impl Engine {
     }
 
     /// The request for `actor`'s call of `skill` with `inputs`: its task, its gate approval for
-    /// exactly that call, and the request, in one transaction.
+    /// exactly that call, and the request, in one transaction. `None`: another request with its
+    /// key was made first.
     async fn create_request(
         &self,
         actor: &Actor,
@@ -286,7 +288,7 @@ impl Engine {
         client: &ClientInfo,
         key: Option<String>,
         request_id: Option<&str>,
-    ) -> Result<AgentRequestOut> {
+    ) -> Result<Option<AgentRequestOut>> {
         let open = self.store.agent_requests_of(actor.id(), true, MAX_OPEN_REQUESTS as i64 + 1).await?;
         if open.len() >= MAX_OPEN_REQUESTS {
             return Err(EngineError::new(
@@ -433,13 +435,11 @@ impl Engine {
         ];
         match self.store.write_work(&changes, &[task_event, approval_event, request_event]).await {
             Ok(()) => {}
-            Err(error) if error.kind() == ErrorKind::Conflict && request.idempotency_key.is_some() => {
-                return Err(EngineError::new(Class::Conflict, "request_exists", "a request with this key exists"));
-            }
+            Err(error) if error.kind() == ErrorKind::Conflict && request.idempotency_key.is_some() => return Ok(None),
             Err(error) => return Err(error.into()),
         }
         tracing::info!(request = %request.id, agent = %agent.key, skill = %asked_skill(skill), "an agent asks for a write");
-        self.request_out(request, &agent.key, None).await
+        self.request_out(request, &agent.key, None).await.map(Some)
     }
 
     /// An agent's request: its agent sees it, and so do holders of `org.read` and whoever reads

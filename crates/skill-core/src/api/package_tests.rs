@@ -72,7 +72,7 @@ async fn take_published(
             let reference = format!("{}@{version}", create.name);
             let published = match engine.skill(actor, &reference).await {
                 Ok(published) => published,
-                Err(error) if error.code == "not_found" => continue,
+                Err(error) if error.is(skill_api::Code::NotFound) => continue,
                 Err(error) => return Err(error),
             };
             let taken = PublishRequest::from_published(&published);

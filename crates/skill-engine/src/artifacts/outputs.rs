@@ -4,6 +4,7 @@
 //! supersedes the previous head of that type in the task. A value that does not fit is
 //! `rejected` with its reason; the call stays `succeeded` either way.
 
+use skill_contract::codes::Code;
 use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
@@ -140,7 +141,7 @@ impl Engine {
         };
         let mut artifact = match self.stored_artifact(new, &bytes).await {
             Ok(artifact) => artifact,
-            Err(error) if matches!(error.code, "artifact_too_large" | "content_store_unavailable") => {
+            Err(error) if error.is(Code::ArtifactTooLarge) || error.is(Code::ContentStoreUnavailable) => {
                 return Ok(Err(rejected(error.code, &error.message)));
             }
             Err(error) => return Err(error),

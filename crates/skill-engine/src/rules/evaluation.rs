@@ -11,6 +11,7 @@ use chrono::Duration;
 use serde_json::{Value, json};
 use skill_api::events::{RuleEvaluated, RuleEvaluationEnded, RuleInterpretationRequested, TaskCreated};
 use skill_api::{CallStatus, Failure, InvokeRequest, Lifecycle, MAX_FACT_DEPTH, RuleEvaluationStatus, TaskStatus};
+use skill_contract::codes::Code;
 use skill_contract::rule::EnsureWork;
 use skill_store::ErrorKind;
 use skill_store::records::{
@@ -177,7 +178,7 @@ impl Engine {
                 }) {
                     Ok(true) => (RuleEvaluationStatus::Matched, None),
                     Ok(false) => (RuleEvaluationStatus::NotMatched, None),
-                    Err(error) if error.code == "rule_condition_too_costly" => (
+                    Err(error) if error.is(Code::RuleConditionTooCostly) => (
                         RuleEvaluationStatus::Failed,
                         Some(Failure::new(error.code, format!("the condition costs too much: {}", error.message))),
                     ),
@@ -246,7 +247,7 @@ impl Engine {
                     }
                     CallStatus::Failed | CallStatus::Cancelled => {
                         let code = call.error.as_ref().map_or("call_failed", |error| error.code.as_str());
-                        let (status, code) = if code == "rule_skill_wait_expired" {
+                        let (status, code) = if Code::parse(code) == Some(Code::RuleSkillWaitExpired) {
                             (RuleEvaluationStatus::Expired, code.to_owned())
                         } else {
                             (RuleEvaluationStatus::Failed, code.to_owned())

@@ -18,6 +18,7 @@ use skill_api::{
     ApprovalStatus, CallStatus, ExecutionResult, Failure, Lifecycle, LostBasis, PrincipalKind, RunStatus, State,
     TaskStatus,
 };
+use skill_contract::codes::Code;
 
 use chrono::Duration;
 use serde_json::Value;
@@ -116,7 +117,7 @@ impl Engine {
         let call = match self.invoke_by(actor, &skill, &request, None, Some(Internal::Execution)).await {
             Ok(invoked) => self.store.invocation(&invoked.invocation.id).await?,
             // The gates moved meanwhile: look again later.
-            Err(error) if matches!(error.code, "approval_required" | "gate_rejected") => return Ok(0),
+            Err(error) if error.is(Code::ApprovalRequired) || error.is(Code::GateRejected) => return Ok(0),
             Err(error) if matches!(error.class, Class::Unavailable | Class::Internal) => return Err(error),
             Err(error) => {
                 let failure = Failure::new(error.code, error.message);
@@ -247,7 +248,9 @@ impl Engine {
     ) -> Result<Option<usize>> {
         let error = call.error.as_ref();
         let code = error.map_or("unknown", |error| error.code.as_str());
-        let lost = error.and_then(|error| LostBasis::parse(&error.message).ok()).filter(|_| code == "basis_revoked");
+        let lost = error
+            .and_then(|error| LostBasis::parse(&error.message).ok())
+            .filter(|_| Code::parse(code) == Some(Code::BasisRevoked));
         let moved = match call.status {
             CallStatus::Succeeded => {
                 let result = ExecutionResult {

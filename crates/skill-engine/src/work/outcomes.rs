@@ -15,6 +15,7 @@ use skill_api::{
     ActionCall, ActionStatus, CallStatus, Failure, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus, Reaction,
     State,
 };
+use skill_contract::codes::Code;
 
 use chrono::Duration;
 use serde_json::{Value, json};
@@ -284,7 +285,7 @@ impl Engine {
         let status = match call.status {
             CallStatus::Succeeded if met => ActionStatus::Succeeded,
             CallStatus::Cancelled
-                if code == Some("basis_revoked")
+                if code.and_then(Code::parse) == Some(Code::BasisRevoked)
                     && matches!(
                         reason.and_then(|word| LostBasis::parse(word).ok()),
                         Some(LostBasis::TaskTerminal | LostBasis::ApprovalWithdrawn)

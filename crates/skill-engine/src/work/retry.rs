@@ -9,6 +9,7 @@
 //! an unmet `expect`) cannot be retried.
 use skill_api::Lifecycle;
 use skill_api::events::{OutcomeRetried, RetriedAction};
+use skill_contract::codes::Code;
 
 use serde_json::{Value, json};
 use skill_api::{ActionStatus, ApprovalOut, Basis, OutcomeStatus, RetryRequest};
@@ -26,13 +27,11 @@ pub const MAX_RETRIES: i32 = 10;
 /// Whether `action` failed for a reason that may pass and may be retried once more.
 pub(crate) fn retryable(action: &ActionRecord) -> bool {
     let Some(error) = action.error.as_ref().filter(|_| action.status == ActionStatus::Failed) else { return false };
-    let code = error.code.as_str();
-    let passing = match error.retryable {
-        Some(retryable) => retryable,
+    let passing = match (error.retryable, Code::parse(&error.code)) {
+        (Some(retryable), _) => retryable,
         // Nobody claimed the call: the executors were away, not the call wrong.
-        None if code == "approval_outcome_skill_wait_expired" => true,
-        None => skill_contract::codes::code_info(code)
-            .is_some_and(|info| info.retryable == skill_contract::codes::Retry::Yes),
+        (None, Some(Code::ApprovalOutcomeSkillWaitExpired)) => true,
+        (None, code) => code.is_some_and(|code| code.info().retryable == skill_contract::codes::Retry::Yes),
     };
     passing && action.retries < MAX_RETRIES
 }

@@ -75,23 +75,26 @@ fn an_async_skill_is_cancelled_at_its_deadline() {
     let elapsed = started.elapsed();
     assert_eq!((error.code(), error.retryable()), ("timeout", true));
     assert!(elapsed >= Duration::from_millis(1000), "not before the deadline: {elapsed:?}");
-    assert!(elapsed < Duration::from_millis(1500), "at the deadline, not at the end of the sleep: {elapsed:?}");
+    // The skill would sleep 10 s: ending before that is ending at the deadline, however slow the
+    // machine.
+    assert!(elapsed < Duration::from_millis(10_000), "at the deadline, not at the end of the sleep: {elapsed:?}");
 }
 
 #[test]
 fn a_sync_skill_gets_its_error_at_the_deadline_while_its_thread_is_left_behind() {
     let started = Instant::now();
-    let error = testing::invoke(&sleep_sync::SKILL, json!({"ms": 5_000})).expect_err("times out");
+    let error = testing::invoke(&sleep_sync::SKILL, json!({"ms": 10_000})).expect_err("times out");
     let elapsed = started.elapsed();
     assert_eq!(error.code(), "timeout");
-    assert!(elapsed < Duration::from_millis(1500), "the caller does not wait for the thread: {elapsed:?}");
+    assert!(elapsed < Duration::from_millis(10_000), "the caller does not wait for the thread: {elapsed:?}");
 }
 
 #[test]
 fn remaining_counts_from_the_start_of_the_call() {
     let outcome = testing::invoke(&sleep_async::SKILL, json!({"ms": 300})).expect("in time");
     let remaining = outcome.outputs["remaining_ms"].as_u64().expect("a number");
-    assert!((500..=700).contains(&remaining), "about 700 ms left of 1 s after a 300 ms sleep: {remaining}");
+    // At least 300 ms of the 1 s went on the sleep; the call ended in time, so some was left.
+    assert!((1..=700).contains(&remaining), "at most 700 ms left of 1 s after a 300 ms sleep: {remaining}");
     assert_eq!(outcome.outputs["late"], false);
 }
 
