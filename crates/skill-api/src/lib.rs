@@ -57,10 +57,10 @@ pub use four_eyes::{Initiator, InitiatorRole};
 pub use outcome::{InvokeSkill, OutcomeAction, Reaction, TaskExecution};
 /// A version's contract, as the catalog shows it and claims hand it to executors.
 pub use skill_contract::Contract;
-/// A registered error code (`docs/errors.md`).
-pub use skill_contract::codes::Code;
 /// The agent document (`kind: Agent`) the apply carries and the answers show.
 pub use skill_contract::agent;
+/// A registered error code (`docs/errors.md`).
+pub use skill_contract::codes::Code;
 /// The process document, as `POST /processes` and packages carry it.
 pub use skill_contract::process;
 /// The work rule document, as `POST /rules` and packages carry it.
