@@ -71,7 +71,7 @@ impl Engine {
         // An approval authorizes one call of a version: a version its outcome calls is the
         // outcome's.
         let task_type = self.store.task_type(&task.task_type_id).await?;
-        for action in outcome_actions(&task_type, ApprovalStatus::Approved) {
+        for action in outcome_actions(&task_type, ApprovalStatus::Approved)? {
             let named = &action.invoke_skill.skill;
             if self.find(named).await.is_ok_and(|entry| entry.skill.id == skill.id) {
                 return Err(EngineError::invalid_request(format!(

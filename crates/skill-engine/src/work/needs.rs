@@ -29,7 +29,8 @@ pub struct FieldUse {
 pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
     let mut uses = Vec::new();
     for outcome in [ApprovalStatus::Approved, ApprovalStatus::Rejected] {
-        for action in outcome_actions(task_type, outcome) {
+        // What a misread outcome needs is not shown; deciding on it fails (plan_outcome).
+        for action in outcome_actions(task_type, outcome).unwrap_or_default() {
             let skill = action.invoke_skill.skill.as_str();
             for (input, source) in action.invoke_skill.inputs.iter().flatten() {
                 let field = source.as_str().and_then(|path| paths::field_under(path, &["task", "customFields"]));

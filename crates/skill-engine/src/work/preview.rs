@@ -35,15 +35,16 @@ pub(crate) fn check_outcome(outcome: &str) -> Result<ApprovalStatus> {
 }
 
 /// The actions a gate's `outcome` carries out, as the task type writes them.
-pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: ApprovalStatus) -> Vec<OutcomeAction> {
+pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: ApprovalStatus) -> Result<Vec<OutcomeAction>> {
     let gate = task_type.spec.approval_schema.as_ref();
     let Some(actions) = gate.and_then(|schema| schema.pointer(&format!("/gates/{GATE}/outcomes/{outcome}"))) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
-    // The type's publication checked every action: one that does not read is a corrupted row.
-    serde_json::from_value(actions.clone()).unwrap_or_else(|error| {
+    // The type's publication checked every action: one that does not read is a corrupted row, and
+    // a decision on it carries out nothing rather than part of it.
+    serde_json::from_value(actions.clone()).map_err(|error| {
         tracing::error!(task_type = %task_type.id, %outcome, %error, "a published outcome does not read");
-        Vec::new()
+        EngineError::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
     })
 }
 
@@ -125,7 +126,7 @@ impl Engine {
                    "decidedAt": view_time(&decision.decided_at), "outcome": decision.outcome}),
         );
         let mut planned = Vec::new();
-        for action in outcome_actions(task_type, decision.outcome) {
+        for action in outcome_actions(task_type, decision.outcome)? {
             let skill = action.invoke_skill.skill.clone();
             let written = action.invoke_skill.inputs.clone().unwrap_or_default();
             let version = self.resolved(&skill).await?;
@@ -237,4 +238,37 @@ fn input_labels(skill: &SkillRecord) -> Map<String, Value> {
             Some((name.clone(), json!(label)))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task_type(approval_schema: Value) -> TaskTypeRecord {
+        TaskTypeRecord {
+            id: "tt".into(),
+            key: "claim.review".into(),
+            version: "1".into(),
+            display_name: String::new(),
+            description: String::new(),
+            spec: skill_api::TaskTypeSpec {
+                approval_schema: Some(approval_schema),
+                ..skill_api::TaskTypeSpec::new("1")
+            },
+            execution: None,
+            created_by: None,
+            created_at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn an_outcome_that_does_not_read_fails_the_decision_instead_of_doing_nothing() {
+        let good = json!({"gates": {"default": {"outcomes": {"approved": [{"invokeSkill": {"skill": "a@1"}}]}}}});
+        let read = outcome_actions(&task_type(good), ApprovalStatus::Approved).expect("reads");
+        assert_eq!(read.len(), 1);
+        assert!(outcome_actions(&task_type(json!({})), ApprovalStatus::Rejected).expect("none").is_empty());
+        let corrupted = json!({"gates": {"default": {"outcomes": {"approved": [{"invokeSkill": {"skil": "a@1"}}]}}}});
+        let error = outcome_actions(&task_type(corrupted), ApprovalStatus::Approved).expect_err("refused");
+        assert_eq!(error.code, "internal_error");
+    }
 }
