@@ -184,28 +184,12 @@ impl Document for skill_api::TaskTypeSpec {
     const AT: &'static str = "task_types.spec";
 }
 
-impl TryFrom<JsonText<skill_api::TaskTypeSpec>> for skill_api::TaskTypeSpec {
-    type Error = Missing;
-
-    fn try_from(value: JsonText<Self>) -> Result<Self, Missing> {
-        value.0.ok_or(Missing(<Self as Document>::AT))
-    }
-}
-
 impl Document for skill_api::TaskExecution {
     const AT: &'static str = "task_types.execution";
 }
 
 impl Document for skill_api::OutcomeAction {
     const AT: &'static str = "approval_actions.action";
-}
-
-impl TryFrom<JsonText<skill_api::OutcomeAction>> for skill_api::OutcomeAction {
-    type Error = Missing;
-
-    fn try_from(value: JsonText<Self>) -> Result<Self, Missing> {
-        value.0.ok_or(Missing(<Self as Document>::AT))
-    }
 }
 
 impl Document for skill_api::Failure {
@@ -233,36 +217,36 @@ impl Document for AgentSpec {
 #[error("{0} is NULL, which it never is")]
 pub(crate) struct Missing(&'static str);
 
-impl TryFrom<JsonText<AgentSpec>> for AgentSpec {
-    type Error = Missing;
+/// The documents kept in columns that are never NULL: each is read through `JsonText` and is an
+/// error naming its column when the column holds NULL.
+macro_rules! never_null {
+    ($($document:ty),+ $(,)?) => {
+        $(
+            impl TryFrom<JsonText<$document>> for $document {
+                type Error = Missing;
 
-    fn try_from(value: JsonText<AgentSpec>) -> Result<Self, Missing> {
-        value.0.ok_or(Missing(<AgentSpec as Document>::AT))
-    }
+                fn try_from(value: JsonText<Self>) -> Result<Self, Missing> {
+                    value.0.ok_or(Missing(<Self as Document>::AT))
+                }
+            }
+        )+
+    };
 }
+
+never_null!(
+    AgentSpec,
+    RuleSpec,
+    skill_contract::process::ProcessSpec,
+    skill_api::TaskTypeSpec,
+    skill_api::OutcomeAction,
+);
 
 impl Document for RuleSpec {
     const AT: &'static str = "rules.spec";
 }
 
-impl TryFrom<JsonText<RuleSpec>> for RuleSpec {
-    type Error = Missing;
-
-    fn try_from(value: JsonText<RuleSpec>) -> Result<Self, Missing> {
-        value.0.ok_or(Missing(<RuleSpec as Document>::AT))
-    }
-}
-
 impl Document for skill_contract::process::ProcessSpec {
     const AT: &'static str = "processes.spec";
-}
-
-impl TryFrom<JsonText<skill_contract::process::ProcessSpec>> for skill_contract::process::ProcessSpec {
-    type Error = Missing;
-
-    fn try_from(value: JsonText<Self>) -> Result<Self, Missing> {
-        value.0.ok_or(Missing(<Self as Document>::AT))
-    }
 }
 
 /// A nullable document column of a rusqlite row.
@@ -294,4 +278,19 @@ pub(crate) fn get_maybe<T: Stored>(row: &rusqlite::Row<'_>, index: usize) -> rus
             })
         })
         .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_never_null_document_column_holding_null_is_an_error_naming_it() {
+        let missing = skill_api::TaskTypeSpec::try_from(JsonText(None)).expect_err("NULL");
+        assert_eq!(missing.to_string(), "task_types.spec is NULL, which it never is");
+        let missing = skill_api::OutcomeAction::try_from(JsonText(None)).expect_err("NULL");
+        assert!(missing.to_string().starts_with("approval_actions.action is NULL"), "{missing}");
+        let spec = skill_api::TaskTypeSpec::new("1");
+        assert_eq!(skill_api::TaskTypeSpec::try_from(JsonText(Some(spec.clone()))).expect("read"), spec);
+    }
 }
