@@ -207,7 +207,7 @@ impl Engine {
                 return Err(unknown(&path, task_type, "the task type"));
             }
             for version in &versions {
-                let Some(execution) = &version.execution else { continue };
+                let Some(execution) = &version.spec.execution else { continue };
                 let skill = execution.reference();
                 if !assigned.contains(&skill.as_str()) {
                     return Err(EngineError::new(

@@ -262,7 +262,6 @@ impl Engine {
             display_name: display_name.to_owned(),
             description: description.to_owned(),
             spec,
-            execution: None,
             created_by: None,
             created_at: self.now(),
         };

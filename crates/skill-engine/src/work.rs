@@ -59,7 +59,7 @@ pub(crate) fn not_a_person(actor: &Actor) -> EngineError {
 
 /// `name@version` of the version `task_type`'s execution pins, if it has one.
 pub(crate) fn execution_reference(task_type: &skill_store::records::TaskTypeRecord) -> Option<String> {
-    task_type.execution.as_ref().map(skill_api::TaskExecution::reference)
+    task_type.spec.execution.as_ref().map(skill_api::TaskExecution::reference)
 }
 
 impl Engine {

@@ -112,7 +112,7 @@ pub(crate) fn insert_task_type(t: &TaskTypeRecord) -> Result<Statement> {
             text(&t.display_name),
             text(&t.description),
             document(Some(&t.spec))?,
-            document(t.execution.as_ref())?,
+            document(t.spec.execution.as_ref())?,
             maybe_text(t.created_by.as_deref()),
             time(t.created_at),
         ],

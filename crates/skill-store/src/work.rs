@@ -59,7 +59,7 @@ pub trait WorkStore: Send + Sync {
 
 macro_rules! task_type_columns {
     () => {
-        "SELECT id, key, version, display_name, description, spec, execution, created_by, created_at FROM task_types"
+        "SELECT id, key, version, display_name, description, spec, created_by, created_at FROM task_types"
     };
 }
 macro_rules! task_columns {

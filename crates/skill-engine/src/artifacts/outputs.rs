@@ -78,7 +78,8 @@ impl Engine {
         let mut typed = TypedOutputs::default();
         let Some(run_id) = &call.run_id else { return Ok(typed) };
         let task_type = self.store.task_type(&task.task_type_id).await?;
-        let pinned = task_type.execution.as_ref().is_some_and(|execution| execution.pins(&skill.name, &skill.version));
+        let pinned =
+            task_type.spec.execution.as_ref().is_some_and(|execution| execution.pins(&skill.name, &skill.version));
         if !pinned {
             return Ok(typed);
         }

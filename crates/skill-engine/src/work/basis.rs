@@ -109,7 +109,7 @@ pub(crate) fn execution_candidate(
     run: Option<&RunRecord>,
 ) -> Option<Basis> {
     let ((task, task_type), run) = (task?, run?);
-    let execution = task_type.execution.as_ref()?;
+    let execution = task_type.spec.execution.as_ref()?;
     let pinned = execution.pins(&skill.name, &skill.version);
     pinned.then(|| Basis::Execution {
         task_type_id: task_type.id.clone(),
@@ -120,7 +120,7 @@ pub(crate) fn execution_candidate(
 
 /// The inputs a task's execution calls with: the type's mapping filled from the task.
 pub(crate) fn execution_inputs(task: &TaskRecord, task_type: &TaskTypeRecord) -> Value {
-    let mapping = task_type.execution.as_ref().map_or(Value::Null, |execution| execution.inputs.clone());
+    let mapping = task_type.spec.execution.as_ref().map_or(Value::Null, |execution| execution.inputs.clone());
     Value::Object(paths::fill(&mapping, &task_view(task, task_type)))
 }
 

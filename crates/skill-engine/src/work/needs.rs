@@ -40,7 +40,7 @@ pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
             }
         }
     }
-    if let (Some(execution), Some(skill)) = (&task_type.execution, super::execution_reference(task_type)) {
+    if let (Some(execution), Some(skill)) = (&task_type.spec.execution, super::execution_reference(task_type)) {
         for (input, source) in execution.inputs.as_object().into_iter().flatten() {
             if let Some(field) = source.as_str().and_then(|path| paths::field_under(path, &["customFields"])) {
                 uses.push(FieldUse { field, skill: skill.clone(), input: input.clone(), by: "execution" });
@@ -52,7 +52,7 @@ pub(crate) fn field_uses(task_type: &TaskTypeRecord) -> Vec<FieldUse> {
 
 /// Whether `task_type`'s execution takes the whole of `customFields` as its inputs.
 fn whole_object(task_type: &TaskTypeRecord) -> bool {
-    task_type.execution.as_ref().is_some_and(|execution| execution.inputs.as_str() == Some("$.customFields"))
+    task_type.spec.execution.as_ref().is_some_and(|execution| execution.inputs.as_str() == Some("$.customFields"))
 }
 
 impl Engine {

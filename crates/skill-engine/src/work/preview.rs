@@ -168,7 +168,8 @@ impl Engine {
             .collect();
         // A gate of an execution-pinned task also decides the execution: approving lets the core
         // make its call, rejecting fails the task.
-        if let (Some(execution), Some(skill)) = (task_type.execution.as_ref(), super::execution_reference(&task_type))
+        if let (Some(execution), Some(skill)) =
+            (task_type.spec.execution.as_ref(), super::execution_reference(&task_type))
             && !task.status.is_terminal()
         {
             planned.push(if outcome == ApprovalStatus::Approved {
@@ -255,7 +256,6 @@ mod tests {
                 approval_schema: Some(approval_schema),
                 ..skill_api::TaskTypeSpec::new("1")
             },
-            execution: None,
             created_by: None,
             created_at: chrono::Utc::now(),
         }

@@ -55,7 +55,7 @@ impl Engine {
         let published = TaskTypePublished {
             key: record.key.clone(),
             version: record.version.clone(),
-            execution: record.execution.as_ref().map(|execution| json!(execution)),
+            execution: record.spec.execution.as_ref().map(|execution| json!(execution)),
         };
         self.event(format!("task_type:{}", record.id), &published, origin)
     }
@@ -122,7 +122,6 @@ impl Engine {
             self.checked_task_process(process, planned_processes).await?;
             spec.process = Some(process.clone());
         }
-        let execution = spec.execution.clone();
         Ok(TaskTypeRecord {
             id: self.new_id(),
             key: key.to_owned(),
@@ -130,7 +129,6 @@ impl Engine {
             display_name: request.display_name.clone().unwrap_or_default(),
             description: request.description.clone().unwrap_or_default(),
             spec,
-            execution,
             created_by: Some(actor.id().to_owned()),
             created_at: self.now(),
         })
@@ -587,8 +585,8 @@ pub(crate) fn task_type_out(record: TaskTypeRecord) -> TaskTypeOut {
         version: record.version,
         display_name: record.display_name,
         description: record.description,
+        execution: record.spec.execution.clone(),
         spec: record.spec,
-        execution: record.execution,
         created_at: view_time(&record.created_at),
     }
 }

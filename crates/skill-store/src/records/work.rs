@@ -4,7 +4,7 @@
 use serde_json::Value;
 use skill_api::{
     ActionCall, ActionStatus, ApprovalStatus, DecisionAuthority, Failure, OutcomeAction, OutcomeReaction,
-    OutcomeStatus, RequestStatus, RunStatus, SkillStatus, TaskExecution, TaskStatus, TaskTypeSpec,
+    OutcomeStatus, RequestStatus, RunStatus, SkillStatus, TaskStatus, TaskTypeSpec,
 };
 use skill_contract::SideEffects;
 
@@ -22,9 +22,6 @@ pub struct TaskTypeRecord {
     /// The normalized spec: `customFields`, `approvalSchema`, `acceptance`, `execution`, ….
     #[sqlx(try_from = "JsonText<TaskTypeSpec>")]
     pub spec: TaskTypeSpec,
-    /// The skill version the core carries the work out with, if any.
-    #[sqlx(try_from = "JsonText<TaskExecution>")]
-    pub execution: Option<TaskExecution>,
     pub created_by: Option<String>,
     pub created_at: Time,
 }

@@ -29,7 +29,6 @@ pub(crate) async fn task(db: &Db, ana: &str) -> TaskRecord {
         display_name: String::new(),
         description: String::new(),
         spec: skill_api::TaskTypeSpec::new("1"),
-        execution: None,
         created_by: None,
         created_at: now,
     };
