@@ -1,8 +1,11 @@
-//! No import loops between the modules of a crate: for every module with children, the
-//! references among its children (through `crate::…`, `super::…` and the re-exports that
-//! `pub use` makes) must form no cycle. A child using its ancestors, or a parent using its
-//! children, is the ordinary shape of a module tree and is not an edge. Test-only code
-//! (`#[cfg(test)]`) is left out.
+//! No loops between the modules of a crate: for every module with children, the references
+//! among its children must form no cycle. A reference is a path (through `crate::…`, `super::…`
+//! and the re-exports that `pub use` makes) or a method call: a type's inherent methods are
+//! spread over many modules (the engine's `impl Engine` blocks), so `self.decide(…)`,
+//! `Self::decide(…)` and `engine.decide(…)` are an edge to the one module whose inherent `impl`
+//! defines `decide` for that type (a name defined in several modules cannot be told apart and is
+//! not followed). A child using its ancestors, or a parent using its children, is the ordinary
+//! shape of a module tree and is not an edge. Test-only code (`#[cfg(test)]`) is left out.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -24,6 +27,11 @@ struct Tree {
     exports: BTreeMap<(ModPath, String), Vec<String>>,
     /// `(module, written path, file)` for every `crate::`/`super::` path outside tests.
     uses: Vec<(ModPath, Vec<String>, PathBuf)>,
+    /// `(type, method) → the modules whose inherent `impl type` blocks define it`.
+    methods: BTreeMap<(String, String), BTreeSet<ModPath>>,
+    /// `(module, type, method, file)` for every `self.method(…)` or `Self::method(…)` written in
+    /// an inherent `impl type` block outside tests.
+    calls: Vec<(ModPath, String, String, PathBuf)>,
 }
 
 /// The module files of the tree rooted at `root` (`src/lib.rs`), read with their paths.
@@ -41,7 +49,7 @@ fn read_tree(root: &Path) -> Result<Tree> {
             _ => file.with_extension(""),
         };
         let mut collector =
-            Collector { module: path.clone(), file: file.clone(), tree: &mut tree, children: Vec::new() };
+            Collector { module: path.clone(), file: file.clone(), tree: &mut tree, within: None, children: Vec::new() };
         collector.visit_file(&syntax);
         for child in std::mem::take(&mut collector.children) {
             let candidates = [folder.join(format!("{child}.rs")), folder.join(&child).join("mod.rs")];
@@ -59,6 +67,8 @@ struct Collector<'a> {
     module: ModPath,
     file: PathBuf,
     tree: &'a mut Tree,
+    /// The type of the inherent `impl` block being read, if any.
+    within: Option<String>,
     /// `mod name;` declarations of this file (inline modules are part of the file's module).
     children: Vec<String>,
 }
@@ -109,9 +119,49 @@ impl<'ast> Visit<'ast> for Collector<'_> {
     }
 
     fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
-        if !is_test(&item.attrs) {
-            syn::visit::visit_item_impl(self, item);
+        if is_test(&item.attrs) {
+            return;
         }
+        let inherent = match (&item.trait_, &*item.self_ty) {
+            (None, syn::Type::Path(path)) => path.path.segments.last().map(|segment| segment.ident.to_string()),
+            _ => None,
+        };
+        if let Some(name) = &inherent {
+            for inner in &item.items {
+                if let syn::ImplItem::Fn(method) = inner
+                    && !is_test(&method.attrs)
+                {
+                    let key = (name.clone(), method.sig.ident.to_string());
+                    self.tree.methods.entry(key).or_default().insert(self.module.clone());
+                }
+            }
+        }
+        let outer = std::mem::replace(&mut self.within, inherent);
+        syn::visit::visit_item_impl(self, item);
+        self.within = outer;
+    }
+
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        if !is_test(&item.attrs) {
+            syn::visit::visit_impl_item_fn(self, item);
+        }
+    }
+
+    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        if let Some(receiver) = self.receiver_type(&call.receiver) {
+            self.tree.calls.push((self.module.clone(), receiver, call.method.to_string(), self.file.clone()));
+        }
+        syn::visit::visit_expr_method_call(self, call);
+    }
+
+    fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+        if let (syn::Expr::Path(path), Some(within)) = (&*call.func, &self.within)
+            && let [first, second] = path.path.segments.iter().collect::<Vec<_>>()[..]
+            && first.ident == "Self"
+        {
+            self.tree.calls.push((self.module.clone(), within.clone(), second.ident.to_string(), self.file.clone()));
+        }
+        syn::visit::visit_expr_call(self, call);
     }
 
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
@@ -136,6 +186,22 @@ impl<'ast> Visit<'ast> for Collector<'_> {
 }
 
 impl Collector<'_> {
+    /// The type a method's receiver is known to have without type inference: `self` in an
+    /// inherent `impl`, and an `engine` variable or field (a worker's handle on the crate's
+    /// [`Engine`]-named type, whatever the crate).
+    fn receiver_type(&self, receiver: &syn::Expr) -> Option<String> {
+        match receiver {
+            syn::Expr::Path(path) if path.path.is_ident("self") => self.within.clone(),
+            syn::Expr::Path(path) if path.path.is_ident("engine") => Some("Engine".to_owned()),
+            syn::Expr::Field(field) if matches!(&field.member, syn::Member::Named(name) if name == "engine") => {
+                Some("Engine".to_owned())
+            }
+            syn::Expr::Paren(inner) => self.receiver_type(&inner.expr),
+            syn::Expr::Reference(inner) => self.receiver_type(&inner.expr),
+            _ => None,
+        }
+    }
+
     fn record(&mut self, path: Vec<String>) {
         if matches!(path.first().map(String::as_str), Some("crate" | "super")) {
             self.tree.uses.push((self.module.clone(), path, self.file.clone()));
@@ -188,8 +254,8 @@ impl Tree {
     /// Edges between siblings: `(parent, from child, to child) → an example file`.
     fn sibling_edges(&self) -> BTreeMap<(ModPath, String, String), PathBuf> {
         let mut edges = BTreeMap::new();
-        for (from, written, file) in &self.uses {
-            let to = self.resolve(from, written);
+        let imports = self.uses.iter().map(|(from, written, file)| (from, self.resolve(from, written), file));
+        for (from, to, file) in imports.chain(self.method_targets()) {
             let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
             if common == from.len() || common == to.len() {
                 continue;
@@ -198,6 +264,18 @@ impl Tree {
             edges.entry((parent, from[common].clone(), to[common].clone())).or_insert_with(|| file.clone());
         }
         edges
+    }
+
+    /// Where each `self.method(…)` call lands: the one module that defines the method on that
+    /// type (a name defined in several modules is not followed: it cannot be told apart).
+    fn method_targets(&self) -> impl Iterator<Item = (&ModPath, ModPath, &PathBuf)> {
+        self.calls.iter().filter_map(|(from, within, method, file)| {
+            let defined = self.methods.get(&(within.clone(), method.clone()))?;
+            match defined.iter().collect::<Vec<_>>()[..] {
+                [only] => Some((from, only.clone(), file)),
+                _ => None,
+            }
+        })
     }
 
     /// Every loop among the children of one module, as `parent: a → b → a (files)`.
@@ -222,7 +300,7 @@ impl Tree {
                     })
                     .collect();
                 let place = if parent.is_empty() { "crate root".to_owned() } else { parent.join("::") };
-                found.push(format!("in {place}, {} import each other: {}", component.join(", "), steps.join(", ")));
+                found.push(format!("in {place}, {} depend on each other: {}", component.join(", "), steps.join(", ")));
             }
         }
         found
@@ -352,11 +430,14 @@ pub(crate) fn check() -> Result<()> {
     }
     if !all.is_empty() {
         bail!(
-            "modules import each other in a loop (move what both need into a module of its own):\n  {}",
+            "modules depend on each other in a loop, through imports or method calls (move what both need into a module of its own, below both):\n  {}",
             all.join("\n  ")
         );
     }
-    println!("    no module imports itself through another, in {} crates", crate_folders().len());
+    println!(
+        "    no module depends on itself through another (imports, method calls), in {} crates",
+        crate_folders().len()
+    );
     Ok(())
 }
 
@@ -386,7 +467,7 @@ mod tests {
         ]);
         let found = loops_in(&folder).expect("readable");
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].starts_with("in crate root, codes, error import each other: codes → error"), "{found:?}");
+        assert!(found[0].starts_with("in crate root, codes, error depend on each other: codes → error"), "{found:?}");
         assert!(found[0].contains("error → codes") && found[0].contains("error.rs"), "{found:?}");
     }
 
@@ -411,7 +492,7 @@ mod tests {
         ]);
         let found = loops_in(&folder).expect("readable");
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].starts_with("in p, x, y import each other: x → y"), "{found:?}");
+        assert!(found[0].starts_with("in p, x, y depend on each other: x → y"), "{found:?}");
     }
 
     #[test]
@@ -422,6 +503,62 @@ mod tests {
             ("src/lib.rs", "mod a;\nmod b;\n"),
             ("src/a.rs", "macro_rules! m { () => {} }\npub(crate) use m;\n"),
             ("src/b.rs", "use crate::a::m;\nfn f() { crate::a::m!(); }\n"),
+        ]);
+        assert_eq!(loops_in(&folder).expect("readable"), Vec::<String>::new());
+    }
+    #[test]
+    fn a_loop_through_method_calls_on_one_type_is_found() {
+        // Two modules that import nothing of each other, calling each other's methods of the
+        // type whose `impl` blocks they share: a cycle the imports alone do not show.
+        let folder = fake(&[
+            ("src/lib.rs", "mod work;\nmod calls;\npub struct Engine;\n"),
+            (
+                "src/work.rs",
+                "use crate::Engine;\nimpl Engine {\n    pub(crate) fn close(&self) { self.invoke(); }\n}\n",
+            ),
+            (
+                "src/calls.rs",
+                "use crate::Engine;\nimpl Engine {\n    pub(crate) fn invoke(&self) { Self::close(self); }\n}\n",
+            ),
+        ]);
+        let found = loops_in(&folder).expect("readable");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("in crate root, calls, work depend on each other"), "{found:?}");
+        assert!(found[0].contains("calls.rs") && found[0].contains("work.rs"), "{found:?}");
+    }
+
+    #[test]
+    fn a_worker_calling_through_its_engine_field_is_an_edge_too() {
+        let folder = fake(&[
+            ("src/lib.rs", "mod rules;\nmod processes;\npub struct Engine;\n"),
+            (
+                "src/rules.rs",
+                "use crate::Engine;\nstruct Pass<'a> { engine: &'a Engine }\nimpl Pass<'_> { fn go(&self) { self.engine.start(); } }\nimpl Engine { pub(crate) fn evaluate(&self) {} }\n",
+            ),
+            (
+                "src/processes.rs",
+                "use crate::Engine;\nimpl Engine {\n    pub(crate) fn start(&self) {}\n    fn advance(engine: &Engine) { engine.evaluate(); }\n}\n",
+            ),
+        ]);
+        let found = loops_in(&folder).expect("readable");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("processes → rules") && found[0].contains("rules → processes"), "{found:?}");
+    }
+
+    #[test]
+    fn one_way_calls_tests_and_names_defined_twice_are_not_loops() {
+        let folder = fake(&[
+            ("src/lib.rs", "mod a;\nmod b;\npub struct Engine;\n"),
+            // `a` calls `b` one way; `b`'s test calls back, and `shared` is defined in both, so a
+            // call of it is not followed.
+            (
+                "src/a.rs",
+                "use crate::Engine;\nimpl Engine {\n    fn a(&self) { self.b(); }\n    fn shared(&self) {}\n}\n",
+            ),
+            (
+                "src/b.rs",
+                "use crate::Engine;\nimpl Engine {\n    pub(crate) fn b(&self) { self.shared(); }\n    fn shared(&self) {}\n}\n#[cfg(test)]\nmod tests { fn t(engine: &crate::Engine) { engine.a(); } }\n",
+            ),
         ]);
         assert_eq!(loops_in(&folder).expect("readable"), Vec::<String>::new());
     }

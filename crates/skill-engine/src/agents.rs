@@ -14,12 +14,13 @@ use skill_api::{
 };
 use skill_contract::agent::{AgentKind, AgentProblem, PERMISSION_FORBIDDEN, is_agent_key, read_spec, split_permission};
 use skill_store::ErrorKind;
-use skill_store::records::{AgentPlan, AgentRecord, Assignment, Grant, Principal, SkillRecord, TaskTypeRecord};
+use skill_store::records::{AgentPlan, AgentRecord, Assignment, Grant, Principal, SkillRecord};
 
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
-use crate::work::EXECUTION_PRINCIPAL;
+use crate::identity::EXECUTION_PRINCIPAL;
+use crate::planned::Planned;
 use crate::{Engine, Origin};
 
 /// `422 invalid_agent` at `path` of the document.
@@ -48,12 +49,6 @@ fn unknown(path: &str, value: &str, what: &str) -> EngineError {
 pub(crate) struct Objects<'a> {
     pub objects: &'a [skill_store::records::PackageObject],
     pub adopt: &'a [skill_store::records::PackageObject],
-}
-
-/// What the versions and task types of the same apply add to the catalog's.
-pub(crate) struct Planned<'a> {
-    pub skills: &'a [SkillRecord],
-    pub task_types: &'a [TaskTypeRecord],
 }
 
 impl Engine {
@@ -487,61 +482,6 @@ impl Engine {
             expires_at: issued.record.expires_at.as_ref().map(view_time),
             operated_by: operator.map(|person| skill_api::OperatorOut { id: person.id, name: person.name }),
         })
-    }
-
-    /// The person who will operate an agent with a new token: the one `named`, else the person
-    /// asking (`operator_required` from the operator's command, which has nobody to default to);
-    /// `invalid_operator` unless it names an enabled person.
-    pub(crate) async fn operator_of_token(&self, actor: Option<&Actor>, named: Option<&str>) -> Result<Principal> {
-        let refused =
-            |message: String| EngineError::new(Class::Invalid, "invalid_operator", message).with("field", "operatedBy");
-        let principal = match (named, actor) {
-            (Some(name), _) => match self.store.principal_by_name(name).await {
-                Ok(principal) => principal,
-                Err(error) if error.kind() == ErrorKind::NotFound => {
-                    return Err(refused(format!("no principal is named {name:?}: an agent is operated by a person")));
-                }
-                Err(error) => return Err(error.into()),
-            },
-            (None, Some(actor)) => actor.principal().clone(),
-            (None, None) => {
-                return Err(EngineError::new(
-                    Class::Invalid,
-                    "operator_required",
-                    "an agent's token names the person who operates the agent: pass --for PERSON",
-                )
-                .with("field", "operatedBy"));
-            }
-        };
-        if principal.kind != PrincipalKind::Person {
-            return Err(refused(format!(
-                "{} is an {}: an agent is operated by a person, who answers for what it does",
-                principal.name, principal.kind
-            )));
-        }
-        if principal.disabled_at.is_some() {
-            return Err(refused(format!("{} is disabled: a disabled person operates nothing", principal.name)));
-        }
-        Ok(principal)
-    }
-}
-
-impl Engine {
-    /// `409 agent_principal_conflict` when `principal` is an agent's: it holds exactly what its
-    /// document grants, so nothing of it is changed by hand (`what` says what was tried).
-    pub(crate) async fn not_an_agent(&self, principal: &Principal, what: &str) -> Result<()> {
-        match self.store.agent_of(&principal.id).await? {
-            None => Ok(()),
-            Some(agent) => Err(EngineError::new(
-                Class::Conflict,
-                "agent_principal_conflict",
-                format!(
-                    "{} is the principal of the agent {}: it holds exactly what its document grants, so {what} is refused — change the agent document and apply its package",
-                    principal.name, agent.key
-                ),
-            )
-            .with("agent", agent.key)),
-        }
     }
 }
 

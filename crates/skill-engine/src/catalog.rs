@@ -2,6 +2,7 @@
 //! `name@version` or bare name, listing, and assigning them to principals. Changes of a published
 //! version are in `patch.rs`.
 
+mod closure;
 mod endpoint;
 mod patch;
 mod publish;

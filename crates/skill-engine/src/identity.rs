@@ -8,8 +8,10 @@ use skill_store::records::{AccessToken, Grant, Principal, Time, Workspace};
 
 use crate::actor::{Actor, new_token, token_hash, usable};
 use crate::error::{Class, EngineError, Result};
-use crate::work::EXECUTION_PRINCIPAL;
 use crate::{Engine, Origin};
+
+/// The name of the principal the core carries out executions as.
+pub(crate) const EXECUTION_PRINCIPAL: &str = "core.execution";
 
 /// The kinds of principal.
 pub const PRINCIPAL_KINDS: &[&str] = PrincipalKind::WORDS;
@@ -498,4 +500,104 @@ fn reserved_principal() -> EngineError {
         ),
     )
     .with("principal", EXECUTION_PRINCIPAL)
+}
+
+impl Engine {
+    /// The principal whose id, else whose name, is `reference`; `404` when there is none.
+    pub(crate) async fn principal_by_reference(&self, reference: &str) -> Result<Principal> {
+        let missing = || EngineError::not_found(&format!("principal {reference}")).with("principal", reference);
+        match self.store.principal(reference).await {
+            Ok(found) => return Ok(found),
+            Err(error) if error.kind() != ErrorKind::NotFound => return Err(error.into()),
+            Err(_) => {}
+        }
+        match self.store.principal_by_name(reference).await {
+            Ok(found) => Ok(found),
+            Err(error) if error.kind() == ErrorKind::NotFound => Err(missing()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The person who will operate an agent with a new token: the one `named`, else the person
+    /// asking (`operator_required` from the operator's command, which has nobody to default to);
+    /// `invalid_operator` unless it names an enabled person.
+    pub(crate) async fn operator_of_token(&self, actor: Option<&Actor>, named: Option<&str>) -> Result<Principal> {
+        let refused =
+            |message: String| EngineError::new(Class::Invalid, "invalid_operator", message).with("field", "operatedBy");
+        let principal = match (named, actor) {
+            (Some(name), _) => match self.store.principal_by_name(name).await {
+                Ok(principal) => principal,
+                Err(error) if error.kind() == ErrorKind::NotFound => {
+                    return Err(refused(format!("no principal is named {name:?}: an agent is operated by a person")));
+                }
+                Err(error) => return Err(error.into()),
+            },
+            (None, Some(actor)) => actor.principal().clone(),
+            (None, None) => {
+                return Err(EngineError::new(
+                    Class::Invalid,
+                    "operator_required",
+                    "an agent's token names the person who operates the agent: pass --for PERSON",
+                )
+                .with("field", "operatedBy"));
+            }
+        };
+        if principal.kind != PrincipalKind::Person {
+            return Err(refused(format!(
+                "{} is an {}: an agent is operated by a person, who answers for what it does",
+                principal.name, principal.kind
+            )));
+        }
+        if principal.disabled_at.is_some() {
+            return Err(refused(format!("{} is disabled: a disabled person operates nothing", principal.name)));
+        }
+        Ok(principal)
+    }
+
+    /// `409 agent_principal_conflict` when `principal` is an agent's: it holds exactly what its
+    /// document grants, so nothing of it is changed by hand (`what` says what was tried).
+    pub(crate) async fn not_an_agent(&self, principal: &Principal, what: &str) -> Result<()> {
+        match self.store.agent_of(&principal.id).await? {
+            None => Ok(()),
+            Some(agent) => Err(EngineError::new(
+                Class::Conflict,
+                "agent_principal_conflict",
+                format!(
+                    "{} is the principal of the agent {}: it holds exactly what its document grants, so {what} is refused — change the agent document and apply its package",
+                    principal.name, agent.key
+                ),
+            )
+            .with("agent", agent.key)),
+        }
+    }
+}
+
+impl Engine {
+    /// A workspace's id from its id or key; `404` when there is none.
+    pub(crate) async fn find_workspace(&self, reference: &str) -> Result<String> {
+        match self.store.workspace_by_reference(reference).await {
+            Ok(workspace) => Ok(workspace.id),
+            Err(error) if error.kind() == skill_store::ErrorKind::NotFound => {
+                Err(EngineError::not_found(&format!("workspace {reference}")).with("workspace", reference))
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+}
+
+impl Engine {
+    /// The agent whose principal is `id`, with its grants as they are now; `principal_disabled`
+    /// when it may not act.
+    pub(crate) async fn agent_actor(&self, id: &str) -> Result<Actor> {
+        let principal = self.store.principal(id).await?;
+        if principal.disabled_at.is_some() {
+            return Err(EngineError::new(
+                Class::Conflict,
+                "principal_disabled",
+                format!("{} is disabled", principal.name),
+            ));
+        }
+        let grants = self.store.grants(id).await?;
+        Ok(Actor::new(principal, grants))
+    }
 }

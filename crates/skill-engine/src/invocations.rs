@@ -4,7 +4,7 @@
 
 mod allowance;
 mod costs;
-mod disable;
+mod failed;
 mod looks;
 mod policy;
 mod queue;
@@ -36,10 +36,10 @@ pub(crate) use schemas::SchemaCache;
 pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS, SessionView};
 
 use crate::actor::Actor;
+use crate::basis::Internal;
 use crate::cancellation::Cancellation;
 use crate::catalog::{bounded_page, checked_limit, invocable};
 use crate::error::{Class, EngineError, Result, busy, requested_state, written};
-use crate::work::basis::Internal;
 use crate::{Engine, Origin};
 
 /// The longest body idempotency key, in characters.
@@ -105,7 +105,7 @@ impl Engine {
         // A process step's call that does not write is looked up by its key only if its insert
         // meets one (a core that died after making it): the insert answers the call there.
         let process_made = matches!(internal, Some(Internal::Process { .. }));
-        let looked_up = !process_made || crate::work::writes(skill.side_effects);
+        let looked_up = !process_made || crate::basis::writes(skill.side_effects);
         // The reference looks the key up before it checks anything else; a check that fails is
         // answered only after that look-up, so a repeated key is still answered as a repeat. A
         // call that passes goes straight to its insert, which meets the key's call if there is
@@ -178,7 +178,7 @@ impl Engine {
             None => None,
         };
         if let Some(run) = &run {
-            crate::work::runs_check(actor, run)?;
+            crate::visibility::check_owned_and_running(actor, run)?;
         }
         // An agent's approved request is made on the task the core made for it.
         let request_made = matches!(internal, Some(Internal::Request));

@@ -2,6 +2,12 @@
 //! (publish, read, list, change within what a published version allows, assign), composition and
 //! discovery. It speaks to storage through `skill_store::Store` and knows no HTTP, MCP or SQL.
 //!
+//! Its modules are layered: each uses, and calls the `Engine` methods of, only modules below it
+//! — identity and the catalog at the bottom; what an actor sees (`visibility`) and a write's
+//! basis (`basis`) under calls (`invocations`); calls under work, work under instances, rules
+//! and processes; agents' requests, packages and disabling a principal at the top. `cargo xtask
+//! tidy` fails on a loop, through imports or method calls.
+//!
 //! | what | where |
 //! |---|---|
 //! | the engine over a store | [`Engine`] |
@@ -17,15 +23,19 @@
 mod actor;
 mod agents;
 pub mod artifacts;
+mod audiences;
+mod basis;
 mod cancellation;
 pub mod catalog;
 pub mod clock;
 pub mod console;
+mod disable;
 mod discovery;
 mod ended;
 mod error;
 mod facts;
 mod identity;
+mod instances;
 pub mod invocations;
 pub mod journal;
 pub mod keyed;
@@ -34,11 +44,14 @@ mod lease;
 mod metered;
 mod moments;
 pub mod packages;
+mod paths;
+mod planned;
 pub mod processes;
 pub mod requests;
 pub mod rules;
 mod settings;
 pub mod tokens;
+mod visibility;
 pub mod work;
 
 use std::sync::Arc;

@@ -149,7 +149,7 @@ mod tests {
     use super::*;
 
     fn call(status: CallStatus, task: bool, by: RequesterKind, key: Option<&str>) -> InvocationRecord {
-        let mut call = crate::work::basis::tests::call(None);
+        let mut call = crate::basis::tests::call(None);
         call.status = status;
         call.task_id = task.then(|| "task-1".to_owned());
         call.requested_by_kind = by;

@@ -210,7 +210,8 @@ impl Engine {
             task_types.push((record, event));
         }
         let planned_task_types: Vec<_> = task_types.iter().map(|(record, _)| record.clone()).collect();
-        let planned = crate::agents::Planned { skills: &planned_records, task_types: &planned_task_types };
+        let planned =
+            crate::planned::Planned { skills: &planned_records, task_types: &planned_task_types, ..Default::default() };
 
         let listed = crate::agents::Objects { objects: &objects, adopt: &adopt };
         let agents =
@@ -319,7 +320,7 @@ impl Engine {
         origin: &Origin,
     ) -> Result<Vec<(skill_store::records::RuleRecord, skill_store::records::Event)>> {
         let planned =
-            crate::rules::Planned { skills, task_types, agents, processes, package: Some(&request.package.key) };
+            crate::planned::Planned { skills, task_types, agents, processes, package: Some(&request.package.key) };
         let mut rules = Vec::new();
         for (index, wanted) in request.rules.iter().enumerate() {
             let item = format!("rules[{index}]");
@@ -362,7 +363,7 @@ impl Engine {
         origin: &Origin,
     ) -> Result<Vec<(skill_store::records::ProcessRecord, skill_store::records::Event)>> {
         let planned =
-            crate::rules::Planned { skills, task_types, agents, processes: &[], package: Some(&request.package.key) };
+            crate::planned::Planned { skills, task_types, agents, processes: &[], package: Some(&request.package.key) };
         let mut processes = Vec::new();
         for (index, wanted) in request.processes.iter().enumerate() {
             let item = format!("processes[{index}]");

@@ -11,8 +11,8 @@
 mod advance;
 
 use serde_json::{Map, Value, json};
-use skill_api::events::{ProcessEnded, ProcessPublished, ProcessStarted, ProcessStepEnded};
-use skill_api::four_eyes::{self, Initiator, InitiatorRole};
+use skill_api::events::{ProcessEnded, ProcessPublished, ProcessStepEnded};
+use skill_api::four_eyes::{Initiator, InitiatorRole};
 use skill_api::{
     CancelInstanceRequest, Failure, InstanceOut, InstanceQuery, InstanceStatus, InstanceStepsQuery, Lifecycle,
     MAX_INPUT_BYTES, Page, ProcessOut, ProcessQuery, ProcessRequest, SkillStatus, StartRequest, StepOut, StepStatus,
@@ -29,7 +29,7 @@ pub use advance::MAX_TRANSITIONS;
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
 use crate::error::{Class, EngineError, Result, written};
-use crate::rules::Planned;
+use crate::planned::Planned;
 use crate::{Engine, Origin};
 
 /// What a switch's condition reads; a wait's for a fact reads `fact` too.
@@ -132,7 +132,7 @@ impl Engine {
             let reference: SkillRef =
                 call.skill.parse().map_err(|_| invalid(&path, format!("{:?} is not name@version", call.skill)))?;
             let skill = self.called_version(&path, &reference, planned).await?;
-            if call.decided_by.is_none() && crate::work::basis::writes(skill.side_effects) {
+            if call.decided_by.is_none() && crate::basis::writes(skill.side_effects) {
                 return Err(invalid(
                     &format!("{at}.decidedBy"),
                     format!(
@@ -247,20 +247,6 @@ impl Engine {
         self.find_process(reference).await.map(process_out)
     }
 
-    pub(crate) async fn find_process(&self, reference: &str) -> Result<ProcessRecord> {
-        let found = if let Some((key, version)) = reference.split_once('@') {
-            self.store.process_version(key, version).await
-        } else if uuid::Uuid::try_parse(reference).is_ok() {
-            self.store.process(reference).await
-        } else {
-            self.store.newest_process(reference).await
-        };
-        found.map_err(|error| match error.kind() {
-            ErrorKind::NotFound => EngineError::not_found(&format!("process {reference}")).with("process", reference),
-            _ => error.into(),
-        })
-    }
-
     /// Process versions in publication order (`org.read`).
     pub async fn processes(&self, actor: &Actor, query: &ProcessQuery) -> Result<Page<ProcessOut>> {
         actor.require("org.read")?;
@@ -296,19 +282,6 @@ impl Engine {
         let starter = actor.initiators(InitiatorRole::Started);
         let origin = Origin::of(actor, request_id);
         self.start_instance(&process, &workspace, &key, input, (actor.id(), &starter), "api", &origin).await
-    }
-
-    /// `403` unless the agent `process` runs as may work in `workspace` (`tasks.write` there): an
-    /// instance works, and writes, only where its agent was let work — whoever starts it.
-    pub(crate) async fn agent_may_work(&self, process: &ProcessRecord, workspace: &str) -> Result<()> {
-        let agent = self.agent_actor(&process.agent_principal_id).await?;
-        if agent.can_in("tasks.write", workspace) {
-            return Ok(());
-        }
-        Err(EngineError::forbidden("tasks.write")
-            .with("workspaceId", workspace)
-            .with("agent", agent.principal().name.as_str())
-            .with("reason", "the process's agent may not work in this workspace"))
     }
 
     /// An instance of `process` in `workspace` under `key`: made, or the one there (`created`
@@ -357,68 +330,6 @@ impl Engine {
             }
             Err(error) => Err(error.into()),
         }
-    }
-
-    /// A new instance of `process` and its `process.started` event (not written), started by the
-    /// principal `started_by.0` for the initiators `started_by.1` (carried to the instance).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new_instance(
-        &self,
-        process: &ProcessRecord,
-        workspace: &str,
-        key: &str,
-        input: Value,
-        started_by: (&str, &[Initiator]),
-        by: &str,
-        now: skill_store::records::Time,
-    ) -> (InstanceRecord, Event) {
-        self.new_instance_by(process, workspace, key, input, started_by, by, now, &Origin::default())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn new_instance_by(
-        &self,
-        process: &ProcessRecord,
-        workspace: &str,
-        key: &str,
-        input: Value,
-        (started_by, behind): (&str, &[Initiator]),
-        by: &str,
-        now: skill_store::records::Time,
-        origin: &Origin,
-    ) -> (InstanceRecord, Event) {
-        let first = process.spec.steps.first().map(|step| step.id.clone());
-        let id = self.new_id();
-        let initiators = four_eyes::carried(behind, &format!("instance:{id}"), &[]);
-        let record = InstanceRecord {
-            id,
-            process_id: process.id.clone(),
-            process_key: process.key.clone(),
-            workspace_id: workspace.to_owned(),
-            key: key.to_owned(),
-            input,
-            vars: json!({}),
-            status: InstanceStatus::Running,
-            at_step: first,
-            wake_at: Some(now),
-            error: None,
-            started_by: started_by.to_owned(),
-            row_version: 1,
-            created_at: now,
-            updated_at: now,
-            ended_at: None,
-            initiators,
-        };
-        let started = ProcessStarted {
-            process_id: process.id.clone(),
-            process: format!("{}@{}", process.key, process.version),
-            workspace_id: workspace.to_owned(),
-            key: key.to_owned(),
-            by: by.to_owned(),
-            initiators: record.initiators.clone(),
-        };
-        let event = self.event(format!("process_instance:{}", record.id), &started, origin);
-        (record, event)
     }
 
     /// An instance with its steps (`tasks.read` in its workspace).
@@ -513,28 +424,6 @@ impl Engine {
         Ok(Page { items, next_cursor })
     }
 
-    /// The instance a new task of `task_type` starts when the type names a process — key
-    /// `task:<task id>`, input filled from the task, its starter `starter` (the person behind the
-    /// task: its creator, the recorder of a rule's fact, the starter of the instance whose step
-    /// made it) — to be written with the task. `403` when the process's agent may not work in
-    /// its workspace.
-    pub(crate) async fn task_instance(
-        &self,
-        task: &skill_store::records::TaskRecord,
-        task_type: &skill_store::records::TaskTypeRecord,
-        starter: &str,
-    ) -> Result<Option<(InstanceRecord, Event)>> {
-        let Some(named) = &task_type.spec.process else { return Ok(None) };
-        let process = self.find_process(&named.process).await?;
-        self.agent_may_work(&process, &task.workspace_id).await?;
-        let view = crate::work::task_view(task, task_type);
-        let input = Value::Object(crate::rules::filled(&named.input, &view));
-        let key = format!("task:{}", task.id);
-        let now = self.now();
-        let started_by = (starter, task.initiators.as_slice());
-        Ok(Some(self.new_instance(&process, &task.workspace_id, &key, input, started_by, "task", now)))
-    }
-
     /// The instance whose task step made task `id` (`tasks.read` in its workspace), if a process
     /// made it, with the writes a decision on the task decides: each call step standing on that
     /// step (`decidedBy`), with its version and the inputs it will have as far as the task fixes
@@ -554,7 +443,7 @@ impl Engine {
             else {
                 continue;
             };
-            let inputs = Value::Object(crate::rules::filled(&call.input, &document));
+            let inputs = Value::Object(crate::paths::filled(&call.input, &document));
             writes.push((later.id.clone(), call.skill.clone(), inputs));
         }
         Ok(Some(TaskProcess {

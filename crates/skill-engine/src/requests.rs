@@ -27,9 +27,9 @@ use skill_store::records::{
 };
 
 use crate::actor::Actor;
+use crate::basis::Internal;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result, written};
-use crate::work::basis::Internal;
 use crate::{Engine, Origin};
 
 pub use crate::work::REQUEST_TYPE;
@@ -61,7 +61,7 @@ pub enum GatewayCall {
 
 /// Whether `skill` writes to the outside world.
 fn writes(skill: &SkillRecord) -> bool {
-    crate::work::writes(skill.side_effects)
+    crate::basis::writes(skill.side_effects)
 }
 
 /// Whether a version can be called at all (a leaf, active, with an invocable protocol).
@@ -837,21 +837,6 @@ impl Engine {
             }
         }
         Ok(false)
-    }
-
-    /// The agent whose principal is `id`, with its grants as they are now; `principal_disabled`
-    /// when it may not act.
-    pub(crate) async fn agent_actor(&self, id: &str) -> Result<Actor> {
-        let principal = self.store.principal(id).await?;
-        if principal.disabled_at.is_some() {
-            return Err(EngineError::new(
-                Class::Conflict,
-                "principal_disabled",
-                format!("{} is disabled", principal.name),
-            ));
-        }
-        let grants = self.store.grants(id).await?;
-        Ok(Actor::new(principal, grants))
     }
 
     /// Waits until the call `id` ended or `within` passed, woken by calls ending through this

@@ -12,7 +12,7 @@ mod evaluation;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use skill_api::events::RulePublished;
 use skill_api::{
     ConditionOut, EvaluateOut, EvaluateRequest, Page, PlannedCall, PlannedProcess, PlannedWork, RuleOut, RuleQuery,
@@ -22,15 +22,15 @@ use skill_conditions::Condition;
 use skill_contract::rule::{EnsureWork, RuleSpec};
 use skill_contract::{SideEffects, SkillRef};
 use skill_store::ErrorKind;
-use skill_store::records::{AgentRecord, Event, RuleRecord, SkillRecord, TaskTypeRecord};
+use skill_store::records::{AgentRecord, Event, RuleRecord, SkillRecord};
 
 pub use evaluation::RULE_WAIT_HOURS;
-pub(crate) use evaluation::render;
 
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
 use crate::error::{Class, EngineError, Result};
-use crate::work::paths;
+use crate::paths::{filled, render};
+use crate::planned::Planned;
 use crate::{Engine, Origin};
 
 /// The variables a rule's condition reads.
@@ -42,17 +42,6 @@ pub(crate) struct Conditions(Mutex<HashMap<String, Arc<Condition>>>);
 
 fn invalid(path: &str, message: impl Into<String>) -> EngineError {
     EngineError::new(Class::Invalid, "invalid_rule", message).with("path", path)
-}
-
-/// What a package publishes together with its rules: versions, task types and agents the
-/// rules may name before they are in the catalog.
-#[derive(Default)]
-pub(crate) struct Planned<'a> {
-    pub(crate) skills: &'a [SkillRecord],
-    pub(crate) task_types: &'a [TaskTypeRecord],
-    pub(crate) agents: &'a [AgentRecord],
-    pub(crate) processes: &'a [skill_store::records::ProcessRecord],
-    pub(crate) package: Option<&'a str>,
 }
 
 impl Engine {
@@ -225,30 +214,6 @@ impl Engine {
         Ok(agent)
     }
 
-    /// A task type the rule ensures work of: published (or published with it).
-    pub(crate) async fn ensured_type(
-        &self,
-        path: &str,
-        reference: &str,
-        planned: &[TaskTypeRecord],
-    ) -> Result<TaskTypeRecord> {
-        let (key, version) = reference.split_once('@').unwrap_or((reference, ""));
-        if let Some(found) = planned.iter().find(|t| t.key == key && t.version == version) {
-            return Ok(found.clone());
-        }
-        match self.store.task_type_version(key, version).await {
-            Ok(found) => Ok(found),
-            Err(error) if error.kind() == ErrorKind::NotFound => Err(EngineError::new(
-                Class::Invalid,
-                "unknown_reference",
-                format!("no task type {reference}: publish it first, or with the rule in one package"),
-            )
-            .with("path", path)
-            .with("value", reference)),
-            Err(error) => Err(error.into()),
-        }
-    }
-
     /// A process the rule starts instances of: published (or published with it).
     pub(crate) async fn ensured_process(
         &self,
@@ -367,8 +332,8 @@ impl Engine {
                 .filter_map(|work| match work {
                     EnsureWork::Task(task) => Some(PlannedWork {
                         task_type: task.task_type.clone(),
-                        work_key: Value::String(evaluation::render(&task.work_key, &document)),
-                        title: Value::String(evaluation::render(&task.title, &document)),
+                        work_key: Value::String(render(&task.work_key, &document)),
+                        title: Value::String(render(&task.title, &document)),
                         custom_fields: filled(&task.custom_fields, &document),
                     }),
                     EnsureWork::Process(_) => None,
@@ -384,7 +349,7 @@ impl Engine {
                 .filter_map(|work| match work {
                     EnsureWork::Process(process) => Some(PlannedProcess {
                         process: process.process.clone(),
-                        work_key: Value::String(evaluation::render(&process.work_key, &document)),
+                        work_key: Value::String(render(&process.work_key, &document)),
                         input: filled(&process.input, &document),
                     }),
                     EnsureWork::Task(_) => None,
@@ -428,12 +393,6 @@ fn compile(source: &str) -> Result<Condition> {
             .with("line", error.line)
             .with("column", error.column)
     })
-}
-
-/// The values of a rule's mapping (inputs, custom fields) read from `document`: a `$…` path's
-/// value (left out when it names nothing), or the literal.
-pub(crate) fn filled(map: &Map<String, Value>, document: &Value) -> Map<String, Value> {
-    paths::fill(&Value::Object(map.clone()), document)
 }
 
 fn rule_exists(key: &str, version: &str) -> EngineError {

@@ -26,22 +26,13 @@ use skill_contract::Protocol;
 use skill_store::records::{SigningKey, Time};
 
 use crate::actor::Actor;
+pub use crate::audiences::{RESERVED_AUDIENCES, reserved_audience};
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
 /// How long a token lives.
 pub const TOKEN_SECONDS: i64 = 300;
-/// Audiences no token is issued for: the core's own and the executor's.
-pub const RESERVED_AUDIENCES: &[&str] = &["skill-core", "skill-executor"];
-/// Whether no token may name `audience`: a reserved one or the core's own issuer, compared
-/// without regard to case, surrounding whitespace or a trailing `/`.
-pub fn reserved_audience(audience: &str, issuer: Option<&str>) -> bool {
-    let normal = |text: &str| text.trim().trim_end_matches('/').to_ascii_lowercase();
-    let audience = normal(audience);
-    RESERVED_AUDIENCES.iter().any(|reserved| normal(reserved) == audience)
-        || issuer.is_some_and(|issuer| normal(issuer) == audience)
-}
 
 /// The issuer when none is configured.
 pub const DEFAULT_ISSUER: &str = "skill-core";
@@ -277,20 +268,4 @@ fn sign(key: &SigningKey, claims: &AudienceClaims) -> Result<String> {
     header.kid = Some(key.kid.clone());
     jsonwebtoken::encode(&header, claims, &EncodingKey::from_ec_der(&der))
         .map_err(|error| internal(&format!("signing a token: {error}")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reserved_audiences_are_named_whatever_their_case_or_spacing() {
-        for audience in
-            ["skill-core", " Skill-Core", "SKILL-EXECUTOR\t", "https://core.example/", "HTTPS://Core.Example"]
-        {
-            assert!(reserved_audience(audience, Some("https://core.example")), "{audience:?}");
-        }
-        assert!(!reserved_audience("claims-api", Some("https://core.example")));
-        assert!(!reserved_audience("https://core.example", None), "the issuer only when it is known");
-    }
 }

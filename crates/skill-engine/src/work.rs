@@ -1,29 +1,22 @@
 //! Work: task types (`types.rs`), tasks (`tasks.rs`), runs (`runs.rs`), approvals and their
-//! decisions (`approvals.rs`) and what a decision would do (`preview.rs`), comments, the basis of external writes (`basis.rs`) and the paths
-//! that fill a call's inputs from a task (`paths.rs`). A task belongs to a workspace; reading it
+//! decisions (`approvals.rs`) and what a decision would do (`preview.rs`), and comments. A task belongs to a workspace; reading it
 //! needs `tasks.read` there (`tasks.write` and `approvals.decide` include it), and to anyone
 //! else it does not exist (`404`).
 
 mod approvals;
-pub(crate) mod basis;
+mod decisions;
 mod draft;
 mod execution;
 mod needs;
 mod outcomes;
-pub(crate) mod paths;
 mod preview;
 mod retry;
 mod runs;
 mod tasks;
 mod types;
 
-/// The built-in task type of agents' requests (made by the core for an agent's write through
-/// the MCP gateway, never by hand).
-pub const REQUEST_TYPE: &str = "agent-request";
-
 use skill_api::events::TaskCommented;
 use skill_api::{CommentOut, CommentRequest, Items, OfTaskQuery};
-use skill_store::ErrorKind;
 use skill_store::records::{CommentRecord, TaskRecord, WorkChange};
 
 use crate::actor::Actor;
@@ -31,16 +24,13 @@ use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
-pub(crate) use basis::writes;
+pub use crate::visibility::REQUEST_TYPE;
+pub use approvals::MAX_RETRIES;
 pub use draft::{Draft, draft_of};
-pub use execution::EXECUTION_PRINCIPAL;
 pub use needs::FieldUse;
 pub use outcomes::SKILL_WAIT;
 pub use preview::{ActionPreview, CallPreview, CalledVersion};
-pub use retry::MAX_RETRIES;
-pub(crate) use retry::effect_key;
-pub(crate) use runs::check_owned_and_running as runs_check;
-pub(crate) use tasks::{check_fields, task_view};
+pub(crate) use tasks::check_fields;
 pub(crate) use types::{task_type_out, type_exists};
 
 /// The most comments a task's listing answers with.
@@ -63,33 +53,6 @@ pub(crate) fn execution_reference(task_type: &skill_store::records::TaskTypeReco
 }
 
 impl Engine {
-    /// The task `id` if `actor` may read it; `404` otherwise (as for a missing one). With
-    /// `permission`, also `403` unless the actor holds it in the task's workspace.
-    pub(crate) async fn visible_task(&self, actor: &Actor, id: &str, permission: Option<&str>) -> Result<TaskRecord> {
-        let hidden = || EngineError::not_found(&format!("task {id}")).with("taskId", id);
-        let task = match self.store.task(id).await {
-            Ok(task) => task,
-            Err(error) if error.kind() == ErrorKind::NotFound => return Err(hidden()),
-            Err(error) => return Err(error.into()),
-        };
-        if !actor.can_in("tasks.read", &task.workspace_id) {
-            return Err(hidden());
-        }
-        // An agent's request is decided and handled by people: no agent reads or changes its task
-        // (its own agent follows it through the gateway).
-        if actor.principal().kind == skill_api::PrincipalKind::Agent
-            && self.store.task_type(&task.task_type_id).await?.key == REQUEST_TYPE
-        {
-            return Err(hidden());
-        }
-        if let Some(permission) = permission
-            && !actor.can_in(permission, &task.workspace_id)
-        {
-            return Err(EngineError::forbidden(permission).with("workspaceId", task.workspace_id));
-        }
-        Ok(task)
-    }
-
     /// Adds a comment to a task (`tasks.write` in its workspace).
     pub async fn add_comment(
         &self,

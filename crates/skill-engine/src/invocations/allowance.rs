@@ -6,13 +6,12 @@
 use serde_json::{Value, json};
 use skill_api::events::ExecutorAllowed;
 use skill_api::{ExecutorAllowance, ExecutorAllowanceOut, PrincipalKind};
-use skill_store::ErrorKind;
-use skill_store::records::{Admission, ExecutorAllowance as Kept, Principal};
+use skill_store::records::{Admission, ExecutorAllowance as Kept};
 
 use crate::actor::Actor;
+use crate::audiences::reserved_audience;
 use crate::error::{Class, EngineError, Result};
-use crate::tokens::reserved_audience;
-use crate::work::EXECUTION_PRINCIPAL;
+use crate::identity::EXECUTION_PRINCIPAL;
 use crate::{Engine, Origin};
 
 const PROTOCOLS: &[&str] = &["local", "http", "mcp"];
@@ -269,21 +268,6 @@ impl Engine {
         let found = self.principal_by_reference(principal).await?;
         let kept = self.store.executor_allowance(&found.id).await?;
         Ok(ExecutorAllowanceOut { principal_id: found.id, name: found.name, allowance: kept.map(shown) })
-    }
-
-    /// The principal whose id, else whose name, is `reference`; `404` when there is none.
-    pub(crate) async fn principal_by_reference(&self, reference: &str) -> Result<Principal> {
-        let missing = || EngineError::not_found(&format!("principal {reference}")).with("principal", reference);
-        match self.store.principal(reference).await {
-            Ok(found) => return Ok(found),
-            Err(error) if error.kind() != ErrorKind::NotFound => return Err(error.into()),
-            Err(_) => {}
-        }
-        match self.store.principal_by_name(reference).await {
-            Ok(found) => Ok(found),
-            Err(error) if error.kind() == ErrorKind::NotFound => Err(missing()),
-            Err(error) => Err(error.into()),
-        }
     }
 }
 

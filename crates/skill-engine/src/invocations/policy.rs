@@ -18,7 +18,7 @@ impl Engine {
             return Ok(());
         }
         let name = format!("{}@{}", skill.name, skill.version);
-        let writes = crate::work::writes(skill.side_effects);
+        let writes = crate::basis::writes(skill.side_effects);
         let mut read_only_grant = false;
         for assignment in self.store.assignments(actor.id()).await? {
             let granted = if assignment.skill_id == skill.id {

@@ -7,12 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use skill_api::events::{
-    FailureSummary, InvocationClaimed, InvocationFailed, InvocationRetryScheduled, InvocationSucceeded, RetriedError,
-};
+use skill_api::events::{InvocationClaimed, InvocationSucceeded};
 use skill_api::{
     CallStatus, ClaimOut, ClaimRequest, ClaimedSkill, CompleteRequest, FailRequest, HeartbeatRequest, InvocationOut,
-    MAX_DOCUMENT_BYTES, ReportedError,
+    MAX_DOCUMENT_BYTES,
 };
 use skill_store::records::{Admission, BasisState, InvocationRecord, SkillRecord, TaskRecord, Time};
 use skill_store::{Decision, ErrorKind, Take};
@@ -21,11 +19,11 @@ use super::allowance::normalized_origin;
 use super::view;
 use crate::actor::Actor;
 use crate::artifacts::NewArtifact;
+use crate::basis::{Obstacle, recheck};
 use crate::cancellation::{Cancellation, cancellation};
 use crate::error::{Class, EngineError, Result};
 use crate::error::{busy, written};
 use crate::lease::{check_holder, ended, error_value, lease_end, timeout_of};
-use crate::work::basis::{Obstacle, recheck};
 use crate::{Engine, Origin};
 
 /// How many expired leases one sweep handles.
@@ -228,7 +226,7 @@ impl Engine {
                 let claimed = claimed_skill(&skill, crate::catalog::contract_of(&skill)?);
                 let settings = self.claim_settings(&skill.name).await?;
                 // The executor hands the skill the key of the effect (a retried outcome's first key).
-                let effect = crate::work::effect_key(&running);
+                let effect = crate::basis::effect_key(&running);
                 let traceparent = running.traceparent.clone();
                 let mut invocation = view::invocation_out(running, &skill, now, &view::Looked::default());
                 invocation.idempotency_key = effect;
@@ -533,63 +531,6 @@ impl Engine {
         Ok(handled)
     }
 
-    /// The next state of a running `call` that failed with `error`, and its event: pending after
-    /// the backoff when the error is retryable and attempts remain, else failed.
-    pub(crate) fn failed(
-        &self,
-        call: InvocationRecord,
-        skill: &SkillRecord,
-        error: ReportedError,
-        cost: Option<Value>,
-        now: Time,
-        origin: &Origin,
-    ) -> (InvocationRecord, skill_store::records::Event) {
-        let retryable = error.retryable;
-        let subject = format!("skill_invocation:{}", call.id);
-        let summary = FailureSummary { code: Some(error.code.clone()), retryable, message: cut(&error.message, 500) };
-        if retryable && call.attempt < call.max_attempts {
-            let backoff = skill.contract.as_ref().map_or(0, |contract| contract.retry_policy().backoff_seconds());
-            let available_at = now + chrono::Duration::seconds(i64::from(backoff));
-            let scheduled = InvocationRetryScheduled {
-                skill_id: skill.id.clone(),
-                attempt: call.attempt,
-                max_attempts: call.max_attempts,
-                available_at: crate::catalog::view_time(&available_at),
-                error: RetriedError { code: Some(error.code.clone()), retryable: true },
-            };
-            let event = self.event(subject, &scheduled, origin);
-            let next = InvocationRecord {
-                status: CallStatus::Pending,
-                available_at,
-                error: Some(error),
-                cost: cost.or(call.cost.clone()),
-                executor_principal_id: None,
-                executor_session_id: None,
-                lease_expires_at: None,
-                updated_at: now,
-                row_version: call.row_version + 1,
-                ..call
-            };
-            return (next, event);
-        }
-        let failed = InvocationFailed {
-            skill_id: skill.id.clone(),
-            skill: skill.name.clone(),
-            version: skill.version.clone(),
-            attempt: call.attempt,
-            max_attempts: call.max_attempts,
-            task_id: call.task_id.clone(),
-            run_id: call.run_id.clone(),
-            error: summary,
-        };
-        let event = self.event(subject, &failed, origin);
-        let next = InvocationRecord {
-            cost: cost.or(call.cost.clone()),
-            ..ended(&call, CallStatus::Failed, None, Some(error), now)
-        };
-        (next, event)
-    }
-
     /// Keeps on the session what its executor claims with, so a waiting call can tell whether any
     /// executor covers it. Written only when it changed.
     async fn remember_admission(
@@ -690,8 +631,4 @@ fn admission(request: &ClaimRequest) -> Result<Admission> {
         invocation_id: request.invocation_id.clone(),
         session_id: request.session_id.clone(),
     })
-}
-
-fn cut(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
 }

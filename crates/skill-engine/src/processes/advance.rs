@@ -21,8 +21,8 @@ use skill_store::ErrorKind;
 use skill_store::records::{Event, InstanceRecord, ProcessRecord, StepRecord, TaskRecord, Time, WorkChange};
 
 use super::{compile, step_ended};
+use crate::basis::Internal;
 use crate::error::{EngineError, Result};
-use crate::work::basis::Internal;
 use crate::{Actor, Engine, Origin};
 
 /// How many steps one instance runs without waiting before it fails as a suspected endless loop.
@@ -447,7 +447,7 @@ impl Engine {
                     return Ok(Some(self.fail_step(moving, record, error, "process_step_failed", now)));
                 }
             }
-            record.inputs = Some(canonical(&Value::Object(crate::rules::filled(&call.input, &document))));
+            record.inputs = Some(canonical(&Value::Object(crate::paths::filled(&call.input, &document))));
             if let Some(decider) = &call.decided_by {
                 match moving.decision(decider) {
                     Ok(approval_id) => record.approval_id = Some(approval_id),
@@ -474,7 +474,7 @@ impl Engine {
         let next = moving.after(&step);
         Ok(Some(match step.action() {
             Some(Action::Set(values)) => {
-                let filled = crate::rules::filled(values, &document);
+                let filled = crate::paths::filled(values, &document);
                 if let Value::Object(vars) = &mut moving.instance.vars {
                     for (name, value) in &filled {
                         vars.insert(name.clone(), value.clone());
@@ -530,7 +530,7 @@ impl Engine {
                 let wake = if let Some(text) = &wait.for_ {
                     parse_duration(text).map(|seconds| now + seconds_of(seconds))
                 } else if let Some(until) = &wait.until {
-                    let text = crate::rules::render(until, &document);
+                    let text = crate::paths::render(until, &document);
                     match chrono::DateTime::parse_from_rfc3339(&text) {
                         Ok(at) => Some(at.to_utc()),
                         Err(_) => {
@@ -738,11 +738,11 @@ impl Engine {
                     return Ok(Some(self.fail_step(moving, open, error, "process_step_failed", now)));
                 }
             };
-            let title: String = crate::rules::render(&task.title, &document).chars().take(500).collect();
+            let title: String = crate::paths::render(&task.title, &document).chars().take(500).collect();
             let title =
                 if title.trim().is_empty() { format!("{} {}", moving.process.key, open.step_id) } else { title };
             let fields = Value::Object(
-                crate::rules::filled(&task.custom_fields, &document)
+                crate::paths::filled(&task.custom_fields, &document)
                     .into_iter()
                     .filter(|(_, v)| !v.is_null())
                     .collect(),
@@ -811,7 +811,7 @@ impl Engine {
                 let comment = approval
                     .comment
                     .as_deref()
-                    .map(|comment| crate::rules::render(comment, &document).chars().take(10_000).collect::<String>());
+                    .map(|comment| crate::paths::render(comment, &document).chars().take(10_000).collect::<String>());
                 let (approval, event) = self.new_approval(agent, &made_task, true, comment.as_deref(), None, None)?;
                 moving.changes.insert(1, WorkChange::InsertApproval(approval));
                 moving.events.push(event);

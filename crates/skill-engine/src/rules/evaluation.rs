@@ -21,10 +21,11 @@ use skill_store::records::{
 
 use super::filled;
 use crate::artifacts::NewArtifact;
+use crate::basis::Internal;
 use crate::cancellation::Cancellation;
 use crate::error::{Class, EngineError, Result, written};
 use crate::facts::fact_document;
-use crate::work::basis::Internal;
+use crate::paths::render;
 use crate::{Engine, Origin};
 
 /// How long an evaluation waits for its interpretation before it expires.
@@ -640,26 +641,6 @@ impl Engine {
     }
 }
 
-/// A work key or a title made from `document`: a path's value, or a text with each `{{path}}`
-/// replaced by its value.
-pub(crate) fn render(template: &str, document: &Value) -> String {
-    if template.starts_with('$') {
-        return text_of(crate::work::paths::lookup(document, template).unwrap_or(&Value::Null));
-    }
-    let mut out = String::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else { break };
-        let path = after[..end].trim();
-        out.push_str(&text_of(&crate::work::paths::lookup(document, path).cloned().unwrap_or(Value::Null)));
-        rest = &after[end + 2..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// What an evaluation ensures: the writes and events, every task and instance, and those made.
 #[derive(Default)]
 struct Ensured {
@@ -723,14 +704,5 @@ impl Pass {
             Some(Some(agent)) => Ok(agent.clone()),
             _ => engine.agent_actor(principal).await,
         }
-    }
-}
-
-/// A filled value as text: a string as it is, anything else as JSON.
-fn text_of(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
     }
 }

@@ -12,11 +12,11 @@ use skill_api::{InvocationOut, InvokeRequest};
 use skill_store::records::{SkillRecord, TaskRecord, TaskTypeRecord};
 
 use super::preview::GATE;
-use super::tasks::task_terminal;
-use super::{paths, task_view};
 use crate::Engine;
 use crate::actor::Actor;
+use crate::basis::task_terminal;
 use crate::error::{Class, EngineError, Result};
+use crate::paths::{self, task_view};
 
 /// A type's declared draft.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub(crate) fn check_draft(draft: &Value, field: &str, found: Option<&SkillRecord
         .with("field", format!("{field}.skill"))
         .with("value", skill));
     };
-    if super::writes(found.side_effects) {
+    if crate::basis::writes(found.side_effects) {
         return Err(invalid(
             &format!("{field}.skill"),
             format!(

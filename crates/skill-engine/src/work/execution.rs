@@ -1,5 +1,5 @@
 //! Work carried out by a skill (reference §10.1): an open task whose type pins an `execution` is
-//! done by the core itself, as the principal [`EXECUTION_PRINCIPAL`] (an executor-kind
+//! done by the core itself, as the principal [`crate::identity::EXECUTION_PRINCIPAL`] (an executor-kind
 //! principal no token is issued for). The execution basis is this worker's alone. For each such
 //! task whose gates let it — one approved and none pending, or, for an execution that does not
 //! write to the outside world, no gate asked for — it starts a run,
@@ -26,15 +26,14 @@ use skill_api::InvokeRequest;
 use skill_store::ErrorKind;
 use skill_store::records::{InvocationRecord, RunRecord, SkillRecord, TaskRecord, Time, WorkChange};
 
-use super::basis::{GateState, Internal, execution_inputs, gates_of};
 use crate::actor::Actor;
+use crate::basis::{GateState, Internal, execution_inputs, gates_of};
 use crate::cancellation::Cancellation;
 use crate::error::written;
 use crate::error::{Class, Result};
+use crate::identity::EXECUTION_PRINCIPAL;
 use crate::{Engine, Origin};
 
-/// The name of the principal the core carries out executions as.
-pub const EXECUTION_PRINCIPAL: &str = "core.execution";
 /// The permissions it holds, organisation-wide (the operator grants the contracts' own with
 /// `skill-core grant`).
 const EXECUTION_GRANTS: &[&str] = &["skills.invoke", "tasks.write"];
@@ -91,7 +90,7 @@ impl Engine {
         let approvals = self.store.approvals(&task.id).await?;
         // The pinned version, read once a pass: what it writes, and how long its call may take.
         let version = self.find(&skill).await?.skill;
-        let writes = super::writes(version.side_effects);
+        let writes = crate::basis::writes(version.side_effects);
         let state = GateState::of(gates_of(&approvals), writes);
         if state != GateState::Open {
             return self.gated_execution(task, running.as_ref(), &version, state, now, &origin).await;

@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 use skill_api::ApprovalStatus;
 use skill_store::records::TaskTypeRecord;
 
-use super::paths;
 use super::preview::{outcome_actions, required_inputs, requires};
 use crate::Engine;
 use crate::error::{Class, EngineError, Result};
+use crate::paths;
 
 /// One input of the type's work that a custom field fills.
 #[derive(Debug, Clone, PartialEq, Eq)]

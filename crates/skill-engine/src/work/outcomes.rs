@@ -18,13 +18,13 @@ use skill_api::{
 use skill_contract::codes::Code;
 
 use chrono::Duration;
-use serde_json::{Value, json};
+use serde_json::Value;
 use skill_api::InvokeRequest;
 use skill_store::records::{ActionRecord, ApprovalRecord, Event, InvocationRecord, Time, WorkChange};
 
-use super::basis::Internal;
 use super::comment_event;
 use crate::actor::Actor;
+use crate::basis::Internal;
 use crate::cancellation::Cancellation;
 use crate::error::written;
 use crate::error::{Class, EngineError, Result};
@@ -34,12 +34,6 @@ use crate::{Engine, Origin};
 pub const SKILL_WAIT: Duration = Duration::hours(24);
 /// The most decided approvals one pass looks at.
 const BATCH: i64 = 50;
-
-/// What an outcome's input expressions read: `$.task…` (the task's API view) and `$.approval…`
-/// (`id`, `comment`, `decidedBy`, `decidedAt`, `outcome`).
-pub(crate) fn decision_root(task: Value, approval: Value) -> Value {
-    json!({"task": task, "approval": approval})
-}
 
 impl Engine {
     /// One pass over the outcomes that are running, at `now`: calls made, ended calls noted,
@@ -226,7 +220,7 @@ impl Engine {
         request: &InvokeRequest,
         action: &ActionRecord,
     ) -> Result<(skill_api::InvocationOut, bool)> {
-        if !skill.contains('@') && super::writes(self.find(version).await?.skill.side_effects) {
+        if !skill.contains('@') && crate::basis::writes(self.find(version).await?.skill.side_effects) {
             return Err(EngineError::new(
                 Class::Invalid,
                 "unpinned_external_write",

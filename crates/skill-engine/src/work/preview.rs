@@ -10,12 +10,17 @@ use skill_contract::{RiskLevel, SideEffects};
 use serde_json::{Map, Value, json};
 use skill_store::records::{SkillRecord, TaskRecord, TaskTypeRecord, Time};
 
-use super::outcomes::decision_root;
-use super::{paths, task_view};
 use crate::Engine;
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
+use crate::paths::{self, task_view};
+
+/// What an outcome's input expressions read: `$.task…` (the task's API view) and `$.approval…`
+/// (`id`, `comment`, `decidedBy`, `decidedAt`, `outcome`).
+pub(crate) fn decision_root(task: Value, approval: Value) -> Value {
+    json!({"task": task, "approval": approval})
+}
 
 /// The gate of a type's approval schema whose outcomes a gate approval runs.
 pub(crate) const GATE: &str = "default";
@@ -174,7 +179,7 @@ impl Engine {
         {
             planned.push(if outcome == ApprovalStatus::Approved {
                 let version = self.resolved(&skill).await?;
-                let inputs = match super::basis::execution_inputs(&task, &task_type) {
+                let inputs = match crate::basis::execution_inputs(&task, &task_type) {
                     Value::Object(inputs) => inputs,
                     _ => Map::new(),
                 };

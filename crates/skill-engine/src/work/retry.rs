@@ -9,62 +9,23 @@
 //! an unmet `expect`) cannot be retried.
 use skill_api::Lifecycle;
 use skill_api::events::{OutcomeRetried, RetriedAction};
-use skill_contract::codes::Code;
 
 use serde_json::{Value, json};
-use skill_api::{ActionStatus, ApprovalOut, Basis, OutcomeStatus, RetryRequest};
-use skill_store::records::{ActionRecord, ApprovalRecord, InvocationRecord, WorkChange};
+use skill_api::{ActionStatus, ApprovalOut, OutcomeStatus, RetryRequest};
+use skill_store::records::{ActionRecord, ApprovalRecord, WorkChange};
 
+use super::approvals::{MAX_RETRIES, retryable};
 use super::comment_event;
-use super::tasks::task_terminal;
 use crate::actor::Actor;
+use crate::basis::task_terminal;
 use crate::error::{Class, EngineError, Result, busy, written};
 use crate::{Engine, Origin};
-
-/// The most retries of one action.
-pub const MAX_RETRIES: i32 = 10;
-
-/// Whether `action` failed for a reason that may pass and may be retried once more.
-pub(crate) fn retryable(action: &ActionRecord) -> bool {
-    let Some(error) = action.error.as_ref().filter(|_| action.status == ActionStatus::Failed) else { return false };
-    let passing = match (error.retryable, Code::parse(&error.code)) {
-        (Some(retryable), _) => retryable,
-        // Nobody claimed the call: the executors were away, not the call wrong.
-        (None, Some(Code::ApprovalOutcomeSkillWaitExpired)) => true,
-        (None, code) => code.is_some_and(|code| code.info().retryable == skill_contract::codes::Retry::Yes),
-    };
-    passing && action.retries < MAX_RETRIES
-}
 
 /// The idempotency key of an outcome action's call: the first call's, or retry `n`'s.
 pub(crate) fn action_key(action: &ActionRecord) -> String {
     match action.retries {
         0 => format!("approval-outcome:{}:{}", action.approval_id, action.action_index),
         n => format!("approval-outcome:{}:{}:retry-{n}", action.approval_id, action.action_index),
-    }
-}
-
-/// The key the skill is given for `call`: a retry of an outcome's action is one more attempt at
-/// the one effect its decision allowed, so the skill sees the first call's key — and an attempt
-/// that timed out but wrote after all is found by the retry, not written twice. Any other call's
-/// key as it is.
-pub(crate) fn effect_key(call: &InvocationRecord) -> Option<String> {
-    let key = call.idempotency_key.clone()?;
-    // A process step's retry, `process:<first run>:retry-<n>`: the first run's key.
-    if key.starts_with("process:")
-        && let Some((first, n)) = key.rsplit_once(":retry-")
-        && !n.is_empty()
-        && n.bytes().all(|b| b.is_ascii_digit())
-    {
-        return Some(first.to_owned());
-    }
-    let retry = match &call.authorization_basis {
-        Some(Basis::Approval { retry, .. }) => *retry,
-        Some(Basis::Execution { .. } | Basis::Process { .. }) | None => None,
-    };
-    match retry {
-        Some(n) => Some(key.strip_suffix(&format!(":retry-{n}")).map_or(key.clone(), str::to_owned)),
-        None => Some(key),
     }
 }
 
@@ -233,27 +194,5 @@ mod tests {
         assert!(retryable(&action("failed", Some(json!({"code": "config_missing"})), 0)), "the table says it may pass");
         assert_eq!(action_key(&action("pending", None, 0)), "approval-outcome:a:0");
         assert_eq!(action_key(&action("pending", None, 2)), "approval-outcome:a:0:retry-2");
-    }
-
-    #[test]
-    fn a_retry_gives_the_skill_the_first_calls_key() {
-        let call = |key: &str, basis: Value| InvocationRecord {
-            idempotency_key: Some(key.into()),
-            ..super::super::basis::tests::call(Some(serde_json::from_value(basis).expect("a basis")))
-        };
-        let retried = call(
-            "approval-outcome:a:0:retry-2",
-            json!({"kind": "approval", "approvalId": "a", "decidedBy": "d", "retry": 2}),
-        );
-        assert_eq!(effect_key(&retried).as_deref(), Some("approval-outcome:a:0"));
-        let first = call("approval-outcome:a:0", json!({"kind": "approval", "approvalId": "a", "decidedBy": "d"}));
-        assert_eq!(effect_key(&first).as_deref(), Some("approval-outcome:a:0"));
-        let odd = call("mine:retry-2", json!({"kind": "approval", "approvalId": "a", "decidedBy": "d", "retry": 3}));
-        assert_eq!(effect_key(&odd).as_deref(), Some("mine:retry-2"), "only its own retry's suffix comes off");
-        let step = json!({"kind": "process", "instanceId": "i", "activityId": "s2", "step": "send",
-                          "definitionKey": "p", "definitionVersion": "1", "approvalId": "a", "decidedBy": "d"});
-        assert_eq!(effect_key(&call("process:s1:retry-1", step.clone())).as_deref(), Some("process:s1"));
-        assert_eq!(effect_key(&call("process:s1", step.clone())).as_deref(), Some("process:s1"));
-        assert_eq!(effect_key(&call("process:s1:draft", step)).as_deref(), Some("process:s1:draft"));
     }
 }

@@ -7,11 +7,12 @@ use skill_api::{EndRunRequest, RunOut, RunRequest, RunStatus};
 use skill_store::ErrorKind;
 use skill_store::records::{RunRecord, WorkChange};
 
-use super::tasks::task_terminal;
 use crate::actor::Actor;
+use crate::basis::task_terminal;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result, requested_state};
 use crate::error::{busy, written};
+use crate::visibility::check_owned_and_running;
 use crate::{Engine, Origin};
 
 impl Engine {
@@ -116,32 +117,6 @@ impl Engine {
         let event = self.event(format!("run:{}", run.id), &RunEnded { task_id: run.task_id.clone(), status }, origin);
         (ended, event)
     }
-
-    /// The run `id` if its task is visible to `actor`; `404` otherwise.
-    pub(crate) async fn visible_run(&self, actor: &Actor, id: &str) -> Result<RunRecord> {
-        let hidden = || EngineError::not_found(&format!("run {id}")).with("runId", id);
-        let run = match self.store.run(id).await {
-            Ok(run) => run,
-            Err(error) if error.kind() == ErrorKind::NotFound => return Err(hidden()),
-            Err(error) => return Err(error.into()),
-        };
-        self.visible_task(actor, &run.task_id, None).await.map_err(|_| hidden())?;
-        Ok(run)
-    }
-}
-
-/// `403 run_owner_mismatch` unless `actor` owns the run; `409 run_not_active` unless it runs.
-pub(crate) fn check_owned_and_running(actor: &Actor, run: &RunRecord) -> Result<()> {
-    if run.owner_principal_id != actor.id() {
-        return Err(EngineError::new(Class::Forbidden, "run_owner_mismatch", "the run belongs to another principal")
-            .with("runId", run.id.clone()));
-    }
-    if run.status != RunStatus::Running {
-        return Err(EngineError::new(Class::Conflict, "run_not_active", format!("the run has ended ({})", run.status))
-            .with("runId", run.id.clone())
-            .with("status", run.status));
-    }
-    Ok(())
 }
 
 pub(crate) fn run_out(run: RunRecord) -> RunOut {

@@ -3,14 +3,16 @@ use skill_api::Lifecycle;
 use skill_api::events::{TaskClosed, TaskCreated};
 
 use serde_json::{Value, json};
-use skill_api::{CloseTaskRequest, Page, State, TaskOut, TaskQuery, TaskRequest, TaskStatus, TaskTypeRef};
+use skill_api::{CloseTaskRequest, Page, State, TaskOut, TaskQuery, TaskRequest, TaskStatus};
 use skill_contract::schema::SchemaValidator;
 use skill_store::records::{TaskFilter, TaskRecord, TaskTypeRecord, WorkChange};
 
 use super::comment_event;
 use crate::actor::Actor;
-use crate::catalog::{bounded_page, checked_limit, view_time};
+use crate::basis::task_terminal;
+use crate::catalog::{bounded_page, checked_limit};
 use crate::error::{Class, EngineError, Result, requested_state};
+use crate::paths::task_out;
 use crate::{Engine, Origin};
 
 impl Engine {
@@ -213,28 +215,6 @@ impl Engine {
             ..task.clone()
         }
     }
-
-    /// A workspace's id from its id or key; `404` when there is none.
-    pub(crate) async fn find_workspace(&self, reference: &str) -> Result<String> {
-        match self.store.workspace_by_reference(reference).await {
-            Ok(workspace) => Ok(workspace.id),
-            Err(error) if error.kind() == skill_store::ErrorKind::NotFound => {
-                Err(EngineError::not_found(&format!("workspace {reference}")).with("workspace", reference))
-            }
-            Err(error) => Err(error.into()),
-        }
-    }
-}
-
-/// `409 task_terminal`.
-pub(crate) fn task_terminal(task: &TaskRecord) -> EngineError {
-    EngineError::new(
-        Class::Conflict,
-        "task_terminal",
-        format!("the task is closed ({}): nothing more happens on it", task.status),
-    )
-    .with("taskId", task.id.clone())
-    .with("status", task.status)
 }
 
 /// The most bytes of JSON a task's custom fields hold, and the most keys of objects in them.
@@ -291,30 +271,4 @@ pub(crate) fn check_fields(task_type: &TaskTypeRecord, fields: &Value) -> Result
         format!("the customFields do not match {}@{}: {first}", task_type.key, task_type.version),
     )
     .with("errors", json!(errors)))
-}
-
-pub(crate) fn task_out(task: TaskRecord, task_type: &TaskTypeRecord) -> TaskOut {
-    TaskOut {
-        id: task.id,
-        workspace_id: task.workspace_id,
-        task_type: TaskTypeRef {
-            id: task_type.id.clone(),
-            key: task_type.key.clone(),
-            version: task_type.version.clone(),
-        },
-        title: task.title,
-        custom_fields: task.custom_fields,
-        status: task.status,
-        created_by: task.created_by,
-        initiators: task.initiators,
-        created_at: view_time(&task.created_at),
-        updated_at: view_time(&task.updated_at),
-        closed_at: task.closed_at.as_ref().map(view_time),
-        close_reason: task.close_reason,
-    }
-}
-
-/// The task as paths read it (`$.customFields.x`, `$.title`, …): its API view as JSON.
-pub(crate) fn task_view(task: &TaskRecord, task_type: &TaskTypeRecord) -> Value {
-    serde_json::to_value(task_out(task.clone(), task_type)).unwrap_or_default()
 }

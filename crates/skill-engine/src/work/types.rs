@@ -12,10 +12,10 @@ use skill_contract::schema::SchemaValidator;
 use skill_store::ErrorKind;
 use skill_store::records::{ArtifactTypeRecord, SkillRecord, TaskTypeRecord, WorkChange};
 
-use super::paths;
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
 use crate::error::{Class, EngineError, Result};
+use crate::paths;
 use crate::{Engine, Origin};
 
 /// The most input mappings an execution has.
@@ -292,7 +292,7 @@ impl Engine {
                 .with("value", skill));
             }
         };
-        if !skill.contains('@') && super::writes(found.side_effects) {
+        if !skill.contains('@') && crate::basis::writes(found.side_effects) {
             return Err(EngineError::new(
                 Class::Invalid,
                 "unpinned_external_write",
@@ -335,7 +335,7 @@ impl Engine {
                 .with("field", path)
                 .with("value", skill));
             };
-            if !super::writes(found.side_effects) {
+            if !crate::basis::writes(found.side_effects) {
                 continue;
             }
             let when = criterion.get("when");
@@ -588,5 +588,32 @@ pub(crate) fn task_type_out(record: TaskTypeRecord) -> TaskTypeOut {
         execution: record.spec.execution.clone(),
         spec: record.spec,
         created_at: view_time(&record.created_at),
+    }
+}
+
+impl Engine {
+    /// The task type `reference` (`key@version`) names: published with the document being
+    /// published (`planned`), else in the catalog; `unknown_reference` at `path` otherwise.
+    pub(crate) async fn ensured_type(
+        &self,
+        path: &str,
+        reference: &str,
+        planned: &[TaskTypeRecord],
+    ) -> Result<TaskTypeRecord> {
+        let (key, version) = reference.split_once('@').unwrap_or((reference, ""));
+        if let Some(found) = planned.iter().find(|t| t.key == key && t.version == version) {
+            return Ok(found.clone());
+        }
+        match self.store.task_type_version(key, version).await {
+            Ok(found) => Ok(found),
+            Err(error) if error.kind() == ErrorKind::NotFound => Err(EngineError::new(
+                Class::Invalid,
+                "unknown_reference",
+                format!("no task type {reference}: publish it first, or with the rule in one package"),
+            )
+            .with("path", path)
+            .with("value", reference)),
+            Err(error) => Err(error.into()),
+        }
     }
 }

@@ -22,11 +22,10 @@ use skill_store::records::{
     TaskTypeRecord,
 };
 
-use super::tasks::task_terminal;
-use super::{paths, task_view};
 use crate::Engine;
 use crate::actor::Actor;
 use crate::error::{Class, EngineError, Result};
+use crate::paths::{self, task_view};
 
 /// A call the core makes itself, rather than a caller's own request.
 #[derive(Debug, Clone, Copy)]
@@ -518,6 +517,41 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
     }
 }
 
+/// `409 task_terminal`.
+pub(crate) fn task_terminal(task: &TaskRecord) -> EngineError {
+    EngineError::new(
+        Class::Conflict,
+        "task_terminal",
+        format!("the task is closed ({}): nothing more happens on it", task.status),
+    )
+    .with("taskId", task.id.clone())
+    .with("status", task.status)
+}
+
+/// The key the skill is given for `call`: a retry of an outcome's action is one more attempt at
+/// the one effect its decision allowed, so the skill sees the first call's key — and an attempt
+/// that timed out but wrote after all is found by the retry, not written twice. Any other call's
+/// key as it is.
+pub(crate) fn effect_key(call: &InvocationRecord) -> Option<String> {
+    let key = call.idempotency_key.clone()?;
+    // A process step's retry, `process:<first run>:retry-<n>`: the first run's key.
+    if key.starts_with("process:")
+        && let Some((first, n)) = key.rsplit_once(":retry-")
+        && !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Some(first.to_owned());
+    }
+    let retry = match &call.authorization_basis {
+        Some(Basis::Approval { retry, .. }) => *retry,
+        Some(Basis::Execution { .. } | Basis::Process { .. }) | None => None,
+    };
+    match retry {
+        Some(n) => Some(key.strip_suffix(&format!(":retry-{n}")).map_or(key.clone(), str::to_owned)),
+        None => Some(key),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -716,5 +750,27 @@ pub(crate) mod tests {
         assert_eq!(GateState::of(Gates::of([ApprovalStatus::Withdrawn]), false), GateState::Undecided);
         let withdrawn_and_pending = Gates::of([ApprovalStatus::Withdrawn, ApprovalStatus::Pending]);
         assert_eq!(GateState::of(withdrawn_and_pending, true), GateState::Pending);
+    }
+
+    #[test]
+    fn a_retry_gives_the_skill_the_first_calls_key() {
+        let call = |key: &str, basis: Value| InvocationRecord {
+            idempotency_key: Some(key.into()),
+            ..call(Some(serde_json::from_value(basis).expect("a basis")))
+        };
+        let retried = call(
+            "approval-outcome:a:0:retry-2",
+            json!({"kind": "approval", "approvalId": "a", "decidedBy": "d", "retry": 2}),
+        );
+        assert_eq!(effect_key(&retried).as_deref(), Some("approval-outcome:a:0"));
+        let first = call("approval-outcome:a:0", json!({"kind": "approval", "approvalId": "a", "decidedBy": "d"}));
+        assert_eq!(effect_key(&first).as_deref(), Some("approval-outcome:a:0"));
+        let odd = call("mine:retry-2", json!({"kind": "approval", "approvalId": "a", "decidedBy": "d", "retry": 3}));
+        assert_eq!(effect_key(&odd).as_deref(), Some("mine:retry-2"), "only its own retry's suffix comes off");
+        let step = json!({"kind": "process", "instanceId": "i", "activityId": "s2", "step": "send",
+                          "definitionKey": "p", "definitionVersion": "1", "approvalId": "a", "decidedBy": "d"});
+        assert_eq!(effect_key(&call("process:s1:retry-1", step.clone())).as_deref(), Some("process:s1"));
+        assert_eq!(effect_key(&call("process:s1", step.clone())).as_deref(), Some("process:s1"));
+        assert_eq!(effect_key(&call("process:s1:draft", step)).as_deref(), Some("process:s1:draft"));
     }
 }

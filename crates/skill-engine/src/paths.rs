@@ -2,10 +2,14 @@
 //! `[n]` segments only (at most 500 characters), read from a JSON document (the task's API view,
 //! or `{task, approval}` for an approval's outcome).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+use skill_api::{TaskOut, TaskTypeRef};
+use skill_store::records::{TaskRecord, TaskTypeRecord};
 
 use skill_contract::paths::{Segment, parse};
 pub(crate) use skill_contract::paths::{is_path, lookup};
+
+use crate::catalog::view_time;
 
 /// The first input of `inputs` mapped from a `$…` text that is not a path, with that text.
 pub(crate) fn first_non_path(inputs: &serde_json::Map<String, Value>) -> Option<(&String, &String)> {
@@ -51,6 +55,67 @@ pub(crate) fn fill(inputs: &Value, root: &Value) -> serde_json::Map<String, Valu
             })
             .collect(),
         _ => serde_json::Map::new(),
+    }
+}
+
+pub(crate) fn task_out(task: TaskRecord, task_type: &TaskTypeRecord) -> TaskOut {
+    TaskOut {
+        id: task.id,
+        workspace_id: task.workspace_id,
+        task_type: TaskTypeRef {
+            id: task_type.id.clone(),
+            key: task_type.key.clone(),
+            version: task_type.version.clone(),
+        },
+        title: task.title,
+        custom_fields: task.custom_fields,
+        status: task.status,
+        created_by: task.created_by,
+        initiators: task.initiators,
+        created_at: view_time(&task.created_at),
+        updated_at: view_time(&task.updated_at),
+        closed_at: task.closed_at.as_ref().map(view_time),
+        close_reason: task.close_reason,
+    }
+}
+
+/// The task as paths read it (`$.customFields.x`, `$.title`, …): its API view as JSON.
+pub(crate) fn task_view(task: &TaskRecord, task_type: &TaskTypeRecord) -> Value {
+    serde_json::to_value(task_out(task.clone(), task_type)).unwrap_or_default()
+}
+
+/// The values of a mapping (a rule's inputs and custom fields, a step's input) read from
+/// `document`: a `$…` path's value (left out when it names nothing), or the literal.
+pub(crate) fn filled(map: &Map<String, Value>, document: &Value) -> Map<String, Value> {
+    fill(&Value::Object(map.clone()), document)
+}
+
+/// A work key or a title made from `document`: a path's value, or a text with each `{{path}}`
+/// replaced by its value.
+pub(crate) fn render(template: &str, document: &Value) -> String {
+    if template.starts_with('$') {
+        return text_of(lookup(document, template).unwrap_or(&Value::Null));
+    }
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        let path = after[..end].trim();
+        out.push_str(&text_of(&lookup(document, path).cloned().unwrap_or(Value::Null)));
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A filled value as text: a string as it is, anything else as JSON.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
     }
 }
 
