@@ -3,10 +3,10 @@
 //! discovery. It speaks to storage through `skill_store::Store` and knows no HTTP, MCP or SQL.
 //!
 //! Its modules are layered: each uses, and calls the `Engine` methods of, only modules below it
-//! — identity and the catalog at the bottom; what an actor sees (`visibility`) and a write's
-//! basis (`basis`) under calls (`invocations`); calls under work, work under instances, rules
-//! and processes; agents' requests, packages and disabling a principal at the top. `cargo xtask
-//! tidy` fails on a loop, through imports or method calls.
+//! — identity and the catalog at the bottom; what an actor sees (`visibility`), a write's basis
+//! (`basis`) and starting an instance (`instances`) under calls (`invocations`); calls under
+//! work, work under rules and processes; agents' requests, packages and disabling a principal
+//! at the top. `cargo xtask tidy` fails on a loop, through imports or method calls.
 //!
 //! | what | where |
 //! |---|---|
