@@ -95,7 +95,11 @@ pub(crate) fn bench() -> Result<()> {
     let root = target_dir().join("bench");
     let folder = root.join("scenarios").join("claims");
     package(&folder)?;
-    run("build skill-sdk (release)", cargo().args(["build", "--release", "--quiet", "-p", "skill-cli"]))?;
+    // `package test` runs the scenarios in the skill-core beside skill-sdk.
+    run(
+        "build skill-sdk and skill-core (release)",
+        cargo().args(["build", "--release", "--quiet", "-p", "skill-cli", "-p", "skill-core"]),
+    )?;
     let binary = target_dir().join("release/skill-sdk");
     let mut walls = Vec::new();
     let mut runner = Vec::new();

@@ -25,6 +25,9 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     // The scenario runner drives the engine in process: no transport, no authoring crate.
     ("skill-scenarios", &["axum", "rmcp", "hyper", "reqwest", "skill-sdk", "skill-host"]),
     ("skill-client", &["axum", "rmcp", "sqlx"]),
+    // The authoring command builds fast: no engine and no database (`package test` runs the
+    // scenarios in `skill-core scenarios`).
+    ("skill-cli", &["skill-engine", "skill-store", "skill-scenarios", "sqlx", "rusqlite", "axum"]),
     ("skill-executor", &["axum", "sqlx"]),
     ("skill-remote", &["axum", "sqlx"]),
     ("skill-blobs", &["axum", "rmcp"]),
@@ -109,10 +112,10 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     // Package scenario tests: a scratch core (the engine on its own SQLite database) whose
-    // skills mocks answer; used by `skill-sdk package test` and the core's /packages:test.
+    // skills mocks answer; used by the core's /packages:test and `skill-core scenarios`.
     ("skill-scenarios", &["skill-api", "skill-conditions", "skill-contract", "skill-engine", "skill-store"]),
-    // The authoring command; `package test` embeds the scenario runner (and so a scratch core).
-    ("skill-cli", &["skill-api", "skill-client", "skill-package", "skill-scenarios", "skill-sdk"]),
+    // The authoring command; `package test` runs the scenarios in `skill-core scenarios`.
+    ("skill-cli", &["skill-api", "skill-client", "skill-package", "skill-sdk"]),
     ("claims-integration", &["skill-host", "skill-sdk"]),
     // The fuzz targets drive the parsers of the core, the hosts and the contract crate.
     ("skill-fuzz", &["skill-api", "skill-contract", "skill-core", "skill-host"]),

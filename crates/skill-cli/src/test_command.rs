@@ -1,15 +1,19 @@
 //! `skill-sdk package test`: the package's stages, each reported — `contracts` (the integration
 //! crate's skills against the package's files, as `export --check`), `check` (the offline
-//! check), `scenarios` (the tests under `tests/`, run on a scratch core with the skills answered
-//! by mocks: one of this process, or with `--core` one the core makes through
-//! `POST /packages:test`). Exit 0 only when every stage passed.
+//! check), `scenarios` (the tests under `tests/`, run on scratch cores with the skills answered
+//! by mocks: in a `skill-core scenarios` process, or with `--core` ones a running core makes
+//! through `POST /packages:test`). Exit 0 only when every stage passed.
+//!
+//! The scenarios run in `skill-core` because a scratch core is the engine on SQLite: this
+//! command links no database engine, so an author's first build of it stays small.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
 
 use clap::Args;
 use serde_json::{Value, json};
-use skill_api::{PackageTestOut, TestFailure, TestOutcome};
+use skill_api::{PackageTestOut, PackageTestRequest, TestFailure, TestOutcome};
 use skill_client::Client;
 use skill_package::{self as package, host_crate};
 
@@ -36,7 +40,9 @@ pub struct TestArgs {
     skip_contracts: bool,
     /// Run the scenarios on this core (`POST /packages:test`, which needs org.manage): on a
     /// scratch copy it makes, with the skill versions it has published taken as it has them;
-    /// nothing of the tests stays in its data. The token is read from SKILL_CORE_TOKEN.
+    /// nothing of the tests stays in its data. The token is read from SKILL_CORE_TOKEN. Without
+    /// it the scenarios run in a `skill-core scenarios` process: SKILL_CORE_BIN, else the
+    /// `skill-core` beside this command, else the one on PATH.
     #[arg(long, value_name = "URL")]
     core: Option<String>,
 }
@@ -94,7 +100,7 @@ pub fn run(args: &TestArgs) -> ExitCode {
         stages.push(Stage { name: "scenarios", status: "skipped", detail: "the check failed".to_owned() });
     }
     if let (Some(file), Some(out)) = (&args.junit, &out) {
-        let xml = skill_scenarios::report::junit(&loaded.package.key, out);
+        let xml = package::report::junit(&loaded.package.key, out);
         if let Err(error) = std::fs::write(file, xml) {
             eprintln!("error: cannot write {}: {error}", file.display());
             return ExitCode::FAILURE;
@@ -106,7 +112,7 @@ pub fn run(args: &TestArgs) -> ExitCode {
         println!("{}", json!({"package": loaded.package.key, "stages": listed, "scenarios": out}));
     } else {
         if let Some(out) = &out {
-            print!("{}", skill_scenarios::report::human(out));
+            print!("{}", package::report::human(out));
         }
         for stage in &stages {
             println!("{:<10} {:<8} {}", stage.name, stage.status, stage.detail.lines().next().unwrap_or_default());
@@ -171,21 +177,18 @@ fn scenarios(folder: &Path, loaded: &package::Loaded, args: &TestArgs) -> Result
         PackageTestOut { tests: Vec::new(), passed: 0, failed: 0, seconds: 0.0, warnings: Vec::new() }
     } else {
         let request = package::test_request(loaded, files, args.allow_unmocked)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|error| format!("cannot start the runtime: {error}"))?;
         match &args.core {
-            None => runtime
-                .block_on(skill_scenarios::run(&request, &std::env::temp_dir()))
-                .map_err(|failure| format!("{}: {}", failure.code, failure.message))?,
+            None => on_scratch_cores(&request)?,
             Some(address) => {
                 let token = std::env::var("SKILL_CORE_TOKEN").ok().filter(|token| !token.is_empty()).ok_or(
                     "set SKILL_CORE_TOKEN to a token of the core with org.manage (skill-core token create --grant \
                      org.manage)",
                 )?;
                 let core = Client::new(address, token).map_err(|error| format!("--core: {error}"))?;
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|error| format!("cannot start the runtime: {error}"))?;
                 runtime.block_on(core.test_package(&request)).map_err(|error| error.to_string())?
             }
         }
@@ -202,4 +205,64 @@ fn scenarios(folder: &Path, loaded: &package::Loaded, args: &TestArgs) -> Result
         out.failed += 1;
     }
     Ok(Some(out))
+}
+
+/// The `skill-core` that runs the scenarios: `SKILL_CORE_BIN` when set, else the one beside this
+/// command (`cargo build` puts both in one folder), else the first on `PATH`.
+fn core_binary() -> Result<PathBuf, String> {
+    if let Some(named) = std::env::var_os("SKILL_CORE_BIN").filter(|named| !named.is_empty()) {
+        let named = PathBuf::from(named);
+        return if named.is_file() {
+            Ok(named)
+        } else {
+            Err(format!(
+                "SKILL_CORE_BIN names {}, which is not a file: point it at a skill-core binary",
+                named.display()
+            ))
+        };
+    }
+    let file = format!("skill-core{}", std::env::consts::EXE_SUFFIX);
+    let beside = std::env::current_exe().ok().and_then(|own| own.parent().map(|folder| folder.join(&file)));
+    let on_path =
+        std::env::var_os("PATH").into_iter().flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>());
+    beside.into_iter().chain(on_path.map(|folder| folder.join(&file))).find(|candidate| candidate.is_file()).ok_or_else(|| {
+        "the scenario tests run on scratch cores in a `skill-core` process, and none was found (SKILL_CORE_BIN, beside \
+         skill-sdk, or on PATH): build it with `cargo build -p skill-core` (it lands beside skill-sdk) or `cargo install \
+         --path crates/skill-core`, or run the tests on a running core with --core URL"
+            .to_owned()
+    })
+}
+
+/// The run `skill-core scenarios` makes of `request`.
+fn on_scratch_cores(request: &PackageTestRequest) -> Result<PackageTestOut, String> {
+    let core = core_binary()?;
+    let body = serde_json::to_vec(request).map_err(|error| format!("cannot write the request: {error}"))?;
+    let mut child = Command::new(&core)
+        .arg("scenarios")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|error| format!("cannot run {}: {error}", core.display()))?;
+    // Written from a thread of its own: the answer is read meanwhile, so neither pipe fills.
+    let mut stdin = child.stdin.take().ok_or("no stdin for skill-core")?;
+    let writer = std::thread::spawn(move || stdin.write_all(&body));
+    let output = child.wait_with_output().map_err(|error| format!("{} did not finish: {error}", core.display()))?;
+    let written = writer.join().map_err(|_| "writing the request failed".to_owned())?;
+    if !output.status.success() {
+        let said = String::from_utf8_lossy(&output.stderr);
+        let said = said.trim().trim_start_matches("error: ");
+        return Err(if said.is_empty() {
+            format!("{} scenarios failed ({})", core.display(), output.status)
+        } else {
+            said.to_owned()
+        });
+    }
+    written.map_err(|error| format!("cannot hand the request to {}: {error}", core.display()))?;
+    serde_json::from_slice(&output.stdout).map_err(|error| {
+        format!(
+            "{} answered no test outcome ({error}): is it the skill-core of this skill-sdk's release?",
+            core.display()
+        )
+    })
 }

@@ -139,6 +139,11 @@ enum Command {
     },
     /// Print the OpenAPI document of the API.
     Openapi,
+    /// Run a package's scenario tests on scratch cores in this process, touching no other data:
+    /// reads the body `POST /api/v1/packages:test` takes (JSON) on stdin and writes its answer
+    /// (JSON) on stdout. `skill-sdk package test` runs this command (the authoring command links
+    /// no database engine); a refused run exits 1 with its code and message on stderr.
+    Scenarios,
 }
 
 /// The server's bounds against slow and numerous clients (see `skill_http::Limits`).
@@ -310,6 +315,8 @@ fn main() -> ExitCode {
         Command::Dev(args) if args.verbose => dev::VERBOSE,
         Command::Dev(_) => dev::QUIET,
         Command::Serve { verbose: true, .. } => dev::VERBOSE,
+        // The scratch cores' own lines are not the run's outcome, which is the answer.
+        Command::Scenarios => "error",
         _ => "info,rmcp=error",
     };
     let service = match &cli.command {
@@ -498,7 +505,22 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Journal { command } => journal::run(command).await.map(drop),
+        Command::Scenarios => scenarios().await,
     }
+}
+
+/// `skill-core scenarios`: the request from stdin, the answer to stdout.
+async fn scenarios() -> Result<()> {
+    use std::io::Read as _;
+    let mut text = Vec::new();
+    std::io::stdin().read_to_end(&mut text).context("reading the request from stdin")?;
+    let request: skill_api::PackageTestRequest = serde_json::from_slice(&text)
+        .context("stdin holds no package test request (the JSON body POST /api/v1/packages:test takes)")?;
+    let out = skill_scenarios::run(&request, &std::env::temp_dir())
+        .await
+        .map_err(|refusal| anyhow::anyhow!("{}: {}", refusal.code, refusal.message))?;
+    println!("{}", serde_json::to_string(&out)?);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! | the integration crate and its host binary | [`host_crate`] |
 //! | the skills executor's container image (`skill-sdk image skills`) | [`image`] |
 //! | the scenario tests and the packages a scratch core installs for them | [`test_files`], [`test_request`] |
+//! | a test run's outcome for people and as JUnit XML | [`report`] |
 
 mod apply;
 mod failure;
@@ -19,6 +20,7 @@ pub mod host_crate;
 pub mod image;
 mod load;
 mod plan;
+pub mod report;
 mod scenarios;
 mod task_types;
 

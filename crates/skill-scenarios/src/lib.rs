@@ -1,7 +1,7 @@
 //! A package's scenario tests (`tests/*.test.yaml`) run on a scratch core whose skills are
-//! answered by mocks: the runner `skill-sdk package test` embeds and the core's
-//! `POST /packages:test` uses. A test never touches a real core's data: every run makes a
-//! SQLite database of its own (the packages installed once), and every test starts from a copy.
+//! answered by mocks: what the core's `POST /packages:test` and `skill-core scenarios` (which
+//! `skill-sdk package test` runs) use. A test never touches a real core's data: every run makes
+//! a SQLite database of its own (the packages installed once), and every test starts from a copy.
 //!
 //! | what | where |
 //! |---|---|
@@ -9,11 +9,9 @@
 //! | the template database and each test's copy | [`scratch`] |
 //! | the mock executor, and the mock outputs checked before any step | [`mock`] |
 //! | a test's steps and expectations | [`steps`] |
-//! | the human summary and JUnit XML | [`report`] |
 
 pub mod file;
 pub mod mock;
-pub mod report;
 pub mod scratch;
 pub mod steps;
 

@@ -11,6 +11,24 @@ use skill_fixtures::Scratch;
 
 pub(crate) const SDK: &str = env!("CARGO_BIN_EXE_skill-sdk");
 
+/// The `skill-core` beside `skill-sdk`, which runs `package test`'s scenarios: built (or found
+/// fresh) once per test run, since cargo builds only this crate's binaries for its tests.
+pub(crate) fn core_binary() -> &'static Path {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let debug = Path::new(SDK).parent().expect("the binaries' folder");
+        let target = debug.parent().expect("the target folder");
+        let built = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "skill-core", "--bin", "skill-core", "--target-dir"])
+            .arg(target)
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .status()
+            .expect("cargo runs");
+        assert!(built.success(), "cargo build -p skill-core failed");
+        debug.join(format!("skill-core{}", std::env::consts::EXE_SUFFIX))
+    })
+}
+
 pub(crate) fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/claims")
 }
@@ -51,6 +69,7 @@ impl Copy {
     pub(crate) fn sdk(&self, args: &[&str], core: Option<(&str, &str)>) -> Output {
         let mut command = Command::new(SDK);
         command.args(["package"]).args(args).arg("--package").arg(self.package()).env_remove("CI");
+        command.env("SKILL_CORE_BIN", core_binary());
         if let Some((url, token)) = core {
             command.args(["--core", url]).env("SKILL_CORE_TOKEN", token);
         }

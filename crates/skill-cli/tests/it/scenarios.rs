@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::package::{Copy, SDK, example, serve, text};
+use crate::package::{Copy, SDK, core_binary, example, serve, text};
 
 /// `package test --json` on `copy` (`extra` arguments after): the exit code and the report.
 fn tested(copy: &Copy, extra: &[&str]) -> (Option<i32>, Value) {
@@ -39,13 +39,16 @@ fn the_claims_package_passes_every_stage() {
     let junit = skill_fixtures::Scratch::new("skill-package-test-junit");
     let file = junit.path().join("junit.xml");
     // The package as it is in the repository: its integration crate is built and its skill
-    // files compared with the code, then the check, then the scenarios.
+    // files compared with the code, then the check, then the scenarios — in the skill-core
+    // beside skill-sdk, found without being named.
+    core_binary();
     let output = Command::new(SDK)
         .args(["package", "test", "--package"])
         .arg(example())
         .arg("--junit")
         .arg(&file)
         .env_remove("CI")
+        .env_remove("SKILL_CORE_BIN")
         .output()
         .expect("skill-sdk runs");
     let said = text(&output.stdout);
@@ -224,4 +227,36 @@ fn the_same_tests_run_on_a_core_alike_and_leave_nothing_there() {
     let said = report["stages"].to_string();
     assert!(said.contains("permission_denied") || said.contains("org.manage"), "{said}");
     assert_eq!(core.row_counts(), before);
+}
+
+#[test]
+fn without_a_skill_core_the_scenarios_stage_says_how_to_get_one() {
+    // skill-sdk alone in a folder, nothing on PATH: the check passes, the scenarios cannot run.
+    let alone = skill_fixtures::Scratch::new("skill-sdk-alone");
+    let sdk = alone.path().join("skill-sdk");
+    std::fs::copy(SDK, &sdk).expect("a copy of skill-sdk");
+    let copy = Copy::new("no-core");
+    let run = |core: Option<&str>| {
+        let mut command = Command::new(&sdk);
+        command.args(["package", "test", "--json", "--skip-contracts", "--package"]).arg(copy.package());
+        command.env("PATH", "").env_remove("CI").env_remove("SKILL_CORE_BIN");
+        if let Some(core) = core {
+            command.env("SKILL_CORE_BIN", core);
+        }
+        let output = command.output().expect("skill-sdk runs");
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|error| panic!("JSON ({error}): {} {}", text(&output.stdout), text(&output.stderr)));
+        (output.status.code(), report)
+    };
+    let (code, report) = run(None);
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(stage(&report, "check"), "passed", "{report}");
+    assert_eq!(stage(&report, "scenarios"), "failed", "{report}");
+    let detail = report["stages"][2]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("cargo build -p skill-core") && detail.contains("--core URL"), "{detail}");
+    let missing = alone.path().join("nowhere/skill-core");
+    let (code, report) = run(Some(missing.to_str().expect("a UTF-8 path")));
+    assert_eq!(code, Some(1), "{report}");
+    let detail = report["stages"][2]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("SKILL_CORE_BIN names") && detail.contains("nowhere/skill-core"), "{detail}");
 }
