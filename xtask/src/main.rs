@@ -3,6 +3,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench_core;
+mod bench_drivers;
 mod bench_export;
 mod bench_gateway;
 mod bench_host;
@@ -60,8 +61,9 @@ commands:
            work rule), `bench processes` (instances of a three-step process), `bench scenarios`
            (P12, `skill-sdk package test` with 100 scenario tests), `bench journal` (`journal
            verify` of 1,000,000 entries), `bench journal-cost [sqlite|postgres] [--baseline
-           REV]` (P4's path with the journal against the commit before it, same run), results in target/bench/; `bench
-           console` (the console's pages with 10,000 calls in the store, beside the API's
+           REV]` (P4's path with the journal against the commit before it, same run), `bench
+           drivers` (SQLite's hot-path transaction through sqlx and rusqlite), results in
+           target/bench/; `bench console` (the console's pages with 10,000 calls in the store, beside the API's
            listing) prints its table and a JSON line
   fault    the fault run: 2,000 calls while the executor is killed and restarted every 2.5 s and
            the core once; checks none is lost, no effect doubled, no fencing token reused:
@@ -129,6 +131,7 @@ fn dispatch() -> Result<()> {
             Some("rules") => rules_run::bench_rules(),
             Some("processes") => processes_run::bench_processes(),
             Some("scenarios") => bench_scenarios::bench(),
+            Some("drivers") => bench_drivers::bench(),
             Some("console") => run(
                 "the console's pages with 10,000 calls (release)",
                 cargo().args([
@@ -145,7 +148,7 @@ fn dispatch() -> Result<()> {
             ),
             _ => {
                 eprintln!(
-                    "usage: cargo xtask bench export|http|mcp|core|mcp-core|rules|processes|scenarios|console [sqlite|postgres]"
+                    "usage: cargo xtask bench export|http|mcp|core|mcp-core|rules|processes|scenarios|drivers|console [sqlite|postgres]"
                 );
                 std::process::exit(2)
             }

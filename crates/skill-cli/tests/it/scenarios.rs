@@ -260,3 +260,21 @@ fn without_a_skill_core_the_scenarios_stage_says_how_to_get_one() {
     let detail = report["stages"][2]["detail"].as_str().unwrap_or_default();
     assert!(detail.contains("SKILL_CORE_BIN names") && detail.contains("nowhere/skill-core"), "{detail}");
 }
+
+#[test]
+fn skill_core_scenarios_refuses_what_is_not_a_test_request_on_stdin() {
+    use std::io::Write as _;
+    let mut child = Command::new(core_binary())
+        .arg("scenarios")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("skill-core runs");
+    child.stdin.take().expect("stdin").write_all(br#"{"tests": "none"}"#).expect("written");
+    let output = child.wait_with_output().expect("it ends");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty(), "no answer: {}", text(&output.stdout));
+    let said = text(&output.stderr);
+    assert!(said.contains("no package test request") && said.contains("POST /api/v1/packages:test"), "{said}");
+}
