@@ -13,7 +13,7 @@ use crate::core_run::{output, release};
 use crate::{cargo, run, target_dir};
 
 /// Transactions per driver, and writers at once.
-const TRANSACTIONS: &str = "4000";
+const TRANSACTIONS: &str = "20000";
 const WRITERS: &str = "32";
 
 pub(crate) fn bench() -> Result<()> {
@@ -34,7 +34,7 @@ pub(crate) fn bench() -> Result<()> {
             "{:<40} {:>10} {:>14} {:>9.1}",
             run["driver"].as_str().unwrap_or_default(),
             rate(run),
-            run["cpuMicrosPerTransaction"],
+            run["cpuMicrosPerTransaction"].as_f64().unwrap_or(0.0),
             rate(run) / sqlx
         );
     }
