@@ -9,6 +9,7 @@
 //! | advancing instances, durable and once | `processes/advance.rs` |
 
 mod advance;
+mod outputs;
 
 use serde_json::{Map, Value, json};
 use skill_api::events::{ProcessEnded, ProcessPublished, ProcessStepEnded};

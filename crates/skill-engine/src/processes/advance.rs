@@ -20,6 +20,7 @@ use skill_contract::process::{Action, EndStatus, ProcessSpec, Step, parse_durati
 use skill_store::ErrorKind;
 use skill_store::records::{Event, InstanceRecord, ProcessRecord, StepRecord, TaskRecord, Time, WorkChange};
 
+use super::outputs::TaskStepOutput;
 use super::{compile, step_ended};
 use crate::basis::Internal;
 use crate::error::{EngineError, Result};
@@ -100,14 +101,17 @@ impl Moving<'_> {
         let Some(output) = output else {
             return Err(format!("step {decider}'s task has not closed"));
         };
-        if output["status"] != "done" {
-            return Err(format!("step {decider}'s task closed {}, not done", output["status"]));
+        let output = TaskStepOutput::read(output)
+            .map_err(|error| format!("step {decider}'s output does not read as a task's ({error})"))?;
+        if output.status != TaskStatus::Done {
+            return Err(format!("step {decider}'s task closed {}, not done", output.status));
         }
-        if output["rejected"] == true {
+        if output.rejected {
             return Err(format!("a gate of step {decider}'s task was rejected: a rejection stands"));
         }
-        let approval = &output["approval"];
-        let (Some(id), Some(decided_by)) = (approval["id"].as_str(), approval["decidedBy"].as_str()) else {
+        let Some((id, decided_by)) =
+            output.approval.and_then(|approval| approval.decided_by.map(|decided_by| (approval.id, decided_by)))
+        else {
             return Err(format!("no gate of step {decider}'s task was approved"));
         };
         if decided_by == self.instance.started_by {
@@ -115,7 +119,7 @@ impl Moving<'_> {
                 "the gate of step {decider}'s task was approved by whoever started the instance: a write needs another person's decision"
             ));
         }
-        Ok(id.to_owned())
+        Ok(id)
     }
 
     fn step_def(&self, id: &str) -> Option<&Step> {
@@ -837,21 +841,8 @@ impl Engine {
             moving.instance.wake_at = None;
             return Ok(Some(Moved::Waits));
         }
-        // The decision later steps may stand on: the newest approved gate (one asked for a
-        // single call decides that call alone).
         let approvals = self.store.approvals(&found.id).await?;
-        let decided = approvals
-            .iter()
-            .filter(|a| a.gates_the_task() && a.status == skill_api::ApprovalStatus::Approved)
-            .max_by(|a, b| a.decided_at.cmp(&b.decided_at))
-            .map(|a| {
-                json!({"id": a.id, "decidedBy": a.decided_by, "comment": a.comment,
-                       "decidedAt": a.decided_at.as_ref().map(crate::catalog::view_time)})
-            });
-        let rejected = approvals.iter().any(|a| a.gates_the_task() && a.status == skill_api::ApprovalStatus::Rejected);
-        let decided = if rejected { None } else { decided };
-        let output = json!({"id": found.id, "status": found.status, "closeReason": found.close_reason,
-                            "customFields": found.custom_fields, "approval": decided, "rejected": rejected});
+        let output = TaskStepOutput::of(&found, &approvals).to_value();
         Ok(Some(self.finish(moving, open, StepStatus::Done, Some(output), None, next, now)))
     }
 
