@@ -532,6 +532,13 @@ registry! {
         "core",
         "a decision on an agent's request that expired: nothing will be called (409, `details.requestId`)",
     ),
+    RequestWorkspaceMissing => code(
+        "request_workspace_missing",
+        ValidationError,
+        No,
+        "core",
+        "the workspace an agent's requests go to does not exist: an operator creates it (409, `details.workspace`)",
+    ),
     RequestDecided => code(
         "request_decided",
         ValidationError,
@@ -637,6 +644,13 @@ registry! {
         No,
         "core",
         "a condition is not CEL that reads what it may, or is longer than 2 KiB (422, `details.line`, `details.column`)",
+    ),
+    ConditionError => code(
+        "condition_error",
+        ValidationError,
+        No,
+        "core",
+        "a rule's condition failed on the document it was tried on (`POST /rules/{id}:evaluate`: its `condition.error`)",
     ),
     RuleLoopSuspected => code(
         "rule_loop_suspected",

@@ -15,6 +15,8 @@ pub mod media;
 mod outputs;
 pub mod types;
 
+use skill_contract::codes::Code;
+
 use crate::actor::Actor;
 use crate::catalog::view_time;
 use crate::error::{Class, EngineError, Result};
@@ -123,14 +125,12 @@ impl Engine {
         if let Some(kind) = self.newest_artifact_type(&request.kind).await?
             && let Some(misfit) = self.misfit(&kind, &media_type, content.len(), &metadata).await?
         {
-            let (class, code, field) = match misfit.code {
-                "media_type_not_allowed" => (Class::Invalid, "media_type_not_allowed", "mediaType"),
-                "artifact_too_large" => {
-                    (Class::TooLarge, "artifact_too_large", if request.text.is_some() { "text" } else { "base64" })
-                }
-                _ => (Class::Invalid, "invalid_artifact_metadata", "metadata"),
+            let (class, field) = match misfit.code {
+                Code::MediaTypeNotAllowed => (Class::Invalid, "mediaType"),
+                Code::ArtifactTooLarge => (Class::TooLarge, if request.text.is_some() { "text" } else { "base64" }),
+                _ => (Class::Invalid, "metadata"),
             };
-            return Err(EngineError::new(class, code, misfit.message)
+            return Err(EngineError::new(class, misfit.code.as_str(), misfit.message)
                 .with("field", field)
                 .with("artifactType", format!("{}@{}", kind.key, kind.version)));
         }

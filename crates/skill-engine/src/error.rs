@@ -246,4 +246,49 @@ mod tests {
         let echoed = EngineError::new(Class::NotFound, "not_found", format!("no workspace {long}"));
         assert_eq!(echoed.to_envelope(None).error.message.chars().count(), MESSAGE_CHARS + 1);
     }
+
+    /// The codes `text` gives an `EngineError` as a literal (`EngineError::new(class, "code"`,
+    /// an artifact misfit's `code: "…"`) that the registry does not know.
+    fn unregistered(text: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        for (marker, skip_comma) in [("EngineError::new(", true), ("Self::new(", true), ("code: \"", false)] {
+            for (at, _) in text.match_indices(marker) {
+                let rest = &text[at + marker.len()..];
+                let rest =
+                    if skip_comma { rest.split_once(',').map_or("", |(_, after)| after).trim_start() } else { rest };
+                let rest = rest.strip_prefix('"').unwrap_or(if skip_comma { "" } else { rest });
+                let Some((word, _)) = rest.split_once('"') else { continue };
+                let is_word =
+                    !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'_' || b.is_ascii_digit());
+                if is_word && skill_contract::codes::code_info(word).is_none() {
+                    found.push(word.to_owned());
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn every_code_the_engine_writes_as_a_literal_is_registered() {
+        let planted = "fn f() { EngineError::new(Class::Invalid, \"no_such_code_anywhere\", \"m\"); \
+                       Misfit { code: \"nor_this_one\", message }; EngineError::new(class, code, m); \
+                       EngineError::new(Class::Invalid, \"invalid_request\", \"m\"); }";
+        assert_eq!(unregistered(planted), ["no_such_code_anywhere", "nor_this_one"]);
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut pending = vec![root];
+        let mut missing = Vec::new();
+        while let Some(folder) = pending.pop() {
+            for entry in std::fs::read_dir(&folder).expect("the sources").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if path.extension().is_some_and(|ext| ext == "rs") {
+                    let text = std::fs::read_to_string(&path).expect("a source");
+                    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+                    missing.extend(unregistered(code).into_iter().map(|word| format!("{word} ({})", path.display())));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "register these codes in skill-contract's codes.rs: {missing:?}");
+    }
 }

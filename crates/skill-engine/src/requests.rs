@@ -329,7 +329,8 @@ impl Engine {
                         "the agent {}'s requests go to the workspace {}, which does not exist: ask an operator",
                         agent.key, requests.workspace
                     ),
-                ));
+                )
+                .with("workspace", requests.workspace.clone()));
             }
             Err(error) => return Err(error.into()),
         };

@@ -124,8 +124,12 @@ impl Engine {
         };
         let bytes = serde_json::to_vec(value).unwrap_or_default();
         if let Some(misfit) = self.misfit(&kind, "application/json", bytes.len(), value).await? {
-            let code = if misfit.code == "invalid_value" { "invalid_output_value" } else { misfit.code };
-            return Ok(Err(rejected(code, &misfit.message)));
+            // An output's value that misfits its type's schema is the output's fault.
+            let code = match misfit.code {
+                Code::InvalidArtifactMetadata => Code::InvalidOutputValue,
+                other => other,
+            };
+            return Ok(Err(rejected(code.as_str(), &misfit.message)));
         }
         let name = format!("{}.json", slot.key);
         let new = NewArtifact {

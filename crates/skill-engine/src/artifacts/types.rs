@@ -7,6 +7,7 @@ use serde_json::Value;
 use skill_api::events::ArtifactTypePublished;
 use skill_api::{ArtifactTypeOut, ArtifactTypeQuery, ArtifactTypeRequest, MAX_ARTIFACT_BYTES, Page};
 use skill_contract::SkillVersion;
+use skill_contract::codes::Code;
 use skill_contract::schema::SchemaValidator;
 use skill_store::ErrorKind;
 use skill_store::records::{ArtifactTypeRecord, Event, WorkChange};
@@ -32,7 +33,7 @@ pub(crate) fn is_kind(kind: &str) -> bool {
 /// Why an artifact does not fit its type: a code and what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Misfit {
-    pub(crate) code: &'static str,
+    pub(crate) code: Code,
     pub(crate) message: String,
 }
 
@@ -121,13 +122,13 @@ impl Engine {
         let allows = |allowed: &String| super::media::normalized(allowed).is_ok_and(|allowed| allowed == media_type);
         if !record.media_types.iter().any(allows) {
             return Ok(Some(Misfit {
-                code: "media_type_not_allowed",
+                code: Code::MediaTypeNotAllowed,
                 message: format!("{of} allows {}, not {media_type}", record.media_types.join(", ")),
             }));
         }
         if i64::try_from(size).unwrap_or(i64::MAX) > record.max_bytes {
             return Ok(Some(Misfit {
-                code: "artifact_too_large",
+                code: Code::ArtifactTooLarge,
                 message: format!("the content is {size} bytes; {of} allows at most {}", record.max_bytes),
             }));
         }
@@ -135,7 +136,7 @@ impl Engine {
             let validator = self.schemas.get(&record.id, "metadata", schema).await?;
             if let Some(first) = validator.errors(checked).first() {
                 return Ok(Some(Misfit {
-                    code: "invalid_value",
+                    code: Code::InvalidArtifactMetadata,
                     message: format!("it does not match the metadata schema of {of}: {first}"),
                 }));
             }
