@@ -81,6 +81,38 @@ pub enum Reaction {
     AddComment(String),
 }
 
+/// One gate of a task type's approval schema, read from the stored schema
+/// ([`crate::TaskTypeSpec::gate`]): the draft prepared before it is decided, and what each
+/// decision carries out. Publication checked the shape; other keys of a gate are left alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Gate {
+    #[serde(default)]
+    pub draft: Option<DraftSpec>,
+    #[serde(default)]
+    pub outcomes: GateOutcomes,
+}
+
+/// What a gate's decision carries out, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct GateOutcomes {
+    #[serde(default)]
+    pub approved: Vec<OutcomeAction>,
+    #[serde(default)]
+    pub rejected: Vec<OutcomeAction>,
+}
+
+/// A gate's draft: `{skill: name@version, inputs, output}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct DraftSpec {
+    /// `name@version` of the skill that drafts.
+    pub skill: String,
+    /// Input name → a path over the task or a literal.
+    #[serde(default)]
+    pub inputs: Map<String, Value>,
+    /// The output field that holds the draft.
+    pub output: String,
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -120,5 +152,23 @@ mod tests {
                 .expect("an execution");
         assert_eq!(execution.reference(), "claim.send@2");
         assert!(execution.pins("claim.send", "2") && !execution.pins("claim.send", "1"));
+    }
+
+    #[test]
+    fn a_gate_reads_from_the_stored_schema_and_a_misshapen_one_is_an_error() {
+        let mut spec = crate::TaskTypeSpec::new("1");
+        assert_eq!(spec.gate("default").expect("reads"), None, "no schema, no gate");
+        spec.approval_schema = Some(json!({"gates": {"default": {
+            "draft": {"skill": "claim.draft@1", "output": "text"},
+            "outcomes": {"approved": [{"invokeSkill": {"skill": "claim.send_reply@1"}}]},
+            "label": "kept aside"}}}));
+        let gate = spec.gate("default").expect("reads").expect("a gate");
+        assert_eq!(gate.outcomes.approved.len(), 1);
+        assert!(gate.outcomes.rejected.is_empty());
+        let draft = gate.draft.expect("a draft");
+        assert_eq!((draft.skill.as_str(), draft.output.as_str(), draft.inputs.len()), ("claim.draft@1", "text", 0));
+        assert_eq!(spec.gate("other").expect("reads"), None);
+        spec.approval_schema = Some(json!({"gates": {"default": {"outcomes": {"approved": "send it"}}}}));
+        assert!(spec.gate("default").is_err(), "an outcome that is not a list of actions");
     }
 }

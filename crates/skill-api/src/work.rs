@@ -83,6 +83,16 @@ pub struct TaskTypeSpec {
 }
 
 impl TaskTypeSpec {
+    /// The gate `name` of the approval schema, read as a [`crate::Gate`]; `None` when the type
+    /// has no such gate, an error when the stored gate does not read.
+    pub fn gate(&self, name: &str) -> Result<Option<crate::Gate>, serde_json::Error> {
+        let gates = self.approval_schema.as_ref().and_then(|schema| schema.get("gates"));
+        match gates.and_then(|gates| gates.get(name)) {
+            None => Ok(None),
+            Some(gate) => crate::Gate::deserialize(gate).map(Some),
+        }
+    }
+
     /// A spec of `version` with nothing else.
     pub fn new(version: impl Into<String>) -> Self {
         Self {

@@ -29,14 +29,15 @@ pub struct Draft {
     pub output: String,
 }
 
-/// The draft `task_type` declares, if any.
+/// The draft `task_type` declares, if any (none when its gate does not read: publication
+/// checked it, so that is a corrupted row, logged).
 pub fn draft_of(task_type: &TaskTypeRecord) -> Option<Draft> {
-    let draft = task_type.spec.approval_schema.as_ref()?.pointer(&format!("/gates/{GATE}/draft"))?;
-    Some(Draft {
-        skill: draft.get("skill")?.as_str()?.to_owned(),
-        inputs: draft.get("inputs").cloned().unwrap_or_else(|| Value::Object(Map::new())),
-        output: draft.get("output")?.as_str()?.to_owned(),
-    })
+    let gate = task_type.spec.gate(GATE).unwrap_or_else(|error| {
+        tracing::error!(task_type = %task_type.id, %error, "a published gate does not read");
+        None
+    });
+    let draft = gate?.draft?;
+    Some(Draft { skill: draft.skill, inputs: Value::Object(draft.inputs), output: draft.output })
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> EngineError {

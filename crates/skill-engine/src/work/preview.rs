@@ -41,15 +41,17 @@ pub(crate) fn check_outcome(outcome: &str) -> Result<ApprovalStatus> {
 
 /// The actions a gate's `outcome` carries out, as the task type writes them.
 pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: ApprovalStatus) -> Result<Vec<OutcomeAction>> {
-    let gate = task_type.spec.approval_schema.as_ref();
-    let Some(actions) = gate.and_then(|schema| schema.pointer(&format!("/gates/{GATE}/outcomes/{outcome}"))) else {
-        return Ok(Vec::new());
-    };
     // The type's publication checked every action: one that does not read is a corrupted row, and
     // a decision on it carries out nothing rather than part of it.
-    serde_json::from_value(actions.clone()).map_err(|error| {
+    let gate = task_type.spec.gate(GATE).map_err(|error| {
         tracing::error!(task_type = %task_type.id, %outcome, %error, "a published outcome does not read");
         EngineError::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
+    })?;
+    let outcomes = gate.map(|gate| gate.outcomes).unwrap_or_default();
+    Ok(match outcome {
+        ApprovalStatus::Approved => outcomes.approved,
+        ApprovalStatus::Rejected => outcomes.rejected,
+        ApprovalStatus::Pending | ApprovalStatus::Withdrawn => Vec::new(),
     })
 }
 
