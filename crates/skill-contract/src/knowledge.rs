@@ -50,8 +50,47 @@ fn listed(ids: &[&String]) -> (Vec<Value>, bool) {
     (items.collect(), truncated)
 }
 
+/// What replacing a slot's state would do: the counts, the bounded lists of what opens, changes
+/// and closes, the conflicts, and the state token the answer carries.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    pub opened: usize,
+    pub closed: usize,
+    pub superseded: usize,
+    pub unchanged: usize,
+    pub changes: Value,
+    pub conflicts: Value,
+    pub state_token: String,
+}
+
+impl Plan {
+    /// The plan as the API answers it.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// One entity as a query answers it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Item {
+    pub kind: String,
+    pub key: String,
+    pub title: String,
+    pub attributes: Value,
+    pub source: String,
+    pub scope: String,
+}
+
+impl Item {
+    /// The item as the API answers it.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
 /// The plan of replacing `current` by `wanted`, answered with the state token `token`.
-pub fn plan(current: &State, wanted: &State, token: String) -> Value {
+pub fn plan(current: &State, wanted: &State, token: String) -> Plan {
     let new: Vec<&String> = wanted.keys().filter(|id| !current.contains_key(*id)).collect();
     let changed: Vec<&String> =
         wanted.keys().filter(|id| current.get(*id).is_some_and(|old| old != &wanted[*id])).collect();
@@ -59,18 +98,18 @@ pub fn plan(current: &State, wanted: &State, token: String) -> Value {
     let (opened, opened_cut) = listed(&new);
     let (changed_list, changed_cut) = listed(&changed);
     let (closed, closed_cut) = listed(&removed);
-    json!({
-        "opened": new.len() + changed.len(),
-        "closed": removed.len() + changed.len(),
-        "superseded": changed.len(),
-        "unchanged": wanted.len() - new.len() - changed.len(),
-        "changes": {
+    Plan {
+        opened: new.len() + changed.len(),
+        closed: removed.len() + changed.len(),
+        superseded: changed.len(),
+        unchanged: wanted.len() - new.len() - changed.len(),
+        changes: json!({
             "opened": opened, "changed": changed_list, "closed": closed,
             "limit": PLAN_LIMIT, "truncated": opened_cut || changed_cut || closed_cut,
-        },
-        "conflicts": {"items": [], "limit": PLAN_LIMIT, "truncated": false},
-        "stateToken": token,
-    })
+        }),
+        conflicts: json!({"items": [], "limit": PLAN_LIMIT, "truncated": false}),
+        state_token: token,
+    }
 }
 
 /// The slot and the wanted state of a snapshot body (`{workspaceId, pack, source, scope,
@@ -89,9 +128,14 @@ pub fn read_snapshot(body: &Value) -> (Slot, State) {
 }
 
 /// The item an entity query answers for the stored entity `id` of a slot's `source` and `scope`.
-pub fn query_item(id: &str, stored: &Value, source: &str, scope: &str) -> Value {
+pub fn query_item(id: &str, stored: &Value, source: &str, scope: &str) -> Item {
     let (kind, key) = split_id(id);
-    let attributes = stored.get("attributes").cloned().unwrap_or_else(|| json!({}));
-    json!({"kind": kind, "key": key, "title": text(stored.get("title")), "attributes": attributes,
-           "source": source, "scope": scope})
+    Item {
+        kind: kind.to_owned(),
+        key: key.to_owned(),
+        title: text(stored.get("title")),
+        attributes: stored.get("attributes").cloned().unwrap_or_else(|| json!({})),
+        source: source.to_owned(),
+        scope: scope.to_owned(),
+    }
 }

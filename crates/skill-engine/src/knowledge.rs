@@ -31,16 +31,15 @@ fn invalid(field: &str, message: impl Into<String>) -> EngineError {
     EngineError::invalid_request(message).with("field", field)
 }
 
-fn plan_out(plan: Value) -> SnapshotPlan {
-    let count = |key: &str| plan[key].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+fn plan_out(plan: knowledge::Plan) -> SnapshotPlan {
     SnapshotPlan {
-        opened: count("opened"),
-        closed: count("closed"),
-        superseded: count("superseded"),
-        unchanged: count("unchanged"),
-        changes: plan["changes"].clone(),
-        conflicts: plan["conflicts"].clone(),
-        state_token: plan["stateToken"].as_str().unwrap_or_default().to_owned(),
+        opened: plan.opened,
+        closed: plan.closed,
+        superseded: plan.superseded,
+        unchanged: plan.unchanged,
+        changes: plan.changes,
+        conflicts: plan.conflicts,
+        state_token: plan.state_token,
     }
 }
 
@@ -100,9 +99,9 @@ impl Engine {
                 pack: slot.0.clone(),
                 source: slot.1.clone(),
                 scope: slot.2.clone(),
-                opened: plan["opened"].clone(),
-                closed: plan["closed"].clone(),
-                state_token: plan["stateToken"].clone(),
+                opened: json!(plan.opened),
+                closed: json!(plan.closed),
+                state_token: json!(plan.state_token),
             };
             let event = self.event(format!("knowledge:{workspace}"), &applied, &Origin::of(actor, request_id));
             match self.store.put_knowledge_slot(&record, &entities, &event).await {
@@ -159,6 +158,8 @@ impl Engine {
         // the page first, then twice as many each time the conditions left the page unfilled.
         let mut batch = (limit as i64 + 1) * 2;
         let mut items: Vec<Value> = Vec::new();
+        // Each item's kind and key, beside it: the cursor of a full page is the last one's.
+        let mut ids: Vec<(String, String)> = Vec::new();
         let mut scanned_to: Option<(String, String)> = None;
         'pages: loop {
             let from = after.as_ref().map(|(kind, key)| (kind.as_str(), key.as_str()));
@@ -194,8 +195,9 @@ impl Engine {
                     &row.source,
                     &row.scope,
                 );
-                if conditions.iter().all(|c| knowledge::holds(c, &item["attributes"])) {
-                    items.push(item);
+                if conditions.iter().all(|c| knowledge::holds(c, &item.attributes)) {
+                    ids.push((item.kind.clone(), item.key.clone()));
+                    items.push(item.to_value());
                     if items.len() > limit {
                         break 'pages;
                     }
@@ -217,12 +219,8 @@ impl Engine {
             Some(knowledge::entity_id(&kind, &key))
         } else if items.len() > limit {
             items.truncate(limit);
-            items.last().map(|item| {
-                knowledge::entity_id(
-                    item["kind"].as_str().unwrap_or_default(),
-                    item["key"].as_str().unwrap_or_default(),
-                )
-            })
+            ids.truncate(limit);
+            ids.last().map(|(kind, key)| knowledge::entity_id(kind, key))
         } else {
             None
         };
@@ -428,7 +426,8 @@ impl Engine {
                 .with("field", "kinds")
                 .with("max", MAX_RECALL_ENTITIES));
             }
-            let mut entities: std::collections::BTreeMap<(String, String), Value> = std::collections::BTreeMap::new();
+            let mut entities: std::collections::BTreeMap<(String, String), knowledge::Item> =
+                std::collections::BTreeMap::new();
             for row in rows {
                 let item = knowledge::query_item(
                     &knowledge::entity_id(&row.kind, &row.key),
@@ -438,12 +437,13 @@ impl Engine {
                 );
                 entities.insert((row.kind, row.key), item);
             }
-            let found = entities.get(&(kind.clone(), key.clone())).cloned();
+            let found = entities.get(&(kind.clone(), key.clone()));
             if search.is_empty() {
-                let title = found.as_ref().and_then(|item| item["title"].as_str()).unwrap_or_default().to_owned();
+                let title = found.map(|item| item.title.as_str()).unwrap_or_default();
                 search = format!("{key} {title}");
             }
-            sections.push(json!({"name": "anchor", "items": found.into_iter().collect::<Vec<_>>()}));
+            let anchor: Vec<Value> = found.map(knowledge::Item::to_value).into_iter().collect();
+            sections.push(json!({"name": "anchor", "items": anchor}));
             let mut frontier = vec![(kind.clone(), key.clone())];
             let mut seen: std::collections::BTreeSet<(String, String)> = frontier.iter().cloned().collect();
             let mut related = Vec::new();
@@ -458,7 +458,7 @@ impl Engine {
                     }
                     let mentions = |(k, key): &(String, String)| {
                         let wanted = [key.clone(), format!("{k}:{key}")];
-                        let attributes = item["attributes"].as_object().cloned().unwrap_or_default();
+                        let attributes = item.attributes.as_object().cloned().unwrap_or_default();
                         attributes.values().any(|value| match value {
                             Value::Array(items) => {
                                 items.iter().any(|v| v.as_str().is_some_and(|s| wanted.iter().any(|w| w == s)))
@@ -467,8 +467,10 @@ impl Engine {
                         })
                     };
                     if frontier.iter().any(mentions) {
-                        let mut with_depth = item.clone();
-                        with_depth["depth"] = json!(hop);
+                        let mut with_depth = item.to_value();
+                        if let Value::Object(fields) = &mut with_depth {
+                            fields.insert("depth".to_owned(), json!(hop));
+                        }
                         related.push(with_depth);
                         next.push((other_kind.clone(), other_key.clone()));
                     }

@@ -97,7 +97,7 @@ impl FakeCore {
                     store.slots.iter().find(|(s, _)| *s == slot).map(|(_, state)| state.clone()).unwrap_or_default();
                 let token = state_token(&current);
                 if route == KnowledgeRoute::Preview {
-                    return Ok(plan(&current, &wanted, token));
+                    return Ok(plan(&current, &wanted, token).to_value());
                 }
                 if let Some(expected) = body.get("expectedState").and_then(Value::as_str)
                     && expected != token
@@ -107,7 +107,7 @@ impl FakeCore {
                         .with_detail("stateToken", json!(token)));
                 }
                 let new_token = state_token(&wanted);
-                let answer = plan(&current, &wanted, new_token);
+                let answer = plan(&current, &wanted, new_token).to_value();
                 match store.slots.iter_mut().find(|(s, _)| *s == slot) {
                     Some((_, state)) => *state = wanted,
                     None => store.slots.push((slot, wanted)),
@@ -140,12 +140,10 @@ impl FakeCore {
                     }
                     for (id, stored) in state {
                         let item = query_item(id, stored, source, scope);
-                        let kind = item["kind"].as_str().unwrap_or_default().to_owned();
-                        if kinds.contains(&kind)
-                            && conditions.iter().all(|c| skill_contract::knowledge::holds(c, &item["attributes"]))
+                        if kinds.contains(&item.kind)
+                            && conditions.iter().all(|c| skill_contract::knowledge::holds(c, &item.attributes))
                         {
-                            let key = item["key"].as_str().unwrap_or_default().to_owned();
-                            found.insert((kind, key), item);
+                            found.insert((item.kind.clone(), item.key.clone()), item.to_value());
                         }
                     }
                 }
