@@ -54,7 +54,7 @@ pub use artifacts::{
 pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, Failure, HeldGrant, SlotOutcome};
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use four_eyes::{Initiator, InitiatorRole};
-pub use outcome::{DraftSpec, Gate, GateOutcomes, InvokeSkill, OutcomeAction, Reaction, TaskExecution};
+pub use outcome::{DraftSpec, Gate, GateOutcomes, InvokeSkill, OutcomeAction, OutputSlot, Reaction, TaskExecution};
 /// A version's contract, as the catalog shows it and claims hand it to executors.
 pub use skill_contract::Contract;
 /// The agent document (`kind: Agent`) the apply carries and the answers show.

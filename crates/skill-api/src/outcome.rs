@@ -113,6 +113,22 @@ pub struct DraftSpec {
     pub output: String,
 }
 
+/// One output slot of a task type's `artifactSchema.outputs`: an output field of the pinned
+/// execution's result kept as an artifact of `type` ([`crate::TaskTypeSpec::output_slots`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct OutputSlot {
+    /// The output field.
+    pub key: String,
+    /// The artifact type its value is kept as.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Whether a result without it is missing one (else absent).
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -170,5 +186,20 @@ mod tests {
         assert_eq!(spec.gate("other").expect("reads"), None);
         spec.approval_schema = Some(json!({"gates": {"default": {"outcomes": {"approved": "send it"}}}}));
         assert!(spec.gate("default").is_err(), "an outcome that is not a list of actions");
+    }
+
+    #[test]
+    fn output_slots_read_in_order_and_a_misshapen_list_is_an_error() {
+        let mut spec = crate::TaskTypeSpec::new("1");
+        assert_eq!(spec.output_slots().expect("reads"), Vec::new());
+        spec.artifact_schema = Some(json!({"outputs": [{"key": "register", "type": "csv-register", "required": true},
+                                                       {"key": "summary", "type": "note"}]}));
+        let slots = spec.output_slots().expect("reads");
+        assert_eq!(
+            slots.iter().map(|slot| (slot.key.as_str(), slot.kind.as_str(), slot.required)).collect::<Vec<_>>(),
+            [("register", "csv-register", true), ("summary", "note", false)]
+        );
+        spec.artifact_schema = Some(json!({"outputs": [{"key": "register"}]}));
+        assert!(spec.output_slots().is_err(), "a slot names its type");
     }
 }

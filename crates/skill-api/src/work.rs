@@ -93,6 +93,15 @@ impl TaskTypeSpec {
         }
     }
 
+    /// The output slots of the artifact schema, in order; an error when the stored list does
+    /// not read.
+    pub fn output_slots(&self) -> Result<Vec<crate::OutputSlot>, serde_json::Error> {
+        match self.artifact_schema.as_ref().and_then(|schema| schema.get("outputs")) {
+            None => Ok(Vec::new()),
+            Some(outputs) => Vec::<crate::OutputSlot>::deserialize(outputs),
+        }
+    }
+
     /// A spec of `version` with nothing else.
     pub fn new(version: impl Into<String>) -> Self {
         Self {

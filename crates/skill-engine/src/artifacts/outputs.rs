@@ -30,19 +30,19 @@ struct Slot<'a> {
     required: bool,
 }
 
-fn slots(spec: &skill_api::TaskTypeSpec) -> Vec<Slot<'_>> {
-    let listed = spec.artifact_schema.as_ref().and_then(|schema| schema.get("outputs")).and_then(Value::as_array);
-    listed
-        .into_iter()
-        .flatten()
-        .filter_map(|slot| {
-            Some(Slot {
-                key: slot.get("key")?.as_str()?,
-                kind: slot.get("type")?.as_str()?,
-                required: slot.get("required").and_then(Value::as_bool).unwrap_or(false),
-            })
-        })
-        .collect()
+impl<'a> Slot<'a> {
+    fn of(slot: &'a skill_api::OutputSlot) -> Self {
+        Self { key: &slot.key, kind: &slot.kind, required: slot.required }
+    }
+}
+
+/// The type's output slots (none when the stored list does not read: publication checked it,
+/// so that is a corrupted row, logged).
+fn slots(task_type: &skill_store::records::TaskTypeRecord) -> Vec<skill_api::OutputSlot> {
+    task_type.spec.output_slots().unwrap_or_else(|error| {
+        tracing::error!(task_type = %task_type.id, %error, "a published artifact schema does not read");
+        Vec::new()
+    })
 }
 
 fn rejected(code: &str, message: &str) -> Value {
@@ -84,8 +84,9 @@ impl Engine {
             return Ok(typed);
         }
         // The head each type has once the artifacts before it are written.
+        let declared = slots(&task_type);
         let mut heads: HashMap<&str, Option<String>> = HashMap::new();
-        for slot in slots(&task_type.spec) {
+        for slot in declared.iter().map(Slot::of) {
             let value = output.get(slot.key).filter(|value| !value.is_null());
             let Some(value) = value else {
                 let status = if slot.required { OutputStatus::Missing } else { OutputStatus::Absent };
