@@ -84,7 +84,7 @@ impl Engine {
                 let leaves = if assigned.composition.is_some() {
                     let Ok((_, resolution)) = self.resolve_record(&assigned).await else { continue };
                     let mut leaves = Vec::new();
-                    for tool in resolution.tools().iter().filter(|tool| tool.source_type() == "skill") {
+                    for tool in resolution.tools().iter().filter(|tool| tool.is_skill()) {
                         if let Ok(entry) = self.find(&tool.skill().to_string()).await {
                             leaves.push(entry.skill);
                         }

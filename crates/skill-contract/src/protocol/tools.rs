@@ -110,6 +110,11 @@ impl ResolvedToolEntry {
         self.tool.source()
     }
 
+    /// Whether the tool is a catalog skill (source `skill`), not a foreign tool.
+    pub fn is_skill(&self) -> bool {
+        self.tool.source() == SKILL_SOURCE
+    }
+
     pub fn writes(&self) -> bool {
         self.tool.writes()
     }
@@ -117,7 +122,7 @@ impl ResolvedToolEntry {
     /// Whether two entries are the same tool reached twice: the same catalog skill, or the same
     /// foreign tool (name, source, server) with the same declared capabilities.
     pub fn same_tool(&self, other: &Self) -> bool {
-        if self.tool.source() == SKILL_SOURCE {
+        if self.is_skill() {
             return self == other;
         }
         let (a, b) = (&self.tool, &other.tool);

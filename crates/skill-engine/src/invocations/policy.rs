@@ -30,7 +30,7 @@ impl Engine {
                 }
                 // A composite that no longer resolves grants nothing.
                 let Ok((_, resolution)) = self.resolve_record(&assigned).await else { continue };
-                resolution.tools().iter().any(|tool| tool.source_type() == "skill" && tool.skill().to_string() == name)
+                resolution.tools().iter().any(|tool| tool.is_skill() && tool.skill().to_string() == name)
             };
             if !granted {
                 continue;
