@@ -17,6 +17,7 @@ mod edges;
 mod fault;
 mod fuzz;
 mod journal_fault;
+mod long_functions;
 mod migrations;
 mod module_loops;
 mod postgres;
@@ -89,11 +90,16 @@ fn main() {
     }
 }
 
+#[allow(clippy::too_many_lines, reason = "a data table: one arm per command")]
 fn dispatch() -> Result<()> {
     let command = std::env::args().nth(1);
     match command.as_deref() {
         Some("ci") => ci(),
-        Some("tidy") => edges::check().and_then(|()| module_loops::check()).and_then(|()| migrations::check()),
+        Some("tidy") => edges::check()
+            .and_then(|()| module_loops::check())
+            .and_then(|()| migrations::check())
+            .and_then(|()| long_functions::check()),
+        Some("long-functions") => long_functions::print(),
         Some("setup") => setup().map(|_| ()),
         Some("test") => {
             let peers = setup()?;
@@ -351,6 +357,7 @@ fn ci() -> Result<()> {
     edges::check()?;
     module_loops::check()?;
     migrations::check()?;
+    long_functions::check()?;
     test(&peers, &["--workspace".to_owned(), "--quiet".to_owned()])?;
     println!("==> all checks passed in {:.0}s", started.elapsed().as_secs_f64());
     Ok(())

@@ -24,6 +24,7 @@ use crate::Core;
 
 /// The axum route of an operation and its handler; `None` for an operation that another
 /// operation's route serves (a `{reference}` with a `:verb` suffix shares the wildcard route).
+#[allow(clippy::too_many_lines, reason = "a data table: one arm per operation of the API")]
 fn route(operation: &Operation) -> Option<(&'static str, MethodRouter<Core>)> {
     let filter = match operation.method {
         Method::Get => MethodFilter::GET,

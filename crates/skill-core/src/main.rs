@@ -380,6 +380,7 @@ fn sqlite_blobs(target: &str) -> std::path::PathBuf {
     folder.join("blobs")
 }
 
+#[allow(clippy::too_many_lines, reason = "a data table: one arm per command, each a few lines")]
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Dev(args) => dev::run(args).await,
