@@ -1,6 +1,8 @@
 //! Package installs as the catalog records them: which package (key, version, install hash)
 //! installed which objects (skills by name), and the events journal for readers.
 
+mod documents;
+
 use std::collections::HashMap;
 
 use skill_api::events::PackageInstalled;
@@ -30,18 +32,7 @@ impl Engine {
             let item = format!("artifactTypes[{index}]");
             let record = crate::artifacts::types::prepare_artifact_type(actor, wanted, self.new_id())
                 .map_err(|error| error.with("item", item.clone()))?;
-            match self.store.artifact_type_version(&wanted.key, &wanted.version).await {
-                Ok(existing) if same_artifact_type(&existing, &record) => continue,
-                Ok(_) => {
-                    return Err(
-                        crate::artifacts::types::artifact_type_exists(&wanted.key, &wanted.version).with("item", item)
-                    );
-                }
-                Err(error) if error.kind() == ErrorKind::NotFound => {}
-                Err(error) => return Err(error.into()),
-            }
-            let event = self.artifact_type_event(&record, origin);
-            planned.push((record, event));
+            planned.extend(self.unpublished(record, &item, origin).await?);
         }
         Ok(planned)
     }
@@ -195,19 +186,7 @@ impl Engine {
                 .prepare_task_type(actor, wanted, &planned_records, &planned_types, &wanted_processes)
                 .await
                 .map_err(|error| error.with("item", item.clone()))?;
-            match self.store.task_type_version(&wanted.key, &wanted.version).await {
-                Ok(existing)
-                    if (&existing.spec, &existing.display_name, &existing.description)
-                        == (&record.spec, &record.display_name, &record.description) =>
-                {
-                    continue;
-                }
-                Ok(_) => return Err(crate::work::type_exists(&wanted.key, &wanted.version).with("item", item)),
-                Err(error) if error.kind() == ErrorKind::NotFound => {}
-                Err(error) => return Err(error.into()),
-            }
-            let event = self.task_type_event(&record, &origin);
-            task_types.push((record, event));
+            task_types.extend(self.unpublished(record, &item, &origin).await?);
         }
         let planned_task_types: Vec<_> = task_types.iter().map(|(record, _)| record.clone()).collect();
         let planned =
@@ -326,24 +305,7 @@ impl Engine {
             let item = format!("rules[{index}]");
             let record =
                 self.prepare_rule(actor, wanted, &planned).await.map_err(|error| error.with("item", item.clone()))?;
-            match self.store.rule_version(&record.key, &record.version).await {
-                Ok(existing) if existing.spec == record.spec => continue,
-                Ok(_) => {
-                    return Err(EngineError::new(
-                        Class::Conflict,
-                        "rule_exists",
-                        format!(
-                            "{}@{} is published with another document: a published rule never changes; give this one a new version",
-                            record.key, record.version
-                        ),
-                    )
-                    .with("item", item));
-                }
-                Err(error) if error.kind() == ErrorKind::NotFound => {}
-                Err(error) => return Err(error.into()),
-            }
-            let event = self.rule_event(&record, origin);
-            rules.push((record, event));
+            rules.extend(self.unpublished(record, &item, origin).await?);
         }
         Ok(rules)
     }
@@ -371,24 +333,7 @@ impl Engine {
                 .prepare_process(actor, wanted, &planned)
                 .await
                 .map_err(|error| error.with("item", item.clone()))?;
-            match self.store.process_version(&record.key, &record.version).await {
-                Ok(existing) if existing.spec == record.spec => continue,
-                Ok(_) => {
-                    return Err(EngineError::new(
-                        Class::Conflict,
-                        "process_exists",
-                        format!(
-                            "{}@{} is published with another document: a published process never changes; give this one a new version",
-                            record.key, record.version
-                        ),
-                    )
-                    .with("item", item));
-                }
-                Err(error) if error.kind() == ErrorKind::NotFound => {}
-                Err(error) => return Err(error.into()),
-            }
-            let event = self.process_event(&record, origin);
-            processes.push((record, event));
+            processes.extend(self.unpublished(record, &item, origin).await?);
         }
         Ok(processes)
     }
@@ -502,10 +447,4 @@ fn checked_objects(objects: &[ObjectRef], adopt: &[ObjectRef]) -> Result<(Vec<Pa
     out.sort();
     out.dedup();
     Ok((out, adopted))
-}
-
-/// Whether two versions of an artifact type say the same.
-fn same_artifact_type(a: &ArtifactTypeRecord, b: &ArtifactTypeRecord) -> bool {
-    (&a.display_name, &a.description, &a.media_types, a.max_bytes, &a.metadata_schema)
-        == (&b.display_name, &b.description, &b.media_types, b.max_bytes, &b.metadata_schema)
 }
