@@ -27,27 +27,55 @@ pub fn artifact_type_requests(loaded: &Loaded) -> Result<Vec<ArtifactTypeRequest
 /// The agents of the package, in file order: each document's key and spec (an unknown field or a
 /// wrong type named with its file and path).
 pub fn agent_requests(loaded: &Loaded) -> Result<Vec<AgentRequest>, String> {
-    let mut agents = Vec::new();
-    for object in loaded.package.objects.iter().filter(|object| object.kind == "Agent") {
-        let spec = &object.document["spec"];
-        skill_contract::agent::read_spec(spec)
-            .map_err(|problem| format!("{} at {}: {}", object.file, problem.path, problem.message))?;
-        agents.push(AgentRequest { key: object.key.clone(), spec: spec.clone() });
-    }
-    Ok(agents)
+    keyed_specs(
+        loaded,
+        "Agent",
+        |spec| skill_contract::agent::read_spec(spec).err().map(|problem| (problem.path.to_string(), problem.message)),
+        |key, spec| AgentRequest { key, spec },
+    )
 }
 
 /// The work rules of the package, in file order: each document's key and spec (an unknown field
 /// or a wrong type named with its file and path).
 pub fn rule_requests(loaded: &Loaded) -> Result<Vec<RuleRequest>, String> {
-    let mut rules = Vec::new();
-    for object in loaded.package.objects.iter().filter(|object| object.kind == "WorkRule") {
+    keyed_specs(
+        loaded,
+        "WorkRule",
+        |spec| skill_contract::rule::read_spec(spec).err().map(|problem| (problem.path.to_string(), problem.message)),
+        |key, spec| RuleRequest { key, spec },
+    )
+}
+
+/// The processes of the package, in file order: each document's key and spec (an unknown field
+/// or a wrong type named with its file and path).
+pub fn process_requests(loaded: &Loaded) -> Result<Vec<ProcessRequest>, String> {
+    keyed_specs(
+        loaded,
+        "Process",
+        |spec| {
+            skill_contract::process::read_spec(spec).err().map(|problem| (problem.path.to_string(), problem.message))
+        },
+        |key, spec| ProcessRequest { key, spec },
+    )
+}
+
+/// Each `kind` document as `{key, spec}` (`request`), its spec read by the contract crate first
+/// (`check`: the path and message of the first problem).
+fn keyed_specs<R>(
+    loaded: &Loaded,
+    kind: &str,
+    check: impl Fn(&Value) -> Option<(String, String)>,
+    request: impl Fn(String, Value) -> R,
+) -> Result<Vec<R>, String> {
+    let mut requests = Vec::new();
+    for object in loaded.package.objects.iter().filter(|object| object.kind == kind) {
         let spec = &object.document["spec"];
-        skill_contract::rule::read_spec(spec)
-            .map_err(|problem| format!("{} at {}: {}", object.file, problem.path, problem.message))?;
-        rules.push(RuleRequest { key: object.key.clone(), spec: spec.clone() });
+        if let Some((path, message)) = check(spec) {
+            return Err(format!("{} at {path}: {message}", object.file));
+        }
+        requests.push(request(object.key.clone(), spec.clone()));
     }
-    Ok(rules)
+    Ok(requests)
 }
 
 /// Each `kind` document's spec with its key, and its file.
@@ -62,17 +90,4 @@ fn spec_bodies(loaded: &Loaded, kind: &str) -> Result<Vec<(String, Value)>, Stri
         bodies.push((object.file.clone(), Value::Object(body)));
     }
     Ok(bodies)
-}
-
-/// The processes of the package, in file order: each document's key and spec (an unknown field
-/// or a wrong type named with its file and path).
-pub fn process_requests(loaded: &Loaded) -> Result<Vec<ProcessRequest>, String> {
-    let mut processes = Vec::new();
-    for object in loaded.package.objects.iter().filter(|object| object.kind == "Process") {
-        let spec = &object.document["spec"];
-        skill_contract::process::read_spec(spec)
-            .map_err(|problem| format!("{} at {}: {}", object.file, problem.path, problem.message))?;
-        processes.push(ProcessRequest { key: object.key.clone(), spec: spec.clone() });
-    }
-    Ok(processes)
 }
