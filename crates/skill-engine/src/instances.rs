@@ -7,10 +7,22 @@ use skill_api::InstanceStatus;
 use skill_api::events::ProcessStarted;
 use skill_api::four_eyes::{self, Initiator};
 use skill_store::ErrorKind;
-use skill_store::records::{Event, InstanceRecord, ProcessRecord};
+use skill_store::records::{Event, InstanceRecord, ProcessRecord, Time};
 
 use crate::error::{EngineError, Result};
 use crate::{Engine, Origin};
+
+/// What starts an instance: of which process, in which workspace, under which key, with what
+/// input; started by the principal `started_by.0` for the initiators `started_by.1` (carried to
+/// the instance), through `by` (`api`, `rule`, `task`).
+pub(crate) struct Start<'a> {
+    pub(crate) process: &'a ProcessRecord,
+    pub(crate) workspace: &'a str,
+    pub(crate) key: &'a str,
+    pub(crate) input: Value,
+    pub(crate) started_by: (&'a str, &'a [Initiator]),
+    pub(crate) by: &'a str,
+}
 
 impl Engine {
     /// The process version `reference` names: an id, `key@version`, or a key (its newest
@@ -42,34 +54,14 @@ impl Engine {
             .with("reason", "the process's agent may not work in this workspace"))
     }
 
-    /// A new instance of `process` and its `process.started` event (not written), started by the
-    /// principal `started_by.0` for the initiators `started_by.1` (carried to the instance).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new_instance(
-        &self,
-        process: &ProcessRecord,
-        workspace: &str,
-        key: &str,
-        input: Value,
-        started_by: (&str, &[Initiator]),
-        by: &str,
-        now: skill_store::records::Time,
-    ) -> (InstanceRecord, Event) {
-        self.new_instance_by(process, workspace, key, input, started_by, by, now, &Origin::default())
+    /// A new instance and its `process.started` event (not written).
+    pub(crate) fn new_instance(&self, start: Start<'_>, now: Time) -> (InstanceRecord, Event) {
+        self.new_instance_by(start, now, &Origin::default())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new_instance_by(
-        &self,
-        process: &ProcessRecord,
-        workspace: &str,
-        key: &str,
-        input: Value,
-        (started_by, behind): (&str, &[Initiator]),
-        by: &str,
-        now: skill_store::records::Time,
-        origin: &Origin,
-    ) -> (InstanceRecord, Event) {
+    /// A new instance and its event, with the request's origin.
+    pub(crate) fn new_instance_by(&self, start: Start<'_>, now: Time, origin: &Origin) -> (InstanceRecord, Event) {
+        let Start { process, workspace, key, input, started_by: (started_by, behind), by } = start;
         let first = process.spec.steps.first().map(|step| step.id.clone());
         let id = self.new_id();
         let initiators = four_eyes::carried(behind, &format!("instance:{id}"), &[]);
@@ -123,6 +115,8 @@ impl Engine {
         let key = format!("task:{}", task.id);
         let now = self.now();
         let started_by = (starter, task.initiators.as_slice());
-        Ok(Some(self.new_instance(&process, &task.workspace_id, &key, input, started_by, "task", now)))
+        let start =
+            Start { process: &process, workspace: &task.workspace_id, key: &key, input, started_by, by: "task" };
+        Ok(Some(self.new_instance(start, now)))
     }
 }

@@ -13,7 +13,7 @@ mod outputs;
 
 use serde_json::{Map, Value, json};
 use skill_api::events::{ProcessEnded, ProcessPublished, ProcessStepEnded};
-use skill_api::four_eyes::{Initiator, InitiatorRole};
+use skill_api::four_eyes::InitiatorRole;
 use skill_api::{
     CancelInstanceRequest, Failure, InstanceOut, InstanceQuery, InstanceStatus, InstanceStepsQuery, Lifecycle,
     MAX_INPUT_BYTES, Page, ProcessOut, ProcessQuery, ProcessRequest, SkillStatus, StartRequest, StepOut, StepStatus,
@@ -30,6 +30,7 @@ pub use advance::MAX_TRANSITIONS;
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
 use crate::error::{Class, EngineError, Result, written};
+use crate::instances::Start;
 use crate::planned::Planned;
 use crate::{Engine, Origin};
 
@@ -282,22 +283,21 @@ impl Engine {
         };
         let starter = actor.initiators(InitiatorRole::Started);
         let origin = Origin::of(actor, request_id);
-        self.start_instance(&process, &workspace, &key, input, (actor.id(), &starter), "api", &origin).await
+        let start = Start {
+            process: &process,
+            workspace: &workspace,
+            key: &key,
+            input,
+            started_by: (actor.id(), &starter),
+            by: "api",
+        };
+        self.start_instance(start, &origin).await
     }
 
-    /// An instance of `process` in `workspace` under `key`: made, or the one there (`created`
+    /// The instance `start` names (its key in its workspace): made, or the one there (`created`
     /// says which).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn start_instance(
-        &self,
-        process: &ProcessRecord,
-        workspace: &str,
-        key: &str,
-        input: Value,
-        started_by: (&str, &[Initiator]),
-        by: &str,
-        origin: &Origin,
-    ) -> Result<InstanceOut> {
+    pub(crate) async fn start_instance(&self, start: Start<'_>, origin: &Origin) -> Result<InstanceOut> {
+        let (process, workspace, key, input) = (start.process, start.workspace, start.key, &start.input);
         let wanted = input.clone();
         let same = |found: InstanceRecord| -> Result<InstanceOut> {
             if found.input != wanted || found.process_id != process.id {
@@ -317,7 +317,7 @@ impl Engine {
             return same(found);
         }
         let now = self.now();
-        let (record, event) = self.new_instance_by(process, workspace, key, input, started_by, by, now, origin);
+        let (record, event) = self.new_instance_by(start, now, origin);
         let process_ref = format!("{}@{}", process.key, process.version);
         match self.store.write_work(&[WorkChange::InsertInstance(record.clone())], &[event]).await {
             Ok(()) => {

@@ -25,6 +25,7 @@ use crate::basis::Internal;
 use crate::cancellation::Cancellation;
 use crate::error::{Class, EngineError, Result, written};
 use crate::facts::fact_document;
+use crate::instances::Start;
 use crate::paths::render;
 use crate::{Engine, Origin};
 
@@ -600,7 +601,9 @@ impl Engine {
         let input = Value::Object(filled(&work.input, document));
         // Whoever sent the fact set it in motion: a write's decision comes from someone else.
         let started_by = (fact.recorded_by.as_str(), fact.initiators.as_slice());
-        let (record, event) = self.new_instance(&process, &fact.workspace_id, &key, input, started_by, "rule", now);
+        let start =
+            Start { process: &process, workspace: &fact.workspace_id, key: &key, input, started_by, by: "rule" };
+        let (record, event) = self.new_instance(start, now);
         ensured.instance_ids.push(record.id.clone());
         ensured.started.push(record.id.clone());
         ensured.events.push(event);
