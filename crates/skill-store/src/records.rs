@@ -466,6 +466,21 @@ pub struct Admission {
     pub session_id: Option<String>,
 }
 
+/// What a session last claimed with, as stored (`{localEntrypoints, httpOrigins, mcpEndpoints,
+/// audiences}`): the store reads these lists to tell whether an active session covers a call.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimedWith {
+    #[serde(default)]
+    pub local_entrypoints: Vec<String>,
+    #[serde(default)]
+    pub http_origins: Vec<String>,
+    #[serde(default)]
+    pub mcp_endpoints: Vec<String>,
+    #[serde(default)]
+    pub audiences: Vec<String>,
+}
+
 /// An executor's session: leases taken with it end when it ends.
 #[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
 pub struct SessionRecord {
@@ -475,10 +490,10 @@ pub struct SessionRecord {
     pub status: SessionStatus,
     #[sqlx(json)]
     pub capabilities: Value,
-    /// What the executor last claimed with: `{localEntrypoints, httpOrigins, mcpEndpoints,
-    /// audiences}` (normalized as the claim's).
+    /// What the executor last claimed with (normalized as the claim's); nothing before its
+    /// first claim.
     #[sqlx(json)]
-    pub admission: Value,
+    pub admission: ClaimedWith,
     pub created_at: Time,
     pub heartbeat_at: Time,
     pub expires_at: Time,

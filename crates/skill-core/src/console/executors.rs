@@ -5,7 +5,6 @@
 use axum::extract::State;
 use axum::response::Response;
 use maud::{Markup, html};
-use serde_json::Value;
 use skill_engine::{Engine, EngineError};
 
 use super::layout::{badge, page, rendered, when};
@@ -15,17 +14,6 @@ use crate::Core;
 /// `GET /console/executors`.
 pub(super) async fn executors(State(core): State<Core>, viewer: Viewer) -> Response {
     rendered(viewer.frame(), executors_page(&core.engine, &viewer).await)
-}
-
-/// The names of one part of what a session covers.
-fn listed(covers: &Value, part: &str) -> Vec<String> {
-    covers
-        .get(part)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_owned))
-        .collect()
 }
 
 async fn executors_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, EngineError> {
@@ -54,9 +42,8 @@ async fn executors_page(engine: &Engine, viewer: &Viewer) -> Result<Markup, Engi
                 p { "runs " strong { (view.running) } " call" @if view.running != 1 { "s" } " now" }
                 dl.fields {
                     dt { "Protocols" } dd { (view.session.capabilities.join(", ")) }
-                    @for (part, title) in [("localEntrypoints", "Local entrypoints"), ("httpOrigins", "HTTP origins"), ("mcpEndpoints", "MCP endpoints"), ("audiences", "Audiences")] {
-                        @let names = listed(&view.covers, part);
-                        @if !names.is_empty() { dt { (title) } dd { @for name in &names { code { (name) } " " } } }
+                    @for (names, title) in [(&view.covers.local_entrypoints, "Local entrypoints"), (&view.covers.http_origins, "HTTP origins"), (&view.covers.mcp_endpoints, "MCP endpoints"), (&view.covers.audiences, "Audiences")] {
+                        @if !names.is_empty() { dt { (title) } dd { @for name in names { code { (name) } " " } } }
                     }
                 }
             }

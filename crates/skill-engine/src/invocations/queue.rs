@@ -538,8 +538,12 @@ impl Engine {
         session: skill_store::records::SessionRecord,
         admission: &Admission,
     ) -> Result<()> {
-        let wanted = json!({"localEntrypoints": admission.local_entrypoints, "httpOrigins": admission.http_origins,
-                            "mcpEndpoints": admission.mcp_endpoints, "audiences": admission.audiences});
+        let wanted = skill_store::records::ClaimedWith {
+            local_entrypoints: admission.local_entrypoints.clone(),
+            http_origins: admission.http_origins.clone(),
+            mcp_endpoints: admission.mcp_endpoints.clone(),
+            audiences: admission.audiences.clone(),
+        };
         if session.admission == wanted {
             return Ok(());
         }

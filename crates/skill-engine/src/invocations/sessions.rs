@@ -43,7 +43,7 @@ impl Engine {
             principal_id: actor.id().to_owned(),
             status: SessionStatus::Active,
             capabilities: json!(request.capabilities),
-            admission: json!({}),
+            admission: skill_store::records::ClaimedWith::default(),
             created_at: now,
             heartbeat_at: now,
             expires_at: now + Duration::seconds(i64::from(ttl)),
@@ -167,7 +167,8 @@ impl Engine {
 #[derive(Debug, Clone)]
 pub struct SessionView {
     pub session: SessionOut,
-    pub covers: Value,
+    /// What it last claimed with.
+    pub covers: skill_store::records::ClaimedWith,
     pub running: usize,
 }
 

@@ -323,7 +323,7 @@ impl InvocationStore for SqliteStore {
             time(s.expires_at),
             maybe_time(s.closed_at),
             int(s.row_version),
-            json(&s.admission),
+            Arg::Text(serde_json::to_string(&s.admission).unwrap_or_default()),
             maybe_time(s.draining_at),
         ];
         let event = event.clone();
@@ -357,7 +357,7 @@ impl InvocationStore for SqliteStore {
             time(s.expires_at),
             maybe_time(s.closed_at),
             int(s.row_version),
-            json(&s.admission),
+            Arg::Text(serde_json::to_string(&s.admission).unwrap_or_default()),
             maybe_time(s.draining_at),
         ];
         let id = s.id.clone();

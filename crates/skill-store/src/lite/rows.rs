@@ -92,6 +92,13 @@ pub(crate) fn get_json(row: &Row<'_>, index: usize) -> rusqlite::Result<Value> {
         .map_err(|error| rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(error)))
 }
 
+/// A JSON column read as the document `T`.
+pub(crate) fn get_document<T: serde::de::DeserializeOwned>(row: &Row<'_>, index: usize) -> rusqlite::Result<T> {
+    let text = row.get::<_, String>(index)?;
+    serde_json::from_str(&text)
+        .map_err(|error| rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(error)))
+}
+
 pub(crate) fn get_maybe_json(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Value>> {
     match row.get::<_, Option<String>>(index)? {
         None => Ok(None),
@@ -215,7 +222,7 @@ pub(crate) fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
         principal_id: row.get(1)?,
         status: states::get(row, 2)?,
         capabilities: get_json(row, 3)?,
-        admission: get_json(row, 4)?,
+        admission: get_document(row, 4)?,
         created_at: get_time(row, 5)?,
         heartbeat_at: get_time(row, 6)?,
         expires_at: get_time(row, 7)?,
