@@ -74,20 +74,8 @@ impl Engine {
     ) -> Result<ProcessOut> {
         actor.require("org.manage")?;
         let record = self.prepare_process(actor, request, &Planned::default()).await?;
-        let event = self.process_event(&record, &Origin::of(actor, request_id));
-        match self.store.insert_process(&record, &event).await {
-            Ok(()) => Ok(process_out(record)),
-            Err(error) if error.kind() == ErrorKind::Conflict => Err(EngineError::new(
-                Class::Conflict,
-                "process_exists",
-                format!(
-                    "{}@{} is published already: a published process never changes; publish another version",
-                    record.key, record.version
-                ),
-            )
-            .with("process", format!("{}@{}", record.key, record.version))),
-            Err(error) => Err(error.into()),
-        }
+        let record = self.publish_document(record, &Origin::of(actor, request_id)).await?;
+        Ok(process_out(record))
     }
 
     /// The `process.published` event of `record`.

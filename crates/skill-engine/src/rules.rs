@@ -54,12 +54,8 @@ impl Engine {
     ) -> Result<RuleOut> {
         actor.require("org.manage")?;
         let record = self.prepare_rule(actor, request, &Planned::default()).await?;
-        let event = self.rule_event(&record, &Origin::of(actor, request_id));
-        match self.store.insert_rule(&record, &event).await {
-            Ok(()) => Ok(rule_out(record)),
-            Err(error) if error.kind() == ErrorKind::Conflict => Err(rule_exists(&record.key, &record.version)),
-            Err(error) => Err(error.into()),
-        }
+        let record = self.publish_document(record, &Origin::of(actor, request_id)).await?;
+        Ok(rule_out(record))
     }
 
     /// The `rule.published` event of `record`.
@@ -395,7 +391,7 @@ fn compile(source: &str) -> Result<Condition> {
     })
 }
 
-fn rule_exists(key: &str, version: &str) -> EngineError {
+pub(crate) fn rule_exists(key: &str, version: &str) -> EngineError {
     EngineError::new(
         Class::Conflict,
         "rule_exists",

@@ -10,7 +10,7 @@ use skill_contract::SkillVersion;
 use skill_contract::codes::Code;
 use skill_contract::schema::SchemaValidator;
 use skill_store::ErrorKind;
-use skill_store::records::{ArtifactTypeRecord, Event, WorkChange};
+use skill_store::records::{ArtifactTypeRecord, Event};
 
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
@@ -47,14 +47,8 @@ impl Engine {
     ) -> Result<ArtifactTypeOut> {
         actor.require("org.manage")?;
         let record = prepare_artifact_type(actor, request, self.new_id())?;
-        let event = self.artifact_type_event(&record, &Origin::of(actor, request_id));
-        match self.store.write_work(&[WorkChange::InsertArtifactType(record.clone())], &[event]).await {
-            Ok(()) => Ok(artifact_type_out(record)),
-            Err(error) if error.kind() == ErrorKind::Conflict => {
-                Err(artifact_type_exists(&request.key, &request.version))
-            }
-            Err(error) => Err(error.into()),
-        }
+        let record = self.publish_document(record, &Origin::of(actor, request_id)).await?;
+        Ok(artifact_type_out(record))
     }
 
     /// The `artifact_type.published` event of `record`.

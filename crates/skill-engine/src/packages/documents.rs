@@ -5,7 +5,7 @@
 
 use futures::future::BoxFuture;
 use skill_store::ErrorKind;
-use skill_store::records::{ArtifactTypeRecord, Event, ProcessRecord, RuleRecord, TaskTypeRecord};
+use skill_store::records::{ArtifactTypeRecord, Event, ProcessRecord, RuleRecord, TaskTypeRecord, WorkChange};
 
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
@@ -22,9 +22,25 @@ pub(crate) trait PackageDocument: Sized + Send + Sync {
     fn exists(&self) -> EngineError;
     /// Its publication event.
     fn event(&self, engine: &Engine, origin: &Origin) -> Event;
+    /// Writes it with its event (`ErrorKind::Conflict`: its `key@version` is there already).
+    fn insert<'a>(&'a self, engine: &'a Engine, event: &'a Event) -> BoxFuture<'a, skill_store::Result<()>>;
+    /// `409` for publishing, alone, a `key@version` that is there already.
+    fn published_already(&self) -> EngineError {
+        self.exists()
+    }
 }
 
 impl Engine {
+    /// Publishes `record` alone (outside a package), with its event.
+    pub(crate) async fn publish_document<D: PackageDocument>(&self, record: D, origin: &Origin) -> Result<D> {
+        let event = record.event(self, origin);
+        match record.insert(self, &event).await {
+            Ok(()) => Ok(record),
+            Err(error) if error.kind() == ErrorKind::Conflict => Err(record.published_already()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
     /// `record` with its event when it is new; `None` when the catalog has it as it is; a
     /// refusal naming `item` when the catalog has its `key@version` otherwise.
     pub(crate) async fn unpublished<D: PackageDocument>(
@@ -77,6 +93,12 @@ impl PackageDocument for TaskTypeRecord {
     fn event(&self, engine: &Engine, origin: &Origin) -> Event {
         engine.task_type_event(self, origin)
     }
+
+    fn insert<'a>(&'a self, engine: &'a Engine, event: &'a Event) -> BoxFuture<'a, skill_store::Result<()>> {
+        Box::pin(async move {
+            engine.store.write_work(&[WorkChange::InsertTaskType(self.clone())], std::slice::from_ref(event)).await
+        })
+    }
 }
 
 impl PackageDocument for ArtifactTypeRecord {
@@ -100,6 +122,12 @@ impl PackageDocument for ArtifactTypeRecord {
     fn event(&self, engine: &Engine, origin: &Origin) -> Event {
         engine.artifact_type_event(self, origin)
     }
+
+    fn insert<'a>(&'a self, engine: &'a Engine, event: &'a Event) -> BoxFuture<'a, skill_store::Result<()>> {
+        Box::pin(async move {
+            engine.store.write_work(&[WorkChange::InsertArtifactType(self.clone())], std::slice::from_ref(event)).await
+        })
+    }
 }
 
 impl PackageDocument for RuleRecord {
@@ -122,6 +150,14 @@ impl PackageDocument for RuleRecord {
     fn event(&self, engine: &Engine, origin: &Origin) -> Event {
         engine.rule_event(self, origin)
     }
+
+    fn insert<'a>(&'a self, engine: &'a Engine, event: &'a Event) -> BoxFuture<'a, skill_store::Result<()>> {
+        engine.store.insert_rule(self, event)
+    }
+
+    fn published_already(&self) -> EngineError {
+        crate::rules::rule_exists(&self.key, &self.version)
+    }
 }
 
 impl PackageDocument for ProcessRecord {
@@ -143,5 +179,19 @@ impl PackageDocument for ProcessRecord {
 
     fn event(&self, engine: &Engine, origin: &Origin) -> Event {
         engine.process_event(self, origin)
+    }
+
+    fn insert<'a>(&'a self, engine: &'a Engine, event: &'a Event) -> BoxFuture<'a, skill_store::Result<()>> {
+        engine.store.insert_process(self, event)
+    }
+
+    fn published_already(&self) -> EngineError {
+        let reference = format!("{}@{}", self.key, self.version);
+        EngineError::new(
+            Class::Conflict,
+            "process_exists",
+            format!("{reference} is published already: a published process never changes; publish another version"),
+        )
+        .with("process", reference)
     }
 }

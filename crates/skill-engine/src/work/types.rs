@@ -10,7 +10,7 @@ use skill_api::{
 use skill_contract::SkillVersion;
 use skill_contract::schema::SchemaValidator;
 use skill_store::ErrorKind;
-use skill_store::records::{ArtifactTypeRecord, SkillRecord, TaskTypeRecord, WorkChange};
+use skill_store::records::{ArtifactTypeRecord, SkillRecord, TaskTypeRecord};
 
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
@@ -42,12 +42,8 @@ impl Engine {
     ) -> Result<TaskTypeOut> {
         actor.require("org.manage")?;
         let record = self.prepare_task_type(actor, request, &[], &[], &[]).await?;
-        let event = self.task_type_event(&record, &Origin::of(actor, request_id));
-        match self.store.write_work(&[WorkChange::InsertTaskType(record.clone())], &[event]).await {
-            Ok(()) => Ok(task_type_out(record)),
-            Err(error) if error.kind() == ErrorKind::Conflict => Err(type_exists(&request.key, &request.version)),
-            Err(error) => Err(error.into()),
-        }
+        let record = self.publish_document(record, &Origin::of(actor, request_id)).await?;
+        Ok(task_type_out(record))
     }
 
     /// The `task_type.published` event of `record`.
