@@ -31,6 +31,7 @@ pub mod clock;
 pub mod console;
 mod disable;
 mod discovery;
+mod documents;
 mod ended;
 mod error;
 mod facts;

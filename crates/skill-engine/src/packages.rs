@@ -1,8 +1,6 @@
 //! Package installs as the catalog records them: which package (key, version, install hash)
 //! installed which objects (skills by name), and the events journal for readers.
 
-mod documents;
-
 use std::collections::HashMap;
 
 use skill_api::events::PackageInstalled;

@@ -29,10 +29,12 @@ pub use advance::MAX_TRANSITIONS;
 
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
+use crate::documents::PackageDocument;
 use crate::error::{Class, EngineError, Result, written};
 use crate::instances::Start;
 use crate::planned::Planned;
 use crate::{Engine, Origin};
+use futures::future::BoxFuture;
 
 /// What a switch's condition reads; a wait's for a fact reads `fact` too.
 const SWITCH_READS: &[&str] = &["input", "vars", "steps", "instance"];
@@ -652,5 +654,41 @@ fn step_out(step: StepRecord) -> StepOut {
         wake_at: step.wake_at.as_ref().map(view_time),
         started_at: view_time(&step.started_at),
         ended_at: step.ended_at.as_ref().map(view_time),
+    }
+}
+
+impl PackageDocument for ProcessRecord {
+    fn reference(&self) -> (&str, &str) {
+        (&self.key, &self.version)
+    }
+
+    fn stored<'a>(engine: &'a Engine, key: &'a str, version: &'a str) -> BoxFuture<'a, skill_store::Result<Self>> {
+        engine.store.process_version(key, version)
+    }
+
+    fn same_as(&self, stored: &Self) -> bool {
+        stored.spec == self.spec
+    }
+
+    fn exists(&self) -> EngineError {
+        crate::documents::published_otherwise("process_exists", "process", &self.key, &self.version)
+    }
+
+    fn event(&self, engine: &Engine, origin: &Origin) -> Event {
+        engine.process_event(self, origin)
+    }
+
+    fn insert<'a>(&'a self, engine: &'a Engine, event: &'a Event) -> BoxFuture<'a, skill_store::Result<()>> {
+        engine.store.insert_process(self, event)
+    }
+
+    fn published_already(&self) -> EngineError {
+        let reference = format!("{}@{}", self.key, self.version);
+        EngineError::new(
+            Class::Conflict,
+            "process_exists",
+            format!("{reference} is published already: a published process never changes; publish another version"),
+        )
+        .with("process", reference)
     }
 }

@@ -28,10 +28,12 @@ pub use evaluation::RULE_WAIT_HOURS;
 
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
+use crate::documents::PackageDocument;
 use crate::error::{Class, EngineError, Result};
 use crate::paths::{filled, render};
 use crate::planned::Planned;
 use crate::{Engine, Origin};
+use futures::future::BoxFuture;
 
 /// The variables a rule's condition reads.
 const CONDITION_READS: &[&str] = &["fact"];
@@ -411,5 +413,35 @@ pub(crate) fn rule_out(record: RuleRecord) -> RuleOut {
         package: record.package_key,
         published_by: record.published_by,
         created_at: view_time(&record.created_at),
+    }
+}
+
+impl PackageDocument for RuleRecord {
+    fn reference(&self) -> (&str, &str) {
+        (&self.key, &self.version)
+    }
+
+    fn stored<'a>(engine: &'a Engine, key: &'a str, version: &'a str) -> BoxFuture<'a, skill_store::Result<Self>> {
+        engine.store.rule_version(key, version)
+    }
+
+    fn same_as(&self, stored: &Self) -> bool {
+        stored.spec == self.spec
+    }
+
+    fn exists(&self) -> EngineError {
+        crate::documents::published_otherwise("rule_exists", "rule", &self.key, &self.version)
+    }
+
+    fn event(&self, engine: &Engine, origin: &Origin) -> Event {
+        engine.rule_event(self, origin)
+    }
+
+    fn insert<'a>(&'a self, engine: &'a Engine, event: &'a Event) -> BoxFuture<'a, skill_store::Result<()>> {
+        engine.store.insert_rule(self, event)
+    }
+
+    fn published_already(&self) -> EngineError {
+        rule_exists(&self.key, &self.version)
     }
 }

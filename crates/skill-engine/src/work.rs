@@ -31,7 +31,7 @@ pub use needs::FieldUse;
 pub use outcomes::SKILL_WAIT;
 pub use preview::{ActionPreview, CallPreview, CalledVersion};
 pub(crate) use tasks::check_fields;
-pub(crate) use types::{task_type_out, type_exists};
+pub(crate) use types::task_type_out;
 
 /// The most comments a task's listing answers with.
 const MAX_COMMENTS: i64 = 1_000;

@@ -14,8 +14,11 @@ use skill_store::records::{ArtifactTypeRecord, Event};
 
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
+use crate::documents::PackageDocument;
 use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
+use futures::future::BoxFuture;
+use skill_store::records::WorkChange;
 
 /// The most media types a type lists.
 const MAX_MEDIA_TYPES: usize = 20;
@@ -222,5 +225,34 @@ pub(crate) fn artifact_type_out(record: ArtifactTypeRecord) -> ArtifactTypeOut {
         max_bytes: record.max_bytes,
         metadata_schema: record.metadata_schema,
         created_at: view_time(&record.created_at),
+    }
+}
+
+impl PackageDocument for ArtifactTypeRecord {
+    fn reference(&self) -> (&str, &str) {
+        (&self.key, &self.version)
+    }
+
+    fn stored<'a>(engine: &'a Engine, key: &'a str, version: &'a str) -> BoxFuture<'a, skill_store::Result<Self>> {
+        engine.store.artifact_type_version(key, version)
+    }
+
+    fn same_as(&self, stored: &Self) -> bool {
+        (&stored.display_name, &stored.description, &stored.media_types, stored.max_bytes, &stored.metadata_schema)
+            == (&self.display_name, &self.description, &self.media_types, self.max_bytes, &self.metadata_schema)
+    }
+
+    fn exists(&self) -> EngineError {
+        artifact_type_exists(&self.key, &self.version)
+    }
+
+    fn event(&self, engine: &Engine, origin: &Origin) -> Event {
+        engine.artifact_type_event(self, origin)
+    }
+
+    fn insert<'a>(&'a self, engine: &'a Engine, event: &'a Event) -> BoxFuture<'a, skill_store::Result<()>> {
+        Box::pin(async move {
+            engine.store.write_work(&[WorkChange::InsertArtifactType(self.clone())], std::slice::from_ref(event)).await
+        })
     }
 }

@@ -14,9 +14,12 @@ use skill_store::records::{ArtifactTypeRecord, SkillRecord, TaskTypeRecord};
 
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
+use crate::documents::PackageDocument;
 use crate::error::{Class, EngineError, Result};
 use crate::paths;
 use crate::{Engine, Origin};
+use futures::future::BoxFuture;
+use skill_store::records::{Event, WorkChange};
 
 /// The most input mappings an execution has.
 const MAX_MAPPINGS: usize = 100;
@@ -611,5 +614,33 @@ impl Engine {
             .with("value", reference)),
             Err(error) => Err(error.into()),
         }
+    }
+}
+
+impl PackageDocument for TaskTypeRecord {
+    fn reference(&self) -> (&str, &str) {
+        (&self.key, &self.version)
+    }
+
+    fn stored<'a>(engine: &'a Engine, key: &'a str, version: &'a str) -> BoxFuture<'a, skill_store::Result<Self>> {
+        engine.store.task_type_version(key, version)
+    }
+
+    fn same_as(&self, stored: &Self) -> bool {
+        (&stored.spec, &stored.display_name, &stored.description) == (&self.spec, &self.display_name, &self.description)
+    }
+
+    fn exists(&self) -> EngineError {
+        type_exists(&self.key, &self.version)
+    }
+
+    fn event(&self, engine: &Engine, origin: &Origin) -> Event {
+        engine.task_type_event(self, origin)
+    }
+
+    fn insert<'a>(&'a self, engine: &'a Engine, event: &'a Event) -> BoxFuture<'a, skill_store::Result<()>> {
+        Box::pin(async move {
+            engine.store.write_work(&[WorkChange::InsertTaskType(self.clone())], std::slice::from_ref(event)).await
+        })
     }
 }
