@@ -39,6 +39,6 @@ pub(crate) fn bench() -> Result<()> {
         );
     }
     let report = json!({"transactions": TRANSACTIONS, "writers": WRITERS, "runs": runs});
-    std::fs::write(folder.join("../drivers.json"), serde_json::to_vec_pretty(&report)?)?;
+    std::fs::write(target_dir().join("bench").join("drivers.json"), serde_json::to_vec_pretty(&report)?)?;
     Ok(())
 }

@@ -26,23 +26,7 @@ pub struct SnapshotRequest {
 }
 
 /// What a snapshot does (or did) to its slot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SnapshotPlan {
-    /// New and changed entities.
-    pub opened: usize,
-    /// Removed and changed entities.
-    pub closed: usize,
-    /// Changed entities.
-    pub superseded: usize,
-    pub unchanged: usize,
-    /// `{opened, changed, closed: [{kind, key}], limit, truncated}`.
-    pub changes: Value,
-    /// `{items, limit, truncated}`.
-    pub conflicts: Value,
-    /// The slot's state token: before the snapshot for a preview, after it for an apply.
-    pub state_token: String,
-}
+pub use skill_contract::knowledge::Plan as SnapshotPlan;
 
 /// The body of `POST /knowledge/entities:query`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -50,17 +50,24 @@ fn listed(ids: &[&String]) -> (Vec<Value>, bool) {
     (items.collect(), truncated)
 }
 
-/// What replacing a slot's state would do: the counts, the bounded lists of what opens, changes
-/// and closes, the conflicts, and the state token the answer carries.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+// The API's `SnapshotPlan`, defined here so the core and `FakeCore` compute it alike.
+/// What a snapshot does (or did) to its slot.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "SnapshotPlan")]
 pub struct Plan {
+    /// New and changed entities.
     pub opened: usize,
+    /// Removed and changed entities.
     pub closed: usize,
+    /// Changed entities.
     pub superseded: usize,
     pub unchanged: usize,
+    /// `{opened, changed, closed: [{kind, key}], limit, truncated}`.
     pub changes: Value,
+    /// `{items, limit, truncated}`.
     pub conflicts: Value,
+    /// The slot's state token: before the snapshot for a preview, after it for an apply.
     pub state_token: String,
 }
 

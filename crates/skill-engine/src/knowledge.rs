@@ -31,25 +31,13 @@ fn invalid(field: &str, message: impl Into<String>) -> EngineError {
     EngineError::invalid_request(message).with("field", field)
 }
 
-fn plan_out(plan: knowledge::Plan) -> SnapshotPlan {
-    SnapshotPlan {
-        opened: plan.opened,
-        closed: plan.closed,
-        superseded: plan.superseded,
-        unchanged: plan.unchanged,
-        changes: plan.changes,
-        conflicts: plan.conflicts,
-        state_token: plan.state_token,
-    }
-}
-
 impl Engine {
     /// The plan of a snapshot and the slot's state token now (`knowledge.write`).
     pub async fn preview_snapshot(&self, actor: &Actor, request: &SnapshotRequest) -> Result<SnapshotPlan> {
         let (workspace, slot, wanted) = self.snapshot_of(actor, request).await?;
         let current = self.slot_state(&workspace, &slot).await?;
         let token = knowledge::state_token(&current.0);
-        Ok(plan_out(knowledge::plan(&current.0, &wanted, token)))
+        Ok(knowledge::plan(&current.0, &wanted, token))
     }
 
     /// Replaces the slot with the snapshot (`knowledge.write`); with `expectedState`, only when
@@ -105,7 +93,7 @@ impl Engine {
             };
             let event = self.event(format!("knowledge:{workspace}"), &applied, &Origin::of(actor, request_id));
             match self.store.put_knowledge_slot(&record, &entities, &event).await {
-                Ok(()) => return Ok(plan_out(plan)),
+                Ok(()) => return Ok(plan),
                 // Another apply won: decide again on what it wrote.
                 Err(error) if error.kind() == ErrorKind::Stale => {}
                 Err(error) => return Err(error.into()),
