@@ -229,6 +229,25 @@ struct World {
 
 struct Folder(std::path::PathBuf);
 
+/// The model's time: it starts at the system's and moves one microsecond each time it is read,
+/// so however slow the machine, no lease or timeout runs out on its own — only the step that
+/// lets leases run out moves it past them.
+#[derive(Debug)]
+struct Ticking(std::sync::atomic::AtomicI64);
+
+impl Ticking {
+    fn new() -> Self {
+        Self(std::sync::atomic::AtomicI64::new(Utc::now().timestamp_micros()))
+    }
+}
+
+impl skill_engine::Clock for Ticking {
+    fn now(&self) -> skill_store::records::Time {
+        let micros = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        chrono::DateTime::from_timestamp_micros(micros).expect("a time in range")
+    }
+}
+
 impl Drop for Folder {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -254,7 +273,7 @@ async fn world(case: u64) -> World {
     let options = skill_store::StoreOptions { sqlite_full_sync: false, ..Default::default() };
     let store = skill_store::open(folder.to_str().expect("utf-8"), &options).await.expect("store");
     let blobs = Arc::new(skill_store::FolderBlobs::new(folder.join("blobs")));
-    let engine = Engine::new(Arc::clone(&store)).with_blobs(blobs);
+    let engine = Engine::new(Arc::clone(&store)).with_blobs(blobs).with_clock(Arc::new(Ticking::new()));
     let desk = engine.create_workspace("desk", "desk", &Origin::default()).await.expect("workspace").id;
     let admin = actor(&engine, "admin", "person", &["org.manage"]).await;
     // alice writes and sends facts; bob writes and decides; carol does all three.
@@ -412,6 +431,9 @@ async fn shard(n: u64) {
                 }
             }
             Err(failed) => {
+                // Said at once: the shrinking that follows takes minutes, and a run cut short
+                // still shows what failed.
+                eprintln!("case {} failed at step {}, shrinking it: {}", case.case, failed.at, failed.message);
                 let (shortest, failure, replays) = shrink::shrink(&case, failed).await;
                 panic!("{}", shrink::report(&shortest, case.steps.len(), &failure, replays));
             }
@@ -776,11 +798,11 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                 }
                 65..=70 => {
                     // The core carries out what it carries out itself: outcomes, then executions.
-                    w.engine.run_rule_evaluations(Utc::now()).await.expect(&at);
-                    w.engine.run_agent_requests(Utc::now()).await.expect(&at);
-                    w.engine.run_outcomes(Utc::now()).await.expect(&at);
-                    w.engine.run_executions(Utc::now()).await.expect(&at);
-                    w.engine.run_processes(Utc::now()).await.expect(&at);
+                    w.engine.run_rule_evaluations(w.engine.now()).await.expect(&at);
+                    w.engine.run_agent_requests(w.engine.now()).await.expect(&at);
+                    w.engine.run_outcomes(w.engine.now()).await.expect(&at);
+                    w.engine.run_executions(w.engine.now()).await.expect(&at);
+                    w.engine.run_processes(w.engine.now()).await.expect(&at);
                     callers::learn(&w, &mut m, &at, totals).await;
                     learn(&mut w, &mut m, &at, totals).await;
                     "workers ran"
@@ -854,7 +876,7 @@ pub(crate) async fn run_case(case: &Case, totals: &mut BTreeMap<&'static str, u6
                 120..=125 => callers::agent_asks(&w, &mut m, rng, &at).await,
                 _ => {
                     // Leases run out: every running call is back in the queue or failed.
-                    let moved = w.engine.expire_leases(Utc::now() + Duration::hours(2)).await.expect(&at);
+                    let moved = w.engine.expire_leases(w.engine.now() + Duration::hours(2)).await.expect(&at);
                     let running = m.calls.values().filter(|c| c.status == CallStatus::Running).count();
                     // (One sweep handles a batch; more would wait for the next.)
                     assert_eq!(moved, running.min(100), "{at}: every running call's lease ended");

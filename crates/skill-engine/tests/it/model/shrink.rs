@@ -11,8 +11,10 @@ use super::{Case, Flaw, run_case};
 /// What each step of a run did, as people read it.
 pub(crate) type Trail = Arc<Mutex<Vec<String>>>;
 
-/// The most replays one shrink makes.
+/// The most replays one shrink makes, and the longest it takes: on a loaded machine the
+/// report comes with what was found by then.
 const MAX_REPLAYS: usize = 600;
+const MAX_SHRINKING: std::time::Duration = std::time::Duration::from_secs(180);
 
 thread_local! {
     /// Set while a replay runs: its panic is expected, and the report says what it was.
@@ -84,10 +86,12 @@ pub(crate) async fn shrink(case: &Case, first: Failed) -> (Case, Failed, usize) 
     let mut failure = first;
     let mut replays = 0;
     let mut chunk = best.len().div_ceil(2).max(1);
+    let deadline = std::time::Instant::now() + MAX_SHRINKING;
+    let spent = |replays: usize| replays >= MAX_REPLAYS || std::time::Instant::now() >= deadline;
     loop {
         let mut start = 0;
         let mut progressed = false;
-        while start < best.len() && replays < MAX_REPLAYS {
+        while start < best.len() && !spent(replays) {
             let end = (start + chunk).min(best.len());
             let candidate: Vec<u64> = best[..start].iter().chain(&best[end..]).copied().collect();
             replays += 1;
@@ -100,7 +104,7 @@ pub(crate) async fn shrink(case: &Case, first: Failed) -> (Case, Failed, usize) 
                 Ok(_) => start += chunk,
             }
         }
-        if replays >= MAX_REPLAYS || (chunk == 1 && !progressed) {
+        if spent(replays) || (chunk == 1 && !progressed) {
             break;
         }
         if !progressed {
@@ -109,10 +113,10 @@ pub(crate) async fn shrink(case: &Case, first: Failed) -> (Case, Failed, usize) 
     }
     // Then two steps at a time, anywhere, when few are left: a step that picks among earlier
     // ones (a pending approval, say) may need two of them gone at once to pick the same.
-    'pairs: while best.len() <= PAIRED && replays < MAX_REPLAYS {
+    'pairs: while best.len() <= PAIRED && !spent(replays) {
         for first_out in 0..best.len() {
             for second_out in first_out + 1..best.len() {
-                if replays >= MAX_REPLAYS {
+                if spent(replays) {
                     break 'pairs;
                 }
                 let candidate: Vec<u64> = best
