@@ -54,7 +54,10 @@ pub use artifacts::{
 pub use basis::{ActionCall, Basis, DecisionAuthority, ExecutionResult, Failure, HeldGrant, SlotOutcome};
 pub use envelope::{ErrorBody, ErrorEnvelope};
 pub use four_eyes::{Initiator, InitiatorRole};
-pub use outcome::{DraftSpec, Gate, GateOutcomes, InvokeSkill, OutcomeAction, OutputSlot, Reaction, TaskExecution};
+pub use outcome::{
+    ApprovalSchema, ArtifactSchema, DraftSpec, Gate, GateOutcomes, InvokeSkill, OutcomeAction, OutputSlot, Reaction,
+    TaskExecution,
+};
 /// A version's contract, as the catalog shows it and claims hand it to executors.
 pub use skill_contract::Contract;
 /// The agent document (`kind: Agent`) the apply carries and the answers show.
@@ -65,6 +68,7 @@ pub use skill_contract::codes::Code;
 pub use skill_contract::process;
 /// The work rule document, as `POST /rules` and packages carry it.
 pub use skill_contract::rule;
+pub use skill_contract::task_type::{Criterion, CriterionKind};
 pub mod events;
 pub use events::{EventData, EventOut, EventsQuery};
 pub use invocations::{
@@ -100,8 +104,8 @@ pub use rules::{
 /// The contract's policy words, as the API's answers and the core's rows hold them.
 pub use skill_contract::{Idempotency, RiskLevel, SideEffects, is_invisible_or_bidi};
 pub use skills::{
-    DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest, PublishRequest,
-    SkillKind, SkillOut, etag, parse_etag,
+    Composition, DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest,
+    PublishRequest, SkillKind, SkillOut, etag, parse_etag,
 };
 pub use states::{
     ActionStatus, ApprovalStatus, CallStatus, InstanceStatus, Lifecycle, LostBasis, OutcomeReaction, OutcomeStatus,

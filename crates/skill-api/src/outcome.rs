@@ -56,10 +56,16 @@ pub struct TaskExecution {
     /// The version it is pinned to.
     pub version: String,
     /// One path (`$.customFields`, the default) or `{input: path}` mappings into the task.
+    #[serde(default = "TaskExecution::all_fields")]
     pub inputs: Value,
 }
 
 impl TaskExecution {
+    /// The inputs when none are written: the task's custom fields, as they are.
+    pub fn all_fields() -> Value {
+        Value::String("$.customFields".to_owned())
+    }
+
     /// `name@version`.
     pub fn reference(&self) -> String {
         format!("{}@{}", self.skill, self.version)
@@ -81,6 +87,14 @@ pub enum Reaction {
     AddComment(String),
 }
 
+/// A task type's approval or completion schema, as far as the core reads it: its gates by name.
+/// Other keys are kept as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ApprovalSchema {
+    #[serde(default)]
+    pub gates: std::collections::BTreeMap<String, Gate>,
+}
+
 /// One gate of a task type's approval schema, read from the stored schema
 /// ([`crate::TaskTypeSpec::gate`]): the draft prepared before it is decided, and what each
 /// decision carries out. Publication checked the shape; other keys of a gate are left alone.
@@ -94,6 +108,7 @@ pub struct Gate {
 
 /// What a gate's decision carries out, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GateOutcomes {
     #[serde(default)]
     pub approved: Vec<OutcomeAction>,
@@ -101,8 +116,16 @@ pub struct GateOutcomes {
     pub rejected: Vec<OutcomeAction>,
 }
 
+impl GateOutcomes {
+    /// Each decision's actions, with the decision's name.
+    pub fn by_decision(&self) -> [(&'static str, &[OutcomeAction]); 2] {
+        [("approved", &self.approved), ("rejected", &self.rejected)]
+    }
+}
+
 /// A gate's draft: `{skill: name@version, inputs, output}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DraftSpec {
     /// `name@version` of the skill that drafts.
     pub skill: String,
@@ -113,9 +136,18 @@ pub struct DraftSpec {
     pub output: String,
 }
 
+/// A task type's `artifactSchema`: the output fields of its execution's result kept as artifacts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactSchema {
+    #[serde(default)]
+    pub outputs: Vec<OutputSlot>,
+}
+
 /// One output slot of a task type's `artifactSchema.outputs`: an output field of the pinned
 /// execution's result kept as an artifact of `type` ([`crate::TaskTypeSpec::output_slots`]).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct OutputSlot {
     /// The output field.
     pub key: String,
@@ -125,7 +157,7 @@ pub struct OutputSlot {
     /// Whether a result without it is missing one (else absent).
     #[serde(default)]
     pub required: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
 
@@ -168,6 +200,8 @@ mod tests {
                 .expect("an execution");
         assert_eq!(execution.reference(), "claim.send@2");
         assert!(execution.pins("claim.send", "2") && !execution.pins("claim.send", "1"));
+        let bare: TaskExecution = serde_json::from_value(json!({"skill": "claim.send", "version": "2"})).expect("bare");
+        assert_eq!(bare.inputs, json!("$.customFields"), "the task's fields by default");
     }
 
     #[test]
@@ -186,20 +220,29 @@ mod tests {
         assert_eq!(spec.gate("other").expect("reads"), None);
         spec.approval_schema = Some(json!({"gates": {"default": {"outcomes": {"approved": "send it"}}}}));
         assert!(spec.gate("default").is_err(), "an outcome that is not a list of actions");
+        spec.approval_schema = Some(json!({"gates": {"default": {"outcomes": {"maybe": []}}}}));
+        assert!(spec.gate("default").is_err(), "a decision is approved or rejected");
     }
 
     #[test]
-    fn output_slots_read_in_order_and_a_misshapen_list_is_an_error() {
+    fn an_artifact_schema_reads_its_slots_in_order_and_refuses_a_misshapen_one() {
         let mut spec = crate::TaskTypeSpec::new("1");
-        assert_eq!(spec.output_slots().expect("reads"), Vec::new());
-        spec.artifact_schema = Some(json!({"outputs": [{"key": "register", "type": "csv-register", "required": true},
-                                                       {"key": "summary", "type": "note"}]}));
-        let slots = spec.output_slots().expect("reads");
+        assert!(spec.output_slots().is_empty());
+        let written = json!({"outputs": [{"key": "register", "type": "csv-register", "required": true},
+                                         {"key": "summary", "type": "note", "required": false}]});
+        spec.artifact_schema = Some(serde_json::from_value(written.clone()).expect("a schema"));
         assert_eq!(
-            slots.iter().map(|slot| (slot.key.as_str(), slot.kind.as_str(), slot.required)).collect::<Vec<_>>(),
+            spec.output_slots()
+                .iter()
+                .map(|slot| (slot.key.as_str(), slot.kind.as_str(), slot.required))
+                .collect::<Vec<_>>(),
             [("register", "csv-register", true), ("summary", "note", false)]
         );
-        spec.artifact_schema = Some(json!({"outputs": [{"key": "register"}]}));
-        assert!(spec.output_slots().is_err(), "a slot names its type");
+        assert_eq!(serde_json::to_value(&spec.artifact_schema).expect("json"), written, "kept as read");
+        assert!(
+            serde_json::from_value::<ArtifactSchema>(json!({"outputs": [{"key": "register"}]})).is_err(),
+            "a slot names its type"
+        );
+        assert!(serde_json::from_value::<ArtifactSchema>(json!({"outputs": [], "extra": 1})).is_err());
     }
 }

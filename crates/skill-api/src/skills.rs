@@ -259,6 +259,16 @@ pub fn parse_etag(header: &str) -> Option<i32> {
         .filter(|number| *number >= 1)
 }
 
+/// A composite version's parts as the core keeps them: the versions it includes
+/// (`name@version`) and the foreign tools it declares.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Composition {
+    #[serde(default)]
+    pub includes: Vec<String>,
+    #[serde(default)]
+    pub tools: Vec<Value>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

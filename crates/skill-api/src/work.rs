@@ -54,9 +54,9 @@ pub struct TaskTypeProcess {
 }
 
 /// A published task type's document, as the core keeps it: the request's fields checked, with
-/// the defaults filled in. The engine reads a task type through it; the parts still kept as
-/// JSON (`approvalSchema`, `completionSchema`, `acceptance`, `artifactSchema`) are read by the
-/// modules that check and carry them out.
+/// the defaults filled in. The engine reads a task type through it; the approval and completion
+/// schemas are kept as written (with keys the core does not read) and read through
+/// [`crate::ApprovalSchema`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskTypeSpec {
@@ -73,9 +73,9 @@ pub struct TaskTypeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_schema: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acceptance: Option<Vec<Value>>,
+    pub acceptance: Option<Vec<skill_contract::task_type::Criterion>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub artifact_schema: Option<Value>,
+    pub artifact_schema: Option<crate::ArtifactSchema>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<crate::TaskExecution>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,22 +84,15 @@ pub struct TaskTypeSpec {
 
 impl TaskTypeSpec {
     /// The gate `name` of the approval schema, read as a [`crate::Gate`]; `None` when the type
-    /// has no such gate, an error when the stored gate does not read.
+    /// has no such gate, an error when the stored schema does not read.
     pub fn gate(&self, name: &str) -> Result<Option<crate::Gate>, serde_json::Error> {
-        let gates = self.approval_schema.as_ref().and_then(|schema| schema.get("gates"));
-        match gates.and_then(|gates| gates.get(name)) {
-            None => Ok(None),
-            Some(gate) => crate::Gate::deserialize(gate).map(Some),
-        }
+        let Some(schema) = &self.approval_schema else { return Ok(None) };
+        Ok(crate::ApprovalSchema::deserialize(schema)?.gates.remove(name))
     }
 
-    /// The output slots of the artifact schema, in order; an error when the stored list does
-    /// not read.
-    pub fn output_slots(&self) -> Result<Vec<crate::OutputSlot>, serde_json::Error> {
-        match self.artifact_schema.as_ref().and_then(|schema| schema.get("outputs")) {
-            None => Ok(Vec::new()),
-            Some(outputs) => Vec::<crate::OutputSlot>::deserialize(outputs),
-        }
+    /// The output slots of the artifact schema, in order.
+    pub fn output_slots(&self) -> &[crate::OutputSlot] {
+        self.artifact_schema.as_ref().map_or(&[], |schema| schema.outputs.as_slice())
     }
 
     /// A spec of `version` with nothing else.

@@ -289,11 +289,8 @@ pub fn read_spec(spec: &Value) -> Result<AgentSpec, AgentProblem> {
             "write spec: {identity: {kind, permissions}, skills: {...}, ...}",
         ));
     }
-    let mut track = serde_path_to_error::Track::new();
-    let deserializer = serde_path_to_error::Deserializer::new(spec, &mut track);
-    AgentSpec::deserialize(deserializer).map_err(|error| {
-        let at = track.path().to_string();
-        let path = if at == "." { "spec".to_owned() } else { format!("spec.{at}") };
+    crate::read_typed::<AgentSpec>(spec, "spec").map_err(|unread| {
+        let (path, error) = (unread.path, unread.reason);
         problem(
             path,
             "invalid_agent",

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-pub use conditions::{OPS, holds};
+pub use conditions::{Condition, OPS, Op, holds};
 pub use fingerprint::{python_json, state_token};
 
 /// `(workspaceId, pack, source, scope)`; a missing part is `""`.

@@ -15,7 +15,9 @@
 //! | protocol types | [`SkillErrorType`], [`SkillMetadata`], [`SkillDefinition`], [`SkillResult`], [`map_tool_error`] |
 //! | the wire error and the code registry | [`SkillError`], [`codes`] |
 //! | JSON Schema checks and validation | [`schema`] |
+//! | reading a JSON Schema (properties, required, type, labels) | [`SchemaView`] |
 //! | agents as packages declare them | [`agent`] |
+//! | a task type's acceptance criteria | [`task_type`] |
 //! | packages: reading, the offline check, plans against a core | [`package`] |
 //! | the knowledge base's plans, state tokens and query conditions | [`knowledge`] |
 //!
@@ -54,15 +56,19 @@ pub mod paths;
 mod policy;
 pub mod process;
 mod protocol;
+mod reading;
 mod resolve_error;
 pub mod rule;
 pub mod schema;
 mod schema_bounds;
+mod schema_view;
+pub use schema_view::{JsonType, SchemaView};
 mod secret_scan;
 mod text;
 pub use secret_scan::find_secret_material;
 pub use text::is_invisible_or_bidi;
 mod skill;
+pub mod task_type;
 mod violation;
 pub mod yaml;
 
@@ -80,6 +86,7 @@ pub use protocol::{
     ErrorClass, ProtocolError, ResolvedToolEntry, SkillCapabilitySummary, SkillDefinition, SkillErrorType,
     SkillMetadata, SkillResult, map_tool_error,
 };
+pub use reading::{Unread, read_typed};
 pub use skill::{
     API_VERSION, CompositeSkill, KIND, LeafSkill, MAX_DESCRIPTION, SKILL_SOURCE, Skill, SkillBody, ToolDeclaration,
 };

@@ -76,6 +76,11 @@ pub struct PackageObject {
 }
 
 impl PackageObject {
+    /// The document's `spec`, as written (null when it has none): what each kind's reader reads.
+    pub fn spec(&self) -> &Value {
+        self.document.get("spec").unwrap_or(&Value::Null)
+    }
+
     /// `spec.version` when it is a string.
     pub fn version(&self) -> Option<&str> {
         self.document.pointer("/spec/version").and_then(Value::as_str)

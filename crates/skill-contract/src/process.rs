@@ -292,11 +292,8 @@ pub fn read_spec(spec: &Value) -> Result<ProcessSpec, RuleProblem> {
             "write spec: {version, identity: {agent}, steps: [{id, call|task|wait|switch|set|end}]}",
         ));
     }
-    let mut track = serde_path_to_error::Track::new();
-    let deserializer = serde_path_to_error::Deserializer::new(spec, &mut track);
-    ProcessSpec::deserialize(deserializer).map_err(|error| {
-        let at = track.path().to_string();
-        let path = if at == "." { "spec".to_owned() } else { format!("spec.{at}") };
+    crate::read_typed::<ProcessSpec>(spec, "spec").map_err(|unread| {
+        let (path, error) = (unread.path, unread.reason);
         problem(
             path,
             format!("the process document does not read: {error}"),

@@ -155,11 +155,8 @@ pub fn read_spec(spec: &Value) -> Result<RuleSpec, RuleProblem> {
             "write spec: {version, identity: {agent}, on: {kind, when?}, interpretation?, ensureWork: [...]}",
         ));
     }
-    let mut track = serde_path_to_error::Track::new();
-    let deserializer = serde_path_to_error::Deserializer::new(spec, &mut track);
-    RuleSpec::deserialize(deserializer).map_err(|error| {
-        let at = track.path().to_string();
-        let path = if at == "." { "spec".to_owned() } else { format!("spec.{at}") };
+    crate::read_typed::<RuleSpec>(spec, "spec").map_err(|unread| {
+        let (path, error) = (unread.path, unread.reason);
         problem(
             path,
             "invalid_rule",

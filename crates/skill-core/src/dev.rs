@@ -177,30 +177,28 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let mut pending_hosts = Vec::new();
     let mut lines: Vec<(String, String)> = Vec::new();
     if tls.is_some() {
-        for (transport, served) in [("http", &needs.http), ("mcp-http", &needs.mcp_http)] {
+        // Each transport: the host's word for it, what it serves, and how the banner names it.
+        let transports =
+            [("http", &needs.http, "https", "http", "skill"), ("mcp-http", &needs.mcp_http, "mcp", "mcp", "tool")];
+        for (transport, served, label, protocol, noun) in transports {
             if served.count == 0 {
                 continue;
             }
             let port = free_port(ports.wanted(transport))?;
             ports.keep(transport, port);
             remote::point(served, &format!("https://localhost:{port}"), &mut variables);
-            pending_hosts.push((transport, port));
+            pending_hosts.push((transport, served, port, label, protocol, noun));
         }
     }
     // The host's environment: the package's folders and variables, and a model.
     let host_env = setup::host_env(&loaded, &data.path, &variables).await?;
     let mut hosts = Vec::new();
     if let Some(tls) = &tls {
-        for (transport, port) in pending_hosts {
-            let served = if transport == "http" { &needs.http } else { &needs.mcp_http };
+        for (transport, served, port, label, protocol, noun) in pending_hosts {
             let (child, port) =
                 remote::serve_host(&executable, transport, tls, &core_url, served, port, &host_env.vars, args.verbose)
                     .await?;
-            let (label, what) = if transport == "http" {
-                ("https", format!("the {} http {}", served.count, plural(served.count, "skill")))
-            } else {
-                ("mcp", format!("the {} mcp {}", served.count, plural(served.count, "tool")))
-            };
+            let what = format!("the {} {protocol} {}", served.count, plural(served.count, noun));
             lines.push((
                 label.to_owned(),
                 format!(
@@ -231,8 +229,8 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
 
     let runs = match &tls {
         Some(_) => Some(remote::Runs {
-            http_origins: remote::origins(&loaded, "http", &lookup)?,
-            mcp_origins: remote::origins(&loaded, "mcp", &lookup)?,
+            http_origins: remote::origins(&loaded, skill_contract::Protocol::Http, &lookup)?,
+            mcp_origins: remote::origins(&loaded, skill_contract::Protocol::Mcp, &lookup)?,
             stdio: needs.stdio.clone(),
         }),
         None => None,
@@ -298,7 +296,7 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     // A token for each agent the package declares (an executor's is its host's business).
     let mut agents = Vec::new();
     for object in loaded.package.objects.iter().filter(|object| object.kind == "Agent") {
-        let Ok(spec) = skill_api::agent::read_spec(&object.document["spec"]) else { continue };
+        let Ok(spec) = skill_api::agent::read_spec(object.spec()) else { continue };
         if spec.identity.kind != skill_api::agent::AgentKind::Agent {
             continue;
         }
@@ -440,7 +438,7 @@ fn agent_specs(loaded: &package::Loaded) -> Vec<skill_api::agent::AgentSpec> {
         .objects
         .iter()
         .filter(|object| object.kind == "Agent")
-        .filter_map(|object| skill_api::agent::read_spec(&object.document["spec"]).ok())
+        .filter_map(|object| skill_api::agent::read_spec(object.spec()).ok())
         .collect()
 }
 

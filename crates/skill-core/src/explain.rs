@@ -13,7 +13,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::Value;
-use skill_api::events::{ApprovalDecided, ApprovalRequested, InvocationRequested};
+use skill_api::events::{
+    AgentApplied, ApprovalDecided, ApprovalRequested, EventData, InvocationCancelled, InvocationFailed,
+    InvocationRequested, InvocationSucceeded, PrincipalCreated, RunStarted,
+};
 use skill_api::four_eyes;
 use skill_api::{Basis, HeldGrant, PrincipalKind, SideEffects};
 use skill_journal::audit::{Audit, Class};
@@ -115,19 +118,20 @@ impl Journal {
             _ => head.clear.clone(),
         };
         match head.kind.as_str() {
-            "principal.created" => {
-                if let (Some(id), Some(name)) =
-                    (head.subject.strip_prefix("principal:"), data.get("name").and_then(Value::as_str))
+            PrincipalCreated::KIND => {
+                if let (Some(id), Ok(created)) =
+                    (head.subject.strip_prefix("principal:"), PrincipalCreated::deserialize(&data))
                 {
-                    self.names.insert(id.to_owned(), name.to_owned());
+                    self.names.insert(id.to_owned(), created.name);
                 }
             }
             // An agent's principal is made by the apply that first creates it, named by its key.
-            "agent.applied" if data.get("created").and_then(Value::as_bool) == Some(true) => {
-                if let (Some(key), Some(id)) =
-                    (head.subject.strip_prefix("agent:"), data.get("principalId").and_then(Value::as_str))
+            AgentApplied::KIND => {
+                if let (Some(key), Ok(applied)) =
+                    (head.subject.strip_prefix("agent:"), AgentApplied::deserialize(&data))
+                    && applied.created
                 {
-                    self.names.insert(id.to_owned(), key.to_owned());
+                    self.names.insert(applied.principal_id, key.to_owned());
                 }
             }
             _ => {}
@@ -171,7 +175,7 @@ fn text<'a>(value: &'a Value, key: &str) -> &'a str {
 pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Path>) -> Result<Record> {
     let mut journal = Journal::read(store).await?;
     let subject = format!("skill_invocation:{invocation}");
-    let Some(call) = journal.find(&subject, "skill.invocation_requested").cloned() else {
+    let Some(call) = journal.find(&subject, InvocationRequested::KIND).cloned() else {
         bail!("the journal has no call {invocation}");
     };
     // The call as its type: an entry whose payload and clear part do not read is said, not guessed.
@@ -216,7 +220,7 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
         }
         Some(Basis::Execution { task_id, run_id, .. }) => {
             println!("  its basis: the execution of the task {task_id} (run {run_id})");
-            if let Some(run) = journal.find(&format!("run:{run_id}"), "run.started") {
+            if let Some(run) = journal.find(&format!("run:{run_id}"), RunStarted::KIND) {
                 chain.push(Link { name: "run", entry: run.clone() });
             }
             None
@@ -234,9 +238,9 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
         decision(store, &mut journal, &approval, &mut chain).await;
     }
     for (kind, name) in [
-        ("skill.invocation_succeeded", "succeeded"),
-        ("skill.invocation_failed", "failed"),
-        ("skill.invocation_cancelled", "cancelled"),
+        (InvocationSucceeded::KIND, "succeeded"),
+        (InvocationFailed::KIND, "failed"),
+        (InvocationCancelled::KIND, "cancelled"),
     ] {
         if let Some(ended) = journal.find(&subject, kind) {
             println!("  the call {name} at {}", ended.at);
@@ -311,7 +315,7 @@ pub(crate) async fn explain(store: &dyn Store, invocation: &str, out: Option<&Pa
 /// The request and decision of the approval `approval`, printed and added to `chain`.
 async fn decision(store: &dyn Store, journal: &mut Journal, approval: &str, chain: &mut Vec<Link>) {
     let subject = format!("approval:{approval}");
-    let asked = journal.find(&subject, "approval.requested").cloned();
+    let asked = journal.find(&subject, ApprovalRequested::KIND).cloned();
     let read = asked.as_ref().map(|asked| serde_json::from_value::<ApprovalRequested>(asked.data.clone()));
     if let (Some(asked), Some(read)) = (&asked, &read) {
         let Ok(read) = read else {
@@ -331,7 +335,7 @@ async fn decision(store: &dyn Store, journal: &mut Journal, approval: &str, chai
         }
         chain.push(Link { name: "request", entry: asked.clone() });
     }
-    let Some(decided) = journal.find(&subject, "approval.decided").cloned() else {
+    let Some(decided) = journal.find(&subject, ApprovalDecided::KIND).cloned() else {
         println!("  the approval {approval} has no decision in the journal");
         return;
     };

@@ -298,8 +298,9 @@ impl MetricsArg {
             })
         });
         let listening = skill_http::metrics::start(component, address, refresh).await.map_err(anyhow::Error::msg)?;
-        if component == "core" {
-            // Counted from the start, so a rate or an alert sees 0 rather than nothing.
+        if engine.is_some() {
+            // A core's counters, counted from the start, so a rate or an alert sees 0 rather
+            // than nothing.
             for counter in [skill_api::telemetry::metric::SCRAPE_ERRORS, skill_api::telemetry::metric::LEASES_EXPIRED] {
                 metrics::counter!(counter).increment(0);
             }

@@ -235,10 +235,7 @@ impl Engine {
                     mcp_origins: spec.skills.mcp_origins.clone(),
                     audiences: spec.skills.audiences.clone(),
                 };
-                let kept = crate::invocations::checked_allowance(&wanted).map_err(|error| {
-                    let field = error.details.get("field").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
-                    error.with("path", format!("spec.skills.{field}"))
-                })?;
+                let kept = crate::invocations::checked_allowance(&wanted, Some("spec.skills"))?;
                 Some(kept)
             }
         };

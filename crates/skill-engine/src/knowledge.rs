@@ -116,22 +116,12 @@ impl Engine {
             Some(limit @ 1..=1000) => limit as usize,
             Some(_) => return Err(invalid("limit", "`limit` is 1 to 1,000")),
         };
-        let conditions = query.conditions.clone().unwrap_or_default();
-        if let Some(index) =
-            conditions.iter().position(|c| !c.is_object() || c.get("attribute").and_then(Value::as_str).is_none())
-        {
-            return Err(invalid(&format!("where[{index}]"), "a condition is {attribute, op, value}"));
-        }
-        if let Some((index, op)) = conditions.iter().enumerate().find_map(|(index, c)| {
-            let op = c.get("op").and_then(Value::as_str).unwrap_or_default();
-            (!knowledge::OPS.contains(&op)).then(|| (index, op.chars().take(40).collect::<String>()))
-        }) {
-            return Err(invalid(
-                &format!("where[{index}].op"),
-                format!("a condition's op is one of {}, not {op:?}", knowledge::OPS.join(", ")),
-            )
-            .with("allowed", json!(knowledge::OPS)));
-        }
+        let written = Value::Array(query.conditions.clone().unwrap_or_default());
+        let conditions: Vec<knowledge::Condition> =
+            skill_contract::read_typed(&written, "where").map_err(|unread| {
+                invalid(&unread.path, format!("a condition is {{attribute, op, value}}: {}", unread.reason))
+                    .with("allowed", json!(knowledge::OPS))
+            })?;
         let mut after = match query.cursor.as_deref() {
             None => None,
             Some(cursor) => match knowledge::split_id(cursor) {

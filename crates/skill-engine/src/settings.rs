@@ -99,7 +99,7 @@ impl Engine {
         let refuse = |message: String| {
             Err(EngineError::new(Class::Invalid, "invalid_package_settings", message).with("field", "settingsSchema"))
         };
-        if schema.get("type").and_then(Value::as_str) != Some("object") {
+        if !skill_contract::SchemaView(schema).is_exactly(skill_contract::JsonType::Object) {
             return refuse("the settings schema must describe an object (type: object)".to_owned());
         }
         if let Err(error) = check_schema_document(schema) {

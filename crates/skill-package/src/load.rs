@@ -109,7 +109,7 @@ pub fn problems(loaded: &Loaded) -> Vec<PackageProblem> {
         }
     }
     for object in loaded.package.objects.iter().filter(|object| object.kind == "Process") {
-        let Ok(spec) = skill_contract::process::read_spec(&object.document["spec"]) else { continue };
+        let Ok(spec) = skill_contract::process::read_spec(object.spec()) else { continue };
         for (path, source, reads_fact) in spec.conditions() {
             let names: &[&str] = if reads_fact {
                 &["fact", "input", "vars", "steps", "instance"]

@@ -69,7 +69,7 @@ fn keyed_specs<R>(
 ) -> Result<Vec<R>, String> {
     let mut requests = Vec::new();
     for object in loaded.package.objects.iter().filter(|object| object.kind == kind) {
-        let spec = &object.document["spec"];
+        let spec = object.spec();
         if let Some((path, message)) = check(spec) {
             return Err(format!("{} at {path}: {message}", object.file));
         }

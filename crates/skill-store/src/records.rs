@@ -133,9 +133,9 @@ pub struct SkillRecord {
     /// A leaf's normalized contract.
     #[sqlx(try_from = "JsonText<Contract>")]
     pub contract: Option<Contract>,
-    /// `{"includes": [...], "tools": [...]}` of a composite.
-    #[sqlx(json(nullable))]
-    pub composition: Option<Value>,
+    /// A composite's includes and tools.
+    #[sqlx(try_from = "JsonText<skill_api::Composition>")]
+    pub composition: Option<skill_api::Composition>,
     #[sqlx(try_from = "Text<SkillStatus>")]
     pub status: SkillStatus,
     pub row_version: i32,

@@ -200,6 +200,10 @@ impl Document for skill_contract::Contract {
     const AT: &'static str = "skills.contract";
 }
 
+impl Document for skill_api::Composition {
+    const AT: &'static str = "skills.composition";
+}
+
 impl Document for DecisionAuthority {
     const AT: &'static str = "approvals.decision_authority";
 }

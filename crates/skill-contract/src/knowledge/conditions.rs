@@ -5,16 +5,40 @@
 //! numbers as numbers (booleans excluded), booleans by identity, anything else as text; `in` is
 //! any `eq`; `prefix` is equality or a start followed by `.` (so `62.011` is not under `62.01`);
 //! `lte`/`gte` compare numbers when the condition's value is a number, else ISO dates and times
-//! (naive ones in UTC; unreadable ones never match). [`OPS`] are the ops there are: the core
-//! refuses a condition with any other (evaluated here, an unknown op behaves like `gte`).
+//! (naive ones in UTC; unreadable ones never match). [`Op`] is the ops there are ([`OPS`] as
+//! written): a condition with any other does not read, and the core refuses it naming the field.
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::fingerprint::python_float;
 
-/// The ops a condition may name.
+/// The ops a condition may name, as written.
 pub const OPS: &[&str] = &["eq", "in", "prefix", "lte", "gte", "exists"];
+
+/// How a condition compares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    #[default]
+    Eq,
+    In,
+    Prefix,
+    Lte,
+    Gte,
+    Exists,
+}
+
+/// One condition of a query: `{attribute, op (default eq), value}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Condition {
+    pub attribute: String,
+    #[serde(default)]
+    pub op: Op,
+    #[serde(default)]
+    pub value: Value,
+}
 
 fn number(value: &Value) -> Option<f64> {
     match value {
@@ -76,33 +100,31 @@ fn ordered(attribute: &Value, value: &Value, at_most: bool) -> bool {
     }
 }
 
-fn one(attribute: &Value, op: &str, value: &Value) -> bool {
+fn one(attribute: &Value, op: Op, value: &Value) -> bool {
     match op {
-        "eq" => equal(attribute, value),
-        "in" => value.as_array().is_some_and(|options| options.iter().any(|v| equal(attribute, v))),
-        "prefix" => {
+        Op::Eq => equal(attribute, value),
+        Op::In => value.as_array().is_some_and(|options| options.iter().any(|v| equal(attribute, v))),
+        Op::Prefix => {
             let (text, prefix) = (as_text(attribute), as_text(value));
             text == prefix || text.starts_with(&format!("{prefix}."))
         }
-        "lte" => ordered(attribute, value, true),
-        _ => ordered(attribute, value, false),
+        Op::Lte => ordered(attribute, value, true),
+        Op::Gte | Op::Exists => ordered(attribute, value, false),
     }
 }
 
-/// Whether `attributes` satisfy `condition`.
-pub fn holds(condition: &Value, attributes: &Value) -> bool {
-    let name = condition.get("attribute").and_then(Value::as_str).unwrap_or("");
-    let op = condition.get("op").and_then(Value::as_str).unwrap_or("eq");
-    let value = condition.get("value").unwrap_or(&Value::Null);
-    let present = attributes.get(name).filter(|v| !v.is_null());
-    if op == "exists" {
+/// Whether `attributes` (an entity's attributes object) satisfy `condition`.
+pub fn holds(condition: &Condition, attributes: &Value) -> bool {
+    let value = &condition.value;
+    let present = attributes.get(condition.attribute.as_str()).filter(|v| !v.is_null());
+    if condition.op == Op::Exists {
         let exists = present.is_some_and(|v| v.as_array().is_none_or(|items| !items.is_empty()));
         return exists == value.as_bool().unwrap_or(true);
     }
     match present {
         None => false,
-        Some(Value::Array(items)) => items.iter().any(|item| one(item, op, value)),
-        Some(attribute) => one(attribute, op, value),
+        Some(Value::Array(items)) => items.iter().any(|item| one(item, condition.op, value)),
+        Some(attribute) => one(attribute, condition.op, value),
     }
 }
 
@@ -113,7 +135,17 @@ mod tests {
     use super::*;
 
     fn check(attributes: Value, condition: Value) -> bool {
-        holds(&condition, &attributes)
+        holds(&serde_json::from_value(condition).expect("a condition"), &attributes)
+    }
+
+    #[test]
+    fn a_condition_reads_with_eq_by_default_and_refuses_an_unknown_op() {
+        let plain: Condition = serde_json::from_value(json!({"attribute": "n", "value": 5})).expect("reads");
+        assert_eq!(plain.op, Op::Eq);
+        assert!(serde_json::from_value::<Condition>(json!({"attribute": "n", "op": "near"})).is_err());
+        assert!(serde_json::from_value::<Condition>(json!({"op": "eq"})).is_err(), "an attribute is named");
+        let every: Vec<Op> = OPS.iter().map(|op| serde_json::from_value(json!(op)).expect("an op")).collect();
+        assert_eq!(every, [Op::Eq, Op::In, Op::Prefix, Op::Lte, Op::Gte, Op::Exists], "OPS names each op");
     }
 
     #[test]
@@ -150,10 +182,6 @@ mod tests {
         let lte =
             |v: Value, bound: Value| check(json!({"x": v}), json!({"attribute": "x", "op": "lte", "value": bound}));
         assert!(lte(json!(3), json!(3)) && !lte(json!(4), json!(3)));
-        assert!(
-            check(json!({"x": 4}), json!({"attribute": "x", "op": "bogus", "value": 3})),
-            "unknown ops behave like gte"
-        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::{Package, PackageObject, PackageProblem};
+use crate::task_type::{Criterion, decided_before};
 use crate::{NormalizeOptions, SideEffects, Skill, SkillBody};
 
 /// The problems of `package`, whose required packages (all of them, transitively) are
@@ -126,7 +127,7 @@ fn agent(object: &PackageObject, executions: &BTreeMap<String, Vec<String>>, pro
             "use 1 to 100 lower-case letters, digits, `.`, `_`, `-`, starting with a letter or digit",
         ));
     }
-    let spec = match crate::agent::read_spec(&object.document["spec"]) {
+    let spec = match crate::agent::read_spec(object.spec()) {
         Ok(spec) => spec,
         Err(found) => {
             problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));
@@ -206,7 +207,7 @@ impl References<'_> {
     }
 
     fn task_type(&self, object: &PackageObject, objects: &Objects, problems: &mut Vec<PackageProblem>) {
-        let spec = &object.document["spec"];
+        let spec = object.spec();
         if let Some(process) = spec.get("process") {
             let named = process.get("process").and_then(Value::as_str).unwrap_or_default();
             let key = named.split_once('@').map(|(key, _)| key);
@@ -320,19 +321,18 @@ impl References<'_> {
     }
 
     fn acceptance(&self, object: &PackageObject, spec: &Value, problems: &mut Vec<PackageProblem>) {
-        let Some(criteria) = spec.get("acceptance").and_then(Value::as_array) else { return };
+        // A list that does not read is the core's to refuse, with the path of what does not.
+        let Some(Ok(criteria)) = spec.get("acceptance").map(|list| crate::read_typed::<Vec<Criterion>>(list, ""))
+        else {
+            return;
+        };
         for (index, criterion) in criteria.iter().enumerate() {
-            let Some(skill) = criterion.pointer("/spec/skill").and_then(Value::as_str) else { continue };
+            let Some(skill) = criterion.skill().and_then(Value::as_str) else { continue };
             let path = format!("spec.acceptance[{index}].spec.skill");
             if self.resolve(object, &path, skill, problems) != Some(SideEffects::ExternalWrite) {
                 continue;
             }
-            let when = criterion.get("when");
-            let decided = criteria[..index].iter().any(|earlier| {
-                matches!(earlier.get("kind").and_then(Value::as_str), Some("human" | "llm_judge"))
-                    && (earlier.get("when").is_none() || earlier.get("when") == when)
-            });
-            if !decided {
+            if !decided_before(&criteria, index) {
                 problems.push(PackageProblem::new(
                     &object.file,
                     &path,
@@ -356,7 +356,7 @@ impl References<'_> {
                 "use 1 to 200 lower-case letters, digits, `.`, `_`, `-`, starting with a letter or digit",
             ));
         }
-        let spec = match crate::rule::read_spec(&object.document["spec"]) {
+        let spec = match crate::rule::read_spec(object.spec()) {
             Ok(spec) => spec,
             Err(found) => {
                 problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));
@@ -445,7 +445,7 @@ impl References<'_> {
                 "use 1 to 200 lower-case letters, digits, `.`, `_`, `-`, starting with a letter or digit",
             ));
         }
-        let spec = match crate::process::read_spec(&object.document["spec"]) {
+        let spec = match crate::process::read_spec(object.spec()) {
             Ok(spec) => spec,
             Err(found) => {
                 problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));

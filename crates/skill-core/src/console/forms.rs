@@ -7,20 +7,19 @@
 
 use maud::{Markup, html};
 use serde_json::{Map, Value};
+use skill_contract::{JsonType, SchemaView};
 
 /// The prefix of every generated field's name.
 const PREFIX: &str = "f.";
 
-/// The properties of an object schema, in order, with whether each is required.
-fn properties(schema: &Value) -> Vec<(&String, &Value, bool)> {
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+/// The properties of an object schema, in order, with whether each is required; each one
+/// without a `null` alternative (`Option<T>` is `anyOf [T, null]`).
+fn properties(schema: &Value) -> Vec<(&String, SchemaView<'_>, bool)> {
+    let schema = SchemaView(schema);
+    let required = schema.required();
     schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(name, property)| (name, property, required.contains(&name.as_str())))
+        .properties()
+        .map(|(name, property)| (name, property.without_null(), required.contains(&name.as_str())))
         .collect()
 }
 
@@ -34,17 +33,6 @@ enum Kind {
     Number,
     Flag,
     Json,
-}
-
-/// The schema of `property` without a `null` alternative (`Option<T>` is `anyOf [T, null]`).
-fn unwrapped(property: &Value) -> &Value {
-    let alternatives = property.get("anyOf").or_else(|| property.get("oneOf")).and_then(Value::as_array);
-    match alternatives
-        .map(|all| all.iter().filter(|one| one.get("type") != Some(&Value::from("null"))).collect::<Vec<_>>())
-    {
-        Some(rest) if rest.len() == 1 => rest[0],
-        _ => property,
-    }
 }
 
 /// Names of strings that hold prose: a text area, unless a `maxLength` of at most 200 says
@@ -64,26 +52,20 @@ const LONG: [&str; 12] = [
     "summary",
 ];
 
-fn kind(name: &str, property: &Value) -> Kind {
-    let property = unwrapped(property);
-    if property.get("enum").and_then(Value::as_array).is_some_and(|values| values.iter().all(Value::is_string)) {
+fn kind(name: &str, property: SchemaView<'_>) -> Kind {
+    if property.choices().is_some_and(|values| values.iter().all(Value::is_string)) {
         return Kind::Choice;
     }
-    let named = match property.get("type") {
-        Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|t| *t != "null"),
-        Some(other) => other.as_str(),
-        None => None,
-    };
-    match named {
-        Some("string") => match property.get("maxLength").and_then(Value::as_u64) {
+    match property.kind() {
+        Some(JsonType::String) => match property.max_length() {
             Some(max) if max > 200 => Kind::Text,
             Some(_) => Kind::Line,
             None if LONG.contains(&name) => Kind::Text,
             None => Kind::Line,
         },
-        Some("integer") => Kind::Integer,
-        Some("number") => Kind::Number,
-        Some("boolean") => Kind::Flag,
+        Some(JsonType::Integer) => Kind::Integer,
+        Some(JsonType::Number) => Kind::Number,
+        Some(JsonType::Boolean) => Kind::Flag,
         _ => Kind::Json,
     }
 }
@@ -95,8 +77,8 @@ pub(super) fn fields(schema: &Value, values: &Map<String, Value>, id_prefix: &st
         @for (name, property, required) in properties(schema) {
             @let id = format!("{id_prefix}{name}");
             @let field = format!("{PREFIX}{name}");
-            @let label = unwrapped(property).get("title").and_then(Value::as_str).unwrap_or(name);
-            @let description = unwrapped(property).get("description").and_then(Value::as_str);
+            @let label = property.title().unwrap_or(name);
+            @let description = property.description();
             @let value = values.get(name);
             @let text = value.map(|value| match value { Value::String(text) => text.clone(), other => other.to_string() });
             div.field {
@@ -107,7 +89,7 @@ pub(super) fn fields(schema: &Value, values: &Map<String, Value>, id_prefix: &st
                     Kind::Choice => {
                         select id=(id) name=(field) required[required] {
                             @if !required { option value="" { "—" } }
-                            @for choice in unwrapped(property)["enum"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                            @for choice in property.choices().into_iter().flatten().filter_map(Value::as_str) {
                                 option value=(choice) selected[text.as_deref() == Some(choice)] { (choice) }
                             }
                         }

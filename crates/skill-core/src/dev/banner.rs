@@ -3,7 +3,10 @@
 //! through shell variables (`TASK=$(… | jq -r .id)`), each runnable as printed, in order. Every
 //! indented line under "In another shell" is a shell line (comments included), which a test runs.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use skill_api::{ApprovalSchema, TaskTypeRequest};
+use skill_contract::{JsonType, SchemaView};
 use skill_package as package;
 
 /// What the banner shows.
@@ -154,18 +157,17 @@ const TASK: &str = "@@TASK@@";
 /// The lines that play a gated task type's story: the task with example fields, its draft when
 /// the type declares one, the gate approval, and where the reviewer decides.
 fn story(loaded: &package::Loaded, workspace: &str) -> Option<Vec<String>> {
-    let task_types: Vec<_> = loaded.package.objects.iter().filter(|object| object.kind == "TaskType").collect();
-    let gated = task_types.iter().find(|object| object.document.pointer("/spec/approvalSchema/gates").is_some())?;
-    let key = format!("{}@{}", gated.key, gated.version().unwrap_or("1"));
-    let spec = &gated.document["spec"];
-    let fields: Map<String, Value> = spec
-        .get("customFields")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(name, schema)| (name.clone(), sample(schema)))
-        .collect();
-    let name = spec.get("displayName").and_then(Value::as_str).unwrap_or(&gated.key);
+    let task_types = package::task_type_requests(loaded).ok()?;
+    let gates = |request: &TaskTypeRequest| {
+        request.approval_schema.as_ref().and_then(|schema| ApprovalSchema::deserialize(schema).ok())
+    };
+    let (gated, schema) = task_types
+        .iter()
+        .find_map(|request| gates(request).filter(|schema| !schema.gates.is_empty()).map(|schema| (request, schema)))?;
+    let key = format!("{}@{}", gated.key, gated.version);
+    let fields: Map<String, Value> =
+        gated.custom_fields.iter().flatten().map(|(name, schema)| (name.clone(), sample(schema))).collect();
+    let name = gated.display_name.as_deref().unwrap_or(&gated.key);
     let first = fields.values().find_map(Value::as_str).map(|value| format!(": {value}")).unwrap_or_default();
     let auth = "-H \"Authorization: Bearer $SKILL_CORE_TOKEN\"";
     let json_body = "-H 'Content-Type: application/json'";
@@ -177,13 +179,11 @@ fn story(loaded: &package::Loaded, workspace: &str) -> Option<Vec<String>> {
         "  TASK=$(curl -s -X POST \"$SKILL_CORE_URL/api/v1/tasks\" {auth} {json_body} -d '{}' | jq -r .id)",
         single_quoted(&task.to_string())
     ));
-    if let Some(draft) = spec.pointer("/approvalSchema/gates/default/draft") {
-        let skill = draft.get("skill").and_then(Value::as_str).unwrap_or_default();
+    if let Some(draft) = schema.gates.get("default").and_then(|gate| gate.draft.as_ref()) {
+        let skill = draft.skill.as_str();
         let inputs: Map<String, Value> = draft
-            .get("inputs")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
+            .inputs
+            .iter()
             .filter_map(|(input, source)| {
                 let value = match source.as_str().and_then(|path| path.strip_prefix("$.customFields.")) {
                     Some(field) => fields.get(field).cloned()?,
@@ -220,7 +220,7 @@ fn story(loaded: &package::Loaded, workspace: &str) -> Option<Vec<String>> {
 fn fact_story(loaded: &package::Loaded, sdk: bool) -> Option<Vec<String>> {
     let objects = &loaded.package.objects;
     let rule = objects.iter().find(|object| object.kind == "WorkRule")?;
-    let spec = skill_api::rule::read_spec(&rule.document["spec"]).ok()?;
+    let spec = skill_api::rule::read_spec(rule.spec()).ok()?;
     let agent = objects.iter().find(|o| o.kind == "Agent" && o.key == spec.identity.agent)?;
     let workspace = agent
         .document
@@ -257,7 +257,7 @@ fn fact_story(loaded: &package::Loaded, sdk: bool) -> Option<Vec<String>> {
         let process = objects
             .iter()
             .find(|o| o.kind == "Process" && o.key == key)
-            .and_then(|o| skill_api::process::read_spec(&o.document["spec"]).ok());
+            .and_then(|o| skill_api::process::read_spec(o.spec()).ok());
         for (name, source) in &started.input {
             let read = format!("$.input.{name}");
             let field =
@@ -328,13 +328,7 @@ fn fact_story(loaded: &package::Loaded, sdk: bool) -> Option<Vec<String>> {
 /// A value for a field of `schema`: its first example, its default, else the smallest of its
 /// shape.
 fn sample(schema: &Value) -> Value {
-    schema
-        .get("examples")
-        .and_then(Value::as_array)
-        .and_then(|examples| examples.first())
-        .or_else(|| schema.get("default"))
-        .cloned()
-        .unwrap_or_else(|| example(schema))
+    SchemaView(schema).sample().cloned().unwrap_or_else(|| example(schema))
 }
 
 /// A skill without side effects and inputs that fit its schema, for the printed example.
@@ -351,25 +345,19 @@ fn example_call(loaded: &package::Loaded) -> Option<(String, Value)> {
 /// The smallest value of `schema`'s shape: required properties only (each its example when the
 /// schema gives one).
 fn example(schema: &Value) -> Value {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("object") => {
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
+    let view = SchemaView(schema);
+    match view.one_kind() {
+        Some(JsonType::Object) => Value::Object(
+            view.required()
                 .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            let properties = schema.get("properties");
-            let map = required
-                .into_iter()
-                .map(|name| (name.to_owned(), properties.and_then(|p| p.get(name)).map_or(json!("example"), sample)))
-                .collect();
-            Value::Object(map)
-        }
-        Some("integer" | "number") => json!(1),
-        Some("boolean") => json!(false),
-        Some("array") => json!([]),
+                .map(|name| {
+                    (name.to_owned(), view.property(name).map_or(json!("example"), |property| sample(property.0)))
+                })
+                .collect(),
+        ),
+        Some(JsonType::Integer | JsonType::Number) => json!(1),
+        Some(JsonType::Boolean) => json!(false),
+        Some(JsonType::Array) => json!([]),
         _ => json!("example"),
     }
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use skill_contract::{Implementation, Protocol};
 use skill_package as package;
 use skill_remote::guard::SystemLookup;
 use skill_remote::{Config, CoreTokens, Remote, StdioServer};
@@ -43,29 +44,38 @@ impl Needs {
     }
 }
 
+/// A package skill's implementation as its file writes it (an endpoint may start with a
+/// `${VARIABLE}` the installation fills); `None` when it has none or it does not read (the
+/// package's check reports that).
+fn implementation(document: &serde_json::Value) -> Option<Implementation> {
+    let written = document.pointer("/spec/contract/implementation")?;
+    let options = skill_contract::NormalizeOptions { allow_placeholders: true, ..Default::default() };
+    Implementation::parse(written, &options).ok()
+}
+
 /// What the package's remote skills need.
 pub(crate) fn needs(loaded: &package::Loaded) -> Needs {
     let mut needs = Needs::default();
     for object in loaded.package.objects.iter().filter(|object| object.kind == "Skill") {
-        let Some(implementation) = object.document.pointer("/spec/contract/implementation") else { continue };
-        let endpoint = implementation["endpoint"].as_str().unwrap_or_default();
-        let served = match implementation["protocol"].as_str() {
-            Some("http") => &mut needs.http,
-            Some("mcp") => {
+        let Some(implementation) = implementation(&object.document) else { continue };
+        let endpoint = implementation.endpoint().unwrap_or_default();
+        let served = match implementation.protocol() {
+            Protocol::Http => &mut needs.http,
+            Protocol::Mcp => {
                 if let Some(name) = endpoint.strip_prefix("stdio:") {
                     needs.stdio.insert(name.to_owned());
                     continue;
                 }
                 &mut needs.mcp_http
             }
-            _ => continue,
+            Protocol::Local => continue,
         };
         served.count += 1;
         if let Some(name) = endpoint.strip_prefix("${").and_then(|rest| rest.split_once('}')).map(|(name, _)| name) {
             served.variables.insert(name.to_owned());
         }
-        if let Some(audience) = implementation["auth"]["audience"].as_str() {
-            served.audiences.insert(audience.to_owned());
+        if let Some(auth) = implementation.auth() {
+            served.audiences.insert(auth.audience().to_owned());
         }
     }
     needs
@@ -223,7 +233,7 @@ pub(crate) fn lookup(set: &BTreeMap<String, String>, name: &str) -> Option<Strin
 /// filled.
 pub(crate) fn origins(
     loaded: &package::Loaded,
-    protocol: &str,
+    protocol: Protocol,
     variables: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<String>> {
     let mut origins = BTreeSet::new();
@@ -231,9 +241,9 @@ pub(crate) fn origins(
         let document = package::fill(&loaded.package, object, variables).map_err(|problems| {
             anyhow::anyhow!("{}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
         })?;
-        let implementation = &document["spec"]["contract"]["implementation"];
-        let endpoint = implementation["endpoint"].as_str().unwrap_or_default();
-        if implementation["protocol"] != protocol || endpoint.starts_with("stdio:") {
+        let Some(implementation) = implementation(&document) else { continue };
+        let endpoint = implementation.endpoint().unwrap_or_default();
+        if implementation.protocol() != protocol || endpoint.starts_with("stdio:") {
             continue;
         }
         let url = reqwest::Url::parse(endpoint).with_context(|| format!("{}: the endpoint {endpoint}", object.key))?;
@@ -349,11 +359,11 @@ mod tests {
         let mut variables = BTreeMap::new();
         point(&needs.mcp_http, "https://localhost:9443", &mut variables);
         let lookup = |name: &str| lookup(&variables, name);
-        assert_eq!(origins(&loaded, "mcp", &lookup).expect("filled"), ["https://localhost:9443"]);
-        assert_eq!(origins(&loaded, "http", &lookup).expect("filled"), ["https://localhost:9443"]);
+        assert_eq!(origins(&loaded, Protocol::Mcp, &lookup).expect("filled"), ["https://localhost:9443"]);
+        assert_eq!(origins(&loaded, Protocol::Http, &lookup).expect("filled"), ["https://localhost:9443"]);
         // Unset, the declared default.
         let unset = |_: &str| None;
-        assert_eq!(origins(&loaded, "http", &unset).expect("filled"), ["https://tools.example"]);
+        assert_eq!(origins(&loaded, Protocol::Http, &unset).expect("filled"), ["https://tools.example"]);
         let _ = std::fs::remove_dir_all(root);
     }
 }

@@ -6,7 +6,9 @@
 
 use axum::Json;
 use axum::routing::post;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use skill_contract::{JsonType, SchemaView};
 
 /// What every answer and dev's start line say.
 pub(crate) const NOTICE: &str = "dev's stand-in model — set SKILL_LLM_BASE_URL for a real one";
@@ -32,15 +34,64 @@ pub(crate) async fn start() -> anyhow::Result<String> {
     Ok(base)
 }
 
+/// What the stand-in reads of a chat completion request.
+#[derive(Debug, Default, Deserialize)]
+struct ChatRequest {
+    #[serde(default)]
+    messages: Vec<ChatMessage>,
+    #[serde(default)]
+    response_format: Option<ResponseFormat>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatMessage {
+    role: Role,
+    /// A text, or a list of parts (the text ones count).
+    #[serde(default)]
+    content: Option<Content>,
+}
+
+#[derive(Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Role {
+    User,
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+#[derive(Debug, Deserialize)]
+struct Part {
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ResponseFormat {
+    #[serde(default)]
+    json_schema: Option<JsonSchemaFormat>,
+}
+
+#[derive(Debug, Deserialize)]
+struct JsonSchemaFormat {
+    schema: Value,
+}
+
 async fn completions(Json(body): Json<Value>) -> Json<Value> {
-    Json(answer(&body))
+    Json(answer(&serde_json::from_value(body).unwrap_or_default()))
 }
 
 /// The completion for a request: the schema's shape, filled from the last user message.
-fn answer(body: &Value) -> Value {
-    let prompt = last_user_message(body);
-    let schema = body.pointer("/response_format/json_schema/schema");
-    let content = match schema {
+fn answer(request: &ChatRequest) -> Value {
+    let prompt = last_user_message(request);
+    let schema = request.response_format.as_ref().and_then(|format| format.json_schema.as_ref());
+    let content = match schema.map(|format| &format.schema) {
         Some(schema) => fill(schema, &prompt),
         None => json!({"text": draft(&prompt)}),
     };
@@ -58,46 +109,42 @@ fn answer(body: &Value) -> Value {
 }
 
 /// The text of the last `user` message (a string, or the text parts of a list).
-fn last_user_message(body: &Value) -> String {
-    let messages = body.get("messages").and_then(Value::as_array);
-    let last = messages.into_iter().flatten().rev().find(|message| message["role"] == "user");
-    match last.map(|message| &message["content"]) {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(parts)) => {
-            parts.iter().filter_map(|part| part["text"].as_str()).collect::<Vec<_>>().join(" ")
+fn last_user_message(request: &ChatRequest) -> String {
+    match request
+        .messages
+        .iter()
+        .rev()
+        .find(|message| message.role == Role::User)
+        .and_then(|message| message.content.as_ref())
+    {
+        Some(Content::Text(text)) => text.clone(),
+        Some(Content::Parts(parts)) => {
+            parts.iter().filter_map(|part| part.text.as_deref()).collect::<Vec<_>>().join(" ")
         }
-        _ => String::new(),
+        None => String::new(),
     }
 }
 
 /// A value of `schema`'s shape: every property of an object, the first of an enum, a draft for a
 /// string.
 fn fill(schema: &Value, prompt: &str) -> Value {
-    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|values| values.first()) {
+    let view = SchemaView(schema);
+    if let Some(first) = view.choices().and_then(<[Value]>::first) {
         return first.clone();
     }
-    if let Some(constant) = schema.get("const") {
+    if let Some(constant) = view.constant() {
         return constant.clone();
     }
-    let kind = match schema.get("type") {
-        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).find(|kind| *kind != "null"),
-        Some(kind) => kind.as_str(),
-        None if schema.get("properties").is_some() => Some("object"),
-        None => None,
-    };
+    let kind = view.kind().or_else(|| view.property_map().map(|_| JsonType::Object));
     match kind {
-        Some("object") => {
-            let properties = schema.get("properties").and_then(Value::as_object);
-            let filled: Map<String, Value> = properties
-                .into_iter()
-                .flatten()
-                .map(|(name, property)| (name.clone(), fill(property, prompt)))
-                .collect();
+        Some(JsonType::Object) => {
+            let filled: Map<String, Value> =
+                view.properties().map(|(name, property)| (name.clone(), fill(property.0, prompt))).collect();
             Value::Object(filled)
         }
-        Some("array") => json!([]),
-        Some("integer" | "number") => json!(0),
-        Some("boolean") => json!(false),
+        Some(JsonType::Array) => json!([]),
+        Some(JsonType::Integer | JsonType::Number) => json!(0),
+        Some(JsonType::Boolean) => json!(false),
         _ => json!(draft(prompt)),
     }
 }
@@ -127,7 +174,7 @@ mod tests {
             "response_format": {"type": "json_schema", "json_schema": {"name": "draft", "schema":
                 {"type": "object", "properties": {"draft": {"type": "string"}, "tone": {"enum": ["warm", "plain"]},
                  "score": {"type": ["integer", "null"]}}, "required": ["draft"]}}}});
-        let answer = answer(&body);
+        let answer = answer(&serde_json::from_value(body).expect("a request"));
         assert_eq!(answer["model"], MODEL);
         let content: Value =
             serde_json::from_str(answer["choices"][0]["message"]["content"].as_str().expect("text")).expect("JSON");
@@ -136,6 +183,14 @@ mod tests {
         assert!(draft.contains(NOTICE), "{draft}");
         assert_eq!((content["tone"].clone(), content["score"].clone()), (json!("warm"), json!(0)));
         assert!(answer["usage"]["total_tokens"].as_u64().is_some_and(|n| n > 0));
+    }
+
+    #[test]
+    fn the_text_parts_of_the_last_user_message_are_the_prompt() {
+        let body = json!({"messages": [{"role": "user", "content": "first"}, {"role": "tool", "content": null},
+            {"role": "user", "content": [{"type": "text", "text": "the parcel"}, {"type": "image_url"}, {"text": "is late"}]}]});
+        assert_eq!(last_user_message(&serde_json::from_value(body).expect("a request")), "the parcel is late");
+        assert_eq!(last_user_message(&ChatRequest::default()), "");
     }
 
     #[test]

@@ -36,15 +36,6 @@ impl<'a> Slot<'a> {
     }
 }
 
-/// The type's output slots (none when the stored list does not read: publication checked it,
-/// so that is a corrupted row, logged).
-fn slots(task_type: &skill_store::records::TaskTypeRecord) -> Vec<skill_api::OutputSlot> {
-    task_type.spec.output_slots().unwrap_or_else(|error| {
-        tracing::error!(task_type = %task_type.id, %error, "a published artifact schema does not read");
-        Vec::new()
-    })
-}
-
 fn rejected(code: &str, message: &str) -> Value {
     slot_outcome(SlotOutcome {
         status: OutputStatus::Rejected,
@@ -84,7 +75,7 @@ impl Engine {
             return Ok(typed);
         }
         // The head each type has once the artifacts before it are written.
-        let declared = slots(&task_type);
+        let declared = task_type.spec.output_slots();
         let mut heads: HashMap<&str, Option<String>> = HashMap::new();
         for slot in declared.iter().map(Slot::of) {
             let value = output.get(slot.key).filter(|value| !value.is_null());

@@ -172,7 +172,7 @@ fn composite_skill(request: &PublishRequest, record: &mut SkillRecord) -> Result
     };
     let includes: Vec<String> = composite.includes().iter().map(ToString::to_string).collect();
     let tools: Vec<Value> = composite.tools().iter().map(skill_contract::ToolDeclaration::to_json).collect();
-    record.composition = Some(json!({"includes": includes, "tools": tools}));
+    record.composition = Some(skill_api::Composition { includes, tools });
     record.input_schema = checked_schema("inputSchema", request.input_schema.as_ref())?;
     record.output_schema = checked_schema("outputSchema", request.output_schema.as_ref())?;
     Ok(skill)
@@ -283,12 +283,11 @@ pub(crate) fn contract_error(error: &ContractError) -> EngineError {
     EngineError::new(Class::Invalid, violations[0].code.as_str(), message).with_details(details)
 }
 
+/// Where a request holds what its document holds at `field`.
 fn request_field(field: &str) -> String {
-    if field == "key" {
-        return "name".to_owned();
+    match field {
+        "key" => "name".to_owned(),
+        "spec.contract" => "contract".to_owned(),
+        _ => field.strip_prefix("spec.contract.").or_else(|| field.strip_prefix("spec.")).unwrap_or(field).to_owned(),
     }
-    if field == "spec.contract" {
-        return "contract".to_owned();
-    }
-    field.strip_prefix("spec.contract.").or_else(|| field.strip_prefix("spec.")).unwrap_or(field).to_owned()
 }

@@ -23,7 +23,7 @@ pub(crate) fn time(at: &skill_store::records::Time) -> String {
 pub(crate) fn skill_out(entry: SkillEntry, show_config: bool) -> SkillOut {
     let SkillEntry { skill, package } = entry;
     let (includes, tools) = match &skill.composition {
-        Some(composition) => (Some(strings(composition.get("includes"))), Some(list(composition.get("tools")))),
+        Some(composition) => (Some(composition.includes.clone()), Some(composition.tools.clone())),
         None => (None, None),
     };
     SkillOut {
@@ -49,14 +49,6 @@ pub(crate) fn skill_out(entry: SkillEntry, show_config: bool) -> SkillOut {
     }
 }
 
-fn list(value: Option<&Value>) -> Vec<Value> {
-    value.and_then(Value::as_array).cloned().unwrap_or_default()
-}
-
-fn strings(value: Option<&Value>) -> Vec<String> {
-    list(value).into_iter().filter_map(|item| item.as_str().map(str::to_owned)).collect()
-}
-
 fn package_out(install: PackageInstall) -> PackageOut {
     PackageOut {
         installed_at: time(&install.installed_at),
@@ -79,28 +71,14 @@ pub(crate) fn to_skill(record: &SkillRecord) -> Option<Result<Skill, skill_contr
         request.side_effects = record.side_effects.map(|s| s.as_str().to_owned());
         request.risk_level = record.risk_level.map(|r| r.as_str().to_owned());
         request.contract = Some(contract.to_normalized_json());
-    } else if let Some(Value::Object(composition)) = &record.composition {
-        let non_empty =
-            |key: &str| composition.get(key).filter(|value| value.as_array().is_some_and(|a| !a.is_empty()));
-        request.includes = non_empty("includes").cloned();
-        request.tools = non_empty("tools").cloned();
+    } else if let Some(composition) = &record.composition {
+        let includes = composition.includes.iter().cloned().map(Value::String).collect();
+        request.includes = (!composition.includes.is_empty()).then_some(Value::Array(includes));
+        request.tools = (!composition.tools.is_empty()).then(|| Value::Array(composition.tools.clone()));
     } else {
         return None;
     }
     // Checked whole when it was published: read back without compiling its schemas again.
     let options = NormalizeOptions { allow_placeholders: true, allow_conditions: true, stored: true };
     Some(Skill::from_document(&request.to_document(), &options))
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn a_composite_reads_its_includes_and_tools() {
-        assert_eq!(strings(Some(&json!(["a@1", 7, "b@2"]))), ["a@1", "b@2"]);
-        assert!(list(None).is_empty());
-    }
 }

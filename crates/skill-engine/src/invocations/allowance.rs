@@ -95,8 +95,15 @@ fn cut(text: &str, max: usize) -> String {
     text.chars().take(max).collect()
 }
 
-/// The allowance checked and normalized (origins lower-case, duplicates dropped).
-pub(crate) fn checked(allowance: &ExecutorAllowance) -> Result<Kept> {
+/// The allowance checked and normalized (origins lower-case, duplicates dropped). A refusal
+/// names the field; when the allowance was written in a document, `under` (`spec.skills`) is
+/// where, and the refusal's `path` says it.
+pub(crate) fn checked(allowance: &ExecutorAllowance, under: Option<&str>) -> Result<Kept> {
+    let placed = |field: &str, error: EngineError| match under {
+        Some(root) => error.with("path", format!("{root}.{field}")),
+        None => error,
+    };
+    let invalid = |field: &str, message: String| placed(field, invalid(field, message));
     let mut protocols = Vec::new();
     for protocol in &allowance.protocols {
         if !PROTOCOLS.contains(&protocol.as_str()) {
@@ -120,7 +127,7 @@ pub(crate) fn checked(allowance: &ExecutorAllowance) -> Result<Kept> {
         }
     }
     if allowance.audiences.len() > 100 {
-        return Err(invalid("audiences", "`audiences` has at most 100 items"));
+        return Err(invalid("audiences", "`audiences` has at most 100 items".to_owned()));
     }
     if let Some(bad) = allowance.local.iter().find(|entry| !is_local_entry(entry)) {
         return Err(invalid(
@@ -135,7 +142,7 @@ pub(crate) fn checked(allowance: &ExecutorAllowance) -> Result<Kept> {
         let valid = (1..=200).contains(&audience.len())
             && audience.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:/-".contains(&b));
         if !valid {
-            return Err(invalid("audiences", "an audience is 1 to 200 letters, digits and . _ : / -"));
+            return Err(invalid("audiences", "an audience is 1 to 200 letters, digits and . _ : / -".to_owned()));
         }
         if reserved_audience(audience, None) {
             return Err(invalid("audiences", format!("{audience} is reserved: no executor carries tokens for it")));
@@ -150,9 +157,11 @@ pub(crate) fn checked(allowance: &ExecutorAllowance) -> Result<Kept> {
         }
         kept
     };
-    let http =
-        allowance.http_origins.iter().map(|o| normalized_origin("httpOrigins", o, false)).collect::<Result<_>>()?;
-    let mcp = allowance.mcp_origins.iter().map(|o| normalized_origin("mcpOrigins", o, true)).collect::<Result<_>>()?;
+    let origins = |field: &str, written: &[String], stdio: bool| -> Result<Vec<String>> {
+        written.iter().map(|o| normalized_origin(field, o, stdio).map_err(|error| placed(field, error))).collect()
+    };
+    let http = origins("httpOrigins", &allowance.http_origins, false)?;
+    let mcp = origins("mcpOrigins", &allowance.mcp_origins, true)?;
     Ok(Kept {
         protocols,
         local: unique(allowance.local.clone()),
@@ -246,7 +255,7 @@ impl Engine {
             ));
         }
         self.not_an_agent(&found, "an allow-list set by hand").await?;
-        let kept = checked(allowance)?;
+        let kept = checked(allowance, None)?;
         let origin = actor.map_or_else(Origin::default, |actor| Origin::of(actor, request_id));
         let allowed = ExecutorAllowed {
             allowance: skill_api::ExecutorAllowance {
@@ -296,21 +305,28 @@ mod tests {
             audiences: vec!["claims".into()],
             ..ExecutorAllowance::default()
         };
-        let kept = checked(&request).expect("an allowance");
+        let kept = checked(&request, None).expect("an allowance");
         assert_eq!(
             (kept.protocols, kept.http_origins),
             (vec!["http".to_owned()], vec!["https://svc.example".to_owned()])
         );
         let local_without = ExecutorAllowance { local: vec!["m".into()], ..ExecutorAllowance::default() };
-        assert_eq!(checked(&local_without).expect_err("local not allowed").code, "invalid_executor_allowance");
+        assert_eq!(checked(&local_without, None).expect_err("local not allowed").code, "invalid_executor_allowance");
+        let placed = checked(&local_without, Some("spec.skills")).expect_err("in a document");
+        assert_eq!(
+            (placed.details["field"].clone(), placed.details["path"].clone()),
+            (json!("local"), json!("spec.skills.local"))
+        );
         let reserved = ExecutorAllowance { audiences: vec![" Skill-Core".into()], ..ExecutorAllowance::default() };
-        assert!(checked(&reserved).is_err());
+        assert!(checked(&reserved, None).is_err());
         let path = ExecutorAllowance {
             protocols: vec!["http".into()],
             http_origins: vec!["https://h/x".into()],
             ..ExecutorAllowance::default()
         };
-        assert_eq!(checked(&path).expect_err("a path").code, "invalid_executor_endpoint");
+        assert_eq!(checked(&path, None).expect_err("a path").code, "invalid_executor_endpoint");
+        let placed = checked(&path, Some("spec.skills")).expect_err("a path in a document");
+        assert_eq!(placed.details["path"], json!("spec.skills.httpOrigins"));
     }
 
     #[test]

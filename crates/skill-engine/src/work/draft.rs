@@ -18,16 +18,9 @@ use crate::basis::task_terminal;
 use crate::error::{Class, EngineError, Result};
 use crate::paths::{self, task_view};
 
-/// A type's declared draft.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Draft {
-    /// `name@version` of the skill that drafts.
-    pub skill: String,
-    /// Its inputs: an input name → a path over the task (`$.customFields.message`) or a literal.
-    pub inputs: Value,
-    /// The output field that holds the draft.
-    pub output: String,
-}
+/// A type's declared draft: `name@version` of the skill that drafts, its inputs (an input name →
+/// a path over the task or a literal) and the output field that holds the draft.
+pub use skill_api::DraftSpec as Draft;
 
 /// The draft `task_type` declares, if any (none when its gate does not read: publication
 /// checked it, so that is a corrupted row, logged).
@@ -36,8 +29,7 @@ pub fn draft_of(task_type: &TaskTypeRecord) -> Option<Draft> {
         tracing::error!(task_type = %task_type.id, %error, "a published gate does not read");
         None
     });
-    let draft = gate?.draft?;
-    Some(Draft { skill: draft.skill, inputs: Value::Object(draft.inputs), output: draft.output })
+    gate?.draft
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> EngineError {
@@ -45,14 +37,8 @@ fn invalid(field: &str, message: impl Into<String>) -> EngineError {
 }
 
 /// Checks a declared draft against the version it names (`found`, `None` when there is none).
-pub(crate) fn check_draft(draft: &Value, field: &str, found: Option<&SkillRecord>) -> Result<()> {
-    let Some(object) = draft.as_object() else {
-        return Err(invalid(field, "a draft is {skill: name@version, inputs, output}"));
-    };
-    if let Some(unknown) = object.keys().find(|key| !matches!(key.as_str(), "skill" | "inputs" | "output")) {
-        return Err(invalid(&format!("{field}.{unknown}"), "a draft has skill, inputs and output"));
-    }
-    let skill = object.get("skill").and_then(Value::as_str).unwrap_or_default();
+pub(crate) fn check_draft(draft: &Draft, field: &str, found: Option<&SkillRecord>) -> Result<()> {
+    let skill = draft.skill.as_str();
     if !skill.contains('@') {
         return Err(invalid(&format!("{field}.skill"), "a draft names the version that drafts: name@version"));
     }
@@ -73,22 +59,14 @@ pub(crate) fn check_draft(draft: &Value, field: &str, found: Option<&SkillRecord
             ),
         ));
     }
-    match object.get("inputs") {
-        None => {}
-        Some(Value::Object(inputs)) => {
-            if let Some((name, text)) = paths::first_non_path(inputs) {
-                return Err(invalid(&format!("{field}.inputs.{name}"), paths::not_a_path(text)));
-            }
-        }
-        Some(_) => return Err(invalid(&format!("{field}.inputs"), "inputs is an object: input → path or value")),
+    if let Some((name, text)) = paths::first_non_path(&draft.inputs) {
+        return Err(invalid(&format!("{field}.inputs.{name}"), paths::not_a_path(text)));
     }
-    let output = object.get("output").and_then(Value::as_str).unwrap_or_default();
+    let output = draft.output.as_str();
     let declared = found
         .contract
         .as_ref()
-        .and_then(|contract| contract.outputs().get("properties"))
-        .and_then(Value::as_object)
-        .is_some_and(|properties| properties.contains_key(output));
+        .is_some_and(|contract| skill_contract::SchemaView(contract.outputs()).property(output).is_some());
     if !declared {
         return Err(invalid(
             &format!("{field}.output"),
@@ -109,7 +87,7 @@ impl Engine {
     pub(crate) async fn draft_for(&self, task: &TaskRecord) -> Result<Option<(Draft, Map<String, Value>)>> {
         let task_type = self.store.task_type(&task.task_type_id).await?;
         Ok(draft_of(&task_type).map(|draft| {
-            let inputs = paths::fill(&draft.inputs, &task_view(task, &task_type));
+            let inputs = paths::filled(&draft.inputs, &task_view(task, &task_type));
             (draft, inputs)
         }))
     }

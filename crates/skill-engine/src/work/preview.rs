@@ -8,6 +8,7 @@ use skill_api::{ApprovalStatus, Lifecycle, OutcomeAction, SkillStatus, State};
 use skill_contract::{RiskLevel, SideEffects};
 
 use serde_json::{Map, Value, json};
+use skill_contract::SchemaView;
 use skill_store::records::{SkillRecord, TaskRecord, TaskTypeRecord, Time};
 
 use crate::Engine;
@@ -221,30 +222,17 @@ pub(crate) fn requires(skill: &SkillRecord, name: &str) -> bool {
 
 /// The inputs `skill`'s contract requires.
 pub(crate) fn required_inputs(skill: &SkillRecord) -> Vec<String> {
-    skill
-        .contract
-        .as_ref()
-        .and_then(|contract| contract.inputs().get("required"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
+    let Some(contract) = &skill.contract else { return Vec::new() };
+    SchemaView(contract.inputs()).required().into_iter().map(str::to_owned).collect()
 }
 
 /// What each input of `skill` is, from its contract's input schema: the property's `title`, else
 /// its `description`.
 fn input_labels(skill: &SkillRecord) -> Map<String, Value> {
-    let properties = skill.contract.as_ref().and_then(|contract| contract.inputs().get("properties"));
-    properties
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(name, schema)| {
-            let label = schema.get("title").or_else(|| schema.get("description")).and_then(Value::as_str)?;
-            Some((name.clone(), json!(label)))
-        })
+    let Some(contract) = &skill.contract else { return Map::new() };
+    SchemaView(contract.inputs())
+        .properties()
+        .filter_map(|(name, schema)| Some((name.clone(), Value::from(schema.label()?))))
         .collect()
 }
 

@@ -4,11 +4,12 @@
 use serde_json::{Map, Value, json};
 use skill_api::events::TaskTypePublished;
 use skill_api::{
-    ApprovalStatus, Lifecycle, Page, SkillStatus, State, TaskExecution, TaskStatus, TaskTypeOut, TaskTypeQuery,
-    TaskTypeRequest, TaskTypeSpec,
+    ApprovalSchema, ArtifactSchema, Criterion, InvokeSkill, Lifecycle, OutcomeReaction, Page, Reaction, SkillStatus,
+    TaskExecution, TaskTypeOut, TaskTypeQuery, TaskTypeRequest, TaskTypeSpec,
 };
 use skill_contract::SkillVersion;
 use skill_contract::schema::SchemaValidator;
+use skill_contract::task_type::decided_before;
 use skill_store::ErrorKind;
 use skill_store::records::{ArtifactTypeRecord, SkillRecord, TaskTypeRecord};
 
@@ -23,11 +24,14 @@ use skill_store::records::{Event, WorkChange};
 
 /// The most input mappings an execution has.
 const MAX_MAPPINGS: usize = 100;
-/// The reactions an action may have after its outcome.
-const REACTIONS: &[&str] = &["setTaskStatus", "addComment"];
 
 fn invalid(field: &str, message: impl Into<String>) -> EngineError {
     EngineError::new(Class::Invalid, "invalid_task_type", message).with("field", field)
+}
+
+/// `value` read as a `T`; `invalid_task_type` at the path under `field` that does not read.
+fn read<T: serde::de::DeserializeOwned>(value: &Value, field: &str) -> Result<T> {
+    skill_contract::read_typed(value, field).map_err(|unread| invalid(&unread.path, unread.reason))
 }
 
 fn invalid_execution(field: &str, reason: &str, message: impl Into<String>) -> EngineError {
@@ -108,8 +112,9 @@ impl Engine {
             spec.completion_schema = Some(schema.clone());
         }
         if let Some(criteria) = &request.acceptance {
-            self.check_acceptance(criteria, planned).await?;
-            spec.acceptance = Some(criteria.clone());
+            let criteria: Vec<Criterion> = read(&Value::Array(criteria.clone()), "acceptance")?;
+            self.check_acceptance(&criteria, planned).await?;
+            spec.acceptance = Some(criteria);
         }
         if let Some(schema) = &request.artifact_schema {
             spec.artifact_schema = Some(self.checked_artifact_schema(schema, planned_types).await?);
@@ -204,92 +209,59 @@ impl Engine {
         Ok(())
     }
 
-    /// An approval or completion schema: `{gates: {<name>: {outcomes: {approved|rejected:
+    /// An approval or completion schema: `{gates: {<name>: {draft?, outcomes: {approved|rejected:
     /// [action]}}}}`, every action an `invokeSkill` of a skill that exists, pinned when it writes.
     async fn check_approval_schema(&self, schema: &Value, field: &str, planned: &[SkillRecord]) -> Result<()> {
-        let Some(object) = schema.as_object() else {
-            return Err(invalid(field, format!("{field} is an object")));
-        };
-        let Some(gates) = object.get("gates") else { return Ok(()) };
-        let Some(gates) = gates.as_object() else {
-            return Err(invalid(&format!("{field}.gates"), "gates is an object of gate name → gate"));
-        };
-        for (name, gate) in gates {
+        let schema: ApprovalSchema = read(schema, field)?;
+        for (name, gate) in &schema.gates {
             let here = format!("{field}.gates.{name}");
-            if let Some(draft) = gate.get("draft") {
-                let skill = draft.get("skill").and_then(Value::as_str).unwrap_or_default();
+            if let Some(draft) = &gate.draft {
+                let skill = draft.skill.as_str();
                 let found = if skill.contains('@') { self.skill_for_type(skill, planned).await? } else { None };
                 super::draft::check_draft(draft, &format!("{here}.draft"), found.as_ref())?;
             }
-            let Some(outcomes) = gate.get("outcomes") else { continue };
-            let Some(outcomes) = outcomes.as_object() else {
-                return Err(invalid(&format!("{here}.outcomes"), "outcomes is an object: approved, rejected"));
-            };
-            for (outcome, actions) in outcomes {
-                let at = format!("{here}.outcomes.{outcome}");
-                if !ApprovalStatus::parse(outcome).is_ok_and(ApprovalStatus::decided) {
-                    return Err(invalid(&at, format!("an outcome is approved or rejected, not {outcome:?}")));
-                }
-                let Some(actions) = actions.as_array() else {
-                    return Err(invalid(&at, "an outcome is a list of actions"));
-                };
+            for (decision, actions) in gate.outcomes.by_decision() {
                 for (index, action) in actions.iter().enumerate() {
-                    self.check_action(action, &format!("{at}[{index}]"), planned).await?;
+                    let at = format!("{here}.outcomes.{decision}[{index}].invokeSkill");
+                    self.check_action(&action.invoke_skill, &at, planned).await?;
                 }
             }
         }
         Ok(())
     }
 
-    async fn check_action(&self, action: &Value, field: &str, planned: &[SkillRecord]) -> Result<()> {
-        let Some(invoke) = action.get("invokeSkill").and_then(Value::as_object) else {
-            return Err(invalid(
-                field,
-                "an action is {invokeSkill: {skill, inputs?, expect?, onSuccess?, onFailure?}}",
-            ));
-        };
-        if let Some(unknown) = action.as_object().and_then(|a| a.keys().find(|k| *k != "invokeSkill")) {
-            return Err(invalid(&format!("{field}.{unknown}"), "an action has only invokeSkill"));
-        }
-        let here = format!("{field}.invokeSkill");
-        for key in invoke.keys() {
-            if !matches!(key.as_str(), "skill" | "inputs" | "expect" | "onSuccess" | "onFailure") {
-                return Err(invalid(
-                    &format!("{here}.{key}"),
-                    "invokeSkill has skill, inputs, expect, onSuccess, onFailure",
-                ));
-            }
-        }
-        let Some(skill) = invoke.get("skill").and_then(Value::as_str) else {
-            return Err(invalid(&format!("{here}.skill"), "invokeSkill names its skill: name@version"));
-        };
-        for part in ["inputs", "expect"] {
-            if invoke.get(part).is_some_and(|value| !value.is_object()) {
-                return Err(invalid(&format!("{here}.{part}"), format!("{part} is an object")));
-            }
-        }
-        if let Some(Value::Object(inputs)) = invoke.get("inputs")
+    /// An action's call (at `here`): its inputs paths or literals, its reactions closing the task
+    /// or commenting, its skill in the catalog and pinned when it writes.
+    async fn check_action(&self, invoke: &InvokeSkill, here: &str, planned: &[SkillRecord]) -> Result<()> {
+        if let Some(inputs) = &invoke.inputs
             && let Some((name, text)) = paths::first_non_path(inputs)
         {
             return Err(invalid(&format!("{here}.inputs.{name}"), paths::not_a_path(text)));
         }
-        for branch in ["onSuccess", "onFailure"] {
-            if let Some(reactions) = invoke.get(branch) {
-                check_reactions(reactions, &format!("{here}.{branch}"))?;
+        for branch in [OutcomeReaction::OnSuccess, OutcomeReaction::OnFailure] {
+            for (index, reaction) in invoke.reactions(branch).iter().enumerate() {
+                let fits = match reaction {
+                    Reaction::SetTaskStatus(status) => status.is_terminal(),
+                    Reaction::AddComment(text) => (1..=10_000).contains(&text.chars().count()),
+                };
+                if !fits {
+                    return Err(invalid(
+                        &format!("{here}.{}[{index}]", branch.as_str()),
+                        "a reaction is {setTaskStatus: done|failed|cancelled} or {addComment: <1 to 10,000 characters>}",
+                    ));
+                }
             }
         }
+        let skill = invoke.skill.as_str();
         let path = format!("{here}.skill");
-        let found = match self.skill_for_type(skill, planned).await? {
-            Some(found) => found,
-            None => {
-                return Err(EngineError::new(
-                    Class::Invalid,
-                    "unknown_reference",
-                    format!("{skill} is not in the catalog: publish it first"),
-                )
-                .with("field", path)
-                .with("value", skill));
-            }
+        let Some(found) = self.skill_for_type(skill, planned).await? else {
+            return Err(EngineError::new(
+                Class::Invalid,
+                "unknown_reference",
+                format!("{skill} is not in the catalog: publish it first"),
+            )
+            .with("field", path)
+            .with("value", skill));
         };
         if !skill.contains('@') && crate::basis::writes(found.side_effects) {
             return Err(EngineError::new(
@@ -305,18 +277,10 @@ impl Engine {
 
     /// The acceptance rule: an `external_write` check only after a `human` or `llm_judge` one
     /// with the same (or no) `when`.
-    async fn check_acceptance(&self, criteria: &[Value], planned: &[SkillRecord]) -> Result<()> {
+    async fn check_acceptance(&self, criteria: &[Criterion], planned: &[SkillRecord]) -> Result<()> {
         for (index, criterion) in criteria.iter().enumerate() {
-            let field = format!("acceptance[{index}]");
-            let kind = criterion.get("kind").and_then(Value::as_str).unwrap_or_default();
-            if !matches!(kind, "human" | "llm_judge" | "deterministic") {
-                return Err(invalid(
-                    &format!("{field}.kind"),
-                    "a criterion's kind is human, llm_judge or deterministic",
-                ));
-            }
-            let Some(skill) = criterion.pointer("/spec/skill") else { continue };
-            let path = format!("{field}.spec.skill");
+            let Some(skill) = criterion.skill() else { continue };
+            let path = format!("acceptance[{index}].spec.skill");
             let Some(skill) = skill.as_str().filter(|s| s.contains('@')) else {
                 return Err(EngineError::new(
                     Class::Invalid,
@@ -334,15 +298,7 @@ impl Engine {
                 .with("field", path)
                 .with("value", skill));
             };
-            if !crate::basis::writes(found.side_effects) {
-                continue;
-            }
-            let when = criterion.get("when");
-            let decided = criteria[..index].iter().any(|earlier| {
-                matches!(earlier.get("kind").and_then(Value::as_str), Some("human" | "llm_judge"))
-                    && (earlier.get("when").is_none() || earlier.get("when") == when)
-            });
-            if !decided {
+            if crate::basis::writes(found.side_effects) && !decided_before(criteria, index) {
                 return Err(EngineError::new(
                     Class::Invalid,
                     "invalid_acceptance_spec",
@@ -356,32 +312,16 @@ impl Engine {
     }
 
     /// `{outputs: [{key, type, required?, description?}]}`: each key a distinct input-like name,
-    /// each type an artifact type published (or among `planned`); normalized with `required`.
-    async fn checked_artifact_schema(&self, schema: &Value, planned: &[ArtifactTypeRecord]) -> Result<Value> {
-        let Some(object) = schema.as_object() else {
-            return Err(invalid("artifactSchema", "artifactSchema is {outputs: [{key, type, required?}]}"));
-        };
-        if let Some(unknown) = object.keys().find(|k| *k != "outputs") {
-            return Err(invalid(&format!("artifactSchema.{unknown}"), "artifactSchema has only outputs"));
+    /// each type an artifact type published (or among `planned`).
+    async fn checked_artifact_schema(&self, schema: &Value, planned: &[ArtifactTypeRecord]) -> Result<ArtifactSchema> {
+        let schema: ArtifactSchema = read(schema, "artifactSchema")?;
+        if schema.outputs.len() > MAX_MAPPINGS {
+            return Err(invalid("artifactSchema.outputs", "outputs is a list of at most 100 slots"));
         }
-        let listed = match object.get("outputs") {
-            None => return Ok(json!({"outputs": []})),
-            Some(Value::Array(listed)) if listed.len() <= MAX_MAPPINGS => listed,
-            Some(_) => return Err(invalid("artifactSchema.outputs", "outputs is a list of at most 100 slots")),
-        };
-        let mut outputs = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        for (index, slot) in listed.iter().enumerate() {
+        for (index, slot) in schema.outputs.iter().enumerate() {
             let here = format!("artifactSchema.outputs[{index}]");
-            let Some(slot) = slot.as_object() else {
-                return Err(invalid(&here, "a slot is {key, type, required?, description?}"));
-            };
-            if let Some(unknown) =
-                slot.keys().find(|k| !matches!(k.as_str(), "key" | "type" | "required" | "description"))
-            {
-                return Err(invalid(&format!("{here}.{unknown}"), "a slot has key, type, required, description"));
-            }
-            let key = slot.get("key").and_then(Value::as_str).unwrap_or_default();
+            let key = slot.key.as_str();
             if !is_input_name(key) {
                 return Err(invalid(
                     &format!("{here}.key"),
@@ -391,7 +331,7 @@ impl Engine {
             if !seen.insert(key) {
                 return Err(invalid(&format!("{here}.key"), format!("two slots have the key {key:?}")));
             }
-            let kind = slot.get("type").and_then(Value::as_str).unwrap_or_default();
+            let kind = slot.kind.as_str();
             let known = planned.iter().any(|t| t.key == kind) || self.newest_artifact_type(kind).await?.is_some();
             if !known {
                 return Err(EngineError::new(
@@ -402,41 +342,22 @@ impl Engine {
                 .with("field", format!("{here}.type"))
                 .with("value", kind));
             }
-            let required = match slot.get("required") {
-                None => false,
-                Some(Value::Bool(required)) => *required,
-                Some(_) => return Err(invalid(&format!("{here}.required"), "required is true or false")),
-            };
-            let mut normalized = json!({"key": key, "type": kind, "required": required});
-            match slot.get("description") {
-                None => {}
-                Some(Value::String(text)) if text.chars().count() <= 10_000 => normalized["description"] = json!(text),
-                Some(_) => {
-                    return Err(invalid(
-                        &format!("{here}.description"),
-                        "a description is text of at most 10,000 characters",
-                    ));
-                }
+            if slot.description.as_ref().is_some_and(|text| text.chars().count() > 10_000) {
+                return Err(invalid(
+                    &format!("{here}.description"),
+                    "a description is text of at most 10,000 characters",
+                ));
             }
-            outputs.push(normalized);
         }
-        Ok(json!({"outputs": outputs}))
+        Ok(schema)
     }
 
     /// `{skill, version, inputs}` checked (§10.1) and normalized (`inputs` defaults to
     /// `$.customFields`); the version must exist, have a contract and not be disabled.
     async fn checked_execution(&self, execution: &Value, planned: &[SkillRecord]) -> Result<TaskExecution> {
-        let Some(object) = execution.as_object() else {
-            return Err(invalid_execution("execution", "malformed", "execution is {skill, version, inputs?}"));
-        };
-        if let Some(unknown) = object.keys().find(|k| !matches!(k.as_str(), "skill" | "version" | "inputs")) {
-            return Err(invalid_execution(
-                &format!("execution.{unknown}"),
-                "malformed",
-                "execution has skill, version, inputs",
-            ));
-        }
-        let skill = object.get("skill").and_then(Value::as_str).unwrap_or_default();
+        let execution: TaskExecution = skill_contract::read_typed(execution, "execution")
+            .map_err(|unread| invalid_execution(&unread.path, "malformed", unread.reason))?;
+        let (skill, version) = (execution.skill.as_str(), execution.version.as_str());
         if skill.is_empty() || skill.contains('@') || skill.chars().count() > 200 {
             return Err(invalid_execution(
                 "execution.skill",
@@ -444,7 +365,6 @@ impl Engine {
                 "execution.skill is a skill name without @version",
             ));
         }
-        let version = object.get("version").and_then(Value::as_str).unwrap_or_default();
         if version.is_empty() || version.chars().count() > 50 {
             return Err(invalid_execution(
                 "execution.version",
@@ -452,8 +372,7 @@ impl Engine {
                 "execution.version pins a version (1 to 50 characters)",
             ));
         }
-        let inputs = object.get("inputs").cloned().unwrap_or_else(|| json!("$.customFields"));
-        match &inputs {
+        match &execution.inputs {
             Value::String(path) if paths::is_path(path) => {}
             Value::Object(mapping) if mapping.len() <= MAX_MAPPINGS => {
                 for (name, path) in mapping {
@@ -495,7 +414,7 @@ impl Engine {
         if found.status == SkillStatus::Disabled {
             return Err(invalid_execution("execution", "disabled", format!("{reference} is disabled")));
         }
-        Ok(TaskExecution { skill: skill.to_owned(), version: version.to_owned(), inputs })
+        Ok(execution)
     }
 }
 
@@ -540,33 +459,6 @@ fn check_custom_fields(fields: &Map<String, Value>) -> Result<()> {
     let schema =
         json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": fields});
     SchemaValidator::new(&schema).map(|_| ()).map_err(|error| invalid("customFields", format!("customFields: {error}")))
-}
-
-/// `[{setTaskStatus: done|failed|cancelled} | {addComment: text}]`.
-fn check_reactions(reactions: &Value, field: &str) -> Result<()> {
-    let Some(list) = reactions.as_array() else {
-        return Err(invalid(field, "reactions are a list"));
-    };
-    for (index, reaction) in list.iter().enumerate() {
-        let here = format!("{field}[{index}]");
-        let Some((name, value)) = reaction.as_object().filter(|o| o.len() == 1).and_then(|o| o.iter().next()) else {
-            return Err(invalid(&here, format!("a reaction is one of {}", REACTIONS.join(", "))));
-        };
-        let ok = match name.as_str() {
-            "setTaskStatus" => {
-                value.as_str().and_then(|word| TaskStatus::parse(word).ok()).is_some_and(TaskStatus::is_terminal)
-            }
-            "addComment" => value.as_str().is_some_and(|text| (1..=10_000).contains(&text.chars().count())),
-            _ => false,
-        };
-        if !ok {
-            return Err(invalid(
-                &here,
-                "a reaction is {setTaskStatus: done|failed|cancelled} or {addComment: <1 to 10,000 characters>}",
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn require_type_reader(actor: &Actor) -> Result<()> {

@@ -130,9 +130,12 @@ impl FakeCore {
                     body.get("kinds").and_then(Value::as_array).into_iter().flatten().map(|k| text(Some(k))).collect();
                 let conditions = body.get("where").and_then(Value::as_array).cloned().unwrap_or_default();
                 store.queries.push(json!({
-                    "workspaceId": workspace, "kinds": kinds, "where": conditions,
+                    "workspaceId": workspace, "kinds": kinds, "where": conditions.clone(),
                     "asOf": body.get("asOf").cloned().unwrap_or(Value::Null),
                 }));
+                // Conditions that do not read match nothing, as the core refuses them.
+                let read: Option<Vec<skill_contract::knowledge::Condition>> =
+                    serde_json::from_value(Value::Array(conditions)).ok();
                 let mut found: BTreeMap<(String, String), Value> = BTreeMap::new();
                 for ((slot_workspace, _, source, scope), state) in &store.slots {
                     if *slot_workspace != workspace {
@@ -141,7 +144,8 @@ impl FakeCore {
                     for (id, stored) in state {
                         let item = query_item(id, stored, source, scope);
                         if kinds.contains(&item.kind)
-                            && conditions.iter().all(|c| skill_contract::knowledge::holds(c, &item.attributes))
+                            && read.iter().flatten().all(|c| skill_contract::knowledge::holds(c, &item.attributes))
+                            && read.is_some()
                         {
                             found.insert((item.kind.clone(), item.key.clone()), item.to_value());
                         }

@@ -28,7 +28,7 @@ fn skill_entry(row: &Row<'_>) -> rusqlite::Result<SkillEntry> {
         side_effects: states::get_maybe(row, 8)?,
         risk_level: states::get_maybe(row, 9)?,
         contract: states::get_document(row, 10)?,
-        composition: get_maybe_json(row, 11)?,
+        composition: states::get_document(row, 11)?,
         status: states::get(row, 12)?,
         row_version: row.get(13)?,
         created_at: get_time(row, 14)?,

@@ -149,7 +149,7 @@ pub(crate) async fn row_shapes_are_checked_by_the_database(db: Db) {
     let no_policy = skill_store::records::SkillRecord { side_effects: None, ..leaf("a.b", "1") };
     let composite_with_protocol = skill_store::records::SkillRecord {
         contract: None,
-        composition: Some(json!({"includes": ["a.b@1"], "tools": []})),
+        composition: Some(skill_api::Composition { includes: vec!["a.b@1".into()], tools: Vec::new() }),
         ..leaf("a.c", "1")
     };
     let wrong_protocol = skill_store::records::SkillRecord { protocol: Some("mcp".to_owned()), ..leaf("a.e", "1") };
@@ -168,7 +168,7 @@ pub(crate) async fn row_shapes_are_checked_by_the_database(db: Db) {
         risk_level: None,
         input_schema: None,
         output_schema: None,
-        composition: Some(json!({"includes": ["a.b@1"], "tools": []})),
+        composition: Some(skill_api::Composition { includes: vec!["a.b@1".into()], tools: Vec::new() }),
         ..leaf("a.f", "1")
     };
     publish(&db, &composite).await;
