@@ -103,6 +103,8 @@ pub use rules::{
 };
 /// The contract's policy words, as the API's answers and the core's rows hold them.
 pub use skill_contract::{Idempotency, RiskLevel, SideEffects, is_invisible_or_bidi};
+/// How a skill is implemented, and how a JSON Schema reads (forms, labels, examples).
+pub use skill_contract::{Implementation, JsonType, NormalizeOptions, Protocol, SchemaView};
 pub use skills::{
     Composition, DEFAULT_PAGE, DEFAULT_VERSION, ListQuery, MAX_PAGE, MetadataOut, PackageOut, PatchRequest,
     PublishRequest, SkillKind, SkillOut, etag, parse_etag,

@@ -229,8 +229,8 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
 
     let runs = match &tls {
         Some(_) => Some(remote::Runs {
-            http_origins: remote::origins(&loaded, skill_contract::Protocol::Http, &lookup)?,
-            mcp_origins: remote::origins(&loaded, skill_contract::Protocol::Mcp, &lookup)?,
+            http_origins: remote::origins(&loaded, skill_api::Protocol::Http, &lookup)?,
+            mcp_origins: remote::origins(&loaded, skill_api::Protocol::Mcp, &lookup)?,
             stdio: needs.stdio.clone(),
         }),
         None => None,

@@ -7,7 +7,7 @@
 
 use maud::{Markup, html};
 use serde_json::{Map, Value};
-use skill_contract::{JsonType, SchemaView};
+use skill_api::{JsonType, SchemaView};
 
 /// The prefix of every generated field's name.
 const PREFIX: &str = "f.";

@@ -95,7 +95,7 @@ async fn form_page(engine: &Engine, viewer: &Viewer, reference: &str, filled: &F
         @if let Some(error) = &filled.error { p.error role="alert" { (error) } }
         form.work method="post" action={ "/console/run/" (reference) } {
             input type="hidden" name="csrf" value=(viewer.session.csrf);
-            @if skill_contract::SchemaView(&schema).has_properties() {
+            @if skill_api::SchemaView(&schema).has_properties() {
                 (forms::fields(&schema, &filled.inputs, "run-"))
             } @else {
                 p.meta { "It takes no inputs." }

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use skill_api::{ApprovalSchema, TaskTypeRequest};
-use skill_contract::{JsonType, SchemaView};
+use skill_api::{JsonType, SchemaView};
 use skill_package as package;
 
 /// What the banner shows.

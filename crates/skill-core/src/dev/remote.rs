@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use skill_contract::{Implementation, Protocol};
+use skill_api::{Implementation, Protocol};
 use skill_package as package;
 use skill_remote::guard::SystemLookup;
 use skill_remote::{Config, CoreTokens, Remote, StdioServer};
@@ -49,7 +49,7 @@ impl Needs {
 /// package's check reports that).
 fn implementation(document: &serde_json::Value) -> Option<Implementation> {
     let written = document.pointer("/spec/contract/implementation")?;
-    let options = skill_contract::NormalizeOptions { allow_placeholders: true, ..Default::default() };
+    let options = skill_api::NormalizeOptions { allow_placeholders: true, ..Default::default() };
     Implementation::parse(written, &options).ok()
 }
 

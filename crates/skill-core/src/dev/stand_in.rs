@@ -8,7 +8,7 @@ use axum::Json;
 use axum::routing::post;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use skill_contract::{JsonType, SchemaView};
+use skill_api::{JsonType, SchemaView};
 
 /// What every answer and dev's start line say.
 pub(crate) const NOTICE: &str = "dev's stand-in model — set SKILL_LLM_BASE_URL for a real one";
