@@ -7,6 +7,7 @@
 //! all call it, over the same facts.
 
 use serde::{Deserialize, Serialize};
+use skill_contract::codes::Code;
 
 use crate::{HeldGrant, PrincipalKind};
 
@@ -126,12 +127,12 @@ pub enum Refusal<'a> {
 
 impl Refusal<'_> {
     /// The error code the core answers and the finding `journal verify` reports.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            Self::NoPermission => "permission_denied",
-            Self::NotAPerson(_) => "decider_not_a_person",
-            Self::Requester => "self_approval_refused",
-            Self::Initiator(_) => "decider_is_initiator",
+            Self::NoPermission => Code::PermissionDenied,
+            Self::NotAPerson(_) => Code::DeciderNotAPerson,
+            Self::Requester => Code::SelfApprovalRefused,
+            Self::Initiator(_) => Code::DeciderIsInitiator,
         }
     }
 

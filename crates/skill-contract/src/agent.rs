@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::codes::Code;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -43,7 +44,7 @@ pub const PEOPLE_ONLY: &[(&str, &str)] = &[
 pub const AGENT_MAY_HOLD: &str = "org.read, skills.invoke (an agent), skills.execute (an executor), tasks.read@…, tasks.write@…, facts.read@…, facts.write@…, knowledge.read@…, knowledge.write@…, and the custom permissions its skills' contracts require";
 
 /// The code of the refusal when an agent or executor would hold a [`PEOPLE_ONLY`] permission.
-pub const PERMISSION_FORBIDDEN: &str = "agent_permission_forbidden";
+pub const PERMISSION_FORBIDDEN: Code = Code::AgentPermissionForbidden;
 
 /// Whether `written` (`PERMISSION` or `PERMISSION@WORKSPACE`) is one only a person holds.
 pub fn people_only(written: &str) -> bool {
@@ -255,12 +256,12 @@ pub fn parse_duration(text: &str) -> Option<u64> {
 pub struct AgentProblem {
     pub path: String,
     /// `invalid_agent`, or the reference's `skills_invoke_not_permitted`.
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
     pub hint: String,
 }
 
-fn problem(path: impl Into<String>, code: &'static str, message: impl Into<String>, hint: &str) -> AgentProblem {
+fn problem(path: impl Into<String>, code: Code, message: impl Into<String>, hint: &str) -> AgentProblem {
     AgentProblem { path: path.into(), code, message: message.into(), hint: hint.to_owned() }
 }
 
@@ -284,7 +285,7 @@ pub fn read_spec(spec: &Value) -> Result<AgentSpec, AgentProblem> {
     if !spec.is_object() {
         return Err(problem(
             "spec",
-            "invalid_agent",
+            Code::InvalidAgent,
             "an agent's spec is a mapping",
             "write spec: {identity: {kind, permissions}, skills: {...}, ...}",
         ));
@@ -293,7 +294,7 @@ pub fn read_spec(spec: &Value) -> Result<AgentSpec, AgentProblem> {
         let (path, error) = (unread.path, unread.reason);
         problem(
             path,
-            "invalid_agent",
+            Code::InvalidAgent,
             format!("the agent document does not read: {error}"),
             "an agent's spec has identity {kind, permissions}, skills {invoke | protocols, local, httpOrigins, mcpOrigins, audiences}, work {taskTypes}, executor {kind: skills}, requests {workspace, expiresIn}",
         )
@@ -323,7 +324,12 @@ impl AgentSpec {
             ("spec.work.taskTypes", self.work.task_types.len(), MAX_TASK_TYPES),
         ] {
             if count > max {
-                out.push(problem(path, "invalid_agent", format!("{count} entries; at most {max}"), "shorten the list"));
+                out.push(problem(
+                    path,
+                    Code::InvalidAgent,
+                    format!("{count} entries; at most {max}"),
+                    "shorten the list",
+                ));
                 return out;
             }
         }
@@ -334,12 +340,12 @@ impl AgentSpec {
             if !is_permission(permission) || workspace.is_some_and(|key| !is_workspace_key(key)) {
                 out.push(problem(
                     path,
-                    "invalid_agent",
+                    Code::InvalidAgent,
                     format!("{written:?} is not a permission: dotted lower-case words, optionally @<workspace key>"),
                     "write e.g. skills.invoke or tasks.write@claims",
                 ));
             } else if !seen.insert(written.as_str()) {
-                out.push(problem(path, "invalid_agent", format!("{written} is listed twice"), "list it once"));
+                out.push(problem(path, Code::InvalidAgent, format!("{written} is listed twice"), "list it once"));
             } else if people_only(permission) {
                 let hint = if permission == DECIDE_PERMISSION {
                     "remove approvals.decide; grant it to the people who review the agent's requests"
@@ -355,14 +361,14 @@ impl AgentSpec {
             } else if self.identity.kind == AgentKind::Executor && permission == INVOKE_PERMISSION {
                 out.push(problem(
                     path,
-                    "invalid_agent",
+                    Code::InvalidAgent,
                     "an executor runs calls and makes none on its own account, so it does not hold skills.invoke",
                     "remove skills.invoke; assign skills to an agent with identity.kind agent",
                 ));
             } else if self.identity.kind == AgentKind::Agent && permission == EXECUTE_PERMISSION {
                 out.push(problem(
                     path,
-                    "invalid_agent",
+                    Code::InvalidAgent,
                     "an agent calls skills and runs none, so it does not hold skills.execute",
                     "remove skills.execute; declare the package's executor as an agent with identity.kind executor",
                 ));
@@ -375,20 +381,20 @@ impl AgentSpec {
             match entry.skill().parse::<SkillRef>() {
                 Err(_) if !entry.skill().contains('@') => out.push(problem(
                     path,
-                    "invalid_agent",
+                    Code::InvalidAgent,
                     format!("{} names no version: an agent is assigned pinned versions", entry.skill()),
                     "write name@version",
                 )),
                 Err(error) => {
                     out.push(problem(
                         path,
-                        "invalid_agent",
+                        Code::InvalidAgent,
                         format!("{:?}: {error}", entry.skill()),
                         "write name@version",
                     ));
                 }
                 Ok(reference) if !skills.insert(reference.to_string()) => {
-                    out.push(problem(path, "invalid_agent", format!("{reference} is listed twice"), "list it once"));
+                    out.push(problem(path, Code::InvalidAgent, format!("{reference} is listed twice"), "list it once"));
                 }
                 Ok(reference) => {
                     // One MCP tool per skill name: two versions of one skill would be one tool.
@@ -396,7 +402,7 @@ impl AgentSpec {
                     if let Some(first) = tools.insert(tool.clone(), reference.to_string()) {
                         out.push(problem(
                             path,
-                            "invalid_agent",
+                            Code::InvalidAgent,
                             format!("{first} and {reference} would both be the agent's tool {tool}"),
                             "assign one version of a skill to an agent",
                         ));
@@ -407,7 +413,7 @@ impl AgentSpec {
         if !self.skills.invoke.is_empty() && !self.holds(INVOKE_PERMISSION) {
             out.push(problem(
                 "spec.identity.permissions",
-                "skills_invoke_not_permitted",
+                Code::SkillsInvokeNotPermitted,
                 "the agent is assigned skills but does not hold skills.invoke",
                 "add skills.invoke to identity.permissions",
             ));
@@ -416,7 +422,7 @@ impl AgentSpec {
             if key.is_empty() || key.len() > 200 || key.contains('@') {
                 out.push(problem(
                     format!("spec.work.taskTypes[{index}]"),
-                    "invalid_agent",
+                    Code::InvalidAgent,
                     format!("{key:?} is not a task type key"),
                     "name a task type by its key, without a version",
                 ));
@@ -430,7 +436,7 @@ impl AgentSpec {
             if value.as_ref().is_some_and(|text| text.chars().count() > 2000) {
                 out.push(problem(
                     format!("spec.{field}"),
-                    "invalid_agent",
+                    Code::InvalidAgent,
                     format!("{field} has at most 2000 characters"),
                     "shorten it",
                 ));
@@ -443,7 +449,7 @@ impl AgentSpec {
         if self.executor.is_some() || self.skills.declares_execution() {
             out.push(problem(
                 if self.executor.is_some() { "spec.executor" } else { "spec.skills" },
-                "invalid_agent",
+                Code::InvalidAgent,
                 "an agent (identity.kind agent) runs no calls: protocols, local, origins and audiences are an executor's",
                 "remove them, or make a separate agent with identity.kind executor",
             ));
@@ -452,7 +458,7 @@ impl AgentSpec {
             if !is_workspace_key(&requests.workspace) {
                 out.push(problem(
                     "spec.requests.workspace",
-                    "invalid_agent",
+                    Code::InvalidAgent,
                     format!("{:?} is not a workspace key", requests.workspace),
                     "name the workspace the requests go to by its key",
                 ));
@@ -462,7 +468,7 @@ impl AgentSpec {
                 if !ok {
                     out.push(problem(
                         "spec.requests.expiresIn",
-                        "invalid_agent",
+                        Code::InvalidAgent,
                         format!("{written:?} is not a duration from 1m to 30d"),
                         "write a whole number and a unit: 90m, 24h, 7d",
                     ));
@@ -475,7 +481,7 @@ impl AgentSpec {
         if !self.skills.invoke.is_empty() {
             out.push(problem(
                 "spec.skills.invoke",
-                "invalid_agent",
+                Code::InvalidAgent,
                 "an executor runs calls and makes none on its own account",
                 "assign the skills to an agent with identity.kind agent",
             ));
@@ -483,7 +489,7 @@ impl AgentSpec {
         if self.requests.is_some() {
             out.push(problem(
                 "spec.requests",
-                "invalid_agent",
+                Code::InvalidAgent,
                 "an executor asks for nothing: requests are an agent's",
                 "remove requests",
             ));
@@ -491,14 +497,14 @@ impl AgentSpec {
         match &self.executor {
             Some(executor) if executor.kind != "skills" => out.push(problem(
                 "spec.executor.kind",
-                "invalid_agent",
+                Code::InvalidAgent,
                 format!("{:?} is not an executor kind", executor.kind),
                 "write executor: {kind: skills}",
             )),
             Some(_) => {}
             None => out.push(problem(
                 "spec.executor",
-                "invalid_agent",
+                Code::InvalidAgent,
                 "an executor agent says what kind of executor it is",
                 "add executor: {kind: skills}",
             )),
@@ -506,7 +512,7 @@ impl AgentSpec {
         if !self.holds(EXECUTE_PERMISSION) {
             out.push(problem(
                 "spec.identity.permissions",
-                "invalid_agent",
+                Code::InvalidAgent,
                 "an executor does not hold skills.execute, so it could claim nothing",
                 "add skills.execute to identity.permissions",
             ));
@@ -514,7 +520,7 @@ impl AgentSpec {
         if self.skills.protocols.is_empty() {
             out.push(problem(
                 "spec.skills.protocols",
-                "invalid_agent",
+                Code::InvalidAgent,
                 "an executor names the protocols it runs (an executor allowed nothing claims nothing)",
                 "write skills: {protocols: [local], local: [<module>]}",
             ));
@@ -535,8 +541,8 @@ mod tests {
 
     fn codes(spec: Value) -> Vec<(String, &'static str)> {
         match read_spec(&spec) {
-            Err(problem) => vec![(problem.path, problem.code)],
-            Ok(spec) => spec.problems().into_iter().map(|problem| (problem.path, problem.code)).collect(),
+            Err(problem) => vec![(problem.path, problem.code.as_str())],
+            Ok(spec) => spec.problems().into_iter().map(|problem| (problem.path, problem.code.as_str())).collect(),
         }
     }
 
@@ -599,7 +605,7 @@ mod tests {
         // Nobody but a person decides; an agent does not execute; one tool per skill name.
         let decides = json!({"identity": {"kind": "executor", "permissions": ["skills.execute", "approvals.decide"]},
                              "executor": {"kind": "skills"}, "skills": {"protocols": ["local"]}});
-        assert_eq!(codes(decides), [("spec.identity.permissions[1]".to_owned(), PERMISSION_FORBIDDEN)]);
+        assert_eq!(codes(decides), [("spec.identity.permissions[1]".to_owned(), PERMISSION_FORBIDDEN.as_str())]);
         let executes = json!({"identity": {"kind": "agent", "permissions": ["skills.execute"]}});
         assert_eq!(codes(executes), [("spec.identity.permissions[0]".to_owned(), "invalid_agent")]);
         let two = json!({"identity": {"kind": "agent", "permissions": ["skills.invoke"]},
@@ -633,12 +639,12 @@ mod tests {
                 spec
             };
             let found = read_spec(&spec).expect("reads").problems();
-            let at: Vec<(&str, &str)> = found.iter().map(|p| (p.path.as_str(), p.code)).collect();
+            let at: Vec<(&str, &str)> = found.iter().map(|p| (p.path.as_str(), p.code.as_str())).collect();
             assert_eq!(
                 at,
                 [
-                    ("spec.identity.permissions[2]", PERMISSION_FORBIDDEN),
-                    ("spec.identity.permissions[3]", PERMISSION_FORBIDDEN)
+                    ("spec.identity.permissions[2]", PERMISSION_FORBIDDEN.as_str()),
+                    ("spec.identity.permissions[3]", PERMISSION_FORBIDDEN.as_str())
                 ],
                 "{kind}"
             );

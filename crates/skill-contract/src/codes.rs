@@ -1364,6 +1364,118 @@ registry! {
         "executor",
         "this executor does not run the contract's protocol; another may",
     ),
+    EventsAppendOnly => code(
+        "events_append_only",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to change or delete an event: the events journal is append-only (409)",
+    ),
+    RowVersionRequired => code(
+        "row_version_required",
+        ValidationError,
+        No,
+        "database",
+        "the database refused a change of a skill that does not move its row_version by one (409)",
+    ),
+    InvocationImmutable => code(
+        "invocation_immutable",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to change what a call is (its skill, inputs, authority or basis) (409)",
+    ),
+    BasisUnknown => code(
+        "basis_unknown",
+        ValidationError,
+        No,
+        "database",
+        "the database refused a call whose basis names a task, an approval or a run it does not hold (409)",
+    ),
+    SigningKeyImmutable => code(
+        "signing_key_immutable",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to change or delete a signing key (409)",
+    ),
+    TaskTypeImmutable => code(
+        "task_type_immutable",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to change or delete a published task type version (409)",
+    ),
+    WorkImmutable => code(
+        "work_immutable",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to delete a piece of work (a task, an approval, a run, a process step) (409)",
+    ),
+    ArtifactImmutable => code(
+        "artifact_immutable",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to change or delete an artifact (409)",
+    ),
+    ArtifactTypeImmutable => code(
+        "artifact_type_immutable",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to change or delete a published artifact type version (409)",
+    ),
+    ConsoleSessionImmutable => code(
+        "console_session_immutable",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to delete a console session (409)",
+    ),
+    RuleImmutable => code(
+        "rule_immutable",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to change or delete a published rule version (409)",
+    ),
+    ProcessImmutable => code(
+        "process_immutable",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to change or delete a published process version (409)",
+    ),
+    JournalEntry => code(
+        "journal_entry",
+        ValidationError,
+        No,
+        "database",
+        "the database refused an event written without its journal entry and salt (409)",
+    ),
+    JournalGap => code(
+        "journal_gap",
+        ValidationError,
+        No,
+        "database",
+        "the database refused a journal leaf that does not take the next index (409)",
+    ),
+    JournalAppendOnly => code(
+        "journal_append_only",
+        ValidationError,
+        No,
+        "database",
+        "the database refused to change or delete a journal leaf: the journal only grows (409)",
+    ),
+    JournalCheckpoint => code(
+        "journal_checkpoint",
+        ValidationError,
+        No,
+        "database",
+        "the database refused a checkpoint that signs the tree before the last one signed (409)",
+    ),
 }
 
 impl Code {
@@ -1380,6 +1492,34 @@ impl Code {
     /// The registered code `word` names.
     pub fn parse(word: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|code| code.as_str() == word)
+    }
+}
+
+/// A code is written as its word.
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A code reads from its word; a word the registry does not know is an error.
+impl<'de> serde::Deserialize<'de> for Code {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let word = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Self::parse(&word).ok_or_else(|| serde::de::Error::custom(format!("{word:?} is not a registered code")))
+    }
+}
+
+/// A code as stored and answered: its word.
+impl From<Code> for String {
+    fn from(code: Code) -> Self {
+        code.as_str().to_owned()
+    }
+}
+
+impl From<Code> for serde_json::Value {
+    fn from(code: Code) -> Self {
+        Self::String(code.as_str().to_owned())
     }
 }
 

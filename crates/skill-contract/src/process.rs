@@ -22,6 +22,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::codes::Code;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -280,7 +281,7 @@ pub fn is_variable(name: &str) -> bool {
 }
 
 fn problem(path: impl Into<String>, message: impl Into<String>, hint: &str) -> RuleProblem {
-    RuleProblem { path: path.into(), code: "invalid_process", message: message.into(), hint: hint.to_owned() }
+    RuleProblem { path: path.into(), code: Code::InvalidProcess, message: message.into(), hint: hint.to_owned() }
 }
 
 /// Reads a process document's `spec`: the spec, or the first problem of its shape, with its path.
@@ -825,7 +826,10 @@ mod tests {
             let mut document = spec();
             *document.pointer_mut(pointer).expect(pointer) = value;
             let problems = read_spec(&document).expect("reads").problems();
-            assert!(problems.iter().any(|p| p.path == path && p.code == "invalid_process"), "{pointer}: {problems:?}");
+            assert!(
+                problems.iter().any(|p| p.path == path && p.code.as_str() == "invalid_process"),
+                "{pointer}: {problems:?}"
+            );
         }
         let mut two = spec();
         two["steps"][4]["end"] = json!({"status": "completed"});

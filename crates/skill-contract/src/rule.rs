@@ -15,6 +15,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::codes::Code;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -118,12 +119,12 @@ pub struct TaskWork {
 pub struct RuleProblem {
     pub path: String,
     /// `invalid_rule`, or the reference's `invalid_rule_interpretation`.
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
     pub hint: String,
 }
 
-fn problem(path: impl Into<String>, code: &'static str, message: impl Into<String>, hint: &str) -> RuleProblem {
+fn problem(path: impl Into<String>, code: Code, message: impl Into<String>, hint: &str) -> RuleProblem {
     RuleProblem { path: path.into(), code, message: message.into(), hint: hint.to_owned() }
 }
 
@@ -150,7 +151,7 @@ pub fn read_spec(spec: &Value) -> Result<RuleSpec, RuleProblem> {
     if !spec.is_object() {
         return Err(problem(
             "spec",
-            "invalid_rule",
+            Code::InvalidRule,
             "a rule's spec is a mapping",
             "write spec: {version, identity: {agent}, on: {kind, when?}, interpretation?, ensureWork: [...]}",
         ));
@@ -159,7 +160,7 @@ pub fn read_spec(spec: &Value) -> Result<RuleSpec, RuleProblem> {
         let (path, error) = (unread.path, unread.reason);
         problem(
             path,
-            "invalid_rule",
+            Code::InvalidRule,
             format!("the rule document does not read: {error}"),
             "a rule's spec has version, displayName, description, identity {agent}, on {kind, when}, interpretation {skill, inputs}, ensureWork [{task: {type, workKey, title, customFields}}]",
         )
@@ -196,7 +197,7 @@ impl RuleSpec {
         if crate::SkillVersion::new(&self.version).is_err() {
             out.push(problem(
                 "spec.version",
-                "invalid_rule",
+                Code::InvalidRule,
                 format!("{:?} is not a version: 1 to 50 of letters, digits, `.`, `_`, `+`, `-`", self.version),
                 "write e.g. \"1\" or \"2026.1\"",
             ));
@@ -204,7 +205,7 @@ impl RuleSpec {
         if !is_agent_key(&self.identity.agent) {
             out.push(problem(
                 "spec.identity.agent",
-                "invalid_rule",
+                Code::InvalidRule,
                 format!("{:?} is not an agent key", self.identity.agent),
                 "name the agent the rule acts as by its key (agents/<key>.yaml)",
             ));
@@ -212,7 +213,7 @@ impl RuleSpec {
         if !is_fact_kind(&self.on.kind) {
             out.push(problem(
                 "spec.on.kind",
-                "invalid_rule",
+                Code::InvalidRule,
                 format!(
                     "{:?} is not a fact kind: 1 to 128 of a-z 0-9 . _ - starting with a letter or digit",
                     self.on.kind
@@ -226,13 +227,13 @@ impl RuleSpec {
             match interpretation.skill.parse::<SkillRef>() {
                 Err(_) if !interpretation.skill.contains('@') => out.push(problem(
                     path,
-                    "invalid_rule_interpretation",
+                    Code::InvalidRuleInterpretation,
                     format!("{} names no version; a rule interprets with one pinned version", interpretation.skill),
                     "write name@version",
                 )),
                 Err(error) => out.push(problem(
                     path,
-                    "invalid_rule_interpretation",
+                    Code::InvalidRuleInterpretation,
                     format!("{:?}: {error}", interpretation.skill),
                     "write name@version",
                 )),
@@ -243,7 +244,7 @@ impl RuleSpec {
         if self.ensure_work.is_empty() || self.ensure_work.len() > MAX_WORK {
             out.push(problem(
                 "spec.ensureWork",
-                "invalid_rule",
+                Code::InvalidRule,
                 format!("{} entries; a rule ensures 1 to {MAX_WORK} pieces of work", self.ensure_work.len()),
                 "list the work a matching fact ensures",
             ));
@@ -265,7 +266,7 @@ impl RuleSpec {
             if !pinned {
                 out.push(problem(
                     format!("{at}.type"),
-                    "invalid_rule",
+                    Code::InvalidRule,
                     format!("{:?} is not a pinned task type: key@version", task.task_type),
                     "write e.g. claim-reply@1",
                 ));
@@ -284,13 +285,13 @@ impl RuleSpec {
                         }
                     }
                     Err(message) => {
-                        out.push(problem(format!("{at}.{field}"), "invalid_rule", message, "write {{$.fact.key}}"))
+                        out.push(problem(format!("{at}.{field}"), Code::InvalidRule, message, "write {{$.fact.key}}"))
                     }
                 }
                 if value.trim().is_empty() || value.chars().count() > 500 {
                     out.push(problem(
                         format!("{at}.{field}"),
-                        "invalid_rule",
+                        Code::InvalidRule,
                         format!("{field} is 1 to 500 characters"),
                         "write a literal or a path",
                     ));
@@ -299,7 +300,7 @@ impl RuleSpec {
             if !keys.insert(&task.work_key) {
                 out.push(problem(
                     format!("{at}.workKey"),
-                    "invalid_rule",
+                    Code::InvalidRule,
                     format!("{} names two pieces of work of this rule", task.work_key),
                     "give each piece of work its own work key",
                 ));
@@ -310,7 +311,7 @@ impl RuleSpec {
             if value.as_ref().is_some_and(|text| text.chars().count() > 2000) {
                 out.push(problem(
                     format!("spec.{field}"),
-                    "invalid_rule",
+                    Code::InvalidRule,
                     format!("{field} has at most 2000 characters"),
                     "shorten it",
                 ));
@@ -336,7 +337,7 @@ fn process_problems<'a>(
     if !pinned {
         out.push(problem(
             format!("{at}.process"),
-            "invalid_rule",
+            Code::InvalidRule,
             format!("{:?} is not a pinned process: key@version", process.process),
             "write e.g. claim-handling@1",
         ));
@@ -349,15 +350,15 @@ fn process_problems<'a>(
                 value_problem(&Value::String(read.to_owned()), &path, reads_output, out);
             }
         }
-        Err(message) => out.push(problem(path.clone(), "invalid_rule", message, "write {{$.fact.key}}")),
+        Err(message) => out.push(problem(path.clone(), Code::InvalidRule, message, "write {{$.fact.key}}")),
     }
     if process.work_key.trim().is_empty() || process.work_key.chars().count() > 200 {
-        out.push(problem(path, "invalid_rule", "workKey is 1 to 200 characters", "write a literal or a path"));
+        out.push(problem(path, Code::InvalidRule, "workKey is 1 to 200 characters", "write a literal or a path"));
     }
     if !keys.insert(&process.work_key) {
         out.push(problem(
             format!("{at}.workKey"),
-            "invalid_rule",
+            Code::InvalidRule,
             format!("{} names two pieces of work of this rule", process.work_key),
             "give each piece of work its own work key",
         ));
@@ -388,7 +389,7 @@ pub fn template_paths(text: &str) -> Result<Vec<&str>, String> {
 /// The problems of a name → value mapping (inputs, custom fields).
 fn mappings(map: &Map<String, Value>, at: &str, reads_output: bool, out: &mut Vec<RuleProblem>) {
     if map.len() > MAX_MAPPINGS {
-        out.push(problem(at, "invalid_rule", format!("{} entries; at most {MAX_MAPPINGS}", map.len()), "map fewer"));
+        out.push(problem(at, Code::InvalidRule, format!("{} entries; at most {MAX_MAPPINGS}", map.len()), "map fewer"));
         return;
     }
     for (name, value) in map {
@@ -405,14 +406,14 @@ fn value_problem(value: &Value, at: &str, reads_output: bool, out: &mut Vec<Rule
     if !is_path(text) {
         out.push(problem(
             at,
-            "invalid_rule",
+            Code::InvalidRule,
             format!("{text:?} is not a path: `$` then .name and [n] segments"),
             "write e.g. $.fact.data.claim",
         ));
     } else if text.starts_with("$.interpretation") && !reads_output {
         out.push(problem(
             at,
-            "invalid_rule",
+            Code::InvalidRule,
             format!("{text} reads an interpretation, and the rule has none"),
             "add spec.interpretation, or read $.fact",
         ));
@@ -424,7 +425,7 @@ fn value_problem(value: &Value, at: &str, reads_output: bool, out: &mut Vec<Rule
     {
         out.push(problem(
             at,
-            "invalid_rule",
+            Code::InvalidRule,
             format!("{text} reads neither $.fact nor $.interpretation"),
             "a rule's paths read the fact ($.fact.data…) or the interpretation's output ($.interpretation.output…)",
         ));
@@ -484,7 +485,7 @@ mod tests {
             let mut document = spec();
             *document.pointer_mut(pointer).expect(pointer) = value;
             let problems = read_spec(&document).expect("reads").problems();
-            assert!(problems.iter().any(|p| p.path == path && p.code == code), "{pointer}: {problems:?}");
+            assert!(problems.iter().any(|p| p.path == path && p.code.as_str() == code), "{pointer}: {problems:?}");
         }
         let mut without = spec();
         without.as_object_mut().expect("an object").remove("interpretation");

@@ -25,6 +25,18 @@ pub enum ViolationCode {
 }
 
 impl ViolationCode {
+    /// The registered code it is.
+    pub fn code(self) -> crate::codes::Code {
+        use crate::codes::Code;
+        match self {
+            Self::InvalidSkillContract => Code::InvalidSkillContract,
+            Self::UnsupportedSkillCondition => Code::UnsupportedSkillCondition,
+            Self::SecretMaterialRejected => Code::SecretMaterialRejected,
+            Self::InvalidJsonSchema => Code::InvalidJsonSchema,
+            Self::InvalidSkillDocument => Code::InvalidSkillDocument,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::InvalidSkillContract => "invalid_skill_contract",

@@ -18,6 +18,7 @@ mod work;
 
 use axum::Router;
 use axum::routing::{MethodFilter, MethodRouter, get, on};
+use skill_api::Code;
 use skill_api::operations::{Method, OPERATIONS, Op, Operation};
 
 use crate::Core;
@@ -161,7 +162,7 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
     plumbing::Failure(
         skill_engine::EngineError::new(
             skill_engine::Class::MethodNotAllowed,
-            "method_not_allowed",
+            Code::MethodNotAllowed,
             format!("{method} is not served here; this route answers {}", allowed.join(", ")),
         )
         .with("allowed", allowed),

@@ -102,7 +102,7 @@ pub(crate) async fn sign_checkpoints(engine: Engine, sends: Sends) {
         .build()
         .unwrap_or_default();
     let grown = skill_store::journal_grown();
-    let mut refused: Option<&'static str> = None;
+    let mut refused: Option<skill_api::Code> = None;
     let mut unread: Option<String> = None;
     let posting = Arc::new(AtomicBool::new(false));
     loop {
@@ -130,7 +130,7 @@ pub(crate) async fn sign_checkpoints(engine: Engine, sends: Sends) {
             // Said once, not every second; signing stays stopped until the tree extends the
             // checkpoints known again (it will not, unless the change is undone).
             Err(error) if refused != Some(error.code) => {
-                tracing::error!(code = error.code, error = %error, "the journal's checkpoint is not signed");
+                tracing::error!(code = %error.code, error = %error, "the journal's checkpoint is not signed");
                 refused = Some(error.code);
             }
             Err(_) => {}

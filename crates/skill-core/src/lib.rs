@@ -17,6 +17,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use skill_api::Code;
 use skill_api::Health;
 use skill_engine::Engine;
 use tokio_util::sync::CancellationToken;
@@ -53,7 +54,7 @@ pub fn app_with(engine: Engine, console: console::Options) -> Router {
             api::plumbing::Failure(
                 skill_engine::EngineError::new(
                     skill_engine::Class::NotFound,
-                    "not_found",
+                    Code::NotFound,
                     "no such route: the API is under /api/v1 and /api/v1/openapi.json lists it",
                 )
                 .with("route", uri.path()),
@@ -78,7 +79,7 @@ async fn root(headers: axum::http::HeaderMap) -> Response {
     api::plumbing::Failure(
         skill_engine::EngineError::new(
             skill_engine::Class::NotFound,
-            "not_found",
+            Code::NotFound,
             "this is a skills core: the API is under /api/v1 (/api/v1/openapi.json lists it), the console at /console",
         )
         .with("route", "/"),

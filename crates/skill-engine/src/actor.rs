@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 use skill_api::agent::{PERMISSION_FORBIDDEN, people_only, people_only_message, split_permission};
 use skill_api::four_eyes::implies;
 use skill_api::{DecisionAuthority, HeldGrant, PrincipalKind};
+use skill_contract::codes::Code;
 use skill_store::records::{ExecutorAllowance, Grant, Principal};
 
 use crate::error::{Class, EngineError, Result};
@@ -287,7 +288,7 @@ impl Actor {
         } else {
             Err(EngineError::new(
                 Class::Forbidden,
-                "permission_denied",
+                Code::PermissionDenied,
                 format!("this needs one of the permissions {}", permissions.join(", ")),
             )
             .with("permissions", permissions.to_vec()))
@@ -355,7 +356,7 @@ mod tests {
         assert!(!ana.can("tasks.write"), "a workspace grant is not organisation-wide");
         assert!(ana.can_in("tasks.write", "w1") && !ana.can_in("tasks.write", "w2"));
         assert!(ana.can_in("org.read", "w2"));
-        assert_eq!(ana.require("skills.execute").map_err(|e| e.code), Err("permission_denied"));
+        assert_eq!(ana.require("skills.execute").map_err(|e| e.code), Err(Code::PermissionDenied));
         assert!(actor(&[(None, "org.read")]).require("org.manage").is_err(), "read does not include manage");
     }
 

@@ -5,6 +5,7 @@
 //! with exactly the grants, assignments and executor allow-list the document says, written in
 //! the install's transaction. Reading agents, and tokens for them.
 
+use skill_contract::codes::Code;
 use std::collections::BTreeSet;
 
 use serde_json::json;
@@ -25,7 +26,7 @@ use crate::{Engine, Origin};
 
 /// `422 invalid_agent` at `path` of the document.
 fn invalid(path: &str, message: impl Into<String>) -> EngineError {
-    EngineError::new(Class::Invalid, "invalid_agent", message).with("path", path)
+    EngineError::new(Class::Invalid, Code::InvalidAgent, message).with("path", path)
 }
 
 /// A problem of the document itself, at its path: `403 agent_permission_forbidden`, else `422`
@@ -40,7 +41,7 @@ fn document_problem(found: AgentProblem) -> EngineError {
 
 /// `422 unknown_reference {path, value}`.
 fn unknown(path: &str, value: &str, what: &str) -> EngineError {
-    EngineError::new(Class::Invalid, "unknown_reference", format!("{what} {value} does not exist in this core"))
+    EngineError::new(Class::Invalid, Code::UnknownReference, format!("{what} {value} does not exist in this core"))
         .with("path", path)
         .with("value", value)
 }
@@ -90,7 +91,7 @@ impl Engine {
                 let owner = existing.package_key.unwrap_or_default();
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "package_object_conflict",
+                    Code::PackageObjectConflict,
                     format!("another package installed Agent {} (package {owner}): adopt it to move it to package {package}", request.key),
                 )
                 .with("objects", json!([{"kind": "Agent", "key": request.key, "package": owner}]))
@@ -158,7 +159,7 @@ impl Engine {
         if !missing.is_empty() {
             return Err(EngineError::new(
                 Class::Forbidden,
-                "permission_escalation",
+                Code::PermissionEscalation,
                 format!(
                     "the agent {key} would hold {}, which you do not hold yourself: an install grants at most what its installer has",
                     missing.join(", ")
@@ -176,7 +177,7 @@ impl Engine {
             if record.status == SkillStatus::Disabled {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "skill_disabled",
+                    Code::SkillDisabled,
                     format!("{skill} is disabled: an agent is assigned only versions that may be called"),
                 )
                 .with("path", path)
@@ -207,7 +208,7 @@ impl Engine {
                 if !assigned.contains(&skill.as_str()) {
                     return Err(EngineError::new(
                         Class::Invalid,
-                        "execution_skill_not_invoked",
+                        Code::ExecutionSkillNotInvoked,
                         format!(
                             "{task_type}@{} is carried out with {skill}, which the agent is not assigned: add it to spec.skills.invoke",
                             version.version
@@ -293,7 +294,7 @@ impl Engine {
             Err(error) => return Err(error.into()),
         };
         let conflict = |message: String| {
-            EngineError::new(Class::Conflict, "agent_principal_conflict", message)
+            EngineError::new(Class::Conflict, Code::AgentPrincipalConflict, message)
                 .with("path", "key")
                 .with("value", key)
         };
@@ -426,7 +427,7 @@ impl Engine {
             Some(_) => {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "invalid_expiry",
+                    Code::InvalidExpiry,
                     format!("expiresInDays is 1 to {}", crate::MAX_TOKEN_DAYS),
                 )
                 .with("field", "expiresInDays"));
@@ -449,7 +450,7 @@ impl Engine {
             if !missing.is_empty() {
                 return Err(EngineError::new(
                     Class::Forbidden,
-                    "permission_escalation",
+                    Code::PermissionEscalation,
                     format!(
                         "a token of the agent {key} would act with {}, which you do not hold yourself",
                         missing.join(", ")
@@ -461,7 +462,7 @@ impl Engine {
         if principal.disabled_at.is_some() {
             return Err(EngineError::new(
                 Class::Conflict,
-                "principal_disabled",
+                Code::PrincipalDisabled,
                 format!("the agent {key}'s principal is disabled: no token is issued for it"),
             ));
         }

@@ -51,13 +51,13 @@ fn invalid(field: &str, message: impl Into<String>) -> EngineError {
 }
 
 fn not_found(id: &str) -> EngineError {
-    EngineError::new(Class::NotFound, "artifact_not_found", format!("no artifact {id} you may read"))
+    EngineError::new(Class::NotFound, Code::ArtifactNotFound, format!("no artifact {id} you may read"))
         .with("artifactId", id)
 }
 
 fn unavailable(error: &skill_store::StoreError) -> EngineError {
     tracing::warn!(%error, "the content store failed");
-    EngineError::new(Class::Unavailable, "content_store_unavailable", "the content store does not answer; retry")
+    EngineError::new(Class::Unavailable, Code::ContentStoreUnavailable, "the content store does not answer; retry")
 }
 
 impl Engine {
@@ -105,7 +105,7 @@ impl Engine {
         let media_type = media::normalized(&request.media_type).map_err(|why| {
             EngineError::new(
                 Class::Invalid,
-                "invalid_media_type",
+                Code::InvalidMediaType,
                 format!("mediaType {:?} is not a media type: {why}", request.media_type),
             )
             .with("field", "mediaType")
@@ -130,7 +130,7 @@ impl Engine {
                 Code::ArtifactTooLarge => (Class::TooLarge, if request.text.is_some() { "text" } else { "base64" }),
                 _ => (Class::Invalid, "metadata"),
             };
-            return Err(EngineError::new(class, misfit.code.as_str(), misfit.message)
+            return Err(EngineError::new(class, misfit.code, misfit.message)
                 .with("field", field)
                 .with("artifactType", format!("{}@{}", kind.key, kind.version)));
         }
@@ -161,7 +161,7 @@ impl Engine {
         if content.len() > MAX_ARTIFACT_BYTES {
             return Err(EngineError::new(
                 Class::TooLarge,
-                "artifact_too_large",
+                Code::ArtifactTooLarge,
                 format!("the content is {} bytes; an artifact holds at most {MAX_ARTIFACT_BYTES}", content.len()),
             )
             .with("maxBytes", MAX_ARTIFACT_BYTES));

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use skill_api::four_eyes;
 use skill_api::{ApprovalStatus, Basis, Lifecycle, LostBasis, RunStatus, SkillStatus};
 use skill_contract::SideEffects;
+use skill_contract::codes::Code;
 use skill_contract::export::canonical_json;
 use skill_store::ErrorKind;
 use skill_store::records::{
@@ -197,7 +198,7 @@ fn unauthorized(skill: &SkillRecord, approval_id: Option<&str>, reason: &str, wh
     let name = format!("{}@{}", skill.name, skill.version);
     EngineError::new(
         Class::Forbidden,
-        "skill_side_effect_not_authorized",
+        Code::SkillSideEffectNotAuthorized,
         format!("{name} writes to the outside world and runs only on a basis: {why}"),
     )
     .with("skill", name)
@@ -299,7 +300,7 @@ impl Engine {
             GateState::Open => Ok(candidate),
             GateState::Rejected => Err(EngineError::new(
                 Class::Conflict,
-                "gate_rejected",
+                Code::GateRejected,
                 "the task's gate was rejected: its execution never runs",
             )
             .with("taskId", task.id.clone())),
@@ -311,7 +312,7 @@ impl Engine {
                     .collect();
                 Err(EngineError::new(
                     Class::Conflict,
-                    "approval_required",
+                    Code::ApprovalRequired,
                     "the task has a pending gate approval: its execution waits for the decision",
                 )
                 .with("taskId", task.id.clone())
@@ -319,7 +320,7 @@ impl Engine {
             }
             GateState::Undecided => Err(EngineError::new(
                 Class::Conflict,
-                "approval_required",
+                Code::ApprovalRequired,
                 "nothing was decided on the task: its execution writes to the outside world and waits for a gate approved by a person",
             )
             .with("taskId", task.id.clone())
@@ -455,7 +456,7 @@ impl Engine {
         let name = format!("{}@{}", skill.name, skill.version);
         Ok(EngineError::new(
             Class::Forbidden,
-            "approval_does_not_cover",
+            Code::ApprovalDoesNotCover,
             format!(
                 "approval {} does not cover this call of {name}: it covers only the calls its outcome names (made by the core) and the call it was requested for, with exactly those inputs, by its requester",
                 approval.id
@@ -521,7 +522,7 @@ pub(crate) fn recheck(call: &InvocationRecord, state: &BasisState) -> Obstacle {
 pub(crate) fn task_terminal(task: &TaskRecord) -> EngineError {
     EngineError::new(
         Class::Conflict,
-        "task_terminal",
+        Code::TaskTerminal,
         format!("the task is closed ({}): nothing more happens on it", task.status),
     )
     .with("taskId", task.id.clone())

@@ -12,6 +12,7 @@ mod view;
 use serde_json::{Value, json};
 use skill_api::events::{SkillAssigned, SkillRevoked};
 use skill_api::{AssignedSkill, DEFAULT_PAGE, ListQuery, MAX_PAGE, Page, SkillOut, SkillStatus};
+use skill_contract::codes::Code;
 use skill_store::ErrorKind;
 use skill_store::records::{AssignOutcome, Assignment, SkillEntry, SkillFilter};
 
@@ -119,7 +120,7 @@ impl Engine {
         if entry.skill.status == SkillStatus::Disabled {
             return Err(EngineError::new(
                 Class::Invalid,
-                "skill_disabled",
+                Code::SkillDisabled,
                 format!("{}@{} is disabled and cannot be assigned", entry.skill.name, entry.skill.version),
             )
             .with("skillId", entry.skill.id.clone()));
@@ -250,13 +251,13 @@ pub(crate) fn bounded_page<T: serde::Serialize>(
 pub(crate) fn contract_of(skill: &skill_store::records::SkillRecord) -> Result<&skill_contract::Contract> {
     skill.contract.as_ref().ok_or_else(|| {
         tracing::error!(skill = %skill.id, "a call's version has no contract");
-        EngineError::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
+        EngineError::new(Class::Internal, Code::InternalError, "an internal error occurred; the log has its details")
     })
 }
 
 pub(crate) fn invocable(skill: &skill_store::records::SkillRecord) -> Result<&skill_contract::Contract> {
     let refuse = |reason: &str, message: String| {
-        Err(EngineError::new(Class::Conflict, "skill_not_invocable", message)
+        Err(EngineError::new(Class::Conflict, Code::SkillNotInvocable, message)
             .with("skill", format!("{}@{}", skill.name, skill.version))
             .with("skillId", skill.id.clone())
             .with("reason", reason)

@@ -7,6 +7,7 @@
 use chrono::Duration;
 use skill_api::events::{ConsoleSignedIn, ConsoleSignedOut};
 use skill_api::{PrincipalKind, SkillStatus};
+use skill_contract::codes::Code;
 use skill_store::ErrorKind;
 use skill_store::records::ConsoleSession;
 
@@ -26,7 +27,7 @@ pub struct SignedIn {
 }
 
 fn session_invalid() -> EngineError {
-    EngineError::new(Class::Unauthenticated, "console_session_invalid", "sign in again: the session has ended")
+    EngineError::new(Class::Unauthenticated, Code::ConsoleSessionInvalid, "sign in again: the session has ended")
 }
 
 /// A random secret of 256 bits, hex.
@@ -44,7 +45,7 @@ impl Engine {
         if credential.principal.kind != PrincipalKind::Person {
             return Err(EngineError::new(
                 Class::Forbidden,
-                "console_people_only",
+                Code::ConsolePeopleOnly,
                 format!("the console is for people; {} is an {}", credential.principal.name, credential.principal.kind),
             ));
         }

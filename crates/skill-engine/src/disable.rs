@@ -10,6 +10,7 @@
 
 use skill_api::events::PrincipalDisabled;
 use skill_api::{CallStatus, DisableOut, DisableRequest, LostBasis};
+use skill_contract::codes::Code;
 use skill_store::ErrorKind;
 
 use crate::actor::Actor;
@@ -124,6 +125,6 @@ impl Engine {
 }
 
 fn disabled_already(id: &str) -> EngineError {
-    EngineError::new(Class::Conflict, "principal_disabled", format!("the principal {id} is disabled already"))
+    EngineError::new(Class::Conflict, Code::PrincipalDisabled, format!("the principal {id} is disabled already"))
         .with("principalId", id)
 }

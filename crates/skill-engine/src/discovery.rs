@@ -2,6 +2,7 @@
 //! metadata and schemas) and its summary (`SkillMetadata`: capability summary, `writes`,
 //! `read_only`, source types), for one skill or the whole catalogue.
 
+use skill_contract::codes::Code;
 use std::collections::HashMap;
 
 use skill_api::{MetadataOut, Page, SkillStatus};
@@ -27,7 +28,7 @@ impl Engine {
             SkillBody::Composite(_) => (record.input_schema.clone(), record.output_schema.clone()),
         };
         SkillDefinition::new(skill, resolution.into_tools(), metadata, input_schema, output_schema)
-            .map_err(|error| EngineError::new(Class::Invalid, "validation_error", error.to_string()))
+            .map_err(|error| EngineError::new(Class::Invalid, Code::ValidationError, error.to_string()))
     }
 
     /// The metadata of the version `reference` names.
@@ -65,14 +66,18 @@ impl Engine {
             None => {
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "skill_not_invocable",
+                    Code::SkillNotInvocable,
                     format!("{}@{} is a catalog row without a contract or includes", record.name, record.version),
                 )
                 .with("reason", "no_contract"));
             }
             Some(Err(error)) => {
                 tracing::error!(skill = %record.id, %error, "a stored skill does not read back");
-                return Err(EngineError::new(Class::Internal, "internal_error", "a stored skill does not read back"));
+                return Err(EngineError::new(
+                    Class::Internal,
+                    Code::InternalError,
+                    "a stored skill does not read back",
+                ));
             }
             Some(Ok(skill)) => skill,
         };

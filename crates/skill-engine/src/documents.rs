@@ -5,6 +5,7 @@
 //! kind's `impl PackageDocument` sits in its own module; a new kind costs one `impl`.
 
 use futures::future::BoxFuture;
+use skill_contract::codes::Code;
 use skill_store::ErrorKind;
 use skill_store::records::Event;
 
@@ -64,7 +65,7 @@ impl Engine {
 }
 
 /// `409 <kind>_exists` for a published rule or process: published documents never change.
-pub(crate) fn published_otherwise(code: &'static str, kind: &str, key: &str, version: &str) -> EngineError {
+pub(crate) fn published_otherwise(code: Code, kind: &str, key: &str, version: &str) -> EngineError {
     EngineError::new(
         Class::Conflict,
         code,

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use skill_api::events::FactRecorded;
 use skill_api::four_eyes::{self, InitiatorRole};
 use skill_api::{FactOut, FactQuery, FactRequest, MAX_FACT_BYTES, Page, RuleEvaluationOut};
+use skill_contract::codes::Code;
 use skill_store::ErrorKind;
 use skill_store::records::{FactRecord, RuleEvaluationRecord};
 
@@ -17,7 +18,7 @@ use crate::error::{Class, EngineError, Result};
 use crate::{Engine, Origin};
 
 fn invalid(field: &str, message: impl Into<String>) -> EngineError {
-    EngineError::new(Class::Invalid, "invalid_fact", message).with("field", field)
+    EngineError::new(Class::Invalid, Code::InvalidFact, message).with("field", field)
 }
 
 /// Whether `text` is 1 to `max` characters, none of them a control character.
@@ -54,7 +55,7 @@ impl Engine {
         if size > MAX_FACT_BYTES {
             return Err(EngineError::new(
                 Class::TooLarge,
-                "fact_too_large",
+                Code::FactTooLarge,
                 format!("a fact's data is at most {MAX_FACT_BYTES} bytes as JSON; this one has {size}"),
             )
             .with("field", "data")
@@ -222,7 +223,7 @@ fn same_fact(first: FactRecord, fact: &FactRecord) -> Result<FactRecord> {
     }
     Err(EngineError::new(
         Class::Conflict,
-        "fact_conflict",
+        Code::FactConflict,
         format!(
             "a fact {} {:?} with other data was recorded before: a fact never changes; send what changed as a new fact under its own key",
             fact.kind, fact.key

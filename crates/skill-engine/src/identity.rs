@@ -3,6 +3,7 @@
 
 use skill_api::events::{GrantAdded, GrantRemoved, PrincipalCreated, TokenCreated, TokenRevoked, WorkspaceCreated};
 use skill_api::{PrincipalKind, State};
+use skill_contract::codes::Code;
 use skill_store::ErrorKind;
 use skill_store::records::{AccessToken, Grant, Principal, Time, Workspace};
 
@@ -81,7 +82,7 @@ fn invalid_token(problem: TokenProblem) -> EngineError {
             ("issuer_disabled", "the person who had it issued is disabled: ask an operator for a new one")
         }
     };
-    EngineError::new(Class::Unauthenticated, "invalid_token", format!("the token is not valid: {why}"))
+    EngineError::new(Class::Unauthenticated, Code::InvalidToken, format!("the token is not valid: {why}"))
         .with("reason", reason)
 }
 
@@ -135,7 +136,7 @@ impl Engine {
         }
         Err(EngineError::new(
             Class::Unauthenticated,
-            "invalid_token",
+            Code::InvalidToken,
             "the token's grants changed while the request's body arrived: send the request again",
         )
         .with("reason", "changed"))
@@ -221,7 +222,7 @@ impl Engine {
         let Ok(kind) = PrincipalKind::parse(&request.kind) else {
             return Err(EngineError::new(
                 Class::Invalid,
-                "invalid_principal",
+                Code::InvalidPrincipal,
                 format!("a principal is one of {}, not {:?}", PRINCIPAL_KINDS.join(", "), request.kind),
             )
             .with("allowed", PRINCIPAL_KINDS.to_vec()));
@@ -251,7 +252,7 @@ impl Engine {
             (other, Some(_)) => {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "invalid_operator",
+                    Code::InvalidOperator,
                     format!("only an agent is operated by a person; {} is an {other}", principal.name),
                 )
                 .with("field", "operatedBy"));
@@ -309,7 +310,7 @@ impl Engine {
         if !skill_contract::is_permission(permission) {
             return Err(EngineError::new(
                 Class::Invalid,
-                "invalid_permission",
+                Code::InvalidPermission,
                 format!("{permission:?} is not a permission: dotted lowercase words such as org.manage"),
             ));
         }
@@ -407,7 +408,7 @@ impl Engine {
         if !skill_contract::agent::is_workspace_key(key) {
             return Err(EngineError::new(
                 Class::Invalid,
-                "invalid_workspace",
+                Code::InvalidWorkspace,
                 format!("a workspace key is 1 to 100 lowercase letters, digits, - or _, not {key:?}"),
             ));
         }
@@ -418,7 +419,7 @@ impl Engine {
         match self.store.create_workspace(&workspace, &event).await {
             Ok(()) => Ok(workspace),
             Err(error) if error.kind() == ErrorKind::Conflict => {
-                Err(EngineError::new(Class::Conflict, "workspace_exists", format!("a workspace {key} exists")))
+                Err(EngineError::new(Class::Conflict, Code::WorkspaceExists, format!("a workspace {key} exists")))
             }
             Err(error) => Err(error.into()),
         }
@@ -436,14 +437,14 @@ impl Engine {
         if let Some(agent) = self.store.agents().await?.into_iter().find(|agent| agent.key == folded) {
             return Err(EngineError::new(
                 Class::Conflict,
-                "agent_principal_conflict",
+                Code::AgentPrincipalConflict,
                 format!("{name:?} would pass for the agent {}: choose another name", agent.key),
             ));
         }
         if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
             return Err(EngineError::new(
                 Class::Invalid,
-                "invalid_principal",
+                Code::InvalidPrincipal,
                 "a principal's name has 1 to 200 characters and no control characters",
             ));
         }
@@ -472,7 +473,7 @@ fn check_token_terms(label: &str, expires_at: Option<Time>) -> Result<()> {
     if label.chars().count() > MAX_LABEL_CHARS || label.chars().any(char::is_control) {
         return Err(EngineError::new(
             Class::Invalid,
-            "invalid_label",
+            Code::InvalidLabel,
             format!("a token's label has at most {MAX_LABEL_CHARS} characters and no control characters"),
         )
         .with("field", "label"));
@@ -482,7 +483,7 @@ fn check_token_terms(label: &str, expires_at: Option<Time>) -> Result<()> {
         if expires_at <= now || expires_at > now + chrono::Duration::days(i64::from(MAX_TOKEN_DAYS)) {
             return Err(EngineError::new(
                 Class::Invalid,
-                "invalid_expiry",
+                Code::InvalidExpiry,
                 format!("a token expires after now and within {MAX_TOKEN_DAYS} days"),
             ));
         }
@@ -494,7 +495,7 @@ fn check_token_terms(label: &str, expires_at: Option<Time>) -> Result<()> {
 fn reserved_principal() -> EngineError {
     EngineError::new(
         Class::Forbidden,
-        "principal_reserved",
+        Code::PrincipalReserved,
         format!(
             "{EXECUTION_PRINCIPAL} is the core's own principal: no token is issued for it; give it the permissions the pinned contracts require with `skill-core grant --principal {EXECUTION_PRINCIPAL} PERMISSION[@WORKSPACE]`"
         ),
@@ -522,8 +523,9 @@ impl Engine {
     /// asking (`operator_required` from the operator's command, which has nobody to default to);
     /// `invalid_operator` unless it names an enabled person.
     pub(crate) async fn operator_of_token(&self, actor: Option<&Actor>, named: Option<&str>) -> Result<Principal> {
-        let refused =
-            |message: String| EngineError::new(Class::Invalid, "invalid_operator", message).with("field", "operatedBy");
+        let refused = |message: String| {
+            EngineError::new(Class::Invalid, Code::InvalidOperator, message).with("field", "operatedBy")
+        };
         let principal = match (named, actor) {
             (Some(name), _) => match self.store.principal_by_name(name).await {
                 Ok(principal) => principal,
@@ -536,7 +538,7 @@ impl Engine {
             (None, None) => {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "operator_required",
+                    Code::OperatorRequired,
                     "an agent's token names the person who operates the agent: pass --for PERSON",
                 )
                 .with("field", "operatedBy"));
@@ -561,7 +563,7 @@ impl Engine {
             None => Ok(()),
             Some(agent) => Err(EngineError::new(
                 Class::Conflict,
-                "agent_principal_conflict",
+                Code::AgentPrincipalConflict,
                 format!(
                     "{} is the principal of the agent {}: it holds exactly what its document grants, so {what} is refused — change the agent document and apply its package",
                     principal.name, agent.key
@@ -593,7 +595,7 @@ impl Engine {
         if principal.disabled_at.is_some() {
             return Err(EngineError::new(
                 Class::Conflict,
-                "principal_disabled",
+                Code::PrincipalDisabled,
                 format!("{} is disabled", principal.name),
             ));
         }

@@ -13,6 +13,7 @@ mod sessions;
 mod view;
 mod wake;
 
+use skill_contract::codes::Code;
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
@@ -165,7 +166,7 @@ impl Engine {
         if key.is_none() && contract.idempotency() == skill_contract::Idempotency::Required {
             return Err(EngineError::new(
                 Class::BadRequest,
-                "idempotency_key_required",
+                Code::IdempotencyKeyRequired,
                 format!("{}@{} needs an idempotencyKey: its contract requires one", skill.name, skill.version),
             )
             .with("skill", format!("{}@{}", skill.name, skill.version)));
@@ -193,7 +194,7 @@ impl Engine {
         {
             return Err(EngineError::new(
                 Class::Invalid,
-                "invocation_mismatch",
+                Code::InvocationMismatch,
                 "runId is a run of another task than taskId",
             )
             .with("taskId", task.id.clone())
@@ -224,7 +225,7 @@ impl Engine {
         if !missing.is_empty() {
             return Err(EngineError::new(
                 Class::Forbidden,
-                "skill_permission_denied",
+                Code::SkillPermissionDenied,
                 format!("calling {}@{} needs the permissions {}", skill.name, skill.version, missing.join(", ")),
             )
             .with("missing", json!(missing))
@@ -320,7 +321,7 @@ impl Engine {
         }
         let mut error = EngineError::new(
             Class::Conflict,
-            "idempotency_key_reuse",
+            Code::IdempotencyKeyReuse,
             "this idempotencyKey already names another call of this version: use a new key for a new call",
         );
         if own {
@@ -336,7 +337,7 @@ impl Engine {
         if size > MAX_DOCUMENT_BYTES {
             return Err(EngineError::new(
                 Class::BadRequest,
-                "invalid_skill_inputs",
+                Code::InvalidSkillInputs,
                 format!("the inputs are {size} bytes of JSON; at most {MAX_DOCUMENT_BYTES}"),
             )
             .with("skill", name));
@@ -349,7 +350,7 @@ impl Engine {
         let first = errors.first().map(ToString::to_string).unwrap_or_default();
         Err(EngineError::new(
             Class::BadRequest,
-            "invalid_skill_inputs",
+            Code::InvalidSkillInputs,
             format!("the inputs do not match the contract of {name}: {first}"),
         )
         .with("skill", name)
@@ -554,7 +555,7 @@ impl Engine {
                 CallStatus::Succeeded | CallStatus::Failed => {
                     return Err(EngineError::new(
                         Class::Conflict,
-                        "invocation_terminal",
+                        Code::InvocationTerminal,
                         format!("the call has ended ({}): there is nothing to cancel", call.status),
                     )
                     .with("invocationId", call.id)
@@ -581,21 +582,21 @@ fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
     match basis {
         Some(Basis::Execution { run_id, .. }) => EngineError::new(
             Class::Conflict,
-            "execution_already_invoked",
+            Code::ExecutionAlreadyInvoked,
             "this task has made its execution call already (one call of a task's execution may write)",
         )
         .with("runId", run_id.clone())
         .with("skill", name),
         Some(Basis::Approval { approval_id, .. }) => EngineError::new(
             Class::Conflict,
-            "approval_already_used",
+            Code::ApprovalAlreadyUsed,
             format!("this approval authorized a call of {name} already (failed and cancelled calls spend it too)"),
         )
         .with("approvalId", approval_id.clone())
         .with("skill", name),
         Some(Basis::Process { activity_id, .. }) => EngineError::new(
             Class::Conflict,
-            "process_step_already_invoked",
+            Code::ProcessStepAlreadyInvoked,
             format!("this process step made its call of {name} already (one call per step run)"),
         )
         .with("activityId", activity_id.clone())
@@ -603,7 +604,7 @@ fn spent(skill: &SkillRecord, basis: Option<&Basis>) -> EngineError {
         // A call without a basis spends nothing: its key's conflict is the key's to answer.
         None => EngineError::new(
             Class::Conflict,
-            "approval_already_used",
+            Code::ApprovalAlreadyUsed,
             format!("a call of {name} conflicted with one made already"),
         )
         .with("approvalId", serde_json::Value::Null)
@@ -625,7 +626,7 @@ pub(crate) fn callers_key(key: Option<&str>) -> Result<Option<String>> {
     if let Some(key) = key.as_deref().filter(|key| RESERVED_KEYS.iter().any(|prefix| key.starts_with(prefix))) {
         return Err(EngineError::new(
             Class::Invalid,
-            "invalid_idempotency_key",
+            Code::InvalidIdempotencyKey,
             format!("{key:?}: keys starting with {} are the core's own", RESERVED_KEYS.join(" or ")),
         )
         .with("field", "idempotencyKey"));
@@ -641,7 +642,7 @@ pub(crate) fn checked_key(key: Option<&str>) -> Result<Option<String>> {
     if trimmed.is_empty() || trimmed.chars().count() > MAX_IDEMPOTENCY_KEY || trimmed.chars().any(hidden) {
         return Err(EngineError::new(
             Class::Invalid,
-            "invalid_idempotency_key",
+            Code::InvalidIdempotencyKey,
             format!(
                 "an idempotencyKey is 1 to {MAX_IDEMPOTENCY_KEY} characters after trimming, none of them a control, invisible or direction-changing character"
             ),

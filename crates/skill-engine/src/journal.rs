@@ -4,6 +4,7 @@
 //! consistency proof from the stored hashes, checked against the root it signed then). The proofs
 //! are read from the stored hashes; anyone checks them offline against a signed checkpoint.
 
+use skill_contract::codes::Code;
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -47,14 +48,14 @@ fn b64(hash: &Hash) -> String {
 fn unsigned() -> EngineError {
     EngineError::new(
         Class::NotFound,
-        "journal_unsigned",
+        Code::JournalUnsigned,
         "the journal has no signed checkpoint yet: the core signs one within a second of an event when it has a \
          journal key (--journal-key)",
     )
 }
 
 fn inconsistent(message: String) -> EngineError {
-    EngineError::new(Class::Internal, "journal_inconsistent", message)
+    EngineError::new(Class::Internal, Code::JournalInconsistent, message)
 }
 
 /// A checkpoint as the API gives it.
@@ -234,7 +235,7 @@ impl Engine {
             Err(error)
                 if matches!(
                     error.kind(),
-                    ErrorKind::Conflict | ErrorKind::Refused("journal_checkpoint" | "journal_append_only")
+                    ErrorKind::Conflict | ErrorKind::Refused(Code::JournalCheckpoint | Code::JournalAppendOnly)
                 ) =>
             {
                 *last = Some((size, root));
@@ -470,7 +471,7 @@ pub struct Decision {
 /// A journal event that does not read as its kind: a corrupted row.
 fn misread(kind: &str, error: &serde_json::Error) -> EngineError {
     tracing::error!(kind, %error, "a journal event does not read as its kind");
-    EngineError::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
+    EngineError::new(Class::Internal, Code::InternalError, "an internal error occurred; the log has its details")
 }
 
 impl Engine {

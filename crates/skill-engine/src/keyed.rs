@@ -4,6 +4,7 @@
 
 use chrono::Duration;
 use sha2::{Digest, Sha256};
+use skill_contract::codes::Code;
 use skill_store::{Begun, StoredAnswer};
 
 use crate::Engine;
@@ -67,7 +68,7 @@ impl Engine {
 pub fn key_reused() -> EngineError {
     EngineError::new(
         Class::Conflict,
-        "idempotency_key_reused",
+        Code::IdempotencyKeyReused,
         "this Idempotency-Key was used for another request: use a new key for a new request",
     )
 }
@@ -76,7 +77,7 @@ pub fn key_reused() -> EngineError {
 pub fn key_in_flight() -> EngineError {
     EngineError::new(
         Class::Conflict,
-        "idempotency_in_flight",
+        Code::IdempotencyInFlight,
         "a request with this Idempotency-Key is still being answered: repeat it in a moment",
     )
 }

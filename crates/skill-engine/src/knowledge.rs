@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 use skill_api::events::{KnowledgeDocumentStored, KnowledgeSnapshotApplied};
 use skill_api::{EntityPage, EntityQuery, SnapshotPlan, SnapshotRequest};
+use skill_contract::codes::Code;
 use skill_contract::knowledge::{self, State};
 use skill_store::ErrorKind;
 use skill_store::records::SlotRecord;
@@ -57,7 +58,7 @@ impl Engine {
             {
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "snapshot_stale",
+                    Code::SnapshotStale,
                     "the knowledge slot changed since its state was read: preview again",
                 )
                 .with("stateToken", token));
@@ -396,7 +397,7 @@ impl Engine {
             if rows.len() as i64 > MAX_RECALL_ENTITIES {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "recall_too_broad",
+                    Code::RecallTooBroad,
                     format!(
                         "a recall from an anchor reads the entities it relates: this workspace has more than {MAX_RECALL_ENTITIES} of the kinds asked for; name fewer `kinds`"
                     ),

@@ -3,6 +3,7 @@
 use chrono::Duration;
 use serde_json::Value;
 use skill_api::{CallStatus, ReportedError, SessionStatus};
+use skill_contract::codes::Code;
 use skill_store::records::{InvocationRecord, SessionRecord, Time};
 
 use crate::error::{Class, EngineError, Result};
@@ -48,7 +49,7 @@ pub(crate) fn check_holder(
     }
     Err(EngineError::new(
         Class::Conflict,
-        "stale_invocation_lease",
+        Code::StaleInvocationLease,
         "this executor does not hold the call's current lease: drop the call and report nothing",
     )
     .with("invocationId", call.id.clone())

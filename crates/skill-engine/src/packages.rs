@@ -1,6 +1,7 @@
 //! Package installs as the catalog records them: which package (key, version, install hash)
 //! installed which objects (skills by name), and the events journal for readers.
 
+use skill_contract::codes::Code;
 use std::collections::HashMap;
 
 use skill_api::events::PackageInstalled;
@@ -242,12 +243,12 @@ impl Engine {
             return Err(match error.kind() {
                 ErrorKind::Conflict => EngineError::new(
                     Class::Conflict,
-                    "skill_exists",
+                    Code::SkillExists,
                     "a version of the plan was published meanwhile: plan again",
                 ),
                 ErrorKind::Stale => EngineError::new(
                     Class::Conflict,
-                    "version_conflict",
+                    Code::VersionConflict,
                     "a version the plan changes changed meanwhile: plan again",
                 ),
                 _ => error.into(),
@@ -352,7 +353,7 @@ impl Engine {
                 if !known {
                     return Err(EngineError::new(
                         Class::Invalid,
-                        "unknown_reference",
+                        Code::UnknownReference,
                         format!("the core has no agent {}: declare it in the same apply", object.key),
                     )
                     .with("field", format!("objects[{index}]")));
@@ -374,7 +375,7 @@ impl Engine {
 fn unknown_object(name: &str) -> EngineError {
     EngineError::new(
         Class::Invalid,
-        "unknown_reference",
+        Code::UnknownReference,
         format!("the catalog has no version of the skill {name}: publish it first, or in the same apply"),
     )
 }

@@ -21,6 +21,7 @@ use skill_api::{
 };
 use skill_conditions::Condition;
 use skill_contract::SkillRef;
+use skill_contract::codes::Code;
 use skill_contract::process::ProcessSpec;
 use skill_store::ErrorKind;
 use skill_store::records::{AgentRecord, Event, InstanceRecord, ProcessRecord, StepRecord, WorkChange};
@@ -41,13 +42,13 @@ const SWITCH_READS: &[&str] = &["input", "vars", "steps", "instance"];
 const WAIT_READS: &[&str] = &["fact", "input", "vars", "steps", "instance"];
 
 fn invalid(path: &str, message: impl Into<String>) -> EngineError {
-    EngineError::new(Class::Invalid, "invalid_process", message).with("path", path)
+    EngineError::new(Class::Invalid, Code::InvalidProcess, message).with("path", path)
 }
 
 /// A condition of a process compiled: `422 invalid_condition` with where, when it is not one.
 pub(crate) fn compile(path: &str, source: &str, reads_fact: bool) -> Result<Condition> {
     Condition::compile_reading(source, if reads_fact { WAIT_READS } else { SWITCH_READS }).map_err(|error| {
-        EngineError::new(Class::Invalid, "invalid_condition", format!("{path} does not compile: {error}"))
+        EngineError::new(Class::Invalid, Code::InvalidCondition, format!("{path} does not compile: {error}"))
             .with("path", path)
             .with("line", error.line)
             .with("column", error.column)
@@ -170,14 +171,14 @@ impl Engine {
         let Some(skill) = found else {
             return Err(EngineError::new(
                 Class::Invalid,
-                "unknown_skill",
+                Code::UnknownSkill,
                 format!("{reference} is not in the catalog: publish it, or name a version it has"),
             )
             .with("path", path)
             .with("value", reference.to_string()));
         };
         if skill.status == SkillStatus::Disabled {
-            return Err(EngineError::new(Class::Invalid, "skill_disabled", format!("{reference} is disabled"))
+            return Err(EngineError::new(Class::Invalid, Code::SkillDisabled, format!("{reference} is disabled"))
                 .with("path", path)
                 .with("value", reference.to_string()));
         }
@@ -204,7 +205,7 @@ impl Engine {
             None => self.store.agent(key).await.map_err(|error| match error.kind() {
                 ErrorKind::NotFound => EngineError::new(
                     Class::Invalid,
-                    "unknown_reference",
+                    Code::UnknownReference,
                     format!("no agent {key}: declare it (agents/{key}.yaml) in the package, or in one it requires"),
                 )
                 .with("path", path)
@@ -223,7 +224,7 @@ impl Engine {
             if !agent.spec.invoked().any(|(assigned, _)| assigned == reference) {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "skills_invoke_not_permitted",
+                    Code::SkillsInvokeNotPermitted,
                     format!("the agent {key} is not assigned {reference}, which {at} calls"),
                 )
                 .with("path", path)
@@ -293,7 +294,7 @@ impl Engine {
             if found.input != wanted || found.process_id != process.id {
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "process_key_reuse",
+                    Code::ProcessKeyReuse,
                     format!(
                         "an instance of {} in this workspace has the key {key:?} with another input or version: a key names one instance",
                         process.key
@@ -393,7 +394,7 @@ impl Engine {
         let before = match &query.cursor {
             Some(cursor) => {
                 let at = self.store.instance(cursor).await.map_err(|_| {
-                    EngineError::new(Class::BadRequest, "invalid_request", "the cursor names no instance")
+                    EngineError::new(Class::BadRequest, Code::InvalidRequest, "the cursor names no instance")
                         .with("field", "cursor")
                 })?;
                 Some((at.created_at, at.id))
@@ -475,7 +476,7 @@ impl Engine {
         if reason.is_empty() || reason.chars().count() > 500 || reason.chars().any(skill_api::is_invisible_or_bidi) {
             return Err(EngineError::new(
                 Class::BadRequest,
-                "invalid_request",
+                Code::InvalidRequest,
                 "a reason is 1 to 500 characters, without invisible or direction-changing ones",
             )
             .with("field", "reason"));
@@ -485,7 +486,7 @@ impl Engine {
             if instance.status.is_terminal() {
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "instance_ended",
+                    Code::InstanceEnded,
                     format!("the instance is {} already", instance.status),
                 )
                 .with("status", instance.status.as_str()));
@@ -565,14 +566,14 @@ pub(crate) fn step_ended(step: &StepRecord) -> ProcessStepEnded {
 fn checked_input(input: &Value) -> Result<Value> {
     let input = if input.is_null() { Value::Object(Map::new()) } else { input.clone() };
     if !input.is_object() {
-        return Err(EngineError::new(Class::Invalid, "invalid_input", "an instance's input is an object")
+        return Err(EngineError::new(Class::Invalid, Code::InvalidInput, "an instance's input is an object")
             .with("field", "input"));
     }
     let size = serde_json::to_vec(&input).map_or(usize::MAX, |bytes| bytes.len());
     if size > MAX_INPUT_BYTES {
         return Err(EngineError::new(
             Class::TooLarge,
-            "invalid_input",
+            Code::InvalidInput,
             format!("the input is {size} bytes as JSON; at most {MAX_INPUT_BYTES}"),
         )
         .with("field", "input")
@@ -587,7 +588,7 @@ fn checked_key(key: &str) -> Result<String> {
     if key.is_empty() || key.chars().count() > 200 || bad {
         return Err(EngineError::new(
             Class::Invalid,
-            "invalid_input",
+            Code::InvalidInput,
             "a key is 1 to 200 characters without control, invisible or direction-changing ones",
         )
         .with("field", "key"));
@@ -671,7 +672,7 @@ impl PackageDocument for ProcessRecord {
     }
 
     fn exists(&self) -> EngineError {
-        crate::documents::published_otherwise("process_exists", "process", &self.key, &self.version)
+        crate::documents::published_otherwise(Code::ProcessExists, "process", &self.key, &self.version)
     }
 
     fn event(&self, engine: &Engine, origin: &Origin) -> Event {
@@ -686,7 +687,7 @@ impl PackageDocument for ProcessRecord {
         let reference = format!("{}@{}", self.key, self.version);
         EngineError::new(
             Class::Conflict,
-            "process_exists",
+            Code::ProcessExists,
             format!("{reference} is published already: a published process never changes; publish another version"),
         )
         .with("process", reference)

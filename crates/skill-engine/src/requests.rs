@@ -225,7 +225,7 @@ impl Engine {
         if !same {
             return Err(EngineError::new(
                 Class::Conflict,
-                "idempotency_key_reuse",
+                Code::IdempotencyKeyReuse,
                 "this idempotency key already names another request: use a new key for a new call",
             )
             .with("requestId", existing.id));
@@ -292,7 +292,7 @@ impl Engine {
         if open.len() >= MAX_OPEN_REQUESTS {
             return Err(EngineError::new(
                 Class::Conflict,
-                "too_many_requests",
+                Code::TooManyRequests,
                 format!(
                     "{} has {MAX_OPEN_REQUESTS} requests waiting for a person: wait for their decisions, or withdraw some",
                     actor.principal().name
@@ -304,7 +304,7 @@ impl Engine {
         if lately >= MAX_REQUESTS_PER_HOUR {
             return Err(EngineError::new(
                 Class::Conflict,
-                "too_many_requests",
+                Code::TooManyRequests,
                 format!(
                     "{} made {lately} requests in the last hour, the most an agent makes: wait before asking again",
                     actor.principal().name
@@ -324,7 +324,7 @@ impl Engine {
             Err(error) if error.kind() == ErrorKind::NotFound => {
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "request_workspace_missing",
+                    Code::RequestWorkspaceMissing,
                     format!(
                         "the agent {}'s requests go to the workspace {}, which does not exist: ask an operator",
                         agent.key, requests.workspace
@@ -350,7 +350,7 @@ impl Engine {
         if operated.is_empty() {
             return Err(EngineError::new(
                 Class::Invalid,
-                "operator_required",
+                Code::OperatorRequired,
                 format!(
                     "{} acts for nobody: an agent's requests are made with a token that names the person operating it",
                     actor.principal().name
@@ -551,14 +551,14 @@ impl Engine {
             if request.agent_principal_id != actor.id() {
                 return Err(EngineError::new(
                     Class::Forbidden,
-                    "permission_denied",
+                    Code::PermissionDenied,
                     "only the agent that asked withdraws its request",
                 ));
             }
             if request.status != RequestStatus::Pending {
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "request_decided",
+                    Code::RequestDecided,
                     format!("the request is {} already: only a pending one is withdrawn", request.status),
                 )
                 .with("status", request.status));
@@ -568,7 +568,7 @@ impl Engine {
                 // Decided meanwhile: the worker moves the request; say so.
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "request_decided",
+                    Code::RequestDecided,
                     "a person decided the request meanwhile",
                 ));
             }
@@ -728,8 +728,8 @@ impl Engine {
             }
             Err(error) if error.class == Class::Unavailable || error.class == Class::Internal => return Err(error),
             Err(error) => {
-                tracing::warn!(request = %request.id, code = error.code, reason = %error.message, "an approved request's call could not be made");
-                self.close_request(request, None, RequestStatus::Failed, None, error.code, &system).await?
+                tracing::warn!(request = %request.id, code = %error.code, reason = %error.message, "an approved request's call could not be made");
+                self.close_request(request, None, RequestStatus::Failed, None, error.code.as_str(), &system).await?
             }
         };
         written(self.store.write_work(&changes, &events).await)
@@ -894,7 +894,7 @@ fn asked_skill(skill: &SkillRecord) -> String {
 fn no_requests(agent: &str, skill: &str) -> EngineError {
     EngineError::new(
         Class::Forbidden,
-        "skill_side_effect_not_authorized",
+        Code::SkillSideEffectNotAuthorized,
         format!("{skill} writes to the outside world and runs only on a basis; {agent}'s agent document names no requests.workspace, so its writes cannot be asked for"),
     )
     .with("skill", skill)

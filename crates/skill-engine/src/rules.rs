@@ -9,6 +9,7 @@
 
 mod evaluation;
 
+use skill_contract::codes::Code;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -43,7 +44,7 @@ const CONDITION_READS: &[&str] = &["fact"];
 pub(crate) struct Conditions(Mutex<HashMap<String, Arc<Condition>>>);
 
 fn invalid(path: &str, message: impl Into<String>) -> EngineError {
-    EngineError::new(Class::Invalid, "invalid_rule", message).with("path", path)
+    EngineError::new(Class::Invalid, Code::InvalidRule, message).with("path", path)
 }
 
 impl Engine {
@@ -139,21 +140,21 @@ impl Engine {
         let Some(skill) = found else {
             return Err(EngineError::new(
                 Class::Invalid,
-                "unknown_skill",
+                Code::UnknownSkill,
                 format!("{reference} is not in the catalog: publish it, or name a version it has"),
             )
             .with("path", path)
             .with("value", reference.to_string()));
         };
         if skill.status == SkillStatus::Disabled {
-            return Err(EngineError::new(Class::Invalid, "skill_disabled", format!("{reference} is disabled"))
+            return Err(EngineError::new(Class::Invalid, Code::SkillDisabled, format!("{reference} is disabled"))
                 .with("path", path)
                 .with("value", reference.to_string()));
         }
         if skill.contract.is_none() {
             return Err(EngineError::new(
                 Class::Invalid,
-                "invalid_rule_interpretation",
+                Code::InvalidRuleInterpretation,
                 format!("{reference} has no contract: a rule interprets with a version the core can call"),
             )
             .with("path", path));
@@ -161,7 +162,7 @@ impl Engine {
         if skill.side_effects == Some(SideEffects::ExternalWrite) {
             return Err(EngineError::new(
                 Class::Invalid,
-                "rule_skill_side_effects",
+                Code::RuleSkillSideEffects,
                 format!(
                     "{reference} writes to the outside world, and a rule has no human decision to refer to: interpret with a none or external_read version, and write through an approval's outcome"
                 ),
@@ -186,7 +187,7 @@ impl Engine {
             None => self.store.agent(key).await.map_err(|error| match error.kind() {
                 ErrorKind::NotFound => EngineError::new(
                     Class::Invalid,
-                    "unknown_reference",
+                    Code::UnknownReference,
                     format!("no agent {key}: declare it (agents/{key}.yaml) in the package, or in one it requires"),
                 )
                 .with("path", path)
@@ -202,7 +203,7 @@ impl Engine {
             if !agent.spec.invoked().any(|(assigned, _)| assigned == reference) {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "skills_invoke_not_permitted",
+                    Code::SkillsInvokeNotPermitted,
                     format!("the agent {key} is not assigned {reference}, so it cannot interpret with it"),
                 )
                 .with("path", path)
@@ -227,7 +228,7 @@ impl Engine {
             Ok(found) => Ok(found),
             Err(error) if error.kind() == ErrorKind::NotFound => Err(EngineError::new(
                 Class::Invalid,
-                "unknown_reference",
+                Code::UnknownReference,
                 format!("no process {reference}: publish it first, or with the rule in one package"),
             )
             .with("path", path)
@@ -285,7 +286,7 @@ impl Engine {
             Err(error) if error.kind() == ErrorKind::NotFound => {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "invalid_fact",
+                    Code::InvalidFact,
                     format!("no workspace {}", draft.workspace),
                 )
                 .with("field", "fact.workspace"));
@@ -309,7 +310,7 @@ impl Engine {
                 let outcome = self.condition(&rule).and_then(|compiled| {
                     compiled
                         .eval(&document)
-                        .map_err(|error| EngineError::new(Class::Invalid, "condition_error", error.message))
+                        .map_err(|error| EngineError::new(Class::Invalid, Code::ConditionError, error.message))
                 });
                 match outcome {
                     Ok(value) => ConditionOut { source: Some(when.clone()), value: Some(value), error: None },
@@ -371,7 +372,7 @@ impl Engine {
     /// The rule's condition, compiled once per version.
     pub(crate) fn condition(&self, rule: &RuleRecord) -> Result<Arc<Condition>> {
         let Some(source) = &rule.spec.on.when else {
-            return Err(EngineError::new(Class::Internal, "internal_error", "the rule has no condition"));
+            return Err(EngineError::new(Class::Internal, Code::InternalError, "the rule has no condition"));
         };
         let mut cache = self.conditions.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(found) = cache.get(&rule.id) {
@@ -386,7 +387,7 @@ impl Engine {
 /// A rule's condition compiled: `422 invalid_condition` with where, when it is not one.
 fn compile(source: &str) -> Result<Condition> {
     Condition::compile_reading(source, CONDITION_READS).map_err(|error| {
-        EngineError::new(Class::Invalid, "invalid_condition", format!("spec.on.when does not compile: {error}"))
+        EngineError::new(Class::Invalid, Code::InvalidCondition, format!("spec.on.when does not compile: {error}"))
             .with("path", "spec.on.when")
             .with("line", error.line)
             .with("column", error.column)
@@ -396,7 +397,7 @@ fn compile(source: &str) -> Result<Condition> {
 pub(crate) fn rule_exists(key: &str, version: &str) -> EngineError {
     EngineError::new(
         Class::Conflict,
-        "rule_exists",
+        Code::RuleExists,
         format!("{key}@{version} is published already: a published rule never changes; publish another version"),
     )
     .with("rule", format!("{key}@{version}"))
@@ -430,7 +431,7 @@ impl PackageDocument for RuleRecord {
     }
 
     fn exists(&self) -> EngineError {
-        crate::documents::published_otherwise("rule_exists", "rule", &self.key, &self.version)
+        crate::documents::published_otherwise(Code::RuleExists, "rule", &self.key, &self.version)
     }
 
     fn event(&self, engine: &Engine, origin: &Origin) -> Event {

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 use skill_api::events::PackageSettingsChanged;
 use skill_api::{ClaimSettings, SettingsOut, SettingsRequest};
+use skill_contract::codes::Code;
 use skill_contract::schema::{SchemaValidator, check_schema_document};
 use skill_store::ErrorKind;
 use skill_store::records::PackageSettings;
@@ -38,7 +39,7 @@ impl Engine {
         {
             return Err(EngineError::new(
                 Class::Conflict,
-                "version_conflict",
+                Code::VersionConflict,
                 format!(
                     "the settings are at values revision {}, not {expected}: read them again",
                     current.values_revision
@@ -51,7 +52,7 @@ impl Engine {
         if let Some(place) = skill_contract::find_secret_material(&values, "values") {
             return Err(EngineError::new(
                 Class::Invalid,
-                "secret_material_rejected",
+                Code::SecretMaterialRejected,
                 format!("{place} looks like a secret: settings are not secrets; keep secrets in the secret store"),
             )
             .with("field", place));
@@ -72,7 +73,7 @@ impl Engine {
             Err(error) if error.kind() == ErrorKind::Stale => {
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "version_conflict",
+                    Code::VersionConflict,
                     "the settings changed meanwhile: read them again",
                 ));
             }
@@ -97,7 +98,7 @@ impl Engine {
     /// one the values already set for the package still fit.
     pub(crate) async fn check_settings_schema(&self, key: &str, schema: &Value) -> Result<()> {
         let refuse = |message: String| {
-            Err(EngineError::new(Class::Invalid, "invalid_package_settings", message).with("field", "settingsSchema"))
+            Err(EngineError::new(Class::Invalid, Code::InvalidPackageSettings, message).with("field", "settingsSchema"))
         };
         if !skill_contract::SchemaView(schema).is_exactly(skill_contract::JsonType::Object) {
             return refuse("the settings schema must describe an object (type: object)".to_owned());
@@ -136,11 +137,11 @@ async fn check_values(key: &str, schema: &Value, values: &Value) -> Result<()> {
     let (schema, values) = (schema.clone(), values.clone());
     let errors = tokio::task::spawn_blocking(move || SchemaValidator::new(&schema).map(|v| v.errors(&values)))
         .await
-        .map_err(|error| EngineError::new(Class::Internal, "internal_error", error.to_string()))?
+        .map_err(|error| EngineError::new(Class::Internal, Code::InternalError, error.to_string()))?
         .map_err(|error| {
             EngineError::new(
                 Class::Invalid,
-                "invalid_package_settings",
+                Code::InvalidPackageSettings,
                 format!("the settings schema does not compile: {error}"),
             )
         })?;
@@ -150,7 +151,7 @@ async fn check_values(key: &str, schema: &Value, values: &Value) -> Result<()> {
     let first = errors.first().map(ToString::to_string).unwrap_or_default();
     Err(EngineError::new(
         Class::Invalid,
-        "invalid_package_settings",
+        Code::InvalidPackageSettings,
         format!("the values do not fit the settings schema of package {key}: {first}"),
     )
     .with("errors", json!(errors)))

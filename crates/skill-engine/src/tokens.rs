@@ -11,6 +11,7 @@
 //! The database holds the private keys: whoever reads it can mint tokens for the skills, so it is
 //! guarded as the keys would be.
 
+use skill_contract::codes::Code;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration as StdDuration, Instant};
 
@@ -100,7 +101,7 @@ impl Engine {
         if !actor.is_executor() {
             return Err(EngineError::new(
                 Class::Forbidden,
-                "permission_denied",
+                Code::PermissionDenied,
                 "only an executor obtains audience tokens, for a call it holds",
             )
             .with("kind", actor.principal().kind));
@@ -111,7 +112,7 @@ impl Engine {
         let Some(auth) = implementation.auth() else {
             return Err(EngineError::new(
                 Class::Invalid,
-                "no_audience",
+                Code::NoAudience,
                 format!("the contract of {}@{} names no audience: its calls carry no token", skill.name, skill.version),
             )
             .with("invocationId", call.id));
@@ -120,7 +121,7 @@ impl Engine {
         if reserved_audience(&audience, Some(&self.issuer.name)) {
             return Err(EngineError::new(
                 Class::Forbidden,
-                "audience_reserved",
+                Code::AudienceReserved,
                 format!("no token is issued for the audience {audience}: it is reserved"),
             )
             .with("audience", audience));
@@ -128,7 +129,7 @@ impl Engine {
         if !actor.allowance().is_some_and(|allowed| allowed.audiences.contains(&audience)) {
             return Err(EngineError::new(
                 Class::Forbidden,
-                "executor_not_allowed",
+                Code::ExecutorNotAllowed,
                 format!("the operator did not allow this executor tokens for the audience {audience}"),
             )
             .with("field", "audiences")
@@ -231,7 +232,7 @@ impl Engine {
 
 fn internal(message: &str) -> EngineError {
     tracing::error!(message, "signing failed");
-    EngineError::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
+    EngineError::new(Class::Internal, Code::InternalError, "an internal error occurred; the log has its details")
 }
 
 /// A new ES256 key named `kid`, signing from `now`.

@@ -2,6 +2,7 @@
 //! `approvals.decide` include it), a run its task; to anyone else neither exists (`404`).
 
 use skill_api::RunStatus;
+use skill_contract::codes::Code;
 use skill_store::ErrorKind;
 use skill_store::records::{RunRecord, TaskRecord};
 
@@ -57,13 +58,17 @@ impl Engine {
 /// `403 run_owner_mismatch` unless `actor` owns the run; `409 run_not_active` unless it runs.
 pub(crate) fn check_owned_and_running(actor: &Actor, run: &RunRecord) -> Result<()> {
     if run.owner_principal_id != actor.id() {
-        return Err(EngineError::new(Class::Forbidden, "run_owner_mismatch", "the run belongs to another principal")
+        return Err(EngineError::new(Class::Forbidden, Code::RunOwnerMismatch, "the run belongs to another principal")
             .with("runId", run.id.clone()));
     }
     if run.status != RunStatus::Running {
-        return Err(EngineError::new(Class::Conflict, "run_not_active", format!("the run has ended ({})", run.status))
-            .with("runId", run.id.clone())
-            .with("status", run.status));
+        return Err(EngineError::new(
+            Class::Conflict,
+            Code::RunNotActive,
+            format!("the run has ended ({})", run.status),
+        )
+        .with("runId", run.id.clone())
+        .with("status", run.status));
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ mod types;
 
 use skill_api::events::TaskCommented;
 use skill_api::{CommentOut, CommentRequest, Items, OfTaskQuery};
+use skill_contract::codes::Code;
 use skill_store::records::{CommentRecord, TaskRecord, WorkChange};
 
 use crate::actor::Actor;
@@ -41,7 +42,7 @@ const MAX_COMMENTS: i64 = 1_000;
 pub(crate) fn not_a_person(actor: &Actor) -> EngineError {
     EngineError::new(
         Class::Forbidden,
-        "decider_not_a_person",
+        Code::DeciderNotAPerson,
         format!("a person decides approvals; {} is an {}", actor.principal().name, actor.principal().kind),
     )
     .with("kind", actor.principal().kind)

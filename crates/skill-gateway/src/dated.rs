@@ -15,6 +15,7 @@
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
+use skill_api::Code;
 use skill_api::{AgentRequestOut, Lifecycle, RequestStatus};
 use skill_engine::requests::GatewayCall;
 use skill_engine::{Actor, Engine, EngineError};
@@ -88,7 +89,7 @@ pub(crate) async fn route(at: &At<'_>, actor: &Actor, headers: &HeaderMap, messa
             Some(_wait) => result(engine, actor, &task_id, at.config.call_wait).await,
             None => Err(EngineError::new(
                 skill_engine::Class::Unavailable,
-                "too_many_waits",
+                Code::TooManyWaits,
                 format!(
                     "this principal already has {} waits open on this core: ask tasks/get, or tasks/result when some have ended",
                     crate::waits::MAX_WAITS
@@ -143,13 +144,13 @@ async fn result(engine: &Engine, actor: &Actor, id: &str, within: std::time::Dur
     match request.status {
         status if !status.is_terminal() => Err(EngineError::new(
             skill_engine::Class::Conflict,
-            "task_still_working",
+            Code::TaskStillWorking,
             format!("the request is {status}: ask tasks/get until it is not working, then tasks/result"),
         )
         .with("taskId", id)),
         RequestStatus::Expired | RequestStatus::Withdrawn => Err(EngineError::new(
             skill_engine::Class::Conflict,
-            if request.status == RequestStatus::Expired { "request_expired" } else { "request_withdrawn" },
+            if request.status == RequestStatus::Expired { Code::RequestExpired } else { Code::RequestWithdrawn },
             format!("the request is {}: nothing was written", request.status),
         )
         .with("requestId", request.id.as_str())),

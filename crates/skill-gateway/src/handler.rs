@@ -1,6 +1,7 @@
 //! The MCP handler: what a principal may call, calls through the engine, an agent's requests as
 //! MCP tasks (`tasks/get`, `tasks/cancel`) kept in the database.
 
+use skill_api::Code;
 use std::sync::Arc;
 
 use rmcp::model::{
@@ -149,7 +150,7 @@ impl Gateway {
                     waited = self.engine.wait_for_end(&actor, &call.id, self.config.call_wait) => waited,
                     () = context.ct.cancelled() => Err(EngineError::new(
                         skill_engine::Class::Conflict,
-                        "call_still_running",
+                        Code::CallStillRunning,
                         "the client stopped waiting; the call goes on",
                     )),
                 };
@@ -236,7 +237,7 @@ pub(crate) fn too_many_waits() -> CallToolResult {
 
 /// An engine error as the `isError` result a skill's failure is.
 fn envelope(error: &EngineError) -> CallToolResult {
-    tools::failure(error.code, &error.message, Value::Object(error.details.clone()))
+    tools::failure(error.code.as_str(), &error.message, Value::Object(error.details.clone()))
 }
 
 /// An engine error as a JSON-RPC error (for the methods that answer no tool result).

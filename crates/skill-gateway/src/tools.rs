@@ -2,6 +2,7 @@
 //! name theirs, from its stored contract — the built-in `approval_status` tool, and the results a
 //! call or a request answers with.
 
+use skill_api::Code;
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
@@ -137,7 +138,7 @@ pub(crate) fn idempotency_key(meta: &serde_json::Map<String, Value>) -> Result<O
         Some(Value::String(key)) => Ok(Some(key.clone())),
         Some(_) => Err(EngineError::new(
             skill_engine::Class::BadRequest,
-            "invalid_idempotency_key",
+            Code::InvalidIdempotencyKey,
             "_meta[\"skill/idempotencyKey\"] is a string of 1 to 200 characters",
         )),
     }

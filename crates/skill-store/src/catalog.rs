@@ -206,7 +206,7 @@ macro_rules! record_install_in {
                 .map(|(object, owner)| serde_json::json!({"kind": object.kind, "key": object.key, "package": owner}))
                 .collect();
             return Err(StoreError::new(
-                ErrorKind::Refused("package_object_conflict"),
+                ErrorKind::Refused(skill_contract::codes::Code::PackageObjectConflict),
                 format!(
                     "another package installed {}: adopt them to move them to package {}",
                     names.join(", "),

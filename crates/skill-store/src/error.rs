@@ -1,5 +1,6 @@
 //! Backend errors mapped, in this one place, to a neutral kind the engine can act on.
 
+use skill_contract::codes::Code;
 use std::fmt;
 
 /// What went wrong, whatever the backend.
@@ -14,7 +15,7 @@ pub enum ErrorKind {
     /// A database guard refused the change: `code` is the guard's code (`skill_version_immutable`,
     /// `invalid_status_transition`, `events_append_only`, `row_version_required`,
     /// `unknown_reference`), or a rule checked in the transaction (`package_object_conflict`).
-    Refused(&'static str),
+    Refused(Code),
     /// A constraint refused the row (a check or a reference): a bug in the caller's validation.
     Invalid,
     /// The database cannot be reached or is overloaded; retrying later may help.
@@ -33,37 +34,37 @@ pub struct StoreError {
 }
 
 /// The codes the database's guards raise, as the first word of their message.
-const GUARD_CODES: &[&str] = &[
-    "skill_version_immutable",
-    "invalid_status_transition",
-    "events_append_only",
-    "row_version_required",
-    "unknown_reference",
-    "invocation_immutable",
-    "basis_unknown",
-    "signing_key_immutable",
-    "task_type_immutable",
-    "work_immutable",
-    "self_approval_refused",
-    "artifact_immutable",
-    "artifact_type_immutable",
-    "console_session_immutable",
-    "basis_not_covered",
-    "decider_not_a_person",
-    "decider_is_initiator",
-    "agent_principal_conflict",
-    "too_many_requests",
-    "rule_immutable",
-    "invalid_rule",
-    "rule_skill_side_effects",
-    "principal_disabled",
-    "process_immutable",
-    "invalid_process",
-    "task_terminal",
-    "journal_entry",
-    "journal_gap",
-    "journal_append_only",
-    "journal_checkpoint",
+const GUARD_CODES: &[Code] = &[
+    Code::SkillVersionImmutable,
+    Code::InvalidStatusTransition,
+    Code::EventsAppendOnly,
+    Code::RowVersionRequired,
+    Code::UnknownReference,
+    Code::InvocationImmutable,
+    Code::BasisUnknown,
+    Code::SigningKeyImmutable,
+    Code::TaskTypeImmutable,
+    Code::WorkImmutable,
+    Code::SelfApprovalRefused,
+    Code::ArtifactImmutable,
+    Code::ArtifactTypeImmutable,
+    Code::ConsoleSessionImmutable,
+    Code::BasisNotCovered,
+    Code::DeciderNotAPerson,
+    Code::DeciderIsInitiator,
+    Code::AgentPrincipalConflict,
+    Code::TooManyRequests,
+    Code::RuleImmutable,
+    Code::InvalidRule,
+    Code::RuleSkillSideEffects,
+    Code::PrincipalDisabled,
+    Code::ProcessImmutable,
+    Code::InvalidProcess,
+    Code::TaskTerminal,
+    Code::JournalEntry,
+    Code::JournalGap,
+    Code::JournalAppendOnly,
+    Code::JournalCheckpoint,
 ];
 
 impl StoreError {
@@ -109,8 +110,8 @@ impl From<sqlx::Error> for StoreError {
 
 fn database_kind(error: &dyn sqlx::error::DatabaseError) -> ErrorKind {
     let message = error.message();
-    if let Some(code) = GUARD_CODES.iter().find(|code| message.starts_with(*code)) {
-        return ErrorKind::Refused(code);
+    if let Some(code) = GUARD_CODES.iter().find(|code| message.starts_with(code.as_str())) {
+        return ErrorKind::Refused(*code);
     }
     match error.kind() {
         sqlx::error::ErrorKind::UniqueViolation => ErrorKind::Conflict,
@@ -134,8 +135,8 @@ impl From<rusqlite::Error> for StoreError {
             rusqlite::Error::QueryReturnedNoRows => ErrorKind::NotFound,
             rusqlite::Error::SqliteFailure(failure, message) => {
                 let message = message.as_deref().unwrap_or_default();
-                match GUARD_CODES.iter().find(|code| message.starts_with(*code)) {
-                    Some(code) => ErrorKind::Refused(code),
+                match GUARD_CODES.iter().find(|code| message.starts_with(code.as_str())) {
+                    Some(code) => ErrorKind::Refused(*code),
                     None => sqlite_kind(failure.extended_code),
                 }
             }

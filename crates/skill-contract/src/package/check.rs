@@ -130,12 +130,18 @@ fn agent(object: &PackageObject, executions: &BTreeMap<String, Vec<String>>, pro
     let spec = match crate::agent::read_spec(object.spec()) {
         Ok(spec) => spec,
         Err(found) => {
-            problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));
+            problems.push(PackageProblem::new(
+                &object.file,
+                &found.path,
+                found.code.as_str(),
+                found.message,
+                &found.hint,
+            ));
             return;
         }
     };
     for found in spec.problems() {
-        problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));
+        problems.push(PackageProblem::new(&object.file, &found.path, found.code.as_str(), found.message, &found.hint));
     }
     let invoked: Vec<&str> = spec.invoked().map(|(skill, _)| skill).collect();
     for (index, key) in spec.work.task_types.iter().enumerate() {
@@ -359,7 +365,13 @@ impl References<'_> {
         let spec = match crate::rule::read_spec(object.spec()) {
             Ok(spec) => spec,
             Err(found) => {
-                problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    &found.path,
+                    found.code.as_str(),
+                    found.message,
+                    &found.hint,
+                ));
                 return;
             }
         };
@@ -368,7 +380,7 @@ impl References<'_> {
             problems.push(PackageProblem::new(
                 &object.file,
                 &found.path,
-                found.code,
+                found.code.as_str(),
                 found.message.clone(),
                 &found.hint,
             ));
@@ -448,7 +460,13 @@ impl References<'_> {
         let spec = match crate::process::read_spec(object.spec()) {
             Ok(spec) => spec,
             Err(found) => {
-                problems.push(PackageProblem::new(&object.file, &found.path, found.code, found.message, &found.hint));
+                problems.push(PackageProblem::new(
+                    &object.file,
+                    &found.path,
+                    found.code.as_str(),
+                    found.message,
+                    &found.hint,
+                ));
                 return;
             }
         };
@@ -457,7 +475,7 @@ impl References<'_> {
             problems.push(PackageProblem::new(
                 &object.file,
                 &found.path,
-                found.code,
+                found.code.as_str(),
                 found.message.clone(),
                 &found.hint,
             ));

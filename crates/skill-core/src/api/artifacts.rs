@@ -6,6 +6,7 @@ use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use skill_api::Code;
 use skill_api::sdk_routes::CONTENT_SHA256_HEADER;
 use skill_api::{ArtifactQuery, ArtifactRequest, ArtifactTypeQuery, ArtifactTypeRequest, MAX_ARTIFACT_BYTES};
 use skill_engine::{Actor, EngineError};
@@ -81,7 +82,7 @@ pub(super) async fn read(
             HeaderValue::from_str(&content.sha256).map_err(|_| {
                 Failure(EngineError::new(
                     skill_engine::Class::Internal,
-                    "internal_error",
+                    Code::InternalError,
                     "a stored hash is not a header",
                 ))
             })?,

@@ -5,6 +5,7 @@
 //! another principal is `409 idempotency_key_reused`. Answers that say nothing final (a 5xx, a
 //! 408, a 429) are not kept, so a retry acts again.
 
+use skill_api::Code;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -67,7 +68,7 @@ pub(crate) async fn layer(State(core): State<Core>, request: Request, next: Next
     // Read whole to fingerprint it; the handler still applies its route's own limit.
     let Ok(bytes) = axum::body::to_bytes(body, MAX_APPLY_BYTES + 1).await else {
         return fail(
-            EngineError::new(skill_engine::Class::TooLarge, "payload_too_large", "the body is too large")
+            EngineError::new(skill_engine::Class::TooLarge, Code::PayloadTooLarge, "the body is too large")
                 .with("limitBytes", MAX_APPLY_BYTES),
         );
     };
@@ -98,7 +99,7 @@ pub(crate) async fn layer(State(core): State<Core>, request: Request, next: Next
             let _ = core.engine.abandon_keyed(&key).await;
             return fail(EngineError::new(
                 skill_engine::Class::Internal,
-                "internal_error",
+                Code::InternalError,
                 format!("the answer could not be read: {error}"),
             ));
         }

@@ -4,6 +4,7 @@
 
 use axum::extract::{FromRequest, Request, State};
 use axum::response::{IntoResponse, Response};
+use skill_api::Code;
 use skill_api::{MAX_PACKAGE_TEST_BYTES, PackageTestRequest, PublishRequest, TestFailure};
 use skill_engine::{Actor, Class, Engine, EngineError};
 use tracing::instrument::WithSubscriber as _;
@@ -23,7 +24,7 @@ pub(super) async fn test(State(core): State<Core>, actor: Actor, request: Reques
         drain(request.into_body(), MAX_PACKAGE_TEST_BYTES).await;
         return Err(Failure(EngineError::new(
             Class::Unavailable,
-            "package_test_busy",
+            Code::PackageTestBusy,
             "another package test is running on this core; try again when it ends",
         )));
     };
@@ -33,7 +34,7 @@ pub(super) async fn test(State(core): State<Core>, actor: Actor, request: Reques
         tokio::task::spawn_blocking(move || body.read(&reader, "org.manage")).await.map_err(|error| {
             Failure(EngineError::new(
                 Class::Internal,
-                "scratch_core_failed",
+                Code::ScratchCoreFailed,
                 format!("the body could not be parsed: {error}"),
             ))
         })??;
@@ -122,12 +123,12 @@ fn differs(create: &PublishRequest, taken: &PublishRequest) -> bool {
 /// A run refused as a whole, as an error of the API.
 fn refused(refusal: TestFailure) -> Failure {
     let (class, code) = match refusal.code.as_str() {
-        "too_many_tests" => (Class::Invalid, "too_many_tests"),
-        "too_many_workspaces" => (Class::Invalid, "too_many_workspaces"),
-        "package_refused" => (Class::Invalid, "package_refused"),
-        "test_run_timeout" => (Class::Invalid, "test_run_timeout"),
-        "invalid_request" => (Class::BadRequest, "invalid_request"),
-        _ => (Class::Internal, "scratch_core_failed"),
+        "too_many_tests" => (Class::Invalid, Code::TooManyTests),
+        "too_many_workspaces" => (Class::Invalid, Code::TooManyWorkspaces),
+        "package_refused" => (Class::Invalid, Code::PackageRefused),
+        "test_run_timeout" => (Class::Invalid, Code::TestRunTimeout),
+        "invalid_request" => (Class::BadRequest, Code::InvalidRequest),
+        _ => (Class::Internal, Code::ScratchCoreFailed),
     };
     let mut error = EngineError::new(class, code, refusal.message);
     if let Some(field) = refusal.path {

@@ -10,6 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt as _;
 use serde::de::DeserializeOwned;
+use skill_api::Code;
 use skill_engine::{Actor, Class, EngineError};
 use skill_http::requests::RequestId;
 
@@ -96,7 +97,7 @@ impl FromRequestParts<Core> for Actor {
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
             return Err(Failure(EngineError::new(
                 Class::Unauthenticated,
-                "missing_authorization",
+                Code::MissingAuthorization,
                 "send a personal access token: Authorization: Bearer skp_…",
             )));
         };
@@ -111,7 +112,7 @@ impl FromRequestParts<Core> for Actor {
             return Err(Failure(
                 EngineError::new(
                     Class::Unauthenticated,
-                    "invalid_token",
+                    Code::InvalidToken,
                     "the Authorization header is not a bearer token: send Authorization: Bearer skp_…",
                 )
                 .with("reason", "malformed"),
@@ -188,7 +189,7 @@ impl<T, const LIMIT: usize> FromRequest<Core> for JsonBody<T, LIMIT> {
             return Err(Failure(
                 EngineError::new(
                     Class::UnsupportedMedia,
-                    "unsupported_media_type",
+                    Code::UnsupportedMediaType,
                     format!(
                         "send the body as JSON with Content-Type: application/json, not {}",
                         media.unwrap_or("none")
@@ -235,7 +236,7 @@ pub async fn drain(mut body: axum::body::Body, limit: usize) {
 /// 413 for a body over `limit` bytes.
 fn too_large(limit: usize) -> Failure {
     Failure(
-        EngineError::new(Class::TooLarge, "payload_too_large", format!("the body is larger than {limit} bytes"))
+        EngineError::new(Class::TooLarge, Code::PayloadTooLarge, format!("the body is larger than {limit} bytes"))
             .with("limitBytes", limit),
     )
 }
@@ -253,10 +254,10 @@ fn unread(error: axum::Error, limit: usize) -> Failure {
     }
     Failure(match skill_http::BodyCut::in_chain(&error) {
         Some(cut @ skill_http::BodyCut::TooSlow(_)) => {
-            EngineError::new(Class::Timeout, "request_timeout", cut.to_string())
+            EngineError::new(Class::Timeout, Code::RequestTimeout, cut.to_string())
         }
         Some(cut @ skill_http::BodyCut::Stopping) => {
-            EngineError::new(Class::Unavailable, "unavailable", cut.to_string())
+            EngineError::new(Class::Unavailable, Code::Unavailable, cut.to_string())
         }
         None => EngineError::invalid_request(format!("the body could not be read: {error}")),
     })
@@ -392,7 +393,7 @@ mod tests {
         assert!(parse::<Body>(br#"{"name": "a\u0000"}"#).is_err());
         assert!(parse::<Body>(br#"{"name": "a\\u0000"}"#).is_ok(), "an escaped backslash is not a NUL");
         let Err(Failure(error)) = parse::<Body>(br#"{"name": 7}"#) else { panic!("a number is not a name") };
-        assert_eq!((error.code, error.details["field"].as_str()), ("invalid_request", Some("name")));
+        assert_eq!((error.code.as_str(), error.details["field"].as_str()), ("invalid_request", Some("name")));
         let Err(Failure(missing)) = parse::<Body>(br"{}") else { panic!("a name is required") };
         assert_eq!(missing.details["field"].as_str(), Some("name"));
     }

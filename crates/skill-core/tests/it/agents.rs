@@ -3,6 +3,7 @@
 //! document grants, again after a change; tokens for agents; an executor agent's allow-list.
 
 use serde_json::{Value, json};
+use skill_api::Code;
 
 use crate::api::token;
 use crate::calls::{Backend, Core, core};
@@ -293,7 +294,7 @@ async fn lifecycle(backend: Backend, label: &str) {
         expires_at: None,
     };
     let refused = core.engine.issue_token(&request, &Default::default()).await.expect_err("refused");
-    assert_eq!(refused.code, "agent_principal_conflict");
+    assert_eq!(refused.code, Code::AgentPrincipalConflict);
 
     // The same documents again: nothing moves.
     let before = events(&core).await;
@@ -363,7 +364,7 @@ async fn lifecycle(backend: Backend, label: &str) {
         .refused(409, "agent_principal_conflict");
     // Nothing of an agent's principal changes by hand: grants, assignments, its allow-list.
     let by_hand = core.engine.grant("claims-desk", "org.read", &Default::default()).await.expect_err("refused");
-    assert_eq!(by_hand.code, "agent_principal_conflict");
+    assert_eq!(by_hand.code, Code::AgentPrincipalConflict);
     let assign = json!({"skillId": "claim.classify@1"});
     core.post(&installer, &format!("/principals/{principal}/skills"), &assign)
         .await
@@ -383,7 +384,7 @@ async fn lifecycle(backend: Backend, label: &str) {
             expires_at: None,
         };
         let refused = core.engine.issue_token(&request, &Default::default()).await.expect_err("a look-alike");
-        assert_eq!(refused.code, "agent_principal_conflict", "{name}");
+        assert_eq!(refused.code, Code::AgentPrincipalConflict, "{name}");
     }
     // Another package takes no agent over: listed, it is a conflict; unlisted, it is refused.
     let mut other = apply_body("9.0.0", vec![desk(|_| {})]);
@@ -437,7 +438,7 @@ async fn an_agent_holds_exactly_what_its_document_grants_on_postgres() {
 /// The refusal of a permission only a person holds: its code and class, the permission named.
 #[track_caller]
 fn forbidden(refused: &skill_engine::EngineError, permission: &str) {
-    assert_eq!((refused.code, refused.class), ("agent_permission_forbidden", skill_engine::Class::Forbidden));
+    assert_eq!((refused.code.as_str(), refused.class), ("agent_permission_forbidden", skill_engine::Class::Forbidden));
     assert_eq!(refused.details["permission"], permission, "{}", refused.message);
     assert!(refused.message.contains("org.read") && refused.message.contains("skills.invoke"), "{}", refused.message);
 }

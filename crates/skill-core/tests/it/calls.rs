@@ -2,6 +2,7 @@
 //! code and status, idempotency keys, executor admission, leases and fencing, completion with
 //! the output checked, failures and retries, cancellation, sessions, reading and listing.
 
+use skill_api::Code;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -1230,7 +1231,7 @@ async fn refused_within(engine: &Engine, token: &str, deadline: std::time::Durat
     let until = std::time::Instant::now() + deadline;
     loop {
         match engine.authenticate(token).await {
-            Err(error) => return error.code == "invalid_token",
+            Err(error) => return error.code == Code::InvalidToken,
             Ok(_) if std::time::Instant::now() >= until => return false,
             Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
         }
@@ -1302,6 +1303,6 @@ async fn a_listening_core_forgets_a_credential_the_moment_it_changes_anywhere() 
     let own = issue("revoked-here").await;
     second.authenticate(&own.token).await.expect("in");
     second.revoke_token(&own.record.id, &skill_engine::Origin::default()).await.expect("revoked");
-    assert_eq!(second.authenticate(&own.token).await.expect_err("refused").code, "invalid_token");
+    assert_eq!(second.authenticate(&own.token).await.expect_err("refused").code, Code::InvalidToken);
     listening.abort();
 }

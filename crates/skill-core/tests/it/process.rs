@@ -1,6 +1,7 @@
 //! `skill-core` as an operator runs it: a token issued from the command line, the API served on
 //! PostgreSQL and on an embedded SQLite directory, stopped with SIGTERM.
 
+use skill_api::Code;
 use std::process::Command;
 
 use skill_fixtures::Running;
@@ -148,7 +149,7 @@ fn token_create_refuses_bad_lives_and_labels() {
                 expires_at: Some(expires_at),
             };
             let refused = engine.issue_token(&request, &skill_engine::Origin::default()).await.expect_err("refused");
-            assert_eq!(refused.code, "invalid_expiry");
+            assert_eq!(refused.code, Code::InvalidExpiry);
         }
     });
     let _ = std::fs::remove_dir_all(&folder);

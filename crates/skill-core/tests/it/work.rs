@@ -976,7 +976,10 @@ async fn only_a_person_decides_an_approval() {
                 expires_at: None,
             };
             let refused = core.engine.issue_token(&request, &Default::default()).await.expect_err("refused");
-            assert_eq!((refused.code, refused.class), ("agent_permission_forbidden", skill_engine::Class::Forbidden));
+            assert_eq!(
+                (refused.code.as_str(), refused.class),
+                ("agent_permission_forbidden", skill_engine::Class::Forbidden)
+            );
             assert_eq!(refused.details["permission"], "approvals.decide");
             let robot = crate::api::token_of_kind(&core.engine, &format!("robot-{kind}"), kind, &grants[..2]).await;
             for verb in ["decide", "withdraw", "retry"] {

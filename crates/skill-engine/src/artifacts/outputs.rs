@@ -36,12 +36,12 @@ impl<'a> Slot<'a> {
     }
 }
 
-fn rejected(code: &str, message: &str) -> Value {
+fn rejected(code: Code, message: &str) -> Value {
     slot_outcome(SlotOutcome {
         status: OutputStatus::Rejected,
         kind: None,
         artifact_id: None,
-        code: Some(code.to_owned()),
+        code: Some(code.into()),
         message: Some(message.to_owned()),
     })
 }
@@ -112,7 +112,7 @@ impl Engine {
     ) -> Result<std::result::Result<ArtifactRecord, Value>> {
         let Some(kind) = self.newest_artifact_type(slot.kind).await? else {
             let message = format!("no artifact type {} is published", slot.kind);
-            return Ok(Err(rejected("invalid_output_value", &message)));
+            return Ok(Err(rejected(Code::InvalidOutputValue, &message)));
         };
         let bytes = serde_json::to_vec(value).unwrap_or_default();
         if let Some(misfit) = self.misfit(&kind, "application/json", bytes.len(), value).await? {
@@ -121,7 +121,7 @@ impl Engine {
                 Code::InvalidArtifactMetadata => Code::InvalidOutputValue,
                 other => other,
             };
-            return Ok(Err(rejected(code.as_str(), &misfit.message)));
+            return Ok(Err(rejected(code, &misfit.message)));
         }
         let name = format!("{}.json", slot.key);
         let new = NewArtifact {

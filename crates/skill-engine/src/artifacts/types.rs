@@ -24,7 +24,7 @@ use skill_store::records::WorkChange;
 const MAX_MEDIA_TYPES: usize = 20;
 
 fn invalid(field: &str, message: impl Into<String>) -> EngineError {
-    EngineError::new(Class::Invalid, "invalid_artifact_type", message).with("field", field)
+    EngineError::new(Class::Invalid, Code::InvalidArtifactType, message).with("field", field)
 }
 
 /// Whether `kind` is an artifact's type: 1 to 200 of `a-z 0-9 _ . -`.
@@ -200,7 +200,7 @@ pub(crate) fn prepare_artifact_type(
 pub(crate) fn artifact_type_exists(key: &str, version: &str) -> EngineError {
     EngineError::new(
         Class::Conflict,
-        "artifact_type_exists",
+        Code::ArtifactTypeExists,
         format!("{key}@{version} is published already, and a published version never changes: publish a new version"),
     )
     .with("artifactType", format!("{key}@{version}"))

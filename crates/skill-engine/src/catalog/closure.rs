@@ -1,5 +1,6 @@
 //! What a composite skill stands on: every version it includes, directly or not.
 
+use skill_contract::codes::Code;
 use std::collections::HashMap;
 
 use skill_contract::{Skill, SkillBody, SkillRef};
@@ -36,7 +37,7 @@ impl Engine {
             let Some(Ok(included)) = to_skill(&record) else {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "resolution_failure",
+                    Code::ResolutionFailure,
                     format!("{reference} is a catalog row without a contract and cannot be included"),
                 )
                 .with("include", reference.to_string()));

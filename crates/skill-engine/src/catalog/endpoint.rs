@@ -4,6 +4,7 @@
 //! abbreviated IPv4 hosts (`2130706433`, `127.1`, `0x7f000001`), an IPv4-mapped IPv6 address, a
 //! default port written out, a trailing dot: refused, with the form to write instead.
 
+use skill_contract::codes::Code;
 use url::{Host, Url};
 
 use crate::error::{Class, EngineError, Result};
@@ -17,7 +18,7 @@ pub(crate) fn check_endpoint(field: &str, endpoint: &str) -> Result<()> {
     let refuse = |why: &str, canonical: Option<String>| {
         let mut error = EngineError::new(
             Class::Invalid,
-            "invalid_skill_contract",
+            Code::InvalidSkillContract,
             format!("the endpoint {:?} {why}", endpoint.chars().take(120).collect::<String>()),
         )
         .with("field", field);
@@ -80,7 +81,7 @@ mod tests {
             ("https://svc.example./run", None),
         ] {
             let error = check_endpoint("implementation.endpoint", bad).expect_err(bad);
-            assert_eq!(error.code, "invalid_skill_contract", "{bad}");
+            assert_eq!(error.code, Code::InvalidSkillContract, "{bad}");
             assert_eq!(error.details.get("canonical").and_then(|c| c.as_str()), canonical, "{bad}");
         }
     }

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 use skill_api::events::{EndpointMove, SkillUpdated};
 use skill_api::{Lifecycle, PatchRequest, SkillOut, SkillStatus, etag, parse_etag};
+use skill_contract::codes::Code;
 use skill_contract::{Contract, NormalizeOptions, Protocol, SideEffects, normalize};
 use skill_store::ErrorKind;
 use skill_store::records::{SkillChange, SkillRecord};
@@ -66,7 +67,7 @@ pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result
         if description.chars().count() > skill_contract::MAX_DESCRIPTION {
             return Err(EngineError::new(
                 Class::Invalid,
-                "invalid_skill_document",
+                Code::InvalidSkillDocument,
                 format!("a description has at most {} characters", skill_contract::MAX_DESCRIPTION),
             )
             .with("field", "description"));
@@ -99,7 +100,7 @@ pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result
     if !frozen.is_empty() {
         return Err(EngineError::new(
             Class::Conflict,
-            "skill_version_immutable",
+            Code::SkillVersionImmutable,
             format!(
                 "{} of a version with a contract come from the contract, which is immutable: publish a new version",
                 frozen.join(" and ")
@@ -113,7 +114,7 @@ pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result
         if !SkillStatus::allows(current.status, status) {
             return Err(EngineError::new(
                 Class::Conflict,
-                "invalid_status_transition",
+                Code::InvalidStatusTransition,
                 format!(
                     "a status only moves forward (active → deprecated → disabled), not {} → {word}",
                     current.status
@@ -134,7 +135,7 @@ pub(crate) fn change_of(current: &SkillRecord, request: &PatchRequest) -> Result
         }
     }
     if changed.is_empty() {
-        return Err(EngineError::new(Class::Invalid, "empty_update", "the request changes nothing"));
+        return Err(EngineError::new(Class::Invalid, Code::EmptyUpdate, "the request changes nothing"));
     }
     let data = SkillUpdated {
         changed_fields: changed.into_iter().map(str::to_owned).collect(),
@@ -151,7 +152,7 @@ fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Contract, Va
     let Some(contract) = &current.contract else {
         return Err(EngineError::new(
             Class::Conflict,
-            "skill_not_invocable",
+            Code::SkillNotInvocable,
             "this version has no contract, so it has no endpoint to move",
         )
         .with("reason", "no_contract"));
@@ -159,7 +160,7 @@ fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Contract, Va
     if endpoint.is_empty() || endpoint.chars().count() > MAX_ENDPOINT {
         return Err(EngineError::new(
             Class::Invalid,
-            "invalid_skill_contract",
+            Code::InvalidSkillContract,
             format!("an endpoint has 1 to {MAX_ENDPOINT} characters"),
         )
         .with("field", field));
@@ -167,7 +168,7 @@ fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Contract, Va
     if contract.implementation().protocol() == Protocol::Local {
         return Err(EngineError::new(
             Class::Invalid,
-            "invalid_skill_contract",
+            Code::InvalidSkillContract,
             "a local implementation runs in the executor's process and has no endpoint",
         )
         .with("field", field));
@@ -187,14 +188,14 @@ fn parse_if_match(header: Option<&str>) -> Result<i32> {
     let Some(header) = header else {
         return Err(EngineError::new(
             Class::PreconditionRequired,
-            "if_match_required",
+            Code::IfMatchRequired,
             "send If-Match with the ETag of the version you read (\"skill-<rowVersion>\")",
         ));
     };
     parse_etag(header).ok_or_else(|| {
         EngineError::new(
             Class::BadRequest,
-            "invalid_if_match",
+            Code::InvalidIfMatch,
             format!("If-Match must look like {}, not {header}", etag(1)),
         )
     })
@@ -203,7 +204,7 @@ fn parse_if_match(header: Option<&str>) -> Result<i32> {
 pub(crate) fn version_conflict(expected: i32, current: i32) -> EngineError {
     EngineError::new(
         Class::Conflict,
-        "version_conflict",
+        Code::VersionConflict,
         format!("the version changed since it was read (row version {current}, not {expected}): read it again"),
     )
     .with("expectedVersion", expected)

@@ -1,6 +1,7 @@
 //! Publishing a skill version: the contract normalized and checked by the contract crate's own
 //! rules, a composite resolved against the catalog, a catalog row's protocol and policy checked.
 
+use skill_contract::codes::Code;
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
@@ -81,7 +82,9 @@ impl Engine {
             composite.map(|composite| (record, composite))
         })
         .await
-        .map_err(|error| EngineError::new(Class::Internal, "internal_error", format!("the check was lost: {error}")))?
+        .map_err(|error| {
+            EngineError::new(Class::Internal, Code::InternalError, format!("the check was lost: {error}"))
+        })?
     }
 
     /// The `skill.registered` event of `record`.
@@ -126,7 +129,7 @@ fn leaf(request: &PublishRequest, record: &mut SkillRecord) -> Result<()> {
     }
     let skill = read(request)?;
     let Some(leaf) = skill.as_leaf() else {
-        return Err(EngineError::new(Class::Internal, "internal_error", "a contract read as a composite"));
+        return Err(EngineError::new(Class::Internal, Code::InternalError, "a contract read as a composite"));
     };
     let contract = leaf.contract();
     let protocol = contract.implementation().protocol().as_str();
@@ -160,7 +163,7 @@ fn composite_skill(request: &PublishRequest, record: &mut SkillRecord) -> Result
         if given {
             return Err(EngineError::new(
                 Class::Invalid,
-                "invalid_skill_document",
+                Code::InvalidSkillDocument,
                 format!("a composite skill takes `{field}` from what it includes: remove `{field}`"),
             )
             .with("field", field));
@@ -168,7 +171,7 @@ fn composite_skill(request: &PublishRequest, record: &mut SkillRecord) -> Result
     }
     let skill = read(request)?;
     let SkillBody::Composite(composite) = skill.body() else {
-        return Err(EngineError::new(Class::Internal, "internal_error", "a composite read as a leaf"));
+        return Err(EngineError::new(Class::Internal, Code::InternalError, "a composite read as a leaf"));
     };
     let includes: Vec<String> = composite.includes().iter().map(ToString::to_string).collect();
     let tools: Vec<Value> = composite.tools().iter().map(skill_contract::ToolDeclaration::to_json).collect();
@@ -187,7 +190,7 @@ fn catalog_row(request: &PublishRequest, record: &mut SkillRecord) -> Result<()>
                 Some(found) => format!("`protocol` is one of {}, not {found:?}", PROTOCOLS.join(", ")),
             };
             return Err(
-                EngineError::new(Class::Invalid, "invalid_protocol", message).with("allowed", PROTOCOLS.to_vec())
+                EngineError::new(Class::Invalid, Code::InvalidProtocol, message).with("allowed", PROTOCOLS.to_vec())
             );
         }
     };
@@ -215,7 +218,7 @@ pub(crate) fn checked_schema(field: &str, schema: Option<&Value>) -> Result<Opti
         None | Some(Value::Null) => Ok(None),
         Some(document) => match schema::check_schema_document(document) {
             Ok(()) => Ok(Some(document.clone())),
-            Err(error) => Err(EngineError::new(Class::Invalid, "invalid_json_schema", format!("`{field}`: {error}"))
+            Err(error) => Err(EngineError::new(Class::Invalid, Code::InvalidJsonSchema, format!("`{field}`: {error}"))
                 .with("field", field)),
         },
     }
@@ -228,7 +231,7 @@ pub(crate) fn no_secret(value: &Value) -> Result<()> {
         None => Ok(()),
         Some(field) => Err(EngineError::new(
             Class::Invalid,
-            "secret_material_rejected",
+            Code::SecretMaterialRejected,
             format!("`{field}` holds what looks like a credential; keep secrets out of the catalog (use the executor's secrets)"),
         )
         .with("field", field)),
@@ -239,7 +242,7 @@ pub(crate) fn no_secret(value: &Value) -> Result<()> {
 pub(crate) fn skill_exists(record: &SkillRecord) -> EngineError {
     EngineError::new(
         Class::Conflict,
-        "skill_exists",
+        Code::SkillExists,
         format!("{}@{} is already published; publish a new version", record.name, record.version),
     )
     .with("name", record.name.clone())
@@ -247,7 +250,7 @@ pub(crate) fn skill_exists(record: &SkillRecord) -> EngineError {
 }
 
 fn invalid_contract(field: &str, message: &str) -> EngineError {
-    EngineError::new(Class::Invalid, "invalid_skill_contract", message).with("field", field)
+    EngineError::new(Class::Invalid, Code::InvalidSkillContract, message).with("field", field)
 }
 
 /// Reads the skill through the contract crate, with every problem's field named as the request
@@ -280,7 +283,7 @@ pub(crate) fn contract_error(error: &ContractError) -> EngineError {
             .collect();
         details.insert("problems".into(), Value::Array(problems));
     }
-    EngineError::new(Class::Invalid, violations[0].code.as_str(), message).with_details(details)
+    EngineError::new(Class::Invalid, violations[0].code.code(), message).with_details(details)
 }
 
 /// Where a request holds what its document holds at `field`.

@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 use skill_api::events::ExecutorAllowed;
 use skill_api::{ExecutorAllowance, ExecutorAllowanceOut, PrincipalKind};
+use skill_contract::codes::Code;
 use skill_store::records::{Admission, ExecutorAllowance as Kept};
 
 use crate::actor::Actor;
@@ -17,7 +18,7 @@ use crate::{Engine, Origin};
 const PROTOCOLS: &[&str] = &["local", "http", "mcp"];
 
 fn invalid(field: &str, message: impl Into<String>) -> EngineError {
-    EngineError::new(Class::Invalid, "invalid_executor_allowance", message).with("field", field)
+    EngineError::new(Class::Invalid, Code::InvalidExecutorAllowance, message).with("field", field)
 }
 
 /// A `local` entry: `module(.sub)*` or `module(.sub)*:function`, identifiers as Python's.
@@ -51,7 +52,7 @@ pub(crate) fn normalized_origin(field: &str, value: &str, stdio: bool) -> Result
     let refuse = || {
         Err(EngineError::new(
             Class::Invalid,
-            "invalid_executor_endpoint",
+            Code::InvalidExecutorEndpoint,
             format!(
                 "{field}: {:?} is not an origin `http(s)://host[:port]`{}",
                 cut(value, 200),
@@ -186,7 +187,7 @@ fn not_allowed(actor: &Actor, field: &str, value: &str, allowed: &[String]) -> E
     let name = &actor.principal().name;
     EngineError::new(
         Class::Forbidden,
-        "executor_not_allowed",
+        Code::ExecutorNotAllowed,
         format!(
             "the executor {name} may not run {field} {value:?}: the operator allows an executor what it runs (skill-core allow --principal {name} …)"
         ),
@@ -203,7 +204,7 @@ pub(crate) fn check_admission(actor: &Actor, protocols: &[String], admission: &A
         let name = &actor.principal().name;
         return Err(EngineError::new(
             Class::Forbidden,
-            "executor_not_allowed",
+            Code::ExecutorNotAllowed,
             format!(
                 "the operator allowed the executor {name} nothing: set what it runs with `skill-core allow --principal {name} --protocol local --local <module>` (or POST /principals/{name}/executor-allowance)"
             ),
@@ -311,7 +312,7 @@ mod tests {
             (vec!["http".to_owned()], vec!["https://svc.example".to_owned()])
         );
         let local_without = ExecutorAllowance { local: vec!["m".into()], ..ExecutorAllowance::default() };
-        assert_eq!(checked(&local_without, None).expect_err("local not allowed").code, "invalid_executor_allowance");
+        assert_eq!(checked(&local_without, None).expect_err("local not allowed").code, Code::InvalidExecutorAllowance);
         let placed = checked(&local_without, Some("spec.skills")).expect_err("in a document");
         assert_eq!(
             (placed.details["field"].clone(), placed.details["path"].clone()),
@@ -324,7 +325,7 @@ mod tests {
             http_origins: vec!["https://h/x".into()],
             ..ExecutorAllowance::default()
         };
-        assert_eq!(checked(&path, None).expect_err("a path").code, "invalid_executor_endpoint");
+        assert_eq!(checked(&path, None).expect_err("a path").code, Code::InvalidExecutorEndpoint);
         let placed = checked(&path, Some("spec.skills")).expect_err("a path in a document");
         assert_eq!(placed.details["path"], json!("spec.skills.httpOrigins"));
     }
@@ -338,7 +339,7 @@ mod tests {
             ["https://h/x", "ftp://h", "https://user@h", "https://h:123456", "https://", "stdio:x", "https://h?q"]
         {
             let error = normalized_origin("httpOrigins", bad, false).expect_err(bad);
-            assert_eq!(error.code, "invalid_executor_endpoint", "{bad}");
+            assert_eq!(error.code, Code::InvalidExecutorEndpoint, "{bad}");
         }
         assert!(normalized_origin("mcpEndpoints", "stdio:a b", true).is_err());
     }

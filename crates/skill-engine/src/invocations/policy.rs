@@ -3,6 +3,7 @@
 //! never grants a tool that writes, whatever the composite contains.
 
 use skill_api::PrincipalKind;
+use skill_contract::codes::Code;
 use skill_store::records::SkillRecord;
 
 use crate::Engine;
@@ -46,7 +47,7 @@ impl Engine {
         } else {
             ("not_assigned", format!("{name} is not among the skills assigned to this agent"))
         };
-        Err(EngineError::new(Class::Forbidden, "tool_not_authorized", message)
+        Err(EngineError::new(Class::Forbidden, Code::ToolNotAuthorized, message)
             .with("skill", name)
             .with("reason", reason))
     }

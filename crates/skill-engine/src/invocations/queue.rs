@@ -2,6 +2,7 @@
 //! expiry, the lease and the fencing token), heartbeat, complete (the output checked against the
 //! contract), fail (retry after the backoff while attempts remain), and the expiry sweep.
 
+use skill_contract::codes::Code;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -601,7 +602,7 @@ fn admission(request: &ClaimRequest) -> Result<Admission> {
     if !unknown.is_empty() {
         return Err(EngineError::new(
             Class::Invalid,
-            "invalid_protocol",
+            Code::InvalidProtocol,
             format!(
                 "an executor runs local, http or mcp calls, not {}",
                 unknown.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ")

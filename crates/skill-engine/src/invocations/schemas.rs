@@ -1,6 +1,7 @@
 //! Compiled contract schemas, kept per version: a published contract's schemas never change, so
 //! a validator compiled once serves every later call. Compiling runs on the blocking pool.
 
+use skill_contract::codes::Code;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -45,5 +46,5 @@ impl SchemaCache {
 
 fn internal(message: &str) -> EngineError {
     tracing::error!(message, "schema compilation failed");
-    EngineError::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
+    EngineError::new(Class::Internal, Code::InternalError, "an internal error occurred; the log has its details")
 }

@@ -6,6 +6,7 @@ use chrono::Duration;
 use serde_json::{Value, json};
 use skill_api::events::{SessionClosed, SessionOpened};
 use skill_api::{SessionOut, SessionRequest, SessionState, SessionStatus};
+use skill_contract::codes::Code;
 use skill_store::ErrorKind;
 use skill_store::records::{SessionRecord, Time};
 
@@ -139,7 +140,7 @@ impl Engine {
         if session.principal_id != actor.id() {
             return Err(EngineError::new(
                 Class::Forbidden,
-                "session_owner_mismatch",
+                Code::SessionOwnerMismatch,
                 "another executor opened this session",
             )
             .with("sessionId", id));
@@ -153,7 +154,7 @@ impl Engine {
         if !session_active(&session, self.now()) {
             return Err(EngineError::new(
                 Class::Conflict,
-                "session_not_active",
+                Code::SessionNotActive,
                 "the session was closed or expired: open a new one (leases taken with it have ended)",
             )
             .with("sessionId", id));

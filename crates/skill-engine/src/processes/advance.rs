@@ -15,6 +15,7 @@ use chrono::Duration;
 use serde_json::{Map, Value, json};
 use skill_api::events::{ProcessEnded, ProcessStepStarted, TaskCreated};
 use skill_api::{CallStatus, Failure, InstanceStatus, InvokeRequest, Lifecycle, StepKind, StepStatus, TaskStatus};
+use skill_contract::codes::Code;
 use skill_contract::export::canonical;
 use skill_contract::process::{Action, EndStatus, ProcessSpec, Step, parse_duration};
 use skill_store::ErrorKind;
@@ -857,7 +858,7 @@ impl Engine {
     ) -> Result<()> {
         let drafted = match self.draft_for(task).await? {
             None => {
-                Err(EngineError::new(crate::error::Class::Invalid, "no_draft", "the task's type declares no draft"))
+                Err(EngineError::new(crate::error::Class::Invalid, Code::NoDraft, "the task's type declares no draft"))
             }
             Some((draft, inputs)) => {
                 let request = InvokeRequest {

@@ -174,7 +174,7 @@ impl Engine {
                 // its time: it says so by its own code, not as a condition without a value.
                 match self.condition(rule).and_then(|compiled| {
                     compiled.eval(&document).map_err(|error| {
-                        let code = if error.over_budget { "rule_condition_too_costly" } else { "condition_error" };
+                        let code = if error.over_budget { Code::RuleConditionTooCostly } else { Code::ConditionError };
                         EngineError::new(Class::Invalid, code, error.message)
                     })
                 }) {
@@ -506,7 +506,7 @@ impl Engine {
             if !(1..=500).contains(&work_key.chars().count()) {
                 return Err(EngineError::new(
                     crate::Class::Invalid,
-                    "invalid_rule",
+                    Code::InvalidRule,
                     format!("the work key is {} characters; 1 to 500 (is the path right?)", work_key.chars().count()),
                 )
                 .with("path", format!("{at}.workKey")));
@@ -587,7 +587,7 @@ impl Engine {
         if !(1..=200).contains(&key.chars().count()) {
             return Err(EngineError::new(
                 crate::Class::Invalid,
-                "invalid_rule",
+                Code::InvalidRule,
                 format!("the work key is {} characters; 1 to 200 (is the path right?)", key.chars().count()),
             )
             .with("path", format!("{at}.workKey")));

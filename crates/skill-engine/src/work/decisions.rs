@@ -4,6 +4,7 @@
 //! in the same transaction, and carried out by the outcome worker with the decider's authority.
 use skill_api::Lifecycle;
 use skill_api::events::ApprovalDecided;
+use skill_contract::codes::Code;
 
 use serde_json::Value;
 use skill_api::{
@@ -104,7 +105,7 @@ impl Engine {
             if approval.status != ApprovalStatus::Pending {
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "approval_not_pending",
+                    Code::ApprovalNotPending,
                     format!("the approval is {} already", approval.status),
                 )
                 .with("approvalId", approval.id)
@@ -120,7 +121,7 @@ impl Engine {
             {
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "request_expired",
+                    Code::RequestExpired,
                     "the agent's request expired before this decision: nothing will be called; the agent may ask again",
                 )
                 .with("requestId", asked.id)
@@ -221,7 +222,7 @@ impl Engine {
             if !approval.status.can_become(ApprovalStatus::Withdrawn) {
                 return Err(EngineError::new(
                     Class::Conflict,
-                    "approval_not_withdrawable",
+                    Code::ApprovalNotWithdrawable,
                     format!("a {} approval cannot be withdrawn: only a pending or approved one", approval.status),
                 )
                 .with("approvalId", approval.id)

@@ -6,6 +6,7 @@
 //! whoever drafts (its result is the task's `skill_result` artifact); the console offers it on
 //! the task's page and fills the decision's comment with the newest draft.
 use skill_api::Lifecycle;
+use skill_contract::codes::Code;
 
 use serde_json::{Map, Value};
 use skill_api::{InvocationOut, InvokeRequest};
@@ -33,7 +34,7 @@ pub fn draft_of(task_type: &TaskTypeRecord) -> Option<Draft> {
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> EngineError {
-    EngineError::new(Class::Invalid, "invalid_task_type", message).with("field", field)
+    EngineError::new(Class::Invalid, Code::InvalidTaskType, message).with("field", field)
 }
 
 /// Checks a declared draft against the version it names (`found`, `None` when there is none).
@@ -45,7 +46,7 @@ pub(crate) fn check_draft(draft: &Draft, field: &str, found: Option<&SkillRecord
     let Some(found) = found else {
         return Err(EngineError::new(
             Class::Invalid,
-            "unknown_reference",
+            Code::UnknownReference,
             format!("{skill} is not in the catalog: publish it first"),
         )
         .with("field", format!("{field}.skill"))
@@ -101,9 +102,8 @@ impl Engine {
             return Err(task_terminal(&task));
         }
         let Some((draft, inputs)) = self.draft_for(&task).await? else {
-            return Err(
-                EngineError::new(Class::NotFound, "no_draft", "the task's type declares no draft").with("taskId", id)
-            );
+            return Err(EngineError::new(Class::NotFound, Code::NoDraft, "the task's type declares no draft")
+                .with("taskId", id));
         };
         let request = InvokeRequest {
             inputs: Some(inputs),

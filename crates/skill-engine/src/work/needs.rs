@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 use skill_api::ApprovalStatus;
+use skill_contract::codes::Code;
 use skill_store::records::TaskTypeRecord;
 
 use super::preview::{outcome_actions, required_inputs, requires};
@@ -94,7 +95,7 @@ impl Engine {
         };
         Err(EngineError::new(
             Class::BadRequest,
-            "custom_field_required",
+            Code::CustomFieldRequired,
             format!(
                 "the customFields need {field}: {key}@{version}'s {work} {skill}, whose input {input} is read from customFields.{field} and is required — add \"{field}\" to customFields",
                 field = first.field,

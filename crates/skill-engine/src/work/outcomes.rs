@@ -223,7 +223,7 @@ impl Engine {
         if !skill.contains('@') && crate::basis::writes(self.find(version).await?.skill.side_effects) {
             return Err(EngineError::new(
                 Class::Invalid,
-                "unpinned_external_write",
+                Code::UnpinnedExternalWrite,
                 format!("{skill} writes to the outside world: an outcome names the version it was approved for"),
             ));
         }

@@ -5,6 +5,7 @@
 //! (the same plan, with the decider's comment, fixed in the decision's transaction: the only
 //! calls the approval covers).
 use skill_api::{ApprovalStatus, Lifecycle, OutcomeAction, SkillStatus, State};
+use skill_contract::codes::Code;
 use skill_contract::{RiskLevel, SideEffects};
 
 use serde_json::{Map, Value, json};
@@ -34,7 +35,7 @@ pub(crate) fn check_outcome(outcome: &str) -> Result<ApprovalStatus> {
     }
     Err(EngineError::new(
         Class::Invalid,
-        "invalid_outcome",
+        Code::InvalidOutcome,
         format!("a decision is approved or rejected, not {outcome:?}"),
     )
     .with("field", "outcome"))
@@ -46,7 +47,7 @@ pub(crate) fn outcome_actions(task_type: &TaskTypeRecord, outcome: ApprovalStatu
     // a decision on it carries out nothing rather than part of it.
     let gate = task_type.spec.gate(GATE).map_err(|error| {
         tracing::error!(task_type = %task_type.id, %outcome, %error, "a published outcome does not read");
-        EngineError::new(Class::Internal, "internal_error", "an internal error occurred; the log has its details")
+        EngineError::new(Class::Internal, Code::InternalError, "an internal error occurred; the log has its details")
     })?;
     let outcomes = gate.map(|gate| gate.outcomes).unwrap_or_default();
     Ok(match outcome {
@@ -264,6 +265,6 @@ mod tests {
         assert!(outcome_actions(&task_type(json!({})), ApprovalStatus::Rejected).expect("none").is_empty());
         let corrupted = json!({"gates": {"default": {"outcomes": {"approved": [{"invokeSkill": {"skil": "a@1"}}]}}}});
         let error = outcome_actions(&task_type(corrupted), ApprovalStatus::Approved).expect_err("refused");
-        assert_eq!(error.code, "internal_error");
+        assert_eq!(error.code, Code::InternalError);
     }
 }

@@ -9,6 +9,7 @@
 //! an unmet `expect`) cannot be retried.
 use skill_api::Lifecycle;
 use skill_api::events::{OutcomeRetried, RetriedAction};
+use skill_contract::codes::Code;
 
 use serde_json::{Value, json};
 use skill_api::{ActionStatus, ApprovalOut, OutcomeStatus, RetryRequest};
@@ -31,7 +32,7 @@ pub(crate) fn action_key(action: &ActionRecord) -> String {
 
 /// `409 outcome_not_retryable` for `approval`, with why.
 fn not_retryable(approval: &ApprovalRecord, reason: &str, message: String) -> EngineError {
-    EngineError::new(Class::Conflict, "outcome_not_retryable", message)
+    EngineError::new(Class::Conflict, Code::OutcomeNotRetryable, message)
         .with("approvalId", approval.id.clone())
         .with("reason", reason)
 }

@@ -1,6 +1,7 @@
 //! Runs: a principal's attempt at a task, started on an open task and ended by its owner.
 use skill_api::Lifecycle;
 use skill_api::events::{RunEnded, RunStarted};
+use skill_contract::codes::Code;
 
 use serde_json::{Value, json};
 use skill_api::{EndRunRequest, RunOut, RunRequest, RunStatus};
@@ -38,7 +39,7 @@ impl Engine {
                     .find(|other| other.owner_principal_id == actor.id() && other.status == RunStatus::Running);
                 Err(EngineError::new(
                     Class::Conflict,
-                    "run_already_running",
+                    Code::RunAlreadyRunning,
                     "you have a running run on this task already: end it first, or use it",
                 )
                 .with("runId", running.map_or(Value::Null, |run| json!(run.id))))

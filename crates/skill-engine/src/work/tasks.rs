@@ -1,6 +1,7 @@
 //! Tasks: created in a workspace with a type's custom fields, read, listed, closed.
 use skill_api::Lifecycle;
 use skill_api::events::{TaskClosed, TaskCreated};
+use skill_contract::codes::Code;
 
 use serde_json::{Value, json};
 use skill_api::{CloseTaskRequest, Page, State, TaskOut, TaskQuery, TaskRequest, TaskStatus};
@@ -27,7 +28,7 @@ impl Engine {
         if task_type.key == super::REQUEST_TYPE {
             return Err(EngineError::new(
                 Class::Forbidden,
-                "task_type_reserved",
+                Code::TaskTypeReserved,
                 "agent-request tasks are made by the core for an agent's call through /mcp, never by hand",
             )
             .with("field", "taskType"));
@@ -239,7 +240,7 @@ pub(crate) fn check_fields(task_type: &TaskTypeRecord, fields: &Value) -> Result
         if actual > max {
             return Err(EngineError::new(
                 Class::Invalid,
-                "custom_fields_too_large",
+                Code::CustomFieldsTooLarge,
                 format!(
                     "the customFields are {actual} {limit}; at most {max}: keep large content in an artifact of the task and name it in a field"
                 ),
@@ -256,7 +257,7 @@ pub(crate) fn check_fields(task_type: &TaskTypeRecord, fields: &Value) -> Result
     let validator = SchemaValidator::new(&schema).map_err(|error| {
         EngineError::new(
             Class::Internal,
-            "internal_error",
+            Code::InternalError,
             format!("a published type's fields do not compile: {error}"),
         )
     })?;
@@ -267,7 +268,7 @@ pub(crate) fn check_fields(task_type: &TaskTypeRecord, fields: &Value) -> Result
     let first = errors.first().map(ToString::to_string).unwrap_or_default();
     Err(EngineError::new(
         Class::Invalid,
-        "invalid_custom_fields",
+        Code::InvalidCustomFields,
         format!("the customFields do not match {}@{}: {first}", task_type.key, task_type.version),
     )
     .with("errors", json!(errors)))

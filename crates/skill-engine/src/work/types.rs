@@ -8,6 +8,7 @@ use skill_api::{
     TaskExecution, TaskTypeOut, TaskTypeQuery, TaskTypeRequest, TaskTypeSpec,
 };
 use skill_contract::SkillVersion;
+use skill_contract::codes::Code;
 use skill_contract::schema::SchemaValidator;
 use skill_contract::task_type::decided_before;
 use skill_store::ErrorKind;
@@ -26,7 +27,7 @@ use skill_store::records::{Event, WorkChange};
 const MAX_MAPPINGS: usize = 100;
 
 fn invalid(field: &str, message: impl Into<String>) -> EngineError {
-    EngineError::new(Class::Invalid, "invalid_task_type", message).with("field", field)
+    EngineError::new(Class::Invalid, Code::InvalidTaskType, message).with("field", field)
 }
 
 /// `value` read as a `T`; `invalid_task_type` at the path under `field` that does not read.
@@ -35,7 +36,7 @@ fn read<T: serde::de::DeserializeOwned>(value: &Value, field: &str) -> Result<T>
 }
 
 fn invalid_execution(field: &str, reason: &str, message: impl Into<String>) -> EngineError {
-    EngineError::new(Class::Invalid, "invalid_task_execution", message).with("field", field).with("reason", reason)
+    EngineError::new(Class::Invalid, Code::InvalidTaskExecution, message).with("field", field).with("reason", reason)
 }
 
 impl Engine {
@@ -86,7 +87,7 @@ impl Engine {
         if key == super::REQUEST_TYPE {
             return Err(EngineError::new(
                 Class::Forbidden,
-                "task_type_reserved",
+                Code::TaskTypeReserved,
                 format!("{key} is the core's own task type for agents' requests: publish yours under another key"),
             )
             .with("field", "key"));
@@ -189,7 +190,7 @@ impl Engine {
             self.find_process(&process.process).await.map_err(|_| {
                 EngineError::new(
                     Class::Invalid,
-                    "unknown_reference",
+                    Code::UnknownReference,
                     format!("no process {}: publish it first, or with the task type in its package", process.process),
                 )
                 .with("path", "process.process")
@@ -257,7 +258,7 @@ impl Engine {
         let Some(found) = self.skill_for_type(skill, planned).await? else {
             return Err(EngineError::new(
                 Class::Invalid,
-                "unknown_reference",
+                Code::UnknownReference,
                 format!("{skill} is not in the catalog: publish it first"),
             )
             .with("field", path)
@@ -266,7 +267,7 @@ impl Engine {
         if !skill.contains('@') && crate::basis::writes(found.side_effects) {
             return Err(EngineError::new(
                 Class::Invalid,
-                "unpinned_external_write",
+                Code::UnpinnedExternalWrite,
                 format!("{skill} writes to the outside world, so an outcome names the version it is approved for"),
             )
             .with("field", path)
@@ -284,7 +285,7 @@ impl Engine {
             let Some(skill) = skill.as_str().filter(|s| s.contains('@')) else {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "invalid_acceptance_spec",
+                    Code::InvalidAcceptanceSpec,
                     "a check's skill is pinned: name@version",
                 )
                 .with("field", path));
@@ -292,7 +293,7 @@ impl Engine {
             let Some(found) = self.skill_for_type(skill, planned).await? else {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "unknown_reference",
+                    Code::UnknownReference,
                     format!("{skill} is not in the catalog"),
                 )
                 .with("field", path)
@@ -301,7 +302,7 @@ impl Engine {
             if crate::basis::writes(found.side_effects) && !decided_before(criteria, index) {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "invalid_acceptance_spec",
+                    Code::InvalidAcceptanceSpec,
                     format!("{skill} writes to the outside world, and no human or llm_judge check with the same when comes before it"),
                 )
                 .with("field", path)
@@ -336,7 +337,7 @@ impl Engine {
             if !known {
                 return Err(EngineError::new(
                     Class::Invalid,
-                    "unknown_reference",
+                    Code::UnknownReference,
                     format!("no artifact type {kind:?} is published: publish it first"),
                 )
                 .with("field", format!("{here}.type"))
@@ -448,7 +449,7 @@ fn is_input_name(name: &str) -> bool {
 pub(crate) fn type_exists(key: &str, version: &str) -> EngineError {
     EngineError::new(
         Class::Conflict,
-        "task_type_exists",
+        Code::TaskTypeExists,
         format!("{key}@{version} is published already, and a published version never changes: publish a new version"),
     )
     .with("taskType", format!("{key}@{version}"))
@@ -499,7 +500,7 @@ impl Engine {
             Ok(found) => Ok(found),
             Err(error) if error.kind() == ErrorKind::NotFound => Err(EngineError::new(
                 Class::Invalid,
-                "unknown_reference",
+                Code::UnknownReference,
                 format!("no task type {reference}: publish it first, or with the rule in one package"),
             )
             .with("path", path)

@@ -1,6 +1,7 @@
 //! The catalog's rules through the engine, on an embedded SQLite store (the store's own suite
 //! runs every backend).
 
+use skill_api::Code;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -132,23 +133,23 @@ async fn publication_errors_name_the_field_as_the_request_names_it() {
     ];
     for (request, code, field) in cases {
         let error = refused(w.engine.publish(&w.admin, &request, None).await);
-        assert_eq!((error.class, error.code), (Class::Invalid, code), "{field}: {error}");
+        assert_eq!((error.class, error.code.as_str()), (Class::Invalid, code), "{field}: {error}");
         assert_eq!(error.details["field"], field, "{error}");
     }
     let error = refused(
         w.engine.publish(&w.admin, &PublishRequest { name: "legacy.tool".into(), ..Default::default() }, None).await,
     );
-    assert_eq!(error.code, "invalid_protocol");
+    assert_eq!(error.code, Code::InvalidProtocol);
     assert!(w.engine.store().skills(&Default::default()).await.expect("list").is_empty(), "nothing was published");
 
     w.engine.publish(&w.admin, &leaf("a.b", "1", "none"), None).await.expect("first");
     let error = refused(w.engine.publish(&w.admin, &leaf("a.b", "1", "none"), None).await);
-    assert_eq!((error.class, error.code), (Class::Conflict, "skill_exists"));
+    assert_eq!((error.class, error.code.as_str()), (Class::Conflict, "skill_exists"));
     assert_eq!((error.details["name"].clone(), error.details["version"].clone()), (json!("a.b"), json!("1")));
 
     let reader = actor(&w.engine, "reader", &["org.read"]).await;
     let error = refused(w.engine.publish(&reader, &leaf("a.c", "1", "none"), None).await);
-    assert_eq!((error.class, error.code), (Class::Forbidden, "permission_denied"));
+    assert_eq!((error.class, error.code.as_str()), (Class::Forbidden, "permission_denied"));
 }
 
 #[tokio::test]
@@ -162,14 +163,14 @@ async fn references_resolve_by_id_pin_or_newest_and_config_needs_org_read() {
     assert_eq!(w.engine.skill(&w.admin, "claim.reply@1").await.expect("pinned").id, v1.id);
     assert_eq!(w.engine.skill(&w.admin, "claim.reply").await.expect("newest").id, v2.id);
     let error = refused(w.engine.skill(&w.admin, "claim.reply@7").await);
-    assert_eq!((error.class, error.code), (Class::NotFound, "not_found"));
+    assert_eq!((error.class, error.code.as_str()), (Class::NotFound, "not_found"));
 
     let invoker = actor(&w.engine, "bot", &["skills.invoke"]).await;
     assert_eq!(w.engine.skill(&invoker, "claim.reply@1").await.expect("readable").config, json!({}));
     assert_eq!(w.engine.skill(&w.admin, "claim.reply@1").await.expect("readable").config, json!({"region": "eu"}));
     let nobody = actor(&w.engine, "nobody", &[]).await;
-    assert_eq!(refused(w.engine.skill(&nobody, "claim.reply@1").await).code, "permission_denied");
-    assert_eq!(refused(w.engine.skills(&invoker, &ListQuery::default()).await).code, "permission_denied");
+    assert_eq!(refused(w.engine.skill(&nobody, "claim.reply@1").await).code, Code::PermissionDenied);
+    assert_eq!(refused(w.engine.skills(&invoker, &ListQuery::default()).await).code, Code::PermissionDenied);
 }
 
 #[tokio::test]
@@ -191,10 +192,10 @@ async fn listings_page_with_a_cursor() {
     }
     assert_eq!(versions, ["1", "2", "3", "4", "5"]);
     let error = refused(w.engine.skills(&w.admin, &ListQuery { limit: Some(500), ..ListQuery::default() }).await);
-    assert_eq!((error.class, error.code), (Class::BadRequest, "invalid_request"));
+    assert_eq!((error.class, error.code.as_str()), (Class::BadRequest, "invalid_request"));
     let error =
         refused(w.engine.skills(&w.admin, &ListQuery { status: Some("paused".into()), ..ListQuery::default() }).await);
-    assert_eq!(error.code, "invalid_status");
+    assert_eq!(error.code, Code::InvalidStatus);
 }
 
 #[tokio::test]
@@ -202,7 +203,7 @@ async fn patches_need_the_current_etag_and_change_only_what_may_change() {
     let w = world().await;
     let out = w.engine.publish(&w.admin, &leaf("claim.send", "1", "external_write"), None).await.expect("published");
     let describe = PatchRequest { description: Some("Sends the reply.".into()), ..PatchRequest::default() };
-    let code = |result: Result<skill_api::SkillOut, EngineError>| refused(result).code;
+    let code = |result: Result<skill_api::SkillOut, EngineError>| refused(result).code.as_str();
     assert_eq!(code(w.engine.patch(&w.admin, &out.id, None, &describe, None).await), "if_match_required");
     assert_eq!(code(w.engine.patch(&w.admin, &out.id, Some("7"), &describe, None).await), "invalid_if_match");
     assert_eq!(code(w.engine.patch(&w.admin, &out.id, Some("\"skill-2\""), &describe, None).await), "version_conflict");
@@ -210,7 +211,7 @@ async fn patches_need_the_current_etag_and_change_only_what_may_change() {
     assert_eq!((patched.row_version, patched.description.as_str()), (2, "Sends the reply."));
     let error = refused(w.engine.patch(&w.admin, &out.id, Some("\"skill-1\""), &describe, None).await);
     assert_eq!(
-        (error.code, error.details["expectedVersion"].clone(), error.details["currentVersion"].clone()),
+        (error.code.as_str(), error.details["expectedVersion"].clone(), error.details["currentVersion"].clone()),
         ("version_conflict", json!(1), json!(2))
     );
     assert_eq!(code(w.engine.patch(&w.admin, &out.id, Some("\"skill-2\""), &describe, None).await), "empty_update");
@@ -228,13 +229,13 @@ async fn patches_need_the_current_etag_and_change_only_what_may_change() {
     let bad_endpoint = PatchRequest { endpoint: Some("ftp://x".into()), ..PatchRequest::default() };
     let error = refused(w.engine.patch(&w.admin, &out.id, Some("\"skill-3\""), &bad_endpoint, None).await);
     assert_eq!(
-        (error.code, error.details["field"].clone()),
+        (error.code.as_str(), error.details["field"].clone()),
         ("invalid_skill_contract", json!("implementation.endpoint"))
     );
     let schema =
         PatchRequest { input_schema: Some(json!({"type": "object", "required": ["x"]})), ..PatchRequest::default() };
     let error = refused(w.engine.patch(&w.admin, &out.id, Some("\"skill-3\""), &schema, None).await);
-    assert_eq!((error.class, error.code), (Class::Conflict, "skill_version_immutable"));
+    assert_eq!((error.class, error.code.as_str()), (Class::Conflict, "skill_version_immutable"));
     assert_eq!(error.details["fields"], json!(["inputSchema"]));
 
     let disable = PatchRequest { status: Some("disabled".into()), ..PatchRequest::default() };
@@ -242,7 +243,7 @@ async fn patches_need_the_current_etag_and_change_only_what_may_change() {
     let back = PatchRequest { status: Some("active".into()), ..PatchRequest::default() };
     let error = refused(w.engine.patch(&w.admin, &out.id, Some("\"skill-4\""), &back, None).await);
     assert_eq!(
-        (error.code, error.details["from"].clone(), error.details["to"].clone()),
+        (error.code.as_str(), error.details["from"].clone(), error.details["to"].clone()),
         ("invalid_status_transition", json!("disabled"), json!("active"))
     );
     let odd = PatchRequest { status: Some("paused".into()), ..PatchRequest::default() };
@@ -264,10 +265,10 @@ async fn endpoints_move_only_on_contracts_that_have_one() {
     assert_eq!((row.kind, row.version.as_str()), (SkillKind::Catalog, "1.0.0"));
     let moved = PatchRequest { endpoint: Some("https://x".into()), ..PatchRequest::default() };
     let error = refused(w.engine.patch(&w.admin, &local.id, Some("\"skill-1\""), &moved, None).await);
-    assert_eq!((error.class, error.code), (Class::Invalid, "invalid_skill_contract"));
+    assert_eq!((error.class, error.code.as_str()), (Class::Invalid, "invalid_skill_contract"));
     let error = refused(w.engine.patch(&w.admin, &row.id, Some("\"skill-1\""), &moved, None).await);
     assert_eq!(
-        (error.class, error.code, error.details["reason"].clone()),
+        (error.class, error.code.as_str(), error.details["reason"].clone()),
         (Class::Conflict, "skill_not_invocable", json!("no_contract"))
     );
     // A catalog row's schemas are its own to change.
@@ -301,9 +302,9 @@ async fn composites_resolve_at_publication_and_describe_themselves() {
 
     let error =
         refused(w.engine.publish(&w.admin, &composite("claims.broken", json!(["claim.missing@1"])), None).await);
-    assert_eq!((error.class, error.code), (Class::Invalid, "resolution_failure"), "{error}");
+    assert_eq!((error.class, error.code.as_str()), (Class::Invalid, "resolution_failure"), "{error}");
     let error = refused(w.engine.publish(&w.admin, &composite("claims.empty", json!([])), None).await);
-    assert_eq!(error.code, "invalid_skill_document");
+    assert_eq!(error.code, Code::InvalidSkillDocument);
 
     let leaf_metadata = w.engine.metadata(&w.admin, "claim.classify@1").await.expect("leaf metadata");
     assert!(leaf_metadata.metadata.read_only());
@@ -327,10 +328,10 @@ async fn assignments_refuse_disabled_versions_and_tokens_stop_when_revoked() {
     w.engine.patch(&w.admin, &out.id, Some("\"skill-1\""), &disable, None).await.expect("disabled");
     let other = actor(&w.engine, "other", &[]).await;
     let error = refused(w.engine.assign(&w.admin, other.id(), "claim.classify@1", None, false, None).await);
-    assert_eq!((error.class, error.code), (Class::Invalid, "skill_disabled"));
+    assert_eq!((error.class, error.code.as_str()), (Class::Invalid, "skill_disabled"));
     assert_eq!(
         refused(w.engine.assign(&w.admin, "no-such-principal", &out.id, None, false, None).await).code,
-        "not_found"
+        Code::NotFound
     );
 
     let request = TokenRequest {
@@ -344,26 +345,26 @@ async fn assignments_refuse_disabled_versions_and_tokens_stop_when_revoked() {
     assert!(w.engine.authenticate(&issued.token).await.expect("valid").can("org.read"));
     w.engine.revoke_token(&issued.record.id, &Origin::default()).await.expect("revoked");
     let error = refused(w.engine.authenticate(&issued.token).await);
-    assert_eq!((error.class, error.code), (Class::Unauthenticated, "invalid_token"));
-    assert_eq!(refused(w.engine.revoke_token(&issued.record.id, &Origin::default()).await).code, "not_found");
+    assert_eq!((error.class, error.code.as_str()), (Class::Unauthenticated, "invalid_token"));
+    assert_eq!(refused(w.engine.revoke_token(&issued.record.id, &Origin::default()).await).code, Code::NotFound);
     let dead = TokenRequest { expires_at: Some(chrono::Utc::now() - chrono::Duration::seconds(1)), ..request.clone() };
-    assert_eq!(refused(w.engine.issue_token(&dead, &Origin::default()).await).code, "invalid_expiry");
+    assert_eq!(refused(w.engine.issue_token(&dead, &Origin::default()).await).code, Code::InvalidExpiry);
     let short = TokenRequest { expires_at: Some(chrono::Utc::now() + chrono::Duration::milliseconds(300)), ..request };
     let issued = w.engine.issue_token(&short, &Origin::default()).await.expect("issued");
     assert!(w.engine.authenticate(&issued.token).await.is_ok(), "valid until it expires");
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
-    assert_eq!(refused(w.engine.authenticate(&issued.token).await).code, "invalid_token");
-    assert_eq!(refused(w.engine.authenticate("skp_unknown").await).code, "invalid_token");
+    assert_eq!(refused(w.engine.authenticate(&issued.token).await).code, Code::InvalidToken);
+    assert_eq!(refused(w.engine.authenticate("skp_unknown").await).code, Code::InvalidToken);
 }
 
 #[tokio::test]
 async fn grants_hold_in_one_workspace_when_named() {
     let w = world().await;
     let claims = w.engine.create_workspace("claims", "Claims desk", &Origin::default()).await.expect("workspace");
-    assert_eq!(refused(w.engine.create_workspace("claims", "", &Origin::default()).await).code, "workspace_exists");
+    assert_eq!(refused(w.engine.create_workspace("claims", "", &Origin::default()).await).code, Code::WorkspaceExists);
     assert_eq!(
         refused(w.engine.create_workspace("Claims Desk", "", &Origin::default()).await).code,
-        "invalid_workspace"
+        Code::InvalidWorkspace
     );
     let clerk = actor(&w.engine, "clerk", &["tasks.write@claims", "skills.invoke"]).await;
     assert!(clerk.can_in("tasks.write", &claims.id));
@@ -377,8 +378,8 @@ async fn grants_hold_in_one_workspace_when_named() {
         expires_at: None,
     };
     let error = refused(w.engine.issue_token(&request, &Origin::default()).await);
-    assert_eq!((error.class, error.code), (Class::NotFound, "not_found"));
+    assert_eq!((error.class, error.code.as_str()), (Class::NotFound, "not_found"));
     assert!(w.engine.store().principal_by_name("other").await.is_err(), "a refused request creates no principal");
     let bad = TokenRequest { grants: vec!["Org Manage".into()], ..request };
-    assert_eq!(refused(w.engine.issue_token(&bad, &Origin::default()).await).code, "invalid_permission");
+    assert_eq!(refused(w.engine.issue_token(&bad, &Origin::default()).await).code, Code::InvalidPermission);
 }

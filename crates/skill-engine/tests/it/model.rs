@@ -37,6 +37,7 @@
 //! failing case is shrunk to the shortest sequence of its steps that still fails (`shrink`),
 //! reported step by step with the seed, and replayed alone with `SKILL_MODEL_REPLAY`.
 
+use skill_api::Code;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -378,7 +379,7 @@ async fn world(case: u64) -> World {
 fn code<T>(result: &Result<T, skill_engine::EngineError>) -> &'static str {
     match result {
         Ok(_) => "ok",
-        Err(error) => error.code,
+        Err(error) => error.code.as_str(),
     }
 }
 
@@ -978,8 +979,12 @@ async fn invoke(
             "invoke accepted"
         }
         (Err(wanted), Err(error)) => {
-            assert_eq!(error.code, *wanted, "{at}: {skill} n={n} task={task:?} run={run:?} approval={approval:?}");
-            if error.code == "approval_does_not_cover" {
+            assert_eq!(
+                error.code.as_str(),
+                *wanted,
+                "{at}: {skill} n={n} task={task:?} run={run:?} approval={approval:?}"
+            );
+            if error.code == Code::ApprovalDoesNotCover {
                 count(totals, "+does not cover");
             }
             "invoke refused"

@@ -16,6 +16,7 @@
 //! `SKILL_REQUESTS_STEPS` (default 260) operations — 10,400 interleaved steps — from the seed
 //! `SKILL_REQUESTS_SEED`.
 
+use skill_api::Code;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -216,7 +217,7 @@ async fn step(w: &mut World, asked: &mut Vec<Asked>, rng: &mut Rng, at: &str) ->
                     assert!(
                         asked[i].decided.is_some()
                             || asked[i].withdrawn
-                            || error.code == "invalid_status_transition"
+                            || error.code == Code::InvalidStatusTransition
                             || error.class == skill_engine::Class::Conflict,
                         "{at}: {error:?}"
                     );
@@ -233,7 +234,7 @@ async fn step(w: &mut World, asked: &mut Vec<Asked>, rng: &mut Rng, at: &str) ->
                     "withdraw"
                 }
                 Err(error) => {
-                    assert_eq!(error.code, "request_decided", "{at}: {error:?}");
+                    assert_eq!(error.code, Code::RequestDecided, "{at}: {error:?}");
                     "withdraw refused"
                 }
             }
@@ -480,8 +481,8 @@ async fn a_request_keeps_to_its_rules() {
     // The same key is the same request; another call under it is refused; a blank key too.
     let first = ask(1, Some("k-1")).await.expect("asked");
     assert_eq!(ask(1, Some("k-1")).await.expect("again").id, first.id);
-    assert_eq!(ask(2, Some("k-1")).await.expect_err("another call").code, "idempotency_key_reuse");
-    assert_eq!(ask(3, Some("  ")).await.expect_err("a blank key").code, "invalid_idempotency_key");
+    assert_eq!(ask(2, Some("k-1")).await.expect_err("another call").code, Code::IdempotencyKeyReuse);
+    assert_eq!(ask(3, Some("  ")).await.expect_err("a blank key").code, Code::InvalidIdempotencyKey);
     assert_eq!(first.client.name, "model", "what a client says of itself is shown without tricks");
 
     // Another agent (or anybody's agent) does not see it; a person who reads tasks does.
@@ -495,7 +496,10 @@ async fn a_request_keeps_to_its_rules() {
             expires_at: None,
         };
         let refused = w.engine.issue_token(&request, &Origin::default()).await.expect_err("names nobody");
-        assert_eq!((refused.code, refused.details["field"].as_str()), ("operator_required", Some("operatedBy")));
+        assert_eq!(
+            (refused.code.as_str(), refused.details["field"].as_str()),
+            ("operator_required", Some("operatedBy"))
+        );
         let issued = w
             .engine
             .issue_token_for(&request, Some("operator"), &Origin::default())
@@ -506,10 +510,10 @@ async fn a_request_keeps_to_its_rules() {
         assert_eq!(operated.operator(), Some(operator.as_str()), "the token names who operates the agent");
         let refused =
             w.engine.issue_token_for(&request, Some("other-bot"), &Origin::default()).await.expect_err("an agent");
-        assert_eq!(refused.code, "invalid_operator", "an agent is operated by a person, not by an agent");
+        assert_eq!(refused.code, Code::InvalidOperator, "an agent is operated by a person, not by an agent");
         operated
     };
-    assert_eq!(w.engine.agent_request(&other, &first.id).await.expect_err("hidden").code, "not_found");
+    assert_eq!(w.engine.agent_request(&other, &first.id).await.expect_err("hidden").code, Code::NotFound);
     assert!(w.engine.agent_request(&w.reviewer, &first.id).await.is_ok());
 
     // Its task closed by a person: withdrawn, nothing called.
@@ -534,20 +538,20 @@ async fn a_request_keeps_to_its_rules() {
     for n in 0..100 {
         ask(100 + n, None).await.expect("asked");
     }
-    assert_eq!(ask(999, None).await.expect_err("the hundred and first").code, "too_many_requests");
+    assert_eq!(ask(999, None).await.expect_err("the hundred and first").code, Code::TooManyRequests);
 
     // Nobody publishes the request type, in any version.
     let admin = actor(&w.engine, "publisher", "person", &["org.manage"]).await;
     let look_alike: skill_api::TaskTypeRequest =
         serde_json::from_value(json!({"key": "agent-request", "version": "2"})).expect("a type");
     let refused = w.engine.publish_task_type(&admin, &look_alike, None).await.expect_err("reserved");
-    assert_eq!(refused.code, "task_type_reserved");
+    assert_eq!(refused.code, Code::TaskTypeReserved);
     // Nobody makes an agent-request task by hand.
     let person = actor(&w.engine, "clerk", "person", &["tasks.write@desk"]).await;
     let forged = serde_json::from_value(json!({"workspace": "desk", "taskType": "agent-request@1", "title": "forged",
                                                "customFields": {"agent": "desk-bot"}}))
     .expect("a task");
-    assert_eq!(w.engine.create_task(&person, &forged, None).await.expect_err("reserved").code, "task_type_reserved");
+    assert_eq!(w.engine.create_task(&person, &forged, None).await.expect_err("reserved").code, Code::TaskTypeReserved);
 }
 
 /// The cap holds when an agent asks many times at once: the database counts, not the code.
@@ -565,7 +569,7 @@ async fn an_agent_asking_at_once_stays_within_its_hundred() {
     let asked = futures::future::join_all((0..130).map(ask)).await;
     let made = asked.iter().filter(|answer| answer.is_ok()).count();
     let refused: Vec<_> = asked.iter().filter_map(|answer| answer.as_ref().err()).collect();
-    assert!(refused.iter().all(|error| error.code == "too_many_requests"), "{refused:?}");
+    assert!(refused.iter().all(|error| error.code == Code::TooManyRequests), "{refused:?}");
     assert_eq!(made, 100, "exactly a hundred waiting");
 }
 
@@ -667,7 +671,7 @@ async fn a_disabled_operator_stops_the_agents_requests() {
     let waited = w.engine.wait_for_request(&w.agent, &queued.id, std::time::Duration::from_millis(10)).await;
     let error = waited.expect_err("a wait answers a disabled person's agent no more");
     assert_eq!(
-        (error.code, error.details.get("reason").and_then(Value::as_str)),
+        (error.code.as_str(), error.details.get("reason").and_then(Value::as_str)),
         ("invalid_token", Some("operator_disabled"))
     );
 }
@@ -732,6 +736,6 @@ async fn an_agent_asks_at_most_five_hundred_times_an_hour() {
     let inputs = json!({"n": -1}).as_object().cloned().unwrap_or_default();
     let refused =
         w.engine.gateway_call(&w.agent, &w.write, inputs, None, &client, None).await.expect_err("one too many");
-    assert_eq!(refused.code, "too_many_requests");
+    assert_eq!(refused.code, Code::TooManyRequests);
     assert_eq!(refused.details["lastHour"], 500);
 }

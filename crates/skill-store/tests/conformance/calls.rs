@@ -4,6 +4,7 @@
 use chrono::{Duration, Utc};
 use serde_json::json;
 use skill_api::{CallStatus, RequesterKind, SessionStatus};
+use skill_contract::codes::Code;
 use skill_store::records::{Admission, BasisState, Inserted, InvocationRecord, SessionRecord, SkillRecord};
 use skill_store::{Decision, ErrorKind};
 
@@ -365,7 +366,7 @@ pub(crate) async fn calls_are_guarded_by_the_database(db: Db) {
         ..done.clone()
     };
     let error = db.store.update_invocation(&back, &[]).await.expect_err("finished");
-    assert_eq!(error.kind(), ErrorKind::Refused("invalid_status_transition"), "{error}");
+    assert_eq!(error.kind(), ErrorKind::Refused(Code::InvalidStatusTransition), "{error}");
     // A success without its output is not a success.
     let call = pending(&skill, &ana, "local", "claims.lookup", None);
     insert(&db, &call).await;

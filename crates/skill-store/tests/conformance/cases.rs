@@ -5,6 +5,7 @@ use chrono::Utc;
 use serde_json::json;
 use skill_api::PrincipalKind;
 use skill_api::SkillStatus;
+use skill_contract::codes::Code;
 use skill_store::records::{
     AccessToken, AssignOutcome, Assignment, Event, Grant, PackageInstall, PackageObject, PackagePlan, SkillChange,
     SkillFilter, SkillRecord, SkillUpdate, Workspace,
@@ -360,7 +361,7 @@ pub(crate) async fn packages_take_skills_only_by_adoption(db: Db) {
 
     let error =
         db.store.record_install(&install("rival"), &objects, &[], &installed("rival")).await.expect_err("taken");
-    assert_eq!(error.kind(), ErrorKind::Refused("package_object_conflict"), "{error}");
+    assert_eq!(error.kind(), ErrorKind::Refused(Code::PackageObjectConflict), "{error}");
     assert_eq!(error.details()["objects"], json!([{"kind": "Skill", "key": "claim.classify", "package": "claims"}]));
     let plan = PackagePlan {
         creates: vec![],
@@ -376,14 +377,14 @@ pub(crate) async fn packages_take_skills_only_by_adoption(db: Db) {
         processes: Vec::new(),
     };
     let error = db.store.apply_package(&plan, &installed("rival")).await.expect_err("taken in a plan too");
-    assert_eq!(error.kind(), ErrorKind::Refused("package_object_conflict"), "{error}");
+    assert_eq!(error.kind(), ErrorKind::Refused(Code::PackageObjectConflict), "{error}");
     assert_eq!(db.store.package_install("rival").await.expect_err("no install").kind(), ErrorKind::NotFound);
     assert_eq!(db.store.skill(&skill.id).await.expect("skill").package.map(|p| p.key), Some("claims".to_owned()));
 
     let ghost = [PackageObject { kind: "Skill".to_owned(), key: "claim.ghost".to_owned() }];
     let error =
         db.store.record_install(&install("ghosts"), &ghost, &[], &installed("ghosts")).await.expect_err("unknown");
-    assert_eq!(error.kind(), ErrorKind::Refused("unknown_reference"), "{error}");
+    assert_eq!(error.kind(), ErrorKind::Refused(Code::UnknownReference), "{error}");
     assert_eq!(db.store.package_install("ghosts").await.expect_err("no install").kind(), ErrorKind::NotFound);
     assert_eq!(db.store.events(0, None, 100).await.expect("events").len(), events_before, "refusals journal nothing");
 

@@ -1,6 +1,7 @@
 //! The database's own guards: what no code path — the store's or an operator's SQL — can do.
 
 use serde_json::json;
+use skill_contract::codes::Code;
 use skill_store::ErrorKind;
 use skill_store::records::SkillChange;
 
@@ -51,7 +52,7 @@ pub(crate) async fn a_published_contract_cannot_change_even_by_sql(db: Db) {
     let changed = skill_contract::Contract::from_stored(&changed).expect("a contract");
     let change = SkillChange { contract: Some(changed), ..SkillChange::from_record(&skill) };
     let error = db.store.update_skill(id, 1, &change, &event("skill.updated", "s")).await.expect_err("refused");
-    assert_eq!(error.kind(), ErrorKind::Refused("skill_version_immutable"), "{error}");
+    assert_eq!(error.kind(), ErrorKind::Refused(Code::SkillVersionImmutable), "{error}");
     let read = db.store.skill(id).await.expect("read").skill;
     assert_eq!((read.contract, read.row_version), (skill.contract.clone(), 1), "nothing changed");
 }
@@ -98,7 +99,7 @@ pub(crate) async fn status_moves_only_forward(db: Db) {
         .update_skill(&skill.id, 2, &to("active", &deprecated), &event("skill.updated", "s"))
         .await
         .expect_err("refused");
-    assert_eq!(error.kind(), ErrorKind::Refused("invalid_status_transition"), "{error}");
+    assert_eq!(error.kind(), ErrorKind::Refused(Code::InvalidStatusTransition), "{error}");
     let disabled = db
         .store
         .update_skill(&skill.id, 2, &to("disabled", &deprecated), &event("skill.updated", "s"))
@@ -110,7 +111,7 @@ pub(crate) async fn status_moves_only_forward(db: Db) {
             .update_skill(&skill.id, 3, &to(back, &disabled), &event("skill.updated", "s"))
             .await
             .expect_err("refused");
-        assert_eq!(error.kind(), ErrorKind::Refused("invalid_status_transition"), "{back}: {error}");
+        assert_eq!(error.kind(), ErrorKind::Refused(Code::InvalidStatusTransition), "{back}: {error}");
     }
     let sql = format!("UPDATE skills SET status = 'active', row_version = row_version + 1 WHERE id = '{}'", skill.id);
     assert!(refused(&db, &sql, &sql).await.contains("invalid_status_transition"));
@@ -124,7 +125,7 @@ pub(crate) async fn schemas_freeze_with_a_contract_and_stay_mutable_without(db: 
     let schema = Some(json!({"type": "object", "required": ["x"]}));
     let change = SkillChange { input_schema: schema.clone(), ..SkillChange::from_record(&leaf) };
     let error = db.store.update_skill(&leaf.id, 1, &change, &event("skill.updated", "s")).await.expect_err("refused");
-    assert_eq!(error.kind(), ErrorKind::Refused("skill_version_immutable"), "{error}");
+    assert_eq!(error.kind(), ErrorKind::Refused(Code::SkillVersionImmutable), "{error}");
     let change =
         SkillChange { input_schema: schema.clone(), config: json!({"a": 1}), ..SkillChange::from_record(&row) };
     let updated = db.store.update_skill(&row.id, 1, &change, &event("skill.updated", "s")).await.expect("mutable");

@@ -2,6 +2,7 @@
 //! (checked after every case of the suite), guarded by the database, and given to events written
 //! before the journal when the store opens.
 
+use skill_contract::codes::Code;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -172,7 +173,10 @@ pub(crate) async fn the_journal_is_guarded_by_the_database(db: Db) {
     // or the append-only guard), and the first stays.
     let again = db.store.add_journal_checkpoint(&checkpoint(5)).await.expect_err("one checkpoint per size");
     assert!(
-        matches!(again.kind(), ErrorKind::Conflict | ErrorKind::Refused("journal_append_only" | "journal_checkpoint")),
+        matches!(
+            again.kind(),
+            ErrorKind::Conflict | ErrorKind::Refused(Code::JournalAppendOnly | Code::JournalCheckpoint)
+        ),
         "{again:?}"
     );
     let kept = db.store.journal_checkpoints(10).await.expect("listed");

@@ -3,6 +3,7 @@
 //! the database accepts exactly the moves the machine's table (`skill_api::Lifecycle::MOVES`)
 //! allows. A row changed without moving its status is the other guards' to judge.
 
+use skill_contract::codes::Code;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Display;
 
@@ -251,7 +252,7 @@ pub(crate) async fn approvals_and_outcomes_move_as_their_lifecycles_allow(db: Db
     let ended = ApprovalRecord { outcome_status: Some(OutcomeStatus::Succeeded), ..never_decided };
     let error =
         db.store.write_work(&[WorkChange::UpdateApproval(ended)], &[]).await.expect_err("an outcome starts running");
-    assert_eq!(error.kind(), ErrorKind::Refused("invalid_status_transition"), "{error}");
+    assert_eq!(error.kind(), ErrorKind::Refused(Code::InvalidStatusTransition), "{error}");
 
     // The actions of an outcome.
     let approved = decided().await;

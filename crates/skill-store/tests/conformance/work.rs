@@ -1,6 +1,7 @@
 //! Work: the writes of task types, tasks, runs and approvals in one transaction each, the
 //! database's guards over them, and what a claim reads of a call's basis.
 
+use skill_contract::codes::Code;
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
@@ -128,21 +129,21 @@ pub(crate) async fn work_is_written_whole_and_guarded_by_the_database(db: Db) {
     let asked = approval(&task, &ana);
     db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
     let own = db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &ana, "approved"))], &[]).await;
-    assert_eq!(own.expect_err("self").kind(), ErrorKind::Refused("self_approval_refused"));
+    assert_eq!(own.expect_err("self").kind(), ErrorKind::Refused(Code::SelfApprovalRefused));
     let approved = decided(&asked, &bob.id, "approved");
     db.store.write_work(&[WorkChange::UpdateApproval(approved.clone())], &[]).await.expect("decided");
     let stale = db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &bob.id, "rejected"))], &[]).await;
     assert_eq!(stale.expect_err("stale").kind(), ErrorKind::Stale);
     let flipped = ApprovalRecord { status: ApprovalStatus::Rejected, row_version: 3, ..approved.clone() };
     let refused = db.store.write_work(&[WorkChange::UpdateApproval(flipped)], &[]).await.expect_err("flip");
-    assert_eq!(refused.kind(), ErrorKind::Refused("invalid_status_transition"), "{refused}");
+    assert_eq!(refused.kind(), ErrorKind::Refused(Code::InvalidStatusTransition), "{refused}");
 
     // A closed task stays as it was closed.
     let closed = TaskRecord { status: TaskStatus::Done, closed_at: Some(Utc::now()), row_version: 2, ..task.clone() };
     db.store.write_work(&[WorkChange::UpdateTask(closed.clone())], &[event("task.closed", "t")]).await.expect("closed");
     let reopened = TaskRecord { status: TaskStatus::Open, closed_at: None, row_version: 3, ..closed };
     let refused = db.store.write_work(&[WorkChange::UpdateTask(reopened)], &[]).await.expect_err("reopened");
-    assert_eq!(refused.kind(), ErrorKind::Refused("invalid_status_transition"), "{refused}");
+    assert_eq!(refused.kind(), ErrorKind::Refused(Code::InvalidStatusTransition), "{refused}");
 
     // By SQL: a published type never changes; nothing of work is deleted.
     for sql in [
@@ -183,7 +184,7 @@ pub(crate) async fn a_call_names_only_a_task_and_a_run_of_it_that_exist(db: Db) 
         let call = skill_store::records::InvocationRecord { id: id(), task_id, run_id, ..base.clone() };
         let error =
             db.store.insert_invocation(&call, &event("skill.invocation_requested", "c")).await.expect_err("refused");
-        assert_eq!(error.kind(), ErrorKind::Refused("unknown_reference"), "{error}");
+        assert_eq!(error.kind(), ErrorKind::Refused(Code::UnknownReference), "{error}");
     }
     let fine = skill_store::records::InvocationRecord {
         id: id(),
@@ -256,9 +257,9 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
         authorization_basis: execution(&own),
         ..base.clone()
     };
-    assert_eq!(refused(&db, &person).await, ErrorKind::Refused("basis_not_covered"), "a person's own run");
+    assert_eq!(refused(&db, &person).await, ErrorKind::Refused(Code::BasisNotCovered), "a person's own run");
     let borrowed = skill_store::records::InvocationRecord { authority_principal_id: core.clone(), ..person.clone() };
-    assert_eq!(refused(&db, &borrowed).await, ErrorKind::Refused("basis_not_covered"), "in a run not its own");
+    assert_eq!(refused(&db, &borrowed).await, ErrorKind::Refused(Code::BasisNotCovered), "in a run not its own");
     let first = skill_store::records::InvocationRecord {
         id: id(),
         authority_principal_id: core.clone(),
@@ -314,10 +315,10 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
     };
     let others =
         skill_store::records::InvocationRecord { id: id(), inputs: json!({"claim": "C-2"}), ..outcome.clone() };
-    assert_eq!(refused(&db, &others).await, ErrorKind::Refused("basis_not_covered"), "other inputs");
+    assert_eq!(refused(&db, &others).await, ErrorKind::Refused(Code::BasisNotCovered), "other inputs");
     let requester =
         skill_store::records::InvocationRecord { id: id(), authority_principal_id: ana.clone(), ..outcome.clone() };
-    assert_eq!(refused(&db, &requester).await, ErrorKind::Refused("basis_not_covered"), "another authority");
+    assert_eq!(refused(&db, &requester).await, ErrorKind::Refused(Code::BasisNotCovered), "another authority");
     insert(&db, &outcome).await;
     let twice = skill_store::records::InvocationRecord { id: id(), ..outcome.clone() };
     assert_eq!(refused(&db, &twice).await, ErrorKind::Conflict, "spent once per version");
@@ -344,7 +345,7 @@ pub(crate) async fn a_basis_covers_only_what_was_decided_and_an_execution_writes
     };
     let by_decider =
         skill_store::records::InvocationRecord { id: id(), authority_principal_id: bob.id.clone(), ..call.clone() };
-    assert_eq!(refused(&db, &by_decider).await, ErrorKind::Refused("basis_not_covered"), "not its requester");
+    assert_eq!(refused(&db, &by_decider).await, ErrorKind::Refused(Code::BasisNotCovered), "not its requester");
     insert(&db, &call).await;
     // By SQL, what a decision fixed never changes.
     let sql = format!(
@@ -373,7 +374,7 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
     db.store.create_principal(&robot, &event("principal.created", "p")).await.expect("robot");
     let by_agent =
         db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &robot.id, "approved"))], &[]).await;
-    assert_eq!(by_agent.expect_err("refused").kind(), ErrorKind::Refused("decider_not_a_person"));
+    assert_eq!(by_agent.expect_err("refused").kind(), ErrorKind::Refused(Code::DeciderNotAPerson));
     let action = reserved(&asked, &skill.id, json!({"claim": "C-1"}));
     db.store
         .write_work(
@@ -397,7 +398,7 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
         }
     };
     // Retry 1 before anyone asked for it is not covered.
-    assert_eq!(refused(&db, &call(Some(1))).await, ErrorKind::Refused("basis_not_covered"), "an unasked retry");
+    assert_eq!(refused(&db, &call(Some(1))).await, ErrorKind::Refused(Code::BasisNotCovered), "an unasked retry");
     let first = call(None);
     insert(&db, &first).await;
     let invoked = ActionRecord {
@@ -439,8 +440,8 @@ pub(crate) async fn a_failed_action_is_retried_only_as_often_as_a_decider_asked(
     };
     db.store.write_work(&[WorkChange::UpdateAction(retried.clone())], &[]).await.expect("retried");
     // Now retry 1 is covered, once; retry 2 is not, and the first call stays spent.
-    assert_eq!(refused(&db, &call(Some(2))).await, ErrorKind::Refused("basis_not_covered"), "one retry asked for");
-    assert_eq!(refused(&db, &call(None)).await, ErrorKind::Refused("basis_not_covered"), "the first call is past");
+    assert_eq!(refused(&db, &call(Some(2))).await, ErrorKind::Refused(Code::BasisNotCovered), "one retry asked for");
+    assert_eq!(refused(&db, &call(None)).await, ErrorKind::Refused(Code::BasisNotCovered), "the first call is past");
     let second = call(Some(1));
     insert(&db, &second).await;
     assert_eq!(refused(&db, &call(Some(1))).await, ErrorKind::Conflict, "retry 1 is spent once");
@@ -690,7 +691,7 @@ pub(crate) async fn a_disabled_principal_decides_nothing(db: Db) {
             .write_work(&[WorkChange::UpdateApproval(decided(&first, &bob.id, outcome))], &[])
             .await
             .expect_err("bob may not decide");
-        assert_eq!(refused.kind(), ErrorKind::Refused("principal_disabled"), "{refused}");
+        assert_eq!(refused.kind(), ErrorKind::Refused(Code::PrincipalDisabled), "{refused}");
     }
     db.store
         .write_work(&[WorkChange::UpdateApproval(decided(&second, &carol.id, "approved"))], &[])
@@ -853,11 +854,11 @@ pub(crate) async fn no_initiator_decides_and_initiators_never_change(db: Db) {
     db.store.write_work(&[WorkChange::InsertApproval(asked.clone())], &[]).await.expect("approval");
     assert_eq!(db.store.approval(&asked.id).await.expect("read").initiators, std::slice::from_ref(&started_by_bob));
     let own = db.store.write_work(&[WorkChange::UpdateApproval(decided(&asked, &bob.id, "approved"))], &[]).await;
-    assert_eq!(own.expect_err("an initiator").kind(), ErrorKind::Refused("decider_is_initiator"));
+    assert_eq!(own.expect_err("an initiator").kind(), ErrorKind::Refused(Code::DeciderIsInitiator));
     // Inserted decided, too.
     let inserted = ApprovalRecord { id: id(), ..decided(&asked, &bob.id, "approved") };
     let own = db.store.write_work(&[WorkChange::InsertApproval(inserted)], &[]).await;
-    assert_eq!(own.expect_err("an initiator").kind(), ErrorKind::Refused("decider_is_initiator"));
+    assert_eq!(own.expect_err("an initiator").kind(), ErrorKind::Refused(Code::DeciderIsInitiator));
     // Nor by SQL: the initiators stay as written.
     for table in ["approvals", "tasks"] {
         let id = if table == "tasks" { &task.id } else { &asked.id };
@@ -883,7 +884,7 @@ pub(crate) async fn no_initiator_decides_and_initiators_never_change(db: Db) {
         issued_by: Some(bob.id.clone()),
     };
     let by_agent = db.store.create_token(&token(&agent.id), &event("token.created", "t")).await;
-    assert_eq!(by_agent.expect_err("no person").kind(), ErrorKind::Refused("unknown_reference"));
+    assert_eq!(by_agent.expect_err("no person").kind(), ErrorKind::Refused(Code::UnknownReference));
     let by_cy = token(&cy.id);
     db.store.create_token(&by_cy, &event("token.created", "t")).await.expect("operated by cy");
     let found = db.store.credential(&by_cy.token_hash).await.expect("found");

@@ -71,7 +71,7 @@ async fn an_agent(w: &World, m: &Model, rng: &mut Rng, at: &str) -> Result<usize
     }
     let refused = w.engine.authenticate(&w.agent_tokens[agent]).await.expect_err("refused");
     assert_eq!(
-        (refused.code, refused.details.get("reason").and_then(|r| r.as_str())),
+        (refused.code.as_str(), refused.details.get("reason").and_then(|r| r.as_str())),
         ("invalid_token", Some("operator_disabled")),
         "{at}: an agent whose operator is disabled"
     );
