@@ -18,7 +18,8 @@ pub(crate) use implementation::{check_mcp_address, is_tool_name};
 pub(crate) use normalize::unsafe_retry_of;
 pub use normalize::{MAX_PERMISSIONS, is_permission, normalize, unsafe_retry};
 
-use crate::policy::Idempotency;
+use crate::policy::{Idempotency, SideEffects};
+use crate::violation::ContractError;
 
 /// Timeout bounds and default, in seconds.
 pub const TIMEOUT_SECONDS: (u64, u64, u64) = (1, 3600, 60);
@@ -150,6 +151,14 @@ impl Contract {
         &self.implementation
     }
 
+    /// The same contract at `endpoint`, checked by every rule of a contract again (an operator
+    /// moves a published version's endpoint, nothing else).
+    pub fn with_endpoint(&self, endpoint: &str, side_effects: SideEffects) -> Result<Self, ContractError> {
+        let mut moved = self.to_normalized_json();
+        moved["implementation"]["endpoint"] = json!(endpoint);
+        normalize(&moved, side_effects, &NormalizeOptions::default())
+    }
+
     /// The same contract with another implementation (the export's `--protocol` choice).
     pub fn with_implementation(&self, implementation: Implementation) -> Self {
         Self { implementation, ..self.clone() }
@@ -195,5 +204,25 @@ impl Contract {
             "costModel": self.cost_model.as_ref().map(CostModel::to_json),
             "implementation": self.implementation.to_normalized_json(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_contract_moves_to_another_endpoint_checked_as_at_publication() {
+        let written = json!({"inputs": {"type": "object"}, "outputs": {"type": "object"},
+            "implementation": {"protocol": "http", "endpoint": "https://a.example/x", "auth": {"audience": "billing"}}});
+        let contract = normalize(&written, SideEffects::ExternalWrite, &NormalizeOptions::default()).expect("a contract");
+        let moved = contract.with_endpoint("https://b.example/x", SideEffects::ExternalWrite).expect("moved");
+        assert_eq!(moved.implementation().endpoint(), Some("https://b.example/x"));
+        assert_eq!(moved.implementation().auth(), contract.implementation().auth(), "only the endpoint moves");
+        assert_eq!(moved.with_implementation(contract.implementation().clone()), contract);
+        let refused = contract.with_endpoint("ftp://b.example", SideEffects::ExternalWrite).expect_err("not http");
+        assert_eq!(refused.violations()[0].field, "implementation.endpoint");
     }
 }

@@ -176,7 +176,11 @@ impl Engine {
         let wanted_processes: Vec<String> = request
             .processes
             .iter()
-            .map(|process| format!("{}@{}", process.key, process.spec["version"].as_str().unwrap_or_default()))
+            .map(|process| {
+                // A spec that does not read names no version; its publication below says why.
+                let version = skill_api::process::read_spec(&process.spec).map(|spec| spec.version).unwrap_or_default();
+                format!("{}@{version}", process.key)
+            })
             .collect();
         let mut task_types = Vec::new();
         for (index, wanted) in request.task_types.iter().enumerate() {

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use skill_api::events::{EndpointMove, SkillUpdated};
 use skill_api::{Lifecycle, PatchRequest, SkillOut, SkillStatus, etag, parse_etag};
 use skill_contract::codes::Code;
-use skill_contract::{Contract, NormalizeOptions, Protocol, SideEffects, normalize};
+use skill_contract::{Contract, Protocol, SideEffects};
 use skill_store::ErrorKind;
 use skill_store::records::{SkillChange, SkillRecord};
 
@@ -175,11 +175,8 @@ fn moved_contract(current: &SkillRecord, endpoint: &str) -> Result<(Contract, Va
     }
     super::endpoint::check_endpoint(field, endpoint)?;
     let from = json!(contract.implementation().endpoint());
-    let mut moved = contract.to_normalized_json();
-    moved["implementation"]["endpoint"] = json!(endpoint);
     let side_effects: SideEffects = current.side_effects.unwrap_or_default();
-    let normalized =
-        normalize(&moved, side_effects, &NormalizeOptions::default()).map_err(|error| contract_error(&error))?;
+    let normalized = contract.with_endpoint(endpoint, side_effects).map_err(|error| contract_error(&error))?;
     Ok((normalized, from))
 }
 

@@ -141,8 +141,7 @@ fn leaf(request: &PublishRequest, record: &mut SkillRecord) -> Result<()> {
             ),
         ));
     }
-    let normalized = contract.to_normalized_json();
-    if let Some(endpoint) = normalized["implementation"]["endpoint"].as_str() {
+    if let Some(endpoint) = contract.implementation().endpoint() {
         super::endpoint::check_endpoint("implementation.endpoint", endpoint)?;
     }
     record.protocol = Some(protocol.to_owned());
