@@ -217,7 +217,8 @@ mod tests {
     fn a_contract_moves_to_another_endpoint_checked_as_at_publication() {
         let written = json!({"inputs": {"type": "object"}, "outputs": {"type": "object"},
             "implementation": {"protocol": "http", "endpoint": "https://a.example/x", "auth": {"audience": "billing"}}});
-        let contract = normalize(&written, SideEffects::ExternalWrite, &NormalizeOptions::default()).expect("a contract");
+        let contract =
+            normalize(&written, SideEffects::ExternalWrite, &NormalizeOptions::default()).expect("a contract");
         let moved = contract.with_endpoint("https://b.example/x", SideEffects::ExternalWrite).expect("moved");
         assert_eq!(moved.implementation().endpoint(), Some("https://b.example/x"));
         assert_eq!(moved.implementation().auth(), contract.implementation().auth(), "only the endpoint moves");

@@ -3,6 +3,7 @@
 //! heartbeat, complete, fail, lease expiry) is in `queue.rs`, executor sessions in `sessions.rs`.
 
 mod allowance;
+mod checks;
 mod costs;
 mod failed;
 mod looks;
@@ -17,18 +18,18 @@ use skill_contract::codes::Code;
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
-use skill_api::events::{InvocationRequested, Requester};
 use skill_api::{
     ApprovalStatus, Basis, CallStatus, CancelRequest, InvocationOut, InvocationQuery, InvokeRequest,
-    MAX_DOCUMENT_BYTES, Page, RequesterKind, State,
+    MAX_DOCUMENT_BYTES, Page, State,
 };
+use skill_contract::Contract;
 use skill_contract::export::canonical;
-use skill_contract::{Contract, Implementation};
 use skill_store::ErrorKind;
 use skill_store::records::{Inserted, InvocationFilter, InvocationRecord, SkillEntry, SkillRecord};
 
 pub use crate::lease::{MAX_LEASE_SECONDS, MIN_LEASE_SECONDS};
 pub(crate) use allowance::checked as checked_allowance;
+use checks::Asked;
 pub use costs::{CostLine, CostReport, MAX_COST_CALLS};
 pub(crate) use looks::Looks;
 pub use queue::MAX_CLAIM_WAIT_SECONDS;
@@ -39,7 +40,7 @@ pub use sessions::{DEFAULT_SESSION_SECONDS, MAX_SESSION_SECONDS, SessionView};
 use crate::actor::Actor;
 use crate::basis::Internal;
 use crate::cancellation::Cancellation;
-use crate::catalog::{bounded_page, checked_limit, invocable};
+use crate::catalog::{bounded_page, checked_limit};
 use crate::error::{Class, EngineError, Result, busy, requested_state, written};
 use crate::{Engine, Origin};
 
@@ -111,20 +112,22 @@ impl Engine {
         // answered only after that look-up, so a repeated key is still answered as a repeat. A
         // call that passes goes straight to its insert, which meets the key's call if there is
         // one: the look-up costs nothing on the way of a new call.
-        let (call, event, basis) =
-            match self.checked_call(actor, &skill, request, request_id, internal, &key, &inputs).await {
-                Ok(made) => made,
-                Err(error) => {
-                    if let Some(key) = key.as_ref().filter(|_| looked_up) {
-                        match self.store.invocation_by_key(&skill.id, key).await {
-                            Ok(existing) => return self.repeat(actor, &skill, existing, &inputs),
-                            Err(lookup) if lookup.kind() == ErrorKind::NotFound => {}
-                            Err(lookup) => return Err(lookup.into()),
-                        }
+        let (call, event, basis) = match self
+            .checked_call(Asked { actor, skill: &skill, request, request_id, internal, key: &key, inputs: &inputs })
+            .await
+        {
+            Ok(made) => made,
+            Err(error) => {
+                if let Some(key) = key.as_ref().filter(|_| looked_up) {
+                    match self.store.invocation_by_key(&skill.id, key).await {
+                        Ok(existing) => return self.repeat(actor, &skill, existing, &inputs),
+                        Err(lookup) if lookup.kind() == ErrorKind::NotFound => {}
+                        Err(lookup) => return Err(lookup.into()),
                     }
-                    return Err(error);
                 }
-            };
+                return Err(error);
+            }
+        };
         let now = call.created_at;
         let inserted = match self.store.insert_invocation(&call, &event).await {
             Ok(inserted) => inserted,
@@ -147,160 +150,6 @@ impl Engine {
             // Two first calls with one key: the other one won; this is a repeat of it.
             Inserted::Existing(existing) => self.repeat(actor, &skill, *existing, &call.inputs),
         }
-    }
-
-    /// The new call of `skill` and its event, once every check of the reference's order after
-    /// the key's look-up passed.
-    #[allow(clippy::too_many_arguments)]
-    async fn checked_call(
-        &self,
-        actor: &Actor,
-        skill: &SkillRecord,
-        request: &InvokeRequest,
-        request_id: Option<&str>,
-        internal: Option<Internal<'_>>,
-        key: &Option<String>,
-        inputs: &Value,
-    ) -> Result<(InvocationRecord, skill_store::records::Event, Option<Basis>)> {
-        let contract = invocable(skill)?;
-        if key.is_none() && contract.idempotency() == skill_contract::Idempotency::Required {
-            return Err(EngineError::new(
-                Class::BadRequest,
-                Code::IdempotencyKeyRequired,
-                format!("{}@{} needs an idempotencyKey: its contract requires one", skill.name, skill.version),
-            )
-            .with("skill", format!("{}@{}", skill.name, skill.version)));
-        }
-        self.check_inputs(skill, contract, inputs).await?;
-        // Steps 8–10: the run (the caller's own, running), the task (visible; the run's), and
-        // `tasks.write` in the task's workspace.
-        let run = match &request.run_id {
-            Some(run_id) => Some(self.visible_run(actor, run_id).await?),
-            None => None,
-        };
-        if let Some(run) = &run {
-            crate::visibility::check_owned_and_running(actor, run)?;
-        }
-        // An agent's approved request is made on the task the core made for it.
-        let request_made = matches!(internal, Some(Internal::Request));
-        let task = match (&request.task_id, &run) {
-            (Some(task_id), _) if request_made => Some(self.store.task(task_id).await?),
-            (Some(task_id), _) => Some(self.visible_task(actor, task_id, None).await?),
-            (None, Some(run)) => Some(self.visible_task(actor, &run.task_id, None).await?),
-            (None, None) => None,
-        };
-        if let (Some(task), Some(run)) = (&task, &run)
-            && task.id != run.task_id
-        {
-            return Err(EngineError::new(
-                Class::Invalid,
-                Code::InvocationMismatch,
-                "runId is a run of another task than taskId",
-            )
-            .with("taskId", task.id.clone())
-            .with("runId", run.id.clone()));
-        }
-        let task = match task {
-            Some(task) if !request_made && !actor.can_in("tasks.write", &task.workspace_id) => {
-                return Err(EngineError::forbidden("tasks.write").with("workspaceId", task.workspace_id));
-            }
-            Some(task) => {
-                let task_type = self.store.task_type(&task.task_type_id).await?;
-                Some((task, task_type))
-            }
-            None => None,
-        };
-        let task_id = task.as_ref().map(|(task, _)| task.id.clone());
-        // Step 11: the contract's permissions, on the task's workspace (else the organisation).
-        let workspace = task.as_ref().map(|(task, _)| task.workspace_id.clone());
-        let missing: Vec<&str> = contract
-            .required_permissions()
-            .iter()
-            .map(String::as_str)
-            .filter(|permission| match &workspace {
-                Some(workspace) => !actor.can_in(permission, workspace),
-                None => !actor.can(permission),
-            })
-            .collect();
-        if !missing.is_empty() {
-            return Err(EngineError::new(
-                Class::Forbidden,
-                Code::SkillPermissionDenied,
-                format!("calling {}@{} needs the permissions {}", skill.name, skill.version, missing.join(", ")),
-            )
-            .with("missing", json!(missing))
-            .with("resource", workspace.as_deref().unwrap_or("organization")));
-        }
-        // Step 12: an agent calls only what its assignments grant.
-        self.check_tool_policy(actor, skill).await?;
-        // Step 13: the basis of an external write.
-        let basis = self
-            .basis(actor, skill, inputs, task.as_ref(), run.as_ref(), request.approval_id.as_deref(), internal)
-            .await?;
-
-        let requested_by: (RequesterKind, String) = match (&run, internal) {
-            (Some(run), _) => (RequesterKind::Run, run.id.clone()),
-            (None, Some(Internal::Rule(evaluation))) => (RequesterKind::Rule, evaluation.to_owned()),
-            (None, _) => (RequesterKind::Principal, actor.id().to_owned()),
-        };
-        let now = self.now();
-        let implementation = contract.implementation();
-        let target = match implementation {
-            Implementation::Local { entrypoint } => entrypoint.clone(),
-            Implementation::Http { endpoint, .. } | Implementation::Mcp { endpoint, .. } => endpoint_target(endpoint),
-        };
-        let call = InvocationRecord {
-            id: self.new_id(),
-            skill_id: skill.id.clone(),
-            protocol: implementation.protocol().as_str().to_owned(),
-            target,
-            audience: implementation.auth().map(|auth| auth.audience().to_owned()),
-            inputs: inputs.clone(),
-            requested_by_kind: requested_by.0,
-            requested_by_ref: requested_by.1.clone(),
-            authority_principal_id: actor.id().to_owned(),
-            authorization_basis: basis.clone(),
-            idempotency_key: key.clone(),
-            status: CallStatus::Pending,
-            attempt: 0,
-            max_attempts: i32::try_from(contract.retry_policy().max_attempts()).unwrap_or(1),
-            available_at: now,
-            output: None,
-            error: None,
-            cost: None,
-            fencing_token: 0,
-            executor_principal_id: None,
-            executor_session_id: None,
-            lease_expires_at: None,
-            heartbeat_at: None,
-            task_id: task_id.clone(),
-            run_id: run.as_ref().map(|run| run.id.clone()),
-            artifact_id: None,
-            row_version: 1,
-            created_at: now,
-            updated_at: now,
-            started_at: None,
-            attempt_started_at: None,
-            finished_at: None,
-            traceparent: (self.trace_of_call)(&skill.name, &skill.version),
-        };
-        let requested = InvocationRequested {
-            skill_id: skill.id.clone(),
-            skill: skill.name.clone(),
-            version: skill.version.clone(),
-            side_effects: skill.side_effects,
-            risk_level: skill.risk_level,
-            requested_by: Requester { kind: requested_by.0, reference: requested_by.1.clone() },
-            task_id: call.task_id.clone(),
-            run_id: call.run_id.clone(),
-            authorization_basis: basis.clone(),
-            initiators: match actor.principal().kind {
-                skill_api::PrincipalKind::Agent => actor.initiators(skill_api::InitiatorRole::Asked),
-                _ => Vec::new(),
-            },
-        };
-        let event = self.event(format!("skill_invocation:{}", call.id), &requested, &Origin::of(actor, request_id));
-        Ok((call, event, basis))
     }
 
     /// The answer to a key already used: the call when the authority and the inputs are the
