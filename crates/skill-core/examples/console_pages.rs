@@ -40,6 +40,7 @@ fn quantiles(mut times: Vec<Duration>) -> (f64, f64) {
 }
 
 #[tokio::main]
+#[allow(clippy::too_many_lines, reason = "a measuring run is one script of phases (start, load, time each page, report), read top to bottom")]
 async fn main() {
     let calls: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(10_000);
     let folder = std::env::temp_dir().join(format!("console-pages-{}", std::process::id()));
