@@ -32,7 +32,10 @@ const SQLITE_PEERS: &[(&str, &str, &str)] = &[("queue_huey.py", "5000", "8"), ("
 const POSTGRES_PEERS: &[(&str, &str, &[&str])] =
     &[("pgqueuer", "4000", &["8", "32", "64"]), ("graphile-worker", "4000", &["8", "32", "64"])];
 
-#[allow(clippy::too_many_lines, reason = "a benchmark is one script: our path and each peer in the same run, then the ratios, read top to bottom")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a benchmark is one script: our path and each peer in the same run, then the ratios, read top to bottom"
+)]
 pub(crate) fn bench_core(backend: &str, replicas: usize, soak: bool) -> Result<()> {
     let name = if replicas > 1 { format!("{backend}-{replicas}") } else { backend.to_owned() };
     build(

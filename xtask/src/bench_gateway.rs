@@ -34,7 +34,10 @@ fn curl(method: &str, url: &str, token: &str, body: &Value) -> Result<Value> {
     serde_json::from_str(&answer).with_context(|| format!("{url} answered {answer}"))
 }
 
-#[allow(clippy::too_many_lines, reason = "a benchmark is one script: the gateway and the direct path in the same run, then the ratios")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a benchmark is one script: the gateway and the direct path in the same run, then the ratios"
+)]
 pub(crate) fn bench_gateway() -> Result<()> {
     build(
         "build the core, the demo host and the load generators (release)",

@@ -198,7 +198,10 @@ fn path_arg(path: &Path) -> String {
 }
 
 /// P2.
-#[allow(clippy::too_many_lines, reason = "a benchmark is one script: our host and the reference's in the same run, then the ratios")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a benchmark is one script: our host and the reference's in the same run, then the ratios"
+)]
 pub(crate) fn bench_http() -> Result<()> {
     build()?;
     let (jwk, token) = key_and_token()?;
@@ -310,7 +313,10 @@ fn free_port() -> Result<String> {
 }
 
 /// P3.
-#[allow(clippy::too_many_lines, reason = "a benchmark is one script: our host and the reference's in the same run, then the ratios")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a benchmark is one script: our host and the reference's in the same run, then the ratios"
+)]
 pub(crate) fn bench_mcp() -> Result<()> {
     build()?;
     let python = crate::setup()?.python;

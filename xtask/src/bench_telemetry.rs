@@ -18,7 +18,10 @@ fn free_port() -> Result<u16> {
 }
 
 /// One pass: the ended calls per second and where the CPU went.
-#[allow(clippy::too_many_arguments, reason = "the settings a comparison varies from pass to pass, each named at the call")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the settings a comparison varies from pass to pass, each named at the call"
+)]
 fn pass(db: &str, caller: &str, executor: &str, rate: u64, seconds: &str, on: bool, n: usize) -> Result<Value> {
     let logs = target_dir().join("bench");
     let figures = logs.join(format!("telemetry-sink-{n}.json"));

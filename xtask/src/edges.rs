@@ -34,6 +34,10 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     // The core links no authoring crate. It links rmcp's server only through the gateway crate
     // (and its client as the remote executor's, through skill-remote).
     ("skill-core", &["skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros"]),
+    // The server is the server: no authoring crate, and none of dev's tools (its CA).
+    ("skill-server", &["skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros", "rcgen"]),
+    // dev builds the package's host with cargo and runs it: it links none of it.
+    ("skill-dev", &["skill-sdk", "skill-host", "skill-cli", "skill-sdk-macros"]),
     // The gateway serves MCP over the engine: no authoring crate (and no HTTP client of its
     // own: see NOT_DIRECT; the trace exporter's comes through skill-http).
     ("skill-gateway", &["skill-sdk", "skill-host", "skill-cli"]),
@@ -93,12 +97,44 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-engine", &["skill-api", "skill-conditions", "skill-contract", "skill-journal", "skill-store"]),
     // The MCP gateway: rmcp's server over the engine.
     ("skill-gateway", &["skill-api", "skill-engine", "skill-http", "skill-traces"]),
+    // The core's server: the API, the console, health and the journal's checkpoints.
+    (
+        "skill-server",
+        &[
+            "skill-api",
+            "skill-engine",
+            "skill-gateway",
+            "skill-http",
+            "skill-journal",
+            "skill-scenarios",
+            "skill-store",
+        ],
+    ),
+    // `skill-core dev`: the server on an embedded database, the package's host and executors.
+    (
+        "skill-dev",
+        &[
+            "skill-api",
+            "skill-client",
+            "skill-engine",
+            "skill-executor",
+            "skill-http",
+            "skill-journal",
+            "skill-package",
+            "skill-remote",
+            "skill-server",
+            "skill-store",
+            "skill-traces",
+        ],
+    ),
+    // The command: serve, dev, the executor, tokens, the journal.
     (
         "skill-core",
         &[
             "skill-api",
             "skill-blobs",
             "skill-client",
+            "skill-dev",
             "skill-engine",
             "skill-executor",
             "skill-gateway",
@@ -107,6 +143,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
             "skill-package",
             "skill-remote",
             "skill-scenarios",
+            "skill-server",
             "skill-store",
             "skill-traces",
         ],
@@ -118,7 +155,7 @@ pub(crate) const ALLOWED: &[(&str, &[&str])] = &[
     ("skill-cli", &["skill-api", "skill-client", "skill-package", "skill-sdk"]),
     ("claims-integration", &["skill-host", "skill-sdk"]),
     // The fuzz targets drive the parsers of the core, the hosts and the contract crate.
-    ("skill-fuzz", &["skill-api", "skill-contract", "skill-core", "skill-host"]),
+    ("skill-fuzz", &["skill-api", "skill-contract", "skill-host", "skill-server"]),
     // Test fixtures: a dev-dependency of the suites, never a normal dependency.
     ("skill-fixtures", &[]),
     ("xtask", &[]),

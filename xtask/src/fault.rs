@@ -29,7 +29,10 @@ fn get(token: &str, url: &str) -> Result<Value> {
     Ok(serde_json::from_str(&answer)?)
 }
 
-#[allow(clippy::too_many_lines, reason = "a fault run is one script: start, kill and restart at random, then count, read top to bottom")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a fault run is one script: start, kill and restart at random, then count, read top to bottom"
+)]
 pub(crate) fn fault(backend: &str, replicas: usize) -> Result<()> {
     build("build the core, the demo host and the load generator (release)", &[])?;
     let name = if replicas > 1 { format!("{backend}-{replicas}") } else { backend.to_owned() };

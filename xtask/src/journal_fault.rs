@@ -43,7 +43,10 @@ fn nodes_of(size: u64) -> u64 {
     (0..64).map(|level| size >> level).sum()
 }
 
-#[allow(clippy::too_many_lines, reason = "a fault run is one script: start, kill mid-write at random, then verify, read top to bottom")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a fault run is one script: start, kill mid-write at random, then verify, read top to bottom"
+)]
 pub(crate) fn journal_fault(backend: &str, kills: usize) -> Result<()> {
     build("build the core, the demo host and the load generator (release)", &[])?;
     let folder = target_dir().join("fault").join(format!("journal-{backend}"));

@@ -100,6 +100,7 @@ fn excused(lines: &[&str], at: usize, lint: &str) -> bool {
             || line.starts_with("//")
             || line.starts_with('"')
             || line.starts_with(')')
+            || line.starts_with("clippy::")
             || line.starts_with("reason"))
         {
             return false;
@@ -277,6 +278,17 @@ mod tests {
         let ids: Vec<(&str, usize, usize)> =
             found.iter().map(|entry| (entry.id.as_str(), entry.lines, entry.parameters)).collect();
         assert_eq!(ids, [("f.rs::long", 82, 0), ("f.rs::many", 10, 7)]);
+    }
+
+    #[test]
+    fn a_reason_wrapped_over_lines_as_rustfmt_writes_it_excuses_too() {
+        let text = format!(
+            "#[tokio::main]\n#[allow(\n    clippy::too_many_lines,\n    reason = \"a script\"\n)]\nasync fn wrapped() {{\n{}}}\n\n#[allow(\n    clippy::too_many_arguments,\n    reason = \"the other one\"\n)]\nfn unexcused() {{\n{}}}\n",
+            body(90),
+            body(90)
+        );
+        let ids: Vec<String> = long_in("f.rs", &text).into_iter().map(|entry| entry.id).collect();
+        assert_eq!(ids, ["f.rs::unexcused"], "a reason for another limit excuses nothing");
     }
 
     #[test]

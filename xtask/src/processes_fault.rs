@@ -61,7 +61,10 @@ fn all(url: &str, token: &str, path: &str) -> Option<Vec<Value>> {
     }
 }
 
-#[allow(clippy::too_many_lines, reason = "a fault run is one script: start, kill and restart at random, then count, read top to bottom")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a fault run is one script: start, kill and restart at random, then count, read top to bottom"
+)]
 pub(crate) fn fault_processes() -> Result<()> {
     build("build the core and the demo host (release)", &[])?;
     let folder = target_dir().join("fault").join("processes-run");

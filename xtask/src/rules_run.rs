@@ -142,7 +142,10 @@ pub(crate) fn bench_rules() -> Result<()> {
     Ok(())
 }
 
-#[allow(clippy::too_many_lines, reason = "a fault run is one script: start, kill and restart at random, then count, read top to bottom")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a fault run is one script: start, kill and restart at random, then count, read top to bottom"
+)]
 pub(crate) fn fault_rules() -> Result<()> {
     const FACTS: usize = 1000;
     let folder = target_dir().join("fault").join("rules-run");

@@ -40,7 +40,10 @@ fn quantiles(mut times: Vec<Duration>) -> (f64, f64) {
 }
 
 #[tokio::main]
-#[allow(clippy::too_many_lines, reason = "a measuring run is one script of phases (start, load, time each page, report), read top to bottom")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a measuring run is one script of phases (start, load, time each page, report), read top to bottom"
+)]
 async fn main() {
     let calls: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(10_000);
     let folder = std::env::temp_dir().join(format!("console-pages-{}", std::process::id()));
@@ -93,7 +96,7 @@ async fn main() {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let root = format!("http://{}", listener.local_addr().expect("an address"));
-    let app = skill_core::app((*engine).clone());
+    let app = skill_server::app((*engine).clone());
     tokio::spawn(async move { axum::serve(listener, app).await.expect("served") });
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("a client");
     let signed = http

@@ -62,7 +62,10 @@ fn time(value: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
 }
 
 #[tokio::main]
-#[allow(clippy::too_many_lines, reason = "a load run is one script of phases (start, offer calls, measure, report), read top to bottom")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a load run is one script of phases (start, offer calls, measure, report), read top to bottom"
+)]
 async fn main() {
     let args = args();
     let client = reqwest::Client::builder().pool_max_idle_per_host(args.connections).build().expect("a client");

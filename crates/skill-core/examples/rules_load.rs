@@ -66,7 +66,10 @@ fn millis(at: &Value) -> Option<f64> {
 }
 
 #[tokio::main]
-#[allow(clippy::too_many_lines, reason = "a load run is one script of phases (start, send facts, measure, report), read top to bottom")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a load run is one script of phases (start, send facts, measure, report), read top to bottom"
+)]
 async fn main() {
     let args = Arc::new(args());
     let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().expect("a client");

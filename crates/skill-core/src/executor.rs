@@ -59,7 +59,7 @@ pub(crate) struct ExecutorArgs {
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=3600))]
     grace: u64,
     #[command(flatten)]
-    metrics: crate::MetricsArg,
+    metrics: skill_server::MetricsArg,
 }
 
 impl ExecutorArgs {

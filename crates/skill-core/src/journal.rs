@@ -38,43 +38,15 @@ pub(crate) struct JournalArgs {
 
 impl JournalArgs {
     /// The signing key and where checkpoints go.
-    pub(crate) fn load(&self) -> Result<(Option<Signer>, skill_core::checkpoints::Sends)> {
-        let sends = skill_core::checkpoints::Sends::new(self.send_file.clone(), self.send_url.as_deref())
+    pub(crate) fn load(&self) -> Result<(Option<Signer>, skill_server::checkpoints::Sends)> {
+        let sends = skill_server::checkpoints::Sends::new(self.send_file.clone(), self.send_url.as_deref())
             .map_err(|error| anyhow::anyhow!(error))?;
         let signer = match &self.key {
             None => None,
-            Some(path) => Some(read_key(path)?),
+            Some(path) => Some(skill_server::checkpoints::read_key(path)?),
         };
         Ok((signer, sends))
     }
-}
-
-/// Reads a signing key, refusing one others can read.
-pub(crate) fn read_key(path: &Path) -> Result<Signer> {
-    let metadata = std::fs::metadata(path).with_context(|| format!("--journal-key: cannot read {}", path.display()))?;
-    if !metadata.is_file() {
-        bail!("--journal-key: {} is not a file", path.display());
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        let mode = metadata.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            bail!(
-                "--journal-key: {} can be read by others (mode {mode:o}): `chmod 600 {}` and keep it apart from the database",
-                path.display(),
-                path.display()
-            );
-        }
-    }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("--journal-key: cannot read {}", path.display()))?;
-    Signer::parse(text.trim()).map_err(|error| {
-        anyhow::anyhow!(
-            "--journal-key: {} is not a journal key ({error}); `skill-core journal keygen` makes one",
-            path.display()
-        )
-    })
 }
 
 #[derive(Debug, clap::Subcommand)]

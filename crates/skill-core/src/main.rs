@@ -2,7 +2,6 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-mod dev;
 mod executor;
 mod explain;
 mod folders;
@@ -13,6 +12,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use skill_engine::{Engine, Origin, TokenRequest};
+use skill_server::MetricsArg;
 use skill_store::StoreOptions;
 
 /// The core allocates and frees small objects on every request (JSON values, rows, events) from
@@ -36,7 +36,7 @@ enum Command {
     /// is set, else dev's stand-in), the console; prints tokens as `export` lines and commands
     /// that paste. Quiet: a line per call that ends, per decision, per failure (--verbose or
     /// SKILL_LOG for more). Ctrl-C stops all.
-    Dev(dev::DevArgs),
+    Dev(skill_dev::DevArgs),
     /// Serve the API (/api/v1, /healthz, /readyz, /.well-known/jwks.json) until SIGTERM or
     /// SIGINT.
     Serve {
@@ -256,66 +256,12 @@ enum TokenCommand {
     },
 }
 
-/// `--metrics-listen`: where Prometheus scrapes this process.
-#[derive(Debug, Clone, clap::Args)]
-pub(crate) struct MetricsArg {
-    /// Serve Prometheus metrics at http://ADDR/metrics, an address of their own (keep it inside
-    /// your network: the metrics name skills and routes, never ids or inputs). Off unless given.
-    #[arg(long = "metrics-listen", env = "SKILL_METRICS_LISTEN", value_name = "ADDR")]
-    pub(crate) address: Option<String>,
-}
-
-impl MetricsArg {
-    /// The same host with a port the system picks (`0`), for a second process's metrics, when
-    /// these are on.
-    pub(crate) fn beside(&self) -> Option<String> {
-        let address = self.address.as_deref().map(str::trim).filter(|address| !address.is_empty())?;
-        let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
-        Some(format!("{host}:0"))
-    }
-
-    /// Installs the recorder and serves it, when an address was given (an empty one is none); a
-    /// core's scrape reads what waits from `engine`'s database first, off the runtime's threads
-    /// (SQLite reads on the calling thread: a slow database must not hold the API).
-    pub(crate) async fn start(&self, component: &'static str, engine: Option<&Engine>) -> Result<()> {
-        let Some(address) = self.address.as_deref().map(str::trim).filter(|address| !address.is_empty()) else {
-            return Ok(());
-        };
-        let refresh = engine.cloned().map(|engine| -> skill_http::metrics::Refresh {
-            std::sync::Arc::new(move || {
-                let engine = engine.clone();
-                Box::pin(async move {
-                    let runtime = tokio::runtime::Handle::current();
-                    let read = tokio::task::spawn_blocking(move || runtime.block_on(engine.record_backlog()));
-                    let failure = match read.await {
-                        Ok(Ok(())) => return,
-                        Ok(Err(error)) => error.to_string(),
-                        Err(error) => error.to_string(),
-                    };
-                    tracing::warn!(error = %failure, "the metrics could not read what waits");
-                    skill_http::metrics::count_scrape_error();
-                })
-            })
-        });
-        let listening = skill_http::metrics::start(component, address, refresh).await.map_err(anyhow::Error::msg)?;
-        if engine.is_some() {
-            // A core's counters, counted from the start, so a rate or an alert sees 0 rather
-            // than nothing.
-            for counter in [skill_api::telemetry::metric::SCRAPE_ERRORS, skill_api::telemetry::metric::LEASES_EXPIRED] {
-                metrics::counter!(counter).increment(0);
-            }
-        }
-        eprintln!("metrics at http://{listening}/metrics");
-        Ok(())
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = match &cli.command {
-        Command::Dev(args) if args.verbose => dev::VERBOSE,
-        Command::Dev(_) => dev::QUIET,
-        Command::Serve { verbose: true, .. } => dev::VERBOSE,
+        Command::Dev(args) if args.verbose => skill_dev::VERBOSE,
+        Command::Dev(_) => skill_dev::QUIET,
+        Command::Serve { verbose: true, .. } => skill_dev::VERBOSE,
         // The scratch cores' own lines are not the run's outcome, which is the answer.
         Command::Scenarios => "error",
         _ => "info,rmcp=error",
@@ -384,7 +330,7 @@ fn sqlite_blobs(target: &str) -> std::path::PathBuf {
 #[allow(clippy::too_many_lines, reason = "a data table: one arm per command, each a few lines")]
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Dev(args) => dev::run(args).await,
+        Command::Dev(args) => skill_dev::run(args).await,
         Command::Executor(args) => executor::run(args).await,
         Command::Serve { db, listen, issuer, public_url, bounds, metrics, journal, verbose: _ } => {
             let (journal_key, checkpoints) = journal.load()?;
@@ -397,7 +343,7 @@ async fn run(cli: Cli) -> Result<()> {
             if !public_url.starts_with("http://") && !public_url.starts_with("https://") {
                 anyhow::bail!("--public-url: an http:// or https:// address, not {public_url:?}");
             }
-            let console = skill_core::console::Options {
+            let console = skill_server::console::Options {
                 secure_cookies: public_url.starts_with("https://"),
                 gateway: skill_gateway::Config {
                     public_url: public_url.to_owned(),
@@ -417,7 +363,7 @@ async fn run(cli: Cli) -> Result<()> {
                 "skill-core serving the API on http://{address}/api/v1 and the console on {public_url}/console (database: {})",
                 skill_store::redact(&db.db)
             );
-            skill_core::serve_with(engine, listener, bounds.limits(), console, stop).await.context("serving")?;
+            skill_server::serve_with(engine, listener, bounds.limits(), console, stop).await.context("serving")?;
             eprintln!("skill-core stopped");
             Ok(())
         }

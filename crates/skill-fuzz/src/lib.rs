@@ -33,7 +33,7 @@ pub const TARGETS: &[(&str, Target)] = &[
 
 /// Every request body type of the API through the core's reader.
 pub fn api_bodies(data: &[u8]) {
-    use skill_core::api::plumbing::parse;
+    use skill_server::api::plumbing::parse;
     let _ = parse::<PublishRequest>(data);
     let _ = parse::<PatchRequest>(data);
     let _ = parse::<AssignRequest>(data);

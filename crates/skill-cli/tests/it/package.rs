@@ -290,7 +290,7 @@ pub(crate) fn serve(label: &str) -> Served {
         let engine = Engine::new(Arc::clone(&store));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
         let url = format!("http://{}", listener.local_addr().expect("address"));
-        tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
+        tokio::spawn(skill_server::serve(engine.clone(), listener, Default::default()));
         // The claims package's agents file their requests in the workspace `claims` and are
         // granted what the installer must hold itself.
         engine.create_workspace("claims", "Claims", &Origin::default()).await.expect("workspace");

@@ -21,7 +21,7 @@ pub(crate) async fn api() -> Api {
     let engine = Engine::new(Arc::clone(&store));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
+    tokio::spawn(skill_server::serve(engine.clone(), listener, Default::default()));
     let admin = token(&engine, "admin", &["org.manage"]).await;
     Api { base, client: reqwest::Client::new(), admin, engine, _folder: folder }
 }

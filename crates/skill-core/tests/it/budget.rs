@@ -115,7 +115,7 @@ async fn served() -> Served {
     // The API alone: no sweep, outcome, rule or process worker runs a statement of its own —
     // only the listening connection a serving core keeps, which lets it keep the reads by key.
     std::mem::forget(engine.listen_to_other_cores().await.expect("listens"));
-    let app = skill_core::app(engine.clone());
+    let app = skill_server::app(engine.clone());
     tokio::spawn(skill_http::serve(listener, app, Default::default(), std::future::pending()));
     let admin = token(&engine, "admin", &["org.manage"]).await;
     let caller = token(&engine, "caller", &["skills.invoke"]).await;

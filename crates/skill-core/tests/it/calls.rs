@@ -44,7 +44,7 @@ pub(crate) async fn core(backend: Backend, label: &str) -> Core {
 
 /// [`core`] with `blobs` as the store of artifacts' content (a scratch folder when `None`).
 pub(crate) async fn core_with(backend: Backend, label: &str, blobs: Option<Arc<dyn skill_store::BlobStore>>) -> Core {
-    core_serving(backend, label, blobs, skill_core::console::Options::default()).await
+    core_serving(backend, label, blobs, skill_server::console::Options::default()).await
 }
 
 /// [`core_with`] served with `options` (the console's, the MCP gateway's).
@@ -52,7 +52,7 @@ pub(crate) async fn core_serving(
     backend: Backend,
     label: &str,
     blobs: Option<Arc<dyn skill_store::BlobStore>>,
-    options: skill_core::console::Options,
+    options: skill_server::console::Options,
 ) -> Core {
     let folder = Scratch::new(&format!("skill-core-calls-{label}"));
     let target = match backend {
@@ -70,7 +70,7 @@ pub(crate) async fn core_serving(
         .with_issuer_and_lead(&root, std::time::Duration::from_secs(2))
         .with_blobs(blobs.unwrap_or_else(|| Arc::new(skill_store::FolderBlobs::new(folder.path().join("blobs")))));
     let base = format!("{root}/api/v1");
-    tokio::spawn(skill_core::serve_with(
+    tokio::spawn(skill_server::serve_with(
         engine.clone(),
         listener,
         Default::default(),

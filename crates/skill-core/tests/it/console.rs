@@ -259,9 +259,9 @@ async fn cookies_are_secure_when_the_console_is_reached_over_https() {
     let person = token(&engine, "ana", &["tasks.read"]).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let root = format!("http://{}", listener.local_addr().expect("address"));
-    let options = skill_core::console::Options { secure_cookies: true, ..Default::default() };
+    let options = skill_server::console::Options { secure_cookies: true, ..Default::default() };
     let served = tokio::spawn(async move {
-        axum::serve(listener, skill_core::app_with(engine, options)).await.expect("served");
+        axum::serve(listener, skill_server::app_with(engine, options)).await.expect("served");
     });
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("a client");
     let answer = http

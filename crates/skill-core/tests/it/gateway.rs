@@ -379,13 +379,13 @@ async fn story(core: Core, label: &str) {
     assert_eq!(ended, ["succeeded", "rejected", "withdrawn", "expired"]);
 }
 
-fn options() -> skill_core::console::Options {
+fn options() -> skill_server::console::Options {
     let gateway = skill_gateway::Config {
         hold: Duration::from_millis(500),
         call_wait: Duration::from_millis(2500),
         ..skill_gateway::Config::default()
     };
-    skill_core::console::Options { gateway, ..skill_core::console::Options::default() }
+    skill_server::console::Options { gateway, ..skill_server::console::Options::default() }
 }
 
 #[tokio::test]

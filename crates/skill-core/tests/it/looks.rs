@@ -17,7 +17,7 @@ use crate::calls::{local, test_allowance};
 async fn serve(engine: &Engine) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let base = format!("http://{}/api/v1", listener.local_addr().expect("address"));
-    tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
+    tokio::spawn(skill_server::serve(engine.clone(), listener, Default::default()));
     base
 }
 

@@ -1009,7 +1009,7 @@ async fn two_cores_carry_out_200_decided_outcomes_each_once() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let second = format!("http://{}/api/v1", listener.local_addr().expect("address"));
     let other = skill_engine::Engine::new(store);
-    tokio::spawn(skill_core::serve_with(
+    tokio::spawn(skill_server::serve_with(
         other.clone(),
         listener,
         Default::default(),

@@ -36,7 +36,7 @@ impl Core {
             let engine = Engine::new(Arc::clone(&store));
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
             let base = format!("http://{}", listener.local_addr().expect("address"));
-            tokio::spawn(skill_core::serve(engine.clone(), listener, Default::default()));
+            tokio::spawn(skill_server::serve(engine.clone(), listener, Default::default()));
             (base, engine)
         });
         // The caller and the operator are people: an agent would call only what is assigned to

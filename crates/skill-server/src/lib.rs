@@ -1,5 +1,6 @@
-//! The core service: the HTTP API of the skill catalog over a store (SQLite or PostgreSQL), the
-//! health routes, and what the `skill-core` binary runs.
+//! The core's server: the HTTP API of the skill catalog over a store (SQLite or PostgreSQL), the
+//! console, the health routes and the journal's checkpoints — what `skill-core serve` and
+//! `skill-core dev` run.
 //!
 //! | what | where |
 //! |---|---|
@@ -10,7 +11,10 @@
 pub mod api;
 pub mod checkpoints;
 pub mod console;
+mod metrics_arg;
 mod passes;
+
+pub use metrics_arg::MetricsArg;
 
 use axum::Router;
 use axum::extract::State;

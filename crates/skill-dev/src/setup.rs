@@ -214,7 +214,7 @@ pub(crate) fn journal_key(data: &Path) -> Result<skill_journal::Signer> {
         let mut file = options.open(&path).with_context(|| format!("cannot create {}", path.display()))?;
         std::io::Write::write_all(&mut file, format!("{private}\n").as_bytes())?;
     }
-    crate::journal::read_key(&path)
+    skill_server::checkpoints::read_key(&path)
 }
 
 #[cfg(test)]

@@ -6,11 +6,12 @@
 //! Each send is recorded, and shown on the console's journal page. Nothing here is authoritative:
 //! any number of cores sign, none a checkpoint that does not extend the ones known.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use anyhow::{Context, bail};
 use skill_engine::Engine;
 use skill_journal::{Checkpoint, Hash, Verifier};
 use skill_store::CheckpointRow;
@@ -227,4 +228,32 @@ async fn record(engine: &Engine, size: u64, target: &str, outcome: Result<String
     if let Err(error) = engine.record_checkpoint_send(size, target, ok, &detail).await {
         tracing::warn!(%error, "a checkpoint's send was not recorded");
     }
+}
+
+/// Reads a signing key, refusing one others can read.
+pub fn read_key(path: &Path) -> anyhow::Result<skill_journal::Signer> {
+    let metadata = std::fs::metadata(path).with_context(|| format!("--journal-key: cannot read {}", path.display()))?;
+    if !metadata.is_file() {
+        bail!("--journal-key: {} is not a file", path.display());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            bail!(
+                "--journal-key: {} can be read by others (mode {mode:o}): `chmod 600 {}` and keep it apart from the database",
+                path.display(),
+                path.display()
+            );
+        }
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--journal-key: cannot read {}", path.display()))?;
+    skill_journal::Signer::parse(text.trim()).map_err(|error| {
+        anyhow::anyhow!(
+            "--journal-key: {} is not a journal key ({error}); `skill-core journal keygen` makes one",
+            path.display()
+        )
+    })
 }

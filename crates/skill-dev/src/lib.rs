@@ -2,7 +2,8 @@
 //! token for the developer, the package checked, planned and applied through the API, and the
 //! package's skill host built and running as the local executor, so calls go through the core;
 //! when the package has `http` or `mcp` skills, the host serves them over https on loopback (or
-//! over stdio) and a remote executor calls them (`dev/remote.rs`) — until Ctrl-C.
+//! over stdio) and a remote executor calls them (`remote.rs`) — until Ctrl-C. A crate of its own: the server
+//! (`skill-server`) knows nothing of it, and `skill-core` offers it as a subcommand.
 
 mod banner;
 mod remote;
@@ -21,7 +22,7 @@ use skill_package::{self as package, Applied, host_crate};
 
 /// What `dev` runs on.
 #[derive(Debug, clap::Args)]
-pub(crate) struct DevArgs {
+pub struct DevArgs {
     /// The package folder.
     #[arg(long, value_name = "DIR")]
     package: PathBuf,
@@ -39,22 +40,22 @@ pub(crate) struct DevArgs {
     #[arg(long = "crate", value_name = "CRATE")]
     krate: Option<String>,
     #[command(flatten)]
-    metrics: crate::MetricsArg,
+    metrics: skill_server::MetricsArg,
     /// Log every request and the workers' steps (debug). Without it dev logs a line per call
     /// that ends, per decision and per failure; SKILL_LOG (e.g. `debug`, `info,sqlx=warn`) sets
     /// the filter outright.
     #[arg(long, short)]
-    pub(crate) verbose: bool,
+    pub verbose: bool,
 }
 
 /// The log filter of a quiet dev: no request lines (`--verbose` shows them).
-pub(crate) const QUIET: &str = "info,skill_http::requests=warn,rmcp=error";
+pub const QUIET: &str = "info,skill_http::requests=warn,rmcp=error";
 /// The log filter of `--verbose`: the core's own crates at `debug`.
-pub(crate) const VERBOSE: &str = "info,skill_http=debug,skill_engine=debug,skill_core=debug,skill_executor=debug,\
+pub const VERBOSE: &str = "info,skill_http=debug,skill_engine=debug,skill_core=debug,skill_server=debug,skill_dev=debug,skill_executor=debug,\
 skill_host=debug,skill_remote=debug,skill_sdk=debug,skill_gateway=debug,rmcp=error";
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
-pub(crate) async fn run(args: DevArgs) -> Result<()> {
+pub async fn run(args: DevArgs) -> Result<()> {
     let folder =
         args.package.canonicalize().with_context(|| format!("no package folder {}", args.package.display()))?;
     let loaded = package::load(&folder).map_err(|error| anyhow::anyhow!(error))?;
@@ -148,14 +149,19 @@ pub(crate) async fn run(args: DevArgs) -> Result<()> {
     let engine = engine.with_issuer(&core_url).with_journal_key(journal_key);
     args.metrics.start("core", Some(&engine)).await?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let options = skill_core::console::Options {
-        checkpoints: skill_core::checkpoints::Sends { file: Some(data.path.join(setup::CHECKPOINT_FILE)), url: None },
-        ..skill_core::console::Options::default()
+    let options = skill_server::console::Options {
+        checkpoints: skill_server::checkpoints::Sends { file: Some(data.path.join(setup::CHECKPOINT_FILE)), url: None },
+        ..skill_server::console::Options::default()
     };
-    let server =
-        tokio::spawn(skill_core::serve_with(engine.clone(), listener, skill_http::Limits::default(), options, async {
+    let server = tokio::spawn(skill_server::serve_with(
+        engine.clone(),
+        listener,
+        skill_http::Limits::default(),
+        options,
+        async {
             drop(stopped.await);
-        }));
+        },
+    ));
 
     let host = match &args.krate {
         Some(name) => host_crate::locate(&folder, name),
