@@ -367,6 +367,13 @@ struct Requested {
     initiators: Vec<Initiator>,
 }
 
+/// What a call's cancellation says: its attempt, 0 when no executor ever claimed it.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Cancelled {
+    attempt: Option<i64>,
+}
+
 /// A call's basis, every kind's fields.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
@@ -399,6 +406,9 @@ struct Rules {
     /// The calls each basis made (first tries only: a retry of the same action is not a second
     /// spend).
     spent: HashMap<String, Vec<u64>>,
+    /// Call id → the basis it spent and where, so a call cancelled before anyone claimed it —
+    /// which wrote nothing — gives its spend back, as the database's guard counts it.
+    spent_by: HashMap<String, (String, u64)>,
 }
 
 fn subject_id<'a>(subject: &'a str, prefix: &str) -> Option<&'a str> {
@@ -460,6 +470,15 @@ impl Rules {
                     let call = subject_id(subject, "skill_invocation").unwrap_or_default().to_owned();
                     let write = self.write(at, call, requested, report);
                     report.writes.push(write);
+                }
+            }
+            "skill.invocation_cancelled" => {
+                let cancelled: Cancelled = clear(head);
+                if let (Some(call), Some(0)) = (subject_id(subject, "skill_invocation"), cancelled.attempt)
+                    && let Some((basis, index)) = self.spent_by.remove(call)
+                    && let Some(calls) = self.spent.get_mut(&basis)
+                {
+                    calls.retain(|at| *at != index);
                 }
             }
             _ => {}
@@ -537,7 +556,9 @@ impl Rules {
                 }
                 if first_try {
                     let allowed = (*actions).max(1);
-                    let calls = self.spent.entry(format!("approval:{id}")).or_default();
+                    let key = format!("approval:{id}");
+                    self.spent_by.insert(write.invocation_id.clone(), (key.clone(), at));
+                    let calls = self.spent.entry(key).or_default();
                     if calls.len() as u64 >= allowed {
                         report.findings.push(broken(
                             at,
@@ -566,7 +587,9 @@ impl Rules {
                     )),
                 }
                 if first_try {
-                    let calls = self.spent.entry(format!("execution:{task}")).or_default();
+                    let key = format!("execution:{task}");
+                    self.spent_by.insert(write.invocation_id.clone(), (key.clone(), at));
+                    let calls = self.spent.entry(key).or_default();
                     if !calls.is_empty() {
                         report.findings.push(broken(
                             at,
@@ -613,7 +636,9 @@ impl Rules {
                     }
                 }
                 if first_try {
-                    let calls = self.spent.entry(format!("process:{activity}")).or_default();
+                    let key = format!("process:{activity}");
+                    self.spent_by.insert(write.invocation_id.clone(), (key.clone(), at));
+                    let calls = self.spent.entry(key).or_default();
                     if !calls.is_empty() {
                         report.findings.push(broken(
                             at,
@@ -878,8 +903,26 @@ mod tests {
         assert_eq!(codes(&report), vec![]);
         assert_eq!(report.writes[0].basis_index, Some(2));
         assert_eq!(report.writes[0].decided_by.as_deref(), Some("rui"), "the gate's decider");
-        let twice = [gate[0].clone(), gate[1].clone(), run, write("c-1", execution.clone()), write("c-2", execution)];
+        let twice = [
+            gate[0].clone(),
+            gate[1].clone(),
+            run.clone(),
+            write("c-1", execution.clone()),
+            write("c-2", execution.clone()),
+        ];
         assert_eq!(codes(&check(&twice)), vec![(Some(4), "basis_spent_twice")]);
+        // A call cancelled before anyone claimed it wrote nothing: the execution may write once
+        // more, as the database's guard lets it; one that was claimed (attempt 1) spent it.
+        let cancelled = |attempt: u64| {
+            let data = json!({"skillId": "s-1", "attempt": attempt, "code": "basis_revoked", "wasRunning": false});
+            ("skill.invocation_cancelled", "skill_invocation:c-1".to_owned(), data)
+        };
+        let again = |attempt: u64| {
+            let first = write("c-1", execution.clone());
+            [gate[0].clone(), gate[1].clone(), run.clone(), first, cancelled(attempt), write("c-2", execution.clone())]
+        };
+        assert_eq!(codes(&check(&again(0))), vec![], "unclaimed, so unspent");
+        assert_eq!(codes(&check(&again(1))), vec![(Some(5), "basis_spent_twice")], "claimed once, so spent");
     }
 
     /// The core's four-eyes rule, from the entries alone: each way of breaking it, planted in an
