@@ -4,7 +4,7 @@
 //! carries its causation depth, which the evaluation stops at (`rule_loop_suspected`).
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 use skill_api::events::FactRecorded;
 use skill_api::four_eyes::{self, InitiatorRole};
 use skill_api::{FactOut, FactQuery, FactRequest, MAX_FACT_BYTES, Page, RuleEvaluationOut};
@@ -267,19 +267,4 @@ pub(crate) fn evaluation_out(evaluation: RuleEvaluationRecord, rule: &str) -> Ru
         updated_at: view_time(&evaluation.updated_at),
         ended_at: evaluation.ended_at.as_ref().map(view_time),
     }
-}
-
-/// The fact as a condition and a rule's paths read it: `$.fact`.
-pub(crate) fn fact_document(fact: &FactRecord, workspace_key: &str) -> Value {
-    json!({
-        "id": fact.id,
-        "workspace": workspace_key,
-        "workspaceId": fact.workspace_id,
-        "kind": fact.kind,
-        "key": fact.key,
-        "data": fact.data,
-        "source": fact.source,
-        "occurredAt": view_time(&fact.occurred_at),
-        "depth": fact.depth,
-    })
 }

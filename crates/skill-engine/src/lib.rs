@@ -50,6 +50,7 @@ mod planned;
 pub mod processes;
 pub mod requests;
 pub mod rules;
+mod scopes;
 mod settings;
 pub mod tokens;
 mod visibility;

@@ -13,7 +13,7 @@ use skill_contract::codes::Code;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use skill_api::events::RulePublished;
 use skill_api::{
     ConditionOut, EvaluateOut, EvaluateRequest, Page, PlannedCall, PlannedProcess, PlannedWork, RuleOut, RuleQuery,
@@ -33,6 +33,7 @@ use crate::documents::PackageDocument;
 use crate::error::{Class, EngineError, Result};
 use crate::paths::{filled, render};
 use crate::planned::Planned;
+use crate::scopes::{FactView, RuleScope};
 use crate::{Engine, Origin};
 use futures::future::BoxFuture;
 
@@ -293,12 +294,18 @@ impl Engine {
             }
             Err(error) => return Err(error.into()),
         };
-        let fact = json!({
-            "id": Value::Null, "workspace": workspace.key, "workspaceId": workspace.id, "kind": draft.kind,
-            "key": draft.key, "data": draft.data, "source": draft.source,
-            "occurredAt": draft.occurred_at.clone().unwrap_or_else(|| view_time(&self.now())), "depth": 0,
-        });
-        let document = json!({"fact": fact});
+        let fact = FactView {
+            id: None,
+            workspace: workspace.key.clone(),
+            workspace_id: workspace.id.clone(),
+            kind: draft.kind.clone(),
+            key: draft.key.clone(),
+            data: draft.data.clone(),
+            source: draft.source.clone(),
+            occurred_at: draft.occurred_at.clone().unwrap_or_else(|| view_time(&self.now())),
+            depth: 0,
+        };
+        let document = RuleScope::of(fact).document();
         let kind_matches = draft.kind == rule.kind;
         let agent_may_work = self
             .agent_actor(&rule.agent_principal_id)

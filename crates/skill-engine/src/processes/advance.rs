@@ -12,7 +12,7 @@
 //! database lets only this step's open row cover. A retry is a new row, so a new key.
 
 use chrono::Duration;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use skill_api::events::{ProcessEnded, ProcessStepStarted, TaskCreated};
 use skill_api::{CallStatus, Failure, InstanceStatus, InvokeRequest, Lifecycle, StepKind, StepStatus, TaskStatus};
 use skill_contract::codes::Code;
@@ -25,6 +25,7 @@ use super::outputs::TaskStepOutput;
 use super::{compile, step_ended};
 use crate::basis::Internal;
 use crate::error::{EngineError, Result};
+use crate::scopes::{FactView, InstanceScope};
 use crate::{Actor, Engine, Origin};
 
 /// How many steps one instance runs without waiting before it fails as a suspected endless loop.
@@ -67,18 +68,14 @@ impl Moving<'_> {
         self.steps.iter().rev().find(|step| step.status == StepStatus::Open).cloned()
     }
 
-    /// The document paths and conditions read: `input`, `vars`, `steps.<id>` (its last run), `instance`.
+    /// What paths and conditions read: `input`, `vars`, `steps.<id>` (its last run), `instance`.
+    fn scope(&self) -> InstanceScope {
+        InstanceScope::of(&self.instance, &self.steps)
+    }
+
+    /// [`Moving::scope`] as the path language reads it.
     fn document(&self) -> Value {
-        let mut steps = Map::new();
-        for step in &self.steps {
-            steps.insert(
-                step.step_id.clone(),
-                json!({"status": step.status, "output": step.output, "error": step.error, "attempt": step.attempt,
-                       "invocationId": step.invocation_id, "taskId": step.task_id, "factId": step.fact_id}),
-            );
-        }
-        json!({"input": self.instance.input, "vars": self.instance.vars, "steps": steps,
-               "instance": {"id": self.instance.id, "key": self.instance.key, "workspace": self.instance.workspace_id}})
+        self.scope().document()
     }
 
     /// The approved gate a call standing on task step `decider` may write on: that step's last
@@ -910,12 +907,13 @@ impl Engine {
         facts.retain(|fact| fact.created_at >= moving.instance.created_at && !taken.contains(&fact.id));
         facts.reverse();
         let workspace_key = self.store.workspace_by_reference(&moving.instance.workspace_id).await?.key;
-        let mut document = moving.document();
+        let mut scope = moving.scope();
         for fact in facts {
             let matched = match &fact_wait.when {
                 None => true,
                 Some(when) => {
-                    document["fact"] = json!(crate::facts::fact_document(&fact, &workspace_key));
+                    scope.fact = Some(FactView::of(&fact, &workspace_key));
+                    let document = scope.document();
                     let path = format!("steps[{}].wait.fact.when", step.id);
                     // A fact the condition cannot read is not the one waited for.
                     compile(&path, when, true)
@@ -924,7 +922,7 @@ impl Engine {
                 }
             };
             if matched {
-                let output = json!(crate::facts::fact_document(&fact, &workspace_key));
+                let output = crate::document(&FactView::of(&fact, &workspace_key));
                 let taken = StepRecord { fact_id: Some(fact.id.clone()), ..open };
                 return Ok(self.finish(moving, taken, StepStatus::Done, Some(output), None, next, now));
             }

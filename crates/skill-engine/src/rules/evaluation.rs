@@ -24,9 +24,9 @@ use crate::artifacts::NewArtifact;
 use crate::basis::Internal;
 use crate::cancellation::Cancellation;
 use crate::error::{Class, EngineError, Result, written};
-use crate::facts::fact_document;
 use crate::instances::Start;
 use crate::paths::render;
+use crate::scopes::{FactView, RuleScope};
 use crate::{Engine, Origin};
 
 /// How long an evaluation waits for its interpretation before it expires.
@@ -147,7 +147,7 @@ impl Engine {
         workspace_key: &str,
         now: Time,
     ) -> (Vec<WorkChange>, Vec<Event>) {
-        let document = json!({"fact": fact_document(fact, workspace_key)});
+        let document = RuleScope::of(FactView::of(fact, workspace_key)).document();
         let mut changes = Vec::new();
         let mut events = Vec::new();
         let system = Origin::default();
@@ -277,7 +277,7 @@ impl Engine {
     ) -> Result<usize> {
         let Some(interpretation) = &rule.spec.interpretation else { return Ok(0) };
         let workspace_key = pass.workspace_key(self, &fact.workspace_id).await?;
-        let document = json!({"fact": fact_document(fact, &workspace_key)});
+        let document = RuleScope::of(FactView::of(fact, &workspace_key)).document();
         // The first ask is keyed by rule and fact; an ask again (a waiting evaluation whose call
         // failed for a reason that may pass) is a new call with its number.
         let again = evaluation.status == RuleEvaluationStatus::Waiting;
@@ -401,10 +401,7 @@ impl Engine {
         now: Time,
     ) -> Result<usize> {
         let workspace_key = pass.workspace_key(self, &fact.workspace_id).await?;
-        let mut document = json!({"fact": fact_document(fact, &workspace_key)});
-        if let Some(call) = call {
-            document["interpretation"] = json!({"output": call.output, "invocationId": call.id});
-        }
+        let document = RuleScope::of(FactView::of(fact, &workspace_key)).interpreted(call).document();
         let agent = match pass.agent(self, &rule.agent_principal_id).await {
             Ok(agent) => agent,
             Err(error) => {
