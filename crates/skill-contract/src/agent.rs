@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::DocumentProblem;
 use crate::codes::Code;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -251,18 +252,9 @@ pub fn parse_duration(text: &str) -> Option<u64> {
     digits.parse::<u64>().ok().map(|n| n * unit)
 }
 
-/// One thing wrong with an agent document, by its path in the document (`spec.identity.permissions[2]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentProblem {
-    pub path: String,
-    /// `invalid_agent`, or the reference's `skills_invoke_not_permitted`.
-    pub code: Code,
-    pub message: String,
-    pub hint: String,
-}
-
-fn problem(path: impl Into<String>, code: Code, message: impl Into<String>, hint: &str) -> AgentProblem {
-    AgentProblem { path: path.into(), code, message: message.into(), hint: hint.to_owned() }
+/// A problem of an agent document: `invalid_agent`, or the reference's `skills_invoke_not_permitted`.
+fn problem(path: impl Into<String>, code: Code, message: impl Into<String>, hint: &str) -> DocumentProblem {
+    DocumentProblem::new(path, code, message, hint)
 }
 
 /// Whether `key` names an agent: 1 to 100 lower-case letters, digits, `.`, `_`, `-`, starting
@@ -281,7 +273,7 @@ pub fn is_workspace_key(key: &str) -> bool {
 
 /// Reads an agent document's `spec`: the spec, or the first problem of its shape (an unknown
 /// field, a wrong type), with its path.
-pub fn read_spec(spec: &Value) -> Result<AgentSpec, AgentProblem> {
+pub fn read_spec(spec: &Value) -> Result<AgentSpec, DocumentProblem> {
     if !spec.is_object() {
         return Err(problem(
             "spec",
@@ -316,7 +308,7 @@ impl AgentSpec {
     }
 
     /// The rules that need nothing but the document.
-    pub fn problems(&self) -> Vec<AgentProblem> {
+    pub fn problems(&self) -> Vec<DocumentProblem> {
         let mut out = Vec::new();
         for (path, count, max) in [
             ("spec.identity.permissions", self.identity.permissions.len(), MAX_PERMISSIONS),
@@ -445,7 +437,7 @@ impl AgentSpec {
         out
     }
 
-    fn agent_problems(&self, out: &mut Vec<AgentProblem>) {
+    fn agent_problems(&self, out: &mut Vec<DocumentProblem>) {
         if self.executor.is_some() || self.skills.declares_execution() {
             out.push(problem(
                 if self.executor.is_some() { "spec.executor" } else { "spec.skills" },
@@ -477,7 +469,7 @@ impl AgentSpec {
         }
     }
 
-    fn executor_problems(&self, out: &mut Vec<AgentProblem>) {
+    fn executor_problems(&self, out: &mut Vec<DocumentProblem>) {
         if !self.skills.invoke.is_empty() {
             out.push(problem(
                 "spec.skills.invoke",

@@ -86,7 +86,7 @@ pub use protocol::{
     ErrorClass, ProtocolError, ResolvedToolEntry, SkillCapabilitySummary, SkillDefinition, SkillErrorType,
     SkillMetadata, SkillResult, map_tool_error,
 };
-pub use reading::{Unread, read_typed};
+pub use reading::{DocumentProblem, Unread, read_typed};
 pub use skill::{
     API_VERSION, CompositeSkill, KIND, LeafSkill, MAX_DESCRIPTION, SKILL_SOURCE, Skill, SkillBody, ToolDeclaration,
 };

@@ -111,6 +111,11 @@ impl PackageProblem {
     pub(crate) fn new(file: &str, path: &str, code: &'static str, message: String, hint: &str) -> Self {
         Self { file: file.to_owned(), path: path.to_owned(), code, message, hint: hint.to_owned() }
     }
+
+    /// A problem the document's own reader found, in `file`.
+    pub(crate) fn of(file: &str, found: &crate::DocumentProblem) -> Self {
+        Self::new(file, &found.path, found.code.as_str(), found.message.clone(), &found.hint)
+    }
 }
 
 impl std::fmt::Display for PackageProblem {

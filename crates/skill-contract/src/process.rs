@@ -26,9 +26,10 @@ use crate::codes::Code;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::DocumentProblem;
 use crate::SkillRef;
 use crate::agent::is_agent_key;
-use crate::rule::{RuleIdentity, RuleProblem, is_fact_kind, is_rule_key, template_paths};
+use crate::rule::{RuleIdentity, is_fact_kind, is_rule_key, template_paths};
 
 /// The most steps of one process, and the most cases of one switch.
 pub const MAX_STEPS: usize = 200;
@@ -280,12 +281,12 @@ pub fn is_variable(name: &str) -> bool {
     name.len() <= 64 && crate::paths::parse(&format!("$.{name}")).is_some_and(|segments| segments.len() == 1)
 }
 
-fn problem(path: impl Into<String>, message: impl Into<String>, hint: &str) -> RuleProblem {
-    RuleProblem { path: path.into(), code: Code::InvalidProcess, message: message.into(), hint: hint.to_owned() }
+fn problem(path: impl Into<String>, message: impl Into<String>, hint: &str) -> DocumentProblem {
+    DocumentProblem::new(path, Code::InvalidProcess, message, hint)
 }
 
 /// Reads a process document's `spec`: the spec, or the first problem of its shape, with its path.
-pub fn read_spec(spec: &Value) -> Result<ProcessSpec, RuleProblem> {
+pub fn read_spec(spec: &Value) -> Result<ProcessSpec, DocumentProblem> {
     if !spec.is_object() {
         return Err(problem(
             "spec",
@@ -344,7 +345,7 @@ impl ProcessSpec {
     }
 
     /// The rules that need nothing but the document (conditions are compiled by the caller).
-    pub fn problems(&self) -> Vec<RuleProblem> {
+    pub fn problems(&self) -> Vec<DocumentProblem> {
         let mut out = Vec::new();
         if crate::SkillVersion::new(&self.version).is_err() {
             out.push(problem(
@@ -395,9 +396,9 @@ impl ProcessSpec {
         out
     }
 
-    fn step_problems(&self, index: usize, step: &Step, ids: &BTreeMap<&str, usize>, out: &mut Vec<RuleProblem>) {
+    fn step_problems(&self, index: usize, step: &Step, ids: &BTreeMap<&str, usize>, out: &mut Vec<DocumentProblem>) {
         let at = format!("spec.steps[{index}]");
-        let target = |path: String, id: &str, out: &mut Vec<RuleProblem>| {
+        let target = |path: String, id: &str, out: &mut Vec<DocumentProblem>| {
             if !ids.contains_key(id) {
                 out.push(problem(path, format!("no step is called {id:?}"), "name a step of this process by its id"));
             }
@@ -539,7 +540,7 @@ impl ProcessSpec {
         id: &str,
         decided_by: &str,
         input: &Map<String, Value>,
-        out: &mut Vec<RuleProblem>,
+        out: &mut Vec<DocumentProblem>,
     ) {
         let path = format!("{at}.call.decidedBy");
         match self.step(decided_by) {
@@ -575,7 +576,7 @@ impl ProcessSpec {
         }
     }
 
-    fn wait_problems(&self, at: &str, wait: &WaitStep, ids: &BTreeMap<&str, usize>, out: &mut Vec<RuleProblem>) {
+    fn wait_problems(&self, at: &str, wait: &WaitStep, ids: &BTreeMap<&str, usize>, out: &mut Vec<DocumentProblem>) {
         let count = [wait.fact.is_some(), wait.for_.is_some(), wait.until.is_some()].iter().filter(|b| **b).count();
         if count != 1 {
             out.push(problem(
@@ -656,7 +657,7 @@ fn string_leaves<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
     }
 }
 
-fn duration(text: &str, at: &str, out: &mut Vec<RuleProblem>) {
+fn duration(text: &str, at: &str, out: &mut Vec<DocumentProblem>) {
     if parse_duration(text).is_none() {
         out.push(problem(
             at,
@@ -667,7 +668,7 @@ fn duration(text: &str, at: &str, out: &mut Vec<RuleProblem>) {
 }
 
 /// The problems of a name → value mapping (inputs, custom fields, variables).
-fn mappings(map: &Map<String, Value>, at: &str, ids: &BTreeMap<&str, usize>, out: &mut Vec<RuleProblem>) {
+fn mappings(map: &Map<String, Value>, at: &str, ids: &BTreeMap<&str, usize>, out: &mut Vec<DocumentProblem>) {
     if map.len() > crate::rule::MAX_MAPPINGS {
         out.push(problem(at, format!("{} entries; at most {}", map.len(), crate::rule::MAX_MAPPINGS), "map fewer"));
         return;
@@ -682,7 +683,7 @@ const ROOTS: [&str; 4] = ["input", "vars", "steps", "instance"];
 
 /// A `$…` text must be a path over a root of the instance's document, and `$.steps.<id>` must
 /// name a step.
-fn value_problem(value: &Value, at: &str, ids: &BTreeMap<&str, usize>, out: &mut Vec<RuleProblem>) {
+fn value_problem(value: &Value, at: &str, ids: &BTreeMap<&str, usize>, out: &mut Vec<DocumentProblem>) {
     let Value::String(text) = value else { return };
     if !text.starts_with('$') {
         return;

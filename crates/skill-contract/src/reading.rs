@@ -3,6 +3,8 @@
 //! checked, so an error names the field.
 
 use serde::de::DeserializeOwned;
+
+use crate::codes::Code;
 use serde_json::Value;
 
 /// A part of a document that does not read as its type.
@@ -12,6 +14,22 @@ pub struct Unread {
     pub path: String,
     /// Why, as the reader said it (`unknown field "x", expected one of …`, `missing field …`).
     pub reason: String,
+}
+
+/// One thing wrong with an author's document (a rule, a process, an agent), by its path
+/// (`spec.ensureWork[0].task.type`): the code the core refuses it with, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentProblem {
+    pub path: String,
+    pub code: Code,
+    pub message: String,
+    pub hint: String,
+}
+
+impl DocumentProblem {
+    pub fn new(path: impl Into<String>, code: Code, message: impl Into<String>, hint: &str) -> Self {
+        Self { path: path.into(), code, message: message.into(), hint: hint.to_owned() }
+    }
 }
 
 /// `value` read as a `T`; the path under `root` of the first part that does not read otherwise

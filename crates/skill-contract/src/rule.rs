@@ -15,6 +15,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::DocumentProblem;
 use crate::codes::Code;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -114,18 +115,9 @@ pub struct TaskWork {
     pub custom_fields: Map<String, Value>,
 }
 
-/// One thing wrong with a rule document, by its path (`spec.ensureWork[0].task.type`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuleProblem {
-    pub path: String,
-    /// `invalid_rule`, or the reference's `invalid_rule_interpretation`.
-    pub code: Code,
-    pub message: String,
-    pub hint: String,
-}
-
-fn problem(path: impl Into<String>, code: Code, message: impl Into<String>, hint: &str) -> RuleProblem {
-    RuleProblem { path: path.into(), code, message: message.into(), hint: hint.to_owned() }
+/// A problem of a rule document: `invalid_rule`, or the reference's `invalid_rule_interpretation`.
+fn problem(path: impl Into<String>, code: Code, message: impl Into<String>, hint: &str) -> DocumentProblem {
+    DocumentProblem::new(path, code, message, hint)
 }
 
 /// Whether `key` names a rule or a task type: 1 to 200 of `a-z 0-9 . _ -`, starting with a letter
@@ -147,7 +139,7 @@ pub fn is_fact_kind(kind: &str) -> bool {
 pub use crate::paths::is_path;
 
 /// Reads a rule document's `spec`: the spec, or the first problem of its shape, with its path.
-pub fn read_spec(spec: &Value) -> Result<RuleSpec, RuleProblem> {
+pub fn read_spec(spec: &Value) -> Result<RuleSpec, DocumentProblem> {
     if !spec.is_object() {
         return Err(problem(
             "spec",
@@ -192,7 +184,7 @@ impl RuleSpec {
     }
 
     /// The rules that need nothing but the document (the condition is compiled by the caller).
-    pub fn problems(&self) -> Vec<RuleProblem> {
+    pub fn problems(&self) -> Vec<DocumentProblem> {
         let mut out = Vec::new();
         if crate::SkillVersion::new(&self.version).is_err() {
             out.push(problem(
@@ -327,7 +319,7 @@ fn process_problems<'a>(
     index: usize,
     reads_output: bool,
     keys: &mut BTreeSet<&'a String>,
-    out: &mut Vec<RuleProblem>,
+    out: &mut Vec<DocumentProblem>,
 ) {
     let at = format!("spec.ensureWork[{index}].process");
     let pinned = process
@@ -387,7 +379,7 @@ pub fn template_paths(text: &str) -> Result<Vec<&str>, String> {
 }
 
 /// The problems of a name → value mapping (inputs, custom fields).
-fn mappings(map: &Map<String, Value>, at: &str, reads_output: bool, out: &mut Vec<RuleProblem>) {
+fn mappings(map: &Map<String, Value>, at: &str, reads_output: bool, out: &mut Vec<DocumentProblem>) {
     if map.len() > MAX_MAPPINGS {
         out.push(problem(at, Code::InvalidRule, format!("{} entries; at most {MAX_MAPPINGS}", map.len()), "map fewer"));
         return;
@@ -398,7 +390,7 @@ fn mappings(map: &Map<String, Value>, at: &str, reads_output: bool, out: &mut Ve
 }
 
 /// A `$…` text must be a path over `$.fact` (or `$.interpretation` when the rule has one).
-fn value_problem(value: &Value, at: &str, reads_output: bool, out: &mut Vec<RuleProblem>) {
+fn value_problem(value: &Value, at: &str, reads_output: bool, out: &mut Vec<DocumentProblem>) {
     let Value::String(text) = value else { return };
     if !text.starts_with('$') {
         return;

@@ -13,13 +13,13 @@ use skill_api::events::AgentApplied;
 use skill_api::{
     AgentOut, AgentRequest, AgentTokenOut, AgentTokenRequest, ExecutorAllowance, PrincipalKind, SkillStatus,
 };
-use skill_contract::agent::{AgentKind, AgentProblem, PERMISSION_FORBIDDEN, is_agent_key, read_spec, split_permission};
+use skill_contract::agent::{AgentKind, is_agent_key, read_spec, split_permission};
 use skill_store::ErrorKind;
 use skill_store::records::{AgentPlan, AgentRecord, Assignment, Grant, Principal, SkillRecord};
 
 use crate::actor::Actor;
 use crate::catalog::view_time;
-use crate::error::{Class, EngineError, Result};
+use crate::error::{Class, EngineError, Result, document_problem};
 use crate::identity::EXECUTION_PRINCIPAL;
 use crate::planned::Planned;
 use crate::{Engine, Origin};
@@ -27,16 +27,6 @@ use crate::{Engine, Origin};
 /// `422 invalid_agent` at `path` of the document.
 fn invalid(path: &str, message: impl Into<String>) -> EngineError {
     EngineError::new(Class::Invalid, Code::InvalidAgent, message).with("path", path)
-}
-
-/// A problem of the document itself, at its path: `403 agent_permission_forbidden`, else `422`
-/// with the problem's code.
-fn document_problem(found: AgentProblem) -> EngineError {
-    let message = format!("{} ({})", found.message, found.hint);
-    if found.code == PERMISSION_FORBIDDEN {
-        return EngineError::new(Class::Forbidden, found.code, message).with("path", found.path);
-    }
-    EngineError::new(Class::Invalid, found.code, message).with("path", found.path)
 }
 
 /// `422 unknown_reference {path, value}`.

@@ -31,7 +31,7 @@ pub use advance::MAX_TRANSITIONS;
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
 use crate::documents::PackageDocument;
-use crate::error::{Class, EngineError, Result, written};
+use crate::error::{Class, EngineError, Result, document_problem, written};
 use crate::instances::Start;
 use crate::planned::Planned;
 use crate::{Engine, Origin};
@@ -110,11 +110,9 @@ impl Engine {
                 ),
             ));
         }
-        let spec = skill_contract::process::read_spec(&request.spec)
-            .map_err(|found| EngineError::new(Class::Invalid, found.code, found.message).with("path", found.path))?;
+        let spec = skill_contract::process::read_spec(&request.spec).map_err(document_problem)?;
         if let Some(found) = spec.problems().into_iter().next() {
-            return Err(EngineError::new(Class::Invalid, found.code, format!("{} ({})", found.message, found.hint))
-                .with("path", found.path));
+            return Err(document_problem(found));
         }
         for (path, source, reads_fact) in spec.conditions() {
             compile(&path, source, reads_fact)?;

@@ -30,7 +30,7 @@ pub use evaluation::RULE_WAIT_HOURS;
 use crate::actor::Actor;
 use crate::catalog::{checked_limit, view_time};
 use crate::documents::PackageDocument;
-use crate::error::{Class, EngineError, Result};
+use crate::error::{Class, EngineError, Result, document_problem};
 use crate::paths::{filled, render};
 use crate::planned::Planned;
 use crate::scopes::{FactView, RuleScope};
@@ -92,11 +92,9 @@ impl Engine {
                 ),
             ));
         }
-        let spec = skill_contract::rule::read_spec(&request.spec)
-            .map_err(|found| EngineError::new(Class::Invalid, found.code, found.message).with("path", found.path))?;
+        let spec = skill_contract::rule::read_spec(&request.spec).map_err(document_problem)?;
         if let Some(found) = spec.problems().into_iter().next() {
-            return Err(EngineError::new(Class::Invalid, found.code, format!("{} ({})", found.message, found.hint))
-                .with("path", found.path));
+            return Err(document_problem(found));
         }
         if let Some(when) = &spec.on.when {
             compile(when)?;

@@ -130,18 +130,12 @@ fn agent(object: &PackageObject, executions: &BTreeMap<String, Vec<String>>, pro
     let spec = match crate::agent::read_spec(object.spec()) {
         Ok(spec) => spec,
         Err(found) => {
-            problems.push(PackageProblem::new(
-                &object.file,
-                &found.path,
-                found.code.as_str(),
-                found.message,
-                &found.hint,
-            ));
+            problems.push(PackageProblem::of(&object.file, &found));
             return;
         }
     };
     for found in spec.problems() {
-        problems.push(PackageProblem::new(&object.file, &found.path, found.code.as_str(), found.message, &found.hint));
+        problems.push(PackageProblem::of(&object.file, &found));
     }
     let invoked: Vec<&str> = spec.invoked().map(|(skill, _)| skill).collect();
     for (index, key) in spec.work.task_types.iter().enumerate() {
@@ -365,25 +359,13 @@ impl References<'_> {
         let spec = match crate::rule::read_spec(object.spec()) {
             Ok(spec) => spec,
             Err(found) => {
-                problems.push(PackageProblem::new(
-                    &object.file,
-                    &found.path,
-                    found.code.as_str(),
-                    found.message,
-                    &found.hint,
-                ));
+                problems.push(PackageProblem::of(&object.file, &found));
                 return;
             }
         };
         let found = spec.problems();
         for found in &found {
-            problems.push(PackageProblem::new(
-                &object.file,
-                &found.path,
-                found.code.as_str(),
-                found.message.clone(),
-                &found.hint,
-            ));
+            problems.push(PackageProblem::of(&object.file, found));
         }
         let path = "spec.interpretation.skill";
         if let Some(skill) = spec
@@ -460,25 +442,13 @@ impl References<'_> {
         let spec = match crate::process::read_spec(object.spec()) {
             Ok(spec) => spec,
             Err(found) => {
-                problems.push(PackageProblem::new(
-                    &object.file,
-                    &found.path,
-                    found.code.as_str(),
-                    found.message,
-                    &found.hint,
-                ));
+                problems.push(PackageProblem::of(&object.file, &found));
                 return;
             }
         };
         let found = spec.problems();
         for found in &found {
-            problems.push(PackageProblem::new(
-                &object.file,
-                &found.path,
-                found.code.as_str(),
-                found.message.clone(),
-                &found.hint,
-            ));
+            problems.push(PackageProblem::of(&object.file, found));
         }
         let flagged = |path: &str| found.iter().any(|p| p.path == path);
         for (at, call) in spec.calls() {
