@@ -198,7 +198,8 @@ pub type Result<T, E = EngineError> = std::result::Result<T, E>;
 /// A problem of an author's document (an agent, a rule, a process), at its path, with what to do:
 /// `403 agent_permission_forbidden`, else `422` with the problem's code.
 pub(crate) fn document_problem(found: skill_contract::DocumentProblem) -> EngineError {
-    let class = if found.code == skill_contract::agent::PERMISSION_FORBIDDEN { Class::Forbidden } else { Class::Invalid };
+    let class =
+        if found.code == skill_contract::agent::PERMISSION_FORBIDDEN { Class::Forbidden } else { Class::Invalid };
     EngineError::new(class, found.code, format!("{} ({})", found.message, found.hint)).with("path", found.path)
 }
 

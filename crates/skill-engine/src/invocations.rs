@@ -113,7 +113,15 @@ impl Engine {
         // call that passes goes straight to its insert, which meets the key's call if there is
         // one: the look-up costs nothing on the way of a new call.
         let (call, event, basis) = match self
-            .checked_call(Asked { actor, skill: &skill, request, request_id, internal, key: &key, inputs: &inputs })
+            .checked_call(Asked {
+                actor,
+                skill: &skill,
+                request,
+                request_id,
+                internal,
+                key: key.as_deref(),
+                inputs: &inputs,
+            })
             .await
         {
             Ok(made) => made,

@@ -923,6 +923,13 @@ mod tests {
         };
         assert_eq!(codes(&check(&again(0))), vec![], "unclaimed, so unspent");
         assert_eq!(codes(&check(&again(1))), vec![(Some(5), "basis_spent_twice")], "claimed once, so spent");
+        // So for every basis: an approval's one call, cancelled unclaimed, leaves it unspent.
+        let decided_twice = |attempt: u64| {
+            let first = write("c-1", by_approval("rui"));
+            [asked("ana"), decided("rui", "approved"), first, cancelled(attempt), write("c-2", by_approval("rui"))]
+        };
+        assert_eq!(codes(&check(&decided_twice(0))), vec![]);
+        assert_eq!(codes(&check(&decided_twice(2))), vec![(Some(4), "basis_spent_twice")]);
     }
 
     /// The core's four-eyes rule, from the entries alone: each way of breaking it, planted in an

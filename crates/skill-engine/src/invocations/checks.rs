@@ -25,7 +25,7 @@ pub(super) struct Asked<'a> {
     pub(super) request: &'a InvokeRequest,
     pub(super) request_id: Option<&'a str>,
     pub(super) internal: Option<Internal<'a>>,
-    pub(super) key: &'a Option<String>,
+    pub(super) key: Option<&'a str>,
     /// Canonical, so equal inputs are stored as the same text.
     pub(super) inputs: &'a Value,
 }
@@ -134,7 +134,7 @@ impl Engine {
             requested_by_ref: reference,
             authority_principal_id: actor.id().to_owned(),
             authorization_basis: basis,
-            idempotency_key: asked.key.clone(),
+            idempotency_key: asked.key.map(str::to_owned),
             status: CallStatus::Pending,
             attempt: 0,
             max_attempts: i32::try_from(contract.retry_policy().max_attempts()).unwrap_or(1),
