@@ -8,6 +8,10 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use skill_api::events::{
+    ApprovalDecided, ApprovalRequested, EventData, InvocationCancelled, InvocationRequested, PrincipalCreated,
+    ProcessStepStarted, RunStarted,
+};
 use skill_api::four_eyes::{self, Initiator};
 use skill_api::{HeldGrant, PrincipalKind};
 
@@ -424,12 +428,12 @@ impl Rules {
     fn entry(&mut self, at: u64, head: &Head<'_>, report: &mut Report) {
         let subject = head.subject.as_ref();
         match head.kind.as_ref() {
-            "principal.created" => {
+            PrincipalCreated::KIND => {
                 if let (Some(id), Created { kind: Some(kind) }) = (subject_id(subject, "principal"), clear(head)) {
                     self.kinds.insert(id.to_owned(), kind);
                 }
             }
-            "approval.requested" => {
+            ApprovalRequested::KIND => {
                 if let Some(id) = subject_id(subject, "approval") {
                     let asked: Asked = clear(head);
                     if let (true, Some(task)) = (asked.gate && asked.call_skill_id.is_none(), &asked.task_id) {
@@ -438,7 +442,7 @@ impl Rules {
                     self.requested.insert(id.to_owned(), Request { at, asked });
                 }
             }
-            "approval.decided" => {
+            ApprovalDecided::KIND => {
                 if let Some(id) = subject_id(subject, "approval") {
                     let decided: Decided = clear(head);
                     let decision = Decision {
@@ -452,19 +456,19 @@ impl Rules {
                     self.decided.insert(id.to_owned(), decision);
                 }
             }
-            "run.started" => {
+            RunStarted::KIND => {
                 if let Some(id) = subject_id(subject, "run") {
                     let started: Started = clear(head);
                     self.runs.insert(id.to_owned(), (at, started.task_id, started.execution == Some(true)));
                 }
             }
-            "process.step_started" => {
+            ProcessStepStarted::KIND => {
                 let step: Step = clear(head);
                 if let (Some(instance), Some(activity)) = (subject_id(subject, "process_instance"), step.activity_id) {
                     self.steps.insert((instance.to_owned(), activity), at);
                 }
             }
-            "skill.invocation_requested" => {
+            InvocationRequested::KIND => {
                 let requested: Requested = clear(head);
                 if requested.side_effects.as_deref() == Some("external_write") {
                     let call = subject_id(subject, "skill_invocation").unwrap_or_default().to_owned();
@@ -472,7 +476,7 @@ impl Rules {
                     report.writes.push(write);
                 }
             }
-            "skill.invocation_cancelled" => {
+            InvocationCancelled::KIND => {
                 let cancelled: Cancelled = clear(head);
                 if let (Some(call), Some(0)) = (subject_id(subject, "skill_invocation"), cancelled.attempt)
                     && let Some((basis, index)) = self.spent_by.remove(call)
